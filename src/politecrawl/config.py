@@ -1,0 +1,213 @@
+"""Settings: one frozen object, defaults in one place.
+
+Precedence, lowest first: the defaults below < ``politecrawl.toml`` (or the
+file named by ``--config`` / ``POLITECRAWL_CONFIG``) < environment variables
+``POLITECRAWL_<FIELD>`` (upper-case field name) < command-line flags.
+
+Every field is documented where it is declared; ``politecrawl crawl --help``
+shows the same defaults because the CLI reads them from ``DEFAULTS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import __version__
+from .errors import ConfigError
+
+__all__ = ["Settings", "DEFAULTS", "load_settings", "user_agent_string", "is_loopback_host"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything a crawl, a search or a server can be told."""
+
+    # --- where ---------------------------------------------------------------
+    db: str = "politecrawl.db"
+    """Store: a SQLite file path (default) or a postgresql:// URL."""
+
+    # --- identity (politeness contract rule 4) --------------------------------
+    user_agent: str = "politecrawl"
+    """Bot name, the product token robots.txt groups are matched against."""
+    contact: str | None = None
+    """Contact URL or e-mail put in the User-Agent; required for public hosts."""
+
+    # --- how much -------------------------------------------------------------
+    workers: int = max(1, os.cpu_count() or 1)
+    """Worker processes; each runs many hosts at once on an asyncio loop."""
+    concurrency: int = 64
+    """Hosts in flight per worker process."""
+    max_pages: int | None = None
+    """Stop after this many page requests in this run (robots.txt not counted)."""
+    max_time: float | None = None
+    """Stop after this many seconds."""
+    scope: str = "host"
+    """Which discovered links are followed: host (same scheme+host+port as a seed),
+    domain (same registrable domain as a seed) or any."""
+    max_depth: int = 10
+    """Links further than this many hops from a seed are not queued."""
+    host_page_budget: int | None = 10_000
+    """At most this many pages fetched from one host (a crawl-trap defence)."""
+    max_links_per_page: int = 1_000
+    """Only the first N links of a page are considered (a page with a million links)."""
+    follow_nofollow: bool = False
+    """Queue links marked rel=nofollow (off: they are not followed)."""
+
+    # --- politeness (DESIGN.md rule 3) ---------------------------------------
+    min_delay: float = 1.0
+    """Seconds between two requests to one host, at least; a floor for Crawl-delay."""
+    adaptive_factor: float = 10.0
+    """delay >= this x smoothed response time (a 0.8 s host waits 8 s)."""
+    max_adaptive_delay: float = 60.0
+    """Cap on the response-time part of the delay."""
+    max_crawl_delay: float = 86_400.0
+    """Cap on a robots.txt Crawl-delay (honoured up to one day)."""
+    backoff_base: float = 5.0
+    """First backoff after an error; doubles per consecutive failure."""
+    backoff_cap: float = 3_600.0
+    """Longest backoff between two attempts on a failing host."""
+    park_after: int = 5
+    """Consecutive failures after which a host is parked (its URLs kept)."""
+    park_seconds: float = 6 * 3_600.0
+    """How long a parked host rests before it is tried again by itself."""
+    robots_ttl: float = 86_400.0
+    """Seconds a fetched robots.txt stays valid (RFC 9309 §2.4: 24 h)."""
+    per_ip_limit: int = 0
+    """Hosts resolving to one IP share this many open requests (0 = off)."""
+
+    # --- fetching ------------------------------------------------------------
+    max_page_bytes: int = 10 * 1024 * 1024
+    """Body size cap (after decompression); larger bodies are cut off."""
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0
+    """Longest silence between two reads of a response."""
+    total_timeout: float = 60.0
+    """Longest a whole request may take (a trickling server is cut off)."""
+    max_attempts: int = 3
+    """Tries per URL on transient errors before it is recorded as failed."""
+    lease_seconds: float | None = None
+    """How long a claim is held before another worker may take it over
+    (default: total_timeout + 30)."""
+
+    # --- serving -------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+    def effective_lease_seconds(self) -> float:
+        return self.lease_seconds if self.lease_seconds is not None else self.total_timeout + 30.0
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULTS = Settings()
+
+_CHOICES = {"scope": ("host", "domain", "any")}
+
+
+def user_agent_string(settings: Settings) -> str:
+    """``NAME/VERSION (+CONTACT)``: names the bot and says how to reach its operator."""
+    if settings.contact:
+        return f"{settings.user_agent}/{__version__} (+{settings.contact})"
+    return f"{settings.user_agent}/{__version__}"
+
+
+def is_loopback_host(hostname: str | None) -> bool:
+    """True for localhost and 127.0.0.0/8 / ::1: crawls that need no contact."""
+    if not hostname:
+        return False
+    if hostname.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(hostname.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    """Turn a string/TOML value into the field's type, or say clearly why not."""
+    field = {f.name: f for f in fields(Settings)}.get(name)
+    if field is None:
+        raise ConfigError(f"{source}: unknown setting {name!r}")
+    kind = str(field.type)
+    if raw is None:
+        return None
+    try:
+        if "bool" in kind:
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).lower() in ("1", "true", "yes", "on"):
+                value = True
+            elif str(raw).lower() in ("0", "false", "no", "off"):
+                value = False
+            else:
+                raise ValueError(raw)
+        elif "int" in kind and "float" not in kind:
+            value = int(raw)
+        elif "float" in kind:
+            value = float(raw)
+        else:
+            value = str(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {name} must be {kind}, got {raw!r}") from None
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise ConfigError(f"{source}: {name} must be one of {', '.join(_CHOICES[name])}, got {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ConfigError(f"{source}: {name} must not be negative, got {value!r}")
+    return value
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    table = data.get("politecrawl", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: [politecrawl] must be a table")
+    return {k.replace("-", "_"): _coerce(k.replace("-", "_"), v, str(path)) for k, v in table.items()}
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Merge defaults < config file < environment < flags into one ``Settings``.
+
+    ``flags`` holds only what the user actually gave (``None`` values are ignored).
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = config_path or env.get("POLITECRAWL_CONFIG")
+    if path:
+        values.update(_from_file(Path(path)))
+    else:
+        default_file = (cwd or Path.cwd()) / "politecrawl.toml"
+        if default_file.is_file():
+            values.update(_from_file(default_file))
+    names = {f.name for f in fields(Settings)}
+    for name in names:
+        raw = env.get(f"POLITECRAWL_{name.upper()}")
+        if raw is not None and raw != "":
+            values[name] = _coerce(name, raw, f"environment POLITECRAWL_{name.upper()}")
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            values[name] = _coerce(name, raw, f"--{name.replace('_', '-')}")
+    settings = Settings(**values)
+    if settings.workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    if settings.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
+    return settings

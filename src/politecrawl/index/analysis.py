@@ -1,0 +1,210 @@
+"""The one tokenizer of politecrawl: documents and queries go through it.
+
+``tokenize(text)`` is, in order:
+
+1. Unicode NFKC normalization (full-width letters, ligatures and compatibility
+   digits fold to their plain forms: ``"ｆｉle"`` -> ``"file"``);
+2. ``str.casefold`` (stronger than ``lower``: ``"Straße"`` -> ``"strasse"``);
+3. split on anything that is not a Unicode letter or digit.  The underscore is a
+   separator too (``"__init__"`` -> ``["init"]``, ``"sys.path"`` ->
+   ``["sys", "path"]``), as in tantivy's default tokenizer;
+4. digits are kept (``"python3"``, ``"3"``, ``"12"`` are tokens);
+5. tokens longer than ``MAX_TOKEN_LEN`` characters are dropped (base64 blobs and
+   other junk a webmaster controls must not bloat the term dictionary);
+6. stop words are **off by default**.  ``Analyzer(stop_words=True)`` removes the
+   small English list ``ENGLISH_STOP_WORDS``; the setting is recorded in the
+   index so queries are analysed the same way as the documents were.
+
+There is **no stemming**: ``"parsing"`` does not match ``"parse"``.  BM25 over
+exact word forms is predictable and language-neutral; a stemmer would be an
+English-only policy applied to a multilingual crawl.
+
+Positions are indexes into the token list *after* stop-word removal, so a
+phrase query analysed by the same analyzer lines up with the document.
+
+``parse_query(q)`` turns user input into a ``Query``; it never raises.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ENGLISH_STOP_WORDS",
+    "MAX_QUERY_TERMS",
+    "MAX_TOKEN_LEN",
+    "Analyzer",
+    "Query",
+    "parse_query",
+    "tokenize",
+]
+
+MAX_TOKEN_LEN = 64
+MAX_QUERY_TERMS = 64
+# A query longer than this is cut before analysis (bound what a user controls).
+_MAX_QUERY_CHARS = 4096
+
+ENGLISH_STOP_WORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such
+    that the their then there these they this to was will with""".split()
+)
+
+# Letters and digits of any script; underscore (a \w character) is excluded.
+_TOKEN_RE = re.compile(r"[^\W_]+")
+# C0/C1 controls, format characters (zero-width joiners, bidi overrides), and
+# unassigned/surrogate code points; whitespace is handled separately.
+_STRIP_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+def _normalize(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Tokenizer settings; the default is the one documented in the module."""
+
+    stop_words: bool = False
+
+    def tokenize(self, text: str) -> list[str]:
+        tokens = _TOKEN_RE.findall(_normalize(text))
+        if self.stop_words:
+            return [t for t in tokens if len(t) <= MAX_TOKEN_LEN and t not in ENGLISH_STOP_WORDS]
+        return [t for t in tokens if len(t) <= MAX_TOKEN_LEN]
+
+    def normalize_token(self, raw: str) -> str | None:
+        """Analyse one raw word (for snippets); None when it is not a token."""
+        toks = self.tokenize(raw)
+        return toks[0] if len(toks) == 1 else None
+
+    def to_json(self) -> dict:
+        return {"name": "politecrawl-v1", "stop_words": self.stop_words}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Analyzer":
+        return cls(stop_words=bool(data.get("stop_words", False)))
+
+
+DEFAULT_ANALYZER = Analyzer()
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` with the default analyzer (no stop words, no stemming)."""
+    return DEFAULT_ANALYZER.tokenize(text)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query.
+
+    ``terms``: free-text terms, OR-ed and ranked by BM25.
+    ``phrases``: each a list of tokens that must appear consecutively in one
+    field; every phrase must match, and phrase tokens also count for ranking.
+    ``excluded``: a document containing any of these tokens is dropped.
+    ``site``: lower-cased host; matches that host and its subdomains.
+    """
+
+    terms: list[str] = field(default_factory=list)
+    phrases: list[list[str]] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    site: str | None = None
+
+    @property
+    def positive_terms(self) -> list[str]:
+        """Distinct scoring terms (free terms, then phrase terms), in order."""
+        seen: dict[str, None] = {}
+        for t in self.terms:
+            seen.setdefault(t, None)
+        for p in self.phrases:
+            for t in p:
+                seen.setdefault(t, None)
+        return list(seen)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.terms and not any(self.phrases)
+
+
+def _clean(q: str) -> str:
+    q = q[:_MAX_QUERY_CHARS]
+    out = []
+    for ch in q:
+        if ch.isspace():
+            out.append(" ")
+        elif unicodedata.category(ch) in _STRIP_CATEGORIES:
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+# A quoted phrase (an unclosed quote runs to the end) or a run of non-space.
+_QUERY_PART_RE = re.compile(r'"([^"]*)"?|(\S+)')
+_SITE_RE = re.compile(r"^(?:https?://)?([^/:?#\s]+)")
+
+
+def _parse_site(value: str) -> str | None:
+    m = _SITE_RE.match(value.strip().lower())
+    if not m:
+        return None
+    host = m.group(1).strip(".")
+    if host.startswith("www."):
+        host = host[4:]
+    return host or None
+
+
+def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
+    """Parse free text, ``"exact phrases"``, ``-excluded`` terms and ``site:host``.
+
+    Never raises: non-string input is treated as empty, control characters are
+    replaced by spaces, input beyond 4096 characters is ignored, and at most
+    ``MAX_QUERY_TERMS`` tokens are kept (counting terms, phrase tokens and
+    excluded tokens together, in the order they appear).
+    """
+    if not isinstance(q, str):
+        return Query()
+    try:
+        return _parse(_clean(q), analyzer)
+    except Exception:  # pragma: no cover - belt and braces: never raise
+        return Query()
+
+
+def _parse(q: str, analyzer: Analyzer) -> Query:
+    terms: list[str] = []
+    phrases: list[list[str]] = []
+    excluded: list[str] = []
+    site: str | None = None
+    budget = MAX_QUERY_TERMS
+
+    for m in _QUERY_PART_RE.finditer(q):
+        if budget <= 0:
+            break
+        phrase, word = m.group(1), m.group(2)
+        if phrase is not None:
+            toks = analyzer.tokenize(phrase)[:budget]
+            budget -= len(toks)
+            if len(toks) == 1:
+                terms.append(toks[0])
+            elif toks:
+                phrases.append(toks)
+            continue
+        if word.lower().startswith("site:") and len(word) > 5:
+            host = _parse_site(word[5:])
+            if host:
+                site = host
+                continue
+        if word.startswith("-") and len(word) > 1:
+            toks = analyzer.tokenize(word[1:])[:budget]
+            budget -= len(toks)
+            excluded.extend(toks)
+            continue
+        toks = analyzer.tokenize(word)[:budget]
+        budget -= len(toks)
+        terms.extend(toks)
+
+    # De-duplicate while keeping order.
+    terms = list(dict.fromkeys(terms))
+    excluded = list(dict.fromkeys(excluded))
+    return Query(terms=terms, phrases=phrases, excluded=excluded, site=site)

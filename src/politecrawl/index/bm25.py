@@ -1,0 +1,108 @@
+"""BM25 and BM25F scoring: pure formulas, no I/O.
+
+Constants (DESIGN.md "Search"): ``K1 = 1.2``, ``B = 0.75``.
+
+Single field (Robertson & Zaragoza 2009, eq. 3.15 with the Lucene IDF)::
+
+    idf(N, df)   = ln(1 + (N - df + 0.5) / (df + 0.5))
+    score(t, d)  = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+``N`` is the number of live documents in the whole index, ``df`` the number of
+live documents containing ``t``, ``dl`` the document's length in tokens and
+``avgdl`` the mean length over live documents: whole-index statistics, never
+per-segment ones.
+
+Fields (BM25F, Robertson, Zaragoza & Taylor 2004 / Zaragoza et al. 2004): the
+term frequencies of the fields are length-normalised *per field* and weighted,
+then summed into one pseudo frequency that is saturated once::
+
+    B_f      = 1 - b + b * dl_f / avgdl_f            (per field f)
+    tf~(t,d) = sum_f  w_f * tf_f(t, d) / B_f
+    score    = idf(N, df) * tf~ * (k1 + 1) / (tf~ + k1)
+
+with ``df`` counting documents containing ``t`` in *any* field and weights
+``FIELD_WEIGHTS = {"title": 2.0, "body": 1.0}``.  A title word counts as much as
+two body words: enough to win known-item searches (a page's title as query),
+not so much that a one-word title beats a page that is about the topic.  With a
+single field of weight 1 the BM25F score equals the plain BM25 score exactly
+(``tf/B * (k1+1) / (tf/B + k1) == tf*(k1+1) / (tf + k1*B)``).
+
+For ``explain``, the term score is split over fields in proportion to each
+field's share of ``tf~``, so the per-field contributions sum to the score.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "B",
+    "FIELDS",
+    "FIELD_WEIGHTS",
+    "K1",
+    "bm25_term_score",
+    "bm25f_term_score",
+    "field_norm",
+    "idf",
+    "saturate",
+]
+
+K1 = 1.2
+B = 0.75
+FIELDS = ("title", "body")
+FIELD_WEIGHTS = {"title": 2.0, "body": 1.0}
+
+
+def idf(n_docs: int, df: int) -> float:
+    """ln(1 + (N - df + 0.5) / (df + 0.5)); always > 0, even when df > N/2."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_term_score(
+    tf: float, df: int, n_docs: int, dl: float, avgdl: float, *, k1: float = K1, b: float = B
+) -> float:
+    """Plain single-field BM25 contribution of one term to one document."""
+    if tf <= 0:
+        return 0.0
+    norm = 1.0 - b + b * (dl / avgdl if avgdl > 0 else 0.0)
+    return idf(n_docs, df) * tf * (k1 + 1.0) / (tf + k1 * norm)
+
+
+def field_norm(dl, avgdl: float, *, b: float = B):
+    """B_f = 1 - b + b * dl / avgdl; works on scalars and numpy arrays."""
+    if avgdl <= 0:
+        return 1.0 - b + 0.0 * dl
+    return 1.0 - b + b * (dl / avgdl)
+
+
+def saturate(pseudo_tf, *, k1: float = K1):
+    """tf~ * (k1 + 1) / (tf~ + k1); zero stays zero. Scalars or arrays."""
+    return pseudo_tf * (k1 + 1.0) / (pseudo_tf + k1)
+
+
+def bm25f_term_score(
+    tfs: dict[str, float],
+    dls: dict[str, float],
+    avgdls: dict[str, float],
+    df: int,
+    n_docs: int,
+    *,
+    weights: dict[str, float] = FIELD_WEIGHTS,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    """BM25F contribution of one term to one document (see module docstring)."""
+    pseudo = 0.0
+    for f, tf in tfs.items():
+        if tf > 0:
+            pseudo += weights[f] * tf / field_norm(dls[f], avgdls[f], b=b)
+    if pseudo <= 0:
+        return 0.0
+    return idf(n_docs, df) * float(saturate(pseudo, k1=k1))
+
+
+def pseudo_tf_array(tf: np.ndarray, dl: np.ndarray, avgdl: float, weight: float, *, b: float = B) -> np.ndarray:
+    """Vectorised ``w_f * tf_f / B_f`` for one field over many documents."""
+    return weight * tf / field_norm(dl.astype(np.float64), avgdl, b=b)

@@ -1,0 +1,189 @@
+"""Open the current generation of an index and compute whole-index statistics.
+
+An index directory holds::
+
+    CURRENT             the name of the current generation file (one line)
+    gen-NNNNNN.json     {"format": "politecrawl-index", "version": 1,
+                         "generation", "analyzer", "next_segment",
+                         "segments": [{"name", "doc_count", "deleted": [local ids]}]}
+    seg-NNNNNN/         immutable segments (see ``segment``)
+    LOCK                the writer lock (``fcntl.flock``); readers never take it
+
+A generation lists the live segments and, per segment, its tombstones: local
+doc ids that were deleted or replaced after the segment was written.
+
+Statistics are summed across segments over *live* documents only: ``N``, the
+per-field total and average lengths, and ``df`` per term.  Scores must use
+these, never one segment's own counts (Whoosh ``BM25FScorer``, tantivy
+``bm25.rs`` both take statistics from the whole searcher).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import SearchIndexError
+from .analysis import Analyzer
+from .bm25 import FIELDS
+from .segment import Segment
+
+__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "read_current_pointer"]
+
+INDEX_FORMAT = "politecrawl-index"
+INDEX_VERSION = 1
+_OPEN_RETRIES = 8
+
+
+def read_current_pointer(index_dir: Path) -> str | None:
+    """The current generation file name, or None for an index never committed."""
+    try:
+        name = (Path(index_dir) / "CURRENT").read_text("utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SearchIndexError(f"cannot read {index_dir}/CURRENT: {exc}") from exc
+    return name or None
+
+
+def load_generation(index_dir: Path, name: str) -> dict:
+    try:
+        data = json.loads((Path(index_dir) / name).read_text("utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise SearchIndexError(f"unreadable generation file {index_dir}/{name}: {exc}") from exc
+    if data.get("format") != INDEX_FORMAT or data.get("version") != INDEX_VERSION:
+        raise SearchIndexError(
+            f"{index_dir}/{name}: unsupported index format {data.get('format')!r} v{data.get('version')!r}"
+        )
+    return data
+
+
+class SegmentView:
+    """A segment as seen by one generation: the segment plus its live-doc mask."""
+
+    __slots__ = ("segment", "deleted", "live", "live_count")
+
+    def __init__(self, segment: Segment, deleted: list[int]):
+        self.segment = segment
+        self.deleted = deleted
+        if deleted:
+            live = np.ones(segment.doc_count, dtype=bool)
+            live[np.asarray(deleted, dtype=np.int64)] = False
+            self.live: np.ndarray | None = live
+            self.live_count = int(live.sum())
+        else:
+            self.live = None  # all live
+            self.live_count = segment.doc_count
+
+
+class IndexReader:
+    """A consistent, read-only view of one generation of the index.
+
+    ``segment_cache`` (name -> Segment) lets a searcher reuse already opened
+    segments when it moves to a newer generation.
+    """
+
+    def __init__(self, index_dir: str | Path, *, segment_cache: dict[str, Segment] | None = None):
+        self.index_dir = Path(index_dir)
+        if not self.index_dir.is_dir():
+            raise SearchIndexError(f"no search index at {self.index_dir}")
+        cache = segment_cache if segment_cache is not None else {}
+        last_exc: Exception | None = None
+        for attempt in range(_OPEN_RETRIES):
+            try:
+                self._open(cache)
+                break
+            except FileNotFoundError as exc:
+                # A writer cleaned up the generation we were reading: retry with
+                # the newer CURRENT.
+                last_exc = exc
+                time.sleep(0.005 * (attempt + 1))
+        else:
+            raise SearchIndexError(f"cannot open index at {self.index_dir}: {last_exc}") from last_exc
+        self._df_cache: dict[str, int] = {}
+
+    def _open(self, cache: dict[str, Segment]) -> None:
+        name = read_current_pointer(self.index_dir)
+        self.generation_name = name
+        if name is None:
+            self.generation = 0
+            self.analyzer = Analyzer()
+            self.views: list[SegmentView] = []
+        else:
+            data = load_generation(self.index_dir, name)
+            self.generation = int(data["generation"])
+            self.analyzer = Analyzer.from_json(data.get("analyzer", {}))
+            views = []
+            for entry in data["segments"]:
+                seg = cache.get(entry["name"])
+                if seg is None:
+                    seg = Segment(self.index_dir / entry["name"])
+                    cache[entry["name"]] = seg
+                views.append(SegmentView(seg, list(entry.get("deleted", []))))
+            self.views = views
+        self.n_docs = sum(v.live_count for v in self.views)
+        totals = np.zeros(len(FIELDS), dtype=np.int64)
+        for v in self.views:
+            lens = np.asarray(v.segment.doc_lens, dtype=np.int64)
+            if v.live is not None:
+                lens = lens[v.live]
+            if len(lens):
+                totals += lens.sum(axis=0)
+        self.field_lengths = {f: int(totals[i]) for i, f in enumerate(FIELDS)}
+        self.avgdl = {f: (self.field_lengths[f] / self.n_docs if self.n_docs else 0.0) for f in FIELDS}
+
+    def is_current(self) -> bool:
+        return read_current_pointer(self.index_dir) == self.generation_name
+
+    def postings(self, term: str) -> list[dict[str, tuple[np.ndarray, np.ndarray, int]] | None]:
+        """Per segment view: field -> (doc ids, tfs, first posting), or None if absent.
+
+        Doc ids are *not* filtered by tombstones (positions are addressed by
+        posting index); use ``view.live`` to filter.
+        """
+        out = []
+        for v in self.views:
+            tid = v.segment.term_id(term)
+            if tid is None:
+                out.append(None)
+                continue
+            out.append({f: v.segment.fields[f].postings(tid) for f in FIELDS})
+        return out
+
+    def matching_docs(self, term: str, per_segment=None) -> list[np.ndarray]:
+        """Per segment view: sorted live local doc ids containing ``term`` in any field."""
+        per_segment = per_segment if per_segment is not None else self.postings(term)
+        out = []
+        for v, p in zip(self.views, per_segment):
+            if p is None:
+                out.append(np.zeros(0, dtype=np.int64))
+                continue
+            docs = np.unique(np.concatenate([p[f][0] for f in FIELDS]))
+            if v.live is not None:
+                docs = docs[v.live[docs]]
+            out.append(docs)
+        return out
+
+    def df(self, term: str, per_segment=None) -> int:
+        """Live documents containing ``term`` in any field, across all segments."""
+        cached = self._df_cache.get(term)
+        if cached is None:
+            cached = sum(len(d) for d in self.matching_docs(term, per_segment))
+            self._df_cache[term] = cached
+        return cached
+
+    def stats(self) -> dict:
+        return {
+            "N": self.n_docs,
+            "avgdl": dict(self.avgdl),
+            "field_lengths": dict(self.field_lengths),
+            "segments": len(self.views),
+            "segment_docs": [v.segment.doc_count for v in self.views],
+            "deleted": sum(len(v.deleted) for v in self.views),
+            "generation": self.generation,
+        }

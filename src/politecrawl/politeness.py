@@ -1,0 +1,154 @@
+"""Delay policy: pure functions from what a host did to when it may be asked again.
+
+DESIGN.md rule 3: between two requests to a host at least
+
+    delay(host) = max(min_delay, crawl_delay, k x smoothed response time)
+
+counted from the END of the previous response, raised by Retry-After on
+429/503 and by exponential backoff on errors; after ``park_after``
+consecutive failures the host is parked for a long while (its URLs kept).
+No clock and no I/O here: the caller passes ``now`` and the observation.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "DelayPolicy",
+    "HostHistory",
+    "Observation",
+    "Decision",
+    "decide",
+    "parse_retry_after",
+    "smooth_response_time",
+]
+
+#: Weight of the newest response time in the moving average (EWMA).
+RESPONSE_TIME_ALPHA = 0.3
+#: Statuses that ask the client to slow down (RFC 6585 §4, RFC 9110 §15.6.4).
+SLOW_DOWN_STATUSES = frozenset({429, 503})
+
+
+@dataclass(frozen=True, kw_only=True)
+class DelayPolicy:
+    min_delay: float = 1.0
+    adaptive_factor: float = 10.0
+    max_adaptive_delay: float = 60.0
+    max_crawl_delay: float = 86_400.0
+    backoff_base: float = 5.0
+    backoff_cap: float = 3_600.0
+    park_after: int = 5
+    park_seconds: float = 6 * 3_600.0
+
+    @classmethod
+    def from_settings(cls, settings) -> "DelayPolicy":
+        return cls(
+            min_delay=settings.min_delay,
+            adaptive_factor=settings.adaptive_factor,
+            max_adaptive_delay=settings.max_adaptive_delay,
+            max_crawl_delay=settings.max_crawl_delay,
+            backoff_base=settings.backoff_base,
+            backoff_cap=settings.backoff_cap,
+            park_after=settings.park_after,
+            park_seconds=settings.park_seconds,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostHistory:
+    """What the store remembers of a host between requests."""
+
+    crawl_delay: float | None = None
+    response_time: float | None = None
+    failures: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """One finished request. ``status`` is None when no answer came (timeout, reset)."""
+
+    ended_at: float
+    status: int | None
+    response_seconds: float | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    next_allowed_at: float
+    reason: str  # min-delay | crawl-delay | adaptive | retry-after | backoff | parked
+    response_time: float | None
+    failures: int
+
+
+def smooth_response_time(previous: float | None, latest: float) -> float:
+    """Exponential moving average, so one slow answer does not dominate."""
+    if previous is None:
+        return latest
+    return (1 - RESPONSE_TIME_ALPHA) * previous + RESPONSE_TIME_ALPHA * latest
+
+
+def _base_delay(history: HostHistory, response_time: float | None, policy: DelayPolicy) -> tuple[float, str]:
+    """The steady-state delay and the term that set it."""
+    candidates = [(policy.min_delay, "min-delay")]
+    if history.crawl_delay is not None:
+        candidates.append((min(history.crawl_delay, policy.max_crawl_delay), "crawl-delay"))
+    if response_time is not None:
+        adaptive = min(policy.adaptive_factor * response_time, policy.max_adaptive_delay)
+        candidates.append((adaptive, "adaptive"))
+    # Ties keep the earlier, more explainable reason (min-delay before adaptive).
+    return max(candidates, key=lambda c: c[0])
+
+
+def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decision:
+    """When may the host be asked again, and why."""
+    answered = obs.status is not None
+    # Only answered requests feed the response time: a timeout is a failure,
+    # not a 30-second response time to multiply by ten.
+    response_time = history.response_time
+    if answered and obs.response_seconds is not None:
+        response_time = smooth_response_time(history.response_time, max(0.0, obs.response_seconds))
+    failed = (not answered) or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
+    failures = history.failures + 1 if failed else 0
+    delay, reason = _base_delay(history, response_time, policy)
+
+    if failed:
+        if failures >= policy.park_after:
+            return Decision(
+                next_allowed_at=obs.ended_at + max(delay, policy.park_seconds),
+                reason="parked",
+                response_time=response_time,
+                failures=failures,
+            )
+        backoff = min(policy.backoff_cap, policy.backoff_base * 2 ** (failures - 1))
+        if backoff > delay:
+            delay, reason = backoff, "backoff"
+        # Retry-After is the server's own word: obeyed in full, above any backoff.
+        if obs.retry_after is not None and obs.retry_after > delay:
+            delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
+    elif obs.retry_after is not None and obs.retry_after > delay:
+        delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
+
+    return Decision(next_allowed_at=obs.ended_at + delay, reason=reason, response_time=response_time, failures=failures)
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (RFC 9110 §10.2.3): delta-seconds or HTTP-date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(min(int(value), 10**9))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None:
+        return None
+    seconds = when.timestamp() - now
+    if math.isnan(seconds):
+        return None
+    return max(0.0, seconds)

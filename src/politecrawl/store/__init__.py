@@ -1,0 +1,168 @@
+"""The store: the single source of truth of a crawl.
+
+Frontier, hosts (politeness state), pages and the fetch log live here and
+nowhere else. Politeness state changes only through two atomic operations:
+
+* ``claim(worker, now)`` decides and reserves in one statement: a host whose
+  ``next_allowed_at`` has passed and whose lease is free, plus its next URL
+  (or a robots.txt fetch when the host's rules are unknown or stale);
+* ``release(claim, outcome)`` records everything one request produced (host
+  delay, robots cache, URL state, page, fetch log, discovered links) in one
+  transaction.
+
+Hosts are seeded unconditionally (insert-if-absent, ``next_allowed_at`` = 0)
+before they are claimed, so a lost race is "not yours now", never an error.
+
+``open_store(url)`` picks the implementation: a file path is SQLite (the
+embedded default); ``postgresql://`` is reserved for the PostgreSQL store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from ..errors import StoreError
+
+__all__ = [
+    "Claim",
+    "FetchLogEntry",
+    "HostRobots",
+    "NewURL",
+    "Outcome",
+    "PageRecord",
+    "RobotsUpdate",
+    "Store",
+    "open_store",
+]
+
+
+@dataclass(frozen=True)
+class NewURL:
+    """A normalized URL to queue (insert-if-absent)."""
+
+    url: str
+    host: str
+    depth: int
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class HostRobots:
+    """The host's cached robots.txt, as the store has it."""
+
+    status: str | None  # None: unknown | "parsed" | "allow-all"
+    body: bytes | None
+    fetched_at: float | None
+    expires_at: float | None
+
+    def fresh(self, now: float) -> bool:
+        return self.status is not None and self.expires_at is not None and self.expires_at > now
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Permission to make one request to one host, until ``lease_expires_at``."""
+
+    host: str
+    worker: str
+    kind: str  # "robots" | "page"
+    claimed_at: float
+    lease_expires_at: float
+    robots: HostRobots
+    crawl_delay: float | None
+    response_time: float | None
+    failures: int
+    pages_fetched: int
+    url_id: int | None = None
+    url: str | None = None
+    depth: int = 0
+    attempts: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class FetchLogEntry:
+    url: str
+    kind: str
+    started_at: float
+    ended_at: float
+    status: int | None
+    bytes: int = 0
+    error: str | None = None
+    delay: float | None = None
+    retry_until: float | None = None
+
+
+@dataclass(frozen=True)
+class RobotsUpdate:
+    status: str | None  # "parsed" | "allow-all" | None (unknown: keep the cached copy)
+    body: bytes | None
+    fetched_at: float | None
+    expires_at: float
+    crawl_delay: float | None
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    url: str
+    final_url: str
+    status: int
+    content_type: str | None
+    fetched_at: float
+    bytes: int
+    title: str | None = None
+    text: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    fingerprint: str | None = None
+    noindex: bool = False
+
+
+@dataclass
+class Outcome:
+    """Everything one claim produced, written by ``release`` in one transaction.
+
+    ``next_allowed_at`` None means no request was made: the host's timing is
+    left as it was (a disallowed URL costs the host nothing).
+    """
+
+    next_allowed_at: float | None = None
+    wait_reason: str | None = None
+    response_time: float | None = None
+    failures: int | None = None
+    host_error: str | None = None
+    fetch: FetchLogEntry | None = None
+    robots: RobotsUpdate | None = None
+    url_state: str | None = None  # done | failed | disallowed | skipped | queued (retry)
+    url_outcome: str | None = None
+    page: PageRecord | None = None
+    links: Sequence[NewURL] = field(default_factory=tuple)
+
+
+class Store(Protocol):
+    """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
+
+    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
+    def claim(self, worker: str, now: float, lease_seconds: float) -> Claim | None: ...
+    def release(self, claim: Claim, outcome: Outcome, now: float) -> None: ...
+    def wake_time(self, now: float, min_delay: float) -> float | None: ...
+    def release_leases(self, workers: Sequence[str], not_before: float) -> int: ...
+    def leased_workers(self) -> list[str]: ...
+    def status(self, now: float) -> dict: ...
+    def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
+    def close(self) -> None: ...
+
+
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open the store named by ``url``: a file path (SQLite) or a postgresql:// URL."""
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:  # pragma: no cover - depends on install
+            raise StoreError(f"the PostgreSQL store is not available: {exc}") from exc
+        return PostgresStore(url, create=create)
+    from .sqlite import SQLiteStore
+
+    return SQLiteStore(url, create=create)

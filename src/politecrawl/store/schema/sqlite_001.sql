@@ -1,0 +1,79 @@
+-- politecrawl store, SQLite, schema version 1.
+-- hosts: the politeness state. Changed only by atomic claims/releases.
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS hosts (
+  host              TEXT PRIMARY KEY,          -- scheme://host[:port], RFC 9309's unit
+  next_allowed_at   REAL NOT NULL DEFAULT 0,   -- epoch seconds; 0 = never seen, claimable now
+  wait_reason       TEXT,                      -- min-delay | crawl-delay | adaptive | retry-after | backoff | parked | robots-unreachable
+  lease_owner       TEXT,
+  lease_expires_at  REAL,
+  pending           INTEGER NOT NULL DEFAULT 0, -- URLs queued or leased on this host
+  robots_status     TEXT,                      -- NULL unknown | 'parsed' | 'allow-all'
+  robots_body       BLOB,
+  robots_fetched_at REAL,
+  robots_expires_at REAL,                      -- refetch due after this (24 h)
+  crawl_delay       REAL,
+  response_time     REAL,                      -- smoothed seconds
+  failures          INTEGER NOT NULL DEFAULT 0,
+  pages_fetched     INTEGER NOT NULL DEFAULT 0,
+  last_error        TEXT
+);
+CREATE INDEX IF NOT EXISTS hosts_ready ON hosts (next_allowed_at) WHERE pending > 0;
+
+CREATE TABLE IF NOT EXISTS frontier (
+  id               INTEGER PRIMARY KEY,
+  url              TEXT NOT NULL UNIQUE,       -- normalized
+  host             TEXT NOT NULL,
+  depth            INTEGER NOT NULL,
+  priority         INTEGER NOT NULL DEFAULT 0, -- lower first: seeds 0, links depth
+  state            TEXT NOT NULL DEFAULT 'queued', -- queued | leased | done | failed | disallowed | skipped
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  lease_owner      TEXT,
+  lease_expires_at REAL,
+  discovered_at    REAL NOT NULL,
+  finished_at      REAL,
+  outcome          TEXT                        -- why it ended: http-200, not-html, disallowed, error text …
+);
+CREATE INDEX IF NOT EXISTS frontier_next ON frontier (host, priority, id) WHERE state IN ('queued', 'leased');
+CREATE INDEX IF NOT EXISTS frontier_state ON frontier (state);
+
+CREATE TABLE IF NOT EXISTS pages (
+  url_id        INTEGER PRIMARY KEY REFERENCES frontier (id),
+  url           TEXT NOT NULL,
+  final_url     TEXT NOT NULL,
+  status        INTEGER NOT NULL,
+  content_type  TEXT,
+  etag          TEXT,
+  last_modified TEXT,
+  title         TEXT,
+  text          TEXT,
+  bytes         INTEGER NOT NULL DEFAULT 0,
+  fetched_at    REAL NOT NULL,
+  fingerprint   TEXT,
+  duplicate_of  INTEGER,
+  noindex       INTEGER NOT NULL DEFAULT 0,
+  indexed_at    REAL,
+  seq           INTEGER NOT NULL DEFAULT 0    -- bumped on every change; the indexer follows it
+);
+CREATE INDEX IF NOT EXISTS pages_fingerprint ON pages (fingerprint);
+CREATE INDEX IF NOT EXISTS pages_seq ON pages (seq);
+
+CREATE TABLE IF NOT EXISTS fetch_log (
+  id         INTEGER PRIMARY KEY,
+  host       TEXT NOT NULL,
+  url        TEXT NOT NULL,
+  kind       TEXT NOT NULL,                   -- robots | page
+  worker     TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at   REAL NOT NULL,
+  status     INTEGER,                         -- NULL: no answer
+  bytes      INTEGER NOT NULL DEFAULT 0,
+  error      TEXT,
+  delay      REAL,                            -- the delay in force before this request
+  retry_until REAL                            -- a Retry-After window this response opened
+);
+CREATE INDEX IF NOT EXISTS fetch_log_host ON fetch_log (host, started_at);

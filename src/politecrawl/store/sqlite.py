@@ -1,0 +1,470 @@
+"""The embedded store: one SQLite file in WAL mode, shared by every worker process.
+
+Every change to politeness state happens inside ``BEGIN IMMEDIATE`` (the
+database's write lock), and the host claim itself is a single
+``UPDATE … WHERE host = (SELECT …) AND <eligible> RETURNING`` statement: the
+decision and the reservation are one step, never a read then a write.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..errors import NotAStoreError, StoreError
+from . import Claim, HostRobots, NewURL, Outcome
+
+__all__ = ["SQLiteStore", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+APP_ID = "politecrawl"
+
+# A host is eligible when it has work, its delay has passed and nobody holds
+# its lease. The same condition sits in the subquery (to pick) and in the
+# outer WHERE (to reserve), so the UPDATE can only ever reserve an eligible host.
+_ELIGIBLE = "pending > 0 AND next_allowed_at <= :now AND (lease_owner IS NULL OR lease_expires_at <= :now)"
+
+_CLAIM_HOST = f"""
+UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires
+WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} ORDER BY next_allowed_at LIMIT 1)
+  AND {_ELIGIBLE}
+RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
+          crawl_delay, response_time, failures, pages_fetched
+"""
+
+_LEASE_URL = """
+UPDATE frontier SET state = 'leased', lease_owner = :worker, lease_expires_at = :expires,
+                    attempts = attempts + 1
+WHERE id = (SELECT id FROM frontier
+            WHERE host = :host AND state IN ('queued', 'leased')
+              AND (state = 'queued' OR lease_expires_at <= :now)
+            ORDER BY priority, id LIMIT 1)
+RETURNING id, url, depth, attempts
+"""
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False)
+    db.execute("PRAGMA busy_timeout = 60000")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA foreign_keys = OFF")
+    return db
+
+
+class SQLiteStore:
+    """``Store`` on one SQLite file. One connection per process; safe across processes."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.path = str(path)
+        p = Path(self.path)
+        if p.is_dir():
+            raise StoreError(f"--db {self.path} is a directory, not a store file")
+        if not p.exists():
+            if not create:
+                raise StoreError(f"no store at {self.path} (run 'politecrawl crawl SEED' first)")
+            if not p.parent.exists():
+                raise StoreError(f"cannot create store {self.path}: folder {p.parent} does not exist")
+        self._lock = threading.RLock()
+        try:
+            self._db = _connect(self.path)
+            self._check_or_create(create)
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if "not a database" in msg or "malformed" in msg:
+                raise NotAStoreError(f"{self.path} is not a politecrawl store (not an SQLite database)") from exc
+            raise StoreError(f"cannot open store {self.path}: {msg}") from exc
+
+    # -- setup -------------------------------------------------------------------
+    def _check_or_create(self, create: bool) -> None:
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" in tables:
+            meta = dict(self._db.execute("SELECT key, value FROM meta"))
+            if meta.get("app") != APP_ID:
+                raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
+            version = int(meta.get("schema_version", "0"))
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: upgrade politecrawl"
+                )
+            self._migrate(version)
+            return
+        if tables:
+            raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
+        if not create:
+            raise StoreError(f"no store at {self.path}")
+        self._migrate(0)
+
+    def _migrate(self, version: int) -> None:
+        """Apply ``schema/sqlite_NNN.sql`` files newer than ``version``, each in its own transaction."""
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            script = resources.files("politecrawl.store").joinpath(f"schema/sqlite_{target:03d}.sql").read_text()
+            with self._write() as db:
+                for statement in script.split(";\n"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?)", (APP_ID,))
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding SQLite's write lock from the first statement."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"store {self.path} is locked or unwritable: {exc}") from exc
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    self._db.execute("ROLLBACK")
+                    raise StoreError(f"cannot write store {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- frontier ----------------------------------------------------------------
+    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
+        """Queue URLs that are not known yet; seed their hosts first. Returns how many were new."""
+        with self._write() as db:
+            return self._insert_urls(db, urls, now)
+
+    @staticmethod
+    def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float) -> int:
+        added: dict[str, int] = {}
+        for new in urls:
+            db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (new.host,))
+            cur = db.execute(
+                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at) VALUES (?, ?, ?, ?, ?)",
+                (new.url, new.host, new.depth, new.priority, now),
+            )
+            if cur.rowcount == 1:
+                added[new.host] = added.get(new.host, 0) + 1
+        for host, n in added.items():
+            db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
+        return sum(added.values())
+
+    # -- the claim ---------------------------------------------------------------
+    def claim(self, worker: str, now: float, lease_seconds: float) -> Claim | None:
+        """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
+        expires = now + lease_seconds
+        params = {"worker": worker, "expires": expires, "now": now}
+        with self._write() as db:
+            row = db.execute(_CLAIM_HOST, params).fetchone()
+            if row is None:
+                return None
+            host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched = row
+            robots = HostRobots(r_status, r_body, r_fetched, r_expires)
+            base = dict(
+                host=host,
+                worker=worker,
+                claimed_at=now,
+                lease_expires_at=expires,
+                robots=robots,
+                crawl_delay=crawl_delay,
+                response_time=response_time,
+                failures=failures,
+                pages_fetched=fetched,
+            )
+            if not robots.fresh(now):
+                return Claim(kind="robots", **base)
+            url_row = db.execute(_LEASE_URL, {**params, "host": host}).fetchone()
+            if url_row is None:
+                # The pending counter disagreed with the frontier: repair it and let go.
+                real = db.execute(
+                    "SELECT COUNT(*) FROM frontier WHERE host = ? AND state IN ('queued', 'leased')", (host,)
+                ).fetchone()[0]
+                db.execute(
+                    "UPDATE hosts SET pending = ?, lease_owner = NULL, lease_expires_at = NULL WHERE host = ?",
+                    (real, host),
+                )
+                return None
+            url_id, url, depth, attempts = url_row
+            cached = db.execute("SELECT etag, last_modified FROM pages WHERE url_id = ?", (url_id,)).fetchone()
+            etag, last_modified = cached if cached else (None, None)
+            return Claim(
+                kind="page",
+                url_id=url_id,
+                url=url,
+                depth=depth,
+                attempts=attempts,
+                etag=etag,
+                last_modified=last_modified,
+                **base,
+            )
+
+    def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
+        """Record what the claim produced and give the host back, in one transaction."""
+        with self._write() as db:
+            host_sets = [
+                "lease_owner = CASE WHEN lease_owner = :worker THEN NULL ELSE lease_owner END",
+                "lease_expires_at = CASE WHEN lease_owner = :worker THEN NULL ELSE lease_expires_at END",
+            ]
+            p: dict = {"worker": claim.worker, "host": claim.host}
+            if outcome.next_allowed_at is not None:
+                # MAX: if our lease had run out and someone else went meanwhile, keep the later time.
+                host_sets.append("next_allowed_at = MAX(next_allowed_at, :next)")
+                host_sets.append("wait_reason = :reason")
+                p["next"] = outcome.next_allowed_at
+                p["reason"] = outcome.wait_reason
+            if outcome.response_time is not None:
+                host_sets.append("response_time = :rt")
+                p["rt"] = outcome.response_time
+            if outcome.failures is not None:
+                host_sets.append("failures = :failures")
+                p["failures"] = outcome.failures
+            if outcome.host_error is not None or outcome.failures == 0:
+                host_sets.append("last_error = :herr")
+                p["herr"] = outcome.host_error
+            if outcome.robots is not None:
+                r = outcome.robots
+                host_sets.append("robots_expires_at = :r_expires")
+                p["r_expires"] = r.expires_at
+                if r.status is not None:
+                    host_sets += [
+                        "robots_status = :r_status",
+                        "robots_body = :r_body",
+                        "robots_fetched_at = :r_fetched",
+                        "crawl_delay = :r_delay",
+                    ]
+                    p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+            if outcome.fetch is not None and outcome.fetch.kind == "page":
+                host_sets.append("pages_fetched = pages_fetched + 1")
+
+            finished = False
+            if claim.url_id is not None and outcome.url_state is not None:
+                if outcome.url_state == "queued":
+                    cur = db.execute(
+                        "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+                        " outcome = ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
+                        (outcome.url_outcome, claim.url_id, claim.worker),
+                    )
+                else:
+                    cur = db.execute(
+                        "UPDATE frontier SET state = ?, lease_owner = NULL, lease_expires_at = NULL,"
+                        " outcome = ?, finished_at = ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
+                        (outcome.url_state, outcome.url_outcome, now, claim.url_id, claim.worker),
+                    )
+                    finished = cur.rowcount == 1
+            if finished:
+                host_sets.append("pending = MAX(pending - 1, 0)")
+            db.execute(f"UPDATE hosts SET {', '.join(host_sets)} WHERE host = :host", p)
+
+            if outcome.fetch is not None:
+                f = outcome.fetch
+                db.execute(
+                    "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
+                    " delay, retry_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (claim.host, f.url, f.kind, claim.worker, f.started_at, f.ended_at, f.status, f.bytes,
+                     f.error, f.delay, f.retry_until),
+                )
+            if outcome.page is not None and claim.url_id is not None:
+                self._record_page(db, claim.url_id, outcome)
+            if outcome.links:
+                self._insert_urls(db, outcome.links, now)
+
+    @staticmethod
+    def _record_page(db: sqlite3.Connection, url_id: int, outcome: Outcome) -> None:
+        page = outcome.page
+        assert page is not None
+        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0]
+        if page.status == 304:
+            # Not modified: a new fetch time only — no re-parse, no re-index.
+            db.execute("UPDATE pages SET fetched_at = ? WHERE url_id = ?", (page.fetched_at, url_id))
+            return
+        duplicate_of = None
+        if page.fingerprint and not page.noindex:
+            row = db.execute(
+                "SELECT url_id FROM pages WHERE fingerprint = ? AND duplicate_of IS NULL AND url_id != ?"
+                " AND noindex = 0 ORDER BY url_id LIMIT 1",
+                (page.fingerprint, url_id),
+            ).fetchone()
+            duplicate_of = row[0] if row else None
+        db.execute(
+            """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
+                                  bytes, fetched_at, fingerprint, duplicate_of, noindex, indexed_at, seq)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+               ON CONFLICT (url_id) DO UPDATE SET
+                 final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
+                 etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
+                 text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
+                 fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
+                 noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+            (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
+             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of,
+             int(page.noindex), seq),
+        )
+
+    # -- scheduling --------------------------------------------------------------
+    def wake_time(self, now: float, min_delay: float) -> float | None:
+        """Earliest moment a host with work can become eligible; None when no work is left.
+
+        A host whose lease is held cannot become eligible before its holder
+        releases it plus ``min_delay`` — or before the lease runs out.
+        Parked hosts keep their URLs but do not keep this run alive.
+        """
+        with self._lock:
+            row = self._db.execute(
+                """SELECT MIN(CASE
+                                WHEN lease_owner IS NOT NULL AND lease_expires_at > :now
+                                  THEN MIN(lease_expires_at, MAX(next_allowed_at, :now + :min_delay))
+                                ELSE next_allowed_at END),
+                          COUNT(*)
+                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason != 'parked'
+                                                     OR lease_owner IS NOT NULL)""",
+                {"now": now, "min_delay": min_delay},
+            ).fetchone()
+        earliest, count = row
+        if not count:
+            return None
+        return max(now, earliest)
+
+    def leased_workers(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT lease_owner FROM hosts WHERE lease_owner IS NOT NULL"
+                " UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = 'leased' AND lease_owner IS NOT NULL"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def release_leases(self, workers: Sequence[str], not_before: float) -> int:
+        """Give back the leases of workers known to be dead (their URLs return to the queue).
+
+        A dead worker may have been mid-request, so its hosts wait until at
+        least ``not_before`` (the caller passes now + min_delay): no stampede.
+        """
+        if not workers:
+            return 0
+        n = 0
+        with self._write() as db:
+            for w in workers:
+                n += db.execute(
+                    "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
+                    " WHERE state = 'leased' AND lease_owner = ?",
+                    (w,),
+                ).rowcount
+                db.execute(
+                    "UPDATE hosts SET lease_owner = NULL, lease_expires_at = NULL,"
+                    " next_allowed_at = MAX(next_allowed_at, ?)"
+                    " WHERE lease_owner = ?",
+                    (not_before, w),
+                )
+        return n
+
+    # -- reading -----------------------------------------------------------------
+    def status(self, now: float) -> dict:
+        with self._lock:
+            db = self._db
+            states = dict(db.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall())
+            hosts_total = db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
+            hosts_active = db.execute(
+                "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > ?", (now,)
+            ).fetchone()[0]
+            hosts_waiting = db.execute(
+                "SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > ?", (now,)
+            ).fetchone()[0]
+            hosts_parked = db.execute(
+                "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > ?", (now,)
+            ).fetchone()[0]
+            codes = {
+                str(k if k is not None else "no-answer"): v
+                for k, v in db.execute("SELECT status, COUNT(*) FROM fetch_log GROUP BY status").fetchall()
+            }
+            requests, total_bytes, first, last = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
+            ).fetchone()
+            recent = db.execute(
+                "SELECT COUNT(*) FROM fetch_log WHERE ended_at > ?", (now - 60.0,)
+            ).fetchone()[0]
+            pages = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+            duplicates = db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
+            indexed = db.execute("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL").fetchone()[0]
+        span = (last - first) if first is not None and last is not None else 0.0
+        return {
+            "pages_fetched": states.get("done", 0),
+            "queued": states.get("queued", 0),
+            "in_flight": states.get("leased", 0),
+            "failed": states.get("failed", 0),
+            "disallowed": states.get("disallowed", 0),
+            "skipped": states.get("skipped", 0),
+            "pages_stored": pages,
+            "duplicates": duplicates,
+            "indexed": indexed,
+            "hosts": hosts_total,
+            "hosts_active": hosts_active,
+            "hosts_waiting": hosts_waiting,
+            "hosts_parked": hosts_parked,
+            "requests": requests,
+            "status_codes": codes,
+            "bytes": total_bytes,
+            "rate_per_s_last_minute": round(recent / 60.0, 3),
+            "rate_per_s_overall": round(requests / span, 3) if span > 0 else 0.0,
+        }
+
+    def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
+        """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
+        with self._lock:
+            cur = self._db.execute(
+                "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, seq FROM pages"
+                " WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            )
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
+        if not url_ids:
+            return
+        with self._write() as db:
+            db.executemany("UPDATE pages SET indexed_at = ? WHERE url_id = ?", [(now, i) for i in url_ids])
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def hosts(self) -> list[dict]:
+        with self._lock:
+            cur = self._db.execute(
+                "SELECT host, next_allowed_at, wait_reason, pending, robots_status, crawl_delay, response_time,"
+                " failures, pages_fetched, last_error, lease_owner FROM hosts ORDER BY host"
+            )
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def fetch_log(self) -> list[dict]:
+        with self._lock:
+            cur = self._db.execute(
+                "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until"
+                " FROM fetch_log ORDER BY started_at, id"
+            )
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def robots_history(self, host: str) -> HostRobots:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT robots_status, robots_body, robots_fetched_at, robots_expires_at FROM hosts WHERE host = ?",
+                (host,),
+            ).fetchone()
+        return HostRobots(*row) if row else HostRobots(None, None, None, None)
+
+    def url_states(self) -> dict[str, tuple[str, str | None]]:
+        with self._lock:
+            return {u: (s, o) for u, s, o in self._db.execute("SELECT url, state, outcome FROM frontier")}
