@@ -1,0 +1,167 @@
+"""HTTP: one request, with conditional headers, decompression, a size cap and timeouts.
+
+aiohttp is the client: on asyncio it costs far less CPU per request than
+httpx (whose pure-Python httpcore dominates a profile at hundreds of
+requests per second), and it streams the decompressed body so the size cap
+also stops a gzip bomb. The seam stays injectable: ``Fetcher`` takes an
+``aiohttp.ClientSession`` (tests may pass one with their own connector).
+
+Redirects are NOT followed here: a 3xx is an answer like any other. The
+crawler queues the target as a new URL so that it passes robots.txt and the
+politeness delay of its own host (DESIGN.md contract rules 1–3).
+
+Every failure becomes a ``FetchResult`` with ``status=None`` and a short
+``error``; nothing a server does raises out of ``get``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import aiohttp
+
+__all__ = ["FetchResult", "Fetcher", "ACCEPT_ENCODING"]
+
+try:  # zstd where the installed aiohttp can decode it
+    import zstandard as _zstd  # noqa: F401
+
+    ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+except ImportError:  # pragma: no cover - depends on install
+    ACCEPT_ENCODING = "gzip, deflate, br"
+
+_CHUNK = 64 * 1024
+#: Response headers the crawler keeps (the rest is not needed and not stored).
+KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link")
+
+
+@dataclass
+class FetchResult:
+    url: str
+    status: int | None
+    started_at: float
+    ended_at: float
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    truncated: bool = False
+    error: str | None = None
+    #: seconds from sending the request to the response headers: what "response time" means
+    #: for the adaptive delay (a large body over a slow link is not the server being slow).
+    response_seconds: float | None = None
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def charset(self) -> str | None:
+        for part in self.headers.get("content-type", "").split(";")[1:]:
+            key, _, value = part.partition("=")
+            if key.strip().lower() == "charset" and value.strip():
+                return value.strip().strip('"').lower()
+        return None
+
+
+class Fetcher:
+    """Makes single GET requests for the crawler. One per worker process."""
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        max_bytes: int,
+        connect_timeout: float,
+        read_timeout: float,
+        total_timeout: float,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.user_agent = user_agent
+        self.max_bytes = max_bytes
+        self.timeout = aiohttp.ClientTimeout(
+            total=total_timeout, connect=connect_timeout, sock_connect=connect_timeout, sock_read=read_timeout
+        )
+        self._session = session
+        self._own_session = session is None
+
+    async def __aenter__(self) -> "Fetcher":
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=0,  # the scheduler decides concurrency; the pool must not queue silently
+                limit_per_host=2,  # the store allows one request per host; 2 leaves room for a closing socket
+                ttl_dns_cache=300,
+                enable_cleanup_closed=True,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self.timeout,
+                auto_decompress=True,
+                cookie_jar=aiohttp.DummyCookieJar(),  # no cookies: every request is a stranger's
+                max_line_size=16 * 1024,
+                max_field_size=16 * 1024,
+            )
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None) -> FetchResult:
+        """GET ``url`` once. Never raises for anything the server or network does."""
+        assert self._session is not None, "use 'async with Fetcher(...)'"
+        headers = {
+            "User-Agent": self.user_agent,
+            "Accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.5",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
+        if etag:
+            headers["If-None-Match"] = etag
+        if last_modified:
+            headers["If-Modified-Since"] = last_modified
+        started = time.time()
+        t0 = time.monotonic()
+        result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
+        try:
+            async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
+                result.response_seconds = time.monotonic() - t0
+                result.status = resp.status
+                result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+                if resp.status != 304:
+                    body = bytearray()
+                    async for chunk in resp.content.iter_chunked(_CHUNK):
+                        body += chunk
+                        if len(body) > self.max_bytes:
+                            # Cut off while streaming: the rest is never read (a 50 MB page,
+                            # a gzip bomb: the cap applies to the decompressed bytes).
+                            del body[self.max_bytes :]
+                            result.truncated = True
+                            resp.close()
+                            break
+                    result.body = bytes(body)
+        except asyncio.TimeoutError:
+            result.error = "timeout"
+            result.status = None
+        except aiohttp.TooManyRedirects:  # pragma: no cover - redirects are not followed
+            result.error = "too many redirects"
+            result.status = None
+        except aiohttp.ClientResponseError as exc:
+            result.error = f"bad response: {exc.message}"[:200]
+            result.status = None
+        except aiohttp.ClientPayloadError as exc:
+            result.error = f"broken body: {exc}"[:200]
+            result.status = None
+        except aiohttp.ClientConnectionError as exc:
+            result.error = f"connection error: {type(exc).__name__}: {exc}"[:200]
+            result.status = None
+        except aiohttp.ClientError as exc:
+            result.error = f"http error: {type(exc).__name__}: {exc}"[:200]
+            result.status = None
+        except (ValueError, UnicodeError) as exc:  # malformed URL or header the client refuses
+            result.error = f"invalid request: {exc}"[:200]
+            result.status = None
+        finally:
+            result.ended_at = time.time()
+        if result.status is None:
+            result.body = b""
+        return result
