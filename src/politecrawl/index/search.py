@@ -1,0 +1,237 @@
+"""``Searcher``: query string -> ranked ``Hit`` list, BM25F over whole-index statistics.
+
+Semantics of a query (see ``analysis.parse_query``):
+
+* free-text terms are OR-ed: a document matching any scoring term is a
+  candidate; the score is the sum over the query's distinct scoring terms
+  (free terms and phrase terms) of the BM25F term score (``bm25``);
+* every ``"phrase"`` must occur (consecutive positions, within one field);
+* a document containing any ``-excluded`` term is dropped;
+* ``site:host`` keeps documents whose URL host is ``host`` or a subdomain of it
+  (a leading ``www.`` is ignored on both sides);
+* a query with no scoring term (empty, punctuation, only stop words or only
+  exclusions) returns ``[]``.
+
+Ranking is by score descending, ties broken by url ascending, so results are
+deterministic and pages never overlap.  Scores are accumulated per segment in
+numpy arrays; the top ``page * limit`` are selected with ``np.partition`` on a
+score threshold (all documents tied at the threshold are kept, then sorted by
+``(-score, url)``), which is exact.
+
+``Hit.snippet`` is plain text; ``Hit.highlights`` holds ``(start, end)``
+character offsets of matched terms in it (see ``snippet``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .analysis import Query, parse_query
+from .bm25 import B, FIELD_WEIGHTS, FIELDS, K1, field_norm, idf, saturate
+from .reader import IndexReader, SegmentView
+from .snippet import make_snippet
+
+__all__ = ["Hit", "Searcher"]
+
+MAX_LIMIT = 1000
+MAX_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Hit:
+    url: str
+    title: str
+    score: float
+    snippet: str
+    highlights: tuple[tuple[int, int], ...] = ()
+    explanation: dict | None = field(default=None, compare=False)
+
+
+class Searcher:
+    """Searches the index in ``index_dir``; follows new generations automatically.
+
+    Opening never blocks on a writer.  Raises ``SearchIndexError`` if the
+    directory does not exist or the index is corrupt; an existing directory
+    that was never committed to is an empty index.
+    """
+
+    def __init__(self, index_dir: str | Path):
+        self.index_dir = Path(index_dir)
+        self._segment_cache: dict = {}
+        self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
+        self._norms: dict[tuple[int, str], np.ndarray] = {}
+
+    # -- generations --------------------------------------------------------
+
+    def _refresh(self) -> IndexReader:
+        if not self._reader.is_current():
+            reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
+            live = {v.segment.path.name for v in reader.views}
+            for name in list(self._segment_cache):
+                if name not in live:
+                    del self._segment_cache[name]
+            self._reader, self._norms = reader, {}
+        return self._reader
+
+    def _norm(self, reader: IndexReader, si: int, f: str) -> np.ndarray:
+        """1 / B_f per document of segment ``si`` (depends on the generation's avgdl)."""
+        key = (si, f)
+        arr = self._norms.get(key)
+        if arr is None:
+            dl = np.asarray(reader.views[si].segment.doc_lens[:, FIELDS.index(f)], dtype=np.float64)
+            arr = FIELD_WEIGHTS[f] / field_norm(dl, reader.avgdl[f], b=B)
+            self._norms[key] = arr
+        return arr
+
+    # -- public API ---------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Whole-index statistics: N, avgdl per field, segment count, …"""
+        return self._refresh().stats()
+
+    def count(self, query: str) -> int:
+        """Number of documents matching ``query`` (same semantics as ``search``)."""
+        reader = self._refresh()
+        q = parse_query(query, reader.analyzer)
+        if q.is_empty or reader.n_docs == 0:
+            return 0
+        return sum(len(docs) for _, docs, _ in self._match(reader, q))
+
+    def search(self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *, snippets: bool = True) -> list[Hit]:
+        """Ranked hits ``[(page-1)*limit : page*limit]`` for ``query``."""
+        reader = self._refresh()
+        q = parse_query(query, reader.analyzer)
+        limit = max(0, min(int(limit), MAX_LIMIT))
+        page = max(1, min(int(page), MAX_PAGE))
+        if q.is_empty or reader.n_docs == 0 or limit == 0:
+            return []
+        matched = self._match(reader, q)
+        k = page * limit
+        if not matched:
+            return []
+        seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
+        docs = np.concatenate([d for _, d, _ in matched])
+        scores = np.concatenate([s for _, _, s in matched])
+        if len(scores) > k:
+            threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = np.flatnonzero(scores >= threshold)
+        else:
+            keep = np.arange(len(scores))
+        ranked = sorted(
+            ((float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i])) for i in keep),
+            key=lambda r: (-r[0], r[1]),
+        )[(page - 1) * limit : k]
+        terms = q.positive_terms
+        hits = []
+        for score, url, si, d in ranked:
+            seg = reader.views[si].segment
+            if snippets:
+                text, highlights = make_snippet(seg.body(d), terms)
+            else:
+                text, highlights = "", ()
+            expl = self._explain(reader, q, si, d, score) if explain else None
+            hits.append(Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl))
+        return hits
+
+    # -- matching and scoring -------------------------------------------------
+
+    def _match(self, reader: IndexReader, q: Query) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per segment: (segment index, matching doc ids, their scores)."""
+        terms = q.positive_terms
+        postings = {t: reader.postings(t) for t in terms}
+        idfs = {t: idf(reader.n_docs, reader.df(t, postings[t])) for t in terms}
+        excluded = {t: reader.postings(t) for t in q.excluded}
+        out = []
+        for si, view in enumerate(reader.views):
+            n = view.segment.doc_count
+            scores = np.zeros(n, dtype=np.float64)
+            for t in terms:
+                p = postings[t][si]
+                if p is None:
+                    continue
+                pseudo = np.zeros(n, dtype=np.float64)
+                for f in FIELDS:
+                    d, tf, _ = p[f]
+                    if len(d):
+                        pseudo[d] += tf * self._norm(reader, si, f)[d]
+                scores += idfs[t] * saturate(pseudo, k1=K1)
+            cand = scores > 0
+            if view.live is not None:
+                cand &= view.live
+            for t, ps in excluded.items():
+                p = ps[si]
+                if p is not None:
+                    for f in FIELDS:
+                        cand[p[f][0]] = False
+            if q.site is not None and cand.any():
+                cand &= self._site_mask(view, q.site)
+            for phrase in q.phrases:
+                if not cand.any():
+                    break
+                cand &= self._phrase_mask(view, [postings[t][si] for t in phrase], n)
+            docs = np.flatnonzero(cand)
+            if len(docs):
+                out.append((si, docs, scores[docs]))
+        return out
+
+    @staticmethod
+    def _site_mask(view: SegmentView, site: str) -> np.ndarray:
+        hosts = view.segment.hosts()
+        suffix = "." + site
+        return np.fromiter((h == site or h.endswith(suffix) for h in hosts), dtype=bool, count=len(hosts))
+
+    @staticmethod
+    def _phrase_mask(view: SegmentView, plist: list, n: int) -> np.ndarray:
+        mask = np.zeros(n, dtype=bool)
+        if any(p is None for p in plist):
+            return mask
+        for f in FIELDS:
+            fp = view.segment.fields[f]
+            per_term = [p[f] for p in plist]
+            common = per_term[0][0]
+            for d, _, _ in per_term[1:]:
+                common = np.intersect1d(common, d, assume_unique=True)
+            for doc in common:
+                if mask[doc]:
+                    continue
+                cur = None
+                for offset, (d, _, lo) in enumerate(per_term):
+                    k = int(np.searchsorted(d, doc))
+                    pos = fp.positions_of(lo + k).astype(np.int64) - offset
+                    cur = pos if cur is None else np.intersect1d(cur, pos, assume_unique=True)
+                    if not len(cur):
+                        break
+                if cur is not None and len(cur):
+                    mask[doc] = True
+        return mask
+
+    def _explain(self, reader: IndexReader, q: Query, si: int, doc: int, score: float) -> dict:
+        seg = reader.views[si].segment
+        terms_out = []
+        for t in q.positive_terms:
+            tid = seg.term_id(t)
+            df = reader.df(t)
+            term_idf = idf(reader.n_docs, df)
+            rows, pseudo = [], 0.0
+            for fi, f in enumerate(FIELDS):
+                tf = 0
+                if tid is not None:
+                    d, tfs, _ = seg.fields[f].postings(tid)
+                    k = int(np.searchsorted(d, doc))
+                    if k < len(d) and d[k] == doc:
+                        tf = int(tfs[k])
+                dl = int(seg.doc_lens[doc, fi])
+                part = FIELD_WEIGHTS[f] * tf / field_norm(dl, reader.avgdl[f], b=B) if tf else 0.0
+                pseudo += part
+                rows.append({"term": t, "field": f, "tf": tf, "df": df, "doc_len": dl,
+                             "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f], "idf": term_idf, "_part": part})
+            term_score = term_idf * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
+            for r in rows:
+                part = r.pop("_part")
+                r["contribution"] = term_score * part / pseudo if pseudo else 0.0
+                terms_out.append(r)
+        return {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B,
+                "weights": dict(FIELD_WEIGHTS), "score": score, "terms": terms_out}

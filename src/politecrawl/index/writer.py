@@ -1,0 +1,302 @@
+"""``IndexWriter``: a transaction that adds, replaces and deletes documents.
+
+Use it as a context manager: a clean exit commits, an exception cancels and
+leaves the previous generation untouched (Whoosh ``writing.IndexWriter``)::
+
+    with IndexWriter(path) as w:
+        w.add_document(url, title, body)   # replaces any live doc with that url
+        w.delete_document(other_url)
+
+A commit
+
+1. tombstones, in the existing segments, every live document whose url was
+   added again or deleted in this transaction (segments stay immutable);
+2. writes the added documents as ONE new segment (temp dir + atomic rename);
+3. applies the merge policy (``plan_merges``), which may rewrite several
+   segments as one.  Merging re-analyses the stored text of the live documents:
+   simple and exactly equivalent to indexing them afresh, at the cost of CPU;
+4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
+   ``CURRENT`` at it the same way, so readers see the old or the new
+   generation, never a mix;
+5. removes generations and segments that neither the new nor the previous
+   generation references (a reader that is mid-open retries on the new one;
+   an already-open reader keeps its memory maps, which outlive the unlink).
+
+Concurrency: one writer at a time per index, enforced with ``fcntl.flock`` on
+``LOCK`` (works across processes; it is released if the process dies).  A
+second writer waits up to ``lock_timeout`` seconds, then raises
+``SearchIndexError``.  Readers never take the lock.  An ``IndexWriter`` object
+is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+from ..errors import SearchIndexError
+from .analysis import Analyzer
+from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, read_current_pointer
+from .segment import Segment, _fsync_dir, write_segment
+
+__all__ = ["IndexWriter", "plan_merges"]
+
+_GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
+_SEG_RE = re.compile(r"^seg-(\d{6,})$")
+
+
+def plan_merges(sizes: list[int], deleted: list[int] | None = None, *, factor: int = 10) -> list[list[int]]:
+    """Tiered merge policy: which segments (by index) to merge into one.
+
+    ``sizes`` are live document counts.  Segments fall into tiers by order of
+    magnitude (``floor(log_factor(size))``); when a tier holds ``factor`` or
+    more segments, all of them are merged into one (which lands a tier up).
+    A segment whose documents are more than half tombstones is rewritten on
+    its own to reclaim space.  Pure function, so it can be tested by tables.
+    """
+    deleted = deleted or [0] * len(sizes)
+    tiers: dict[int, list[int]] = {}
+    for i, size in enumerate(sizes):
+        tiers.setdefault(int(math.log(max(size, 1), factor)), []).append(i)
+    groups = [idx for _, idx in sorted(tiers.items()) if len(idx) >= factor]
+    in_group = {i for g in groups for i in g}
+    for i, (size, dead) in enumerate(zip(sizes, deleted)):
+        if i not in in_group and dead > size:
+            groups.append([i])
+    return groups
+
+
+def _write_atomic(path: Path, data: str) -> None:
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class IndexWriter:
+    """Exclusive writer of the index in ``index_dir`` (created if missing)."""
+
+    def __init__(
+        self,
+        index_dir: str | Path,
+        *,
+        lock_timeout: float = 30.0,
+        merge_factor: int = 10,
+        stop_words: bool | None = None,
+    ):
+        self.index_dir = Path(index_dir)
+        self.merge_factor = merge_factor
+        try:
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SearchIndexError(f"cannot create index directory {self.index_dir}: {exc}") from exc
+        self._lock_fd: int | None = None
+        self._acquire_lock(lock_timeout)
+        try:
+            self._load_current(stop_words)
+        except BaseException:
+            self._release_lock()
+            raise
+        self._pending: dict[str, tuple[str, str]] = {}
+        self._tombstone_urls: set[str] = set()
+
+    # -- lock -------------------------------------------------------------
+
+    def _acquire_lock(self, timeout: float) -> None:
+        fd = os.open(self.index_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise SearchIndexError(
+                        f"index {self.index_dir} is locked by another writer (waited {timeout:g}s)"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self._lock_fd is None
+
+    # -- state ------------------------------------------------------------
+
+    def _load_current(self, stop_words: bool | None) -> None:
+        name = read_current_pointer(self.index_dir)
+        if name is None:
+            self._generation = 0
+            self._next_segment = 1
+            self._entries: list[dict] = []
+            self._analyzer = Analyzer(stop_words=bool(stop_words))
+            return
+        data = load_generation(self.index_dir, name)
+        self._generation = int(data["generation"])
+        self._next_segment = int(data["next_segment"])
+        self._entries = [dict(e, deleted=list(e.get("deleted", []))) for e in data["segments"]]
+        self._analyzer = Analyzer.from_json(data.get("analyzer", {}))
+        if stop_words is not None and stop_words != self._analyzer.stop_words:
+            raise SearchIndexError(
+                f"index {self.index_dir} was built with stop_words={self._analyzer.stop_words}; "
+                "rebuild it to change the analyzer"
+            )
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SearchIndexError("IndexWriter is closed (already committed or cancelled)")
+
+    # -- documents --------------------------------------------------------
+
+    def add_document(self, url: str, title: str, body: str) -> None:
+        """Add a document; a live document with the same url is replaced at commit."""
+        self._check_open()
+        if not isinstance(url, str) or not url:
+            raise SearchIndexError("a document needs a non-empty url string")
+        self._pending[url] = (title or "", body or "")
+        self._tombstone_urls.add(url)
+
+    def delete_document(self, url: str) -> None:
+        """Delete the document with this url (no-op if there is none)."""
+        self._check_open()
+        self._pending.pop(url, None)
+        self._tombstone_urls.add(url)
+
+    # -- transaction ------------------------------------------------------
+
+    def __enter__(self) -> "IndexWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.closed:
+            return False
+        if exc_type is None:
+            self.commit()
+        else:
+            self.cancel()
+        return False
+
+    def cancel(self) -> None:
+        """Discard this transaction; the current generation is untouched."""
+        self._pending.clear()
+        self._tombstone_urls.clear()
+        self._release_lock()
+
+    def commit(self) -> None:
+        """Write one new segment and a new generation; releases the lock."""
+        self._check_open()
+        try:
+            self._commit()
+        finally:
+            self._release_lock()
+
+    def _seg_name(self) -> str:
+        name = f"seg-{self._next_segment:06d}"
+        self._next_segment += 1
+        return name
+
+    def _commit(self) -> None:
+        changed = bool(self._pending or self._tombstone_urls)
+        if not changed and self._generation:
+            return
+        segments: dict[str, Segment] = {}
+
+        def seg(entry: dict) -> Segment:
+            s = segments.get(entry["name"])
+            if s is None:
+                s = segments[entry["name"]] = Segment(self.index_dir / entry["name"])
+            return s
+
+        # 1. tombstones in existing segments
+        entries = [dict(e, deleted=list(e["deleted"])) for e in self._entries]
+        if self._tombstone_urls:
+            for e in entries:
+                dead = set(e["deleted"])
+                for i, u in enumerate(seg(e).urls):
+                    if u in self._tombstone_urls and i not in dead:
+                        e["deleted"].append(i)
+                e["deleted"].sort()
+        entries = [e for e in entries if e["doc_count"] > len(e["deleted"])]
+
+        # 2. the new segment
+        if self._pending:
+            name = self._seg_name()
+            docs = ((u, t, b) for u, (t, b) in self._pending.items())
+            n = write_segment(self.index_dir / name, docs, self._analyzer)
+            entries.append({"name": name, "doc_count": n, "deleted": []})
+
+        # 3. merges
+        sizes = [e["doc_count"] - len(e["deleted"]) for e in entries]
+        groups = plan_merges(sizes, [len(e["deleted"]) for e in entries], factor=self.merge_factor)
+        if groups:
+            merged_away: set[int] = set()
+            new_entries = []
+            for group in groups:
+                def live_docs(group=group):
+                    for i in group:
+                        s, dead = seg(entries[i]), set(entries[i]["deleted"])
+                        yield from s.documents(d for d in range(s.doc_count) if d not in dead)
+
+                name = self._seg_name()
+                n = write_segment(self.index_dir / name, live_docs(), self._analyzer)
+                new_entries.append({"name": name, "doc_count": n, "deleted": []})
+                merged_away.update(group)
+            entries = [e for i, e in enumerate(entries) if i not in merged_away] + new_entries
+
+        # 4. the generation file, then CURRENT
+        gen = self._generation + 1
+        gen_name = f"gen-{gen:06d}.json"
+        data = {
+            "format": INDEX_FORMAT,
+            "version": INDEX_VERSION,
+            "generation": gen,
+            "analyzer": self._analyzer.to_json(),
+            "next_segment": self._next_segment,
+            "segments": entries,
+        }
+        _write_atomic(self.index_dir / gen_name, json.dumps(data, indent=1))
+        previous = read_current_pointer(self.index_dir)
+        _write_atomic(self.index_dir / "CURRENT", gen_name + "\n")
+        _fsync_dir(self.index_dir)
+        self._generation, self._entries = gen, entries
+
+        # 5. clean up what neither this nor the previous generation uses
+        self._cleanup(keep_gens={gen_name, previous} - {None}, keep_segs={e["name"] for e in entries})
+
+    def _cleanup(self, keep_gens: set[str], keep_segs: set[str]) -> None:
+        for g in keep_gens:
+            try:
+                keep_segs |= {e["name"] for e in load_generation(self.index_dir, g)["segments"]}
+            except (FileNotFoundError, SearchIndexError):
+                pass
+        for p in self.index_dir.iterdir():
+            name = p.name
+            try:
+                if _GEN_RE.match(name) and name not in keep_gens:
+                    p.unlink()
+                elif _SEG_RE.match(name) and name not in keep_segs:
+                    shutil.rmtree(p, ignore_errors=True)
+                elif name.startswith(".tmp-"):
+                    # Only the lock holder writes temp files, so these are leftovers of a crash.
+                    shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+            except FileNotFoundError:
+                pass
