@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import NotAStoreError, StoreError
-from . import Claim, HostRobots, NewURL, Outcome
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
@@ -263,17 +263,25 @@ class SQLiteStore:
             db.execute(f"UPDATE hosts SET {', '.join(host_sets)} WHERE host = :host", p)
 
             if outcome.fetch is not None:
-                f = outcome.fetch
-                db.execute(
-                    "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-                    " delay, retry_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (claim.host, f.url, f.kind, claim.worker, f.started_at, f.ended_at, f.status, f.bytes,
-                     f.error, f.delay, f.retry_until),
-                )
+                self._insert_log(db, claim.host, claim.worker, outcome.fetch)
             if outcome.page is not None and claim.url_id is not None:
                 self._record_page(db, claim.url_id, outcome)
             if outcome.links:
                 self._insert_urls(db, outcome.links, now)
+
+    @staticmethod
+    def _insert_log(db: sqlite3.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
+        db.execute(
+            "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
+            " delay, retry_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
+             f.retry_until),
+        )
+
+    def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
+        """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
+        with self._write() as db:
+            self._insert_log(db, host, worker, entry)
 
     @staticmethod
     def _record_page(db: sqlite3.Connection, url_id: int, outcome: Outcome) -> None:

@@ -1,0 +1,511 @@
+"""The worker loop (claim → robots → fetch → policy → parse → record) and the process pool.
+
+Each worker process runs one asyncio loop with a single dispatcher: it claims
+an eligible host from the store, hands the claim to a task, and when nothing
+is eligible it sleeps until the store's earliest ``next_allowed_at`` (or until
+a task of its own finishes and may have queued work) — no polling interval.
+All politeness state is in the store; nothing here survives a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import multiprocessing as mp
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from . import urls
+from .config import Settings, is_loopback_host, user_agent_string
+from .dedup import text_fingerprint
+from .errors import ConfigError, InvalidURL
+from .fetch import Fetcher, FetchResult
+from .parse import Page, parse_html, robots_directives
+from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
+from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, open_store
+
+__all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "worker_id"]
+
+log = logging.getLogger("politecrawl.crawler")
+
+#: RFC 9309 §2.3.1.2: follow at least five consecutive redirects for robots.txt.
+ROBOTS_MAX_REDIRECTS = 5
+#: Tries for a URL answered 429/503 before it is recorded as failed (each after the host's wait).
+SLOW_DOWN_MAX_ATTEMPTS = 10
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def worker_id() -> str:
+    """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+# --------------------------------------------------------------------------- scope
+@dataclass(frozen=True)
+class CrawlScope:
+    """Which discovered links are followed, relative to the seeds."""
+
+    mode: str
+    seeds: tuple[str, ...]
+    max_depth: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_seed_hosts", frozenset(urls.host_key(s) for s in self.seeds))
+
+    def allows(self, url: str, host: str) -> bool:
+        if self.mode == "any":
+            return True
+        if self.mode == "host":
+            return host in self._seed_hosts  # type: ignore[attr-defined]
+        return any(urls.same_site(url, seed, "domain") for seed in self.seeds)
+
+
+def prepare_seeds(raw: Sequence[str]) -> list[str]:
+    """Normalize seed URLs; an unusable one raises InvalidURL naming it."""
+    seeds = []
+    for s in raw:
+        try:
+            seeds.append(urls.normalize(s.strip()))
+        except InvalidURL as exc:
+            raise InvalidURL(f"invalid seed URL {s!r}: {exc}") from None
+    return seeds
+
+
+def check_contact(settings: Settings, seeds: Sequence[str]) -> None:
+    """Crawling a public host needs a contact in the User-Agent (DESIGN.md rule 4)."""
+    if settings.contact:
+        return
+    from urllib.parse import urlsplit
+
+    public = [s for s in seeds if not is_loopback_host(urlsplit(s).hostname)]
+    if public:
+        raise ConfigError(
+            f"refusing to crawl {public[0]} without a contact: site owners must be able to reach you. "
+            "Set --contact URL (or POLITECRAWL_CONTACT, or contact = \"…\" in politecrawl.toml)"
+        )
+
+
+# --------------------------------------------------------------------------- one worker process
+class PageBudget:
+    """``--max-pages`` across this run's processes: a shared counter, taken before each page request."""
+
+    def __init__(self, limit: int | None, counter=None) -> None:
+        self.limit = limit
+        self.counter = counter if counter is not None else mp.get_context("spawn").Value("q", 0)
+
+    def take(self) -> bool:
+        if self.limit is None:
+            with self.counter.get_lock():
+                self.counter.value += 1
+            return True
+        with self.counter.get_lock():
+            if self.counter.value >= self.limit:
+                return False
+            self.counter.value += 1
+            return True
+
+    def exhausted(self) -> bool:
+        return self.limit is not None and self.counter.value >= self.limit
+
+
+class Worker:
+    """One process's crawl loop. ``run()`` returns when the frontier is done or ``stop`` is set."""
+
+    def __init__(self, settings: Settings, store, fetcher: Fetcher, scope: CrawlScope, budget: PageBudget,
+                 stop: asyncio.Event, *, wid: str | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.fetcher = fetcher
+        self.scope = scope
+        self.budget = budget
+        self.stop = stop
+        self.id = wid or worker_id()
+        self.agent = product_token(user_agent_string(settings))
+        self.policy = DelayPolicy.from_settings(settings)
+        self.lease = settings.effective_lease_seconds()
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task] = set()
+        # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
+        # its fetch time is the version, so a refreshed file is never read from here stale.
+        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+
+    # -- dispatcher ------------------------------------------------------------
+    async def run(self) -> None:
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        while not self.stop.is_set():
+            await slots.acquire()
+            if self.stop.is_set():
+                slots.release()
+                break
+            now = time.time()
+            claim = self.store.claim(self.id, now, self.lease)
+            if claim is not None:
+                task = asyncio.create_task(self._handle(claim))
+                self._tasks.add(task)
+                task.add_done_callback(lambda t, s=slots: self._done(t, s))
+                continue
+            slots.release()
+            wake = self.store.wake_time(now, self.settings.min_delay)
+            if wake is None and not self._tasks:
+                break  # nothing queued anywhere and nothing of ours in flight: done
+            if self.budget.exhausted() and not self._tasks:
+                break
+            timeout = None if wake is None else max(0.0, wake - time.time())
+            await self._wait_for_change(timeout)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _done(self, task: asyncio.Task, slots: asyncio.Semaphore) -> None:
+        self._tasks.discard(task)
+        slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("worker task failed: %r", task.exception())
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _wait_for_change(self, timeout: float | None) -> None:
+        """Sleep until the next host may be eligible, a task of ours finishes, or stop."""
+        stop_wait = asyncio.create_task(self.stop.wait())
+
+        async def changed() -> None:
+            async with self._changed:
+                await self._changed.wait()
+
+        change_wait = asyncio.create_task(changed())
+        try:
+            await asyncio.wait({stop_wait, change_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_wait.cancel()
+            change_wait.cancel()
+
+    # -- one claim ---------------------------------------------------------------
+    async def _handle(self, claim: Claim) -> None:
+        try:
+            if claim.kind == "robots":
+                outcome = await self._robots(claim)
+            else:
+                outcome = await self._page(claim)
+        except Exception as exc:  # a worker never dies of one bad page
+            log.exception("unexpected error on %s", claim.url or claim.host)
+            outcome = Outcome(
+                next_allowed_at=time.time() + max(self.settings.min_delay, self.policy.backoff_base),
+                wait_reason="backoff",
+                url_state="failed" if claim.url_id is not None else None,
+                url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
+            )
+        self.store.release(claim, outcome, time.time())
+
+    def _history(self, claim: Claim, crawl_delay: float | None = None) -> HostHistory:
+        return HostHistory(
+            crawl_delay=claim.crawl_delay if crawl_delay is None else crawl_delay,
+            response_time=claim.response_time,
+            failures=claim.failures,
+        )
+
+    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None):
+        retry_after = None
+        if result.status in (429, 503):
+            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
+        return decide(
+            self._history(claim, crawl_delay),
+            Observation(ended_at=result.ended_at, status=result.status, response_seconds=result.response_seconds,
+                        retry_after=retry_after),
+            self.policy,
+        ), retry_after
+
+    def _log_entry(self, result: FetchResult, kind: str, decision, retry_after: float | None) -> FetchLogEntry:
+        return FetchLogEntry(
+            url=result.url,
+            kind=kind,
+            started_at=result.started_at,
+            ended_at=result.ended_at,
+            status=result.status,
+            bytes=len(result.body),
+            error=result.error or ("truncated" if result.truncated else None),
+            delay=decision.next_allowed_at - result.ended_at,
+            retry_until=(result.ended_at + retry_after) if retry_after else None,
+        )
+
+    async def _robots(self, claim: Claim) -> Outcome:
+        """Fetch /robots.txt (RFC 9309 §2.3) and cache what it says; fail closed when it cannot be read."""
+        url = claim.host + "/robots.txt"
+        result = await self.fetcher.get(url)
+        hops = 0
+        # Redirects on the same host are followed within this claim, each after the host's delay.
+        while result.status in (301, 302, 303, 307, 308) and hops < ROBOTS_MAX_REDIRECTS:
+            location = result.headers.get("location")
+            try:
+                target = urls.normalize(location, base=url) if location else None
+            except InvalidURL:
+                target = None
+            if target is None:
+                break
+            decision, _ = self._decide(claim, result)
+            self._log_now(claim, result, "robots", decision)
+            await asyncio.sleep(max(0.0, decision.next_allowed_at - time.time()))
+            hops += 1
+            url = target
+            result = await self.fetcher.get(url)
+        now = time.time()
+        verdict = outcome_for_status(result.status)
+        if result.status in (301, 302, 303, 307, 308):
+            verdict = RobotsFetchOutcome.ALLOW_ALL  # RFC 9309 §2.3.1.2: too many redirects = unavailable (4xx-like)
+        crawl_delay = claim.crawl_delay
+        if verdict is RobotsFetchOutcome.PARSE:
+            rules = RobotsTxt.parse(result.body)
+            crawl_delay = rules.crawl_delay(self.agent)
+            update = RobotsUpdate("parsed", result.body, now, now + self.settings.robots_ttl, crawl_delay)
+        elif verdict is RobotsFetchOutcome.ALLOW_ALL:
+            crawl_delay = None
+            update = RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None)
+        else:
+            update = None  # unknown: never recorded as checked (fail closed)
+        decision, retry_after = self._decide(claim, result, crawl_delay)
+        if update is None and claim.robots.status is not None:
+            # Unreachable, but a cached copy exists: keep using it until the next try.
+            update = RobotsUpdate(None, None, None, decision.next_allowed_at, None)
+        reason = decision.reason
+        if update is None and reason not in ("parked", "retry-after"):
+            reason = "robots-unreachable"
+        return Outcome(
+            next_allowed_at=decision.next_allowed_at,
+            wait_reason=reason,
+            response_time=decision.response_time,
+            failures=decision.failures,
+            host_error=(result.error or f"robots.txt answered {result.status}") if verdict is RobotsFetchOutcome.UNREACHABLE else None,
+            fetch=self._log_entry(result, "robots", decision, retry_after),
+            robots=update,
+        )
+
+    def _log_now(self, claim: Claim, result: FetchResult, kind: str, decision) -> None:
+        """Record an intermediate request (a redirect hop) in the fetch log right away."""
+        self.store.log_fetch(claim.host, claim.worker, self._log_entry(result, kind, decision, None))
+
+    def _rules_for(self, claim: Claim) -> RobotsTxt:
+        if claim.robots.status != "parsed" or not claim.robots.body:
+            return RobotsTxt.allow_all()
+        key = (claim.host, claim.robots.fetched_at)
+        rules = self._rules.get(key)
+        if rules is None:
+            if len(self._rules) > 4096:
+                self._rules.clear()
+            rules = self._rules[key] = RobotsTxt.parse(claim.robots.body)
+        return rules
+
+    async def _page(self, claim: Claim) -> Outcome:
+        assert claim.url is not None
+        s = self.settings
+        if not self._rules_for(claim).is_allowed(self.agent, claim.url):
+            return Outcome(url_state="disallowed", url_outcome="disallowed by robots.txt")
+        if s.host_page_budget is not None and claim.pages_fetched >= s.host_page_budget:
+            return Outcome(url_state="skipped", url_outcome="host page budget reached")
+        if not self.budget.take():
+            self.stop.set()
+            return Outcome(url_state="queued", url_outcome=None)
+        result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified)
+        decision, retry_after = self._decide(claim, result)
+        outcome = Outcome(
+            next_allowed_at=decision.next_allowed_at,
+            wait_reason=decision.reason,
+            response_time=decision.response_time,
+            failures=decision.failures,
+            host_error=result.error or (f"HTTP {result.status}" if decision.failures else None),
+            fetch=self._log_entry(result, "page", decision, retry_after),
+        )
+        status = result.status
+        if status is None:
+            retry = claim.attempts < s.max_attempts
+            outcome.url_state = "queued" if retry else "failed"
+            outcome.url_outcome = result.error
+            return outcome
+        if status in (429, 503) or status >= 500:
+            limit = SLOW_DOWN_MAX_ATTEMPTS if status in (429, 503) else s.max_attempts
+            outcome.url_state = "queued" if claim.attempts < limit else "failed"
+            outcome.url_outcome = f"http-{status}"
+            return outcome
+        if status in (301, 302, 303, 307, 308):
+            outcome.url_state = "done"
+            location = result.headers.get("location")
+            try:
+                target = urls.normalize(location, base=claim.url) if location else None
+            except InvalidURL:
+                target = None
+            if target is None:
+                outcome.url_outcome = f"http-{status} without a usable Location"
+            elif target == claim.url:
+                outcome.url_outcome = f"http-{status} redirect loop"
+            else:
+                outcome.url_outcome = f"http-{status} -> {target}"
+                outcome.links = self._filter_links([target], claim.depth, redirect=True)
+            return outcome
+        outcome.url_state = "done"
+        outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
+        outcome.page = self._page_record(claim, result, outcome)
+        return outcome
+
+    def _page_record(self, claim: Claim, result: FetchResult, outcome: Outcome) -> PageRecord:
+        base = dict(
+            url=claim.url,
+            final_url=result.url,
+            status=result.status,
+            content_type=result.content_type or None,
+            fetched_at=result.ended_at,
+            bytes=len(result.body),
+            etag=result.headers.get("etag"),
+            last_modified=result.headers.get("last-modified"),
+        )
+        if result.status == 304 or not (200 <= result.status < 300):
+            return PageRecord(**base)
+        if result.content_type and result.content_type not in HTML_TYPES:
+            outcome.url_outcome = f"http-{result.status} not-html ({result.content_type})"
+            return PageRecord(**base)
+        page: Page = parse_html(result.body, claim.url, agent=self.agent, header_charset=result.charset,
+                                max_links=self.settings.max_links_per_page)
+        header_directives = robots_directives(
+            [result.headers["x-robots-tag"]] if "x-robots-tag" in result.headers else [], self.agent
+        )
+        noindex = page.directives.noindex or header_directives.noindex
+        nofollow = page.directives.nofollow or header_directives.nofollow
+        if not nofollow:
+            candidates = [l.url for l in page.links if self.settings.follow_nofollow or not l.nofollow]
+            outcome.links = self._filter_links(candidates, claim.depth)
+        if noindex:
+            outcome.url_outcome += " noindex"
+        return PageRecord(
+            **base,
+            title=page.title,
+            text=page.text,
+            fingerprint=text_fingerprint(page.text) if page.text else None,
+            noindex=noindex,
+        )
+
+    def _filter_links(self, candidates: Sequence[str], depth: int, *, redirect: bool = False) -> list[NewURL]:
+        """Normalize, scope, depth- and trap-check discovered URLs."""
+        new_depth = depth if redirect else depth + 1
+        if new_depth > self.scope.max_depth:
+            return []
+        out: dict[str, NewURL] = {}
+        for raw in candidates:
+            try:
+                u = urls.normalize(raw)
+            except InvalidURL:
+                continue
+            if u in out or urls.trap_reason(u):
+                continue
+            host = urls.host_key(u)
+            if not self.scope.allows(u, host):
+                continue
+            out[u] = NewURL(u, host, new_depth, priority=new_depth)
+        return list(out.values())
+
+
+# --------------------------------------------------------------------------- processes
+def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter) -> None:
+    """Entry point of one worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter))
+
+
+async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter) -> None:
+    store = open_store(settings.db)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signal.signal(signal.SIGTERM, lambda *_: loop.call_soon_threadsafe(stop.set))
+
+    def watch() -> None:  # a thread blocked on the cross-process event, not a polling loop
+        stop_event.wait()
+        loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        async with Fetcher(
+            user_agent=user_agent_string(settings),
+            max_bytes=settings.max_page_bytes,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            total_timeout=settings.total_timeout,
+        ) as fetcher:
+            await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop).run()
+    finally:
+        store.close()
+
+
+def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, counter=None,
+                on_tick: Callable[[], None] | None = None, tick: float = 1.0, deadline: float | None = None) -> int:
+    """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly."""
+    ctx = mp.get_context("spawn")
+    stop_event = stop_event or ctx.Event()
+    counter = counter if counter is not None else ctx.Value("q", 0)
+    scope_args = (scope.mode, scope.seeds, scope.max_depth)
+    procs = [
+        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter), daemon=False,
+                    name=f"politecrawl-worker-{i}")
+        for i in range(settings.workers)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        while any(p.is_alive() for p in procs):
+            if deadline is not None and time.time() >= deadline:
+                stop_event.set()
+            for p in procs:
+                p.join(timeout=tick / max(1, len(procs)))
+            if on_tick:
+                on_tick()
+    finally:
+        stop_event.set()
+        grace = time.time() + settings.total_timeout + 10
+        for p in procs:
+            p.join(timeout=max(0.1, grace - time.time()))
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+    return sum(1 for p in procs if p.exitcode == 0)
+
+
+class Crawler:
+    """A whole crawl: seeds into the store, worker processes, the indexer, progress."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def scope_for(self, store, seeds: Sequence[str]) -> CrawlScope:
+        """Seeds accumulate in the store, so a resumed crawl keeps its scope."""
+        known = json.loads(store.get_meta("seeds") or "[]")
+        merged = list(dict.fromkeys([*known, *seeds]))
+        if merged != known:
+            store.set_meta("seeds", json.dumps(merged))
+        return CrawlScope(self.settings.scope, tuple(merged), self.settings.max_depth)
+
+    def release_dead_workers(self, store) -> int:
+        """Leases held by workers of this machine whose process is gone go back to the queue now."""
+        me = socket.gethostname()
+        dead = []
+        for w in store.leased_workers():
+            host, _, rest = w.partition(":")
+            pid = rest.partition(":")[0]
+            if host == me and pid.isdigit() and not _pid_alive(int(pid)):
+                dead.append(w)
+        return store.release_leases(dead, time.time() + self.settings.min_delay) if dead else 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

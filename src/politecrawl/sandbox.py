@@ -1,0 +1,304 @@
+"""A small web on loopback: several hosts on distinct 127.x addresses that log every request.
+
+Used by ``politecrawl demo``, the tests and the benchmarks. Each ``SandboxHost``
+serves its own robots.txt and pages; the ``Sandbox`` runs them all on one
+aiohttp server loop in a background thread and records every request with
+its start and end time and the client's connection, so tests can assert on
+what the hosts *received* (DESIGN.md "Testing from the outside").
+
+Only 127.0.0.0/8 addresses are accepted: the sandbox never listens elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from aiohttp import web
+
+__all__ = ["Reply", "RequestRecord", "Sandbox", "SandboxHost", "demo_hosts", "violations"]
+
+
+@dataclass
+class Reply:
+    """What a sandbox host answers: status, headers, body, and how long it takes."""
+
+    status: int = 200
+    body: bytes | str = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    content_type: str = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    host: str  # "127.0.0.2:43121"
+    path: str  # path with query
+    started: float
+    ended: float
+    peer: str  # client "ip:port": one per connection
+    user_agent: str
+    headers: dict[str, str]
+    status: int
+
+
+Handler = Callable[[str], "Reply | None"]
+
+
+class SandboxHost:
+    """One host: an IP on loopback, a robots.txt, and pages (a dict path → Reply/str, or a handler)."""
+
+    def __init__(self, ip: str, *, robots: Reply | str | None = None, pages: dict[str, Reply | str] | None = None,
+                 handler: Handler | None = None, delay: float = 0.0) -> None:
+        if not ipaddress.ip_address(ip).is_loopback:
+            raise ValueError(f"sandbox hosts live on loopback only, not {ip}")
+        self.ip = ip
+        self.robots = robots if robots is not None else "User-agent: *\nAllow: /\n"
+        self.pages = dict(pages or {})
+        self.handler = handler
+        self.delay = delay
+        self.port: int | None = None
+
+    @property
+    def base(self) -> str:
+        assert self.port is not None, "start the sandbox first"
+        return f"http://{self.ip}:{self.port}"
+
+    @property
+    def netloc(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.base + path
+
+    def reply(self, path: str) -> Reply:
+        """The handler first (None: not handled), then robots.txt, then the pages; else 404."""
+        if self.handler is not None:
+            answer = self.handler(path)
+            if answer is not None:
+                return answer
+        if path == "/robots.txt" and "/robots.txt" not in self.pages:
+            r = self.robots
+            return r if isinstance(r, Reply) else Reply(body=r, content_type="text/plain")
+        page = self.pages.get(path)
+        if page is None:
+            return Reply(status=404, body="<html><title>Not found</title><body>Not found</body></html>")
+        return page if isinstance(page, Reply) else Reply(body=page)
+
+
+class Sandbox:
+    """Runs hosts on loopback in a background thread; ``with Sandbox(hosts) as sb:`` starts and stops it."""
+
+    def __init__(self, hosts: list[SandboxHost], *, port: int = 0, max_seconds: float = 600.0) -> None:
+        self.hosts = hosts
+        self.port = port
+        self.max_seconds = max_seconds  # every server a test starts is bounded in time
+        self.log: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runners: list[web.AppRunner] = []
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    def __enter__(self) -> "Sandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="sandbox", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise RuntimeError(f"sandbox failed to start: {self._error}") from self._error
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._start_sites())
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.call_later(self.max_seconds, loop.stop)
+        try:
+            loop.run_forever()
+        finally:
+            for runner in self._runners:
+                loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+    async def _start_sites(self) -> None:
+        for host in self.hosts:
+            app = web.Application()
+            app.router.add_route("*", "/{tail:.*}", self._make_handler(host))
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            site = web.TCPSite(runner, host.ip, self.port, reuse_address=True)
+            await site.start()
+            host.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._runners.append(runner)
+
+    def _make_handler(self, host: SandboxHost):
+        async def handle(request: web.Request) -> web.StreamResponse:
+            started = time.time()
+            path = request.path_qs
+            reply = host.reply(path)
+            delay = reply.delay or host.delay
+            if delay:
+                await asyncio.sleep(delay)
+            body = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            resp = web.StreamResponse(status=reply.status, headers=reply.headers)
+            if "Content-Type" not in reply.headers:
+                resp.content_type = reply.content_type.split(";")[0]
+                if "charset=" in reply.content_type:
+                    resp.charset = reply.content_type.split("charset=")[1]
+            resp.content_length = len(body)
+            try:
+                await resp.prepare(request)
+                await resp.write(body)
+                await resp.write_eof()
+            finally:
+                peer = request.transport.get_extra_info("peername") if request.transport else None
+                record = RequestRecord(
+                    host=host.netloc,
+                    path=path,
+                    started=started,
+                    ended=time.time(),
+                    peer=f"{peer[0]}:{peer[1]}" if peer else "?",
+                    user_agent=request.headers.get("User-Agent", ""),
+                    headers=dict(request.headers),
+                    status=reply.status,
+                )
+                with self._lock:
+                    self.log.append(record)
+            return resp
+
+        return handle
+
+    # -- reading the log -----------------------------------------------------------
+    def requests(self, host: SandboxHost | None = None, path: str | None = None) -> list[RequestRecord]:
+        with self._lock:
+            records = list(self.log)
+        if host is not None:
+            records = [r for r in records if r.host == host.netloc]
+        if path is not None:
+            records = [r for r in records if r.path == path]
+        return sorted(records, key=lambda r: r.started)
+
+
+def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float = 0.01) -> dict:
+    """What a host would complain about: gaps under ``min_gap`` and overlapping requests, per host."""
+    by_host: dict[str, list[RequestRecord]] = {}
+    for r in records:
+        by_host.setdefault(r.host, []).append(r)
+    short_gaps = []
+    max_open = 0
+    for host, recs in by_host.items():
+        recs.sort(key=lambda r: r.started)
+        for prev, cur in zip(recs, recs[1:]):
+            gap = cur.started - prev.ended
+            if gap < min_gap - tolerance:
+                short_gaps.append((host, prev.path, cur.path, round(gap, 4)))
+        events = sorted([(r.started, 1) for r in recs] + [(r.ended, -1) for r in recs], key=lambda e: (e[0], e[1]))
+        open_now = 0
+        for _, delta in events:
+            open_now += delta
+            max_open = max(max_open, open_now)
+    return {"short_gaps": short_gaps, "max_open_per_host": max_open}
+
+
+# --------------------------------------------------------------------------- the demo web
+_TOPICS = {
+    "gardening": "soil compost seedlings tomato basil watering mulch pruning roses harvest greenhouse",
+    "astronomy": "telescope galaxy nebula orbit planet comet eclipse observatory stars jupiter saturn",
+    "cooking": "recipe bread oven flour butter garlic simmer sauce pasta roast spices kitchen",
+    "cycling": "bicycle gears chain saddle route climb helmet tyres commute mountain touring",
+    "music": "guitar piano melody chord rhythm concert orchestra jazz harmony violin tempo",
+}
+_COMMON = ("the a of and to in is for on with that this as are by from it at be an or guide notes "
+           "about how why our your more new best simple practical tips").split()
+
+
+def _paragraph(rng: random.Random, words: list[str], n: int) -> str:
+    out = []
+    for _ in range(n):
+        out.append(rng.choice(words) if rng.random() < 0.45 else rng.choice(_COMMON))
+    return " ".join(out).capitalize() + "."
+
+
+def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, *, seed: int = 7, crawl_delay_host: int | None = 1,
+               crawl_delay: float = 1.0, first_ip: int = 2, cross_links: bool = True) -> list[SandboxHost]:
+    """Real-looking interlinked sites on 127.0.0.<first_ip>…, each with its own robots.txt.
+
+    Host 0 disallows ``/private/``; host ``crawl_delay_host`` asks for a Crawl-delay.
+    Cross-host links point at the other hosts' home pages; ports are known only after start,
+    so links are written as ``{host:i}`` and filled in by a handler at request time.
+    """
+    rng = random.Random(seed)
+    topics = list(_TOPICS)
+    hosts: list[SandboxHost] = []
+    for i in range(n_hosts):
+        topic = topics[i % len(topics)]
+        words = _TOPICS[topic].split()
+        pages: dict[str, str] = {}
+        names = [f"/{topic}/{w}-{j}.html" for j, w in enumerate(rng.sample(words * 3, pages_per_host - 1))]
+        all_paths = ["/"] + names
+        for path in all_paths:
+            title = (f"{topic.title()} — home" if path == "/" else
+                     f"{path.rsplit('/', 1)[1].split('-')[0].title()} {topic} notes")
+            links = rng.sample(all_paths, min(4, len(all_paths)))
+            if path == "/":
+                links = all_paths[1:]
+            anchors = "".join(f'<li><a href="{l}">{l.strip("/") or "home"}</a></li>' for l in links)
+            if cross_links and n_hosts > 1:
+                other = (i + 1) % n_hosts
+                anchors += f'<li><a href="{{host:{other}}}/">our friends</a></li>'
+            if i == 0 and path == "/":
+                anchors += '<li><a href="/private/admin.html">admin</a></li>'
+            body = " ".join(f"<p>{_paragraph(rng, words, 40)}</p>" for _ in range(4))
+            pages[path] = (f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
+                           f"<body><nav><ul>{anchors}</ul></nav><article><h1>{title}</h1>{body}</article>"
+                           f"<script>var tracking = 'not text';</script></body></html>")
+        if i == 0:
+            pages["/private/admin.html"] = "<html><title>secret</title><body>never crawl me</body></html>"
+        robots = "User-agent: *\nDisallow: /private/\n" if i == 0 else "User-agent: *\nAllow: /\n"
+        if crawl_delay_host is not None and i == crawl_delay_host:
+            robots = f"User-agent: *\nCrawl-delay: {crawl_delay}\nDisallow: /private/\n"
+        hosts.append(SandboxHost(f"127.0.0.{first_ip + i}", robots=robots, pages={}))
+        hosts[-1]._raw_pages = pages  # type: ignore[attr-defined]
+
+    def make_handler(h: SandboxHost) -> Handler:
+        def handler(path: str) -> Reply | None:
+            if path == "/robots.txt":
+                return None
+            raw = h._raw_pages.get(path)  # type: ignore[attr-defined]
+            if raw is None:
+                return None
+            for j, other in enumerate(hosts):
+                raw = raw.replace(f"{{host:{j}}}", other.base)
+            return Reply(body=raw)
+
+        return handler
+
+    for h in hosts:
+        h.handler = make_handler(h)
+    return hosts
