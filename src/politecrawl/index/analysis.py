@@ -59,7 +59,11 @@ _STRIP_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 
 
 def _normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii():  # fast path: NFKC is the identity and casefold == lower
+        return text.lower()
+    # NFKC again after casefold, so that normalizing is idempotent (the
+    # Unicode "NFKC_Casefold" closure, e.g. for U+0345 COMBINING YPOGEGRAMMENI).
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 @dataclass(frozen=True)

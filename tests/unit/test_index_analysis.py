@@ -1,0 +1,100 @@
+"""The one tokenizer and the query parser."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.index import tokenize
+from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer, Query, parse_query
+
+
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        ("Hello, World!", ["hello", "world"]),
+        ("Python 3.11 released", ["python", "3", "11", "released"]),
+        ("python3", ["python3"]),
+        ("sys.path", ["sys", "path"]),
+        ("__init__", ["init"]),
+        ("snake_case_name", ["snake", "case", "name"]),
+        ("Straße", ["strasse"]),  # casefold, not lower
+        ("ＰＹＴＨＯＮ", ["python"]),  # NFKC full-width
+        ("ﬁle", ["file"]),  # NFKC ligature
+        ("café naïve", ["café", "naïve"]),
+        ("Ελληνικά Русский", ["ελληνικά", "русский"]),
+        ("東京 2024", ["東京", "2024"]),
+        ("parsing parsed parse", ["parsing", "parsed", "parse"]),  # no stemming
+        ("the and of", ["the", "and", "of"]),  # no stop words by default
+        ("", []),
+        ("  \t\n--!!", []),
+        ("x" * (MAX_TOKEN_LEN + 1) + " ok", ["ok"]),
+        ("x" * MAX_TOKEN_LEN, ["x" * MAX_TOKEN_LEN]),
+    ],
+)
+def test_tokenize_table(text, tokens):
+    assert tokenize(text) == tokens
+
+
+def test_stop_words_optional():
+    a = Analyzer(stop_words=True)
+    assert a.tokenize("The cat and the hat") == ["cat", "hat"]
+    assert Analyzer.from_json(a.to_json()) == a
+
+
+@pytest.mark.parametrize(
+    "q, expected",
+    [
+        ("python tutorial", Query(terms=["python", "tutorial"])),
+        ('"hard way" python', Query(terms=["python"], phrases=[["hard", "way"]])),
+        ('"unclosed phrase here', Query(phrases=[["unclosed", "phrase", "here"]])),
+        ('"single"', Query(terms=["single"])),
+        ("python -snake", Query(terms=["python"], excluded=["snake"])),
+        ("site:Example.COM python", Query(terms=["python"], site="example.com")),
+        ("site:https://www.example.com/path x", Query(terms=["x"], site="example.com")),
+        ("python python PYTHON", Query(terms=["python"])),
+        ("-", Query(terms=[])),
+        ("site:", Query(terms=["site"])),
+        ("", Query()),
+        ("!!! ???", Query()),
+    ],
+)
+def test_parse_query_table(q, expected):
+    assert parse_query(q) == expected
+
+
+def test_parse_query_control_characters_stripped():
+    assert parse_query("py\x00thon\x1b[31m\u200bsnake").terms == ["py", "thon", "31m", "snake"]
+
+
+def test_parse_query_caps_terms():
+    q = parse_query(" ".join(f"w{i}" for i in range(10_000)))
+    assert len(q.terms) == MAX_QUERY_TERMS
+    assert q.terms[0] == "w0"
+
+
+def test_parse_query_long_input():
+    q = parse_query("a" * 10_000)
+    assert q.terms == []  # one 4096-char token: longer than MAX_TOKEN_LEN
+    q = parse_query("ab " * 10_000)
+    assert q.terms == ["ab"]
+
+
+def test_parse_query_non_string():
+    assert parse_query(None) == Query()  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_parse_query_never_raises(q):
+    parsed = parse_query(q)
+    total = len(parsed.terms) + sum(map(len, parsed.phrases)) + len(parsed.excluded)
+    assert total <= MAX_QUERY_TERMS
+    for t in parsed.terms + parsed.excluded:
+        assert t and t == t.casefold()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(), min_size=0, max_size=2000))
+def test_tokenize_is_idempotent(text):
+    toks = tokenize(text)
+    assert tokenize(" ".join(toks)) == toks

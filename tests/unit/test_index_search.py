@@ -1,0 +1,242 @@
+"""Searcher: pinned BM25 scores and orderings, query operators, snippets, explain."""
+
+import math
+
+import pytest
+
+from politecrawl.errors import SearchIndexError
+from politecrawl.index import Hit, IndexWriter, Searcher
+
+# Body-only corpus: with empty titles BM25F reduces exactly to plain BM25.
+# N = 4, body lengths 3, 2, 4, 1 -> avgdl = 10 / 4 = 2.5
+CORPUS = [
+    ("http://a.example/", "", "apple banana apple"),
+    ("http://b.example/", "", "banana cherry"),
+    ("http://c.example/", "", "cherry cherry cherry date"),
+    ("http://d.example/", "", "date"),
+]
+
+
+def _norm(dl):  # 1 - b + b * dl / avgdl
+    return 0.25 + 0.75 * dl / 2.5
+
+
+LN2 = math.log(2.0)  # idf for df = 2, N = 4
+
+
+@pytest.fixture()
+def corpus_index(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for url, title, body in CORPUS:
+            w.add_document(url, title, body)
+    return path
+
+
+def scores(searcher, q, **kw):
+    return [(h.url, h.score) for h in searcher.search(q, **kw)]
+
+
+def test_single_term_pinned(corpus_index):
+    s = Searcher(corpus_index)
+    # apple: df=1 -> idf = ln(1 + 3.5/1.5) = 1.2039728; doc a: tf=2, dl=3
+    expected = math.log(1 + 3.5 / 1.5) * 2 * 2.2 / (2 + 1.2 * _norm(3))
+    assert expected == pytest.approx(1.5673018754538814)
+    [(url, score)] = scores(s, "apple")
+    assert url == "http://a.example/"
+    assert score == pytest.approx(expected, rel=1e-12)
+
+
+def test_cherry_ordering_pinned(corpus_index):
+    s = Searcher(corpus_index)
+    got = scores(s, "cherry")
+    assert [u for u, _ in got] == ["http://c.example/", "http://b.example/"]
+    assert got[0][1] == pytest.approx(LN2 * 3 * 2.2 / (3 + 1.2 * _norm(4)), rel=1e-12)  # 0.96514
+    assert got[1][1] == pytest.approx(LN2 * 1 * 2.2 / (1 + 1.2 * _norm(2)), rel=1e-12)  # 0.75491
+    assert got[0][1] == pytest.approx(0.9651416438176452)
+
+
+def test_or_query_ordering_pinned(corpus_index):
+    s = Searcher(corpus_index)
+    got = scores(s, "banana date")
+    # d: date tf1 dl1 0.91863 > b: banana dl2 0.75491 > a: banana dl3 0.64072 > c: date dl4 0.55654
+    assert [u for u, _ in got] == [
+        "http://d.example/",
+        "http://b.example/",
+        "http://a.example/",
+        "http://c.example/",
+    ]
+    assert [v for _, v in got] == pytest.approx(
+        [0.9186287935131804, 0.7549127709068711, 0.64072428455121, 0.5565415318364524], rel=1e-12
+    )
+
+
+def test_bm25f_title_weight_pinned(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://t1/", "apple pie", "apple")
+        w.add_document("http://t2/", "banana", "apple apple banana")
+        w.add_document("http://t3/", "cherry", "cherry")
+    got = scores(Searcher(tmp_path / "ix"), "apple")
+    # title avgdl 4/3, body avgdl 5/3, df=2, N=3 (see test_index_bm25)
+    assert got == [
+        ("http://t1/", pytest.approx(0.7301201416145588, rel=1e-12)),
+        ("http://t2/", pytest.approx(0.5275550940513358, rel=1e-12)),
+    ]
+
+
+def test_ties_broken_by_url_and_pages_do_not_overlap(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        for i in reversed(range(25)):
+            w.add_document(f"http://x/{i:02d}", "", "same words here")
+    s = Searcher(tmp_path / "ix")
+    p1 = s.search("same", limit=10, page=1)
+    p2 = s.search("same", limit=10, page=2)
+    p3 = s.search("same", limit=10, page=3)
+    urls = [h.url for h in p1 + p2 + p3]
+    assert urls == [f"http://x/{i:02d}" for i in range(25)]
+    assert s.count("same") == 25
+
+
+def test_phrase_requires_consecutive_positions(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://1/", "", "the hard way to learn")
+        w.add_document("http://2/", "", "way too hard")
+        w.add_document("http://3/", "hard way", "nothing")
+        w.add_document("http://4/", "hard", "way")  # split across fields: no match
+    s = Searcher(tmp_path / "ix")
+    assert {h.url for h in s.search('"hard way"')} == {"http://1/", "http://3/"}
+    assert s.count('"way hard"') == 0
+    assert s.count("hard way") == 4
+    assert [h.url for h in s.search('"the hard way" learn')] == ["http://1/"]
+
+
+def test_exclusion(corpus_index):
+    s = Searcher(corpus_index)
+    assert [h.url for h in s.search("cherry -date")] == ["http://b.example/"]
+    assert s.search("-cherry") == []  # no scoring term
+
+
+def test_site_filter(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("https://www.example.com/a", "", "python")
+        w.add_document("https://docs.example.com/b", "", "python")
+        w.add_document("https://example.org/c", "", "python")
+        w.add_document("https://notexample.com/d", "", "python")
+    s = Searcher(tmp_path / "ix")
+    assert {h.url for h in s.search("python site:example.com")} == {
+        "https://www.example.com/a",
+        "https://docs.example.com/b",
+    }
+    assert [h.url for h in s.search("site:example.org python")] == ["https://example.org/c"]
+    assert s.search("site:nowhere.net python") == []
+
+
+@pytest.mark.parametrize("q", ["", "   ", "!!!", "-apple", "site:a.example", "\x00\x01"])
+def test_empty_queries_return_nothing(corpus_index, q):
+    assert Searcher(corpus_index).search(q) == []
+
+
+def test_stop_word_only_query_with_stop_words_on(tmp_path):
+    with IndexWriter(tmp_path / "ix", stop_words=True) as w:
+        w.add_document("http://1/", "", "the cat")
+    s = Searcher(tmp_path / "ix")
+    assert s.search("the and of") == []
+    assert [h.url for h in s.search("the cat")] == ["http://1/"]
+
+
+def test_unknown_terms(corpus_index):
+    s = Searcher(corpus_index)
+    assert s.search("zebra") == []
+    assert [h.url for h in s.search("zebra apple")] == ["http://a.example/"]
+
+
+def test_snippet_and_highlights(tmp_path):
+    body = ("filler " * 200) + "the quick brown fox jumps over the lazy dog " + ("filler " * 200)
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://1/", "Fox", body)
+    [hit] = Searcher(tmp_path / "ix").search("fox dog")
+    assert isinstance(hit, Hit)
+    assert "quick brown fox" in hit.snippet and "lazy dog" in hit.snippet
+    assert hit.snippet.startswith("… ") and hit.snippet.endswith(" …")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["fox", "dog"]
+    assert len(hit.snippet) < 300
+
+
+def test_snippet_highlights_case_insensitive(corpus_index, tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://1/", "t", "Python\n\tis  PYTHON")
+    [hit] = Searcher(tmp_path / "ix").search("python")
+    assert hit.snippet == "Python is PYTHON"
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Python", "PYTHON"]
+
+
+def test_explain_contributions_sum_to_score(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://t1/", "apple pie", "apple")
+        w.add_document("http://t2/", "banana", "apple apple banana")
+        w.add_document("http://t3/", "cherry", "cherry")
+    hits = Searcher(tmp_path / "ix").search("apple banana", explain=True)
+    for h in hits:
+        e = h.explanation
+        assert e["N"] == 3
+        assert e["avgdl"] == {"title": pytest.approx(4 / 3), "body": pytest.approx(5 / 3)}
+        assert sum(r["contribution"] for r in e["terms"]) == pytest.approx(h.score, rel=1e-12)
+        for r in e["terms"]:
+            assert set(r) >= {"term", "field", "tf", "df", "doc_len", "idf", "contribution"}
+    t1 = next(h for h in hits if h.url == "http://t1/")
+    rows = {(r["term"], r["field"]): r for r in t1.explanation["terms"]}
+    assert rows[("apple", "title")]["tf"] == 1 and rows[("apple", "title")]["doc_len"] == 2
+    assert rows[("apple", "body")]["df"] == 2
+    assert rows[("apple", "body")]["idf"] == pytest.approx(math.log(1.6))
+    assert Searcher(tmp_path / "ix").search("apple")[0].explanation is None
+
+
+def test_hit_is_frozen(corpus_index):
+    h = Searcher(corpus_index).search("apple")[0]
+    with pytest.raises(AttributeError):
+        h.score = 1.0  # type: ignore[misc]
+
+
+def test_limit_and_page_bounds(corpus_index):
+    s = Searcher(corpus_index)
+    assert s.search("banana date", limit=0) == []
+    assert len(s.search("banana date", limit=2)) == 2
+    assert [h.url for h in s.search("banana date", limit=2, page=2)] == [
+        "http://a.example/",
+        "http://c.example/",
+    ]
+    assert s.search("banana date", limit=2, page=3) == []
+    assert s.search("banana date", page=0) == s.search("banana date", page=1)
+
+
+def test_missing_index_raises(tmp_path):
+    with pytest.raises(SearchIndexError):
+        Searcher(tmp_path / "nope")
+
+
+def test_empty_directory_is_empty_index(tmp_path):
+    s = Searcher(tmp_path)
+    assert s.search("x") == [] and s.count("x") == 0 and s.stats()["N"] == 0
+
+
+def test_index_does_not_import_other_politecrawl_modules():
+    import ast
+    import pathlib
+
+    import politecrawl.index as ix
+
+    for path in pathlib.Path(ix.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                assert node.module == "errors", (path.name, node.module)
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert not node.module.startswith("politecrawl") or node.module == "politecrawl.errors"
+
+
+def test_exported_members():
+    import politecrawl.index as ix
+
+    assert sorted(ix.__all__) == ["Hit", "IndexWriter", "Searcher", "tokenize"]
+    for name in ix.__all__:
+        assert getattr(ix, name)

@@ -1,0 +1,286 @@
+"""IndexWriter transactions, generations, tombstones, merges and whole-index stats."""
+
+import json
+import multiprocessing
+import os
+
+import pytest
+
+from politecrawl.errors import SearchIndexError
+from politecrawl.index import IndexWriter, Searcher
+from politecrawl.index.reader import IndexReader
+from politecrawl.index.writer import plan_merges
+
+DOCS = [
+    (f"http://h{i % 3}.example/p{i}", f"title {i} {'odd' if i % 2 else 'even'}", f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""))
+    for i in range(40)
+]
+
+
+def build(path, batches, **kw):
+    for batch in batches:
+        with IndexWriter(path, **kw) as w:
+            for d in batch:
+                w.add_document(*d)
+
+
+def test_reopen_after_commit(tmp_path):
+    build(tmp_path / "ix", [DOCS[:5]])
+    s = Searcher(tmp_path / "ix")
+    assert s.stats()["N"] == 5
+    assert s.count("body") == 5
+    # A fresh Searcher in a "new process" sees the same.
+    assert Searcher(tmp_path / "ix").stats() == s.stats()
+
+
+def test_searcher_follows_new_generations(tmp_path):
+    build(tmp_path / "ix", [DOCS[:5]])
+    s = Searcher(tmp_path / "ix")
+    assert s.count("body") == 5
+    build(tmp_path / "ix", [DOCS[5:8]])
+    assert s.count("body") == 8
+    assert s.stats()["segments"] == 2
+
+
+def test_replace_does_not_double_count(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://a/", "old title", "old text")
+        w.add_document("http://b/", "bee", "other text")
+    with IndexWriter(path) as w:
+        w.add_document("http://a/", "new title", "new fresh text here")
+    s = Searcher(path)
+    st = s.stats()
+    assert st["N"] == 2
+    assert st["deleted"] == 1
+    # avgdl over live documents only: bodies "new fresh text here" (4) and "other text" (2)
+    assert st["avgdl"]["body"] == pytest.approx(3.0)
+    assert st["avgdl"]["title"] == pytest.approx(1.5)
+    assert s.search("old") == []
+    assert [h.title for h in s.search("new")] == ["new title"]
+    assert s.count("text") == 2
+    # df excludes the tombstoned version: text is in both live docs
+    assert IndexReader(path).df("text") == 2
+
+
+def test_replace_within_one_transaction(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://a/", "t", "first")
+        w.add_document("http://a/", "t", "second")
+    s = Searcher(tmp_path / "ix")
+    assert s.stats()["N"] == 1
+    assert s.count("first") == 0 and s.count("second") == 1
+
+
+def test_delete_and_tombstones(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:10]])
+    with IndexWriter(path) as w:
+        w.delete_document(DOCS[3][0])
+        w.delete_document("http://never-indexed/")
+    s = Searcher(path)
+    assert s.stats()["N"] == 9
+    assert DOCS[3][0] not in {h.url for h in s.search("body", limit=100)}
+    gen = json.loads((path / (path / "CURRENT").read_text().strip()).read_text())
+    assert gen["segments"][0]["deleted"] == [3]
+
+
+def test_delete_then_add_in_same_transaction(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:2]])
+    with IndexWriter(path) as w:
+        w.delete_document(DOCS[0][0])
+        w.add_document(DOCS[0][0], "back", "again")
+    s = Searcher(path)
+    assert s.stats()["N"] == 2 and s.count("again") == 1 and s.count("words") == 1
+
+
+def test_deleting_everything_in_a_segment_drops_it(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:2], DOCS[2:4]])
+    with IndexWriter(path) as w:
+        w.delete_document(DOCS[0][0])
+        w.delete_document(DOCS[1][0])
+    st = Searcher(path).stats()
+    assert st["N"] == 2 and st["segments"] == 1
+
+
+def test_stats_across_segments_equal_single_segment(tmp_path):
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    build(single, [DOCS])
+    build(multi, [DOCS[:13], DOCS[13:14], DOCS[14:30], DOCS[30:]], merge_factor=100)
+    s1, s2 = Searcher(single), Searcher(multi)
+    assert s2.stats()["segments"] == 4
+    for key in ("N", "avgdl", "field_lengths"):
+        assert s1.stats()[key] == s2.stats()[key]
+    r1, r2 = IndexReader(single), IndexReader(multi)
+    for term in ("body", "zeta", "odd", "lorem", "7", "missing"):
+        assert r1.df(term) == r2.df(term)
+    for q in ("zeta", "odd lorem", "title 7", '"words 12"', "body -even", "lorem site:h1.example"):
+        a = [(h.url, h.score) for h in s1.search(q, limit=50)]
+        b = [(h.url, h.score) for h in s2.search(q, limit=50)]
+        assert [u for u, _ in a] == [u for u, _ in b], q
+        assert [x for _, x in a] == pytest.approx([x for _, x in b], rel=1e-12), q
+
+
+def test_stats_with_replacements_equal_fresh_build(tmp_path):
+    fresh, updated = tmp_path / "fresh", tmp_path / "updated"
+    final = DOCS[:20]
+    build(fresh, [final])
+    stale = [(u, "stale", "stale text zeta zeta") for u, _, _ in DOCS[:10]]
+    build(updated, [stale + DOCS[10:20], DOCS[:10]], merge_factor=100)
+    assert Searcher(updated).stats()["deleted"] == 10
+    for key in ("N", "avgdl", "field_lengths"):
+        assert Searcher(fresh).stats()[key] == Searcher(updated).stats()[key]
+    assert IndexReader(fresh).df("zeta") == IndexReader(updated).df("zeta")
+    a = [(h.url, h.score) for h in Searcher(fresh).search("zeta body", limit=50)]
+    b = [(h.url, h.score) for h in Searcher(updated).search("zeta body", limit=50)]
+    assert a == [(u, pytest.approx(x, rel=1e-12)) for u, x in b]
+
+
+def test_cancel_on_exception_leaves_previous_generation(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:5]])
+    before = sorted(os.listdir(path))
+    current = (path / "CURRENT").read_text()
+    with pytest.raises(RuntimeError):
+        with IndexWriter(path) as w:
+            w.add_document("http://new/", "new", "new")
+            w.delete_document(DOCS[0][0])
+            raise RuntimeError("boom")
+    assert (path / "CURRENT").read_text() == current
+    assert sorted(os.listdir(path)) == before
+    s = Searcher(path)
+    assert s.stats()["N"] == 5 and s.count("new") == 0
+    # and the lock was released
+    with IndexWriter(path, lock_timeout=0.1) as w:
+        w.add_document("http://new/", "new", "new")
+    assert Searcher(path).stats()["N"] == 6
+
+
+def test_writer_closed_after_commit(tmp_path):
+    w = IndexWriter(tmp_path / "ix")
+    w.add_document("http://a/", "a", "a")
+    w.commit()
+    with pytest.raises(SearchIndexError):
+        w.add_document("http://b/", "b", "b")
+
+
+def test_second_writer_times_out(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path):
+        with pytest.raises(SearchIndexError, match="locked"):
+            IndexWriter(path, lock_timeout=0.2)
+        # readers never block on the writer
+        assert Searcher(path).stats()["N"] == 0
+
+
+def _hold_lock(path, ready, release):
+    with IndexWriter(path) as w:
+        w.add_document("http://other-process/", "t", "b")
+        ready.set()
+        release.wait(10)
+
+
+def test_lock_is_cross_process(tmp_path):
+    path = tmp_path / "ix"
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_hold_lock, args=(path, ready, release))
+    p.start()
+    try:
+        assert ready.wait(10)
+        with pytest.raises(SearchIndexError):
+            IndexWriter(path, lock_timeout=0.2)
+    finally:
+        release.set()
+        p.join(10)
+    with IndexWriter(path, lock_timeout=5) as w:  # waits, then gets it
+        w.add_document("http://me/", "t", "b")
+    assert Searcher(path).stats()["N"] == 2
+
+
+def test_old_generations_and_segments_cleaned(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [[d] for d in DOCS[:25]], merge_factor=4)
+    gens = sorted(p for p in os.listdir(path) if p.startswith("gen-"))
+    assert len(gens) <= 2
+    st = Searcher(path).stats()
+    assert st["N"] == 25
+    assert st["segments"] < 10
+    segs = {p for p in os.listdir(path) if p.startswith("seg-")}
+    live = set()
+    for g in gens:
+        live |= {e["name"] for e in json.loads((path / g).read_text())["segments"]}
+    assert segs == live
+    assert not [p for p in os.listdir(path) if p.startswith(".tmp-")]
+
+
+def test_merges_preserve_results(tmp_path):
+    merged, single = tmp_path / "merged", tmp_path / "single"
+    build(merged, [[d] for d in DOCS], merge_factor=3)
+    build(single, [DOCS])
+    assert Searcher(merged).stats()["segments"] < 10
+    for q in ("zeta", "odd lorem", '"body words"'):
+        a = [(h.url, h.score, h.snippet) for h in Searcher(single).search(q, limit=50)]
+        b = [(h.url, h.score, h.snippet) for h in Searcher(merged).search(q, limit=50)]
+        assert [x[0] for x in a] == [x[0] for x in b]
+        assert [x[1] for x in a] == pytest.approx([x[1] for x in b], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "sizes, deleted, factor, expected",
+    [
+        ([], None, 10, []),
+        ([5] * 9, None, 10, []),
+        ([5] * 10, None, 10, [list(range(10))]),
+        ([100, 5, 5, 5], None, 3, [[1, 2, 3]]),
+        ([100, 150, 120, 5], None, 3, [[0, 1, 2]]),
+        ([10, 1, 1], [30, 0, 0], 10, [[0]]),  # mostly tombstones: rewrite alone
+        ([10, 1], [5, 0], 10, []),
+    ],
+)
+def test_plan_merges_table(sizes, deleted, factor, expected):
+    assert plan_merges(sizes, deleted, factor=factor) == expected
+
+
+def test_analyzer_mismatch_rejected(tmp_path):
+    build(tmp_path / "ix", [DOCS[:1]])
+    with pytest.raises(SearchIndexError):
+        IndexWriter(tmp_path / "ix", stop_words=True)
+
+
+def test_unsupported_version_raises(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:2]])
+    seg = next(p for p in path.iterdir() if p.name.startswith("seg-"))
+    header = json.loads((seg / "header.json").read_text())
+    header["version"] = 999
+    (seg / "header.json").write_text(json.dumps(header))
+    with pytest.raises(SearchIndexError, match="version"):
+        Searcher(path)
+
+
+def test_corrupt_generation_raises(tmp_path):
+    path = tmp_path / "ix"
+    build(path, [DOCS[:2]])
+    (path / (path / "CURRENT").read_text().strip()).write_text("{not json")
+    with pytest.raises(SearchIndexError):
+        Searcher(path)
+
+
+def test_no_pickle_on_disk(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "ix"
+    build(path, [DOCS])
+    for npy in path.rglob("*.npy"):
+        np.load(npy, allow_pickle=False)  # would raise on object arrays
+
+
+def test_unicode_and_odd_urls_roundtrip(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://例え.jp/ページ?q=1\n", "東京 タイトル", "本文 テキスト \ud800 lone surrogate")
+    [h] = Searcher(path).search("東京")
+    assert h.url == "http://例え.jp/ページ?q=1\n" and h.title == "東京 タイトル"
