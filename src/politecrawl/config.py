@@ -31,6 +31,8 @@ class Settings:
     # --- where ---------------------------------------------------------------
     db: str = "politecrawl.db"
     """Store: a SQLite file path (default) or a postgresql:// URL."""
+    index_dir: str | None = None
+    """Search index folder (default: the db path + ".index")."""
 
     # --- identity (politeness contract rule 4) --------------------------------
     user_agent: str = "politecrawl"

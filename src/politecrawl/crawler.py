@@ -475,11 +475,84 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
     return sum(1 for p in procs if p.exitcode == 0)
 
 
+@dataclass
+class CrawlReport:
+    requests: int
+    pages_fetched: int
+    seconds: float
+    stopped_by: str  # done | max-pages | max-time | signal
+    status: dict
+
+
 class Crawler:
     """A whole crawl: seeds into the store, worker processes, the indexer, progress."""
 
+    #: Seconds between two index updates while the crawl runs.
+    INDEX_EVERY = 2.0
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.stop_event = mp.get_context("spawn").Event()
+        self.stopped_by_signal = False
+
+    def request_stop(self) -> None:
+        """Ctrl-C / SIGTERM: finish the requests in flight, record them, stop."""
+        self.stopped_by_signal = True
+        self.stop_event.set()
+
+    def run(self, raw_seeds: Sequence[str] = (), *, on_progress: Callable[[dict], None] | None = None) -> CrawlReport:
+        from .indexing import index_dir_for, update_index
+
+        s = self.settings
+        seeds = prepare_seeds(raw_seeds)
+        store = open_store(s.db)
+        try:
+            scope = self.scope_for(store, seeds)
+            if not scope.seeds:
+                raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
+            check_contact(s, scope.seeds)
+            self.release_dead_workers(store)
+            now = time.time()
+            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], now)
+            before = store.status(now)["requests"]
+            started = time.time()
+            deadline = started + s.max_time if s.max_time is not None else None
+            index_dir = index_dir_for(s)
+            last_index = [0.0]
+            counter = mp.get_context("spawn").Value("q", 0)
+
+            def tick() -> None:
+                t = time.time()
+                if t - last_index[0] >= self.INDEX_EVERY:
+                    update_index(store, index_dir, max_pages=5 * 2_000)
+                    last_index[0] = time.time()
+                if on_progress is not None:
+                    status = store.status(t)
+                    status["elapsed"] = t - started
+                    status["run_requests"] = status["requests"] - before
+                    on_progress(status)
+
+            run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline)
+            update_index(store, index_dir)
+            end = time.time()
+            status = store.status(end)
+            if self.stopped_by_signal:
+                why = "signal"
+            elif s.max_pages is not None and counter.value >= s.max_pages:
+                why = "max-pages"
+            elif deadline is not None and end >= deadline:
+                why = "max-time"
+            else:
+                why = "done"
+            return CrawlReport(
+                requests=status["requests"] - before,
+                pages_fetched=counter.value,
+                seconds=end - started,
+                stopped_by=why,
+                status=status,
+            )
+        finally:
+            store.close()
 
     def scope_for(self, store, seeds: Sequence[str]) -> CrawlScope:
         """Seeds accumulate in the store, so a resumed crawl keeps its scope."""

@@ -1,0 +1,267 @@
+"""The ``politecrawl`` command: crawl, search, status, index, demo.
+
+Errors the user can fix (bad seed, bad --db, bad config) are one line on
+stderr and exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import time
+from typing import Any
+
+import click
+
+from . import __version__
+from .config import DEFAULTS, Settings, load_settings
+from .errors import PolitecrawlError
+
+__all__ = ["main", "cli"]
+
+log = logging.getLogger("politecrawl")
+
+
+def _d(name: str) -> str:
+    """``[default: …]`` for --help, read from the one place defaults live."""
+    value = getattr(DEFAULTS, name)
+    if name == "workers":
+        return "[default: CPU count]"
+    return f"[default: {value if value is not None else 'none'}]"
+
+
+def _settings(ctx: click.Context, **flags: Any) -> Settings:
+    return load_settings(flags, config_path=ctx.find_root().params.get("config"))
+
+
+def _fail(message: str) -> None:
+    click.echo(f"politecrawl: error: {message}", err=True)
+    sys.exit(2)
+
+
+class _Group(click.Group):
+    """Turns PolitecrawlError into a one-line error and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PolitecrawlError as exc:
+            _fail(str(exc))
+
+
+db_option = click.option("--db", default=None, help=f"Store: SQLite file or postgresql:// URL. {_d('db')}")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="politecrawl")
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="Settings file (TOML). Default: ./politecrawl.toml if present. Precedence: "
+                   "defaults < file < POLITECRAWL_* environment < flags.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every request decision.")
+def cli(config: str | None, verbose: bool) -> None:
+    """A polite web crawler and the small search engine it feeds.
+
+    \b
+      politecrawl crawl https://example.org/ --contact https://you.example/bot
+      politecrawl search "some words"
+      politecrawl status
+      politecrawl demo          (a sandbox web on loopback; no network needed)
+    """
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+
+
+# --------------------------------------------------------------------------- crawl
+@cli.command()
+@click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
+@db_option
+@click.option("--max-pages", type=int, default=None, help=f"Stop after N page requests. {_d('max_pages')}")
+@click.option("--max-time", type=float, default=None, help=f"Stop after SECONDS. {_d('max_time')}")
+@click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
+@click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
+@click.option("--min-delay", type=float, default=None,
+              help=f"Seconds between requests to one host, at least (a floor under Crawl-delay). {_d('min_delay')}")
+@click.option("--user-agent", default=None, help=f"Bot name (product token). {_d('user_agent')}")
+@click.option("--contact", default=None,
+              help="Contact URL/e-mail for the User-Agent; required for non-loopback hosts.")
+@click.option("--scope", type=click.Choice(["host", "domain", "any"]), default=None,
+              help=f"Follow links on the seeds' hosts, their domains, or anywhere. {_d('scope')}")
+@click.option("--max-depth", type=int, default=None, help=f"Links at most N hops from a seed. {_d('max_depth')}")
+@click.option("--max-page-bytes", type=int, default=None, help=f"Body size cap. {_d('max_page_bytes')}")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.pass_context
+def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any) -> None:
+    """Crawl politely from SEED_URLs, store and index what is fetched.
+
+    Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
+    is left, at --max-pages / --max-time, or on Ctrl-C (requests in flight are
+    finished and recorded first).
+    """
+    from .crawler import Crawler
+    from .progress import Progress
+
+    settings = _settings(ctx, **flags)
+    crawler = Crawler(settings)
+    progress = Progress(enabled=not quiet, max_pages=settings.max_pages, max_time=settings.max_time)
+
+    def on_signal(signum, _frame) -> None:
+        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
+        crawler.request_stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    with progress:
+        report = crawler.run(seeds, on_progress=progress.update)
+    s = report.status
+    click.echo(
+        f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
+        f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {s['pages_fetched']} pages fetched, "
+        f"{s['queued']} queued, {s['failed']} failed, {s['disallowed']} disallowed, {s['indexed']} indexed",
+        err=quiet,
+    )
+
+
+# --------------------------------------------------------------------------- search
+@cli.command()
+@click.argument("query")
+@db_option
+@click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Results per page.")
+@click.option("--page", type=click.IntRange(1, 1000), default=1, show_default=True, help="Result page.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {url, title, score, snippet}.")
+@click.option("--explain", is_flag=True, help="With --json: per-term BM25 components of each score.")
+@click.pass_context
+def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool, explain: bool, **flags: Any) -> None:
+    """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75)."""
+    from .index import Searcher
+    from .indexing import index_dir_for
+
+    settings = _settings(ctx, **flags)
+    index_dir = index_dir_for(settings)
+    if not index_dir.exists():
+        _fail(f"no index at {index_dir}: run 'politecrawl crawl' (or 'politecrawl index') first")
+    searcher = Searcher(index_dir)
+    t0 = time.perf_counter()
+    hits = searcher.search(query, limit=limit, page=page, explain=explain)
+    took = time.perf_counter() - t0
+    if as_json:
+        out = []
+        for h in hits:
+            item = {"url": h.url, "title": h.title, "score": round(h.score, 6), "snippet": h.snippet}
+            if explain:
+                item["explanation"] = h.explanation
+            out.append(item)
+        if explain:
+            click.echo(json.dumps({"stats": searcher.stats(), "hits": out}, indent=2, ensure_ascii=False))
+        else:
+            click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        click.echo(f"no results for {query!r}")
+        return
+    start = (page - 1) * limit
+    for i, h in enumerate(hits, start + 1):
+        click.echo(click.style(f"{i}. {h.title or h.url}", bold=True) + f"  ({h.score:.3f})")
+        click.echo(click.style(f"   {h.url}", fg="green"))
+        if h.snippet:
+            click.echo(f"   {_highlight(h.snippet, h.highlights)}")
+    click.echo(f"\n{len(hits)} results in {took * 1000:.1f} ms")
+
+
+def _highlight(snippet: str, spans) -> str:
+    out, last = [], 0
+    for a, b in spans:
+        out.append(snippet[last:a])
+        out.append(click.style(snippet[a:b], bold=True))
+        last = b
+    out.append(snippet[last:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- status
+@cli.command()
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
+@click.option("--hosts", "show_hosts", is_flag=True, help="Also list hosts: why each waits and until when.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
+    """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
+    from .store import open_store
+
+    settings = _settings(ctx, **flags)
+    store = open_store(settings.db, create=False)
+    try:
+        now = time.time()
+        figures = store.status(now)
+        if show_hosts:
+            figures["host_list"] = [
+                {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1)} for h in store.hosts()
+            ]
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(figures, indent=2))
+        return
+    f = figures
+    click.echo(f"store        {settings.db}")
+    click.echo(f"pages        {f['pages_fetched']} fetched, {f['queued']} queued, {f['in_flight']} in flight, "
+               f"{f['failed']} failed, {f['disallowed']} disallowed by robots.txt, {f['skipped']} skipped")
+    click.echo(f"index        {f['indexed']} pages indexed, {f['duplicates']} duplicates kept out")
+    click.echo(f"hosts        {f['hosts']} ({f['hosts_active']} active, {f['hosts_waiting']} waiting, "
+               f"{f['hosts_parked']} parked)")
+    codes = ", ".join(f"{k}: {v}" for k, v in sorted(f["status_codes"].items()))
+    click.echo(f"requests     {f['requests']} ({codes or 'none'})")
+    click.echo(f"bytes        {f['bytes']:,}")
+    click.echo(f"rate         {f['rate_per_s_last_minute']}/s over the last minute, "
+               f"{f['rate_per_s_overall']}/s overall")
+    if show_hosts:
+        for h in f["host_list"]:
+            why = h["wait_reason"] or "-"
+            click.echo(f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
+                       f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
+
+
+# --------------------------------------------------------------------------- index
+@cli.command("index")
+@db_option
+@click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
+@click.option("--rebuild", is_flag=True, help="Throw the index away and rebuild it from the store.")
+@click.pass_context
+def index_cmd(ctx: click.Context, rebuild: bool, **flags: Any) -> None:
+    """Bring the search index up to date with the stored pages (a no-op when the crawl already did)."""
+    from .indexing import index_dir_for, rebuild_index, update_index
+    from .store import open_store
+
+    settings = _settings(ctx, **flags)
+    store = open_store(settings.db, create=False)
+    try:
+        n = (rebuild_index if rebuild else update_index)(store, index_dir_for(settings))
+    finally:
+        store.close()
+    click.echo(f"indexed: {n} changed pages looked at")
+
+
+# --------------------------------------------------------------------------- demo
+@cli.command()
+@click.option("--db", default=None, help="Store for the demo crawl. [default: a temporary folder]")
+@click.option("--hosts", "n_hosts", type=click.IntRange(2, 50), default=4, show_default=True,
+              help="Sandbox hosts (127.0.0.2, 127.0.0.3, …).")
+@click.option("--query", default="compost telescope", show_default=True, help="The sample search.")
+def demo(db: str | None, n_hosts: int, query: str) -> None:
+    """Crawl a sandbox web on loopback (no network needed), then search it."""
+    from .demo import run_demo
+
+    run_demo(db=db, n_hosts=n_hosts, query=query)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="politecrawl", standalone_mode=True)
+    except PolitecrawlError as exc:  # raised outside a command's invoke
+        _fail(str(exc))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

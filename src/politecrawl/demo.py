@@ -1,0 +1,41 @@
+"""``politecrawl demo``: a sandbox web on loopback, crawled with progress, then searched."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from .config import load_settings
+from .crawler import Crawler
+from .index import Searcher
+from .indexing import index_dir_for
+from .progress import Progress
+from .sandbox import Sandbox, demo_hosts
+
+__all__ = ["run_demo"]
+
+
+def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost telescope") -> None:
+    hosts = demo_hosts(n_hosts=n_hosts, pages_per_host=10, crawl_delay_host=1, crawl_delay=1.0)
+    with tempfile.TemporaryDirectory(prefix="politecrawl-demo-") as tmp, Sandbox(hosts, max_seconds=300) as sandbox:
+        db_path = db or str(Path(tmp) / "demo.db")
+        click.echo(f"sandbox web: {len(hosts)} hosts on loopback — " + ", ".join(h.base for h in hosts))
+        click.echo("  host 1 asks for Crawl-delay: 1; host 0 disallows /private/\n")
+        settings = load_settings({"db": db_path, "min_delay": 0.25, "workers": 2, "max_time": 55,
+                                  "scope": "any", "max_depth": 5})
+        with Progress(enabled=True, max_time=settings.max_time) as progress:
+            report = Crawler(settings).run([hosts[0].url("/")], on_progress=progress.update)
+        s = report.status
+        click.echo(f"\ncrawled {s['pages_fetched']} pages from {s['hosts']} hosts with {report.requests} requests "
+                   f"in {report.seconds:.1f}s; {s['disallowed']} disallowed by robots.txt, {s['indexed']} indexed")
+        private = [r for r in sandbox.log if r.path.startswith("/private/")]
+        click.echo(f"requests to disallowed paths seen by the servers: {len(private)}")
+        searcher = Searcher(index_dir_for(settings))
+        click.echo(f"\nsearch: {query!r}")
+        for i, hit in enumerate(searcher.search(query, limit=5), 1):
+            click.echo(click.style(f"{i}. {hit.title}", bold=True) + f"  ({hit.score:.3f})")
+            click.echo(click.style(f"   {hit.url}", fg="green"))
+            click.echo(f"   {hit.snippet[:160]}")
+        click.echo("\nnext: politecrawl crawl https://your.site/ --contact https://you.example/bot")

@@ -1,0 +1,73 @@
+"""Progress of a long crawl: a live line on a terminal, plain log lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+__all__ = ["Progress", "format_status"]
+
+#: Seconds between two plain log lines when stderr is not a terminal.
+LOG_EVERY = 10.0
+
+
+def format_status(s: dict) -> str:
+    elapsed = s.get("elapsed", 0.0)
+    rate = s.get("run_requests", 0) / elapsed if elapsed > 0 else 0.0
+    errors = s["failed"] + s["status_codes"].get("no-answer", 0)
+    return (
+        f"{s['pages_fetched']} pages · {rate:.1f} req/s · queue {s['queued']} · "
+        f"hosts {s['hosts_active']} active / {s['hosts_waiting']} waiting / {s['hosts_parked']} parked · "
+        f"errors {errors} · disallowed {s['disallowed']} · indexed {s['indexed']} · {elapsed:.0f}s"
+    )
+
+
+class Progress:
+    def __init__(self, *, enabled: bool = True, max_pages: int | None = None, max_time: float | None = None,
+                 stream: TextIO | None = None) -> None:
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.limits = ", ".join(
+            x for x in (f"max {max_pages} pages" if max_pages else "", f"max {max_time:g}s" if max_time else "") if x
+        )
+        self.tty = self.stream.isatty()
+        self._live: Live | None = None
+        self._last_log = 0.0
+        self._console = Console(file=self.stream, highlight=False)
+
+    def __enter__(self) -> "Progress":
+        if self.enabled and self.tty:
+            self._live = Live(Text("starting workers…"), console=self._console, refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        elif self.enabled:
+            self._print("crawl started" + (f" ({self.limits})" if self.limits else ""))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def _print(self, line: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {line}", file=self.stream, flush=True)
+
+    def update(self, status: dict) -> None:
+        if not self.enabled:
+            return
+        line = format_status(status)
+        if self._live is not None:
+            self._live.update(Text(line + (f"  [{self.limits}]" if self.limits else "")))
+        elif time.time() - self._last_log >= LOG_EVERY:
+            self._last_log = time.time()
+            self._print(line)
+
+    def note(self, message: str) -> None:
+        if self._live is not None:
+            self._live.console.print(message)
+        else:
+            self._print(message)
