@@ -1,0 +1,542 @@
+"""Tests for politecrawl.urls: one table per normalization rule, then properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from politecrawl.errors import InvalidURL
+from politecrawl.urls import (
+    DEFAULT_STRIP_PARAMS,
+    MAX_URL_BYTES,
+    host_key,
+    normalize,
+    robots_url,
+    same_site,
+    trap_reason,
+)
+
+
+def _table(*rows):
+    return pytest.mark.parametrize(("url", "expected"), rows)
+
+
+# --------------------------------------------------------------------------
+# normalize: one table per rule
+# --------------------------------------------------------------------------
+
+
+@_table(
+    ("HTTP://example.com/", "http://example.com/"),
+    ("HtTpS://example.com/", "https://example.com/"),
+    ("http://EXAMPLE.com/", "http://example.com/"),
+    ("http://WWW.Example.COM/Path/To/Page", "http://www.example.com/Path/To/Page"),  # path case kept
+)
+def test_case_of_scheme_and_host(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://bücher.de/", "http://xn--bcher-kva.de/"),
+    ("http://BÜCHER.de/", "http://xn--bcher-kva.de/"),  # UTS #46 case-folds
+    ("http://ＥＸＡＭＰＬＥ。com/", "http://example.com/"),  # fullwidth + ideographic dot
+    ("http://xn--bcher-kva.de/", "http://xn--bcher-kva.de/"),
+    ("http://XN--BCHER-KVA.de/", "http://xn--bcher-kva.de/"),
+    ("http://faß.de/", "http://xn--fa-hia.de/"),  # IDNA 2008 non-transitional, not fass.de
+    ("http://例え.テスト/", "http://xn--r8jz45g.xn--zckzah/"),
+    ("http://my_host.example.com/", "http://my_host.example.com/"),  # ASCII: permissive, no IDNA
+    ("http://ex%61mple.com/", "http://example.com/"),  # escapes in host decoded
+    ("http://b%C3%BCcher.de/", "http://xn--bcher-kva.de/"),
+    ("http://example.com./", "http://example.com/"),  # one trailing dot
+)
+def test_idna_host(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://127.0.0.1/", "http://127.0.0.1/"),
+    ("http://[::1]/", "http://[::1]/"),
+    ("http://[2001:DB8:0:0:0:0:0:1]:8080/", "http://[2001:db8::1]:8080/"),
+)
+def test_ip_hosts(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://example.com:80/", "http://example.com/"),
+    ("https://example.com:443/", "https://example.com/"),
+    ("http://example.com:443/", "http://example.com:443/"),
+    ("https://example.com:80/", "https://example.com:80/"),
+    ("http://example.com:8080/", "http://example.com:8080/"),
+    ("http://example.com:/", "http://example.com/"),  # empty port = default
+    ("http://example.com:0080/", "http://example.com/"),
+)
+def test_default_port(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://a/b/c/./../../g", "http://a/g"),
+    ("http://a/./b/", "http://a/b/"),
+    ("http://a/b/..", "http://a/"),
+    ("http://a/b/c/..", "http://a/b/"),
+    ("http://a/../../..", "http://a/"),
+    ("http://a/%2e%2E/b", "http://a/b"),  # escaped dots are dots
+    ("http://a/b/.c/..d/e.", "http://a/b/.c/..d/e."),  # not dot segments
+    ("http://a//b/../c", "http://a//c"),
+)
+def test_dot_segments(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://a/b#frag", "http://a/b"),
+    ("http://a/b?q=1#frag", "http://a/b?q=1"),
+    ("http://a/b#", "http://a/b"),
+    ("http://a/#/route?x=1", "http://a/"),
+)
+def test_fragment_dropped(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://a/%7euser", "http://a/~user"),  # unreserved decoded
+    ("http://a/%41%62%2D%2e%5F", "http://a/Ab-._"),
+    ("http://a/a%2fb", "http://a/a%2Fb"),  # reserved kept, hex upper-cased
+    ("http://a/a%3Ab%3a", "http://a/a%3Ab%3A"),
+    ("http://a/a b", "http://a/a%20b"),  # space encoded
+    ("http://a/ä", "http://a/%C3%A4"),  # non-ASCII as UTF-8
+    ("http://a/€?q=€", "http://a/%E2%82%AC?q=%E2%82%AC"),
+    ("http://a/100%", "http://a/100%25"),  # lone % encoded
+    ("http://a/%zz", "http://a/%25zz"),
+    ('http://a/"<>^`{|}', "http://a/%22%3C%3E%5E%60%7B%7C%7D"),
+    ("http://a/!$&'()*+,;=:@", "http://a/!$&'()*+,;=:@"),  # allowed raw in a path
+    ("http://a/?q=a+b%2Bc", "http://a/?q=a+b%2Bc"),  # '+' left alone
+    ("http://a/?q=%3d%26", "http://a/?q=%3D%26"),
+    ("http://a/?q=a=b", "http://a/?q=a=b"),
+    ("http://a/?q=x y", "http://a/?q=x%20y"),
+)
+def test_percent_encoding(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://a/?b=2&a=1", "http://a/?a=1&b=2"),
+    ("http://a/?a=2&a=1", "http://a/?a=1&a=2"),  # then by value
+    ("http://a/?b&a=", "http://a/?a=&b"),  # blank values kept
+    ("http://a/?a=&a", "http://a/?a&a="),  # 'a' and 'a=' differ; 'a' first
+    ("http://a/?", "http://a/"),  # empty query dropped
+    ("http://a/?&&", "http://a/"),
+    ("http://a/?a=1&&b=2&", "http://a/?a=1&b=2"),
+    ("http://a/?B=1&a=1", "http://a/?B=1&a=1"),  # byte order: 'B' < 'a'
+)
+def test_query_sorting(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://a/?utm_source=x&utm_medium=y&utm_campaign=z&id=1", "http://a/?id=1"),
+    ("http://a/?UTM_Source=x&id=1", "http://a/?id=1"),  # keys case-insensitive
+    ("http://a/?utm_whatever_new=x", "http://a/"),  # utm_ is a prefix
+    ("http://a/?fbclid=1&gclid=2&dclid=3&msclkid=4&yclid=5&igshid=6", "http://a/"),
+    ("http://a/?mc_eid=1&mc_cid=2&_ga=3&_gl=4", "http://a/"),
+    ("http://a/?PHPSESSID=1&jsessionid=2&sid=3&sessionid=4&session_id=5&q=x", "http://a/?q=x"),
+    ("http://a/?utm%5Fsource=x", "http://a/"),  # escaped '_' is '_'
+    ("http://a/?utmsource=x&xsid=1", "http://a/?utmsource=x&xsid=1"),  # near misses kept
+    ("http://a/page;jsessionid=ABC123", "http://a/page"),
+    ("http://a/page;JSESSIONID=ABC123?x=1", "http://a/page?x=1"),
+    ("http://a/dir;jsessionid=1/page", "http://a/dir/page"),
+    ("http://a/p;v=2;jsessionid=1", "http://a/p;v=2"),  # other path params kept
+    ("http://a/p;v=2", "http://a/p;v=2"),
+)
+def test_strip_params(url, expected):
+    assert normalize(url) == expected
+
+
+def test_strip_params_can_be_replaced():
+    assert normalize("http://a/?utm_source=x&ref=1", strip_params=frozenset({"ref"})) == (
+        "http://a/?utm_source=x"
+    )
+    assert normalize("http://a/?sid=1", strip_params=frozenset()) == "http://a/?sid=1"
+    assert "utm_*" in DEFAULT_STRIP_PARAMS
+
+
+@_table(
+    ("http://a", "http://a/"),
+    ("http://a?x=1", "http://a/?x=1"),
+    ("http://a/b", "http://a/b"),  # trailing slash never added ...
+    ("http://a/b/", "http://a/b/"),  # ... nor removed
+    ("http://a/b//", "http://a/b//"),
+)
+def test_path_and_trailing_slash(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("http://user:pass@a/", "http://a/"),
+    ("http://user@a:8080/", "http://a:8080/"),
+)
+def test_userinfo_dropped(url, expected):
+    assert normalize(url) == expected
+
+
+@_table(
+    ("  http://a/b  ", "http://a/b"),
+    ("\x00http://a/b\x1f", "http://a/b"),
+    ("http://a/b\n/c\t", "http://a/b/c"),
+    ("http:\\\\a\\b\\c?x=\\", "http://a/b/c?x=%5C"),  # WHATWG backslashes
+)
+def test_browser_cleanup(url, expected):
+    assert normalize(url) == expected
+
+
+RFC3986_BASE = "http://a/b/c/d;p?q"
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [  # RFC 3986 §5.4.1 and §5.4.2 (fragments dropped, '//g' gets its '/')
+        ("g", "http://a/b/c/g"),
+        ("./g", "http://a/b/c/g"),
+        ("g/", "http://a/b/c/g/"),
+        ("/g", "http://a/g"),
+        ("//g", "http://g/"),
+        ("?y", "http://a/b/c/d;p?y"),
+        ("g?y", "http://a/b/c/g?y"),
+        ("#s", "http://a/b/c/d;p?q"),
+        ("g#s", "http://a/b/c/g"),
+        ("g?y#s", "http://a/b/c/g?y"),
+        (";x", "http://a/b/c/;x"),
+        ("g;x", "http://a/b/c/g;x"),
+        ("", "http://a/b/c/d;p?q"),
+        (".", "http://a/b/c/"),
+        ("./", "http://a/b/c/"),
+        ("..", "http://a/b/"),
+        ("../", "http://a/b/"),
+        ("../g", "http://a/b/g"),
+        ("../..", "http://a/"),
+        ("../../", "http://a/"),
+        ("../../g", "http://a/g"),
+        ("../../../g", "http://a/g"),
+        ("../../../../g", "http://a/g"),
+        ("/./g", "http://a/g"),
+        ("/../g", "http://a/g"),
+        ("g.", "http://a/b/c/g."),
+        (".g", "http://a/b/c/.g"),
+        ("g..", "http://a/b/c/g.."),
+        ("..g", "http://a/b/c/..g"),
+        ("./../g", "http://a/b/g"),
+        ("./g/.", "http://a/b/c/g/"),
+        ("g/./h", "http://a/b/c/g/h"),
+        ("g/../h", "http://a/b/c/h"),
+        ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+        ("g;x=1/../y", "http://a/b/c/y"),
+        ("g?y/./x", "http://a/b/c/g?y/./x"),
+        ("g?y/../x", "http://a/b/c/g?y/../x"),
+        ("g#s/./x", "http://a/b/c/g"),
+        ("g#s/../x", "http://a/b/c/g"),
+        ("https://other/x", "https://other/x"),
+        ("?", "http://a/b/c/d;p"),  # an empty query replaces the base's
+    ],
+)
+def test_rfc3986_resolution(ref, expected):
+    assert normalize(ref, RFC3986_BASE) == expected
+
+
+def test_resolution_against_hostonly_base():
+    assert normalize("g", "http://a") == "http://a/g"
+    assert normalize("g", "http://a/dir/") == "http://a/dir/g"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "   ",
+        "example.com/page",  # no scheme
+        "/relative/path",
+        "ftp://example.com/",
+        "mailto:someone@example.com",
+        "javascript:alert(1)",
+        "data:text/html,hi",
+        "http:g",  # strict RFC 3986: scheme present, no authority
+        "http://",
+        "http:///path",
+        "http://:80/",
+        "http://example.com:99999/",
+        "http://example.com:0/",
+        "http://example.com:8o/",
+        "http://example.com:-1/",
+        "http://example.com:1:2/",
+        "http://exa mple.com/",
+        "http://exa<mple.com/",
+        "http://a..b/",
+        "http://.example.com/",
+        "http://example.com../",
+        "http://" + "a" * 64 + ".com/",  # label too long
+        "http://" + "a." * 127 + "com/",  # host too long
+        "http://1.2.3/",  # WHATWG would read this as IPv4: ambiguous
+        "http://127.1/",
+        "http://0x7f.0.0.1/",
+        "http://01.2.3.4/",
+        "http://256.0.0.1/",
+        "http://example.123/",
+        "http://[::1/",
+        "http://[::1]x/",
+        "http://[fe80::1%25eth0]/",
+        "http://[v1.fe]/",
+        "http://[not-ip]/",
+        "http://xn--zz-invalid--/",
+        "http://xn--a.com/",  # punycode that decodes to nothing valid
+        "http://a\u200d.com/",  # ZWJ: CONTEXTJ fails
+        "http://%ff.com/",  # escape that is not UTF-8
+        "http://\ud800.com/",  # lone surrogate
+        "http://a/" + "x" * MAX_URL_BYTES,
+    ],
+)
+def test_invalid_urls_raise_invalidurl(url):
+    with pytest.raises(InvalidURL) as info:
+        normalize(url)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [None, b"http://a/", 42])
+def test_non_string_raises_invalidurl(bad):
+    with pytest.raises(InvalidURL):
+        normalize(bad)  # type: ignore[arg-type]
+
+
+def test_invalid_base_raises_invalidurl():
+    with pytest.raises(InvalidURL):
+        normalize("g", "mailto:x@y")
+    with pytest.raises(InvalidURL):
+        normalize("g", None if False else "not a url")
+
+
+def test_result_over_limit_after_encoding_is_rejected():
+    url = "http://a/" + "é" * 2000  # 4 KB in, 12 KB encoded
+    assert len(url.encode()) < MAX_URL_BYTES
+    with pytest.raises(InvalidURL):
+        normalize(url)
+
+
+# --------------------------------------------------------------------------
+# properties
+# --------------------------------------------------------------------------
+
+
+def _check(url: str, base: str | None = None) -> None:
+    """normalize raises only InvalidURL; when it succeeds it is a fixed point."""
+    try:
+        once = normalize(url, base)
+    except InvalidURL:
+        return
+    assert normalize(once) == once
+    assert once.startswith(("http://", "https://"))
+    assert once.isascii() and "#" not in once
+    assert once.startswith(host_key(once) + "/")
+    assert host_key(url if base is None else once) == host_key(once)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=200))
+def test_property_arbitrary_text(text):
+    _check(text)
+    _check(text, "http://example.com/a/b")
+    _check("http://example.com/" + text)
+    _check("http://" + text)
+
+
+_SEGMENT_CHARS = st.sampled_from(
+    list("abcXYZ019-._~%/;=&?#:@+ ![]{}\\\"'<>|^`\t") + ["%2e", "%2F", "%7e", "%zz", "%", "ä", "€", "\x00", "é"]
+)
+_HOSTS = st.sampled_from(
+    [
+        "example.com",
+        "EXAMPLE.com",
+        "bücher.de",
+        "xn--bcher-kva.de",
+        "my_host.test",
+        "127.0.0.1",
+        "[::1]",
+        "[2001:DB8::1]",
+        "ex%61mple.com",
+        "a..b",
+        "1.2.3",
+        "",
+        "ＥＸＡＭＰＬＥ。com",
+        "example.com.",
+        "user:pw@example.com",
+        "faß.de",
+        "[::1",
+        "xn--a",
+    ]
+)
+_PORTS = st.sampled_from(["", ":", ":80", ":443", ":8080", ":0", ":65536", ":x", ":0080"])
+_SCHEMES = st.sampled_from(["http", "https", "HTTP", "hTTps", "ftp", ""])
+
+
+@st.composite
+def urlish(draw):
+    scheme = draw(_SCHEMES)
+    path = "".join(draw(st.lists(_SEGMENT_CHARS, max_size=30)))
+    segments = draw(st.lists(st.sampled_from([".", "..", "a", "b", "%2E", "x;jsessionid=1", ""]), max_size=6))
+    pairs = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["a", "b", "A", "utm_source", "UTM_x", "sid", "q", "", "%61", "é"]),
+                st.sampled_from(["", "=", "=1", "=x y", "=%zz", "==", "=é", "=%41"]),
+            ),
+            max_size=6,
+        )
+    )
+    query = "&".join(k + v for k, v in pairs)
+    prefix = f"{scheme}://" if scheme else draw(st.sampled_from(["", "//", "/"]))
+    url = prefix + draw(_HOSTS) + draw(_PORTS) + "/" + "/".join(segments) + path
+    if draw(st.booleans()):
+        url += "?" + query
+    if draw(st.booleans()):
+        url += "#" + draw(st.sampled_from(["", "frag", "a/../b"]))
+    return url
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(urlish(), st.sampled_from([None, "http://example.com/a/b?q", "https://h:8443/x/", "g", "mailto:x"]))
+def test_property_urlish(url, base):
+    _check(url, base)
+
+
+@given(urlish())
+def test_property_relative_resolution_idempotent(url):
+    try:
+        once = normalize(url, "http://example.com/a/b/c")
+    except InvalidURL:
+        return
+    assert normalize(once, "http://other.example/") == once  # absolute wins
+
+
+# --------------------------------------------------------------------------
+# host_key, robots_url, same_site
+# --------------------------------------------------------------------------
+
+
+@_table(
+    ("http://example.com/a?b", "http://example.com"),
+    ("HTTP://Example.COM:80/", "http://example.com"),
+    ("https://example.com:443/x", "https://example.com"),
+    ("https://example.com:8443/x", "https://example.com:8443"),
+    ("http://example.com:443/", "http://example.com:443"),
+    ("http://user:pw@example.com/", "http://example.com"),
+    ("http://bücher.de/", "http://xn--bcher-kva.de"),
+    ("http://[::1]:8080/", "http://[::1]:8080"),
+    ("http://127.0.0.2:8000/", "http://127.0.0.2:8000"),
+)
+def test_host_key(url, expected):
+    assert host_key(url) == expected
+
+
+def test_host_key_distinguishes_scheme_and_port():
+    keys = {host_key(u) for u in ["http://a.com/", "https://a.com/", "http://a.com:8080/", "http://b.a.com/"]}
+    assert len(keys) == 4
+
+
+@pytest.mark.parametrize("url", ["ftp://a/", "http://", "relative/x", "http://a:0/"])
+def test_host_key_invalid(url):
+    with pytest.raises(InvalidURL):
+        host_key(url)
+
+
+@_table(
+    ("http://example.com/a/b?c#d", "http://example.com/robots.txt"),
+    ("https://Example.com:443/", "https://example.com/robots.txt"),
+    ("http://example.com:8080/x", "http://example.com:8080/robots.txt"),
+)
+def test_robots_url(url, expected):
+    assert robots_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "other", "scope", "expected"),
+    [
+        ("http://a.com/x", "http://a.com/y", "host", True),
+        ("http://a.com/x", "http://A.COM:80/y", "host", True),
+        ("http://a.com/x", "https://a.com/y", "host", False),
+        ("http://a.com/x", "http://a.com:8080/y", "host", False),
+        ("http://a.com/x", "http://www.a.com/y", "host", False),
+        ("http://a.com/x", "http://www.a.com/y", "domain", True),
+        ("http://x.y.a.com/", "https://a.com:8443/", "domain", True),
+        ("http://a.com/", "http://b.com/", "domain", False),
+        ("http://a.com/", "http://a.org/", "domain", False),
+        ("http://news.bbc.co.uk/", "http://www.bbc.co.uk/", "domain", True),
+        ("http://bbc.co.uk/", "http://itv.co.uk/", "domain", False),
+        ("http://a.example.com.au/", "http://b.example.com.au/", "domain", True),
+        ("http://a.example.com.au/", "http://other.com.au/", "domain", False),
+        ("http://www.example.de/", "http://shop.example.de/", "domain", True),
+        ("http://a.co.de/", "http://b.co.de/", "domain", False),  # 'co' under a 2-letter TLD
+        ("http://example.co/", "http://www.example.co/", "domain", True),
+        ("http://10.0.0.1/", "http://10.0.0.1:8080/", "domain", True),
+        ("http://10.0.0.1/", "http://11.0.0.1/", "domain", False),
+        ("http://10.0.0.1/", "http://20.0.0.1/", "domain", False),  # not "last two labels"
+        ("http://[::1]/", "http://[::1]:81/", "domain", True),
+        ("http://[::1]/", "http://[::2]/", "domain", False),
+        ("http://localhost/", "http://localhost:8080/", "domain", True),
+        ("http://a.com/", "http://b.org/", "any", True),
+    ],
+)
+def test_same_site(url, other, scope, expected):
+    assert same_site(url, other, scope) is expected
+    assert same_site(other, url, scope) is expected
+
+
+def test_same_site_unknown_scope():
+    with pytest.raises(ValueError):
+        same_site("http://a/", "http://a/", "planet")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------
+# trap_reason
+# --------------------------------------------------------------------------
+
+
+@_table(
+    ("http://example.com/", None),
+    ("http://example.com/blog/2024/05/01/hello-world", None),
+    ("http://example.com/2024/01/01/", None),  # '01' twice: fine
+    ("http://example.com/search?q=a&page=2&sort=date&lang=en&size=10", None),  # 5 params
+    # faceted navigation: 6 params
+    (
+        "http://shop.example.com/shoes?color=red&size=42&brand=acme&price=10-50&sort=asc&page=3",
+        "too-many-query-params",
+    ),
+    ("http://example.com/a/b/a/b/a/b/", "repeated-path-segment"),
+    ("http://example.com/x/x/x", "repeated-path-segment"),
+    ("http://example.com/x/y/x/z/x", "repeated-path-segment"),
+    # infinite calendar built by relative "next month" links
+    ("http://example.com/calendar/2024/06/calendar/2024/07/calendar/2024/08/", "repeated-path-segment"),
+    # a calendar that only moves a query value is invisible to URL heuristics
+    # (budgets and depth limits catch it)
+    ("http://example.com/calendar?month=2999-12", None),
+    ("http://example.com/" + "a" * 2100, "url-too-long"),
+    ("http://example.com/page;jsessionid=0123456789ABCDEF", "session-id"),
+    ("http://example.com/sid=8f7e6d5c/page", "session-id"),
+    ("http://example.com/index.php?PHPSESSID=abcdef0123", "session-id"),
+    ("http://example.com/shop/PHPSESSID=abc/cart", "session-id"),
+    ("http://example.com/(S(lit3py55t21z5v55vlm25s55))/default.aspx", "session-id"),
+    ("http://example.com/inside/sidebar", None),
+    ("http://example.com/?consider=1", None),
+)
+def test_trap_reason(url, expected):
+    assert trap_reason(url) == expected
+
+
+def test_trap_reason_limits_are_parameters():
+    assert trap_reason("http://a/x/x", max_repeated_segment=2) == "repeated-path-segment"
+    assert trap_reason("http://a/?a&b", max_query_params=1) == "too-many-query-params"
+    assert trap_reason("http://a/abcdef", max_url_length=10) == "url-too-long"
+    assert trap_reason("http://a/x/x/x", max_repeated_segment=4) is None
+
+
+def test_trap_reason_unparsable():
+    with pytest.raises(InvalidURL):
+        trap_reason("http://[::1/")
