@@ -1,0 +1,329 @@
+"""Tests for politecrawl.dedup: fingerprints, SimHash, and the near-duplicate index."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.dedup import (
+    SimHashIndex,
+    from_signed64,
+    hamming,
+    simhash,
+    text_fingerprint,
+    to_signed64,
+)
+
+U64 = 2**64
+
+# --------------------------------------------------------------------------
+# text_fingerprint
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Hello world", "hello   WORLD"),
+        ("Hello world", "  hello\n\tworld \r\n"),
+        ("a b", "a\u00a0b"),  # no-break space is whitespace
+        ("ﬁne", "fine"),  # NFKC ligature
+        ("Ｗｉｄｅ", "wide"),  # fullwidth
+        ("Straße", "STRASSE"),  # case folding, not just lower()
+        ("café", "cafe\u0301"),  # composed vs decomposed
+    ],
+)
+def test_fingerprint_equal(a, b):
+    assert text_fingerprint(a) == text_fingerprint(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Hello world", "Hello world!"),
+        ("Hello world", "Helloworld"),
+        ("a b c", "a c b"),
+        ("", "x"),
+    ],
+)
+def test_fingerprint_different(a, b):
+    assert text_fingerprint(a) != text_fingerprint(b)
+
+
+def test_fingerprint_shape():
+    fp = text_fingerprint("anything")
+    assert len(fp) == 32 and int(fp, 16) >= 0
+    assert text_fingerprint("broken \ud800 text")  # lone surrogate does not raise
+
+
+# --------------------------------------------------------------------------
+# simhash
+# --------------------------------------------------------------------------
+
+
+def _article(seed: int, words: int = 400) -> str:
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(5000)]
+    return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+
+def test_simhash_is_64_bit_and_deterministic():
+    text = _article(1)
+    assert simhash(text) == simhash(text)
+    assert 0 <= simhash(text) < U64
+    assert simhash("") == 0
+    assert simhash("  ,.;  ") == 0
+
+
+def test_simhash_ignores_case_whitespace_and_punctuation():
+    assert simhash("The quick brown fox, jumps!") == simhash("the QUICK\n brown   fox jumps")
+
+
+def _edits(words: list[str]) -> list[list[str]]:
+    """Typical near-duplicate changes: one word replaced, a date appended."""
+    middle = len(words) // 2
+    return [words[:middle] + ["changed"] + words[middle + 1 :], words + ["updated", "2024", "05", "01"]]
+
+
+def test_simhash_near_identical_long_texts_are_within_3():
+    words = _article(0, 3000).split()
+    for edited in _edits(words):
+        assert hamming(simhash(" ".join(words)), simhash(" ".join(edited))) <= 3
+
+
+def test_simhash_near_identical_distance_distribution():
+    # SimHash is statistical: a few changed shingles flip bits whose counts
+    # were close to a tie. Measured over 200 seeds: with 1,000 words, ~90%
+    # within 3 bits and none beyond 5; with 3,000 words ~97%. Pin that.
+    distances = []
+    for seed in range(50):
+        words = _article(seed, 1000).split()
+        for edited in _edits(words):
+            distances.append(hamming(simhash(" ".join(words)), simhash(" ".join(edited))))
+    within = sum(d <= 3 for d in distances) / len(distances)
+    assert within >= 0.85, distances
+    assert max(distances) <= 6, distances
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_simhash_different_texts_are_far(seed):
+    assert hamming(simhash(_article(seed)), simhash(_article(seed + 1000))) > 10
+
+
+def test_simhash_short_text_and_shingle_size():
+    assert simhash("one two") == simhash("One, two.")
+    assert simhash("one two three four", shingle=1) != simhash("one two three four", shingle=3)
+    with pytest.raises(ValueError):
+        simhash("x", shingle=0)
+
+
+def test_simhash_bit_order_matches_majority_definition():
+    # One shingle: the SimHash is that shingle's own hash.
+    import hashlib
+
+    digest = hashlib.blake2b(b"alpha beta gamma", digest_size=8).digest()
+    assert simhash("alpha beta gamma") == int.from_bytes(digest, "little")
+
+
+# --------------------------------------------------------------------------
+# hamming, signed 64-bit helpers
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "d"),
+    [(0, 0, 0), (0, 1, 1), (0, U64 - 1, 64), (0b1010, 0b0101, 4), (U64 - 1, U64 - 2, 1)],
+)
+def test_hamming(a, b, d):
+    assert hamming(a, b) == d
+
+
+@pytest.mark.parametrize(
+    ("unsigned", "signed"),
+    [(0, 0), (1, 1), (2**63 - 1, 2**63 - 1), (2**63, -(2**63)), (U64 - 1, -1)],
+)
+def test_signed64(unsigned, signed):
+    assert to_signed64(unsigned) == signed
+    assert from_signed64(signed) == unsigned
+
+
+@given(st.integers(0, U64 - 1))
+def test_signed64_roundtrip(fp):
+    v = to_signed64(fp)
+    assert -(2**63) <= v < 2**63
+    assert from_signed64(v) == fp
+
+
+@pytest.mark.parametrize("bad", [-1, U64])
+def test_to_signed64_range(bad):
+    with pytest.raises(ValueError):
+        to_signed64(bad)
+
+
+@pytest.mark.parametrize("bad", [2**63, -(2**63) - 1])
+def test_from_signed64_range(bad):
+    with pytest.raises(ValueError):
+        from_signed64(bad)
+
+
+# --------------------------------------------------------------------------
+# SimHashIndex
+# --------------------------------------------------------------------------
+
+
+def _flip(fp: int, bits: list[int]) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def _brute(entries: list[tuple[int, int]], fp: int, k: int) -> list[tuple[int, int]]:
+    found = [(doc_id, hamming(fp, f)) for doc_id, f in entries if hamming(fp, f) <= k]
+    return sorted(found, key=lambda item: (item[1], item[0]))
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_index_finds_within_distance_and_not_beyond(bulk):
+    rng = random.Random(7)
+    index = SimHashIndex(max_distance=3)
+    base = rng.getrandbits(64)
+    spread = [rng.sample(range(64), d) for d in range(7)]  # distance 0..6
+    fps = [_flip(base, bits) for bits in spread]
+    if bulk:
+        index.add_many([100 + d for d in range(7)], fps)
+    else:
+        for d, fp in enumerate(fps):
+            index.add(100 + d, fp)
+    assert len(index) == 7
+    assert index.find_near(base) == 100
+    assert [doc for doc, _ in index.find_all(base)] == [100, 101, 102, 103]
+    far = _flip(base, rng.sample(range(64), 20))
+    assert index.find_near(far) is None
+    assert index.find_all(far) == []
+
+
+def test_index_empty():
+    index = SimHashIndex()
+    assert len(index) == 0
+    assert index.find_near(12345) is None
+    index.remove(1, 12345)  # no-op
+    assert len(index) == 0
+
+
+def test_index_remove_buffer_and_bulk():
+    index = SimHashIndex()
+    fp = 0xDEADBEEF_CAFEBABE
+    index.add(1, fp)
+    index.add(2, fp ^ 1)
+    index.remove(1, fp)
+    assert index.find_near(fp) == 2
+    index.remove(2, fp ^ 1)
+    assert index.find_near(fp) is None and len(index) == 0
+
+    index.add_many([1, 2], [fp, fp ^ 1])
+    index.remove(1, fp)
+    assert index.find_near(fp) == 2
+    index.remove(1, fp)  # already gone: no-op
+    index.remove(2, fp)  # wrong fingerprint: no-op
+    assert len(index) == 1
+    index.remove(2, fp ^ 1)
+    assert index.find_near(fp) is None and len(index) == 0
+
+
+def test_index_is_a_multiset():
+    index = SimHashIndex()
+    index.add(5, 42)
+    index.add(5, 42)
+    index.remove(5, 42)
+    assert index.find_near(42) == 5
+    index.remove(5, 42)
+    assert index.find_near(42) is None
+
+
+def test_index_merges_and_compacts(monkeypatch):
+    monkeypatch.setattr(SimHashIndex, "_MIN_BUFFER", 8)
+    rng = random.Random(3)
+    index = SimHashIndex()
+    entries = [(i, rng.getrandbits(64)) for i in range(200)]  # forces several merges
+    for doc_id, fp in entries:
+        index.add(doc_id, fp)
+    for doc_id, fp in entries[:150]:  # forces compaction
+        index.remove(doc_id, fp)
+    assert len(index) == 50
+    for doc_id, fp in entries[:150]:
+        assert index.find_near(fp) is None
+    for doc_id, fp in entries[150:]:
+        assert index.find_near(_flip(fp, [0, 33, 63])) == doc_id
+
+
+def test_index_prefers_nearest_then_smallest_id():
+    index = SimHashIndex()
+    index.add(9, 0b111)  # distance 3 from 0
+    index.add(8, 0b1)  # distance 1
+    index.add(7, 0b10)  # distance 1
+    assert index.find_near(0) == 7
+    index.add_many([3], [0b100])  # distance 1, in the bulk arrays
+    assert index.find_near(0) == 3
+
+
+def test_index_rejects_out_of_range():
+    index = SimHashIndex()
+    with pytest.raises(ValueError):
+        index.add(1, -1)
+    with pytest.raises(ValueError):
+        index.find_near(U64)
+    with pytest.raises(ValueError):
+        SimHashIndex(max_distance=64)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 4, 5, 7])
+def test_index_other_distances(k):
+    rng = random.Random(k)
+    index = SimHashIndex(max_distance=k)
+    base = rng.getrandbits(64)
+    index.add(1, _flip(base, rng.sample(range(64), k)))
+    assert index.find_near(base) == 1
+    index2 = SimHashIndex(max_distance=k)
+    index2.add(1, _flip(base, rng.sample(range(64), k + 1)))
+    assert index2.find_near(base) is None
+
+
+fingerprints = st.integers(0, U64 - 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(fingerprints, min_size=1, max_size=60),
+    st.lists(st.tuples(st.integers(0, 59), st.lists(st.integers(0, 63), max_size=6)), max_size=30),
+    st.lists(fingerprints, max_size=10),
+    st.integers(0, 5),
+    st.sampled_from(["add", "add_many", "mixed"]),
+    st.sets(st.integers(0, 59), max_size=15),
+)
+def test_property_index_matches_brute_force(fps, probes, randoms, k, how, removed):
+    index = SimHashIndex(max_distance=k)
+    entries = list(enumerate(fps))
+    if how == "add":
+        for doc_id, fp in entries:
+            index.add(doc_id, fp)
+    elif how == "add_many":
+        index.add_many([d for d, _ in entries], [f for _, f in entries])
+    else:
+        half = len(entries) // 2
+        index.add_many([d for d, _ in entries[:half]], [f for _, f in entries[:half]])
+        for doc_id, fp in entries[half:]:
+            index.add(doc_id, fp)
+    for doc_id in removed:
+        if doc_id < len(fps):
+            index.remove(doc_id, fps[doc_id])
+    live = [(d, f) for d, f in entries if d not in removed]
+    assert len(index) == len(live)
+    # probes: planted near-duplicates at 0..6 bits, plus random fingerprints
+    queries = [_flip(fps[i % len(fps)], sorted(set(bits))) for i, bits in probes] + randoms
+    for q in queries:
+        expected = _brute(live, q, k)
+        assert index.find_all(q) == expected
+        assert index.find_near(q) == (expected[0][0] if expected else None)
