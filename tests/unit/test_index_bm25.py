@@ -71,6 +71,18 @@ def test_bm25f_hand_value():
     assert got == pytest.approx(0.7301201416145588, rel=1e-12)
 
 
+def test_multifield_hand_value():
+    # title: 2 * ln(8/3) * 2.2 / (1 + 1.2 * 1.375); body: ln(1.6) * 2.2 / (1 + 1.2 * 0.7)
+    got = bm25.multifield_term_score(
+        {"title": 1, "body": 1},
+        {"title": 2, "body": 1},
+        {"title": 4 / 3, "body": 5 / 3},
+        {"title": 1, "body": 2},
+        3,
+    )
+    assert got == pytest.approx(2.1905075453005693, rel=1e-12)
+
+
 def test_vectorised_helpers_match_scalar():
     tf = np.array([1, 2, 5])
     dl = np.array([3, 10, 40])

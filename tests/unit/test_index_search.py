@@ -71,17 +71,53 @@ def test_or_query_ordering_pinned(corpus_index):
     )
 
 
-def test_bm25f_title_weight_pinned(tmp_path):
-    with IndexWriter(tmp_path / "ix") as w:
+def _fields_corpus(path):
+    with IndexWriter(path) as w:
         w.add_document("http://t1/", "apple pie", "apple")
         w.add_document("http://t2/", "banana", "apple apple banana")
         w.add_document("http://t3/", "cherry", "cherry")
+
+
+def test_fields_scoring_pinned(tmp_path):
+    # N=3; title lengths 2,1,1 (avgdl 4/3); body lengths 1,3,1 (avgdl 5/3).
+    # apple: title df=1 -> idf ln(1 + 2.5/1.5) = ln(8/3); body df=2 -> idf ln(1.6).
+    _fields_corpus(tmp_path / "ix")
+    t1 = (
+        2.0 * math.log(8 / 3) * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / (4 / 3)))  # title, weight 2
+        + 1.0 * math.log(1.6) * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / (5 / 3)))  # body
+    )
+    t2 = math.log(1.6) * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / (5 / 3)))
+    assert t1 == pytest.approx(2.1905075453005693, rel=1e-12)
+    assert t2 == pytest.approx(0.5275550940513358, rel=1e-12)
     got = scores(Searcher(tmp_path / "ix"), "apple")
-    # title avgdl 4/3, body avgdl 5/3, df=2, N=3 (see test_index_bm25)
+    assert got == [
+        ("http://t1/", pytest.approx(t1, rel=1e-12)),
+        ("http://t2/", pytest.approx(t2, rel=1e-12)),
+    ]
+
+
+def test_bm25f_scoring_pinned(tmp_path):
+    _fields_corpus(tmp_path / "ix")
+    got = scores(Searcher(tmp_path / "ix", scoring="bm25f"), "apple")
+    # title avgdl 4/3, body avgdl 5/3, df=2 (any field), N=3 (see test_index_bm25)
     assert got == [
         ("http://t1/", pytest.approx(0.7301201416145588, rel=1e-12)),
         ("http://t2/", pytest.approx(0.5275550940513358, rel=1e-12)),
     ]
+
+
+def test_title_match_outranks_repetitive_long_body(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://about-bytes/", "Bytes Objects", "bytes objects api " * 5 + "filler " * 200)
+        w.add_document("http://stdtypes/", "Built-in Types", ("bytes objects str int " * 200))
+        for i in range(10):
+            w.add_document(f"http://other/{i}", f"page {i}", "filler text " * 50)
+    assert [h.url for h in Searcher(tmp_path / "ix").search("Bytes Objects")][0] == "http://about-bytes/"
+
+
+def test_unknown_scoring_rejected(tmp_path):
+    with pytest.raises(ValueError):
+        Searcher(tmp_path, scoring="tfidf")
 
 
 def test_ties_broken_by_url_and_pages_do_not_overlap(tmp_path):
@@ -170,12 +206,10 @@ def test_snippet_highlights_case_insensitive(corpus_index, tmp_path):
     assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Python", "PYTHON"]
 
 
-def test_explain_contributions_sum_to_score(tmp_path):
-    with IndexWriter(tmp_path / "ix") as w:
-        w.add_document("http://t1/", "apple pie", "apple")
-        w.add_document("http://t2/", "banana", "apple apple banana")
-        w.add_document("http://t3/", "cherry", "cherry")
-    hits = Searcher(tmp_path / "ix").search("apple banana", explain=True)
+@pytest.mark.parametrize("scoring", ["fields", "bm25f"])
+def test_explain_contributions_sum_to_score(tmp_path, scoring):
+    _fields_corpus(tmp_path / "ix")
+    hits = Searcher(tmp_path / "ix", scoring=scoring).search("apple banana", explain=True)
     for h in hits:
         e = h.explanation
         assert e["N"] == 3
@@ -188,6 +222,9 @@ def test_explain_contributions_sum_to_score(tmp_path):
     assert rows[("apple", "title")]["tf"] == 1 and rows[("apple", "title")]["doc_len"] == 2
     assert rows[("apple", "body")]["df"] == 2
     assert rows[("apple", "body")]["idf"] == pytest.approx(math.log(1.6))
+    if scoring == "fields":
+        assert rows[("apple", "title")]["df"] == 1
+        assert rows[("apple", "title")]["idf"] == pytest.approx(math.log(8 / 3))
     assert Searcher(tmp_path / "ix").search("apple")[0].explanation is None
 
 

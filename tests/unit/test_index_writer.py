@@ -116,6 +116,8 @@ def test_stats_across_segments_equal_single_segment(tmp_path):
     r1, r2 = IndexReader(single), IndexReader(multi)
     for term in ("body", "zeta", "odd", "lorem", "7", "missing"):
         assert r1.df(term) == r2.df(term)
+        for f in ("title", "body"):
+            assert r1.df(term, field=f) == r2.df(term, field=f)
     for q in ("zeta", "odd lorem", "title 7", '"words 12"', "body -even", "lorem site:h1.example"):
         a = [(h.url, h.score) for h in s1.search(q, limit=50)]
         b = [(h.url, h.score) for h in s2.search(q, limit=50)]
@@ -133,6 +135,7 @@ def test_stats_with_replacements_equal_fresh_build(tmp_path):
     for key in ("N", "avgdl", "field_lengths"):
         assert Searcher(fresh).stats()[key] == Searcher(updated).stats()[key]
     assert IndexReader(fresh).df("zeta") == IndexReader(updated).df("zeta")
+    assert IndexReader(fresh).df("stale", field="title") == IndexReader(updated).df("stale", field="title") == 0
     a = [(h.url, h.score) for h in Searcher(fresh).search("zeta body", limit=50)]
     b = [(h.url, h.score) for h in Searcher(updated).search("zeta body", limit=50)]
     assert a == [(u, pytest.approx(x, rel=1e-12)) for u, x in b]

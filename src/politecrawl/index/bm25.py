@@ -1,4 +1,26 @@
-"""BM25 and BM25F scoring: pure formulas, no I/O.
+"""BM25 scoring over fields: pure formulas, no I/O.
+
+Two ways of combining the title and body fields are implemented; the searcher
+uses ``DEFAULT_SCORING = "fields"``.
+
+**"fields" (default): per-field BM25, summed** (what Lucene's multi-field
+queries and tantivy do)::
+
+    score(t, d) = sum_f  w_f * idf(N, df_f) * tf_f * (k1 + 1) / (tf_f + k1 * B_f)
+
+with ``df_f`` the live documents containing ``t`` in field ``f`` and ``B_f`` as
+below.  Each field saturates on its own and has its own IDF, so a query word
+in the (short) title earns a full extra BM25 term.
+
+**"bm25f": BM25F**, see below.  It was the first design, and measured worse
+for known-item search on the python3-doc corpus (page title as query, 530
+pages, ``benchmarks/bench_search.py``): rank-1 68.1% / MRR@10 0.768 with title
+weight 2, 88.5% / 0.915 even at weight 20, against 93.6% / 0.944 for
+"fields" with weight 2 (tantivy 93.6% / 0.944, SQLite FTS5 66.4%, bm25s
+64.0%).  In BM25F a long page that repeats a word hundreds of times saturates
+the shared pseudo-frequency just like the page whose title *is* that word, so
+the title barely separates them.  It stays selectable (``Searcher(...,
+scoring="bm25f")``) so the choice can be re-measured.
 
 Constants (DESIGN.md "Search"): ``K1 = 1.2``, ``B = 0.75``.
 
@@ -20,14 +42,15 @@ then summed into one pseudo frequency that is saturated once::
     tf~(t,d) = sum_f  w_f * tf_f(t, d) / B_f
     score    = idf(N, df) * tf~ * (k1 + 1) / (tf~ + k1)
 
-with ``df`` counting documents containing ``t`` in *any* field and weights
-``FIELD_WEIGHTS = {"title": 2.0, "body": 1.0}``.  A title word counts as much as
-two body words: enough to win known-item searches (a page's title as query),
-not so much that a one-word title beats a page that is about the topic.  With a
-single field of weight 1 the BM25F score equals the plain BM25 score exactly
+with ``df`` counting documents containing ``t`` in *any* field.
+
+Both scorers use ``FIELD_WEIGHTS = {"title": 2.0, "body": 1.0}``: a title
+match counts double.  In "fields" mode the known-item figures are flat from
+weight 1 to 5 (93.6% rank-1), so 2 is a mild preference, not a tuned value.
+With a single field of weight 1 the BM25F score equals the plain BM25 score exactly
 (``tf/B * (k1+1) / (tf/B + k1) == tf*(k1+1) / (tf + k1*B)``).
 
-For ``explain``, the term score is split over fields in proportion to each
+For ``explain`` in "bm25f" mode, the term score is split over fields in proportion to each
 field's share of ``tf~``, so the per-field contributions sum to the score.
 """
 
@@ -39,6 +62,8 @@ import numpy as np
 
 __all__ = [
     "B",
+    "DEFAULT_SCORING",
+    "SCORINGS",
     "FIELDS",
     "FIELD_WEIGHTS",
     "K1",
@@ -46,6 +71,7 @@ __all__ = [
     "bm25f_term_score",
     "field_norm",
     "idf",
+    "multifield_term_score",
     "saturate",
 ]
 
@@ -53,6 +79,8 @@ K1 = 1.2
 B = 0.75
 FIELDS = ("title", "body")
 FIELD_WEIGHTS = {"title": 2.0, "body": 1.0}
+SCORINGS = ("fields", "bm25f")
+DEFAULT_SCORING = "fields"
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -101,6 +129,25 @@ def bm25f_term_score(
     if pseudo <= 0:
         return 0.0
     return idf(n_docs, df) * float(saturate(pseudo, k1=k1))
+
+
+def multifield_term_score(
+    tfs: dict[str, float],
+    dls: dict[str, float],
+    avgdls: dict[str, float],
+    dfs: dict[str, int],
+    n_docs: int,
+    *,
+    weights: dict[str, float] = FIELD_WEIGHTS,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    """"fields" scoring: sum over fields of ``w_f`` times plain BM25 with ``df_f``."""
+    return sum(
+        weights[f] * bm25_term_score(tf, dfs[f], n_docs, dls[f], avgdls[f], k1=k1, b=b)
+        for f, tf in tfs.items()
+        if tf > 0
+    )
 
 
 def pseudo_tf_array(tf: np.ndarray, dl: np.ndarray, avgdl: float, weight: float, *, b: float = B) -> np.ndarray:

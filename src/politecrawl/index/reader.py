@@ -105,7 +105,7 @@ class IndexReader:
                 time.sleep(0.005 * (attempt + 1))
         else:
             raise SearchIndexError(f"cannot open index at {self.index_dir}: {last_exc}") from last_exc
-        self._df_cache: dict[str, int] = {}
+        self._df_cache: dict[tuple[str, str | None], int] = {}
 
     def _open(self, cache: dict[str, Segment]) -> None:
         name = read_current_pointer(self.index_dir)
@@ -169,12 +169,21 @@ class IndexReader:
             out.append(docs)
         return out
 
-    def df(self, term: str, per_segment=None) -> int:
-        """Live documents containing ``term`` in any field, across all segments."""
-        cached = self._df_cache.get(term)
+    def df(self, term: str, per_segment=None, field: str | None = None) -> int:
+        """Live documents containing ``term`` (in ``field``, or in any field), across segments."""
+        key = (term, field)
+        cached = self._df_cache.get(key)
         if cached is None:
-            cached = sum(len(d) for d in self.matching_docs(term, per_segment))
-            self._df_cache[term] = cached
+            if field is None:
+                cached = sum(len(d) for d in self.matching_docs(term, per_segment))
+            else:
+                per_segment = per_segment if per_segment is not None else self.postings(term)
+                cached = 0
+                for v, p in zip(self.views, per_segment):
+                    if p is not None:
+                        docs = p[field][0]
+                        cached += len(docs) if v.live is None else int(v.live[docs].sum())
+            self._df_cache[key] = cached
         return cached
 
     def stats(self) -> dict:

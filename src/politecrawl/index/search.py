@@ -4,7 +4,9 @@ Semantics of a query (see ``analysis.parse_query``):
 
 * free-text terms are OR-ed: a document matching any scoring term is a
   candidate; the score is the sum over the query's distinct scoring terms
-  (free terms and phrase terms) of the BM25F term score (``bm25``);
+  (free terms and phrase terms) of the term score: per-field BM25 summed
+  ("fields", the default) or BM25F ("bm25f"); see ``bm25`` for both formulas
+  and the measurement behind the default;
 * every ``"phrase"`` must occur (consecutive positions, within one field);
 * a document containing any ``-excluded`` term is dropped;
 * ``site:host`` keeps documents whose URL host is ``host`` or a subdomain of it
@@ -30,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .analysis import Query, parse_query
-from .bm25 import B, FIELD_WEIGHTS, FIELDS, K1, field_norm, idf, saturate
+from .bm25 import B, DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, field_norm, idf, saturate
 from .reader import IndexReader, SegmentView
 from .snippet import make_snippet
 
@@ -58,7 +60,10 @@ class Searcher:
     that was never committed to is an empty index.
     """
 
-    def __init__(self, index_dir: str | Path):
+    def __init__(self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING):
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
+        self.scoring = scoring
         self.index_dir = Path(index_dir)
         self._segment_cache: dict = {}
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
@@ -77,12 +82,16 @@ class Searcher:
         return self._reader
 
     def _norm(self, reader: IndexReader, si: int, f: str) -> np.ndarray:
-        """1 / B_f per document of segment ``si`` (depends on the generation's avgdl)."""
+        """"fields": k1 * B_f per document of segment ``si``; "bm25f": w_f / B_f.
+
+        Depends on the generation's avgdl, so the cache is per generation.
+        """
         key = (si, f)
         arr = self._norms.get(key)
         if arr is None:
             dl = np.asarray(reader.views[si].segment.doc_lens[:, FIELDS.index(f)], dtype=np.float64)
-            arr = FIELD_WEIGHTS[f] / field_norm(dl, reader.avgdl[f], b=B)
+            bf = field_norm(dl, reader.avgdl[f], b=B)
+            arr = K1 * bf if self.scoring == "fields" else FIELD_WEIGHTS[f] / bf
             self._norms[key] = arr
         return arr
 
@@ -142,7 +151,16 @@ class Searcher:
         """Per segment: (segment index, matching doc ids, their scores)."""
         terms = q.positive_terms
         postings = {t: reader.postings(t) for t in terms}
-        idfs = {t: idf(reader.n_docs, reader.df(t, postings[t])) for t in terms}
+        n_docs = reader.n_docs
+        if self.scoring == "fields":
+            # weight * idf per (term, field), with per-field df over the whole index
+            fidfs = {
+                (t, f): FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings[t], f)) * (K1 + 1.0)
+                for t in terms
+                for f in FIELDS
+            }
+        else:
+            idfs = {t: idf(n_docs, reader.df(t, postings[t])) for t in terms}
         excluded = {t: reader.postings(t) for t in q.excluded}
         out = []
         for si, view in enumerate(reader.views):
@@ -151,6 +169,12 @@ class Searcher:
             for t in terms:
                 p = postings[t][si]
                 if p is None:
+                    continue
+                if self.scoring == "fields":
+                    for f in FIELDS:
+                        d, tf, _ = p[f]
+                        if len(d):
+                            scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f)[d])
                     continue
                 pseudo = np.zeros(n, dtype=np.float64)
                 for f in FIELDS:
@@ -213,8 +237,7 @@ class Searcher:
         terms_out = []
         for t in q.positive_terms:
             tid = seg.term_id(t)
-            df = reader.df(t)
-            term_idf = idf(reader.n_docs, df)
+            df_any = reader.df(t)
             rows, pseudo = [], 0.0
             for fi, f in enumerate(FIELDS):
                 tf = 0
@@ -224,14 +247,25 @@ class Searcher:
                     if k < len(d) and d[k] == doc:
                         tf = int(tfs[k])
                 dl = int(seg.doc_lens[doc, fi])
-                part = FIELD_WEIGHTS[f] * tf / field_norm(dl, reader.avgdl[f], b=B) if tf else 0.0
-                pseudo += part
-                rows.append({"term": t, "field": f, "tf": tf, "df": df, "doc_len": dl,
-                             "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f], "idf": term_idf, "_part": part})
-            term_score = term_idf * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
-            for r in rows:
-                part = r.pop("_part")
-                r["contribution"] = term_score * part / pseudo if pseudo else 0.0
-                terms_out.append(r)
-        return {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B,
+                bf = field_norm(dl, reader.avgdl[f], b=B)
+                if self.scoring == "fields":
+                    df = reader.df(t, field=f)
+                    f_idf = idf(reader.n_docs, df)
+                    contribution = FIELD_WEIGHTS[f] * f_idf * tf * (K1 + 1.0) / (tf + K1 * bf) if tf else 0.0
+                    rows.append({"term": t, "field": f, "tf": tf, "df": df, "doc_len": dl,
+                                 "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f], "idf": f_idf,
+                                 "contribution": contribution})
+                else:
+                    part = FIELD_WEIGHTS[f] * tf / bf if tf else 0.0
+                    pseudo += part
+                    rows.append({"term": t, "field": f, "tf": tf, "df": df_any, "doc_len": dl,
+                                 "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f],
+                                 "idf": idf(reader.n_docs, df_any), "_part": part})
+            if self.scoring == "bm25f":
+                term_score = idf(reader.n_docs, df_any) * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
+                for r in rows:
+                    part = r.pop("_part")
+                    r["contribution"] = term_score * part / pseudo if pseudo else 0.0
+            terms_out.extend(rows)
+        return {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B, "scoring": self.scoring,
                 "weights": dict(FIELD_WEIGHTS), "score": score, "terms": terms_out}

@@ -1,0 +1,326 @@
+"""Search benchmark: politecrawl.index vs tantivy vs bm25s vs SQLite FTS5.
+
+Corpus: Debian's python3-doc HTML (/usr/share/doc/python3*/html; install with
+``apt-get install -y python3-doc``).  If it is missing, a synthetic Zipfian
+corpus is generated instead and the output says so.
+
+For every engine, at scale x1 and x2 (x8 with ``--x8``; copies get distinct
+urls), in the same run:
+
+* index build: documents/s (wall clock, including commit) and size on disk;
+* top-10 latency p50/p95/p99 over a fixed query set (1-4 consecutive words
+  taken from page titles, fixed seed);
+* known-item search at x1: each page's title as the query; share of pages
+  found at rank 1 and MRR@10.
+
+Every engine gets the same plain words (the title's ``[^\\W_]+`` runs), OR
+semantics, BM25 with k1=1.2 b=0.75 where the engine lets us set it, and a
+title boost of 2 where it has fields (bm25s has none: title + body text).
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_search.py [--x8] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import os
+import random
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from politecrawl.index import IndexWriter, Searcher  # noqa: E402
+
+WORD_RE = re.compile(r"[^\W_]+")
+TITLE_SUFFIX_RE = re.compile(r"\s*[—–-]\s*Python [\d.]+ documentation\s*$")
+
+
+# -- corpus --------------------------------------------------------------------
+
+
+def find_python_docs() -> Path | None:
+    best, best_n = None, 0
+    seen = set()
+    for d in glob.glob("/usr/share/doc/python3*/html"):
+        real = os.path.realpath(d)
+        if real in seen:
+            continue
+        seen.add(real)
+        n = sum(1 for _ in Path(real).rglob("*.html"))
+        if n > best_n:
+            best, best_n = Path(real), n
+    return best if best_n >= 50 else None
+
+
+def load_python_docs(root: Path) -> list[tuple[str, str, str]]:
+    from selectolax.lexbor import LexborHTMLParser
+
+    docs = []
+    for path in sorted(root.rglob("*.html")):
+        tree = LexborHTMLParser(path.read_bytes())
+        t = tree.css_first("title")
+        title = TITLE_SUFFIX_RE.sub("", t.text(strip=True)) if t else ""
+        for sel in ("script", "style", "nav", "div.related", "div.sphinxsidebar", "div.footer", "a.headerlink"):
+            for node in tree.css(sel):
+                node.decompose()
+        main = tree.css_first('div[role="main"]') or tree.body
+        body = re.sub(r"\s+", " ", main.text(separator=" ")).strip() if main else ""
+        url = "https://docs.python.org/3/" + str(path.relative_to(root))
+        docs.append((url, title, body))
+    return docs
+
+
+def synthetic_corpus(n_docs=2000, vocab=50_000, seed=1) -> list[tuple[str, str, str]]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    docs = []
+    for i in range(n_docs):
+        ids = np.minimum(rng.zipf(1.2, size=int(rng.integers(50, 3000))), vocab) - 1
+        tids = np.minimum(rng.zipf(1.3, size=int(rng.integers(2, 8))), vocab) - 1
+        docs.append((f"https://synthetic.example/{i}", " ".join(words[j] for j in tids), " ".join(words[j] for j in ids)))
+    return docs
+
+
+def scaled(docs, scale):
+    out = []
+    for c in range(scale):
+        for url, title, body in docs:
+            out.append((url if c == 0 else f"{url}?copy={c}", title, body))
+    return out
+
+
+def make_queries(docs, n, seed=42) -> list[str]:
+    rng = random.Random(seed)
+    titles = [WORD_RE.findall(t) for _, t, _ in docs]
+    titles = [t for t in titles if t]
+    out = []
+    while len(out) < n:
+        words = rng.choice(titles)
+        k = rng.randint(1, min(4, len(words)))
+        i = rng.randint(0, len(words) - k)
+        out.append(" ".join(words[i : i + k]))
+    return out
+
+
+def dir_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# -- engines -------------------------------------------------------------------
+# Each engine: build(docs, workdir) -> None ; search(words: list[str]) -> list[url]
+
+
+class Politecrawl:
+    name = "politecrawl"
+
+    def __init__(self, snippets=False):
+        self.snippets = snippets
+        if snippets:
+            self.name = "politecrawl+snip"
+
+    def build(self, docs, workdir):
+        self.path = workdir / "pc.index"
+        with IndexWriter(self.path) as w:
+            for d in docs:
+                w.add_document(*d)
+        self.searcher = Searcher(self.path)
+        return self.path
+
+    def search(self, words):
+        return [h.url for h in self.searcher.search(" ".join(words), limit=10, snippets=self.snippets)]
+
+
+class Tantivy:
+    name = "tantivy"
+
+    def __init__(self):
+        import tantivy
+
+        self.t = tantivy
+
+    def build(self, docs, workdir):
+        t = self.t
+        sb = t.SchemaBuilder()
+        sb.add_text_field("url", stored=True, tokenizer_name="raw")
+        sb.add_text_field("title", stored=True)
+        sb.add_text_field("body", stored=True)
+        self.path = workdir / "tantivy"
+        self.path.mkdir()
+        self.index = t.Index(sb.build(), path=str(self.path))
+        w = self.index.writer(heap_size=256_000_000, num_threads=1)
+        for url, title, body in docs:
+            w.add_document(t.Document(url=url, title=title, body=body))
+        w.commit()
+        w.wait_merging_threads()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+        return self.path
+
+    def search(self, words):
+        if not words:
+            return []
+        q = self.index.parse_query(" ".join(words), ["title", "body"], field_boosts={"title": 2.0})
+        s = self.searcher
+        return [s.doc(addr)["url"][0] for _, addr in s.search(q, 10).hits]
+
+
+class BM25S:
+    name = "bm25s"
+
+    def __init__(self):
+        import bm25s
+
+        self.m = bm25s
+
+    def build(self, docs, workdir):
+        m = self.m
+        self.urls = [u for u, _, _ in docs]
+        tokens = m.tokenize([f"{t} {b}" for _, t, b in docs], stopwords=None, show_progress=False)
+        self.retriever = m.BM25(k1=1.2, b=0.75)
+        self.retriever.index(tokens, show_progress=False)
+        self.path = workdir / "bm25s"
+        self.retriever.save(str(self.path))
+        return self.path
+
+    def search(self, words):
+        words = [w.lower() for w in words]
+        if not words:
+            return []
+        res = self.retriever.retrieve([words], k=min(10, len(self.urls)), show_progress=False, n_threads=1)
+        return [self.urls[d] for d, s in zip(res.documents[0], res.scores[0]) if s > 0]
+
+
+class FTS5:
+    name = "sqlite-fts5"
+
+    def build(self, docs, workdir):
+        self.path = workdir / "fts.sqlite"
+        self.db = sqlite3.connect(self.path)
+        self.db.execute("CREATE VIRTUAL TABLE docs USING fts5(url UNINDEXED, title, body, tokenize='unicode61')")
+        with self.db:
+            self.db.executemany("INSERT INTO docs(url, title, body) VALUES (?, ?, ?)", docs)
+        self.db.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+        self.db.commit()
+        return self.path
+
+    def search(self, words):
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self.db.execute(
+            "SELECT url FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 0.0, 2.0, 1.0) LIMIT 10", (match,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+
+def make_engines(snippets: bool):
+    engines = [Politecrawl()]
+    if snippets:
+        engines.append(Politecrawl(snippets=True))
+    for cls in (Tantivy, BM25S, FTS5):
+        try:
+            engines.append(cls())
+        except ImportError:
+            print(f"  {cls.name}: not installed")
+    return engines
+
+
+# -- measurements --------------------------------------------------------------
+
+
+def latency(engine, queries):
+    for q in queries[:20]:  # warm-up
+        engine.search(q)
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        engine.search(q)
+        times.append(time.perf_counter() - t0)
+    ms = np.array(times) * 1000
+    return np.percentile(ms, 50), np.percentile(ms, 95), np.percentile(ms, 99)
+
+
+def known_item(engine, docs):
+    at1, rr, n = 0, 0.0, 0
+    for url, title, _ in docs:
+        words = WORD_RE.findall(title)
+        if not words:
+            continue
+        n += 1
+        results = engine.search(words)
+        if url in results:
+            rank = results.index(url) + 1
+            rr += 1.0 / rank
+            at1 += rank == 1
+    return at1 / n, rr / n, n
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--x8", action="store_true", help="also run scale x8")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
+    ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
+    args = ap.parse_args(argv)
+
+    root = None if args.synthetic else find_python_docs()
+    if root is not None:
+        t0 = time.perf_counter()
+        base = load_python_docs(root)
+        print(f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
+              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text (extracted in {time.perf_counter() - t0:.1f}s)")
+    else:
+        base = synthetic_corpus()
+        print(f"corpus: SYNTHETIC Zipfian corpus ({len(base)} docs) -- python3-doc HTML not found")
+    queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
+    print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; e.g. {[' '.join(q) for q in queries[:4]]}")
+    print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
+
+    scales = [1, 2] + ([8] if args.x8 else [])
+    rows = []
+    for scale in scales:
+        docs = scaled(base, scale)
+        for engine in make_engines(args.snippets):
+            work = Path(tempfile.mkdtemp(prefix=f"bench-{engine.name}-"))
+            try:
+                t0 = time.perf_counter()
+                path = engine.build(docs, work)
+                build_s = time.perf_counter() - t0
+                size = dir_size(path)
+                p50, p95, p99 = latency(engine, queries)
+                ki = known_item(engine, base) if scale == 1 else None
+                rows.append((scale, engine.name, len(docs), len(docs) / build_s, size, p50, p95, p99, ki))
+                ki_s = f"  rank1 {ki[0]:6.1%}  MRR@10 {ki[1]:.3f}" if ki else ""
+                print(f"x{scale} {engine.name:17s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
+                      f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}{ki_s}",
+                      flush=True)
+            finally:
+                db = getattr(engine, "db", None)
+                if db is not None:
+                    db.close()
+                shutil.rmtree(work, ignore_errors=True)
+
+    print("\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms | known-item rank-1 | MRR@10 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for scale, name, n, dps, size, p50, p95, p99, ki in rows:
+        k1 = f"{ki[0]:.1%}" if ki else "-"
+        mrr = f"{ki[1]:.3f}" if ki else "-"
+        print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {k1} | {mrr} |")
+    if root is None:
+        print("\nNOTE: synthetic Zipfian corpus, not python3-doc.")
+
+
+if __name__ == "__main__":
+    main()
