@@ -10,6 +10,9 @@ urls), in the same run:
 * index build: documents/s (wall clock, including commit) and size on disk;
 * top-10 latency p50/p95/p99 over a fixed query set (1-4 consecutive words
   taken from page titles, fixed seed);
+* politecrawl is run with its default scoring ("fields": per-field BM25
+  summed), with "bm25f", and (``--snippets``) with snippets, which the other
+  engines do not compute;
 * known-item search at x1: each page's title as the query; share of pages
   found at rank 1 and MRR@10.
 
@@ -125,17 +128,19 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False):
-        self.snippets = snippets
+    def __init__(self, snippets=False, scoring="fields"):
+        self.snippets, self.scoring = snippets, scoring
         if snippets:
-            self.name = "politecrawl+snip"
+            self.name = "politecrawl+snippets"
+        elif scoring != "fields":
+            self.name = f"politecrawl/{scoring}"
 
     def build(self, docs, workdir):
         self.path = workdir / "pc.index"
         with IndexWriter(self.path) as w:
             for d in docs:
                 w.add_document(*d)
-        self.searcher = Searcher(self.path)
+        self.searcher = Searcher(self.path, scoring=self.scoring)
         return self.path
 
     def search(self, words):
@@ -226,7 +231,7 @@ class FTS5:
 
 
 def make_engines(snippets: bool):
-    engines = [Politecrawl()]
+    engines = [Politecrawl(), Politecrawl(scoring="bm25f")]
     if snippets:
         engines.append(Politecrawl(snippets=True))
     for cls in (Tantivy, BM25S, FTS5):
@@ -293,7 +298,7 @@ def main(argv=None):
     for scale in scales:
         docs = scaled(base, scale)
         for engine in make_engines(args.snippets):
-            work = Path(tempfile.mkdtemp(prefix=f"bench-{engine.name}-"))
+            work = Path(tempfile.mkdtemp(prefix="bench-" + engine.name.replace("/", "-") + "-"))
             try:
                 t0 = time.perf_counter()
                 path = engine.build(docs, work)
@@ -303,7 +308,7 @@ def main(argv=None):
                 ki = known_item(engine, base) if scale == 1 else None
                 rows.append((scale, engine.name, len(docs), len(docs) / build_s, size, p50, p95, p99, ki))
                 ki_s = f"  rank1 {ki[0]:6.1%}  MRR@10 {ki[1]:.3f}" if ki else ""
-                print(f"x{scale} {engine.name:17s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
+                print(f"x{scale} {engine.name:21s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
                       f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}{ki_s}",
                       flush=True)
             finally:

@@ -277,3 +277,12 @@ def test_exported_members():
     assert sorted(ix.__all__) == ["Hit", "IndexWriter", "Searcher", "tokenize"]
     for name in ix.__all__:
         assert getattr(ix, name)
+
+
+def test_snippet_offsets_survive_case_mapping_that_changes_length():
+    from politecrawl.index.snippet import make_snippet
+
+    text, hl = make_snippet("İstanbul city and the word python here", ["python"])
+    assert [text[a:b] for a, b in hl] == ["python"]
+    text, hl = make_snippet("Pythonic python_x xpython PYTHON.", ["python"])
+    assert [text[a:b] for a, b in hl] == ["python", "PYTHON"]  # python_x: underscore separates

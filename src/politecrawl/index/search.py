@@ -34,7 +34,7 @@ import numpy as np
 from .analysis import Query, parse_query
 from .bm25 import B, DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, field_norm, idf, saturate
 from .reader import IndexReader, SegmentView
-from .snippet import make_snippet
+from .snippet import SCAN_CHARS, make_snippet
 
 __all__ = ["Hit", "Searcher"]
 
@@ -138,7 +138,7 @@ class Searcher:
         for score, url, si, d in ranked:
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = make_snippet(seg.body(d), terms)
+                text, highlights = make_snippet(seg.body(d, max_chars=SCAN_CHARS), terms)
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None

@@ -29,6 +29,7 @@ Deletions never touch a segment: they are tombstones in the generation file.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import shutil
@@ -261,9 +262,15 @@ class Segment:
     def term_id(self, term: str) -> int | None:
         return self.terms.get(term)
 
-    def body(self, doc: int) -> str:
+    def body(self, doc: int, max_chars: int | None = None) -> str:
+        """Stored body text; with ``max_chars``, at least that prefix (cheaper)."""
         data = bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
-        return zlib.decompress(data).decode("utf-8", "surrogatepass") if data else ""
+        if not data:
+            return ""
+        if max_chars is None:
+            return zlib.decompress(data).decode("utf-8", "surrogatepass")
+        raw = zlib.decompressobj().decompress(data, 4 * max_chars)
+        return codecs.getincrementaldecoder("utf-8")("surrogatepass").decode(raw, final=False)
 
     def documents(self, doc_ids: Iterable[int]) -> Iterator[tuple[str, str, str]]:
         for d in doc_ids:
