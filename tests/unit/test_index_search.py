@@ -286,3 +286,15 @@ def test_snippet_offsets_survive_case_mapping_that_changes_length():
     assert [text[a:b] for a, b in hl] == ["python"]
     text, hl = make_snippet("Pythonic python_x xpython PYTHON.", ["python"])
     assert [text[a:b] for a, b in hl] == ["python", "PYTHON"]  # python_x: underscore separates
+
+
+def test_phrase_far_into_a_long_document(tmp_path):
+    # positions beyond uint16 and many postings per term exercise the encodings
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://long/", "", "filler " * 70_000 + "rare phrase here rare")
+        for i in range(300):
+            w.add_document(f"http://short/{i:03d}", "", "phrase rare filler")
+    s = Searcher(tmp_path / "ix")
+    assert [h.url for h in s.search('"rare phrase"')] == ["http://long/"]
+    assert s.count('"phrase rare"') == 300
+    assert s.count('"phrase here rare"') == 1

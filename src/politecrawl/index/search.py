@@ -195,7 +195,8 @@ class Searcher:
             for phrase in q.phrases:
                 if not cand.any():
                     break
-                cand &= self._phrase_mask(view, [postings[t][si] for t in phrase], n)
+                tids = [view.segment.term_id(t) for t in phrase]
+                cand &= self._phrase_mask(view, [postings[t][si] for t in phrase], tids, n)
             docs = np.flatnonzero(cand)
             if len(docs):
                 out.append((si, docs, scores[docs]))
@@ -208,7 +209,7 @@ class Searcher:
         return np.fromiter((h == site or h.endswith(suffix) for h in hosts), dtype=bool, count=len(hosts))
 
     @staticmethod
-    def _phrase_mask(view: SegmentView, plist: list, n: int) -> np.ndarray:
+    def _phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarray:
         mask = np.zeros(n, dtype=bool)
         if any(p is None for p in plist):
             return mask
@@ -222,9 +223,9 @@ class Searcher:
                 if mask[doc]:
                     continue
                 cur = None
-                for offset, (d, _, lo) in enumerate(per_term):
+                for offset, ((d, _, lo), tid) in enumerate(zip(per_term, tids)):
                     k = int(np.searchsorted(d, doc))
-                    pos = fp.positions_of(lo + k).astype(np.int64) - offset
+                    pos = fp.positions_of(tid, lo + k) - offset
                     cur = pos if cur is None else np.intersect1d(cur, pos, assume_unique=True)
                     if not len(cur):
                         break

@@ -8,18 +8,22 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
                         (tokens never contain a newline); term id = line number
     <field>.term_ptr.npy  int64[T+1]  postings of term t are [ptr[t], ptr[t+1])
-    <field>.docs.npy      uint32[P]   doc ids, delta-encoded within each term
+    <field>.docs.npy      uint[P]     doc ids, delta-encoded within each term
                                       (the first of a term is absolute), so a
                                       term's doc ids are ``np.cumsum(slice)``
-    <field>.tfs.npy       uint32[P]   term frequency per posting
-    <field>.pos_ptr.npy   int64[P+1]  positions of posting p are [pp[p], pp[p+1])
-    <field>.positions.npy uint32[Q]   token positions (absolute, ascending)
+    <field>.tfs.npy       uint[P]     term frequency per posting
+    <field>.pos_ptr.npy   int64[T+1]  positions of term t start at pos_ptr[t];
+                                      posting p of t (lo <= p < hi) starts
+                                      ``sum(tfs[lo:p])`` later and has tfs[p]
+    <field>.positions.npy uint[Q]     token positions, delta-encoded within each
+                                      posting (the first is absolute)
     doc_lens.npy        uint32[n, F]  tokens per document and field
     docs.json           {"urls": [...], "titles": [...]}  (local doc id = index)
     bodies.bin          zlib-compressed stored body texts, concatenated
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
 
-for each field of ``FIELDS`` (title, body).  Arrays are ``np.save`` files read
+for each field of ``FIELDS`` (title, body).  ``uint`` arrays use the smallest
+of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
 
 Writing happens in a hidden temporary directory that is fsync'ed and then
@@ -77,6 +81,14 @@ def _write_bytes(dirpath: Path, name: str, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
+def _smallest_uint(arr: np.ndarray) -> np.ndarray:
+    top = int(arr.max()) if len(arr) else 0
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return arr.astype(dt)
+    raise SearchIndexError("segment too large: a value does not fit in uint32")
+
+
 def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, n_terms: int):
     """Sort (term, doc, pos) triples into the postings arrays of one field."""
     order = np.lexsort((poss, docs, tids))
@@ -88,8 +100,8 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
         starts = np.flatnonzero(new_posting)
     else:
         starts = np.zeros(0, dtype=np.int64)
-    pos_ptr = np.append(starts, len(tids)).astype(np.int64)
-    tfs = np.diff(pos_ptr).astype(np.uint32)
+    p_bounds = np.append(starts, len(tids)).astype(np.int64)
+    tfs = np.diff(p_bounds)
     p_terms = tids[starts]
     p_docs = docs[starts].astype(np.int64)
     term_ptr = np.searchsorted(p_terms, np.arange(n_terms + 1), side="left").astype(np.int64)
@@ -99,7 +111,13 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
         deltas[1:] -= p_docs[:-1]
         firsts = term_ptr[:-1][term_ptr[:-1] < term_ptr[1:]]
         deltas[firsts] = p_docs[firsts]
-    return term_ptr, deltas.astype(np.uint32), tfs, pos_ptr, poss.astype(np.uint32)
+    # Positions: delta-encoded within each posting, the first one absolute.
+    pos_deltas = poss.astype(np.int64)
+    if len(pos_deltas):
+        pos_deltas[1:] -= poss[:-1]
+        pos_deltas[starts] = poss[starts]
+    pos_ptr = p_bounds[np.minimum(term_ptr, len(starts))] if len(starts) else np.zeros(n_terms + 1, np.int64)
+    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr.astype(np.int64), _smallest_uint(pos_deltas)
 
 
 def write_segment(
@@ -126,7 +144,9 @@ def write_segment(
             toks = analyzer.tokenize(text)
             row.append(len(toks))
             if toks:
-                ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int64, count=len(toks))
+                for t in set(toks).difference(vocab):
+                    vocab[t] = len(vocab)
+                ids = np.fromiter(map(vocab.__getitem__, toks), dtype=np.int64, count=len(toks))
                 t_list, d_list, p_list = per_field[f]
                 t_list.append(ids)
                 d_list.append(np.full(len(toks), doc_id, dtype=np.int64))
@@ -206,8 +226,11 @@ class FieldPostings:
         docs = np.cumsum(self.docs[lo:hi], dtype=np.int64)
         return docs, np.asarray(self.tfs[lo:hi]), lo
 
-    def positions_of(self, posting: int) -> np.ndarray:
-        return np.asarray(self.positions[self.pos_ptr[posting] : self.pos_ptr[posting + 1]])
+    def positions_of(self, term_id: int, posting: int) -> np.ndarray:
+        """Absolute positions (int64, ascending) of one posting of ``term_id``."""
+        lo = int(self.term_ptr[term_id])
+        start = int(self.pos_ptr[term_id]) + int(np.sum(self.tfs[lo:posting], dtype=np.int64))
+        return np.cumsum(self.positions[start : start + int(self.tfs[posting])], dtype=np.int64)
 
 
 def _load(path: Path) -> np.ndarray:
