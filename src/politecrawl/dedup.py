@@ -125,16 +125,23 @@ else:  # numpy 1.26: byte lookup table
         return _BYTE_POPCOUNT[as_bytes].sum(axis=1, dtype=np.uint8)
 
 
+def _rows_of(bucket: int | list[int] | None) -> Iterable[int]:
+    if bucket is None:
+        return ()
+    return (bucket,) if type(bucket) is int else bucket
+
+
 class SimHashIndex:
     """Near-duplicate lookup over 64-bit fingerprints (pigeonhole on k+1 blocks).
 
     Layout: the bulk lives in numpy arrays -- one ``fps``/``ids``/``alive``
     row per entry, plus, for every block position *p*, the key
     ``p << W | block_p(fp)`` of each entry in one sorted array with the row it
-    belongs to (``keys``/``rows``). A lookup is two ``searchsorted`` calls for
-    all k+1 keys at once and one vectorized XOR + popcount over the
-    candidates: about 4 * n / 2**16 candidates for k=3. About 40 bytes per
-    entry for k=3 (vs ~150 for Python dicts of tuples).
+    belongs to (``keys``/``rows``), and, when small enough, a direct-address
+    table from key to its span in ``keys`` (else binary search). A lookup
+    reads k+1 spans and does one vectorized XOR + popcount over the
+    candidates: about 4 * n / 2**16 of them for k=3. About 40 bytes per entry
+    for k=3 (vs ~150 for Python dicts of tuples).
 
     New entries go to a small Python-dict buffer, merged into the arrays when
     it reaches a quarter of the arrays' size (amortized O(log n) per add).
@@ -167,11 +174,14 @@ class SimHashIndex:
         self._alive = np.empty(0, dtype=bool)
         self._keys = np.empty(0, dtype=self._key_dtype)
         self._rows = np.empty(0, dtype=np.int32)
+        self._offsets: np.ndarray | None = None
         self._bulk_live = 0
         # buffer (Python)
         self._buf_fps: list[int] = []
         self._buf_ids: list[int | None] = []  # None = removed
-        self._buf_index: list[dict[int, list[int]]] = [{} for _ in range(nblocks)]
+        # block value -> row, or list of rows when shared (a list per entry
+        # would cost ~350 bytes each)
+        self._buf_index: list[dict[int, int | list[int]]] = [{} for _ in range(nblocks)]
         self._buf_live = 0
 
     def __len__(self) -> int:
@@ -191,7 +201,9 @@ class SimHashIndex:
         for index, value in zip(self._buf_index, self._block_values(fp)):
             bucket = index.get(value)
             if bucket is None:
-                index[value] = [row]
+                index[value] = row
+            elif type(bucket) is int:
+                index[value] = [bucket, row]
             else:
                 bucket.append(row)
         self._buf_live += 1
@@ -214,7 +226,7 @@ class SimHashIndex:
         """Remove one (doc_id, fp) entry; a no-op if there is none."""
         _check_fp(fp)
         shift, mask = self._blocks[0]
-        for row in self._buf_index[0].get((fp >> shift) & mask, ()):
+        for row in _rows_of(self._buf_index[0].get((fp >> shift) & mask)):
             if self._buf_ids[row] == doc_id and self._buf_fps[row] == fp:
                 self._buf_ids[row] = None
                 self._buf_live -= 1
@@ -256,6 +268,16 @@ class SimHashIndex:
         self._alive = np.ones(n, dtype=bool)
         self._keys = keys[order]
         self._rows = (order % n).astype(row_dtype) if n else np.empty(0, dtype=row_dtype)
+        # Direct-address table key -> first position in ``keys`` when it is
+        # small (k=3: 4 * 2**16 + 1 entries, 2 MiB): one lookup instead of a
+        # binary search with a cache miss per step.
+        table = len(self._blocks) << self._key_shift
+        if table <= max(1 << 18, 2 * len(self._keys)):
+            counts = np.bincount(self._keys, minlength=table)
+            self._offsets = np.zeros(table + 1, dtype=np.int64)
+            np.cumsum(counts, out=self._offsets[1:])
+        else:
+            self._offsets = None
         self._bulk_live = n
         self._buf_fps, self._buf_ids = [], []
         self._buf_index = [{} for _ in self._blocks]
@@ -263,32 +285,50 @@ class SimHashIndex:
 
     # -- lookups -----------------------------------------------------------
 
-    def _bulk_candidates(self, fp: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(rows, distances) of live bulk rows within max_distance, or None."""
+    def _bulk_candidates(self, fp: int, values: list[int]) -> dict[int, int]:
+        """row -> distance of live bulk rows within max_distance."""
         if not len(self._fps):
-            return None
-        query = np.array(
-            [(p << self._key_shift) | v for p, v in enumerate(self._block_values(fp))], dtype=self._key_dtype
-        )
-        los = np.searchsorted(self._keys, query, "left").tolist()
-        his = np.searchsorted(self._keys, query, "right").tolist()
-        parts = [self._rows[lo:hi] for lo, hi in zip(los, his) if hi > lo]
+            return {}
+        shift = self._key_shift
+        keys = [(p << shift) | v for p, v in enumerate(values)]
+        if self._offsets is not None:
+            offset = self._offsets.item
+            spans = [(offset(key), offset(key + 1)) for key in keys]
+        else:
+            query = np.array(keys, dtype=self._key_dtype)
+            spans = zip(
+                np.searchsorted(self._keys, query, "left").tolist(),
+                np.searchsorted(self._keys, query, "right").tolist(),
+            )
+        parts = [self._rows[lo:hi] for lo, hi in spans if hi > lo]
         if not parts:
-            return None
+            return {}
         rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         dist = _popcount(self._fps[rows] ^ np.uint64(fp))
-        ok = (dist <= self.max_distance) & self._alive[rows]
-        if not ok.any():
-            return None
-        return rows[ok], dist[ok]
+        hits = np.flatnonzero(dist <= self.max_distance)
+        if not len(hits):  # the common case: no near-duplicate
+            return {}
+        # A row can be found through several blocks; the dict keeps it once.
+        if len(hits) > 16:  # many copies of one page: stay vectorized
+            rows, dist = rows[hits], dist[hits]
+            keep = self._alive[rows]
+            return dict(zip(rows[keep].tolist(), dist[keep].tolist()))
+        # Few hits: finish with scalar reads, cheaper than more numpy calls.
+        alive = self._alive.item
+        found = {}
+        for i in hits.tolist():
+            row = rows.item(i)
+            if alive(row):
+                found[row] = dist.item(i)
+        return found
 
-    def _buffer_candidates(self, fp: int) -> dict[int, tuple[int, int]]:
+    def _buffer_candidates(self, fp: int, values: list[int]) -> dict[int, tuple[int, int]]:
         """row -> (doc_id, distance) of live buffer rows within max_distance."""
         found: dict[int, tuple[int, int]] = {}
         if not self._buf_live:
             return found
-        for index, value in zip(self._buf_index, self._block_values(fp)):
-            for row in index.get(value, ()):
+        for index, value in zip(self._buf_index, values):
+            for row in _rows_of(index.get(value)):
                 doc_id = self._buf_ids[row]
                 if doc_id is not None:
                     dist = (fp ^ self._buf_fps[row]).bit_count()
@@ -300,13 +340,14 @@ class SimHashIndex:
         """The doc_id of the closest fingerprint within max_distance (ties: the
         smallest doc_id), or None."""
         _check_fp(fp)
+        values = self._block_values(fp)
         best: tuple[int, int] | None = None  # (distance, doc_id)
-        bulk = self._bulk_candidates(fp)
-        if bulk is not None:
-            rows, dist = bulk
-            nearest = dist == dist.min()
-            best = (int(dist.min()), int(self._ids[rows[nearest]].min()))
-        for doc_id, dist in self._buffer_candidates(fp).values():
+        doc_of = self._ids.item
+        for row, dist in self._bulk_candidates(fp, values).items():
+            candidate = (dist, doc_of(row))
+            if best is None or candidate < best:
+                best = candidate
+        for doc_id, dist in self._buffer_candidates(fp, values).values():
             if best is None or (dist, doc_id) < best:
                 best = (dist, doc_id)
         return None if best is None else best[1]
@@ -314,13 +355,11 @@ class SimHashIndex:
     def find_all(self, fp: int) -> list[tuple[int, int]]:
         """Every (doc_id, distance) within max_distance, nearest first."""
         _check_fp(fp)
+        values = self._block_values(fp)
         found: list[tuple[int, int]] = []
-        bulk = self._bulk_candidates(fp)
-        if bulk is not None:
-            rows, dist = bulk
-            rows, first = np.unique(rows, return_index=True)  # a row can match on several blocks
-            found.extend(zip(self._ids[rows].tolist(), dist[first].tolist()))
-        found.extend(self._buffer_candidates(fp).values())
+        doc_of = self._ids.item
+        found.extend((doc_of(row), dist) for row, dist in self._bulk_candidates(fp, values).items())
+        found.extend(self._buffer_candidates(fp, values).values())
         found.sort(key=lambda item: (item[1], item[0]))
         return found
 

@@ -327,3 +327,12 @@ def test_property_index_matches_brute_force(fps, probes, randoms, k, how, remove
         expected = _brute(live, q, k)
         assert index.find_all(q) == expected
         assert index.find_near(q) == (expected[0][0] if expected else None)
+
+
+def test_index_many_copies_of_one_fingerprint():
+    index = SimHashIndex()
+    index.add_many(range(100, 200), [77] * 100)
+    for doc_id in range(100, 150):
+        index.remove(doc_id, 77)
+    assert index.find_near(77 ^ 0b101) == 150
+    assert [d for d, _ in index.find_all(77)] == list(range(150, 200))
