@@ -120,12 +120,44 @@ def test_simhash_short_text_and_shingle_size():
         simhash("x", shingle=0)
 
 
-def test_simhash_bit_order_matches_majority_definition():
-    # One shingle: the SimHash is that shingle's own hash.
+def _reference_simhash(text: str, shingle: int = 3) -> int:
+    """The documented definition, one scalar step at a time."""
     import hashlib
+    import re
+    import unicodedata
 
-    digest = hashlib.blake2b(b"alpha beta gamma", digest_size=8).digest()
-    assert simhash("alpha beta gamma") == int.from_bytes(digest, "little")
+    mask = 2**64 - 1
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    if not words:
+        return 0
+    word_hash = [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little") for w in words]
+    count = max(1, len(words) - shingle + 1)
+    counts = [0] * 64
+    for i in range(count):
+        h = word_hash[i]
+        for j in range(1, min(shingle, len(words))):
+            h = ((h * 0x9E3779B97F4A7C15) & mask) ^ word_hash[i + j]
+        h ^= h >> 30
+        h = (h * 0xBF58476D1CE4E5B9) & mask
+        h ^= h >> 27
+        h = (h * 0x94D049BB133111EB) & mask
+        h ^= h >> 31
+        for bit in range(64):
+            counts[bit] += (h >> bit) & 1
+    return sum(1 << bit for bit in range(64) if counts[bit] * 2 > count)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["alpha", "alpha beta", "alpha beta gamma", "a b c d e f g a b c", "Ünïcödé wörds, ﬁne!", _article(5, 300)],
+)
+@pytest.mark.parametrize("shingle", [1, 2, 3, 5])
+def test_simhash_matches_scalar_reference(text, shingle):
+    assert simhash(text, shingle=shingle) == _reference_simhash(text, shingle)
+
+
+def test_simhash_word_order_matters_within_a_shingle():
+    assert simhash("alpha beta gamma") != simhash("gamma beta alpha")
 
 
 # --------------------------------------------------------------------------
