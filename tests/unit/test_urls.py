@@ -311,7 +311,7 @@ def test_invalid_base_raises_invalidurl():
     with pytest.raises(InvalidURL):
         normalize("g", "mailto:x@y")
     with pytest.raises(InvalidURL):
-        normalize("g", None if False else "not a url")
+        normalize("g", "not a url")  # relative base: no scheme
 
 
 def test_result_over_limit_after_encoding_is_rejected():
