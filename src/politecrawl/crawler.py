@@ -16,7 +16,6 @@ import multiprocessing as mp
 import os
 import signal
 import socket
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -411,6 +410,33 @@ class Worker:
 
 
 # --------------------------------------------------------------------------- processes
+class StopSignal:
+    """A cross-process "stop" flag: a pipe the parent writes one byte into.
+
+    Workers watch the read end with their event loop (``add_reader``): no
+    thread, no polling. (A ``multiprocessing.Event`` would deadlock the
+    parent's ``set()`` once a process that waited on it has exited.)
+    """
+
+    def __init__(self) -> None:
+        self._r, self._w = mp.get_context("spawn").Pipe(duplex=False)
+        self._sent = False
+
+    def set(self) -> None:
+        if not self._sent:
+            self._sent = True
+            self._w.send_bytes(b"x")
+
+    def is_set(self) -> bool:
+        return self._sent or self._r.poll(0)
+
+    def fileno(self) -> int:
+        return self._r.fileno()
+
+    def __getstate__(self):  # workers only need the read end
+        return {"_r": self._r, "_w": None, "_sent": False}
+
+
 def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter) -> None:
     """Entry point of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
@@ -422,13 +448,8 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
     store = open_store(settings.db)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    signal.signal(signal.SIGTERM, lambda *_: loop.call_soon_threadsafe(stop.set))
-
-    def watch() -> None:  # a thread blocked on the cross-process event, not a polling loop
-        stop_event.wait()
-        loop.call_soon_threadsafe(stop.set)
-
-    threading.Thread(target=watch, daemon=True).start()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_reader(stop_event.fileno(), stop.set)
     try:
         async with Fetcher(
             user_agent=user_agent_string(settings),
@@ -446,7 +467,7 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
                 on_tick: Callable[[], None] | None = None, tick: float = 1.0, deadline: float | None = None) -> int:
     """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly."""
     ctx = mp.get_context("spawn")
-    stop_event = stop_event or ctx.Event()
+    stop_event = stop_event or StopSignal()
     counter = counter if counter is not None else ctx.Value("q", 0)
     scope_args = (scope.mode, scope.seeds, scope.max_depth)
     procs = [
@@ -492,7 +513,7 @@ class Crawler:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.stop_event = mp.get_context("spawn").Event()
+        self.stop_event = StopSignal()
         self.stopped_by_signal = False
 
     def request_stop(self) -> None:

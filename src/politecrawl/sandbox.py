@@ -98,7 +98,8 @@ class Sandbox:
         self.hosts = hosts
         self.port = port
         self.max_seconds = max_seconds  # every server a test starts is bounded in time
-        self.log: list[RequestRecord] = []
+        self.log: list[RequestRecord] = []  # finished requests
+        self._arrivals: list[tuple[str, str, float]] = []  # (host, path, time) as each request arrives
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -161,6 +162,8 @@ class Sandbox:
         async def handle(request: web.Request) -> web.StreamResponse:
             started = time.time()
             path = request.path_qs
+            with self._lock:
+                self._arrivals.append((host.netloc, path, started))
             reply = host.reply(path)
             delay = reply.delay or host.delay
             if delay:
@@ -195,6 +198,12 @@ class Sandbox:
         return handle
 
     # -- reading the log -----------------------------------------------------------
+    def arrivals(self, host: SandboxHost | None = None, path: str | None = None) -> list[float]:
+        """Arrival times of requests, including those still being answered."""
+        with self._lock:
+            return [t for h, p, t in self._arrivals
+                    if (host is None or h == host.netloc) and (path is None or p == path)]
+
     def requests(self, host: SandboxHost | None = None, path: str | None = None) -> list[RequestRecord]:
         with self._lock:
             records = list(self.log)
