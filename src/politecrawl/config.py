@@ -80,8 +80,9 @@ class Settings:
     """How long a parked host rests before it is tried again by itself."""
     robots_ttl: float = 86_400.0
     """Seconds a fetched robots.txt stays valid (RFC 9309 §2.4: 24 h)."""
-    per_ip_limit: int = 0
-    """Hosts resolving to one IP share this many open requests (0 = off)."""
+    per_ip_limit: int = 4
+    """Hosts resolving to one IP share this many open requests (0 = off): hundreds
+    of virtual hosts on one shared server are not all hit at once."""
 
     # --- fetching ------------------------------------------------------------
     max_page_bytes: int = 10 * 1024 * 1024

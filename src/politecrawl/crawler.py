@@ -40,6 +40,8 @@ ROBOTS_MAX_REDIRECTS = 5
 #: Tries for a URL answered 429/503 before it is recorded as failed (each after the host's wait).
 SLOW_DOWN_MAX_ATTEMPTS = 10
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: Seconds a host's resolved IP is trusted for the per-IP cap.
+IP_TTL = 3_600.0
 
 
 def worker_id() -> str:
@@ -136,6 +138,10 @@ class Worker:
         # its fetch time is the version, so a refreshed file is never read from here stale.
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
 
+    def now(self) -> float:
+        """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
+        return time.time() + self.store.clock_offset
+
     # -- dispatcher ------------------------------------------------------------
     async def run(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
@@ -144,8 +150,8 @@ class Worker:
             if self.stop.is_set():
                 slots.release()
                 break
-            now = time.time()
-            claim = self.store.claim(self.id, now, self.lease)
+            now = self.now()
+            claim = self.store.claim(self.id, now, self.lease, per_ip_limit=self.settings.per_ip_limit)
             if claim is not None:
                 task = asyncio.create_task(self._handle(claim))
                 self._tasks.add(task)
@@ -157,7 +163,7 @@ class Worker:
                 break  # nothing queued anywhere and nothing of ours in flight: done
             if self.budget.exhausted() and not self._tasks:
                 break
-            timeout = None if wake is None else max(0.0, wake - time.time())
+            timeout = None if wake is None else max(0.0, wake - self.now())
             await self._wait_for_change(timeout)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -191,19 +197,39 @@ class Worker:
     # -- one claim ---------------------------------------------------------------
     async def _handle(self, claim: Claim) -> None:
         try:
+            ip = await self._resolve(claim)
             if claim.kind == "robots":
                 outcome = await self._robots(claim)
             else:
                 outcome = await self._page(claim)
+            outcome.ip = ip
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
             outcome = Outcome(
-                next_allowed_at=time.time() + max(self.settings.min_delay, self.policy.backoff_base),
+                next_allowed_at=self.now() + max(self.settings.min_delay, self.policy.backoff_base),
                 wait_reason="backoff",
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )
-        self.store.release(claim, outcome, time.time())
+        self.store.release(claim, outcome, self.now())
+
+    async def _resolve(self, claim: Claim) -> str | None:
+        """The host's IP for the per-IP cap, resolved once per ``IP_TTL`` and kept in the store."""
+        if self.settings.per_ip_limit == 0:
+            return None
+        if claim.ip is not None and claim.ip_resolved_at is not None and claim.ip_resolved_at > self.now() - IP_TTL:
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(claim.host)
+        try:
+            infos = await asyncio.wait_for(
+                asyncio.get_running_loop().getaddrinfo(parts.hostname, parts.port or 80, type=socket.SOCK_STREAM),
+                timeout=self.settings.connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError, UnicodeError):
+            return None  # the request itself will fail and be recorded
+        return infos[0][4][0] if infos else None
 
     def _history(self, claim: Claim, crawl_delay: float | None = None) -> HostHistory:
         return HostHistory(
@@ -252,11 +278,11 @@ class Worker:
                 break
             decision, _ = self._decide(claim, result)
             self._log_now(claim, result, "robots", decision)
-            await asyncio.sleep(max(0.0, decision.next_allowed_at - time.time()))
+            await asyncio.sleep(max(0.0, decision.next_allowed_at - self.now()))
             hops += 1
             url = target
             result = await self.fetcher.get(url)
-        now = time.time()
+        now = self.now()
         verdict = outcome_for_status(result.status)
         if result.status in (301, 302, 303, 307, 308):
             verdict = RobotsFetchOutcome.ALLOW_ALL  # RFC 9309 §2.3.1.2: too many redirects = unavailable (4xx-like)
@@ -452,6 +478,7 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
     loop.add_reader(stop_event.fileno(), stop.set)
     try:
         async with Fetcher(
+            clock=lambda: time.time() + store.clock_offset,
             user_agent=user_agent_string(settings),
             max_bytes=settings.max_page_bytes,
             connect_timeout=settings.connect_timeout,
@@ -592,7 +619,7 @@ class Crawler:
             pid = rest.partition(":")[0]
             if host == me and pid.isdigit() and not _pid_alive(int(pid)):
                 dead.append(w)
-        return store.release_leases(dead, time.time() + self.settings.min_delay) if dead else 0
+        return store.release_leases(dead, time.time() + store.clock_offset + self.settings.min_delay) if dead else 0
 
 
 def _pid_alive(pid: int) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import aiohttp
 
@@ -75,7 +76,9 @@ class Fetcher:
         read_timeout: float,
         total_timeout: float,
         session: aiohttp.ClientSession | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.clock = clock  # the store's clock: request times are compared with its next_allowed_at
         self.user_agent = user_agent
         self.max_bytes = max_bytes
         self.timeout = aiohttp.ClientTimeout(
@@ -119,7 +122,7 @@ class Fetcher:
             headers["If-None-Match"] = etag
         if last_modified:
             headers["If-Modified-Since"] = last_modified
-        started = time.time()
+        started = self.clock()
         t0 = time.monotonic()
         result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
         try:
@@ -161,7 +164,7 @@ class Fetcher:
             result.error = f"invalid request: {exc}"[:200]
             result.status = None
         finally:
-            result.ended_at = time.time()
+            result.ended_at = self.clock()
         if result.status is None:
             result.body = b""
         return result

@@ -28,13 +28,17 @@ APP_ID = "politecrawl"
 # its lease. The same condition sits in the subquery (to pick) and in the
 # outer WHERE (to reserve), so the UPDATE can only ever reserve an eligible host.
 _ELIGIBLE = "pending > 0 AND next_allowed_at <= :now AND (lease_owner IS NULL OR lease_expires_at <= :now)"
+# Per-IP cap: hosts sharing an address (virtual hosts on one server) share :per_ip open requests.
+_IP_FREE = """(:per_ip = 0 OR ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
+               WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
+                 AND other.lease_expires_at > :now) < :per_ip)"""
 
 _CLAIM_HOST = f"""
 UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires
-WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} ORDER BY next_allowed_at LIMIT 1)
-  AND {_ELIGIBLE}
+WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1)
+  AND {_ELIGIBLE} AND {_IP_FREE}
 RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
-          crawl_delay, response_time, failures, pages_fetched
+          crawl_delay, response_time, failures, pages_fetched, ip, ip_resolved_at
 """
 
 _LEASE_URL = """
@@ -135,6 +139,10 @@ class SQLiteStore:
         with self._lock:
             self._db.close()
 
+    #: Seconds to add to this machine's clock to get the store's clock. SQLite lives on
+    #: this machine, so its clock is ours.
+    clock_offset = 0.0
+
     # -- frontier ----------------------------------------------------------------
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
         """Queue URLs that are not known yet; seed their hosts first. Returns how many were new."""
@@ -157,15 +165,16 @@ class SQLiteStore:
         return sum(added.values())
 
     # -- the claim ---------------------------------------------------------------
-    def claim(self, worker: str, now: float, lease_seconds: float) -> Claim | None:
+    def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
         expires = now + lease_seconds
-        params = {"worker": worker, "expires": expires, "now": now}
+        params = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
         with self._write() as db:
             row = db.execute(_CLAIM_HOST, params).fetchone()
             if row is None:
                 return None
-            host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched = row
+            (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip,
+             ip_at) = row
             robots = HostRobots(r_status, r_body, r_fetched, r_expires)
             base = dict(
                 host=host,
@@ -177,6 +186,8 @@ class SQLiteStore:
                 response_time=response_time,
                 failures=failures,
                 pages_fetched=fetched,
+                ip=ip,
+                ip_resolved_at=ip_at,
             )
             if not robots.fresh(now):
                 return Claim(kind="robots", **base)
@@ -228,6 +239,9 @@ class SQLiteStore:
             if outcome.host_error is not None or outcome.failures == 0:
                 host_sets.append("last_error = :herr")
                 p["herr"] = outcome.host_error
+            if outcome.ip is not None:
+                host_sets += ["ip = :ip", "ip_resolved_at = :ip_at"]
+                p.update(ip=outcome.ip, ip_at=now)
             if outcome.robots is not None:
                 r = outcome.robots
                 host_sets.append("robots_expires_at = :r_expires")

@@ -20,8 +20,11 @@ CREATE TABLE IF NOT EXISTS hosts (
   response_time     REAL,                      -- smoothed seconds
   failures          INTEGER NOT NULL DEFAULT 0,
   pages_fetched     INTEGER NOT NULL DEFAULT 0,
-  last_error        TEXT
+  last_error        TEXT,
+  ip                TEXT,                      -- resolved address, for the per-IP cap
+  ip_resolved_at    REAL
 );
+CREATE INDEX IF NOT EXISTS hosts_leased_ip ON hosts (ip) WHERE lease_owner IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hosts_ready ON hosts (next_allowed_at) WHERE pending > 0;
 
 CREATE TABLE IF NOT EXISTS frontier (
