@@ -1,0 +1,643 @@
+"""The search web UI and JSON API, on ``aiohttp.web``.
+
+    GET /                      home page with a search box (``/?q=…`` shows results)
+    GET /search?q=&page=       results page, server-rendered, no JavaScript
+    GET /bot                   for site owners: what the crawler is and how to opt out
+    GET /api/search?q=&page=&limit=   JSON hits
+    GET /api/status            the store's crawl figures plus index statistics
+    GET /api/openapi.json      OpenAPI 3.1 description of the three API routes
+    GET /static/style.css      the one stylesheet
+
+User input never causes a 500: every parameter is validated into a 400 with a
+message (HTML page or JSON), a missing index or store is a 503 saying what to
+run, and an unexpected exception is logged and answered with a bare 500 page
+(no traceback).  Every piece of text from the index (titles, URLs, snippets)
+is escaped: templates autoescape, and snippets are assembled from escaped
+pieces around ``<mark>`` using the searcher's highlight offsets.
+
+The ``Searcher`` is opened once per application (it follows new index
+generations itself) and used from a worker thread under a lock, so a slow
+query does not stall the event loop; the store is opened per status request
+so the web server holds no crawl state of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import jinja2
+from aiohttp import web
+from markupsafe import Markup, escape
+
+from . import __version__
+from .config import Settings, is_loopback_host, user_agent_string
+from .errors import PolitecrawlError, SearchIndexError, StoreError
+from .index import Searcher
+from .indexing import index_dir_for
+from .robots import product_token
+
+__all__ = ["create_app", "serve", "bot_page_html"]
+
+log = logging.getLogger("politecrawl.web")
+
+#: Longest accepted query, in characters (after control characters are removed).
+MAX_QUERY_CHARS = 1_000
+#: Pages and page sizes a client may ask for (the searcher ranks page * limit hits).
+MAX_PAGE = 1_000
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 10
+#: Results per page of the HTML UI.
+HTML_LIMIT = 10
+#: aiohttp's default request-line cap is 8190 bytes, which a 1,000-character
+#: non-ASCII query exceeds once percent-encoded (up to 12 bytes a character);
+#: a larger cap lets such requests reach our validation and its clear message.
+MAX_REQUEST_LINE = 16 * 1024
+
+CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
+
+_HERE = Path(__file__).resolve().parent
+_TEMPLATES = _HERE / "templates"
+_STATIC = _HERE / "static"
+
+_SEARCHER = web.AppKey("searcher", object)
+_STATE = web.AppKey("state", object)
+
+
+class _BadInput(Exception):
+    """A parameter the user got wrong: answered with 400 and this message."""
+
+
+# -- input validation ---------------------------------------------------------
+
+
+def _clean_query(raw: str | None) -> str:
+    """The query without control characters and surrounding space; raises ``_BadInput`` if too long."""
+    if raw is None:
+        return ""
+    # Cc (C0/C1 controls, including NUL, tab and newline) become spaces so that
+    # "a\tb" stays two words; Cf (zero-width, bidi overrides) is dropped.
+    chars = []
+    for ch in raw:
+        cat = unicodedata.category(ch)
+        if cat == "Cc":
+            chars.append(" ")
+        elif cat not in ("Cf", "Cs", "Co", "Cn"):
+            chars.append(ch)
+    q = " ".join("".join(chars).split())
+    if len(q) > MAX_QUERY_CHARS:
+        raise _BadInput(f"The query is too long ({len(q):,} characters); the limit is {MAX_QUERY_CHARS:,}.")
+    return q
+
+
+def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    raw = raw.strip()
+    # int() would accept "1_000", "+5" and non-ASCII digits; a page number is plain ASCII digits.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
+        raise _BadInput(f"{name} must be a whole number from {low} to {high}, not {raw[:40]!r}.")
+    value = int(raw)
+    if not low <= value <= high:
+        raise _BadInput(f"{name} must be from {low} to {high}, not {value}.")
+    return value
+
+
+# -- rendering helpers ----------------------------------------------------------
+
+
+def highlight_snippet(snippet: str, highlights) -> Markup:
+    """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>``.
+
+    Offsets are trusted only after checking: ranges are sorted, clipped to the
+    text, and overlapping or empty ones skipped, so bad offsets cost a
+    highlight, never the page.
+    """
+    out: list[str] = []
+    pos = 0
+    n = len(snippet)
+    for start, end in sorted((int(s), int(e)) for s, e in highlights):
+        start, end = max(start, pos), min(end, n)
+        if start >= end:
+            continue
+        out.append(str(escape(snippet[pos:start])))
+        out.append("<mark>" + str(escape(snippet[start:end])) + "</mark>")
+        pos = end
+    out.append(str(escape(snippet[pos:])))
+    return Markup("".join(out))
+
+
+def _safe_href(url: str) -> str | None:
+    """Only http(s) URLs become links: a ``javascript:`` URL in the index stays text."""
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return None
+    return url if scheme in ("http", "https") else None
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        h = int(seconds // 3600)
+        return f"{h} hour{'s' if h != 1 else ''}"
+    if seconds >= 60 and seconds % 60 == 0:
+        m = int(seconds // 60)
+        return f"{m} minute{'s' if m != 1 else ''}"
+    s = f"{seconds:g}"
+    return f"{s} second{'s' if s != '1' else ''}"
+
+
+def _contact_href(contact: str | None) -> str | None:
+    if not contact:
+        return None
+    if contact.lower().startswith(("http://", "https://")):
+        return contact
+    if contact.lower().startswith("mailto:"):
+        return contact
+    if "@" in contact and " " not in contact and ":" not in contact:
+        return "mailto:" + contact
+    return None
+
+
+def _jinja_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        autoescape=True,  # every template, whatever its extension
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _bot_context(settings: Settings) -> dict[str, Any]:
+    token = product_token(settings.user_agent) or settings.user_agent
+    mb = settings.max_page_bytes / (1024 * 1024)
+    return {
+        "bot_name": token,
+        "user_agent": user_agent_string(settings),
+        "contact": settings.contact,
+        "contact_href": _contact_href(settings.contact),
+        "version": __version__,
+        "max_page_mb": f"{mb:g} MB",
+        "host_budget": f"{settings.host_page_budget:,}" if settings.host_page_budget else "a configured number of",
+        "max_depth": settings.max_depth,
+        "per_ip": settings.per_ip_limit if settings.per_ip_limit else "(no limit set)",
+        "min_delay": _duration(settings.min_delay),
+        "adaptive": f"{settings.adaptive_factor:g}",
+        "max_adaptive": _duration(settings.max_adaptive_delay),
+        "max_crawl_delay": _duration(settings.max_crawl_delay),
+        "backoff_base": _duration(settings.backoff_base),
+        "backoff_cap": _duration(settings.backoff_cap),
+        "park_after": settings.park_after,
+        "park": _duration(settings.park_seconds),
+        "robots_ttl": _duration(settings.robots_ttl),
+        "follow_nofollow": settings.follow_nofollow,
+        "robots_slow": f"User-agent: {token}\nCrawl-delay: 10",
+        "robots_partial": f"User-agent: {token}\nDisallow: /private/",
+        "robots_block": f"User-agent: {token}\nDisallow: /",
+    }
+
+
+def bot_page_html(settings: Settings) -> str:
+    """The /bot page as a standalone HTML document (CSS inlined), e.g. to publish at the contact URL."""
+    env = _jinja_env()
+    css = Markup((_STATIC / "style.css").read_text(encoding="utf-8"))
+    return env.get_template("bot.html").render(
+        **_bot_context(settings), standalone=True, inline_css=css, query="", max_query=MAX_QUERY_CHARS
+    )
+
+
+# -- the application ------------------------------------------------------------
+
+
+class _State:
+    """Per-application state: settings, templates and the lazily opened searcher."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.index_dir = index_dir_for(settings)
+        self.env = _jinja_env()
+        self.bot_name = product_token(settings.user_agent) or settings.user_agent
+        self._searcher: Searcher | None = None
+        self._lock = threading.Lock()
+
+    def _with_searcher(self, fn):
+        """Run ``fn(searcher)`` under the lock; opens the searcher on first use.
+
+        An index that does not exist yet raises ``SearchIndexError`` (answered
+        with 503) and is tried again on the next request; a searcher whose
+        index disappeared (``politecrawl index --rebuild``) is dropped and reopened.
+        """
+        with self._lock:
+            if self._searcher is None:
+                self._searcher = Searcher(self.index_dir)
+            try:
+                return fn(self._searcher)
+            except SearchIndexError:
+                self._searcher = None
+                raise
+            except OSError as exc:
+                self._searcher = None
+                raise SearchIndexError(f"the search index at {self.index_dir} cannot be read: {exc}") from exc
+
+    def search(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
+        def run(s: Searcher):
+            t0 = time.perf_counter()
+            total = s.count(q)
+            hits = s.search(q, limit=limit, page=page) if total and (page - 1) * limit < total else []
+            return total, hits, (time.perf_counter() - t0) * 1000.0
+
+        return self._with_searcher(run)
+
+    def index_stats(self) -> dict:
+        return self._with_searcher(lambda s: s.stats())
+
+    def render(self, name: str, **ctx: Any) -> str:
+        ctx.setdefault("query", "")
+        ctx.setdefault("inline_css", None)
+        ctx.setdefault("bot_name", self.bot_name)
+        ctx.setdefault("max_query", MAX_QUERY_CHARS)
+        return self.env.get_template(name).render(**ctx)
+
+
+def _state(request: web.Request) -> _State:
+    return request.app[_STATE]
+
+
+def _is_api(request: web.Request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _json_error(status: int, message: str, **extra: Any) -> web.Response:
+    body = {"error": {"status": status, "message": message, **extra}}
+    return web.json_response(body, status=status)
+
+
+def _html_message(request: web.Request, status: int, heading: str, message: str, hint: str | None = None,
+                  query: str = "") -> web.Response:
+    html = _state(request).render(
+        "message.html", heading=heading, message=message, hint=hint, is_error=status >= 400, query=query
+    )
+    return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
+
+
+def _no_index_message(state: _State) -> str:
+    return f"There is no search index yet ({state.index_dir} does not exist). Run `politecrawl crawl` to build one."
+
+
+# -- handlers ---------------------------------------------------------------------
+
+
+async def _home(request: web.Request) -> web.Response:
+    if request.query.get("q") is not None:
+        return await _search_page(request)
+    return await _home_page(request)
+
+
+async def _home_page(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        stats = await asyncio.to_thread(state.index_stats)
+        docs: int | None = int(stats.get("N", 0))
+    except SearchIndexError:
+        docs = None
+    html = state.render("home.html", docs=docs)
+    return web.Response(text=html, content_type="text/html", charset="utf-8")
+
+
+def _search_url(q: str, page: int) -> str:
+    params = {"q": q} if page == 1 else {"q": q, "page": str(page)}
+    return "/search?" + urlencode(params)
+
+
+async def _search_page(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        q = _clean_query(request.query.get("q"))
+    except _BadInput as exc:
+        return _html_message(request, 400, "That search could not be run", str(exc))
+    try:
+        page = _int_param(request, "page", 1, 1, MAX_PAGE)
+    except _BadInput as exc:
+        return _html_message(request, 400, "That search could not be run", str(exc), query=q)
+    if not q:
+        return await _home_page(request)
+    try:
+        total, hits, took_ms = await asyncio.to_thread(state.search, q, page, HTML_LIMIT)
+    except SearchIndexError:
+        return _html_message(request, 503, "No index yet", _no_index_message(state), query=q)
+    pages = min(MAX_PAGE, max(1, math.ceil(total / HTML_LIMIT))) if total else 0
+    rows = [
+        {
+            "title": h.title or h.url,
+            "url": h.url,
+            "href": _safe_href(h.url),
+            "snippet": highlight_snippet(h.snippet, h.highlights),
+        }
+        for h in hits
+    ]
+    html = state.render(
+        "results.html",
+        query=q,
+        hits=rows,
+        total=total,
+        page=page,
+        pages=pages,
+        took_ms=took_ms,
+        first_rank=(page - 1) * HTML_LIMIT + 1,
+        prev_url=_search_url(q, page - 1) if page > 1 and total else None,
+        next_url=_search_url(q, page + 1) if page < pages else None,
+        first_url=_search_url(q, 1),
+    )
+    return web.Response(text=html, content_type="text/html", charset="utf-8")
+
+
+async def _api_search(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        q = _clean_query(request.query.get("q"))
+        page = _int_param(request, "page", 1, 1, MAX_PAGE)
+        limit = _int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    except _BadInput as exc:
+        return _json_error(400, str(exc))
+    if not q:
+        return _json_error(400, "q is required: give a search query, e.g. /api/search?q=crawler")
+    try:
+        total, hits, took_ms = await asyncio.to_thread(state.search, q, page, limit)
+    except SearchIndexError:
+        return _json_error(503, _no_index_message(state))
+    return web.json_response(
+        {
+            "query": q,
+            "page": page,
+            "limit": limit,
+            "total": total,
+            "took_ms": round(took_ms, 3),
+            "hits": [
+                {
+                    "url": h.url,
+                    "title": h.title,
+                    "score": h.score,
+                    "snippet": h.snippet,
+                    "highlights": [[int(s), int(e)] for s, e in h.highlights],
+                }
+                for h in hits
+            ],
+        }
+    )
+
+
+def _store_status(settings: Settings) -> dict:
+    from .store import open_store
+
+    store = open_store(settings.db, create=False)
+    try:
+        return store.status(time.time())
+    finally:
+        store.close()
+
+
+async def _api_status(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        status = await asyncio.to_thread(_store_status, state.settings)
+    except StoreError as exc:
+        return _json_error(503, f"No crawl store yet: {exc}. Run `politecrawl crawl` to create one.")
+    try:
+        index: dict | None = await asyncio.to_thread(state.index_stats)
+    except SearchIndexError:
+        index = None
+    return web.json_response({**status, "index": index})
+
+
+async def _api_openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi_document())
+
+
+async def _bot(request: web.Request) -> web.Response:
+    state = _state(request)
+    html = state.render("bot.html", **_bot_context(state.settings), standalone=False)
+    return web.Response(text=html, content_type="text/html", charset="utf-8")
+
+
+# -- OpenAPI ----------------------------------------------------------------------
+
+
+def openapi_document() -> dict:
+    """OpenAPI 3.1 description of the JSON API."""
+    error = {"$ref": "#/components/schemas/Error"}
+    err_resp = lambda text: {"description": text, "content": {"application/json": {"schema": error}}}  # noqa: E731
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "politecrawl search API",
+            "version": __version__,
+            "description": "Search the pages a politecrawl crawl has indexed (BM25 ranking).",
+        },
+        "paths": {
+            "/api/search": {
+                "get": {
+                    "operationId": "search",
+                    "summary": "Ranked search results",
+                    "description": (
+                        "Free-text terms are OR-ed; \"quoted phrases\" must occur; -term excludes; "
+                        "site:host restricts to a host and its subdomains. Control characters are removed."
+                    ),
+                    "parameters": [
+                        {"name": "q", "in": "query", "required": True, "description": "The query.",
+                         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}},
+                        {"name": "page", "in": "query", "required": False,
+                         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1}},
+                        {"name": "limit", "in": "query", "required": False, "description": "Hits per page.",
+                         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+                    ],
+                    "responses": {
+                        "200": {"description": "Results (possibly none).",
+                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}}},
+                        "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
+                        "503": err_resp("No search index yet."),
+                    },
+                }
+            },
+            "/api/status": {
+                "get": {
+                    "operationId": "status",
+                    "summary": "Crawl figures from the store, plus index statistics",
+                    "responses": {
+                        "200": {"description": "Crawl status.",
+                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}}},
+                        "503": err_resp("No crawl store yet."),
+                    },
+                }
+            },
+            "/api/openapi.json": {
+                "get": {
+                    "operationId": "openapi",
+                    "summary": "This document",
+                    "responses": {"200": {"description": "OpenAPI 3.1 document.",
+                                          "content": {"application/json": {"schema": {"type": "object"}}}}},
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                "Hit": {
+                    "type": "object",
+                    "required": ["url", "title", "score", "snippet", "highlights"],
+                    "properties": {
+                        "url": {"type": "string"},
+                        "title": {"type": "string"},
+                        "score": {"type": "number"},
+                        "snippet": {"type": "string", "description": "Plain text (not HTML)."},
+                        "highlights": {
+                            "type": "array",
+                            "description": "[start, end) character offsets of matched terms in snippet.",
+                            "items": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                                      "minItems": 2, "maxItems": 2},
+                        },
+                    },
+                },
+                "SearchResults": {
+                    "type": "object",
+                    "required": ["query", "page", "limit", "total", "took_ms", "hits"],
+                    "properties": {
+                        "query": {"type": "string", "description": "The query as run (control characters removed)."},
+                        "page": {"type": "integer"},
+                        "limit": {"type": "integer"},
+                        "total": {"type": "integer", "description": "All matching documents."},
+                        "took_ms": {"type": "number"},
+                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
+                    },
+                },
+                "Status": {
+                    "type": "object",
+                    "description": "The store's crawl figures (pages_fetched, queued, hosts, requests, "
+                                   "status_codes, …) and index statistics (null when there is no index).",
+                    "properties": {
+                        "pages_fetched": {"type": "integer"},
+                        "queued": {"type": "integer"},
+                        "hosts": {"type": "integer"},
+                        "requests": {"type": "integer"},
+                        "status_codes": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "index": {"type": ["object", "null"]},
+                    },
+                    "additionalProperties": True,
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["status", "message"],
+                            "properties": {"status": {"type": "integer"}, "message": {"type": "string"}},
+                        }
+                    },
+                },
+            }
+        },
+    }
+
+
+# -- middleware and app -------------------------------------------------------------
+
+
+@web.middleware
+async def _errors(request: web.Request, handler) -> web.StreamResponse:
+    """HTTP errors in the page's own format; anything unexpected is logged and a bare 500."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = {404: "There is no page at this address.", 405: "That method is not allowed here."}.get(
+            exc.status, exc.reason
+        )
+        if _is_api(request):
+            resp = _json_error(exc.status, message)
+        else:
+            resp = _html_message(request, exc.status, f"{exc.status} {exc.reason}", message)
+        for name in ("Allow",):
+            if name in exc.headers:
+                resp.headers[name] = exc.headers[name]
+        return resp
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        if _is_api(request):
+            return _json_error(500, "Internal server error; it has been logged.")
+        # No template here: the failure may be in the templates themselves.
+        return web.Response(
+            text="<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width, initial-scale=1'>"
+            "<title>Server error</title><h1>Server error</h1><p>Something went wrong on our side; it has been logged."
+            " <a href='/'>Back to search</a></p>",
+            status=500,
+            content_type="text/html",
+            charset="utf-8",
+        )
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    # on_response_prepare also covers aiohttp's own error responses and static files.
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["X-Frame-Options"] = "DENY"
+    # Results link out to other sites: do not leak the query to them.
+    response.headers["Referrer-Policy"] = "no-referrer"
+
+
+def create_app(settings: Settings) -> web.Application:
+    """The web application: UI, JSON API and /bot page for ``settings`` (db, index_dir, identity)."""
+    app = web.Application(middlewares=[_errors], handler_args={"max_line_size": MAX_REQUEST_LINE})
+    app[_STATE] = _State(settings)
+    app.on_response_prepare.append(_security_headers)
+    app.router.add_get("/", _home)
+    app.router.add_get("/search", _search_page)
+    app.router.add_get("/bot", _bot)
+    app.router.add_get("/api/search", _api_search)
+    app.router.add_get("/api/status", _api_status)
+    app.router.add_get("/api/openapi.json", _api_openapi)
+    app.router.add_static("/static/", _STATIC, follow_symlinks=False)
+    return app
+
+
+def _display_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(settings: Settings) -> None:
+    """Serve ``create_app(settings)`` on ``settings.host:settings.port`` until Ctrl-C; prints the URL."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    async def main() -> None:
+        runner = web.AppRunner(create_app(settings), handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+            # the real port when port 0 was asked for
+            port = runner.addresses[0][1] if runner.addresses else settings.port
+            print(f"politecrawl search: {_display_url(settings.host, port)}  (Ctrl-C to stop)", flush=True)
+            if not is_loopback_host(settings.host):
+                print(f"note: listening on {settings.host}, reachable from other machines", flush=True)
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    except OSError as exc:
+        raise PolitecrawlError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}") from exc
