@@ -1,0 +1,758 @@
+"""The fleet store: PostgreSQL, shared by worker processes on many machines.
+
+The same public methods and semantics as ``SQLiteStore``. What differs is how
+atomicity is obtained:
+
+* the host claim is one ``UPDATE hosts … WHERE host = (SELECT host … FOR UPDATE
+  SKIP LOCKED) AND <eligible> RETURNING …``: the subquery picks a candidate no
+  other claimer is holding, the outer WHERE re-checks eligibility on the locked
+  row, so deciding and reserving stay one statement; the URL is leased in the
+  same transaction, again with ``FOR UPDATE SKIP LOCKED``;
+* seeding is ``INSERT … ON CONFLICT DO NOTHING`` (hosts first, then the
+  frontier), counting the inserted rows per host with ``RETURNING`` to bump
+  ``pending``;
+* every transaction takes the row locks of ``hosts`` in sorted host order
+  before it touches ``frontier``, so concurrent releases and seeds that share
+  hosts wait for each other instead of deadlocking.
+
+Connection URL: ``postgresql://user@host:port/db``; all libpq parameters are
+accepted. To keep a store in its own schema, either pass
+``options=-csearch_path=<schema>`` or the store's own ``?schema=<schema>``
+query parameter (created on open when ``create`` is true; names are
+``[A-Za-z_][A-Za-z0-9_]*``). The tests give every test its own schema that way.
+
+Clock: every time the crawler passes in (``now``, ``next_allowed_at`` …) is in
+the *database's* clock. ``clock_offset`` is measured at open as
+``extract(epoch from clock_timestamp())`` minus the midpoint of this machine's
+``time.time()`` around the round trip; callers add it to ``time.time()``. So
+machines whose clocks disagree still agree on when a host is next allowed.
+
+Connections come from a small ``psycopg_pool.ConnectionPool`` (1 to 4) that
+checks a connection before handing it out, so the store recovers after a
+PostgreSQL restart. A failed operation is retried once on a fresh connection
+when that is safe: reads, and transactions that failed before their COMMIT was
+sent (a connection lost during COMMIT leaves the outcome unknown: no retry).
+Deadlocks and serialization failures are retried the same way. psycopg errors
+leave this module as ``StoreError`` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from importlib import resources
+from typing import Any, Callable, Sequence, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from ..errors import NotAStoreError, StoreError
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome
+
+__all__ = ["PostgresStore", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+APP_ID = "politecrawl"
+
+_T = TypeVar("_T")
+
+# Advisory-lock keys (pg_advisory_xact_lock takes a bigint): arbitrary constants, namespaced by hashtext.
+_MIGRATE_LOCK = "politecrawl:migrate"
+_PAGES_LOCK = "politecrawl:pages-seq"
+_IP_LOCK_PREFIX = "politecrawl:ip:"
+
+# SQLSTATEs worth one retry on a fresh transaction: serialization failure, deadlock.
+_RETRY_SQLSTATES = {"40001", "40P01"}
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# Eligible: work, delay passed, lease free. Used both to pick (subquery) and to reserve (outer WHERE).
+_ELIGIBLE = (
+    "pending > 0 AND next_allowed_at <= %(now)s"
+    " AND (lease_owner IS NULL OR lease_expires_at <= %(now)s)"
+)
+# Per-IP cap, as in SQLite. Under concurrency a snapshot cannot see an uncommitted claim on a
+# sibling host, so claim() re-checks under an advisory lock per address (see _ip_ok).
+_IP_FREE = """(%(per_ip)s = 0 OR hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
+               WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
+                 AND other.lease_expires_at > %(now)s) < %(per_ip)s)"""
+
+_CLAIM_HOST = f"""
+UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = %(expires)s
+WHERE host = (SELECT host FROM hosts
+              WHERE {_ELIGIBLE} AND {_IP_FREE} AND NOT (host = ANY(%(skip)s::text[]))
+              ORDER BY next_allowed_at LIMIT 1
+              FOR UPDATE SKIP LOCKED)
+  AND {_ELIGIBLE}
+RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
+          crawl_delay, response_time, failures, pages_fetched, ip, ip_resolved_at
+"""
+
+_LEASE_URL = """
+UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = %(expires)s,
+                    attempts = attempts + 1
+WHERE id = (SELECT id FROM frontier
+            WHERE host = %(host)s AND state IN ('queued', 'leased')
+              AND (state = 'queued' OR lease_expires_at <= %(now)s)
+            ORDER BY priority, id LIMIT 1
+            FOR UPDATE SKIP LOCKED)
+  AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= %(now)s))
+RETURNING id, url, depth, attempts
+"""
+
+# Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
+_IP_RETRIES = 4
+
+
+class _IPBusy(Exception):
+    """Internal: the claimed host's address is at its cap; roll the savepoint back."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _parse_url(url: str) -> tuple[str, str | None, str]:
+    """Split the store's own ``schema`` query parameter off a postgresql:// URL.
+
+    Returns (conninfo for psycopg, schema or None, the URL to show in messages, without password).
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = None
+    rest = []
+    for k, v in query:
+        if k == "schema":
+            schema = v
+        else:
+            rest.append((k, v))
+    if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(f"invalid schema name {schema!r} in store URL (letters, digits and _ only)")
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    netloc = parts.netloc
+    if "@" in netloc:
+        creds, hostpart = netloc.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        netloc = f"{user}@{hostpart}"
+    shown = urlunsplit(parts._replace(netloc=netloc))
+    return conninfo, schema, shown
+
+
+class PostgresStore:
+    """``Store`` on a PostgreSQL database (or one schema of it). Safe across processes and machines."""
+
+    #: Seconds to add to this machine's clock to get the database's clock (measured at open).
+    clock_offset: float = 0.0
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        conninfo, self._schema, self.url = _parse_url(url)
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if self._schema is not None:
+            kwargs["options"] = f"-csearch_path={self._schema}"
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=4,
+            kwargs=kwargs,
+            check=ConnectionPool.check_connection,
+            open=False,
+            timeout=30.0,
+            name="politecrawl-store",
+        )
+        try:
+            try:
+                self._pool.open(wait=True, timeout=15.0)
+            except PoolTimeout as exc:
+                raise StoreError(f"cannot connect to the PostgreSQL store {self.url}") from exc
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot connect to the PostgreSQL store {self.url}: {_one_line(exc)}") from exc
+            self._transaction(lambda conn: self._check_or_create(conn, create), "open the store")
+            self.clock_offset = self._measure_clock_offset()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # -- plumbing ----------------------------------------------------------------
+    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool) -> _T:
+        """Run ``fn`` on a pooled connection; retry once on a fresh one when that is safe."""
+        for attempt in (1, 2):
+            body_done = False
+            try:
+                with self._pool.connection() as conn:
+                    if transaction:
+                        with conn.transaction():
+                            result = fn(conn)
+                            body_done = True  # from here on, an error may have come from COMMIT
+                    else:
+                        result = fn(conn)
+                return result
+            except (NotAStoreError, StoreError):
+                raise
+            except psycopg.Error as exc:
+                transient = isinstance(exc, psycopg.OperationalError) or exc.sqlstate in _RETRY_SQLSTATES
+                safe = idempotent or not body_done
+                if attempt == 1 and transient and safe:
+                    continue
+                raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: {_one_line(exc)}") from exc
+            except PoolTimeout as exc:
+                raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: no connection ({_one_line(exc)})") from exc
+            except PoolClosed as exc:
+                raise StoreError(f"PostgreSQL store {self.url} is closed") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
+        """One write transaction; retried once only if it failed before COMMIT."""
+        return self._run(fn, what, transaction=True, idempotent=False)
+
+    def _read(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
+        """Reads: one consistent snapshot per call, always safe to retry."""
+        return self._run(fn, what, transaction=True, idempotent=True)
+
+    def _measure_clock_offset(self) -> float:
+        def measure(conn: psycopg.Connection) -> float:
+            before = time.time()
+            db_now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+            after = time.time()
+            return float(db_now) - (before + after) / 2.0
+
+        return self._run(measure, "read the database clock", transaction=False, idempotent=True)
+
+    # -- setup -------------------------------------------------------------------
+    def _check_or_create(self, conn: psycopg.Connection, create: bool) -> None:
+        # One store setup at a time per database (two processes opening a fresh store at once).
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_MIGRATE_LOCK,))
+        if self._schema is not None:
+            exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,)).fetchone()
+            if not exists:
+                if not create:
+                    raise StoreError(f"no store at {self.url} (run 'politecrawl crawl SEED' first)")
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema)))
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+        }
+        if "meta" in tables:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("app") != APP_ID:
+                raise NotAStoreError(f"{self.url} is a PostgreSQL database but not a politecrawl store")
+            version = int(meta.get("schema_version", "0"))
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.url} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: upgrade politecrawl"
+                )
+            self._migrate(conn, version)
+            return
+        if tables:
+            raise NotAStoreError(f"{self.url} is a PostgreSQL database but not a politecrawl store")
+        if not create:
+            raise StoreError(f"no store at {self.url} (run 'politecrawl crawl SEED' first)")
+        self._migrate(conn, 0)
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection, version: int) -> None:
+        """Apply ``schema/postgres_NNN.sql`` files newer than ``version``, in order.
+
+        DDL is transactional in PostgreSQL: the whole upgrade commits or none of it.
+        """
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            script = resources.files("politecrawl.store").joinpath(f"schema/postgres_{target:03d}.sql").read_text()
+            conn.execute(script)  # no parameters: the simple protocol runs the whole script
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (APP_ID,),
+            )
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(target),),
+            )
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- frontier ----------------------------------------------------------------
+    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
+        """Queue URLs that are not known yet; seed their hosts first. Returns how many were new."""
+        urls = _unique(urls)
+        if not urls:
+            return 0
+
+        def tx(conn: psycopg.Connection) -> int:
+            hosts = sorted({u.host for u in urls})
+            self._insert_hosts(conn, hosts)
+            self._lock_hosts(conn, hosts)
+            return self._insert_frontier(conn, urls, now)
+
+        return self._transaction(tx, "seed URLs")
+
+    @staticmethod
+    def _insert_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
+        """Insert-if-absent, in sorted order. Known hosts are filtered out first so that the
+        insert never waits on a row another transaction is merely updating."""
+        conn.execute(
+            """INSERT INTO hosts (host, next_allowed_at)
+               SELECT h, 0 FROM unnest(%s::text[]) AS h
+               WHERE NOT EXISTS (SELECT 1 FROM hosts AS known WHERE known.host = h)
+               ORDER BY h
+               ON CONFLICT (host) DO NOTHING""",
+            (hosts,),
+        )
+
+    @staticmethod
+    def _lock_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
+        """Row-lock the hosts in sorted order: the one lock order every transaction follows."""
+        conn.execute("SELECT 1 FROM hosts WHERE host = ANY(%s::text[]) ORDER BY host FOR UPDATE", (hosts,)).fetchall()
+
+    @staticmethod
+    def _insert_frontier(conn: psycopg.Connection, urls: Sequence[NewURL], now: float) -> int:
+        """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new."""
+        ordered = sorted(urls, key=lambda u: u.url)
+        rows = conn.execute(
+            """INSERT INTO frontier (url, host, depth, priority, discovered_at)
+               SELECT t.u, t.h, t.d, t.p, %s
+               FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS t(u, h, d, p)
+               WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u)
+               ORDER BY t.u
+               ON CONFLICT (url) DO NOTHING
+               RETURNING host""",
+            (
+                now,
+                [u.url for u in ordered],
+                [u.host for u in ordered],
+                [u.depth for u in ordered],
+                [u.priority for u in ordered],
+            ),
+        ).fetchall()
+        added: dict[str, int] = {}
+        for (host,) in rows:
+            added[host] = added.get(host, 0) + 1
+        if added:
+            names = sorted(added)
+            conn.execute(
+                """UPDATE hosts SET pending = hosts.pending + d.n
+                   FROM unnest(%s::text[], %s::bigint[]) AS d(host, n) WHERE hosts.host = d.host""",
+                (names, [added[h] for h in names]),
+            )
+        return len(rows)
+
+    # -- the claim ---------------------------------------------------------------
+    def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
+        """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
+        expires = now + lease_seconds
+        params: dict[str, Any] = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
+
+        def tx(conn: psycopg.Connection) -> Claim | None:
+            skip: list[str] = []
+            for _ in range(_IP_RETRIES):
+                try:
+                    with conn.transaction():  # a savepoint: an over-cap candidate is rolled back
+                        row = conn.execute(_CLAIM_HOST, {**params, "skip": skip}).fetchone()
+                        if row is None:
+                            return None
+                        if per_ip_limit > 0 and row[9] is not None and not self._ip_ok(conn, row, now, per_ip_limit):
+                            skip.append(row[0])
+                            raise _IPBusy
+                        return self._finish_claim(conn, row, worker, now, expires, params)
+                except _IPBusy:
+                    continue
+            return None
+
+        return self._transaction(tx, "claim a host")
+
+    @staticmethod
+    def _ip_ok(conn: psycopg.Connection, row: tuple, now: float, per_ip_limit: int) -> bool:
+        """Re-count the address's open leases once every earlier claimer of it has committed.
+
+        The advisory lock (held to COMMIT) serializes claims per address; READ COMMITTED gives
+        the next statement a fresh snapshot, so claims committed meanwhile are counted.
+        """
+        host, ip = row[0], row[9]
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_IP_LOCK_PREFIX + ip,))
+        busy = conn.execute(
+            "SELECT COUNT(*) FROM hosts WHERE ip = %s AND host <> %s AND lease_owner IS NOT NULL"
+            " AND lease_expires_at > %s",
+            (ip, host, now),
+        ).fetchone()[0]
+        return busy < per_ip_limit
+
+    @staticmethod
+    def _finish_claim(
+        conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
+    ) -> Claim | None:
+        (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip,
+         ip_at) = row
+        robots = HostRobots(r_status, None if r_body is None else bytes(r_body), r_fetched, r_expires)
+        base = dict(
+            host=host,
+            worker=worker,
+            claimed_at=now,
+            lease_expires_at=expires,
+            robots=robots,
+            crawl_delay=crawl_delay,
+            response_time=response_time,
+            failures=failures,
+            pages_fetched=fetched,
+            ip=ip,
+            ip_resolved_at=ip_at,
+        )
+        if not robots.fresh(now):
+            return Claim(kind="robots", **base)
+        url_row = conn.execute(_LEASE_URL, {**params, "host": host}).fetchone()
+        if url_row is None:
+            # The pending counter disagreed with the frontier: repair it and let go.
+            real = conn.execute(
+                "SELECT COUNT(*) FROM frontier WHERE host = %s AND state IN ('queued', 'leased')", (host,)
+            ).fetchone()[0]
+            conn.execute(
+                "UPDATE hosts SET pending = %s, lease_owner = NULL, lease_expires_at = NULL WHERE host = %s",
+                (real, host),
+            )
+            return None
+        url_id, url, depth, attempts = url_row
+        cached = conn.execute("SELECT etag, last_modified FROM pages WHERE url_id = %s", (url_id,)).fetchone()
+        etag, last_modified = cached if cached else (None, None)
+        return Claim(
+            kind="page",
+            url_id=url_id,
+            url=url,
+            depth=depth,
+            attempts=attempts,
+            etag=etag,
+            last_modified=last_modified,
+            **base,
+        )
+
+    def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
+        """Record what the claim produced and give the host back, in one transaction."""
+        host_sets = [
+            "lease_owner = CASE WHEN lease_owner = %(worker)s THEN NULL ELSE lease_owner END",
+            "lease_expires_at = CASE WHEN lease_owner = %(worker)s THEN NULL ELSE lease_expires_at END",
+        ]
+        p: dict[str, Any] = {"worker": claim.worker, "host": claim.host}
+        if outcome.next_allowed_at is not None:
+            # GREATEST: if our lease had run out and someone else went meanwhile, keep the later time.
+            host_sets.append("next_allowed_at = GREATEST(next_allowed_at, %(next)s)")
+            host_sets.append("wait_reason = %(reason)s")
+            p["next"] = outcome.next_allowed_at
+            p["reason"] = outcome.wait_reason
+        if outcome.response_time is not None:
+            host_sets.append("response_time = %(rt)s")
+            p["rt"] = outcome.response_time
+        if outcome.failures is not None:
+            host_sets.append("failures = %(failures)s")
+            p["failures"] = outcome.failures
+        if outcome.host_error is not None or outcome.failures == 0:
+            host_sets.append("last_error = %(herr)s")
+            p["herr"] = outcome.host_error
+        if outcome.ip is not None:
+            host_sets += ["ip = %(ip)s", "ip_resolved_at = %(ip_at)s"]
+            p.update(ip=outcome.ip, ip_at=now)
+        if outcome.robots is not None:
+            r = outcome.robots
+            host_sets.append("robots_expires_at = %(r_expires)s")
+            p["r_expires"] = r.expires_at
+            if r.status is not None:
+                host_sets += [
+                    "robots_status = %(r_status)s",
+                    "robots_body = %(r_body)s",
+                    "robots_fetched_at = %(r_fetched)s",
+                    "crawl_delay = %(r_delay)s",
+                ]
+                p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+        if outcome.fetch is not None and outcome.fetch.kind == "page":
+            host_sets.append("pages_fetched = pages_fetched + 1")
+        links = _unique(outcome.links)
+
+        def tx(conn: psycopg.Connection) -> None:
+            sets = list(host_sets)
+            if links:
+                # Lock order: new hosts inserted, then every host involved locked in sorted order,
+                # then frontier rows. Claims lock a host then its URL, so the orders agree.
+                link_hosts = sorted({u.host for u in links})
+                self._insert_hosts(conn, link_hosts)
+                self._lock_hosts(conn, sorted(set(link_hosts) | {claim.host}))
+            finished = False
+            if claim.url_id is not None and outcome.url_state is not None:
+                if outcome.url_state == "queued":
+                    conn.execute(
+                        "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+                        " outcome = %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
+                        (outcome.url_outcome, claim.url_id, claim.worker),
+                    )
+                else:
+                    cur = conn.execute(
+                        "UPDATE frontier SET state = %s, lease_owner = NULL, lease_expires_at = NULL,"
+                        " outcome = %s, finished_at = %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
+                        (outcome.url_state, outcome.url_outcome, now, claim.url_id, claim.worker),
+                    )
+                    finished = cur.rowcount == 1
+            if finished:
+                sets.append("pending = GREATEST(pending - 1, 0)")
+            # The SET list is built from the fixed fragments above; every value is a parameter.
+            conn.execute(f"UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s", p)
+            if outcome.fetch is not None:
+                self._insert_log(conn, claim.host, claim.worker, outcome.fetch)
+            if links:
+                self._insert_frontier(conn, links, now)
+            if outcome.page is not None and claim.url_id is not None:
+                self._record_page(conn, claim.url_id, outcome)  # last: it takes the pages lock to COMMIT
+
+        self._transaction(tx, "release a claim")
+
+    @staticmethod
+    def _insert_log(conn: psycopg.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
+        conn.execute(
+            "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
+            " delay, retry_until) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
+             f.retry_until),
+        )
+
+    def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
+        """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
+        self._transaction(lambda conn: self._insert_log(conn, host, worker, entry), "log a fetch")
+
+    @staticmethod
+    def _record_page(conn: psycopg.Connection, url_id: int, outcome: Outcome) -> None:
+        page = outcome.page
+        assert page is not None
+        if page.status == 304:
+            # Not modified: a new fetch time only — no re-parse, no re-index.
+            conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, url_id))
+            return
+        # The indexer reads "seq > last seen". nextval alone hands out numbers in call order, not
+        # commit order: a page numbered 5 committing after page 6 was read would never be indexed.
+        # This lock, held to COMMIT, makes seq order commit order (and makes the duplicate check
+        # below see every earlier page with the same fingerprint).
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
+        seq = conn.execute("SELECT nextval('pages_seq_counter')").fetchone()[0]
+        duplicate_of = None
+        if page.fingerprint and not page.noindex:
+            row = conn.execute(
+                "SELECT url_id FROM pages WHERE fingerprint = %s AND duplicate_of IS NULL AND url_id != %s"
+                " AND noindex = 0 ORDER BY url_id LIMIT 1",
+                (page.fingerprint, url_id),
+            ).fetchone()
+            duplicate_of = row[0] if row else None
+        conn.execute(
+            """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
+                                  bytes, fetched_at, fingerprint, duplicate_of, noindex, indexed_at, seq)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s)
+               ON CONFLICT (url_id) DO UPDATE SET
+                 final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
+                 etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
+                 text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
+                 fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
+                 noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+            (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
+             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of,
+             int(page.noindex), seq),
+        )
+
+    # -- scheduling --------------------------------------------------------------
+    def wake_time(self, now: float, min_delay: float) -> float | None:
+        """Earliest moment a host with work can become eligible; None when no work is left.
+
+        A host whose lease is held cannot become eligible before its holder
+        releases it plus ``min_delay`` — or before the lease runs out.
+        Parked hosts keep their URLs but do not keep this run alive.
+        """
+        row = self._read(
+            lambda conn: conn.execute(
+                """SELECT MIN(CASE
+                                WHEN lease_owner IS NOT NULL AND lease_expires_at > %(now)s
+                                  THEN LEAST(lease_expires_at, GREATEST(next_allowed_at, %(now)s + %(min_delay)s))
+                                ELSE next_allowed_at END),
+                          COUNT(*)
+                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason != 'parked'
+                                                     OR lease_owner IS NOT NULL)""",
+                {"now": now, "min_delay": min_delay},
+            ).fetchone(),
+            "compute the wake time",
+        )
+        earliest, count = row
+        if not count:
+            return None
+        return max(now, earliest)
+
+    def leased_workers(self) -> list[str]:
+        rows = self._read(
+            lambda conn: conn.execute(
+                "SELECT DISTINCT lease_owner FROM hosts WHERE lease_owner IS NOT NULL"
+                " UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = 'leased' AND lease_owner IS NOT NULL"
+            ).fetchall(),
+            "list leased workers",
+        )
+        return [r[0] for r in rows]
+
+    def release_leases(self, workers: Sequence[str], not_before: float) -> int:
+        """Give back the leases of workers known to be dead (their URLs return to the queue).
+
+        A dead worker may have been mid-request, so its hosts wait until at
+        least ``not_before`` (the caller passes now + min_delay): no stampede.
+        """
+        if not workers:
+            return 0
+        dead = sorted(set(workers))
+
+        def tx(conn: psycopg.Connection) -> int:
+            # Hosts before frontier: the lock order of claims and releases.
+            conn.execute(
+                "SELECT 1 FROM hosts WHERE lease_owner = ANY(%s::text[]) ORDER BY host FOR UPDATE", (dead,)
+            ).fetchall()
+            conn.execute(
+                "UPDATE hosts SET lease_owner = NULL, lease_expires_at = NULL,"
+                " next_allowed_at = GREATEST(next_allowed_at, %s) WHERE lease_owner = ANY(%s::text[])",
+                (not_before, dead),
+            )
+            cur = conn.execute(
+                "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
+                " WHERE state = 'leased' AND lease_owner = ANY(%s::text[])",
+                (dead,),
+            )
+            return cur.rowcount
+
+        return self._transaction(tx, "release dead workers' leases")
+
+    # -- reading -----------------------------------------------------------------
+    def status(self, now: float) -> dict:
+        def read(conn: psycopg.Connection) -> tuple:
+            one = lambda q, *a: conn.execute(q, a).fetchone()  # noqa: E731
+            states = dict(conn.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall())
+            hosts_total = one("SELECT COUNT(*) FROM hosts")[0]
+            hosts_active = one(
+                "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > %s", now
+            )[0]
+            hosts_waiting = one("SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s", now)[0]
+            hosts_parked = one(
+                "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > %s", now
+            )[0]
+            codes = {
+                str(k if k is not None else "no-answer"): v
+                for k, v in conn.execute("SELECT status, COUNT(*) FROM fetch_log GROUP BY status").fetchall()
+            }
+            totals = one("SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log")
+            recent = one("SELECT COUNT(*) FROM fetch_log WHERE ended_at > %s", now - 60.0)[0]
+            pages = one("SELECT COUNT(*) FROM pages")[0]
+            duplicates = one("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL")[0]
+            indexed = one("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL")[0]
+            return (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages,
+                    duplicates, indexed)
+
+        (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages, duplicates,
+         indexed) = self._read(read, "read the status")
+        requests, total_bytes, first, last = totals
+        total_bytes = int(total_bytes)  # SUM(bigint) is numeric
+        span = (last - first) if first is not None and last is not None else 0.0
+        return {
+            "pages_fetched": states.get("done", 0),
+            "queued": states.get("queued", 0),
+            "in_flight": states.get("leased", 0),
+            "failed": states.get("failed", 0),
+            "disallowed": states.get("disallowed", 0),
+            "skipped": states.get("skipped", 0),
+            "pages_stored": pages,
+            "duplicates": duplicates,
+            "indexed": indexed,
+            "hosts": hosts_total,
+            "hosts_active": hosts_active,
+            "hosts_waiting": hosts_waiting,
+            "hosts_parked": hosts_parked,
+            "requests": requests,
+            "status_codes": codes,
+            "bytes": total_bytes,
+            "rate_per_s_last_minute": round(recent / 60.0, 3),
+            "rate_per_s_overall": round(requests / span, 3) if span > 0 else 0.0,
+        }
+
+    def _dicts(self, query: str, params: tuple, what: str) -> list[dict]:
+        def read(conn: psycopg.Connection) -> list[dict]:
+            cur = conn.execute(query, params)
+            cols = [c.name for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+        return self._read(read, what)
+
+    def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
+        """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
+        return self._dicts(
+            "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, seq FROM pages"
+            " WHERE seq > %s ORDER BY seq LIMIT %s",
+            (seq, limit),
+            "read changed pages",
+        )
+
+    def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
+        if not url_ids:
+            return
+        ids = sorted(set(int(i) for i in url_ids))
+        self._transaction(
+            lambda conn: conn.execute("UPDATE pages SET indexed_at = %s WHERE url_id = ANY(%s::bigint[])", (now, ids)),
+            "mark pages indexed",
+        )
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._read(
+            lambda conn: conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone(), "read meta"
+        )
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._transaction(
+            lambda conn: conn.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            ),
+            "write meta",
+        )
+
+    def hosts(self) -> list[dict]:
+        return self._dicts(
+            "SELECT host, next_allowed_at, wait_reason, pending, robots_status, crawl_delay, response_time,"
+            " failures, pages_fetched, last_error, lease_owner FROM hosts ORDER BY host",
+            (),
+            "list hosts",
+        )
+
+    def fetch_log(self) -> list[dict]:
+        return self._dicts(
+            "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until"
+            " FROM fetch_log ORDER BY started_at, id",
+            (),
+            "read the fetch log",
+        )
+
+    def robots_history(self, host: str) -> HostRobots:
+        row = self._read(
+            lambda conn: conn.execute(
+                "SELECT robots_status, robots_body, robots_fetched_at, robots_expires_at FROM hosts WHERE host = %s",
+                (host,),
+            ).fetchone(),
+            "read robots.txt",
+        )
+        if not row:
+            return HostRobots(None, None, None, None)
+        status, body, fetched, expires = row
+        return HostRobots(status, None if body is None else bytes(body), fetched, expires)
+
+    def url_states(self) -> dict[str, tuple[str, str | None]]:
+        rows = self._read(
+            lambda conn: conn.execute("SELECT url, state, outcome FROM frontier").fetchall(), "read URL states"
+        )
+        return {u: (s, o) for u, s, o in rows}
+
+
+def _unique(urls: Sequence[NewURL]) -> list[NewURL]:
+    """First occurrence of each URL, as SQLite's row-by-row INSERT OR IGNORE would keep."""
+    seen: set[str] = set()
+    out = []
+    for u in urls:
+        if u.url not in seen:
+            seen.add(u.url)
+            out.append(u)
+    return out
