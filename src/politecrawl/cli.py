@@ -223,6 +223,49 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                        f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
 
 
+# --------------------------------------------------------------------------- audit
+@cli.command()
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--user-agent", default=None, help="Product token to check robots.txt rules for. [default: the crawl's]")
+@click.pass_context
+def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
+    """Check the fetch log against the politeness contract; exit status 1 on any violation.
+
+    Per host: requests, minimum and median gap between request starts, the delay in force,
+    the most requests ever open at once, requests inside a Retry-After window, and pages
+    requested that the robots.txt in force at that moment disallowed (or before robots.txt).
+    """
+    from .audit import audit as run_audit
+    from .robots import product_token
+    from .store import open_store
+
+    settings = _settings(ctx, **flags)
+    store = open_store(settings.db, create=False)
+    try:
+        agent = flags.get("user_agent") or store.get_meta("user_agent") or settings.user_agent
+        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent))
+    finally:
+        store.close()
+    data = report.as_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"{'host':42} {'requests':>8} {'min gap':>8} {'median':>8} {'delay':>7} {'open':>5} {'violations':>10}")
+        for h in data["per_host"]:
+            fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+            click.echo(f"{h['host'][:42]:42} {h['requests']:8} {fmt(h['min_gap_s']):>8} {fmt(h['median_gap_s']):>8} "
+                       f"{fmt(h['min_delay_in_force_s']):>7} {h['max_open']:5} {h['violations']:10}")
+        click.echo(
+            f"\n{data['requests']} requests to {data['hosts']} hosts: {data['short_gaps']} gaps under the delay, "
+            f"at most {data['max_open_per_host']} open per host, {data['requests_in_retry_after_window']} inside a "
+            f"Retry-After window, {data['requests_to_disallowed_paths']} to disallowed paths, "
+            f"{data['requests_before_robots_txt']} before robots.txt"
+        )
+        click.echo("audit: " + ("PASS" if report.violations == 0 else f"FAIL ({report.violations} violations)"))
+    sys.exit(1 if report.violations else 0)
+
+
 # --------------------------------------------------------------------------- index
 @cli.command("index")
 @db_option

@@ -559,6 +559,7 @@ class Crawler:
             if not scope.seeds:
                 raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
             check_contact(s, scope.seeds)
+            store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
             now = time.time()
             store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], now)

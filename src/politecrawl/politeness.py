@@ -123,12 +123,14 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
                 response_time=response_time,
                 failures=failures,
             )
-        backoff = min(policy.backoff_cap, policy.backoff_base * 2 ** (failures - 1))
-        if backoff > delay:
-            delay, reason = backoff, "backoff"
-        # Retry-After is the server's own word: obeyed in full, above any backoff.
-        if obs.retry_after is not None and obs.retry_after > delay:
-            delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
+        if obs.retry_after is not None:
+            # Retry-After is the server's own word: obeyed in full, instead of our guess.
+            if obs.retry_after > delay:
+                delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
+        else:
+            backoff = min(policy.backoff_cap, policy.backoff_base * 2 ** (failures - 1))
+            if backoff > delay:
+                delay, reason = backoff, "backoff"
     elif obs.retry_after is not None and obs.retry_after > delay:
         delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
 

@@ -254,6 +254,10 @@ class SQLiteStore:
                         "crawl_delay = :r_delay",
                     ]
                     p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+                    db.execute(
+                        "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)",
+                        (claim.host, r.fetched_at, r.status, r.body),
+                    )
             if outcome.fetch is not None and outcome.fetch.kind == "page":
                 host_sets.append("pages_fetched = pages_fetched + 1")
 
@@ -476,6 +480,13 @@ class SQLiteStore:
                 "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until"
                 " FROM fetch_log ORDER BY started_at, id"
             )
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def robots_versions(self) -> list[dict]:
+        """Every robots.txt version recorded, oldest first (for the audit)."""
+        with self._lock:
+            cur = self._db.execute("SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at")
             cols = [c[0] for c in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 

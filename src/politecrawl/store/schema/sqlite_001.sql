@@ -80,3 +80,13 @@ CREATE TABLE IF NOT EXISTS fetch_log (
   retry_until REAL                            -- a Retry-After window this response opened
 );
 CREATE INDEX IF NOT EXISTS fetch_log_host ON fetch_log (host, started_at);
+
+-- Every robots.txt version a host served, so an audit can replay what was in force at any moment.
+CREATE TABLE IF NOT EXISTS robots_log (
+  id         INTEGER PRIMARY KEY,
+  host       TEXT NOT NULL,
+  fetched_at REAL NOT NULL,
+  status     TEXT NOT NULL,                   -- parsed | allow-all
+  body       BLOB
+);
+CREATE INDEX IF NOT EXISTS robots_log_host ON robots_log (host, fetched_at);

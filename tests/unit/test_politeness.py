@@ -1,0 +1,65 @@
+"""The delay policy, as parametrize tables (pure: no clock, no I/O)."""
+
+from __future__ import annotations
+
+import email.utils
+
+import pytest
+
+from politecrawl.politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+
+P = DelayPolicy(min_delay=1.0, adaptive_factor=10.0, max_adaptive_delay=60.0, backoff_base=5.0,
+                backoff_cap=3600.0, park_after=5, park_seconds=21600.0)
+
+
+@pytest.mark.parametrize("history, obs, delay, reason, failures", [
+    # steady state: the largest of min-delay, Crawl-delay and k x response time
+    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+    (HostHistory(crawl_delay=4), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "crawl-delay", 0),
+    (HostHistory(crawl_delay=0.2), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.8), 8.0, "adaptive", 0),
+    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=30.0), 60.0, "adaptive", 0),  # capped
+    (HostHistory(crawl_delay=200_000), Observation(ended_at=100, status=200), 86_400.0, "crawl-delay", 0),
+    # a timeout is a failure, not a 30 s response time
+    (HostHistory(), Observation(ended_at=100, status=None), 5.0, "backoff", 1),
+    (HostHistory(failures=2), Observation(ended_at=100, status=None), 20.0, "backoff", 3),
+    (HostHistory(failures=2), Observation(ended_at=100, status=500), 20.0, "backoff", 3),
+    (HostHistory(failures=3), Observation(ended_at=100, status=503), 40.0, "backoff", 4),
+    # Retry-After replaces the backoff guess, in full
+    (HostHistory(), Observation(ended_at=100, status=429, retry_after=3.0), 3.0, "retry-after", 1),
+    (HostHistory(), Observation(ended_at=100, status=503, retry_after=120.0), 120.0, "retry-after", 1),
+    (HostHistory(crawl_delay=10), Observation(ended_at=100, status=429, retry_after=3.0), 10.0, "crawl-delay", 1),
+    # after park_after consecutive failures: parked for hours, URLs kept by the caller
+    (HostHistory(failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
+    # a success resets the failure count (backoff decays)
+    (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+    # 4xx other than 429 is an answer, not a failure
+    (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
+])
+def test_decide(history, obs, delay, reason, failures):
+    d = decide(history, obs, P)
+    assert d.next_allowed_at == pytest.approx(obs.ended_at + delay)
+    assert d.reason == reason
+    assert d.failures == failures
+
+
+def test_only_answers_feed_the_response_time():
+    timeout = decide(HostHistory(response_time=0.1), Observation(ended_at=0, status=None), P)
+    assert timeout.response_time == 0.1
+    answered = decide(HostHistory(response_time=0.1), Observation(ended_at=0, status=200, response_seconds=1.1), P)
+    assert answered.response_time == pytest.approx(0.7 * 0.1 + 0.3 * 1.1)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("3", 3.0), ("0", 0.0), (" 120 ", 120.0), ("", None), (None, None), ("soon", None), ("-5", None),
+    ("99999999999999", 1e9),
+])
+def test_parse_retry_after_seconds(value, expected):
+    assert parse_retry_after(value, now=1000.0) == expected
+
+
+def test_parse_retry_after_http_date():
+    now = 1_700_000_000.0
+    assert parse_retry_after(email.utils.formatdate(now + 60, usegmt=True), now) == pytest.approx(60, abs=1)
+    assert parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now) == 0.0  # in the past: no wait
+    assert parse_retry_after("Wed, 32 Foo 2024 99:99:99 GMT", now) is None
