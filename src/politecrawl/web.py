@@ -290,7 +290,7 @@ def _html_message(request: web.Request, status: int, heading: str, message: str,
 
 
 def _no_index_message(state: _State) -> str:
-    return f"There is no search index yet ({state.index_dir} does not exist). Run `politecrawl crawl` to build one."
+    return f"No search index yet: run politecrawl crawl to build one (expected at {state.index_dir})."
 
 
 # -- handlers ---------------------------------------------------------------------
@@ -410,7 +410,7 @@ async def _api_status(request: web.Request) -> web.Response:
     try:
         status = await asyncio.to_thread(_store_status, state.settings)
     except StoreError as exc:
-        return _json_error(503, f"No crawl store yet: {exc}. Run `politecrawl crawl` to create one.")
+        return _json_error(503, f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
     try:
         index: dict | None = await asyncio.to_thread(state.index_stats)
     except SearchIndexError:
