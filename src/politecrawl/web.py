@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import signal
 import threading
 import time
 import unicodedata
@@ -422,6 +423,11 @@ async def _api_openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi_document())
 
 
+async def _favicon(request: web.Request) -> web.Response:
+    # Browsers ask on every visit; an empty answer keeps 404 pages out of the logs.
+    return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+
+
 async def _bot(request: web.Request) -> web.Response:
     state = _state(request)
     html = state.render("bot.html", **_bot_context(state.settings), standalone=False)
@@ -603,6 +609,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/", _home)
     app.router.add_get("/search", _search_page)
     app.router.add_get("/bot", _bot)
+    app.router.add_get("/favicon.ico", _favicon)
     app.router.add_get("/api/search", _api_search)
     app.router.add_get("/api/status", _api_status)
     app.router.add_get("/api/openapi.json", _api_openapi)
@@ -631,13 +638,19 @@ def serve(settings: Settings) -> None:
             print(f"politecrawl search: {_display_url(settings.host, port)}  (Ctrl-C to stop)", flush=True)
             if not is_loopback_host(settings.host):
                 print(f"note: listening on {settings.host}, reachable from other machines", flush=True)
-            await asyncio.Event().wait()
+            stop = asyncio.Event()
+            try:  # SIGTERM (systemd, docker stop) stops as cleanly as Ctrl-C
+                asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+            await stop.wait()
         finally:
             await runner.cleanup()
 
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
-        print("stopped", flush=True)
+        pass
     except OSError as exc:
         raise PolitecrawlError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}") from exc
+    print("stopped", flush=True)

@@ -408,6 +408,23 @@ def test_stop_words_only_is_no_results_in_json(site):
     assert data["total"] == 0 and data["hits"] == []
 
 
+def test_favicon_is_an_empty_answer_not_a_404_page(site):
+    assert get(site, "/favicon.ico").status == 204
+
+
+def test_serve_reports_a_busy_port_as_a_politecrawl_error(tmp_path):
+    import socket
+
+    from politecrawl.errors import PolitecrawlError
+    from politecrawl.web import serve
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(PolitecrawlError, match="cannot listen on 127.0.0.1"):
+            serve(Settings(db=str(tmp_path / "x.db"), port=busy.getsockname()[1]))
+
+
 def test_post_is_405_not_500(site):
     r = get(site, "/api/search?q=x", method="POST")
     assert r.status == 405 and "error" in r.json()
@@ -483,7 +500,8 @@ def test_highlight_snippet_escapes_every_piece(snippet, highlights, expected):
 # -- serve() as the CLI will run it -------------------------------------------------------
 
 
-def test_serve_prints_the_url_and_stops_cleanly_on_ctrl_c(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_prints_the_url_and_stops_cleanly(tmp_path, sig):
     db = _build(tmp_path)
     code = (
         "from politecrawl.config import Settings; from politecrawl.web import serve; "
@@ -500,7 +518,7 @@ def test_serve_prints_the_url_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert m, (line, proc.stderr.read() if proc.poll() is not None else "")
         data = get(m.group(0).rstrip("/"), "/api/search?q=evil").json()
         assert data["hits"][0]["title"] == EVIL_TITLE
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
