@@ -1,0 +1,574 @@
+"""The store contract: every case runs on SQLiteStore and on PostgresStore (see conftest.py).
+
+Times are synthetic (``T`` and offsets from it): the store never reads a clock
+for politeness decisions, it compares the times it is given, so the cases are
+exact and fast.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pytest
+
+from politecrawl.errors import NotAStoreError
+from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate
+
+T = 1_700_000_000.0
+LEASE = 30.0
+DAY = 86_400.0
+
+A = "http://a.test"
+B = "http://b.test"
+
+
+def url(host: str, path: str, depth: int = 0, priority: int = 0) -> NewURL:
+    return NewURL(f"{host}{path}", host, depth, priority)
+
+
+def fresh_robots(now: float) -> RobotsUpdate:
+    return RobotsUpdate("allow-all", b"", now, now + DAY, None)
+
+
+def host_row(store, host: str) -> dict:
+    rows = [h for h in store.hosts() if h["host"] == host]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def pass_robots(store, worker: str, now: float, *, next_at: float | None = None, ip: str | None = None) -> Claim:
+    """Claim a host with unknown robots.txt and release it with fresh rules (and an address)."""
+    c = store.claim(worker, now, LEASE)
+    assert c is not None and c.kind == "robots", c
+    store.release(
+        c,
+        Outcome(
+            next_allowed_at=now if next_at is None else next_at,
+            wait_reason="min-delay",
+            robots=fresh_robots(now),
+            ip=ip,
+            fetch=FetchLogEntry(f"{c.host}/robots.txt", "robots", now, now + 0.1, 404),
+        ),
+        now,
+    )
+    return c
+
+
+def page_outcome(c: Claim, now: float, *, next_at: float, state: str = "done", **page_kw) -> Outcome:
+    page = None
+    if page_kw:
+        status = page_kw.pop("status", 200)
+        page = PageRecord(c.url, c.url, status, "text/html", now, page_kw.pop("bytes", 100), **page_kw)
+    return Outcome(
+        next_allowed_at=next_at,
+        wait_reason="min-delay",
+        url_state=state,
+        url_outcome="http-200" if state == "done" else None,
+        fetch=FetchLogEntry(c.url, "page", now, now + 0.2, page.status if page else 200, page.bytes if page else 0),
+        page=page,
+    )
+
+
+# -- seeding ------------------------------------------------------------------------
+
+
+def test_seed_is_insert_if_absent_and_counts_new_urls(store):
+    assert store.seed_urls([url(A, "/1"), url(A, "/2"), url(B, "/1")], T) == 3
+    assert store.seed_urls([url(A, "/1"), url(A, "/3"), url(A, "/3")], T) == 1
+    assert store.seed_urls([], T) == 0
+    assert set(store.url_states()) == {f"{A}/1", f"{A}/2", f"{A}/3", f"{B}/1"}
+    assert all(s == ("queued", None) for s in store.url_states().values())
+    assert host_row(store, A)["pending"] == 3
+    assert host_row(store, B)["pending"] == 1
+
+
+def test_hosts_are_seeded_once_and_reseeding_keeps_their_timing(store):
+    store.seed_urls([url(A, "/1")], T)
+    assert host_row(store, A)["next_allowed_at"] == 0
+    pass_robots(store, "w1", T, next_at=T + 50)
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T + 1)
+    hosts = store.hosts()
+    assert [h["host"] for h in hosts] == [A]
+    assert hosts[0]["next_allowed_at"] == T + 50  # a seed never resets politeness state
+    assert hosts[0]["robots_status"] == "allow-all"
+    assert hosts[0]["pending"] == 2
+
+
+# -- claims ---------------------------------------------------------------------------
+
+
+def test_claim_robots_first_then_page_once_robots_is_fresh(store):
+    store.seed_urls([url(A, "/2", priority=1), url(A, "/1")], T)
+    c = store.claim("w1", T, LEASE)
+    assert c is not None and c.kind == "robots" and c.url is None and c.url_id is None
+    assert c.host == A and c.worker == "w1" and c.lease_expires_at == T + LEASE
+    assert not c.robots.fresh(T)
+    store.release(c, Outcome(next_allowed_at=T + 1, wait_reason="min-delay", robots=fresh_robots(T)), T)
+    assert store.claim("w1", T + 0.5, LEASE) is None  # robots.txt counts toward the delay
+    c = store.claim("w1", T + 1, LEASE)
+    assert c is not None and c.kind == "page"
+    assert c.url == f"{A}/1" and c.attempts == 1  # priority, then id
+    assert c.robots.status == "allow-all" and c.robots.body == b"" and c.robots.fresh(T + 1)
+
+
+def test_stale_robots_gives_a_robots_claim_again(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T + DAY + 1, LEASE)
+    assert c is not None and c.kind == "robots"
+    assert c.robots.status == "allow-all" and not c.robots.fresh(T + DAY + 1)
+
+
+def test_claim_is_none_while_the_host_lease_is_held(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    assert c is not None and c.kind == "page"
+    assert store.claim("w2", T, LEASE) is None
+    assert store.claim("w2", T + LEASE - 0.001, LEASE) is None
+    assert host_row(store, A)["lease_owner"] == "w1"
+
+
+def test_claim_is_none_before_next_allowed_at_and_the_host_returns_after_the_delay(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T + 5), T + 0.2)
+    assert store.claim("w2", T + 4.999, LEASE) is None
+    c2 = store.claim("w2", T + 5, LEASE)
+    assert c2 is not None and c2.url == f"{A}/2" and c2.worker == "w2"
+
+
+def test_expired_lease_lets_another_worker_claim_the_host_and_its_leased_url(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c1 = store.claim("w1", T, 10.0)
+    assert c1 is not None and c1.url == f"{A}/1"
+    assert store.claim("w2", T + 9.9, LEASE) is None
+    c2 = store.claim("w2", T + 10.0, LEASE)
+    assert c2 is not None and c2.url == f"{A}/1" and c2.url_id == c1.url_id
+    assert c2.attempts == 2
+    assert host_row(store, A)["lease_owner"] == "w2"
+
+
+def test_release_done_finishes_the_url_and_decrements_pending(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T + 1), T + 0.2)
+    assert store.url_states()[c.url] == ("done", "http-200")
+    row = host_row(store, A)
+    assert row["pending"] == 1 and row["lease_owner"] is None and row["next_allowed_at"] == T + 1
+    assert row["pages_fetched"] == 1
+
+
+def test_release_queued_keeps_the_url_and_pending(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T + 3, state="queued"), T + 0.2)
+    assert store.url_states()[c.url][0] == "queued"
+    assert host_row(store, A)["pending"] == 1
+    again = store.claim("w2", T + 3, LEASE)
+    assert again is not None and again.url == c.url and again.attempts == 2
+
+
+def test_release_of_a_lost_lease_keeps_the_new_owner_and_the_later_time(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    old = store.claim("w1", T, 10.0)
+    new = store.claim("w2", T + 11, LEASE)  # w1's lease ran out: w2 owns host and URL now
+    assert new is not None and new.url == old.url
+    # w1 comes back late: it must not free w2's lease, finish w2's URL or shorten anything.
+    store.release(old, page_outcome(old, T, next_at=T + 12), T + 12)
+    row = host_row(store, A)
+    assert row["lease_owner"] == "w2"
+    assert store.url_states()[old.url][0] == "leased"
+    assert row["pending"] == 1
+    assert store.claim("w3", T + 13, LEASE) is None
+    store.release(new, page_outcome(new, T + 11, next_at=T + 40), T + 12)
+    assert host_row(store, A)["next_allowed_at"] == T + 40
+    # A still later straggler with an earlier time cannot pull next_allowed_at back (MAX).
+    store.release(old, page_outcome(old, T, next_at=T + 20), T + 20)
+    row = host_row(store, A)
+    assert row["next_allowed_at"] == T + 40 and row["lease_owner"] is None
+    assert store.url_states()[old.url] == ("done", "http-200") and row["pending"] == 0
+
+
+def test_per_ip_limit_holds_across_hosts_sharing_an_address(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    pass_robots(store, "w1", T, ip="10.0.0.1")
+    pass_robots(store, "w1", T, ip="10.0.0.1")
+    first = store.claim("w1", T, LEASE, per_ip_limit=1)
+    assert first is not None and first.kind == "page" and first.ip == "10.0.0.1"
+    assert store.claim("w2", T, LEASE, per_ip_limit=1) is None
+    assert store.claim("w2", T, LEASE, per_ip_limit=2) is not None  # negative control: the limit is what blocks
+
+
+def test_per_ip_limit_frees_the_address_on_release(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    pass_robots(store, "w1", T, ip="10.0.0.1")
+    pass_robots(store, "w1", T, ip="10.0.0.1")
+    first = store.claim("w1", T, LEASE, per_ip_limit=1)
+    assert store.claim("w2", T, LEASE, per_ip_limit=1) is None
+    store.release(first, page_outcome(first, T, next_at=T + 100), T)
+    second = store.claim("w2", T, LEASE, per_ip_limit=1)
+    assert second is not None and second.host != first.host
+
+
+# -- scheduling -------------------------------------------------------------------------
+
+
+def test_wake_time(store):
+    assert store.wake_time(T, 1.0) is None  # nothing pending
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    assert store.wake_time(T, 1.0) == T  # fresh hosts: eligible now
+    pass_robots(store, "w1", T, next_at=T + 7)
+    pass_robots(store, "w1", T, next_at=T + 5)
+    assert store.wake_time(T, 1.0) == T + 5  # the earliest host
+    c = store.claim("w1", T + 5, LEASE)
+    assert c is not None and c.host == B
+    # B is leased: min(lease expiry, max(next_allowed_at, now + min_delay)); A at T+7.
+    assert store.wake_time(T + 5, 1.0) == T + 6
+    assert store.wake_time(T + 5, 100.0) == T + 7
+    store.release(c, page_outcome(c, T + 5, next_at=T + 9), T + 5)
+    assert store.wake_time(T + 5, 1.0) == T + 7
+    a = store.claim("w1", T + 7, LEASE)
+    store.release(a, page_outcome(a, T + 7, next_at=T + 9), T + 7)
+    assert store.wake_time(T + 8, 1.0) is None  # all done
+
+
+def test_wake_time_of_a_leased_host_is_capped_by_its_lease(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    store.claim("w1", T, 10.0)
+    assert store.wake_time(T, 60.0) == T + 10.0
+
+
+def test_release_leases_requeues_dead_workers_urls_and_holds_their_hosts(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    pass_robots(store, "w1", T)
+    pass_robots(store, "w1", T)
+    a = store.claim("dead", T, LEASE)
+    b = store.claim("alive", T, LEASE)
+    assert a is not None and b is not None
+    assert sorted(store.leased_workers()) == ["alive", "dead"]
+    assert store.release_leases([], T + 7) == 0
+    assert store.release_leases(["dead"], T + 7) == 1
+    assert store.url_states()[a.url][0] == "queued"
+    assert store.url_states()[b.url][0] == "leased"
+    row = host_row(store, a.host)
+    assert row["lease_owner"] is None and row["next_allowed_at"] == T + 7
+    assert store.leased_workers() == ["alive"]
+    assert store.claim("w2", T + 6.9, LEASE) is None  # no stampede on a dead worker's host
+    again = store.claim("w2", T + 7, LEASE)
+    assert again is not None and again.url == a.url
+
+
+def test_release_leases_keeps_a_later_next_allowed_at(store):
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T, next_at=T + 100)
+    store.claim("dead", T + 100, LEASE)
+    store.release_leases(["dead"], T + 101)
+    assert host_row(store, A)["next_allowed_at"] == T + 101
+    store.seed_urls([url(A, "/2")], T)
+    c = store.claim("dead2", T + 101, LEASE)
+    store.release(c, Outcome(next_allowed_at=T + 500), T + 101)
+    store.claim("dead2", T + 500, LEASE)
+    store.release_leases(["dead2"], T + 200)
+    assert host_row(store, A)["next_allowed_at"] == T + 500
+
+
+# -- pages ------------------------------------------------------------------------------
+
+
+def _fetch_pages(store, n: int, *, host: str = A, **page_kw) -> list[Claim]:
+    store.seed_urls([url(host, f"/{i}") for i in range(n)], T)
+    pass_robots(store, "w1", T)
+    claims = []
+    now = T
+    for i in range(n):
+        c = store.claim("w1", now, LEASE)
+        assert c is not None and c.kind == "page"
+        kw = dict(page_kw)
+        store.release(c, page_outcome(c, now, next_at=now + 1, title=f"page {i}", text=f"text {i}", **kw), now)
+        claims.append(c)
+        now += 1
+    return claims
+
+
+def test_pages_record_duplicates_and_follow_seq(store):
+    c1, c2, c3 = _fetch_pages(store, 3, fingerprint="same", etag='"e1"')
+    changed = store.pages_changed_since(0, 10)
+    assert [p["url_id"] for p in changed] == [c1.url_id, c2.url_id, c3.url_id]
+    seqs = [p["seq"] for p in changed]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+    assert changed[0]["duplicate_of"] is None
+    assert changed[1]["duplicate_of"] == c1.url_id and changed[2]["duplicate_of"] == c1.url_id
+    assert changed[0]["title"] == "page 0" and changed[0]["text"] == "text 0" and changed[0]["noindex"] == 0
+    assert store.pages_changed_since(seqs[0], 10)[0]["url_id"] == c2.url_id
+    assert len(store.pages_changed_since(0, 2)) == 2
+    st = store.status(T + 10)
+    assert st["pages_stored"] == 3 and st["duplicates"] == 2
+
+
+def test_noindex_page_is_never_the_original_of_a_duplicate(store):
+    store.seed_urls([url(A, "/0"), url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T, fingerprint="f", noindex=True), T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T, fingerprint="f"), T)
+    pages = store.pages_changed_since(0, 10)
+    assert [p["noindex"] for p in pages] == [1, 0]
+    assert [p["duplicate_of"] for p in pages] == [None, None]
+
+
+def test_304_only_updates_fetched_at(store, store_factory):
+    (c1,) = _fetch_pages(store, 1, etag='"v1"', last_modified="Mon, 01 Jan 2024 00:00:00 GMT")
+    store.mark_indexed([c1.url_id], T + 2)
+    before = store.pages_changed_since(0, 10)
+    # A revisit answered 304 Not Modified (released with the claim of that visit).
+    store.release(c1, Outcome(page=PageRecord(c1.url, c1.url, 304, None, T + 50, 0)), T + 50)
+    assert store.pages_changed_since(0, 10) == before  # same seq, status, title, text: nothing to re-index
+    assert store_factory.peek(
+        f"SELECT status, etag, fetched_at, indexed_at FROM pages WHERE url_id = {int(c1.url_id)}"
+    ) == [(200, '"v1"', T + 50, T + 2)]
+
+
+def test_conditional_headers_come_back_with_the_claim(store):
+    store.seed_urls([url(A, "/0")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(
+        c, page_outcome(c, T, next_at=T + 1, state="queued", etag='"v1"', last_modified="yesterday"), T
+    )
+    again = store.claim("w1", T + 1, LEASE)
+    assert again.url == c.url and again.etag == '"v1"' and again.last_modified == "yesterday"
+
+
+def test_mark_indexed_and_a_changed_page_comes_back(store):
+    c1, c2 = _fetch_pages(store, 2)
+    store.mark_indexed([c1.url_id, c2.url_id], T + 5)
+    store.mark_indexed([], T + 5)
+    assert store.status(T + 5)["indexed"] == 2
+    last = max(p["seq"] for p in store.pages_changed_since(0, 10))
+    assert store.pages_changed_since(last, 10) == []
+    # The page changes (a refetch with a new body): a new seq and no longer indexed.
+    store.release(c1, Outcome(page=PageRecord(c1.url, c1.url, 200, "text/html", T + 9, 5, title="new")), T + 9)
+    changed = store.pages_changed_since(last, 10)
+    assert [(p["url_id"], p["title"]) for p in changed] == [(c1.url_id, "new")]
+    assert changed[0]["seq"] > last
+    assert store.status(T + 9)["indexed"] == 1
+
+
+# -- status, meta, fetch log --------------------------------------------------------------
+
+
+def test_status_figures(store):
+    store.seed_urls([url(A, "/0"), url(A, "/1"), url(B, "/0")], T)
+    pass_robots(store, "w1", T)  # A (fetch_log: robots 404)
+    pass_robots(store, "w1", T)  # B
+    a = store.claim("w1", T, LEASE)
+    store.release(a, page_outcome(a, T, next_at=T + 30, bytes=1000, title="x"), T + 1)
+    a2 = store.claim("w1", T, LEASE)  # B now (A waits)
+    assert a2.host == B
+    st = store.status(T + 2)
+    assert st["pages_fetched"] == 1 and st["queued"] == 1 and st["in_flight"] == 1
+    assert st["failed"] == 0 and st["disallowed"] == 0 and st["skipped"] == 0
+    assert st["pages_stored"] == 1 and st["duplicates"] == 0 and st["indexed"] == 0
+    assert st["hosts"] == 2 and st["hosts_active"] == 1 and st["hosts_waiting"] == 1 and st["hosts_parked"] == 0
+    assert st["requests"] == 3 and st["status_codes"] == {"404": 2, "200": 1}
+    assert st["bytes"] == 1000 and isinstance(st["bytes"], int)
+    # 3 requests between T (first start) and T + 0.2 (last end).
+    assert st["rate_per_s_overall"] == round(3 / 0.2, 3)
+    assert st["rate_per_s_last_minute"] == round(3 / 60, 3)
+
+
+def test_meta_get_and_set(store):
+    assert store.get_meta("index_seq") is None
+    store.set_meta("index_seq", "12")
+    assert store.get_meta("index_seq") == "12"
+    store.set_meta("index_seq", "13")
+    assert store.get_meta("index_seq") == "13"
+    assert store.get_meta("app") == "politecrawl"
+
+
+def test_fetch_log_rows(store):
+    store.seed_urls([url(A, "/0")], T)
+    c = store.claim("w1", T, LEASE)
+    store.log_fetch(A, "w1", FetchLogEntry(f"{A}/robots.txt", "robots", T, T + 0.1, 301, 0, None, 0.0, None))
+    store.release(
+        c,
+        Outcome(
+            next_allowed_at=T + 2,
+            robots=fresh_robots(T),
+            fetch=FetchLogEntry("https://a.test/robots.txt", "robots", T + 0.2, T + 0.3, None, 0, "timeout", 1.5,
+                                T + 60),
+        ),
+        T + 0.3,
+    )
+    rows = store.fetch_log()
+    assert [(r["url"], r["status"], r["error"]) for r in rows] == [
+        (f"{A}/robots.txt", 301, None),
+        ("https://a.test/robots.txt", None, "timeout"),
+    ]
+    r = rows[1]
+    assert (r["host"], r["kind"], r["worker"], r["started_at"], r["ended_at"], r["bytes"], r["delay"],
+            r["retry_until"]) == (A, "robots", "w1", T + 0.2, T + 0.3, 0, 1.5, T + 60)
+    assert rows[0]["id"] < rows[1]["id"]
+    assert store.status(T + 1)["status_codes"] == {"301": 1, "no-answer": 1}
+
+
+def test_robots_history_and_unknown_robots_keeps_the_cached_copy(store):
+    store.seed_urls([url(A, "/0")], T)
+    c = store.claim("w1", T, LEASE)
+    body = b"User-agent: *\nDisallow: /private\n\xff"
+    store.release(c, Outcome(next_allowed_at=T, robots=RobotsUpdate("parsed", body, T, T + DAY, 2.5)), T)
+    assert store.robots_history(A).body == body and store.robots_history(A).status == "parsed"
+    assert host_row(store, A)["crawl_delay"] == 2.5
+    # A later robots fetch that failed (5xx): status None keeps the cached copy, only the expiry moves.
+    c = store.claim("w1", T + DAY, LEASE)
+    assert c.kind == "robots"
+    store.release(c, Outcome(next_allowed_at=T + DAY, robots=RobotsUpdate(None, None, None, T + DAY + 60, None)), T)
+    h = store.robots_history(A)
+    assert (h.status, h.body, h.fetched_at, h.expires_at) == ("parsed", body, T, T + DAY + 60)
+    assert store.robots_history("http://nowhere.test") == type(h)(None, None, None, None)
+
+
+def test_release_records_links_and_host_fields(store):
+    store.seed_urls([url(A, "/0")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    out = page_outcome(c, T, next_at=T + 4)
+    out.links = [url(A, "/0"), url(A, "/1", 1, 1), url(B, "/x", 1, 1), url(B, "/x", 1, 1)]
+    out.response_time = 0.25
+    out.failures = 0
+    out.ip = "10.1.2.3"
+    store.release(c, out, T + 1)
+    assert host_row(store, A)["pending"] == 1 and host_row(store, B)["pending"] == 1
+    row = host_row(store, A)
+    assert row["response_time"] == 0.25 and row["failures"] == 0 and row["last_error"] is None
+    assert row["wait_reason"] == "min-delay"
+    assert pass_robots(store, "w1", T + 1, next_at=T + 100).host == B  # B (new, eligible at 0) first
+    c = store.claim("w1", T + 4, LEASE)
+    assert c.ip == "10.1.2.3" and c.ip_resolved_at == T + 1
+    store.release(c, Outcome(next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed",
+                             url_outcome="boom"), T + 5)
+    row = host_row(store, A)
+    assert (row["failures"], row["last_error"], row["pending"]) == (2, "boom", 0)
+    assert store.url_states()[f"{A}/1"] == ("failed", "boom")
+
+
+# -- opening ------------------------------------------------------------------------
+
+
+def test_reopen_keeps_everything(store, reopen):
+    store.seed_urls([url(A, "/0"), url(A, "/1")], T)
+    pass_robots(store, "w1", T, ip="10.0.0.9")
+    c = store.claim("w1", T, LEASE)
+    assert c.host == A and c.kind == "page"
+    store.seed_urls([url(B, "/0")], T)
+    store.release(c, page_outcome(c, T, next_at=T + 3, fingerprint="fp", title="kept"), T + 1)
+    held = store.claim("w2", T + 1, LEASE)  # B: a lease held across the reopen
+    store.set_meta("index_seq", "1")
+    store.mark_indexed([c.url_id], T + 2)
+    snapshot = (store.hosts(), store.url_states(), store.fetch_log(), store.pages_changed_since(0, 10),
+                store.status(T + 2), store.robots_history(A), store.leased_workers())
+    store = reopen(store)
+    assert (store.hosts(), store.url_states(), store.fetch_log(), store.pages_changed_since(0, 10),
+            store.status(T + 2), store.robots_history(A), store.leased_workers()) == snapshot
+    assert store.get_meta("index_seq") == "1"
+    assert store.claim("w3", T + 2, LEASE) is None  # A before next_allowed_at, B leased
+    c2 = store.claim("w3", T + 3, LEASE)
+    assert c2 is not None and c2.url == f"{A}/1"
+    store.release(c2, page_outcome(c2, T + 3, next_at=T + 4, fingerprint="fp"), T + 3)
+    pages = store.pages_changed_since(0, 10)
+    assert pages[-1]["duplicate_of"] == c.url_id and pages[-1]["seq"] > pages[0]["seq"]
+    assert held.host == B
+
+
+def test_open_without_create_on_a_missing_store_fails(store_factory):
+    from politecrawl.errors import StoreError
+
+    with pytest.raises(StoreError):
+        store_factory(create=False)
+
+
+def test_foreign_database_is_not_a_store(store_factory):
+    store_factory.make_foreign()
+    with pytest.raises(NotAStoreError):
+        store_factory()
+
+
+# -- the race ---------------------------------------------------------------------------
+
+RACERS = 6
+
+
+def _racer(store_url: str, worker: str, barrier, results) -> None:
+    from politecrawl.store import open_store
+
+    store = open_store(store_url)
+    try:
+        barrier.wait(timeout=60)
+        store.seed_urls([NewURL("http://fresh.test/", "http://fresh.test", 0)], T)
+        c = store.claim(worker, T, LEASE)
+        results.put((worker, None if c is None else (c.host, c.kind)))
+    except BaseException as exc:  # report, never hang the parent
+        results.put((worker, f"error: {exc!r}"))
+    finally:
+        store.close()
+
+
+def test_six_processes_race_for_a_fresh_host_exactly_one_wins(store_factory):
+    store = store_factory()  # create the schema before the race: the race is about the host
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(RACERS)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(store_factory.url, f"w{i}", barrier, results)) for i in range(RACERS)]
+    for p in procs:
+        p.start()
+    got = dict(results.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert not [v for v in got.values() if isinstance(v, str)], got
+    winners = [w for w, v in got.items() if v is not None]
+    assert len(winners) == 1, got
+    assert got[winners[0]] == ("http://fresh.test", "robots")
+    hosts = store.hosts()
+    assert [h["host"] for h in hosts] == ["http://fresh.test"]
+    assert hosts[0]["pending"] == 1 and hosts[0]["lease_owner"] == winners[0]
+    assert store.url_states() == {"http://fresh.test/": ("queued", None)}
+
+
+# -- PostgreSQL only: connections and errors ------------------------------------------------
+
+
+@pytest.mark.pg
+def test_postgres_store_recovers_after_its_connections_are_killed(pg_store_factory):
+    store_factory = pg_store_factory
+    store = store_factory()
+    store.seed_urls([url(A, "/0")], T)
+    assert store_factory.kill_connections() >= 1
+    assert store.get_meta("app") == "politecrawl"  # a read
+    assert store.seed_urls([url(A, "/1")], T) == 1  # a write
+    assert store_factory.kill_connections() >= 1
+    c = store.claim("w1", T, LEASE)
+    assert c is not None and c.kind == "robots"
+    assert host_row(store, A)["pending"] == 2
+
+
+def test_postgres_unreachable_is_a_one_line_store_error():
+    from politecrawl.errors import StoreError
+    from politecrawl.store import open_store
+
+    with pytest.raises(StoreError) as info:
+        open_store("postgresql://postgres@127.0.0.1:1/test?connect_timeout=2")
+    assert "\n" not in str(info.value) and "cannot connect" in str(info.value)
+
+
+@pytest.mark.pg
+def test_postgres_clock_offset_is_small_on_one_machine(pg_store_factory):
+    assert abs(pg_store_factory().clock_offset) < 1.0
