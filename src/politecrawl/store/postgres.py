@@ -75,20 +75,29 @@ _ELIGIBLE = (
 )
 # Per-IP cap, as in SQLite. Under concurrency a snapshot cannot see an uncommitted claim on a
 # sibling host, so claim() re-checks under an advisory lock per address (see _ip_ok).
-_IP_FREE = """(%(per_ip)s = 0 OR hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
+_IP_FREE = """(hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > %(now)s) < %(per_ip)s)"""
 
-_CLAIM_HOST = f"""
+def _claim_host_sql(per_ip: bool) -> str:
+    """The claim statement; the per-IP variant is a separate text so that the common one
+    (no cap) stays small enough for PostgreSQL to reuse one generic plan (planning it
+    costs more than running it)."""
+    ip_clause = f"AND {_IP_FREE} AND NOT (host = ANY(%(skip)s::text[]))" if per_ip else ""
+    return f"""
 UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = %(expires)s
 WHERE host = (SELECT host FROM hosts
-              WHERE {_ELIGIBLE} AND {_IP_FREE} AND NOT (host = ANY(%(skip)s::text[]))
+              WHERE {_ELIGIBLE} {ip_clause}
               ORDER BY next_allowed_at LIMIT 1
               FOR UPDATE SKIP LOCKED)
   AND {_ELIGIBLE}
 RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
           crawl_delay, response_time, failures, pages_fetched, ip, ip_resolved_at
 """
+
+
+_CLAIM_HOST = _claim_host_sql(per_ip=False)
+_CLAIM_HOST_PER_IP = _claim_host_sql(per_ip=True)
 
 _LEASE_URL = """
 UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = %(expires)s,
@@ -151,7 +160,9 @@ class PostgresStore:
         conninfo, self._schema, self.url = _parse_url(url)
         kwargs: dict[str, Any] = {"autocommit": True}
         if self._schema is not None:
-            kwargs["options"] = f"-csearch_path={self._schema}"
+            # Added to any options= the URL already has (libpq: the keyword argument replaces it).
+            given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+            kwargs["options"] = " ".join(filter(None, [given, f"-csearch_path={self._schema}"]))
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -353,14 +364,17 @@ class PostgresStore:
         params: dict[str, Any] = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
 
         def tx(conn: psycopg.Connection) -> Claim | None:
+            if per_ip_limit <= 0:
+                row = conn.execute(_CLAIM_HOST, params).fetchone()
+                return None if row is None else self._finish_claim(conn, row, worker, now, expires, params)
             skip: list[str] = []
             for _ in range(_IP_RETRIES):
                 try:
                     with conn.transaction():  # a savepoint: an over-cap candidate is rolled back
-                        row = conn.execute(_CLAIM_HOST, {**params, "skip": skip}).fetchone()
+                        row = conn.execute(_CLAIM_HOST_PER_IP, {**params, "skip": skip}).fetchone()
                         if row is None:
                             return None
-                        if per_ip_limit > 0 and row[9] is not None and not self._ip_ok(conn, row, now, per_ip_limit):
+                        if row[9] is not None and not self._ip_ok(conn, row, now, per_ip_limit):
                             skip.append(row[0])
                             raise _IPBusy
                         return self._finish_claim(conn, row, worker, now, expires, params)
