@@ -171,9 +171,18 @@ class Worker:
     def _done(self, task: asyncio.Task, slots: asyncio.Semaphore) -> None:
         self._tasks.discard(task)
         slots.release()
-        if not task.cancelled() and task.exception() is not None:
+        found_links = False
+        if task.cancelled():
+            pass
+        elif task.exception() is not None:
             log.error("worker task failed: %r", task.exception())
-        asyncio.get_running_loop().create_task(self._notify())
+        else:
+            found_links = task.result()
+        # Wake the dispatcher only when this can make a host eligible sooner than it planned:
+        # new links (maybe new hosts, eligible at once), or nothing left in flight. A released
+        # host itself waits at least min_delay, which the planned wake-up already covers.
+        if found_links or not self._tasks:
+            asyncio.get_running_loop().create_task(self._notify())
 
     async def _notify(self) -> None:
         async with self._changed:
@@ -195,7 +204,7 @@ class Worker:
             change_wait.cancel()
 
     # -- one claim ---------------------------------------------------------------
-    async def _handle(self, claim: Claim) -> None:
+    async def _handle(self, claim: Claim) -> bool:
         try:
             ip = await self._resolve(claim)
             if claim.kind == "robots":
@@ -212,6 +221,7 @@ class Worker:
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )
         self.store.release(claim, outcome, self.now())
+        return bool(outcome.links)
 
     async def _resolve(self, claim: Claim) -> str | None:
         """The host's IP for the per-IP cap, resolved once per ``IP_TTL`` and kept in the store."""
@@ -403,8 +413,8 @@ class Worker:
         noindex = page.directives.noindex or header_directives.noindex
         nofollow = page.directives.nofollow or header_directives.nofollow
         if not nofollow:
-            candidates = [l.url for l in page.links if self.settings.follow_nofollow or not l.nofollow]
-            outcome.links = self._filter_links(candidates, claim.depth)
+            candidates = [l.href for l in page.links if self.settings.follow_nofollow or not l.nofollow]
+            outcome.links = self._filter_links(candidates, claim.depth, base=page.base)
         if noindex:
             outcome.url_outcome += " noindex"
         return PageRecord(
@@ -415,15 +425,16 @@ class Worker:
             noindex=noindex,
         )
 
-    def _filter_links(self, candidates: Sequence[str], depth: int, *, redirect: bool = False) -> list[NewURL]:
-        """Normalize, scope, depth- and trap-check discovered URLs."""
+    def _filter_links(self, candidates: Sequence[str], depth: int, *, redirect: bool = False,
+                      base: str | None = None) -> list[NewURL]:
+        """Resolve, normalize, scope, depth- and trap-check discovered URLs."""
         new_depth = depth if redirect else depth + 1
         if new_depth > self.scope.max_depth:
             return []
         out: dict[str, NewURL] = {}
-        for raw in candidates:
+        for raw in dict.fromkeys(candidates):
             try:
-                u = urls.normalize(raw)
+                u = urls.normalize(raw, base=base)
             except InvalidURL:
                 continue
             if u in out or urls.trap_reason(u):

@@ -46,7 +46,9 @@ _WORD_RE = re.compile(r"\w+")
 def _canonical_text(text: str) -> str:
     # NFKC folds compatibility forms (ligatures, fullwidth); casefold is the
     # Unicode-complete lowercase ("Straße" == "STRASSE").
-    return unicodedata.normalize("NFKC", text).casefold()
+    if not unicodedata.is_normalized("NFKC", text):  # quick check: most pages are already NFKC
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold()
 
 
 def text_fingerprint(text: str) -> str:

@@ -311,3 +311,88 @@ def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, *, seed: int = 7, cra
     for h in hosts:
         h.handler = make_handler(h)
     return hosts
+
+
+# --------------------------------------------------------------------------- the benchmark web
+def _bench_text(rng: random.Random, n_words: int) -> str:
+    words = list(_COMMON) + [w for v in _TOPICS.values() for w in v.split()]
+    return " ".join(rng.choice(words) for _ in range(n_words))
+
+
+def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 20_000, links: int = 8,
+                slow_every: int = 0, slow_delay: float = 0.2, throttle_every: int = 0, seed: int = 1) -> list[SandboxHost]:
+    """Endless sites for throughput benchmarks: page /p/K links to /p/K+1 … /p/K+links, ~page_bytes each.
+
+    Every ``slow_every``-th host answers after ``slow_delay``; every ``throttle_every``-th host answers
+    each fifth page with 429 and ``Retry-After: 2``.
+    """
+    rng = random.Random(seed)
+    filler = [_bench_text(rng, page_bytes // 6) for _ in range(16)]
+    base = ipaddress.ip_address(first_ip)
+    hosts = []
+    for i in range(n_hosts):
+        ip = str(base + i)
+        throttled = throttle_every and i % throttle_every == 0
+        counter = {"n": 0}
+
+        def handler(path: str, _i=i, _throttled=throttled, _counter=counter) -> Reply | None:
+            if path == "/robots.txt":
+                return Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain")
+            if path == "/":
+                k = 0
+            elif path.startswith("/p/") and path[3:].isdigit():
+                k = int(path[3:])
+            else:
+                return Reply(status=404, body="not found")
+            if _throttled:
+                _counter["n"] += 1
+                if _counter["n"] % 5 == 0:
+                    return Reply(status=429, body="slow down", headers={"Retry-After": "2"})
+            anchors = "".join(f'<a href="/p/{k + j}">page {k + j}</a> ' for j in range(1, links + 1))
+            body = (f"<!doctype html><html><head><title>Host {_i} page {k}</title></head><body><h1>Page {k}</h1>"
+                    f"<p>{filler[(k + _i) % len(filler)]}</p><nav>{anchors}</nav></body></html>")
+            return Reply(body=body)
+
+        delay = slow_delay if slow_every and i % slow_every == 0 else 0.0
+        hosts.append(SandboxHost(ip, handler=handler, delay=delay))
+    return hosts
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m politecrawl.sandbox``: serve a benchmark web in its own process.
+
+    Prints one JSON line with the hosts' base URLs when ready; on SIGTERM or after --seconds,
+    writes the request log (JSON lines) to --log and exits.
+    """
+    import argparse
+    import json
+    import signal as _signal
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m politecrawl.sandbox")
+    ap.add_argument("--hosts", type=int, default=200)
+    ap.add_argument("--first-ip", default="127.0.1.1")
+    ap.add_argument("--seconds", type=float, default=300)
+    ap.add_argument("--slow-every", type=int, default=0)
+    ap.add_argument("--throttle-every", type=int, default=0)
+    ap.add_argument("--page-bytes", type=int, default=20_000)
+    ap.add_argument("--log", required=True)
+    args = ap.parse_args(argv)
+    hosts = bench_hosts(args.hosts, first_ip=args.first_ip, slow_every=args.slow_every,
+                        throttle_every=args.throttle_every, page_bytes=args.page_bytes)
+    sb = Sandbox(hosts, max_seconds=args.seconds)
+    sb.start()
+    done = threading.Event()
+    _signal.signal(_signal.SIGTERM, lambda *_: done.set())
+    print(json.dumps({"hosts": [h.base for h in hosts], "delays": [h.delay for h in hosts]}), flush=True)
+    done.wait(args.seconds)
+    sb.stop()
+    with open(args.log, "w") as fh:
+        for r in sb.requests():
+            fh.write(json.dumps({"host": r.host, "path": r.path, "started": r.started, "ended": r.ended,
+                                 "status": r.status}) + "\n")
+    sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()

@@ -72,6 +72,29 @@ def plan_merges(sizes: list[int], deleted: list[int] | None = None, *, factor: i
     return groups
 
 
+_URL_TABLES: dict[tuple[str, int, int], dict[str, int]] = {}
+
+
+def _url_table(seg_dir: Path) -> dict[str, int]:
+    """url -> doc id of one segment, read from its docs.json only.
+
+    A commit must find the old versions of replaced urls; loading whole segments
+    (term dictionaries) for that made every commit cost O(index). Segments are
+    immutable, so the table is memoized, keyed by the file's identity (inode and
+    mtime: a rebuilt index that reuses a segment name is a different file).
+    """
+    docs = seg_dir / "docs.json"
+    st = docs.stat()
+    key = (str(docs), st.st_ino, st.st_mtime_ns)
+    table = _URL_TABLES.get(key)
+    if table is None:
+        if len(_URL_TABLES) > 1024:
+            _URL_TABLES.clear()
+        urls = json.loads(docs.read_bytes().decode("utf-8", "surrogatepass"))["urls"]
+        table = _URL_TABLES[key] = {u: i for i, u in enumerate(urls)}
+    return table
+
+
 def _write_atomic(path: Path, data: str) -> None:
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -230,11 +253,10 @@ class IndexWriter:
         entries = [dict(e, deleted=list(e["deleted"])) for e in self._entries]
         if self._tombstone_urls:
             for e in entries:
-                dead = set(e["deleted"])
-                for i, u in enumerate(seg(e).urls):
-                    if u in self._tombstone_urls and i not in dead:
-                        e["deleted"].append(i)
-                e["deleted"].sort()
+                table = _url_table(self.index_dir / e["name"])
+                hits = {table[u] for u in self._tombstone_urls if u in table} - set(e["deleted"])
+                if hits:
+                    e["deleted"] = sorted([*e["deleted"], *hits])
         entries = [e for e in entries if e["doc_count"] > len(e["deleted"])]
 
         # 2. the new segment

@@ -152,8 +152,9 @@ class SQLiteStore:
     @staticmethod
     def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float) -> int:
         added: dict[str, int] = {}
+        for host in {new.host for new in urls}:  # seed hosts first, unconditionally (insert-if-absent)
+            db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
         for new in urls:
-            db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (new.host,))
             cur = db.execute(
                 "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at) VALUES (?, ?, ?, ?, ?)",
                 (new.url, new.host, new.depth, new.priority, now),
