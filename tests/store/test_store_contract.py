@@ -649,3 +649,29 @@ def test_concurrent_workers_never_share_a_host_and_never_deadlock(store_factory)
         assert h["pending"] == queued, h
     seqs = [p["seq"] for p in store.pages_changed_since(0, 100_000)]
     assert len(seqs) == len(set(seqs)) == store.status(time.time())["pages_stored"]
+
+
+@pytest.mark.pg
+def test_postgres_transaction_on_a_dying_connection_is_retried_once_on_a_fresh_one(pg_store_factory):
+    store = pg_store_factory()
+    calls = []
+
+    def body(conn):
+        calls.append(conn.info.backend_pid)
+        if len(calls) == 1:  # the server goes away mid-transaction, before COMMIT
+            conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('retried', 'yes')")
+
+    store._transaction(body, "test a retry")
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert store.get_meta("retried") == "yes"
+
+
+@pytest.mark.pg
+def test_postgres_errors_are_one_line_store_errors(pg_store_factory):
+    from politecrawl.errors import StoreError
+
+    store = pg_store_factory()
+    with pytest.raises(StoreError) as info:
+        store._transaction(lambda conn: conn.execute("SELECT * FROM no_such_table"), "read nothing")
+    assert "\n" not in str(info.value) and "no_such_table" in str(info.value)

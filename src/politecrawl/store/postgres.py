@@ -206,16 +206,14 @@ class PostgresStore:
                 return result
             except (NotAStoreError, StoreError):
                 raise
-            except psycopg.Error as exc:
+            except PoolClosed as exc:  # (an OperationalError too: never retried)
+                raise StoreError(f"PostgreSQL store {self.url} is closed") from exc
+            except psycopg.Error as exc:  # PoolTimeout included: one more wait for a connection
                 transient = isinstance(exc, psycopg.OperationalError) or exc.sqlstate in _RETRY_SQLSTATES
                 safe = idempotent or not body_done
                 if attempt == 1 and transient and safe:
                     continue
                 raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: {_one_line(exc)}") from exc
-            except PoolTimeout as exc:
-                raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: no connection ({_one_line(exc)})") from exc
-            except PoolClosed as exc:
-                raise StoreError(f"PostgreSQL store {self.url} is closed") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
