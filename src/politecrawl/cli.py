@@ -59,7 +59,7 @@ db_option = click.option("--db", default=None, help=f"Store: SQLite file or post
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="Settings file (TOML). Default: ./politecrawl.toml if present. Precedence: "
                    "defaults < file < POLITECRAWL_* environment < flags.")
-@click.option("-v", "--verbose", is_flag=True, help="Log every request decision.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every request: URL, status, and how long its host now waits and why.")
 def cli(config: str | None, verbose: bool) -> None:
     """A polite web crawler and the small search engine it feeds.
 
@@ -71,6 +71,10 @@ def cli(config: str | None, verbose: bool) -> None:
     """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    if verbose:
+        import os
+
+        os.environ["POLITECRAWL_LOG_LEVEL"] = "INFO"  # read by the worker processes
 
 
 # --------------------------------------------------------------------------- crawl
@@ -271,19 +275,77 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
 @db_option
 @click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
 @click.option("--rebuild", is_flag=True, help="Throw the index away and rebuild it from the store.")
+@click.option("--follow", is_flag=True,
+              help="Keep indexing as crawlers elsewhere store pages (until Ctrl-C); the one indexer of a fleet.")
+@click.option("--every", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
+              help="With --follow: seconds between two index updates.")
 @click.pass_context
-def index_cmd(ctx: click.Context, rebuild: bool, **flags: Any) -> None:
+def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **flags: Any) -> None:
     """Bring the search index up to date with the stored pages (a no-op when the crawl already did)."""
     from .indexing import index_dir_for, rebuild_index, update_index
     from .store import open_store
 
     settings = _settings(ctx, **flags)
+    index_dir = index_dir_for(settings)
     store = open_store(settings.db, create=False)
+    stop = []
+    if follow:
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     try:
-        n = (rebuild_index if rebuild else update_index)(store, index_dir_for(settings))
+        n = (rebuild_index if rebuild else update_index)(store, index_dir)
+        click.echo(f"indexed: {n} changed pages looked at ({index_dir})")
+        while follow and not stop:
+            try:
+                time.sleep(every)
+            except KeyboardInterrupt:
+                break
+            n = update_index(store, index_dir)
+            if n:
+                click.echo(f"{time.strftime('%H:%M:%S')} indexed: {n} changed pages")
     finally:
         store.close()
-    click.echo(f"indexed: {n} changed pages looked at")
+
+
+# --------------------------------------------------------------------------- serve
+@cli.command()
+@db_option
+@click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
+@click.option("--host", default=None, help=f"Address to listen on. {_d('host')}")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help=f"Port. {_d('port')}")
+@click.option("--contact", default=None, help="Operator contact shown on the /bot page.")
+@click.option("--user-agent", default=None, help=f"Bot name shown on the /bot page. {_d('user_agent')}")
+@click.pass_context
+def serve(ctx: click.Context, **flags: Any) -> None:
+    """Serve the search page (/), the JSON API (/api/search, /api/status) and the /bot page."""
+    from .web import serve as run_server
+
+    run_server(_settings(ctx, **flags))
+
+
+@cli.command("bot-page")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the page to FILE instead of standard output.")
+@click.option("--contact", default=None, help="Operator contact shown on the page.")
+@click.option("--user-agent", default=None, help=f"Bot name. {_d('user_agent')}")
+@click.option("--min-delay", type=float, default=None, help=f"The delay promised on the page. {_d('min_delay')}")
+@click.pass_context
+def bot_page(ctx: click.Context, output: str | None, **flags: Any) -> None:
+    """Write the page for site owners (what this bot is, how to slow it down or opt out) as static HTML.
+
+    Host it at the URL you give as --contact, so the User-Agent points site owners to it.
+    """
+    from .web import bot_page_html
+
+    html = bot_page_html(_settings(ctx, **flags))
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(html)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror}")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(html)
 
 
 # --------------------------------------------------------------------------- demo

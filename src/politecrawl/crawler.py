@@ -221,6 +221,11 @@ class Worker:
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )
         self.store.release(claim, outcome, self.now())
+        if log.isEnabledFor(logging.INFO):
+            f = outcome.fetch
+            log.info("%s %s -> %s; %s waits %.2fs (%s)", claim.kind, claim.url or claim.host + "/robots.txt",
+                     (f.status or f.error) if f else outcome.url_outcome, claim.host,
+                     (outcome.next_allowed_at or self.now()) - self.now(), outcome.wait_reason or "unchanged")
         return bool(outcome.links)
 
     async def _resolve(self, claim: Claim) -> str | None:
@@ -477,7 +482,9 @@ class StopSignal:
 def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter) -> None:
     """Entry point of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=getattr(logging, level, logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter))
 
 
