@@ -82,7 +82,7 @@ def cli(config: str | None, verbose: bool) -> None:
 @click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
 @db_option
 @click.option("--max-pages", type=int, default=None, help=f"Stop after N page requests. {_d('max_pages')}")
-@click.option("--max-time", type=float, default=None, help=f"Stop after SECONDS. {_d('max_time')}")
+@click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h). {_d('max_time')}")
 @click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option("--min-delay", type=float, default=None,
@@ -94,6 +94,11 @@ def cli(config: str | None, verbose: bool) -> None:
               help=f"Follow links on the seeds' hosts, their domains, or anywhere. {_d('scope')}")
 @click.option("--max-depth", type=int, default=None, help=f"Links at most N hops from a seed. {_d('max_depth')}")
 @click.option("--max-page-bytes", type=int, default=None, help=f"Body size cap. {_d('max_page_bytes')}")
+@click.option("--recrawl-after", default=None,
+              help="Make fetched pages due again after DURATION (90, 30m, 6h, 1d); the interval then adapts to "
+                   "how often each page changes. [default: never]")
+@click.option("--host-page-budget", type=int, default=None,
+              help=f"At most N pages from one host. {_d('host_page_budget')}")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any) -> None:
@@ -212,12 +217,17 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
     click.echo(f"store        {settings.db}")
     click.echo(f"pages        {f['pages_fetched']} fetched, {f['queued']} queued, {f['in_flight']} in flight, "
                f"{f['failed']} failed, {f['disallowed']} disallowed by robots.txt, {f['skipped']} skipped")
-    click.echo(f"index        {f['indexed']} pages indexed, {f['duplicates']} duplicates kept out")
+    click.echo(f"index        {f['indexed']} pages indexed; kept out: {f['exact_duplicates']} exact and "
+               f"{f['near_duplicates']} near duplicates, {f['aliases']} aliases (canonical/redirect)")
     click.echo(f"hosts        {f['hosts']} ({f['hosts_active']} active, {f['hosts_waiting']} waiting, "
                f"{f['hosts_parked']} parked)")
     codes = ", ".join(f"{k}: {v}" for k, v in sorted(f["status_codes"].items()))
     click.echo(f"requests     {f['requests']} ({codes or 'none'})")
     click.echo(f"bytes        {f['bytes']:,}")
+    if f["links_not_queued"]:
+        click.echo("not queued   " + ", ".join(f"{k}: {v}" for k, v in sorted(f["links_not_queued"].items())))
+    if f["hosts_waiting_by_reason"]:
+        click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f["hosts_waiting_by_reason"].items())))
     click.echo(f"rate         {f['rate_per_s_last_minute']}/s over the last minute, "
                f"{f['rate_per_s_overall']}/s overall")
     if show_hosts:

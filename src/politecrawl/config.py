@@ -60,6 +60,23 @@ class Settings:
     """Only the first N links of a page are considered (a page with a million links)."""
     follow_nofollow: bool = False
     """Queue links marked rel=nofollow (off: they are not followed)."""
+    max_url_length: int = 2_000
+    """Longer URLs are not queued (a crawl-trap defence)."""
+    max_query_params: int = 5
+    """URLs with more query parameters are not queued (faceted navigation)."""
+    max_repeated_segment: int = 3
+    """URLs repeating a path segment this often are not queued (/a/b/a/b/a/b)."""
+    yield_min_pages: int = 20
+    """Yield monitoring: judge a host after this many recent pages …"""
+    yield_max_duplicate_share: float = 0.8
+    """… and pause it (low-yield) when this share of them were duplicates."""
+
+    # --- recrawl ---------------------------------------------------------------
+    recrawl_after: float | None = None
+    """Seconds after which a fetched page is due again (None: never). Then adapted:
+    halved when the page changed, doubled when not, within the bounds below."""
+    recrawl_min: float = 3_600.0
+    recrawl_max: float = 30 * 86_400.0
 
     # --- politeness (DESIGN.md rule 3) ---------------------------------------
     min_delay: float = 1.0
@@ -133,6 +150,20 @@ def is_loopback_host(hostname: str | None) -> bool:
         return False
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 7 * 86_400}
+_DURATIONS = {"recrawl_after", "recrawl_min", "recrawl_max", "max_time", "park_seconds", "robots_ttl"}
+
+
+def parse_duration(raw: Any) -> float:
+    """Seconds from ``90``, ``"90"``, ``"30m"``, ``"6h"``, ``"1d"``, ``"2w"``."""
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    text = str(raw).strip().lower()
+    if text and text[-1] in _UNITS:
+        return float(text[:-1]) * _UNITS[text[-1]]
+    return float(text)
+
+
 def _coerce(name: str, raw: Any, source: str) -> Any:
     """Turn a string/TOML value into the field's type, or say clearly why not."""
     field = {f.name: f for f in fields(Settings)}.get(name)
@@ -153,6 +184,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
                 raise ValueError(raw)
         elif "int" in kind and "float" not in kind:
             value = int(raw)
+        elif name in _DURATIONS:
+            value = parse_duration(raw)
         elif "float" in kind:
             value = float(raw)
         else:

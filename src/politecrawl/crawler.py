@@ -23,13 +23,14 @@ from typing import Callable, Sequence
 
 from . import urls
 from .config import Settings, is_loopback_host, user_agent_string
-from .dedup import text_fingerprint
+from .dedup import simhash, text_fingerprint
+from .freshness import next_revisit
 from .errors import ConfigError, InvalidURL
 from .fetch import Fetcher, FetchResult
 from .parse import Page, parse_html, robots_directives
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
-from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, open_store
+from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
 
 __all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "worker_id"]
 
@@ -386,13 +387,35 @@ class Worker:
             elif target == claim.url:
                 outcome.url_outcome = f"http-{status} redirect loop"
             else:
+                # The source is an alias of its target; the target is queued like a link, so it
+                # passes robots.txt and the delay of its own host. A loop ends by itself: a URL
+                # already in the frontier is never queued twice.
                 outcome.url_outcome = f"http-{status} -> {target}"
-                outcome.links = self._filter_links([target], claim.depth, redirect=True)
+                outcome.page = PageRecord(url=claim.url, final_url=claim.url, status=status, content_type=None,
+                                          fetched_at=result.ended_at, bytes=len(result.body), alias_of=target)
+                self._add_links([target], claim.depth, outcome, redirect=True)
             return outcome
         outcome.url_state = "done"
         outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
         outcome.page = self._page_record(claim, result, outcome)
+        self._schedule_revisit(claim, outcome)
         return outcome
+
+    def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
+        """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""
+        s = self.settings
+        page = outcome.page
+        if s.recrawl_after is None or page is None:
+            return
+        if claim.fingerprint is None and claim.etag is None and claim.last_modified is None:
+            changed = None  # first visit
+        else:
+            changed = page.status != 304 and page.fingerprint != claim.fingerprint
+        interval = next_revisit(claim.revisit_interval, changed, base=s.recrawl_after,
+                                min_interval=min(s.recrawl_min, s.recrawl_after), max_interval=s.recrawl_max)
+        outcome.changed = bool(changed)
+        outcome.revisit_interval = interval
+        outcome.next_fetch_at = page.fetched_at + interval
 
     def _page_record(self, claim: Claim, result: FetchResult, outcome: Outcome) -> PageRecord:
         base = dict(
@@ -419,36 +442,78 @@ class Worker:
         nofollow = page.directives.nofollow or header_directives.nofollow
         if not nofollow:
             candidates = [l.href for l in page.links if self.settings.follow_nofollow or not l.nofollow]
-            outcome.links = self._filter_links(candidates, claim.depth, base=page.base)
+            self._add_links(candidates, claim.depth, outcome, base=page.base)
         if noindex:
             outcome.url_outcome += " noindex"
+        alias_of = self._canonical(claim.url, page.canonical, result.headers.get("link"))
+        if alias_of is not None:
+            # Only the canonical is indexed (and fetched, if it is not yet known).
+            outcome.url_outcome += f" canonical -> {alias_of}"
+            self._add_links([alias_of], claim.depth, outcome, redirect=True)
+        indexable = page.text and not noindex and alias_of is None
+        if indexable and self.settings.yield_min_pages:
+            outcome.yield_check = YieldCheck(self.settings.yield_min_pages, self.settings.yield_max_duplicate_share,
+                                             result.ended_at + self.settings.park_seconds)
         return PageRecord(
             **base,
             title=page.title,
             text=page.text,
             fingerprint=text_fingerprint(page.text) if page.text else None,
+            simhash=simhash(page.text) if indexable else None,
+            alias_of=alias_of,
             noindex=noindex,
         )
 
-    def _filter_links(self, candidates: Sequence[str], depth: int, *, redirect: bool = False,
-                      base: str | None = None) -> list[NewURL]:
-        """Resolve, normalize, scope, depth- and trap-check discovered URLs."""
+    @staticmethod
+    def _canonical(url: str, in_page: str | None, link_header: str | None) -> str | None:
+        """The canonical URL named by ``<link rel=canonical>`` or ``Link: <…>; rel="canonical"``, if not this one."""
+        candidates = []
+        if link_header:
+            for part in link_header.split(","):
+                target, _, params = part.partition(";")
+                if "canonical" in params.lower() and "rel" in params.lower():
+                    candidates.append(target.strip().strip("<>"))
+        if in_page:
+            candidates.append(in_page)
+        for raw in candidates:
+            try:
+                canonical = urls.normalize(raw, base=url)
+            except InvalidURL:
+                continue
+            return canonical if canonical != url else None
+        return None
+
+    def _add_links(self, candidates: Sequence[str], depth: int, outcome: Outcome, *, redirect: bool = False,
+                   base: str | None = None) -> None:
+        """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
+
+        What is turned away is counted by reason (shown by ``politecrawl status``).
+        """
+        s = self.settings
+        rejected = outcome.rejected_links
         new_depth = depth if redirect else depth + 1
         if new_depth > self.scope.max_depth:
-            return []
-        out: dict[str, NewURL] = {}
+            rejected["max-depth"] = rejected.get("max-depth", 0) + len(candidates)
+            return
+        out: dict[str, NewURL] = {new.url: new for new in outcome.links}
         for raw in dict.fromkeys(candidates):
             try:
                 u = urls.normalize(raw, base=base)
             except InvalidURL:
+                rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
-            if u in out or urls.trap_reason(u):
+            if u in out:
                 continue
+            reason = urls.trap_reason(u, max_url_length=s.max_url_length, max_query_params=s.max_query_params,
+                                      max_repeated_segment=s.max_repeated_segment)
             host = urls.host_key(u)
-            if not self.scope.allows(u, host):
+            if reason is None and not self.scope.allows(u, host):
+                reason = "out-of-scope"
+            if reason is not None:
+                rejected[reason] = rejected.get(reason, 0) + 1
                 continue
             out[u] = NewURL(u, host, new_depth, priority=new_depth)
-        return list(out.values())
+        outcome.links = list(out.values())
 
 
 # --------------------------------------------------------------------------- processes
@@ -579,8 +644,9 @@ class Crawler:
             check_contact(s, scope.seeds)
             store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
-            now = time.time()
+            now = time.time() + store.clock_offset
             store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], now)
+            store.requeue_due(now)  # recrawl: pages whose revisit time has come
             before = store.status(now)["requests"]
             started = time.time()
             deadline = started + s.max_time if s.max_time is not None else None
@@ -592,6 +658,8 @@ class Crawler:
                 t = time.time()
                 if t - last_index[0] >= self.INDEX_EVERY:
                     update_index(store, index_dir, max_pages=5 * 2_000)
+                    if s.recrawl_after is not None:
+                        store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()
                 if on_progress is not None:
                     status = store.status(t)

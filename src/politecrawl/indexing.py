@@ -31,11 +31,12 @@ def index_dir_for(settings: Settings) -> Path:
 
 
 def indexable(page: dict) -> bool:
-    """Only successful, indexable, non-duplicate HTML pages with text enter the index and its statistics."""
+    """Only successful, indexable, non-duplicate, canonical HTML pages with text enter the index and its statistics."""
     return (
         200 <= page["status"] < 300
         and not page["noindex"]
         and page["duplicate_of"] is None
+        and page.get("alias_of") is None
         and bool(page["text"] or page["title"])
     )
 

@@ -12,6 +12,8 @@ Only 127.0.0.0/8 addresses are accepted: the sandbox never listens elsewhere.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import hashlib
 import ipaddress
 import random
 import threading
@@ -45,6 +47,7 @@ class RequestRecord:
     user_agent: str
     headers: dict[str, str]
     status: int
+    bytes: int = 0  # body bytes on the wire (after compression)
 
 
 Handler = Callable[[str], "Reply | None"]
@@ -54,7 +57,8 @@ class SandboxHost:
     """One host: an IP on loopback, a robots.txt, and pages (a dict path → Reply/str, or a handler)."""
 
     def __init__(self, ip: str, *, robots: Reply | str | None = None, pages: dict[str, Reply | str] | None = None,
-                 handler: Handler | None = None, delay: float = 0.0) -> None:
+                 handler: Handler | None = None, delay: float = 0.0, conditional: bool = False,
+                 compress: bool = False) -> None:
         if not ipaddress.ip_address(ip).is_loopback:
             raise ValueError(f"sandbox hosts live on loopback only, not {ip}")
         self.ip = ip
@@ -62,6 +66,8 @@ class SandboxHost:
         self.pages = dict(pages or {})
         self.handler = handler
         self.delay = delay
+        self.conditional = conditional  # answer If-None-Match with 304 (ETag = hash of the body)
+        self.compress = compress  # gzip bodies for clients that accept it
         self.port: int | None = None
 
     @property
@@ -169,8 +175,18 @@ class Sandbox:
             if delay:
                 await asyncio.sleep(delay)
             body = reply.body.encode() if isinstance(reply.body, str) else reply.body
-            resp = web.StreamResponse(status=reply.status, headers=reply.headers)
-            if "Content-Type" not in reply.headers:
+            status, headers = reply.status, dict(reply.headers)
+            if host.conditional and status == 200:
+                etag = '"' + hashlib.blake2b(body, digest_size=8).hexdigest() + '"'
+                headers["ETag"] = etag
+                if request.headers.get("If-None-Match") == etag:
+                    status, body = 304, b""
+            if host.compress and body and "gzip" in request.headers.get("Accept-Encoding", ""):
+                if "Content-Encoding" not in headers:
+                    body = gzip.compress(body, compresslevel=6)
+                    headers["Content-Encoding"] = "gzip"
+            resp = web.StreamResponse(status=status, headers=headers)
+            if "Content-Type" not in headers:
                 resp.content_type = reply.content_type.split(";")[0]
                 if "charset=" in reply.content_type:
                     resp.charset = reply.content_type.split("charset=")[1]
@@ -189,7 +205,8 @@ class Sandbox:
                     peer=f"{peer[0]}:{peer[1]}" if peer else "?",
                     user_agent=request.headers.get("User-Agent", ""),
                     headers=dict(request.headers),
-                    status=reply.status,
+                    status=status,
+                    bytes=len(body),
                 )
                 with self._lock:
                     self.log.append(record)

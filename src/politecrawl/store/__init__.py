@@ -33,6 +33,7 @@ __all__ = [
     "PageRecord",
     "RobotsUpdate",
     "Store",
+    "YieldCheck",
     "open_store",
 ]
 
@@ -82,6 +83,8 @@ class Claim:
     attempts: int = 0
     etag: str | None = None
     last_modified: str | None = None
+    fingerprint: str | None = None  # of the stored version, to tell whether a recrawl found a change
+    revisit_interval: float | None = None
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,18 @@ class PageRecord:
     etag: str | None = None
     last_modified: str | None = None
     fingerprint: str | None = None
+    simhash: int | None = None  # unsigned 64-bit
+    alias_of: str | None = None  # canonical URL or redirect target: this page is not indexed itself
     noindex: bool = False
+
+
+@dataclass(frozen=True)
+class YieldCheck:
+    """Yield monitoring: pause a host whose recent pages are mostly duplicates."""
+
+    min_pages: int
+    max_duplicate_share: float
+    pause_until: float
 
 
 @dataclass
@@ -142,6 +156,11 @@ class Outcome:
     url_outcome: str | None = None
     page: PageRecord | None = None
     links: Sequence[NewURL] = field(default_factory=tuple)
+    rejected_links: dict[str, int] = field(default_factory=dict)  # reason -> count (traps, scope, depth)
+    next_fetch_at: float | None = None  # recrawl: when this URL is due again
+    revisit_interval: float | None = None
+    changed: bool = False
+    yield_check: YieldCheck | None = None
 
 
 class Store(Protocol):
@@ -165,6 +184,7 @@ class Store(Protocol):
     def fetch_log(self) -> list[dict]: ...
     def robots_versions(self) -> list[dict]: ...
     def url_states(self) -> dict[str, tuple[str, str | None]]: ...
+    def requeue_due(self, now: float) -> int: ...
     def close(self) -> None: ...
 
 

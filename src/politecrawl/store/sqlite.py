@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import NotAStoreError, StoreError
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome
+from ..dedup import hamming, to_signed64
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
@@ -48,8 +49,35 @@ WHERE id = (SELECT id FROM frontier
             WHERE host = :host AND state IN ('queued', 'leased')
               AND (state = 'queued' OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
-RETURNING id, url, depth, attempts
+RETURNING id, url, depth, attempts, revisit_interval
 """
+
+
+#: Weight kept by the yield counters per new page (an exponential window of ~20 pages).
+YIELD_DECAY = 0.95
+#: SimHash near-duplicate distance (issue 5: Hamming distance 3 of 64 bits).
+NEAR_DISTANCE = 3
+
+
+def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
+    """The four 16-bit blocks of a 64-bit fingerprint (pigeonhole index columns)."""
+    if fp is None:
+        return (None, None, None, None)
+    return tuple((fp >> (16 * i)) & 0xFFFF for i in range(4))  # type: ignore[return-value]
+
+
+def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
+    """An indexable page within NEAR_DISTANCE of ``fp``: candidates share a block (four index lookups)."""
+    best = None
+    for i, block in enumerate(blocks):
+        for other_id, other_fp in db.execute(
+            f"SELECT url_id, simhash FROM pages WHERE sh{i} = ? AND url_id != ? AND duplicate_of IS NULL"
+            " AND noindex = 0 AND alias_of IS NULL",
+            (block, url_id),
+        ):
+            if hamming(fp, other_fp & 0xFFFFFFFFFFFFFFFF) <= NEAR_DISTANCE and (best is None or other_id < best):
+                best = other_id
+    return best
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -203,9 +231,11 @@ class SQLiteStore:
                     (real, host),
                 )
                 return None
-            url_id, url, depth, attempts = url_row
-            cached = db.execute("SELECT etag, last_modified FROM pages WHERE url_id = ?", (url_id,)).fetchone()
-            etag, last_modified = cached if cached else (None, None)
+            url_id, url, depth, attempts, revisit_interval = url_row
+            cached = db.execute(
+                "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = ?", (url_id,)
+            ).fetchone()
+            etag, last_modified, fingerprint = cached if cached else (None, None, None)
             return Claim(
                 kind="page",
                 url_id=url_id,
@@ -214,6 +244,8 @@ class SQLiteStore:
                 attempts=attempts,
                 etag=etag,
                 last_modified=last_modified,
+                fingerprint=fingerprint,
+                revisit_interval=revisit_interval,
                 **base,
             )
 
@@ -273,8 +305,10 @@ class SQLiteStore:
                 else:
                     cur = db.execute(
                         "UPDATE frontier SET state = ?, lease_owner = NULL, lease_expires_at = NULL,"
-                        " outcome = ?, finished_at = ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
-                        (outcome.url_state, outcome.url_outcome, now, claim.url_id, claim.worker),
+                        " outcome = ?, finished_at = ?, next_fetch_at = ?, revisit_interval = ?,"
+                        " changes = changes + ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
+                        (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
+                         outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
                     )
                     finished = cur.rowcount == 1
             if finished:
@@ -284,9 +318,17 @@ class SQLiteStore:
             if outcome.fetch is not None:
                 self._insert_log(db, claim.host, claim.worker, outcome.fetch)
             if outcome.page is not None and claim.url_id is not None:
-                self._record_page(db, claim.url_id, outcome)
+                duplicate = self._record_page(db, claim.url_id, outcome)
+                if outcome.yield_check is not None and outcome.page.status != 304:
+                    self._watch_yield(db, claim.host, duplicate, outcome.yield_check)
             if outcome.links:
                 self._insert_urls(db, outcome.links, now)
+            for reason, n in outcome.rejected_links.items():
+                db.execute(
+                    "INSERT INTO link_stats (host, reason, n) VALUES (?, ?, ?)"
+                    " ON CONFLICT (host, reason) DO UPDATE SET n = n + excluded.n",
+                    (claim.host, reason, n),
+                )
 
     @staticmethod
     def _insert_log(db: sqlite3.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
@@ -303,36 +345,67 @@ class SQLiteStore:
             self._insert_log(db, host, worker, entry)
 
     @staticmethod
-    def _record_page(db: sqlite3.Connection, url_id: int, outcome: Outcome) -> None:
+    def _record_page(db: sqlite3.Connection, url_id: int, outcome: Outcome) -> bool:
+        """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
         page = outcome.page
         assert page is not None
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0]
         if page.status == 304:
             # Not modified: a new fetch time only — no re-parse, no re-index.
             db.execute("UPDATE pages SET fetched_at = ? WHERE url_id = ?", (page.fetched_at, url_id))
-            return
-        duplicate_of = None
-        if page.fingerprint and not page.noindex:
+            return False
+        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0]
+        duplicate_of = kind = None
+        candidate = page.fingerprint and not page.noindex and page.alias_of is None
+        if candidate:
             row = db.execute(
                 "SELECT url_id FROM pages WHERE fingerprint = ? AND duplicate_of IS NULL AND url_id != ?"
-                " AND noindex = 0 ORDER BY url_id LIMIT 1",
+                " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
                 (page.fingerprint, url_id),
             ).fetchone()
-            duplicate_of = row[0] if row else None
+            if row:
+                duplicate_of, kind = row[0], "exact"
+        blocks = simhash_blocks(page.simhash)
+        if candidate and duplicate_of is None and page.simhash is not None:
+            near = _near_duplicate(db, page.simhash, blocks, url_id)
+            if near is not None:
+                duplicate_of, kind = near, "near"
+        signed = to_signed64(page.simhash) if page.simhash is not None else None
         db.execute(
             """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
-                                  bytes, fetched_at, fingerprint, duplicate_of, noindex, indexed_at, seq)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                                  bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
+                                  sh0, sh1, sh2, sh3, noindex, indexed_at, seq)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
                ON CONFLICT (url_id) DO UPDATE SET
                  final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
                  etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
                  text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
                  fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
-                 noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+                 duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
+                 simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
+                 sh3 = excluded.sh3, noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
             (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of,
-             int(page.noindex), seq),
+             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
+             page.alias_of, signed, *blocks, int(page.noindex), seq),
         )
+        return duplicate_of is not None
+
+    @staticmethod
+    def _watch_yield(db: sqlite3.Connection, host: str, duplicate: bool, check: YieldCheck) -> None:
+        """Decayed counts of recent pages and duplicates; pause the host when duplicates dominate."""
+        pages, dups = db.execute(
+            "UPDATE hosts SET recent_pages = recent_pages * ? + 1, recent_duplicates = recent_duplicates * ? + ?"
+            " WHERE host = ? RETURNING recent_pages, recent_duplicates",
+            (YIELD_DECAY, YIELD_DECAY, int(duplicate), host),
+        ).fetchone()
+        # The decayed count reaches this after min_pages pages (a geometric series).
+        if pages >= (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999 and (
+            dups / pages >= check.max_duplicate_share
+        ):
+            db.execute(
+                "UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = 'low-yield',"
+                " recent_pages = 0, recent_duplicates = 0 WHERE host = ?",
+                (check.pause_until, host),
+            )
 
     # -- scheduling --------------------------------------------------------------
     def wake_time(self, now: float, min_delay: float) -> float | None:
@@ -357,6 +430,21 @@ class SQLiteStore:
         if not count:
             return None
         return max(now, earliest)
+
+    def requeue_due(self, now: float) -> int:
+        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
+        with self._write() as db:
+            rows = db.execute(
+                "UPDATE frontier SET state = 'queued', attempts = 0 WHERE state = 'done'"
+                " AND next_fetch_at IS NOT NULL AND next_fetch_at <= ? RETURNING host",
+                (now,),
+            ).fetchall()
+            counts: dict[str, int] = {}
+            for (host,) in rows:
+                counts[host] = counts.get(host, 0) + 1
+            for host, n in counts.items():
+                db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
+        return len(rows)
 
     def leased_workers(self) -> list[str]:
         with self._lock:
@@ -418,6 +506,15 @@ class SQLiteStore:
             pages = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
             duplicates = db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
             indexed = db.execute("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL").fetchone()[0]
+            dup_kinds = dict(db.execute(
+                "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+            ).fetchall())
+            aliases = db.execute("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL").fetchone()[0]
+            not_queued = dict(db.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall())
+            waits = dict(db.execute(
+                "SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > ?"
+                " GROUP BY wait_reason", (now,)
+            ).fetchall())
         span = (last - first) if first is not None and last is not None else 0.0
         return {
             "pages_fetched": states.get("done", 0),
@@ -428,6 +525,11 @@ class SQLiteStore:
             "skipped": states.get("skipped", 0),
             "pages_stored": pages,
             "duplicates": duplicates,
+            "exact_duplicates": dup_kinds.get("exact", 0),
+            "near_duplicates": dup_kinds.get("near", 0),
+            "aliases": aliases,
+            "links_not_queued": not_queued,
+            "hosts_waiting_by_reason": {str(k): v for k, v in waits.items()},
             "indexed": indexed,
             "hosts": hosts_total,
             "hosts_active": hosts_active,
@@ -444,7 +546,7 @@ class SQLiteStore:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         with self._lock:
             cur = self._db.execute(
-                "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, seq FROM pages"
+                "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq FROM pages"
                 " WHERE seq > ? ORDER BY seq LIMIT ?",
                 (seq, limit),
             )

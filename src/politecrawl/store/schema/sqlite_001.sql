@@ -22,7 +22,9 @@ CREATE TABLE IF NOT EXISTS hosts (
   pages_fetched     INTEGER NOT NULL DEFAULT 0,
   last_error        TEXT,
   ip                TEXT,                      -- resolved address, for the per-IP cap
-  ip_resolved_at    REAL
+  ip_resolved_at    REAL,
+  recent_pages      REAL NOT NULL DEFAULT 0,   -- yield monitoring: decayed counts of pages …
+  recent_duplicates REAL NOT NULL DEFAULT 0    -- … and of (near-)duplicates among them
 );
 CREATE INDEX IF NOT EXISTS hosts_leased_ip ON hosts (ip) WHERE lease_owner IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hosts_ready ON hosts (next_allowed_at) WHERE pending > 0;
@@ -39,8 +41,12 @@ CREATE TABLE IF NOT EXISTS frontier (
   lease_expires_at REAL,
   discovered_at    REAL NOT NULL,
   finished_at      REAL,
-  outcome          TEXT                        -- why it ended: http-200, not-html, disallowed, error text …
+  outcome          TEXT,                       -- why it ended: http-200, not-html, disallowed, error text …
+  next_fetch_at    REAL,                       -- recrawl: due again after this (NULL: never)
+  revisit_interval REAL,                       -- recrawl: current interval, adapted to how often it changes
+  changes          INTEGER NOT NULL DEFAULT 0  -- recrawl: times the content was found changed
 );
+CREATE INDEX IF NOT EXISTS frontier_due ON frontier (next_fetch_at) WHERE state = 'done' AND next_fetch_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS frontier_next ON frontier (host, priority, id) WHERE state IN ('queued', 'leased');
 CREATE INDEX IF NOT EXISTS frontier_state ON frontier (state);
 
@@ -57,12 +63,22 @@ CREATE TABLE IF NOT EXISTS pages (
   bytes         INTEGER NOT NULL DEFAULT 0,
   fetched_at    REAL NOT NULL,
   fingerprint   TEXT,
-  duplicate_of  INTEGER,
+  duplicate_of  INTEGER,                      -- url_id of the page this one repeats (exact or near)
+  duplicate_kind TEXT,                         -- exact | near
+  alias_of      TEXT,                          -- canonical URL (rel=canonical, Link header) or redirect target
+  simhash       INTEGER,                       -- 64-bit SimHash as signed 64-bit
+  sh0 INTEGER, sh1 INTEGER, sh2 INTEGER, sh3 INTEGER, -- its four 16-bit blocks: the near-duplicate index
   noindex       INTEGER NOT NULL DEFAULT 0,
   indexed_at    REAL,
   seq           INTEGER NOT NULL DEFAULT 0    -- bumped on every change; the indexer follows it
 );
 CREATE INDEX IF NOT EXISTS pages_fingerprint ON pages (fingerprint);
+-- Pigeonhole: two 64-bit fingerprints within Hamming distance 3 agree on at least one of four
+-- 16-bit blocks, so a near-duplicate lookup reads four small index ranges, never all pages.
+CREATE INDEX IF NOT EXISTS pages_sh0 ON pages (sh0) WHERE sh0 IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pages_sh1 ON pages (sh1) WHERE sh1 IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pages_sh2 ON pages (sh2) WHERE sh2 IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pages_sh3 ON pages (sh3) WHERE sh3 IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pages_seq ON pages (seq);
 
 CREATE TABLE IF NOT EXISTS fetch_log (
@@ -90,3 +106,11 @@ CREATE TABLE IF NOT EXISTS robots_log (
   body       BLOB
 );
 CREATE INDEX IF NOT EXISTS robots_log_host ON robots_log (host, fetched_at);
+
+-- Links not queued, by host and reason (crawl-trap defences, scope, depth): visible in status.
+CREATE TABLE IF NOT EXISTS link_stats (
+  host   TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  n      INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (host, reason)
+);

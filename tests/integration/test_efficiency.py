@@ -1,0 +1,235 @@
+"""Spend nobody's bandwidth twice (issue 5): duplicates, canonicals, traps, conditional GET, limits."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import sqlite3
+import time
+
+import pytest
+
+from politecrawl.index import Searcher
+from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.store import open_store
+
+from conftest import crawl
+
+WORDS = ("river mountain forest valley meadow harbour lantern orchard quarry meadowlark thistle "
+         "granite saffron copper willow ember falcon juniper marble cedar").split()
+
+
+def article(seed: int, n: int = 3000) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def page(title: str, body: str = "", links=(), head: str = "") -> str:
+    a = "".join(f'<a href="{l}">{l}</a> ' for l in links)
+    return f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p><nav>{a}</nav></body></html>"
+
+
+def states(db_path: str) -> dict[str, tuple[str, str | None]]:
+    store = open_store(db_path)
+    try:
+        return store.url_states()
+    finally:
+        store.close()
+
+
+def test_same_article_under_many_urls_counts_once(sandbox_factory, tmp_path):
+    text = article(1)
+    copies = {f"/story/{i}": page("Zanzibar story", text + " zanzibar") for i in range(30)}
+    others = {f"/other/{i}": page(f"Other {i}", article(100 + i, 300)) for i in range(3)}
+    home = page("Home", "welcome", [*copies, *others])
+    many = SandboxHost("127.0.0.2", pages={"/": home} | copies | others)
+    single = SandboxHost("127.0.0.3", pages={"/": page("Home", "welcome", ["/story/0", *others])}
+                         | {"/story/0": copies["/story/0"]} | others)
+    sandbox_factory([many, single])
+    # Yield monitoring off here: 30 copies would (rightly) pause the host before it is all seen.
+    crawl(str(tmp_path / "many.db"), [many.url("/")], max_depth=2, yield_min_pages=0)
+    crawl(str(tmp_path / "single.db"), [single.url("/")], max_depth=2, yield_min_pages=0)
+    s_many = Searcher(tmp_path / "many.db.index")
+    s_single = Searcher(tmp_path / "single.db.index")
+    assert s_many.stats()["N"] == s_single.stats()["N"] == 5
+    hit_many = s_many.search("zanzibar", explain=True)
+    hit_single = s_single.search("zanzibar", explain=True)
+    assert len(hit_many) == len(hit_single) == 1
+    assert hit_many[0].score == pytest.approx(hit_single[0].score)  # same N, same df, same IDF
+    db = sqlite3.connect(tmp_path / "many.db")
+    assert db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_kind = 'exact'").fetchone()[0] == 29
+
+
+def test_near_duplicates_are_kept_out(sandbox_factory, db_path):
+    text = article(2)
+    host = SandboxHost("127.0.0.2", pages={
+        "/": page("Home", "welcome", ["/a", "/b", "/c"]),
+        "/a": page("Original", text + " printed on monday"),
+        "/b": page("Reprint", text + " printed on tuesday"),  # one word differs in 3,000
+        "/c": page("Different", article(3)),
+    })
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    db = sqlite3.connect(db_path)
+    kinds = dict(db.execute("SELECT url, duplicate_kind FROM pages"))
+    assert kinds[host.url("/b")] == "near" and kinds[host.url("/c")] is None and kinds[host.url("/a")] is None
+    assert Searcher(db_path + ".index").stats()["N"] == 3
+
+
+def test_canonical_link_and_header_make_aliases(sandbox_factory, db_path):
+    host = SandboxHost("127.0.0.2", pages={
+        "/": page("Home", "welcome", ["/print?id=1", "/amp/1"]),
+        "/print?id=1": page("Print view", "quokka facts", head='<link rel="canonical" href="/article/1">'),
+        "/amp/1": Reply(body=page("AMP", "quokka facts amp"), headers={"Link": '</article/1>; rel="canonical"'}),
+        "/article/1": page("Article", "quokka facts"),
+    })
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    assert sorted(r.path for r in sb.requests(host)) == ["/", "/amp/1", "/article/1", "/print?id=1", "/robots.txt"]
+    hits = Searcher(db_path + ".index").search("quokka")
+    assert [h.url for h in hits] == [host.url("/article/1")]  # only the canonical is indexed
+    db = sqlite3.connect(db_path)
+    aliases = dict(db.execute("SELECT url, alias_of FROM pages WHERE alias_of IS NOT NULL"))
+    assert aliases == {host.url("/print?id=1"): host.url("/article/1"), host.url("/amp/1"): host.url("/article/1")}
+
+
+def test_redirect_target_queued_source_alias_and_loops_end(sandbox_factory, db_path):
+    host = SandboxHost("127.0.0.2", pages={
+        "/": page("Home", "welcome", ["/old", "/loop-a"]),
+        "/old": Reply(status=301, headers={"Location": "/new"}),
+        "/new": page("New home of the wombat", "wombat"),
+        "/loop-a": Reply(status=302, headers={"Location": "/loop-b"}),
+        "/loop-b": Reply(status=302, headers={"Location": "/loop-a"}),
+    })
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    paths = [r.path for r in sb.requests(host)]
+    assert sorted(paths) == ["/", "/loop-a", "/loop-b", "/new", "/old", "/robots.txt"]  # each once
+    assert [h.url for h in Searcher(db_path + ".index").search("wombat")] == [host.url("/new")]
+    assert states(db_path)[host.url("/old")] == ("done", f"http-301 -> {host.url('/new')}")
+
+
+def _calendar(path: str):
+    if path.startswith("/cal/"):
+        y, m = map(int, path.split("/")[2:4])
+        nxt = (y + (m == 12), m % 12 + 1)
+        return Reply(body=page(f"{y}-{m}", "nothing happens", [f"/cal/{nxt[0]}/{nxt[1]}", f"/cal/{y - 1}/{m}"]))
+    return None
+
+
+def test_infinite_calendar_stays_within_budget(sandbox_factory, db_path):
+    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/cal/2024/1"])}, handler=_calendar)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], host_page_budget=25, min_delay=0.01, yield_min_pages=0)
+    pages = [r for r in sb.requests(host) if r.path != "/robots.txt"]
+    assert len(pages) == 25
+
+
+def test_faceted_navigation_too_many_params_not_queued(sandbox_factory, db_path):
+    filters = {f"f{i}": [f"o{j}" for j in range(6)] for i in range(5)}
+
+    def facets(path: str):
+        if not path.startswith("/shop"):
+            return None
+        params = dict(p.split("=") for p in path.partition("?")[2].split("&") if "=" in p)
+        links = []
+        for name, options in filters.items():
+            for opt in options:
+                q = dict(params, **{name: opt}, sort="price", page="1", view="grid")
+                links.append("/shop?" + "&".join(f"{k}={v}" for k, v in sorted(q.items())))
+        return Reply(body=page("Shop", article(hash(path) % 10_000, 200), links))  # distinct listings
+
+    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/shop"])}, handler=facets)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.01, max_depth=6, host_page_budget=100)
+    reqs = [r for r in sb.requests(host) if r.path != "/robots.txt"]
+    assert all(r.path.count("=") <= 5 for r in reqs)  # never more than 5 query parameters
+    assert len(reqs) == 100  # the host's page budget holds against 6^5 filter combinations
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT n FROM link_stats WHERE reason = 'too-many-query-params'").fetchone()[0] > 0
+
+
+def test_session_ids_and_symlink_loops(sandbox_factory, db_path):
+    def loops(path: str):
+        if path.startswith("/a/"):
+            return Reply(body=page("Loop", "again", [path + "b/a/"]))  # /a/b/a/b/a/ …
+        if path.startswith("/s/"):
+            return Reply(body=page("Session", "sticky", ["/s/;jsessionid=ABC123/next", "/s/page?PHPSESSID=77&x=1"]))
+        return None
+
+    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/a/", "/s/"])}, handler=loops)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.01)
+    paths = [r.path for r in sb.requests(host)]
+    assert max(p.count("/a/") for p in paths) <= 3  # the loop is cut at the repeated segment
+    assert not any("jsessionid" in p.lower() or "phpsessid" in p.lower() for p in paths)
+    assert len(paths) < 12
+
+
+def test_conditional_get_and_compression_on_recrawl(sandbox_factory, db_path):
+    pages = {"/": page("Home", "welcome", [f"/p{i}" for i in range(5)])}
+    pages |= {f"/p{i}": page(f"Page {i}", article(10 + i, 2000)) for i in range(5)}
+    host = SandboxHost("127.0.0.2", pages=pages, conditional=True, compress=True)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], recrawl_after=1, recrawl_min=1)
+    first = [r for r in sb.requests(host) if r.path != "/robots.txt"]
+    assert all(r.headers.get("Accept-Encoding", "").startswith("gzip") for r in first)
+    seq_before = sqlite3.connect(db_path).execute("SELECT MAX(seq) FROM pages").fetchone()[0]
+    time.sleep(1.2)
+    sb.log.clear()
+    crawl(db_path, [], recrawl_after=1, recrawl_min=1)
+    second = [r for r in sb.requests(host) if r.path != "/robots.txt"]
+    assert sorted(r.path for r in second) == sorted(pages)
+    assert all("If-None-Match" in r.headers and r.status == 304 for r in second)
+    assert sum(r.bytes for r in second) == 0 < sum(r.bytes for r in first)
+    # 304: no re-parse, no re-index — the stored versions did not change.
+    assert sqlite3.connect(db_path).execute("SELECT MAX(seq) FROM pages").fetchone()[0] == seq_before
+
+
+def test_recrawl_replaces_a_changed_page_in_the_index(sandbox_factory, db_path):
+    content = {"text": "aardvark"}
+    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/news"])},
+                       handler=lambda p: Reply(body=page("News", content["text"])) if p == "/news" else None)
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], recrawl_after=1, recrawl_min=1)
+    assert [h.url for h in Searcher(db_path + ".index").search("aardvark")] == [host.url("/news")]
+    content["text"] = "platypus"
+    time.sleep(1.2)
+    crawl(db_path, [], recrawl_after=1, recrawl_min=1)
+    searcher = Searcher(db_path + ".index")
+    assert searcher.search("aardvark") == []
+    assert [h.url for h in searcher.search("platypus")] == [host.url("/news")]
+    db = sqlite3.connect(db_path)
+    changes, interval = db.execute("SELECT changes, revisit_interval FROM frontier WHERE url = ?",
+                                   (host.url("/news"),)).fetchone()
+    assert changes == 1 and interval == 1.0  # changed: the interval halves (bounded below by recrawl_min)
+
+
+def test_gzip_bomb_is_cut_off_and_the_crawl_goes_on(sandbox_factory, db_path):
+    bomb = gzip.compress(b"<html><body>" + b"A" * (60 * 1024 * 1024) + b"</body></html>", compresslevel=9)
+    host = SandboxHost("127.0.0.2", pages={
+        "/": page("Home", "", ["/bomb", "/fine"]),
+        "/bomb": Reply(body=bomb, headers={"Content-Encoding": "gzip"}),
+        "/fine": page("Fine", "still crawling"),
+    })
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], max_page_bytes=1_000_000)
+    st = states(db_path)
+    assert st[host.url("/bomb")][0] == "done" and "truncated" in st[host.url("/bomb")][1]
+    assert st[host.url("/fine")][0] == "done"
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT bytes FROM pages WHERE url = ?", (host.url("/bomb"),)).fetchone()[0] == 1_000_000
+
+
+def test_yield_monitoring_pauses_a_host_of_duplicates(sandbox_factory, db_path):
+    same = page("Same", article(5, 500))
+    host = SandboxHost("127.0.0.2", handler=lambda p: Reply(body=same.replace("</nav>", "".join(
+        f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>")) if p != "/robots.txt" else None)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.01, yield_min_pages=10, max_time=20)
+    pages = [r for r in sb.requests(host) if r.path != "/robots.txt"]
+    assert 10 <= len(pages) <= 15  # paused soon after the window filled with duplicates
+    store = open_store(db_path)
+    row = store.hosts()[0]
+    store.close()
+    assert row["wait_reason"] == "low-yield" and row["pending"] > 0  # its URLs are kept
