@@ -36,6 +36,15 @@ def _settings(ctx: click.Context, **flags: Any) -> Settings:
     return load_settings(flags, config_path=ctx.find_root().params.get("config"))
 
 
+def _explicit(ctx: click.Context, flags: dict[str, Any]) -> frozenset[str]:
+    """Settings the user gave on this command line or in the environment (not defaults or the config file)."""
+    import os
+
+    given = {k for k, v in flags.items() if v is not None}
+    given |= {f.lower()[len("POLITECRAWL_"):] for f in os.environ if f.startswith("POLITECRAWL_")}
+    return frozenset(given)
+
+
 def _fail(message: str) -> None:
     click.echo(f"politecrawl: error: {message}", err=True)
     sys.exit(2)
@@ -122,7 +131,7 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     with progress:
-        report = crawler.run(seeds, on_progress=progress.update)
+        report = crawler.run(seeds, on_progress=progress.update, explicit=_explicit(ctx, flags))
     s = report.status
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
@@ -130,6 +139,43 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
         f"{s['queued']} queued, {s['failed']} failed, {s['disallowed']} disallowed, {s['indexed']} indexed",
         err=quiet,
     )
+
+
+# --------------------------------------------------------------------------- worker
+@cli.command()
+@db_option
+@click.option("--workers", type=int, default=None, help=f"Worker processes on this machine. {_d('workers')}")
+@click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
+@click.option("--max-time", default=None, help="Stop after DURATION (seconds, or 30m, 2h). [default: until stopped]")
+@click.option("--min-delay", type=float, default=None, help="Must agree with the crawl's stored value (or leave it out).")
+@click.option("--user-agent", default=None, help="Must agree with the crawl's stored value (or leave it out).")
+@click.option("--contact", default=None, help="Must agree with the crawl's stored value (or leave it out).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.pass_context
+def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
+    """Take work from a shared crawl (a postgresql:// --db) until stopped or --max-time.
+
+    One machine of a fleet: user agent, delays and scope come from the crawl stored in the
+    database (a conflicting flag is refused). It does not index: run one
+    'politecrawl index --follow' for the fleet. Seeds are added with 'politecrawl crawl SEED'.
+    """
+    from .crawler import Crawler
+    from .progress import Progress
+
+    settings = _settings(ctx, **flags)
+    crawler = Crawler(settings)
+    progress = Progress(enabled=not quiet, max_time=settings.max_time)
+
+    def on_signal(signum, _frame) -> None:
+        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
+        crawler.request_stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    with progress:
+        report = crawler.run((), on_progress=progress.update, explicit=_explicit(ctx, flags), fleet_worker=True)
+    click.echo(f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
+               f"while this worker ran; this machine made {report.pages_fetched} page requests", err=quiet)
 
 
 # --------------------------------------------------------------------------- search

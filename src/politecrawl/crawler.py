@@ -122,7 +122,8 @@ class Worker:
     """One process's crawl loop. ``run()`` returns when the frontier is done or ``stop`` is set."""
 
     def __init__(self, settings: Settings, store, fetcher: Fetcher, scope: CrawlScope, budget: PageBudget,
-                 stop: asyncio.Event, *, wid: str | None = None) -> None:
+                 stop: asyncio.Event, *, wid: str | None = None, idle_poll: float | None = None) -> None:
+        self.idle_poll = idle_poll
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -160,6 +161,10 @@ class Worker:
                 continue
             slots.release()
             wake = self.store.wake_time(now, self.settings.min_delay)
+            if wake is None and self.idle_poll is not None:
+                # A fleet worker outlives an empty frontier: seeds may arrive from another machine,
+                # which nothing here can hear about, so it looks again after idle_poll seconds.
+                wake = now + self.idle_poll
             if wake is None and not self._tasks:
                 break  # nothing queued anywhere and nothing of ours in flight: done
             if self.budget.exhausted() and not self._tasks:
@@ -544,16 +549,16 @@ class StopSignal:
         return {"_r": self._r, "_w": None, "_sent": False}
 
 
-def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter) -> None:
+def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, idle_poll: float | None = None) -> None:
     """Entry point of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter))
+    asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll))
 
 
-async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter) -> None:
+async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None) -> None:
     store = open_store(settings.db)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -568,20 +573,22 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
             read_timeout=settings.read_timeout,
             total_timeout=settings.total_timeout,
         ) as fetcher:
-            await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop).run()
+            await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop,
+                         idle_poll=idle_poll).run()
     finally:
         store.close()
 
 
 def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, counter=None,
-                on_tick: Callable[[], None] | None = None, tick: float = 1.0, deadline: float | None = None) -> int:
+                on_tick: Callable[[], None] | None = None, tick: float = 1.0, deadline: float | None = None,
+                idle_poll: float | None = None) -> int:
     """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly."""
     ctx = mp.get_context("spawn")
     stop_event = stop_event or StopSignal()
     counter = counter if counter is not None else ctx.Value("q", 0)
     scope_args = (scope.mode, scope.seeds, scope.max_depth)
     procs = [
-        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter), daemon=False,
+        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll), daemon=False,
                     name=f"politecrawl-worker-{i}")
         for i in range(settings.workers)
     ]
@@ -604,6 +611,49 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
                 p.terminate()
                 p.join(5)
     return sum(1 for p in procs if p.exitcode == 0)
+
+
+#: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
+FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
+                  "robots_ttl", "per_ip_limit", "scope", "max_depth", "host_page_budget", "follow_nofollow")
+#: A fleet worker with an empty frontier looks again after this many seconds.
+FLEET_IDLE_POLL = 5.0
+
+
+def _is_shared(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def reconcile_fleet_settings(store, settings: Settings, explicit: frozenset[str], *, may_override: bool) -> Settings:
+    """Make this process agree with the fleet-wide settings stored with the crawl.
+
+    The first crawl stores them. Later, a setting not given on the command line is taken from
+    the store; one given and different is refused (a fleet worker, or any crawl on a shared
+    PostgreSQL store) — or, for a single-machine ``crawl`` on SQLite, becomes the new value.
+    """
+    stored = json.loads(store.get_meta("fleet_settings") or "{}")
+    mine = {k: getattr(settings, k) for k in FLEET_SETTINGS}
+    if not stored:
+        store.set_meta("fleet_settings", json.dumps(mine))
+        return settings
+    changes = {}
+    for key in FLEET_SETTINGS:
+        if key not in stored or stored[key] == mine[key]:
+            continue
+        if key in explicit:
+            if not may_override:
+                flag = "--" + key.replace("_", "-")
+                raise ConfigError(
+                    f"{flag} {mine[key]!r} conflicts with this crawl's fleet-wide setting {key} = {stored[key]!r} "
+                    f"(every worker must agree); leave {flag} out to use it"
+                )
+        else:
+            changes[key] = stored[key]
+    result = settings.replace(**changes) if changes else settings
+    final = {k: getattr(result, k) for k in FLEET_SETTINGS}
+    if final != stored:
+        store.set_meta("fleet_settings", json.dumps(final))
+    return result
 
 
 @dataclass
@@ -631,15 +681,22 @@ class Crawler:
         self.stopped_by_signal = True
         self.stop_event.set()
 
-    def run(self, raw_seeds: Sequence[str] = (), *, on_progress: Callable[[dict], None] | None = None) -> CrawlReport:
+    def run(self, raw_seeds: Sequence[str] = (), *, on_progress: Callable[[dict], None] | None = None,
+            explicit: frozenset[str] = frozenset(), fleet_worker: bool = False) -> CrawlReport:
+        """Crawl until done (or a limit); ``fleet_worker``: take work until stopped, never index.
+
+        ``explicit`` names the settings the user gave on this command line: they are checked
+        against the fleet-wide settings stored with the crawl (``reconcile_fleet_settings``).
+        """
         from .indexing import index_dir_for, update_index
 
-        s = self.settings
         seeds = prepare_seeds(raw_seeds)
-        store = open_store(s.db)
+        store = open_store(self.settings.db)
         try:
+            may_override = not fleet_worker and not _is_shared(self.settings.db)
+            s = self.settings = reconcile_fleet_settings(store, self.settings, explicit, may_override=may_override)
             scope = self.scope_for(store, seeds)
-            if not scope.seeds:
+            if not scope.seeds and not fleet_worker:
                 raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
             check_contact(s, scope.seeds)
             store.set_meta("user_agent", user_agent_string(s))
@@ -667,8 +724,19 @@ class Crawler:
                     status["run_requests"] = status["requests"] - before
                     on_progress(status)
 
-            run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline)
-            update_index(store, index_dir)
+            if fleet_worker:
+                def tick() -> None:  # noqa: F811 - a fleet worker does not index (one indexer serves the fleet)
+                    if on_progress is not None:
+                        t = time.time()
+                        status = store.status(t + store.clock_offset)
+                        status["elapsed"] = t - started
+                        status["run_requests"] = status["requests"] - before
+                        on_progress(status)
+
+            run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline,
+                        idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+            if not fleet_worker:
+                update_index(store, index_dir)
             end = time.time()
             status = store.status(end)
             if self.stopped_by_signal:
