@@ -13,7 +13,7 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
-from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate
+from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck
 
 T = 1_700_000_000.0
 LEASE = 30.0
@@ -224,11 +224,13 @@ def test_wake_time(store):
     assert store.wake_time(T, 1.0) is None  # nothing pending
     store.seed_urls([url(A, "/1"), url(B, "/1")], T)
     assert store.wake_time(T, 1.0) == T  # fresh hosts: eligible now
-    pass_robots(store, "w1", T, next_at=T + 7)
-    pass_robots(store, "w1", T, next_at=T + 5)
+    # Two fresh hosts tie (next_allowed_at 0): which one a claim takes first is not specified.
+    later = pass_robots(store, "w1", T, next_at=T + 7).host
+    sooner = pass_robots(store, "w1", T, next_at=T + 5).host
+    assert {later, sooner} == {A, B}
     assert store.wake_time(T, 1.0) == T + 5  # the earliest host
     c = store.claim("w1", T + 5, LEASE)
-    assert c is not None and c.host == B
+    assert c is not None and c.host == sooner
     # B is leased: min(lease expiry, max(next_allowed_at, now + min_delay)); A at T+7.
     assert store.wake_time(T + 5, 1.0) == T + 6
     assert store.wake_time(T + 5, 100.0) == T + 7
@@ -363,16 +365,234 @@ def test_mark_indexed_and_a_changed_page_comes_back(store):
     assert store.status(T + 9)["indexed"] == 1
 
 
+# -- near-duplicates, aliases, yield, recrawl, link stats (issue 5) -----------------------
+
+SH = 0xF0E1_D2C3_B4A5_9687  # high bit set: stored as a negative signed 64-bit value
+
+
+def _fetch_one(store, c: Claim, now: float, **kw) -> None:
+    store.release(c, page_outcome(c, now, next_at=now, **kw), now)
+
+
+def _claims(store, n: int, host: str = A) -> list[Claim]:
+    """Seed n URLs on ``host``, pass its robots.txt; returns nothing claimed yet (use store.claim)."""
+    store.seed_urls([url(host, f"/{i}") for i in range(n)], T)
+    pass_robots(store, "w1", T)
+    return []
+
+
+def test_near_duplicate_within_distance_3_and_not_at_4(store):
+    _claims(store, 5)
+    texts = {}
+    cases = [
+        ("orig", SH),
+        # distance 3, one bit in each of three blocks: only block 3 still agrees (the pigeonhole case)
+        ("near3", SH ^ (1 << 0) ^ (1 << 16) ^ (1 << 32)),
+        # distance 4 spread over all four blocks: no block agrees
+        ("far4-spread", SH ^ (1 << 1) ^ (1 << 17) ^ (1 << 33) ^ (1 << 49)),
+        # distance 4 inside one block: three blocks agree, the distance check must still say no
+        ("far4-block", SH ^ 0b1111_0000),
+        ("exact", SH ^ 0xFFFF),  # different SimHash, same content fingerprint: an exact duplicate
+    ]
+    for i, (name, fp) in enumerate(cases):
+        c = store.claim("w1", T + i, LEASE)
+        assert c is not None and c.kind == "page" and c.url == f"{A}/{i}"
+        _fetch_one(store, c, T + i, fingerprint="same" if name in ("orig", "exact") else f"fp-{name}", simhash=fp,
+                   title=name)
+        texts[name] = c.url_id
+    pages = {p["title"]: p for p in store.pages_changed_since(0, 10)}
+    assert pages["orig"]["duplicate_of"] is None
+    assert pages["near3"]["duplicate_of"] == texts["orig"]
+    assert pages["far4-spread"]["duplicate_of"] is None
+    assert pages["far4-block"]["duplicate_of"] is None
+    assert pages["exact"]["duplicate_of"] == texts["orig"]
+    st = store.status(T + 10)
+    assert (st["duplicates"], st["exact_duplicates"], st["near_duplicates"]) == (2, 1, 1)
+
+
+def test_near_duplicate_is_stored_in_its_blocks_and_survives_reopen(store, store_factory, reopen):
+    _claims(store, 2)
+    c = store.claim("w1", T, LEASE)
+    _fetch_one(store, c, T, fingerprint="a", simhash=SH, title="orig")
+    rows = store_factory.peek(f"SELECT simhash, sh0, sh1, sh2, sh3, duplicate_kind FROM pages WHERE url_id = {int(c.url_id)}")
+    assert rows == [(SH - (1 << 64), 0x9687, 0xB4A5, 0xD2C3, 0xF0E1, None)]
+    store = reopen(store)
+    c2 = store.claim("w1", T + 1, LEASE)
+    _fetch_one(store, c2, T + 1, fingerprint="b", simhash=SH ^ (1 << 63) ^ (1 << 62), title="near")
+    assert store_factory.peek(f"SELECT duplicate_of, duplicate_kind FROM pages WHERE url_id = {int(c2.url_id)}") == [
+        (c.url_id, "near")
+    ]
+
+
+def test_duplicates_of_a_duplicate_point_at_the_original_only(store):
+    _claims(store, 3)
+    ids = []
+    for i, fp in enumerate([SH, SH ^ 0b111, SH ^ 0b111 ^ (1 << 40)]):  # the third is 1 from #2, 4 from #1
+        c = store.claim("w1", T + i, LEASE)
+        _fetch_one(store, c, T + i, fingerprint=f"f{i}", simhash=fp, title=str(i))
+        ids.append(c.url_id)
+    pages = {p["title"]: p["duplicate_of"] for p in store.pages_changed_since(0, 10)}
+    assert pages == {"0": None, "1": ids[0], "2": None}  # a duplicate is never an original
+
+
+def test_alias_pages_are_never_duplicates_nor_originals(store):
+    _claims(store, 3)
+    c0 = store.claim("w1", T, LEASE)
+    _fetch_one(store, c0, T, fingerprint="same", simhash=SH, title="alias", alias_of=f"{A}/canonical")
+    c1 = store.claim("w1", T + 1, LEASE)
+    _fetch_one(store, c1, T + 1, fingerprint="same", simhash=SH, title="first real")
+    c2 = store.claim("w1", T + 2, LEASE)
+    _fetch_one(store, c2, T + 2, fingerprint="same", simhash=SH ^ 1, title="second real")
+    pages = {p["title"]: p for p in store.pages_changed_since(0, 10)}
+    assert pages["alias"]["alias_of"] == f"{A}/canonical" and pages["alias"]["duplicate_of"] is None
+    assert pages["first real"]["alias_of"] is None and pages["first real"]["duplicate_of"] is None
+    assert pages["second real"]["duplicate_of"] == c1.url_id
+    st = store.status(T + 3)
+    assert st["aliases"] == 1 and st["duplicates"] == 1 and st["exact_duplicates"] == 1
+
+
+def test_yield_monitoring_pauses_a_host_of_duplicates(store):
+    check = YieldCheck(min_pages=5, max_duplicate_share=0.5, pause_until=T + 1000)
+    _claims(store, 8)
+    now = T
+    for i in range(5):
+        c = store.claim("w1", now, LEASE)
+        assert c is not None and c.kind == "page", (i, c)
+        out = page_outcome(c, now, next_at=now + 1, fingerprint="same", title=str(i))
+        out.yield_check = check
+        store.release(c, out, now)
+        now += 1
+        row = host_row(store, A)
+        if i < 4:  # fewer pages than min_pages: never judged yet
+            assert row["next_allowed_at"] == now and row["wait_reason"] == "min-delay", (i, row)
+    row = host_row(store, A)
+    assert row["next_allowed_at"] == T + 1000 and row["wait_reason"] == "low-yield"
+    assert store.claim("w1", T + 999, LEASE) is None
+    assert store.status(T + 10)["hosts_waiting_by_reason"] == {"low-yield": 1}
+    c = store.claim("w1", T + 1000, LEASE)
+    assert c is not None and c.url == f"{A}/5"  # the host comes back after the pause, counters reset
+    out = page_outcome(c, T + 1000, next_at=T + 1001, fingerprint="same", title="5")
+    out.yield_check = check
+    store.release(c, out, T + 1000)
+    assert host_row(store, A)["wait_reason"] == "min-delay"
+
+
+def test_yield_monitoring_leaves_a_host_of_distinct_pages_alone(store):
+    check = YieldCheck(min_pages=3, max_duplicate_share=0.5, pause_until=T + 1000)
+    _claims(store, 6)
+    now = T
+    for i in range(6):
+        c = store.claim("w1", now, LEASE)
+        # every second page a duplicate: share about 0.5 but below it, never paused
+        out = page_outcome(c, now, next_at=now + 1, fingerprint="same" if i % 2 else f"u{i}", title=str(i))
+        out.yield_check = check
+        store.release(c, out, now)
+        now += 1
+    row = host_row(store, A)
+    assert row["wait_reason"] == "min-delay" and row["next_allowed_at"] == now
+    assert store.status(now)["duplicates"] == 2  # pages 3 and 5 repeat page 1
+
+
+def test_requeue_due_brings_recrawl_urls_back_with_their_interval_and_fingerprint(store, store_factory):
+    _claims(store, 2)
+    c = store.claim("w1", T, LEASE)
+    out = page_outcome(c, T, next_at=T + 1, fingerprint="fp-v1", etag='"v1"', title="v1")
+    out.next_fetch_at = T + 100
+    out.revisit_interval = 50.0
+    out.changed = True
+    store.release(c, out, T)
+    other = store.claim("w1", T + 1, LEASE)
+    store.release(other, page_outcome(other, T + 1, next_at=T + 2, title="no recrawl"), T + 1)  # next_fetch_at NULL
+    assert host_row(store, A)["pending"] == 0
+    assert store.wake_time(T + 2, 1.0) is None
+    assert store.requeue_due(T + 99.9) == 0
+    assert store.requeue_due(T + 100) == 1
+    assert store.requeue_due(T + 100) == 0  # queued now: not due twice
+    assert store.url_states()[c.url][0] == "queued"
+    assert store.url_states()[other.url][0] == "done"
+    assert host_row(store, A)["pending"] == 1
+    again = store.claim("w1", T + 100, LEASE)
+    assert again is not None and again.url == c.url
+    assert again.attempts == 1  # attempts restart with each visit
+    assert again.revisit_interval == 50.0 and again.fingerprint == "fp-v1" and again.etag == '"v1"'
+    out = page_outcome(again, T + 100, next_at=T + 101, fingerprint="fp-v2", title="v2")
+    out.next_fetch_at = T + 300
+    out.revisit_interval = 25.0
+    out.changed = True
+    store.release(again, out, T + 100)
+    assert store_factory.peek(
+        f"SELECT state, next_fetch_at, revisit_interval, changes FROM frontier WHERE id = {int(c.url_id)}"
+    ) == [("done", T + 300, 25.0, 2)]
+    assert host_row(store, A)["pending"] == 0
+
+
+def test_rejected_links_are_counted_per_host_and_reason_in_status(store):
+    store.seed_urls([url(A, "/0"), url(A, "/1"), url(B, "/0")], T)
+    assert store.status(T)["links_not_queued"] == {}
+    pass_robots(store, "w1", T)
+    pass_robots(store, "w1", T)
+    now = T + 10
+    for _ in range(3):
+        c = store.claim("w1", now, LEASE)
+        assert c is not None and c.kind == "page"
+        out = page_outcome(c, now, next_at=now)
+        out.rejected_links = {"trap": 3, "depth": 1} if c.host == A else {"trap": 2, "scope": 4}
+        store.release(c, out, now)
+    st = store.status(now)
+    assert st["links_not_queued"] == {"trap": 3 + 3 + 2, "depth": 2, "scope": 4}
+    assert all(isinstance(v, int) for v in st["links_not_queued"].values())
+
+
+def test_robots_versions_record_each_version_served(store):
+    store.seed_urls([url(A, "/0")], T)
+    v1 = b"User-agent: *\nDisallow: /a\n"
+    v2 = b"User-agent: *\nDisallow: /b\n\xff"
+    c = store.claim("w1", T, LEASE)
+    store.release(c, Outcome(next_allowed_at=T, robots=RobotsUpdate("parsed", v1, T, T + DAY, None)), T)
+    c = store.claim("w1", T + DAY, LEASE)
+    # Unknown (a 5xx): the cached copy stays, no new version.
+    store.release(c, Outcome(next_allowed_at=T + DAY, robots=RobotsUpdate(None, None, None, T + DAY + 60, None)),
+                  T + DAY)
+    c = store.claim("w1", T + DAY + 60, LEASE)
+    assert c.kind == "robots"
+    store.release(c, Outcome(next_allowed_at=T + DAY + 60,
+                             robots=RobotsUpdate("parsed", v2, T + DAY + 60, T + 2 * DAY, None)), T + DAY + 60)
+    c = store.claim("w1", T + 3 * DAY, LEASE)
+    store.release(c, Outcome(next_allowed_at=T + 3 * DAY,
+                             robots=RobotsUpdate("allow-all", None, T + 3 * DAY, T + 4 * DAY, None)), T + 3 * DAY)
+    versions = store.robots_versions()
+    assert [(v["host"], v["fetched_at"], v["status"], v["body"]) for v in versions] == [
+        (A, T, "parsed", v1),
+        (A, T + DAY + 60, "parsed", v2),
+        (A, T + 3 * DAY, "allow-all", None),
+    ]
+    assert all(isinstance(v["body"], (bytes, type(None))) for v in versions)
+
+
+def test_host_address_is_stored_and_returned_with_the_claim(store):
+    store.seed_urls([url(A, "/0"), url(A, "/1")], T)
+    c = pass_robots(store, "w1", T, ip="127.0.0.9")
+    c = store.claim("w1", T, LEASE)
+    assert (c.ip, c.ip_resolved_at) == ("127.0.0.9", T)
+    out = page_outcome(c, T + 5, next_at=T + 5)
+    out.ip = "127.0.0.10"
+    store.release(c, out, T + 5)
+    c = store.claim("w1", T + 5, LEASE)
+    assert (c.ip, c.ip_resolved_at) == ("127.0.0.10", T + 5)
+
+
 # -- status, meta, fetch log --------------------------------------------------------------
 
 
 def test_status_figures(store):
-    store.seed_urls([url(A, "/0"), url(A, "/1"), url(B, "/0")], T)
-    pass_robots(store, "w1", T)  # A (fetch_log: robots 404)
-    pass_robots(store, "w1", T)  # B
+    store.seed_urls([url(A, "/0"), url(A, "/1")], T)
+    assert pass_robots(store, "w1", T).host == A  # fetch_log: robots 404
+    store.seed_urls([url(B, "/0")], T)
+    assert pass_robots(store, "w1", T, next_at=T + 0.5).host == B  # B (next_allowed_at 0) before A (T)
     a = store.claim("w1", T, LEASE)
+    assert a.host == A
     store.release(a, page_outcome(a, T, next_at=T + 30, bytes=1000, title="x"), T + 1)
-    a2 = store.claim("w1", T, LEASE)  # B now (A waits)
+    a2 = store.claim("w1", T + 0.5, LEASE)  # B now (A waits)
     assert a2.host == B
     st = store.status(T + 2)
     assert st["pages_fetched"] == 1 and st["queued"] == 1 and st["in_flight"] == 1

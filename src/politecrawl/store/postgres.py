@@ -49,7 +49,9 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import NotAStoreError, StoreError
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome
+from ..dedup import to_signed64
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
@@ -108,7 +110,18 @@ WHERE id = (SELECT id FROM frontier
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
   AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= %(now)s))
-RETURNING id, url, depth, attempts
+RETURNING id, url, depth, attempts, revisit_interval
+"""
+
+# Near-duplicate lookup (pigeonhole, as in SQLiteStore): a fingerprint within NEAR_DISTANCE bits
+# shares at least one 16-bit block, so the OR of four block equalities (a BitmapOr over the four
+# partial indexes) finds every candidate; bit_count of the XOR then keeps the close ones.
+_NEAR_DUPLICATE = f"""
+SELECT url_id FROM pages
+WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
+  AND url_id <> %(url_id)s AND duplicate_of IS NULL AND noindex = 0 AND alias_of IS NULL
+  AND bit_count((simhash # %(fp)s)::bit(64)) <= {NEAR_DISTANCE}
+ORDER BY url_id LIMIT 1
 """
 
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
@@ -431,9 +444,11 @@ class PostgresStore:
                 (real, host),
             )
             return None
-        url_id, url, depth, attempts = url_row
-        cached = conn.execute("SELECT etag, last_modified FROM pages WHERE url_id = %s", (url_id,)).fetchone()
-        etag, last_modified = cached if cached else (None, None)
+        url_id, url, depth, attempts, revisit_interval = url_row
+        cached = conn.execute(
+            "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = %s", (url_id,)
+        ).fetchone()
+        etag, last_modified, fingerprint = cached if cached else (None, None, None)
         return Claim(
             kind="page",
             url_id=url_id,
@@ -442,6 +457,8 @@ class PostgresStore:
             attempts=attempts,
             etag=etag,
             last_modified=last_modified,
+            fingerprint=fingerprint,
+            revisit_interval=revisit_interval,
             **base,
         )
 
@@ -470,6 +487,7 @@ class PostgresStore:
         if outcome.ip is not None:
             host_sets += ["ip = %(ip)s", "ip_resolved_at = %(ip_at)s"]
             p.update(ip=outcome.ip, ip_at=now)
+        robots_version = None
         if outcome.robots is not None:
             r = outcome.robots
             host_sets.append("robots_expires_at = %(r_expires)s")
@@ -482,6 +500,7 @@ class PostgresStore:
                     "crawl_delay = %(r_delay)s",
                 ]
                 p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+                robots_version = (claim.host, r.fetched_at, r.status, r.body)
         if outcome.fetch is not None and outcome.fetch.kind == "page":
             host_sets.append("pages_fetched = pages_fetched + 1")
         links = _unique(outcome.links)
@@ -505,8 +524,10 @@ class PostgresStore:
                 else:
                     cur = conn.execute(
                         "UPDATE frontier SET state = %s, lease_owner = NULL, lease_expires_at = NULL,"
-                        " outcome = %s, finished_at = %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
-                        (outcome.url_state, outcome.url_outcome, now, claim.url_id, claim.worker),
+                        " outcome = %s, finished_at = %s, next_fetch_at = %s, revisit_interval = %s,"
+                        " changes = changes + %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
+                        (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
+                         outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
                     )
                     finished = cur.rowcount == 1
             if finished:
@@ -515,10 +536,26 @@ class PostgresStore:
             conn.execute(f"UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s", p)
             if outcome.fetch is not None:
                 self._insert_log(conn, claim.host, claim.worker, outcome.fetch)
+            if robots_version is not None:
+                conn.execute(
+                    "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (%s, %s, %s, %s)", robots_version
+                )
             if links:
                 self._insert_frontier(conn, links, now)
+            if outcome.rejected_links:
+                # Rows of claim.host only, whose hosts row this transaction already holds: no new lock order.
+                reasons = sorted(outcome.rejected_links)
+                conn.execute(
+                    """INSERT INTO link_stats (host, reason, n)
+                       SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS t(r, n)
+                       ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
+                    (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
+                )
             if outcome.page is not None and claim.url_id is not None:
-                self._record_page(conn, claim.url_id, outcome)  # last: it takes the pages lock to COMMIT
+                # Last: it takes the pages lock, held to COMMIT.
+                duplicate = self._record_page(conn, claim.url_id, outcome)
+                if outcome.yield_check is not None and outcome.page.status != 304:
+                    self._watch_yield(conn, claim.host, duplicate, outcome.yield_check)
 
         self._transaction(tx, "release a claim")
 
@@ -536,40 +573,77 @@ class PostgresStore:
         self._transaction(lambda conn: self._insert_log(conn, host, worker, entry), "log a fetch")
 
     @staticmethod
-    def _record_page(conn: psycopg.Connection, url_id: int, outcome: Outcome) -> None:
+    def _record_page(conn: psycopg.Connection, url_id: int, outcome: Outcome) -> bool:
+        """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
         page = outcome.page
         assert page is not None
         if page.status == 304:
             # Not modified: a new fetch time only — no re-parse, no re-index.
             conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, url_id))
-            return
+            return False
         # The indexer reads "seq > last seen". nextval alone hands out numbers in call order, not
         # commit order: a page numbered 5 committing after page 6 was read would never be indexed.
         # This lock, held to COMMIT, makes seq order commit order (and makes the duplicate check
         # below see every earlier page with the same fingerprint).
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
         seq = conn.execute("SELECT nextval('pages_seq_counter')").fetchone()[0]
-        duplicate_of = None
-        if page.fingerprint and not page.noindex:
+        duplicate_of = kind = None
+        candidate = page.fingerprint and not page.noindex and page.alias_of is None
+        if candidate:
             row = conn.execute(
                 "SELECT url_id FROM pages WHERE fingerprint = %s AND duplicate_of IS NULL AND url_id != %s"
-                " AND noindex = 0 ORDER BY url_id LIMIT 1",
+                " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
                 (page.fingerprint, url_id),
             ).fetchone()
-            duplicate_of = row[0] if row else None
+            if row:
+                duplicate_of, kind = row[0], "exact"
+        blocks = simhash_blocks(page.simhash)
+        signed = to_signed64(page.simhash) if page.simhash is not None else None
+        if candidate and duplicate_of is None and signed is not None:
+            b0, b1, b2, b3 = blocks
+            row = conn.execute(
+                _NEAR_DUPLICATE, {"b0": b0, "b1": b1, "b2": b2, "b3": b3, "url_id": url_id, "fp": signed}
+            ).fetchone()
+            if row:
+                duplicate_of, kind = row[0], "near"
         conn.execute(
             """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
-                                  bytes, fetched_at, fingerprint, duplicate_of, noindex, indexed_at, seq)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s)
+                                  bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
+                                  sh0, sh1, sh2, sh3, noindex, indexed_at, seq)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s)
                ON CONFLICT (url_id) DO UPDATE SET
                  final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
                  etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
                  text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
                  fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
-                 noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+                 duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
+                 simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
+                 sh3 = excluded.sh3, noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
             (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of,
-             int(page.noindex), seq),
+             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
+             page.alias_of, signed, *blocks, int(page.noindex), seq),
+        )
+        return duplicate_of is not None
+
+    @staticmethod
+    def _watch_yield(conn: psycopg.Connection, host: str, duplicate: bool, check: YieldCheck) -> None:
+        """Decayed counts of recent pages and duplicates; pause the host when duplicates dominate.
+
+        The host row is already locked by this transaction (its release UPDATE), so no new lock.
+        """
+        # The decayed count reaches this after min_pages pages (a geometric series), as in SQLiteStore.
+        enough = (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999
+        conn.execute(
+            "UPDATE hosts SET recent_pages = recent_pages * %(decay)s + 1,"
+            " recent_duplicates = recent_duplicates * %(decay)s + %(dup)s WHERE host = %(host)s",
+            {"decay": YIELD_DECAY, "dup": int(duplicate), "host": host},
+        )
+        conn.execute(
+            """UPDATE hosts SET next_allowed_at = GREATEST(next_allowed_at, %(until)s), wait_reason = 'low-yield',
+                                recent_pages = 0, recent_duplicates = 0
+               WHERE host = %(host)s AND recent_pages >= %(enough)s
+                 AND recent_duplicates / recent_pages >= %(share)s""",
+            {"until": check.pause_until, "host": host, "enough": enough, "share": check.max_duplicate_share},
         )
 
     # -- scheduling --------------------------------------------------------------
@@ -597,6 +671,43 @@ class PostgresStore:
         if not count:
             return None
         return max(now, earliest)
+
+    def requeue_due(self, now: float) -> int:
+        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
+
+        def tx(conn: psycopg.Connection) -> int:
+            hosts = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT host FROM frontier WHERE state = 'done' AND next_fetch_at IS NOT NULL"
+                    " AND next_fetch_at <= %s",
+                    (now,),
+                )
+            ]
+            if not hosts:
+                return 0
+            hosts.sort()
+            # Hosts before frontier rows: the lock order of claims and releases. URLs of a host that
+            # became due after the SELECT above wait for the next call.
+            self._lock_hosts(conn, hosts)
+            rows = conn.execute(
+                "UPDATE frontier SET state = 'queued', attempts = 0 WHERE state = 'done'"
+                " AND next_fetch_at IS NOT NULL AND next_fetch_at <= %s AND host = ANY(%s::text[]) RETURNING host",
+                (now, hosts),
+            ).fetchall()
+            counts: dict[str, int] = {}
+            for (host,) in rows:
+                counts[host] = counts.get(host, 0) + 1
+            if counts:
+                names = sorted(counts)
+                conn.execute(
+                    """UPDATE hosts SET pending = hosts.pending + d.n
+                       FROM unnest(%s::text[], %s::bigint[]) AS d(host, n) WHERE hosts.host = d.host""",
+                    (names, [counts[h] for h in names]),
+                )
+            return len(rows)
+
+        return self._transaction(tx, "requeue URLs due for a recrawl")
 
     def leased_workers(self) -> list[str]:
         rows = self._read(
@@ -659,11 +770,26 @@ class PostgresStore:
             pages = one("SELECT COUNT(*) FROM pages")[0]
             duplicates = one("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL")[0]
             indexed = one("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL")[0]
+            dup_kinds = dict(conn.execute(
+                "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+            ).fetchall())
+            aliases = one("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL")[0]
+            not_queued = {
+                k: int(v) for k, v in conn.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall()
+            }
+            waits = {
+                str(k): v
+                for k, v in conn.execute(
+                    "SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
+                    " GROUP BY wait_reason",
+                    (now,),
+                ).fetchall()
+            }
             return (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages,
-                    duplicates, indexed)
+                    duplicates, indexed, dup_kinds, aliases, not_queued, waits)
 
         (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages, duplicates,
-         indexed) = self._read(read, "read the status")
+         indexed, dup_kinds, aliases, not_queued, waits) = self._read(read, "read the status")
         requests, total_bytes, first, last = totals
         total_bytes = int(total_bytes)  # SUM(bigint) is numeric
         span = (last - first) if first is not None and last is not None else 0.0
@@ -676,6 +802,11 @@ class PostgresStore:
             "skipped": states.get("skipped", 0),
             "pages_stored": pages,
             "duplicates": duplicates,
+            "exact_duplicates": dup_kinds.get("exact", 0),
+            "near_duplicates": dup_kinds.get("near", 0),
+            "aliases": aliases,
+            "links_not_queued": not_queued,
+            "hosts_waiting_by_reason": waits,
             "indexed": indexed,
             "hosts": hosts_total,
             "hosts_active": hosts_active,
@@ -699,7 +830,7 @@ class PostgresStore:
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         return self._dicts(
-            "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, seq FROM pages"
+            "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq FROM pages"
             " WHERE seq > %s ORDER BY seq LIMIT %s",
             (seq, limit),
             "read changed pages",
@@ -744,6 +875,16 @@ class PostgresStore:
             (),
             "read the fetch log",
         )
+
+    def robots_versions(self) -> list[dict]:
+        """Every robots.txt version recorded, oldest first (for the audit)."""
+        rows = self._dicts(
+            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id", (), "read robots.txt versions"
+        )
+        for r in rows:
+            if r["body"] is not None:
+                r["body"] = bytes(r["body"])
+        return rows
 
     def robots_history(self, host: str) -> HostRobots:
         row = self._read(
