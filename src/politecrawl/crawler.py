@@ -27,7 +27,9 @@ from .dedup import simhash, text_fingerprint
 from .freshness import next_revisit
 from .errors import ConfigError, InvalidURL
 from .fetch import Fetcher, FetchResult
-from .parse import Page, parse_html, robots_directives
+from .parse import Page, combine, parse_html, robots_directives
+from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
+from .sitemaps import parse_sitemap
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
 from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
@@ -41,6 +43,14 @@ ROBOTS_MAX_REDIRECTS = 5
 #: Tries for a URL answered 429/503 before it is recorded as failed (each after the host's wait).
 SLOW_DOWN_MAX_ATTEMPTS = 10
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: Bytes of robots.txt read (RFC 9309 §2.5: at least 500 KiB must be parsed; the parser stops there).
+ROBOTS_MAX_BYTES = 512 * 1024
+#: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
+ROBOTS_OUTAGE_RETRY = 3_600.0
+#: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
+SITEMAP_PRIORITY = -2
+#: Nested sitemap indexes followed at most this deep.
+SITEMAP_MAX_DEPTH = 3
 #: Seconds a host's resolved IP is trusted for the per-IP cap.
 IP_TTL = 3_600.0
 
@@ -286,7 +296,7 @@ class Worker:
     async def _robots(self, claim: Claim) -> Outcome:
         """Fetch /robots.txt (RFC 9309 §2.3) and cache what it says; fail closed when it cannot be read."""
         url = claim.host + "/robots.txt"
-        result = await self.fetcher.get(url)
+        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
         hops = 0
         # Redirects on the same host are followed within this claim, each after the host's delay.
         while result.status in (301, 302, 303, 307, 308) and hops < ROBOTS_MAX_REDIRECTS:
@@ -302,16 +312,18 @@ class Worker:
             await asyncio.sleep(max(0.0, decision.next_allowed_at - self.now()))
             hops += 1
             url = target
-            result = await self.fetcher.get(url)
+            result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
         now = self.now()
         verdict = outcome_for_status(result.status)
         if result.status in (301, 302, 303, 307, 308):
             verdict = RobotsFetchOutcome.ALLOW_ALL  # RFC 9309 §2.3.1.2: too many redirects = unavailable (4xx-like)
         crawl_delay = claim.crawl_delay
+        sitemaps: list[str] = []
         if verdict is RobotsFetchOutcome.PARSE:
             rules = RobotsTxt.parse(result.body)
             crawl_delay = rules.crawl_delay(self.agent)
             update = RobotsUpdate("parsed", result.body, now, now + self.settings.robots_ttl, crawl_delay)
+            sitemaps = list(rules.sitemaps)
         elif verdict is RobotsFetchOutcome.ALLOW_ALL:
             crawl_delay = None
             update = RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None)
@@ -319,12 +331,14 @@ class Worker:
             update = None  # unknown: never recorded as checked (fail closed)
         decision, retry_after = self._decide(claim, result, crawl_delay)
         if update is None and claim.robots.status is not None:
-            # Unreachable, but a cached copy exists: keep using it until the next try.
-            update = RobotsUpdate(None, None, None, decision.next_allowed_at, None)
+            # Unreachable, but a cached copy exists: RFC 9309 §2.4 lets it serve past 24 h while the
+            # file is unreachable. Pages go on under it; robots.txt is tried again after a while.
+            retry_at = max(decision.next_allowed_at, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
+            update = RobotsUpdate(None, None, None, retry_at, None)
         reason = decision.reason
         if update is None and reason not in ("parked", "retry-after"):
             reason = "robots-unreachable"
-        return Outcome(
+        outcome = Outcome(
             next_allowed_at=decision.next_allowed_at,
             wait_reason=reason,
             response_time=decision.response_time,
@@ -333,6 +347,12 @@ class Worker:
             fetch=self._log_entry(result, "robots", decision, retry_after),
             robots=update,
         )
+        if self.settings.sitemaps and verdict is not RobotsFetchOutcome.UNREACHABLE:
+            if not sitemaps and self.settings.guess_sitemap:
+                sitemaps = [claim.host + "/sitemap.xml"]
+            # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered links.
+            self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
+        return outcome
 
     def _log_now(self, claim: Claim, result: FetchResult, kind: str, decision) -> None:
         """Record an intermediate request (a redirect hop) in the fetch log right away."""
@@ -359,7 +379,9 @@ class Worker:
         if not self.budget.take():
             self.stop.set()
             return Outcome(url_state="queued", url_outcome=None)
-        result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified)
+        is_sitemap = claim.url_kind == "sitemap"
+        result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
+                                        max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None)
         decision, retry_after = self._decide(claim, result)
         outcome = Outcome(
             next_allowed_at=decision.next_allowed_at,
@@ -402,9 +424,31 @@ class Worker:
             return outcome
         outcome.url_state = "done"
         outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
+        if is_sitemap:
+            self._sitemap(claim, result, outcome)
+            return outcome
         outcome.page = self._page_record(claim, result, outcome)
         self._schedule_revisit(claim, outcome)
         return outcome
+
+    def _sitemap(self, claim: Claim, result: FetchResult, outcome: Outcome) -> None:
+        """Queue a sitemap's URLs (scoped and trap-checked like links; robots-checked when claimed)."""
+        if not (200 <= result.status < 300):
+            return
+        parsed = parse_sitemap(result.body)
+        if parsed.error:
+            outcome.url_outcome += f" broken sitemap: {parsed.error}"[:300]
+        if parsed.urls:
+            self._add_links([e.loc for e in parsed.urls], claim.depth, outcome, redirect=True,
+                            priority=SITEMAP_PRIORITY + 1, lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod})
+        if parsed.sitemaps:
+            if claim.depth + 1 > SITEMAP_MAX_DEPTH:
+                outcome.rejected_links["sitemap-depth"] = len(parsed.sitemaps)
+            else:
+                self._add_links([e.loc for e in parsed.sitemaps], claim.depth + 1, outcome, redirect=True,
+                                kind="sitemap", priority=SITEMAP_PRIORITY)
+        outcome.url_outcome += (f" sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps"
+                                + (" (truncated)" if parsed.truncated else ""))
 
     def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
         """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""
@@ -443,8 +487,10 @@ class Worker:
         header_directives = robots_directives(
             [result.headers["x-robots-tag"]] if "x-robots-tag" in result.headers else [], self.agent
         )
-        noindex = page.directives.noindex or header_directives.noindex
-        nofollow = page.directives.nofollow or header_directives.nofollow
+        directives = combine(page.directives, header_directives)
+        expired = directives.unavailable_after is not None and directives.unavailable_after <= result.ended_at
+        noindex = directives.noindex or expired
+        nofollow = directives.nofollow
         if not nofollow:
             candidates = [l.href for l in page.links if self.settings.follow_nofollow or not l.nofollow]
             self._add_links(candidates, claim.depth, outcome, base=page.base)
@@ -467,6 +513,8 @@ class Worker:
             simhash=simhash(page.text) if indexable else None,
             alias_of=alias_of,
             noindex=noindex,
+            noarchive=directives.noarchive,
+            unavailable_after=directives.unavailable_after,
         )
 
     @staticmethod
@@ -489,7 +537,8 @@ class Worker:
         return None
 
     def _add_links(self, candidates: Sequence[str], depth: int, outcome: Outcome, *, redirect: bool = False,
-                   base: str | None = None) -> None:
+                   base: str | None = None, kind: str = "page", priority: int | None = None,
+                   lastmods: dict[str, str] | None = None) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
         What is turned away is counted by reason (shown by ``politecrawl status``).
@@ -517,7 +566,8 @@ class Worker:
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
-            out[u] = NewURL(u, host, new_depth, priority=new_depth)
+            out[u] = NewURL(u, host, new_depth, priority=new_depth if priority is None else priority, kind=kind,
+                            lastmod=lastmods.get(raw) if lastmods else None)
         outcome.links = list(out.values())
 
 

@@ -110,8 +110,11 @@ class Fetcher:
             await self._session.close()
             self._session = None
 
-    async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None) -> FetchResult:
-        """GET ``url`` once. Never raises for anything the server or network does."""
+    async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
+                  max_bytes: int | None = None) -> FetchResult:
+        """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
+        for anything the server or network does."""
+        cap = self.max_bytes if max_bytes is None else max_bytes
         assert self._session is not None, "use 'async with Fetcher(...)'"
         headers = {
             "User-Agent": self.user_agent,
@@ -134,10 +137,10 @@ class Fetcher:
                     body = bytearray()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
-                        if len(body) > self.max_bytes:
+                        if len(body) > cap:
                             # Cut off while streaming: the rest is never read (a 50 MB page,
                             # a gzip bomb: the cap applies to the decompressed bytes).
-                            del body[self.max_bytes :]
+                            del body[cap:]
                             result.truncated = True
                             resp.close()
                             break

@@ -44,6 +44,7 @@ def indexable(page: dict) -> bool:
 def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at."""
     seen = 0
+    store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
     seq = int(store.get_meta("indexed_seq") or 0)
     while max_pages is None or seen < max_pages:
         rows = store.pages_changed_since(seq, BATCH)

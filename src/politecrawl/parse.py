@@ -8,13 +8,15 @@ recovery and is several times faster than lxml/BeautifulSoup on large pages.
 from __future__ import annotations
 
 import codecs
+import email.utils
 import re
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Link", "Page", "RobotsDirectives", "parse_html", "decode_body", "robots_directives"]
+__all__ = ["Link", "Page", "RobotsDirectives", "combine", "parse_html", "decode_body", "robots_directives"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
 _WS = re.compile(r"\s+")
@@ -31,6 +33,7 @@ class RobotsDirectives:
     noindex: bool = False
     nofollow: bool = False
     noarchive: bool = False
+    unavailable_after: float | None = None  # epoch seconds
 
 
 @dataclass(frozen=True)
@@ -70,29 +73,62 @@ def decode_body(body: bytes, header_charset: str | None) -> str:
     return body.decode("utf-8", errors="replace")  # pragma: no cover - utf-8 always exists
 
 
+def _parse_date(text: str) -> float | None:
+    """``unavailable_after`` dates: RFC 822/850 (``25 Jun 2010 15:00:00 PST``) or ISO 8601."""
+    text = text.strip()
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        when = None
+    if when is None:
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
 def robots_directives(values: list[str], agent: str) -> RobotsDirectives:
     """Combine ``<meta name=robots>``/``X-Robots-Tag`` values meant for every bot or for ``agent``.
 
-    A value may be prefixed with an agent (``politecrawl: noindex``); values for other agents are ignored.
+    A value may be prefixed with an agent (``politecrawl: noindex``); values for other agents
+    are ignored. Understood: noindex, nofollow, none (both), noarchive, unavailable_after: DATE.
     """
     agent = agent.lower()
     tokens: set[str] = set()
+    unavailable_after: float | None = None
     for value in values:
         prefix, sep, rest = value.partition(":")
-        if sep and prefix.strip() and " " not in prefix.strip() and "," not in prefix:
-            name = prefix.strip().lower()
-            if name in ("unavailable_after",):
-                continue
+        name = prefix.strip().lower()
+        if sep and name and " " not in name and "," not in name and name != "unavailable_after":
             if name != agent:
-                continue
+                continue  # for another bot
             value = rest
-        tokens.update(t.strip().lower() for t in value.split(","))
+        # unavailable_after takes a date that may itself hold commas and colons: it ends the value.
+        head, found, date = value.partition("unavailable_after:")
+        if not found:
+            head, found, date = value.lower().partition("unavailable_after:")
+        if found:
+            when = _parse_date(date)
+            if when is not None:
+                unavailable_after = when if unavailable_after is None else min(unavailable_after, when)
+        tokens.update(t.strip().lower() for t in head.split(","))
     none = "none" in tokens
     return RobotsDirectives(
         noindex=none or "noindex" in tokens,
         nofollow=none or "nofollow" in tokens,
         noarchive="noarchive" in tokens,
+        unavailable_after=unavailable_after,
     )
+
+
+def combine(a: RobotsDirectives, b: RobotsDirectives) -> RobotsDirectives:
+    """Directives from the page and from the X-Robots-Tag header together: the stricter wins."""
+    dates = [d for d in (a.unavailable_after, b.unavailable_after) if d is not None]
+    return RobotsDirectives(a.noindex or b.noindex, a.nofollow or b.nofollow, a.noarchive or b.noarchive,
+                            min(dates) if dates else None)
 
 
 def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", header_charset: str | None = None,

@@ -46,6 +46,8 @@ class NewURL:
     host: str
     depth: int
     priority: int = 0
+    kind: str = "page"  # page | sitemap
+    lastmod: str | None = None  # from a sitemap
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Claim:
     ip_resolved_at: float | None = None
     url_id: int | None = None
     url: str | None = None
+    url_kind: str = "page"
     depth: int = 0
     attempts: int = 0
     etag: str | None = None
@@ -125,6 +128,8 @@ class PageRecord:
     simhash: int | None = None  # unsigned 64-bit
     alias_of: str | None = None  # canonical URL or redirect target: this page is not indexed itself
     noindex: bool = False
+    noarchive: bool = False
+    unavailable_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,7 @@ class Store(Protocol):
     def robots_versions(self) -> list[dict]: ...
     def url_states(self) -> dict[str, tuple[str, str | None]]: ...
     def requeue_due(self, now: float) -> int: ...
+    def expire_unavailable(self, now: float) -> int: ...
     def close(self) -> None: ...
 
 

@@ -49,7 +49,7 @@ WHERE id = (SELECT id FROM frontier
             WHERE host = :host AND state IN ('queued', 'leased')
               AND (state = 'queued' OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
-RETURNING id, url, depth, attempts, revisit_interval
+RETURNING id, url, depth, attempts, revisit_interval, kind
 """
 
 
@@ -184,8 +184,9 @@ class SQLiteStore:
             db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
         for new in urls:
             cur = db.execute(
-                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at) VALUES (?, ?, ?, ?, ?)",
-                (new.url, new.host, new.depth, new.priority, now),
+                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (new.url, new.host, new.depth, new.priority, now, new.kind, new.lastmod),
             )
             if cur.rowcount == 1:
                 added[new.host] = added.get(new.host, 0) + 1
@@ -231,7 +232,7 @@ class SQLiteStore:
                     (real, host),
                 )
                 return None
-            url_id, url, depth, attempts, revisit_interval = url_row
+            url_id, url, depth, attempts, revisit_interval, url_kind = url_row
             cached = db.execute(
                 "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = ?", (url_id,)
             ).fetchone()
@@ -240,6 +241,7 @@ class SQLiteStore:
                 kind="page",
                 url_id=url_id,
                 url=url,
+                url_kind=url_kind,
                 depth=depth,
                 attempts=attempts,
                 etag=etag,
@@ -373,8 +375,8 @@ class SQLiteStore:
         db.execute(
             """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
                                   bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
-                                  sh0, sh1, sh2, sh3, noindex, indexed_at, seq)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                                  sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, indexed_at, seq)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
                ON CONFLICT (url_id) DO UPDATE SET
                  final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
                  etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
@@ -382,10 +384,11 @@ class SQLiteStore:
                  fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
                  duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
                  simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
-                 sh3 = excluded.sh3, noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+                 sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
+                 unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
             (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
              page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-             page.alias_of, signed, *blocks, int(page.noindex), seq),
+             page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq),
         )
         return duplicate_of is not None
 
@@ -554,10 +557,23 @@ class SQLiteStore:
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
+        """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""
         if not url_ids:
             return
         with self._write() as db:
             db.executemany("UPDATE pages SET indexed_at = ? WHERE url_id = ?", [(now, i) for i in url_ids])
+            db.executemany("UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(i,) for i in url_ids])
+
+    def expire_unavailable(self, now: float) -> int:
+        """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
+        with self._write() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
+            rows = db.execute(
+                "UPDATE pages SET noindex = 1, seq = ? + url_id WHERE unavailable_after IS NOT NULL"
+                " AND unavailable_after <= ? AND noindex = 0 RETURNING url_id",
+                (seq, now),
+            ).fetchall()
+        return len(rows)
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:

@@ -44,7 +44,9 @@ CREATE TABLE IF NOT EXISTS frontier (
   outcome          TEXT,                       -- why it ended: http-200, not-html, disallowed, error text …
   next_fetch_at    REAL,                       -- recrawl: due again after this (NULL: never)
   revisit_interval REAL,                       -- recrawl: current interval, adapted to how often it changes
-  changes          INTEGER NOT NULL DEFAULT 0  -- recrawl: times the content was found changed
+  changes          INTEGER NOT NULL DEFAULT 0, -- recrawl: times the content was found changed
+  kind             TEXT NOT NULL DEFAULT 'page', -- page | sitemap
+  lastmod          TEXT                        -- from a sitemap, kept for freshness
 );
 CREATE INDEX IF NOT EXISTS frontier_due ON frontier (next_fetch_at) WHERE state = 'done' AND next_fetch_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS frontier_next ON frontier (host, priority, id) WHERE state IN ('queued', 'leased');
@@ -69,6 +71,8 @@ CREATE TABLE IF NOT EXISTS pages (
   simhash       INTEGER,                       -- 64-bit SimHash as signed 64-bit
   sh0 INTEGER, sh1 INTEGER, sh2 INTEGER, sh3 INTEGER, -- its four 16-bit blocks: the near-duplicate index
   noindex       INTEGER NOT NULL DEFAULT 0,
+  noarchive     INTEGER NOT NULL DEFAULT 0,    -- the text is dropped from the store once indexed
+  unavailable_after REAL,                      -- epoch seconds; the indexer removes the page after it
   indexed_at    REAL,
   seq           INTEGER NOT NULL DEFAULT 0    -- bumped on every change; the indexer follows it
 );

@@ -1,0 +1,54 @@
+"""Sitemap parsing: urlset, sitemapindex, gzip, bounds, broken input (pure)."""
+
+from __future__ import annotations
+
+import gzip
+
+from hypothesis import given, settings, strategies as st
+
+from politecrawl.sitemaps import MAX_URLS, parse_sitemap
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def test_urlset_with_lastmod():
+    body = f'<?xml version="1.0"?><urlset {NS}><url><loc> https://a.example/x </loc><lastmod>2026-01-02</lastmod>' \
+           f'</url><url><loc>https://a.example/y</loc></url></urlset>'.encode()
+    r = parse_sitemap(body)
+    assert r.kind == "urlset" and r.error is None
+    assert [(e.loc, e.lastmod) for e in r.urls] == [("https://a.example/x", "2026-01-02"), ("https://a.example/y", None)]
+
+
+def test_sitemapindex_gzipped():
+    body = gzip.compress(f'<sitemapindex {NS}><sitemap><loc>https://a.example/s1.xml</loc></sitemap>'
+                         f'</sitemapindex>'.encode())
+    r = parse_sitemap(body)
+    assert r.kind == "sitemapindex" and [e.loc for e in r.sitemaps] == ["https://a.example/s1.xml"]
+
+
+def test_url_limit():
+    body = (f"<urlset {NS}>" + "<url><loc>https://a.example/p</loc></url>" * (MAX_URLS + 10) + "</urlset>").encode()
+    r = parse_sitemap(body)
+    assert len(r.urls) == MAX_URLS and r.truncated
+
+
+def test_broken_and_foreign_files():
+    assert parse_sitemap(b"<urlset><url><loc>https://a.example/x</loc></url><url><loc>unclos").error.startswith("invalid XML")
+    partial = parse_sitemap(b"<urlset><url><loc>https://a.example/x</loc></url><url><loc>unclos")
+    assert [e.loc for e in partial.urls] == ["https://a.example/x"]  # what came before the break is kept
+    assert parse_sitemap(b"<html><body>hi</body></html>").error.startswith("not a sitemap")
+    assert parse_sitemap(b"\x1f\x8bgarbage").error.startswith("bad gzip")
+
+
+def test_entity_expansion_is_refused():
+    bomb = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">' \
+           b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>' \
+           b"<urlset><url><loc>&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;</loc></url></urlset>"
+    r = parse_sitemap(bomb)  # either refused by expat or tiny; never a huge expansion
+    assert r.error is not None or sum(len(e.loc) for e in r.urls) < 10_000_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000))
+def test_never_raises(data):
+    parse_sitemap(data)
