@@ -110,7 +110,7 @@ WHERE id = (SELECT id FROM frontier
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
   AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= %(now)s))
-RETURNING id, url, depth, attempts, revisit_interval
+RETURNING id, url, depth, attempts, revisit_interval, kind
 """
 
 # Near-duplicate lookup (pigeonhole, as in SQLiteStore): a fingerprint within NEAR_DISTANCE bits
@@ -123,6 +123,9 @@ WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
   AND bit_count((simhash # %(fp)s)::bit(64)) <= {NEAR_DISTANCE}
 ORDER BY url_id LIMIT 1
 """
+
+# Claim.url_kind (sitemaps) may be newer than this module's callers; pass it only where it exists.
+_HAS_URL_KIND = "url_kind" in Claim.__dataclass_fields__
 
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
 _IP_RETRIES = 4
@@ -341,9 +344,10 @@ class PostgresStore:
         """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new."""
         ordered = sorted(urls, key=lambda u: u.url)
         rows = conn.execute(
-            """INSERT INTO frontier (url, host, depth, priority, discovered_at)
-               SELECT t.u, t.h, t.d, t.p, %s
-               FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS t(u, h, d, p)
+            """INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)
+               SELECT t.u, t.h, t.d, t.p, %s, t.k, t.m
+               FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[])
+                    AS t(u, h, d, p, k, m)
                WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u)
                ORDER BY t.u
                ON CONFLICT (url) DO NOTHING
@@ -354,6 +358,8 @@ class PostgresStore:
                 [u.host for u in ordered],
                 [u.depth for u in ordered],
                 [u.priority for u in ordered],
+                [getattr(u, "kind", "page") for u in ordered],
+                [getattr(u, "lastmod", None) for u in ordered],
             ),
         ).fetchall()
         added: dict[str, int] = {}
@@ -444,7 +450,7 @@ class PostgresStore:
                 (real, host),
             )
             return None
-        url_id, url, depth, attempts, revisit_interval = url_row
+        url_id, url, depth, attempts, revisit_interval, url_kind = url_row
         cached = conn.execute(
             "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = %s", (url_id,)
         ).fetchone()
@@ -456,6 +462,7 @@ class PostgresStore:
             depth=depth,
             attempts=attempts,
             etag=etag,
+            **({"url_kind": url_kind} if _HAS_URL_KIND else {}),
             last_modified=last_modified,
             fingerprint=fingerprint,
             revisit_interval=revisit_interval,
@@ -609,8 +616,9 @@ class PostgresStore:
         conn.execute(
             """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
                                   bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
-                                  sh0, sh1, sh2, sh3, noindex, indexed_at, seq)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s)
+                                  sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, indexed_at, seq)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                       NULL, %s)
                ON CONFLICT (url_id) DO UPDATE SET
                  final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
                  etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
@@ -618,10 +626,12 @@ class PostgresStore:
                  fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
                  duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
                  simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
-                 sh3 = excluded.sh3, noindex = excluded.noindex, indexed_at = NULL, seq = excluded.seq""",
+                 sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
+                 unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
             (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
              page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-             page.alias_of, signed, *blocks, int(page.noindex), seq),
+             page.alias_of, signed, *blocks, int(page.noindex), int(getattr(page, "noarchive", False)),
+             getattr(page, "unavailable_after", None), seq),
         )
         return duplicate_of is not None
 
@@ -837,13 +847,41 @@ class PostgresStore:
         )
 
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
+        """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""
         if not url_ids:
             return
         ids = sorted(set(int(i) for i in url_ids))
         self._transaction(
-            lambda conn: conn.execute("UPDATE pages SET indexed_at = %s WHERE url_id = ANY(%s::bigint[])", (now, ids)),
+            lambda conn: conn.execute(
+                "UPDATE pages SET indexed_at = %s, text = CASE WHEN noarchive = 1 THEN NULL ELSE text END"
+                " WHERE url_id = ANY(%s::bigint[])",
+                (now, ids),
+            ),
             "mark pages indexed",
         )
+
+    def expire_unavailable(self, now: float) -> int:
+        """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
+
+        def tx(conn: psycopg.Connection) -> int:
+            # A new seq each, in commit order: the pages lock, as in _record_page.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
+            return conn.execute(
+                "UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE unavailable_after IS NOT NULL"
+                " AND unavailable_after <= %s AND noindex = 0",
+                (now,),
+            ).rowcount
+
+        if not self._read(
+            lambda conn: conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pages WHERE unavailable_after IS NOT NULL AND unavailable_after <= %s"
+                " AND noindex = 0)",
+                (now,),
+            ).fetchone()[0],
+            "look for expired pages",
+        ):
+            return 0  # the common case: no write, no pages lock
+        return self._transaction(tx, "expire unavailable pages")
 
     def get_meta(self, key: str) -> str | None:
         row = self._read(
