@@ -326,6 +326,39 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     sys.exit(1 if report.violations else 0)
 
 
+# --------------------------------------------------------------------------- check
+@cli.command()
+@db_option
+@click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
+@click.option("--repair", is_flag=True, help="Fix what is safe to fix: counters, dead leases, rebuild the index.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None:
+    """Check the integrity of the store and the index; exit status 1 if a problem remains."""
+    from .check import check as run_check
+    from .crawler import Crawler
+    from .indexing import index_dir_for
+    from .store import open_store
+
+    settings = _settings(ctx, **flags)
+    store = open_store(settings.db, create=False)
+    try:
+        dead = Crawler(settings).dead_workers(store)
+        report = run_check(store, index_dir_for(settings), repair=repair, dead_workers=dead)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps({"ok": report.ok, "figures": report.figures,
+                               "problems": [p.__dict__ for p in report.problems]}, indent=2))
+    else:
+        for p in report.problems:
+            click.echo(f"{p.where}: {p.what}" + (" — repaired" if p.repaired else ""))
+        figures = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.figures.items())
+        click.echo(("check: OK" if not report.problems else "check: repaired" if report.ok else "check: PROBLEMS")
+                   + (f" ({figures})" if figures else ""))
+    sys.exit(0 if report.ok else 1)
+
+
 # --------------------------------------------------------------------------- index
 @cli.command("index")
 @db_option

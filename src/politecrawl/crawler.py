@@ -815,8 +815,9 @@ class Crawler:
             store.set_meta("seeds", json.dumps(merged))
         return CrawlScope(self.settings.scope, tuple(merged), self.settings.max_depth)
 
-    def release_dead_workers(self, store) -> int:
-        """Leases held by workers of this machine whose process is gone go back to the queue now."""
+    @staticmethod
+    def dead_workers(store) -> list[str]:
+        """Workers of this machine that hold leases but whose process is gone."""
         me = socket.gethostname()
         dead = []
         for w in store.leased_workers():
@@ -824,6 +825,11 @@ class Crawler:
             pid = rest.partition(":")[0]
             if host == me and pid.isdigit() and not _pid_alive(int(pid)):
                 dead.append(w)
+        return dead
+
+    def release_dead_workers(self, store) -> int:
+        """Leases held by workers of this machine whose process is gone go back to the queue now."""
+        dead = self.dead_workers(store)
         return store.release_leases(dead, time.time() + store.clock_offset + self.settings.min_delay) if dead else 0
 
 

@@ -1,0 +1,101 @@
+"""``politecrawl check``: the integrity of the store and of the index, repaired where it is safe.
+
+Store: the database's own integrity check; every host's ``pending`` counter
+against its frontier rows; URLs whose host row is missing; leases held by
+dead processes of this machine. Index: it opens, and its live documents are
+exactly the indexable pages the store says were indexed (no page missing, no
+stale or duplicate document). ``--repair`` fixes counters and dead leases in
+place and rebuilds the index from the store (the store is the truth; the
+index is derived from it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SearchIndexError
+from .index.reader import IndexReader
+from .indexing import indexable, rebuild_index
+
+__all__ = ["Problem", "CheckReport", "check"]
+
+
+@dataclass
+class Problem:
+    where: str  # store | index
+    what: str
+    repaired: bool = False
+
+
+@dataclass
+class CheckReport:
+    problems: list[Problem] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.repaired for p in self.problems)
+
+
+def _index_urls(index_dir: Path) -> list[str]:
+    reader = IndexReader(index_dir)
+    urls: list[str] = []
+    for view in reader.views:
+        seg_urls = view.segment.urls
+        if view.live is None:
+            urls.extend(seg_urls)
+        else:
+            urls.extend(u for u, live in zip(seg_urls, view.live) if live)
+    return urls
+
+
+def check(store, index_dir: Path, *, repair: bool = False, dead_workers: list[str] | None = None) -> CheckReport:
+    report = CheckReport()
+    for what in store.consistency(repair=repair):
+        report.problems.append(Problem("store", what, repaired=repair))
+    if dead_workers:
+        n = store.release_leases(dead_workers, 0.0) if repair else 0
+        report.problems.append(Problem("store", f"{len(dead_workers)} dead workers of this machine hold leases"
+                                                + (f" ({n} URLs requeued)" if repair else ""), repaired=repair))
+
+    # The index against the store.
+    indexed_seq = int(store.get_meta("indexed_seq") or 0)
+    expected: set[str] = set()
+    seq = 0
+    while True:
+        rows = store.pages_changed_since(seq, 5_000)
+        if not rows:
+            break
+        for r in rows:
+            if r["seq"] <= indexed_seq and indexable(r):
+                expected.add(r["url"])
+        seq = rows[-1]["seq"]
+    report.figures["indexable_pages"] = len(expected)
+    index_problem = None
+    if not index_dir.exists():
+        if expected:
+            index_problem = f"no index at {index_dir}, but {len(expected)} pages were indexed"
+    else:
+        try:
+            live = _index_urls(index_dir)
+        except SearchIndexError as exc:
+            index_problem = f"the index cannot be read: {exc}"
+        else:
+            report.figures["index_documents"] = len(live)
+            found = set(live)
+            missing, stale = expected - found, found - expected
+            dupes = len(live) - len(found)
+            parts = []
+            if missing:
+                parts.append(f"{len(missing)} indexed pages missing from the index (e.g. {sorted(missing)[0]})")
+            if stale:
+                parts.append(f"{len(stale)} documents that should not be there (e.g. {sorted(stale)[0]})")
+            if dupes:
+                parts.append(f"{dupes} URLs indexed more than once")
+            index_problem = "; ".join(parts) or None
+    if index_problem:
+        if repair:
+            rebuild_index(store, index_dir)
+        report.problems.append(Problem("index", index_problem, repaired=repair))
+    return report
