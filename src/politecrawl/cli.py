@@ -278,7 +278,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                f"{f['rate_per_s_overall']}/s overall")
     if show_hosts:
         for h in f["host_list"]:
-            why = h["wait_reason"] or "-"
+            why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
             click.echo(f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
                        f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
 

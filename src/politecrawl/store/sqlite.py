@@ -29,13 +29,17 @@ APP_ID = "politecrawl"
 # its lease. The same condition sits in the subquery (to pick) and in the
 # outer WHERE (to reserve), so the UPDATE can only ever reserve an eligible host.
 _ELIGIBLE = "pending > 0 AND next_allowed_at <= :now AND (lease_owner IS NULL OR lease_expires_at <= :now)"
+# A claimed host's next_allowed_at moves to its lease expiry (the release sets the real one): the
+# eligible-host scan walks hosts_ready in next_allowed_at order and must not step over every host
+# in flight on each claim — with 1,000 hosts that scan was the crawl's bottleneck. If the worker
+# dies, the host is claimable again exactly when its lease runs out.
 # Per-IP cap: hosts sharing an address (virtual hosts on one server) share :per_ip open requests.
 _IP_FREE = """(:per_ip = 0 OR ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > :now) < :per_ip)"""
 
 _CLAIM_HOST = f"""
-UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires
+UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires, next_allowed_at = :expires, claimed_at = :now
 WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1)
   AND {_ELIGIBLE} AND {_IP_FREE}
 RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
@@ -259,9 +263,17 @@ class SQLiteStore:
                 "lease_expires_at = CASE WHEN lease_owner = :worker THEN NULL ELSE lease_expires_at END",
             ]
             p: dict = {"worker": claim.worker, "host": claim.host}
+            if outcome.next_allowed_at is None:
+                # No request was made (a disallowed URL, a budget stop): the host is free again now —
+                # or whenever it was due before the claim, which was at most the claim time.
+                host_sets.append("next_allowed_at = CASE WHEN lease_owner = :worker THEN :claimed"
+                                 " ELSE next_allowed_at END")
+                p["claimed"] = claim.claimed_at
             if outcome.next_allowed_at is not None:
-                # MAX: if our lease had run out and someone else went meanwhile, keep the later time.
-                host_sets.append("next_allowed_at = MAX(next_allowed_at, :next)")
+                # Ours: the claim parked next_allowed_at at the lease expiry; set the real time. Lost
+                # (our lease ran out and someone else went meanwhile): keep the later of the two.
+                host_sets.append("next_allowed_at = CASE WHEN lease_owner = :worker THEN :next"
+                                 " ELSE MAX(next_allowed_at, :next) END")
                 host_sets.append("wait_reason = :reason")
                 p["next"] = outcome.next_allowed_at
                 p["reason"] = outcome.wait_reason
@@ -422,7 +434,7 @@ class SQLiteStore:
             row = self._db.execute(
                 """SELECT MIN(CASE
                                 WHEN lease_owner IS NOT NULL AND lease_expires_at > :now
-                                  THEN MIN(lease_expires_at, MAX(next_allowed_at, :now + :min_delay))
+                                  THEN MIN(lease_expires_at, :now + :min_delay)
                                 ELSE next_allowed_at END),
                           COUNT(*)
                    FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason != 'parked'
@@ -473,10 +485,9 @@ class SQLiteStore:
                     " WHERE state = 'leased' AND lease_owner = ?",
                     (w,),
                 ).rowcount
-                db.execute(
+                db.execute(  # next_allowed_at holds the lease expiry since the claim: replace it
                     "UPDATE hosts SET lease_owner = NULL, lease_expires_at = NULL,"
-                    " next_allowed_at = MAX(next_allowed_at, ?)"
-                    " WHERE lease_owner = ?",
+                    " next_allowed_at = MAX(?, COALESCE(claimed_at, 0)) WHERE lease_owner = ?",
                     (not_before, w),
                 )
         return n
@@ -538,8 +549,10 @@ class SQLiteStore:
             hosts_active = db.execute(
                 "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > ?", (now,)
             ).fetchone()[0]
+            not_in_flight = "(lease_owner IS NULL OR lease_expires_at <= :now)"
             hosts_waiting = db.execute(
-                "SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > ?", (now,)
+                f"SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now AND {not_in_flight}",
+                {"now": now},
             ).fetchone()[0]
             hosts_parked = db.execute(
                 "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > ?", (now,)
@@ -563,8 +576,8 @@ class SQLiteStore:
             aliases = db.execute("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL").fetchone()[0]
             not_queued = dict(db.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall())
             waits = dict(db.execute(
-                "SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > ?"
-                " GROUP BY wait_reason", (now,)
+                f"SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now"
+                f" AND {not_in_flight} GROUP BY wait_reason", {"now": now}
             ).fetchall())
         span = (last - first) if first is not None and last is not None else 0.0
         return {

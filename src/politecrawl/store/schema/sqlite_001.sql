@@ -11,6 +11,7 @@ CREATE TABLE IF NOT EXISTS hosts (
   wait_reason       TEXT,                      -- min-delay | crawl-delay | adaptive | retry-after | backoff | parked | robots-unreachable
   lease_owner       TEXT,
   lease_expires_at  REAL,
+  claimed_at        REAL,                      -- when the current lease was taken (next_allowed_at was due by then)
   pending           INTEGER NOT NULL DEFAULT 0, -- URLs queued or leased on this host
   robots_status     TEXT,                      -- NULL unknown | 'parsed' | 'allow-all'
   robots_body       BLOB,
