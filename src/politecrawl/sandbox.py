@@ -48,6 +48,7 @@ class RequestRecord:
     headers: dict[str, str]
     status: int
     bytes: int = 0  # body bytes on the wire (after compression)
+    header_bytes: int = 0  # status line and response headers
 
 
 Handler = Callable[[str], "Reply | None"]
@@ -207,6 +208,7 @@ class Sandbox:
                     headers=dict(request.headers),
                     status=status,
                     bytes=len(body),
+                    header_bytes=17 + sum(len(k) + len(v) + 4 for k, v in resp.headers.items()) + 2,
                 )
                 with self._lock:
                     self.log.append(record)
