@@ -98,3 +98,29 @@ def test_parse_query_never_raises(q):
 def test_tokenize_is_idempotent(text):
     toks = tokenize(text)
     assert tokenize(" ".join(toks)) == toks
+
+
+def _regex_tokenize(text):
+    """The reference definition: one regex over the NFKC_Casefold'ed text."""
+    import re
+    import unicodedata
+
+    n = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return [t for t in re.findall(r"[^\W_]+", n) if len(t) <= MAX_TOKEN_LEN]
+
+
+_TRICKY = list("aZ9_ \t\n.-'’“—é\u0301\u0345ßİ\ufb01ｆ①½™\u00a0\u2028\u200b\U0001d400") + ["\ud800", "x" * 70]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.characters(), st.sampled_from(_TRICKY)), max_size=200).map("".join))
+def test_fast_tokenizer_equals_regex_definition(text):
+    assert tokenize(text) == _regex_tokenize(text)
+
+
+def test_fast_tokenizer_equals_regex_on_every_code_point():
+    chars = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)
+    for i in range(0, len(chars), 4096):
+        chunk = chars[i : i + 4096]
+        assert tokenize(chunk) == _regex_tokenize(chunk)
+        assert tokenize(" ".join(chunk)) == _regex_tokenize(" ".join(chunk))

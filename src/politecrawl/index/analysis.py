@@ -5,7 +5,7 @@
 1. Unicode NFKC normalization (full-width letters, ligatures and compatibility
    digits fold to their plain forms: ``"ｆｉle"`` -> ``"file"``);
 2. ``str.casefold`` (stronger than ``lower``: ``"Straße"`` -> ``"strasse"``);
-3. split on anything that is not a Unicode letter or digit.  The underscore is a
+3. split on anything that is not a Unicode letter or digit (``str.isalnum``).  The underscore is a
    separator too (``"__init__"`` -> ``["init"]``, ``"sys.path"`` ->
    ``["sys", "path"]``), as in tantivy's default tokenizer;
 4. digits are kept (``"python3"``, ``"3"``, ``"12"`` are tokens);
@@ -63,7 +63,45 @@ def _normalize(text: str) -> str:
         return text.lower()
     # NFKC again after casefold, so that normalizing is idempotent (the
     # Unicode "NFKC_Casefold" closure, e.g. for U+0345 COMBINING YPOGEGRAMMENI).
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    # ``is_normalized`` is a quick check (~5x cheaper than ``normalize`` on the
+    # python3-doc pages), and normalize(x) == x whenever it says True.
+    if not _is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    text = text.casefold()
+    if not _is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return text
+
+
+_is_normalized = unicodedata.is_normalized
+
+# ASCII bytes that are not letters or digits -> space; bytes >= 0x80 unchanged.
+_ASCII_SEP = bytes(
+    (b if chr(b).isalnum() else 0x20) if b < 0x80 else b for b in range(256)
+)
+_ASCII_BYTES = bytes(range(0x80))
+
+
+def _split_words(text: str) -> list[str]:
+    """``_TOKEN_RE.findall(text)`` for normalized text, without the regex engine.
+
+    The token class is exactly ``str.isalnum()`` (SRE's Unicode word class minus the
+    underscore).  Every non-ASCII character of ``text`` that is not alnum is
+    replaced by a space (the distinct ones are found on the UTF-8 bytes with the
+    ASCII bytes deleted), ASCII non-alnum bytes are translated to spaces, and
+    the result is split on spaces: the same runs, about 2x faster on the
+    python3-doc pages.  Equality with the regex is tested on random text.
+    """
+    if not text.isascii():
+        raw = text.encode("utf-8", "surrogatepass")
+        high = raw.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        for ch in set(high):
+            if not ch.isalnum():
+                text = text.replace(ch, " ")
+        data = text.encode("utf-8", "surrogatepass")
+    else:
+        data = text.encode("ascii")
+    return data.translate(_ASCII_SEP).decode("utf-8", "surrogatepass").split()
 
 
 @dataclass(frozen=True)
@@ -73,10 +111,12 @@ class Analyzer:
     stop_words: bool = False
 
     def tokenize(self, text: str) -> list[str]:
-        tokens = _TOKEN_RE.findall(_normalize(text))
+        tokens = _split_words(_normalize(text))
         if self.stop_words:
             return [t for t in tokens if len(t) <= MAX_TOKEN_LEN and t not in ENGLISH_STOP_WORDS]
-        return [t for t in tokens if len(t) <= MAX_TOKEN_LEN]
+        if tokens and max(map(len, tokens)) > MAX_TOKEN_LEN:
+            return [t for t in tokens if len(t) <= MAX_TOKEN_LEN]
+        return tokens
 
     def normalize_token(self, raw: str) -> str | None:
         """Analyse one raw word (for snippets); None when it is not a token."""

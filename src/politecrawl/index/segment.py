@@ -19,7 +19,8 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                                       posting (the first is absolute)
     doc_lens.npy        uint32[n, F]  tokens per document and field
     docs.json           {"urls": [...], "titles": [...]}  (local doc id = index)
-    bodies.bin          zlib-compressed stored body texts, concatenated
+    bodies.bin          zlib-compressed stored body texts (one zlib stream per
+                        document, any level), concatenated
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
 
 for each field of ``FIELDS`` (title, body).  ``uint`` arrays use the smallest
@@ -34,12 +35,15 @@ Deletions never touch a segment: they are tombstones in the generation file.
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
 import os
 import shutil
 import tempfile
 import zlib
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -89,9 +93,46 @@ def _smallest_uint(arr: np.ndarray) -> np.ndarray:
     raise SearchIndexError("segment too large: a value does not fit in uint32")
 
 
+def _encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray, n_terms: int):
+    """Postings sorted by (term, doc) -> the arrays of one field (see module docstring).
+
+    ``positions`` are already delta-encoded within each posting, in posting order.
+    """
+    p_docs = p_docs.astype(np.int64, copy=False)
+    term_ptr = np.searchsorted(p_terms, np.arange(n_terms + 1), side="left").astype(np.int64)
+    # Delta-encode doc ids within each term; the first posting of a term stays absolute.
+    deltas = p_docs.copy()
+    if len(deltas):
+        deltas[1:] -= p_docs[:-1]
+        firsts = term_ptr[:-1][term_ptr[:-1] < term_ptr[1:]]
+        deltas[firsts] = p_docs[firsts]
+    p_bounds = np.zeros(len(tfs) + 1, dtype=np.int64)
+    np.cumsum(tfs, out=p_bounds[1:])
+    pos_ptr = p_bounds[term_ptr]
+    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+
+
+def _stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for non-negative keys < 2**32.
+
+    Two stable passes over 16-bit digits (LSD radix): numpy radix-sorts 16-bit
+    keys in linear time, ~5x faster than its merge sort on 1.6 M term ids.
+    """
+    keys = np.asarray(keys)
+    if len(keys) == 0 or int(keys.max()) <= 0xFFFF:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+
+
 def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, n_terms: int):
-    """Sort (term, doc, pos) triples into the postings arrays of one field."""
-    order = np.lexsort((poss, docs, tids))
+    """Sort (term, doc, pos) triples into the postings arrays of one field.
+
+    The triples must come in (doc, pos) order, as the analyser produces them:
+    a stable sort on the term id then yields (term, doc, pos) order, which is
+    ~3x cheaper than a three-key ``lexsort``.
+    """
+    order = _stable_argsort(tids)
     tids, docs, poss = tids[order], docs[order], poss[order]
     if len(tids):
         new_posting = np.empty(len(tids), dtype=bool)
@@ -100,24 +141,23 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
         starts = np.flatnonzero(new_posting)
     else:
         starts = np.zeros(0, dtype=np.int64)
-    p_bounds = np.append(starts, len(tids)).astype(np.int64)
-    tfs = np.diff(p_bounds)
-    p_terms = tids[starts]
-    p_docs = docs[starts].astype(np.int64)
-    term_ptr = np.searchsorted(p_terms, np.arange(n_terms + 1), side="left").astype(np.int64)
-    # Delta-encode doc ids within each term; the first posting of a term stays absolute.
-    deltas = p_docs.copy()
-    if len(deltas):
-        deltas[1:] -= p_docs[:-1]
-        firsts = term_ptr[:-1][term_ptr[:-1] < term_ptr[1:]]
-        deltas[firsts] = p_docs[firsts]
+    tfs = np.diff(np.append(starts, len(tids)))
     # Positions: delta-encoded within each posting, the first one absolute.
     pos_deltas = poss.astype(np.int64)
     if len(pos_deltas):
         pos_deltas[1:] -= poss[:-1]
         pos_deltas[starts] = poss[starts]
-    pos_ptr = p_bounds[np.minimum(term_ptr, len(starts))] if len(starts) else np.zeros(n_terms + 1, np.int64)
-    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr.astype(np.int64), _smallest_uint(pos_deltas)
+    return _encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
+
+
+# Stored bodies are compressed with zlib at this level: 1 is ~3x faster than
+# the default 6 on the python3-doc pages for ~15% more bytes.  Any level reads
+# back the same (``zlib.decompress``), so segments of both kinds coexist.
+BODY_ZLIB_LEVEL = 1
+
+
+def _compress_bodies(bodies: list[str]) -> list[bytes]:
+    return [zlib.compress(b.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL) for b in bodies]
 
 
 def write_segment(
@@ -126,57 +166,80 @@ def write_segment(
     """Analyse ``(url, title, body)`` documents into a new segment at ``seg_dir``.
 
     Returns the number of documents written.  ``seg_dir`` must not exist.
+
+    Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
+    whose default factory hands out the next id; postings are then built with
+    numpy for the whole segment at once.  Bodies are compressed in a worker
+    thread (``zlib`` releases the GIL) while the next documents are analysed.
     """
     seg_dir = Path(seg_dir)
-    vocab: dict[str, int] = {}
-    per_field: dict[str, tuple[list, list, list]] = {f: ([], [], []) for f in FIELDS}
+    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    term_id = vocab.__getitem__
+    ids: dict[str, list[int]] = {f: [] for f in FIELDS}
+    field_lens: dict[str, list[int]] = {f: [] for f in FIELDS}
     urls: list[str] = []
     titles: list[str] = []
-    lens: list[list[int]] = []
-    bodies: list[bytes] = []
+    pending: list[str] = []
+    futures = []
+    tokenize = analyzer.tokenize
+    title_ids, body_ids = ids["title"], ids["body"]
+    title_lens, body_lens = field_lens["title"], field_lens["body"]
+    assert FIELDS == ("title", "body")
 
-    for doc_id, (url, title, body) in enumerate(documents):
-        urls.append(url)
-        titles.append(title)
-        bodies.append(zlib.compress(body.encode("utf-8", "surrogatepass"), 6))
-        row = []
-        for f, text in zip(FIELDS, (title, body)):
-            toks = analyzer.tokenize(text)
-            row.append(len(toks))
-            if toks:
-                for t in set(toks).difference(vocab):
-                    vocab[t] = len(vocab)
-                ids = np.fromiter(map(vocab.__getitem__, toks), dtype=np.int64, count=len(toks))
-                t_list, d_list, p_list = per_field[f]
-                t_list.append(ids)
-                d_list.append(np.full(len(toks), doc_id, dtype=np.int64))
-                p_list.append(np.arange(len(toks), dtype=np.int64))
-        lens.append(row)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for url, title, body in documents:
+            urls.append(url)
+            titles.append(title)
+            pending.append(body)
+            if len(pending) >= 64:
+                futures.append(pool.submit(_compress_bodies, pending))
+                pending = []
+            toks = tokenize(title)
+            title_lens.append(len(toks))
+            title_ids.extend(map(term_id, toks))
+            toks = tokenize(body)
+            body_lens.append(len(toks))
+            body_ids.extend(map(term_id, toks))
+        if pending:
+            futures.append(pool.submit(_compress_bodies, pending))
+        n_docs = len(urls)
+        terms = sorted(vocab)
+        rank = np.empty(len(vocab), dtype=np.int32)
+        if terms:
+            rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
+        postings = {}
+        for f in FIELDS:
+            lens_f = np.array(field_lens[f], dtype=np.int64)
+            total = int(lens_f.sum())
+            if total >= 2**31:
+                raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
+            tids = rank[np.array(ids[f], dtype=np.int64)] if total else np.zeros(0, dtype=np.int32)
+            docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
+            starts = np.zeros(n_docs, dtype=np.int32)
+            if n_docs:
+                np.cumsum(lens_f[:-1], out=starts[1:])
+            poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
+            postings[f] = _build_field_postings(tids, docs, poss, len(terms))
+        bodies = [b for fut in futures for b in fut.result()]
+    doc_lens = np.stack([np.array(field_lens[f], dtype=np.uint32) for f in FIELDS], axis=1).reshape(n_docs, len(FIELDS))
+    _write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
+    return n_docs
 
+
+def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles, bodies: list[bytes], analyzer) -> None:
     n_docs = len(urls)
-    terms = sorted(vocab)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    for r, t in enumerate(terms):
-        rank[vocab[t]] = r
-
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
         posting_counts = {}
         for f in FIELDS:
-            t_list, d_list, p_list = per_field[f]
-            cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64)  # noqa: E731
-            tids = rank[cat(t_list)] if t_list else np.zeros(0, dtype=np.int64)
-            term_ptr, deltas, tfs, pos_ptr, positions = _build_field_postings(
-                tids, cat(d_list), cat(p_list), len(terms)
-            )
+            term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
             posting_counts[f] = int(len(tfs))
             _save(tmp, f"{f}.term_ptr.npy", term_ptr)
             _save(tmp, f"{f}.docs.npy", deltas)
             _save(tmp, f"{f}.tfs.npy", tfs)
             _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
             _save(tmp, f"{f}.positions.npy", positions)
-        doc_lens = np.array(lens, dtype=np.uint32).reshape(n_docs, len(FIELDS))
         _save(tmp, "doc_lens.npy", doc_lens)
         body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
         if bodies:
@@ -202,7 +265,6 @@ def write_segment(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return n_docs
 
 
 class FieldPostings:
