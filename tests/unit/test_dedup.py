@@ -127,10 +127,14 @@ def _reference_simhash(text: str, shingle: int = 3) -> int:
     import unicodedata
 
     mask = 2**64 - 1
-    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    import string
+
+    canonical = unicodedata.normalize("NFKC", text).casefold().encode("utf-8", "surrogatepass")
+    punct = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
+    words = canonical.translate(punct).split()
     if not words:
         return 0
-    word_hash = [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little") for w in words]
+    word_hash = [int.from_bytes(hashlib.blake2b(w, digest_size=8).digest(), "little") for w in words]
     count = max(1, len(words) - shingle + 1)
     counts = [0] * 64
     for i in range(count):
