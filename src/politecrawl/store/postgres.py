@@ -27,13 +27,17 @@ the *database's* clock. ``clock_offset`` is measured at open as
 ``time.time()`` around the round trip; callers add it to ``time.time()``. So
 machines whose clocks disagree still agree on when a host is next allowed.
 
-Connections come from a small ``psycopg_pool.ConnectionPool`` (1 to 4) that
-checks a connection before handing it out, so the store recovers after a
-PostgreSQL restart. A failed operation is retried once on a fresh connection
-when that is safe: reads, and transactions that failed before their COMMIT was
-sent (a connection lost during COMMIT leaves the outcome unknown: no retry).
-Deadlocks and serialization failures are retried the same way. psycopg errors
-leave this module as ``StoreError`` with a one-line message.
+Connections come from a small ``psycopg_pool.ConnectionPool`` (1 to 4); each
+is checked (an empty query) before use and a dead one is replaced at once, so
+the store recovers after a PostgreSQL restart or killed connections. A failed
+operation is retried (up to ``_ATTEMPTS`` tries) on a fresh connection when
+that is safe: reads; transactions that failed before their COMMIT was sent;
+and transactions that may run twice (claim, seed, requeue, release of dead
+workers' leases, index marks, meta). A ``release`` whose COMMIT was lost is
+not retried: the outcome is unknown and a second fetch-log row would be a
+lie; its URL comes back when the lease runs out. Deadlocks and serialization
+failures are retried the same way. psycopg errors leave this module as
+``StoreError`` with a one-line message.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ _T = TypeVar("_T")
 _MIGRATE_LOCK = "politecrawl:migrate"
 _PAGES_LOCK = "politecrawl:pages-seq"
 _IP_LOCK_PREFIX = "politecrawl:ip:"
+
+# Tries of one store operation when the failure is transient and a retry is safe.
+_ATTEMPTS = 3
 
 # SQLSTATEs worth one retry on a fresh transaction: serialization failure, deadlock.
 _RETRY_SQLSTATES = {"40001", "40P01"}
@@ -184,7 +191,7 @@ class PostgresStore:
             min_size=1,
             max_size=4,
             kwargs=kwargs,
-            check=ConnectionPool.check_connection,
+            # No check= here: _live_connection checks without the pool's backoff sleeps.
             open=False,
             timeout=30.0,
             name="politecrawl-store",
@@ -207,18 +214,39 @@ class PostgresStore:
             raise
 
     # -- plumbing ----------------------------------------------------------------
-    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool) -> _T:
-        """Run ``fn`` on a pooled connection; retry once on a fresh one when that is safe."""
-        for attempt in (1, 2):
-            body_done = False
+    def _live_connection(self) -> psycopg.Connection:
+        """A pooled connection that answers; dead ones go back to the pool, which replaces them.
+
+        Not the pool's own ``check``: after a failed check it sleeps with exponential backoff
+        (1, 2, 4 … s) before trying the next connection, and when the server has just dropped
+        every connection (a restart, a failover, an administrator's pg_terminate_backend) each
+        pooled connection fails its check in turn — a worker stalled for tens of seconds.
+        """
+        for _ in range(self._pool.max_size + 1):
+            conn = self._pool.getconn()
             try:
-                with self._pool.connection() as conn:
-                    if transaction:
-                        with conn.transaction():
-                            result = fn(conn)
-                            body_done = True  # from here on, an error may have come from COMMIT
-                    else:
+                conn.execute("")  # an empty query: one round trip, no parse
+                return conn
+            except psycopg.OperationalError:
+                self._pool.putconn(conn)  # broken: closed by the pool, a new one is opened in the background
+            except BaseException:
+                self._pool.putconn(conn)
+                raise
+        raise psycopg.OperationalError("no live connection in the pool after the server dropped them")
+
+    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool) -> _T:
+        """Run ``fn`` on a live pooled connection; retry on a fresh one when that is safe."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            body_done = False
+            conn = None
+            try:
+                conn = self._live_connection()
+                if transaction:
+                    with conn.transaction():
                         result = fn(conn)
+                        body_done = True  # from here on, an error may have come from COMMIT
+                else:
+                    result = fn(conn)
                 return result
             except (NotAStoreError, StoreError):
                 raise
@@ -227,14 +255,22 @@ class PostgresStore:
             except psycopg.Error as exc:  # PoolTimeout included: one more wait for a connection
                 transient = isinstance(exc, psycopg.OperationalError) or exc.sqlstate in _RETRY_SQLSTATES
                 safe = idempotent or not body_done
-                if attempt == 1 and transient and safe:
+                if attempt < _ATTEMPTS and transient and safe:
+                    time.sleep(0.05 * attempt)  # a deadlock's other party, or a server coming back
                     continue
                 raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: {_one_line(exc)}") from exc
+            finally:
+                if conn is not None:
+                    self._pool.putconn(conn)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
-        """One write transaction; retried once only if it failed before COMMIT."""
+        """One write transaction; retried only if it failed before COMMIT."""
         return self._run(fn, what, transaction=True, idempotent=False)
+
+    def _idempotent(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
+        """A write transaction that may run twice: retried even when its COMMIT was lost."""
+        return self._run(fn, what, transaction=True, idempotent=True)
 
     def _read(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
         """Reads: one consistent snapshot per call, always safe to retry."""
@@ -319,7 +355,7 @@ class PostgresStore:
             self._lock_hosts(conn, hosts)
             return self._insert_frontier(conn, urls, now)
 
-        return self._transaction(tx, "seed URLs")
+        return self._idempotent(tx, "seed URLs")  # insert-if-absent: a second run adds nothing
 
     @staticmethod
     def _insert_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
@@ -399,7 +435,9 @@ class PostgresStore:
                     continue
             return None
 
-        return self._transaction(tx, "claim a host")
+        # Safe to run twice: if a lost COMMIT had reserved a host, it stays ours until the lease
+        # runs out (time lost, never politeness), and the retry reserves another or none.
+        return self._idempotent(tx, "claim a host")
 
     @staticmethod
     def _ip_ok(conn: psycopg.Connection, row: tuple, now: float, per_ip_limit: int) -> bool:
@@ -717,7 +755,7 @@ class PostgresStore:
                 )
             return len(rows)
 
-        return self._transaction(tx, "requeue URLs due for a recrawl")
+        return self._idempotent(tx, "requeue URLs due for a recrawl")
 
     def leased_workers(self) -> list[str]:
         rows = self._read(
@@ -756,7 +794,7 @@ class PostgresStore:
             )
             return cur.rowcount
 
-        return self._transaction(tx, "release dead workers' leases")
+        return self._idempotent(tx, "release dead workers' leases")
 
     # -- reading -----------------------------------------------------------------
     def status(self, now: float) -> dict:
@@ -851,7 +889,7 @@ class PostgresStore:
         if not url_ids:
             return
         ids = sorted(set(int(i) for i in url_ids))
-        self._transaction(
+        self._idempotent(
             lambda conn: conn.execute(
                 "UPDATE pages SET indexed_at = %s, text = CASE WHEN noarchive = 1 THEN NULL ELSE text END"
                 " WHERE url_id = ANY(%s::bigint[])",
@@ -881,7 +919,7 @@ class PostgresStore:
             "look for expired pages",
         ):
             return 0  # the common case: no write, no pages lock
-        return self._transaction(tx, "expire unavailable pages")
+        return self._idempotent(tx, "expire unavailable pages")  # guarded by noindex = 0
 
     def get_meta(self, key: str) -> str | None:
         row = self._read(
@@ -890,7 +928,7 @@ class PostgresStore:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self._transaction(
+        self._idempotent(
             lambda conn: conn.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
