@@ -5,6 +5,8 @@ import multiprocessing
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
@@ -287,3 +289,61 @@ def test_unicode_and_odd_urls_roundtrip(tmp_path):
         w.add_document("http://例え.jp/ページ?q=1\n", "東京 タイトル", "本文 テキスト \ud800 lone surrogate")
     [h] = Searcher(path).search("東京")
     assert h.url == "http://例え.jp/ページ?q=1\n" and h.title == "東京 タイトル"
+
+
+def _segment_contents(seg):
+    import numpy as np
+
+    from politecrawl.index.bm25 import FIELDS
+
+    out = {"terms": list(seg.terms), "urls": seg.urls, "titles": seg.titles,
+           "bodies": [seg.body(i) for i in range(seg.doc_count)], "doc_lens": np.asarray(seg.doc_lens).tolist()}
+    for f in FIELDS:
+        fp = seg.fields[f]
+        for name in ("term_ptr", "docs", "tfs", "pos_ptr", "positions"):
+            arr = np.asarray(getattr(fp, name))
+            out[f"{f}.{name}"] = (str(arr.dtype), arr.tolist())
+    return out
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_WORDS), max_size=4),
+            st.lists(st.sampled_from(_WORDS), max_size=40),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.lists(st.integers(1, 8), min_size=1, max_size=4),
+    st.data(),
+)
+def test_merge_equals_fresh_write(docs, cuts, data):
+    """merge_segments (postings concatenated) == write_segment of the live documents."""
+    import tempfile
+    from pathlib import Path
+
+    from politecrawl.index.analysis import Analyzer
+    from politecrawl.index.segment import Segment, merge_segments, write_segment
+
+    docs = [(f"http://x/{i}", " ".join(t), " ".join(b)) for i, (t, b) in enumerate(docs)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        sources, live, start = [], [], 0
+        for k, size in enumerate(cuts + [len(docs)]):
+            part = docs[start : start + size]
+            start += len(part)
+            if not part:
+                continue
+            write_segment(tmp / f"s{k}", part, Analyzer())
+            deleted = sorted(data.draw(st.sets(st.integers(0, len(part) - 1), max_size=len(part))))
+            sources.append((Segment(tmp / f"s{k}"), deleted))
+            live += [d for i, d in enumerate(part) if i not in set(deleted)]
+        n = merge_segments(tmp / "merged", sources, Analyzer())
+        write_segment(tmp / "fresh", live, Analyzer())
+        assert n == len(live)
+        assert _segment_contents(Segment(tmp / "merged")) == _segment_contents(Segment(tmp / "fresh"))

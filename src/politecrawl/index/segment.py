@@ -52,7 +52,7 @@ from ..errors import SearchIndexError
 from .analysis import Analyzer
 from .bm25 import FIELDS
 
-__all__ = ["FORMAT", "VERSION", "Segment", "write_segment"]
+__all__ = ["FORMAT", "VERSION", "Segment", "merge_segments", "write_segment"]
 
 FORMAT = "politecrawl-segment"
 VERSION = 1
@@ -265,6 +265,90 @@ def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], analyzer: Analyzer) -> int:
+    """Write the live documents of ``sources`` (segment, deleted ids) as one segment.
+
+    The result is the segment ``write_segment`` would build from the same live
+    documents in the same order (same terms, postings, positions, lengths and
+    stored texts; only the zlib level of bodies copied from older segments may
+    differ), but nothing is re-analysed: postings are decoded, filtered by the
+    live masks, renumbered and concatenated with numpy, and compressed bodies
+    are copied as they are.  Returns the number of documents written.
+    """
+    seg_dir = Path(seg_dir)
+    live_ids = []
+    for seg, deleted in sources:
+        live = np.ones(seg.doc_count, dtype=bool)
+        if deleted:
+            live[np.asarray(deleted, dtype=np.int64)] = False
+        live_ids.append(np.flatnonzero(live))
+    # Merged term dictionary: union of the terms with a live posting.
+    decoded = []  # per source, per field: (local term ids, new doc ids, tfs, positions)
+    used_terms: set[str] = set()
+    offset = 0
+    for (seg, _), ids in zip(sources, live_ids):
+        remap = np.full(seg.doc_count, -1, dtype=np.int64)
+        remap[ids] = offset + np.arange(len(ids))
+        offset += len(ids)
+        per_field = {}
+        used = np.zeros(len(seg.terms), dtype=bool)
+        for f in FIELDS:
+            fp = seg.fields[f]
+            term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
+            counts = np.diff(term_ptr)
+            deltas = np.asarray(fp.docs, dtype=np.int64)
+            cs = np.cumsum(deltas)
+            firsts = term_ptr[:-1][counts > 0]
+            base = cs[firsts] - deltas[firsts]
+            docs = cs - np.repeat(base, counts[counts > 0])
+            p_terms = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+            tfs = np.asarray(fp.tfs, dtype=np.int64)
+            keep = remap[docs] >= 0
+            positions = np.asarray(fp.positions)[np.repeat(keep, tfs)]
+            p_terms, tfs = p_terms[keep], tfs[keep]
+            used[p_terms] = True
+            per_field[f] = (p_terms, remap[docs[keep]], tfs, positions)
+        decoded.append(per_field)
+        terms_list = list(seg.terms)
+        used_terms.update(terms_list[i] for i in np.flatnonzero(used))
+    terms = sorted(used_terms)
+    gid = {t: i for i, t in enumerate(terms)}
+    maps = [
+        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int64, count=len(seg.terms))
+        for seg, _ in sources
+    ]
+    postings = {}
+    for f in FIELDS:
+        parts = [(m[d[f][0]], d[f][1], d[f][2], d[f][3]) for m, d in zip(maps, decoded)]
+        g_terms = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        g_docs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+        g_tfs = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
+        g_pos = np.concatenate([p[3].astype(np.int64) for p in parts]) if parts else np.zeros(0, np.int64)
+        # Sources come in doc order and each is sorted by (term, doc): a stable
+        # sort on the term id gives (term, doc) order.
+        order = _stable_argsort(g_terms)
+        if len(order):
+            starts = np.zeros(len(g_tfs), dtype=np.int64)
+            np.cumsum(g_tfs[:-1], out=starts[1:])
+            tf_o = g_tfs[order]
+            out_starts = np.zeros(len(tf_o), dtype=np.int64)
+            np.cumsum(tf_o[:-1], out=out_starts[1:])
+            gather = np.repeat(starts[order] - out_starts, tf_o) + np.arange(int(tf_o.sum()), dtype=np.int64)
+            g_pos = g_pos[gather]
+        postings[f] = _encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
+    urls, titles, bodies, lens = [], [], [], []
+    for (seg, _), ids in zip(sources, live_ids):
+        urls.extend(seg.urls[i] for i in ids)
+        titles.extend(seg.titles[i] for i in ids)
+        ptr = np.asarray(seg.body_ptr, dtype=np.int64)
+        raw = seg._bodies
+        bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
+        lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
+    doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
+    _write_segment_files(seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer)
+    return len(urls)
 
 
 class FieldPostings:
