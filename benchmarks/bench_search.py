@@ -14,13 +14,17 @@ urls), in the same run:
   summed), with "bm25f", and (``--snippets``) with snippets, which the other
   engines do not compute;
 * known-item search at x1: each page's title as the query; share of pages
-  found at rank 1 and MRR@10.
+  found at rank 1 and MRR@10;
+* p50 of "selective" queries (every word in <= 2% of pages) and of the same
+  queries plus the corpus's most common term, and their growth from x1 to the
+  largest scale; ``--exhaustive`` adds politecrawl with top-k pruning off.
 
 Every engine gets the same plain words (the title's ``[^\\W_]+`` runs), OR
 semantics, BM25 with k1=1.2 b=0.75 where the engine lets us set it, and a
 title boost of 2 where it has fields (bm25s has none: title + body text).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_search.py [--x8] [--queries 300]
+        [--exhaustive] [--engines politecrawl,bm25s,...]
 """
 
 from __future__ import annotations
@@ -115,6 +119,28 @@ def make_queries(docs, n, seed=42) -> list[str]:
     return out
 
 
+def split_queries(docs, queries, n, max_df=0.02):
+    """(selective, common) query sets built from ``queries`` (word lists).
+
+    selective: every word is in at most ``max_df`` of the pages (df on the x1
+    corpus, politecrawl's tokenizer); common: the same queries plus the
+    corpus's most frequent term (in ~all pages), which forces a top-k over a
+    posting list as long as the collection.
+    """
+    from collections import Counter
+
+    from politecrawl.index import tokenize
+
+    df = Counter()
+    for _, title, body in docs:
+        df.update(set(tokenize(title + " " + body)))
+    top, top_df = df.most_common(1)[0]
+    limit = max_df * len(docs)
+    selective = [q for q in queries if all(df[t] <= limit for w in q for t in tokenize(w))][:n]
+    common = [q + [top] for q in selective]
+    return selective, common, top, top_df / len(docs)
+
+
 def dir_size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -128,9 +154,11 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring="fields"):
-        self.snippets, self.scoring = snippets, scoring
-        if snippets:
+    def __init__(self, snippets=False, scoring="fields", exhaustive=False):
+        self.snippets, self.scoring, self.exhaustive = snippets, scoring, exhaustive
+        if exhaustive:
+            self.name = "politecrawl/exhaustive"
+        elif snippets:
             self.name = "politecrawl+snippets"
         elif scoring != "fields":
             self.name = f"politecrawl/{scoring}"
@@ -141,6 +169,8 @@ class Politecrawl:
             for d in docs:
                 w.add_document(*d)
         self.searcher = Searcher(self.path, scoring=self.scoring)
+        if self.exhaustive:
+            self.searcher.top_k_pruning = False
         return self.path
 
     def search(self, words):
@@ -230,16 +260,20 @@ class FTS5:
         return [r[0] for r in rows]
 
 
-def make_engines(snippets: bool):
+def make_engines(snippets: bool, only: set[str] | None = None, exhaustive: bool = False):
     engines = [Politecrawl(), Politecrawl(scoring="bm25f")]
+    if exhaustive:
+        engines.append(Politecrawl(exhaustive=True))
     if snippets:
         engines.append(Politecrawl(snippets=True))
     for cls in (Tantivy, BM25S, FTS5):
+        if only and cls.name not in only:
+            continue
         try:
             engines.append(cls())
         except ImportError:
             print(f"  {cls.name}: not installed")
-    return engines
+    return [e for e in engines if not only or e.name in only]
 
 
 # -- measurements --------------------------------------------------------------
@@ -278,6 +312,9 @@ def main(argv=None):
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
     ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
+    ap.add_argument("--engines", help="comma-separated engine names to run (default: all)")
+    ap.add_argument("--exhaustive", action="store_true",
+                    help="also run politecrawl with top-k pruning off (scores every posting), same queries")
     args = ap.parse_args(argv)
 
     root = None if args.synthetic else find_python_docs()
@@ -291,13 +328,18 @@ def main(argv=None):
         print(f"corpus: SYNTHETIC Zipfian corpus ({len(base)} docs) -- python3-doc HTML not found")
     queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
     print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; e.g. {[' '.join(q) for q in queries[:4]]}")
+    selective, common, top, top_share = split_queries(base, queries, args.queries)
+    print(f"growth query sets: {len(selective)} selective (every word in <= 2% of pages), and the same "
+          f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries")
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
+    only = set(args.engines.split(",")) if args.engines else None
 
     scales = [1, 2] + ([8] if args.x8 else [])
     rows = []
+    growth: dict[tuple[str, int], tuple[float, float]] = {}
     for scale in scales:
         docs = scaled(base, scale)
-        for engine in make_engines(args.snippets):
+        for engine in make_engines(args.snippets, only, args.exhaustive):
             work = Path(tempfile.mkdtemp(prefix="bench-" + engine.name.replace("/", "-") + "-"))
             try:
                 t0 = time.perf_counter()
@@ -305,11 +347,15 @@ def main(argv=None):
                 build_s = time.perf_counter() - t0
                 size = dir_size(path)
                 p50, p95, p99 = latency(engine, queries)
+                sel50 = latency(engine, selective)[0]
+                com50 = latency(engine, common)[0]
+                growth[(engine.name, scale)] = (sel50, com50)
                 ki = known_item(engine, base) if scale == 1 else None
                 rows.append((scale, engine.name, len(docs), len(docs) / build_s, size, p50, p95, p99, ki))
                 ki_s = f"  rank1 {ki[0]:6.1%}  MRR@10 {ki[1]:.3f}" if ki else ""
                 print(f"x{scale} {engine.name:21s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
-                      f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}{ki_s}",
+                      f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}"
+                      f"  sel p50 {sel50:6.2f}  common p50 {com50:6.2f}{ki_s}",
                       flush=True)
             finally:
                 db = getattr(engine, "db", None)
@@ -323,6 +369,14 @@ def main(argv=None):
         k1 = f"{ki[0]:.1%}" if ki else "-"
         mrr = f"{ki[1]:.3f}" if ki else "-"
         print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {k1} | {mrr} |")
+    big = scales[-1]
+    print(f"\nQuery time growth x1 -> x{big} ({big}x the documents), p50 ms; a ratio below {big} is sublinear:")
+    print(f"| engine | selective x1 | selective x{big} | growth | common x1 | common x{big} | growth |")
+    print("|---|---|---|---|---|---|---|")
+    for name in dict.fromkeys(n for n, _ in growth):
+        if (name, 1) in growth and (name, big) in growth:
+            (s1, c1), (sb, cb) = growth[(name, 1)], growth[(name, big)]
+            print(f"| {name} | {s1:.3f} | {sb:.3f} | {sb / s1:.2f}x | {c1:.3f} | {cb:.3f} | {cb / c1:.2f}x |")
     if root is None:
         print("\nNOTE: synthetic Zipfian corpus, not python3-doc.")
 

@@ -154,6 +154,7 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
 # the default 6 on the python3-doc pages for ~15% more bytes.  Any level reads
 # back the same (``zlib.decompress``), so segments of both kinds coexist.
 BODY_ZLIB_LEVEL = 1
+_FLUSH_IDS = 1 << 20
 
 
 def _compress_bodies(bodies: list[str]) -> list[bytes]:
@@ -183,6 +184,7 @@ def write_segment(
     futures = []
     tokenize = analyzer.tokenize
     title_ids, body_ids = ids["title"], ids["body"]
+    id_chunks: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
     title_lens, body_lens = field_lens["title"], field_lens["body"]
     assert FIELDS == ("title", "body")
 
@@ -200,6 +202,13 @@ def write_segment(
             toks = tokenize(body)
             body_lens.append(len(toks))
             body_ids.extend(map(term_id, toks))
+            if len(body_ids) > _FLUSH_IDS:
+                # Python ints cost ~36 bytes each: keep the id lists short.
+                id_chunks["body"].append(np.array(body_ids, dtype=np.int64))
+                body_ids.clear()
+            if len(title_ids) > _FLUSH_IDS:
+                id_chunks["title"].append(np.array(title_ids, dtype=np.int64))
+                title_ids.clear()
         if pending:
             futures.append(pool.submit(_compress_bodies, pending))
         n_docs = len(urls)
@@ -213,7 +222,8 @@ def write_segment(
             total = int(lens_f.sum())
             if total >= 2**31:
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            tids = rank[np.array(ids[f], dtype=np.int64)] if total else np.zeros(0, dtype=np.int32)
+            id_chunks[f].append(np.array(ids[f], dtype=np.int64))
+            tids = rank[np.concatenate(id_chunks[f])] if total else np.zeros(0, dtype=np.int32)
             docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
             starts = np.zeros(n_docs, dtype=np.int32)
             if n_docs:
