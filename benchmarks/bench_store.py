@@ -6,11 +6,16 @@ process loops claim -> release(next_allowed_at = now + 1.0, URL done, one
 fetch-log row) for a fixed time; a ``None`` claim sleeps until the store's
 wake time (capped at 10 ms), as the crawler does.
 
+With ``--page-bytes N`` every release also stores a page as the crawler does
+(N bytes of text, a content fingerprint, a SimHash: exact and near-duplicate
+lookups) and queues 8 new links on the same host: the store's cost per
+crawled page, not only per claim.
+
 Politeness sets a ceiling: 2,000 hosts at one request per host per second is
 2,000 claims/s at most, whatever the store. The figures show how close each
 store gets, and the claim latency behind it.
 
-    .venv/bin/python benchmarks/bench_store.py [--seconds 10] [--procs 1,2,4,8]
+    .venv/bin/python benchmarks/bench_store.py [--seconds 10] [--procs 1,2,4,8] [--delay 0] [--page-bytes 20000]
         [--pg postgresql://postgres@127.0.0.1:5432/test]   (default: $POLITECRAWL_TEST_PG)
 """
 
@@ -49,8 +54,26 @@ def _prepare(store_url: str) -> None:
         store.close()
 
 
-def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, results) -> None:
-    from politecrawl.store import FetchLogEntry, Outcome, open_store
+def _words(n_bytes: int, seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(5000)]
+    out, size = [], 0
+    while size < n_bytes:
+        w = vocab[min(int(rng.paretovariate(1.1)), 4999)]
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out)
+
+
+def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, results, page_bytes: int = 0) -> None:
+    import random
+
+    from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
+
+    rng = random.Random(worker)
+    text = _words(page_bytes, hash(worker) & 0xFFFF) if page_bytes else None
 
     store = open_store(store_url)
     done = empty = 0
@@ -70,17 +93,18 @@ def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, 
                     break
                 time.sleep(min(max(wake - now, 0.0), 0.01))
                 continue
-            store.release(
-                c,
-                Outcome(
-                    next_allowed_at=now + delay,
-                    wait_reason="min-delay",
-                    url_state="done",
-                    url_outcome="http-200",
-                    fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 1000),
-                ),
-                now,
+            out = Outcome(
+                next_allowed_at=now + delay,
+                wait_reason="min-delay",
+                url_state="done",
+                url_outcome="http-200",
+                fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 1000),
             )
+            if page_bytes and c.url is not None:
+                out.page = PageRecord(c.url, c.url, 200, "text/html", now, page_bytes, title=f"page {done}",
+                                      text=text, fingerprint=f"{worker}-{done}", simhash=rng.getrandbits(64))
+                out.links = [NewURL(f"{c.host}/{worker}-{done}-{k}", c.host, 1, 1) for k in range(8)]
+            store.release(c, out, now)
             done += 1
     finally:
         store.close()
@@ -90,12 +114,13 @@ def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, 
     results.put((done, empty, p50, p99))
 
 
-def run(store_url: str, procs: int, seconds: float, delay: float = DELAY) -> dict:
+def run(store_url: str, procs: int, seconds: float, delay: float = DELAY, page_bytes: int = 0) -> dict:
     _prepare(store_url)
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(procs)
     results = ctx.Queue()
-    ps = [ctx.Process(target=_worker, args=(store_url, f"w{i}", seconds, delay, barrier, results)) for i in range(procs)]
+    ps = [ctx.Process(target=_worker, args=(store_url, f"w{i}", seconds, delay, barrier, results, page_bytes))
+          for i in range(procs)]
     for p in ps:
         p.start()
     got = [results.get(timeout=seconds + 180) for _ in ps]
@@ -110,18 +135,18 @@ def run(store_url: str, procs: int, seconds: float, delay: float = DELAY) -> dic
     }
 
 
-def _sqlite_run(procs: int, seconds: float, delay: float) -> dict:
+def _sqlite_run(procs: int, seconds: float, delay: float, page_bytes: int = 0) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        return run(os.path.join(d, "bench.db"), procs, seconds, delay)
+        return run(os.path.join(d, "bench.db"), procs, seconds, delay, page_bytes)
 
 
-def _pg_run(base: str, procs: int, seconds: float, delay: float) -> dict:
+def _pg_run(base: str, procs: int, seconds: float, delay: float, page_bytes: int = 0) -> dict:
     import psycopg
     from psycopg import sql
 
     schema = f"pc_bench_{uuid.uuid4().hex[:12]}"
     try:
-        return run(f"{base}{'&' if '?' in base else '?'}schema={schema}", procs, seconds, delay)
+        return run(f"{base}{'&' if '?' in base else '?'}schema={schema}", procs, seconds, delay, page_bytes)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
@@ -133,18 +158,21 @@ def main() -> None:
     ap.add_argument("--procs", default="1,2,4,8")
     ap.add_argument("--pg", default=os.environ.get("POLITECRAWL_TEST_PG"))
     ap.add_argument("--delay", type=float, default=DELAY, help="per-host delay; 0 removes the politeness ceiling")
+    ap.add_argument("--page-bytes", type=int, default=0,
+                    help="also store a page of this many bytes of text (+ fingerprint, SimHash, 8 links) per release")
     args = ap.parse_args()
     counts = [int(x) for x in args.procs.split(",")]
     ceiling = f"ceiling {HOSTS / args.delay:.0f} claims/s" if args.delay > 0 else "no ceiling"
     print(f"{HOSTS} hosts x {URLS_PER_HOST} URLs, next_allowed_at = now + {args.delay}s "
-          f"({ceiling}), {args.seconds:.0f} s per run")
+          f"({ceiling}), {args.seconds:.0f} s per run"
+          + (f", a {args.page_bytes}-byte page + 8 links stored per release" if args.page_bytes else ""))
     print(f"{'procs':>5} | {'SQLite claims/s':>15} {'p50 ms':>7} {'p99 ms':>7} | "
           f"{'PostgreSQL claims/s':>19} {'p50 ms':>7} {'p99 ms':>7}")
     for n in counts:
-        s = _sqlite_run(n, args.seconds, args.delay)
+        s = _sqlite_run(n, args.seconds, args.delay, args.page_bytes)
         line = f"{n:>5} | {s['rate']:>15.0f} {s['p50_ms']:>7.2f} {s['p99_ms']:>7.2f} | "
         if args.pg:
-            p = _pg_run(args.pg, n, args.seconds, args.delay)
+            p = _pg_run(args.pg, n, args.seconds, args.delay, args.page_bytes)
             line += f"{p['rate']:>19.0f} {p['p50_ms']:>7.2f} {p['p99_ms']:>7.2f}"
         else:
             line += f"{'(no --pg)':>19}"

@@ -895,3 +895,4 @@ def test_postgres_errors_are_one_line_store_errors(pg_store_factory):
     with pytest.raises(StoreError) as info:
         store._transaction(lambda conn: conn.execute("SELECT * FROM no_such_table"), "read nothing")
     assert "\n" not in str(info.value) and "no_such_table" in str(info.value)
+
