@@ -15,7 +15,7 @@ urls), in the same run:
   engines do not compute;
 * known-item search at x1: each page's title as the query; share of pages
   found at rank 1 and MRR@10;
-* p50 of "selective" queries (every word in <= 2% of pages) and of the same
+* p50 of "selective" queries (every word in <= 5% of pages) and of the same
   queries plus the corpus's most common term, and their growth from x1 to the
   largest scale; ``--exhaustive`` adds politecrawl with top-k pruning off.
 
@@ -119,7 +119,7 @@ def make_queries(docs, n, seed=42) -> list[str]:
     return out
 
 
-def split_queries(docs, queries, n, max_df=0.02):
+def split_queries(docs, queries, n, max_df=0.05):
     """(selective, common) query sets built from ``queries`` (word lists).
 
     selective: every word is in at most ``max_df`` of the pages (df on the x1
@@ -329,7 +329,7 @@ def main(argv=None):
     queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
     print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; e.g. {[' '.join(q) for q in queries[:4]]}")
     selective, common, top, top_share = split_queries(base, queries, args.queries)
-    print(f"growth query sets: {len(selective)} selective (every word in <= 2% of pages), and the same "
+    print(f"growth query sets: {len(selective)} selective (every word in <= 5% of pages), and the same "
           f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries")
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
     only = set(args.engines.split(",")) if args.engines else None

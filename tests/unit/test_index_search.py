@@ -298,3 +298,76 @@ def test_phrase_far_into_a_long_document(tmp_path):
     assert [h.url for h in s.search('"rare phrase"')] == ["http://long/"]
     assert s.count('"phrase rare"') == 300
     assert s.count('"phrase here rare"') == 1
+
+
+_VOCAB = ["the", "a", "of", "python", "list", "dict", "zip", "yield", "async", "await", "regex", "socket"]
+_COMMON = ["the"] * 6 + ["a"] * 3 + ["of"] * 2  # draws skewed towards a few common terms
+
+
+def _exhaustive_ranking(searcher, q, k):
+    """Reference top-k: every matching document scored, then sorted."""
+    from politecrawl.index.analysis import parse_query
+
+    reader = searcher._refresh()
+    rows = []
+    for si, docs, sc in searcher._match(reader, parse_query(q, reader.analyzer), top_k=None):
+        for d, v in zip(docs, sc):
+            rows.append((-float(v), reader.views[si].segment.urls[d]))
+    return [(u, -s) for s, u in sorted(rows)[:k]]
+
+
+@pytest.mark.parametrize("scoring", ["fields", "bm25f"])
+def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(_VOCAB + _COMMON)
+    doc = st.tuples(st.lists(words, max_size=3), st.lists(words, min_size=0, max_size=30), st.sampled_from(["h1", "h2"]))
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(doc, min_size=1, max_size=40),
+        st.lists(st.integers(0, 39), max_size=8),
+        st.lists(st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=4), min_size=1, max_size=6),
+        st.integers(1, 12),
+        st.sampled_from(["", " -zip", " site:h1.example"]),
+    )
+    def check(docs, deleted, queries, k, extra):
+        path = tmp_path_factory.mktemp("ix")
+        half = len(docs) // 2
+        for batch in (docs[:half], docs[half:]):  # two segments
+            if batch:
+                with IndexWriter(path) as w:
+                    for i, (t, b, h) in enumerate(batch):
+                        w.add_document(f"http://{h}.example/{docs.index((t, b, h))}-{i}", " ".join(t), " ".join(b))
+        if deleted:
+            with IndexWriter(path) as w:
+                for i in deleted:
+                    w.delete_document(f"http://h1.example/{i}-{i}")
+        s = Searcher(path, scoring=scoring)
+        for words in queries:
+            q = " ".join(words) + extra
+            pruned = [(h.url, h.score) for h in s.search(q, limit=k, snippets=False)]
+            assert pruned == _exhaustive_ranking(s, q, k)
+            s.top_k_pruning = False
+            assert [(h.url, h.score) for h in s.search(q, limit=k, snippets=False)] == pruned
+            s.top_k_pruning = True
+
+    check()
+
+
+def test_top_k_pruning_prunes_common_term(tmp_path):
+    """A rare title term fills the top k; the common term is scored only on those docs."""
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for i in range(200):
+            w.add_document(f"http://x/{i}", "rare" if i < 5 else "", "the " * (1 + i % 3))
+    s = Searcher(path)
+    from politecrawl.index.analysis import parse_query
+
+    reader = s._refresh()
+    pruned = s._match(reader, parse_query("rare the"), top_k=3)
+    full = s._match(reader, parse_query("rare the"), top_k=None)
+    assert sum(len(d) for _, d, _ in pruned) == 5
+    assert sum(len(d) for _, d, _ in full) == 200
+    assert [(h.url, h.score) for h in s.search("rare the", limit=3)] == _exhaustive_ranking(s, "rare the", 3)

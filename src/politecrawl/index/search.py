@@ -20,6 +20,28 @@ numpy arrays; the top ``page * limit`` are selected with ``np.partition`` on a
 score threshold (all documents tied at the threshold are kept, then sorted by
 ``(-score, url)``), which is exact.
 
+Top-k pruning (``Searcher.top_k_pruning``, on by default; ``count`` never
+prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
+add to any score (``sum_f w_f * idf_f * (k1 + 1)``, over the fields where it
+occurs, since ``tf / (tf + k1 * B_f) < 1``).  Terms are added highest bound
+first; once at least k allowed documents (live, not excluded, on the site)
+already score more than the sum of the remaining terms' bounds, no other
+document can reach the top k, and the remaining (common, low-idf) terms are
+scored only on the documents matched so far.  Off for phrase queries.  Terms
+are summed in the same order with pruning on or off, so results and scores
+are bit-identical (hypothesis test against exhaustive scoring).
+
+Measured (python3-doc x8 = 4240 pages, 19 queries of title words each in <= 5%
+of pages plus "the", ``benchmarks/bench_search.py --x8 --exhaustive``): it
+does not pay at this scale.  p50 0.22 ms pruned vs 0.22 ms exhaustive; the
+condition holds for only 3 of 19 queries, because the static bound is loose
+(a common word that is also in a few titles gets a large title idf), and
+scoring a 4240-posting list with numpy costs ~20 us anyway.  A first version
+that took theta with ``np.partition`` was 4x *slower* (0.6 ms per partition
+on the tie-heavy x8 scores).  What would pay at larger scale: per-term
+max-tf / min-length statistics stored in the segment (tight block-max bounds)
+and skip data so that a pruned posting list need not be decoded whole.
+
 ``Hit.snippet`` is plain text; ``Hit.highlights`` holds ``(start, end)``
 character offsets of matched terms in it (see ``snippet``).
 """
@@ -68,6 +90,9 @@ class Searcher:
         self._segment_cache: dict = {}
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str], np.ndarray] = {}
+        #: MaxScore-style pruning of top-k searches (see module docstring);
+        #: results are identical either way, False is for measurements.
+        self.top_k_pruning = True
 
     # -- generations --------------------------------------------------------
 
@@ -117,8 +142,8 @@ class Searcher:
         page = max(1, min(int(page), MAX_PAGE))
         if q.is_empty or reader.n_docs == 0 or limit == 0:
             return []
-        matched = self._match(reader, q)
         k = page * limit
+        matched = self._match(reader, q, top_k=k if self.top_k_pruning else None)
         if not matched:
             return []
         seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
@@ -147,8 +172,12 @@ class Searcher:
 
     # -- matching and scoring -------------------------------------------------
 
-    def _match(self, reader: IndexReader, q: Query) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """Per segment: (segment index, matching doc ids, their scores)."""
+    def _match(self, reader: IndexReader, q: Query, top_k: int | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per segment: (segment index, matching doc ids, their scores).
+
+        With ``top_k``, documents that provably cannot be among the ``top_k``
+        best are left out (term-at-a-time MaxScore, see module docstring).
+        """
         terms = q.positive_terms
         postings = {t: reader.postings(t) for t in terms}
         n_docs = reader.n_docs
@@ -159,39 +188,77 @@ class Searcher:
                 for t in terms
                 for f in FIELDS
             }
+            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score.
+            # (fields where the term never occurs add nothing, whatever their idf).
+            bound = {t: sum(fidfs[(t, f)] for f in FIELDS if reader.df(t, postings[t], f)) for t in terms}
         else:
             idfs = {t: idf(n_docs, reader.df(t, postings[t])) for t in terms}
+            bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
         excluded = {t: reader.postings(t) for t in q.excluded}
+        prune = top_k is not None and top_k > 0 and not q.phrases and len(terms) > 1
+        # Terms are always added in this order (highest bound first, stable), so
+        # pruned and exhaustive searches add the same floats in the same order.
+        terms = sorted(terms, key=lambda t: -bound[t])
         out = []
         for si, view in enumerate(reader.views):
             n = view.segment.doc_count
             scores = np.zeros(n, dtype=np.float64)
-            for t in terms:
+            base = None  # documents allowed by tombstones, exclusions and site:
+            if prune:
+                base = np.ones(n, dtype=bool) if view.live is None else view.live.copy()
+                for t, ps in excluded.items():
+                    if ps[si] is not None:
+                        for f in FIELDS:
+                            base[ps[si][f][0]] = False
+                if q.site is not None:
+                    base &= self._site_mask(view, q.site)
+            only = None  # once set: the only documents that can still make the top k
+            for i, t in enumerate(terms):
                 p = postings[t][si]
                 if p is None:
                     continue
                 if self.scoring == "fields":
                     for f in FIELDS:
                         d, tf, _ = p[f]
+                        if only is not None and len(d):
+                            keep = only[d]
+                            d, tf = d[keep], tf[keep]
                         if len(d):
                             scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f)[d])
-                    continue
-                pseudo = np.zeros(n, dtype=np.float64)
-                for f in FIELDS:
-                    d, tf, _ = p[f]
-                    if len(d):
-                        pseudo[d] += tf * self._norm(reader, si, f)[d]
-                scores += idfs[t] * saturate(pseudo, k1=K1)
-            cand = scores > 0
-            if view.live is not None:
-                cand &= view.live
-            for t, ps in excluded.items():
-                p = ps[si]
-                if p is not None:
+                else:
+                    pseudo = np.zeros(n, dtype=np.float64)
                     for f in FIELDS:
-                        cand[p[f][0]] = False
-            if q.site is not None and cand.any():
-                cand &= self._site_mask(view, q.site)
+                        d, tf, _ = p[f]
+                        if len(d):
+                            pseudo[d] += tf * self._norm(reader, si, f)[d]
+                    if only is not None:
+                        pseudo[~only] = 0.0
+                    scores += idfs[t] * saturate(pseudo, k1=K1)
+                if prune and only is None and i + 1 < len(terms):
+                    # theta: k-th best partial score among allowed documents; scores
+                    # only grow, so the final k-th best is >= theta.  A document
+                    # with no match yet can reach at most ``rest``, the sum of
+                    # the remaining bounds: if theta > rest it cannot make the top k.
+                    rest = sum(bound[u] for u in terms[i + 1 :])
+                    hit = (scores > rest) & base
+                    # theta > rest  <=>  at least k allowed documents already score > rest
+                    # (no selection needed: np.partition is slow on the many ties
+                    # of the x8 corpus, 0.6 ms for 4240 scores).
+                    if np.count_nonzero(hit) >= top_k:
+                        only = (scores > 0) & base
+            cand = scores > 0
+            if base is not None:
+                cand &= base
+            else:
+                if view.live is not None:
+                    cand &= view.live
+                for t, ps in excluded.items():
+                    p = ps[si]
+                    if p is not None:
+                        for f in FIELDS:
+                            cand[p[f][0]] = False
+                if q.site is not None and cand.any():
+                    cand &= self._site_mask(view, q.site)
             for phrase in q.phrases:
                 if not cand.any():
                     break
