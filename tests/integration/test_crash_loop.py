@@ -1,0 +1,242 @@
+"""Issue 7, "It survives": a crash loop.
+
+``politecrawl crawl`` (its own process group) crawls a sandbox web of 3 hosts; the whole group is
+SIGKILLed at random moments 20 times, restarted each time on the same --db without seeds (a
+resume), and the last run is let finish. Then, from the servers' logs and the store:
+
+* every URL discovered was fetched (done, or disallowed by robots.txt) — no URL lost;
+* no page was requested twice, except requests in flight at a kill: a server-side request
+  missing from the store's fetch log must have started shortly before a kill;
+* no politeness violation across restarts (gaps >= min delay per host, never two open);
+* the index holds exactly the indexable pages, and ``politecrawl check`` passes.
+
+The crash loop runs once per module (fixture ``crashed``); each test checks one property.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from politecrawl.index import Searcher
+from politecrawl.sandbox import Sandbox, demo_hosts, violations
+from politecrawl.store import open_store
+
+from conftest import run_cli
+
+KILLS = 20
+MIN_DELAY = 0.2
+SERVER_DELAY = 0.12  # each answer takes this long: kills often land mid-request
+IN_FLIGHT_WINDOW = 1.0  # an unrecorded request must have started at most this long before a kill
+
+
+def _start(db: str, seeds: list[str], cwd: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    env["POLITECRAWL_ADAPTIVE_FACTOR"] = "0"  # the delay stays MIN_DELAY: gaps are easy to check
+    return subprocess.Popen(
+        [sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers", "2",
+         "--min-delay", str(MIN_DELAY), "--max-time", "120", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True,
+    )
+
+
+class CrashLoop:
+    def __init__(self) -> None:
+        self.kills: list[float] = []
+        self.killed_before_exit = 0
+        self.final: subprocess.CompletedProcess | None = None
+        self.early_exits: list[str] = []
+        self.restarts_with_seeds = 0
+
+
+def _stored_seeds(db: str) -> bool:
+    if not Path(db).exists():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'seeds'").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return bool(row and json.loads(row[0]))
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory, reliability):
+    tmp = tmp_path_factory.mktemp("crash")
+    db = str(tmp / "crash.db")
+    hosts = demo_hosts(n_hosts=3, pages_per_host=15, crawl_delay_host=None, first_ip=40)
+    for h in hosts:
+        h.delay = SERVER_DELAY
+    sb = Sandbox(hosts, max_seconds=240)
+    sb.start()
+    rng = random.Random(int(os.environ.get("CRASH_LOOP_SEED", "7")))
+    loop = CrashLoop()
+    seeds = [h.url("/") for h in hosts]  # --scope host: each host is its own seed
+    try:
+        for i in range(KILLS):
+            # Seeds are given until a run has recorded them (a kill in the first moments of the very
+            # first run leaves a store without seeds: a resume then rightly says "give a SEED_URL").
+            has_seeds = _stored_seeds(db)
+            if not has_seeds and i > 0:
+                loop.restarts_with_seeds += 1
+            proc = _start(db, [] if has_seeds else seeds, str(tmp))
+            wait = rng.uniform(0.3, 1.5)
+            try:
+                proc.wait(wait)  # finished (or failed) before the kill moment
+                out, err = proc.communicate()
+                loop.early_exits.append(f"run {i}: exit {proc.returncode}: {err.strip()[-300:]}")
+            except subprocess.TimeoutExpired:
+                loop.kills.append(time.time())
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate(timeout=30)
+                loop.killed_before_exit += 1
+            # wait for every process of the group to be gone before the restart
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    os.killpg(proc.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+        proc = _start(db, [], str(tmp))
+        try:
+            out, err = proc.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            pytest.fail(f"the last run did not finish: {err[-2000:]}")
+        loop.final = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        time.sleep(0.3)  # let the servers log the last answers
+    finally:
+        sb.stop()
+    store = open_store(db, create=False)
+    try:
+        states, log = store.url_states(), store.fetch_log()
+    finally:
+        store.close()
+    reliability.record("kills survived (SIGKILL of the whole crawl)", loop.killed_before_exit,
+                       note=f"{KILLS} runs killed at random 0.3–1.5 s, then one run to the end")
+    print(f"\n[crash loop] {loop.killed_before_exit} kills, {loop.restarts_with_seeds} restarts needed the seeds "
+          f"again, early exits: {loop.early_exits}")
+    return dict(db=db, hosts=hosts, sb=sb, loop=loop, states=states, log=log)
+
+
+def test_crash_loop_last_run_finishes_cleanly(crashed):
+    final = crashed["loop"].final
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert "Traceback" not in final.stderr
+    assert "crawl done" in final.stderr, final.stderr[-2000:]
+    assert crashed["loop"].killed_before_exit >= KILLS - 3  # most runs were really killed, not finished
+    for note in crashed["loop"].early_exits:  # a run that ended before its kill ended cleanly
+        assert ": exit 0:" in note or "no earlier seeds" in note, note
+        assert "Traceback" not in note
+
+
+def test_every_discovered_url_is_fetched(crashed, reliability):
+    states, hosts, sb = crashed["states"], crashed["hosts"], crashed["sb"]
+    not_finished = {u: s for u, s in states.items() if s[0] not in ("done", "disallowed")}
+    reliability.record("URLs lost in the crash loop", len(not_finished))
+    assert not_finished == {}
+    requested = {(r.host, r.path) for r in sb.requests()}
+    expected = set()
+    for h in hosts:
+        for path in h._raw_pages:  # type: ignore[attr-defined]
+            if not path.startswith("/private/"):
+                expected.add((h.netloc, path))
+    assert expected <= requested  # the whole web was crawled
+    assert len([u for u in states if states[u][0] == "done"]) == len(expected)
+    assert states[hosts[0].url("/private/admin.html")] == ("disallowed", "disallowed by robots.txt")
+    assert not any(p.startswith("/private/") for _, p in requested)
+
+
+def _unrecorded(crashed) -> list:
+    """Server-side requests with no fetch-log entry (matched by URL and start time)."""
+    log = crashed["log"]
+    by_url: dict[str, list[float]] = {}
+    for e in log:
+        by_url.setdefault(e["url"], []).append(e["started_at"])
+    unmatched = []
+    for r in crashed["sb"].requests():
+        url = f"http://{r.host}{r.path}"
+        starts = by_url.get(url, [])
+        best = min(starts, key=lambda t: abs(t - r.started), default=None)
+        if best is not None and abs(best - r.started) < 0.5:
+            starts.remove(best)
+        else:
+            unmatched.append(r)
+    return unmatched
+
+
+def test_no_page_fetched_twice_except_in_flight_at_a_kill(crashed, reliability):
+    kills = crashed["loop"].kills
+    unrecorded = _unrecorded(crashed)
+    for r in unrecorded:
+        assert any(r.started <= k <= r.started + IN_FLIGHT_WINDOW for k in kills), (
+            f"{r.host}{r.path} requested at {r.started:.3f} is not in the fetch log and no kill followed it "
+            f"within {IN_FLIGHT_WINDOW}s (kills: {[round(k, 3) for k in kills]})")
+    # The fetch log itself never records a page twice (each host's robots.txt once: 24 h TTL).
+    urls = [e["url"] for e in crashed["log"] if e["status"] is not None]
+    dupes = {u for u in urls if urls.count(u) > 1}
+    assert dupes == set()
+    refetched = len(crashed["sb"].requests()) - len({(r.host, r.path) for r in crashed["sb"].requests()})
+    assert refetched <= len(unrecorded)  # every repeat is an in-flight request lost to a kill
+    reliability.record("requests lost in flight at a kill (refetched)", len(unrecorded),
+                       note="each started < 1 s before a SIGKILL")
+
+
+def test_politeness_holds_across_restarts(crashed):
+    sb = crashed["sb"]
+    records = sb.requests()
+    v = violations(records, MIN_DELAY)
+    assert v["short_gaps"] == [], v["short_gaps"][:10]
+    assert v["max_open_per_host"] <= 1
+    for h in crashed["hosts"]:  # robots.txt first on every host
+        assert sb.requests(h)[0].path == "/robots.txt"
+
+
+def test_index_matches_the_pages(crashed):
+    db, states = crashed["db"], crashed["states"]
+    indexable = sum(1 for s, o in states.values() if s == "done" and o == "http-200")
+    n = Searcher(Path(db + ".index")).stats()["N"]
+    assert n == indexable == 45
+    out = run_cli("search", "telescope", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+
+
+def test_check_command_passes_after_the_crash_loop(crashed):
+    out = run_cli("check", "--db", crashed["db"])
+    if "No such command" in out.stderr:
+        pytest.xfail("'politecrawl check' does not exist yet (being added)")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "src bug: Crawler.run records the seeds in meta (scope_for -> set_meta('seeds')) and queues them "
+    "(store.seed_urls) in separate transactions, and a resume only queues seeds given on its own command "
+    "line: a kill between the two leaves the seeds in meta but not in the frontier, and every later "
+    "'crawl --db' resume ends 'done' having crawled nothing"))
+def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_factory, tmp_path):
+    from politecrawl.sandbox import SandboxHost
+
+    host = SandboxHost("127.0.0.45", pages={"/": "<html><title>Seed</title><body>seed page</body></html>"})
+    sb = sandbox_factory([host])
+    db = str(tmp_path / "seeds.db")
+    store = open_store(db)
+    store.set_meta("seeds", json.dumps([host.url("/")]))  # the state a kill right after scope_for() leaves
+    store.close()
+    out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "--max-time", "20", "-q", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "/" in [r.path for r in sb.requests(host)]
