@@ -39,24 +39,6 @@ from politecrawl.config import load_settings  # noqa: E402
 from politecrawl.crawler import Crawler  # noqa: E402
 
 
-def _cpu_of(name: str) -> float:
-    """CPU seconds used so far by every process called ``name`` (PostgreSQL's backends, for one)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if comm == name:
-            fields = stat[stat.rindex(")") + 2 :].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
 def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
     web_args = argparse.Namespace(hosts=args.hosts, first_ip=args.first_ip, seconds=args.seconds, slow_every=0,
                                   slow_delay=0.2, throttle_every=0, min_delay=args.min_delay)
@@ -75,11 +57,9 @@ def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
                                   "per_ip_limit": 0}, env={})
         before_self = resource.getrusage(resource.RUSAGE_SELF)
         before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        pg_before = _cpu_of("postgres")
         t0 = time.time()
         Crawler(settings).run([h + "/" for h in info["hosts"]], fleet_worker=True)
         t1 = time.time()
-        pg_cpu = _cpu_of("postgres") - pg_before
         after_self = resource.getrusage(resource.RUSAGE_SELF)
         after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
@@ -94,7 +74,6 @@ def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
            + after_children.ru_utime + after_children.ru_stime - before_children.ru_utime - before_children.ru_stime)
     rss = max(after_self.ru_maxrss, after_children.ru_maxrss) / 1024
     out = analyse(records, web_args, t0, t1, f"{kind} x{workers}", cpu, rss)
-    out["db_cpu_ms_per_page"] = round(1000 * pg_cpu / max(1, out["pages_200"]), 2) if kind == "postgres" else None
     return out
 
 
@@ -121,9 +100,7 @@ def main() -> None:
                 r = results[(kind, n)]
                 print(f"  {kind:8} x{n}: {r['achieved_rps']:7.1f} req/s of {r['bound_rps']:.1f} bound "
                       f"(utilization {r['utilization']:.2f}), {r['cpu_s_per_100_pages']:.2f} CPU s/100 pages, "
-                      f"violations {r['short_gaps']} gaps / {r['overlaps']} overlaps"
-                      + (f", DB CPU {r['db_cpu_ms_per_page']} ms/page" if r["db_cpu_ms_per_page"] is not None else ""),
-                      flush=True)
+                      f"violations {r['short_gaps']} gaps / {r['overlaps']} overlaps", flush=True)
     ceilings: dict[tuple[str, int], float] = {}
     if args.store_seconds > 0:
         for n in counts:
@@ -141,10 +118,15 @@ def main() -> None:
         for kind in kinds:
             r = results[(kind, n)]
             ceiling = ceilings.get((kind, n))
+            lite = results[("sqlite", n)]
             if r["utilization"] >= 0.9:
                 where = "politeness"
             elif ceiling is not None and r["achieved_rps"] >= 0.7 * ceiling:
                 where = "store"
+            elif kind != "sqlite" and r["achieved_rps"] < 0.8 * lite["achieved_rps"]:
+                # Same crawler, same web, slower store: each worker waits on its store round trips
+                # (claims and releases are synchronous in the worker's event loop).
+                where = "store wait"
             else:
                 where = "crawler CPU"
             line += (f" | {r['achieved_rps']:>15.1f} {r['utilization']:>5.2f} "
