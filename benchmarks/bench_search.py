@@ -17,14 +17,14 @@ urls), in the same run:
   found at rank 1 and MRR@10;
 * p50 of "selective" queries (every word in <= 5% of pages) and of the same
   queries plus the corpus's most common term, and their growth from x1 to the
-  largest scale; ``--exhaustive`` adds politecrawl with top-k pruning off.
+  largest scale; ``--maxscore`` adds politecrawl with top-k pruning on.
 
 Every engine gets the same plain words (the title's ``[^\\W_]+`` runs), OR
 semantics, BM25 with k1=1.2 b=0.75 where the engine lets us set it, and a
 title boost of 2 where it has fields (bm25s has none: title + body text).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_search.py [--x8] [--queries 300]
-        [--exhaustive] [--engines politecrawl,bm25s,...]
+        [--maxscore] [--engines politecrawl,bm25s,...]
 """
 
 from __future__ import annotations
@@ -154,10 +154,10 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring="fields", exhaustive=False):
-        self.snippets, self.scoring, self.exhaustive = snippets, scoring, exhaustive
-        if exhaustive:
-            self.name = "politecrawl/exhaustive"
+    def __init__(self, snippets=False, scoring="fields", maxscore=False):
+        self.snippets, self.scoring, self.maxscore = snippets, scoring, maxscore
+        if maxscore:
+            self.name = "politecrawl/maxscore"
         elif snippets:
             self.name = "politecrawl+snippets"
         elif scoring != "fields":
@@ -169,8 +169,7 @@ class Politecrawl:
             for d in docs:
                 w.add_document(*d)
         self.searcher = Searcher(self.path, scoring=self.scoring)
-        if self.exhaustive:
-            self.searcher.top_k_pruning = False
+        self.searcher.top_k_pruning = self.maxscore
         return self.path
 
     def search(self, words):
@@ -260,10 +259,10 @@ class FTS5:
         return [r[0] for r in rows]
 
 
-def make_engines(snippets: bool, only: set[str] | None = None, exhaustive: bool = False):
+def make_engines(snippets: bool, only: set[str] | None = None, maxscore: bool = False):
     engines = [Politecrawl(), Politecrawl(scoring="bm25f")]
-    if exhaustive:
-        engines.append(Politecrawl(exhaustive=True))
+    if maxscore:
+        engines.append(Politecrawl(maxscore=True))
     if snippets:
         engines.append(Politecrawl(snippets=True))
     for cls in (Tantivy, BM25S, FTS5):
@@ -313,8 +312,8 @@ def main(argv=None):
     ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
     ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
     ap.add_argument("--engines", help="comma-separated engine names to run (default: all)")
-    ap.add_argument("--exhaustive", action="store_true",
-                    help="also run politecrawl with top-k pruning off (scores every posting), same queries")
+    ap.add_argument("--maxscore", action="store_true",
+                    help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries")
     args = ap.parse_args(argv)
 
     root = None if args.synthetic else find_python_docs()
@@ -339,7 +338,7 @@ def main(argv=None):
     growth: dict[tuple[str, int], tuple[float, float]] = {}
     for scale in scales:
         docs = scaled(base, scale)
-        for engine in make_engines(args.snippets, only, args.exhaustive):
+        for engine in make_engines(args.snippets, only, args.maxscore):
             work = Path(tempfile.mkdtemp(prefix="bench-" + engine.name.replace("/", "-") + "-"))
             try:
                 t0 = time.perf_counter()

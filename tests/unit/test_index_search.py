@@ -345,6 +345,7 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
                 for i in deleted:
                     w.delete_document(f"http://h1.example/{i}-{i}")
         s = Searcher(path, scoring=scoring)
+        s.top_k_pruning = True
         for words in queries:
             q = " ".join(words) + extra
             pruned = [(h.url, h.score) for h in s.search(q, limit=k, snippets=False)]
@@ -363,6 +364,7 @@ def test_top_k_pruning_prunes_common_term(tmp_path):
         for i in range(200):
             w.add_document(f"http://x/{i}", "rare" if i < 5 else "", "the " * (1 + i % 3))
     s = Searcher(path)
+    s.top_k_pruning = True
     from politecrawl.index.analysis import parse_query
 
     reader = s._refresh()

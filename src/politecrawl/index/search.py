@@ -20,8 +20,8 @@ numpy arrays; the top ``page * limit`` are selected with ``np.partition`` on a
 score threshold (all documents tied at the threshold are kept, then sorted by
 ``(-score, url)``), which is exact.
 
-Top-k pruning (``Searcher.top_k_pruning``, on by default; ``count`` never
-prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
+Top-k pruning (``Searcher.top_k_pruning``, **off** by default, see the
+measurement below; ``count`` never prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
 add to any score (``sum_f w_f * idf_f * (k1 + 1)``, over the fields where it
 occurs, since ``tf / (tf + k1 * B_f) < 1``).  Terms are added highest bound
 first; once at least k allowed documents (live, not excluded, on the site)
@@ -32,8 +32,10 @@ are summed in the same order with pruning on or off, so results and scores
 are bit-identical (hypothesis test against exhaustive scoring).
 
 Measured (python3-doc x8 = 4240 pages, 19 queries of title words each in <= 5%
-of pages plus "the", ``benchmarks/bench_search.py --x8 --exhaustive``): it
-does not pay at this scale.  p50 0.22 ms pruned vs 0.22 ms exhaustive; the
+of pages plus "in", the most common term, in 96% of pages;
+``benchmarks/bench_search.py --x8 --maxscore`` and an interleaved loop): it
+does not pay at this scale.  p50 0.22 ms pruned vs 0.22 ms exhaustive in the
+interleaved loop, 0.35 vs 0.21 ms in one noisy full benchmark run; the
 condition holds for only 3 of 19 queries, because the static bound is loose
 (a common word that is also in a few titles gets a large title idf), and
 scoring a 4240-posting list with numpy costs ~20 us anyway.  A first version
@@ -90,9 +92,10 @@ class Searcher:
         self._segment_cache: dict = {}
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str], np.ndarray] = {}
-        #: MaxScore-style pruning of top-k searches (see module docstring);
-        #: results are identical either way, False is for measurements.
-        self.top_k_pruning = True
+        #: MaxScore-style pruning of top-k searches (see module docstring).
+        #: Results are identical either way; off by default because it did
+        #: not pay on the benchmark.
+        self.top_k_pruning = False
 
     # -- generations --------------------------------------------------------
 
