@@ -117,10 +117,11 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
     is left, at --max-pages / --max-time, or on Ctrl-C (requests in flight are
     finished and recorded first).
     """
-    from .crawler import Crawler
+    from .crawler import Crawler, prepare_seeds
     from .progress import Progress
 
     settings = _settings(ctx, **flags)
+    prepare_seeds(seeds)  # a bad seed is the only line printed
     crawler = Crawler(settings)
     progress = Progress(enabled=not quiet, max_pages=settings.max_pages, max_time=settings.max_time)
 
@@ -248,7 +249,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
     try:
-        now = time.time()
+        now = time.time() + store.clock_offset  # the store's clock (a PostgreSQL server's)
         figures = store.status(now)
         if show_hosts:
             figures["host_list"] = [

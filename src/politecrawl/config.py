@@ -211,6 +211,8 @@ def _from_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text (TOML files must be)") from None
     table = data.get("politecrawl", data)
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [politecrawl] must be a table")

@@ -16,6 +16,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from . import urls
 from .config import Settings, is_loopback_host, user_agent_string
 from .dedup import simhash, text_fingerprint
 from .freshness import next_revisit
-from .errors import ConfigError, InvalidURL
+from .errors import ConfigError, InvalidURL, PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
 from .parse import Page, combine, parse_html, robots_directives
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
@@ -47,6 +48,8 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 ROBOTS_MAX_BYTES = 512 * 1024
 #: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
 ROBOTS_OUTAGE_RETRY = 3_600.0
+#: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
+STORE_PATIENCE = 60.0
 #: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
 SITEMAP_PRIORITY = -2
 #: Nested sitemap indexes followed at most this deep.
@@ -134,6 +137,7 @@ class Worker:
     def __init__(self, settings: Settings, store, fetcher: Fetcher, scope: CrawlScope, budget: PageBudget,
                  stop: asyncio.Event, *, wid: str | None = None, idle_poll: float | None = None) -> None:
         self.idle_poll = idle_poll
+        self._store_failing_since: float | None = None
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -163,14 +167,24 @@ class Worker:
                 slots.release()
                 break
             now = self.now()
-            claim = self.store.claim(self.id, now, self.lease, per_ip_limit=self.settings.per_ip_limit)
+            try:
+                claim = self.store.claim(self.id, now, self.lease, per_ip_limit=self.settings.per_ip_limit)
+                self._store_failing_since = None
+            except StoreError as exc:
+                slots.release()
+                await self._store_trouble(exc)
+                continue
             if claim is not None:
                 task = asyncio.create_task(self._handle(claim))
                 self._tasks.add(task)
                 task.add_done_callback(lambda t, s=slots: self._done(t, s))
                 continue
             slots.release()
-            wake = self.store.wake_time(now, self.settings.min_delay)
+            try:
+                wake = self.store.wake_time(now, self.settings.min_delay)
+            except StoreError as exc:
+                await self._store_trouble(exc)
+                continue
             if wake is None and self.idle_poll is not None:
                 # A fleet worker outlives an empty frontier: seeds may arrive from another machine,
                 # which nothing here can hear about, so it looks again after idle_poll seconds.
@@ -183,6 +197,14 @@ class Worker:
             await self._wait_for_change(timeout)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _store_trouble(self, exc: StoreError) -> None:
+        """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""
+        first = self._store_failing_since = self._store_failing_since or time.monotonic()
+        if time.monotonic() - first > STORE_PATIENCE:
+            raise exc
+        log.warning("store error, retrying: %s", exc)
+        await asyncio.sleep(min(5.0, 0.5 + (time.monotonic() - first) / 4))
 
     def _done(self, task: asyncio.Task, slots: asyncio.Semaphore) -> None:
         self._tasks.discard(task)
@@ -420,7 +442,8 @@ class Worker:
                 outcome.url_outcome = f"http-{status} -> {target}"
                 outcome.page = PageRecord(url=claim.url, final_url=claim.url, status=status, content_type=None,
                                           fetched_at=result.ended_at, bytes=len(result.body), alias_of=target)
-                self._add_links([target], claim.depth, outcome, redirect=True)
+                # A redirect hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends at --max-depth.
+                self._add_links([target], claim.depth, outcome)
             return outcome
         outcome.url_state = "done"
         outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
@@ -605,7 +628,11 @@ def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, 
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll))
+    try:
+        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll))
+    except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
+        print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(3)
 
 
 async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None) -> None:
@@ -752,7 +779,9 @@ class Crawler:
             store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
             now = time.time() + store.clock_offset
-            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], now)
+            # All the crawl's seeds, not only this command line's: a run killed between recording
+            # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
+            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in scope.seeds], now)
             store.requeue_due(now)  # recrawl: pages whose revisit time has come
             before = store.status(now)["requests"]
             started = time.time()
@@ -769,7 +798,7 @@ class Crawler:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()
                 if on_progress is not None:
-                    status = store.status(t)
+                    status = store.status(t + store.clock_offset)
                     status["elapsed"] = t - started
                     status["run_requests"] = status["requests"] - before
                     on_progress(status)

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from .config import Settings
+from .errors import SearchIndexError
 from .index import IndexWriter
+from .index.reader import read_current_pointer
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
@@ -45,17 +47,22 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int
     """Index the pages changed since the last update; returns how many pages were looked at."""
     seen = 0
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
-    seq = int(store.get_meta("indexed_seq") or 0)
+    # The store remembers how far the index got; a folder with no index yet (a new --index-dir,
+    # a deleted one) starts from the beginning instead.
+    seq = int(store.get_meta("indexed_seq") or 0) if read_current_pointer(index_dir) is not None else 0
     while max_pages is None or seen < max_pages:
         rows = store.pages_changed_since(seq, BATCH)
         if not rows:
             break
-        with IndexWriter(index_dir) as writer:
-            for row in rows:
-                if indexable(row):
-                    writer.add_document(row["url"], row["title"] or "", row["text"] or "")
-                else:
-                    writer.delete_document(row["url"])
+        try:
+            with IndexWriter(index_dir) as writer:
+                for row in rows:
+                    if indexable(row):
+                        writer.add_document(row["url"], row["title"] or "", row["text"] or "")
+                    else:
+                        writer.delete_document(row["url"])
+        except OSError as exc:  # disk full, permissions: the index is derived, the store is intact
+            raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
         seq = rows[-1]["seq"]
         store.mark_indexed([r["url_id"] for r in rows], time.time())
         store.set_meta("indexed_seq", str(seq))

@@ -62,7 +62,12 @@ def decode_body(body: bytes, header_charset: str | None) -> str:
         candidates.append(header_charset)
     m = _META_CHARSET.search(body[:4096])
     if m:
-        candidates.append(m.group(1).decode("ascii", "replace"))
+        declared = m.group(1).decode("ascii", "replace").lower()
+        # HTML: a <meta> that says UTF-16 is read as UTF-8 (the page could not have been parsed
+        # to find the <meta> otherwise); UTF-32 is not a web encoding.
+        if declared.replace("-", "").replace("_", "").startswith(("utf16", "utf32")):
+            declared = "utf-8"
+        candidates.append(declared)
     candidates.append("utf-8")
     for name in candidates:
         try:

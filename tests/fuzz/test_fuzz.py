@@ -163,11 +163,6 @@ def test_fuzz_web_api_query_handling(tmp_path, reliability):
 
 
 # --------------------------------------------------------------------------- regressions found while fuzzing
-@pytest.mark.xfail(strict=True, reason=(
-    "src: parse.decode_body trusts <meta charset> utf-16/utf-32 on an ASCII page: the whole page decodes "
-    "to garbage, so title and links are lost. WHATWG encoding sniffing (HTML §13.2.3.2) turns a meta-declared "
-    "UTF-16 into UTF-8 (a meta prescan implies an ASCII-compatible encoding) and UTF-32 is not a web encoding. "
-    "Fix: ignore utf-16*/utf-32* from <meta>; decode_body's candidate list"))
 def test_meta_charset_utf16_on_ascii_page_keeps_links():
     body = b'<html><head><meta charset="utf-16"><title>Okapi</title></head><body><a href="/next">n</a></body></html>'
     page = parse_html(body, "http://127.0.0.1/")

@@ -49,9 +49,6 @@ def test_malformed_seed(seed, tmp_path, reliability):
     assert_clean_error(out, "seed", reliability=reliability)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "src: 'politecrawl crawl BADSEED' prints the progress line 'HH:MM:SS crawl started' on stderr before "
-    "the error (cli.crawl enters `with progress:` before Crawler.run validates the seeds): two lines, not one"))
 def test_malformed_seed_message_is_the_only_line(tmp_path):
     out = run_cli("crawl", "not a url", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
     assert len(error_lines(out)) == 1, out.stderr
@@ -64,10 +61,7 @@ def test_malformed_seed_message_is_the_only_line(tmp_path):
     ("[politecrawl]\nworkers = [1, 2]\n", "workers"),
     ("[politecrawl]\nscope = \"sideways\"\n", "scope"),
     ("politecrawl = 3\n", "table"),
-    pytest.param("\xff\xfe binary garbage", "config", marks=pytest.mark.xfail(strict=True, reason=(
-        "src bug: config._from_file catches OSError and tomllib.TOMLDecodeError but tomllib.load raises "
-        "UnicodeDecodeError on a file that is not UTF-8: traceback, exit 1. Fix: also catch UnicodeDecodeError "
-        "-> ConfigError('config file X is not valid TOML (not UTF-8)')"))),
+    ("\xff\xfe binary garbage", "not UTF-8"),
 ])
 def test_bad_config_file(content, needle, tmp_path, reliability):
     cfg = tmp_path / "bad.toml"
@@ -132,10 +126,6 @@ def test_db_that_is_not_a_store(kind, command, tmp_path, reliability):
     else:
         assert_clean_error(out, reliability=reliability)
     if before is not None and kind != "empty file":
-        if kind in ("other app's sqlite", "sqlite with a foreign meta table") and db.read_bytes() != before:
-            pytest.xfail("src bug: SQLiteStore opens a foreign SQLite file with PRAGMA journal_mode=WAL "
-                         "(store/sqlite.py _connect) before _check_or_create finds it is not a store: the other "
-                         "app's file is switched to WAL (header bytes 18-19 1 -> 2)")
         assert db.read_bytes() == before  # somebody else's file is never modified
 
 
@@ -279,12 +269,6 @@ def test_disk_full_leaves_an_uncorrupted_store_that_resumes(disk_full, reliabili
     reliability.add("store faults survived", 1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "src bug: a full disk ends 'politecrawl crawl' with a traceback (exit 1): OSError ENOSPC from "
-    "index/segment.py _save (via indexing.update_index in Crawler.run's tick) is not mapped to a "
-    "PolitecrawlError; the store's sqlite3 'database or disk is full' also escapes store/sqlite.py _write "
-    "(only BEGIN/COMMIT failures are mapped). Fix: map OSError/sqlite3.OperationalError at those boundaries "
-    "to SearchIndexError/StoreError ('no space left on device writing X')"))
 def test_disk_full_is_one_clear_line(disk_full):
     full = disk_full["full"]
     assert "Traceback" not in full.stderr, full.stderr[-3000:]

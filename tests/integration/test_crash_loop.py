@@ -217,17 +217,10 @@ def test_index_matches_the_pages(crashed):
 
 def test_check_command_passes_after_the_crash_loop(crashed):
     out = run_cli("check", "--db", crashed["db"])
-    if "No such command" in out.stderr:
-        pytest.xfail("'politecrawl check' does not exist yet (being added)")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "src bug: Crawler.run records the seeds in meta (scope_for -> set_meta('seeds')) and queues them "
-    "(store.seed_urls) in separate transactions, and a resume only queues seeds given on its own command "
-    "line: a kill between the two leaves the seeds in meta but not in the frontier, and every later "
-    "'crawl --db' resume ends 'done' having crawled nothing"))
 def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_factory, tmp_path):
     from politecrawl.sandbox import SandboxHost
 

@@ -279,10 +279,6 @@ def test_redirect_loop_ends_by_itself(sandbox_factory, good_host, db_path, tmp_p
     assert_good_host_crawled(good_host)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "src bug: an endless redirect chain (/r/1 -> /r/2 -> ...) is followed until host_page_budget "
-    "(10,000) or --max-time: Worker._page queues the Location with redirect=True, which keeps the depth, "
-    "and nothing counts hops (crawler.py _page/_add_links)"))
 def test_endless_redirect_chain_is_bounded(sandbox_factory, good_host, db_path, tmp_path, reliability):
     def chain(path: str):
         if path.startswith("/r/") and path[3:].isdigit():

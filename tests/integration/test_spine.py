@@ -169,9 +169,9 @@ def test_six_processes_race_for_a_fresh_host_store_level(db_path):
              for _ in range(6)]
     for p in procs:
         p.start()
+    outcomes = [results.get(timeout=120) for _ in range(6)]  # generous: six spawned interpreters on 2 cores
     for p in procs:
         p.join(60)
-    outcomes = [results.get(timeout=5) for _ in range(6)]
     assert outcomes.count("robots") == 1 and outcomes.count(None) == 5
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0] == 1

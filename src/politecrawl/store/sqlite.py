@@ -87,10 +87,17 @@ def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int
 def _connect(path: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False)
     db.execute("PRAGMA busy_timeout = 60000")
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
     return db
+
+
+def _tune(db: sqlite3.Connection) -> None:
+    """WAL (readers never block the writer) and NORMAL sync (no fsync per commit; safe in WAL).
+
+    Only once the file is known to be a politecrawl store: switching another program's
+    database to WAL would change its file."""
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
 
 
 class SQLiteStore:
@@ -110,6 +117,7 @@ class SQLiteStore:
         try:
             self._db = _connect(self.path)
             self._check_or_create(create)
+            _tune(self._db)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
@@ -157,15 +165,25 @@ class SQLiteStore:
                 raise StoreError(f"store {self.path} is locked or unwritable: {exc}") from exc
             try:
                 yield self._db
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StoreError(f"cannot write store {self.path}: {exc}") from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
                 try:
                     self._db.execute("COMMIT")
-                except sqlite3.OperationalError as exc:
-                    self._db.execute("ROLLBACK")
+                except sqlite3.Error as exc:
+                    self._rollback()  # SQLite may already have rolled back (disk full)
                     raise StoreError(f"cannot write store {self.path}: {exc}") from exc
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def close(self) -> None:
         with self._lock:
@@ -184,7 +202,7 @@ class SQLiteStore:
     @staticmethod
     def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float) -> int:
         added: dict[str, int] = {}
-        for host in {new.host for new in urls}:  # seed hosts first, unconditionally (insert-if-absent)
+        for host in sorted({new.host for new in urls}):  # seed hosts first, unconditionally (insert-if-absent)
             db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
         for new in urls:
             cur = db.execute(
