@@ -896,3 +896,24 @@ def test_postgres_errors_are_one_line_store_errors(pg_store_factory):
         store._transaction(lambda conn: conn.execute("SELECT * FROM no_such_table"), "read nothing")
     assert "\n" not in str(info.value) and "no_such_table" in str(info.value)
 
+
+
+# -- integrity (politecrawl check) --------------------------------------------------------
+
+
+def test_consistency_finds_and_repairs_counters(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    assert store.consistency() == []
+    store.release_leases([], T)  # no-op
+    # Break the pending counter behind the store's back, through a claim-free path: reopen-safe SQL.
+    c = store.claim("w1", T, LEASE)
+    store.release(c, Outcome(next_allowed_at=T + 1, robots=None), T)
+    if hasattr(store, "_db"):
+        store._db.execute("UPDATE hosts SET pending = 9")
+    else:
+        store._transaction(lambda conn: conn.execute("UPDATE hosts SET pending = 9"), "test")
+    problems = store.consistency()
+    assert len(problems) == 1 and "wrong pending count" in problems[0]
+    assert store.consistency(repair=True) == problems
+    assert store.consistency() == []
+    assert host_row(store, A)["pending"] == 2
