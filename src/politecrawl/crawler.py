@@ -19,7 +19,9 @@ import socket
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 from . import urls
@@ -138,6 +140,9 @@ class Worker:
                  stop: asyncio.Event, *, wid: str | None = None, idle_poll: float | None = None) -> None:
         self.idle_poll = idle_poll
         self._store_failing_since: float | None = None
+        # One thread per connection the store can use at once (SQLite: its one connection).
+        self._store_threads = ThreadPoolExecutor(max_workers=getattr(store, "parallelism", 1),
+                                                 thread_name_prefix="store")
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -154,6 +159,11 @@ class Worker:
         # its fetch time is the version, so a refreshed file is never read from here stale.
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
 
+    async def _call(self, fn, *args, **kwargs):
+        """Run a store call on the store's threads: the event loop keeps fetching and parsing
+        meanwhile (sqlite3 and psycopg release the GIL while they wait on the database)."""
+        return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
+
     def now(self) -> float:
         """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
         return time.time() + self.store.clock_offset
@@ -168,7 +178,8 @@ class Worker:
                 break
             now = self.now()
             try:
-                claim = self.store.claim(self.id, now, self.lease, per_ip_limit=self.settings.per_ip_limit)
+                claim = await self._call(self.store.claim, self.id, now, self.lease,
+                                         per_ip_limit=self.settings.per_ip_limit)
                 self._store_failing_since = None
             except StoreError as exc:
                 slots.release()
@@ -181,7 +192,7 @@ class Worker:
                 continue
             slots.release()
             try:
-                wake = self.store.wake_time(now, self.settings.min_delay)
+                wake = await self._call(self.store.wake_time, now, self.settings.min_delay)
             except StoreError as exc:
                 await self._store_trouble(exc)
                 continue
@@ -197,6 +208,7 @@ class Worker:
             await self._wait_for_change(timeout)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._store_threads.shutdown(wait=True)
 
     async def _store_trouble(self, exc: StoreError) -> None:
         """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""
@@ -258,7 +270,7 @@ class Worker:
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )
-        self.store.release(claim, outcome, self.now())
+        await self._call(self.store.release, claim, outcome, self.now())
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info("%s %s -> %s; %s waits %.2fs (%s)", claim.kind, claim.url or claim.host + "/robots.txt",
@@ -330,7 +342,7 @@ class Worker:
             if target is None:
                 break
             decision, _ = self._decide(claim, result)
-            self._log_now(claim, result, "robots", decision)
+            await self._log_now(claim, result, "robots", decision)
             await asyncio.sleep(max(0.0, decision.next_allowed_at - self.now()))
             hops += 1
             url = target
@@ -376,9 +388,9 @@ class Worker:
             self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
         return outcome
 
-    def _log_now(self, claim: Claim, result: FetchResult, kind: str, decision) -> None:
+    async def _log_now(self, claim: Claim, result: FetchResult, kind: str, decision) -> None:
         """Record an intermediate request (a redirect hop) in the fetch log right away."""
-        self.store.log_fetch(claim.host, claim.worker, self._log_entry(result, kind, decision, None))
+        await self._call(self.store.log_fetch, claim.host, claim.worker, self._log_entry(result, kind, decision, None))
 
     def _rules_for(self, claim: Claim) -> RobotsTxt:
         if claim.robots.status != "parsed" or not claim.robots.body:

@@ -19,6 +19,7 @@ from politecrawl.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import NewURL, open_store
 
 from conftest import crawl, run_cli
+from racer import race as _race  # a module of its own: spawned children must not import conftest
 
 
 def page(title: str, body: str = "", links=()) -> str:
@@ -149,16 +150,6 @@ def test_robots_5xx_fails_closed(sandbox_factory, db_path):
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], max_time=3, backoff_base=30)
     assert [r.path for r in sb.requests(host)] == ["/robots.txt"]  # nothing but robots.txt
-
-
-def _race(db: str, url: str, host: str, barrier, results) -> None:
-    store = open_store(db)
-    barrier.wait()
-    now = time.time()
-    store.seed_urls([NewURL(url, host, 0)], now)
-    claim = store.claim(f"racer-{os.getpid()}", now, 30)
-    results.put(None if claim is None else claim.kind)
-    store.close()
 
 
 def test_six_processes_race_for_a_fresh_host_store_level(db_path):

@@ -178,6 +178,8 @@ class PostgresStore:
 
     #: Seconds to add to this machine's clock to get the database's clock (measured at open).
     clock_offset: float = 0.0
+    #: Store calls that can run at once from one process: one per pooled connection.
+    parallelism: int = 4
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         conninfo, self._schema, self.url = _parse_url(url)
@@ -189,7 +191,7 @@ class PostgresStore:
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
-            max_size=4,
+            max_size=self.parallelism,
             kwargs=kwargs,
             # No check= here: _live_connection checks without the pool's backoff sleeps.
             open=False,

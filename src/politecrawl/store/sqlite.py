@@ -192,6 +192,8 @@ class SQLiteStore:
     #: Seconds to add to this machine's clock to get the store's clock. SQLite lives on
     #: this machine, so its clock is ours.
     clock_offset = 0.0
+    #: Store calls that can run at once from one process (one connection, one lock).
+    parallelism = 1
 
     # -- frontier ----------------------------------------------------------------
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
