@@ -216,7 +216,7 @@ class Worker:
         if time.monotonic() - first > STORE_PATIENCE:
             raise exc
         log.warning("store error, retrying: %s", exc)
-        await asyncio.sleep(min(5.0, 0.5 + (time.monotonic() - first) / 4))
+        await asyncio.sleep(min(5.0, 0.05 + (time.monotonic() - first) / 4))  # 50 ms first, growing
 
     def _done(self, task: asyncio.Task, slots: asyncio.Semaphore) -> None:
         self._tasks.discard(task)
