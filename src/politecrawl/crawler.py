@@ -140,9 +140,10 @@ class Worker:
                  stop: asyncio.Event, *, wid: str | None = None, idle_poll: float | None = None) -> None:
         self.idle_poll = idle_poll
         self._store_failing_since: float | None = None
-        # One thread per connection the store can use at once (SQLite: its one connection).
-        self._store_threads = ThreadPoolExecutor(max_workers=getattr(store, "parallelism", 1),
-                                                 thread_name_prefix="store")
+        # One thread per connection the store can use at once (none for SQLite's one connection).
+        parallelism = getattr(store, "parallelism", 1)
+        self._store_threads = (ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store")
+                               if parallelism > 1 else None)
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -160,8 +161,11 @@ class Worker:
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
 
     async def _call(self, fn, *args, **kwargs):
-        """Run a store call on the store's threads: the event loop keeps fetching and parsing
-        meanwhile (sqlite3 and psycopg release the GIL while they wait on the database)."""
+        """Run a store call: inline for SQLite (one connection; measured faster than a thread
+        hand-off at 1,000 hosts), on the store's threads for PostgreSQL (network round trips:
+        the event loop keeps fetching meanwhile; psycopg releases the GIL while it waits)."""
+        if self._store_threads is None:
+            return fn(*args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
 
     def now(self) -> float:
@@ -208,7 +212,8 @@ class Worker:
             await self._wait_for_change(timeout)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._store_threads.shutdown(wait=True)
+        if self._store_threads is not None:
+            self._store_threads.shutdown(wait=True)
 
     async def _store_trouble(self, exc: StoreError) -> None:
         """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""

@@ -346,7 +346,13 @@ def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 
     each fifth page with 429 and ``Retry-After: 2``.
     """
     rng = random.Random(seed)
-    filler = [_bench_text(rng, page_bytes // 6) for _ in range(16)]
+    # Each page's text is 8 of 64 chunks in a page-specific order: distinct pages (no exact or
+    # near-duplicates for the crawler to pause a host over), built without per-request cost.
+    chunks = [_bench_text(rng, page_bytes // 48) for _ in range(64)]
+
+    def text_of(host: int, k: int) -> str:
+        pick = random.Random(host * 1_000_003 + k)
+        return " ".join(pick.sample(chunks, 8))
     base = ipaddress.ip_address(first_ip)
     hosts = []
     for i in range(n_hosts):
@@ -369,7 +375,7 @@ def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 
                     return Reply(status=429, body="slow down", headers={"Retry-After": "2"})
             anchors = "".join(f'<a href="/p/{k + j}">page {k + j}</a> ' for j in range(1, links + 1))
             body = (f"<!doctype html><html><head><title>Host {_i} page {k}</title></head><body><h1>Page {k}</h1>"
-                    f"<p>{filler[(k + _i) % len(filler)]}</p><nav>{anchors}</nav></body></html>")
+                    f"<p>{text_of(_i, k)}</p><nav>{anchors}</nav></body></html>")
             return Reply(body=body)
 
         delay = slow_delay if slow_every and i % slow_every == 0 else 0.0
