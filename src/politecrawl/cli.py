@@ -45,6 +45,23 @@ def _explicit(ctx: click.Context, flags: dict[str, Any]) -> frozenset[str]:
     return frozenset(given)
 
 
+def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
+    """Run a crawl with its progress display; Ctrl-C / SIGTERM finish the requests in flight, then stop."""
+    from .progress import Progress
+
+    s = crawler.settings
+    progress = Progress(enabled=not quiet, max_pages=s.max_pages, max_time=s.max_time)
+
+    def on_signal(signum, _frame) -> None:
+        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
+        crawler.request_stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    with progress:
+        return crawler.run(seeds, on_progress=progress.update, **run_kwargs)
+
+
 def _fail(message: str) -> None:
     click.echo(f"politecrawl: error: {message}", err=True)
     sys.exit(2)
@@ -118,21 +135,10 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
     finished and recorded first).
     """
     from .crawler import Crawler, prepare_seeds
-    from .progress import Progress
 
     settings = _settings(ctx, **flags)
     prepare_seeds(seeds)  # a bad seed is the only line printed
-    crawler = Crawler(settings)
-    progress = Progress(enabled=not quiet, max_pages=settings.max_pages, max_time=settings.max_time)
-
-    def on_signal(signum, _frame) -> None:
-        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
-        crawler.request_stop()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    with progress:
-        report = crawler.run(seeds, on_progress=progress.update, explicit=_explicit(ctx, flags))
+    report = _run_with_progress(Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags))
     s = report.status
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
@@ -161,20 +167,9 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     'politecrawl index --follow' for the fleet. Seeds are added with 'politecrawl crawl SEED'.
     """
     from .crawler import Crawler
-    from .progress import Progress
 
     settings = _settings(ctx, **flags)
-    crawler = Crawler(settings)
-    progress = Progress(enabled=not quiet, max_time=settings.max_time)
-
-    def on_signal(signum, _frame) -> None:
-        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
-        crawler.request_stop()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    with progress:
-        report = crawler.run((), on_progress=progress.update, explicit=_explicit(ctx, flags), fleet_worker=True)
+    report = _run_with_progress(Crawler(settings), (), quiet=quiet, explicit=_explicit(ctx, flags), fleet_worker=True)
     click.echo(f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
                f"while this worker ran; this machine made {report.pages_fetched} page requests", err=quiet)
 
