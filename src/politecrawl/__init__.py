@@ -14,6 +14,10 @@ module; the command line (``politecrawl --help``) is the main interface.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .index.search import Hit, Searcher
 
 __version__ = "0.1.0"
 

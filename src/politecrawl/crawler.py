@@ -809,7 +809,8 @@ class Crawler:
 
             def tick() -> None:
                 t = time.time()
-                if t - last_index[0] >= self.INDEX_EVERY:
+                # A fleet worker does not index: one 'index --follow' serves the fleet.
+                if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY:
                     update_index(store, index_dir, max_pages=5 * 2_000)
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
@@ -819,15 +820,6 @@ class Crawler:
                     status["elapsed"] = t - started
                     status["run_requests"] = status["requests"] - before
                     on_progress(status)
-
-            if fleet_worker:
-                def tick() -> None:  # noqa: F811 - a fleet worker does not index (one indexer serves the fleet)
-                    if on_progress is not None:
-                        t = time.time()
-                        status = store.status(t + store.clock_offset)
-                        status["elapsed"] = t - started
-                        status["run_requests"] = status["requests"] - before
-                        on_progress(status)
 
             run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline,
                         idle_poll=FLEET_IDLE_POLL if fleet_worker else None)

@@ -25,13 +25,16 @@ import aiohttp
 
 __all__ = ["FetchResult", "Fetcher", "ACCEPT_ENCODING"]
 
-try:  # zstd where the installed aiohttp can decode it
-    import zstandard as _zstd  # noqa: F401
+def _accept_encoding() -> str:
+    """Advertise only what the installed aiohttp can decode (br needs brotli, zstd backports.zstd)."""
+    try:
+        from aiohttp.compression_utils import HAS_BROTLI, HAS_ZSTD
+    except ImportError:  # pragma: no cover - older aiohttp
+        HAS_BROTLI, HAS_ZSTD = False, False
+    return ", ".join(["gzip", "deflate"] + (["br"] if HAS_BROTLI else []) + (["zstd"] if HAS_ZSTD else []))
 
-    ACCEPT_ENCODING = "gzip, deflate, br, zstd"
-except ImportError:  # pragma: no cover - depends on install
-    ACCEPT_ENCODING = "gzip, deflate, br"
 
+ACCEPT_ENCODING = _accept_encoding()
 _CHUNK = 64 * 1024
 #: Response headers the crawler keeps (the rest is not needed and not stored).
 KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link")

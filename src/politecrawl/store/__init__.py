@@ -19,7 +19,7 @@ embedded default); ``postgresql://`` is reserved for the PostgreSQL store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
 from ..errors import StoreError
@@ -193,6 +193,34 @@ class Store(Protocol):
     def expire_unavailable(self, now: float) -> int: ...
     def consistency(self, *, repair: bool = False) -> list[str]: ...
     def close(self) -> None: ...
+
+
+def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
+    """A robots claim from the claim statement's RETURNING row (both stores return the same columns)."""
+    (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at) = row
+    return Claim(
+        kind="robots",
+        host=host,
+        worker=worker,
+        claimed_at=now,
+        lease_expires_at=expires,
+        robots=HostRobots(r_status, None if r_body is None else bytes(r_body), r_fetched, r_expires),
+        crawl_delay=crawl_delay,
+        response_time=response_time,
+        failures=failures,
+        pages_fetched=fetched,
+        ip=ip,
+        ip_resolved_at=ip_at,
+    )
+
+
+def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
+    """The same claim for a page: the leased frontier row, and the stored version's validators."""
+    url_id, url, depth, attempts, revisit_interval, url_kind = url_row
+    etag, last_modified, fingerprint = cached if cached else (None, None, None)
+    return replace(claim, kind="page", url_id=url_id, url=url, url_kind=url_kind, depth=depth, attempts=attempts,
+                   etag=etag, last_modified=last_modified, fingerprint=fingerprint,
+                   revisit_interval=revisit_interval)
 
 
 def open_store(url: str, *, create: bool = True) -> Store:

@@ -54,7 +54,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, page_claim
 from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
@@ -130,9 +130,6 @@ WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
   AND bit_count((simhash # %(fp)s)::bit(64)) <= {NEAR_DISTANCE}
 ORDER BY url_id LIMIT 1
 """
-
-# Claim.url_kind (sitemaps) may be newer than this module's callers; pass it only where it exists.
-_HAS_URL_KIND = "url_kind" in Claim.__dataclass_fields__
 
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
 _IP_RETRIES = 4
@@ -396,8 +393,8 @@ class PostgresStore:
                 [u.host for u in ordered],
                 [u.depth for u in ordered],
                 [u.priority for u in ordered],
-                [getattr(u, "kind", "page") for u in ordered],
-                [getattr(u, "lastmod", None) for u in ordered],
+                [u.kind for u in ordered],
+                [u.lastmod for u in ordered],
             ),
         ).fetchall()
         added: dict[str, int] = {}
@@ -461,24 +458,10 @@ class PostgresStore:
     def _finish_claim(
         conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
     ) -> Claim | None:
-        (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip,
-         ip_at) = row
-        robots = HostRobots(r_status, None if r_body is None else bytes(r_body), r_fetched, r_expires)
-        base = dict(
-            host=host,
-            worker=worker,
-            claimed_at=now,
-            lease_expires_at=expires,
-            robots=robots,
-            crawl_delay=crawl_delay,
-            response_time=response_time,
-            failures=failures,
-            pages_fetched=fetched,
-            ip=ip,
-            ip_resolved_at=ip_at,
-        )
-        if not robots.fresh(now):
-            return Claim(kind="robots", **base)
+        claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
+        if not claim.robots.fresh(now):
+            return claim
+        host = claim.host
         url_row = conn.execute(_LEASE_URL, {**params, "host": host}).fetchone()
         if url_row is None:
             # The pending counter disagreed with the frontier: repair it and let go.
@@ -490,24 +473,10 @@ class PostgresStore:
                 (real, host),
             )
             return None
-        url_id, url, depth, attempts, revisit_interval, url_kind = url_row
         cached = conn.execute(
-            "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = %s", (url_id,)
+            "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = %s", (url_row[0],)
         ).fetchone()
-        etag, last_modified, fingerprint = cached if cached else (None, None, None)
-        return Claim(
-            kind="page",
-            url_id=url_id,
-            url=url,
-            depth=depth,
-            attempts=attempts,
-            etag=etag,
-            **({"url_kind": url_kind} if _HAS_URL_KIND else {}),
-            last_modified=last_modified,
-            fingerprint=fingerprint,
-            revisit_interval=revisit_interval,
-            **base,
-        )
+        return page_claim(claim, url_row, cached)
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
@@ -670,8 +639,8 @@ class PostgresStore:
                  unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
             (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
              page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-             page.alias_of, signed, *blocks, int(page.noindex), int(getattr(page, "noarchive", False)),
-             getattr(page, "unavailable_after", None), seq),
+             page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive),
+             page.unavailable_after, seq),
         )
         return duplicate_of is not None
 

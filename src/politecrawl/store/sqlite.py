@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import hamming, to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, page_claim
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
@@ -227,24 +227,10 @@ class SQLiteStore:
             row = db.execute(_CLAIM_HOST, params).fetchone()
             if row is None:
                 return None
-            (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip,
-             ip_at) = row
-            robots = HostRobots(r_status, r_body, r_fetched, r_expires)
-            base = dict(
-                host=host,
-                worker=worker,
-                claimed_at=now,
-                lease_expires_at=expires,
-                robots=robots,
-                crawl_delay=crawl_delay,
-                response_time=response_time,
-                failures=failures,
-                pages_fetched=fetched,
-                ip=ip,
-                ip_resolved_at=ip_at,
-            )
-            if not robots.fresh(now):
-                return Claim(kind="robots", **base)
+            claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
+            if not claim.robots.fresh(now):
+                return claim
+            host = claim.host
             url_row = db.execute(_LEASE_URL, {**params, "host": host}).fetchone()
             if url_row is None:
                 # The pending counter disagreed with the frontier: repair it and let go.
@@ -256,24 +242,10 @@ class SQLiteStore:
                     (real, host),
                 )
                 return None
-            url_id, url, depth, attempts, revisit_interval, url_kind = url_row
             cached = db.execute(
-                "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = ?", (url_id,)
+                "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = ?", (url_row[0],)
             ).fetchone()
-            etag, last_modified, fingerprint = cached if cached else (None, None, None)
-            return Claim(
-                kind="page",
-                url_id=url_id,
-                url=url,
-                url_kind=url_kind,
-                depth=depth,
-                attempts=attempts,
-                etag=etag,
-                last_modified=last_modified,
-                fingerprint=fingerprint,
-                revisit_interval=revisit_interval,
-                **base,
-            )
+            return page_claim(claim, url_row, cached)
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
