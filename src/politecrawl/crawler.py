@@ -764,6 +764,8 @@ class Crawler:
 
     #: Seconds between two index updates while the crawl runs.
     INDEX_EVERY = 2.0
+    #: Seconds between two progress figures (each costs a few COUNTs over the store's tables).
+    PROGRESS_EVERY = 2.0
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -805,6 +807,7 @@ class Crawler:
             deadline = started + s.max_time if s.max_time is not None else None
             index_dir = index_dir_for(s)
             last_index = [0.0]
+            last_progress = [0.0]
             counter = mp.get_context("spawn").Value("q", 0)
 
             def tick() -> None:
@@ -815,7 +818,9 @@ class Crawler:
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()
-                if on_progress is not None:
+                # status() counts whole tables: on a long crawl, not more often than PROGRESS_EVERY.
+                if on_progress is not None and t - last_progress[0] >= self.PROGRESS_EVERY:
+                    last_progress[0] = t
                     status = store.status(t + store.clock_offset)
                     status["elapsed"] = t - started
                     status["run_requests"] = status["requests"] - before
