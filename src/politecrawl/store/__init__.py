@@ -214,6 +214,32 @@ def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: floa
     )
 
 
+def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: float, ph: str) -> Claim | None:
+    """Inside the claim's transaction: a robots claim as it is, or lease the host's next URL.
+
+    ``conn`` is either store's connection (both have ``execute(sql, args).fetchone()``);
+    ``ph`` its placeholder (``?`` for sqlite3, ``%s`` for psycopg).
+    """
+    if not claim.robots.fresh(now):
+        return claim
+    host = claim.host
+    url_row = conn.execute(lease_url_sql, {**params, "host": host}).fetchone()
+    if url_row is None:
+        # The pending counter disagreed with the frontier: repair it and let go.
+        real = conn.execute(
+            f"SELECT COUNT(*) FROM frontier WHERE host = {ph} AND state IN ('queued', 'leased')", (host,)
+        ).fetchone()[0]
+        conn.execute(
+            f"UPDATE hosts SET pending = {ph}, lease_owner = NULL, lease_expires_at = NULL WHERE host = {ph}",
+            (real, host),
+        )
+        return None
+    cached = conn.execute(
+        f"SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = {ph}", (url_row[0],)
+    ).fetchone()
+    return page_claim(claim, url_row, cached)
+
+
 def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
     """The same claim for a page: the leased frontier row, and the stored version's validators."""
     url_id, url, depth, attempts, revisit_interval, url_kind = url_row

@@ -54,7 +54,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, page_claim
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, finish_claim
 from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
@@ -459,24 +459,7 @@ class PostgresStore:
         conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
     ) -> Claim | None:
         claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
-        if not claim.robots.fresh(now):
-            return claim
-        host = claim.host
-        url_row = conn.execute(_LEASE_URL, {**params, "host": host}).fetchone()
-        if url_row is None:
-            # The pending counter disagreed with the frontier: repair it and let go.
-            real = conn.execute(
-                "SELECT COUNT(*) FROM frontier WHERE host = %s AND state IN ('queued', 'leased')", (host,)
-            ).fetchone()[0]
-            conn.execute(
-                "UPDATE hosts SET pending = %s, lease_owner = NULL, lease_expires_at = NULL WHERE host = %s",
-                (real, host),
-            )
-            return None
-        cached = conn.execute(
-            "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = %s", (url_row[0],)
-        ).fetchone()
-        return page_claim(claim, url_row, cached)
+        return finish_claim(conn, claim, _LEASE_URL, params, now, "%s")
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""

@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import hamming, to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, page_claim
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, finish_claim
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
@@ -228,24 +228,7 @@ class SQLiteStore:
             if row is None:
                 return None
             claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
-            if not claim.robots.fresh(now):
-                return claim
-            host = claim.host
-            url_row = db.execute(_LEASE_URL, {**params, "host": host}).fetchone()
-            if url_row is None:
-                # The pending counter disagreed with the frontier: repair it and let go.
-                real = db.execute(
-                    "SELECT COUNT(*) FROM frontier WHERE host = ? AND state IN ('queued', 'leased')", (host,)
-                ).fetchone()[0]
-                db.execute(
-                    "UPDATE hosts SET pending = ?, lease_owner = NULL, lease_expires_at = NULL WHERE host = ?",
-                    (real, host),
-                )
-                return None
-            cached = db.execute(
-                "SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = ?", (url_row[0],)
-            ).fetchone()
-            return page_claim(claim, url_row, cached)
+            return finish_claim(db, claim, _LEASE_URL, params, now, "?")
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
