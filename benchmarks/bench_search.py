@@ -15,6 +15,9 @@ urls), in the same run:
   engines do not compute;
 * known-item search at x1: each page's title as the query; share of pages
   found at rank 1 and MRR@10;
+* "politecrawl+anchors": politecrawl given the anchor text of the links
+  between the pages (collected as the crawler collects it), in its third
+  field; the other engines and rows index title and body only;
 * p50 of "selective" queries (every word in <= 5% of pages) and of the same
   queries plus the corpus's most common term, and their growth from x1 to the
   largest scale; ``--maxscore`` adds politecrawl with top-k pruning on.
@@ -69,12 +72,31 @@ def find_python_docs() -> Path | None:
     return best if best_n >= 50 else None
 
 
-def load_python_docs(root: Path) -> list[tuple[str, str, str]]:
+def load_python_docs(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """(url, title, body) per page, and url -> anchor text, gathered as the crawler does.
+
+    Anchor text: the text of every link to the page from another page, each distinct
+    wording once (one host: the store's rows are per target, linking host and wording).
+    """
     from selectolax.lexbor import LexborHTMLParser
 
+    from politecrawl import urls as pc_urls
+    from politecrawl.errors import InvalidURL
+    from politecrawl.parse import parse_html
+
     docs = []
+    anchor_sets: dict[str, dict[str, None]] = {}
     for path in sorted(root.rglob("*.html")):
-        tree = LexborHTMLParser(path.read_bytes())
+        raw = path.read_bytes()
+        url = pc_urls.normalize("https://docs.python.org/3/" + str(path.relative_to(root)))
+        for link in parse_html(raw, url, max_links=1000).links:
+            try:
+                target = pc_urls.normalize(link.href, base=url)
+            except InvalidURL:
+                continue
+            if link.anchor and target != url:
+                anchor_sets.setdefault(target, {})[link.anchor] = None
+        tree = LexborHTMLParser(raw)
         t = tree.css_first("title")
         title = TITLE_SUFFIX_RE.sub("", t.text(strip=True)) if t else ""
         for sel in ("script", "style", "nav", "div.related", "div.sphinxsidebar", "div.footer", "a.headerlink"):
@@ -82,9 +104,9 @@ def load_python_docs(root: Path) -> list[tuple[str, str, str]]:
                 node.decompose()
         main = tree.css_first('div[role="main"]') or tree.body
         body = re.sub(r"\s+", " ", main.text(separator=" ")).strip() if main else ""
-        url = "https://docs.python.org/3/" + str(path.relative_to(root))
         docs.append((url, title, body))
-    return docs
+    anchors = {u: " ".join(list(texts)[:64]) for u, texts in anchor_sets.items()}  # ANCHORS_PER_PAGE
+    return docs, anchors
 
 
 def synthetic_corpus(n_docs=2000, vocab=50_000, seed=1) -> list[tuple[str, str, str]]:
@@ -154,9 +176,12 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring="fields", maxscore=False):
+    def __init__(self, snippets=False, scoring="fields", maxscore=False, anchors=None):
         self.snippets, self.scoring, self.maxscore = snippets, scoring, maxscore
-        if maxscore:
+        self.anchors = anchors
+        if anchors is not None:
+            self.name = "politecrawl+anchors"
+        elif maxscore:
             self.name = "politecrawl/maxscore"
         elif snippets:
             self.name = "politecrawl+snippets"
@@ -165,9 +190,10 @@ class Politecrawl:
 
     def build(self, docs, workdir):
         self.path = workdir / "pc.index"
+        anchors = self.anchors or {}
         with IndexWriter(self.path) as w:
-            for d in docs:
-                w.add_document(*d)
+            for url, title, body in docs:
+                w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
         self.searcher = Searcher(self.path, scoring=self.scoring)
         self.searcher.top_k_pruning = self.maxscore
         return self.path
@@ -259,8 +285,10 @@ class FTS5:
         return [r[0] for r in rows]
 
 
-def make_engines(snippets: bool, only: set[str] | None = None, maxscore: bool = False):
+def make_engines(snippets: bool, only: set[str] | None = None, maxscore: bool = False, anchors=None):
     engines = [Politecrawl(), Politecrawl(scoring="bm25f")]
+    if anchors:
+        engines.append(Politecrawl(anchors=anchors))
     if maxscore:
         engines.append(Politecrawl(maxscore=True))
     if snippets:
@@ -305,6 +333,24 @@ def known_item(engine, docs):
     return at1 / n, rr / n, n
 
 
+def anchor_text_value(docs, anchors):
+    """Known-item search when pages have no usable title: what anchor text recovers.
+
+    Titles are left out of the index (a page titled "Untitled" or with only the site's
+    name); the queries are still the real titles.
+    """
+    print("\nAnchor text: known-item search with the titles left out of the index (queries: the real titles)")
+    untitled = [(u, "", body) for u, _, body in docs]
+    for engine in (Politecrawl(), Politecrawl(anchors=anchors)):
+        work = Path(tempfile.mkdtemp(prefix="bench-anchors-"))
+        try:
+            engine.build(untitled, work)
+            at1, mrr, n = known_item(engine, docs)
+            print(f"| {engine.name} | rank-1 {at1:.1%} | MRR@10 {mrr:.3f} | {n} pages |")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--x8", action="store_true", help="also run scale x8")
@@ -319,11 +365,12 @@ def main(argv=None):
     root = None if args.synthetic else find_python_docs()
     if root is not None:
         t0 = time.perf_counter()
-        base = load_python_docs(root)
+        base, anchors = load_python_docs(root)
         print(f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
-              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text (extracted in {time.perf_counter() - t0:.1f}s)")
+              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text (extracted in {time.perf_counter() - t0:.1f}s); "
+              f"{len(anchors)} pages have anchor text from links on the others")
     else:
-        base = synthetic_corpus()
+        base, anchors = synthetic_corpus(), {}
         print(f"corpus: SYNTHETIC Zipfian corpus ({len(base)} docs) -- python3-doc HTML not found")
     queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
     print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; e.g. {[' '.join(q) for q in queries[:4]]}")
@@ -338,7 +385,7 @@ def main(argv=None):
     growth: dict[tuple[str, int], tuple[float, float]] = {}
     for scale in scales:
         docs = scaled(base, scale)
-        for engine in make_engines(args.snippets, only, args.maxscore):
+        for engine in make_engines(args.snippets, only, args.maxscore, anchors):
             work = Path(tempfile.mkdtemp(prefix="bench-" + engine.name.replace("/", "-") + "-"))
             try:
                 t0 = time.perf_counter()
@@ -376,6 +423,8 @@ def main(argv=None):
         if (name, 1) in growth and (name, big) in growth:
             (s1, c1), (sb, cb) = growth[(name, 1)], growth[(name, big)]
             print(f"| {name} | {s1:.3f} | {sb:.3f} | {sb / s1:.2f}x | {c1:.3f} | {cb:.3f} | {cb / c1:.2f}x |")
+    if anchors and (not only or "politecrawl+anchors" in only):
+        anchor_text_value(base, anchors)
     if root is None:
         print("\nNOTE: synthetic Zipfian corpus, not python3-doc.")
 

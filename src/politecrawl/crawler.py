@@ -58,6 +58,9 @@ SITEMAP_PRIORITY = -2
 SITEMAP_MAX_DEPTH = 3
 #: Seconds a host's resolved IP is trusted for the per-IP cap.
 IP_TTL = 3_600.0
+#: Anchor texts a worker remembers having stored, so site-wide navigation repeated on every
+#: page of a host is sent to the store once (the store ignores repeats anyway; this saves the writes).
+ANCHORS_REMEMBERED = 200_000
 
 
 def worker_id() -> str:
@@ -155,6 +158,7 @@ class Worker:
         self.policy = DelayPolicy.from_settings(settings)
         self.lease = settings.effective_lease_seconds()
         self._changed = asyncio.Condition()
+        self._anchors_stored: dict[tuple[str, str, str], None] = {}
         self._tasks: set[asyncio.Task] = set()
         # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
         # its fetch time is the version, so a refreshed file is never read from here stale.
@@ -275,7 +279,14 @@ class Worker:
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )
+        if outcome.anchors:
+            known = self._anchors_stored
+            outcome.anchors = [(u, t) for u, t in outcome.anchors if (claim.host, u, t) not in known]
         await self._call(self.store.release, claim, outcome, self.now())
+        if outcome.anchors:
+            if len(self._anchors_stored) > ANCHORS_REMEMBERED:
+                self._anchors_stored.clear()
+            self._anchors_stored.update(dict.fromkeys((claim.host, u, t) for u, t in outcome.anchors))
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info("%s %s -> %s; %s waits %.2fs (%s)", claim.kind, claim.url or claim.host + "/robots.txt",
@@ -532,8 +543,13 @@ class Worker:
         noindex = directives.noindex or expired
         nofollow = directives.nofollow
         if not nofollow:
-            candidates = [l.href for l in page.links if self.settings.follow_nofollow or not l.nofollow]
-            self._add_links(candidates, claim.depth, outcome, base=page.base)
+            followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
+            texts: dict[str, list[str]] = {}
+            for link in followed:
+                if link.anchor:
+                    texts.setdefault(link.href, []).append(link.anchor)
+            self._add_links([l.href for l in followed], claim.depth, outcome, base=page.base,
+                            anchors=texts, source=claim.url)
         if noindex:
             outcome.url_outcome += " noindex"
         alias_of = self._canonical(claim.url, page.canonical, result.headers.get("link"))
@@ -578,10 +594,13 @@ class Worker:
 
     def _add_links(self, candidates: Sequence[str], depth: int, outcome: Outcome, *, redirect: bool = False,
                    base: str | None = None, kind: str = "page", priority: int | None = None,
-                   lastmods: dict[str, str] | None = None) -> None:
+                   lastmods: dict[str, str] | None = None, anchors: dict[str, list[str]] | None = None,
+                   source: str | None = None) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
-        What is turned away is counted by reason (shown by ``politecrawl status``).
+        What is turned away is counted by reason (shown by ``politecrawl status``). ``anchors``
+        (raw href -> link texts) of links that are kept go to ``outcome.anchors``, except those
+        pointing back at ``source``, the page itself.
         """
         s = self.settings
         rejected = outcome.rejected_links
@@ -590,6 +609,7 @@ class Worker:
             rejected["max-depth"] = rejected.get("max-depth", 0) + len(candidates)
             return
         out: dict[str, NewURL] = {new.url: new for new in outcome.links}
+        found: dict[tuple[str, str], None] = {}
         for raw in dict.fromkeys(candidates):
             try:
                 u = urls.normalize(raw, base=base)
@@ -597,6 +617,8 @@ class Worker:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
             if u in out:
+                if anchors and raw in anchors and u != source:
+                    found.update(dict.fromkeys((u, text) for text in anchors[raw]))
                 continue
             reason = urls.trap_reason(u, max_url_length=s.max_url_length, max_query_params=s.max_query_params,
                                       max_repeated_segment=s.max_repeated_segment)
@@ -608,7 +630,11 @@ class Worker:
                 continue
             out[u] = NewURL(u, host, new_depth, priority=new_depth if priority is None else priority, kind=kind,
                             lastmod=lastmods.get(raw) if lastmods else None)
+            if anchors and raw in anchors and u != source:
+                found.update(dict.fromkeys((u, text) for text in anchors[raw]))
         outcome.links = list(out.values())
+        if found:
+            outcome.anchors = [*outcome.anchors, *found]
 
 
 # --------------------------------------------------------------------------- processes

@@ -5,10 +5,16 @@ rebuilt. Pages carry a change sequence number (``seq``); the index remembers
 the last one it took (store meta ``indexed_seq``), so an update reads only
 what changed. Re-adding a page is idempotent (the writer replaces by URL),
 so a crash between the index commit and the meta update loses nothing.
+
+Anchor text (the text of links pointing at a page, its third index field)
+follows the same way: anchor rows are numbered, the index remembers the last
+one it took (``indexed_anchor_id``), and an update re-indexes the pages that
+gained anchor text since.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -16,11 +22,15 @@ from pathlib import Path
 from .config import Settings
 from .errors import SearchIndexError
 from .index import IndexWriter
-from .index.reader import read_current_pointer
+from .index.reader import is_outdated, read_current_pointer
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
 BATCH = 2_000
+#: Anchor rows looked at per index commit when refreshing the pages they point at.
+ANCHOR_BATCH = 20_000
+
+log = logging.getLogger("politecrawl.indexing")
 
 
 def index_dir_for(settings: Settings) -> Path:
@@ -44,30 +54,60 @@ def indexable(page: dict) -> bool:
 
 
 def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int:
-    """Index the pages changed since the last update; returns how many pages were looked at."""
+    """Index the pages changed since the last update; returns how many pages were looked at.
+
+    Then re-index the pages whose anchor text grew since the last update (links found on
+    pages crawled after them); ``max_pages`` bounds the first part only.
+    """
     seen = 0
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
+    if is_outdated(index_dir):
+        log.warning("the index in %s was written by an older politecrawl: rebuilding it from the store", index_dir)
+        shutil.rmtree(index_dir)
     # The store remembers how far the index got; a folder with no index yet (a new --index-dir,
     # a deleted one) starts from the beginning instead.
-    seq = int(store.get_meta("indexed_seq") or 0) if read_current_pointer(index_dir) is not None else 0
+    fresh = read_current_pointer(index_dir) is None
+    seq = 0 if fresh else int(store.get_meta("indexed_seq") or 0)
+    # Anchor rows up to this mark are in the index once this update ends: pages indexed below read
+    # their anchors after it was taken, and the loop at the end re-indexes the older pages they name.
+    anchors_upto = store.anchor_mark()
+    anchors_done = anchors_upto if fresh else int(store.get_meta("indexed_anchor_id") or 0)
     while max_pages is None or seen < max_pages:
         rows = store.pages_changed_since(seq, BATCH)
         if not rows:
             break
-        try:
-            with IndexWriter(index_dir) as writer:
-                for row in rows:
-                    if indexable(row):
-                        writer.add_document(row["url"], row["title"] or "", row["text"] or "")
-                    else:
-                        writer.delete_document(row["url"])
-        except OSError as exc:  # disk full, permissions: the index is derived, the store is intact
-            raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
+        _write(store, index_dir, rows, deletes=True)
         seq = rows[-1]["seq"]
         store.mark_indexed([r["url_id"] for r in rows], time.time())
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
+    while anchors_done < anchors_upto:
+        upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
+        # Only what is indexable now; a page that stopped being so is removed by the loop above.
+        _write(store, index_dir, store.pages_with_new_anchors(anchors_done, upto), deletes=False)
+        anchors_done = upto
+        store.set_meta("indexed_anchor_id", str(anchors_done))
+    if fresh:
+        store.set_meta("indexed_anchor_id", str(anchors_done))
     return seen
+
+
+def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
+    """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``."""
+    keep = [row for row in rows if indexable(row)]
+    if not keep and not deletes:
+        return
+    anchors = store.anchor_texts([row["url"] for row in keep]) if keep else {}
+    try:
+        with IndexWriter(index_dir) as writer:
+            for row in rows:
+                if indexable(row):
+                    writer.add_document(row["url"], row["title"] or "", row["text"] or "",
+                                        " ".join(anchors.get(row["url"], ())))
+                elif deletes:
+                    writer.delete_document(row["url"])
+    except OSError as exc:  # disk full, permissions: the index is derived, the store is intact
+        raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
 
 
 def rebuild_index(store, index_dir: Path) -> int:

@@ -451,6 +451,58 @@ def test_alias_pages_are_never_duplicates_nor_originals(store):
     assert st["aliases"] == 1 and st["duplicates"] == 1 and st["exact_duplicates"] == 1
 
 
+
+# -- anchor text ----------------------------------------------------------------------
+
+
+def _release_with_anchors(store, c: Claim, now: float, anchors, **kw) -> None:
+    out = page_outcome(c, now, next_at=now, title=kw.pop("title", "t"), text=kw.pop("text", "x"), **kw)
+    out.anchors = anchors
+    store.release(c, out, now)
+
+
+def test_anchor_texts_are_kept_once_per_target_linking_host_and_wording(store):
+    _claims(store, 4)
+    assert store.anchor_mark() == 0
+    c0 = store.claim("w1", T, LEASE)
+    _release_with_anchors(store, c0, T, [(f"{A}/1", "Getting started"), (f"{A}/2", "Reference")])
+    mark1 = store.anchor_mark()
+    assert mark1 > 0
+    c1 = store.claim("w1", T + 1, LEASE)
+    # The same navigation on another page of the same host adds nothing; a new wording does.
+    _release_with_anchors(store, c1, T + 1, [(f"{A}/1", "Getting started"), (f"{A}/1", "Tutorial")])
+    texts = store.anchor_texts([f"{A}/1", f"{A}/2", f"{A}/3"])
+    assert texts == {f"{A}/1": ["Getting started", "Tutorial"], f"{A}/2": ["Reference"]}
+    assert store.anchor_mark() > mark1
+    # Pages whose anchor text grew after mark1: /1 only (once it is stored; /0 and /1 are pages now).
+    assert [p["url"] for p in store.pages_with_new_anchors(mark1, store.anchor_mark())] == [f"{A}/1"]
+    assert {p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark())} == {f"{A}/1"}
+    assert store.pages_with_new_anchors(store.anchor_mark(), store.anchor_mark()) == []
+
+
+def test_anchors_of_an_alias_count_for_its_canonical_page(store):
+    _claims(store, 3)
+    c0 = store.claim("w1", T, LEASE)  # /0: an alias of /2
+    _fetch_one(store, c0, T, title="old", text="x", alias_of=f"{A}/2")
+    c1 = store.claim("w1", T + 1, LEASE)  # /1 links to /0 (the alias) and to /2
+    _release_with_anchors(store, c1, T + 1, [(f"{A}/0", "the old name"), (f"{A}/2", "the new name")])
+    assert store.anchor_texts([f"{A}/2"]) == {f"{A}/2": ["the old name", "the new name"]}
+    c2 = store.claim("w1", T + 2, LEASE)
+    _fetch_one(store, c2, T + 2, title="canonical", text="y")
+    urls = [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark())]
+    assert urls == [f"{A}/0", f"{A}/2"]  # the alias itself is not indexable; the indexer skips it
+
+
+def test_anchors_survive_reopen_and_a_304_adds_none(store, reopen):
+    _claims(store, 2)
+    c0 = store.claim("w1", T, LEASE)
+    _release_with_anchors(store, c0, T, [(f"{A}/1", "one")])
+    store = reopen(store)
+    assert store.anchor_texts([f"{A}/1"]) == {f"{A}/1": ["one"]}
+    c1 = store.claim("w1", T + 1, LEASE)
+    _release_with_anchors(store, c1, T + 1, [(f"{A}/0", "zero")], status=304)
+    assert store.anchor_texts([f"{A}/0"]) == {}
+
 def test_yield_monitoring_pauses_a_host_of_duplicates(store):
     check = YieldCheck(min_pages=5, max_duplicate_share=0.5, pause_until=T + 1000)
     _claims(store, 8)

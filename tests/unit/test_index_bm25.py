@@ -11,7 +11,7 @@ from politecrawl.index import bm25
 def test_constants_are_the_design_ones():
     assert bm25.K1 == 1.2
     assert bm25.B == 0.75
-    assert bm25.FIELD_WEIGHTS == {"title": 2.0, "body": 1.0}
+    assert bm25.FIELD_WEIGHTS == {"title": 2.0, "body": 1.0, "anchor": 0.5}
 
 
 @pytest.mark.parametrize(

@@ -213,7 +213,7 @@ def test_explain_contributions_sum_to_score(tmp_path, scoring):
     for h in hits:
         e = h.explanation
         assert e["N"] == 3
-        assert e["avgdl"] == {"title": pytest.approx(4 / 3), "body": pytest.approx(5 / 3)}
+        assert e["avgdl"] == {"title": pytest.approx(4 / 3), "body": pytest.approx(5 / 3), "anchor": 0.0}
         assert sum(r["contribution"] for r in e["terms"]) == pytest.approx(h.score, rel=1e-12)
         for r in e["terms"]:
             assert set(r) >= {"term", "field", "tf", "df", "doc_len", "idf", "contribution"}

@@ -315,6 +315,7 @@ _WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iot
         st.tuples(
             st.lists(st.sampled_from(_WORDS), max_size=4),
             st.lists(st.sampled_from(_WORDS), max_size=40),
+            st.lists(st.sampled_from(_WORDS), max_size=8),
         ),
         min_size=1,
         max_size=25,
@@ -330,7 +331,7 @@ def test_merge_equals_fresh_write(docs, cuts, data):
     from politecrawl.index.analysis import Analyzer
     from politecrawl.index.segment import Segment, merge_segments, write_segment
 
-    docs = [(f"http://x/{i}", " ".join(t), " ".join(b)) for i, (t, b) in enumerate(docs)]
+    docs = [(f"http://x/{i}", " ".join(t), " ".join(b), " ".join(a)) for i, (t, b, a) in enumerate(docs)]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sources, live, start = [], [], 0

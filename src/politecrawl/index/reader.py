@@ -31,10 +31,10 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
 
-__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "read_current_pointer"]
+__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "is_outdated", "read_current_pointer"]
 
 INDEX_FORMAT = "politecrawl-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: segments with the anchor field
 _OPEN_RETRIES = 8
 
 
@@ -49,6 +49,19 @@ def read_current_pointer(index_dir: Path) -> str | None:
     return name or None
 
 
+def is_outdated(index_dir: Path) -> bool:
+    """Whether the index was written by an older politecrawl (an older format version)."""
+    name = read_current_pointer(index_dir)
+    if name is None:
+        return False
+    try:
+        data = json.loads((Path(index_dir) / name).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    version = data.get("version")
+    return data.get("format") == INDEX_FORMAT and isinstance(version, int) and version < INDEX_VERSION
+
+
 def load_generation(index_dir: Path, name: str) -> dict:
     try:
         data = json.loads((Path(index_dir) / name).read_text("utf-8"))
@@ -58,7 +71,8 @@ def load_generation(index_dir: Path, name: str) -> dict:
         raise SearchIndexError(f"unreadable generation file {index_dir}/{name}: {exc}") from exc
     if data.get("format") != INDEX_FORMAT or data.get("version") != INDEX_VERSION:
         raise SearchIndexError(
-            f"{index_dir}/{name}: unsupported index format {data.get('format')!r} v{data.get('version')!r}"
+            f"{index_dir}/{name}: unsupported index format {data.get('format')!r} v{data.get('version')!r} "
+            f"(this code reads {INDEX_FORMAT} v{INDEX_VERSION}): rebuild it with 'politecrawl index --rebuild'"
         )
     return data
 

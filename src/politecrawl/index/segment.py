@@ -2,7 +2,7 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 1,
+    header.json         {"format": "politecrawl-segment", "version": 2,
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer"}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
@@ -23,7 +23,7 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                         document, any level), concatenated
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
 
-for each field of ``FIELDS`` (title, body).  ``uint`` arrays use the smallest
+for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
 
@@ -55,7 +55,7 @@ from .bm25 import FIELDS
 __all__ = ["FORMAT", "VERSION", "Segment", "merge_segments", "write_segment"]
 
 FORMAT = "politecrawl-segment"
-VERSION = 1
+VERSION = 2  # 2: the anchor field
 
 
 def _fsync_dir(path: Path) -> None:
@@ -162,11 +162,13 @@ def _compress_bodies(bodies: list[str]) -> list[bytes]:
 
 
 def write_segment(
-    seg_dir: Path, documents: Iterable[tuple[str, str, str]], analyzer: Analyzer
+    seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer
 ) -> int:
-    """Analyse ``(url, title, body)`` documents into a new segment at ``seg_dir``.
+    """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
 
     Returns the number of documents written.  ``seg_dir`` must not exist.
+    Title and body are stored (for results and snippets); anchor text is only
+    indexed.
 
     Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
     whose default factory hands out the next id; postings are then built with
@@ -176,39 +178,34 @@ def write_segment(
     seg_dir = Path(seg_dir)
     vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
     term_id = vocab.__getitem__
-    ids: dict[str, list[int]] = {f: [] for f in FIELDS}
-    field_lens: dict[str, list[int]] = {f: [] for f in FIELDS}
+    # Per field (in FIELDS order): token ids, tokens per document, flushed id chunks.
+    ids: list[list[int]] = [[] for _ in FIELDS]
+    field_lens: list[list[int]] = [[] for _ in FIELDS]
+    id_chunks: list[list[np.ndarray]] = [[] for _ in FIELDS]
+    per_field = list(zip(ids, field_lens, id_chunks))
     urls: list[str] = []
     titles: list[str] = []
     pending: list[str] = []
     futures = []
     tokenize = analyzer.tokenize
-    title_ids, body_ids = ids["title"], ids["body"]
-    id_chunks: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
-    title_lens, body_lens = field_lens["title"], field_lens["body"]
-    assert FIELDS == ("title", "body")
+    assert FIELDS == ("title", "body", "anchor")
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        for url, title, body in documents:
+        for url, title, body, anchor in documents:
             urls.append(url)
             titles.append(title)
             pending.append(body)
             if len(pending) >= 64:
                 futures.append(pool.submit(_compress_bodies, pending))
                 pending = []
-            toks = tokenize(title)
-            title_lens.append(len(toks))
-            title_ids.extend(map(term_id, toks))
-            toks = tokenize(body)
-            body_lens.append(len(toks))
-            body_ids.extend(map(term_id, toks))
-            if len(body_ids) > _FLUSH_IDS:
-                # Python ints cost ~36 bytes each: keep the id lists short.
-                id_chunks["body"].append(np.array(body_ids, dtype=np.int64))
-                body_ids.clear()
-            if len(title_ids) > _FLUSH_IDS:
-                id_chunks["title"].append(np.array(title_ids, dtype=np.int64))
-                title_ids.clear()
+            for text, (f_ids, f_lens, f_chunks) in zip((title, body, anchor), per_field):
+                toks = tokenize(text) if text else ()
+                f_lens.append(len(toks))
+                f_ids.extend(map(term_id, toks))
+                if len(f_ids) > _FLUSH_IDS:
+                    # Python ints cost ~36 bytes each: keep the id lists short.
+                    f_chunks.append(np.array(f_ids, dtype=np.int64))
+                    f_ids.clear()
         if pending:
             futures.append(pool.submit(_compress_bodies, pending))
         n_docs = len(urls)
@@ -217,13 +214,13 @@ def write_segment(
         if terms:
             rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
         postings = {}
-        for f in FIELDS:
-            lens_f = np.array(field_lens[f], dtype=np.int64)
+        for fi, f in enumerate(FIELDS):
+            lens_f = np.array(field_lens[fi], dtype=np.int64)
             total = int(lens_f.sum())
             if total >= 2**31:
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            id_chunks[f].append(np.array(ids[f], dtype=np.int64))
-            tids = rank[np.concatenate(id_chunks[f])] if total else np.zeros(0, dtype=np.int32)
+            id_chunks[fi].append(np.array(ids[fi], dtype=np.int64))
+            tids = rank[np.concatenate(id_chunks[fi])] if total else np.zeros(0, dtype=np.int32)
             docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
             starts = np.zeros(n_docs, dtype=np.int32)
             if n_docs:
@@ -231,7 +228,7 @@ def write_segment(
             poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
             postings[f] = _build_field_postings(tids, docs, poss, len(terms))
         bodies = [b for fut in futures for b in fut.result()]
-    doc_lens = np.stack([np.array(field_lens[f], dtype=np.uint32) for f in FIELDS], axis=1).reshape(n_docs, len(FIELDS))
+    doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
     _write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
     return n_docs
 
@@ -412,7 +409,8 @@ class Segment:
         if header.get("format") != FORMAT or header.get("version") != VERSION:
             raise SearchIndexError(
                 f"{self.path}: unsupported segment format {header.get('format')!r} "
-                f"version {header.get('version')!r} (this code reads {FORMAT} v{VERSION})"
+                f"version {header.get('version')!r} (this code reads {FORMAT} v{VERSION}): "
+                "rebuild it with 'politecrawl index --rebuild'"
             )
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")

@@ -4,7 +4,7 @@ Use it as a context manager: a clean exit commits, an exception cancels and
 leaves the previous generation untouched (Whoosh ``writing.IndexWriter``)::
 
     with IndexWriter(path) as w:
-        w.add_document(url, title, body)   # replaces any live doc with that url
+        w.add_document(url, title, body, anchor)   # replaces any live doc with that url
         w.delete_document(other_url)
 
 A commit
@@ -129,7 +129,7 @@ class IndexWriter:
         except BaseException:
             self._release_lock()
             raise
-        self._pending: dict[str, tuple[str, str]] = {}
+        self._pending: dict[str, tuple[str, str, str]] = {}
         self._tombstone_urls: set[str] = set()
 
     # -- lock -------------------------------------------------------------
@@ -191,12 +191,15 @@ class IndexWriter:
 
     # -- documents --------------------------------------------------------
 
-    def add_document(self, url: str, title: str, body: str) -> None:
-        """Add a document; a live document with the same url is replaced at commit."""
+    def add_document(self, url: str, title: str, body: str, anchor: str = "") -> None:
+        """Add a document; a live document with the same url is replaced at commit.
+
+        ``anchor`` is the text of links pointing at the page (indexed, not stored).
+        """
         self._check_open()
         if not isinstance(url, str) or not url:
             raise SearchIndexError("a document needs a non-empty url string")
-        self._pending[url] = (title or "", body or "")
+        self._pending[url] = (title or "", body or "", anchor or "")
         self._tombstone_urls.add(url)
 
     def delete_document(self, url: str) -> None:
@@ -265,7 +268,7 @@ class IndexWriter:
         # 2. the new segment
         if self._pending:
             name = self._seg_name()
-            docs = ((u, t, b) for u, (t, b) in self._pending.items())
+            docs = ((u, t, b, a) for u, (t, b, a) in self._pending.items())
             n = write_segment(self.index_dir / name, docs, self._analyzer)
             entries.append({"name": name, "doc_count": n, "deleted": []})
 

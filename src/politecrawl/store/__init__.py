@@ -161,6 +161,7 @@ class Outcome:
     url_outcome: str | None = None
     page: PageRecord | None = None
     links: Sequence[NewURL] = field(default_factory=tuple)
+    anchors: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (target URL, link text) from this page
     rejected_links: dict[str, int] = field(default_factory=dict)  # reason -> count (traps, scope, depth)
     next_fetch_at: float | None = None  # recrawl: when this URL is due again
     revisit_interval: float | None = None
@@ -183,6 +184,9 @@ class Store(Protocol):
     def status(self, now: float) -> dict: ...
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None: ...
+    def anchor_mark(self) -> int: ...
+    def pages_with_new_anchors(self, after: int, upto: int) -> list[dict]: ...
+    def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
     def hosts(self) -> list[dict]: ...
@@ -247,6 +251,45 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
     return replace(claim, kind="page", url_id=url_id, url=url, url_kind=url_kind, depth=depth, attempts=attempts,
                    etag=etag, last_modified=last_modified, fingerprint=fingerprint,
                    revisit_interval=revisit_interval)
+
+
+# -- anchor text (both stores run the same SQL; ``{ph}`` is the placeholder) --------------------
+#: Columns of a page as the indexer reads it.
+INDEXER_PAGE_COLUMNS = "url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq"
+#: Anchor texts kept per page for its anchor field: enough for a strong signal, bounded work.
+ANCHORS_PER_PAGE = 64
+
+#: Pages whose anchor text changed: the targets of anchor rows in (lo, hi], and the canonical
+#: pages of targets that are aliases. Not noarchive pages already indexed: their text is gone
+#: from the store (it is in the index), so they keep the anchor text they were indexed with.
+ANCHOR_TARGET_PAGES_SQL = (
+    "WITH t AS (SELECT DISTINCT target FROM anchors WHERE id > {ph} AND id <= {ph}),"
+    " direct AS (SELECT f.id AS url_id FROM t JOIN frontier f ON f.url = t.target),"
+    " canon AS (SELECT f2.id AS url_id FROM direct d JOIN pages p ON p.url_id = d.url_id"
+    "           JOIN frontier f2 ON f2.url = p.alias_of)"
+    f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
+    " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
+    " AND (noarchive = 0 OR indexed_at IS NULL) ORDER BY url_id"
+)
+
+#: (page url, anchor text) for the given page urls ``{marks}``: links to the page itself and to its aliases.
+ANCHOR_TEXTS_SQL = (
+    "SELECT target, text, id FROM anchors WHERE target IN ({marks})"
+    " UNION ALL"
+    " SELECT p.alias_of, a.text, a.id FROM pages p JOIN anchors a ON a.target = p.url"
+    " WHERE p.alias_of IN ({marks})"
+    " ORDER BY 3"
+)
+
+
+def group_anchor_texts(rows, per_page: int = ANCHORS_PER_PAGE) -> dict[str, list[str]]:
+    """(url, text, id) rows in id order -> url: its first ``per_page`` anchor texts."""
+    out: dict[str, list[str]] = {}
+    for url, text, _ in rows:
+        texts = out.setdefault(url, [])
+        if len(texts) < per_page:
+            texts.append(text)
+    return out
 
 
 def open_store(url: str, *, create: bool = True) -> Store:

@@ -54,12 +54,25 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, finish_claim
+from . import (
+    ANCHOR_TARGET_PAGES_SQL,
+    ANCHOR_TEXTS_SQL,
+    INDEXER_PAGE_COLUMNS,
+    Claim,
+    FetchLogEntry,
+    HostRobots,
+    NewURL,
+    Outcome,
+    YieldCheck,
+    claim_from_host_row,
+    finish_claim,
+    group_anchor_texts,
+)
 from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -555,6 +568,14 @@ class PostgresStore:
                 duplicate = self._record_page(conn, claim.url_id, outcome)
                 if outcome.yield_check is not None and outcome.page.status != 304:
                     self._watch_yield(conn, claim.host, duplicate, outcome.yield_check)
+                if outcome.anchors and outcome.page.status != 304:
+                    # Under the pages lock that _record_page took: anchor ids in commit order too.
+                    conn.execute(
+                        "INSERT INTO anchors (target, source_host, text)"
+                        " SELECT t, %s, x FROM unnest(%s::text[], %s::text[]) AS a(t, x)"
+                        " ON CONFLICT (target, source_host, text) DO NOTHING",
+                        (claim.host, [t for t, _ in outcome.anchors], [x for _, x in outcome.anchors]),
+                    )
 
         self._transaction(tx, "release a claim")
 
@@ -832,11 +853,26 @@ class PostgresStore:
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         return self._dicts(
-            "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq FROM pages"
-            " WHERE seq > %s ORDER BY seq LIMIT %s",
+            f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > %s ORDER BY seq LIMIT %s",
             (seq, limit),
             "read changed pages",
         )
+
+    def anchor_mark(self) -> int:
+        """The newest anchor row's id (0: none): where the indexer's anchor refresh stops."""
+        return self._read(
+            lambda conn: conn.execute("SELECT COALESCE(MAX(id), 0) FROM anchors").fetchone()[0], "read anchors"
+        )
+
+    def pages_with_new_anchors(self, after: int, upto: int) -> list[dict]:
+        """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto]."""
+        return self._dicts(ANCHOR_TARGET_PAGES_SQL.format(ph="%s"), (after, upto), "read anchor targets")
+
+    def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]:
+        """url -> the text of links pointing at it or at its aliases, oldest first, bounded per page."""
+        query = ANCHOR_TEXTS_SQL.format(marks="SELECT unnest(%(urls)s::text[])")
+        rows = self._read(lambda conn: conn.execute(query, {"urls": list(urls)}).fetchall(), "read anchor texts")
+        return group_anchor_texts(rows)
 
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
         """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""

@@ -18,11 +18,24 @@ from typing import Iterator, Sequence
 
 from ..errors import NotAStoreError, StoreError
 from ..dedup import hamming, to_signed64
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck, claim_from_host_row, finish_claim
+from . import (
+    ANCHOR_TARGET_PAGES_SQL,
+    ANCHOR_TEXTS_SQL,
+    INDEXER_PAGE_COLUMNS,
+    Claim,
+    FetchLogEntry,
+    HostRobots,
+    NewURL,
+    Outcome,
+    YieldCheck,
+    claim_from_host_row,
+    finish_claim,
+    group_anchor_texts,
+)
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APP_ID = "politecrawl"
 
 # A host is eligible when it has work, its delay has passed and nobody holds
@@ -310,6 +323,11 @@ class SQLiteStore:
                 duplicate = self._record_page(db, claim.url_id, outcome)
                 if outcome.yield_check is not None and outcome.page.status != 304:
                     self._watch_yield(db, claim.host, duplicate, outcome.yield_check)
+                if outcome.anchors and outcome.page.status != 304:
+                    db.executemany(
+                        "INSERT OR IGNORE INTO anchors (target, source_host, text) VALUES (?, ?, ?)",
+                        [(target, claim.host, text) for target, text in outcome.anchors],
+                    )
             if outcome.links:
                 self._insert_urls(db, outcome.links, now)
             for reason, n in outcome.rejected_links.items():
@@ -584,13 +602,34 @@ class SQLiteStore:
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         with self._lock:
-            cur = self._db.execute(
-                "SELECT url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq FROM pages"
-                " WHERE seq > ? ORDER BY seq LIMIT ?",
-                (seq, limit),
-            )
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return self._dicts(f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?",
+                               (seq, limit))
+
+    def _dicts(self, query: str, params: Sequence) -> list[dict]:
+        cur = self._db.execute(query, params)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def anchor_mark(self) -> int:
+        """The newest anchor row's id (0: none): where the indexer's anchor refresh stops."""
+        with self._lock:
+            return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM anchors").fetchone()[0]
+
+    def pages_with_new_anchors(self, after: int, upto: int) -> list[dict]:
+        """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto]."""
+        with self._lock:
+            return self._dicts(ANCHOR_TARGET_PAGES_SQL.format(ph="?"), (after, upto))
+
+    def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]:
+        """url -> the text of links pointing at it or at its aliases, oldest first, bounded per page."""
+        rows = []
+        with self._lock:
+            for i in range(0, len(urls), 400):
+                chunk = list(urls[i : i + 400])
+                marks = ", ".join("?" * len(chunk))
+                rows += self._db.execute(ANCHOR_TEXTS_SQL.format(marks=marks), chunk + chunk).fetchall()
+        rows.sort(key=lambda r: r[2])
+        return group_anchor_texts(rows)
 
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
         """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""
