@@ -80,6 +80,24 @@ class StoreTarget:
         with psycopg.connect(self._pg_base, options=f"-csearch_path={self._schema}") as conn:
             return conn.execute(query).fetchall()
 
+    def run(self, *statements: str) -> None:
+        """Run parameterless statements straight on the database, in one committed transaction."""
+        if self.kind == "sqlite":
+            db = sqlite3.connect(self.url)
+            try:
+                with db:
+                    for statement in statements:
+                        db.execute(statement)
+            finally:
+                db.close()
+            return
+        import psycopg
+
+        assert self._pg_base is not None
+        with psycopg.connect(self._pg_base, options=f"-csearch_path={self._schema}") as conn:
+            for statement in statements:
+                conn.execute(statement)
+
     def make_foreign(self) -> None:
         """Turn the (unopened) location into a database with someone else's table."""
         if self.kind == "sqlite":

@@ -761,6 +761,19 @@ def test_reopen_keeps_everything(store, reopen):
     assert held.host == B
 
 
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factory):
+    store = store_factory()
+    _fetch_pages(store, 2)
+    store.close()
+    # What a store written before schema version 2 (anchor text) looks like.
+    store_factory.run("DROP TABLE anchors", "DROP INDEX pages_alias_of",
+                      "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store = store_factory()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+    assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
+    assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
+
+
 def test_open_without_create_on_a_missing_store_fails(store_factory):
     from politecrawl.errors import StoreError
 
