@@ -4,6 +4,7 @@ import json
 import multiprocessing
 import os
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -247,6 +248,37 @@ def test_merges_preserve_results(tmp_path):
 )
 def test_plan_merges_table(sizes, deleted, factor, expected):
     assert plan_merges(sizes, deleted, factor=factor) == expected
+
+
+@pytest.mark.parametrize(
+    "sizes, tokens, max_tokens, expected",
+    [
+        ([5] * 4, [10] * 4, 100, [[0, 1, 2, 3]]),  # fits: one merge, as without a cap
+        ([5] * 4, [10] * 4, 25, [[0, 1], [2, 3]]),  # cut into runs that fit
+        ([5] * 4, [10] * 4, 15, []),  # no two fit together: nothing to merge
+        ([5] * 5, [60, 10, 10, 10, 10], 100, [[1, 2, 3, 4]]),  # 60 >= 100 / 2: full, left alone
+        ([5] * 3, [60, 60, 60], 100, []),
+    ],
+)
+def test_plan_merges_never_exceeds_max_tokens(sizes, tokens, max_tokens, expected):
+    assert plan_merges(sizes, factor=3, tokens=tokens, max_tokens=max_tokens) == expected
+
+
+def test_segments_stay_under_the_size_caps_and_search_is_unchanged(tmp_path, monkeypatch):
+    from politecrawl.index import writer as writer_mod
+
+    capped, single = tmp_path / "capped", tmp_path / "single"
+    build(single, [DOCS])
+    monkeypatch.setattr(writer_mod, "WRITE_CHUNK_CHARS", 200)  # a few documents per written segment
+    build(capped, [DOCS[:20], DOCS[20:]], merge_factor=2, max_segment_tokens=120)
+    reader = IndexReader(capped)
+    token_counts = [int(np.asarray(v.segment.doc_lens).sum()) for v in reader.views]
+    assert len(token_counts) >= 4 and max(token_counts) <= 120  # 40 documents, ~380 tokens
+    for q in ("zeta", "odd lorem", '"body words"'):
+        a = [(h.url, h.score) for h in Searcher(single).search(q, limit=50)]
+        b = [(h.url, h.score) for h in Searcher(capped).search(q, limit=50)]
+        assert [x[0] for x in a] == [x[0] for x in b]
+        assert [x[1] for x in a] == pytest.approx([x[1] for x in b], rel=1e-12)
 
 
 def test_analyzer_mismatch_rejected(tmp_path):

@@ -11,9 +11,11 @@ A commit
 
 1. tombstones, in the existing segments, every live document whose url was
    added again or deleted in this transaction (segments stay immutable);
-2. writes the added documents as ONE new segment (temp dir + atomic rename);
+2. writes the added documents as new segments (temp dir + atomic rename),
+   one per ``WRITE_CHUNK_CHARS`` of text (usually one);
 3. applies the merge policy (``plan_merges``), which may rewrite several
-   segments as one.  Merging concatenates the postings of the live documents
+   segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
+   indexer's memory stays bounded however large the index grows.  Merging concatenates the postings of the live documents
    (``segment.merge_segments``): no text is re-analysed, and the result equals
    indexing those documents afresh (tested);
 4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
@@ -52,7 +54,14 @@ _GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
 
 
-def plan_merges(sizes: list[int], deleted: list[int] | None = None, *, factor: int = 10) -> list[list[int]]:
+def plan_merges(
+    sizes: list[int],
+    deleted: list[int] | None = None,
+    *,
+    factor: int = 10,
+    tokens: list[int] | None = None,
+    max_tokens: int | None = None,
+) -> list[list[int]]:
     """Tiered merge policy: which segments (by index) to merge into one.
 
     ``sizes`` are live document counts.  Segments fall into tiers by order of
@@ -60,12 +69,40 @@ def plan_merges(sizes: list[int], deleted: list[int] | None = None, *, factor: i
     more segments, all of them are merged into one (which lands a tier up).
     A segment whose documents are more than half tombstones is rewritten on
     its own to reclaim space.  Pure function, so it can be tested by tables.
+
+    With ``tokens`` (live tokens per segment) and ``max_tokens``, no merge
+    produces more than ``max_tokens``: a tier's group is cut into runs that
+    fit, and a segment of at least ``max_tokens / 2`` is full and merged no
+    more (Lucene's TieredMergePolicy caps segments the same way).  Merging
+    costs memory in proportion to the result, so this bounds the indexer's
+    memory however large the index grows.
     """
     deleted = deleted or [0] * len(sizes)
+    full = set()
+    if tokens is not None and max_tokens is not None:
+        full = {i for i, t in enumerate(tokens) if t >= max_tokens / 2}
     tiers: dict[int, list[int]] = {}
     for i, size in enumerate(sizes):
-        tiers.setdefault(int(math.log(max(size, 1), factor)), []).append(i)
-    groups = [idx for _, idx in sorted(tiers.items()) if len(idx) >= factor]
+        if i not in full:
+            tiers.setdefault(int(math.log(max(size, 1), factor)), []).append(i)
+    groups = []
+    for _, idx in sorted(tiers.items()):
+        if len(idx) < factor:
+            continue
+        if tokens is None or max_tokens is None:
+            groups.append(idx)
+            continue
+        run: list[int] = []
+        total = 0
+        for i in idx:
+            if run and total + tokens[i] > max_tokens:
+                if len(run) > 1:
+                    groups.append(run)
+                run, total = [], 0
+            run.append(i)
+            total += tokens[i]
+        if len(run) > 1:
+            groups.append(run)
     in_group = {i for g in groups for i in g}
     for i, (size, dead) in enumerate(zip(sizes, deleted)):
         if i not in in_group and dead > size:
@@ -96,6 +133,52 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
     return table
 
 
+#: Text (characters of title, body and anchor) per newly written segment: writing one takes
+#: ~65 bytes of memory per token, ~6 characters of text each. Measured on 20 KB benchmark pages
+#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit): 243 MB peak RSS at this size,
+#: 516 MB when a commit of 8 M tokens went into one segment.
+WRITE_CHUNK_CHARS = 16_000_000
+#: No merge produces a segment of more tokens than this (see ``plan_merges``). Same pages: peak
+#: RSS stays at 446 MB from 10,000 to 40,000 documents; uncapped, the tenth commit's merge
+#: (24,000 documents, 80 M tokens) took 2.5 GB, and the next tier's would take ten times that.
+MAX_SEGMENT_TOKENS = 8_000_000
+
+
+def _chunks(items, max_chars: int):
+    """Consecutive runs of ``(url, (title, body, anchor))`` items of at most ``max_chars`` of text."""
+    run: list = []
+    size = 0
+    for item in items:
+        n = sum(len(x) for x in item[1])
+        if run and size + n > max_chars:
+            yield run
+            run, size = [], 0
+        run.append(item)
+        size += n
+    if run:
+        yield run
+
+
+_TOKEN_COUNTS: dict[tuple[str, int, int], int] = {}
+
+
+def _token_count(seg_dir: Path) -> int:
+    """Tokens in a segment (all fields), from its header only; memoized like ``_url_table``."""
+    header_file = seg_dir / "header.json"
+    try:
+        st = header_file.stat()
+        key = (str(header_file), st.st_ino, st.st_mtime_ns)
+        n = _TOKEN_COUNTS.get(key)
+        if n is None:
+            if len(_TOKEN_COUNTS) > 4096:
+                _TOKEN_COUNTS.clear()
+            header = json.loads(header_file.read_text("utf-8"))
+            n = _TOKEN_COUNTS[key] = sum(int(v) for v in header["field_lengths"].values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SearchIndexError(f"unreadable segment header in {seg_dir}: {exc}") from exc
+    return n
+
+
 def _write_atomic(path: Path, data: str) -> None:
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -115,9 +198,11 @@ class IndexWriter:
         lock_timeout: float = 30.0,
         merge_factor: int = 10,
         stop_words: bool | None = None,
+        max_segment_tokens: int = MAX_SEGMENT_TOKENS,
     ):
         self.index_dir = Path(index_dir)
         self.merge_factor = merge_factor
+        self.max_segment_tokens = max_segment_tokens
         try:
             self.index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -265,16 +350,19 @@ class IndexWriter:
                     e["deleted"] = sorted([*e["deleted"], *hits])
         entries = [e for e in entries if e["doc_count"] > len(e["deleted"])]
 
-        # 2. the new segment
-        if self._pending:
+        # 2. the new segments: one per WRITE_CHUNK_CHARS of text, so the memory a write takes
+        #    does not grow with the size of the transaction
+        for chunk in _chunks(self._pending.items(), WRITE_CHUNK_CHARS):
             name = self._seg_name()
-            docs = ((u, t, b, a) for u, (t, b, a) in self._pending.items())
-            n = write_segment(self.index_dir / name, docs, self._analyzer)
+            n = write_segment(self.index_dir / name, ((u, t, b, a) for u, (t, b, a) in chunk), self._analyzer)
             entries.append({"name": name, "doc_count": n, "deleted": []})
 
-        # 3. merges
+        # 3. merges, none larger than MAX_SEGMENT_TOKENS
         sizes = [e["doc_count"] - len(e["deleted"]) for e in entries]
-        groups = plan_merges(sizes, [len(e["deleted"]) for e in entries], factor=self.merge_factor)
+        live_tokens = [_token_count(self.index_dir / e["name"]) * (e["doc_count"] - len(e["deleted"]))
+                       // max(1, e["doc_count"]) for e in entries]
+        groups = plan_merges(sizes, [len(e["deleted"]) for e in entries], factor=self.merge_factor,
+                             tokens=live_tokens, max_tokens=self.max_segment_tokens)
         if groups:
             merged_away: set[int] = set()
             new_entries = []
