@@ -8,7 +8,8 @@ A benchmark web (``python -m politecrawl.sandbox``: endless ~20 KB pages, every 
 127.x address; optionally some slow hosts and some answering 429) runs in its own process and logs
 every request. The crawler crawls it for a fixed time with a fixed --min-delay. Printed:
 
-* achieved requests/s in the steady state (the first and last 15% of the run are left out),
+* achieved requests/s in the steady state (of the time from the first to the last request, the
+  first and last 15% are left out),
 * the politeness bound: the sum over hosts of 1 / (the delay the policy imposes + the response time),
 * utilization = achieved / bound,
 * CPU seconds per 100 pages (the crawler's processes: workers + the indexing parent), peak RSS,
@@ -74,8 +75,12 @@ def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: fl
             bound += 5 / (4 * (d + s) + (max(d, 2.0) + s))
         else:
             bound += 1 / (d + s)
-    span = t1 - t0
-    lo, hi = t0 + 0.15 * span, t1 - 0.15 * span
+    # The steady state is read from the requests themselves, not from the crawler's start and end:
+    # a run also starts its processes before the first request and indexes after the last one.
+    starts = [r["started"] for r in records] or [t0, t1]
+    first, last = min(starts), max(starts)
+    span = last - first
+    lo, hi = first + 0.15 * span, last - 0.15 * span
     steady = [r for r in records if lo <= r["started"] < hi]
     achieved = len(steady) / (hi - lo)
     pages = sum(1 for r in records if r["path"] != "/robots.txt" and r["status"] == 200)
@@ -84,6 +89,8 @@ def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: fl
         "hosts": args.hosts,
         "min_delay": args.min_delay,
         "requests": len(records),
+        "crawl_s": round(span, 1),  # first to last request
+        "run_s": round(t1 - t0, 1),  # start to end, final indexing included
         "pages_200": pages,
         "achieved_rps": round(achieved, 1),
         "bound_rps": round(bound, 1),

@@ -81,6 +81,11 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int
         store.mark_indexed([r["url_id"] for r in rows], time.time())
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
+        if len(rows) < BATCH:
+            # Caught up with the store as it was when this batch was read. Pages stored since
+            # wait for the next update: during a crawl, chasing them segment by tiny segment
+            # would never end and would write a segment per few pages.
+            break
     while anchors_done < anchors_upto:
         upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
         # Only what is indexable now; a page that stopped being so is removed by the loop above.

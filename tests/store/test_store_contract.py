@@ -163,6 +163,21 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
     assert row["pages_fetched"] == 1
 
 
+
+def test_release_many_records_every_release(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    pass_robots(store, "w1", T)
+    pass_robots(store, "w1", T)
+    ca, cb = store.claim("w1", T + 1, LEASE), store.claim("w1", T + 1, LEASE)
+    assert {ca.host, cb.host} == {A, B} and ca.kind == cb.kind == "page"
+    store.release_many([(ca, page_outcome(ca, T + 1, next_at=T + 5, title="a", text="a"), T + 1),
+                        (cb, page_outcome(cb, T + 1, next_at=T + 6, title="b", text="b"), T + 1)])
+    assert {u: s for u, (s, _) in store.url_states().items()} == {f"{A}/1": "done", f"{B}/1": "done"}
+    assert host_row(store, A)["next_allowed_at"] == T + 5 and host_row(store, B)["next_allowed_at"] == T + 6
+    assert host_row(store, A)["lease_owner"] is None and host_row(store, B)["lease_owner"] is None
+    assert sorted(p["title"] for p in store.pages_changed_since(0, 10)) == ["a", "b"]
+    store.release_many([])
+
 def test_release_queued_keeps_the_url_and_pending(store):
     store.seed_urls([url(A, "/1")], T)
     pass_robots(store, "w1", T)

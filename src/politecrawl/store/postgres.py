@@ -579,6 +579,12 @@ class PostgresStore:
 
         self._transaction(tx, "release a claim")
 
+    def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None:
+        """Each release in its own transaction: PostgreSQL takes them in parallel from the
+        worker's store threads, and a short transaction holds the pages lock briefly."""
+        for claim, outcome, now in releases:
+            self.release(claim, outcome, now)
+
     @staticmethod
     def _insert_log(conn: psycopg.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
         conn.execute(
