@@ -63,6 +63,9 @@ IP_TTL = 3_600.0
 ANCHORS_REMEMBERED = 200_000
 #: Seconds a finished claim waits for others to share its release transaction (SQLite).
 RELEASE_WINDOW = 0.01
+#: Hosts claimed at most in one store call: when many hosts come due together, one transaction
+#: claims several (each is still its own lease; politeness is per host).
+CLAIM_BATCH = 8
 
 
 def worker_id() -> str:
@@ -243,18 +246,23 @@ class Worker:
                 slots.release()
                 break
             now = self.now()
+            # Free slots, counting the one just taken: each task in flight holds one.
+            want = min(CLAIM_BATCH, self.settings.concurrency - len(self._tasks))
             try:
-                claim = await self._call(self.store.claim, self.id, now, self.lease,
-                                         per_ip_limit=self.settings.per_ip_limit)
+                claims = await self._call(self.store.claim_many, self.id, now, self.lease, want,
+                                          per_ip_limit=self.settings.per_ip_limit)
                 self._store_failing_since = None
             except StoreError as exc:
                 slots.release()
                 await self._store_trouble(exc)
                 continue
-            if claim is not None:
+            for i, claim in enumerate(claims):
+                if i:
+                    await slots.acquire()  # free (see want): returns at once
                 task = asyncio.create_task(self._handle(claim))
                 self._tasks.add(task)
                 task.add_done_callback(lambda t, s=slots: self._done(t, s))
+            if claims:
                 continue
             slots.release()
             try:

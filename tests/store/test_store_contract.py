@@ -164,6 +164,18 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
 
 
 
+
+def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
+    hosts = [f"http://h{i}.test" for i in range(5)]
+    store.seed_urls([url(h, "/") for h in hosts], T)
+    claims = store.claim_many("w1", T, LEASE, 3)
+    assert len(claims) == 3 and len({c.host for c in claims}) == 3
+    assert all(c.kind == "robots" and c.lease_expires_at == T + LEASE for c in claims)
+    rest = store.claim_many("w2", T, LEASE, 10)  # only the two left are eligible
+    assert {c.host for c in rest} == set(hosts) - {c.host for c in claims}
+    assert store.claim_many("w3", T, LEASE, 10) == []
+    assert all(host_row(store, h)["lease_owner"] in ("w1", "w2") for h in hosts)
+
 def test_release_many_records_every_release(store):
     store.seed_urls([url(A, "/1"), url(B, "/1")], T)
     pass_robots(store, "w1", T)

@@ -423,6 +423,18 @@ class PostgresStore:
         return len(rows)
 
     # -- the claim ---------------------------------------------------------------
+    def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
+                   per_ip_limit: int = 0) -> list[Claim]:
+        """Up to ``n`` claims, each in its own short transaction (rows locked briefly; SKIP LOCKED
+        lets the other workers pass by meanwhile)."""
+        claims: list[Claim] = []
+        for _ in range(n):
+            claim = self.claim(worker, now, lease_seconds, per_ip_limit=per_ip_limit)
+            if claim is None:
+                break
+            claims.append(claim)
+        return claims
+
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
         expires = now + lease_seconds

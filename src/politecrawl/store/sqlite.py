@@ -236,6 +236,12 @@ class SQLiteStore:
     # -- the claim ---------------------------------------------------------------
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
+        claims = self.claim_many(worker, now, lease_seconds, 1, per_ip_limit=per_ip_limit)
+        return claims[0] if claims else None
+
+    def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
+                   per_ip_limit: int = 0) -> list[Claim]:
+        """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction."""
         expires = now + lease_seconds
         params = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
         with self._lock:
@@ -243,13 +249,18 @@ class SQLiteStore:
             # of the claims at 1,000 hosts find nothing eligible, and then take no write lock.
             # If a host becomes eligible right after this read, the dispatcher's wake-up finds it.
             if self._db.execute(_ANY_ELIGIBLE, params).fetchone() is None:
-                return None
+                return []
+        claims: list[Claim] = []
         with self._write() as db:
-            row = db.execute(_CLAIM_HOST, params).fetchone()
-            if row is None:
-                return None
-            claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
-            return finish_claim(db, claim, _LEASE_URL, params, now, "?")
+            for _ in range(n):
+                row = db.execute(_CLAIM_HOST, params).fetchone()
+                if row is None:
+                    break
+                claim = finish_claim(db, claim_from_host_row(row, worker=worker, now=now, expires=expires),
+                                     _LEASE_URL, params, now, "?")
+                if claim is not None:
+                    claims.append(claim)
+        return claims
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
