@@ -2,6 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py            # 1M fps, 100k lookups
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --n 100000 --queries 10000
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --per-page --baseline 6e87f1f
 
 Reports, all from one run so the comparison is a ratio on the same machine:
 build time (``add`` one by one, and ``add_many``), memory (RSS delta and the
@@ -9,6 +10,14 @@ index's numpy bytes), ``find_near`` lookups/s (half planted near-duplicates at
 distance 1-3, half random), a brute-force numpy scan over the same
 fingerprints on a sample of the same queries (agreement checked), and
 simhash() throughput on ~20 KB texts (vs BLAKE2b per shingle, and vs pure Python).
+
+``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
+call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
+normalize(raw, base) + trap_reason() + host_key() on the links of those pages. Pages:
+the benchmark web's (politecrawl.sandbox.bench_hosts, ASCII) and, when installed,
+python3-doc HTML pages (/usr/share/doc/python3*/html), both through parse_html.
+``--baseline REV`` also times dedup.py and urls.py as of git revision REV on the same
+inputs and checks that every output (and every InvalidURL message) is identical.
 """
 
 from __future__ import annotations
@@ -222,6 +231,147 @@ def bench_simhash(ntexts: int, size: int, seed: int) -> None:
           f"  ({slow_elapsed / len(few) * 1e3:.2f} ms/text; same fingerprints)")
 
 
+# ---------------------------------------------------------------- per-page CPU (--per-page)
+
+
+def _baseline_modules(rev: str) -> dict[str, object]:
+    """dedup.py and urls.py as of git revision ``rev``, loaded as stand-alone modules."""
+    import subprocess
+    import types
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    modules = {}
+    for name in ("dedup", "urls"):
+        path = f"src/politecrawl/{name}.py"
+        source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout
+        module = types.ModuleType(f"baseline_{name}")
+        module.__file__ = f"{rev}:{path}"
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        modules[name] = module
+    return modules
+
+
+def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]]:
+    """[(label, [(text, [(href, base), ...]), ...])]: parsed pages of ~20 KB of text."""
+    import glob
+
+    from politecrawl.parse import parse_html
+    from politecrawl.sandbox import bench_hosts
+
+    hosts = bench_hosts(50, seed=seed)
+    bench = []
+    for k in range(npages):
+        host = hosts[k % len(hosts)]
+        url = f"http://{host.ip}:8080/p/{k}"
+        page = parse_html(host.handler(f"/p/{k}").body, url)
+        bench.append((page.text, [(link.href, page.base) for link in page.links]))
+    sets = [("bench_hosts pages", bench)]
+    docs = []
+    seen = set()
+    for path in sorted(glob.glob("/usr/share/doc/python3*/html/**/*.html", recursive=True)):
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        url = "https://docs.python.org/3/" + path.split("/html/", 1)[1]
+        with open(path, "rb") as f:
+            page = parse_html(f.read(), url)
+        if 15_000 <= len(page.text) <= 30_000:
+            docs.append((page.text, [(link.href, page.base) for link in page.links]))
+        if len(docs) >= npages:
+            break
+    if docs:
+        sets.append(("python3-doc pages", docs))
+    return sets
+
+
+def _best_us(run, items: list, repeat: int) -> float:
+    """Best-of-``repeat`` microseconds per item of ``run(items)``."""
+    run(items[: min(len(items), 20)])  # warm-up (and warm caches, as in a crawl)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run(items)
+        best = min(best, time.perf_counter() - t0)
+    return best / len(items) * 1e6
+
+
+def _link_outcomes(urls_module, links: list[tuple[str, str]]) -> list:
+    from politecrawl.errors import InvalidURL
+
+    out = []
+    for raw, base in links:
+        try:
+            u = urls_module.normalize(raw, base=base)
+        except InvalidURL as exc:
+            out.append(("InvalidURL", str(exc)))
+            continue
+        out.append((u, urls_module.trap_reason(u), urls_module.host_key(u)))
+    return out
+
+
+def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) -> None:
+    """us per call of simhash/text_fingerprint and per link of normalize+trap_reason+host_key."""
+    from politecrawl import dedup, urls
+    from politecrawl.errors import InvalidURL
+
+    versions = [("current", dedup, urls)]
+    if baseline:
+        old = _baseline_modules(baseline)
+        versions.insert(0, (f"baseline {baseline}", old["dedup"], old["urls"]))
+    for label, pages in _page_sets(npages, seed):
+        texts = [text for text, _ in pages]
+        links = [link for _, page_links in pages for link in page_links]
+        size = sum(len(t.encode()) for t in texts) / len(texts)
+        print(f"== {label}: {len(texts)} texts of ~{size / 1000:.1f} KB, {len(links):,} links"
+              f" ({sum(t.isascii() for t in texts)} ASCII-only texts)")
+        results = []
+        for name, dedup_module, urls_module in versions:
+            simhash_f, fingerprint_f = dedup_module.simhash, dedup_module.text_fingerprint
+            normalize, trap_reason, host_key = urls_module.normalize, urls_module.trap_reason, urls_module.host_key
+
+            def per_link(items, normalize=normalize, trap_reason=trap_reason, host_key=host_key):
+                for raw, base in items:
+                    try:
+                        u = normalize(raw, base=base)
+                    except InvalidURL:
+                        continue
+                    trap_reason(u, max_url_length=2000, max_query_params=5, max_repeated_segment=3)
+                    host_key(u)
+
+            normalized = []
+            for raw, base in links:
+                try:
+                    normalized.append(normalize(raw, base=base))
+                except InvalidURL:
+                    pass
+            row = {
+                "simhash": _best_us(lambda items, f=simhash_f: [f(t) for t in items], texts, repeat),
+                "text_fingerprint": _best_us(lambda items, f=fingerprint_f: [f(t) for t in items], texts, repeat),
+                "per link": _best_us(per_link, links, repeat),
+                "normalize": _best_us(lambda items: [_try(normalize, r, b) for r, b in items], links, repeat),
+                "trap_reason": _best_us(lambda items: [trap_reason(u) for u in items], normalized, repeat),
+                "host_key": _best_us(lambda items: [host_key(u) for u in items], normalized, repeat),
+            }
+            print(f"  {name:22s}" + "  ".join(f"{key} {value:7.1f} us" if key in ("simhash", "text_fingerprint")
+                                              else f"{key} {value:5.2f} us" for key, value in row.items()))
+            results.append(([simhash_f(t) for t in texts], [fingerprint_f(t) for t in texts],
+                            _link_outcomes(urls_module, links)))
+        if len(results) == 2:
+            assert results[0] == results[1], "baseline and current outputs differ"
+            print("  outputs identical (simhash, text_fingerprint, normalize/trap_reason/host_key incl. errors)")
+
+
+def _try(normalize, raw: str, base: str) -> str | None:
+    from politecrawl.errors import InvalidURL
+
+    try:
+        return normalize(raw, base=base)
+    except InvalidURL:
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="fingerprints in the index")
@@ -230,8 +380,16 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=200, help="texts for simhash throughput")
     parser.add_argument("--text-size", type=int, default=20_000, help="bytes per text")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--per-page", action="store_true",
+                        help="only the per-page CPU of dedup and urls (simhash, text_fingerprint, links)")
+    parser.add_argument("--pages", type=int, default=100, help="pages per set for --per-page")
+    parser.add_argument("--repeat", type=int, default=7, help="timing runs for --per-page (best is shown)")
+    parser.add_argument("--baseline", metavar="REV", help="with --per-page: also time (and compare) git revision REV")
     args = parser.parse_args()
     print(f"numpy {np.__version__}")
+    if args.per_page:
+        bench_per_page(args.pages, args.repeat, args.baseline, args.seed)
+        return
     bench_index(args.n, args.queries, args.brute_sample, args.seed)
     bench_simhash(args.texts, args.text_size, args.seed)
 

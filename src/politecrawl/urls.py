@@ -57,7 +57,11 @@ Parsing uses the standard library's ``urllib.parse.urlsplit`` rather than
 above is entirely ours and is not silently changed by a library upgrade
 (``yarl`` re-quotes and re-encodes hosts by its own rules). Resolution is done
 here on the split parts because ``urljoin`` re-splits ``;params`` off the
-last segment and does not tell an empty query from no query.
+last segment and does not tell an empty query from no query. The common
+shapes (``http(s)://`` or no scheme, plain ASCII netloc) are split by a few
+string operations that give exactly ``urlsplit``'s parts; everything else
+goes to ``urlsplit``. Hosts, bases and host keys recur from link to link and
+are memoized (bounded caches; errors are never cached).
 
 Errors: anything unusable raises :class:`politecrawl.errors.InvalidURL` with a
 one-line message; nothing else is ever raised by :func:`normalize`.
@@ -165,11 +169,19 @@ def normalize(
     crawled: unparsable, not http/https, no host, bad port, bad host, too long.
     Idempotent: ``normalize(normalize(u)) == normalize(u)``.
     """
-    strip = _compile_strip(strip_params if isinstance(strip_params, frozenset) else frozenset(strip_params))
+    if strip_params is DEFAULT_STRIP_PARAMS:
+        strip = _DEFAULT_STRIP
+    else:
+        strip = _compile_strip(strip_params if isinstance(strip_params, frozenset) else frozenset(strip_params))
     ref = _clean(url, "URL")
     parts = _split(ref)
     if base is not None:
-        parts = _resolve(parts, _split(_clean(base, "base URL")))
+        # The links of a page share its base: its parts are cached.
+        if type(base) is str and len(base) <= _CACHED_KEY_MAX:
+            base_parts = _base_parts(base)
+        else:
+            base_parts = _split(_clean(base, "base URL"))
+        parts = _resolve(parts, base_parts)
     scheme, netloc, path, query, has_authority = parts
 
     if not scheme:
@@ -203,13 +215,16 @@ def _clean(url: object, what: str) -> str:
         raise InvalidURL(f"{what} is not a string: {type(url).__name__}")
     if len(url) > MAX_URL_BYTES:
         raise InvalidURL(f"{what} longer than {MAX_URL_BYTES} bytes")
-    try:
-        size = len(url.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidURL(f"{what} is not valid Unicode") from None
-    if size > MAX_URL_BYTES:
-        raise InvalidURL(f"{what} longer than {MAX_URL_BYTES} bytes")
-    url = _TAB_NEWLINE_RE.sub("", url.strip(_WHATWG_STRIP))
+    if not url.isascii():  # ASCII: valid, and one byte per character
+        try:
+            size = len(url.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidURL(f"{what} is not valid Unicode") from None
+        if size > MAX_URL_BYTES:
+            raise InvalidURL(f"{what} longer than {MAX_URL_BYTES} bytes")
+    url = url.strip(_WHATWG_STRIP)
+    if "\t" in url or "\n" in url or "\r" in url:
+        url = _TAB_NEWLINE_RE.sub("", url)
     # WHATWG: in special schemes '\' is a path separator (before ? and #).
     if "\\" in url:
         cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
@@ -218,6 +233,9 @@ def _clean(url: object, what: str) -> str:
 
 
 def _split(url: str) -> _Parts:
+    parts = _split_simple(url)
+    if parts is not None:
+        return parts
     try:
         s: SplitResult = urlsplit(url)
     except ValueError as exc:  # bad IPv6 brackets, NFKC netloc tricks
@@ -228,6 +246,48 @@ def _split(url: str) -> _Parts:
     no_fragment = rest.split("#", 1)[0]
     query = s.query if "?" in no_fragment else None
     return s.scheme.lower(), s.netloc, s.path, query, rest.startswith("//")
+
+
+def _split_simple(url: str) -> _Parts | None:
+    """:func:`_split` without ``urlsplit`` for the common URLs, or None for the others.
+
+    Covered: no C0 control or space in front, no tab/CR/LF (both removed by
+    :func:`_clean`), and either a lower-case ``http://``/``https://`` prefix or no
+    scheme at all (no ``:``, or a first character that cannot start one), and an
+    ASCII netloc without brackets. For these, ``urlsplit`` only cuts at the first
+    ``/?#`` after ``//``, the first ``#`` and then the first ``?`` -- done here
+    without its per-call overhead (and checked against it in the tests).
+    """
+    if (url and url[0] <= " ") or "\t" in url or "\n" in url or "\r" in url:
+        return None  # urlsplit strips or removes these
+    if url.startswith("http://"):
+        scheme, rest = "http", url[5:]
+    elif url.startswith("https://"):
+        scheme, rest = "https", url[6:]
+    elif ":" in url and url[0].isascii() and url[0].isalpha():
+        return None  # maybe a scheme: urlsplit decides
+    else:
+        scheme, rest = "", url
+    if rest[:2] == "//":
+        end = len(rest)
+        for delimiter in "/?#":
+            found = rest.find(delimiter, 2)
+            if 0 <= found < end:
+                end = found
+        netloc = rest[2:end]
+        if "[" in netloc or "]" in netloc or not netloc.isascii():
+            return None  # urlsplit validates these
+        after = rest[end:]
+        has_authority = True
+    else:
+        netloc, after, has_authority = "", rest, False
+    path, has_query, query = after.partition("#")[0].partition("?")
+    return scheme, netloc, path, query if has_query else None, has_authority
+
+
+@functools.lru_cache(maxsize=256)
+def _base_parts(base: str) -> _Parts:
+    return _split(_clean(base, "base URL"))
 
 
 def _resolve(ref: _Parts, base: _Parts) -> _Parts:
@@ -249,8 +309,19 @@ def _resolve(ref: _Parts, base: _Parts) -> _Parts:
     return b_scheme, b_netloc, path, r_query, b_auth
 
 
+# Longest netloc, host-key prefix or base URL kept in a cache (a long userinfo would make
+# each entry large).
+_CACHED_KEY_MAX = 512
+
+
 def _normalize_authority(scheme: str, netloc: str) -> str:
     """``host[:port]`` normalized; userinfo dropped; raises InvalidURL."""
+    if len(netloc) <= _CACHED_KEY_MAX:
+        return _normalize_authority_cached(scheme, netloc)
+    return _normalize_authority_uncached(scheme, netloc)
+
+
+def _normalize_authority_uncached(scheme: str, netloc: str) -> str:
     hostport = netloc.rpartition("@")[2]
     if hostport.startswith("["):
         close = hostport.find("]")
@@ -272,6 +343,11 @@ def _normalize_authority(scheme: str, netloc: str) -> str:
         if number != _DEFAULT_PORTS[scheme]:
             return f"{host}:{number}"
     return host
+
+
+# The same few hosts recur on every page (host names, IDNA, IP addresses are checked each time
+# otherwise). Errors are not cached: they are raised anew, with the same message.
+_normalize_authority_cached = functools.lru_cache(maxsize=4096)(_normalize_authority_uncached)
 
 
 def _normalize_host(host: str) -> str:
@@ -359,7 +435,7 @@ def _strip_path_params(path: str, strip: _Strip) -> str:
 
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 §5.2.4 for an absolute (or empty) path."""
-    if "." not in path:
+    if "/." not in path and not path.startswith("."):  # no "." or ".." segment
         return path
     segments = path.split("/")
     last = len(segments) - 1
@@ -402,6 +478,9 @@ def _compile_strip(params: frozenset[str]) -> _Strip:
     return names, prefixes
 
 
+_DEFAULT_STRIP = _compile_strip(DEFAULT_STRIP_PARAMS)
+
+
 def _is_stripped(key: str, strip: _Strip) -> bool:
     names, prefixes = strip
     key = key.lower()
@@ -426,12 +505,35 @@ def host_key(url: str) -> str:
     Only the scheme and authority are normalized, so this is cheap and agrees
     with :func:`normalize` for any input. Raises :class:`InvalidURL`.
     """
+    # Fast path: the key of an ASCII ``http(s)://netloc`` + ``/``, ``?``, ``#`` or nothing is
+    # that of its ``http(s)://netloc`` prefix (the clean-up and split only touch what follows),
+    # and the same few prefixes recur: cached. The URLs normalize returns all qualify.
+    if type(url) is str and url.isascii() and len(url) <= MAX_URL_BYTES:
+        match = _HOST_PREFIX_RE.match(url)
+        if match is not None:
+            end = match.end()
+            if (end == len(url) or url[end] in "/?#") and end <= _CACHED_KEY_MAX:
+                try:
+                    return _prefix_host_key(match.group())
+                except InvalidURL:
+                    pass  # raised below, with the message for the whole URL
+    return _host_key(url)
+
+
+# ``http(s)://`` and a netloc without C0 controls, space, backslash or delimiters.
+_HOST_PREFIX_RE = re.compile(r"https?://[^/?#\\\x00-\x20]*")
+
+
+def _host_key(url: str) -> str:
     scheme, netloc, _, _, has_authority = _split(_clean(url, "URL"))
     if scheme not in _DEFAULT_PORTS:
         raise InvalidURL(f"scheme not http/https: {_short(scheme)}")
     if not has_authority:
         raise InvalidURL(f"no host in URL: {_short(url)}")
     return f"{scheme}://{_normalize_authority(scheme, netloc)}"
+
+
+_prefix_host_key = functools.lru_cache(maxsize=4096)(_host_key)
 
 
 def robots_url(url: str) -> str:
@@ -514,17 +616,28 @@ def trap_reason(
         raise InvalidURL(f"URL is not a string: {type(url).__name__}")
     if len(url) > max_url_length:
         return "url-too-long"
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise InvalidURL(f"unparsable URL: {_short(url)} ({exc})") from None
-    params = [p for p in parts.query.split("&") if p]
+    simple = _split_simple(url)
+    if simple is not None:
+        path, query = simple[2], simple[3] or ""
+    else:
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:
+            raise InvalidURL(f"unparsable URL: {_short(url)} ({exc})") from None
+        path, query = parts.path, parts.query
+    params = [p for p in query.split("&") if p] if query else []
     if len(params) > max_query_params:
         return "too-many-query-params"
-    counts = Counter(s for s in parts.path.split("/") if s)
-    if counts and max(counts.values()) >= max_repeated_segment:
-        return "repeated-path-segment"
-    if _SESSION_PATH_RE.search(parts.path):
+    segments = [s for s in path.split("/") if s]
+    # The most frequent segment occurs at most len(segments) times, and once when all differ.
+    if segments and len(segments) >= max_repeated_segment:
+        if len(set(segments)) == len(segments):
+            most = 1
+        else:
+            most = max(Counter(segments).values())
+        if most >= max_repeated_segment:
+            return "repeated-path-segment"
+    if ("=" in path or "(" in path) and _SESSION_PATH_RE.search(path):  # every match has one
         return "session-id"
     if any(p.partition("=")[0].lower() in _SESSION_QUERY_KEYS for p in params):
         return "session-id"

@@ -164,6 +164,122 @@ def test_simhash_word_order_matters_within_a_shingle():
     assert simhash("alpha beta gamma") != simhash("gamma beta alpha")
 
 
+# Values computed by the implementation before the speed-ups of word-digest caching, per-word
+# case folding, SWAR bit counting and bytes-level whitespace squeezing: stored fingerprints
+# must not change.
+_PINNED = [
+    ("", 0x0, 0x0, "cae66941d9efbd404e4d88758ea67670"),
+    ("alpha", 0x74C3ADD3DC9727C1, 0x74C3ADD3DC9727C1, "b52f7e54cd313e691148cc2c80345831"),
+    (
+        "The quick brown fox, jumps over the lazy dog!",
+        0x567123AAC5D1C064,
+        0x5C9F7A0376A53392,
+        "1c9104f3dbf6d54ef83b068630538f5d",
+    ),
+    (
+        "Straße STRASSE straße — “quoted” ﬁne Ｗｉｄｅ café cafe\u0301 İstanbul ΣΊΣΥΦΟΣ",
+        0x849527FE7BB18759,
+        0x9E20481412D55E1A,
+        "165f0c27a6188b6ef975ab5e22d5bf25",
+    ),
+    (
+        "tab\tnew\nline\x1cgroup\x85next\u2028para\u2029end\u3000ideo\xa0nbsp \ud800 lone",
+        0xC8AD651D10203F51,
+        0xA0DE0F8E212CBD3A,
+        "d64b7797893b90a65c02b8c65a679280",
+    ),
+    (_article(42, 2000), 0x30A401CEB037C5E4, 0xFD6BBE4FCB88E496, "020a639b34899a4049260d6bf8b94337"),
+]
+
+
+@pytest.mark.parametrize(("text", "sh1", "sh3", "key"), _PINNED)
+def test_pinned_values(text, sh1, sh3, key):
+    assert simhash(text, shingle=1) == sh1
+    assert simhash(text) == sh3
+    assert text_fingerprint(text) == key
+
+
+def _reference_fingerprint(text: str) -> str:
+    """The documented definition of text_fingerprint, with str operations only."""
+    import hashlib
+    import unicodedata
+
+    canonical = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+_SEPARATORS = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u1680", "\u2003",
+     "\u2028", "\u2029", "\u202f", "\u3000", ",", "!", "..."]
+)
+_WORDISH = st.one_of(
+    st.text(max_size=6),
+    st.sampled_from(["Straße", "ẞ", "İ", "ﬁ", "Ｗ", "K", "ΣΣ", "ς", "é", "e\u0301", "\ud800", "ǅ", "ŉ", "😀"]),
+)
+_TEXTS = st.one_of(
+    st.text(),
+    st.lists(st.tuples(_WORDISH, _SEPARATORS)).map(lambda parts: "".join(a + b for a, b in parts)),
+)
+
+
+@settings(max_examples=300)
+@given(_TEXTS, st.integers(1, 4))
+def test_property_matches_scalar_references(text, shingle):
+    assert simhash(text, shingle=shingle) == _reference_simhash(text, shingle)
+    assert text_fingerprint(text) == _reference_fingerprint(text)
+
+
+@pytest.mark.parametrize("words", [1, 2, 3, 254, 255, 256, 257, 509, 510, 511, 512])
+def test_simhash_bit_counting_at_block_boundaries(words):
+    # The bit columns are counted 255 shingles at a time: sizes around multiples of 255.
+    text = _article(words, words)
+    assert simhash(text) == _reference_simhash(text)
+    same = " ".join(["same"] * words)  # every shingle identical: each count is 0 or all
+    assert simhash(same) == _reference_simhash(same)
+
+
+def test_simhash_same_with_cold_warm_and_evicting_word_cache(monkeypatch):
+    from politecrawl import dedup
+
+    texts = [_article(seed, 500) + " Größe ΣΊΣΥΦΟΣ ﬁne" for seed in range(5)]
+    expected = [_reference_simhash(t) for t in texts]
+    dedup._WORD_DIGESTS.clear()
+    assert [simhash(t) for t in texts] == expected  # cold
+    assert [simhash(t) for t in texts] == expected  # warm
+    dedup._WORD_DIGESTS.clear()
+    monkeypatch.setattr(dedup, "_WORD_CACHE_SIZE", 50)
+    assert [simhash(t) for t in texts] == expected  # emptied while in use
+    assert 0 < len(dedup._WORD_DIGESTS) <= 50
+    assert [simhash(t) for t in texts] == expected
+
+
+def test_unicode_facts_behind_the_fast_paths():
+    """What simhash and text_fingerprint rely on to fold and split bytes, not str."""
+    import string
+    import sys
+    import unicodedata
+
+    from politecrawl import dedup
+
+    separators = set(string.punctuation) | set(" \t\n\r\x0b\x0c")
+    for cp in range(sys.maxunicode + 1):
+        char = chr(cp)
+        folded = char.casefold()
+        if cp < 0x80:  # ASCII: case folding is lower-casing
+            assert folded == char.lower()
+            continue
+        assert folded  # never empty
+        # Folding a non-ASCII character never yields a word separator or whitespace, and
+        # whitespace folds to itself: folding word by word is folding the whole text.
+        assert not any(c in separators or c.isspace() for c in folded) or folded == char, hex(cp)
+        if char.isspace() and char not in dedup._NFKC_WIDE_SPACES:
+            # ... and this whitespace cannot occur in NFKC text: it decomposes (compatibility
+            # mapping, or a canonical singleton, never recomposed).
+            decomposition = unicodedata.decomposition(char)
+            assert decomposition.startswith("<") or len(decomposition.split()) == 1, hex(cp)
+            assert unicodedata.normalize("NFKC", char) != char
+
+
 # --------------------------------------------------------------------------
 # hamming, signed 64-bit helpers
 # --------------------------------------------------------------------------

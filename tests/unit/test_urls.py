@@ -540,3 +540,158 @@ def test_trap_reason_limits_are_parameters():
 def test_trap_reason_unparsable():
     with pytest.raises(InvalidURL):
         trap_reason("http://[::1/")
+
+
+# --------------------------------------------------------------------------
+# fast paths: the same results as the general code
+# --------------------------------------------------------------------------
+
+
+def _split_reference(url: str):
+    """What urls._split computes with urlsplit (the general path)."""
+    from urllib.parse import urlsplit
+
+    s = urlsplit(url)
+    rest = url[len(s.scheme) + 1 :] if s.scheme else url
+    query = s.query if "?" in rest.split("#", 1)[0] else None
+    return s.scheme.lower(), s.netloc, s.path, query, rest.startswith("//")
+
+
+def _outcome(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except InvalidURL as exc:
+        return ("InvalidURL", str(exc))
+
+
+_ANY_URL = st.one_of(
+    urlish(),
+    st.text(max_size=60),
+    st.text(max_size=40).map(lambda t: "http://" + t),
+    st.text(max_size=40).map(lambda t: "https://example.com" + t),
+)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(_ANY_URL)
+def test_property_simple_split_agrees_with_urlsplit(url):
+    from politecrawl import urls
+
+    simple = urls._split_simple(url)
+    if simple is not None:
+        assert simple == _split_reference(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["", "/a?b#c", "a/b", "?q", "#f", "//h/p", "http://h", "https://h:1/p?q#f", "http://h?q", "http://h#f",
+     "/wiki/Special:Search", "../x:y", "http://a@b:1/", "http://h/p?#", "http://h/p#?q"],
+)
+def test_simple_split_table(url):
+    from politecrawl import urls
+
+    assert urls._split_simple(url) == _split_reference(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["HTTP://h/", "mailto:x", "x:y", " http://h/", "http://h/\t", "http://[::1]/", "http://bü.de/"]
+)
+def test_simple_split_leaves_the_rest_to_urlsplit(url):
+    from politecrawl import urls
+
+    assert urls._split_simple(url) is None
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(_ANY_URL)
+def test_property_host_key_fast_path_agrees(url):
+    from politecrawl import urls
+
+    assert _outcome(host_key, url) == _outcome(urls._host_key, url)
+    try:
+        once = normalize(url)
+    except InvalidURL:
+        return
+    assert host_key(once) == urls._host_key(once)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://", "http://a:0/x", "http://[::1/x", "http://a b/", "http://a.com /x", "https://a..b/", "http://1.2.3/"],
+)
+def test_host_key_errors_name_the_whole_url(url):
+    from politecrawl import urls
+
+    first = _outcome(host_key, url)
+    assert first == _outcome(host_key, url) == _outcome(urls._host_key, url)  # errors are not cached
+    assert first[0] == "InvalidURL"
+
+
+def _trap_reference(url, max_url_length=2000, max_query_params=5, max_repeated_segment=3):
+    """trap_reason with urlsplit and a Counter (the general code)."""
+    from collections import Counter
+    from urllib.parse import urlsplit
+
+    from politecrawl import urls
+
+    if len(url) > max_url_length:
+        return "url-too-long"
+    parts = urlsplit(url)
+    params = [p for p in parts.query.split("&") if p]
+    if len(params) > max_query_params:
+        return "too-many-query-params"
+    counts = Counter(s for s in parts.path.split("/") if s)
+    if counts and max(counts.values()) >= max_repeated_segment:
+        return "repeated-path-segment"
+    if urls._SESSION_PATH_RE.search(parts.path):
+        return "session-id"
+    if any(p.partition("=")[0].lower() in urls._SESSION_QUERY_KEYS for p in params):
+        return "session-id"
+    return None
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(_ANY_URL, st.integers(-1, 5), st.integers(0, 6))
+def test_property_trap_reason_agrees_with_reference(url, repeated, params):
+    try:
+        expected = _trap_reference(url, max_query_params=params, max_repeated_segment=repeated)
+    except ValueError:
+        with pytest.raises(InvalidURL):
+            trap_reason(url, max_query_params=params, max_repeated_segment=repeated)
+        return
+    assert trap_reason(url, max_query_params=params, max_repeated_segment=repeated) == expected
+    for once in {_outcome(normalize, url), _outcome(normalize, url, "http://example.com/a/b")}:
+        if isinstance(once, str):
+            assert trap_reason(once, max_repeated_segment=repeated) == _trap_reference(
+                once, max_repeated_segment=repeated
+            )
+
+
+def test_cached_base_and_authority_keep_errors_and_results():
+    # Bases and authorities are cached; errors are raised anew each time.
+    for _ in range(2):
+        with pytest.raises(InvalidURL, match="scheme not http/https: 'mailto'"):
+            normalize("x", base="mailto:x")
+        with pytest.raises(InvalidURL, match="base URL is not a string"):
+            normalize("x", base=b"http://a/")  # type: ignore[arg-type]
+        with pytest.raises(InvalidURL, match="invalid IPv4"):
+            normalize("http://127.1/")
+
+    class Sub(str):
+        pass
+
+    assert normalize("b", base=Sub("http://A.com/x/")) == "http://a.com/x/b"
+    assert normalize("/p", base="http://127.0.0.1:80/q") == "http://127.0.0.1/p"
+
+
+@pytest.mark.parametrize("size", [100, 511, 512, 513, 4000])
+def test_long_netlocs_and_bases_skip_the_caches_with_the_same_results(size):
+    from politecrawl import urls
+
+    url = "http://" + "u" * size + "@Example.com:80/x"
+    assert normalize(url) == "http://example.com/x"
+    assert host_key(url) == urls._host_key(url) == "http://example.com"
+    base = "http://example.com/" + "b" * size + "/c"
+    assert normalize("d", base) == "http://example.com/" + "b" * size + "/d"
+    with pytest.raises(InvalidURL):
+        normalize("http://" + "a" * size + ".com/")  # label over 63 characters
