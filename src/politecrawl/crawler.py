@@ -731,25 +731,30 @@ class StopSignal:
         return {"_r": self._r, "_w": None, "_sent": False}
 
 
-def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, idle_poll: float | None = None) -> None:
+def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, idle_poll: float | None = None,
+                    deadline: float | None = None) -> None:
     """Entry point of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll))
+        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline))
     except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
         print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
         sys.exit(3)
 
 
-async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None) -> None:
+async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None,
+                        deadline: float | None = None) -> None:
     store = open_store(settings.db)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_reader(stop_event.fileno(), stop.set)
+    if deadline is not None:
+        # --max-time: each worker stops on time by itself, even while the parent is busy indexing.
+        loop.call_later(max(0.0, deadline - time.time()), stop.set)
     try:
         async with Fetcher(
             clock=lambda: time.time() + store.clock_offset,
@@ -774,7 +779,8 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
     counter = counter if counter is not None else ctx.Value("q", 0)
     scope_args = (scope.mode, scope.seeds, scope.max_depth)
     procs = [
-        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll), daemon=False,
+        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll, deadline),
+                    daemon=False,
                     name=f"politecrawl-worker-{i}")
         for i in range(settings.workers)
     ]
