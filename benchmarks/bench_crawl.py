@@ -157,6 +157,9 @@ process = CrawlerProcess(settings={
 })
 process.crawl(Bench)
 process.start()
+# VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over fork and exec from the parent.
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]
+print(json.dumps({"maxrss_kb": int(hwm[0].split()[1]) if hwm else None}))
 '''
 
 
@@ -182,7 +185,12 @@ def run_scrapy(args, tmp: Path) -> dict | None:
         print(proc.stderr[-2000:], file=sys.stderr)
     # Scrapy ran as a child: RUSAGE_CHILDREN now includes it (and the earlier politecrawl run's children,
     # so take the difference the caller measured before).
-    return {"records": records, "t0": t0, "t1": t1, "usage": usage}
+    # Its own peak RSS: RUSAGE_CHILDREN's maxrss is the largest of all children so far (politecrawl's too).
+    rss_kb = None
+    for line in proc.stdout.splitlines():
+        if line.startswith('{"maxrss_kb"'):
+            rss_kb = json.loads(line)["maxrss_kb"]
+    return {"records": records, "t0": t0, "t1": t1, "usage": usage, "rss_kb": rss_kb}
 
 
 def main() -> None:
@@ -208,7 +216,8 @@ def main() -> None:
             if res is not None:
                 u = res["usage"]
                 cpu = u.ru_utime + u.ru_stime - before.ru_utime - before.ru_stime
-                rows.append(analyse(res["records"], args, res["t0"], res["t1"], "scrapy", cpu, u.ru_maxrss / 1024))
+                rows.append(analyse(res["records"], args, res["t0"], res["t1"], "scrapy", cpu,
+                                    (res["rss_kb"] or 0) / 1024))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     keys = list(rows[0])
