@@ -110,27 +110,34 @@ def plan_merges(
     return groups
 
 
-_URL_TABLES: dict[tuple[str, int, int], dict[str, int]] = {}
+_FILE_MEMO: dict[tuple[str, str, int, int], object] = {}
+
+
+def _memo_by_file(path: Path, load):
+    """``load(path)``, memoized by the file's identity (inode and mtime: segments are immutable,
+    and a rebuilt index that reuses a segment name holds a different file)."""
+    st = path.stat()
+    key = (load.__name__, str(path), st.st_ino, st.st_mtime_ns)
+    value = _FILE_MEMO.get(key)
+    if value is None:
+        if len(_FILE_MEMO) > 2048:
+            _FILE_MEMO.clear()
+        value = _FILE_MEMO[key] = load(path)
+    return value
+
+
+def _read_url_table(docs: Path) -> dict[str, int]:
+    urls = json.loads(docs.read_bytes().decode("utf-8", "surrogatepass"))["urls"]
+    return {u: i for i, u in enumerate(urls)}
 
 
 def _url_table(seg_dir: Path) -> dict[str, int]:
     """url -> doc id of one segment, read from its docs.json only.
 
     A commit must find the old versions of replaced urls; loading whole segments
-    (term dictionaries) for that made every commit cost O(index). Segments are
-    immutable, so the table is memoized, keyed by the file's identity (inode and
-    mtime: a rebuilt index that reuses a segment name is a different file).
+    (term dictionaries) for that made every commit cost O(index).
     """
-    docs = seg_dir / "docs.json"
-    st = docs.stat()
-    key = (str(docs), st.st_ino, st.st_mtime_ns)
-    table = _URL_TABLES.get(key)
-    if table is None:
-        if len(_URL_TABLES) > 1024:
-            _URL_TABLES.clear()
-        urls = json.loads(docs.read_bytes().decode("utf-8", "surrogatepass"))["urls"]
-        table = _URL_TABLES[key] = {u: i for i, u in enumerate(urls)}
-    return table
+    return _memo_by_file(seg_dir / "docs.json", _read_url_table)
 
 
 #: Text (characters of title, body and anchor) per newly written segment: writing one takes
@@ -159,24 +166,17 @@ def _chunks(items, max_chars: int):
         yield run
 
 
-_TOKEN_COUNTS: dict[tuple[str, int, int], int] = {}
+def _read_token_count(header_file: Path) -> int:
+    header = json.loads(header_file.read_text("utf-8"))
+    return sum(int(v) for v in header["field_lengths"].values())
 
 
 def _token_count(seg_dir: Path) -> int:
-    """Tokens in a segment (all fields), from its header only; memoized like ``_url_table``."""
-    header_file = seg_dir / "header.json"
+    """Tokens in a segment (all fields), from its header only (memoized)."""
     try:
-        st = header_file.stat()
-        key = (str(header_file), st.st_ino, st.st_mtime_ns)
-        n = _TOKEN_COUNTS.get(key)
-        if n is None:
-            if len(_TOKEN_COUNTS) > 4096:
-                _TOKEN_COUNTS.clear()
-            header = json.loads(header_file.read_text("utf-8"))
-            n = _TOKEN_COUNTS[key] = sum(int(v) for v in header["field_lengths"].values())
+        return _memo_by_file(seg_dir / "header.json", _read_token_count)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SearchIndexError(f"unreadable segment header in {seg_dir}: {exc}") from exc
-    return n
 
 
 def _write_atomic(path: Path, data: str) -> None:
