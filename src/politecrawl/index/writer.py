@@ -141,13 +141,15 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
 
 
 #: Text (characters of title, body and anchor) per newly written segment: writing one takes
-#: ~65 bytes of memory per token, ~6 characters of text each. Measured on 20 KB benchmark pages
-#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit): 243 MB peak RSS at this size,
-#: 516 MB when a commit of 8 M tokens went into one segment.
-WRITE_CHUNK_CHARS = 16_000_000
-#: No merge produces a segment of more tokens than this (see ``plan_merges``). Same pages: peak
-#: RSS stays at 446 MB from 10,000 to 40,000 documents; uncapped, the tenth commit's merge
-#: (24,000 documents, 80 M tokens) took 2.5 GB, and the next tier's would take ten times that.
+#: ~65 bytes of memory per token, ~6 characters of text each. Fewer, larger segments answer
+#: faster (python3-doc x8 in one commit: 6 segments at 16 M characters, top-10 p50 0.42 ms;
+#: 3 at 32 M, 0.29 ms; 1 segment, 0.19 ms). Peak RSS indexing 20 KB benchmark pages
+#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit, 30,000 pages): 372-393 MB at
+#: 32 M; a commit of 8 M tokens written as one segment took 516 MB.
+WRITE_CHUNK_CHARS = 32_000_000
+#: No merge produces a segment of more tokens than this (see ``plan_merges``). Same pages with
+#: 16 M-character writes: peak RSS stays at 446 MB from 10,000 to 40,000 pages; uncapped, the
+#: tenth commit's merge (24,000 pages, 80 M tokens) took 2.5 GB, the next tier's ten times that.
 MAX_SEGMENT_TOKENS = 8_000_000
 
 
