@@ -194,6 +194,7 @@ class Politecrawl:
         with IndexWriter(self.path) as w:
             for url, title, body in docs:
                 w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
+            w.compact()  # as 'politecrawl index' and the end of a crawl do
         self.searcher = Searcher(self.path, scoring=self.scoring)
         self.searcher.top_k_pruning = self.maxscore
         return self.path

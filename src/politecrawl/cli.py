@@ -384,7 +384,8 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
                 time.sleep(every)
             except KeyboardInterrupt:
                 break
-            n = update_index(store, index_dir)
+            # No compaction while following: it would rewrite the newest segments every few seconds.
+            n = update_index(store, index_dir, compact=False)
             if n:
                 click.echo(f"{time.strftime('%H:%M:%S')} indexed: {n} changed pages")
     finally:

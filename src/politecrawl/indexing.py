@@ -53,11 +53,13 @@ def indexable(page: dict) -> bool:
     )
 
 
-def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int:
+def update_index(store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
 
     Then re-index the pages whose anchor text grew since the last update (links found on
-    pages crawled after them); ``max_pages`` bounds the first part only.
+    pages crawled after them); ``max_pages`` bounds the first part only. ``compact`` (by
+    default: when ``max_pages`` is None, a complete update) then merges the segments
+    that are not full into as few as the size cap allows.
     """
     seen = 0
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
@@ -94,6 +96,14 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None) -> int
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if fresh:
         store.set_meta("indexed_anchor_id", str(anchors_done))
+    if (max_pages is None if compact is None else compact) and read_current_pointer(index_dir) is not None:
+        # A complete update (the end of a crawl, 'politecrawl index'): merge the segments the
+        # crawl's periodic updates wrote into as few as the size cap allows.
+        try:
+            with IndexWriter(index_dir) as writer:
+                writer.compact()
+        except OSError as exc:
+            raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
     return seen
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.index.reader import IndexReader
-from politecrawl.index.writer import plan_merges
+from politecrawl.index.writer import plan_compaction, plan_merges
 
 DOCS = [
     (f"http://h{i % 3}.example/p{i}", f"title {i} {'odd' if i % 2 else 'even'}", f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""))
@@ -262,6 +262,40 @@ def test_plan_merges_table(sizes, deleted, factor, expected):
 )
 def test_plan_merges_never_exceeds_max_tokens(sizes, tokens, max_tokens, expected):
     assert plan_merges(sizes, factor=3, tokens=tokens, max_tokens=max_tokens) == expected
+
+
+@pytest.mark.parametrize(
+    "tokens, max_tokens, expected",
+    [
+        ([], 100, []),
+        ([10], 100, []),
+        ([10, 20, 30], 100, [[0, 1, 2]]),
+        ([30, 30, 30, 30], 100, [[0, 1, 2]]),  # the fourth would not fit; alone, it stays
+        ([30, 30, 30, 30, 30], 100, [[0, 1, 2], [3, 4]]),
+        ([10, 60, 10], 100, [[0, 2]]),  # 60 >= 100 / 2: full, skipped
+    ],
+)
+def test_plan_compaction_table(tokens, max_tokens, expected):
+    assert plan_compaction(tokens, max_tokens) == expected
+
+
+def test_compact_merges_small_segments_and_search_is_unchanged(tmp_path):
+    compacted, single = tmp_path / "compacted", tmp_path / "single"
+    build(single, [DOCS])
+    build(compacted, [DOCS[:10], DOCS[10:20], DOCS[20:30], DOCS[30:]], merge_factor=100)
+    assert Searcher(compacted).stats()["segments"] == 4
+    generation = Searcher(compacted).stats()["generation"]
+    with IndexWriter(compacted) as w:
+        w.compact()
+    assert Searcher(compacted).stats()["segments"] == 1
+    for q in ("zeta", "odd lorem", '"body words"'):
+        a = [(h.url, h.score) for h in Searcher(single).search(q, limit=50)]
+        b = [(h.url, h.score) for h in Searcher(compacted).search(q, limit=50)]
+        assert [x[0] for x in a] == [x[0] for x in b]
+        assert [x[1] for x in a] == pytest.approx([x[1] for x in b], rel=1e-12)
+    with IndexWriter(compacted) as w:  # nothing left to compact: no new generation
+        w.compact()
+    assert Searcher(compacted).stats()["generation"] == generation + 1
 
 
 def test_segments_stay_under_the_size_caps_and_search_is_unchanged(tmp_path, monkeypatch):

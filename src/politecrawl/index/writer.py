@@ -48,7 +48,7 @@ from .analysis import Analyzer
 from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, read_current_pointer
 from .segment import Segment, _fsync_dir, merge_segments, write_segment
 
-__all__ = ["IndexWriter", "plan_merges"]
+__all__ = ["IndexWriter", "plan_compaction", "plan_merges"]
 
 _GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
@@ -110,6 +110,27 @@ def plan_merges(
     return groups
 
 
+def plan_compaction(tokens: list[int], max_tokens: int) -> list[list[int]]:
+    """Runs of segments (by index) to merge so that few remain: the segments that are not full
+    (``< max_tokens / 2``, as in ``plan_merges``), in order, packed greedily into runs whose
+    total fits ``max_tokens``; runs of one are left alone. Pure, tested by tables."""
+    groups: list[list[int]] = []
+    run: list[int] = []
+    total = 0
+    for i, t in enumerate(tokens):
+        if t >= max_tokens / 2:
+            continue
+        if run and total + t > max_tokens:
+            if len(run) > 1:
+                groups.append(run)
+            run, total = [], 0
+        run.append(i)
+        total += t
+    if len(run) > 1:
+        groups.append(run)
+    return groups
+
+
 _FILE_MEMO: dict[tuple[str, str, int, int], object] = {}
 
 
@@ -141,12 +162,14 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
 
 
 #: Text (characters of title, body and anchor) per newly written segment: writing one takes
-#: ~65 bytes of memory per token, ~6 characters of text each. Fewer, larger segments answer
-#: faster (python3-doc x8 in one commit: 6 segments at 16 M characters, top-10 p50 0.42 ms;
-#: 3 at 32 M, 0.29 ms; 1 segment, 0.19 ms). Peak RSS indexing 20 KB benchmark pages
-#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit, 30,000 pages): 372-393 MB at
-#: 32 M; a commit of 8 M tokens written as one segment took 516 MB.
-WRITE_CHUNK_CHARS = 32_000_000
+#: ~65 bytes of memory per token, ~6 characters of text each. Measured on 20 KB benchmark pages
+#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit): 243 MB peak RSS at this size,
+#: 372-393 MB at 32 M characters, 516 MB when a commit of 8 M tokens went into one segment; and
+#: crawling 1,000 hosts, 0.963 of the politeness bound at 16 M, 0.935-0.948 at 32 M (larger
+#: bursts of indexing CPU in the parent). Fewer segments answer faster, so a complete update
+#: ends with ``compact()``: python3-doc x8 in one commit, top-10 p50 0.42 ms at 6 segments,
+#: 0.29 ms at 3, 0.19 ms at 1.
+WRITE_CHUNK_CHARS = 16_000_000
 #: No merge produces a segment of more tokens than this (see ``plan_merges``). Same pages with
 #: 16 M-character writes: peak RSS stays at 446 MB from 10,000 to 40,000 pages; uncapped, the
 #: tenth commit's merge (24,000 pages, 80 M tokens) took 2.5 GB, the next tier's ten times that.
@@ -218,6 +241,7 @@ class IndexWriter:
             raise
         self._pending: dict[str, tuple[str, str, str]] = {}
         self._tombstone_urls: set[str] = set()
+        self._compact = False
 
     # -- lock -------------------------------------------------------------
 
@@ -289,6 +313,13 @@ class IndexWriter:
         self._pending[url] = (title or "", body or "", anchor or "")
         self._tombstone_urls.add(url)
 
+    def compact(self) -> None:
+        """At commit, also merge the segments that are not full into as few as fit under
+        ``max_segment_tokens`` (fewer segments answer faster). For the end of a crawl or of
+        ``politecrawl index``: during a crawl the tiered policy alone keeps rewriting low."""
+        self._check_open()
+        self._compact = True
+
     def delete_document(self, url: str) -> None:
         """Delete the document with this url (no-op if there is none)."""
         self._check_open()
@@ -329,7 +360,7 @@ class IndexWriter:
         return name
 
     def _commit(self) -> None:
-        changed = bool(self._pending or self._tombstone_urls)
+        changed = bool(self._pending or self._tombstone_urls or self._compact)
         if not changed and self._generation:
             return
         segments: dict[str, Segment] = {}
@@ -360,21 +391,19 @@ class IndexWriter:
             entries.append({"name": name, "doc_count": n, "deleted": []})
 
         # 3. merges, none larger than MAX_SEGMENT_TOKENS
+        def live_tokens() -> list[int]:
+            return [_token_count(self.index_dir / e["name"]) * (e["doc_count"] - len(e["deleted"]))
+                    // max(1, e["doc_count"]) for e in entries]
+
         sizes = [e["doc_count"] - len(e["deleted"]) for e in entries]
-        live_tokens = [_token_count(self.index_dir / e["name"]) * (e["doc_count"] - len(e["deleted"]))
-                       // max(1, e["doc_count"]) for e in entries]
         groups = plan_merges(sizes, [len(e["deleted"]) for e in entries], factor=self.merge_factor,
-                             tokens=live_tokens, max_tokens=self.max_segment_tokens)
-        if groups:
-            merged_away: set[int] = set()
-            new_entries = []
-            for group in groups:
-                name = self._seg_name()
-                sources = [(seg(entries[i]), entries[i]["deleted"]) for i in group]
-                n = merge_segments(self.index_dir / name, sources, self._analyzer)
-                new_entries.append({"name": name, "doc_count": n, "deleted": []})
-                merged_away.update(group)
-            entries = [e for i, e in enumerate(entries) if i not in merged_away] + new_entries
+                             tokens=live_tokens(), max_tokens=self.max_segment_tokens)
+        entries = self._merge(entries, groups, seg)
+        if self._compact:
+            compaction = plan_compaction(live_tokens(), self.max_segment_tokens)
+            if not (compaction or groups or self._pending or self._tombstone_urls) and self._generation:
+                return  # nothing to compact and nothing else changed: no new generation
+            entries = self._merge(entries, compaction, seg)
 
         # 4. the generation file, then CURRENT
         gen = self._generation + 1
@@ -396,6 +425,20 @@ class IndexWriter:
 
         # 5. clean up what neither this nor the previous generation uses
         self._cleanup(keep_gens={gen_name, previous} - {None}, keep_segs={e["name"] for e in entries})
+
+    def _merge(self, entries: list[dict], groups: list[list[int]], seg) -> list[dict]:
+        """``entries`` with each group of them replaced by one merged segment (at the end)."""
+        if not groups:
+            return entries
+        merged_away: set[int] = set()
+        new_entries = []
+        for group in groups:
+            name = self._seg_name()
+            sources = [(seg(entries[i]), entries[i]["deleted"]) for i in group]
+            n = merge_segments(self.index_dir / name, sources, self._analyzer)
+            new_entries.append({"name": name, "doc_count": n, "deleted": []})
+            merged_away.update(group)
+        return [e for i, e in enumerate(entries) if i not in merged_away] + new_entries
 
     def _cleanup(self, keep_gens: set[str], keep_segs: set[str]) -> None:
         for g in keep_gens:
