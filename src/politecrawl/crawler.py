@@ -17,9 +17,10 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Sequence
@@ -63,6 +64,8 @@ IP_TTL = 3_600.0
 ANCHORS_REMEMBERED = 200_000
 #: Seconds a finished claim waits for others to share its release transaction (SQLite).
 RELEASE_WINDOW = 0.01
+#: How much lower the periodic indexer's CPU priority is than the crawl's (a nice increment).
+INDEXER_NICENESS = 10
 #: Hosts claimed at most in one store call: when many hosts come due together, one transaction
 #: claims several (each is still its own lease; politeness is per host).
 CLAIM_BATCH = 8
@@ -704,6 +707,16 @@ class Worker:
 
 
 # --------------------------------------------------------------------------- processes
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux: the nice value is per thread; the threads
+    it starts inherit it). Where that is not possible, run as is."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + INDEXER_NICENESS))
+    except (AttributeError, OSError):
+        pass
+
+
 class StopSignal:
     """A cross-process "stop" flag: a pipe the parent writes one byte into.
 
@@ -910,11 +923,18 @@ class Crawler:
             last_progress = [0.0]
             counter = mp.get_context("spawn").Value("q", 0)
 
+            # The index is updated on a thread of lower CPU priority: on a busy machine the workers,
+            # whose latency is the crawl's throughput, go first; the index catches up when they wait.
+            indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer", initializer=_lower_priority)
+            indexing: list[Future] = []
+
             def tick() -> None:
                 t = time.time()
                 # A fleet worker does not index: one 'index --follow' serves the fleet.
-                if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY:
-                    update_index(store, index_dir, max_pages=5 * 2_000)
+                if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not (indexing and not indexing[0].done()):
+                    if indexing:
+                        indexing.pop().result()  # an error of the last update surfaces here
+                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000))
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()
@@ -926,8 +946,13 @@ class Crawler:
                     status["run_requests"] = status["requests"] - before
                     on_progress(status)
 
-            run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline,
-                        idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+            try:
+                run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline,
+                            idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+            finally:
+                indexer.shutdown(wait=True)
+            if indexing:
+                indexing.pop().result()
             if not fleet_worker:
                 update_index(store, index_dir)
             end = time.time()
