@@ -10,7 +10,8 @@ every request. The crawler crawls it for a fixed time with a fixed --min-delay. 
 
 * achieved requests/s in the steady state (of the time from the first to the last request, the
   first and last 15% are left out),
-* the politeness bound: the sum over hosts of 1 / (the delay the policy imposes + the response time),
+* the politeness bound: the sum over hosts of 1 / (the delay the policy imposes + the host's
+  median response time as the server measured it),
 * utilization = achieved / bound,
 * CPU seconds per 100 pages (the crawler's processes: workers + the indexing parent), peak RSS,
 * violations the servers saw: gaps under --min-delay and two open requests to one host (must be 0).
@@ -19,8 +20,8 @@ every request. The crawler crawls it for a fixed time with a fixed --min-delay. 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -66,10 +67,14 @@ def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: fl
                 excess.append(b["started"] - a["ended"] - args.min_delay)
         durations = sorted(r["ended"] - r["started"] for r in recs if r["status"] == 200)
         service[host] = durations[len(durations) // 2] if durations else 0.0
-    # The bound: each host at its own policy-imposed pace (delay counted from the end of the response).
+    # The bound: each host at its own policy-imposed pace (delay counted from the end of the response),
+    # with the host's measured median response time (the nominal one for a host never answered).
+    first_ip = int(ipaddress.ip_address(args.first_ip))
+    measured = {int(ipaddress.ip_address(h.split(":")[0])) - first_ip: t for h, t in service.items() if t > 0}
     bound = 0.0
     for i in range(args.hosts):
-        s = args.slow_delay if args.slow_every and i % args.slow_every == 0 else 0.002
+        nominal = args.slow_delay if args.slow_every and i % args.slow_every == 0 else 0.002
+        s = measured.get(i, nominal)
         d = max(args.min_delay, 10 * s)
         if args.throttle_every and i % args.throttle_every == 0:
             bound += 5 / (4 * (d + s) + (max(d, 2.0) + s))
