@@ -1009,3 +1009,24 @@ def test_consistency_finds_and_repairs_counters(store):
     assert store.consistency(repair=True) == problems
     assert store.consistency() == []
     assert host_row(store, A)["pending"] == 2
+
+
+def test_consistency_repairs_orphan_hosts_pageless_pages_and_lost_urls(store_factory):
+    store = store_factory()
+    _fetch_pages(store, 2)  # A/0 and A/1 done, with pages
+    store.seed_urls([url(B, "/1")], T)
+    store.close()
+    store_factory.run(
+        f"DELETE FROM hosts WHERE host = '{B}'",  # a frontier host without its row
+        "DELETE FROM pages WHERE url = 'http://a.test/0'",  # a done URL whose page is gone
+        "INSERT INTO pages (url_id, url, final_url, status, fetched_at) VALUES (999, 'x', 'x', 200, 0)",
+    )
+    store = store_factory()
+    problems = store.consistency()
+    assert any("without a host row" in p for p in problems)
+    assert any("pages without a frontier row" in p for p in problems)
+    assert any("whose page is missing" in p for p in problems)
+    assert store.consistency(repair=True) == problems
+    assert store.consistency() == []
+    assert host_row(store, B)["pending"] == 1 and host_row(store, A)["pending"] == 1
+    assert store.url_states()[f"{A}/0"][0] == "queued"

@@ -256,6 +256,54 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
                    revisit_interval=revisit_interval)
 
 
+def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
+    """Inside a write transaction: the counters and links between tables that can drift
+    (a crash between writes, a hand edit), one line per problem; repaired with ``repair``.
+
+    Both stores run it (``conn.execute(sql, args)``; ``ph`` is the placeholder).
+    """
+    problems: list[str] = []
+    wrong = conn.execute(
+        """SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
+           LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN ('queued', 'leased')
+                      GROUP BY host) f ON f.host = h.host
+           WHERE h.pending != COALESCE(f.n, 0) ORDER BY h.host"""
+    ).fetchall()
+    if wrong:
+        problems.append(f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
+                        f"{wrong[0][1]} instead of {wrong[0][2]})")
+        if repair:
+            for host, _, n in wrong:
+                conn.execute(f"UPDATE hosts SET pending = {ph} WHERE host = {ph}", (n, host))
+    orphans = conn.execute(
+        "SELECT COUNT(DISTINCT host) FROM frontier WHERE host NOT IN (SELECT host FROM hosts)"
+    ).fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} hosts in the frontier without a host row")
+        if repair:
+            # "WHERE true": SQLite's parser needs it before ON CONFLICT after a SELECT.
+            conn.execute("INSERT INTO hosts (host, next_allowed_at) SELECT DISTINCT host, 0 FROM frontier"
+                         " WHERE true ON CONFLICT DO NOTHING")
+            conn.execute("UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
+                         " AND f.state IN ('queued', 'leased'))")
+    pageless = conn.execute(
+        "SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
+    if pageless:
+        problems.append(f"{pageless} pages without a frontier row")
+        if repair:
+            conn.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
+    lost = conn.execute(
+        "SELECT id, host FROM frontier WHERE state = 'done' AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
+    ).fetchall()
+    if lost:
+        problems.append(f"{len(lost)} fetched URLs whose page is missing")
+        if repair:  # fetch them again: they go back to the queue
+            for url_id, host in lost:
+                conn.execute(f"UPDATE frontier SET state = 'queued', attempts = 0 WHERE id = {ph}", (url_id,))
+                conn.execute(f"UPDATE hosts SET pending = pending + 1 WHERE host = {ph}", (host,))
+    return problems
+
+
 # -- anchor text (both stores run the same SQL; ``{ph}`` is the placeholder) --------------------
 #: Columns of a page as the indexer reads it.
 INDEXER_PAGE_COLUMNS = "url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq"

@@ -64,6 +64,7 @@ from . import (
     NewURL,
     Outcome,
     YieldCheck,
+    check_consistency,
     claim_from_host_row,
     finish_claim,
     group_anchor_texts,
@@ -964,48 +965,9 @@ class PostgresStore:
         """Problems found in the store (and repaired, with ``repair``): one line each. See SQLiteStore."""
 
         def tx(conn: psycopg.Connection) -> list[str]:
-            problems: list[str] = []
             # Lock every host row first (the lock order of claims and releases), so counts hold still.
             conn.execute("SELECT host FROM hosts ORDER BY host FOR UPDATE")
-            wrong = conn.execute(
-                """SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
-                   LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN ('queued', 'leased')
-                              GROUP BY host) f ON f.host = h.host
-                   WHERE h.pending != COALESCE(f.n, 0) ORDER BY h.host"""
-            ).fetchall()
-            if wrong:
-                problems.append(f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
-                                f"{wrong[0][1]} instead of {wrong[0][2]})")
-                if repair:
-                    for host, _, n in wrong:
-                        conn.execute("UPDATE hosts SET pending = %s WHERE host = %s", (n, host))
-            orphans = conn.execute(
-                "SELECT COUNT(DISTINCT host) FROM frontier WHERE host NOT IN (SELECT host FROM hosts)"
-            ).fetchone()[0]
-            if orphans:
-                problems.append(f"{orphans} hosts in the frontier without a host row")
-                if repair:
-                    conn.execute("INSERT INTO hosts (host, next_allowed_at) SELECT DISTINCT host, 0 FROM frontier"
-                                 " ON CONFLICT DO NOTHING")
-                    conn.execute("UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
-                                 " AND f.state IN ('queued', 'leased'))")
-            pageless = conn.execute(
-                "SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
-            if pageless:
-                problems.append(f"{pageless} pages without a frontier row")
-                if repair:
-                    conn.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
-            lost = conn.execute(
-                "SELECT id, host FROM frontier WHERE state = 'done' AND id NOT IN (SELECT url_id FROM pages)"
-                " ORDER BY id"
-            ).fetchall()
-            if lost:
-                problems.append(f"{len(lost)} fetched URLs whose page is missing")
-                if repair:
-                    for url_id, host in lost:
-                        conn.execute("UPDATE frontier SET state = 'queued', attempts = 0 WHERE id = %s", (url_id,))
-                        conn.execute("UPDATE hosts SET pending = pending + 1 WHERE host = %s", (host,))
-            return problems
+            return check_consistency(conn, repair=repair, ph="%s")
 
         return self._transaction(tx, "check the store")
 

@@ -28,6 +28,7 @@ from . import (
     NewURL,
     Outcome,
     YieldCheck,
+    check_consistency,
     claim_from_host_row,
     finish_claim,
     group_anchor_texts,
@@ -523,43 +524,7 @@ class SQLiteStore:
         if result != [("ok",)]:
             problems.append("SQLite integrity check: " + "; ".join(r[0] for r in result[:5]))
         with self._write() as db:
-            wrong = db.execute(
-                """SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
-                   LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN ('queued', 'leased')
-                              GROUP BY host) f ON f.host = h.host
-                   WHERE h.pending != COALESCE(f.n, 0)"""
-            ).fetchall()
-            if wrong:
-                problems.append(f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
-                                f"{wrong[0][1]} instead of {wrong[0][2]})")
-                if repair:
-                    db.executemany("UPDATE hosts SET pending = ? WHERE host = ?", [(n, h) for h, _, n in wrong])
-            orphans = db.execute(
-                "SELECT COUNT(DISTINCT host) FROM frontier WHERE host NOT IN (SELECT host FROM hosts)"
-            ).fetchone()[0]
-            if orphans:
-                problems.append(f"{orphans} hosts in the frontier without a host row")
-                if repair:
-                    db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) "
-                               "SELECT DISTINCT host, 0 FROM frontier")
-                    db.execute("UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
-                               " AND f.state IN ('queued', 'leased'))")
-            pageless = db.execute(
-                "SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
-            if pageless:
-                problems.append(f"{pageless} pages without a frontier row")
-                if repair:
-                    db.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
-            lost = db.execute(
-                "SELECT id, host FROM frontier WHERE state = 'done' AND id NOT IN (SELECT url_id FROM pages)"
-            ).fetchall()
-            if lost:
-                problems.append(f"{len(lost)} fetched URLs whose page is missing")
-                if repair:  # fetch them again: they go back to the queue
-                    db.executemany("UPDATE frontier SET state = 'queued', attempts = 0 WHERE id = ?",
-                                   [(i,) for i, _ in lost])
-                    for _, host in lost:
-                        db.execute("UPDATE hosts SET pending = pending + 1 WHERE host = ?", (host,))
+            problems += check_consistency(db, repair=repair, ph="?")
         return problems
 
     # -- reading -----------------------------------------------------------------
