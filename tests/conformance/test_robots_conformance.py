@@ -1,9 +1,10 @@
-"""robots.txt conformance, run from the shared corpus (style rule 12).
+"""robots.txt conformance, run from data files: Google's 545 expectations.
 
-The data lives in ``shared/conformance/robots`` beside the repository (see
-its README for the schema and provenance): ``google_cases.json`` from
-google/robotstxt ``robots_test.cc`` and ``google_spec_cases.json`` from
-google/robotstxt-spec-test. Tests are named by what decides the answer:
+The data is vendored in ``tests/data/robots`` (``README.md`` there gives the
+schema, ``PROVENANCE.md`` the sources, authors and Apache-2.0 licence):
+``google_cases.json`` from google/robotstxt ``robots_test.cc`` and
+``google_spec_cases.json`` from google/robotstxt-spec-test. The tests are
+named by provenance, i.e. by what decides the answer:
 
 * ``test_rfc9309_*``: untagged and ``stress`` cases; RFC 9309 requires them.
 * ``test_rfc9309_overrides_google_*``: ``conflicts-rfc9309`` cases, where
@@ -27,9 +28,8 @@ import pytest
 from politecrawl.robots import RobotsTxt, is_valid_product_token
 from politecrawl.robots import _normalize, _path_params_query
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "robots"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots"
 FILES = ("google_cases.json", "google_spec_cases.json")
-MISSING = f"conformance corpus not found at {CORPUS.resolve()} (shared/ must sit beside the repo)"
 
 # Google-only cases where we give the other answer on purpose.
 KNOWN_DIVERGENCES = {
@@ -66,8 +66,7 @@ INTERPRETATIONS = {
 
 
 def _load() -> dict[str, dict]:
-    if not CORPUS.is_dir():
-        return {}
+    # Part of the repository: a missing file is an error, never a skip.
     return {name: json.loads((CORPUS / name).read_text(encoding="utf-8")) for name in FILES}
 
 
@@ -82,8 +81,6 @@ def _body(entry: dict) -> bytes:
 
 def _cases(select) -> list:
     """pytest params for the URL cases `select(tags)` accepts, ids = case ids."""
-    if not DATA:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=MISSING), id="corpus-missing")]
     params = [
         pytest.param(case, id=case["id"])
         for data in DATA.values()
@@ -95,8 +92,6 @@ def _cases(select) -> list:
 
 
 def _others(kind: str) -> list:
-    if not DATA:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=MISSING), id="corpus-missing")]
     return [
         pytest.param(entry, id=entry["id"])
         for data in DATA.values()
@@ -148,8 +143,6 @@ def test_interpretation_case(case):
 
 
 def test_divergence_and_decision_tables_name_real_cases():
-    if not DATA:
-        pytest.skip(MISSING)
     ids = {case["id"] for data in DATA.values() for case in data["cases"]}
     assert set(KNOWN_DIVERGENCES) <= ids
     assert set(INTERPRETATIONS) <= ids
@@ -164,8 +157,6 @@ def test_divergence_and_decision_tables_name_real_cases():
 
 def test_corpus_totals():
     """Pin the counts so a truncated or edited corpus is noticed."""
-    if not DATA:
-        pytest.skip(MISSING)
     assert len(DATA["google_cases.json"]["cases"]) == 145
     assert len(DATA["google_spec_cases.json"]["cases"]) == 400
     passed = 0
