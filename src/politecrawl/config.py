@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from . import __version__
 from .errors import ConfigError
 
-__all__ = ["Settings", "DEFAULTS", "load_settings", "user_agent_string", "is_loopback_host"]
+__all__ = ["Settings", "DEFAULTS", "load_settings", "parse_duration", "user_agent_string", "is_loopback_host"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from typing import Callable
 
 from aiohttp import web
 
-__all__ = ["Reply", "RequestRecord", "Sandbox", "SandboxHost", "demo_hosts", "violations"]
+__all__ = ["Reply", "RequestRecord", "Sandbox", "SandboxHost", "bench_hosts", "demo_hosts", "violations"]
 
 
 @dataclass

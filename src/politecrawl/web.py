@@ -45,7 +45,7 @@ from .index import Searcher
 from .indexing import index_dir_for
 from .robots import product_token
 
-__all__ = ["create_app", "serve", "bot_page_html"]
+__all__ = ["create_app", "serve", "bot_page_html", "highlight_snippet", "openapi_document"]
 
 log = logging.getLogger("politecrawl.web")
 
