@@ -21,6 +21,7 @@ these, never one segment's own counts (Whoosh ``BM25FScorer``, tantivy
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -31,11 +32,42 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
 
-__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "is_outdated", "read_current_pointer"]
+__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "is_outdated", "note_commit", "read_current_pointer"]
 
 INDEX_FORMAT = "politecrawl-index"
 INDEX_VERSION = 2  # 2: segments with the anchor field
 _OPEN_RETRIES = 8
+
+
+_local_commits = 0
+
+
+def note_commit() -> None:
+    """Called by ``IndexWriter`` once a commit is published: searchers in this process then
+    look at ``CURRENT`` on their next query instead of waiting for their check interval."""
+    global _local_commits
+    _local_commits += 1
+
+
+def local_commits() -> int:
+    """How many commits writers of this process have published (any index)."""
+    return _local_commits
+
+
+def current_identity(index_dir: Path) -> tuple[int, int, int, int] | None:
+    """``os.stat`` identity of ``CURRENT`` (inode, size, mtime, ctime), None if absent.
+
+    A commit replaces ``CURRENT`` with a new file (``os.replace``), so the identity changes;
+    a freed inode may be reused within one timestamp tick, which is why ``Searcher`` also
+    re-reads the file itself at a bounded interval.
+    """
+    try:
+        st = os.stat(Path(index_dir) / "CURRENT")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SearchIndexError(f"cannot stat {index_dir}/CURRENT: {exc}") from exc
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def read_current_pointer(index_dir: Path) -> str | None:
@@ -75,6 +107,11 @@ def load_generation(index_dir: Path, name: str) -> dict:
             f"(this code reads {INDEX_FORMAT} v{INDEX_VERSION}): rebuild it with 'politecrawl index --rebuild'"
         )
     return data
+
+
+def _dir_identity(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)  # FileNotFoundError: the generation was cleaned up, the caller retries
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class SegmentView:
@@ -135,6 +172,8 @@ class IndexReader:
             views = []
             for entry in data["segments"]:
                 seg = cache.get(entry["name"])
+                if seg is not None and seg.identity != _dir_identity(self.index_dir / entry["name"]):
+                    seg = None  # the index was rebuilt and a new segment has the old name
                 if seg is None:
                     seg = Segment(self.index_dir / entry["name"])
                     cache[entry["name"]] = seg

@@ -50,6 +50,7 @@ character offsets of matched terms in it (see ``snippet``).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +58,7 @@ import numpy as np
 
 from .analysis import Query, parse_query
 from .bm25 import B, DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, field_norm, idf, saturate
-from .reader import IndexReader, SegmentView
+from .reader import IndexReader, SegmentView, current_identity, local_commits
 from .snippet import SCAN_CHARS, make_snippet
 
 __all__ = ["Hit", "Searcher"]
@@ -76,20 +77,46 @@ class Hit:
     explanation: dict | None = field(default=None, compare=False)
 
 
+#: Seconds between two looks (one ``os.stat``) at the index's ``CURRENT`` file from one
+#: ``Searcher``: a commit by another process is seen by queries issued this long after it.
+REFRESH_INTERVAL = 0.05
+#: ``CURRENT`` is re-read at least this often even when its ``os.stat`` looks unchanged (a
+#: freed inode reused within one timestamp tick would hide a commit from the stat alone).
+REREAD_INTERVAL = 1.0
+
+
 class Searcher:
     """Searches the index in ``index_dir``; follows new generations automatically.
 
     Opening never blocks on a writer.  Raises ``SearchIndexError`` if the
     directory does not exist or the index is corrupt; an existing directory
     that was never committed to is an empty index.
+
+    Noticing a new generation costs no file read per query, with bounded staleness:
+
+    * a commit made by an ``IndexWriter`` of the same process is seen by the next query;
+    * otherwise a query looks at ``CURRENT`` only if ``refresh_interval`` seconds
+      (``REFRESH_INTERVAL``, 50 ms) have passed since the last look, and a look is one
+      ``os.stat``: the file is read only when its identity (inode, size, mtime, ctime)
+      changed, or when the last read is ``REREAD_INTERVAL`` (1 s) old.
+
+    So a query sees every generation published by another process more than
+    ``refresh_interval`` before it (``REREAD_INTERVAL`` in the rare case of an inode reused
+    within one timestamp tick).  ``refresh_interval=0`` looks (stats) on every query.
     """
 
-    def __init__(self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING):
+    def __init__(self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING,
+                 refresh_interval: float = REFRESH_INTERVAL):
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
         self.scoring = scoring
         self.index_dir = Path(index_dir)
+        self.refresh_interval = float(refresh_interval)
         self._segment_cache: dict = {}
+        # The identity is taken before CURRENT is read: a commit in between is seen next time.
+        self._commits = local_commits()
+        self._current_id = current_identity(self.index_dir) if self.index_dir.is_dir() else None
+        self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str], np.ndarray] = {}
         #: MaxScore-style pruning of top-k searches (see module docstring).
@@ -100,6 +127,16 @@ class Searcher:
     # -- generations --------------------------------------------------------
 
     def _refresh(self) -> IndexReader:
+        """The reader of the current generation, checked as the class docstring says."""
+        now = time.monotonic()
+        commits = local_commits()
+        if commits == self._commits and now - self._checked_at < self.refresh_interval:
+            return self._reader
+        self._checked_at = now
+        ident = current_identity(self.index_dir)
+        if commits == self._commits and ident == self._current_id and now - self._read_at < REREAD_INTERVAL:
+            return self._reader
+        self._commits, self._current_id, self._read_at = commits, ident, now
         if not self._reader.is_current():
             reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
             live = {v.segment.path.name for v in reader.views}

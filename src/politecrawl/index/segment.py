@@ -409,6 +409,9 @@ class Segment:
 
     def __init__(self, seg_dir: Path):
         self.path = Path(seg_dir)
+        st = os.stat(self.path)
+        #: the directory's (inode, mtime, ctime): a cache keyed by name checks it is the same segment
+        self.identity = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
         try:
             header = json.loads((self.path / "header.json").read_text("utf-8"))
         except FileNotFoundError:

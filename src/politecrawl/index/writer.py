@@ -25,6 +25,18 @@ A commit
    generation references (a reader that is mid-open retries on the new one;
    an already-open reader keeps its memory maps, which outlive the unlink).
 
+Crash safety: a process killed at any moment of a commit or a merge (SIGKILL,
+power off after the fsyncs) leaves the previous generation intact, plus
+perhaps leftovers that no generation references: segment directories written
+and renamed into place, half-removed segments, ``.tmp-*`` files and
+directories, a generation file that ``CURRENT`` never pointed at.  Opening a
+writer (it holds the lock, so nobody else is writing) sweeps them
+(``_recover``), and new segment numbers are allocated above every number
+present in the directory as well as above the generation's ``next_segment``:
+a number is never reused, so a leftover can never collide with a new segment
+(``os.rename`` onto a non-empty directory fails with "Directory not empty").
+A commit that fails with an exception removes the segments it wrote itself.
+
 Concurrency: one writer at a time per index, enforced with ``fcntl.flock`` on
 ``LOCK`` (works across processes; it is released if the process dies).  A
 second writer waits up to ``lock_timeout`` seconds, then raises
@@ -45,13 +57,20 @@ from pathlib import Path
 
 from ..errors import SearchIndexError
 from .analysis import Analyzer
-from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, read_current_pointer
+from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, note_commit, read_current_pointer
 from .segment import Segment, _fsync_dir, merge_segments, write_segment
 
-__all__ = ["IndexWriter", "plan_compaction", "plan_merges"]
+__all__ = ["IndexLockedError", "IndexWriter", "plan_compaction", "plan_merges"]
 
 _GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
+#: a segment being written (``segment._write_segment_files``) or a temp file of ``_write_atomic``
+_TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
+_TMP_GEN_RE = re.compile(r"^\.tmp-gen-(\d{6,})\.json-")
+
+
+class IndexLockedError(SearchIndexError):
+    """Another writer holds the index lock (and kept it longer than ``lock_timeout``)."""
 
 
 def plan_merges(
@@ -204,6 +223,19 @@ def _token_count(seg_dir: Path) -> int:
         raise SearchIndexError(f"unreadable segment header in {seg_dir}: {exc}") from exc
 
 
+def _remove(p: Path) -> None:
+    """Remove a file or a directory tree; one that is already gone is fine."""
+    try:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise SearchIndexError(f"cannot remove the leftover {p}: {exc.strerror or exc}") from exc
+
+
 def _write_atomic(path: Path, data: str) -> None:
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -256,7 +288,7 @@ class IndexWriter:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(fd)
-                    raise SearchIndexError(
+                    raise IndexLockedError(
                         f"index {self.index_dir} is locked by another writer (waited {timeout:g}s)"
                     ) from None
                 time.sleep(delay)
@@ -284,17 +316,64 @@ class IndexWriter:
             self._next_segment = 1
             self._entries: list[dict] = []
             self._analyzer = Analyzer(stop_words=bool(stop_words))
-            return
-        data = load_generation(self.index_dir, name)
-        self._generation = int(data["generation"])
-        self._next_segment = int(data["next_segment"])
-        self._entries = [dict(e, deleted=list(e.get("deleted", []))) for e in data["segments"]]
-        self._analyzer = Analyzer.from_json(data.get("analyzer", {}))
-        if stop_words is not None and stop_words != self._analyzer.stop_words:
-            raise SearchIndexError(
-                f"index {self.index_dir} was built with stop_words={self._analyzer.stop_words}; "
-                "rebuild it to change the analyzer"
-            )
+        else:
+            data = load_generation(self.index_dir, name)
+            self._generation = int(data["generation"])
+            self._next_segment = int(data["next_segment"])
+            self._entries = [dict(e, deleted=list(e.get("deleted", []))) for e in data["segments"]]
+            self._analyzer = Analyzer.from_json(data.get("analyzer", {}))
+            if stop_words is not None and stop_words != self._analyzer.stop_words:
+                raise SearchIndexError(
+                    f"index {self.index_dir} was built with stop_words={self._analyzer.stop_words}; "
+                    "rebuild it to change the analyzer"
+                )
+        self._recover()
+
+    def _recover(self) -> None:
+        """Sweep what an interrupted commit left behind; never reuse a number found on disk.
+
+        Kept: the current generation, the older generation files still present (the previous
+        one is kept for readers that are opening it) and the segments they reference.
+        Removed: generation files newer than the current one (written, but ``CURRENT`` never
+        pointed at them), unreferenced segments (written by a commit that did not finish, or
+        half-removed by a cleanup that did not), and every ``.tmp-*`` entry (only the lock
+        holder writes them, and we hold the lock).
+        """
+        try:
+            entries = list(os.scandir(self.index_dir))
+        except OSError as exc:
+            raise SearchIndexError(f"cannot list the index directory {self.index_dir}: {exc}") from exc
+        current_gen = self._generation
+        top_seg = top_gen = 0
+        older_gens = []
+        for e in entries:
+            m = _SEG_RE.match(e.name) or _TMP_SEG_RE.match(e.name)
+            if m:
+                top_seg = max(top_seg, int(m.group(1)))
+                continue
+            m = _GEN_RE.match(e.name) or _TMP_GEN_RE.match(e.name)
+            if m:
+                top_gen = max(top_gen, int(m.group(1)))
+                if _GEN_RE.match(e.name) and int(m.group(1)) < current_gen:
+                    older_gens.append(e.name)
+        self._next_segment = max(self._next_segment, top_seg + 1)
+        # The next commit writes generation max(...) + 1: not a number a leftover file had.
+        self._generation_floor = max(current_gen, top_gen)
+        keep_segs = {e["name"] for e in self._entries}
+        for g in older_gens:
+            try:
+                keep_segs |= {e["name"] for e in load_generation(self.index_dir, g)["segments"]}
+            except (FileNotFoundError, SearchIndexError, KeyError, TypeError):
+                pass
+        for e in entries:
+            name = e.name
+            m = _GEN_RE.match(name)
+            if m and int(m.group(1)) > current_gen:
+                _remove(Path(e.path))
+            elif _SEG_RE.match(name) and name not in keep_segs:
+                _remove(Path(e.path))
+            elif name.startswith(".tmp-"):
+                _remove(Path(e.path))
 
     def _check_open(self) -> None:
         if self.closed:
@@ -349,14 +428,27 @@ class IndexWriter:
     def commit(self) -> None:
         """Write one new segment and a new generation; releases the lock."""
         self._check_open()
+        self._written: list[str] = []
+        self._published = False
         try:
             self._commit()
+        except BaseException:
+            # The segments this commit wrote are in no generation: remove them now (the next
+            # writer would sweep them anyway), unless the generation naming them is current.
+            if not self._published:
+                for name in self._written:
+                    try:
+                        _remove(self.index_dir / name)
+                    except SearchIndexError:
+                        pass
+            raise
         finally:
             self._release_lock()
 
     def _seg_name(self) -> str:
         name = f"seg-{self._next_segment:06d}"
         self._next_segment += 1
+        self._written.append(name)
         return name
 
     def _commit(self) -> None:
@@ -406,7 +498,7 @@ class IndexWriter:
             entries = self._merge(entries, compaction, seg)
 
         # 4. the generation file, then CURRENT
-        gen = self._generation + 1
+        gen = max(self._generation, self._generation_floor) + 1
         gen_name = f"gen-{gen:06d}.json"
         data = {
             "format": INDEX_FORMAT,
@@ -420,11 +512,17 @@ class IndexWriter:
         _write_atomic(self.index_dir / gen_name, json.dumps(data, separators=(",", ":")))
         previous = read_current_pointer(self.index_dir)
         _write_atomic(self.index_dir / "CURRENT", gen_name + "\n")
+        self._published = True
         _fsync_dir(self.index_dir)
         self._generation, self._entries = gen, entries
+        note_commit()
 
-        # 5. clean up what neither this nor the previous generation uses
-        self._cleanup(keep_gens={gen_name, previous} - {None}, keep_segs={e["name"] for e in entries})
+        # 5. clean up what neither this nor the previous generation uses (best effort: the
+        #    commit is done, and the next writer sweeps whatever is left)
+        try:
+            self._cleanup(keep_gens={gen_name, previous} - {None}, keep_segs={e["name"] for e in entries})
+        except OSError:
+            pass
 
     def _merge(self, entries: list[dict], groups: list[list[int]], seg) -> list[dict]:
         """``entries`` with each group of them replaced by one merged segment (at the end)."""
