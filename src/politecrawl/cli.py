@@ -125,6 +125,8 @@ def cli(config: str | None, verbose: bool) -> None:
                    "how often each page changes. [default: never]")
 @click.option("--host-page-budget", type=int, default=None,
               help=f"At most N pages from one host. {_d('host_page_budget')}")
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="Also archive every request and response as WARC 1.1 files in DIR (docs/archive.md).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any) -> None:
@@ -157,6 +159,8 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
 @click.option("--min-delay", type=float, default=None, help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--user-agent", default=None, help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--contact", default=None, help="Must agree with the crawl's stored value (or leave it out).")
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="Archive this machine's requests and responses as WARC 1.1 files in DIR (docs/archive.md).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
@@ -320,6 +324,42 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         )
         click.echo("audit: " + ("PASS" if report.violations == 0 else f"FAIL ({report.violations} violations)"))
     sys.exit(1 if report.violations else 0)
+
+
+# --------------------------------------------------------------------------- export
+@cli.command()
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True,
+              help="JSON Lines (one object a line) or CSV with a header row.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write to FILE instead of standard output.")
+@click.option("--since", default=None, metavar="DATE",
+              help="Only pages fetched at or after DATE (2026-11-30 or an ISO 8601 time; UTC unless given).")
+@click.pass_context
+def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, **flags: Any) -> None:
+    """Write the stored pages out, one line each: URL, final URL, status, content type, fetch time,
+    title, text, … (streamed: any store size in bounded memory)."""
+    from .export import export_pages, parse_since
+
+    settings = _settings(ctx, **flags)
+    after = parse_since(since)
+    if output:
+        import os
+
+        tmp = f"{output}.part"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                report = export_pages(settings.db, fh, fmt=fmt, since=after)
+            os.replace(tmp, output)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    else:
+        report = export_pages(settings.db, sys.stdout, fmt=fmt, since=after)
+        sys.stdout.flush()
+    click.echo(f"exported {report.lines} pages ({report.format})" + (f" to {output}" if output else ""), err=True)
 
 
 # --------------------------------------------------------------------------- check

@@ -82,7 +82,7 @@ class Settings:
     recrawl_min: float = 3_600.0
     recrawl_max: float = 30 * 86_400.0
 
-    # --- politeness (DESIGN.md rule 3) ---------------------------------------
+    # --- politeness (docs/architecture.md, the contract) ---------------------------
     min_delay: float = 1.0
     """Seconds between two requests to one host, at least; a floor for Crawl-delay."""
     adaptive_factor: float = 10.0
@@ -92,11 +92,13 @@ class Settings:
     max_crawl_delay: float = 86_400.0
     """Cap on a robots.txt Crawl-delay (honoured up to one day)."""
     backoff_base: float = 5.0
-    """First backoff after an error; doubles per consecutive failure."""
+    """Shortest gap after an error; the gap is also at least twice the host's delay in
+    force, doubling per failure (the count drops by one per success)."""
     backoff_cap: float = 3_600.0
-    """Longest backoff between two attempts on a failing host."""
+    """Longest backoff between two attempts on a failing host; a Retry-After longer than
+    this parks the host until then."""
     park_after: int = 5
-    """Consecutive failures after which a host is parked (its URLs kept)."""
+    """Failures (net of successes) after which a host is parked (its URLs kept)."""
     park_seconds: float = 6 * 3_600.0
     """How long a parked host rests before it is tried again by itself."""
     robots_ttl: float = 86_400.0
@@ -118,6 +120,12 @@ class Settings:
     lease_seconds: float | None = None
     """How long a claim is held before another worker may take it over
     (default: total_timeout + 30)."""
+
+    # --- archive (docs/archive.md) ------------------------------------------------
+    warc_dir: str | None = None
+    """Write every request and response to WARC 1.1 files in this folder (None: no archive)."""
+    warc_max_bytes: int = 1_000_000_000
+    """A worker's WARC file is closed and a new one started beyond this size."""
 
     # --- serving -------------------------------------------------------------
     host: str = "127.0.0.1"

@@ -53,6 +53,19 @@ class FetchResult:
     #: seconds from sending the request to the response headers: what "response time" means
     #: for the adaptive delay (a large body over a slow link is not the server being slow).
     response_seconds: float | None = None
+    # -- what an archive needs (docs/archive.md): the exchange as it was on the wire --------------
+    #: "1.1" / "1.0": the HTTP version of the response; ``reason`` its status line's phrase.
+    http_version: str | None = None
+    reason: str | None = None
+    #: every response header in order, as received (``headers`` keeps only KEPT_HEADERS).
+    raw_headers: tuple[tuple[str, str], ...] = ()
+    #: the request line's target and headers as sent (Host, User-Agent, conditional headers …).
+    request_target: str | None = None
+    request_headers: tuple[tuple[str, str], ...] = ()
+    #: the server's address, when known.
+    ip: str | None = None
+    #: (WARC file name, offset of the response record) when a recorder archived this fetch.
+    warc: tuple[str, int] | None = None
 
     @property
     def content_type(self) -> str:
@@ -80,7 +93,11 @@ class Fetcher:
         total_timeout: float,
         session: aiohttp.ClientSession | None = None,
         clock: Callable[[], float] = time.time,
+        recorder=None,
     ) -> None:
+        #: an object with ``record(result, kind)`` (``politecrawl.warc.WarcWriter``): every fetch
+        #: that got an answer is handed to it, and its return value is kept as ``result.warc``.
+        self.recorder = recorder
         self.clock = clock  # the store's clock: request times are compared with its next_allowed_at
         self.user_agent = user_agent
         self.max_bytes = max_bytes
@@ -114,9 +131,10 @@ class Fetcher:
             self._session = None
 
     async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
-                  max_bytes: int | None = None) -> FetchResult:
+                  max_bytes: int | None = None, kind: str | None = None) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
-        for anything the server or network does."""
+        for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
+        the archive record."""
         cap = self.max_bytes if max_bytes is None else max_bytes
         assert self._session is not None, "use 'async with Fetcher(...)'"
         headers = {
@@ -136,6 +154,8 @@ class Fetcher:
                 result.response_seconds = time.monotonic() - t0
                 result.status = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+                if self.recorder is not None:
+                    _keep_exchange(result, resp)
                 if resp.status != 304:
                     body = bytearray()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
@@ -173,4 +193,20 @@ class Fetcher:
             result.ended_at = self.clock()
         if result.status is None:
             result.body = b""
+        elif self.recorder is not None:
+            result.warc = self.recorder.record(result, kind)
         return result
+
+
+def _keep_exchange(result: FetchResult, resp: aiohttp.ClientResponse) -> None:
+    """Copy what a WARC record needs from the response (only when archiving: it costs a little)."""
+    result.http_version = f"{resp.version.major}.{resp.version.minor}" if resp.version else "1.1"
+    result.reason = resp.reason
+    result.raw_headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers)
+    info = resp.request_info
+    result.request_target = info.url.raw_path_qs or "/"
+    result.request_headers = tuple(info.headers.items())
+    conn = resp.connection
+    peer = conn.transport.get_extra_info("peername") if conn is not None and conn.transport is not None else None
+    if peer:
+        result.ip = str(peer[0])
