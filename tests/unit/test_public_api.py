@@ -35,7 +35,7 @@ PENDING_OMISSIONS: dict[str, set[str]] = {
         "reconcile_fleet_settings",
     },
     "politecrawl.index.bm25": {"pseudo_tf_array"},
-    "politecrawl.index.reader": {"SegmentView", "load_generation"},
+    "politecrawl.index.reader": {"SegmentView", "current_identity", "load_generation", "local_commits"},
     "politecrawl.index.segment": {"FieldPostings"},
     "politecrawl.store": {
         "check_consistency",
