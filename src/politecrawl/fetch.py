@@ -206,7 +206,11 @@ def _keep_exchange(result: FetchResult, resp: aiohttp.ClientResponse) -> None:
     info = resp.request_info
     result.request_target = info.url.raw_path_qs or "/"
     result.request_headers = tuple(info.headers.items())
-    conn = resp.connection
-    peer = conn.transport.get_extra_info("peername") if conn is not None and conn.transport is not None else None
+    # A small response may be complete (its connection back in the pool) by now: ask the protocol.
+    protocol = getattr(resp, "_protocol", None)  # (a ResponseHandler is falsy when empty: no 'or' here)
+    if protocol is None and resp.connection is not None:
+        protocol = resp.connection.protocol
+    transport = getattr(protocol, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
     if peer:
         result.ip = str(peer[0])

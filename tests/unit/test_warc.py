@@ -1,0 +1,300 @@
+"""The WARC writer: records read back with warcio, digests verified, rotation, torn-record recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from warcio.archiveiterator import ArchiveIterator
+from warcio.checker import Checker
+
+from politecrawl.fetch import Fetcher, FetchResult
+from politecrawl.warc import OPEN_SUFFIX, WarcWriter, iter_files, recover_directory, scan_members
+
+
+def result(path: str = "/a", body: bytes = b"<html><title>A</title>hello</html>", status: int = 200, *,
+           raw_headers=None, truncated: bool = False, reason: str = "OK") -> FetchResult:
+    now = time.time()
+    return FetchResult(
+        url=f"http://127.0.0.2:8000{path}", status=status, started_at=now, ended_at=now + 0.01, body=body,
+        truncated=truncated, http_version="1.1", reason=reason,
+        raw_headers=tuple(raw_headers if raw_headers is not None else
+                          [("Content-Type", "text/html"), ("Content-Length", str(len(body)))]),
+        request_target=path, request_headers=(("Host", "127.0.0.2:8000"), ("User-Agent", "politecrawl/0.1.0")),
+        ip="127.0.0.2",
+    )
+
+
+def records(path: Path) -> list:
+    """(type, uri, headers, http headers, content) of every record, digests checked (raise on mismatch)."""
+    out = []
+    with open(path, "rb") as fh:
+        for rec in ArchiveIterator(fh, check_digests="raise"):
+            content = rec.content_stream().read()
+            out.append((rec.rec_type, rec.rec_headers.get_header("WARC-Target-URI"), rec.rec_headers,
+                        rec.http_headers, content))
+    return out
+
+
+def warcio_check(*paths: Path) -> int:
+    return Checker(type("Cmd", (), {"inputs": [str(p) for p in paths], "verbose": False})()).process_all()
+
+
+def sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+def test_every_record_reads_back_with_verified_digests(tmp_path):
+    w = WarcWriter(tmp_path)
+    gz_body = b"<html>" + b"compressible " * 200 + b"</html>"
+    fetches = [
+        (result("/robots.txt", b"User-agent: *\nAllow: /\n"), None),
+        (result("/a"), "page"),
+        (result("/gz", gz_body, raw_headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip"),
+                                             ("Content-Length", str(len(gzip.compress(gz_body))))]), "page"),
+        (result("/chunked", b"abc", raw_headers=[("Transfer-Encoding", "chunked")]), "page"),
+        (result("/cut", b"x" * 100, truncated=True), "page"),
+        (result("/a", b"", status=304, reason="Not Modified", raw_headers=[("ETag", '"v1"')]), "page"),
+        (result("/sitemap.xml", b"<urlset/>", raw_headers=[("Content-Type", "application/xml")]), "sitemap"),
+    ]
+    places = [w.write_exchange(r, kind) for r, kind in fetches]
+    w.close()
+    files = list(iter_files(tmp_path))
+    assert len(files) == 1 and not list(tmp_path.glob("*" + OPEN_SUFFIX))
+    recs = records(files[0])
+    assert [r[0] for r in recs] == ["warcinfo"] + ["request", "response"] * 5 + ["request", "revisit",
+                                                                                  "request", "response"]
+    assert warcio_check(files[0]) == 0
+    info_id = recs[0][2].get_header("WARC-Record-ID")
+    responses = [r for r in recs if r[0] in ("response", "revisit")]
+    for (rtype, uri, headers, http, content), (fetch, kind) in zip(responses, fetches):
+        assert uri == fetch.url
+        assert headers.get_header("WARC-Warcinfo-ID") == info_id
+        assert headers.protocol == "WARC/1.1"
+        assert headers.get_header("WARC-IP-Address") == "127.0.0.2"
+        if rtype == "response":
+            assert content == fetch.body  # the decoded body, exactly
+            assert headers.get_header("WARC-Payload-Digest") == sha1_b32(fetch.body)
+            assert http.get_header("Content-Length") == str(len(fetch.body))
+    # robots.txt is labelled by its path, the others by what the caller said
+    assert responses[0][2].get_header("Politecrawl-Kind") == "robots"
+    assert responses[6][2].get_header("Politecrawl-Kind") == "sitemap"
+    # the decoded body: the recorded headers describe it; the originals are kept under X-Archive-Orig-
+    gz = responses[2][3]
+    assert gz.get_header("Content-Encoding") is None
+    assert gz.get_header("X-Archive-Orig-Content-Encoding") == "gzip"
+    assert gz.get_header("X-Archive-Orig-Content-Length") == str(len(gzip.compress(gz_body)))
+    chunked = responses[3][3]
+    assert chunked.get_header("Transfer-Encoding") is None
+    assert chunked.get_header("X-Archive-Orig-Transfer-Encoding") == "chunked"
+    assert responses[4][2].get_header("WARC-Truncated") == "length"
+    revisit = responses[5][2]
+    assert revisit.get_header("WARC-Profile").endswith("/revisit/server-not-modified")
+    assert revisit.get_header("WARC-Refers-To-Target-URI") == fetches[5][0].url
+    # requests: linked to their response, with the headers that were sent
+    requests = [r for r in recs if r[0] == "request"]
+    for req, resp in zip(requests, responses):
+        assert req[2].get_header("WARC-Concurrent-To") == resp[2].get_header("WARC-Record-ID")
+        assert req[3].get_header("User-Agent") == "politecrawl/0.1.0"
+    assert requests[1][3].protocol == "GET" and requests[1][3].statusline == "/a HTTP/1.1"
+    # the returned offsets point at the response records
+    for (name, offset), (fetch, _) in zip(places, fetches):
+        assert name == files[0].name
+        with open(files[0], "rb") as fh:
+            fh.seek(offset)
+            rec = next(iter(ArchiveIterator(fh)))
+            assert rec.rec_type in ("response", "revisit")
+            assert rec.rec_headers.get_header("WARC-Target-URI") == fetch.url
+
+
+def test_a_fetch_without_an_answer_writes_nothing(tmp_path):
+    w = WarcWriter(tmp_path)
+    r = result()
+    r.status, r.error = None, "timeout"
+    assert w.write_exchange(r) is None
+    w.close()
+    assert list(tmp_path.iterdir()) == []  # no file is started for nothing
+
+
+def test_files_rotate_at_the_size_limit_each_with_its_warcinfo(tmp_path):
+    w = WarcWriter(tmp_path, max_bytes=20_000)
+    body = os.urandom(3_000)  # incompressible: the size is predictable
+    names = [w.write_exchange(result(f"/p{i}", body))[0] for i in range(30)]
+    w.close()
+    files = list(iter_files(tmp_path))
+    assert len(files) >= 4 and len(set(names)) == len(files)
+    assert [f.name for f in files] == sorted(set(names))  # names sort in writing order
+    total = 0
+    for f in files:
+        assert f.stat().st_size <= 20_000
+        recs = records(f)
+        assert recs[0][0] == "warcinfo" and recs[0][2].get_header("WARC-Filename") == f.name
+        info_id = recs[0][2].get_header("WARC-Record-ID")
+        assert all(r[2].get_header("WARC-Warcinfo-ID") == info_id for r in recs[1:])
+        total += sum(1 for r in recs if r[0] == "response")
+    assert total == 30
+    # PREFIX-TIMESTAMP-SERIAL-PID~HOST.warc.gz
+    prefix, stamp, serial, rest = files[0].name.split("-", 3)
+    assert prefix == "politecrawl" and len(stamp) == 17 and stamp.isdigit() and serial == "00000"
+    assert rest.startswith(f"{os.getpid()}~") and rest.endswith(".warc.gz")
+
+
+def _die(w: WarcWriter) -> Path:
+    """What a SIGKILL leaves: the .open file, its lock gone, never renamed."""
+    path = w._path
+    os.close(w._fd)
+    w._fd = w._path = None
+    return path
+
+
+def test_a_torn_last_record_is_trimmed_when_a_writer_opens(tmp_path, caplog):
+    w = WarcWriter(tmp_path)
+    for i in range(5):
+        w.write_exchange(result(f"/p{i}", b"page %d " % i * 50))
+    path = _die(w)
+    whole = path.stat().st_size
+    with open(path, "rb") as fh:
+        starts, end, torn = scan_members(fh)
+    assert end == whole and not torn and len(starts) == 11
+    with open(path, "r+b") as fh:
+        fh.truncate(starts[-1] + (whole - starts[-1]) // 2)  # cut the last response in half
+    caplog.set_level("WARNING", logger="politecrawl.warc")
+    w2 = WarcWriter(tmp_path)
+    assert len(w2.recovered) == 1
+    fixed = w2.recovered[0]
+    assert fixed.records == 10 and fixed.kept_bytes == starts[-1] and fixed.trimmed_bytes > 0
+    assert "torn last record" in caplog.text
+    assert not path.exists() and fixed.path.exists()
+    recs = records(fixed.path)  # whole records only: the request whose response was torn stays
+    assert [r[0] for r in recs][-2:] == ["response", "request"]
+    assert warcio_check(fixed.path) == 0
+    # the new writer writes a new file, and both are readable
+    w2.write_exchange(result("/after"))
+    w2.close()
+    assert len(list(iter_files(tmp_path))) == 2
+    assert warcio_check(*iter_files(tmp_path)) == 0
+
+
+def test_garbage_after_the_last_record_is_trimmed_and_empty_files_removed(tmp_path):
+    w = WarcWriter(tmp_path)
+    w.write_exchange(result())
+    path = _die(w)
+    size = path.stat().st_size
+    with open(path, "ab") as fh:
+        fh.write(b"\x1f\x8b\x08\x00 not really gzip")
+    empty = tmp_path / ("politecrawl-20260101000000000-00000-1~x.warc.gz" + OPEN_SUFFIX)
+    empty.write_bytes(b"\x1f\x8b")
+    done = {r.path.name: r for r in recover_directory(tmp_path)}
+    assert done[path.name[: -len(OPEN_SUFFIX)]].kept_bytes == size
+    assert done[empty.name[: -len(OPEN_SUFFIX)]].removed and not empty.exists()
+    assert warcio_check(*iter_files(tmp_path)) == 0
+
+
+def test_a_live_writers_file_is_left_alone(tmp_path):
+    live = WarcWriter(tmp_path)
+    live.write_exchange(result())
+    other = WarcWriter(tmp_path)  # its recovery finds the .open file locked
+    assert other.recovered == []
+    assert live._path.exists()
+    live.write_exchange(result("/b"))
+    live.close()
+    assert warcio_check(*iter_files(tmp_path)) == 0
+
+
+WRITER_SCRIPT = """
+import sys, time
+from politecrawl.fetch import FetchResult
+from politecrawl.warc import WarcWriter
+w = WarcWriter(sys.argv[1], max_bytes=300_000)
+body = bytes(range(256)) * 64
+i = 0
+while True:
+    now = time.time()
+    w.write_exchange(FetchResult(url=f"http://127.0.0.2/p{i}", status=200, started_at=now, ended_at=now,
+                                 body=body, http_version="1.1", reason="OK", request_target=f"/p{i}",
+                                 raw_headers=(("Content-Type", "application/octet-stream"),)))
+    i += 1
+    if i == 20:
+        print("writing", flush=True)
+"""
+
+
+def test_sigkill_leaves_whole_records_only(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"writing"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    left_open = list(tmp_path.glob("*" + OPEN_SUFFIX))
+    assert len(left_open) == 1  # the file in progress; the rotated ones were closed
+    recovered = recover_directory(tmp_path)
+    assert len(recovered) == 1 and not recovered[0].removed
+    files = list(iter_files(tmp_path))
+    assert len(files) >= 2
+    assert warcio_check(*files) == 0
+    n = sum(1 for f in files for r in records(f) if r[0] == "response")
+    assert n >= 20
+
+
+def test_the_fetcher_hands_every_answer_to_the_recorder(tmp_path):
+    """A real HTTP exchange (aiohttp both ends, gzip on the wire): what the archive says was sent."""
+    page = b"<html><title>T</title>" + b"words " * 500 + b"</html>"
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.path == "/304":
+            return web.Response(status=304, headers={"ETag": '"e"'})
+        resp = web.Response(body=page, content_type="text/html", headers={"X-Extra": "kept"})
+        resp.enable_compression()
+        return resp
+
+    async def run():
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        w = WarcWriter(tmp_path)
+        try:
+            async with Fetcher(user_agent="politecrawl/test", max_bytes=1 << 20, connect_timeout=5,
+                               read_timeout=5, total_timeout=10, recorder=w) as f:
+                ok = await f.get(f"http://127.0.0.1:{port}/page?q=1", kind="page")
+                nm = await f.get(f"http://127.0.0.1:{port}/304", etag='"e"')
+                dead = await f.get("http://127.0.0.1:9/nothing-listens-here")
+        finally:
+            w.close()
+            await runner.cleanup()
+        return port, ok, nm, dead
+
+    port, ok, nm, dead = asyncio.run(run())
+    assert ok.status == 200 and ok.body == page and ok.warc is not None
+    assert nm.status == 304 and nm.warc is not None
+    assert dead.status is None and dead.warc is None
+    (f,) = iter_files(tmp_path)
+    recs = records(f)
+    assert [r[0] for r in recs] == ["warcinfo", "request", "response", "request", "revisit"]
+    _, uri, headers, http, content = recs[2]
+    assert uri == f"http://127.0.0.1:{port}/page?q=1" and content == page
+    assert http.get_statuscode() == "200" and http.get_header("X-Extra") == "kept"
+    assert http.get_header("X-Archive-Orig-Content-Encoding") in ("gzip", "deflate")  # aiohttp's choice
+    assert http.get_header("Content-Encoding") is None
+    assert http.get_header("Content-Length") == str(len(page))
+    assert headers.get_header("WARC-IP-Address") == "127.0.0.1"
+    req = recs[1][3]
+    assert req.statusline == "/page?q=1 HTTP/1.1"
+    assert req.get_header("Host") == f"127.0.0.1:{port}" and req.get_header("User-Agent") == "politecrawl/test"
+    assert "gzip" in req.get_header("Accept-Encoding")
+    assert recs[3][3].get_header("If-None-Match") == '"e"'
+    assert warcio_check(f) == 0
