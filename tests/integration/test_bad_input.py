@@ -256,6 +256,7 @@ def disk_full(tmp_path_factory):
     return result
 
 
+@pytest.mark.root
 def test_disk_full_leaves_an_uncorrupted_store_that_resumes(disk_full, reliability):
     full = disk_full["full"]
     assert full.returncode != 0, "the 1 MB disk did not fill up: make the pages bigger"
@@ -269,6 +270,7 @@ def test_disk_full_leaves_an_uncorrupted_store_that_resumes(disk_full, reliabili
     reliability.add("store faults survived", 1)
 
 
+@pytest.mark.root
 def test_disk_full_is_one_clear_line(disk_full):
     full = disk_full["full"]
     assert "Traceback" not in full.stderr, full.stderr[-3000:]

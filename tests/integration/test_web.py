@@ -551,6 +551,7 @@ def _chromium_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=90)
 
 
+@pytest.mark.browser
 def test_browser_shows_the_hostile_title_as_text_and_highlights(site, tmp_path):
     proc = _chromium_run(tmp_path, "--dump-dom", f"{site}/search?q=" + quote("polite crawler evil"))
     dom = proc.stdout
@@ -563,6 +564,7 @@ def test_browser_shows_the_hostile_title_as_text_and_highlights(site, tmp_path):
     assert re.search(r"<mark>(?:polite|crawler)</mark>", dom, re.IGNORECASE)
 
 
+@pytest.mark.browser
 def test_browser_phone_screenshot(site, tmp_path):
     shot = tmp_path / "results-phone.png"
     proc = _chromium_run(
