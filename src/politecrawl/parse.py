@@ -23,7 +23,7 @@ _WS = re.compile(r"\s+")
 #: Elements whose text is not visible page text.
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head", "nav", "footer", "aside")
 #   nav/footer/aside: navigation and boilerplate, stripped so that the text (and its
-#   fingerprint) is the page's own content (issue 5: "main text").
+#   fingerprint) is the page's own main text, not the site's boilerplate.
 #: Text kept per page (the index needs no more; a 10 MB page of text is cut here).
 MAX_TEXT_CHARS = 1_000_000
 

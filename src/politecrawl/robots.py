@@ -60,7 +60,7 @@ Departures from Google's matcher (labelled, RFC 9309 wins):
   first RFC 9110 product token, so ``"Foo Bar"`` means ``Foo`` (Google
   compares ``"Foo Bar"`` whole and matches nothing).
 
-Bounds (style rule 11): only the first 500 KiB of a body are parsed (the
+Bounds (everything a webmaster controls is capped): only the first 500 KiB of a body are parsed (the
 RFC 9309 §2.5 minimum; a line cut by the cap is dropped, so a cut rule can
 never widen or narrow anything); lines are cut at 16,663 bytes; patterns are
 matched without regular expressions, by a greedy left-to-right search for

@@ -4,7 +4,7 @@ Used by ``politecrawl demo``, the tests and the benchmarks. Each ``SandboxHost``
 serves its own robots.txt and pages; the ``Sandbox`` runs them all on one
 aiohttp server loop in a background thread and records every request with
 its start and end time and the client's connection, so tests can assert on
-what the hosts *received* (DESIGN.md "Testing from the outside").
+what the hosts *received* (docs/architecture.md, "Checking from the outside").
 
 Only 127.0.0.0/8 addresses are accepted: the sandbox never listens elsewhere.
 """

@@ -1,4 +1,4 @@
-"""Issue 7, "It survives": bounded fuzzing of every parser that reads what a stranger sends.
+"""It survives: bounded fuzzing of every parser that reads what a stranger sends.
 
 Hypothesis (fixed example budgets, no deadline; the whole file runs well under a minute) drives:
 the robots.txt parser and matcher, the URL normalizer, HTML extraction, the sitemap parser, and

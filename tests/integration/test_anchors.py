@@ -1,4 +1,4 @@
-"""Anchor text: the words of links pointing at a page find the page (issue #8), from the outside."""
+"""Anchor text: the words of links pointing at a page find the page, from the outside."""
 
 from __future__ import annotations
 

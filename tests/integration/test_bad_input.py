@@ -1,4 +1,4 @@
-"""Issue 7, "It survives": bad input from the user, and store faults.
+"""It survives: bad input from the user, and store faults.
 
 Every case runs the real command line (``run_cli``) and expects what the README promises: exit
 status 2, a clear message on stderr naming the problem, never a traceback. Store faults: an SQLite

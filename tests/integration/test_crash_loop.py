@@ -1,4 +1,4 @@
-"""Issue 7, "It survives": a crash loop.
+"""It survives: a crash loop.
 
 ``politecrawl crawl`` (its own process group) crawls a sandbox web of 3 hosts; the whole group is
 SIGKILLed at random moments 20 times, restarted each time on the same --db without seeds (a

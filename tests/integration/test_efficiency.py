@@ -1,4 +1,4 @@
-"""Spend nobody's bandwidth twice (issue 5): duplicates, canonicals, traps, conditional GET, limits."""
+"""Spend nobody's bandwidth twice: duplicates, canonicals, traps, conditional GET, limits."""
 
 from __future__ import annotations
 

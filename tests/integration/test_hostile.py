@@ -1,4 +1,4 @@
-"""Issue 7, "It survives": hostile servers on loopback.
+"""It survives: hostile servers on loopback.
 
 Each case runs a real ``politecrawl crawl --workers 1`` in a subprocess against one hostile
 server plus pages that are fine, and checks from the outside:

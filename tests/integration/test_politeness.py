@@ -1,4 +1,4 @@
-"""Politeness that listens (issue 4), checked on what the servers received."""
+"""Politeness that listens, checked on what the servers received."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RFC 9309 §2.3 fetch policy, sitemaps and page-level directives (issue 3), on the servers' side."""
+"""RFC 9309 §2.3 fetch policy, sitemaps and page-level directives, on the servers' side."""
 
 from __future__ import annotations
 

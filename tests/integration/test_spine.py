@@ -263,7 +263,7 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     # The expected order is computed here, from the documents as the crawler stored them, with
-    # DESIGN.md's BM25 (k1 = 1.2, b = 0.75, that IDF) applied per field and summed with the
+    # BM25 (k1 = 1.2, b = 0.75, IDF = ln(1 + (N - df + 0.5) / (df + 0.5))) applied per field and summed with the
     # documented field weights (title 2, body 1; politecrawl.index.bm25).
     db = sqlite3.connect(db_path)
     stored = {u: {"title": tokenize(t or ""), "body": tokenize(x or "")}
