@@ -10,11 +10,18 @@ Anchor text (the text of links pointing at a page, its third index field)
 follows the same way: anchor rows are numbered, the index remembers the last
 one it took (``indexed_anchor_id``), and an update re-indexes the pages that
 gained anchor text since.
+
+Being derived, the index never stops a crawl: ``update_index`` rebuilds an
+index it cannot open (corrupt or missing files) from the store, and when the
+index still cannot be written (disk full, permissions, another writer holding
+the lock) it logs one warning line and returns; the store's marks only move
+after a commit, so the next update retries from where the index is.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +30,7 @@ from .config import Settings
 from .errors import SearchIndexError
 from .index import IndexWriter
 from .index.reader import is_outdated, read_current_pointer
+from .index.writer import IndexLockedError
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
@@ -53,22 +61,103 @@ def indexable(page: dict) -> bool:
     )
 
 
-def update_index(store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None) -> int:
+class _IndexWriteFailed(SearchIndexError):
+    """The index cannot be written for a reason a rebuild would not cure (disk full, permissions)."""
+
+
+class _IndexDamaged(SearchIndexError):
+    """The index cannot be read back (a missing, truncated or inconsistent file): rebuilding cures it."""
+
+
+_INDEX_ENTRY = re.compile(r"^(CURRENT|LOCK|gen-\d+\.json|seg-\d+|\.tmp-.*)$")
+
+
+def _index_op(index_dir: Path, op, *args):
+    """``op(*args)``, an operation on the index only (never the store), its failures sorted into
+    busy (``IndexLockedError``), not writable (``_IndexWriteFailed``) or damaged (``_IndexDamaged``)."""
+    try:
+        return op(*args)
+    except (IndexLockedError, _IndexWriteFailed, _IndexDamaged):
+        raise
+    except SearchIndexError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError) and not isinstance(cause, FileNotFoundError):
+            raise _IndexWriteFailed(str(exc)) from exc
+        raise _IndexDamaged(str(exc)) from exc
+    except FileNotFoundError as exc:  # a file the generation names is missing
+        raise _IndexDamaged(f"the index in {index_dir} is damaged: {exc}") from exc
+    except OSError as exc:  # disk full, permissions: the index is derived, the store is intact
+        raise _IndexWriteFailed(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
+    except Exception as exc:  # noqa: BLE001 -- a damaged file fails in many ways (ValueError, KeyError, …)
+        raise _IndexDamaged(f"the index in {index_dir} is damaged: {type(exc).__name__}: {exc}") from exc
+
+
+_last_warning: dict[str, float] = {}
+#: The same warning is logged at most once per this many seconds (a crawl updates every few seconds).
+WARN_EVERY = 60.0
+
+
+def _warn(message: str) -> None:
+    now = time.monotonic()
+    if now - _last_warning.get(message, -WARN_EVERY) >= WARN_EVERY:
+        _last_warning[message] = now
+        log.warning("%s", message)
+
+
+def update_index(store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None,
+                 strict: bool = False) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
 
     Then re-index the pages whose anchor text grew since the last update (links found on
     pages crawled after them); ``max_pages`` bounds the first part only. ``compact`` (by
     default: when ``max_pages`` is None, a complete update) then merges the segments
     that are not full into as few as the size cap allows.
+
+    Never raises because of the index (a crawl calls this): an index that cannot be read back
+    is thrown away and rebuilt from the store (once per call); if that fails too, or the failure
+    is one a rebuild would not cure (disk full, permissions, the lock held by another writer),
+    one warning line is logged and the pages looked at so far are returned. With ``strict``,
+    that last error is raised (``SearchIndexError``) instead. Store errors always propagate.
     """
-    seen = 0
-    store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
-    if is_outdated(index_dir):
-        log.warning("the index in %s was written by an older politecrawl: rebuilding it from the store", index_dir)
+    progress = [0]
+    try:
+        try:
+            _update(store, index_dir, max_pages, compact, progress)
+        except _IndexDamaged as exc:
+            _warn(f"the search index in {index_dir} cannot be used, rebuilding it from the store: {exc}")
+            _index_op(index_dir, _discard_index, index_dir)
+            _update(store, index_dir, max_pages, compact, progress)
+    except SearchIndexError as exc:
+        if strict:
+            raise
+        _warn(f"the search index was not updated (the crawl goes on; the next update retries): {exc}")
+    return progress[0]
+
+
+def _discard_index(index_dir: Path) -> None:
+    """Remove the index in ``index_dir``: the whole folder if it holds nothing else, otherwise
+    only the index's own entries (an --index-dir may have been pointed at a folder in use)."""
+    if not index_dir.exists():
+        return
+    entries = list(index_dir.iterdir())
+    if all(_INDEX_ENTRY.match(e.name) for e in entries):
         shutil.rmtree(index_dir)
+        return
+    for e in entries:
+        if _INDEX_ENTRY.match(e.name) and e.name != "LOCK":
+            shutil.rmtree(e) if e.is_dir() and not e.is_symlink() else e.unlink()
+
+
+def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int]) -> None:
+    """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
+    seen = progress[0]
+    store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
+    if _index_op(index_dir, is_outdated, index_dir):
+        log.warning("the index in %s was written by an older politecrawl: rebuilding it from the store", index_dir)
+        _index_op(index_dir, _discard_index, index_dir)
     # The store remembers how far the index got; a folder with no index yet (a new --index-dir,
     # a deleted one) starts from the beginning instead.
-    fresh = read_current_pointer(index_dir) is None
+    fresh = _index_op(index_dir, read_current_pointer, index_dir) is None
     seq = 0 if fresh else int(store.get_meta("indexed_seq") or 0)
     # Anchor rows up to this mark are in the index once this update ends: pages indexed below read
     # their anchors after it was taken, and the loop at the end re-indexes the older pages they name.
@@ -83,6 +172,7 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
         store.mark_indexed([r["url_id"] for r in rows], time.time())
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
+        progress[0] = seen
         if len(rows) < BATCH:
             # Caught up with the store as it was when this batch was read. Pages stored since
             # wait for the next update: during a crawl, chasing them segment by tiny segment
@@ -96,15 +186,16 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if fresh:
         store.set_meta("indexed_anchor_id", str(anchors_done))
-    if (max_pages is None if compact is None else compact) and read_current_pointer(index_dir) is not None:
+    if (max_pages is None if compact is None else compact) and _index_op(index_dir, read_current_pointer,
+                                                                          index_dir) is not None:
         # A complete update (the end of a crawl, 'politecrawl index'): merge the segments the
         # crawl's periodic updates wrote into as few as the size cap allows.
-        try:
-            with IndexWriter(index_dir) as writer:
-                writer.compact()
-        except OSError as exc:
-            raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
-    return seen
+        _index_op(index_dir, _compact, index_dir)
+
+
+def _compact(index_dir: Path) -> None:
+    with IndexWriter(index_dir) as writer:
+        writer.compact()
 
 
 def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
@@ -113,7 +204,8 @@ def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
     if not keep and not deletes:
         return
     anchors = store.anchor_texts([row["url"] for row in keep]) if keep else {}
-    try:
+
+    def write() -> None:
         with IndexWriter(index_dir) as writer:
             for row in rows:
                 if indexable(row):
@@ -121,8 +213,8 @@ def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
                                         " ".join(anchors.get(row["url"], ())))
                 elif deletes:
                     writer.delete_document(row["url"])
-    except OSError as exc:  # disk full, permissions: the index is derived, the store is intact
-        raise SearchIndexError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
+
+    _index_op(index_dir, write)
 
 
 def rebuild_index(store, index_dir: Path) -> int:
@@ -130,4 +222,4 @@ def rebuild_index(store, index_dir: Path) -> int:
     if index_dir.exists():
         shutil.rmtree(index_dir)
     store.set_meta("indexed_seq", "0")
-    return update_index(store, index_dir)
+    return update_index(store, index_dir, strict=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.index.reader import IndexReader, load_generation, read_current_pointer
 
@@ -285,3 +286,139 @@ def test_sigkill_at_random_moments(tmp_path, reliability):
     print(f"\n[index crash] indexer SIGKILLed {kills} times at random moments, resumed from "
           f"batches {starts}, finished with all {batches * per} documents")
     reliability.add("index kills survived", kills)
+
+
+# -- update_index never stops a crawl ---------------------------------------------------------
+
+
+def _page(title: str, words: str) -> str:
+    return f"<html><head><title>{title}</title></head><body><p>{words}</p></body></html>"
+
+
+def _site(n: int, tag: str) -> dict[str, str]:
+    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(n))
+    pages = {"/": f"<html><head><title>Home {tag}</title></head><body><p>home {tag}</p>{links}</body></html>"}
+    for i in range(n):
+        pages[f"/p{i}"] = _page(f"Page {i} {tag}", f"{tag} words of page number{i} " + WORDS[i % len(WORDS)])
+    return pages
+
+
+def _index_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "politecrawl.indexing" and r.levelno >= logging.WARNING]
+
+
+def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, db_path):
+    """The reported failure: a segment renamed into place just before a kill, in no generation."""
+    from politecrawl.sandbox import SandboxHost
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    index_dir = Path(db_path + ".index")
+    data = load_generation(index_dir, read_current_pointer(index_dir))
+    nxt = data["next_segment"]
+    shutil.copytree(index_dir / data["segments"][0]["name"], index_dir / f"seg-{nxt:06d}")
+    host2 = SandboxHost("127.0.0.3", pages=_site(5, "second"))
+    sandbox_factory([host2])
+    report = crawl(db_path, [host2.url("/")])
+    assert report.pages_fetched == 6
+    s = Searcher(index_dir)
+    assert s.stats()["N"] == 7 + 6
+    assert {h.url for h in s.search("second", limit=20)} == {host2.url("/")} | {host2.url(f"/p{i}") for i in range(5)}
+    assert_clean(index_dir)
+
+
+def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
+    from politecrawl.sandbox import SandboxHost
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    index_dir = Path(db_path + ".index")
+    seg = load_generation(index_dir, read_current_pointer(index_dir))["segments"][0]["name"]
+    docs = index_dir / seg / "docs.json"
+    docs.write_bytes(docs.read_bytes()[:20])  # truncated: the writer cannot read the url table
+    host2 = SandboxHost("127.0.0.3", pages=_site(4, "second"))
+    sandbox_factory([host2])
+    with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
+        report = crawl(db_path, [host2.url("/")])
+    assert report.pages_fetched == 5
+    warnings = _index_warnings(caplog)
+    assert any("rebuilding it from the store" in w for w in warnings), warnings
+    s = Searcher(index_dir)
+    assert s.stats()["N"] == 7 + 5  # rebuilt: the first crawl's pages too
+    assert len(s.search("first", limit=20)) == 7 and len(s.search("second", limit=20)) == 5
+
+
+def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_path, db_path, caplog):
+    from politecrawl.indexing import update_index
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the index folder should be\n")
+    host = SandboxHost("127.0.0.2", pages=_site(8, "blocked"))
+    sandbox_factory([host])
+    with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
+        report = crawl(db_path, [host.url("/")], index_dir=str(blocker))
+    assert report.pages_fetched == 9 and report.stopped_by == "done"
+    warnings = _index_warnings(caplog)
+    assert warnings and all("\n" not in w for w in warnings)
+    assert any("the search index was not updated" in w and str(blocker) in w for w in warnings), warnings
+    store = open_store(db_path)
+    try:
+        with pytest.raises(SearchIndexError, match="Not a directory"):
+            update_index(store, blocker, strict=True)  # strict: the error is raised, not logged
+        # Nothing was lost: once the index can be written, an update indexes every page.
+        blocker.unlink()
+        assert update_index(store, blocker) == 9
+    finally:
+        store.close()
+    assert Searcher(blocker).stats()["N"] == 9
+
+
+def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory, db_path, monkeypatch, caplog):
+    import errno
+
+    from politecrawl.index import segment
+    from politecrawl.indexing import update_index
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    index_dir = Path(db_path + ".index")
+    before = live_docs(index_dir)
+    store = open_store(db_path)
+    try:
+        store.set_meta("indexed_seq", "0")  # as if the pages were new to the index
+        real = segment._write_bytes
+
+        def full(dirpath, name, data):
+            if name == "bodies.bin":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(dirpath, name, data)
+
+        monkeypatch.setattr(segment, "_write_bytes", full)
+        with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
+            assert update_index(store, index_dir) == 0
+        warnings = _index_warnings(caplog)
+        assert len(warnings) == 1 and "No space left on device" in warnings[0], warnings
+        assert live_docs(index_dir) == before  # the previous generation is intact
+        assert not [p for p in index_dir.iterdir() if p.name.startswith(".tmp-")]
+        assert store.get_meta("indexed_seq") == "0"  # the store's mark did not move
+        monkeypatch.setattr(segment, "_write_bytes", real)
+        assert update_index(store, index_dir) == 7
+    finally:
+        store.close()
+    assert live_docs(index_dir) == before
+    assert_clean(index_dir)
