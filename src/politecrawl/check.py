@@ -11,6 +11,8 @@ index is derived from it).
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +57,7 @@ def check(store, index_dir: Path, *, repair: bool = False, dead_workers: list[st
     for what in store.consistency(repair=repair):
         report.problems.append(Problem("store", what, repaired=repair))
     if dead_workers:
-        n = store.release_leases(dead_workers, 0.0) if repair else 0
+        n = store.release_leases(dead_workers, time.time() + store.clock_offset) if repair else 0
         report.problems.append(Problem("store", f"{len(dead_workers)} dead workers of this machine hold leases"
                                                 + (f" ({n} URLs requeued)" if repair else ""), repaired=repair))
 

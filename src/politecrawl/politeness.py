@@ -1,12 +1,13 @@
 """Delay policy: pure functions from what a host did to when it may be asked again.
 
-DESIGN.md rule 3: between two requests to a host at least
+Between two requests to a host at least
 
     delay(host) = max(min_delay, crawl_delay, k x smoothed response time)
 
 counted from the END of the previous response, raised by Retry-After on
-429/503 and by exponential backoff on errors; after ``park_after``
-consecutive failures the host is parked for a long while (its URLs kept).
+429/503 and, after errors, by a backoff relative to that delay; when failures
+keep coming (``park_after`` net of successes) the host is parked for a long
+while (its URLs kept).
 No clock and no I/O here: the caller passes ``now`` and the observation.
 """
 
@@ -83,6 +84,10 @@ class Decision:
     response_time: float | None
     failures: int
 
+    def delay_after(self, ended_at: float) -> float:
+        """The gap owed after a response that ended at ``ended_at``."""
+        return self.next_allowed_at - ended_at
+
 
 def smooth_response_time(previous: float | None, latest: float) -> float:
     """Exponential moving average, so one slow answer does not dominate."""
@@ -104,7 +109,16 @@ def _base_delay(history: HostHistory, response_time: float | None, policy: Delay
 
 
 def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decision:
-    """When may the host be asked again, and why."""
+    """When may the host be asked again, and why.
+
+    Errors slow a host down relative to its own pace: after a failure (no answer, 5xx, or a
+    429/503 without a usable Retry-After) the next gap is at least twice the delay in force
+    (and at least ``backoff_base``), doubling per failure up to ``backoff_cap``. The failure
+    count decays by one per success, and while it is above zero the gap stays doubled
+    accordingly, so a host that has just recovered is not hit at full pace at once.
+    A Retry-After is the server's own word and is obeyed in full; one longer than
+    ``backoff_cap`` parks the host until then (at most ``max_crawl_delay``).
+    """
     answered = obs.status is not None
     # Only answered requests feed the response time: a timeout is a failure,
     # not a 30-second response time to multiply by ten.
@@ -112,29 +126,31 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     if answered and obs.response_seconds is not None:
         response_time = smooth_response_time(history.response_time, max(0.0, obs.response_seconds))
     failed = (not answered) or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
-    failures = history.failures + 1 if failed else 0
-    delay, reason = _base_delay(history, response_time, policy)
+    failures = history.failures + 1 if failed else max(0, history.failures - 1)
+    base, reason = _base_delay(history, response_time, policy)
+    delay = base
 
+    def decision(seconds: float, why: str) -> Decision:
+        return Decision(next_allowed_at=obs.ended_at + seconds, reason=why, response_time=response_time,
+                        failures=failures)
+
+    if obs.retry_after is not None and obs.retry_after > delay:
+        if obs.retry_after > policy.backoff_cap:
+            return decision(min(obs.retry_after, max(policy.max_crawl_delay, policy.backoff_cap)), "parked")
+        if not failed or failures < policy.park_after:
+            return decision(obs.retry_after, "retry-after")
     if failed:
         if failures >= policy.park_after:
-            return Decision(
-                next_allowed_at=obs.ended_at + max(delay, policy.park_seconds),
-                reason="parked",
-                response_time=response_time,
-                failures=failures,
-            )
-        if obs.retry_after is not None:
-            # Retry-After is the server's own word: obeyed in full, instead of our guess.
-            if obs.retry_after > delay:
-                delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
-        else:
-            backoff = min(policy.backoff_cap, policy.backoff_base * 2 ** (failures - 1))
+            return decision(max(base, policy.park_seconds), "parked")
+        if obs.retry_after is None:
+            backoff = min(policy.backoff_cap, max(policy.backoff_base * 2 ** (failures - 1), base * 2 ** failures))
             if backoff > delay:
                 delay, reason = backoff, "backoff"
-    elif obs.retry_after is not None and obs.retry_after > delay:
-        delay, reason = min(obs.retry_after, policy.park_seconds), "retry-after"
-
-    return Decision(next_allowed_at=obs.ended_at + delay, reason=reason, response_time=response_time, failures=failures)
+    elif failures:
+        recovering = min(policy.backoff_cap, base * 2 ** failures)
+        if recovering > delay:
+            delay, reason = recovering, "backoff"
+    return decision(delay, reason)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

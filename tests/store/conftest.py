@@ -28,9 +28,10 @@ def pg_base_url() -> str | None:
     return os.environ.get(PG_ENV) or None
 
 
-def _with_schema(base: str, schema: str) -> str:
-    # application_name lets a test find (and kill) this store's server connections.
-    return f"{base}{'&' if '?' in base else '?'}schema={schema}&application_name={schema}"
+def _with_schema(base: str, schema: str, clock: str = "caller") -> str:
+    # application_name lets a test find (and kill) this store's server connections. The contract
+    # cases run on a clock of their own (T = 2023): the store compares with the callers' ``now``.
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}&application_name={schema}&clock={clock}"
 
 
 class StoreTarget:

@@ -284,7 +284,7 @@ def test_release_leases_requeues_dead_workers_urls_and_holds_their_hosts(store):
     assert a is not None and b is not None
     assert sorted(store.leased_workers()) == ["alive", "dead"]
     assert store.release_leases([], T + 7) == 0
-    assert store.release_leases(["dead"], T + 7) == 1
+    assert store.release_leases(["dead"], T + 7, 0.0) == 1
     assert store.url_states()[a.url][0] == "queued"
     assert store.url_states()[b.url][0] == "leased"
     row = host_row(store, a.host)
@@ -295,18 +295,50 @@ def test_release_leases_requeues_dead_workers_urls_and_holds_their_hosts(store):
     assert again is not None and again.url == a.url
 
 
-def test_release_leases_keeps_a_later_next_allowed_at(store):
+def test_a_dead_workers_host_waits_the_delay_it_is_owed(store):
+    """A Crawl-delay (or adaptive delay) in force when the worker died still holds after it."""
     store.seed_urls([url(A, "/1")], T)
-    pass_robots(store, "w1", T, next_at=T + 100)
+    pass_robots(store, "w1", T, next_at=T + 100)  # the host is owed 100 s after each response
     store.claim("dead", T + 100, LEASE)
-    store.release_leases(["dead"], T + 101)
-    assert host_row(store, A)["next_allowed_at"] == T + 101
-    store.seed_urls([url(A, "/2")], T)
-    c = store.claim("dead2", T + 101, LEASE)
-    store.release(c, Outcome(next_allowed_at=T + 500), T + 101)
+    store.release_leases(["dead"], T + 101, 1.0)
+    # The dead worker's request ended by T + 101 at the latest: 100 s from then, not min_delay.
+    assert host_row(store, A)["next_allowed_at"] == T + 201
+    assert store.claim("w2", T + 200.9, LEASE) is None
+    assert store.claim("w2", T + 201, LEASE) is not None
+
+
+def test_release_leases_keeps_a_later_next_allowed_at(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, Outcome(next_allowed_at=T + 500, delay=1.0), T)
+    assert host_row(store, A)["next_allowed_at"] == T + 500
+    assert store.claim("dead2", T + 499, LEASE) is None
     store.claim("dead2", T + 500, LEASE)
     store.release_leases(["dead2"], T + 200)
-    assert host_row(store, A)["next_allowed_at"] == T + 500
+    assert host_row(store, A)["next_allowed_at"] == T + 500  # due at the claim: never sooner
+
+
+def test_a_claim_moves_next_allowed_at_past_its_lease_plus_the_delay(store):
+    """An expired lease never brings a host back sooner than its delay after the lease ran out."""
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T, next_at=T + 10)  # delay 10 s
+    c = store.claim("w1", T + 10, LEASE)
+    assert c is not None and c.delay == 10
+    assert host_row(store, A)["next_allowed_at"] == T + 10 + LEASE + 10
+    # The worker hangs: its lease runs out, but the host still waits its delay after that.
+    assert store.claim("w2", T + 10 + LEASE + 9.9, LEASE) is None
+    assert store.claim("w2", T + 10 + LEASE + 10, LEASE) is not None
+
+
+def test_a_release_stamps_the_store_clock_plus_the_delay(store):
+    """The release never sets a host free sooner than its own clock at the release plus the delay."""
+    store.seed_urls([url(A, "/1"), url(A, "/2")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    # The worker's idea of the response end is 5 s behind the store's clock at the release.
+    store.release(c, Outcome(next_allowed_at=T + 3, delay=3.0, wait_reason="crawl-delay"), T + 5)
+    assert host_row(store, A)["next_allowed_at"] == T + 8
 
 
 # -- pages ------------------------------------------------------------------------------
@@ -793,12 +825,34 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     _fetch_pages(store, 2)
     store.close()
     # What a store written before schema version 2 (anchor text) looks like.
-    store_factory.run("DROP TABLE anchors", "DROP INDEX pages_alias_of",
+    store_factory.run("DROP TABLE anchors", "DROP INDEX pages_alias_of", *_SCHEMA_3_UNDONE,
                       "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = store_factory()
-    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
     assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
+
+
+#: Statements that turn a schema-3 store back into what schema 2 wrote.
+_SCHEMA_3_UNDONE = (
+    "DROP INDEX hosts_robots_via",
+    *(f"ALTER TABLE hosts DROP COLUMN {c}" for c in ("delay", "robots_via", "robots_hops", "in_scope")),
+    *(f"ALTER TABLE fetch_log DROP COLUMN {c}" for c in ("response_seconds", "retry_after")),
+)
+
+
+def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_factory):
+    store = store_factory()
+    claims = _fetch_pages(store, 2)
+    before = host_row(store, claims[0].host)["next_allowed_at"]
+    store.close()
+    extra = ("ALTER TABLE hosts DROP COLUMN claimed_at",) if store_factory.kind == "postgres" else ()
+    store_factory.run(*_SCHEMA_3_UNDONE, *extra, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    store = store_factory()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    row = host_row(store, claims[0].host)
+    assert row["next_allowed_at"] == before
+    assert store_factory.peek("SELECT delay, robots_via, robots_hops, in_scope FROM hosts") == [(0, None, 0, 0)]
 
 
 def test_open_without_create_on_a_missing_store_fails(store_factory):

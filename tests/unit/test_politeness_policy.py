@@ -20,19 +20,31 @@ P = DelayPolicy(min_delay=1.0, adaptive_factor=10.0, max_adaptive_delay=60.0, ba
     (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.8), 8.0, "adaptive", 0),
     (HostHistory(), Observation(ended_at=100, status=200, response_seconds=30.0), 60.0, "adaptive", 0),  # capped
     (HostHistory(crawl_delay=200_000), Observation(ended_at=100, status=200), 86_400.0, "crawl-delay", 0),
-    # a timeout is a failure, not a 30 s response time
+    # a timeout is a failure, not a 30 s response time; errors slow a host relative to its own
+    # pace: at least twice the delay in force (and at least backoff_base), doubling per failure
     (HostHistory(), Observation(ended_at=100, status=None), 5.0, "backoff", 1),
     (HostHistory(failures=2), Observation(ended_at=100, status=None), 20.0, "backoff", 3),
     (HostHistory(failures=2), Observation(ended_at=100, status=500), 20.0, "backoff", 3),
     (HostHistory(failures=3), Observation(ended_at=100, status=503), 40.0, "backoff", 4),
+    (HostHistory(crawl_delay=3), Observation(ended_at=100, status=503), 6.0, "backoff", 1),
+    (HostHistory(crawl_delay=10), Observation(ended_at=100, status=503), 20.0, "backoff", 1),
+    (HostHistory(crawl_delay=10, failures=1), Observation(ended_at=100, status=None), 40.0, "backoff", 2),
+    (HostHistory(crawl_delay=10, failures=3), Observation(ended_at=100, status=500), 160.0, "backoff", 4),
+    (HostHistory(crawl_delay=2000, failures=3), Observation(ended_at=100, status=500), 3600.0, "backoff", 4),
+    (HostHistory(response_time=0.8), Observation(ended_at=100, status=None), 16.0, "backoff", 1),
     # Retry-After replaces the backoff guess, in full
     (HostHistory(), Observation(ended_at=100, status=429, retry_after=3.0), 3.0, "retry-after", 1),
     (HostHistory(), Observation(ended_at=100, status=503, retry_after=120.0), 120.0, "retry-after", 1),
     (HostHistory(crawl_delay=10), Observation(ended_at=100, status=429, retry_after=3.0), 10.0, "crawl-delay", 1),
-    # after park_after consecutive failures: parked for hours, URLs kept by the caller
+    # … and one longer than the backoff cap parks the host until then (a day at most)
+    (HostHistory(), Observation(ended_at=100, status=503, retry_after=7200.0), 7200.0, "parked", 1),
+    (HostHistory(), Observation(ended_at=100, status=503, retry_after=10**9), 86_400.0, "parked", 1),
+    # after park_after failures (net of successes): parked for hours, URLs kept by the caller
     (HostHistory(failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
-    # a success resets the failure count (backoff decays)
-    (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+    # a success takes one failure off the count; the gap decays back to the delay in force
+    (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "backoff", 2),
+    (HostHistory(failures=1), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+    (HostHistory(crawl_delay=10, failures=2), Observation(ended_at=100, status=200), 20.0, "backoff", 1),
     # 4xx other than 429 is an answer, not a failure
     (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
 ])

@@ -20,9 +20,10 @@ embedded default); ``postgresql://`` is reserved for the PostgreSQL store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
-from ..errors import StoreError
+from ..errors import InvalidURL, StoreError
+from ..urls import host_key as _url_host_key
 
 __all__ = [
     "Claim",
@@ -88,6 +89,29 @@ class Claim:
     last_modified: str | None = None
     fingerprint: str | None = None  # of the stored version, to tell whether a recrawl found a change
     revisit_interval: float | None = None
+    #: The gap owed after this host's latest response, as the store knows it.
+    delay: float = 0.0
+    #: A robots.txt redirect in progress: the URL to fetch instead of /robots.txt, and hops so far.
+    robots_via: str | None = None
+    robots_hops: int = 0
+
+    @property
+    def robots_url(self) -> str:
+        """What a robots claim fetches: /robots.txt, or the next hop of a redirect on this host.
+
+        A hop on another host is never fetched under this host's claim (it is that host's
+        work); if its answer was lost, the chain starts again from /robots.txt.
+        """
+        if self.robots_via is not None and _same_host(self.robots_via, self.host):
+            return self.robots_via
+        return self.host + "/robots.txt"
+
+
+def _same_host(url: str, host: str) -> bool:
+    try:
+        return _url_host_key(url) == host
+    except InvalidURL:
+        return False
 
 
 @dataclass(frozen=True)
@@ -101,6 +125,9 @@ class FetchLogEntry:
     error: str | None = None
     delay: float | None = None
     retry_until: float | None = None
+    #: Evidence for the audit: seconds to the response headers, and the raw Retry-After header.
+    response_seconds: float | None = None
+    retry_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +177,10 @@ class Outcome:
     """
 
     next_allowed_at: float | None = None
+    #: The gap owed after the response (seconds). The store stamps next_allowed_at with the
+    #: later of ``next_allowed_at`` and its own clock at release + ``delay``, and remembers it
+    #: so that a crash or an expired lease never brings the host back sooner.
+    delay: float | None = None
     wait_reason: str | None = None
     response_time: float | None = None
     failures: int | None = None
@@ -167,6 +198,14 @@ class Outcome:
     revisit_interval: float | None = None
     changed: bool = False
     yield_check: YieldCheck | None = None
+    #: A robots.txt answer: the URL fetched (hosts waiting on it take the answer too) …
+    robots_source: str | None = None
+    #: … what it said (None: unreachable; ignored when it redirected) …
+    robots_answer: RobotsUpdate | None = None
+    #: … or where it redirected (the next hop; a host other than the claim's is asked under its own claim).
+    robots_redirect: NewURL | None = None
+    #: Hosts that join the crawl's scope (a seed redirected to them).
+    scope_hosts: Sequence[str] = field(default_factory=tuple)
 
 
 class Store(Protocol):
@@ -182,8 +221,9 @@ class Store(Protocol):
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None: ...
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None: ...
     def wake_time(self, now: float, min_delay: float) -> float | None: ...
-    def release_leases(self, workers: Sequence[str], not_before: float) -> int: ...
+    def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int: ...
     def leased_workers(self) -> list[str]: ...
+    def scope_hosts(self) -> list[str]: ...
     def status(self, now: float) -> dict: ...
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None: ...
@@ -202,9 +242,15 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+#: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
+CLAIM_RETURNING = ("host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
+                   " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops")
+
+
 def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
-    """A robots claim from the claim statement's RETURNING row (both stores return the same columns)."""
-    (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at) = row
+    """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
+    (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at,
+     delay, robots_via, robots_hops) = row
     return Claim(
         kind="robots",
         host=host,
@@ -218,7 +264,186 @@ def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: floa
         pages_fetched=fetched,
         ip=ip,
         ip_resolved_at=ip_at,
+        delay=delay or 0.0,
+        robots_via=robots_via,
+        robots_hops=robots_hops or 0,
     )
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the stores' SQL where they run the same statement.
+
+    ``now`` is the SQL for "the store's clock, now", inside the statement: the caller's ``now``
+    parameter, or (a PostgreSQL fleet) the database's own clock, so that no machine's clock or
+    measured offset enters a gap.
+    """
+
+    ph: str  # positional placeholder
+    greatest: str  # two-argument maximum: MAX (SQLite) | GREATEST (PostgreSQL)
+    now: str  # the store's clock inside a statement (uses the named parameter "now" or not)
+
+    def p(self, name: str) -> str:
+        """A named placeholder."""
+        return f":{name}" if self.ph == "?" else f"%({name})s"
+
+
+def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) -> tuple[list[str], dict]:
+    """The SET clauses and parameters of the host row update that ends a claim (both stores)."""
+    P = d.p
+    mine = f"lease_owner = {P('worker')}"
+    sets = [
+        f"lease_owner = CASE WHEN {mine} THEN NULL ELSE lease_owner END",
+        f"lease_expires_at = CASE WHEN {mine} THEN NULL ELSE lease_expires_at END",
+    ]
+    p: dict = {"worker": claim.worker, "host": claim.host, "now": now}
+    if outcome.next_allowed_at is None:
+        # No request was made (a disallowed URL, a budget stop): the host is due again when it
+        # was due before the claim moved next_allowed_at, which was at most the claim time.
+        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at)"
+                    " ELSE next_allowed_at END")
+    else:
+        delay = outcome.delay if outcome.delay is not None else max(0.0, outcome.next_allowed_at - now)
+        # Stamped by the store's clock: at the release the response has ended, so its clock + the
+        # delay is never sooner than what the host is owed, whatever the worker's clock says.
+        owed = f"{d.greatest}({P('next')}, {d.now} + {P('delay')})"
+        # Ours: the claim moved next_allowed_at past the lease; set the real time. Lost (our lease
+        # ran out and someone else went meanwhile): keep the later of the two.
+        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN {owed} ELSE {d.greatest}(next_allowed_at, {owed}) END")
+        sets += [f"delay = {P('delay')}", f"wait_reason = {P('reason')}"]
+        p.update(next=outcome.next_allowed_at, delay=delay, reason=outcome.wait_reason)
+    if outcome.response_time is not None:
+        sets.append(f"response_time = {P('rt')}")
+        p["rt"] = outcome.response_time
+    if outcome.failures is not None:
+        sets.append(f"failures = {P('failures')}")
+        p["failures"] = outcome.failures
+    if outcome.host_error is not None or outcome.failures == 0:
+        sets.append(f"last_error = {P('herr')}")
+        p["herr"] = outcome.host_error
+    if outcome.ip is not None:
+        sets += [f"ip = {P('ip')}", f"ip_resolved_at = {P('ip_at')}"]
+        p.update(ip=outcome.ip, ip_at=now)
+    if outcome.robots is not None:
+        r = outcome.robots
+        sets.append(f"robots_expires_at = {P('r_expires')}")
+        p["r_expires"] = r.expires_at
+        if r.status is not None:
+            sets += [f"robots_status = {P('r_status')}", f"robots_body = {P('r_body')}",
+                     f"robots_fetched_at = {P('r_fetched')}", f"crawl_delay = {P('r_delay')}",
+                     "robots_via = NULL", "robots_hops = 0"]
+            p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+    if outcome.fetch is not None and outcome.fetch.kind == "page":
+        sets.append("pages_fetched = pages_fetched + 1")
+    return sets, p
+
+
+#: A URL that failed (reset, timeout, 5xx) goes back to the queue this much later in its host's
+#: order, so the host's other URLs go first and one bad URL is not retried back to back.
+RETRY_PRIORITY_STEP = 100
+
+#: RFC 9309 §2.3.1.2: at least five consecutive robots.txt redirects are followed; after that
+#: the file counts as unavailable (rules: allow all).
+ROBOTS_MAX_HOPS = 5
+#: Queue order of a robots.txt hop fetched for other hosts: before the host's own sitemaps and pages.
+ROBOTS_HOP_PRIORITY = -3
+#: While a host's robots.txt is being fetched from another host, it is not claimed before this
+#: many seconds have passed (the answer releases it at once; this bounds a lost answer).
+ROBOTS_HOP_WAIT = 600.0
+#: Hosts whose robots.txt redirect target could not be read try their own robots.txt again after
+#: at least this long (fail closed meanwhile).
+ROBOTS_HOP_RETRY = 60.0
+
+
+def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
+                  queue: "Callable[[Sequence[NewURL]], None]") -> list[tuple]:
+    """Inside a release: pass a robots.txt answer on to every host waiting on the URL fetched.
+
+    The claimer's own robots.txt result is in ``outcome.robots`` (written with its host row);
+    this handles the hosts whose ``robots_via`` names the URL fetched (their robots.txt
+    redirected there) and the claimer's own redirect. A hop to another host becomes a queued
+    robots URL on that host, fetched under that host's claim; the waiting host is not claimed
+    meanwhile. Returns robots_log rows to insert: (host, fetched_at, status, body).
+    """
+    ph, P = d.ph, d.p
+    if outcome.robots_source is None:
+        return []
+    if claim.kind == "robots":
+        # A hop queued for this very URL (another host's robots.txt redirected here) has its
+        # answer now: it is done, not fetched a second time.
+        answered = conn.execute(
+            f"UPDATE frontier SET state = 'done', outcome = 'answered by the robots.txt fetch', finished_at = {ph}"
+            f" WHERE url = {ph} AND kind = 'robots' AND state = 'queued' RETURNING host",
+            (now, outcome.robots_source)).fetchall()
+        for (host,) in answered:
+            conn.execute(f"UPDATE hosts SET pending = {d.greatest}(pending - 1, 0) WHERE host = {ph}", (host,))
+    waiters = [row for row in conn.execute(
+        f"SELECT host, robots_hops, robots_status FROM hosts WHERE robots_via = {ph} AND host <> {ph}",
+        (outcome.robots_source, claim.host)).fetchall()]
+    log_rows: list[tuple] = []
+    redirect = outcome.robots_redirect
+    if claim.kind == "robots" and redirect is not None:
+        waiters.append((claim.host, claim.robots_hops, claim.robots.status))
+    if not waiters:
+        return log_rows
+    hop_queued = False
+    for host, hops, cached in waiters:
+        is_claimer = claim.kind == "robots" and host == claim.host
+        # A waiting host was last asked before its wait began: the store's clock now plus its delay
+        # is never sooner than it is owed. The claimer's timing is its own release's.
+        free_now = ("next_allowed_at" if is_claimer else
+                    f"CASE WHEN wait_reason = 'robots-redirect' THEN {P('now')} + delay ELSE next_allowed_at END")
+        params = {"host": host, "now": now}
+        if redirect is not None and hops + 1 <= ROBOTS_MAX_HOPS:
+            if redirect.host == host:  # the next hop is on the host itself: its next robots claim
+                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                             f" next_allowed_at = {free_now} WHERE host = {P('host')}",
+                             {**params, "via": redirect.url, "hops": hops + 1})
+            else:  # another host's: asked under that host's claim; this one waits for the answer
+                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                             f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {P('wait')}),"
+                             f" wait_reason = 'robots-redirect' WHERE host = {P('host')}",
+                             {**params, "via": redirect.url, "hops": hops + 1, "wait": ROBOTS_HOP_WAIT})
+                hop_queued = True
+            continue
+        if redirect is not None:  # too many hops: unavailable, which RFC 9309 treats like a 4xx
+            answer = RobotsUpdate("allow-all", None, now, now + ROBOTS_ALLOW_ALL_TTL, None)
+        else:
+            answer = outcome.robots_answer
+        if is_claimer:
+            # The claimer's own answer is written with its host row (outcome.robots) unless this
+            # was the hop limit.
+            if redirect is None:
+                continue
+        if answer is not None and answer.status is not None:
+            conn.execute(
+                f"UPDATE hosts SET robots_status = {P('st')}, robots_body = {P('body')},"
+                f" robots_fetched_at = {P('fetched')}, robots_expires_at = {P('expires')},"
+                f" crawl_delay = {P('cd')}, robots_via = NULL, robots_hops = 0,"
+                f" wait_reason = CASE WHEN wait_reason = 'robots-redirect' THEN 'min-delay' ELSE wait_reason END,"
+                f" next_allowed_at = {free_now}"
+                f" WHERE host = {P('host')}",
+                {**params, "st": answer.status, "body": answer.body, "fetched": answer.fetched_at,
+                 "expires": answer.expires_at, "cd": answer.crawl_delay})
+            log_rows.append((host, answer.fetched_at, answer.status, answer.body))
+        else:
+            # Unreachable: fail closed. The host tries its own robots.txt again later; a cached
+            # copy serves meanwhile (RFC 9309 §2.4).
+            conn.execute(
+                f"UPDATE hosts SET robots_via = NULL, robots_hops = 0, failures = failures + 1,"
+                f" wait_reason = 'robots-unreachable',"
+                f" robots_expires_at = CASE WHEN robots_status IS NULL THEN robots_expires_at"
+                f"   ELSE {d.greatest}(COALESCE(robots_expires_at, 0), {P('now')} + {P('retry')}) END,"
+                f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {d.greatest}(2 * delay, {P('retry')}))"
+                f" WHERE host = {P('host')}",
+                {**params, "retry": ROBOTS_HOP_RETRY})
+    if hop_queued and redirect is not None:
+        queue([NewURL(redirect.url, redirect.host, 0, ROBOTS_HOP_PRIORITY, kind="robots")])
+    return log_rows
+
+
+#: How long "no robots.txt rules" (4xx, or too many redirects) is cached: as a fetched file.
+ROBOTS_ALLOW_ALL_TTL = 86_400.0
 
 
 def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: float, ph: str) -> Claim | None:

@@ -56,6 +56,11 @@ from ..errors import NotAStoreError, StoreError
 from ..dedup import to_signed64
 from . import (
     ANCHOR_TARGET_PAGES_SQL,
+    CLAIM_RETURNING,
+    RETRY_PRIORITY_STEP,
+    Dialect,
+    host_release_sets,
+    settle_robots,
     ANCHOR_TEXTS_SQL,
     INDEXER_PAGE_COLUMNS,
     Claim,
@@ -73,7 +78,7 @@ from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: 
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -91,48 +96,56 @@ _RETRY_SQLSTATES = {"40001", "40P01"}
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
-# Eligible: work, delay passed, lease free. Used both to pick (subquery) and to reserve (outer WHERE).
-_ELIGIBLE = (
-    "pending > 0 AND next_allowed_at <= %(now)s"
-    " AND (lease_owner IS NULL OR lease_expires_at <= %(now)s)"
-)
-# Per-IP cap, as in SQLite. Under concurrency a snapshot cannot see an uncommitted claim on a
-# sibling host, so claim() re-checks under an advisory lock per address (see _ip_ok).
-_IP_FREE = """(hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
-               WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
-                 AND other.lease_expires_at > %(now)s) < %(per_ip)s)"""
+#: The database's own clock inside a statement. statement_timestamp() is the start of the
+#: statement: a claim compares with a moment no later than the claim itself, and a release
+#: stamps a moment after the response it records had ended.
+DB_NOW = "extract(epoch FROM statement_timestamp())::float8"
 
-def _claim_host_sql(per_ip: bool) -> str:
+
+def _eligible(now: str) -> str:
+    """Work, delay passed, lease free. Used both to pick (subquery) and to reserve (outer WHERE)."""
+    return f"pending > 0 AND next_allowed_at <= {now} AND (lease_owner IS NULL OR lease_expires_at <= {now})"
+
+
+def _claim_host_sql(per_ip: bool, now: str) -> str:
     """The claim statement; the per-IP variant is a separate text so that the common one
     (no cap) stays small enough for PostgreSQL to reuse one generic plan (planning it
-    costs more than running it)."""
-    ip_clause = f"AND {_IP_FREE} AND NOT (host = ANY(%(skip)s::text[]))" if per_ip else ""
+    costs more than running it).
+
+    Per-IP cap, as in SQLite. Under concurrency a snapshot cannot see an uncommitted claim on a
+    sibling host, so claim() re-checks under an advisory lock per address (see _ip_ok).
+    """
+    ip_free = f"""(hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
+               WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
+                 AND other.lease_expires_at > {now}) < %(per_ip)s)"""
+    ip_clause = f"AND {ip_free} AND NOT (host = ANY(%(skip)s::text[]))" if per_ip else ""
+    # next_allowed_at moves to the lease expiry plus the delay the host is owed (the release sets
+    # the real time): a worker that dies mid-request never brings its host back sooner.
     return f"""
-UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = %(expires)s
+UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
+                 next_allowed_at = {now} + %(lease)s + delay, claimed_at = {now}
 WHERE host = (SELECT host FROM hosts
-              WHERE {_ELIGIBLE} {ip_clause}
+              WHERE {_eligible(now)} {ip_clause}
               ORDER BY next_allowed_at LIMIT 1
               FOR UPDATE SKIP LOCKED)
-  AND {_ELIGIBLE}
-RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
-          crawl_delay, response_time, failures, pages_fetched, ip, ip_resolved_at
+  AND {_eligible(now)}
+RETURNING {CLAIM_RETURNING}
 """
 
 
-_CLAIM_HOST = _claim_host_sql(per_ip=False)
-_CLAIM_HOST_PER_IP = _claim_host_sql(per_ip=True)
-
-_LEASE_URL = """
-UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = %(expires)s,
+def _lease_url_sql(now: str) -> str:
+    return f"""
+UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                     attempts = attempts + 1
 WHERE id = (SELECT id FROM frontier
             WHERE host = %(host)s AND state IN ('queued', 'leased')
-              AND (state = 'queued' OR lease_expires_at <= %(now)s)
+              AND (state = 'queued' OR lease_expires_at <= {now})
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
-  AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= %(now)s))
+  AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= {now}))
 RETURNING id, url, depth, attempts, revisit_interval, kind
 """
+
 
 # Near-duplicate lookup (pigeonhole, as in SQLiteStore): a fingerprint within NEAR_DISTANCE bits
 # shares at least one 16-bit block, so the OR of four block equalities (a BitmapOr over the four
@@ -158,20 +171,26 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _parse_url(url: str) -> tuple[str, str | None, str]:
-    """Split the store's own ``schema`` query parameter off a postgresql:// URL.
+def _parse_url(url: str) -> tuple[str, str | None, str, str]:
+    """Split the store's own ``schema`` and ``clock`` query parameters off a postgresql:// URL.
 
-    Returns (conninfo for psycopg, schema or None, the URL to show in messages, without password).
+    Returns (conninfo for psycopg, schema or None, the URL to show in messages, without
+    password, the clock: ``database`` or ``caller``).
     """
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = None
+    clock = "database"
     rest = []
     for k, v in query:
         if k == "schema":
             schema = v
+        elif k == "clock":
+            clock = v
         else:
             rest.append((k, v))
+    if clock not in ("database", "caller"):
+        raise StoreError(f"invalid clock {clock!r} in store URL (database or caller)")
     if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
         raise StoreError(f"invalid schema name {schema!r} in store URL (letters, digits and _ only)")
     conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
@@ -181,7 +200,7 @@ def _parse_url(url: str) -> tuple[str, str | None, str]:
         user = creds.split(":", 1)[0]
         netloc = f"{user}@{hostpart}"
     shown = urlunsplit(parts._replace(netloc=netloc))
-    return conninfo, schema, shown
+    return conninfo, schema, shown, clock
 
 
 class PostgresStore:
@@ -193,7 +212,16 @@ class PostgresStore:
     parallelism: int = 4
 
     def __init__(self, url: str, *, create: bool = True) -> None:
-        conninfo, self._schema, self.url = _parse_url(url)
+        conninfo, self._schema, self.url, clock = _parse_url(url)
+        # The database's clock decides every comparison and stamp of politeness state, inside the
+        # statement, so two machines never disagree on a gap by their clocks' or offsets' error.
+        # ``?clock=caller`` uses the callers' ``now`` instead: for simulations and tests that
+        # run on a clock of their own.
+        now = "%(now)s" if clock == "caller" else DB_NOW
+        self._dialect = Dialect(ph="%s", greatest="GREATEST", now=now)
+        self._claim_host = _claim_host_sql(per_ip=False, now=now)
+        self._claim_host_per_ip = _claim_host_sql(per_ip=True, now=now)
+        self._lease_url = _lease_url_sql(now)
         kwargs: dict[str, Any] = {"autocommit": True}
         if self._schema is not None:
             # Added to any options= the URL already has (libpq: the keyword argument replaces it).
@@ -389,9 +417,20 @@ class PostgresStore:
         conn.execute("SELECT 1 FROM hosts WHERE host = ANY(%s::text[]) ORDER BY host FOR UPDATE", (hosts,)).fetchall()
 
     @staticmethod
-    def _insert_frontier(conn: psycopg.Connection, urls: Sequence[NewURL], now: float) -> int:
-        """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new."""
+    def _insert_frontier(conn: psycopg.Connection, urls: Sequence[NewURL], now: float, *,
+                         requeue: bool = False) -> int:
+        """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new.
+        With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew)."""
         ordered = sorted(urls, key=lambda u: u.url)
+        if requeue:
+            again = conn.execute(
+                "UPDATE frontier SET state = 'queued', attempts = 0, priority = t.p, kind = t.k"
+                " FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS t(u, p, k)"
+                " WHERE frontier.url = t.u AND frontier.state NOT IN ('queued', 'leased') RETURNING frontier.host",
+                ([u.url for u in ordered], [u.priority for u in ordered], [u.kind for u in ordered]),
+            ).fetchall()
+            for (host,) in again:
+                conn.execute("UPDATE hosts SET pending = pending + 1 WHERE host = %s", (host,))
         rows = conn.execute(
             """INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)
                SELECT t.u, t.h, t.d, t.p, %s, t.k, t.m
@@ -439,17 +478,17 @@ class PostgresStore:
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
         expires = now + lease_seconds
-        params: dict[str, Any] = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
+        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit}
 
         def tx(conn: psycopg.Connection) -> Claim | None:
             if per_ip_limit <= 0:
-                row = conn.execute(_CLAIM_HOST, params).fetchone()
+                row = conn.execute(self._claim_host, params).fetchone()
                 return None if row is None else self._finish_claim(conn, row, worker, now, expires, params)
             skip: list[str] = []
             for _ in range(_IP_RETRIES):
                 try:
                     with conn.transaction():  # a savepoint: an over-cap candidate is rolled back
-                        row = conn.execute(_CLAIM_HOST_PER_IP, {**params, "skip": skip}).fetchone()
+                        row = conn.execute(self._claim_host_per_ip, {**params, "skip": skip}).fetchone()
                         if row is None:
                             return None
                         if row[9] is not None and not self._ip_ok(conn, row, now, per_ip_limit):
@@ -480,71 +519,50 @@ class PostgresStore:
         ).fetchone()[0]
         return busy < per_ip_limit
 
-    @staticmethod
     def _finish_claim(
-        conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
+        self, conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
     ) -> Claim | None:
         claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
-        return finish_claim(conn, claim, _LEASE_URL, params, now, "%s")
+        return finish_claim(conn, claim, self._lease_url, params, now, "%s")
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
-        host_sets = [
-            "lease_owner = CASE WHEN lease_owner = %(worker)s THEN NULL ELSE lease_owner END",
-            "lease_expires_at = CASE WHEN lease_owner = %(worker)s THEN NULL ELSE lease_expires_at END",
-        ]
-        p: dict[str, Any] = {"worker": claim.worker, "host": claim.host}
-        if outcome.next_allowed_at is not None:
-            # GREATEST: if our lease had run out and someone else went meanwhile, keep the later time.
-            host_sets.append("next_allowed_at = GREATEST(next_allowed_at, %(next)s)")
-            host_sets.append("wait_reason = %(reason)s")
-            p["next"] = outcome.next_allowed_at
-            p["reason"] = outcome.wait_reason
-        if outcome.response_time is not None:
-            host_sets.append("response_time = %(rt)s")
-            p["rt"] = outcome.response_time
-        if outcome.failures is not None:
-            host_sets.append("failures = %(failures)s")
-            p["failures"] = outcome.failures
-        if outcome.host_error is not None or outcome.failures == 0:
-            host_sets.append("last_error = %(herr)s")
-            p["herr"] = outcome.host_error
-        if outcome.ip is not None:
-            host_sets += ["ip = %(ip)s", "ip_resolved_at = %(ip_at)s"]
-            p.update(ip=outcome.ip, ip_at=now)
+        host_sets, p = host_release_sets(claim, outcome, now, self._dialect)
         robots_version = None
-        if outcome.robots is not None:
+        if outcome.robots is not None and outcome.robots.status is not None:
             r = outcome.robots
-            host_sets.append("robots_expires_at = %(r_expires)s")
-            p["r_expires"] = r.expires_at
-            if r.status is not None:
-                host_sets += [
-                    "robots_status = %(r_status)s",
-                    "robots_body = %(r_body)s",
-                    "robots_fetched_at = %(r_fetched)s",
-                    "crawl_delay = %(r_delay)s",
-                ]
-                p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
-                robots_version = (claim.host, r.fetched_at, r.status, r.body)
-        if outcome.fetch is not None and outcome.fetch.kind == "page":
-            host_sets.append("pages_fetched = pages_fetched + 1")
+            robots_version = (claim.host, r.fetched_at, r.status, r.body)
         links = _unique(outcome.links)
 
         def tx(conn: psycopg.Connection) -> None:
             sets = list(host_sets)
+            involved = set()
+            if outcome.robots_source is not None:
+                # Hosts waiting on this robots.txt answer are updated too: lock them in order.
+                involved |= {r[0] for r in conn.execute(
+                    "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)).fetchall()}
+                if outcome.robots_redirect is not None:
+                    self._insert_hosts(conn, [outcome.robots_redirect.host])
+                    involved.add(outcome.robots_redirect.host)
+            if outcome.scope_hosts:
+                involved |= set(outcome.scope_hosts)
             if links:
-                # Lock order: new hosts inserted, then every host involved locked in sorted order,
-                # then frontier rows. Claims lock a host then its URL, so the orders agree.
                 link_hosts = sorted({u.host for u in links})
                 self._insert_hosts(conn, link_hosts)
-                self._lock_hosts(conn, sorted(set(link_hosts) | {claim.host}))
+                involved |= set(link_hosts)
+            if involved:
+                # Lock order: new hosts inserted, then every host involved locked in sorted order,
+                # then frontier rows. Claims lock a host then its URL, so the orders agree.
+                self._lock_hosts(conn, sorted(involved | {claim.host}))
             finished = False
             if claim.url_id is not None and outcome.url_state is not None:
                 if outcome.url_state == "queued":
                     conn.execute(
                         "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                        " outcome = %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
-                        (outcome.url_outcome, claim.url_id, claim.worker),
+                        " outcome = %s, priority = priority + %s"
+                        " WHERE id = %s AND lease_owner = %s AND state = 'leased'",
+                        (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0,
+                         claim.url_id, claim.worker),
                     )
                 else:
                     cur = conn.execute(
@@ -559,14 +577,18 @@ class PostgresStore:
                 sets.append("pending = GREATEST(pending - 1, 0)")
             # The SET list is built from the fixed fragments above; every value is a parameter.
             conn.execute(f"UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s", p)
+            versions = [robots_version] if robots_version is not None else []
+            versions += settle_robots(conn, self._dialect, claim, outcome, now,
+                                      lambda new: self._insert_frontier(conn, new, now, requeue=True))
             if outcome.fetch is not None:
                 self._insert_log(conn, claim.host, claim.worker, outcome.fetch)
-            if robots_version is not None:
-                conn.execute(
-                    "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (%s, %s, %s, %s)", robots_version
-                )
+            for version in versions:
+                conn.execute("INSERT INTO robots_log (host, fetched_at, status, body) VALUES (%s, %s, %s, %s)", version)
             if links:
                 self._insert_frontier(conn, links, now)
+            if outcome.scope_hosts:
+                conn.execute("UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])",
+                             (sorted(outcome.scope_hosts),))
             if outcome.rejected_links:
                 # Rows of claim.host only, whose hosts row this transaction already holds: no new lock order.
                 reasons = sorted(outcome.rejected_links)
@@ -602,9 +624,10 @@ class PostgresStore:
     def _insert_log(conn: psycopg.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
         conn.execute(
             "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-            " delay, retry_until) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " delay, retry_until, response_seconds, retry_after)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-             f.retry_until),
+             f.retry_until, f.response_seconds, f.retry_after),
         )
 
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
@@ -700,7 +723,7 @@ class PostgresStore:
             lambda conn: conn.execute(
                 """SELECT MIN(CASE
                                 WHEN lease_owner IS NOT NULL AND lease_expires_at > %(now)s
-                                  THEN LEAST(lease_expires_at, GREATEST(next_allowed_at, %(now)s + %(min_delay)s))
+                                  THEN LEAST(lease_expires_at, %(now)s + %(min_delay)s)
                                 ELSE next_allowed_at END),
                           COUNT(*)
                    FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason != 'parked'
@@ -751,6 +774,12 @@ class PostgresStore:
 
         return self._idempotent(tx, "requeue URLs due for a recrawl")
 
+    def scope_hosts(self) -> list[str]:
+        """Hosts that joined the crawl's scope because a seed redirected to them."""
+        rows = self._read(lambda conn: conn.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host")
+                          .fetchall(), "list the scope's hosts")
+        return [r[0] for r in rows]
+
     def leased_workers(self) -> list[str]:
         rows = self._read(
             lambda conn: conn.execute(
@@ -761,25 +790,28 @@ class PostgresStore:
         )
         return [r[0] for r in rows]
 
-    def release_leases(self, workers: Sequence[str], not_before: float) -> int:
+    def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int:
         """Give back the leases of workers known to be dead (their URLs return to the queue).
 
-        A dead worker may have been mid-request, so its hosts wait until at
-        least ``not_before`` (the caller passes now + min_delay): no stampede.
+        A dead worker's requests ended by now at the latest (its connections closed with it),
+        so each of its hosts waits the delay it is owed from now (at least ``min_delay``), by the
+        store's clock: no stampede, and a Crawl-delay or adaptive delay survives the crash.
         """
         if not workers:
             return 0
         dead = sorted(set(workers))
+        now_sql = self._dialect.now
 
         def tx(conn: psycopg.Connection) -> int:
             # Hosts before frontier: the lock order of claims and releases.
             conn.execute(
-                "SELECT 1 FROM hosts WHERE lease_owner = ANY(%s::text[]) ORDER BY host FOR UPDATE", (dead,)
+                "SELECT 1 FROM hosts WHERE lease_owner = ANY(%(dead)s::text[]) ORDER BY host FOR UPDATE", {"dead": dead}
             ).fetchall()
             conn.execute(
                 "UPDATE hosts SET lease_owner = NULL, lease_expires_at = NULL,"
-                " next_allowed_at = GREATEST(next_allowed_at, %s) WHERE lease_owner = ANY(%s::text[])",
-                (not_before, dead),
+                f" next_allowed_at = GREATEST({now_sql} + GREATEST(delay, %(min_delay)s), COALESCE(claimed_at, 0))"
+                " WHERE lease_owner = ANY(%(dead)s::text[])",
+                {"now": now, "min_delay": min_delay, "dead": dead},
             )
             cur = conn.execute(
                 "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
@@ -799,7 +831,9 @@ class PostgresStore:
             hosts_active = one(
                 "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > %s", now
             )[0]
-            hosts_waiting = one("SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s", now)[0]
+            not_in_flight = "(lease_owner IS NULL OR lease_expires_at <= %s)"
+            hosts_waiting = one("SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
+                                f" AND {not_in_flight}", now, now)[0]
             hosts_parked = one(
                 "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > %s", now
             )[0]
@@ -823,8 +857,8 @@ class PostgresStore:
                 str(k): v
                 for k, v in conn.execute(
                     "SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
-                    " GROUP BY wait_reason",
-                    (now,),
+                    f" AND {not_in_flight} GROUP BY wait_reason",
+                    (now, now),
                 ).fetchall()
             }
             return (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages,

@@ -20,6 +20,11 @@ from ..errors import NotAStoreError, StoreError
 from ..dedup import hamming, to_signed64
 from . import (
     ANCHOR_TARGET_PAGES_SQL,
+    CLAIM_RETURNING,
+    RETRY_PRIORITY_STEP,
+    Dialect,
+    host_release_sets,
+    settle_robots,
     ANCHOR_TEXTS_SQL,
     INDEXER_PAGE_COLUMNS,
     Claim,
@@ -34,30 +39,34 @@ from . import (
     group_anchor_texts,
 )
 
-__all__ = ["SQLiteStore", "SCHEMA_VERSION"]
+__all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
-SCHEMA_VERSION = 2
+#: SQLite runs on this machine: the store's clock is the caller's (``now``).
+DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
+
+SCHEMA_VERSION = 3
 APP_ID = "politecrawl"
 
 # A host is eligible when it has work, its delay has passed and nobody holds
 # its lease. The same condition sits in the subquery (to pick) and in the
 # outer WHERE (to reserve), so the UPDATE can only ever reserve an eligible host.
 _ELIGIBLE = "pending > 0 AND next_allowed_at <= :now AND (lease_owner IS NULL OR lease_expires_at <= :now)"
-# A claimed host's next_allowed_at moves to its lease expiry (the release sets the real one): the
-# eligible-host scan walks hosts_ready in next_allowed_at order and must not step over every host
-# in flight on each claim — with 1,000 hosts that scan was the crawl's bottleneck. If the worker
-# dies, the host is claimable again exactly when its lease runs out.
+# A claimed host's next_allowed_at moves to its lease expiry plus the delay it is owed (the
+# release sets the real time): if the worker dies mid-request, the request ended by the lease
+# expiry at the latest, so the host is never asked again sooner than its delay after it. It also
+# keeps the eligible-host scan (hosts_ready, in next_allowed_at order) from stepping over every
+# host in flight on each claim — with 1,000 hosts that scan was the crawl's bottleneck.
 # Per-IP cap: hosts sharing an address (virtual hosts on one server) share :per_ip open requests.
 _IP_FREE = """(:per_ip = 0 OR ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > :now) < :per_ip)"""
 
 _CLAIM_HOST = f"""
-UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires, next_allowed_at = :expires, claimed_at = :now
+UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires, next_allowed_at = :expires + delay,
+                 claimed_at = :now
 WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1)
   AND {_ELIGIBLE} AND {_IP_FREE}
-RETURNING host, robots_status, robots_body, robots_fetched_at, robots_expires_at,
-          crawl_delay, response_time, failures, pages_fetched, ip, ip_resolved_at
+RETURNING {CLAIM_RETURNING}
 """
 
 _ANY_ELIGIBLE = f"SELECT 1 FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} LIMIT 1"
@@ -218,7 +227,9 @@ class SQLiteStore:
             return self._insert_urls(db, urls, now)
 
     @staticmethod
-    def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float) -> int:
+    def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float, *, requeue: bool = False) -> int:
+        """Insert-if-absent; with ``requeue``, a URL already finished is queued again (a robots.txt
+        hop asked for anew)."""
         added: dict[str, int] = {}
         for host in sorted({new.host for new in urls}):  # seed hosts first, unconditionally (insert-if-absent)
             db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
@@ -228,6 +239,12 @@ class SQLiteStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (new.url, new.host, new.depth, new.priority, now, new.kind, new.lastmod),
             )
+            if cur.rowcount != 1 and requeue:
+                cur = db.execute(
+                    "UPDATE frontier SET state = 'queued', attempts = 0, priority = ?, kind = ?"
+                    " WHERE url = ? AND state NOT IN ('queued', 'leased')",
+                    (new.priority, new.kind, new.url),
+                )
             if cur.rowcount == 1:
                 added[new.host] = added.get(new.host, 0) + 1
         for host, n in added.items():
@@ -276,63 +293,22 @@ class SQLiteStore:
                 self._release(db, claim, outcome, now)
 
     def _release(self, db: sqlite3.Connection, claim: Claim, outcome: Outcome, now: float) -> None:
-        host_sets = [
-            "lease_owner = CASE WHEN lease_owner = :worker THEN NULL ELSE lease_owner END",
-            "lease_expires_at = CASE WHEN lease_owner = :worker THEN NULL ELSE lease_expires_at END",
-        ]
-        p: dict = {"worker": claim.worker, "host": claim.host}
-        if outcome.next_allowed_at is None:
-            # No request was made (a disallowed URL, a budget stop): the host is free again now —
-            # or whenever it was due before the claim, which was at most the claim time.
-            host_sets.append("next_allowed_at = CASE WHEN lease_owner = :worker THEN :claimed"
-                             " ELSE next_allowed_at END")
-            p["claimed"] = claim.claimed_at
-        if outcome.next_allowed_at is not None:
-            # Ours: the claim parked next_allowed_at at the lease expiry; set the real time. Lost
-            # (our lease ran out and someone else went meanwhile): keep the later of the two.
-            host_sets.append("next_allowed_at = CASE WHEN lease_owner = :worker THEN :next"
-                             " ELSE MAX(next_allowed_at, :next) END")
-            host_sets.append("wait_reason = :reason")
-            p["next"] = outcome.next_allowed_at
-            p["reason"] = outcome.wait_reason
-        if outcome.response_time is not None:
-            host_sets.append("response_time = :rt")
-            p["rt"] = outcome.response_time
-        if outcome.failures is not None:
-            host_sets.append("failures = :failures")
-            p["failures"] = outcome.failures
-        if outcome.host_error is not None or outcome.failures == 0:
-            host_sets.append("last_error = :herr")
-            p["herr"] = outcome.host_error
-        if outcome.ip is not None:
-            host_sets += ["ip = :ip", "ip_resolved_at = :ip_at"]
-            p.update(ip=outcome.ip, ip_at=now)
-        if outcome.robots is not None:
+        host_sets, p = host_release_sets(claim, outcome, now, DIALECT)
+        if outcome.robots is not None and outcome.robots.status is not None:
             r = outcome.robots
-            host_sets.append("robots_expires_at = :r_expires")
-            p["r_expires"] = r.expires_at
-            if r.status is not None:
-                host_sets += [
-                    "robots_status = :r_status",
-                    "robots_body = :r_body",
-                    "robots_fetched_at = :r_fetched",
-                    "crawl_delay = :r_delay",
-                ]
-                p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
-                db.execute(
-                    "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)",
-                    (claim.host, r.fetched_at, r.status, r.body),
-                )
-        if outcome.fetch is not None and outcome.fetch.kind == "page":
-            host_sets.append("pages_fetched = pages_fetched + 1")
+            db.execute(
+                "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)",
+                (claim.host, r.fetched_at, r.status, r.body),
+            )
 
         finished = False
         if claim.url_id is not None and outcome.url_state is not None:
             if outcome.url_state == "queued":
                 cur = db.execute(
                     "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                    " outcome = ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
-                    (outcome.url_outcome, claim.url_id, claim.worker),
+                    " outcome = ?, priority = priority + ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
+                    (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0, claim.url_id,
+                     claim.worker),
                 )
             else:
                 cur = db.execute(
@@ -346,6 +322,9 @@ class SQLiteStore:
         if finished:
             host_sets.append("pending = MAX(pending - 1, 0)")
         db.execute(f"UPDATE hosts SET {', '.join(host_sets)} WHERE host = :host", p)
+        for row in settle_robots(db, DIALECT, claim, outcome, now, lambda new: self._insert_urls(db, new, now,
+                                                                                             requeue=True)):
+            db.execute("INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)", row)
 
         if outcome.fetch is not None:
             self._insert_log(db, claim.host, claim.worker, outcome.fetch)
@@ -360,6 +339,8 @@ class SQLiteStore:
                 )
         if outcome.links:
             self._insert_urls(db, outcome.links, now)
+        if outcome.scope_hosts:
+            db.executemany("UPDATE hosts SET in_scope = 1 WHERE host = ?", [(h,) for h in outcome.scope_hosts])
         for reason, n in outcome.rejected_links.items():
             db.execute(
                 "INSERT INTO link_stats (host, reason, n) VALUES (?, ?, ?)"
@@ -371,9 +352,9 @@ class SQLiteStore:
     def _insert_log(db: sqlite3.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
         db.execute(
             "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-            " delay, retry_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " delay, retry_until, response_seconds, retry_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-             f.retry_until),
+             f.retry_until, f.response_seconds, f.retry_after),
         )
 
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
@@ -484,6 +465,11 @@ class SQLiteStore:
                 db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return len(rows)
 
+    def scope_hosts(self) -> list[str]:
+        """Hosts that joined the crawl's scope because a seed redirected to them."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host")]
+
     def leased_workers(self) -> list[str]:
         with self._lock:
             rows = self._db.execute(
@@ -492,11 +478,12 @@ class SQLiteStore:
             ).fetchall()
         return [r[0] for r in rows]
 
-    def release_leases(self, workers: Sequence[str], not_before: float) -> int:
+    def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int:
         """Give back the leases of workers known to be dead (their URLs return to the queue).
 
-        A dead worker may have been mid-request, so its hosts wait until at
-        least ``not_before`` (the caller passes now + min_delay): no stampede.
+        A dead worker's requests ended by ``now`` at the latest (its connections closed with
+        it), so each of its hosts waits the delay it is owed from now (at least ``min_delay``):
+        no stampede, and a Crawl-delay or adaptive delay survives the crash.
         """
         if not workers:
             return 0
@@ -508,10 +495,10 @@ class SQLiteStore:
                     " WHERE state = 'leased' AND lease_owner = ?",
                     (w,),
                 ).rowcount
-                db.execute(  # next_allowed_at holds the lease expiry since the claim: replace it
+                db.execute(  # next_allowed_at holds lease expiry + delay since the claim: replace it
                     "UPDATE hosts SET lease_owner = NULL, lease_expires_at = NULL,"
-                    " next_allowed_at = MAX(?, COALESCE(claimed_at, 0)) WHERE lease_owner = ?",
-                    (not_before, w),
+                    " next_allowed_at = MAX(? + MAX(delay, ?), COALESCE(claimed_at, 0)) WHERE lease_owner = ?",
+                    (now, min_delay, w),
                 )
         return n
 
