@@ -222,6 +222,138 @@ def test_old_generations_and_segments_cleaned(tmp_path):
     assert not [p for p in os.listdir(path) if p.startswith(".tmp-")]
 
 
+def test_leftovers_of_a_killed_commit_are_swept_and_numbers_never_reused(tmp_path):
+    """What a kill mid-commit leaves (see tests/integration/test_index_crash.py for real kills)."""
+    path = tmp_path / "ix"
+    build(path, [DOCS[:5], DOCS[5:10]])
+    data = json.loads((path / (path / "CURRENT").read_text().strip()).read_text())
+    nxt, gen = data["next_segment"], data["generation"]
+    # A complete segment renamed into place but in no generation, a higher-numbered temp segment,
+    # temp files and a generation file CURRENT never pointed at.
+    import shutil
+
+    shutil.copytree(path / data["segments"][0]["name"], path / f"seg-{nxt:06d}")
+    (path / f".tmp-seg-{nxt + 3:06d}-x1y2").mkdir()
+    (path / ".tmp-CURRENT-123").write_text("junk")
+    (path / f".tmp-gen-{gen + 4:06d}.json-77").write_text("junk")
+    (path / f"gen-{gen + 1:06d}.json").write_text("{")
+    before = Searcher(path)
+    assert before.stats()["N"] == 10  # readers ignore leftovers
+    with IndexWriter(path) as w:
+        w.add_document(*DOCS[10])
+    names = set(os.listdir(path))
+    assert not [n for n in names if n.startswith(".tmp-")]
+    new = json.loads((path / (path / "CURRENT").read_text().strip()).read_text())
+    assert new["generation"] > gen + 4  # above every generation number seen on disk
+    segs = {n for n in names if n.startswith("seg-")}
+    assert segs == {e["name"] for e in new["segments"]} | {e["name"] for e in data["segments"]}
+    added = {e["name"] for e in new["segments"]} - {e["name"] for e in data["segments"]}
+    assert added and min(int(n[4:]) for n in added) > nxt + 3
+    assert Searcher(path).stats()["N"] == 11
+    assert before.stats()["N"] == 11  # same process: seen at once
+
+
+def test_failed_commit_removes_its_segments(tmp_path, monkeypatch):
+    from politecrawl.index import segment
+
+    path = tmp_path / "ix"
+    build(path, [DOCS[:1]])
+    names = set(os.listdir(path))
+    real = segment._write_bytes
+
+    def full(dirpath, name, data):
+        if name == "header.json" and "seg-000003" in str(dirpath):  # the merge of a commit
+            raise OSError(28, "No space left on device")
+        return real(dirpath, name, data)
+
+    monkeypatch.setattr(segment, "_write_bytes", full)
+    with pytest.raises(OSError):
+        with IndexWriter(path, merge_factor=2) as w:
+            w.add_document(*DOCS[5])
+    assert set(os.listdir(path)) == names  # seg-000002 (written, then not merged) removed too
+    monkeypatch.setattr(segment, "_write_bytes", real)
+    build(path, [DOCS[5:6]], merge_factor=2)
+    assert Searcher(path).stats()["N"] == 2
+
+
+def _commit_in_another_process(path, doc):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with IndexWriter(path) as w:
+                w.add_document(*doc)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def test_searcher_reads_current_only_when_it_may_have_changed(tmp_path, monkeypatch):
+    import time
+
+    from politecrawl.index import reader as reader_mod
+    from politecrawl.index import search as search_mod
+
+    monkeypatch.setattr(search_mod, "REREAD_INTERVAL", 60.0)
+    path = tmp_path / "ix"
+    build(path, [DOCS[:5]])
+    reads = []
+    real = reader_mod.read_current_pointer
+    monkeypatch.setattr(reader_mod, "read_current_pointer", lambda d: reads.append(1) or real(d))
+    s = Searcher(path, refresh_interval=0.2)
+    reads.clear()
+    t0 = time.monotonic()
+    n = 0
+    while time.monotonic() - t0 < 0.5:
+        assert s.count("body") == 5
+        n += 1
+    assert n > 100 and reads == []  # no read of CURRENT while it did not change
+    # Another process commits: seen within refresh_interval.
+    _commit_in_another_process(path, DOCS[5])
+    t1 = time.monotonic()
+    while s.count("body") == 5:
+        assert time.monotonic() - t1 < 0.2 + 0.1, "the new generation was not seen in time"
+    assert len(reads) == 2  # one to see it changed, one to open the new generation
+    # With refresh_interval=0, a commit by another process is seen by the very next query.
+    s0 = Searcher(path, refresh_interval=0)
+    _commit_in_another_process(path, DOCS[6])
+    assert s0.count("body") == 7
+    # A commit in this process is seen at once whatever the interval.
+    slow = Searcher(path, refresh_interval=3600)
+    build(path, [DOCS[7:8]])
+    assert slow.count("body") == 8
+
+
+def test_searcher_rereads_current_at_least_every_reread_interval(tmp_path, monkeypatch):
+    """Even if CURRENT's stat looked unchanged (an inode reused within one timestamp tick)."""
+    import time
+
+    from politecrawl.index import search as search_mod
+
+    path = tmp_path / "ix"
+    build(path, [DOCS[:5]])
+    s = Searcher(path, refresh_interval=0)
+    monkeypatch.setattr(search_mod, "current_identity", lambda d: ("frozen",))
+    monkeypatch.setattr(search_mod, "REREAD_INTERVAL", 0.3)
+    s.count("body")
+    _commit_in_another_process(path, DOCS[5])
+    assert s.count("body") == 5  # the (faked) stat says nothing changed
+    time.sleep(0.35)
+    assert s.count("body") == 6
+
+
+def test_searcher_does_not_reuse_a_cached_segment_of_a_rebuilt_index(tmp_path):
+    import shutil
+
+    path = tmp_path / "ix"
+    build(path, [DOCS[:5]])
+    s = Searcher(path)
+    assert s.count("zeta") == 1
+    shutil.rmtree(path)
+    build(path, [DOCS[10:16]])  # seg-000001 again, other documents
+    assert s.stats()["N"] == 6
+    assert s.count("zeta") == 2 and s.count("body") == 6
+
+
 def test_merges_preserve_results(tmp_path):
     merged, single = tmp_path / "merged", tmp_path / "single"
     build(merged, [[d] for d in DOCS], merge_factor=3)

@@ -114,6 +114,9 @@ def _dir_identity(path: Path) -> tuple[int, int, int]:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
+_file_identity = _dir_identity
+
+
 class SegmentView:
     """A segment as seen by one generation: the segment plus its live-doc mask."""
 
@@ -161,12 +164,14 @@ class IndexReader:
     def _open(self, cache: dict[str, Segment]) -> None:
         name = read_current_pointer(self.index_dir)
         self.generation_name = name
+        self.generation_identity = None
         if name is None:
             self.generation = 0
             self.analyzer = Analyzer()
             self.views: list[SegmentView] = []
         else:
             data = load_generation(self.index_dir, name)
+            self.generation_identity = _file_identity(self.index_dir / name)
             self.generation = int(data["generation"])
             self.analyzer = Analyzer.from_json(data.get("analyzer", {}))
             views = []
@@ -191,7 +196,17 @@ class IndexReader:
         self.avgdl = {f: (self.field_lengths[f] / self.n_docs if self.n_docs else 0.0) for f in FIELDS}
 
     def is_current(self) -> bool:
-        return read_current_pointer(self.index_dir) == self.generation_name
+        """Whether ``CURRENT`` still names this generation's file (the same file: an index
+        rebuilt from scratch numbers its generations from 1 again)."""
+        name = read_current_pointer(self.index_dir)
+        if name != self.generation_name:
+            return False
+        if name is None:
+            return True
+        try:
+            return _file_identity(self.index_dir / name) == self.generation_identity
+        except FileNotFoundError:
+            return False
 
     def postings(self, term: str) -> list[dict[str, tuple[np.ndarray, np.ndarray, int]] | None]:
         """Per segment view: field -> (doc ids, tfs, first posting), or None if absent.
