@@ -157,7 +157,8 @@ process = CrawlerProcess(settings={
     "ROBOTSTXT_OBEY": True, "DOWNLOAD_DELAY": delay, "CONCURRENT_REQUESTS": 256,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "AUTOTHROTTLE_ENABLED": True, "AUTOTHROTTLE_START_DELAY": delay,
     "AUTOTHROTTLE_TARGET_CONCURRENCY": 1.0, "CLOSESPIDER_TIMEOUT": seconds, "LOG_LEVEL": "ERROR",
-    "USER_AGENT": "scrapybench (+http://127.0.0.1/)", "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    "USER_AGENT": "scrapybench (+http://127.0.0.1/)",
+    "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
     "REACTOR_THREADPOOL_MAXSIZE": 20, "TELNETCONSOLE_ENABLED": False, "ITEM_PIPELINES": {},
 })
 process.crawl(Bench)

@@ -126,7 +126,8 @@ def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
     random_hits = sum(r is not None for r in results[1::2])
     index_rate = nqueries / elapsed
     print(f"find_near:             {index_rate:10,.0f} lookups/s  ({elapsed / nqueries * 1e6:.1f} us each)")
-    print(f"  planted found {planted_hits:,}/{len(results[0::2]):,}; random found {random_hits:,}/{len(results[1::2]):,}")
+    print(f"  planted found {planted_hits:,}/{len(results[0::2]):,}; "
+          f"random found {random_hits:,}/{len(results[1::2]):,}")
 
     if _POPCOUNT is None:
         print("brute force skipped: needs numpy >= 2 (np.bitwise_count)")
@@ -350,9 +351,9 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
                 "simhash": _best_us(lambda items, f=simhash_f: [f(t) for t in items], texts, repeat),
                 "text_fingerprint": _best_us(lambda items, f=fingerprint_f: [f(t) for t in items], texts, repeat),
                 "per link": _best_us(per_link, links, repeat),
-                "normalize": _best_us(lambda items: [_try(normalize, r, b) for r, b in items], links, repeat),
-                "trap_reason": _best_us(lambda items: [trap_reason(u) for u in items], normalized, repeat),
-                "host_key": _best_us(lambda items: [host_key(u) for u in items], normalized, repeat),
+                "normalize": _best_us(lambda items, f=normalize: [_try(f, r, b) for r, b in items], links, repeat),
+                "trap_reason": _best_us(lambda items, f=trap_reason: [f(u) for u in items], normalized, repeat),
+                "host_key": _best_us(lambda items, f=host_key: [f(u) for u in items], normalized, repeat),
             }
             print(f"  {name:22s}" + "  ".join(f"{key} {value:7.1f} us" if key in ("simhash", "text_fingerprint")
                                               else f"{key} {value:5.2f} us" for key, value in row.items()))

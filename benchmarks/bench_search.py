@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import math
 import os
 import random
 import re
@@ -116,7 +115,8 @@ def synthetic_corpus(n_docs=2000, vocab=50_000, seed=1) -> list[tuple[str, str, 
     for i in range(n_docs):
         ids = np.minimum(rng.zipf(1.2, size=int(rng.integers(50, 3000))), vocab) - 1
         tids = np.minimum(rng.zipf(1.3, size=int(rng.integers(2, 8))), vocab) - 1
-        docs.append((f"https://synthetic.example/{i}", " ".join(words[j] for j in tids), " ".join(words[j] for j in ids)))
+        docs.append((f"https://synthetic.example/{i}", " ".join(words[j] for j in tids),
+                     " ".join(words[j] for j in ids)))
     return docs
 
 
@@ -368,13 +368,15 @@ def main(argv=None):
         t0 = time.perf_counter()
         base, anchors = load_python_docs(root)
         print(f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
-              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text (extracted in {time.perf_counter() - t0:.1f}s); "
+              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text "
+              f"(extracted in {time.perf_counter() - t0:.1f}s); "
               f"{len(anchors)} pages have anchor text from links on the others")
     else:
         base, anchors = synthetic_corpus(), {}
         print(f"corpus: SYNTHETIC Zipfian corpus ({len(base)} docs) -- python3-doc HTML not found")
     queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
-    print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; e.g. {[' '.join(q) for q in queries[:4]]}")
+    print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; "
+          f"e.g. {[' '.join(q) for q in queries[:4]]}")
     selective, common, top, top_share = split_queries(base, queries, args.queries)
     print(f"growth query sets: {len(selective)} selective (every word in <= 5% of pages), and the same "
           f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries")
@@ -410,12 +412,14 @@ def main(argv=None):
                     db.close()
                 shutil.rmtree(work, ignore_errors=True)
 
-    print("\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms | known-item rank-1 | MRR@10 |")
+    print("\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms "
+          "| known-item rank-1 | MRR@10 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for scale, name, n, dps, size, p50, p95, p99, ki in rows:
         k1 = f"{ki[0]:.1%}" if ki else "-"
         mrr = f"{ki[1]:.3f}" if ki else "-"
-        print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {k1} | {mrr} |")
+        print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} "
+              f"| {k1} | {mrr} |")
     big = scales[-1]
     print(f"\nQuery time growth x1 -> x{big} ({big}x the documents), p50 ms; a ratio below {big} is sublinear:")
     print(f"| engine | selective x1 | selective x{big} | growth | common x1 | common x{big} | growth |")

@@ -49,7 +49,8 @@ def _prepare(store_url: str) -> None:
         for _ in range(HOSTS):  # make every host's robots.txt fresh, eligible right away
             c = store.claim("prep", now, LEASE)
             assert c is not None and c.kind == "robots"
-            store.release(c, Outcome(next_allowed_at=now, robots=RobotsUpdate("allow-all", b"", now, now + 86400, None)), now)
+            robots = RobotsUpdate("allow-all", b"", now, now + 86400, None)
+            store.release(c, Outcome(next_allowed_at=now, robots=robots), now)
     finally:
         store.close()
 

@@ -27,9 +27,8 @@ __all__ = ["__version__", "Hit", "Searcher", "open_search"]
 def open_search(db: str = "politecrawl.db", *, index_dir: str | Path | None = None) -> "Searcher":
     """The searcher over the index of the crawl stored in ``db`` (the index lives beside it)."""
     from .config import load_settings
-    from .indexing import index_dir_for
-
     from .index.search import Searcher
+    from .indexing import index_dir_for
 
     directory = Path(index_dir) if index_dir is not None else index_dir_for(load_settings({"db": db}, env={}))
     return Searcher(directory)

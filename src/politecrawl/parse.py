@@ -10,8 +10,8 @@ from __future__ import annotations
 import codecs
 import email.utils
 import re
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser

@@ -441,7 +441,7 @@ class _Bucket:
                 best = score
                 break
         if self.by_suffix is not None:
-            for score, needle, wild in self.by_suffix.get(path[-_SUFFIX_KEY:], ()):
+            for score, _needle, wild in self.by_suffix.get(path[-_SUFFIX_KEY:], ()):
                 if score <= best:
                     break
                 if wild.matches(path):

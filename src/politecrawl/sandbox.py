@@ -339,7 +339,8 @@ def _bench_text(rng: random.Random, n_words: int) -> str:
 
 
 def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 20_000, links: int = 8,
-                slow_every: int = 0, slow_delay: float = 0.2, throttle_every: int = 0, seed: int = 1) -> list[SandboxHost]:
+                slow_every: int = 0, slow_delay: float = 0.2, throttle_every: int = 0,
+                seed: int = 1) -> list[SandboxHost]:
     """Endless sites for throughput benchmarks: page /p/K links to /p/K+1 … /p/K+links, ~page_bytes each.
 
     Every ``slow_every``-th host answers after ``slow_delay``; every ``throttle_every``-th host answers

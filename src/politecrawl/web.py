@@ -467,7 +467,8 @@ def openapi_document() -> dict:
                     ],
                     "responses": {
                         "200": {"description": "Results (possibly none).",
-                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}}},
+                                "content": {"application/json": {
+                                    "schema": {"$ref": "#/components/schemas/SearchResults"}}}},
                         "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
                         "503": err_resp("No search index yet."),
                     },

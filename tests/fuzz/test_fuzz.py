@@ -16,14 +16,15 @@ import sys
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from politecrawl import urls
 from politecrawl.errors import InvalidURL
 from politecrawl.index.analysis import parse_query
 from politecrawl.parse import parse_html
 from politecrawl.robots import RobotsTxt
 from politecrawl.sitemaps import parse_sitemap
-from politecrawl import urls
 
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")), deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -55,7 +56,8 @@ URL_PARTS = ["http://", "https://", "HTTP://", "ftp://", "//", "user:pw@", "[::1
              "%00", "%zz", "%2F", "é", "ß", "\u3002", "\x00", " ", "\t", "\n", "\\", "a", "..", "@", "localhost"]
 url_text = st.lists(st.one_of(st.sampled_from(URL_PARTS), st.text(max_size=5)), max_size=25).map("".join)
 
-HTML_PARTS = ["<html>", "<head>", "<title>", "</title>", "<body>", "<a href=\"", "\">", "</a>", "<a href=", "<base href=\"",
+HTML_PARTS = ["<html>", "<head>", "<title>", "</title>", "<body>", "<a href=\"", "\">", "</a>", "<a href=",
+              "<base href=\"",
               "<meta name=\"robots\" content=\"", "noindex", "nofollow", "\">", "<meta charset=\"", "utf-16", "x-bad",
               "<link rel=\"canonical\" href=\"", "<script>", "</script>", "<style>", "<!--", "-->", "<![CDATA[",
               "&amp;", "&#0;", "&#xD800;", "javascript:", "http://[", "//x", "\x00", "\ufffd", "<", ">", "\"", "'"]
@@ -65,7 +67,8 @@ html_bytes = st.one_of(
     st.binary(max_size=600),
 )
 
-SITEMAP_PARTS = ["<?xml version=\"1.0\"?>", "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">", "</urlset>",
+SITEMAP_PARTS = ["<?xml version=\"1.0\"?>", "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">",
+                 "</urlset>",
                  "<sitemapindex>", "</sitemapindex>", "<url>", "</url>", "<sitemap>", "</sitemap>", "<loc>", "</loc>",
                  "<lastmod>", "</lastmod>", "http://127.0.0.1/a", "2024-13-45", "<!DOCTYPE x [<!ENTITY a \"aaaa\">]>",
                  "&a;", "&lt;", "<", ">", "\x00", "é"]
@@ -94,7 +97,9 @@ def test_fuzz_robots_parse_and_match(body, agent, path):
 
 
 @FUZZ
-@given(raw=url_text, base=st.one_of(st.none(), st.sampled_from(["http://127.0.0.1/a/b", "https://x.org", "http://[::1]:8/"]), url_text))
+@given(raw=url_text,
+       base=st.one_of(st.none(), st.sampled_from(["http://127.0.0.1/a/b", "https://x.org", "http://[::1]:8/"]),
+                      url_text))
 def test_fuzz_normalize_raises_only_invalid_url(raw, base):
     _count("urls.normalize")
     try:
@@ -139,8 +144,9 @@ def test_fuzz_parse_query(q):
 def test_fuzz_web_api_query_handling(tmp_path, reliability):
     """The JSON API on odd queries: answers (200/400/503), never a 500, never hangs."""
     pytest.importorskip("aiohttp")
-    from aiohttp.test_utils import TestClient, TestServer
     import asyncio
+
+    from aiohttp.test_utils import TestClient, TestServer
 
     try:
         from politecrawl.config import load_settings

@@ -66,7 +66,8 @@ def test_malformed_seed_message_is_the_only_line(tmp_path):
 def test_bad_config_file(content, needle, tmp_path, reliability):
     cfg = tmp_path / "bad.toml"
     cfg.write_bytes(content.encode("latin-1") if content.startswith("\xff") else content.encode())
-    out = run_cli("--config", str(cfg), "crawl", "http://127.0.0.1:1/", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
+    out = run_cli("--config", str(cfg), "crawl", "http://127.0.0.1:1/", "--db", str(tmp_path / "c.db"),
+                  cwd=str(tmp_path))
     assert_clean_error(out, needle, reliability=reliability)
 
 
@@ -195,7 +196,8 @@ def test_store_locked_by_another_program(sandbox_factory, tmp_path, reliability)
             assert_clean_error(out, "lock")
         # A writer (a resumed crawl): waits for the lock, then goes on — or says clearly it is locked.
         t0 = time.monotonic()
-        out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=str(tmp_path), timeout=120)
+        out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=str(tmp_path),
+                      timeout=120)
         took = time.monotonic() - t0
         print(f"[locked store] crawl resume exit {out.returncode} after {took:.1f}s: {out.stderr.strip()[-200:]}")
         assert "Traceback" not in out.stderr, out.stderr

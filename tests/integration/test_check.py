@@ -11,7 +11,8 @@ from conftest import crawl, run_cli
 
 
 def page(title: str, links=()) -> str:
-    return f"<html><title>{title}</title><body>{title} text " + "".join(f'<a href="{l}">x</a>' for l in links) + "</body></html>"
+    anchors = "".join(f'<a href="{l}">x</a>' for l in links)
+    return f"<html><title>{title}</title><body>{title} text {anchors}</body></html>"
 
 
 def test_check_finds_and_repairs(sandbox_factory, db_path):

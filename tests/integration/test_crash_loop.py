@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import sqlite3
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -232,6 +232,7 @@ def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_fac
     store = open_store(db)
     store.set_meta("seeds", json.dumps([host.url("/")]))  # the state a kill right after scope_for() leaves
     store.close()
-    out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "--max-time", "20", "-q", cwd=str(tmp_path))
+    out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "--max-time", "20", "-q",
+                  cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "/" in [r.path for r in sb.requests(host)]

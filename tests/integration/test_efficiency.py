@@ -224,7 +224,8 @@ def test_gzip_bomb_is_cut_off_and_the_crawl_goes_on(sandbox_factory, db_path):
 def test_yield_monitoring_pauses_a_host_of_duplicates(sandbox_factory, db_path):
     same = page("Same", article(5, 500))
     host = SandboxHost("127.0.0.2", handler=lambda p: Reply(body=same.replace("</nav>", "".join(
-        f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>")) if p != "/robots.txt" else None)
+        f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>"))
+        if p != "/robots.txt" else None)
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.01, yield_min_pages=10, max_time=20)
     pages = [r for r in sb.requests(host) if r.path != "/robots.txt"]

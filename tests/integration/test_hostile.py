@@ -26,6 +26,7 @@ import pytest
 
 from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
+
 from servers.raw import RawServer, http_response, ok_robots_handler, reset
 
 RSS_LIMIT_MB = 400
@@ -152,7 +153,8 @@ def check_run(run: Run, case: str, reliability, *, max_seconds: float = 40) -> N
     assert run.seconds < max_seconds
     assert run.rss_mb < RSS_LIMIT_MB, f"{case}: peak RSS {run.rss_mb:.0f} MB"
     reliability.record(f"peak RSS MB: {case}", round(run.rss_mb),
-                       note=f"largest process; {run.total_mb:.0f} MB all processes; bound {RSS_LIMIT_MB} MB; {run.seconds:.1f} s")
+                       note=f"largest process; {run.total_mb:.0f} MB all processes; bound {RSS_LIMIT_MB} MB; "
+                            f"{run.seconds:.1f} s")
     reliability.add("hostile cases survived", 1)
 
 

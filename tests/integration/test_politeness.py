@@ -15,7 +15,8 @@ from conftest import crawl, run_cli
 
 
 def page(title: str, links=()) -> str:
-    return f"<html><title>{title}</title><body>{title} " + "".join(f'<a href="{l}">x</a>' for l in links) + "</body></html>"
+    anchors = "".join(f'<a href="{l}">x</a>' for l in links)
+    return f"<html><title>{title}</title><body>{title} {anchors}</body></html>"
 
 
 def chain(n: int) -> dict[str, str]:

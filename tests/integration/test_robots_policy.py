@@ -104,7 +104,8 @@ def test_cached_copy_used_during_outage_and_refreshed_after_ttl(sandbox_factory,
 
 def test_sitemaps_from_robots_are_crawled(sandbox_factory, db_path):
     urlset = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-              + "".join(f"<url><loc>{{base}}/hidden/{i}</loc><lastmod>2026-01-0{i + 1}</lastmod></url>" for i in range(3))
+              + "".join(f"<url><loc>{{base}}/hidden/{i}</loc><lastmod>2026-01-0{i + 1}</lastmod></url>"
+                        for i in range(3))
               + "<url><loc>{base}/private/no</loc></url></urlset>")
     index = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
              "<sitemap><loc>{base}/sm1.xml.gz</loc></sitemap><sitemap><loc>{base}/broken.xml</loc></sitemap>"
@@ -135,8 +136,10 @@ def test_sitemaps_from_robots_are_crawled(sandbox_factory, db_path):
     assert "/private/no" not in paths  # sitemap URLs are robots-checked like links
     assert paths.index("/sitemap_index.xml") < paths.index("/hidden/0")
     db = sqlite3.connect(db_path)
-    assert db.execute("SELECT lastmod FROM frontier WHERE url = ?", (host.url("/hidden/1"),)).fetchone()[0] == "2026-01-02"
-    assert "broken sitemap" in db.execute("SELECT outcome FROM frontier WHERE url = ?", (host.url("/broken.xml"),)).fetchone()[0]
+    lastmod = db.execute("SELECT lastmod FROM frontier WHERE url = ?", (host.url("/hidden/1"),)).fetchone()[0]
+    assert lastmod == "2026-01-02"
+    outcome = db.execute("SELECT outcome FROM frontier WHERE url = ?", (host.url("/broken.xml"),)).fetchone()[0]
+    assert "broken sitemap" in outcome
 
 
 def test_noindex_fetched_not_indexed_and_nofollow_not_queued(sandbox_factory, db_path):
@@ -144,10 +147,13 @@ def test_noindex_fetched_not_indexed_and_nofollow_not_queued(sandbox_factory, db
         "/": page("Home", "gazelle home", ["/meta-noindex", "/header-noindex", "/other-bot", "/meta-nofollow",
                                        "/expired", "/archive"]) + '<a rel="nofollow" href="/rel-nofollow">x</a>',
         "/meta-noindex": page("Meta", "gazelle meta words", head='<meta name="robots" content="noindex">'),
-        "/header-noindex": Reply(body=page("Header", "gazelle header words"), headers={"X-Robots-Tag": "politecrawl: noindex"}),
+        "/header-noindex": Reply(body=page("Header", "gazelle header words"),
+                                 headers={"X-Robots-Tag": "politecrawl: noindex"}),
         "/other-bot": Reply(body=page("Other", "gazelle other words"), headers={"X-Robots-Tag": "otherbot: noindex"}),
-        "/meta-nofollow": page("Nofollow", "gazelle nofollow words", ["/from-nofollow"], head='<meta name="politecrawl" content="nofollow">'),
-        "/expired": page("Expired", "gazelle expired words", head='<meta name="robots" content="unavailable_after: 2001-01-01">'),
+        "/meta-nofollow": page("Nofollow", "gazelle nofollow words", ["/from-nofollow"],
+                               head='<meta name="politecrawl" content="nofollow">'),
+        "/expired": page("Expired", "gazelle expired words",
+                         head='<meta name="robots" content="unavailable_after: 2001-01-01">'),
         "/archive": page("Archive", "gazelle archive words", head='<meta name="robots" content="noarchive">'),
         "/rel-nofollow": page("Rel"), "/from-nofollow": page("From"),
     })

@@ -41,7 +41,8 @@ N_NORMAL = 25
 CONTACT = "https://ops.example.org/bot-contact"
 
 TOPICS = [
-    ("Politeness rules for a web crawler", "A polite crawler waits between requests to one host and reads robots.txt first."),
+    ("Politeness rules for a web crawler",
+     "A polite crawler waits between requests to one host and reads robots.txt first."),
     ("Crawl-delay explained", "Site owners can ask a crawler to slow down with a Crawl-delay line in robots.txt."),
     ("Retry-After and 429", "When a server answers 429 Too Many Requests, the crawler obeys Retry-After."),
     ("BM25 ranking", "The search engine ranks pages with BM25 over the text the crawler stored."),
@@ -559,7 +560,8 @@ def test_browser_shows_the_hostile_title_as_text_and_highlights(site, tmp_path):
     # The DOM after parsing: the title is a text node (serialized escaped), no script element exists.
     assert EVIL_TITLE_ESCAPED in dom
     assert "<script" not in dom.lower()
-    assert re.search(r'<a class="result-title" href="https://evil.example/">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>", dom)
+    assert re.search(r'<a class="result-title" href="https://evil.example/">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>",
+                     dom)
     assert "<mark>Evil</mark>" in dom
     assert re.search(r"<mark>(?:polite|crawler)</mark>", dom, re.IGNORECASE)
 

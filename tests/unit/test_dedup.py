@@ -123,7 +123,6 @@ def test_simhash_short_text_and_shingle_size():
 def _reference_simhash(text: str, shingle: int = 3) -> int:
     """The documented definition, one scalar step at a time."""
     import hashlib
-    import re
     import unicodedata
 
     mask = 2**64 - 1
@@ -405,7 +404,7 @@ def test_index_merges_and_compacts(monkeypatch):
     for doc_id, fp in entries[:150]:  # forces compaction
         index.remove(doc_id, fp)
     assert len(index) == 50
-    for doc_id, fp in entries[:150]:
+    for _doc_id, fp in entries[:150]:
         assert index.find_near(fp) is None
     for doc_id, fp in entries[150:]:
         assert index.find_near(_flip(fp, [0, 33, 63])) == doc_id

@@ -322,7 +322,8 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
     from hypothesis import strategies as st
 
     words = st.sampled_from(_VOCAB + _COMMON)
-    doc = st.tuples(st.lists(words, max_size=3), st.lists(words, min_size=0, max_size=30), st.sampled_from(["h1", "h2"]))
+    doc = st.tuples(st.lists(words, max_size=3), st.lists(words, min_size=0, max_size=30),
+                    st.sampled_from(["h1", "h2"]))
 
     @settings(max_examples=40, deadline=None)
     @given(

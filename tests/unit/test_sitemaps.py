@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from politecrawl.sitemaps import MAX_URLS, parse_sitemap
 
@@ -16,7 +17,8 @@ def test_urlset_with_lastmod():
            f'</url><url><loc>https://a.example/y</loc></url></urlset>'.encode()
     r = parse_sitemap(body)
     assert r.kind == "urlset" and r.error is None
-    assert [(e.loc, e.lastmod) for e in r.urls] == [("https://a.example/x", "2026-01-02"), ("https://a.example/y", None)]
+    assert [(e.loc, e.lastmod) for e in r.urls] == [("https://a.example/x", "2026-01-02"),
+                                                    ("https://a.example/y", None)]
 
 
 def test_sitemapindex_gzipped():
@@ -33,7 +35,8 @@ def test_url_limit():
 
 
 def test_broken_and_foreign_files():
-    assert parse_sitemap(b"<urlset><url><loc>https://a.example/x</loc></url><url><loc>unclos").error.startswith("invalid XML")
+    broken = parse_sitemap(b"<urlset><url><loc>https://a.example/x</loc></url><url><loc>unclos")
+    assert broken.error.startswith("invalid XML")
     partial = parse_sitemap(b"<urlset><url><loc>https://a.example/x</loc></url><url><loc>unclos")
     assert [e.loc for e in partial.urls] == ["https://a.example/x"]  # what came before the break is kept
     assert parse_sitemap(b"<html><body>hi</body></html>").error.startswith("not a sitemap")
