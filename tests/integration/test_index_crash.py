@@ -204,6 +204,10 @@ def test_kill_at_every_step(base_index, reliability):
         if not killed:
             assert which == "after"
             assert_clean(path)
+            # It merged: a new segment, the tiered merge and the compaction, three numbers.
+            base_next = load_generation(base, read_current_pointer(base))["next_segment"]
+            final = load_generation(path, read_current_pointer(path))
+            assert len(final["segments"]) == 1 and final["next_segment"] >= base_next + 3 + 2, final
             shutil.rmtree(path)
             break
         outcomes[which] += 1
