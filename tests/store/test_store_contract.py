@@ -424,7 +424,7 @@ def test_mark_indexed_and_a_changed_page_comes_back(store):
     assert store.status(T + 9)["indexed"] == 1
 
 
-# -- near-duplicates, aliases, yield, recrawl, link stats (issue 5) -----------------------
+# -- near-duplicates, aliases, yield, recrawl, link stats ---------------------------------
 
 SH = 0xF0E1_D2C3_B4A5_9687  # high bit set: stored as a negative signed 64-bit value
 
@@ -473,7 +473,8 @@ def test_near_duplicate_is_stored_in_its_blocks_and_survives_reopen(store, store
     _claims(store, 2)
     c = store.claim("w1", T, LEASE)
     _fetch_one(store, c, T, fingerprint="a", simhash=SH, title="orig")
-    rows = store_factory.peek(f"SELECT simhash, sh0, sh1, sh2, sh3, duplicate_kind FROM pages WHERE url_id = {int(c.url_id)}")
+    rows = store_factory.peek(
+        f"SELECT simhash, sh0, sh1, sh2, sh3, duplicate_kind FROM pages WHERE url_id = {int(c.url_id)}")
     assert rows == [(SH - (1 << 64), 0x9687, 0xB4A5, 0xD2C3, 0xF0E1, None)]
     store = reopen(store)
     c2 = store.claim("w1", T + 1, LEASE)
@@ -1006,7 +1007,7 @@ def test_concurrent_workers_never_share_a_host_and_never_deadlock(store_factory)
     assert sum(len(v) for v in by_host.values()) > 50  # it really ran
     for host, spans in by_host.items():
         spans.sort()
-        for (s1, e1), (s2, _) in zip(spans, spans[1:]):
+        for (_s1, e1), (s2, _) in zip(spans, spans[1:]):
             assert s2 >= e1, f"{host}: two requests at once"
     # Bookkeeping survived the crossfire: pending equals the URLs still queued, seq values unique.
     states = store.url_states()
