@@ -1,25 +1,34 @@
 """The proof of politeness, from the fetch log: what every host saw, checked against the contract.
 
-Pure: rows in, a report out. For each host it replays the requests in order
-and counts violations of DESIGN.md's contract:
+Pure: rows in, a report out. The audit trusts evidence, not the crawler's word: for each host
+it replays the requests in order and recomputes what the host was owed after each response
+from what the servers said and how fast — the robots.txt body in force for the agent
+(Crawl-delay), the measured response time (adaptive delay), the status (errors and 429/503
+back off) and the raw Retry-After header — with the same pure delay policy and the crawl's
+settings. The delay the crawler wrote down for itself (``fetch_log.delay``) is shown, never
+used. It counts:
 
-* **short gap** — a request started before the previous response's end plus
-  the delay that response imposed (``fetch_log.delay``);
+* **short gap** — a request started before the previous response's end plus what the
+  evidence says the host was owed;
 * **overlap** — two requests open at once (the most ever open is reported);
-* **retry-after** — a request started inside a window a 429/503 opened;
-* **disallowed** — a page requested that the robots.txt in force at that
-  moment (``robots_log``, the latest version fetched before it) disallowed;
+* **retry-after** — a request started inside a window a 429/503's Retry-After opened;
+* **disallowed** — a page requested that the robots.txt in force at that moment
+  (``robots_log``, the latest version fetched before it) disallowed;
 * **before robots.txt** — a page requested before any robots.txt answer was recorded.
 
-Requests a killed worker had in flight never reached the log, so the audit
-cannot see them; the integration tests compare it with the servers' own logs.
+A Crawl-delay is owed up to the default cap (a day), even if the crawl's settings capped it
+lower: a crawler told to ignore Crawl-delay fails its audit.
+
+Requests a killed worker had in flight never reached the log, so the audit cannot see them;
+the integration tests compare it with the servers' own logs.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .politeness import SLOW_DOWN_STATUSES, DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 from .robots import RobotsTxt
 
 __all__ = ["HostAudit", "AuditReport", "audit"]
@@ -34,7 +43,7 @@ class HostAudit:
     requests: int = 0
     min_gap: float | None = None  # between request starts
     median_gap: float | None = None
-    min_delay_in_force: float | None = None
+    min_delay_in_force: float | None = None  # the least the evidence says the host was owed
     max_open: int = 0
     short_gaps: list[dict] = field(default_factory=list)
     in_retry_window: list[dict] = field(default_factory=list)
@@ -101,7 +110,15 @@ def _max_open(rows: list[dict]) -> int:
     return most
 
 
-def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *, tolerance: float = TOLERANCE) -> AuditReport:
+def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
+          policy: DelayPolicy | None = None, tolerance: float = TOLERANCE) -> AuditReport:
+    """Check every host's requests against what the evidence says it was owed.
+
+    ``policy`` is the crawl's delay policy (min delay, adaptive factor, backoff …; default
+    ``DelayPolicy()``); its Crawl-delay cap is raised to the default if it is lower.
+    """
+    policy = policy or DelayPolicy()
+    policy = replace(policy, max_crawl_delay=max(policy.max_crawl_delay, DelayPolicy().max_crawl_delay))
     by_host: dict[str, list[dict]] = {}
     for row in fetch_log:
         by_host.setdefault(row["host"], []).append(row)
@@ -110,6 +127,21 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *, tol
         versions.setdefault(v["host"], []).append(v)
 
     report = AuditReport(hosts=[])
+    parsed: dict[tuple[str, float], RobotsTxt] = {}
+
+    def rules_of(host: str, v: dict) -> RobotsTxt:
+        key = (host, v["fetched_at"])
+        if key not in parsed:
+            parsed[key] = RobotsTxt.parse(v["body"] or b"")
+        return parsed[key]
+
+    def in_force(host: str, at: float) -> dict | None:
+        current = None
+        for v in versions.get(host, []):  # few versions per host: a linear scan is fine
+            if v["fetched_at"] <= at:
+                current = v
+        return current
+
     for host in sorted(by_host):
         rows = sorted(by_host[host], key=lambda r: (r["started_at"], r["id"] if "id" in r else 0))
         h = HostAudit(host=host, requests=len(rows), max_open=_max_open(rows))
@@ -117,39 +149,49 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *, tol
         gaps = [b - a for a, b in zip(starts, starts[1:])]
         if gaps:
             h.min_gap, h.median_gap = min(gaps), statistics.median(gaps)
-        delays = [r["delay"] for r in rows if r.get("delay") is not None]
-        h.min_delay_in_force = min(delays) if delays else None
 
+        history = HostHistory()
         retry_until = 0.0
-        for prev, cur in zip(rows, rows[1:]):
-            if prev.get("retry_until"):
-                retry_until = max(retry_until, prev["retry_until"])
-            if prev.get("delay") is not None:
-                allowed_at = prev["ended_at"] + prev["delay"]
-                if cur["started_at"] < allowed_at - tolerance:
-                    h.short_gaps.append({"url": cur["url"], "started_at": cur["started_at"],
-                                         "allowed_at": allowed_at, "short_by_s": round(allowed_at - cur["started_at"], 4)})
-            if cur["started_at"] < retry_until - tolerance:
-                h.in_retry_window.append({"url": cur["url"], "started_at": cur["started_at"], "retry_until": retry_until})
+        owed_delays: list[float] = []
+        for i, row in enumerate(rows):
+            nxt = rows[i + 1] if i + 1 < len(rows) else None
+            # The robots.txt the crawler knew before its next request: its Crawl-delay is owed.
+            version = in_force(host, nxt["started_at"] if nxt is not None else row["ended_at"])
+            crawl_delay = None
+            if version is not None and version["status"] == "parsed":
+                crawl_delay = rules_of(host, version).crawl_delay(agent)
+            history = replace(history, crawl_delay=crawl_delay)
+            retry_after = None
+            if row["status"] in SLOW_DOWN_STATUSES:
+                retry_after = parse_retry_after(row.get("retry_after"), row["ended_at"])
+                if retry_after:
+                    retry_until = max(retry_until, row["ended_at"] + retry_after)
+            decision = decide(history, Observation(ended_at=row["ended_at"], status=row["status"],
+                                                   response_seconds=row.get("response_seconds"),
+                                                   retry_after=retry_after), policy)
+            history = replace(history, response_time=decision.response_time, failures=decision.failures)
+            owed_delays.append(decision.delay_after(row["ended_at"]))
+            if nxt is None:
+                continue
+            allowed_at = decision.next_allowed_at
+            if nxt["started_at"] < allowed_at - tolerance:
+                h.short_gaps.append({"url": nxt["url"], "started_at": nxt["started_at"], "allowed_at": allowed_at,
+                                     "short_by_s": round(allowed_at - nxt["started_at"], 4)})
+            if nxt["started_at"] < retry_until - tolerance:
+                h.in_retry_window.append({"url": nxt["url"], "started_at": nxt["started_at"],
+                                          "retry_until": retry_until})
+        h.min_delay_in_force = min(owed_delays) if owed_delays else None
 
-        parsed: dict[float, RobotsTxt] = {}
-        host_versions = versions.get(host, [])
         for row in rows:
             if row["kind"] != "page":
                 continue
-            in_force = None
-            for v in host_versions:  # few versions per host: a linear scan is fine
-                if v["fetched_at"] <= row["started_at"]:
-                    in_force = v
-            if in_force is None:
+            version = in_force(host, row["started_at"])
+            if version is None:
                 h.before_robots.append({"url": row["url"], "started_at": row["started_at"]})
                 continue
-            if in_force["status"] != "parsed":
+            if version["status"] != "parsed":
                 continue
-            rules = parsed.get(in_force["fetched_at"])
-            if rules is None:
-                rules = parsed[in_force["fetched_at"]] = RobotsTxt.parse(in_force["body"] or b"")
-            if not rules.is_allowed(agent, row["url"]):
+            if not rules_of(host, version).is_allowed(agent, row["url"]):
                 h.disallowed.append({"url": row["url"], "started_at": row["started_at"]})
         report.hosts.append(h)
     return report

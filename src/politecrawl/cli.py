@@ -292,11 +292,15 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
 def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     """Check the fetch log against the politeness contract; exit status 1 on any violation.
 
-    Per host: requests, minimum and median gap between request starts, the delay in force,
+    What each host was owed is recomputed from the evidence in the log (the robots.txt in
+    force, measured response times, statuses, Retry-After headers), not from the delays the
+    crawler wrote down. Per host: requests, minimum and median gap between request starts, the
+    least delay owed,
     the most requests ever open at once, requests inside a Retry-After window, and pages
     requested that the robots.txt in force at that moment disallowed (or before robots.txt).
     """
     from .audit import audit as run_audit
+    from .politeness import DelayPolicy
     from .robots import product_token
     from .store import open_store
 
@@ -304,7 +308,11 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     store = open_store(settings.db, create=False)
     try:
         agent = flags.get("user_agent") or store.get_meta("user_agent") or settings.user_agent
-        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent))
+        # The crawl's own settings (stored with it) say what the hosts were owed beyond robots.txt.
+        crawl_settings = json.loads(store.get_meta("fleet_settings") or "{}")
+        known = {k: v for k, v in crawl_settings.items() if k in DelayPolicy.__dataclass_fields__}
+        policy = DelayPolicy.from_settings(settings.replace(**known))
+        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy)
     finally:
         store.close()
     data = report.as_dict()

@@ -36,14 +36,18 @@ from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from .sitemaps import parse_sitemap
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
-from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
+from .store import (ROBOTS_MAX_HOPS, Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck,
+                    open_store)
 
 __all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "worker_id"]
 
 log = logging.getLogger("politecrawl.crawler")
 
-#: RFC 9309 §2.3.1.2: follow at least five consecutive redirects for robots.txt.
-ROBOTS_MAX_REDIRECTS = 5
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+#: Hosts (beyond one per seed) that may join the scope because a seed redirected to them.
+SCOPE_REDIRECT_HOSTS = 16
+#: Seconds between two looks at the hosts other processes added to the scope.
+SCOPE_REFRESH = 2.0
 #: Tries for a URL answered 429/503 before it is recorded as failed (each after the host's wait).
 SLOW_DOWN_MAX_ATTEMPTS = 10
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -79,21 +83,38 @@ def worker_id() -> str:
 # --------------------------------------------------------------------------- scope
 @dataclass(frozen=True)
 class CrawlScope:
-    """Which discovered links are followed, relative to the seeds."""
+    """Which discovered links are followed, relative to the seeds.
+
+    ``extra_hosts`` are hosts a seed (or a seed host's robots.txt) redirected to: most sites
+    redirect their bare address (http to https, example.org to www.example.org), and the
+    target is the seed's site. They are kept in the store, so every process agrees.
+    """
 
     mode: str
     seeds: tuple[str, ...]
     max_depth: int
+    extra_hosts: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_seed_hosts", frozenset(urls.host_key(s) for s in self.seeds))
+        object.__setattr__(self, "_seed_hosts", frozenset(urls.host_key(s) for s in self.seeds) | self.extra_hosts)
 
     def allows(self, url: str, host: str) -> bool:
         if self.mode == "any":
             return True
+        if host in self._seed_hosts:  # type: ignore[attr-defined]
+            return True
         if self.mode == "host":
-            return host in self._seed_hosts  # type: ignore[attr-defined]
-        return any(urls.same_site(url, seed, "domain") for seed in self.seeds)
+            return False
+        return any(urls.same_site(url, seed, "domain") for seed in (*self.seeds, *self.extra_hosts))
+
+    def is_seed_host(self, host: str) -> bool:
+        return host in self._seed_hosts  # type: ignore[attr-defined]
+
+    def with_hosts(self, hosts) -> "CrawlScope":
+        hosts = frozenset(hosts)
+        if hosts <= self.extra_hosts:
+            return self
+        return CrawlScope(self.mode, self.seeds, self.max_depth, self.extra_hosts | hosts)
 
 
 def prepare_seeds(raw: Sequence[str]) -> list[str]:
@@ -221,6 +242,7 @@ class Worker:
         # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
         # its fetch time is the version, so a refreshed file is never read from here stale.
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+        self._scope_read_at = float("-inf")
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call: inline for SQLite (one connection; measured faster than a thread
@@ -249,6 +271,12 @@ class Worker:
                 slots.release()
                 break
             now = self.now()
+            try:
+                await self._refresh_scope(every=SCOPE_REFRESH)
+            except StoreError as exc:
+                slots.release()
+                await self._store_trouble(exc)
+                continue
             # Free slots, counting the one just taken: each task in flight holds one.
             want = min(CLAIM_BATCH, self.settings.concurrency - len(self._tasks))
             try:
@@ -332,18 +360,32 @@ class Worker:
             change_wait.cancel()
 
     # -- one claim ---------------------------------------------------------------
+    async def _refresh_scope(self, *, every: float) -> None:
+        """Take in the hosts other processes added to the scope (seed redirects), at most every ``every`` s."""
+        if self.scope.mode == "any" or time.monotonic() - self._scope_read_at < every:
+            return
+        self._scope_read_at = time.monotonic()
+        self.scope = self.scope.with_hosts(await self._call(self.store.scope_hosts))
+
     async def _handle(self, claim: Claim) -> bool:
         try:
+            if not self.scope.is_seed_host(claim.host):
+                # Maybe a seed's redirect target that another process found: know before its links are judged.
+                await self._refresh_scope(every=0.2)
             ip = await self._resolve(claim)
             if claim.kind == "robots":
                 outcome = await self._robots(claim)
+            elif claim.url_kind == "robots":
+                outcome = await self._robots_hop(claim)
             else:
                 outcome = await self._page(claim)
             outcome.ip = ip
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
+            wait = max(self.settings.min_delay, self.policy.backoff_base, 2 * claim.delay)
             outcome = Outcome(
-                next_allowed_at=self.now() + max(self.settings.min_delay, self.policy.backoff_base),
+                next_allowed_at=self.now() + wait,
+                delay=wait,
                 wait_reason="backoff",
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
@@ -408,74 +450,126 @@ class Worker:
             status=result.status,
             bytes=len(result.body),
             error=result.error or ("truncated" if result.truncated else None),
-            delay=decision.next_allowed_at - result.ended_at,
+            delay=decision.delay_after(result.ended_at),
             retry_until=(result.ended_at + retry_after) if retry_after else None,
+            response_seconds=result.response_seconds,
+            retry_after=result.headers.get("retry-after"),
         )
 
-    async def _robots(self, claim: Claim) -> Outcome:
-        """Fetch /robots.txt (RFC 9309 §2.3) and cache what it says; fail closed when it cannot be read."""
-        url = claim.host + "/robots.txt"
-        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
-        hops = 0
-        # Redirects on the same host are followed within this claim, each after the host's delay.
-        while result.status in (301, 302, 303, 307, 308) and hops < ROBOTS_MAX_REDIRECTS:
-            location = result.headers.get("location")
-            try:
-                target = urls.normalize(location, base=url) if location else None
-            except InvalidURL:
-                target = None
-            if target is None:
-                break
-            decision, _ = self._decide(claim, result)
-            await self._log_now(claim, result, "robots", decision)
-            await asyncio.sleep(max(0.0, decision.next_allowed_at - self.now()))
-            hops += 1
-            url = target
-            result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
-        now = self.now()
+    def _timing(self, claim: Claim, result: FetchResult, kind: str, crawl_delay: float | None = None) -> Outcome:
+        """The host's side of one request: its next allowed time and why, its history, the log row."""
+        decision, retry_after = self._decide(claim, result, crawl_delay)
+        return Outcome(
+            next_allowed_at=decision.next_allowed_at,
+            delay=decision.delay_after(result.ended_at),
+            wait_reason=decision.reason,
+            response_time=decision.response_time,
+            failures=decision.failures,
+            fetch=self._log_entry(result, kind, decision, retry_after),
+        )
+
+    def _robots_redirect(self, result: FetchResult) -> NewURL | None:
+        """Where a robots.txt answer redirects to, if anywhere usable."""
+        if result.status not in REDIRECT_STATUSES:
+            return None
+        location = result.headers.get("location")
+        try:
+            target = urls.normalize(location, base=result.url) if location else None
+        except InvalidURL:
+            return None
+        if target is None or target == result.url:
+            return None
+        return NewURL(target, urls.host_key(target), 0, kind="robots")
+
+    def _robots_answer(self, result: FetchResult, now: float) -> tuple[RobotsUpdate | None, RobotsTxt | None]:
+        """What a robots.txt response says (RFC 9309 §2.3.1): rules, no rules, or unknown (None)."""
         verdict = outcome_for_status(result.status)
-        if result.status in (301, 302, 303, 307, 308):
-            verdict = RobotsFetchOutcome.ALLOW_ALL  # RFC 9309 §2.3.1.2: too many redirects = unavailable (4xx-like)
-        crawl_delay = claim.crawl_delay
-        sitemaps: list[str] = []
+        if result.status in REDIRECT_STATUSES:
+            verdict = RobotsFetchOutcome.ALLOW_ALL  # a redirect that cannot be followed: unavailable (4xx-like)
         if verdict is RobotsFetchOutcome.PARSE:
             rules = RobotsTxt.parse(result.body)
-            crawl_delay = rules.crawl_delay(self.agent)
-            update = RobotsUpdate("parsed", result.body, now, now + self.settings.robots_ttl, crawl_delay)
-            sitemaps = list(rules.sitemaps)
-        elif verdict is RobotsFetchOutcome.ALLOW_ALL:
-            crawl_delay = None
-            update = RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None)
-        else:
-            update = None  # unknown: never recorded as checked (fail closed)
-        decision, retry_after = self._decide(claim, result, crawl_delay)
+            return RobotsUpdate("parsed", result.body, now, now + self.settings.robots_ttl,
+                                rules.crawl_delay(self.agent)), rules
+        if verdict is RobotsFetchOutcome.ALLOW_ALL:
+            return RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None), None
+        return None, None
+
+    async def _robots(self, claim: Claim) -> Outcome:
+        """Fetch this host's robots.txt (RFC 9309 §2.3) and cache what it says; fail closed when it
+        cannot be read.
+
+        One request per claim. A redirect is followed in later claims: a hop on this host by this
+        host's next robots claim, a hop to another host under that host's own claim (the store
+        queues it there and holds this host until the answer comes back to it).
+        """
+        url = claim.robots_url
+        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
+        now = self.now()
+        redirect = self._robots_redirect(result)
+        if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
+            redirect = None  # RFC 9309 §2.3.1.2: too many redirects, unavailable (rules: allow all)
+        if redirect is not None:
+            outcome = self._timing(claim, result, "robots", claim.crawl_delay)
+            outcome.robots_source, outcome.robots_redirect = url, redirect
+            if redirect.host != claim.host:
+                self._follow_scope(outcome, claim.host, redirect.host)
+            return outcome
+        update, rules = self._robots_answer(result, now)
+        crawl_delay = update.crawl_delay if update is not None else claim.crawl_delay
+        outcome = self._timing(claim, result, "robots", crawl_delay)
+        outcome.robots_source, outcome.robots_answer = url, update
+        outcome.robots = update
         if update is None and claim.robots.status is not None:
             # Unreachable, but a cached copy exists: RFC 9309 §2.4 lets it serve past 24 h while the
             # file is unreachable. Pages go on under it; robots.txt is tried again after a while.
-            retry_at = max(decision.next_allowed_at, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
-            update = RobotsUpdate(None, None, None, retry_at, None)
-        reason = decision.reason
-        if update is None and reason not in ("parked", "retry-after"):
-            reason = "robots-unreachable"
-        outcome = Outcome(
-            next_allowed_at=decision.next_allowed_at,
-            wait_reason=reason,
-            response_time=decision.response_time,
-            failures=decision.failures,
-            host_error=(result.error or f"robots.txt answered {result.status}") if verdict is RobotsFetchOutcome.UNREACHABLE else None,
-            fetch=self._log_entry(result, "robots", decision, retry_after),
-            robots=update,
-        )
-        if self.settings.sitemaps and verdict is not RobotsFetchOutcome.UNREACHABLE:
+            retry_at = max(outcome.next_allowed_at or now, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
+            outcome.robots = RobotsUpdate(None, None, None, retry_at, None)
+        if update is None and outcome.wait_reason not in ("parked", "retry-after"):
+            outcome.wait_reason = "robots-unreachable"
+        if update is None:
+            outcome.host_error = result.error or f"robots.txt answered {result.status}"
+        if self.settings.sitemaps and update is not None:
+            sitemaps = list(rules.sitemaps) if rules is not None else []
             if not sitemaps and self.settings.guess_sitemap:
                 sitemaps = [claim.host + "/sitemap.xml"]
             # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered links.
             self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
         return outcome
 
-    async def _log_now(self, claim: Claim, result: FetchResult, kind: str, decision) -> None:
-        """Record an intermediate request (a redirect hop) in the fetch log right away."""
-        await self._call(self.store.log_fetch, claim.host, claim.worker, self._log_entry(result, kind, decision, None))
+    def _follow_scope(self, outcome: Outcome, source_host: str, target_host: str) -> bool:
+        """A seed host redirected to another host: that host is part of the seed's site.
+
+        Returns whether it is (at most ``SCOPE_REDIRECT_HOSTS`` hosts join this way, so a chain
+        of redirects through ever new host names cannot widen the crawl without end).
+        """
+        if not self.scope.is_seed_host(source_host):
+            return False
+        if self.scope.is_seed_host(target_host):
+            return True
+        if len(self.scope.extra_hosts) >= SCOPE_REDIRECT_HOSTS + len(self.scope.seeds):
+            return False
+        self.scope = self.scope.with_hosts([target_host])
+        outcome.scope_hosts = [*outcome.scope_hosts, target_host]
+        return True
+
+    async def _robots_hop(self, claim: Claim) -> Outcome:
+        """Fetch a robots.txt URL on this host for other hosts whose robots.txt redirected here.
+
+        It is this host's request (its claim, its delay, its log row); the answer goes to the
+        waiting hosts. A robots.txt file is fetched whatever this host's own rules say.
+        """
+        assert claim.url is not None
+        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES)
+        outcome = self._timing(claim, result, "robots")
+        outcome.robots_source = claim.url
+        outcome.url_state = "done"
+        outcome.url_outcome = f"robots.txt hop: {result.status or result.error}"
+        redirect = self._robots_redirect(result)
+        if redirect is not None:
+            outcome.robots_redirect = redirect
+        else:
+            outcome.robots_answer, _ = self._robots_answer(result, self.now())
+        return outcome
 
     def _rules_for(self, claim: Claim) -> RobotsTxt:
         if claim.robots.status != "parsed" or not claim.robots.body:
@@ -501,15 +595,9 @@ class Worker:
         is_sitemap = claim.url_kind == "sitemap"
         result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
                                         max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None)
-        decision, retry_after = self._decide(claim, result)
-        outcome = Outcome(
-            next_allowed_at=decision.next_allowed_at,
-            wait_reason=decision.reason,
-            response_time=decision.response_time,
-            failures=decision.failures,
-            host_error=result.error or (f"HTTP {result.status}" if decision.failures else None),
-            fetch=self._log_entry(result, "page", decision, retry_after),
-        )
+        outcome = self._timing(claim, result, "page")
+        failed = result.status is None or result.status >= 500 or result.status == 429
+        outcome.host_error = result.error or (f"HTTP {result.status}" if failed else None)
         status = result.status
         if status is None:
             retry = claim.attempts < s.max_attempts
@@ -521,7 +609,7 @@ class Worker:
             outcome.url_state = "queued" if claim.attempts < limit else "failed"
             outcome.url_outcome = f"http-{status}"
             return outcome
-        if status in (301, 302, 303, 307, 308):
+        if status in REDIRECT_STATUSES:
             outcome.url_state = "done"
             location = result.headers.get("location")
             try:
@@ -539,8 +627,16 @@ class Worker:
                 outcome.url_outcome = f"http-{status} -> {target}"
                 outcome.page = PageRecord(url=claim.url, final_url=claim.url, status=status, content_type=None,
                                           fetched_at=result.ended_at, bytes=len(result.body), alias_of=target)
-                # A redirect hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends at --max-depth.
-                self._add_links([target], claim.depth, outcome)
+                target_host = urls.host_key(target)
+                if claim.depth == 0 and target_host != claim.host and self._follow_scope(outcome, claim.host,
+                                                                                         target_host):
+                    # A seed moved to another host (http -> https, example.org -> www.example.org):
+                    # the target is the seed's site and stands in for the seed (depth 0).
+                    self._add_links([target], claim.depth, outcome, redirect=True)
+                else:
+                    # A redirect hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends
+                    # at --max-depth.
+                    self._add_links([target], claim.depth, outcome)
             return outcome
         outcome.url_state = "done"
         outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
@@ -820,6 +916,7 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
 FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
+                  "backoff_base", "backoff_cap", "park_after", "park_seconds",
                   "robots_ttl", "per_ip_limit", "scope", "max_depth", "host_page_budget", "follow_nofollow")
 #: A fleet worker with an empty frontier looks again after this many seconds.
 FLEET_IDLE_POLL = 5.0
@@ -998,7 +1095,7 @@ class Crawler:
     def release_dead_workers(self, store) -> int:
         """Leases held by workers of this machine whose process is gone go back to the queue now."""
         dead = self.dead_workers(store)
-        return store.release_leases(dead, time.time() + store.clock_offset + self.settings.min_delay) if dead else 0
+        return store.release_leases(dead, time.time() + store.clock_offset, self.settings.min_delay) if dead else 0
 
 
 def _pid_alive(pid: int) -> bool:

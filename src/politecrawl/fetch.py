@@ -36,6 +36,9 @@ def _accept_encoding() -> str:
 
 ACCEPT_ENCODING = _accept_encoding()
 _CHUNK = 64 * 1024
+#: Bytes per second a body must average, once it has had SLOW_BODY_GRACE seconds, or it is dropped.
+MIN_BODY_RATE = 2_048.0
+SLOW_BODY_GRACE = 5.0
 #: Response headers the crawler keeps (the rest is not needed and not stored).
 KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link")
 
@@ -93,12 +96,14 @@ class Fetcher:
         total_timeout: float,
         session: aiohttp.ClientSession | None = None,
         clock: Callable[[], float] = time.time,
+        min_body_rate: float | None = None,
         recorder=None,
     ) -> None:
         #: an object with ``record(result, kind)`` (``politecrawl.warc.WarcWriter``): every fetch
         #: that got an answer is handed to it, and its return value is kept as ``result.warc``.
         self.recorder = recorder
         self.clock = clock  # the store's clock: request times are compared with its next_allowed_at
+        self.min_body_rate = MIN_BODY_RATE if min_body_rate is None else min_body_rate
         self.user_agent = user_agent
         self.max_bytes = max_bytes
         self.timeout = aiohttp.ClientTimeout(
@@ -158,8 +163,18 @@ class Fetcher:
                     _keep_exchange(result, resp)
                 if resp.status != 304:
                     body = bytearray()
+                    body_t0 = time.monotonic()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
+                        elapsed = time.monotonic() - body_t0
+                        if elapsed > SLOW_BODY_GRACE and len(body) < self.min_body_rate * elapsed:
+                            # A body that trickles in (a few bytes every few seconds never trips the
+                            # read timeout) holds the host's one open request for nothing: give up
+                            # long before the total timeout. The URL is retried later.
+                            result.error = f"slow body: {len(body)} bytes in {elapsed:.0f} s"
+                            result.status = None
+                            resp.close()
+                            break
                         if len(body) > cap:
                             # Cut off while streaming: the rest is never read (a 50 MB page,
                             # a gzip bomb: the cap applies to the decompressed bytes).

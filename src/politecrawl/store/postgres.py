@@ -989,7 +989,8 @@ class PostgresStore:
 
     def fetch_log(self) -> list[dict]:
         return self._dicts(
-            "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until"
+            "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
+                " response_seconds, retry_after"
             " FROM fetch_log ORDER BY started_at, id",
             (),
             "read the fetch log",

@@ -652,7 +652,8 @@ class SQLiteStore:
     def fetch_log(self) -> list[dict]:
         with self._lock:
             cur = self._db.execute(
-                "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until"
+                "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
+                " response_seconds, retry_after"
                 " FROM fetch_log ORDER BY started_at, id"
             )
             cols = [c[0] for c in cur.description]
