@@ -166,9 +166,12 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
                 retry_after = parse_retry_after(row.get("retry_after"), row["ended_at"])
                 if retry_after:
                     retry_until = max(retry_until, row["ended_at"] + retry_after)
+            # Whether a page's failed request was the host's (which may park it) the log cannot
+            # tell for sure: the audit assumes not, which owes the host less, never more.
+            host_level = row["kind"] == "robots" or row["status"] in SLOW_DOWN_STATUSES
             decision = decide(history, Observation(ended_at=row["ended_at"], status=row["status"],
                                                    response_seconds=row.get("response_seconds"),
-                                                   retry_after=retry_after), policy)
+                                                   retry_after=retry_after, host_level=host_level), policy)
             history = replace(history, response_time=decision.response_time, failures=decision.failures)
             owed_delays.append(decision.delay_after(row["ended_at"]))
             if nxt is None:

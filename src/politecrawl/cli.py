@@ -148,6 +148,21 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
         f"{s['queued']} queued, {s['failed']} failed, {s['disallowed']} disallowed, {s['indexed']} indexed",
         err=quiet,
     )
+    _report_ending(report, settings, quiet=quiet)
+
+
+def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
+    """What the last line of a crawl leaves out: paused hosts, and workers that died (exit 3)."""
+    if report.paused_hosts:
+        when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
+        click.echo(f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
+                   f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
+                   "('politecrawl status' lists them)", err=quiet)
+    if report.failed_workers:
+        click.echo(f"politecrawl: error: {report.failed_workers} of {settings.workers} worker processes did not "
+                   f"exit cleanly (see the lines above); the store keeps everything: resume with "
+                   f"'politecrawl crawl --db {settings.db}'", err=True)
+        sys.exit(3)
 
 
 # --------------------------------------------------------------------------- worker
@@ -176,6 +191,7 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     report = _run_with_progress(Crawler(settings), (), quiet=quiet, explicit=_explicit(ctx, flags), fleet_worker=True)
     click.echo(f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
                f"while this worker ran; this machine made {report.pages_fetched} page requests", err=quiet)
+    _report_ending(report, settings, quiet=quiet)
 
 
 # --------------------------------------------------------------------------- search

@@ -126,6 +126,9 @@ class Settings:
     """Write every request and response to WARC 1.1 files in this folder (None: no archive)."""
     warc_max_bytes: int = 1_000_000_000
     """A worker's WARC file is closed and a new one started beyond this size."""
+    warc_gzip_level: int = 1
+    """gzip level of the WARC records: 1 is fastest (about half the CPU of 6, archives about
+    a quarter larger; docs/archive.md), 9 smallest."""
 
     # --- serving -------------------------------------------------------------
     host: str = "127.0.0.1"

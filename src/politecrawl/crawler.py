@@ -75,6 +75,16 @@ INDEXER_NICENESS = 10
 CLAIM_BATCH = 8
 
 
+def host_level_failure(result: FetchResult, kind: str) -> bool:
+    """Whether a failed request is the host's failure (it may park the host) or one URL's.
+
+    The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
+    server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
+    too slow, a read timeout, another 5xx. Both slow the host down.
+    """
+    return kind == "robots" or result.unreachable or result.status in (429, 503)
+
+
 def worker_id() -> str:
     """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -430,14 +440,15 @@ class Worker:
             failures=claim.failures,
         )
 
-    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None):
+    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *,
+                kind: str = "page"):
         retry_after = None
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
         return decide(
             self._history(claim, crawl_delay),
             Observation(ended_at=result.ended_at, status=result.status, response_seconds=result.response_seconds,
-                        retry_after=retry_after),
+                        retry_after=retry_after, host_level=host_level_failure(result, kind)),
             self.policy,
         ), retry_after
 
@@ -458,7 +469,7 @@ class Worker:
 
     def _timing(self, claim: Claim, result: FetchResult, kind: str, crawl_delay: float | None = None) -> Outcome:
         """The host's side of one request: its next allowed time and why, its history, the log row."""
-        decision, retry_after = self._decide(claim, result, crawl_delay)
+        decision, retry_after = self._decide(claim, result, crawl_delay, kind=kind)
         return Outcome(
             next_allowed_at=decision.next_allowed_at,
             delay=decision.delay_after(result.ended_at),
@@ -918,6 +929,8 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
 FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
                   "backoff_base", "backoff_cap", "park_after", "park_seconds",
                   "robots_ttl", "per_ip_limit", "scope", "max_depth", "host_page_budget", "follow_nofollow")
+#: Wait reasons of hosts that are paused for long: they keep their URLs but not the crawl running.
+PAUSED_REASONS = ("parked", "low-yield")
 #: A fleet worker with an empty frontier looks again after this many seconds.
 FLEET_IDLE_POLL = 5.0
 
@@ -965,6 +978,11 @@ class CrawlReport:
     seconds: float
     stopped_by: str  # done | max-pages | max-time | signal
     status: dict
+    #: Worker processes that did not exit cleanly (killed, crashed, a store that stayed down).
+    failed_workers: int = 0
+    #: Hosts with URLs left that are paused (parked, low-yield): how many, and when the first is due.
+    paused_hosts: int = 0
+    paused_until: float | None = None
 
 
 class Crawler:
@@ -1044,8 +1062,8 @@ class Crawler:
                     on_progress(status)
 
             try:
-                run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick, deadline=deadline,
-                            idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+                clean = run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick,
+                                    deadline=deadline, idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
             finally:
                 indexer.shutdown(wait=True)
             if indexing:
@@ -1062,12 +1080,17 @@ class Crawler:
                 why = "max-time"
             else:
                 why = "done"
+            paused = [h for h in store.hosts() if h["pending"] and h["wait_reason"] in PAUSED_REASONS
+                      and h["next_allowed_at"] > end + store.clock_offset]
             return CrawlReport(
                 requests=status["requests"] - before,
                 pages_fetched=counter.value,
                 seconds=end - started,
                 stopped_by=why,
                 status=status,
+                failed_workers=s.workers - clean,
+                paused_hosts=len(paused),
+                paused_until=min((h["next_allowed_at"] for h in paused), default=None),
             )
         finally:
             store.close()

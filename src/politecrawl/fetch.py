@@ -53,6 +53,8 @@ class FetchResult:
     body: bytes = b""
     truncated: bool = False
     error: str | None = None
+    #: the connection could not be made (DNS, refused, connect timeout): a host-level failure
+    unreachable: bool = False
     #: seconds from sending the request to the response headers: what "response time" means
     #: for the adaptive delay (a large body over a slow link is not the server being slow).
     response_seconds: float | None = None
@@ -183,6 +185,12 @@ class Fetcher:
                             resp.close()
                             break
                     result.body = bytes(body)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
+            # failure, not one URL's.
+            result.error = f"cannot connect: {type(exc).__name__}: {exc}"[:200]
+            result.status = None
+            result.unreachable = True
         except asyncio.TimeoutError:
             result.error = "timeout"
             result.status = None

@@ -75,6 +75,10 @@ class Observation:
     status: int | None
     response_seconds: float | None = None
     retry_after: float | None = None
+    #: The failure, if any, is the host's (unreachable, robots.txt unreadable, 429/503), not one
+    #: URL's (a reset, oversized headers, a body too slow, a 500 on that URL): only the host's
+    #: failures park it. URL failures slow it down all the same.
+    host_level: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,10 +141,10 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     if obs.retry_after is not None and obs.retry_after > delay:
         if obs.retry_after > policy.backoff_cap:
             return decision(min(obs.retry_after, max(policy.max_crawl_delay, policy.backoff_cap)), "parked")
-        if not failed or failures < policy.park_after:
+        if not failed or failures < policy.park_after or not obs.host_level:
             return decision(obs.retry_after, "retry-after")
     if failed:
-        if failures >= policy.park_after:
+        if failures >= policy.park_after and obs.host_level:
             return decision(max(base, policy.park_seconds), "parked")
         if obs.retry_after is None:
             backoff = min(policy.backoff_cap, max(policy.backoff_base * 2 ** (failures - 1), base * 2 ** failures))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 import reliability as _reliability
 from reliability import reliability  # noqa: F401  (fixture)
 
@@ -24,3 +26,20 @@ run_cli = _root.run_cli
 
 def pytest_configure(config) -> None:
     _reliability.register(config)
+
+
+@pytest.fixture
+def raw_servers():
+    """Start raw-socket test servers (``tests/servers/raw.py``) and stop them afterwards."""
+    from servers.raw import RawServer
+
+    started: list[RawServer] = []
+
+    def make(ip: str, handler, max_seconds: float = 120) -> RawServer:
+        srv = RawServer(ip, handler, max_seconds=max_seconds).start()
+        started.append(srv)
+        return srv
+
+    yield make
+    for srv in started:
+        srv.stop()

@@ -187,18 +187,6 @@ def assert_good_host_crawled(good) -> None:
     assert sorted(r.path for r in sb.requests(host)) == ["/", "/g1", "/robots.txt"]
 
 
-@pytest.fixture
-def raw_servers():
-    started: list[RawServer] = []
-
-    def make(ip: str, handler, max_seconds: float = 120) -> RawServer:
-        srv = RawServer(ip, handler, max_seconds=max_seconds).start()
-        started.append(srv)
-        return srv
-
-    yield make
-    for srv in started:
-        srv.stop()
 
 
 # --------------------------------------------------------------------------- slowloris

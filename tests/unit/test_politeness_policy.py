@@ -41,6 +41,9 @@ P = DelayPolicy(min_delay=1.0, adaptive_factor=10.0, max_adaptive_delay=60.0, ba
     (HostHistory(), Observation(ended_at=100, status=503, retry_after=10**9), 86_400.0, "parked", 1),
     # after park_after failures (net of successes): parked for hours, URLs kept by the caller
     (HostHistory(failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
+    # one URL's failures (a reset, a 500 on that URL) slow the host but never park it
+    (HostHistory(failures=4), Observation(ended_at=100, status=None, host_level=False), 80.0, "backoff", 5),
+    (HostHistory(failures=9), Observation(ended_at=100, status=500, host_level=False), 2560.0, "backoff", 10),
     # a success takes one failure off the count; the gap decays back to the delay in force
     (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "backoff", 2),
     (HostHistory(failures=1), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),

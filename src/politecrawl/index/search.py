@@ -57,14 +57,15 @@ from pathlib import Path
 import numpy as np
 
 from .analysis import Query, parse_query
-from .bm25 import B, DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, field_norm, idf, saturate
+from .bm25 import DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, B, field_norm, idf, saturate
 from .reader import IndexReader, SegmentView, current_identity, local_commits
-from .snippet import SCAN_CHARS, make_snippet
+from .snippet import MAX_OCCURRENCES, snippet_for_hit
 
 __all__ = ["Hit", "Searcher"]
 
 MAX_LIMIT = 1000
 MAX_PAGE = 1000
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ class Searcher:
         if q.is_empty or reader.n_docs == 0 or limit == 0:
             return []
         k = page * limit
-        matched = self._match(reader, q, top_k=k if self.top_k_pruning else None)
+        postings = {t: reader.postings(t) for t in q.positive_terms}
+        matched = self._match(reader, q, top_k=k if self.top_k_pruning else None, postings=postings)
         if not matched:
             return []
         seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
@@ -203,23 +205,43 @@ class Searcher:
         for score, url, si, d in ranked:
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = make_snippet(seg.body(d, max_chars=SCAN_CHARS), terms)
+                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, self._body_positions(seg, postings, terms, si, d))
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None
             hits.append(Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl))
         return hits
 
+    @staticmethod
+    def _body_positions(seg, postings: dict, terms: list[str], si: int, doc: int) -> list[np.ndarray]:
+        """Per term: its token positions in the body of ``doc`` of ``seg``, segment ``si`` (the first
+        ``MAX_OCCURRENCES``; empty if it is not in the body), from the postings already read."""
+        fp = seg.fields["body"]
+        out = []
+        for t in terms:
+            p = postings[t][si]
+            if p is not None:
+                docs, _, lo = p["body"]
+                k = int(np.searchsorted(docs, doc))
+                if k < len(docs) and docs[k] == doc:
+                    out.append(fp.positions_of(seg.term_id(t), lo + k)[:MAX_OCCURRENCES])
+                    continue
+            out.append(_NO_POSITIONS)
+        return out
+
     # -- matching and scoring -------------------------------------------------
 
-    def _match(self, reader: IndexReader, q: Query, top_k: int | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    def _match(self, reader: IndexReader, q: Query, top_k: int | None = None,
+               postings: dict | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """Per segment: (segment index, matching doc ids, their scores).
 
         With ``top_k``, documents that provably cannot be among the ``top_k``
         best are left out (term-at-a-time MaxScore, see module docstring).
+        ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
         """
         terms = q.positive_terms
-        postings = {t: reader.postings(t) for t in terms}
+        if postings is None:
+            postings = {t: reader.postings(t) for t in terms}
         n_docs = reader.n_docs
         if self.scoring == "fields":
             # weight * idf per (term, field), with per-field df over the whole index

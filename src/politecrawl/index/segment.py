@@ -451,6 +451,10 @@ class Segment:
     def term_id(self, term: str) -> int | None:
         return self.terms.get(term)
 
+    def body_bytes(self, doc: int) -> bytes:
+        """The stored body of ``doc``, still compressed (one zlib stream)."""
+        return bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
+
     def body(self, doc: int, max_chars: int | None = None) -> str:
         """Stored body text; with ``max_chars``, at least that prefix (cheaper)."""
         data = bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])

@@ -18,19 +18,45 @@ occurrences, earliest window first.  Matching is case-insensitive on the raw
 text with word boundaries; it does not re-apply NFKC, so a compatibility form
 (full-width letters, say) is found by the index but not highlighted.  Only the
 first ``SCAN_CHARS`` of a body are scanned (bound the work per hit).
+
+``snippet_for_hit`` is what a search uses: it works from a bounded window of the
+stored body instead of the whole of it.  The token positions of the query terms
+in the body (from the postings, no text needed) give the best window in token
+space (``best_window``: most distinct terms, then most occurrences, earliest,
+over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it;
+the body is then decompressed incrementally (``BodyStream``) only until that
+occurrence is found by ``str.find`` plus a window of text after it, and only
+that region is scanned.  Terms in no body position (a title-only match) need no
+search at all: the snippet is the start of the body.  The raw text and the
+tokenizer can disagree on non-ASCII text (NFKC, casefolding that changes
+lengths); then the occurrence is not found where expected and the whole
+scanned prefix is used, as ``make_snippet`` does.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from functools import lru_cache
 
-__all__ = ["SCAN_CHARS", "WINDOW_CHARS", "make_snippet"]
+import numpy as np
+
+__all__ = ["SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet", "snippet_for_hit"]
 
 WINDOW_CHARS = 200
 LEAD_CHARS = 40
 SCAN_CHARS = 100_000
 MAX_OCCURRENCES = 500
+#: The token-space window of ``best_window``: about ``WINDOW_CHARS`` of English text.
+WINDOW_TOKENS = 30
+#: ``best_window`` prefers windows starting before this token (about 12 KB of English text).
+PREFER_BEFORE_TOKENS = 2000
+#: Occurrences after this token are not looked for (about 30 KB of English text): it bounds
+#: the text a snippet decompresses and scans. A hit whose query terms all occur later (or only
+#: in its title) shows the start of its body.
+SCAN_TOKENS = 5000
+#: First decompression step of ``BodyStream`` (characters); each further step doubles.
+FIRST_CHUNK = 2048
 _WS_RE = re.compile(r"\s+")
 
 
@@ -40,11 +66,18 @@ def _terms_regex(terms: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"(?<![^\W_])(?:{alts})(?![^\W_])", re.IGNORECASE)
 
 
-def _find_matches(text: str, terms: tuple[str, ...]) -> list[tuple[int, int, str]]:
-    low = text.lower()
-    if len(low) != len(text):  # lower() changed lengths (e.g. U+0130): offsets would drift
-        return [(m.start(), m.end(), m.group().casefold()) for m in _terms_regex(terms).finditer(text)]
+def _find_matches(text: str, terms: tuple[str, ...], lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
+    """Word-bounded, case-insensitive occurrences of ``terms`` that lie within ``text[lo:hi]``."""
+    hi = len(text) if hi is None else min(hi, len(text))
+    low = text[lo:hi].lower()
+    if len(low) != hi - lo:  # lower() changed lengths (e.g. U+0130): offsets would drift
+        rx = _terms_regex(terms)
+        return [(m.start(), m.end(), m.group().casefold()) for m in rx.finditer(text, lo, hi)]
     out = []
+    n_low = len(low)
+    # A match at the edge of the region is word-bounded by the text around it, not by the edge.
+    before = text[lo - 1].isalnum() if lo > 0 else False
+    after = text[hi].isalnum() if hi < len(text) else False
     for t in terms:
         n, start, size = 0, 0, len(t)
         while n < MAX_OCCURRENCES:
@@ -52,8 +85,10 @@ def _find_matches(text: str, terms: tuple[str, ...]) -> list[tuple[int, int, str
             if i < 0:
                 break
             j = i + size
-            if (i == 0 or not low[i - 1].isalnum()) and (j == len(low) or not low[j].isalnum()):
-                out.append((i, j, t))
+            if (not before if i == 0 else not low[i - 1].isalnum()) and (
+                (not after) if j == n_low else not low[j].isalnum()
+            ):
+                out.append((lo + i, lo + j, t))
                 n += 1
             start = j
     out.sort()
@@ -64,10 +99,14 @@ def _clean(s: str) -> str:
     return _WS_RE.sub(" ", s)
 
 
-def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS) -> tuple[str, tuple[tuple[int, int], ...]]:
-    text = body[:SCAN_CHARS]
+def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS, lo: int = 0, hi: int | None = None,
+                 complete: bool = True) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet of ``body``: its best window of matched terms within ``body[lo:hi]`` (by default
+    the first ``SCAN_CHARS``). ``complete=False``: ``body`` is only a prefix of the text (the end
+    is marked as a cut even where the prefix ends)."""
+    hi = min(len(body), SCAN_CHARS if hi is None else hi)
     terms = tuple(sorted(set(terms)))
-    matches = _find_matches(text, terms) if terms else []
+    matches = _find_matches(body, terms, lo, hi) if terms else []
 
     # Two pointers over match offsets: best window by (distinct terms, count).
     best = (0, 0, 0)  # (distinct, count, -start)
@@ -93,7 +132,7 @@ def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS) -> tuple[str, 
         end = min(len(body), max(last_end, start + window))
         chosen = matches[best_i:best_j]
     else:
-        start, end, chosen = 0, min(len(body), window), []
+        start, end, chosen = lo, min(len(body), lo + window), []
 
     # Snap to word boundaries (never cutting a highlighted word).
     if start > 0:
@@ -127,6 +166,155 @@ def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS) -> tuple[str, 
         tail = tail.lstrip()
     tail = tail.rstrip()
     out.append(tail)
-    if end < len(body):
+    if end < len(body) or not complete:
         out.append(" …")
     return "".join(out), tuple(highlights)
+
+
+class BodyStream:
+    """A stored body decompressed on demand: ``text`` is a prefix of it that ``grow`` extends."""
+
+    __slots__ = ("_z", "_tail", "_raw", "text", "done", "_step")
+
+    def __init__(self, compressed: bytes):
+        self._z = None
+        self._tail = compressed
+        self._raw = b""  # decompressed bytes not yet decodable (an incomplete UTF-8 sequence)
+        self.text = ""
+        self.done = not compressed
+        self._step = FIRST_CHUNK
+
+    def grow(self, at_least: int = 0) -> None:
+        """Decompress at least the next step (doubling) or up to ``at_least`` characters in all."""
+        if self.done:
+            return
+        if self._z is None:
+            self._z = zlib.decompressobj()
+        want = max(self._step, at_least - len(self.text))
+        self._step *= 2
+        raw = self._raw + self._z.decompress(self._tail, want)  # bytes >= characters
+        self._tail = self._z.unconsumed_tail
+        final = self._z.eof or not self._tail
+        if final:
+            raw += self._z.flush()
+            self._raw = b""
+        else:
+            cut = _utf8_complete(raw)
+            raw, self._raw = raw[:cut], raw[cut:]
+        self.text += raw.decode("utf-8", "surrogatepass")
+        self.done = final
+
+    def ensure(self, n: int) -> None:
+        """Grow until ``text`` holds ``n`` characters or the whole body."""
+        while not self.done and len(self.text) < n:
+            self.grow(n)
+
+
+def _utf8_complete(raw: bytes) -> int:
+    """Length of the longest prefix of ``raw`` that does not end inside a UTF-8 sequence."""
+    n = len(raw)
+    for back in range(1, min(4, n) + 1):
+        b = raw[n - back]
+        if b < 0x80:
+            return n  # ASCII: complete
+        if b >= 0xC0:  # a lead byte: complete if its sequence fits
+            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+            return n if back >= need else n - back
+    return n  # no lead byte in the last four: invalid anyway, let the decoder say so
+
+
+def best_window(positions: list[np.ndarray], width: int = WINDOW_TOKENS,
+                prefer_before: int | None = None) -> tuple[int, int] | None:
+    """``(term index, occurrence index)`` of the occurrence that starts the best window of
+    ``width`` tokens: most distinct terms, then most occurrences, then earliest. ``positions``:
+    per term, its ascending token positions in the body (empty if absent). None if all are.
+
+    ``prefer_before`` (default ``PREFER_BEFORE_TOKENS``) bounds the text to decompress and
+    scan: the windows with the most distinct terms are compared by occurrences only among
+    those starting before this token; if none does, the earliest of them is taken (the start
+    of a page is also what it is about).
+    """
+    limit = PREFER_BEFORE_TOKENS if prefer_before is None else prefer_before
+    # (position, term index, occurrence index), in position order: few, so plain Python.
+    occ = sorted((int(x), i, k) for i, p in enumerate(positions) for k, x in enumerate(p.tolist()))
+    if not occ:
+        return None
+    n_terms = len(positions)
+    best_key, best = None, None
+    j = 0
+    counts = [0] * n_terms
+    distinct = 0
+    for a, (start, _, _) in enumerate(occ):
+        while j < len(occ) and occ[j][0] < start + width:
+            t = occ[j][1]
+            if not counts[t]:
+                distinct += 1
+            counts[t] += 1
+            j += 1
+        # Most distinct; among those, before ``limit`` by most occurrences, else the earliest.
+        key = (distinct, start < limit, (j - a) if start < limit else 0)
+        if best_key is None or key > best_key:  # ties keep the earlier start
+            best_key, best = key, a
+        t = occ[a][1]
+        counts[t] -= 1
+        if not counts[t]:
+            distinct -= 1
+    _, i, k = occ[best]
+    return i, k
+
+
+def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
+    """Character offset of the ``n``-th (0-based) word-bounded occurrence of ``term`` (lower-case)
+    in the body, decompressing only as far as needed (at most ``SCAN_CHARS``); None if not found."""
+    seen, start, size = 0, 0, len(term)
+    low = ""
+    lowered = 0  # characters of stream.text already in ``low``
+    while True:
+        if len(stream.text) > lowered:
+            piece = stream.text[lowered:].lower()
+            if len(piece) != len(stream.text) - lowered:
+                return None  # offsets would drift: the caller scans the prefix instead
+            low += piece
+            lowered = len(stream.text)
+        low_len = len(low)
+        i = low.find(term, start)
+        while i >= 0:
+            j = i + size
+            if j >= low_len and not stream.done:
+                break  # the word may go on in the part not decompressed yet
+            if (i == 0 or not low[i - 1].isalnum()) and (j >= low_len or not low[j].isalnum()):
+                if seen == n:
+                    return i
+                seen += 1
+            start = j
+            i = low.find(term, start)
+        else:
+            start = max(start, low_len - size)  # a match may straddle the end of what we have
+        if stream.done or low_len >= SCAN_CHARS:
+            return None
+        stream.grow()
+
+
+def snippet_for_hit(compressed: bytes, terms, positions: list[np.ndarray], *,
+                    window: int = WINDOW_CHARS) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet of one hit, from a bounded window of its body (see the module docstring).
+
+    ``compressed`` is the stored (zlib) body; ``positions``, per term of ``terms`` in order, its
+    ascending token positions in the body field (empty where the term is not in the body).
+    """
+    terms = list(terms)
+    stream = BodyStream(compressed)
+    positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
+    found = best_window(positions)
+    if found is None:  # no query term in the body: its start
+        stream.ensure(4 * window)
+        return make_snippet(stream.text, terms, window=window, hi=4 * window, complete=stream.done)
+    term_i, occurrence = found
+    c = _nth_occurrence(stream, terms[term_i], occurrence)
+    if c is None:  # tokens and raw text disagree here: scan the prefix, as before
+        stream.ensure(SCAN_CHARS)
+        return make_snippet(stream.text, terms, window=window, complete=stream.done)
+    lo = max(0, c - LEAD_CHARS)
+    hi = c + 2 * window
+    stream.ensure(hi + window)
+    return make_snippet(stream.text, terms, window=window, lo=lo, hi=hi, complete=stream.done)

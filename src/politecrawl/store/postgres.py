@@ -717,7 +717,8 @@ class PostgresStore:
 
         A host whose lease is held cannot become eligible before its holder
         releases it plus ``min_delay`` — or before the lease runs out.
-        Parked hosts keep their URLs but do not keep this run alive.
+        Paused hosts (parked, low-yield) keep their URLs but do not keep this run alive: the crawl
+        ends and says when they are due.
         """
         row = self._read(
             lambda conn: conn.execute(
@@ -726,7 +727,7 @@ class PostgresStore:
                                   THEN LEAST(lease_expires_at, %(now)s + %(min_delay)s)
                                 ELSE next_allowed_at END),
                           COUNT(*)
-                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason != 'parked'
+                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ('parked', 'low-yield')
                                                      OR lease_owner IS NOT NULL)""",
                 {"now": now, "min_delay": min_delay},
             ).fetchone(),
