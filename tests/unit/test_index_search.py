@@ -2,7 +2,10 @@
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import Hit, IndexWriter, Searcher
@@ -374,3 +377,116 @@ def test_top_k_pruning_prunes_common_term(tmp_path):
     assert sum(len(d) for _, d, _ in pruned) == 5
     assert sum(len(d) for _, d, _ in full) == 200
     assert [(h.url, h.score) for h in s.search("rare the", limit=3)] == _exhaustive_ranking(s, "rare the", 3)
+
+
+# -- snippets from a bounded window ----------------------------------------------------------
+
+
+def test_body_stream_decodes_utf8_split_across_steps(monkeypatch):
+    import zlib
+
+    from politecrawl.index import snippet
+
+    monkeypatch.setattr(snippet, "FIRST_CHUNK", 7)  # tiny steps: sequences are cut everywhere
+    text = "".join(f"é{i}€😀ü " for i in range(400)) + "\udcff end"  # a lone surrogate is stored too
+    stream = snippet.BodyStream(zlib.compress(text.encode("utf-8", "surrogatepass"), 1))
+    sizes = []
+    while not stream.done:
+        stream.grow()
+        sizes.append(len(stream.text))
+        assert text.startswith(stream.text)
+    assert stream.text == text and len(sizes) > 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 300), max_size=20), min_size=1, max_size=4),
+       st.sampled_from([5, 30]), st.sampled_from([0, 40, 2000]))
+def test_best_window_python_and_numpy_agree(raw, width, limit):
+    from politecrawl.index.snippet import _best_window_np, best_window
+
+    positions = [np.array(sorted(set(p)), dtype=np.int64) for p in raw]
+    # disjoint positions (one token per position)
+    seen: set[int] = set()
+    positions = [np.array([x for x in p if not (x in seen or seen.add(x))], dtype=np.int64) for p in positions]
+    if not any(len(p) for p in positions):
+        assert best_window(positions, width, limit) is None
+        return
+    got = best_window(positions, width, limit)
+    assert got == _best_window_np(positions, width, limit)
+    i, k = got
+    start = positions[i][k]
+    # The chosen window has the most distinct terms of any window.
+    def distinct(s):
+        return sum(1 for p in positions if ((p >= s) & (p < s + width)).any())
+    starts = sorted(x for p in positions for x in p)
+    assert distinct(start) == max(distinct(s) for s in starts)
+
+
+def _grown_lengths(monkeypatch):
+    from politecrawl.index import snippet
+
+    lengths = []
+    real = snippet.BodyStream.grow
+
+    def grow(self, at_least=0):
+        real(self, at_least)
+        lengths.append(len(self.text))
+
+    monkeypatch.setattr(snippet.BodyStream, "grow", grow)
+    return lengths
+
+
+def test_snippet_far_into_a_long_body_decompresses_only_up_to_it(tmp_path, monkeypatch):
+    body = "filler words " * 1500 + "the rare needle is here " + "more filler " * 20000
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://long/", "Long", body)
+    lengths = _grown_lengths(monkeypatch)
+    [hit] = Searcher(tmp_path / "ix").search("needle")
+    assert "the rare needle is here" in hit.snippet
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["needle"]
+    assert hit.snippet.startswith("… ") and hit.snippet.endswith(" …")
+    assert max(lengths) < 40_000 < len(body)  # ~20 KB in, not the 260 KB of the body
+
+
+def test_snippet_of_a_title_only_match_is_the_start_of_the_body(tmp_path, monkeypatch):
+    body = "Opening words of the page. " + "other text " * 30000
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://t/", "Zebra crossing", body)
+    lengths = _grown_lengths(monkeypatch)
+    [hit] = Searcher(tmp_path / "ix").search("zebra")
+    assert hit.snippet.startswith("Opening words of the page.") and hit.snippet.endswith(" …")
+    assert hit.highlights == ()
+    assert max(lengths) <= 4096
+
+
+def test_snippet_prefers_the_window_with_most_distinct_terms(tmp_path):
+    body = ("alpha filler " * 5) + ("filler " * 300) + "alpha beta gamma together " + ("filler " * 300)
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://d/", "D", body)
+    [hit] = Searcher(tmp_path / "ix").search("alpha beta gamma")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["alpha", "beta", "gamma"]
+
+
+def test_snippet_for_hit_matches_make_snippet_on_simple_bodies(tmp_path):
+    from politecrawl.index.snippet import make_snippet
+
+    bodies = [
+        "Python is a programming language that lets you work quickly. " * 3,
+        "A short body about python",
+        ("x " * 100) + "Python, python and PYTHON: python!" + (" y" * 100),
+    ]
+    with IndexWriter(tmp_path / "ix") as w:
+        for i, b in enumerate(bodies):
+            w.add_document(f"http://{i}/", "t", b)
+    hits = {h.url: h for h in Searcher(tmp_path / "ix").search("python")}
+    for i, b in enumerate(bodies):
+        assert (hits[f"http://{i}/"].snippet, hits[f"http://{i}/"].highlights) == make_snippet(b, ["python"])
+
+
+def test_snippet_with_casefolding_that_tokens_and_text_disagree_on(tmp_path):
+    # "STRASSE" and "Straße" are one token; the raw text does not lower() to it: the prefix is scanned.
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://s/", "t", "Die Straße ist lang, die Strasse auch. " * 3)
+    [hit] = Searcher(tmp_path / "ix").search("strasse")
+    assert "Strasse" in hit.snippet
+    assert all(hit.snippet[a:b].lower() == "strasse" for a, b in hit.highlights) and hit.highlights

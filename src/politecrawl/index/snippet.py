@@ -235,6 +235,8 @@ def best_window(positions: list[np.ndarray], width: int = WINDOW_TOKENS,
     of a page is also what it is about).
     """
     limit = PREFER_BEFORE_TOKENS if prefer_before is None else prefer_before
+    if sum(len(p) for p in positions) > 64:
+        return _best_window_np(positions, width, limit)
     # (position, term index, occurrence index), in position order: few, so plain Python.
     occ = sorted((int(x), i, k) for i, p in enumerate(positions) for k, x in enumerate(p.tolist()))
     if not occ:
@@ -261,6 +263,32 @@ def best_window(positions: list[np.ndarray], width: int = WINDOW_TOKENS,
             distinct -= 1
     _, i, k = occ[best]
     return i, k
+
+
+def _best_window_np(positions: list[np.ndarray], width: int, limit: int) -> tuple[int, int]:
+    """``best_window`` with numpy, for many occurrences (same result)."""
+    present = [(i, p) for i, p in enumerate(positions) if len(p)]
+    starts = np.unique(np.concatenate([p for _, p in present]))
+    ends = starts + width
+    distinct = np.zeros(len(starts), dtype=np.int64)
+    count = np.zeros(len(starts), dtype=np.int64)
+    for _, p in present:
+        a = np.searchsorted(p, starts, side="left")
+        b = np.searchsorted(p, ends, side="left")
+        distinct += b > a
+        count += b - a
+    top = distinct == distinct.max()
+    early = top & (starts < limit)
+    if early.any():
+        best = int(np.argmax(np.where(early, count, -1)))  # argmax: the first of the maxima
+    else:
+        best = int(np.argmax(top))
+    start = starts[best]
+    for i, p in present:
+        k = int(np.searchsorted(p, start, side="left"))
+        if k < len(p) and p[k] == start:
+            return i, k
+    raise AssertionError("unreachable: the start is some term's position")
 
 
 def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
