@@ -1,0 +1,227 @@
+"""What writing WARC costs: per record, and in crawl throughput at 1,000 hosts.
+
+    python benchmarks/bench_warc.py --micro                       # CPU per exchange, gzip 6 vs 9
+    python benchmarks/bench_warc.py --hosts 1000 --min-delay 2 --seconds 40 --rounds 2
+
+``--micro``: ``WarcWriter.write_exchange`` on ~20 KB pages like the benchmark web's (request +
+response record, digests, one gzip member each), timed per exchange, at gzip level 6 (ours) and 9
+(warcio's own wrapper); archive bytes per page byte.
+
+Crawl: the benchmark web of bench_crawl.py (``python -m politecrawl.sandbox``, every host on its own
+127.x address, ~20 KB pages, the servers log every request) is crawled for a fixed time with and
+without an archive, alternately, ``--rounds`` times each. Printed for each run: achieved requests/s
+in the steady state and its share of the politeness bound (bench_crawl.analyse), CPU seconds per 100
+pages, archive size. The WARC cost is the drop in achieved requests/s and the rise in CPU per page.
+
+The crawl is ``--workers`` worker processes, each running ``crawler.Worker`` with
+``Fetcher(recorder=WarcWriter(...))`` as the worker process entry would (no indexing parent: both
+sides of the comparison alike), unless ``crawler._worker_async`` already opens the writer itself:
+then ``Crawler`` runs with ``--workers`` processes and ``warc_dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import random
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_crawl import analyse, start_web, stop_web  # noqa: E402
+
+from politecrawl import urls  # noqa: E402
+from politecrawl.config import load_settings, user_agent_string  # noqa: E402
+from politecrawl.fetch import FetchResult  # noqa: E402
+from politecrawl.warc import WarcWriter, iter_files  # noqa: E402
+
+
+# --------------------------------------------------------------------------- micro
+def micro(n: int = 2_000, levels=(1, 6, 9)) -> list[dict]:
+    from politecrawl.sandbox import _bench_text
+
+    rng = random.Random(1)
+    bodies = [(f"<!doctype html><html><head><title>page {i}</title></head><body><p>{_bench_text(rng, 3_300)}"
+               f"</p></body></html>").encode() for i in range(64)]
+    rows = []
+    for level in levels:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-warc-"))
+        try:
+            w = WarcWriter(tmp, gzip_level=level, fsync_on_close=False)
+            page_bytes = 0
+            t0 = time.process_time()
+            for i in range(n):
+                body = bodies[i % len(bodies)]
+                page_bytes += len(body)
+                now = time.time()
+                w.write_exchange(FetchResult(
+                    url=f"http://127.0.1.{i % 250 + 1}:8000/p/{i}", status=200, started_at=now, ended_at=now,
+                    body=body, http_version="1.1", reason="OK", request_target=f"/p/{i}", ip="127.0.1.1",
+                    raw_headers=(("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body))),
+                                 ("Date", "Tue, 01 Dec 2026 08:00:00 GMT"), ("Server", "Python/3.11 aiohttp")),
+                    request_headers=(("Host", "127.0.1.1:8000"), ("User-Agent", "politecrawl/0.1.0"),
+                                     ("Accept", "text/html"), ("Accept-Encoding", "gzip, deflate, br"))), "page")
+            cpu = time.process_time() - t0
+            w.close()
+            size = sum(p.stat().st_size for p in iter_files(tmp))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        rows.append({"gzip_level": level, "exchanges": n, "avg_page_kb": round(page_bytes / n / 1024, 1),
+                     "us_per_exchange": round(1e6 * cpu / n, 1), "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
+                     "archive_bytes_per_page_byte": round(size / page_bytes, 3)})
+    return rows
+
+
+# --------------------------------------------------------------------------- crawl
+def _hooked() -> bool:
+    from politecrawl import crawler
+
+    return "warc" in inspect.getsource(crawler._worker_async).lower()
+
+
+def _seed(settings, seeds: list[str]):
+    from politecrawl.crawler import Crawler
+    from politecrawl.store import NewURL, open_store
+
+    store = open_store(settings.db)
+    try:
+        scope = Crawler(settings).scope_for(store, seeds)
+        store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], time.time())
+    finally:
+        store.close()
+    return scope
+
+
+def _worker_loop(settings, scope_args: tuple, seconds: float) -> None:
+    """One worker process: what crawler._worker_async runs, with the archive opened around the fetcher."""
+    from politecrawl.crawler import CrawlScope, PageBudget, Worker
+    from politecrawl.fetch import Fetcher
+    from politecrawl.store import open_store
+
+    scope = CrawlScope(*scope_args)
+    store = open_store(settings.db)
+    try:
+
+        async def run():
+            warc = WarcWriter.from_settings(settings)
+            stop = asyncio.Event()
+            asyncio.get_running_loop().call_later(seconds, stop.set)
+            try:
+                async with Fetcher(clock=lambda: time.time() + store.clock_offset,
+                                   user_agent=user_agent_string(settings), max_bytes=settings.max_page_bytes,
+                                   connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
+                                   total_timeout=settings.total_timeout, recorder=warc) as fetcher:
+                    await Worker(settings, store, fetcher, scope, PageBudget(None), stop).run()
+            finally:
+                if warc is not None:
+                    warc.close()
+
+        asyncio.run(run())
+    finally:
+        store.close()
+
+
+def _processes_crawl(settings, seeds: list[str], seconds: float) -> None:
+    """``settings.workers`` worker processes on one store, like crawler.run_workers (no indexing parent)."""
+    import multiprocessing as mp
+
+    scope = _seed(settings, seeds)
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker_loop, args=(settings, (scope.mode, scope.seeds, scope.max_depth), seconds))
+             for _ in range(settings.workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(seconds + 120)
+
+
+def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
+    log = tmp / f"web-{round_no}-{int(with_warc)}.jsonl"
+    web, info = start_web(args, log)
+    warc_dir = tmp / f"warc-{round_no}"
+    db = tmp / f"bench-{round_no}-{int(with_warc)}.db"
+    flags = {"db": str(db), "workers": args.workers, "concurrency": args.concurrency, "min_delay": args.min_delay,
+             "max_time": args.seconds, "scope": "host", "max_depth": 1_000_000, "per_ip_limit": 0}
+    if with_warc:
+        flags["warc_dir"] = str(warc_dir)
+    settings = load_settings(flags, env={})
+    seeds = [h + "/" for h in info["hosts"]]
+    hooked = _hooked()
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.time()
+        if hooked:
+            from politecrawl.crawler import Crawler
+
+            Crawler(settings).run(seeds)
+        else:
+            _processes_crawl(settings, seeds, args.seconds)
+        t1 = time.time()
+        after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        records = stop_web(web, log)
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
+    label = ("warc" if with_warc else "no warc") + f" ({args.workers} {'workers' if hooked else 'loops'})"
+    out = analyse(records, args, t0, t1, label, cpu, max(after[0].ru_maxrss, after[1].ru_maxrss) / 1024)
+    if with_warc:
+        files = list(iter_files(warc_dir))
+        out["warc_files"] = len(files)
+        out["warc_mb"] = round(sum(p.stat().st_size for p in files) / 1e6, 1)
+        shutil.rmtree(warc_dir, ignore_errors=True)
+    db.unlink(missing_ok=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--micro", action="store_true", help="only the per-exchange cost")
+    ap.add_argument("--hosts", type=int, default=1000)
+    ap.add_argument("--min-delay", type=float, default=2.0)
+    ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=1024)
+    ap.add_argument("--first-ip", default="127.0.1.1")
+    args = ap.parse_args()
+    args.slow_every = args.throttle_every = 0
+    args.slow_delay = 0.2
+    rows = micro()
+    print(json.dumps(rows, indent=1), flush=True)
+    if args.micro:
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-warc-"))
+    runs = []
+    try:
+        for r in range(args.rounds):
+            for with_warc in ((False, True) if r % 2 == 0 else (True, False)):
+                runs.append(crawl_once(args, tmp, with_warc, r))
+                print(json.dumps(runs[-1]), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    keys = ["crawler", "requests", "pages_200", "achieved_rps", "bound_rps", "utilization", "cpu_s_per_100_pages",
+            "short_gaps", "overlaps", "warc_mb"]
+    print()
+    print(" | ".join(f"{k:>14}" for k in keys))
+    for r in runs:
+        print(" | ".join(f"{str(r.get(k, '')):>14}" for k in keys))
+
+    def mean(key: str, warc: bool) -> float:
+        vals = [r[key] for r in runs if r["crawler"].startswith("warc") == warc]
+        return sum(vals) / len(vals)
+
+    rps_plain, rps_warc = mean("achieved_rps", False), mean("achieved_rps", True)
+    cpu_plain, cpu_warc = mean("cpu_s_per_100_pages", False), mean("cpu_s_per_100_pages", True)
+    print(f"\nthroughput with WARC: {rps_warc:.1f} vs {rps_plain:.1f} req/s "
+          f"({100 * (rps_warc / rps_plain - 1):+.1f} %); CPU per 100 pages {cpu_warc:.3f} vs {cpu_plain:.3f} s "
+          f"({100 * (cpu_warc / cpu_plain - 1):+.1f} %)")
+
+
+if __name__ == "__main__":
+    main()
