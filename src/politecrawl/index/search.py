@@ -59,7 +59,7 @@ import numpy as np
 from .analysis import Query, parse_query
 from .bm25 import DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, B, field_norm, idf, saturate
 from .reader import IndexReader, SegmentView, current_identity, local_commits
-from .snippet import MAX_OCCURRENCES, snippet_for_hit
+from .snippet import MAX_POSITIONS, snippet_for_hit
 
 __all__ = ["Hit", "Searcher"]
 
@@ -215,7 +215,7 @@ class Searcher:
     @staticmethod
     def _body_positions(seg, postings: dict, terms: list[str], si: int, doc: int) -> list[np.ndarray]:
         """Per term: its token positions in the body of ``doc`` of ``seg``, segment ``si`` (the first
-        ``MAX_OCCURRENCES``; empty if it is not in the body), from the postings already read."""
+        ``MAX_POSITIONS``; empty if it is not in the body), from the postings already read."""
         fp = seg.fields["body"]
         out = []
         for t in terms:
@@ -224,7 +224,7 @@ class Searcher:
                 docs, _, lo = p["body"]
                 k = int(np.searchsorted(docs, doc))
                 if k < len(docs) and docs[k] == doc:
-                    out.append(fp.positions_of(seg.term_id(t), lo + k)[:MAX_OCCURRENCES])
+                    out.append(fp.positions_of(seg.term_id(t), lo + k)[:MAX_POSITIONS])
                     continue
             out.append(_NO_POSITIONS)
         return out

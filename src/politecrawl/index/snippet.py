@@ -41,12 +41,15 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet", "snippet_for_hit"]
+__all__ = ["MAX_POSITIONS", "SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet", "snippet_for_hit"]
 
 WINDOW_CHARS = 200
 LEAD_CHARS = 40
 SCAN_CHARS = 100_000
 MAX_OCCURRENCES = 500
+#: Occurrences per term ``best_window`` looks at (the first ones): the window choice is
+#: plain Python below ``64`` occurrences in all, numpy above.
+MAX_POSITIONS = 100
 #: The token-space window of ``best_window``: about ``WINDOW_CHARS`` of English text.
 WINDOW_TOKENS = 30
 #: ``best_window`` prefers windows starting before this token (about 12 KB of English text).
