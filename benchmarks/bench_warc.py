@@ -4,8 +4,9 @@
     python benchmarks/bench_warc.py --hosts 1000 --min-delay 2 --seconds 40 --rounds 2
 
 ``--micro``: ``WarcWriter.write_exchange`` on ~20 KB pages like the benchmark web's (request +
-response record, digests, one gzip member each), timed per exchange, at gzip level 6 (ours) and 9
-(warcio's own wrapper); archive bytes per page byte.
+response record, digests, one gzip member each), timed per exchange, by gzip level and library
+(ISA-L for levels 0-3 when installed, zlib; warcio's own wrapper uses zlib 9); archive bytes per
+page byte.
 
 Crawl: the benchmark web of bench_crawl.py (``python -m politecrawl.sandbox``, every host on its own
 127.x address, ~20 KB pages, the servers log every request) is crawled for a fixed time with and
@@ -44,14 +45,19 @@ from politecrawl.warc import WarcWriter, iter_files  # noqa: E402
 
 
 # --------------------------------------------------------------------------- micro
-def micro(n: int = 2_000, levels=(1, 6, 9)) -> list[dict]:
+def micro(n: int = 2_000, variants=((1, "isal"), (3, "isal"), (1, "zlib"), (6, "zlib"), (9, "zlib"))) -> list[dict]:
+    from politecrawl import warc
     from politecrawl.sandbox import _bench_text
 
     rng = random.Random(1)
     bodies = [(f"<!doctype html><html><head><title>page {i}</title></head><body><p>{_bench_text(rng, 3_300)}"
                f"</p></body></html>").encode() for i in range(64)]
     rows = []
-    for level in levels:
+    isal = warc._isal_zlib
+    for level, lib in variants:
+        if lib == "isal" and isal is None:
+            continue
+        warc._isal_zlib = isal if lib == "isal" else None
         tmp = Path(tempfile.mkdtemp(prefix="bench-warc-"))
         try:
             w = WarcWriter(tmp, gzip_level=level, fsync_on_close=False)
@@ -73,7 +79,8 @@ def micro(n: int = 2_000, levels=(1, 6, 9)) -> list[dict]:
             size = sum(p.stat().st_size for p in iter_files(tmp))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        rows.append({"gzip_level": level, "exchanges": n, "avg_page_kb": round(page_bytes / n / 1024, 1),
+            warc._isal_zlib = isal
+        rows.append({"gzip_level": level, "gzip": lib, "exchanges": n, "avg_page_kb": round(page_bytes / n / 1024, 1),
                      "us_per_exchange": round(1e6 * cpu / n, 1), "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
                      "archive_bytes_per_page_byte": round(size / page_bytes, 3)})
     return rows

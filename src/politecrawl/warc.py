@@ -53,6 +53,11 @@ from warcio.warcwriter import WARCWriter
 from . import __version__
 from .errors import PolitecrawlError
 
+try:  # ISA-L: the same gzip members, at levels 0-3 about 3x faster than zlib (and smaller than zlib's 1)
+    from isal import isal_zlib as _isal_zlib
+except ImportError:  # pragma: no cover - a platform without an isal wheel: zlib does it, slower
+    _isal_zlib = None
+
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
     from .fetch import FetchResult
@@ -64,8 +69,9 @@ log = logging.getLogger("politecrawl.warc")
 WARC_VERSION = "WARC/1.1"
 OPEN_SUFFIX = ".open"
 DEFAULT_PREFIX = "politecrawl"
-#: gzip level per record. Level 1 costs about half the CPU of zlib's default 6 for archives about
-#: a quarter larger on real HTML; warcio's own wrapper uses 9 (benchmarks/bench_warc.py --micro).
+#: gzip level per record, 0-9. Levels 0-3 are compressed by ISA-L (``isal``) when it is installed:
+#: on real HTML its level 1 is ~3x faster than zlib's level 1 and ~10x faster than zlib's 6, for
+#: archives ~20 % larger than level 6 (benchmarks/bench_warc.py --micro, docs/archive.md).
 GZIP_LEVEL = 1
 REVISIT_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
@@ -242,14 +248,27 @@ def _sha1(*parts: bytes) -> str:
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
 
 
-def _with_digests(headers: dict[str, str], http: StatusAndHeaders, body: bytes, *, payload: bool) -> dict[str, str]:
-    """Block (HTTP headers + body) and payload digests computed here, once, over the bytes in hand:
-    warcio would stream the body through a digester twice."""
+_EMPTY_SHA1 = _sha1(b"")
+
+
+def _warc_headers(record_type: str, uri: str, fields: list[tuple[str, str]], http: StatusAndHeaders, body: bytes,
+                  *, payload: bool = True) -> StatusAndHeaders:
+    """A record's WARC headers, built whole (warcio's dict path rescans the list per field), with
+    the block (HTTP headers + body) and payload digests computed once over the bytes in hand
+    (warcio would stream the body through a digester twice)."""
     http.compute_headers_buffer()
-    headers["WARC-Block-Digest"] = _sha1(http.headers_buff, body)
+    headers = [("WARC-Type", record_type), fields[0], ("WARC-Target-URI", uri), *fields[1:],
+               ("WARC-Block-Digest", _sha1(http.headers_buff, body))]
     if payload:
-        headers["WARC-Payload-Digest"] = _sha1(body)
-    return headers
+        headers.append(("WARC-Payload-Digest", _sha1(body) if body else _EMPTY_SHA1))
+    return StatusAndHeaders("", headers, protocol=WARC_VERSION)
+
+
+def _compressor(level: int):
+    """A gzip-member compressor: ISA-L for levels 0-3 when installed, zlib otherwise."""
+    if _isal_zlib is not None and level <= 3:
+        return _isal_zlib.compressobj(level, _isal_zlib.DEFLATED, 31)
+    return zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
 
 
 def _host_part() -> str:
@@ -388,7 +407,7 @@ class WarcWriter:
         buf.seek(0)
         buf.truncate()
         self._builder.write_record(record)
-        gz = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        gz = _compressor(self.gzip_level)
         with buf.getbuffer() as view:
             return gz.compress(view) + gz.flush()
 
@@ -407,36 +426,35 @@ class WarcWriter:
         b = self._builder
         url = result.url
         date = _warc_date(result.started_at)
-        common = {"WARC-Date": date}
+        common = [("WARC-Date", date)]
         if self._warcinfo_id:
-            common["WARC-Warcinfo-ID"] = self._warcinfo_id
+            common.append(("WARC-Warcinfo-ID", self._warcinfo_id))
         if result.ip:
-            common["WARC-IP-Address"] = result.ip
+            common.append(("WARC-IP-Address", result.ip))
         resp_id = b._make_warc_id()
         version = result.http_version or "1.1"
         status_line = f"{result.status} {result.reason or ''}".rstrip()
         http = StatusAndHeaders(status_line, _recorded_headers(result), protocol=f"HTTP/{version}")
-        rec_headers = {"WARC-Record-ID": resp_id, **common}
+        fields = [("WARC-Record-ID", resp_id), *common]
         if kind:
-            rec_headers["Politecrawl-Kind"] = kind
+            fields.append(("Politecrawl-Kind", kind))
         if result.status == 304:
-            rec_headers["WARC-Profile"] = REVISIT_NOT_MODIFIED
-            rec_headers["WARC-Refers-To-Target-URI"] = url
+            fields += [("WARC-Profile", REVISIT_NOT_MODIFIED), ("WARC-Refers-To-Target-URI", url)]
             response = b.create_warc_record(url, "revisit", payload=io.BytesIO(b""), length=0, http_headers=http,
-                                            warc_headers_dict=_with_digests(rec_headers, http, b"", payload=False))
+                                            warc_headers=_warc_headers("revisit", url, fields, http, b"",
+                                                                       payload=False))
         else:
             if result.truncated:
-                rec_headers["WARC-Truncated"] = "length"
+                fields.append(("WARC-Truncated", "length"))
             response = b.create_warc_record(url, "response", payload=io.BytesIO(result.body),
                                             length=len(result.body), http_headers=http,
-                                            warc_headers_dict=_with_digests(rec_headers, http, result.body,
-                                                                            payload=True))
+                                            warc_headers=_warc_headers("response", url, fields, http, result.body))
         target = result.request_target or "/"
         req_http = StatusAndHeaders(f"GET {target} HTTP/{version}", list(result.request_headers),
                                     is_http_request=True)
+        fields = [("WARC-Record-ID", b._make_warc_id()), *common, ("WARC-Concurrent-To", resp_id)]
         request = b.create_warc_record(url, "request", payload=io.BytesIO(b""), length=0, http_headers=req_http,
-                                       warc_headers_dict=_with_digests({**common, "WARC-Concurrent-To": resp_id},
-                                                                       req_http, b"", payload=True))
+                                       warc_headers=_warc_headers("request", url, fields, req_http, b""))
         return self._serialize(request), self._serialize(response)
 
     def write_exchange(self, result: "FetchResult", kind: str | None = None) -> tuple[str, int] | None:
