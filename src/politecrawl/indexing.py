@@ -20,7 +20,9 @@ after a commit, so the next update retries from where the index is.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import re
 import shutil
 import time
@@ -134,18 +136,29 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
     return progress[0]
 
 
-def _discard_index(index_dir: Path) -> None:
-    """Remove the index in ``index_dir``: the whole folder if it holds nothing else, otherwise
-    only the index's own entries (an --index-dir may have been pointed at a folder in use)."""
-    if not index_dir.exists():
-        return
-    entries = list(index_dir.iterdir())
-    if all(_INDEX_ENTRY.match(e.name) for e in entries):
-        shutil.rmtree(index_dir)
-        return
-    for e in entries:
-        if _INDEX_ENTRY.match(e.name) and e.name != "LOCK":
-            shutil.rmtree(e) if e.is_dir() and not e.is_symlink() else e.unlink()
+def _discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
+    """Remove the index in ``index_dir`` under its writer lock: ``CURRENT`` first (readers then
+    see an empty index, never a half-removed one), then its other entries. Only the index's own
+    entries go (an --index-dir may have been pointed at a folder that holds other files)."""
+    if not index_dir.is_dir():
+        return  # nothing there, or not a folder (writing will then fail, with a clear message)
+    fd = os.open(index_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + lock_timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexLockedError(f"index {index_dir} is locked by another writer") from None
+                time.sleep(0.05)
+        entries = sorted(index_dir.iterdir(), key=lambda e: e.name != "CURRENT")
+        for e in entries:
+            if _INDEX_ENTRY.match(e.name) and e.name != "LOCK":
+                shutil.rmtree(e) if e.is_dir() and not e.is_symlink() else e.unlink()
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int]) -> None:
@@ -219,7 +232,6 @@ def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
 
 def rebuild_index(store, index_dir: Path) -> int:
     """Throw the index away and build it again from the store (e.g. after a tokenizer change)."""
-    if index_dir.exists():
-        shutil.rmtree(index_dir)
+    _index_op(index_dir, _discard_index, index_dir)
     store.set_meta("indexed_seq", "0")
     return update_index(store, index_dir, strict=True)

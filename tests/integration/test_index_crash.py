@@ -426,3 +426,28 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
         store.close()
     assert live_docs(index_dir) == before
     assert_clean(index_dir)
+
+
+def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, db_path):
+    from politecrawl.indexing import rebuild_index
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(6, "again"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    index_dir = Path(db_path + ".index")
+    before = live_docs(index_dir)
+    (index_dir / "notes.txt").write_text("someone's file in the index folder\n")
+    searcher = Searcher(index_dir)
+    assert searcher.stats()["N"] == 7
+    store = open_store(db_path)
+    try:
+        assert rebuild_index(store, index_dir) == 7
+    finally:
+        store.close()
+    assert live_docs(index_dir) == before
+    assert (index_dir / "notes.txt").read_text() == "someone's file in the index folder\n"
+    assert searcher.stats()["N"] == 7 and len(searcher.search("again", limit=20)) == 7  # follows the rebuild
