@@ -164,6 +164,18 @@ def recover_directory(directory: str | os.PathLike[str], prefix: str = DEFAULT_P
     """Finish the ``.open`` files in ``directory`` whose writer is gone (no lock held on them):
     trim a torn last record, rename the file to its final name, log what was done."""
     done: list[RecoveredFile] = []
+    for path in Path(directory).glob(f".{prefix}-*.warc.gz.creating"):  # killed while creating a file
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if _lock(fd) and os.fstat(fd).st_size == 0:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
     for path in sorted(Path(directory).glob(f"{prefix}-*.warc.gz{OPEN_SUFFIX}")):
         try:
             fd = os.open(path, os.O_RDWR)
@@ -363,6 +375,9 @@ class WarcWriter:
                 os.link(creating, path)  # fails if the name was taken meanwhile (unlike rename)
             except FileExistsError:
                 os.unlink(creating)
+                os.close(fd)
+                continue
+            except FileNotFoundError:  # taken for a dead writer's leftover before we locked it
                 os.close(fd)
                 continue
             except OSError as exc:
