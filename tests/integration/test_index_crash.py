@@ -451,3 +451,35 @@ def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, d
     assert live_docs(index_dir) == before
     assert (index_dir / "notes.txt").read_text() == "someone's file in the index folder\n"
     assert searcher.stats()["N"] == 7 and len(searcher.search("again", limit=20)) == 7  # follows the rebuild
+
+
+def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory, db_path, monkeypatch, caplog):
+    import functools
+
+    from politecrawl import indexing
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(3, "locked"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    index_dir = Path(db_path + ".index")
+    monkeypatch.setattr(indexing, "IndexWriter", functools.partial(IndexWriter, lock_timeout=0.3))
+    store = open_store(db_path)
+    try:
+        store.set_meta("indexed_seq", "0")
+        holder = IndexWriter(index_dir)  # another writer, mid-transaction
+        try:
+            with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
+                assert indexing.update_index(store, index_dir) == 0
+            warnings = _index_warnings(caplog)
+            assert len(warnings) == 1 and "locked by another writer" in warnings[0], warnings
+            assert "rebuilding" not in warnings[0]
+        finally:
+            holder.cancel()
+        assert indexing.update_index(store, index_dir) == 4  # the lock is free: it catches up
+    finally:
+        store.close()
+    assert Searcher(index_dir).stats()["N"] == 4
