@@ -110,7 +110,8 @@ def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
 
     from .store.postgres import _parse_url  # the store's own reading of its URL (?schema=)
 
-    conninfo, schema, shown = _parse_url(url)
+    parsed = _parse_url(url)  # (conninfo, schema, URL without password, …)
+    conninfo, schema, shown = parsed[0], parsed[1], parsed[2]
     kwargs = {"options": f"-csearch_path={schema}"} if schema else {}
     try:
         conn = psycopg.connect(conninfo, connect_timeout=10, autocommit=True, **kwargs)
@@ -119,11 +120,9 @@ def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
     try:
         query = _QUERY.format(ph="%s")
         last = 0
-        # -inf is not a float PostgreSQL's double precision parameter takes from psycopg everywhere: -1e308.
-        since_p = since if since != float("-inf") else -1e308
         while True:
             try:
-                rows = conn.execute(query, (last, since_p, batch)).fetchall()
+                rows = conn.execute(query, (last, since, batch)).fetchall()
             except psycopg.Error as exc:
                 raise StoreError(f"cannot read pages from {shown}: {exc}") from exc
             if not rows:

@@ -252,6 +252,48 @@ def test_export_streams_in_bounded_batches(tmp_path):
     assert [p["url"] for p in seen[:2]] == ["http://127.0.0.2/p0", "http://127.0.0.2/p1"]
 
 
+@pytest.mark.pg
+def test_export_reads_a_postgresql_store(tmp_path):
+    """The same export from a PostgreSQL store (its own schema), through the command line."""
+    import uuid
+
+    import psycopg
+
+    base = os.environ.get("POLITECRAWL_TEST_PG")
+    if not base:
+        pytest.skip("POLITECRAWL_TEST_PG is not set: no PostgreSQL")
+    schema = f"pc_test_{uuid.uuid4().hex[:16]}"
+    url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    store = open_store(url)
+    try:
+        from politecrawl.store import NewURL
+
+        n = 1_234
+        store.seed_urls([NewURL(f"http://127.0.0.2/p{i}", "http://127.0.0.2", 0) for i in range(n)], time.time())
+        with psycopg.connect(base, autocommit=True, options=f"-csearch_path={schema}") as conn:
+            conn.execute("INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes,"
+                         " fetched_at) SELECT id, url, url, 200, 'text/html', 'T' || id, 'line one\nline two', 10,"
+                         " 1.0e9 + id FROM frontier")
+        pages = store.status(time.time())["pages_stored"]
+        assert pages == n
+        out = _export(url, "--format", "csv")
+        assert out.returncode == 0, out.stderr
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(out.stdout)))
+        assert len(rows) == n and rows[0]["text"] == "line one\nline two"
+        from datetime import datetime, timezone
+
+        with psycopg.connect(base, autocommit=True, options=f"-csearch_path={schema}") as conn:
+            first = conn.execute("SELECT MIN(fetched_at) FROM pages").fetchone()[0]
+        since = datetime.fromtimestamp(first + 0.5, timezone.utc).isoformat()  # just after the first page
+        assert len(_export(url, "--since", since).stdout.splitlines()) == n - 1
+    finally:
+        store.close()
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def test_sigkill_mid_crawl_then_resume_leaves_every_file_readable(sandbox_factory, tmp_path):
     def chain(ip: str) -> SandboxHost:
         # distinct words on every page: near-duplicates would pause the host (yield monitoring)
