@@ -34,7 +34,7 @@ class Settings:
     index_dir: str | None = None
     """Search index folder (default: the db path + ".index")."""
 
-    # --- identity (politeness contract rule 4) --------------------------------
+    # --- identity (the politeness contract: an honest User-Agent) -------------
     user_agent: str = "politecrawl"
     """Bot name, the product token robots.txt groups are matched against."""
     contact: str | None = None

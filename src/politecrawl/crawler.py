@@ -139,7 +139,7 @@ def prepare_seeds(raw: Sequence[str]) -> list[str]:
 
 
 def check_contact(settings: Settings, seeds: Sequence[str]) -> None:
-    """Crawling a public host needs a contact in the User-Agent (DESIGN.md rule 4)."""
+    """Crawling a public host needs a contact in the User-Agent (the politeness contract: an honest User-Agent)."""
     if settings.contact:
         return
     from urllib.parse import urlsplit

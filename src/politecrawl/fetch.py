@@ -8,7 +8,7 @@ also stops a gzip bomb. The seam stays injectable: ``Fetcher`` takes an
 
 Redirects are NOT followed here: a 3xx is an answer like any other. The
 crawler queues the target as a new URL so that it passes robots.txt and the
-politeness delay of its own host (DESIGN.md contract rules 1–3).
+politeness delay of its own host (docs/architecture.md, the politeness contract).
 
 Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 ``error``; nothing a server does raises out of ``get``.

@@ -204,6 +204,42 @@ def test_two_machines_three_hosts_gaps_one_open_request_and_audit(fleet, sandbox
     assert "audit: PASS" in audit.stdout
 
 
+SKEWED_CLOCK = """
+import os, time
+_skew = float(os.environ.get("PC_TEST_CLOCK_SKEW", "0"))
+if _skew:  # this machine's clock is off by _skew seconds, in every process it starts
+    _real = time.time
+    time.time = lambda: _real() + _skew
+    open(os.path.join(os.environ["PC_TEST_SKEW_MARKS"], str(os.getpid())), "w").write(str(_skew))
+"""
+
+
+def test_two_machines_whose_clocks_disagree_by_seconds_keep_every_gap(fleet, sandbox_factory, tmp_path):
+    """The database's clock decides: machines 3 s apart (each measures its offset, which has an
+    error of its own) never shorten a gap by a millisecond, judged at tolerance 0."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SKEWED_CLOCK)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    hosts = [chain_site(f"127.0.3.{30 + i}", 12, delay=0.02) for i in range(3)]
+    sb = sandbox_factory(hosts)
+    seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1",
+                     "--min-delay", "0.3", "-q")
+    assert seed.returncode == 0, seed.stderr
+    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "14", "-q",
+                            env={"PYTHONPATH": str(site), "PC_TEST_CLOCK_SKEW": skew, "PC_TEST_SKEW_MARKS": str(marks)},
+                            other_machine=i == 1)
+                for i, skew in enumerate(("-1.5", "1.5"))]
+    for code, _, err in (fleet.finish(m) for m in machines):
+        assert code == 0, err
+    assert sorted({float(f.read_text()) for f in marks.iterdir()}) == [-1.5, 1.5]  # the clocks really were off
+    log = sb.requests()
+    assert len(log) == 3 * 13
+    v = violations(log, 0.3, tolerance=0.0)
+    assert v["short_gaps"] == [] and v["max_open_per_host"] == 1
+
+
 # -- (c) a machine dies mid-request -----------------------------------------------------------------
 
 

@@ -84,7 +84,7 @@ RETURNING id, url, depth, attempts, revisit_interval, kind
 
 #: Weight kept by the yield counters per new page (an exponential window of ~20 pages).
 YIELD_DECAY = 0.95
-#: SimHash near-duplicate distance (issue 5: Hamming distance 3 of 64 bits).
+#: SimHash near-duplicate distance (Hamming distance 3 of 64 bits).
 NEAR_DISTANCE = 3
 
 
