@@ -32,6 +32,7 @@ PENDING_OMISSIONS: dict[str, set[str]] = {
         "ReleaseBatcher",
         "StopSignal",
         "check_contact",
+        "host_level_failure",
         "reconcile_fleet_settings",
     },
     "politecrawl.index.bm25": {"pseudo_tf_array"},
