@@ -106,7 +106,7 @@ def _seed(settings, seeds: list[str]):
     return scope
 
 
-def _worker_loop(settings, scope_args: tuple, seconds: float) -> None:
+def _worker_loop(settings, scope_args: tuple, seconds: float, report: str) -> None:
     """One worker process: what crawler._worker_async runs, with the archive opened around the fetcher."""
     from politecrawl.crawler import CrawlScope, PageBudget, Worker
     from politecrawl.fetch import Fetcher
@@ -129,24 +129,35 @@ def _worker_loop(settings, scope_args: tuple, seconds: float) -> None:
             finally:
                 if warc is not None:
                     warc.close()
+            return warc
 
-        asyncio.run(run())
+        warc = asyncio.run(run())
     finally:
         store.close()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(report, "w") as fh:  # what this process spent, and how much of it archiving
+        json.dump({"cpu_s": usage.ru_utime + usage.ru_stime, "warc_cpu_s": warc.cpu_seconds if warc else 0.0,
+                   "warc_records": warc.records if warc else 0}, fh)
 
 
-def _processes_crawl(settings, seeds: list[str], seconds: float) -> None:
+def _processes_crawl(settings, seeds: list[str], seconds: float, tmp: Path) -> list[dict]:
     """``settings.workers`` worker processes on one store, like crawler.run_workers (no indexing parent)."""
     import multiprocessing as mp
 
     scope = _seed(settings, seeds)
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker_loop, args=(settings, (scope.mode, scope.seeds, scope.max_depth), seconds))
-             for _ in range(settings.workers)]
+    reports = [tmp / f"worker-{i}.json" for i in range(settings.workers)]
+    procs = [ctx.Process(target=_worker_loop,
+                         args=(settings, (scope.mode, scope.seeds, scope.max_depth), seconds, str(report)))
+             for report in reports]
     for proc in procs:
         proc.start()
     for proc in procs:
         proc.join(seconds + 120)
+    out = [json.loads(r.read_text()) for r in reports if r.exists()]
+    for r in reports:
+        r.unlink(missing_ok=True)
+    return out
 
 
 def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
@@ -167,9 +178,10 @@ def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
         if hooked:
             from politecrawl.crawler import Crawler
 
+            workers = []
             Crawler(settings).run(seeds)
         else:
-            _processes_crawl(settings, seeds, args.seconds)
+            workers = _processes_crawl(settings, seeds, args.seconds, tmp)
         t1 = time.time()
         after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
@@ -177,6 +189,13 @@ def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
     cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
     label = ("warc" if with_warc else "no warc") + f" ({args.workers} {'workers' if hooked else 'loops'})"
     out = analyse(records, args, t0, t1, label, cpu, max(after[0].ru_maxrss, after[1].ru_maxrss) / 1024)
+    if workers:
+        # The share of the workers' CPU spent archiving: what WARC costs a CPU-bound crawl, and a
+        # figure other load on the machine does not move the way it moves requests/s.
+        out["warc_share_of_worker_cpu"] = round(sum(w["warc_cpu_s"] for w in workers)
+                                                / max(1e-9, sum(w["cpu_s"] for w in workers)), 4)
+        out["warc_ms_per_exchange"] = round(1000 * sum(w["warc_cpu_s"] for w in workers)
+                                            / max(1, sum(w["warc_records"] for w in workers) / 2), 3)
     if with_warc:
         files = list(iter_files(warc_dir))
         out["warc_files"] = len(files)
@@ -213,7 +232,7 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     keys = ["crawler", "requests", "pages_200", "achieved_rps", "bound_rps", "utilization", "cpu_s_per_100_pages",
-            "short_gaps", "overlaps", "warc_mb"]
+            "short_gaps", "overlaps", "warc_mb", "warc_share_of_worker_cpu", "warc_ms_per_exchange"]
     print()
     print(" | ".join(f"{k:>14}" for k in keys))
     for r in runs:
@@ -225,7 +244,10 @@ def main() -> None:
 
     rps_plain, rps_warc = mean("achieved_rps", False), mean("achieved_rps", True)
     cpu_plain, cpu_warc = mean("cpu_s_per_100_pages", False), mean("cpu_s_per_100_pages", True)
-    print(f"\nthroughput with WARC: {rps_warc:.1f} vs {rps_plain:.1f} req/s "
+    shares = [r["warc_share_of_worker_cpu"] for r in runs if r.get("warc_share_of_worker_cpu")]
+    if shares:
+        print(f"\nWARC share of the worker processes' CPU: {100 * min(shares):.1f} to {100 * max(shares):.1f} %")
+    print(f"throughput with WARC: {rps_warc:.1f} vs {rps_plain:.1f} req/s "
           f"({100 * (rps_warc / rps_plain - 1):+.1f} %); CPU per 100 pages {cpu_warc:.3f} vs {cpu_plain:.3f} s "
           f"({100 * (cpu_warc / cpu_plain - 1):+.1f} %)")
 

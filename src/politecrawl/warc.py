@@ -325,6 +325,8 @@ class WarcWriter:
         self._builder = WARCWriter(self._buf, gzip=False, warc_version=WARC_VERSION)
         self.files: list[Path] = []  # final names of every file this writer started
         self.records = 0
+        self.bytes_written = 0
+        self.cpu_seconds = 0.0  # CPU this thread spent archiving (what the archive costs the crawl)
         self.recovered: list[RecoveredFile] = []
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -407,6 +409,9 @@ class WarcWriter:
 
     def close(self) -> None:
         """Finish the current file (fsync, rename to its final name). The writer can go on after."""
+        if self._fd is not None:
+            log.info("warc: %d records, %.1f MB in %d files, %.2f s CPU", self.records, self.bytes_written / 1e6,
+                     len(self.files), self.cpu_seconds)
         self._close_file()
 
     def __enter__(self) -> "WarcWriter":
@@ -479,6 +484,7 @@ class WarcWriter:
         (``status`` None) has nothing to archive: None."""
         if result.status is None:
             return None
+        t0 = time.thread_time()
         if kind is None and result.request_target == "/robots.txt":
             kind = "robots"
         # Rotation is decided before the records are built (they name their file's warcinfo), on
@@ -495,6 +501,8 @@ class WarcWriter:
         self._write_bytes(request + response)
         self._records_in_file += 2
         self.records += 2
+        self.bytes_written += len(request) + len(response)
+        self.cpu_seconds += time.thread_time() - t0
         name = self.current_file
         assert name is not None
         return name, offset
