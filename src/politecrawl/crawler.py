@@ -35,6 +35,7 @@ from .parse import Page, combine, parse_html, robots_directives
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from .sitemaps import parse_sitemap
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
 from .store import (ROBOTS_MAX_HOPS, Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck,
                     open_store)
@@ -43,13 +44,10 @@ __all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "w
 
 log = logging.getLogger("politecrawl.crawler")
 
-REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 #: Hosts (beyond one per seed) that may join the scope because a seed redirected to them.
 SCOPE_REDIRECT_HOSTS = 16
 #: Seconds between two looks at the hosts other processes added to the scope.
 SCOPE_REFRESH = 2.0
-#: Tries for a URL answered 429/503 before it is recorded as failed (each after the host's wait).
-SLOW_DOWN_MAX_ATTEMPTS = 10
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 #: Bytes of robots.txt read (RFC 9309 §2.5: at least 500 KiB must be parsed; the parser stops there).
 ROBOTS_MAX_BYTES = 512 * 1024
@@ -607,35 +605,19 @@ class Worker:
         result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
                                         max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None)
         outcome = self._timing(claim, result, "page")
-        failed = result.status is None or result.status >= 500 or result.status == 429
-        outcome.host_error = result.error or (f"HTTP {result.status}" if failed else None)
         status = result.status
-        if status is None:
-            retry = claim.attempts < s.max_attempts
-            outcome.url_state = "queued" if retry else "failed"
-            outcome.url_outcome = result.error
-            return outcome
-        if status in (429, 503) or status >= 500:
-            limit = SLOW_DOWN_MAX_ATTEMPTS if status in (429, 503) else s.max_attempts
-            outcome.url_state = "queued" if claim.attempts < limit else "failed"
-            outcome.url_outcome = f"http-{status}"
+        outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
+        verdict = judge(claim.url, status, result.error, location=result.headers.get("location"),
+                        attempts=claim.attempts, max_attempts=s.max_attempts, truncated=result.truncated)
+        outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
+        if status is None or verdict.state is not URLState.DONE:
             return outcome
         if status in REDIRECT_STATUSES:
-            outcome.url_state = "done"
-            location = result.headers.get("location")
-            try:
-                target = urls.normalize(location, base=claim.url) if location else None
-            except InvalidURL:
-                target = None
-            if target is None:
-                outcome.url_outcome = f"http-{status} without a usable Location"
-            elif target == claim.url:
-                outcome.url_outcome = f"http-{status} redirect loop"
-            else:
+            target = verdict.redirect_to
+            if target is not None:
                 # The source is an alias of its target; the target is queued like a link, so it
                 # passes robots.txt and the delay of its own host. A loop ends by itself: a URL
                 # already in the frontier is never queued twice.
-                outcome.url_outcome = f"http-{status} -> {target}"
                 outcome.page = PageRecord(url=claim.url, final_url=claim.url, status=status, content_type=None,
                                           fetched_at=result.ended_at, bytes=len(result.body), alias_of=target)
                 target_host = urls.host_key(target)
@@ -649,8 +631,6 @@ class Worker:
                     # at --max-depth.
                     self._add_links([target], claim.depth, outcome)
             return outcome
-        outcome.url_state = "done"
-        outcome.url_outcome = f"http-{status}" + (" truncated" if result.truncated else "")
         if is_sitemap:
             self._sitemap(claim, result, outcome)
             return outcome
