@@ -126,6 +126,12 @@ _MUTATORS = ("mkdir", "fsync", "rename", "replace", "unlink", "rmdir")
 def _run_killed(path: Path, kill_at: int) -> bool:
     """Run ``_transaction`` in a forked child that SIGKILLs itself before its ``kill_at``-th
     file-system mutation. True if it was killed, False if it finished first."""
+    return _fork_and_kill(kill_at, _transaction, path)
+
+
+def _fork_and_kill(kill_at: int, work, *args) -> bool:
+    """``work(*args)`` in a forked child that SIGKILLs itself just before its ``kill_at``-th
+    file-system mutation; True if it was killed, False if it finished first."""
     pid = os.fork()
     if pid == 0:  # child
         try:
@@ -141,7 +147,7 @@ def _run_killed(path: Path, kill_at: int) -> bool:
 
             for name in _MUTATORS:
                 setattr(os, name, wrap(getattr(os, name)))
-            _transaction(path)
+            work(*args)
         except BaseException:
             os._exit(3)
         os._exit(0)
@@ -149,7 +155,7 @@ def _run_killed(path: Path, kill_at: int) -> bool:
     if os.WIFSIGNALED(status):
         assert os.WTERMSIG(status) == signal.SIGKILL
         return True
-    assert os.WEXITSTATUS(status) == 0, f"the transaction failed (exit {os.WEXITSTATUS(status)})"
+    assert os.WEXITSTATUS(status) == 0, f"the work failed (exit {os.WEXITSTATUS(status)})"
     return False
 
 
@@ -483,3 +489,59 @@ def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory,
     finally:
         store.close()
     assert Searcher(index_dir).stats()["N"] == 4
+
+
+def _update_once(db: str, ix: Path) -> None:
+    from politecrawl.indexing import update_index
+    from politecrawl.store import open_store
+
+    store = open_store(db)
+    try:
+        update_index(store, ix, strict=True)
+    finally:
+        store.close()
+
+
+def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_path, db_path, reliability):
+    """The whole path a crawl takes (store -> update_index -> commit), killed at each step."""
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(8, "resume"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    expected = live_docs(Path(db_path + ".index"))
+    assert len(expected) == 9
+    db_files = [Path(db_path + suffix) for suffix in ("", "-wal", "-shm") if Path(db_path + suffix).exists()]
+
+    def fresh_copy(name: str) -> tuple[str, Path]:
+        folder = tmp_path / name
+        folder.mkdir()
+        for f in db_files:
+            shutil.copy2(f, folder / f.name)
+        db = str(folder / Path(db_path).name)
+        store = open_store(db)
+        try:
+            store.set_meta("indexed_seq", "0")  # as if nothing were indexed yet
+        finally:
+            store.close()
+        return db, folder / "ix"
+
+    kill_at, killed_runs = 0, 0
+    while True:
+        kill_at += 1
+        assert kill_at < 500
+        db, ix = fresh_copy(f"run{kill_at}")
+        if not _fork_and_kill(kill_at, _update_once, db, ix):
+            assert live_docs(ix) == expected
+            break
+        killed_runs += 1
+        _update_once(db, ix)  # the next run
+        assert live_docs(ix) == expected, f"kill at step {kill_at}"
+        assert_clean(ix)
+        shutil.rmtree(ix.parent)
+    assert killed_runs >= 10, killed_runs
+    print(f"\n[index crash] update_index killed at each of {killed_runs} steps; every next update completed the index")
+    reliability.add("index kills survived", killed_runs)

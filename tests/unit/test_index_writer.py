@@ -237,12 +237,15 @@ def test_leftovers_of_a_killed_commit_are_swept_and_numbers_never_reused(tmp_pat
     (path / ".tmp-CURRENT-123").write_text("junk")
     (path / f".tmp-gen-{gen + 4:06d}.json-77").write_text("junk")
     (path / f"gen-{gen + 1:06d}.json").write_text("{")
+    older = sorted(n for n in os.listdir(path) if n.startswith("gen-"))[0]
+    shutil.copy(path / older, path / "gen-000000.json")  # older than the previous generation
     before = Searcher(path)
     assert before.stats()["N"] == 10  # readers ignore leftovers
     with IndexWriter(path) as w:
         w.add_document(*DOCS[10])
     names = set(os.listdir(path))
     assert not [n for n in names if n.startswith(".tmp-")]
+    assert "gen-000000.json" not in names and len([n for n in names if n.startswith("gen-")]) == 2
     new = json.loads((path / (path / "CURRENT").read_text().strip()).read_text())
     assert new["generation"] > gen + 4  # above every generation number seen on disk
     segs = {n for n in names if n.startswith("seg-")}

@@ -332,12 +332,13 @@ class IndexWriter:
     def _recover(self) -> None:
         """Sweep what an interrupted commit left behind; never reuse a number found on disk.
 
-        Kept: the current generation, the older generation files still present (the previous
-        one is kept for readers that are opening it) and the segments they reference.
+        Kept: the current generation, the newest older generation file (the previous one, kept
+        for readers that are opening it, as a commit keeps it) and the segments they reference.
         Removed: generation files newer than the current one (written, but ``CURRENT`` never
-        pointed at them), unreferenced segments (written by a commit that did not finish, or
-        half-removed by a cleanup that did not), and every ``.tmp-*`` entry (only the lock
-        holder writes them, and we hold the lock).
+        pointed at them) or older than the previous one (a cleanup that did not finish),
+        unreferenced segments (written by a commit that did not finish, or half-removed by a
+        cleanup that did not), and every ``.tmp-*`` entry (only the lock holder writes them,
+        and we hold the lock).
         """
         try:
             entries = list(os.scandir(self.index_dir))
@@ -360,15 +361,16 @@ class IndexWriter:
         # The next commit writes generation max(...) + 1: not a number a leftover file had.
         self._generation_floor = max(current_gen, top_gen)
         keep_segs = {e["name"] for e in self._entries}
-        for g in older_gens:
+        previous = max(older_gens, key=lambda g: int(_GEN_RE.match(g).group(1)), default=None)
+        if previous is not None:
             try:
-                keep_segs |= {e["name"] for e in load_generation(self.index_dir, g)["segments"]}
+                keep_segs |= {e["name"] for e in load_generation(self.index_dir, previous)["segments"]}
             except (FileNotFoundError, SearchIndexError, KeyError, TypeError):
                 pass
         for e in entries:
             name = e.name
             m = _GEN_RE.match(name)
-            if m and int(m.group(1)) > current_gen:
+            if m and (int(m.group(1)) > current_gen or (name in older_gens and name != previous)):
                 _remove(Path(e.path))
             elif _SEG_RE.match(name) and name not in keep_segs:
                 _remove(Path(e.path))
