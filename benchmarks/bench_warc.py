@@ -2,11 +2,15 @@
 
     python benchmarks/bench_warc.py --micro                       # CPU per exchange, gzip 6 vs 9
     python benchmarks/bench_warc.py --hosts 1000 --min-delay 2 --seconds 40 --rounds 2
+    python benchmarks/bench_warc.py --export 100000               # export's memory, 10k vs 100k pages
 
 ``--micro``: ``WarcWriter.write_exchange`` on ~20 KB pages like the benchmark web's (request +
 response record, digests, one gzip member each), timed per exchange, by gzip level and library
 (ISA-L for levels 0-3 when installed, zlib; warcio's own wrapper uses zlib 9); archive bytes per
 page byte.
+
+``--export N``: a store of N pages (~3.5 KB of text each) and one of N/10, each exported to JSON
+Lines and CSV by the command line; peak RSS of each export (it must not grow with the store).
 
 Crawl: the benchmark web of bench_crawl.py (``python -m politecrawl.sandbox``, every host on its own
 127.x address, ~20 KB pages, the servers log every request) is crawled for a fixed time with and
@@ -83,6 +87,58 @@ def micro(n: int = 2_000, variants=((1, "isal"), (3, "isal"), (1, "zlib"), (6, "
         rows.append({"gzip_level": level, "gzip": lib, "exchanges": n, "avg_page_kb": round(page_bytes / n / 1024, 1),
                      "us_per_exchange": round(1e6 * cpu / n, 1), "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
                      "archive_bytes_per_page_byte": round(size / page_bytes, 3)})
+    return rows
+
+
+# --------------------------------------------------------------------------- export
+def _make_store(db: str, n: int) -> None:
+    import sqlite3
+
+    from politecrawl.store import NewURL, open_store
+
+    store = open_store(db)
+    for start in range(0, n, 10_000):
+        store.seed_urls([NewURL(f"http://127.0.0.{2 + i % 50}/p{i}", f"http://127.0.0.{2 + i % 50}", 0)
+                         for i in range(start, min(n, start + 10_000))], time.time())
+    store.close()
+    rng = random.Random(1)
+    words = [f"w{k}" for k in range(5_000)]
+    texts = [" ".join(rng.choice(words) for _ in range(600)) for _ in range(200)]
+    con = sqlite3.connect(db)
+    con.create_function("txt", 1, lambda i: texts[i % 200])
+    con.execute("INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes, fetched_at)"
+                " SELECT id, url, url, 200, 'text/html', 'Title ' || id, txt(id), 4000, 1.7e9 + id FROM frontier")
+    con.commit()
+    con.close()
+
+
+def export_memory(n: int) -> list[dict]:
+    import subprocess
+
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="bench-export-"))
+    try:
+        for size in (n // 10, n):
+            db = str(tmp / f"s{size}.db")
+            _make_store(db, size)
+            for fmt in ("jsonl", "csv"):
+                out = tmp / f"out.{fmt}"
+                t0 = time.time()
+                # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from this process.
+                script = ("import sys; from politecrawl.cli import main\n"
+                          "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                          "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+                          "print(hwm[0].split()[1], file=sys.stderr)")
+                proc = subprocess.run([sys.executable, "-c", script, "export", "--db", db, "--format", fmt,
+                                       "-o", str(out)], capture_output=True, text=True, check=True)
+                rss_kb = int(proc.stderr.strip().splitlines()[-1])
+                lines = sum(1 for _ in open(out, "rb")) if fmt == "jsonl" else None
+                rows.append({"pages": size, "format": fmt, "seconds": round(time.time() - t0, 1),
+                             "output_mb": round(out.stat().st_size / 1e6, 1), "jsonl_lines": lines,
+                             "peak_rss_mb": round(rss_kb / 1024, 1)})
+                out.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return rows
 
 
@@ -208,6 +264,7 @@ def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", action="store_true", help="only the per-exchange cost")
+    ap.add_argument("--export", type=int, default=0, metavar="N", help="only the export's memory, N pages")
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--min-delay", type=float, default=2.0)
     ap.add_argument("--seconds", type=float, default=40.0)
@@ -218,6 +275,10 @@ def main() -> None:
     args = ap.parse_args()
     args.slow_every = args.throttle_every = 0
     args.slow_delay = 0.2
+    if args.export:
+        for row in export_memory(args.export):
+            print(json.dumps(row), flush=True)
+        return
     rows = micro()
     print(json.dumps(rows, indent=1), flush=True)
     if args.micro:
