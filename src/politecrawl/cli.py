@@ -53,7 +53,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     progress = Progress(enabled=not quiet, max_pages=s.max_pages, max_time=s.max_time)
 
     def on_signal(signum, _frame) -> None:
-        progress.note(f"received {signal.Signals(signum).name}: finishing requests in flight…")
+        progress.note(f"received {signal.Signals(signum).name}: stopping (requests in flight get 3 s)…")
         crawler.request_stop()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -133,8 +133,9 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
     """Crawl politely from SEED_URLs, store and index what is fetched.
 
     Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
-    is left, at --max-pages / --max-time, or on Ctrl-C (requests in flight are
-    finished and recorded first).
+    is left, at --max-pages / --max-time, or on Ctrl-C / SIGTERM, within 5 s
+    (requests in flight get 3 s, the rest are queued again). Exit status 3 if a
+    worker process died.
     """
     from .crawler import Crawler, prepare_seeds
 
@@ -152,7 +153,11 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
 
 
 def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
-    """What the last line of a crawl leaves out: paused hosts, and workers that died (exit 3)."""
+    """What the last line of a crawl leaves out: pages not indexed yet, paused hosts, and
+    workers that died (exit 3)."""
+    if report.unindexed:
+        click.echo(f"{report.unindexed} pages are not indexed yet: 'politecrawl index --db {settings.db}' "
+                   "(or the next crawl) indexes them", err=quiet)
     if report.paused_hosts:
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
         click.echo(f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "

@@ -46,6 +46,10 @@ log = logging.getLogger("politecrawl.crawler")
 
 #: Hosts (beyond one per seed) that may join the scope because a seed redirected to them.
 SCOPE_REDIRECT_HOSTS = 16
+#: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
+STOP_GRACE = 3.0
+#: Pages the crawl still indexes when it is stopped early; the rest wait for 'politecrawl index'.
+INDEX_ON_STOP = 2_000
 #: Seconds between two looks at the hosts other processes added to the scope.
 SCOPE_REFRESH = 2.0
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -320,7 +324,13 @@ class Worker:
             timeout = None if wake is None else max(0.0, wake - self.now())
             await self._wait_for_change(timeout)
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
+            # recorded as such), so a stop is prompt even while a slow host trickles an answer.
+            _, late = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE if self.stop.is_set() else None)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.gather(*late, return_exceptions=True)
         if self._store_threads is not None:
             self._store_threads.shutdown(wait=True)
 
@@ -388,6 +398,15 @@ class Worker:
             else:
                 outcome = await self._page(claim)
             outcome.ip = ip
+        except asyncio.CancelledError:
+            # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
+            # the host, which is owed its delay from now; the URL goes back to the queue.
+            wait = max(self.settings.min_delay, claim.delay)
+            stopped = Outcome(next_allowed_at=self.now() + wait, delay=wait, wait_reason="stopped",
+                              url_state="queued" if claim.url_id is not None else None,
+                              url_outcome="stopped before the answer")
+            await self._call(self.store.release, claim, stopped, self.now())
+            raise
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
             wait = max(self.settings.min_delay, self.policy.backoff_base, 2 * claim.delay)
@@ -896,7 +915,7 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
                 on_tick()
     finally:
         stop_event.set()
-        grace = time.time() + settings.total_timeout + 10
+        grace = time.time() + STOP_GRACE + 10
         for p in procs:
             p.join(timeout=max(0.1, grace - time.time()))
             if p.is_alive():
@@ -963,6 +982,8 @@ class CrawlReport:
     #: Hosts with URLs left that are paused (parked, low-yield): how many, and when the first is due.
     paused_hosts: int = 0
     paused_until: float | None = None
+    #: Stored pages the index has not taken in yet (a crawl stopped early leaves them to the next one).
+    unindexed: int = 0
 
 
 class Crawler:
@@ -1048,8 +1069,11 @@ class Crawler:
                 indexer.shutdown(wait=True)
             if indexing:
                 indexing.pop().result()
+            stopped_early = self.stopped_by_signal or (deadline is not None and time.time() >= deadline)
             if not fleet_worker:
-                update_index(store, index_dir)
+                # Stopped early, the crawl ends promptly: what is not indexed now is indexed by
+                # the next crawl or 'politecrawl index' (the last line says how many pages).
+                update_index(store, index_dir, max_pages=INDEX_ON_STOP if stopped_early else None)
             end = time.time()
             status = store.status(end)
             if self.stopped_by_signal:
@@ -1071,6 +1095,7 @@ class Crawler:
                 failed_workers=s.workers - clean,
                 paused_hosts=len(paused),
                 paused_until=min((h["next_allowed_at"] for h in paused), default=None),
+                unindexed=0 if fleet_worker else max(0, status["pages_stored"] - status["indexed"]),
             )
         finally:
             store.close()

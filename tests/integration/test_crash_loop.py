@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from politecrawl.index import Searcher
-from politecrawl.sandbox import Sandbox, demo_hosts, violations
+from politecrawl.sandbox import Sandbox, SandboxHost, demo_hosts, violations
 from politecrawl.store import open_store
 
 from conftest import run_cli
@@ -236,3 +236,89 @@ def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_fac
                   cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "/" in [r.path for r in sb.requests(host)]
+
+
+# --------------------------------------------------------------------------- delays survive kills
+OWED_CRAWL_DELAY = 10.0
+SLOW_ANSWER = 1.0  # the slow host's answers: the adaptive delay (10 x response time) owes it 10 s
+
+
+def _delay_site(name: str, n: int = 5) -> dict[str, str]:
+    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(n))
+    pages = {f"/p{i}": f"<html><title>{name} {i}</title><body>{name} page {i} words {i * 7}</body></html>"
+             for i in range(n)}
+    return {"/": f"<html><title>{name}</title><body>{links}</body></html>", **pages}
+
+
+def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_factory, tmp_path):
+    """SIGKILL of the whole crawl at its worst moments (a request open), restarted at once, on the
+    defaults: hosts with Crawl-delay 10 and a slow host (adaptive delay) see their full delay across every
+    restart — counted from the end of the previous response, or from the kill for a request
+    the kill cut short (its connection closed with the crawler)."""
+    steady = [SandboxHost(f"127.0.0.{50 + i}", robots=f"User-agent: *\nCrawl-delay: {OWED_CRAWL_DELAY:g}\n",
+                          pages=_delay_site(f"steady{i}"), delay=0.25) for i in range(3)]
+    slow = SandboxHost("127.0.0.53", pages=_delay_site("slow"), delay=SLOW_ANSWER)
+    hosts = [*steady, slow]
+    sb = sandbox_factory(hosts, max_seconds=240)
+    db = str(tmp_path / "delays.db")
+    rng = random.Random(11)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    kills: list[float] = []
+
+    def start(seeds: list[str]) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers",
+                                 "2", "--max-time", "120", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env, cwd=str(tmp_path), start_new_session=True)
+
+    def in_flight() -> bool:
+        return len(sb.arrivals()) > len(sb.requests())
+
+    for i in range(6):
+        proc = start([] if _stored_seeds(db) else [h.url("/") for h in hosts])
+        try:
+            proc.wait(rng.uniform(2.0, 5.0))
+            proc.communicate()
+        except subprocess.TimeoutExpired:
+            # The worst moment: while a host is being answered (its delay lives in the worker).
+            deadline = time.time() + 5
+            while not in_flight() and time.time() < deadline:
+                time.sleep(0.005)
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills.append(time.time())
+            proc.communicate(timeout=30)
+        deadline = time.time() + 10  # the whole group gone before the restart, as a supervisor would wait
+        while time.time() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.02)
+    proc = start([])
+    try:
+        _, err = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the last run did not finish")
+    assert proc.returncode == 0, err[-2000:]
+    time.sleep(0.3)
+
+    cut_short = 0  # requests a kill cut short: their host's delay lived in the dead worker
+    for host in hosts:
+        reqs = sb.requests(host)
+        assert len(reqs) >= 5, (host.netloc, len(reqs))
+        known = False  # the crawler has seen a whole answer (robots.txt's Crawl-delay, a response time)
+        for a, b in zip(reqs, reqs[1:]):
+            cut = [k for k in kills if a.started <= k <= a.ended]
+            end = min([a.ended, *cut])
+            known = known or not cut
+            owed = (OWED_CRAWL_DELAY if host in steady else 10 * SLOW_ANSWER) if known else 1.0  # else: min delay
+            assert b.started - end >= owed - 0.01, (host.netloc, a.path, b.path, b.started - end, owed)
+            cut_short += bool(cut and known)
+    # Negative control: kills did cut requests short, and the restarted crawl was asking hosts
+    # again well within their delay after a kill — where a restart that owed a cut host only the
+    # min delay (1 s) would have asked it too soon.
+    assert len(kills) >= 4 and cut_short >= 3, (len(kills), cut_short)
+    starts = sorted(r.started for r in sb.requests())
+    latency = sorted(min((t for t in starts if t > k), default=k + 999) - k for k in kills)
+    assert latency[len(latency) // 2] < OWED_CRAWL_DELAY - 1.0, latency

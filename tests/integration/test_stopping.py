@@ -1,0 +1,91 @@
+"""A crawl stops when it is told to: --max-time within 5 s of its deadline, SIGTERM and Ctrl-C
+within 5 s — even while a host takes its time to answer — and what it cut short is recorded,
+not lost: the URL is queued again and its host waits its delay."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.store import open_store
+
+SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop may take
+
+
+def _hosts():
+    links = "".join(f'<a href="/p{i}">p{i}</a>' for i in range(30))
+    quick = SandboxHost("127.0.0.90", pages={"/": f"<html><title>q</title><body>{links}</body></html>",
+                                              **{f"/p{i}": f"<html><title>q{i}</title><body>page {i}</body></html>"
+                                                 for i in range(30)}})
+    slow = SandboxHost("127.0.0.91", pages={"/": Reply(body="<html><title>slow</title></html>", delay=SLOW)})
+    return quick, slow
+
+
+def _crawl(db: str, seeds: list[str], cwd: str, *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    return subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers", "2",
+                             "--min-delay", "0.5", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=cwd, start_new_session=True)
+
+
+def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+        pytest.fail(f"the crawl did not stop within {timeout} s")
+
+
+def _arrived(sb, host, path: str, within: float) -> None:
+    deadline = time.time() + within
+    while time.time() < deadline and not sb.arrivals(host, path):
+        time.sleep(0.05)
+    assert sb.arrivals(host, path), f"{path} never requested"
+
+
+def test_max_time_ends_the_crawl_within_five_seconds_of_its_deadline(sandbox_factory, db_path, tmp_path):
+    quick, slow = _hosts()
+    sb = sandbox_factory([quick, slow])
+    t0 = time.monotonic()
+    proc = _crawl(db_path, [quick.url("/"), slow.url("/")], str(tmp_path), "--max-time", "6")
+    out, err = _finish(proc, 60)
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, err[-2000:]
+    assert "crawl max-time" in out + err
+    assert took < 6 + 5 + 3, took  # the deadline, the 5 s allowed, ~3 s of process start-up
+    # Negative control: the slow page was still being answered at the deadline (12 s), so
+    # waiting for it would have broken the bound.
+    assert sb.arrivals(slow, "/") and not sb.requests(slow, "/")
+    store = open_store(db_path)
+    try:
+        states = store.url_states()
+        slow_host = next(h for h in store.hosts() if h["host"] == slow.base)
+    finally:
+        store.close()
+    assert states[slow.url("/")][0] == "queued"  # cut short, queued again: not lost, not leased
+    assert slow_host["next_allowed_at"] >= sb.arrivals(slow, "/")[0] + 0.5  # and its host waits its delay
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_signal_stops_the_crawl_within_five_seconds(sandbox_factory, db_path, tmp_path, sig):
+    quick, slow = _hosts()
+    sb = sandbox_factory([quick, slow])
+    proc = _crawl(db_path, [quick.url("/"), slow.url("/")], str(tmp_path), "--max-time", "120")
+    _arrived(sb, slow, "/", 30)
+    sent = time.monotonic()
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # Ctrl-C reaches the terminal's whole process group
+    else:
+        proc.send_signal(sig)  # a service manager signals the main process
+    out, err = _finish(proc, 30)
+    assert time.monotonic() - sent < 5, time.monotonic() - sent
+    assert proc.returncode == 0, err[-2000:]
+    assert "crawl signal" in out + err
+    assert "Traceback" not in err
