@@ -490,3 +490,52 @@ def test_snippet_with_casefolding_that_tokens_and_text_disagree_on(tmp_path):
     [hit] = Searcher(tmp_path / "ix").search("strasse")
     assert "Strasse" in hit.snippet
     assert all(hit.snippet[a:b].lower() == "strasse" for a, b in hit.highlights) and hit.highlights
+
+
+def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch):
+    from politecrawl.index import segment
+    from politecrawl.index.analysis import Analyzer
+
+    monkeypatch.setattr(segment, "SYNC_CHARS", 500)
+    words = ["naïve", "Straße", "ｆｕｌｌ", "x²", "don't", "a_b", "résumé", "\u00a0nbsp", "tab\there", "new\nline"]
+    body = " ".join(words[i % len(words)] + str(i % 7) for i in range(3000))
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://long/", "t", body)
+        w.add_document("http://short/", "t", "short body")
+    seg = Searcher(tmp_path / "ix")._refresh().views[0].segment
+    sync = seg.sync_points(0)
+    assert len(sync) > 20 and len(seg.sync_points(1)) == 0
+    assert seg.body(0) == body  # still one ordinary zlib stream
+    assert int(seg.doc_lens[0, 1]) == len(Analyzer().tokenize(body))  # pieces tokenize like the whole
+    for byte, char, token in sync.tolist():
+        assert body[char].isspace()
+        assert len(Analyzer().tokenize(body[:char])) == token
+        import zlib
+        tail = zlib.decompressobj(wbits=-15).decompress(seg.body_bytes(0)[byte:])
+        assert tail.decode("utf-8") == body[char:]
+
+
+def test_snippet_deep_in_a_long_body_starts_at_a_sync_point(tmp_path, monkeypatch):
+    body = "filler words " * 40_000 + "the rare needle is here " + "more filler " * 1000
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://long/", "Long", body)
+    lengths = _grown_lengths(monkeypatch)
+    [hit] = Searcher(tmp_path / "ix").search("needle")
+    assert "the rare needle is here" in hit.snippet and hit.snippet.startswith("… ")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["needle"]
+    assert max(lengths) < 20_000 < 500_000 < len(body)  # from the sync point before it, not the start
+
+
+def test_segments_without_sync_points_still_give_snippets(tmp_path):
+    body = "filler words " * 1500 + "the rare needle is here " + "more filler " * 2000
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://long/", "Long", body)
+    [seg_dir] = (tmp_path / "ix").glob("seg-*")
+    for name in ("body_sync.npy", "body_sync_ptr.npy"):  # as a segment written by an older version
+        (seg_dir / name).unlink()
+    [hit] = Searcher(tmp_path / "ix").search("needle")
+    assert "the rare needle is here" in hit.snippet
+    with IndexWriter(tmp_path / "ix") as w:  # merging it with a new one keeps both readable
+        w.add_document("http://new/", "New", "a needle too")
+        w.compact()
+    assert {h.url for h in Searcher(tmp_path / "ix").search("needle")} == {"http://long/", "http://new/"}

@@ -498,7 +498,8 @@ def _segment_contents(seg):
     from politecrawl.index.bm25 import FIELDS
 
     out = {"terms": list(seg.terms), "urls": seg.urls, "titles": seg.titles,
-           "bodies": [seg.body(i) for i in range(seg.doc_count)], "doc_lens": np.asarray(seg.doc_lens).tolist()}
+           "bodies": [seg.body(i) for i in range(seg.doc_count)], "doc_lens": np.asarray(seg.doc_lens).tolist(),
+           "sync": [seg.sync_points(i).tolist() for i in range(seg.doc_count)]}
     for f in FIELDS:
         fp = seg.fields[f]
         for name in ("term_ptr", "docs", "tfs", "pos_ptr", "positions"):

@@ -205,7 +205,8 @@ class Searcher:
         for score, url, si, d in ranked:
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, self._body_positions(seg, postings, terms, si, d))
+                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, self._body_positions(seg, postings, terms, si, d),
+                                                   sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None

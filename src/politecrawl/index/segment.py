@@ -22,10 +22,22 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     bodies.bin          zlib-compressed stored body texts (one zlib stream per
                         document, any level), concatenated
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
+    body_sync.npy       int64[S, 3]   sync points of long bodies: (byte offset in the doc's
+                                      stream, character offset, body token position)
+    body_sync_ptr.npy   int64[n+1]    doc i's sync points are rows [ptr[i], ptr[i+1])
 
 for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
+
+A body longer than ``SYNC_CHARS`` is compressed with a full flush
+(``Z_FULL_FLUSH``) about every ``SYNC_CHARS`` characters, at a whitespace
+character: the stream is still one ordinary zlib stream, and decompression can
+also start at any sync point (raw deflate from that byte), so a snippet reads
+only the part of a long body it shows.  The body's tokens are the tokens of
+its pieces between sync points (a cut is never inside a token), which gives
+the token position at each sync point.  Segments written before sync points
+existed have no ``body_sync*`` files and are read from the start.
 
 Writing happens in a hidden temporary directory that is fsync'ed and then
 renamed into place, so a segment directory is either complete or absent.
@@ -38,6 +50,7 @@ import codecs
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 import zlib
@@ -157,8 +170,47 @@ BODY_ZLIB_LEVEL = 1
 _FLUSH_IDS = 1 << 20
 
 
-def _compress_bodies(bodies: list[str]) -> list[bytes]:
-    return [zlib.compress(b.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL) for b in bodies]
+#: A long body gets a sync point (a full flush of its zlib stream) about every this many
+#: characters (see the module docstring).
+SYNC_CHARS = 8192
+_SYNC_WS = re.compile(r"\s")
+
+
+def _sync_cuts(body: str) -> list[int]:
+    """Character offsets of a body's sync points: a whitespace character at or after each
+    multiple of ``SYNC_CHARS`` (none within 1,024 characters: that point is skipped)."""
+    cuts: list[int] = []
+    pos = SYNC_CHARS
+    n = len(body)
+    while pos < n:
+        m = _SYNC_WS.search(body, pos, pos + 1024)
+        if m is None:
+            pos += SYNC_CHARS
+            continue
+        cuts.append(m.start())
+        pos = m.start() + SYNC_CHARS
+    return cuts
+
+
+def _compress_bodies(bodies: list[tuple[str, list[int]]]) -> list[tuple[bytes, list[int]]]:
+    """Per ``(body, cuts)``: the compressed body and the byte offset of each cut in it."""
+    out = []
+    for body, cuts in bodies:
+        if not cuts:
+            out.append((zlib.compress(body.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL), []))
+            continue
+        z = zlib.compressobj(BODY_ZLIB_LEVEL)
+        parts, offsets, size, prev = [], [], 0, 0
+        for cut in cuts:
+            for part in (z.compress(body[prev:cut].encode("utf-8", "surrogatepass")), z.flush(zlib.Z_FULL_FLUSH)):
+                parts.append(part)
+                size += len(part)
+            offsets.append(size)
+            prev = cut
+        parts.append(z.compress(body[prev:].encode("utf-8", "surrogatepass")))
+        parts.append(z.flush())
+        out.append((b"".join(parts), offsets))
+    return out
 
 
 def write_segment(
@@ -185,21 +237,40 @@ def write_segment(
     per_field = list(zip(ids, field_lens, id_chunks))
     urls: list[str] = []
     titles: list[str] = []
-    pending: list[str] = []
+    pending: list[tuple[str, list[int]]] = []
+    sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
     futures = []
     tokenize = analyzer.tokenize
     assert FIELDS == ("title", "body", "anchor")
+
+    def tokenize_body(body: str, cuts: list[int], tok_at: list[int]):
+        if not cuts:
+            return tokenize(body) if body else ()
+        toks: list[str] = []
+        prev = 0
+        for cut in cuts:  # cuts are whitespace: no token spans one
+            toks.extend(tokenize(body[prev:cut]))
+            tok_at.append(len(toks))
+            prev = cut
+        toks.extend(tokenize(body[prev:]))
+        return toks
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         for url, title, body, anchor in documents:
             urls.append(url)
             titles.append(title)
-            pending.append(body)
+            cuts = _sync_cuts(body) if len(body) > SYNC_CHARS else []
+            tok_at: list[int] = []
+            sync_meta.append((cuts, tok_at))
+            pending.append((body, cuts))
             if len(pending) >= 64:
                 futures.append(pool.submit(_compress_bodies, pending))
                 pending = []
-            for text, (f_ids, f_lens, f_chunks) in zip((title, body, anchor), per_field):
-                toks = tokenize(text) if text else ()
+            for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
+                if fi == 1:
+                    toks = tokenize_body(text, cuts, tok_at)
+                else:
+                    toks = tokenize(text) if text else ()
                 f_lens.append(len(toks))
                 f_ids.extend(map(term_id, toks))
                 if len(f_ids) > _FLUSH_IDS:
@@ -227,13 +298,16 @@ def write_segment(
                 np.cumsum(lens_f[:-1], out=starts[1:])
             poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
             postings[f] = _build_field_postings(tids, docs, poss, len(terms))
-        bodies = [b for fut in futures for b in fut.result()]
+        compressed = [b for fut in futures for b in fut.result()]
+    bodies = [b for b, _ in compressed]
+    sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
-    _write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
+    _write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer, sync)
     return n_docs
 
 
-def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles, bodies: list[bytes], analyzer) -> None:
+def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles, bodies: list[bytes], analyzer,
+                         sync: list[list[tuple[int, int, int]]]) -> None:
     n_docs = len(urls)
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
@@ -252,6 +326,12 @@ def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles,
         if bodies:
             body_ptr[1:] = np.cumsum([len(b) for b in bodies])
         _save(tmp, "body_ptr.npy", body_ptr)
+        sync_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+        if n_docs:
+            sync_ptr[1:] = np.cumsum([len(rows) for rows in sync])
+        rows = [r for doc_rows in sync for r in doc_rows]
+        _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
+        _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
         _write_bytes(tmp, "terms.txt", "\n".join(terms).encode("utf-8"))
         _write_bytes(tmp, "docs.json", json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False).encode("utf-8", "surrogatepass"))
@@ -345,16 +425,19 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
             gather = np.repeat(starts[order] - out_starts, tf_o) + np.arange(int(tf_o.sum()), dtype=np.int64)
             g_pos = g_pos[gather]
         postings[f] = _encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
-    urls, titles, bodies, lens = [], [], [], []
+    urls, titles, bodies, lens, sync = [], [], [], [], []
     for (seg, _), ids in zip(sources, live_ids):
         urls.extend(seg.urls[i] for i in ids)
         titles.extend(seg.titles[i] for i in ids)
         ptr = np.asarray(seg.body_ptr, dtype=np.int64)
         raw = seg._bodies
         bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
+        # Compressed bodies are copied as they are, so are their sync points (none in old segments).
+        sync.extend([tuple(int(x) for x in row) for row in seg.sync_points(int(i))] for i in ids)
         lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
     doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
-    _write_segment_files(seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer)
+    _write_segment_files(seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies,
+                         analyzer, sync)
     return len(urls)
 
 
@@ -391,6 +474,8 @@ _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_DOCS.flags.writeable = False
 _NO_TFS = np.zeros(0, dtype=np.uint8)
 _NO_TFS.flags.writeable = False
+_NO_SYNC = np.zeros((0, 3), dtype=np.int64)
+_NO_SYNC.flags.writeable = False
 
 
 def _load(path: Path) -> np.ndarray:
@@ -447,6 +532,18 @@ class Segment:
             np.memmap(self.path / "bodies.bin", dtype=np.uint8, mode="r") if body_size else np.zeros(0, np.uint8)
         )
         self._hosts: list[str] | None = None
+        if (self.path / "body_sync_ptr.npy").exists():
+            self.body_sync_ptr: np.ndarray | None = _load(self.path / "body_sync_ptr.npy")
+            self.body_sync: np.ndarray | None = _load(self.path / "body_sync.npy")
+        else:  # written before sync points existed
+            self.body_sync_ptr = self.body_sync = None
+
+    def sync_points(self, doc: int) -> np.ndarray:
+        """``(byte offset, character offset, token position)`` rows of ``doc``'s sync points
+        (shape ``(k, 3)``, ascending; empty for a short body or an older segment)."""
+        if self.body_sync_ptr is None:
+            return _NO_SYNC
+        return self.body_sync[int(self.body_sync_ptr[doc]) : int(self.body_sync_ptr[doc + 1])]
 
     def term_id(self, term: str) -> int | None:
         return self.terms.get(term)

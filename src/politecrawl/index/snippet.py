@@ -103,10 +103,11 @@ def _clean(s: str) -> str:
 
 
 def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS, lo: int = 0, hi: int | None = None,
-                 complete: bool = True) -> tuple[str, tuple[tuple[int, int], ...]]:
+                 complete: bool = True, cut_before: bool = False) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of ``body``: its best window of matched terms within ``body[lo:hi]`` (by default
     the first ``SCAN_CHARS``). ``complete=False``: ``body`` is only a prefix of the text (the end
-    is marked as a cut even where the prefix ends)."""
+    is marked as a cut even where the prefix ends); ``cut_before``: ``body`` starts inside the
+    text (its start is marked as a cut too)."""
     hi = min(len(body), SCAN_CHARS if hi is None else hi)
     terms = tuple(sorted(set(terms)))
     matches = _find_matches(body, terms, lo, hi) if terms else []
@@ -148,7 +149,7 @@ def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS, lo: int = 0, h
     out: list[str] = []
     highlights: list[tuple[int, int]] = []
     pos = 0
-    prefix = "… " if start > 0 else ""
+    prefix = "… " if start > 0 or cut_before else ""
     out.append(prefix)
     pos += len(prefix)
     cursor = start
@@ -177,10 +178,12 @@ def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS, lo: int = 0, h
 class BodyStream:
     """A stored body decompressed on demand: ``text`` is a prefix of it that ``grow`` extends."""
 
-    __slots__ = ("_z", "_tail", "_raw", "text", "done", "_step")
+    __slots__ = ("_z", "_wbits", "_tail", "_raw", "text", "done", "_step")
 
-    def __init__(self, compressed: bytes):
+    def __init__(self, compressed: bytes, *, raw_deflate: bool = False):
+        """``raw_deflate``: ``compressed`` starts at a sync point inside a zlib stream (no header)."""
         self._z = None
+        self._wbits = -15 if raw_deflate else 15
         self._tail = compressed
         self._raw = b""  # decompressed bytes not yet decodable (an incomplete UTF-8 sequence)
         self.text = ""
@@ -192,7 +195,7 @@ class BodyStream:
         if self.done:
             return
         if self._z is None:
-            self._z = zlib.decompressobj()
+            self._z = zlib.decompressobj(wbits=self._wbits)
         want = max(self._step, at_least - len(self.text))
         self._step *= 2
         raw = self._raw + self._z.decompress(self._tail, want)  # bytes >= characters
@@ -326,26 +329,43 @@ def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
         stream.grow()
 
 
-def snippet_for_hit(compressed: bytes, terms, positions: list[np.ndarray], *,
-                    window: int = WINDOW_CHARS) -> tuple[str, tuple[tuple[int, int], ...]]:
+def snippet_for_hit(compressed: bytes, terms, positions: list[np.ndarray], *, window: int = WINDOW_CHARS,
+                    sync: np.ndarray | None = None) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of one hit, from a bounded window of its body (see the module docstring).
 
     ``compressed`` is the stored (zlib) body; ``positions``, per term of ``terms`` in order, its
-    ascending token positions in the body field (empty where the term is not in the body).
+    ascending token positions in the body field (empty where the term is not in the body);
+    ``sync``, the body's sync points (``Segment.sync_points``): with them decompression starts
+    at the last sync point before the window, however far into the body it is.
     """
     terms = list(terms)
-    stream = BodyStream(compressed)
-    positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
+    seekable = sync is not None and len(sync) > 0
+    if not seekable:  # reading from the start: how far is bounded
+        positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p
+                     for p in positions]
     found = best_window(positions)
     if found is None:  # no query term in the body: its start
+        stream = BodyStream(compressed)
         stream.ensure(4 * window)
         return make_snippet(stream.text, terms, window=window, hi=4 * window, complete=stream.done)
     term_i, occurrence = found
+    cut_before = False
+    stream = None
+    if seekable:
+        token = int(positions[term_i][occurrence])
+        r = int(np.searchsorted(sync[:, 2], token, side="right")) - 1
+        if r >= 0:
+            byte, _, sync_token = (int(x) for x in sync[r])
+            stream = BodyStream(compressed[byte:], raw_deflate=True)
+            occurrence -= int(np.searchsorted(positions[term_i], sync_token))  # the term's occurrences before
+            cut_before = True
+    if stream is None:
+        stream = BodyStream(compressed)
     c = _nth_occurrence(stream, terms[term_i], occurrence)
     if c is None:  # tokens and raw text disagree here: scan the prefix, as before
         stream.ensure(SCAN_CHARS)
-        return make_snippet(stream.text, terms, window=window, complete=stream.done)
+        return make_snippet(stream.text, terms, window=window, complete=stream.done, cut_before=cut_before)
     lo = max(0, c - LEAD_CHARS)
     hi = c + 2 * window
     stream.ensure(hi + window)
-    return make_snippet(stream.text, terms, window=window, lo=lo, hi=hi, complete=stream.done)
+    return make_snippet(stream.text, terms, window=window, lo=lo, hi=hi, complete=stream.done, cut_before=cut_before)
