@@ -26,8 +26,11 @@ space (``best_window``: most distinct terms, then most occurrences, earliest,
 over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it;
 the body is then decompressed incrementally (``BodyStream``) only until that
 occurrence is found by ``str.find`` plus a window of text after it, and only
-that region is scanned.  Terms in no body position (a title-only match) need no
-search at all: the snippet is the start of the body.  The raw text and the
+that region is scanned.  A long body has sync points (see ``segment``): the
+decompression then starts at the last one before the window, so a window deep
+in a long page costs no more than one near its start.  Terms in no body
+position (a title-only match) need no search at all: the snippet is the start
+of the body.  The raw text and the
 tokenizer can disagree on non-ASCII text (NFKC, casefolding that changes
 lengths); then the occurrence is not found where expected and the whole
 scanned prefix is used, as ``make_snippet`` does.
