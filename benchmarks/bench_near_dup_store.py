@@ -20,7 +20,8 @@ from pathlib import Path
 
 from politecrawl.dedup import hamming, to_signed64
 from politecrawl.store import open_store
-from politecrawl.store.sqlite import _near_duplicate, simhash_blocks
+from politecrawl.store.common import simhash_blocks
+from politecrawl.store.sqlite import _near_duplicate
 
 
 def main() -> None:

@@ -28,17 +28,17 @@ from typing import Callable, Sequence
 from . import urls
 from .config import Settings, is_loopback_host, user_agent_string
 from .dedup import simhash, text_fingerprint
-from .freshness import next_revisit
 from .errors import ConfigError, InvalidURL, PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
+from .freshness import next_revisit
 from .parse import Page, combine, parse_html, robots_directives
-from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
-from .sitemaps import parse_sitemap
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
-from .store import (ROBOTS_MAX_HOPS, Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck,
-                    open_store)
+from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
+from .sitemaps import parse_sitemap
+from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
+from .store.common import PAUSED_REASONS, ROBOTS_MAX_HOPS
 
 __all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "worker_id"]
 
@@ -928,8 +928,6 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
 FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
                   "backoff_base", "backoff_cap", "park_after", "park_seconds",
                   "robots_ttl", "per_ip_limit", "scope", "max_depth", "host_page_budget", "follow_nofollow")
-#: Wait reasons of hosts that are paused for long: they keep their URLs but not the crawl running.
-PAUSED_REASONS = ("parked", "low-yield")
 #: A fleet worker with an empty frontier looks again after this many seconds.
 FLEET_IDLE_POLL = 5.0
 

@@ -38,17 +38,6 @@ PENDING_OMISSIONS: dict[str, set[str]] = {
     "politecrawl.index.bm25": {"pseudo_tf_array"},
     "politecrawl.index.reader": {"SegmentView", "current_identity", "load_generation", "local_commits"},
     "politecrawl.index.segment": {"FieldPostings"},
-    "politecrawl.store": {
-        "Dialect",
-        "check_consistency",
-        "claim_from_host_row",
-        "finish_claim",
-        "group_anchor_texts",
-        "host_release_sets",
-        "page_claim",
-        "settle_robots",
-    },
-    "politecrawl.store.sqlite": {"simhash_blocks"},
 }
 
 

@@ -52,29 +52,29 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from ..errors import NotAStoreError, StoreError
 from ..dedup import to_signed64
-from . import (
+from ..errors import NotAStoreError, StoreError
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .common import (
     ANCHOR_TARGET_PAGES_SQL,
-    CLAIM_RETURNING,
-    RETRY_PRIORITY_STEP,
-    Dialect,
-    host_release_sets,
-    settle_robots,
     ANCHOR_TEXTS_SQL,
+    CLAIM_RETURNING,
     INDEXER_PAGE_COLUMNS,
-    Claim,
-    FetchLogEntry,
-    HostRobots,
-    NewURL,
-    Outcome,
-    YieldCheck,
+    Dialect,
     check_consistency,
     claim_from_host_row,
     finish_claim,
     group_anchor_texts,
+    host_release_sets,
+    insert_fetch_log,
+    insert_robots_versions,
+    record_page,
+    release_url,
+    settle_robots,
+    simhash_blocks,
+    wake_time_sql,
 )
-from .sqlite import NEAR_DISTANCE, YIELD_DECAY, simhash_blocks  # pure helpers: one definition for both stores
+from .sqlite import NEAR_DISTANCE, YIELD_DECAY  # pure constants: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
@@ -218,7 +218,8 @@ class PostgresStore:
         # ``?clock=caller`` uses the callers' ``now`` instead: for simulations and tests that
         # run on a clock of their own.
         now = "%(now)s" if clock == "caller" else DB_NOW
-        self._dialect = Dialect(ph="%s", greatest="GREATEST", now=now)
+        self._dialect = Dialect(ph="%s", greatest="GREATEST", least="LEAST", now=now)
+        self._wake_time = wake_time_sql(self._dialect)
         self._claim_host = _claim_host_sql(per_ip=False, now=now)
         self._claim_host_per_ip = _claim_host_sql(per_ip=True, now=now)
         self._lease_url = _lease_url_sql(now)
@@ -554,25 +555,7 @@ class PostgresStore:
                 # Lock order: new hosts inserted, then every host involved locked in sorted order,
                 # then frontier rows. Claims lock a host then its URL, so the orders agree.
                 self._lock_hosts(conn, sorted(involved | {claim.host}))
-            finished = False
-            if claim.url_id is not None and outcome.url_state is not None:
-                if outcome.url_state == "queued":
-                    conn.execute(
-                        "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                        " outcome = %s, priority = priority + %s"
-                        " WHERE id = %s AND lease_owner = %s AND state = 'leased'",
-                        (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0,
-                         claim.url_id, claim.worker),
-                    )
-                else:
-                    cur = conn.execute(
-                        "UPDATE frontier SET state = %s, lease_owner = NULL, lease_expires_at = NULL,"
-                        " outcome = %s, finished_at = %s, next_fetch_at = %s, revisit_interval = %s,"
-                        " changes = changes + %s WHERE id = %s AND lease_owner = %s AND state = 'leased'",
-                        (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
-                         outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
-                    )
-                    finished = cur.rowcount == 1
+            finished = release_url(conn, self._dialect, claim, outcome, now)
             if finished:
                 sets.append("pending = GREATEST(pending - 1, 0)")
             # The SET list is built from the fixed fragments above; every value is a parameter.
@@ -581,9 +564,8 @@ class PostgresStore:
             versions += settle_robots(conn, self._dialect, claim, outcome, now,
                                       lambda new: self._insert_frontier(conn, new, now, requeue=True))
             if outcome.fetch is not None:
-                self._insert_log(conn, claim.host, claim.worker, outcome.fetch)
-            for version in versions:
-                conn.execute("INSERT INTO robots_log (host, fetched_at, status, body) VALUES (%s, %s, %s, %s)", version)
+                insert_fetch_log(conn, self._dialect, claim.host, claim.worker, outcome.fetch)
+            insert_robots_versions(conn, self._dialect, versions)
             if links:
                 self._insert_frontier(conn, links, now)
             if outcome.scope_hosts:
@@ -620,75 +602,29 @@ class PostgresStore:
         for claim, outcome, now in releases:
             self.release(claim, outcome, now)
 
-    @staticmethod
-    def _insert_log(conn: psycopg.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
-        conn.execute(
-            "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-            " delay, retry_until, response_seconds, retry_after)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-             f.retry_until, f.response_seconds, f.retry_after),
-        )
-
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
         """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
-        self._transaction(lambda conn: self._insert_log(conn, host, worker, entry), "log a fetch")
+        self._transaction(lambda conn: insert_fetch_log(conn, self._dialect, host, worker, entry), "log a fetch")
 
-    @staticmethod
-    def _record_page(conn: psycopg.Connection, url_id: int, outcome: Outcome) -> bool:
+    def _record_page(self, conn: psycopg.Connection, url_id: int, outcome: Outcome) -> bool:
         """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
-        page = outcome.page
-        assert page is not None
-        if page.status == 304:
-            # Not modified: a new fetch time only — no re-parse, no re-index.
-            conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, url_id))
-            return False
-        # The indexer reads "seq > last seen". nextval alone hands out numbers in call order, not
-        # commit order: a page numbered 5 committing after page 6 was read would never be indexed.
-        # This lock, held to COMMIT, makes seq order commit order (and makes the duplicate check
-        # below see every earlier page with the same fingerprint).
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
-        seq = conn.execute("SELECT nextval('pages_seq_counter')").fetchone()[0]
-        duplicate_of = kind = None
-        candidate = page.fingerprint and not page.noindex and page.alias_of is None
-        if candidate:
-            row = conn.execute(
-                "SELECT url_id FROM pages WHERE fingerprint = %s AND duplicate_of IS NULL AND url_id != %s"
-                " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
-                (page.fingerprint, url_id),
-            ).fetchone()
-            if row:
-                duplicate_of, kind = row[0], "exact"
-        blocks = simhash_blocks(page.simhash)
-        signed = to_signed64(page.simhash) if page.simhash is not None else None
-        if candidate and duplicate_of is None and signed is not None:
-            b0, b1, b2, b3 = blocks
-            row = conn.execute(
-                _NEAR_DUPLICATE, {"b0": b0, "b1": b1, "b2": b2, "b3": b3, "url_id": url_id, "fp": signed}
-            ).fetchone()
-            if row:
-                duplicate_of, kind = row[0], "near"
-        conn.execute(
-            """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
-                                  bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
-                                  sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, indexed_at, seq)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                       NULL, %s)
-               ON CONFLICT (url_id) DO UPDATE SET
-                 final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
-                 etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
-                 text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
-                 fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
-                 duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
-                 simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
-                 sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
-                 unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
-            (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-             page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive),
-             page.unavailable_after, seq),
-        )
-        return duplicate_of is not None
+        assert outcome.page is not None
+
+        def next_seq() -> int:
+            # The indexer reads "seq > last seen". nextval alone hands out numbers in call order, not
+            # commit order: a page numbered 5 committing after page 6 was read would never be indexed.
+            # This lock, held to COMMIT, makes seq order commit order (and makes the duplicate check
+            # see every earlier page with the same fingerprint).
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
+            return conn.execute("SELECT nextval('pages_seq_counter')").fetchone()[0]
+
+        def near_duplicate(fp: int, uid: int) -> int | None:
+            b0, b1, b2, b3 = simhash_blocks(fp)
+            row = conn.execute(_NEAR_DUPLICATE, {"b0": b0, "b1": b1, "b2": b2, "b3": b3, "url_id": uid,
+                                                 "fp": to_signed64(fp)}).fetchone()
+            return row[0] if row else None
+
+        return record_page(conn, self._dialect, url_id, outcome.page, next_seq=next_seq, near_duplicate=near_duplicate)
 
     @staticmethod
     def _watch_yield(conn: psycopg.Connection, host: str, duplicate: bool, check: YieldCheck) -> None:
@@ -721,16 +657,7 @@ class PostgresStore:
         ends and says when they are due.
         """
         row = self._read(
-            lambda conn: conn.execute(
-                """SELECT MIN(CASE
-                                WHEN lease_owner IS NOT NULL AND lease_expires_at > %(now)s
-                                  THEN LEAST(lease_expires_at, %(now)s + %(min_delay)s)
-                                ELSE next_allowed_at END),
-                          COUNT(*)
-                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ('parked', 'low-yield')
-                                                     OR lease_owner IS NOT NULL)""",
-                {"now": now, "min_delay": min_delay},
-            ).fetchone(),
+            lambda conn: conn.execute(self._wake_time, {"now": now, "min_delay": min_delay}).fetchone(),
             "compute the wake time",
         )
         earliest, count = row

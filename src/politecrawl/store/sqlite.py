@@ -16,33 +16,34 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..errors import NotAStoreError, StoreError
 from ..dedup import hamming, to_signed64
-from . import (
+from ..errors import NotAStoreError, StoreError
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .common import (
     ANCHOR_TARGET_PAGES_SQL,
-    CLAIM_RETURNING,
-    RETRY_PRIORITY_STEP,
-    Dialect,
-    host_release_sets,
-    settle_robots,
     ANCHOR_TEXTS_SQL,
+    CLAIM_RETURNING,
     INDEXER_PAGE_COLUMNS,
-    Claim,
-    FetchLogEntry,
-    HostRobots,
-    NewURL,
-    Outcome,
-    YieldCheck,
+    Dialect,
     check_consistency,
     claim_from_host_row,
     finish_claim,
     group_anchor_texts,
+    host_release_sets,
+    insert_fetch_log,
+    insert_robots_versions,
+    record_page,
+    release_url,
+    settle_robots,
+    simhash_blocks,
+    wake_time_sql,
 )
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
 DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
+_WAKE_TIME = wake_time_sql(DIALECT)
 
 SCHEMA_VERSION = 3
 APP_ID = "politecrawl"
@@ -86,13 +87,6 @@ RETURNING id, url, depth, attempts, revisit_interval, kind
 YIELD_DECAY = 0.95
 #: SimHash near-duplicate distance (Hamming distance 3 of 64 bits).
 NEAR_DISTANCE = 3
-
-
-def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
-    """The four 16-bit blocks of a 64-bit fingerprint (pigeonhole index columns)."""
-    if fp is None:
-        return (None, None, None, None)
-    return tuple((fp >> (16 * i)) & 0xFFFF for i in range(4))  # type: ignore[return-value]
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
@@ -294,42 +288,23 @@ class SQLiteStore:
 
     def _release(self, db: sqlite3.Connection, claim: Claim, outcome: Outcome, now: float) -> None:
         host_sets, p = host_release_sets(claim, outcome, now, DIALECT)
+        versions = []
         if outcome.robots is not None and outcome.robots.status is not None:
             r = outcome.robots
-            db.execute(
-                "INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)",
-                (claim.host, r.fetched_at, r.status, r.body),
-            )
-
-        finished = False
-        if claim.url_id is not None and outcome.url_state is not None:
-            if outcome.url_state == "queued":
-                cur = db.execute(
-                    "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                    " outcome = ?, priority = priority + ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
-                    (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0, claim.url_id,
-                     claim.worker),
-                )
-            else:
-                cur = db.execute(
-                    "UPDATE frontier SET state = ?, lease_owner = NULL, lease_expires_at = NULL,"
-                    " outcome = ?, finished_at = ?, next_fetch_at = ?, revisit_interval = ?,"
-                    " changes = changes + ? WHERE id = ? AND lease_owner = ? AND state = 'leased'",
-                    (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
-                     outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
-                )
-                finished = cur.rowcount == 1
-        if finished:
+            versions.append((claim.host, r.fetched_at, r.status, r.body))
+        if release_url(db, DIALECT, claim, outcome, now):
             host_sets.append("pending = MAX(pending - 1, 0)")
         db.execute(f"UPDATE hosts SET {', '.join(host_sets)} WHERE host = :host", p)
-        for row in settle_robots(db, DIALECT, claim, outcome, now, lambda new: self._insert_urls(db, new, now,
-                                                                                             requeue=True)):
-            db.execute("INSERT INTO robots_log (host, fetched_at, status, body) VALUES (?, ?, ?, ?)", row)
-
+        versions += settle_robots(db, DIALECT, claim, outcome, now,
+                                  lambda new: self._insert_urls(db, new, now, requeue=True))
+        insert_robots_versions(db, DIALECT, versions)
         if outcome.fetch is not None:
-            self._insert_log(db, claim.host, claim.worker, outcome.fetch)
+            insert_fetch_log(db, DIALECT, claim.host, claim.worker, outcome.fetch)
         if outcome.page is not None and claim.url_id is not None:
-            duplicate = self._record_page(db, claim.url_id, outcome)
+            duplicate = record_page(
+                db, DIALECT, claim.url_id, outcome.page,
+                next_seq=lambda: db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0],
+                near_duplicate=lambda fp, url_id: _near_duplicate(db, fp, simhash_blocks(fp), url_id))
             if outcome.yield_check is not None and outcome.page.status != 304:
                 self._watch_yield(db, claim.host, duplicate, outcome.yield_check)
             if outcome.anchors and outcome.page.status != 304:
@@ -348,65 +323,10 @@ class SQLiteStore:
                 (claim.host, reason, n),
             )
 
-    @staticmethod
-    def _insert_log(db: sqlite3.Connection, host: str, worker: str, f: FetchLogEntry) -> None:
-        db.execute(
-            "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-            " delay, retry_until, response_seconds, retry_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-             f.retry_until, f.response_seconds, f.retry_after),
-        )
-
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
         """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
         with self._write() as db:
-            self._insert_log(db, host, worker, entry)
-
-    @staticmethod
-    def _record_page(db: sqlite3.Connection, url_id: int, outcome: Outcome) -> bool:
-        """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
-        page = outcome.page
-        assert page is not None
-        if page.status == 304:
-            # Not modified: a new fetch time only — no re-parse, no re-index.
-            db.execute("UPDATE pages SET fetched_at = ? WHERE url_id = ?", (page.fetched_at, url_id))
-            return False
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0]
-        duplicate_of = kind = None
-        candidate = page.fingerprint and not page.noindex and page.alias_of is None
-        if candidate:
-            row = db.execute(
-                "SELECT url_id FROM pages WHERE fingerprint = ? AND duplicate_of IS NULL AND url_id != ?"
-                " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
-                (page.fingerprint, url_id),
-            ).fetchone()
-            if row:
-                duplicate_of, kind = row[0], "exact"
-        blocks = simhash_blocks(page.simhash)
-        if candidate and duplicate_of is None and page.simhash is not None:
-            near = _near_duplicate(db, page.simhash, blocks, url_id)
-            if near is not None:
-                duplicate_of, kind = near, "near"
-        signed = to_signed64(page.simhash) if page.simhash is not None else None
-        db.execute(
-            """INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
-                                  bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
-                                  sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, indexed_at, seq)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
-               ON CONFLICT (url_id) DO UPDATE SET
-                 final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
-                 etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
-                 text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
-                 fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
-                 duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
-                 simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
-                 sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
-                 unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
-            (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-             page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq),
-        )
-        return duplicate_of is not None
+            insert_fetch_log(db, DIALECT, host, worker, entry)
 
     @staticmethod
     def _watch_yield(db: sqlite3.Connection, host: str, duplicate: bool, check: YieldCheck) -> None:
@@ -436,16 +356,7 @@ class SQLiteStore:
         ends and says when they are due.
         """
         with self._lock:
-            row = self._db.execute(
-                """SELECT MIN(CASE
-                                WHEN lease_owner IS NOT NULL AND lease_expires_at > :now
-                                  THEN MIN(lease_expires_at, :now + :min_delay)
-                                ELSE next_allowed_at END),
-                          COUNT(*)
-                   FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ('parked', 'low-yield')
-                                                     OR lease_owner IS NOT NULL)""",
-                {"now": now, "min_delay": min_delay},
-            ).fetchone()
+            row = self._db.execute(_WAKE_TIME, {"now": now, "min_delay": min_delay}).fetchone()
         earliest, count = row
         if not count:
             return None

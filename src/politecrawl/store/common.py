@@ -1,0 +1,466 @@
+"""What both stores run: the statements and code paths of a claim and a release, written once.
+
+Each backend keeps only its real differences (transactions and locking, the claim mechanics,
+bulk inserts, the near-duplicate lookup) and passes its ``Dialect`` — placeholder, two-argument
+maximum, and the clock inside a statement — to the functions here. ``conn`` is either store's
+connection (both have ``execute(sql, args)`` returning a cursor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate
+
+__all__ = ["PAUSED_REASONS", "wake_time_sql", "CLAIM_RETURNING", "claim_from_host_row", "Dialect", "host_release_sets", "release_url", "insert_fetch_log", "insert_robots_versions", "record_page", "simhash_blocks", "RETRY_PRIORITY_STEP", "ROBOTS_MAX_HOPS", "ROBOTS_HOP_PRIORITY", "ROBOTS_HOP_WAIT", "ROBOTS_HOP_RETRY", "settle_robots", "ROBOTS_ALLOW_ALL_TTL", "finish_claim", "page_claim", "check_consistency", "INDEXER_PAGE_COLUMNS", "ANCHORS_PER_PAGE", "ANCHOR_TARGET_PAGES_SQL", "ANCHOR_TEXTS_SQL", "group_anchor_texts"]
+
+
+#: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
+CLAIM_RETURNING = ("host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
+                   " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops")
+
+
+def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
+    """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
+    (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at,
+     delay, robots_via, robots_hops) = row
+    return Claim(
+        kind="robots",
+        host=host,
+        worker=worker,
+        claimed_at=now,
+        lease_expires_at=expires,
+        robots=HostRobots(r_status, None if r_body is None else bytes(r_body), r_fetched, r_expires),
+        crawl_delay=crawl_delay,
+        response_time=response_time,
+        failures=failures,
+        pages_fetched=fetched,
+        ip=ip,
+        ip_resolved_at=ip_at,
+        delay=delay or 0.0,
+        robots_via=robots_via,
+        robots_hops=robots_hops or 0,
+    )
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the stores' SQL where they run the same statement.
+
+    ``now`` is the SQL for "the store's clock, now", inside the statement: the caller's ``now``
+    parameter, or (a PostgreSQL fleet) the database's own clock, so that no machine's clock or
+    measured offset enters a gap.
+    """
+
+    ph: str  # positional placeholder
+    greatest: str  # two-argument maximum: MAX (SQLite) | GREATEST (PostgreSQL)
+    now: str  # the store's clock inside a statement (uses the named parameter "now" or not)
+    least: str = "MIN"  # two-argument minimum: MIN (SQLite) | LEAST (PostgreSQL)
+
+    def p(self, name: str) -> str:
+        """A named placeholder."""
+        return f":{name}" if self.ph == "?" else f"%({name})s"
+
+
+#: Wait reasons of hosts paused for long (their URLs are kept; they do not keep a run alive).
+PAUSED_REASONS = ("parked", "low-yield")
+
+
+def wake_time_sql(d: Dialect) -> str:
+    """The earliest moment a host with work can become eligible, and how many hosts have work.
+
+    A host whose lease is held cannot become eligible before its holder releases it plus
+    ``min_delay`` — or before the lease runs out. Paused hosts do not count: the crawl ends and
+    says when they are due.
+    """
+    P = d.p
+    paused = ", ".join(f"'{r}'" for r in PAUSED_REASONS)
+    return (f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
+            f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END), COUNT(*)"
+            f" FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ({paused})"
+            " OR lease_owner IS NOT NULL)")
+
+
+def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) -> tuple[list[str], dict]:
+    """The SET clauses and parameters of the host row update that ends a claim (both stores)."""
+    P = d.p
+    mine = f"lease_owner = {P('worker')}"
+    sets = [
+        f"lease_owner = CASE WHEN {mine} THEN NULL ELSE lease_owner END",
+        f"lease_expires_at = CASE WHEN {mine} THEN NULL ELSE lease_expires_at END",
+    ]
+    p: dict = {"worker": claim.worker, "host": claim.host, "now": now}
+    if outcome.next_allowed_at is None:
+        # No request was made (a disallowed URL, a budget stop): the host is due again when it
+        # was due before the claim moved next_allowed_at, which was at most the claim time.
+        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at)"
+                    " ELSE next_allowed_at END")
+    else:
+        delay = outcome.delay if outcome.delay is not None else max(0.0, outcome.next_allowed_at - now)
+        # Stamped by the store's clock: at the release the response has ended, so its clock + the
+        # delay is never sooner than what the host is owed, whatever the worker's clock says.
+        owed = f"{d.greatest}({P('next')}, {d.now} + {P('delay')})"
+        # Ours: the claim moved next_allowed_at past the lease; set the real time. Lost (our lease
+        # ran out and someone else went meanwhile): keep the later of the two.
+        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN {owed} ELSE {d.greatest}(next_allowed_at, {owed}) END")
+        sets += [f"delay = {P('delay')}", f"wait_reason = {P('reason')}"]
+        p.update(next=outcome.next_allowed_at, delay=delay, reason=outcome.wait_reason)
+    if outcome.response_time is not None:
+        sets.append(f"response_time = {P('rt')}")
+        p["rt"] = outcome.response_time
+    if outcome.failures is not None:
+        sets.append(f"failures = {P('failures')}")
+        p["failures"] = outcome.failures
+    if outcome.host_error is not None or outcome.failures == 0:
+        sets.append(f"last_error = {P('herr')}")
+        p["herr"] = outcome.host_error
+    if outcome.ip is not None:
+        sets += [f"ip = {P('ip')}", f"ip_resolved_at = {P('ip_at')}"]
+        p.update(ip=outcome.ip, ip_at=now)
+    if outcome.robots is not None:
+        r = outcome.robots
+        sets.append(f"robots_expires_at = {P('r_expires')}")
+        p["r_expires"] = r.expires_at
+        if r.status is not None:
+            sets += [f"robots_status = {P('r_status')}", f"robots_body = {P('r_body')}",
+                     f"robots_fetched_at = {P('r_fetched')}", f"crawl_delay = {P('r_delay')}",
+                     "robots_via = NULL", "robots_hops = 0"]
+            p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
+    if outcome.fetch is not None and outcome.fetch.kind == "page":
+        sets.append("pages_fetched = pages_fetched + 1")
+    return sets, p
+
+
+def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) -> bool:
+    """The frontier side of a release: the URL's new state. Returns whether it finished (the
+    host's pending count then drops). Only a lease still ours is changed."""
+    ph = d.ph
+    if claim.url_id is None or outcome.url_state is None:
+        return False
+    if outcome.url_state == "queued":
+        # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
+        conn.execute(
+            "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+            f" outcome = {ph}, priority = priority + {ph} WHERE id = {ph} AND lease_owner = {ph} AND state = 'leased'",
+            (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0, claim.url_id,
+             claim.worker),
+        )
+        return False
+    cur = conn.execute(
+        f"UPDATE frontier SET state = {ph}, lease_owner = NULL, lease_expires_at = NULL,"
+        f" outcome = {ph}, finished_at = {ph}, next_fetch_at = {ph}, revisit_interval = {ph},"
+        f" changes = changes + {ph} WHERE id = {ph} AND lease_owner = {ph} AND state = 'leased'",
+        (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
+         outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
+    )
+    return cur.rowcount == 1
+
+
+def insert_fetch_log(conn, d: Dialect, host: str, worker: str, f: FetchLogEntry) -> None:
+    """One fetch log row: the host actually contacted, and the audit's evidence."""
+    marks = ", ".join([d.ph] * 13)
+    conn.execute(
+        "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
+        f" delay, retry_until, response_seconds, retry_after) VALUES ({marks})",
+        (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
+         f.retry_until, f.response_seconds, f.retry_after),
+    )
+
+
+def insert_robots_versions(conn, d: Dialect, versions: Sequence[tuple]) -> None:
+    """robots_log rows (host, fetched_at, status, body): every version in force, for the audit."""
+    for version in versions:
+        conn.execute(f"INSERT INTO robots_log (host, fetched_at, status, body) VALUES ({d.ph}, {d.ph}, {d.ph}, {d.ph})",
+                     version)
+
+
+def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Callable[[], int],
+                near_duplicate: Callable[[int, int], int | None]) -> bool:
+    """Store the page (replacing an older version); returns whether it duplicates an indexed page.
+
+    What differs between the stores is passed in: ``next_seq()`` (the indexer's change counter,
+    in commit order) and ``near_duplicate(simhash, url_id)`` (the SimHash lookup).
+    """
+    from ..dedup import to_signed64  # pure; imported here to keep this module's imports light
+
+    ph = d.ph
+    if page.status == 304:
+        # Not modified: a new fetch time only — no re-parse, no re-index.
+        conn.execute(f"UPDATE pages SET fetched_at = {ph} WHERE url_id = {ph}", (page.fetched_at, url_id))
+        return False
+    seq = next_seq()
+    duplicate_of = kind = None
+    candidate = page.fingerprint and not page.noindex and page.alias_of is None
+    if candidate:
+        row = conn.execute(
+            f"SELECT url_id FROM pages WHERE fingerprint = {ph} AND duplicate_of IS NULL AND url_id != {ph}"
+            " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
+            (page.fingerprint, url_id),
+        ).fetchone()
+        if row:
+            duplicate_of, kind = row[0], "exact"
+    if candidate and duplicate_of is None and page.simhash is not None:
+        near = near_duplicate(page.simhash, url_id)
+        if near is not None:
+            duplicate_of, kind = near, "near"
+    blocks = simhash_blocks(page.simhash)
+    signed = to_signed64(page.simhash) if page.simhash is not None else None
+    marks = ", ".join([ph] * 24)
+    conn.execute(
+        f"""INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
+                              bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
+                              sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, seq, indexed_at)
+           VALUES ({marks}, NULL)
+           ON CONFLICT (url_id) DO UPDATE SET
+             final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
+             etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
+             text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
+             fingerprint = excluded.fingerprint, duplicate_of = excluded.duplicate_of,
+             duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
+             simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
+             sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
+             unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
+        (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
+         page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
+         page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq),
+    )
+    return duplicate_of is not None
+
+
+def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
+    """The four 16-bit blocks of a 64-bit SimHash: the near-duplicate index (pigeonhole: two
+    fingerprints within Hamming distance 3 agree on at least one block)."""
+    if fp is None:
+        return (None, None, None, None)
+    return tuple((fp >> (16 * i)) & 0xFFFF for i in range(4))  # type: ignore[return-value]
+
+
+#: A URL that failed (reset, timeout, 5xx) goes back to the queue this much later in its host's
+#: order, so the host's other URLs go first and one bad URL is not retried back to back.
+RETRY_PRIORITY_STEP = 100
+
+#: RFC 9309 §2.3.1.2: at least five consecutive robots.txt redirects are followed; after that
+#: the file counts as unavailable (rules: allow all).
+ROBOTS_MAX_HOPS = 5
+#: Queue order of a robots.txt hop fetched for other hosts: before the host's own sitemaps and pages.
+ROBOTS_HOP_PRIORITY = -3
+#: While a host's robots.txt is being fetched from another host, it is not claimed before this
+#: many seconds have passed (the answer releases it at once; this bounds a lost answer).
+ROBOTS_HOP_WAIT = 600.0
+#: Hosts whose robots.txt redirect target could not be read try their own robots.txt again after
+#: at least this long (fail closed meanwhile).
+ROBOTS_HOP_RETRY = 60.0
+
+
+def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
+                  queue: "Callable[[Sequence[NewURL]], None]") -> list[tuple]:
+    """Inside a release: pass a robots.txt answer on to every host waiting on the URL fetched.
+
+    The claimer's own robots.txt result is in ``outcome.robots`` (written with its host row);
+    this handles the hosts whose ``robots_via`` names the URL fetched (their robots.txt
+    redirected there) and the claimer's own redirect. A hop to another host becomes a queued
+    robots URL on that host, fetched under that host's claim; the waiting host is not claimed
+    meanwhile. Returns robots_log rows to insert: (host, fetched_at, status, body).
+    """
+    ph, P = d.ph, d.p
+    if outcome.robots_source is None:
+        return []
+    if claim.kind == "robots":
+        # A hop queued for this very URL (another host's robots.txt redirected here) has its
+        # answer now: it is done, not fetched a second time.
+        answered = conn.execute(
+            f"UPDATE frontier SET state = 'done', outcome = 'answered by the robots.txt fetch', finished_at = {ph}"
+            f" WHERE url = {ph} AND kind = 'robots' AND state = 'queued' RETURNING host",
+            (now, outcome.robots_source)).fetchall()
+        for (host,) in answered:
+            conn.execute(f"UPDATE hosts SET pending = {d.greatest}(pending - 1, 0) WHERE host = {ph}", (host,))
+    waiters = [row for row in conn.execute(
+        f"SELECT host, robots_hops, robots_status FROM hosts WHERE robots_via = {ph} AND host <> {ph}",
+        (outcome.robots_source, claim.host)).fetchall()]
+    log_rows: list[tuple] = []
+    redirect = outcome.robots_redirect
+    if claim.kind == "robots" and redirect is not None:
+        waiters.append((claim.host, claim.robots_hops, claim.robots.status))
+    if not waiters:
+        return log_rows
+    hop_queued = False
+    for host, hops, cached in waiters:
+        is_claimer = claim.kind == "robots" and host == claim.host
+        # A waiting host was last asked before its wait began: the store's clock now plus its delay
+        # is never sooner than it is owed. The claimer's timing is its own release's.
+        free_now = ("next_allowed_at" if is_claimer else
+                    f"CASE WHEN wait_reason = 'robots-redirect' THEN {P('now')} + delay ELSE next_allowed_at END")
+        params = {"host": host, "now": now}
+        if redirect is not None and hops + 1 <= ROBOTS_MAX_HOPS:
+            if redirect.host == host:  # the next hop is on the host itself: its next robots claim
+                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                             f" next_allowed_at = {free_now} WHERE host = {P('host')}",
+                             {**params, "via": redirect.url, "hops": hops + 1})
+            else:  # another host's: asked under that host's claim; this one waits for the answer
+                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                             f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {P('wait')}),"
+                             f" wait_reason = 'robots-redirect' WHERE host = {P('host')}",
+                             {**params, "via": redirect.url, "hops": hops + 1, "wait": ROBOTS_HOP_WAIT})
+                hop_queued = True
+            continue
+        if redirect is not None:  # too many hops: unavailable, which RFC 9309 treats like a 4xx
+            answer = RobotsUpdate("allow-all", None, now, now + ROBOTS_ALLOW_ALL_TTL, None)
+        else:
+            answer = outcome.robots_answer
+        if is_claimer:
+            # The claimer's own answer is written with its host row (outcome.robots) unless this
+            # was the hop limit.
+            if redirect is None:
+                continue
+        if answer is not None and answer.status is not None:
+            conn.execute(
+                f"UPDATE hosts SET robots_status = {P('st')}, robots_body = {P('body')},"
+                f" robots_fetched_at = {P('fetched')}, robots_expires_at = {P('expires')},"
+                f" crawl_delay = {P('cd')}, robots_via = NULL, robots_hops = 0,"
+                f" wait_reason = CASE WHEN wait_reason = 'robots-redirect' THEN 'min-delay' ELSE wait_reason END,"
+                f" next_allowed_at = {free_now}"
+                f" WHERE host = {P('host')}",
+                {**params, "st": answer.status, "body": answer.body, "fetched": answer.fetched_at,
+                 "expires": answer.expires_at, "cd": answer.crawl_delay})
+            log_rows.append((host, answer.fetched_at, answer.status, answer.body))
+        else:
+            # Unreachable: fail closed. The host tries its own robots.txt again later; a cached
+            # copy serves meanwhile (RFC 9309 §2.4).
+            conn.execute(
+                f"UPDATE hosts SET robots_via = NULL, robots_hops = 0, failures = failures + 1,"
+                f" wait_reason = 'robots-unreachable',"
+                f" robots_expires_at = CASE WHEN robots_status IS NULL THEN robots_expires_at"
+                f"   ELSE {d.greatest}(COALESCE(robots_expires_at, 0), {P('now')} + {P('retry')}) END,"
+                f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {d.greatest}(2 * delay, {P('retry')}))"
+                f" WHERE host = {P('host')}",
+                {**params, "retry": ROBOTS_HOP_RETRY})
+    if hop_queued and redirect is not None:
+        queue([NewURL(redirect.url, redirect.host, 0, ROBOTS_HOP_PRIORITY, kind="robots")])
+    return log_rows
+
+
+#: How long "no robots.txt rules" (4xx, or too many redirects) is cached: as a fetched file.
+ROBOTS_ALLOW_ALL_TTL = 86_400.0
+
+
+def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: float, ph: str) -> Claim | None:
+    """Inside the claim's transaction: a robots claim as it is, or lease the host's next URL.
+
+    ``conn`` is either store's connection (both have ``execute(sql, args).fetchone()``);
+    ``ph`` its placeholder (``?`` for sqlite3, ``%s`` for psycopg).
+    """
+    if not claim.robots.fresh(now):
+        return claim
+    host = claim.host
+    url_row = conn.execute(lease_url_sql, {**params, "host": host}).fetchone()
+    if url_row is None:
+        # The pending counter disagreed with the frontier: repair it and let go.
+        real = conn.execute(
+            f"SELECT COUNT(*) FROM frontier WHERE host = {ph} AND state IN ('queued', 'leased')", (host,)
+        ).fetchone()[0]
+        conn.execute(
+            f"UPDATE hosts SET pending = {ph}, lease_owner = NULL, lease_expires_at = NULL WHERE host = {ph}",
+            (real, host),
+        )
+        return None
+    cached = conn.execute(
+        f"SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = {ph}", (url_row[0],)
+    ).fetchone()
+    return page_claim(claim, url_row, cached)
+
+
+def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
+    """The same claim for a page: the leased frontier row, and the stored version's validators."""
+    url_id, url, depth, attempts, revisit_interval, url_kind = url_row
+    etag, last_modified, fingerprint = cached if cached else (None, None, None)
+    return replace(claim, kind="page", url_id=url_id, url=url, url_kind=url_kind, depth=depth, attempts=attempts,
+                   etag=etag, last_modified=last_modified, fingerprint=fingerprint,
+                   revisit_interval=revisit_interval)
+
+
+def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
+    """Inside a write transaction: the counters and links between tables that can drift
+    (a crash between writes, a hand edit), one line per problem; repaired with ``repair``.
+
+    Both stores run it (``conn.execute(sql, args)``; ``ph`` is the placeholder).
+    """
+    problems: list[str] = []
+    wrong = conn.execute(
+        """SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
+           LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN ('queued', 'leased')
+                      GROUP BY host) f ON f.host = h.host
+           WHERE h.pending != COALESCE(f.n, 0) ORDER BY h.host"""
+    ).fetchall()
+    if wrong:
+        problems.append(f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
+                        f"{wrong[0][1]} instead of {wrong[0][2]})")
+        if repair:
+            for host, _, n in wrong:
+                conn.execute(f"UPDATE hosts SET pending = {ph} WHERE host = {ph}", (n, host))
+    orphans = conn.execute(
+        "SELECT COUNT(DISTINCT host) FROM frontier WHERE host NOT IN (SELECT host FROM hosts)"
+    ).fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} hosts in the frontier without a host row")
+        if repair:
+            # "WHERE true": SQLite's parser needs it before ON CONFLICT after a SELECT.
+            conn.execute("INSERT INTO hosts (host, next_allowed_at) SELECT DISTINCT host, 0 FROM frontier"
+                         " WHERE true ON CONFLICT DO NOTHING")
+            conn.execute("UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
+                         " AND f.state IN ('queued', 'leased'))")
+    pageless = conn.execute(
+        "SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
+    if pageless:
+        problems.append(f"{pageless} pages without a frontier row")
+        if repair:
+            conn.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
+    lost = conn.execute(
+        "SELECT id, host FROM frontier WHERE state = 'done' AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
+    ).fetchall()
+    if lost:
+        problems.append(f"{len(lost)} fetched URLs whose page is missing")
+        if repair:  # fetch them again: they go back to the queue
+            for url_id, host in lost:
+                conn.execute(f"UPDATE frontier SET state = 'queued', attempts = 0 WHERE id = {ph}", (url_id,))
+                conn.execute(f"UPDATE hosts SET pending = pending + 1 WHERE host = {ph}", (host,))
+    return problems
+
+
+# -- anchor text (both stores run the same SQL; ``{ph}`` is the placeholder) --------------------
+#: Columns of a page as the indexer reads it.
+INDEXER_PAGE_COLUMNS = "url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq"
+#: Anchor texts kept per page for its anchor field: enough for a strong signal, bounded work.
+ANCHORS_PER_PAGE = 64
+
+#: Pages whose anchor text changed: the targets of anchor rows in (lo, hi], and the canonical
+#: pages of targets that are aliases. Not noarchive pages already indexed: their text is gone
+#: from the store (it is in the index), so they keep the anchor text they were indexed with.
+ANCHOR_TARGET_PAGES_SQL = (
+    "WITH t AS (SELECT DISTINCT target FROM anchors WHERE id > {ph} AND id <= {ph}),"
+    " direct AS (SELECT f.id AS url_id FROM t JOIN frontier f ON f.url = t.target),"
+    " canon AS (SELECT f2.id AS url_id FROM direct d JOIN pages p ON p.url_id = d.url_id"
+    "           JOIN frontier f2 ON f2.url = p.alias_of)"
+    f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
+    " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
+    " AND (noarchive = 0 OR indexed_at IS NULL) ORDER BY url_id"
+)
+
+#: (page url, anchor text) for the given page urls ``{marks}``: links to the page itself and to its aliases.
+ANCHOR_TEXTS_SQL = (
+    "SELECT target, text, id FROM anchors WHERE target IN ({marks})"
+    " UNION ALL"
+    " SELECT p.alias_of, a.text, a.id FROM pages p JOIN anchors a ON a.target = p.url"
+    " WHERE p.alias_of IN ({marks})"
+    " ORDER BY 3"
+)
+
+
+def group_anchor_texts(rows, per_page: int = ANCHORS_PER_PAGE) -> dict[str, list[str]]:
+    """(url, text, id) rows in id order -> url: its first ``per_page`` anchor texts."""
+    out: dict[str, list[str]] = {}
+    for url, text, _ in rows:
+        texts = out.setdefault(url, [])
+        if len(texts) < per_page:
+            texts.append(text)
+    return out
