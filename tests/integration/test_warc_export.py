@@ -7,7 +7,6 @@ command line end to end once ``crawler._worker_async`` opens the writer (docs/ar
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import inspect
 import json
@@ -102,7 +101,8 @@ def warc_records(directory: Path) -> list[dict]:
                 out.append({
                     "file": path.name, "offset": it.get_record_offset(), "type": rec.rec_type,
                     "uri": rec.rec_headers.get_header("WARC-Target-URI"),
-                    "status": int(rec.http_headers.get_statuscode()) if rec.rec_type in ("response", "revisit") else None,
+                    "status": (int(rec.http_headers.get_statuscode())
+                               if rec.rec_type in ("response", "revisit") else None),
                     "kind": rec.rec_headers.get_header("Politecrawl-Kind"), "content": content,
                 })
     return out
@@ -233,7 +233,7 @@ def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
 def test_export_streams_in_bounded_batches(tmp_path):
     """Keyset pagination: each read is one batch, whatever the store holds."""
     from politecrawl.export import iter_pages
-    from politecrawl.store import NewURL, PageRecord
+    from politecrawl.store import NewURL
 
     db = str(tmp_path / "big.db")
     store = open_store(db)

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
@@ -78,7 +77,7 @@ def test_every_record_reads_back_with_verified_digests(tmp_path):
     assert warcio_check(files[0]) == 0
     info_id = recs[0][2].get_header("WARC-Record-ID")
     responses = [r for r in recs if r[0] in ("response", "revisit")]
-    for (rtype, uri, headers, http, content), (fetch, kind) in zip(responses, fetches):
+    for (rtype, uri, headers, http, content), (fetch, _kind) in zip(responses, fetches):
         assert uri == fetch.url
         assert headers.get_header("WARC-Warcinfo-ID") == info_id
         assert headers.protocol == "WARC/1.1"
