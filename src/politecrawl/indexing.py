@@ -94,6 +94,9 @@ def _index_op(index_dir: Path, op, *args):
         raise _IndexDamaged(f"the index in {index_dir} is damaged: {type(exc).__name__}: {exc}") from exc
 
 
+#: Store meta key holding the last index update failure ("time message"), "" once an update succeeds.
+INDEX_ERROR_KEY = "index_error"
+
 _last_warning: dict[str, float] = {}
 #: The same warning is logged at most once per this many seconds (a crawl updates every few seconds).
 WARN_EVERY = 60.0
@@ -118,8 +121,11 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
     Never raises because of the index (a crawl calls this): an index that cannot be read back
     is thrown away and rebuilt from the store (once per call); if that fails too, or the failure
     is one a rebuild would not cure (disk full, permissions, the lock held by another writer),
-    one warning line is logged and the pages looked at so far are returned. With ``strict``,
-    that last error is raised (``SearchIndexError``) instead. Store errors always propagate.
+    one warning line is logged, the error is recorded in the store (meta ``index_error``, cleared
+    by the next update that succeeds) and the pages looked at so far are returned. With
+    ``strict``, that last error is raised (``SearchIndexError``) instead. Store errors always
+    propagate: a full disk that stops the index and the store alike ends the crawl with the
+    store's error.
     """
     progress = [0]
     try:
@@ -133,6 +139,12 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
         if strict:
             raise
         _warn(f"the search index was not updated (the crawl goes on; the next update retries): {exc}")
+        # Recorded in the store (meta ``index_error``). If the store cannot be written either (a
+        # full disk under both), its StoreError propagates: without the store the crawl cannot go on.
+        store.set_meta(INDEX_ERROR_KEY, f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {exc}")
+        return progress[0]
+    if store.get_meta(INDEX_ERROR_KEY):
+        store.set_meta(INDEX_ERROR_KEY, "")
     return progress[0]
 
 

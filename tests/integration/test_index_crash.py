@@ -426,8 +426,10 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
         assert live_docs(index_dir) == before  # the previous generation is intact
         assert not [p for p in index_dir.iterdir() if p.name.startswith(".tmp-")]
         assert store.get_meta("indexed_seq") == "0"  # the store's mark did not move
+        assert "No space left on device" in store.get_meta("index_error")  # recorded for status
         monkeypatch.setattr(segment, "_write_bytes", real)
         assert update_index(store, index_dir) == 7
+        assert store.get_meta("index_error") == ""  # cleared by an update that succeeded
     finally:
         store.close()
     assert live_docs(index_dir) == before
@@ -545,3 +547,42 @@ def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_pat
     assert killed_runs >= 10, killed_runs
     print(f"\n[index crash] update_index killed at each of {killed_runs} steps; every next update completed the index")
     reliability.add("index kills survived", killed_runs)
+
+
+def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_factory, db_path, monkeypatch):
+    """The index's failure never stops a crawl, but a store that cannot be written does."""
+    import errno
+
+    from politecrawl.errors import StoreError
+    from politecrawl.index import segment
+    from politecrawl.indexing import update_index
+    from politecrawl.sandbox import SandboxHost
+    from politecrawl.store import open_store
+
+    from conftest import crawl
+
+    host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+
+    def full(*_a, **_kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    class FullStore:  # the real store, whose writes fail as on a full disk
+        def __init__(self, store):
+            self._store = store
+
+        def __getattr__(self, name):
+            return getattr(self._store, name)
+
+        def set_meta(self, key, value):
+            raise StoreError(f"cannot write store {db_path}: database or disk is full")
+
+    monkeypatch.setattr(segment, "_write_bytes", full)
+    store = open_store(db_path)
+    try:
+        store.set_meta("indexed_seq", "0")
+        with pytest.raises(StoreError, match="disk is full"):
+            update_index(FullStore(store), Path(db_path + ".index"))
+    finally:
+        store.close()
