@@ -37,6 +37,7 @@ from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from .sitemaps import parse_sitemap
+from .warc import ArchiveError, WarcWriter
 from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
 from .store.common import PAUSED_REASONS, ROBOTS_MAX_HOPS
 
@@ -255,6 +256,7 @@ class Worker:
         # its fetch time is the version, so a refreshed file is never read from here stale.
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
         self._scope_read_at = float("-inf")
+        self._fatal: BaseException | None = None
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call: inline for SQLite (one connection; measured faster than a thread
@@ -333,6 +335,8 @@ class Worker:
                 await asyncio.gather(*late, return_exceptions=True)
         if self._store_threads is not None:
             self._store_threads.shutdown(wait=True)
+        if self._fatal is not None:
+            raise self._fatal
 
     async def _store_trouble(self, exc: StoreError) -> None:
         """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""
@@ -348,6 +352,10 @@ class Worker:
         found_links = False
         if task.cancelled():
             pass
+        elif isinstance(task.exception(), PolitecrawlError):
+            # Not one page's problem (the archive cannot be written): stop, and say so at the end.
+            self._fatal = self._fatal or task.exception()
+            self.stop.set()
         elif task.exception() is not None:
             log.error("worker task failed: %r", task.exception())
         else:
@@ -398,6 +406,8 @@ class Worker:
             else:
                 outcome = await self._page(claim)
             outcome.ip = ip
+        except ArchiveError:
+            raise  # the archive cannot be written: this worker stops (see _done), nothing is half-kept
         except asyncio.CancelledError:
             # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
             # the host, which is owed its delay from now; the URL goes back to the queue.
@@ -531,7 +541,7 @@ class Worker:
         queues it there and holds this host until the answer comes back to it).
         """
         url = claim.robots_url
-        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES)
+        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
         now = self.now()
         redirect = self._robots_redirect(result)
         if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
@@ -587,7 +597,7 @@ class Worker:
         waiting hosts. A robots.txt file is fetched whatever this host's own rules say.
         """
         assert claim.url is not None
-        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES)
+        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
         outcome = self._timing(claim, result, "robots")
         outcome.robots_source = claim.url
         outcome.url_state = "done"
@@ -622,7 +632,7 @@ class Worker:
             return Outcome(url_state="queued", url_outcome=None)
         is_sitemap = claim.url_kind == "sitemap"
         result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
-                                        max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None)
+                                        max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None, kind=claim.url_kind)
         outcome = self._timing(claim, result, "page")
         status = result.status
         outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
@@ -874,7 +884,9 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
     if deadline is not None:
         # --max-time: each worker stops on time by itself, even while the parent is busy indexing.
         loop.call_later(max(0.0, deadline - time.time()), stop.set)
+    warc = None
     try:
+        warc = WarcWriter.from_settings(settings)  # None without --warc; finishes dead writers' files
         async with Fetcher(
             clock=lambda: time.time() + store.clock_offset,
             user_agent=user_agent_string(settings),
@@ -882,10 +894,13 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             total_timeout=settings.total_timeout,
+            recorder=warc,
         ) as fetcher:
             await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop,
                          idle_poll=idle_poll).run()
     finally:
+        if warc is not None:
+            warc.close()
         store.close()
 
 
