@@ -492,6 +492,8 @@ class Worker:
             retry_until=(result.ended_at + retry_after) if retry_after else None,
             response_seconds=result.response_seconds,
             retry_after=result.headers.get("retry-after"),
+            warc_file=result.warc[0] if result.warc else None,
+            warc_offset=result.warc[1] if result.warc else None,
         )
 
     def _timing(self, claim: Claim, result: FetchResult, kind: str, crawl_delay: float | None = None) -> Outcome:

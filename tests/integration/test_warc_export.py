@@ -357,6 +357,21 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
     assert Counter(r["uri"] for r in responses if r["status"] == 200) == Counter(
         host_of[r.host].url(r.path) for r in served if r.status == 200)
     assert len(responses) == len(served)
+    # The fetch log knows where each answer is archived: its file and offset hold that response.
+    from warcio.archiveiterator import ArchiveIterator
+
+    store = open_store(db)
+    try:
+        log = store.fetch_log()
+    finally:
+        store.close()
+    assert log and all(row["warc_file"] and row["warc_offset"] is not None for row in log)
+    for row in log:
+        with open(warc_dir / row["warc_file"], "rb") as fh:
+            fh.seek(row["warc_offset"])
+            record = next(iter(ArchiveIterator(fh)))
+        assert record.rec_type in ("response", "revisit")
+        assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
 
 
 @pytest.mark.skipif(not _hooked(), reason="crawler._worker_async does not open a WarcWriter yet (docs/archive.md)")

@@ -838,7 +838,8 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
 _SCHEMA_3_UNDONE = (
     "DROP INDEX hosts_robots_via",
     *(f"ALTER TABLE hosts DROP COLUMN {c}" for c in ("delay", "robots_via", "robots_hops", "in_scope")),
-    *(f"ALTER TABLE fetch_log DROP COLUMN {c}" for c in ("response_seconds", "retry_after")),
+    *(f"ALTER TABLE fetch_log DROP COLUMN {c}" for c in ("response_seconds", "retry_after", "warc_file",
+                                                           "warc_offset")),
 )
 
 

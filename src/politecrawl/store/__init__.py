@@ -128,6 +128,9 @@ class FetchLogEntry:
     #: Evidence for the audit: seconds to the response headers, and the raw Retry-After header.
     response_seconds: float | None = None
     retry_after: str | None = None
+    #: Where the response is archived (``crawl --warc``): file name and record offset.
+    warc_file: str | None = None
+    warc_offset: int | None = None
 
 
 @dataclass(frozen=True)

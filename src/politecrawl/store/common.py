@@ -159,12 +159,12 @@ def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) ->
 
 def insert_fetch_log(conn, d: Dialect, host: str, worker: str, f: FetchLogEntry) -> None:
     """One fetch log row: the host actually contacted, and the audit's evidence."""
-    marks = ", ".join([d.ph] * 13)
+    marks = ", ".join([d.ph] * 15)
     conn.execute(
         "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-        f" delay, retry_until, response_seconds, retry_after) VALUES ({marks})",
+        f" delay, retry_until, response_seconds, retry_after, warc_file, warc_offset) VALUES ({marks})",
         (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-         f.retry_until, f.response_seconds, f.retry_after),
+         f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset),
     )
 
 

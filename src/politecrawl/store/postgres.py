@@ -918,7 +918,7 @@ class PostgresStore:
     def fetch_log(self) -> list[dict]:
         return self._dicts(
             "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after"
+                " response_seconds, retry_after, warc_file, warc_offset"
             " FROM fetch_log ORDER BY started_at, id",
             (),
             "read the fetch log",

@@ -565,7 +565,7 @@ class SQLiteStore:
         with self._lock:
             cur = self._db.execute(
                 "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after"
+                " response_seconds, retry_after, warc_file, warc_offset"
                 " FROM fetch_log ORDER BY started_at, id"
             )
             cols = [c[0] for c in cur.description]

@@ -16,3 +16,6 @@ ALTER TABLE hosts ADD COLUMN IF NOT EXISTS claimed_at double precision;
 -- in_scope: a host that a seed (or a seed host's robots.txt) redirected to is part of that
 -- seed's site: its links are followed like the seed host's own.
 ALTER TABLE hosts ADD COLUMN IF NOT EXISTS in_scope bigint NOT NULL DEFAULT 0;
+-- Where the response is archived (crawl --warc): the WARC file's name and the record's offset.
+ALTER TABLE fetch_log ADD COLUMN IF NOT EXISTS warc_file text;
+ALTER TABLE fetch_log ADD COLUMN IF NOT EXISTS warc_offset bigint;

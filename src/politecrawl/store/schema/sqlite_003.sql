@@ -15,4 +15,7 @@ ALTER TABLE fetch_log ADD COLUMN retry_after TEXT
 ;
 -- in_scope: a host that a seed (or a seed host's robots.txt) redirected to is part of that
 -- seed's site: its links are followed like the seed host's own.
-ALTER TABLE hosts ADD COLUMN in_scope INTEGER NOT NULL DEFAULT 0
+ALTER TABLE hosts ADD COLUMN in_scope INTEGER NOT NULL DEFAULT 0;
+-- Where the response is archived (crawl --warc): the WARC file's name and the record's offset.
+ALTER TABLE fetch_log ADD COLUMN warc_file TEXT;
+ALTER TABLE fetch_log ADD COLUMN warc_offset INTEGER
