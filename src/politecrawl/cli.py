@@ -40,7 +40,7 @@ def _explicit(ctx: click.Context, flags: dict[str, Any]) -> frozenset[str]:
     """Settings the user gave on this command line or in the environment (not defaults or the config file)."""
     import os
 
-    given = {k for k, v in flags.items() if v is not None}
+    given = {k for k, v in flags.items() if v is not None and v != ()}
     given |= {f.lower()[len("POLITECRAWL_"):] for f in os.environ if f.startswith("POLITECRAWL_")}
     return frozenset(given)
 
@@ -116,8 +116,17 @@ def cli(config: str | None, verbose: bool) -> None:
 @click.option("--user-agent", default=None, help=f"Bot name (product token). {_d('user_agent')}")
 @click.option("--contact", default=None,
               help="Contact URL/e-mail for the User-Agent; required for non-loopback hosts.")
-@click.option("--scope", type=click.Choice(["host", "domain", "any"]), default=None,
-              help=f"Follow links on the seeds' hosts, their domains, or anywhere. {_d('scope')}")
+@click.option("--scope", type=click.Choice(["host", "domain", "prefix", "any"]), default=None,
+              help="Follow links on the seeds' hosts (and hosts a seed redirects to), their registrable "
+                   "domains (Public Suffix List), below the seeds' paths (prefix: /docs/intro.html keeps "
+                   f"/docs/…), or anywhere. {_d('scope')}")
+@click.option("--include", multiple=True, metavar="REGEX",
+              help="Only follow links whose normalized URL matches REGEX (repeatable; any may match).")
+@click.option("--exclude", multiple=True, metavar="REGEX",
+              help="Never follow links whose normalized URL matches REGEX (repeatable), e.g. '/private/'.")
+@click.option("--seeds-file", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
+              help="Read seed URLs from FILE, one per line ('-': standard input; blank lines and # comments "
+                   "are ignored).")
 @click.option("--max-depth", type=int, default=None, help=f"Links at most N hops from a seed. {_d('max_depth')}")
 @click.option("--max-page-bytes", type=int, default=None, help=f"Body size cap. {_d('max_page_bytes')}")
 @click.option("--recrawl-after", default=None,
@@ -129,7 +138,7 @@ def cli(config: str | None, verbose: bool) -> None:
               help="Also archive every request and response as WARC 1.1 files in DIR (docs/archive.md).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
-def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any) -> None:
+def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, **flags: Any) -> None:
     """Crawl politely from SEED_URLs, store and index what is fetched.
 
     Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
@@ -140,6 +149,8 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
     from .crawler import Crawler, prepare_seeds
 
     settings = _settings(ctx, **flags)
+    if seeds_file is not None:
+        seeds = (*seeds, *_read_seeds(seeds_file))
     prepare_seeds(seeds)  # a bad seed is the only line printed
     report = _run_with_progress(Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags))
     s = report.status
@@ -150,6 +161,30 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, **flags: Any)
         err=quiet,
     )
     _report_ending(report, settings, quiet=quiet)
+
+
+def _read_seeds(fh: Any) -> list[str]:
+    """Seed URLs from a file: one per line, blank lines and # comments ignored; a bad one is
+    named with its file and line."""
+    from .crawler import prepare_seeds
+    from .errors import InvalidURL
+
+    name = getattr(fh, "name", "-")
+    seeds = []
+    try:
+        lines = list(fh)
+    except UnicodeDecodeError:
+        raise InvalidURL(f"{name}: not UTF-8 text") from None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            prepare_seeds([text])
+        except InvalidURL as exc:
+            raise InvalidURL(f"{name}:{number}: {exc}") from None
+        seeds.append(text)
+    return seeds
 
 
 def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:

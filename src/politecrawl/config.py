@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -50,8 +51,14 @@ class Settings:
     max_time: float | None = None
     """Stop after this many seconds."""
     scope: str = "host"
-    """Which discovered links are followed: host (same scheme+host+port as a seed),
-    domain (same registrable domain as a seed) or any."""
+    """Which discovered links are followed: host (same scheme+host+port as a seed, or a host a
+    seed redirected to), domain (same registrable domain as a seed), prefix (below a seed's
+    path, e.g. /docs/) or any."""
+    include: tuple[str, ...] = ()
+    """Regular expressions: if any is given, only links whose normalized URL matches one of
+    them are followed (re.search)."""
+    exclude: tuple[str, ...] = ()
+    """Regular expressions: links whose normalized URL matches any of them are not followed."""
     max_depth: int = 10
     """Links further than this many hops from a seed are not queued."""
     host_page_budget: int | None = 10_000
@@ -143,7 +150,9 @@ class Settings:
 
 DEFAULTS = Settings()
 
-_CHOICES = {"scope": ("host", "domain", "any")}
+_CHOICES = {"scope": ("host", "domain", "prefix", "any")}
+#: Settings that hold regular expressions: each is compiled when the settings are read.
+_PATTERNS = {"include", "exclude"}
 
 
 def user_agent_string(settings: Settings) -> str:
@@ -187,6 +196,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     kind = str(field.type)
     if raw is None:
         return None
+    if name in _PATTERNS:
+        return _patterns(name, raw, source)
     try:
         if "bool" in kind:
             if isinstance(raw, bool):
@@ -212,6 +223,23 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
         raise ConfigError(f"{source}: {name} must not be negative, got {value!r}")
     return value
+
+
+def _patterns(name: str, raw: Any, source: str) -> tuple[str, ...]:
+    """A list of regular expressions (TOML list, flags repeated, or one per line in the
+    environment), each checked to compile."""
+    if isinstance(raw, str):
+        items = [line for line in raw.splitlines() if line.strip()]
+    elif isinstance(raw, (list, tuple)):
+        items = [str(item) for item in raw]
+    else:
+        raise ConfigError(f"{source}: {name} must be a list of regular expressions, got {raw!r}")
+    for item in items:
+        try:
+            re.compile(item)
+        except re.error as exc:
+            raise ConfigError(f"{source}: {name} pattern {item!r} is not a valid regular expression: {exc}") from None
+    return tuple(items)
 
 
 def _from_file(path: Path) -> dict[str, Any]:
@@ -256,7 +284,7 @@ def load_settings(
         if raw is not None and raw != "":
             values[name] = _coerce(name, raw, f"environment POLITECRAWL_{name.upper()}")
     for name, raw in (flags or {}).items():
-        if raw is not None:
+        if raw is not None and raw != ():
             values[name] = _coerce(name, raw, f"--{name.replace('_', '-')}")
     settings = Settings(**values)
     if settings.workers < 1:

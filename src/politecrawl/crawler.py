@@ -14,14 +14,16 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import re
 import signal
 import socket
 import sys
 import threading
 import time
 import uuid
+from urllib.parse import urlsplit
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Callable, Sequence
 
@@ -54,6 +56,8 @@ INDEX_ON_STOP = 2_000
 #: Seconds between two looks at the hosts other processes added to the scope.
 SCOPE_REFRESH = 2.0
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: Other content types whose text is indexed (docs/crawling.md): plain text and PDF.
+TEXT_TYPES = ("text/plain", "application/pdf")
 #: Bytes of robots.txt read (RFC 9309 §2.5: at least 500 KiB must be parsed; the parser stops there).
 ROBOTS_MAX_BYTES = 512 * 1024
 #: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
@@ -78,6 +82,11 @@ INDEXER_NICENESS = 10
 CLAIM_BATCH = 8
 
 
+def wanted_type(content_type: str) -> bool:
+    """Content types worth downloading for a page: what is parsed or indexed (or unknown)."""
+    return not content_type or content_type in HTML_TYPES or content_type in TEXT_TYPES
+
+
 def host_level_failure(result: FetchResult, kind: str) -> bool:
     """Whether a failed request is the host's failure (it may park the host) or one URL's.
 
@@ -94,31 +103,53 @@ def worker_id() -> str:
 
 
 # --------------------------------------------------------------------------- scope
+def _path_prefix(url: str) -> str:
+    """The part of a seed's path that --scope prefix keeps: up to and including its last "/"."""
+    path = urlsplit(url).path or "/"
+    return path[: path.rfind("/") + 1]
+
+
 @dataclass(frozen=True)
 class CrawlScope:
-    """Which discovered links are followed, relative to the seeds.
+    """Which discovered links are followed, relative to the seeds, and the URL filters.
 
     ``extra_hosts`` are hosts a seed (or a seed host's robots.txt) redirected to: most sites
     redirect their bare address (http to https, example.org to www.example.org), and the
-    target is the seed's site. They are kept in the store, so every process agrees.
+    target is the seed's site. They are kept in the store, so every process agrees. In
+    ``prefix`` mode they share the seeds' path prefixes.
     """
 
     mode: str
     seeds: tuple[str, ...]
     max_depth: int
     extra_hosts: frozenset[str] = frozenset()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_seed_hosts", frozenset(urls.host_key(s) for s in self.seeds) | self.extra_hosts)
+        object.__setattr__(self, "_prefixes", tuple(sorted({_path_prefix(s) for s in self.seeds})))
+        object.__setattr__(self, "_include", [re.compile(p) for p in self.include])
+        object.__setattr__(self, "_exclude", [re.compile(p) for p in self.exclude])
 
     def allows(self, url: str, host: str) -> bool:
         if self.mode == "any":
             return True
+        if self.mode == "prefix":
+            return host in self._seed_hosts and urlsplit(url).path.startswith(self._prefixes)  # type: ignore[attr-defined]
         if host in self._seed_hosts:  # type: ignore[attr-defined]
             return True
         if self.mode == "host":
             return False
         return any(urls.same_site(url, seed, "domain") for seed in (*self.seeds, *self.extra_hosts))
+
+    def filtered(self, url: str) -> str | None:
+        """Why --include / --exclude turn ``url`` away (None: they let it through)."""
+        if any(p.search(url) for p in self._exclude):  # type: ignore[attr-defined]
+            return "excluded"
+        if self._include and not any(p.search(url) for p in self._include):  # type: ignore[attr-defined]
+            return "not-included"
+        return None
 
     def is_seed_host(self, host: str) -> bool:
         return host in self._seed_hosts  # type: ignore[attr-defined]
@@ -127,7 +158,11 @@ class CrawlScope:
         hosts = frozenset(hosts)
         if hosts <= self.extra_hosts:
             return self
-        return CrawlScope(self.mode, self.seeds, self.max_depth, self.extra_hosts | hosts)
+        return replace(self, extra_hosts=self.extra_hosts | hosts)
+
+    def args(self) -> tuple:
+        """What a worker process needs to build the same scope."""
+        return (self.mode, self.seeds, self.max_depth, self.extra_hosts, self.include, self.exclude)
 
 
 def prepare_seeds(raw: Sequence[str]) -> list[str]:
@@ -634,7 +669,8 @@ class Worker:
             return Outcome(url_state="queued", url_outcome=None)
         is_sitemap = claim.url_kind == "sitemap"
         result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
-                                        max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None, kind=claim.url_kind)
+                                        max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None, kind=claim.url_kind,
+                                        wanted=None if is_sitemap else wanted_type)
         outcome = self._timing(claim, result, "page")
         status = result.status
         outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
@@ -642,6 +678,10 @@ class Worker:
                         attempts=claim.attempts, max_attempts=s.max_attempts, truncated=result.truncated)
         outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
         if status is None or verdict.state is not URLState.DONE:
+            return outcome
+        if result.unwanted_type:
+            outcome.url_state = URLState.SKIPPED
+            outcome.url_outcome = f"http-{status} {result.content_type}: not downloaded (nothing to index)"
             return outcome
         if status in REDIRECT_STATUSES:
             target = verdict.redirect_to
@@ -722,9 +762,8 @@ class Worker:
             return PageRecord(**base)
         page: Page = parse_html(result.body, claim.url, agent=self.agent, header_charset=result.charset,
                                 max_links=self.settings.max_links_per_page)
-        header_directives = robots_directives(
-            [result.headers["x-robots-tag"]] if "x-robots-tag" in result.headers else [], self.agent
-        )
+        # Every X-Robots-Tag header counts (a noindex may come in the second one).
+        header_directives = robots_directives(result.header_values.get("x-robots-tag", []), self.agent)
         directives = combine(page.directives, header_directives)
         expired = directives.unavailable_after is not None and directives.unavailable_after <= result.ended_at
         noindex = directives.noindex or expired
@@ -739,7 +778,7 @@ class Worker:
                             anchors=texts, source=claim.url)
         if noindex:
             outcome.url_outcome += " noindex"
-        alias_of = self._canonical(claim.url, page.canonical, result.headers.get("link"))
+        alias_of = self._canonical(claim.url, page.canonical, ", ".join(result.header_values.get("link", [])))
         if alias_of is not None:
             # Only the canonical is indexed (and fetched, if it is not yet known).
             outcome.url_outcome += f" canonical -> {alias_of}"
@@ -812,6 +851,8 @@ class Worker:
             host = urls.host_key(u)
             if reason is None and not self.scope.allows(u, host):
                 reason = "out-of-scope"
+            if reason is None:
+                reason = self.scope.filtered(u)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
@@ -913,7 +954,7 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
     ctx = mp.get_context("spawn")
     stop_event = stop_event or StopSignal()
     counter = counter if counter is not None else ctx.Value("q", 0)
-    scope_args = (scope.mode, scope.seeds, scope.max_depth)
+    scope_args = scope.args()
     procs = [
         ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll, deadline),
                     daemon=False,
@@ -944,7 +985,8 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
 FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
                   "backoff_base", "backoff_cap", "park_after", "park_seconds",
-                  "robots_ttl", "per_ip_limit", "scope", "max_depth", "host_page_budget", "follow_nofollow")
+                  "robots_ttl", "per_ip_limit", "scope", "include", "exclude", "max_depth", "host_page_budget",
+                  "follow_nofollow")
 #: A fleet worker with an empty frontier looks again after this many seconds.
 FLEET_IDLE_POLL = 5.0
 
@@ -961,7 +1003,7 @@ def reconcile_fleet_settings(store, settings: Settings, explicit: frozenset[str]
     PostgreSQL store) — or, for a single-machine ``crawl`` on SQLite, becomes the new value.
     """
     stored = json.loads(store.get_meta("fleet_settings") or "{}")
-    mine = {k: getattr(settings, k) for k in FLEET_SETTINGS}
+    mine = _as_json({k: getattr(settings, k) for k in FLEET_SETTINGS})
     if not stored:
         store.set_meta("fleet_settings", json.dumps(mine))
         return settings
@@ -977,12 +1019,17 @@ def reconcile_fleet_settings(store, settings: Settings, explicit: frozenset[str]
                     f"(every worker must agree); leave {flag} out to use it"
                 )
         else:
-            changes[key] = stored[key]
+            changes[key] = tuple(stored[key]) if isinstance(stored[key], list) else stored[key]
     result = settings.replace(**changes) if changes else settings
-    final = {k: getattr(result, k) for k in FLEET_SETTINGS}
+    final = _as_json({k: getattr(result, k) for k in FLEET_SETTINGS})
     if final != stored:
         store.set_meta("fleet_settings", json.dumps(final))
     return result
+
+
+def _as_json(values: dict) -> dict:
+    """Settings as they read back from the store's JSON (tuples are lists there)."""
+    return json.loads(json.dumps(values))
 
 
 @dataclass
@@ -1121,7 +1168,8 @@ class Crawler:
         merged = list(dict.fromkeys([*known, *seeds]))
         if merged != known:
             store.set_meta("seeds", json.dumps(merged))
-        return CrawlScope(self.settings.scope, tuple(merged), self.settings.max_depth)
+        s = self.settings
+        return CrawlScope(s.scope, tuple(merged), s.max_depth, frozenset(store.scope_hosts()), s.include, s.exclude)
 
     @staticmethod
     def dead_workers(store) -> list[str]:

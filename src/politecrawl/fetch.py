@@ -41,6 +41,9 @@ MIN_BODY_RATE = 2_048.0
 SLOW_BODY_GRACE = 5.0
 #: Response headers the crawler keeps (the rest is not needed and not stored).
 KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link")
+#: Headers a response may repeat, each value meaningful (a second X-Robots-Tag may say noindex):
+#: every value is kept in ``FetchResult.header_values``.
+REPEATED_HEADERS = ("x-robots-tag", "link")
 
 
 @dataclass
@@ -55,6 +58,10 @@ class FetchResult:
     error: str | None = None
     #: the connection could not be made (DNS, refused, connect timeout): a host-level failure
     unreachable: bool = False
+    #: every value of the REPEATED_HEADERS the response had, in order
+    header_values: dict[str, list[str]] = field(default_factory=dict)
+    #: the body was not read: its content type (from the headers) is not one the caller wants
+    unwanted_type: bool = False
     #: seconds from sending the request to the response headers: what "response time" means
     #: for the adaptive delay (a large body over a slow link is not the server being slow).
     response_seconds: float | None = None
@@ -138,10 +145,12 @@ class Fetcher:
             self._session = None
 
     async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
-                  max_bytes: int | None = None, kind: str | None = None) -> FetchResult:
+                  max_bytes: int | None = None, kind: str | None = None,
+                  wanted: Callable[[str], bool] | None = None) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
-        the archive record."""
+        the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is
+        closed right after the headers and the body is not downloaded (``unwanted_type``)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
         assert self._session is not None, "use 'async with Fetcher(...)'"
         headers = {
@@ -161,9 +170,15 @@ class Fetcher:
                 result.response_seconds = time.monotonic() - t0
                 result.status = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+                result.header_values = {k: resp.headers.getall(k) for k in REPEATED_HEADERS if k in resp.headers}
                 if self.recorder is not None:
                     _keep_exchange(result, resp)
-                if resp.status != 304:
+                if wanted is not None and 200 <= resp.status < 300 and not wanted(result.content_type):
+                    # A zip, a video, an image: nothing to index, so nothing to download (the site
+                    # would pay for up to the size cap). Decided from the headers, no HEAD needed.
+                    result.unwanted_type = True
+                    resp.close()
+                elif resp.status != 304:
                     body = bytearray()
                     body_t0 = time.monotonic()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
@@ -216,7 +231,7 @@ class Fetcher:
             result.ended_at = self.clock()
         if result.status is None:
             result.body = b""
-        elif self.recorder is not None:
+        elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
             result.warc = self.recorder.record(result, kind)
         return result
 

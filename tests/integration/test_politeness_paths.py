@@ -254,3 +254,39 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
     assert proc.returncode == 3, (proc.returncode, err[-2000:])
     assert "worker processes did not exit cleanly" in err
     assert "Traceback" not in err
+
+
+def test_a_large_download_is_closed_after_its_headers(raw_servers, db_path):
+    """A 3 MB zip linked from a page costs the site its headers, not its body (judged by what
+    the server managed to send before the crawler hung up)."""
+    def zip_file(conn, req):
+        if req.path != "/big.zip":
+            conn.sendall(http_response(404, b"no"))
+            return
+        size = 3 * 1024 * 1024
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {size}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        sent = 0
+        try:
+            while sent < size:
+                conn.sendall(b"z" * 65536)
+                sent += 65536
+                time.sleep(0.01)
+        except OSError:
+            pass
+        req.notes["sent"] = sent
+
+    home = page("downloads", ["/big.zip", "/after"]).encode()
+    srv = raw_servers("127.0.0.43", ok_robots_handler({"/": home, "/after": page("after").encode()}, zip_file))
+    crawl(db_path, [srv.url("/")], min_delay=0.05, workers=1)
+    assert srv.settle(10)
+    big = srv.requests("/big.zip")
+    assert len(big) == 1
+    assert big[0].notes["sent"] < 1024 * 1024, big[0].notes  # not the 3 MB (the socket buffers took a few chunks)
+    assert "/after" in srv.paths()
+    store = open_store(db_path)
+    try:
+        state, outcome = store.url_states()[srv.url("/big.zip")]
+    finally:
+        store.close()
+    assert state == "skipped" and "application/zip" in outcome

@@ -1,0 +1,96 @@
+"""What ordinary web sites do, which a sandbox of tidy hosts does not: repeated headers, files
+that are not pages, URL filters and seed files. Judged from the servers' logs and from search."""
+
+from __future__ import annotations
+
+import json
+
+from politecrawl.sandbox import SandboxHost
+from politecrawl.store import open_store
+
+from conftest import crawl, run_cli
+from servers.raw import ok_robots_handler
+
+
+def page(title: str, links=(), body: str = "") -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+    return f"<html><head><title>{title}</title></head><body><p>{title} {body}</p>{anchors}</body></html>"
+
+
+def test_a_noindex_in_a_second_x_robots_tag_header_keeps_the_page_out(raw_servers, db_path, tmp_path):
+    def two_headers(conn, req):
+        body = page("Quasar notes", body="quasar luminosity").encode()
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Robots-Tag: noarchive\r\n"
+                f"X-Robots-Tag: noindex\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        conn.sendall(head.encode() + body)
+
+    home = page("Home", ["/hidden", "/shown"]).encode()
+    shown = page("Pulsar notes", body="pulsar luminosity").encode()
+    srv = raw_servers("127.0.0.44", ok_robots_handler({"/": home, "/shown": shown}, two_headers))
+    crawl(db_path, [srv.url("/")], min_delay=0.05, workers=1)
+    assert "/hidden" in srv.paths()
+    out = run_cli("search", "luminosity", "--db", db_path, "--json", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    found = {hit["url"] for hit in json.loads(out.stdout)}
+    assert srv.url("/shown") in found  # negative control: the word is indexed where allowed
+    assert srv.url("/hidden") not in found
+
+
+def test_exclude_and_include_filters_leave_parts_of_a_site_untouched(sandbox_factory, db_path):
+    pages = {"/": page("Home", ["/docs/a", "/docs/b", "/blog/x", "/docs/private/p"]),
+             "/docs/a": page("A"), "/docs/b": page("B"), "/blog/x": page("X"), "/docs/private/p": page("P")}
+    host = SandboxHost("127.0.0.45", pages=pages)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, include=(r"/docs/", r"/$"),
+          exclude=(r"/private/",))
+    paths = {r.path for r in sb.requests(host)}
+    assert paths == {"/robots.txt", "/", "/docs/a", "/docs/b"}, paths
+    store = open_store(db_path)
+    try:
+        status = store.status(0)
+    finally:
+        store.close()
+    assert status["links_not_queued"].get("excluded") == 1
+    assert status["links_not_queued"].get("not-included") == 1
+
+
+def test_seeds_from_a_file(sandbox_factory, db_path, tmp_path):
+    hosts = [SandboxHost(f"127.0.0.{46 + i}", pages={"/": page(f"site {i}")}) for i in range(2)]
+    sb = sandbox_factory(hosts)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# my seeds\n{hosts[0].url('/')}\n\n   {hosts[1].url('/')}  \n")
+    out = run_cli("crawl", "--seeds-file", str(seeds), "--db", db_path, "--min-delay", "0.05", "-q",
+                  cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    for host in hosts:
+        assert "/" in {r.path for r in sb.requests(host)}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("http://ok.test/\nnot a url at all\n")
+    out = run_cli("crawl", "--seeds-file", str(bad), "--db", db_path, cwd=str(tmp_path))
+    assert out.returncode == 2 and "bad.txt:2" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_seed_that_redirects_to_another_host_is_crawled_there(sandbox_factory, db_path):
+    """example.org -> www.example.org: the default --scope host follows the site where it moved,
+    and no further (a link from there to a third host stays out)."""
+    from politecrawl.sandbox import Reply
+
+    other = SandboxHost("127.0.0.49", pages={"/": page("Elsewhere")})
+    new = SandboxHost("127.0.0.48", pages={"/": page("New home", ["/a", "/b"]), "/a": page("A", ["/b"])},
+                      handler=lambda path: Reply(body=page("B", [other.url("/")])) if path == "/b" else None)
+    old = SandboxHost("127.0.0.50", handler=lambda path: None if path == "/robots.txt" else Reply(
+        status=301, headers={"Location": new.url(path)}))
+    sb = sandbox_factory([old, new, other])
+    crawl(db_path, [old.url("/")], min_delay=0.05, workers=2)
+    assert {r.path for r in sb.requests(new)} == {"/robots.txt", "/", "/a", "/b"}
+    assert sb.requests(other) == []  # out of scope: not the seed's site
+    assert [r.path for r in sb.requests(old)] == ["/robots.txt", "/"]
+
+
+def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
+    pages = {"/docs/intro.html": page("Intro", ["/docs/guide/a.html", "/blog/b.html", "/docs2/c.html"]),
+             "/docs/guide/a.html": page("A"), "/blog/b.html": page("B"), "/docs2/c.html": page("C")}
+    host = SandboxHost("127.0.0.51", pages=pages)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/docs/intro.html")], min_delay=0.05, workers=1, scope="prefix")
+    assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/docs/intro.html", "/docs/guide/a.html"}
