@@ -84,7 +84,9 @@ __all__ = [
     "DEFAULT_STRIP_PARAMS",
     "MAX_URL_BYTES",
     "host_key",
+    "in_prefix",
     "normalize",
+    "registrable_domain",
     "robots_url",
     "same_site",
     "trap_reason",
@@ -541,38 +543,83 @@ def robots_url(url: str) -> str:
     return host_key(url) + "/robots.txt"
 
 
-# Second-level labels under a two-letter ccTLD that act as public suffixes
-# (co.uk, com.au, org.br, ac.jp, gov.in, net.nz, edu.au ...). A heuristic, not
-# the Public Suffix List: good enough to keep a crawl "on site".
-_SHORT_SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu", "ne", "or", "go"})
+@functools.lru_cache(maxsize=1)
+def _public_suffix_list():
+    # Imported and loaded on first use (about 80 ms): most commands never compare sites.
+    # The list is the copy the package ships; nothing is downloaded at run time.
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList()
 
 
-def _site_of(url: str) -> str:
-    authority = host_key(url).partition("://")[2]
+@functools.lru_cache(maxsize=4096)
+def _site_of_authority(authority: str) -> str:
+    # The crawler asks once per link, and links share a handful of hosts: cached per authority.
     if authority.startswith("["):  # IPv6 only matches itself
         return authority[: authority.index("]") + 1]
     host = authority.partition(":")[0]
-    labels = host.split(".")
-    if labels[-1].isdigit():  # IPv4 only matches itself
+    if host.rpartition(".")[2].isdigit():  # normalized hosts ending in a number are IPv4
         return host
-    take = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _SHORT_SECOND_LEVEL else 2
-    return ".".join(labels[-take:])
+    # The private section counts (alice.github.io and bob.github.io are different owners).
+    # A host that is itself a public suffix (github.io, co.uk, localhost) is its own site.
+    return _public_suffix_list().privatesuffix(host) or host
+
+
+def registrable_domain(url: str) -> str:
+    """The site ``url`` belongs to for ``--scope domain``: its registrable domain.
+
+    That is the public suffix plus one label, by the Public Suffix List (ICANN and private
+    sections, as shipped by the ``publicsuffixlist`` package): ``a.example.co.uk`` ->
+    ``example.co.uk``, ``alice.github.io`` -> ``alice.github.io``. A host that is itself a
+    public suffix, a single label (``localhost``) or an IP address is its own site. Scheme and
+    port do not count. Raises :class:`InvalidURL`.
+    """
+    return _site_of_authority(host_key(url).partition("://")[2])
+
+
+def in_prefix(url: str, prefix_url: str) -> bool:
+    """Whether ``url`` is under the path prefix of ``prefix_url`` (``--scope prefix``).
+
+    Same :func:`host_key` (scheme, host and port), and the path of ``url`` starts with the
+    path of ``prefix_url`` up to and including its last ``/``: the seed
+    ``https://x.org/docs/intro.html`` covers ``/docs/`` and everything under it, the seed
+    ``https://x.org/docs`` the whole host. Both URLs are compared as :func:`normalize`
+    spells them, so ``/docs/../admin`` is not under ``/docs/`` and ``%7E`` is ``~``; the
+    query of either does not count. Raises :class:`InvalidURL`.
+    """
+    if host_key(url) != host_key(prefix_url):
+        return False
+    return _path_of(normalize(url)).startswith(_prefix_of(prefix_url))
+
+
+def _path_of(normalized: str) -> str:
+    # A normalized URL is scheme://authority/path[?query], the authority holds no '/'.
+    path = normalized[normalized.index("/", normalized.index("//") + 2) :]
+    return path.partition("?")[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _prefix_of(prefix_url: str) -> str:
+    # The seed is the same for every link: normalized once.
+    path = _path_of(normalize(prefix_url))
+    return path[: path.rfind("/") + 1]
 
 
 def same_site(url: str, other: str, scope: Literal["host", "domain", "any"]) -> bool:
     """Whether ``other`` is in the crawl scope of ``url``.
 
     ``"host"``: same :func:`host_key` (scheme, host and port). ``"domain"``:
-    same registrable-ish domain, ignoring scheme and port -- the last two
-    labels, or three under a short second level of a two-letter TLD
-    (``a.example.co.uk`` ~ ``b.example.co.uk``); IP addresses only match
-    themselves. ``"any"``: always true. Raises :class:`InvalidURL` for an
-    unusable URL and ``ValueError`` for an unknown scope.
+    same :func:`registrable_domain` by the Public Suffix List, ignoring scheme
+    and port (``a.example.co.uk`` ~ ``b.example.co.uk``, ``alice.github.io``
+    !~ ``bob.github.io``); IP addresses only match themselves. ``"any"``:
+    always true. (``--scope prefix`` is not symmetric: see :func:`in_prefix`.)
+    Raises :class:`InvalidURL` for an unusable URL and ``ValueError`` for an
+    unknown scope.
     """
     if scope == "host":
         return host_key(url) == host_key(other)
     if scope == "domain":
-        return _site_of(url) == _site_of(other)
+        return registrable_domain(url) == registrable_domain(other)
     if scope == "any":
         return True
     raise ValueError(f"unknown scope {scope!r}: expected 'host', 'domain' or 'any'")

@@ -11,7 +11,9 @@ from politecrawl.urls import (
     DEFAULT_STRIP_PARAMS,
     MAX_URL_BYTES,
     host_key,
+    in_prefix,
     normalize,
+    registrable_domain,
     robots_url,
     same_site,
     trap_reason,
@@ -473,7 +475,18 @@ def test_robots_url(url, expected):
         ("http://a.example.com.au/", "http://b.example.com.au/", "domain", True),
         ("http://a.example.com.au/", "http://other.com.au/", "domain", False),
         ("http://www.example.de/", "http://shop.example.de/", "domain", True),
-        ("http://a.co.de/", "http://b.co.de/", "domain", False),  # 'co' under a 2-letter TLD
+        ("http://a.co.de/", "http://b.co.de/", "domain", False),  # co.de is a public suffix (private section)
+        # Public Suffix List, private section included: each github.io site has its own owner.
+        ("https://alice.github.io/", "https://bob.github.io/", "domain", False),
+        ("https://alice.github.io/a", "https://www.alice.github.io/b", "domain", True),
+        ("http://example.co.uk/", "http://other.co.uk/", "domain", False),
+        ("http://a.example.co.uk/", "https://b.example.co.uk:8443/", "domain", True),
+        ("http://a.b.kawasaki.jp/", "http://c.b.kawasaki.jp/", "domain", False),  # *.kawasaki.jp
+        ("http://www.city.kawasaki.jp/", "http://city.kawasaki.jp/", "domain", True),  # !city.kawasaki.jp
+        ("http://bücher.de/", "http://www.xn--bcher-kva.de/", "domain", True),
+        ("http://github.io/", "http://alice.github.io/", "domain", False),  # a suffix is its own site
+        ("http://127.0.0.1/", "http://127.0.0.1:8080/", "domain", True),
+        ("http://127.0.0.1/", "http://127.0.0.2/", "domain", False),
         ("http://example.co/", "http://www.example.co/", "domain", True),
         ("http://10.0.0.1/", "http://10.0.0.1:8080/", "domain", True),
         ("http://10.0.0.1/", "http://11.0.0.1/", "domain", False),
@@ -487,6 +500,63 @@ def test_robots_url(url, expected):
 def test_same_site(url, other, scope, expected):
     assert same_site(url, other, scope) is expected
     assert same_site(other, url, scope) is expected
+
+
+@_table(
+    ("http://www.example.com/", "example.com"),
+    ("https://a.b.example.co.uk:8443/x", "example.co.uk"),
+    ("http://alice.github.io/", "alice.github.io"),
+    ("http://github.io/", "github.io"),
+    ("http://city.kawasaki.jp/", "city.kawasaki.jp"),
+    ("http://a.b.kawasaki.jp/", "a.b.kawasaki.jp"),
+    ("http://localhost:8080/", "localhost"),
+    ("http://intranet/", "intranet"),
+    ("http://a.b.unknowntld/", "b.unknowntld"),  # not in the list: the PSL's default rule "*"
+    ("http://10.1.2.3:81/", "10.1.2.3"),
+    ("http://[2001:db8::1]:81/", "[2001:db8::1]"),
+    ("http://例え.テスト/", "xn--r8jz45g.xn--zckzah"),
+)
+def test_registrable_domain(url, expected):
+    assert registrable_domain(url) == expected
+
+
+@pytest.mark.parametrize("url", ["ftp://a/", "http://", "relative/x"])
+def test_registrable_domain_invalid(url):
+    with pytest.raises(InvalidURL):
+        registrable_domain(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "seed", "expected"),
+    [
+        ("https://x.org/docs/intro.html", "https://x.org/docs/intro.html", True),
+        ("https://x.org/docs/", "https://x.org/docs/intro.html", True),
+        ("https://x.org/docs/a/b?q=1", "https://x.org/docs/intro.html", True),
+        ("https://x.org/docs", "https://x.org/docs/intro.html", False),  # the directory's own page: outside
+        ("https://x.org/docsx/a", "https://x.org/docs/intro.html", False),
+        ("https://x.org/", "https://x.org/docs/intro.html", False),
+        ("https://x.org/blog/a", "https://x.org/docs/", False),
+        ("https://x.org/anything", "https://x.org/docs", True),  # last '/' is the root
+        ("https://x.org/anything", "https://x.org/", True),
+        ("https://x.org/docs/a", "https://x.org/docs/?lang=en", True),  # the query does not count
+        ("https://x.org/docs/../admin", "https://x.org/docs/", False),  # compared normalized
+        ("https://x.org/docs/%7Eme", "https://x.org/docs/~me/", False),  # '/' after ~me missing
+        ("https://x.org/docs/%7Eme/a", "https://x.org/docs/~me/", True),
+        ("https://x.org/Docs/a", "https://x.org/docs/", False),  # paths are case-sensitive
+        ("HTTPS://X.ORG:443/docs/a", "https://x.org/docs/", True),
+        ("http://x.org/docs/a", "https://x.org/docs/", False),  # scheme
+        ("https://x.org:8443/docs/a", "https://x.org/docs/", False),  # port
+        ("https://www.x.org/docs/a", "https://x.org/docs/", False),  # host
+    ],
+)
+def test_in_prefix(url, seed, expected):
+    assert in_prefix(url, seed) is expected
+
+
+@pytest.mark.parametrize(("url", "seed"), [("ftp://x.org/docs/a", "https://x.org/docs/"), ("https://x.org/", "nope")])
+def test_in_prefix_invalid(url, seed):
+    with pytest.raises(InvalidURL):
+        in_prefix(url, seed)
 
 
 def test_same_site_unknown_scope():
