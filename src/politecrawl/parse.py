@@ -16,7 +16,16 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Link", "Page", "RobotsDirectives", "combine", "parse_html", "decode_body", "robots_directives"]
+__all__ = [
+    "Link",
+    "Page",
+    "RobotsDirectives",
+    "combine",
+    "parse_html",
+    "decode_body",
+    "refresh_url",
+    "robots_directives",
+]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
 _WS = re.compile(r"\s+")
@@ -136,6 +145,54 @@ def combine(a: RobotsDirectives, b: RobotsDirectives) -> RobotsDirectives:
                             min(dates) if dates else None)
 
 
+_ASCII_WS = " \t\n\f\r"
+
+
+def refresh_url(content: str) -> str | None:
+    """The URL of a ``<meta http-equiv="refresh" content=...>``, as written, or None.
+
+    Read as browsers do (HTML's "shared declarative refresh steps"): a delay, then
+    ``;`` or ``,``, then the URL with or without ``url=`` (any case), in quotes or not
+    (``5; url='/next'``, ``0;URL=/next``, ``0, /next``). None when the value is not a
+    refresh at all or only reloads the page itself (``5``, ``5;``).
+    """
+    return _parse_refresh(content)[1]
+
+
+def _parse_refresh(content: str) -> tuple[bool, str | None]:
+    """(is a refresh at all, its URL or None for the page itself)."""
+    s = content.lstrip(_ASCII_WS)
+    i = 0
+    n = len(s)
+    while i < n and s[i].isascii() and s[i].isdigit():
+        i += 1
+    if i == 0 and not s.startswith("."):
+        return False, None  # no delay: not a refresh
+    while i < n and ((s[i].isascii() and s[i].isdigit()) or s[i] == "."):
+        i += 1  # a fractional part is allowed and ignored
+    if i < n:
+        if s[i] not in ";," and s[i] not in _ASCII_WS:
+            return False, None
+        while i < n and s[i] in _ASCII_WS:
+            i += 1
+        if i < n and s[i] in ";,":
+            i += 1
+        while i < n and s[i] in _ASCII_WS:
+            i += 1
+    if i >= n:
+        return True, None  # only a delay: the page reloads itself
+    rest = s[i:]
+    if rest[:3].lower() == "url":
+        after = rest[3:].lstrip(_ASCII_WS)
+        if after.startswith("="):
+            rest = after[1:].lstrip(_ASCII_WS)
+    if rest[:1] in ("'", '"'):
+        quote, rest = rest[0], rest[1:]
+        rest = rest.partition(quote)[0]
+    rest = rest.strip(_ASCII_WS)
+    return True, rest or None
+
+
 def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", header_charset: str | None = None,
                max_links: int = 1000) -> Page:
     """Parse an HTML document fetched from ``base_url``. Never raises."""
@@ -177,6 +234,19 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
             break
 
     links: list[Link] = []
+    # A refresh is a redirect the server wrote into the page: followed like a link, ahead of
+    # the <a> links (the first refresh that parses is the one a browser acts on).
+    for meta in tree.css("meta[http-equiv]"):
+        if (meta.attributes.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        content = meta.attributes.get("content")
+        if content is None:
+            continue
+        is_refresh, target = _parse_refresh(content)
+        if is_refresh:
+            if target and not target.startswith(("#", "javascript:", "mailto:", "tel:", "data:")) and max_links > 0:
+                links.append(Link(target))
+            break
     for a in tree.css("a[href]"):
         if len(links) >= max_links:
             break

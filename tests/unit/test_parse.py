@@ -1,0 +1,95 @@
+"""parse.py: <meta http-equiv="refresh"> is followed as a link of the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from politecrawl.parse import Link, parse_html, refresh_url
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("5; url=/next", "/next"),
+        ("0;url=/next", "/next"),
+        ("0; URL=/next", "/next"),
+        ("0; Url = /next", "/next"),
+        ("0;url='/next'", "/next"),
+        ('0; url="/next page"', "/next page"),
+        ("0; url='/next'trailing", "/next"),  # text after the closing quote is not the URL
+        ("0; url='/unclosed", "/unclosed"),
+        ("0, /next", "/next"),  # a comma separates too
+        ("0 /next", "/next"),  # and whitespace
+        ("0;/next", "/next"),  # no url= at all
+        ("  3  ;  url=https://other.example/x  ", "https://other.example/x"),
+        ("2.5; url=/frac", "/frac"),  # fractional delays are allowed
+        (".5; url=/dot", "/dot"),
+        ("0; urlfoo", "urlfoo"),  # 'url' not followed by '=' is part of the URL
+        ("0; url", "url"),
+        ("5", None),  # only a delay: reloads the page itself
+        ("5;", None),
+        ("5; url=", None),
+        ("5; url=''", None),
+        ("", None),
+        ("url=/next", None),  # no delay: not a refresh
+        ("-1; url=/next", None),
+        ("5x; url=/next", None),
+    ],
+)
+def test_refresh_url(content, expected):
+    assert refresh_url(content) == expected
+
+
+def _page(head: str, body: str = "<p>text</p>", **kwargs):
+    return parse_html(f"<html><head>{head}</head><body>{body}</body></html>", "http://h/dir/page", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("head", "hrefs"),
+    [
+        ('<meta http-equiv="refresh" content="5; url=/next">', ["/next"]),
+        ('<meta http-equiv="Refresh" content="0;URL=\'new.html\'">', ["new.html"]),
+        ("<META HTTP-EQUIV=REFRESH CONTENT='0; url=/upper'>", ["/upper"]),
+        ('<meta http-equiv=" refresh " content="0; /spaced">', ["/spaced"]),
+        ('<meta http-equiv="refresh" content="30">', []),  # a reload of itself is no new link
+        ('<meta http-equiv="refresh">', []),
+        ('<meta http-equiv="content-type" content="0; url=/not-a-refresh">', []),
+        ('<meta name="refresh" content="0; url=/not-http-equiv">', []),
+        ('<meta http-equiv="refresh" content="0; url=javascript:alert(1)">', []),
+        ('<meta http-equiv="refresh" content="0; url=#top">', []),
+        # the first one that parses is the one a browser acts on
+        ('<meta http-equiv="refresh" content="0; url=/a"><meta http-equiv="refresh" content="0; url=/b">', ["/a"]),
+        ('<meta http-equiv="refresh" content="bogus"><meta http-equiv="refresh" content="0; url=/b">', ["/b"]),
+        ('<meta http-equiv="refresh" content="9"><meta http-equiv="refresh" content="0; url=/b">', []),
+    ],
+)
+def test_meta_refresh_becomes_a_link(head, hrefs):
+    page = _page(head)
+    assert [link.href for link in page.links] == hrefs
+    assert all(link == Link(link.href) for link in page.links)  # no anchor, not nofollow
+
+
+def test_meta_refresh_comes_before_the_anchors_and_resolves_against_the_base():
+    page = _page(
+        '<base href="http://h/other/"><meta http-equiv="refresh" content="0; url=next.html">',
+        '<a href="/a">A</a>',
+    )
+    assert [link.href for link in page.links] == ["next.html", "/a"]
+    assert page.base == "http://h/other/"
+
+
+def test_meta_refresh_in_the_body_counts():
+    page = _page("", '<meta http-equiv="refresh" content="1; url=/from-body"><p>x</p>')
+    assert [link.href for link in page.links] == ["/from-body"]
+
+
+@pytest.mark.parametrize(("max_links", "hrefs"), [(0, []), (1, ["/next"]), (2, ["/next", "/a"])])
+def test_meta_refresh_counts_towards_max_links(max_links, hrefs):
+    page = _page('<meta http-equiv="refresh" content="0; url=/next">', '<a href="/a">A</a><a href="/b">B</a>',
+                 max_links=max_links)
+    assert [link.href for link in page.links] == hrefs
+
+
+def test_meta_refresh_content_is_not_page_text():
+    page = _page('<title>T</title><meta http-equiv="refresh" content="0; url=/next">', "<p>hello</p>")
+    assert (page.title, page.text) == ("T", "hello")
