@@ -120,6 +120,9 @@ def cli(config: str | None, verbose: bool) -> None:
               help="Follow links on the seeds' hosts (and hosts a seed redirects to), their registrable "
                    "domains (Public Suffix List), below the seeds' paths (prefix: /docs/intro.html keeps "
                    f"/docs/…), or anywhere. {_d('scope')}")
+@click.option("--ca-bundle", default=None, metavar="FILE",
+              help="Trust the certificate authorities in FILE (PEM) instead of the system's; SSL_CERT_FILE "
+                   "works too. Proxies come from HTTP_PROXY / HTTPS_PROXY / NO_PROXY.")
 @click.option("--include", multiple=True, metavar="REGEX",
               help="Only follow links whose normalized URL matches REGEX (repeatable; any may match).")
 @click.option("--exclude", multiple=True, metavar="REGEX",

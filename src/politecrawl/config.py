@@ -122,6 +122,9 @@ class Settings:
     """Longest silence between two reads of a response."""
     total_timeout: float = 60.0
     """Longest a whole request may take (a trickling server is cut off)."""
+    ca_bundle: str | None = None
+    """PEM file of certificate authorities to trust instead of the system's (a site behind a
+    private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, NO_PROXY."""
     max_attempts: int = 3
     """Tries per URL on transient errors before it is recorded as failed."""
     lease_seconds: float | None = None

@@ -937,6 +937,7 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             total_timeout=settings.total_timeout,
+            ca_bundle=settings.ca_bundle,
             recorder=warc,
         ) as fetcher:
             await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop,

@@ -17,6 +17,7 @@ Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -106,6 +107,7 @@ class Fetcher:
         session: aiohttp.ClientSession | None = None,
         clock: Callable[[], float] = time.time,
         min_body_rate: float | None = None,
+        ca_bundle: str | None = None,
         recorder=None,
     ) -> None:
         #: an object with ``record(result, kind)`` (``politecrawl.warc.WarcWriter``): every fetch
@@ -120,6 +122,9 @@ class Fetcher:
         )
         self._session = session
         self._own_session = session is None
+        # Certificates are checked against the system's CAs (SSL_CERT_FILE / SSL_CERT_DIR honoured,
+        # as OpenSSL does), or against ca_bundle when given (a site behind a private CA).
+        self._ssl = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
 
     async def __aenter__(self) -> "Fetcher":
         if self._session is None:
@@ -128,11 +133,13 @@ class Fetcher:
                 limit_per_host=2,  # the store allows one request per host; 2 leaves room for a closing socket
                 ttl_dns_cache=300,
                 enable_cleanup_closed=True,
+                ssl=self._ssl,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=self.timeout,
                 auto_decompress=True,
+                trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as curl and wget read them
                 cookie_jar=aiohttp.DummyCookieJar(),  # no cookies: every request is a stranger's
                 max_line_size=16 * 1024,
                 max_field_size=16 * 1024,
@@ -200,6 +207,11 @@ class Fetcher:
                             resp.close()
                             break
                     result.body = bytes(body)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            # The host's certificate is not trusted: one clear reason (it shows in status --hosts).
+            result.error = f"TLS certificate not trusted: {exc.certificate_error}"[:200]
+            result.status = None
+            result.unreachable = True
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
             # failure, not one URL's.

@@ -182,3 +182,21 @@ def test_an_http_site_that_redirects_to_https_is_crawled_politely_on_the_default
     found = run_cli("search", "hermit crabs", "--db", db, cwd=str(tmp_path))
     assert found.returncode == 0, found.stderr
     assert "crabs.html" in found.stdout, found.stdout
+
+
+def test_a_certificate_nobody_trusts_is_one_clear_line_and_ca_bundle_trusts_it(nginx_site, tmp_path):
+    https_seed = nginx_site["https"] + "/"
+    db = str(tmp_path / "untrusted.db")
+    out = run_cli("crawl", https_seed, "--db", db, "--max-time", "6", "-q", cwd=str(tmp_path), timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    hosts = run_cli("status", "--db", db, "--hosts", cwd=str(tmp_path))
+    assert "TLS certificate not trusted" in hosts.stdout, hosts.stdout
+    log = _access_log(nginx_site["log"])
+    assert not any(r["port"] == nginx_site["https_port"] and r["uri"] != "/robots.txt" for r in log)  # fail closed
+    trusted = str(tmp_path / "trusted.db")
+    out = run_cli("crawl", https_seed, "--db", trusted, "--ca-bundle", str(nginx_site["ca"]), "--max-time", "60", "-q",
+                  cwd=str(tmp_path), timeout=90)
+    assert out.returncode == 0, out.stderr[-2000:]
+    pages = {r["uri"] for r in _access_log(nginx_site["log"]) if r["status"] == 200}
+    assert "/crabs.html" in pages
