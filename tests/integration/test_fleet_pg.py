@@ -185,7 +185,7 @@ def test_two_machines_three_hosts_gaps_one_open_request_and_audit(fleet, sandbox
     seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1",
                      "--min-delay", "0.3", "-q")
     assert seed.returncode == 0, seed.stderr
-    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "15", "-q")
+    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "25", "-q")
                 for _ in range(2)]
     results = [fleet.finish(m) for m in machines]
     for code, _, err in results:
