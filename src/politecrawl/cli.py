@@ -201,9 +201,14 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
         click.echo(f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
                    f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
                    "('politecrawl status' lists them)", err=quiet)
+    if report.worker_errors:
+        # The store or the disk failed under the workers: one line, the first reason.
+        more = len(report.worker_errors) - 1
+        _fail(report.worker_errors[0] + (f" (and {more} more worker{'s' if more > 1 else ''})" if more else "")
+              + f"; the store keeps what was recorded: resume with 'politecrawl crawl --db {settings.db}'")
     if report.failed_workers:
         click.echo(f"politecrawl: error: {report.failed_workers} of {settings.workers} worker processes did not "
-                   f"exit cleanly (see the lines above); the store keeps everything: resume with "
+                   f"exit cleanly (killed or crashed); the store keeps everything: resume with "
                    f"'politecrawl crawl --db {settings.db}'", err=True)
         sys.exit(3)
 

@@ -23,7 +23,7 @@ import time
 import uuid
 from urllib.parse import urlsplit
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Sequence
 
@@ -904,8 +904,9 @@ class StopSignal:
 
 
 def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, idle_poll: float | None = None,
-                    deadline: float | None = None) -> None:
-    """Entry point of one worker process."""
+                    deadline: float | None = None, errors=None) -> None:
+    """Entry point of one worker process. A failure that is not one page's (the store or the
+    disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=getattr(logging, level, logging.WARNING),
@@ -913,7 +914,10 @@ def _worker_process(settings: Settings, scope_args: tuple, stop_event, counter, 
     try:
         asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline))
     except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
-        print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
+        if errors is not None:
+            errors.put(f"worker {os.getpid()}: {exc}")
+        else:
+            print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
         sys.exit(3)
 
 
@@ -951,13 +955,16 @@ async def _worker_async(settings: Settings, scope: CrawlScope, stop_event, count
 def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, counter=None,
                 on_tick: Callable[[], None] | None = None, tick: float = 1.0, deadline: float | None = None,
                 idle_poll: float | None = None) -> int:
-    """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly."""
+    """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly
+    and the one-line errors the others reported."""
     ctx = mp.get_context("spawn")
+    errors = ctx.SimpleQueue()
     stop_event = stop_event or StopSignal()
     counter = counter if counter is not None else ctx.Value("q", 0)
     scope_args = scope.args()
     procs = [
-        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll, deadline),
+        ctx.Process(target=_worker_process, args=(settings, scope_args, stop_event, counter, idle_poll, deadline,
+                                                  errors),
                     daemon=False,
                     name=f"politecrawl-worker-{i}")
         for i in range(settings.workers)
@@ -980,7 +987,16 @@ def run_workers(settings: Settings, scope: CrawlScope, *, stop_event=None, count
             if p.is_alive():
                 p.terminate()
                 p.join(5)
-    return sum(1 for p in procs if p.exitcode == 0)
+    reported = []
+    while not errors.empty():
+        reported.append(errors.get())
+    return WorkersResult(clean=sum(1 for p in procs if p.exitcode == 0), errors=reported)
+
+
+@dataclass(frozen=True)
+class WorkersResult:
+    clean: int  # worker processes that exited cleanly
+    errors: list[str]  # one line each from those that stopped on an error (the store, the disk)
 
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
@@ -1040,8 +1056,10 @@ class CrawlReport:
     seconds: float
     stopped_by: str  # done | max-pages | max-time | signal
     status: dict
-    #: Worker processes that did not exit cleanly (killed, crashed, a store that stayed down).
+    #: Worker processes that did not exit cleanly (killed, crashed, a store that stayed down) …
     failed_workers: int = 0
+    #: … and the one-line reasons of those that could say why.
+    worker_errors: list[str] = field(default_factory=list)
     #: Hosts with URLs left that are paused (parked, low-yield): how many, and when the first is due.
     paused_hosts: int = 0
     paused_until: float | None = None
@@ -1126,8 +1144,8 @@ class Crawler:
                     on_progress(status)
 
             try:
-                clean = run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick,
-                                    deadline=deadline, idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+                workers = run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick,
+                                      deadline=deadline, idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
             finally:
                 indexer.shutdown(wait=True)
             if indexing:
@@ -1155,7 +1173,8 @@ class Crawler:
                 seconds=end - started,
                 stopped_by=why,
                 status=status,
-                failed_workers=s.workers - clean,
+                failed_workers=s.workers - workers.clean,
+                worker_errors=workers.errors,
                 paused_hosts=len(paused),
                 paused_until=min((h["next_allowed_at"] for h in paused), default=None),
                 unindexed=0 if fleet_worker else max(0, status["pages_stored"] - status["indexed"]),
