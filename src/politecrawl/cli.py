@@ -489,7 +489,8 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
     if follow:
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     try:
-        n = (rebuild_index if rebuild else update_index)(store, index_dir)
+        # One-shot: an index that cannot be written is an error here (exit 2), not a warning.
+        n = rebuild_index(store, index_dir) if rebuild else update_index(store, index_dir, strict=True)
         click.echo(f"indexed: {n} changed pages looked at ({index_dir})")
         while follow and not stop:
             try:
