@@ -347,6 +347,43 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                        f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
 
 
+# --------------------------------------------------------------------------- why
+@cli.command()
+@click.argument("url")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as one JSON object.")
+@click.pass_context
+def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
+    """Why URL was (or was not) fetched, or why it waits: the decisions and their evidence.
+
+    Its state and reason; whether a link to it is followed (scope, --include/--exclude, trap
+    rules); what the robots.txt in force says; its page (duplicate, alias, noindex, indexed);
+    its host's wait and why; every request made for it and where the answer is archived.
+    """
+    from .crawler import CrawlScope
+    from .robots import product_token
+    from .store import open_store
+    from .why import explain, render
+
+    settings = _settings(ctx, **flags)
+    store = open_store(settings.db, create=False)
+    try:
+        # The crawl's own rules, as stored with it (a flag here does not change what was decided).
+        stored = json.loads(store.get_meta("fleet_settings") or "{}")
+        known = {k: (tuple(v) if isinstance(v, list) else v) for k, v in stored.items()
+                 if k in Settings.__dataclass_fields__}
+        crawl_settings = settings.replace(**known)
+        seeds = tuple(json.loads(store.get_meta("seeds") or "[]"))
+        scope = CrawlScope(crawl_settings.scope, seeds, crawl_settings.max_depth, frozenset(store.scope_hosts()),
+                           crawl_settings.include, crawl_settings.exclude)
+        agent = product_token(store.get_meta("user_agent") or crawl_settings.user_agent)
+        report = explain(url, evidence_for=store.url_evidence, scope=scope, settings=crawl_settings, agent=agent,
+                         now=time.time() + store.clock_offset)
+    finally:
+        store.close()
+    click.echo(json.dumps(report, indent=2, default=str) if as_json else render(report))
+
+
 # --------------------------------------------------------------------------- audit
 @cli.command()
 @db_option

@@ -94,3 +94,35 @@ def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/docs/intro.html")], min_delay=0.05, workers=1, scope="prefix")
     assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/docs/intro.html", "/docs/guide/a.html"}
+
+
+def test_why_explains_each_decision_with_its_evidence(sandbox_factory, db_path, tmp_path):
+    host = SandboxHost("127.0.0.52", robots="User-agent: *\nDisallow: /private/\nCrawl-delay: 0.2\n", pages={
+        "/": page("Home", ["/a", "/private/x", "/copy", "/skip/me"]), "/a": page("Same words", body="same text here"),
+        "/copy": page("Same words", body="same text here"), "/private/x": page("Secret")})
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, exclude=(r"/skip/",))
+
+    def why(url: str) -> dict:
+        out = run_cli("why", url, "--db", db_path, "--json", cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    fetched = why(host.url("/a"))
+    assert fetched["frontier"]["state"] == "done" and fetched["verdict"].startswith("done")
+    assert fetched["requests"] and fetched["requests"][0]["status"] == 200
+    assert fetched["robots.txt"]["allows this URL"] is True and fetched["robots.txt"]["crawl_delay"] == 0.2
+    secret = why(host.url("/private/x"))
+    assert secret["frontier"]["state"] == "disallowed" and secret["robots.txt"]["allows this URL"] is False
+    assert secret["requests"] == []  # never asked
+    copy, first = why(host.url("/copy")), host.url("/a")
+    dup = next(p for p in (copy, fetched) if p["page"]["duplicate of"])
+    assert (first in dup["page"]["duplicate of"]) or (host.url("/copy") in dup["page"]["duplicate of"])
+    skipped = why(host.url("/skip/me"))
+    assert "excluded" in skipped["verdict"] and skipped["links_followed"].startswith("no")
+    elsewhere = why("http://127.0.0.99/other")
+    assert "out of scope" in elsewhere["links_followed"]
+    text = run_cli("why", host.url("/a"), "--db", db_path, cwd=str(tmp_path))
+    assert text.returncode == 0 and "verdict: done" in text.stdout and "requests (1)" in text.stdout, text.stdout
+    bad = run_cli("why", "http://[oops", "--db", db_path, cwd=str(tmp_path))
+    assert bad.returncode == 0 and "not a URL" in bad.stdout and "Traceback" not in bad.stderr

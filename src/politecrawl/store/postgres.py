@@ -702,6 +702,12 @@ class PostgresStore:
 
         return self._idempotent(tx, "requeue URLs due for a recrawl")
 
+    def url_evidence(self, url: str, host: str) -> dict:
+        """What the store knows about one URL (``politecrawl why``)."""
+        from .evidence import url_evidence
+
+        return self._read(lambda conn: url_evidence(conn, self._dialect, url, host), "explain a URL")
+
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
         rows = self._read(lambda conn: conn.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host")

@@ -377,6 +377,13 @@ class SQLiteStore:
                 db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return len(rows)
 
+    def url_evidence(self, url: str, host: str) -> dict:
+        """What the store knows about one URL (``politecrawl why``)."""
+        from .evidence import url_evidence
+
+        with self._lock:
+            return url_evidence(self._db, DIALECT, url, host)
+
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
         with self._lock:

@@ -1,0 +1,36 @@
+"""What the store knows about one URL, for ``politecrawl why``: the same reads on both stores."""
+
+from __future__ import annotations
+
+from .common import Dialect
+
+__all__ = ["url_evidence"]
+
+
+def _rows(cur) -> list[dict]:
+    cols = [c[0] for c in cur.description]
+    return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+
+def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
+    """The URL's frontier row, page, fetch history and host row (each None / empty if unknown)."""
+    ph = d.ph
+    frontier = _rows(conn.execute(
+        "SELECT id, url, host, depth, state, attempts, outcome, discovered_at, finished_at, next_fetch_at, kind"
+        f" FROM frontier WHERE url = {ph}", (url,)))
+    page = None
+    if frontier:
+        pages = _rows(conn.execute(
+            "SELECT p.status, p.content_type, p.fetched_at, p.title, p.duplicate_of, p.duplicate_kind, p.alias_of,"
+            " p.noindex, p.indexed_at, f.url AS duplicate_url FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
+            f" WHERE p.url_id = {ph}", (frontier[0]["id"],)))
+        page = pages[0] if pages else None
+    history = _rows(conn.execute(
+        "SELECT host, kind, started_at, ended_at, status, bytes, error, response_seconds, retry_after, warc_file,"
+        f" warc_offset FROM fetch_log WHERE url = {ph} ORDER BY started_at", (url,)))
+    hosts = _rows(conn.execute(
+        "SELECT host, next_allowed_at, wait_reason, delay, pending, robots_status, robots_body, robots_fetched_at,"
+        " robots_expires_at, robots_via, crawl_delay, response_time, failures, last_error, lease_owner, in_scope"
+        f" FROM hosts WHERE host = {ph}", (host,)))
+    return {"frontier": frontier[0] if frontier else None, "page": page, "history": history,
+            "host": hosts[0] if hosts else None}

@@ -1,0 +1,123 @@
+"""``politecrawl why URL``: the decisions about one URL and the evidence behind each (pure).
+
+Built from what the store recorded (``Store.url_evidence``) and the crawl's own rules (its
+settings, seeds and the hosts its seeds redirected to): whether the URL is in the frontier and
+why it ended as it did; whether a link to it would be followed (scope, filters, trap rules);
+what the robots.txt in force says; its page (duplicate, alias, noindex, indexed); its host's
+wait and why; and every request made for it, with where the answer is archived.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import urls
+from .errors import InvalidURL
+from .robots import RobotsTxt
+
+__all__ = ["explain", "render"]
+
+
+def _when(t: float | None, now: float) -> str | None:
+    if t is None:
+        return None
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    delta = t - now
+    if abs(delta) < 1:
+        return f"{stamp} (now)"
+    return f"{stamp} (in {delta:.0f} s)" if delta > 0 else f"{stamp} ({-delta:.0f} s ago)"
+
+
+def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: float) -> dict[str, Any]:
+    """The explanation as a dict (what ``--json`` prints). ``evidence_for(url, host)`` is the store's."""
+    out: dict[str, Any] = {"url": raw_url}
+    try:
+        url = urls.normalize(raw_url)
+    except InvalidURL as exc:
+        out["verdict"] = f"not a URL politecrawl can fetch: {exc}"
+        return out
+    host = urls.host_key(url)
+    out.update(normalized=url, host=host)
+    ev = evidence_for(url, host)
+
+    # Would a link to it be followed?
+    trap = urls.trap_reason(url, max_url_length=settings.max_url_length, max_query_params=settings.max_query_params,
+                            max_repeated_segment=settings.max_repeated_segment)
+    if trap is not None:
+        follow = f"no: crawl-trap rule {trap}"
+    elif not scope.allows(url, host):
+        follow = (f"no: out of scope (--scope {scope.mode}; seeds: {', '.join(scope.seeds) or 'none'}"
+                  + (f"; hosts seeds redirected to: {', '.join(sorted(scope.extra_hosts))}" if scope.extra_hosts else "")
+                  + ")")
+    elif (why := scope.filtered(url)) is not None:
+        follow = f"no: {why} by --include/--exclude"
+    else:
+        follow = "yes"
+    out["links_followed"] = follow
+
+    row = ev["frontier"]
+    if row is None:
+        out["verdict"] = ("not in the crawl: no crawled page linked to it (a link to it would be followed)"
+                          if follow == "yes" else f"not in the crawl: a link to it is not followed ({follow[4:]})")
+    else:
+        out["frontier"] = {"state": row["state"], "reason": row["outcome"], "depth": row["depth"],
+                           "attempts": row["attempts"], "kind": row["kind"],
+                           "discovered": _when(row["discovered_at"], now), "finished": _when(row["finished_at"], now),
+                           "due_again": _when(row["next_fetch_at"], now)}
+        out["verdict"] = f"{row['state']}" + (f": {row['outcome']}" if row["outcome"] else "")
+
+    h = ev["host"]
+    if h is not None:
+        robots: dict[str, Any] = {"status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
+                                  "fetched": _when(h["robots_fetched_at"], now),
+                                  "expires": _when(h["robots_expires_at"], now)}
+        if h["robots_via"]:
+            robots["redirect in progress"] = h["robots_via"]
+        if h["robots_status"] == "parsed" and h["robots_body"] is not None:
+            rules = RobotsTxt.parse(bytes(h["robots_body"]))
+            robots["allows this URL"] = rules.is_allowed(agent, url)
+            robots["crawl_delay"] = rules.crawl_delay(agent)
+        elif h["robots_status"] == "allow-all":
+            robots["allows this URL"] = True
+        out["robots.txt"] = robots
+        out["host_state"] = {
+            "next request": _when(h["next_allowed_at"], now) if h["next_allowed_at"] else "now",
+            "why it waits": h["wait_reason"], "delay owed after a response (s)": h["delay"],
+            "in flight": bool(h["lease_owner"]), "URLs queued": h["pending"], "failures": h["failures"],
+            "last error": h["last_error"], "joined the scope by a seed's redirect": bool(h["in_scope"]),
+        }
+    page = ev["page"]
+    if page is not None:
+        out["page"] = {"status": page["status"], "content type": page["content_type"],
+                       "fetched": _when(page["fetched_at"], now), "title": page["title"],
+                       "duplicate of": (f"{page['duplicate_url']} ({page['duplicate_kind']})"
+                                        if page["duplicate_of"] is not None else None),
+                       "alias of (redirect or canonical)": page["alias_of"], "noindex": bool(page["noindex"]),
+                       "indexed": _when(page["indexed_at"], now)}
+    out["requests"] = [
+        {"started": _when(r["started_at"], now), "took_s": round(r["ended_at"] - r["started_at"], 3),
+         "status": r["status"], "error": r["error"], "bytes": r["bytes"], "kind": r["kind"], "host": r["host"],
+         "retry_after": r["retry_after"],
+         "archived": f"{r['warc_file']}@{r['warc_offset']}" if r["warc_file"] else None}
+        for r in ev["history"]
+    ]
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    """The explanation as indented text."""
+    lines = [f"{report.get('normalized', report['url'])}", f"  verdict: {report['verdict']}"]
+    if "links_followed" in report:
+        lines.append(f"  a link to it is followed: {report['links_followed']}")
+    for section in ("frontier", "robots.txt", "host_state", "page"):
+        if report.get(section):
+            lines.append(f"  {section.replace('_', ' ')}:")
+            lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None]
+    if report.get("requests"):
+        lines.append(f"  requests ({len(report['requests'])}):")
+        for r in report["requests"]:
+            what = r["status"] if r["status"] is not None else f"no answer ({r['error']})"
+            extra = f", archived {r['archived']}" if r["archived"] else ""
+            lines.append(f"    {r['started']}: {r['kind']} -> {what} in {r['took_s']} s, {r['bytes']} bytes{extra}")
+    return "\n".join(lines)
