@@ -59,6 +59,17 @@ class CrashLoop:
         self.restarts_with_seeds = 0
 
 
+def _wait_until_gone(proc: subprocess.Popen, seconds: float = 10) -> None:
+    """Until every process of ``proc``'s group has exited (at most ``seconds``)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+
+
 def _stored_seeds(db: str) -> bool:
     if not Path(db).exists():
         return False
@@ -103,14 +114,7 @@ def crashed(tmp_path_factory, reliability):
                 loop.kills.append(time.time())  # after the kill: a request sent just before it is in flight
                 proc.communicate(timeout=30)
                 loop.killed_before_exit += 1
-            # wait for every process of the group to be gone before the restart
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                try:
-                    os.killpg(proc.pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.05)
+            _wait_until_gone(proc)  # every process of the group, before the restart
         proc = _start(db, [], str(tmp))
         try:
             out, err = proc.communicate(timeout=150)
@@ -286,13 +290,7 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
             os.killpg(proc.pid, signal.SIGKILL)
             kills.append(time.time())
             proc.communicate(timeout=30)
-        deadline = time.time() + 10  # the whole group gone before the restart, as a supervisor would wait
-        while time.time() < deadline:
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.02)
+        _wait_until_gone(proc)  # the whole group gone before the restart, as a supervisor would wait
     proc = start([])
     try:
         _, err = proc.communicate(timeout=180)
