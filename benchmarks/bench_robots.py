@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing
 
-from politecrawl.robots import RobotsTxt, _normalize, _path_params_query  # noqa: E402
+from politecrawl.robots import RobotsTxt, _normalize, _normalize_path, _path_params_query  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "robots"  # vendored, see PROVENANCE.md there
 USER_AGENT = "politecrawl/0.1 (+https://example.org/bot)"
@@ -113,7 +113,7 @@ def _reference_matches(path: str, pattern: str) -> bool:
 
 def reference_allowed(rules: list[tuple[bool, str]], url: str) -> bool:
     """Brute force over every rule: longest pattern wins, Allow wins ties."""
-    path = _normalize(_path_params_query(url))
+    path = _normalize_path(_path_params_query(url))
     best = None
     for allow, pattern in rules:
         pattern = _normalize(pattern)

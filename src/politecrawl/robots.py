@@ -11,12 +11,15 @@ Usage::
     rules = RobotsTxt.parse(body)          # never raises, any bytes or str
     rules.is_allowed("politecrawl/0.1 (+https://x)", "https://h/p?q")
     rules.crawl_delay("politecrawl")       # float seconds or None
+    rules.content_signals("politecrawl")   # {"search": False, ...} from Content-Signal lines
     rules.sitemaps                         # absolute sitemap URLs
 
 How a decision is made (RFC 9309 §2.2):
 
-* The product token is taken from the caller's User-Agent (`product_token`)
-  and compared case-insensitively with the user-agent lines.
+* The product token is taken from the caller's User-Agent (`product_token`:
+  a bare token, ``politecrawl/0.1 (+https://x)`` or the browser-compatible
+  ``Mozilla/5.0 (compatible; politecrawl/0.1; +https://x)``) and compared
+  case-insensitively with the user-agent lines.
 * All groups naming that agent are merged; the ``*`` groups apply only when
   no group names the agent (they are never merged with a specific group).
 * Among the matching rules the longest pattern wins; on a tie Allow wins.
@@ -25,6 +28,14 @@ How a decision is made (RFC 9309 §2.2):
   normalization (§2.2.2): non-ASCII octets (and controls, space) encoded as
   UTF-8 ``%XX`` with upper-case hex, ``%XX`` of unreserved characters
   decoded, other ``%xx`` upper-cased, a stray ``%`` written as ``%25``.
+  So ``/%7Efoo`` and ``/~foo`` are one, in rules and in URLs, while ``%2F``
+  stays distinct from ``/`` in the path. In the query, ``/ : ? @`` are data
+  and equal their escapes (§2.2.2's table: ``?baz=https://foo.bar`` is
+  ``?baz=https%3A%2F%2Ffoo.bar``). A URL's ``*`` and ``$`` are characters,
+  compared as ``%2A`` and ``%24``, which is how a rule spells them (§2.2.3).
+* ``Content-Signal: search=no, ai-train=no`` lines (contentsignals.org) are
+  read per group, chosen like the rules; they never change what may be
+  fetched, only what the fetched pages may be used for.
 * ``/robots.txt`` itself is always allowed (§2.2.2).
 
 Decisions where the RFC is silent or ambiguous (the ``interpretation`` cases
@@ -122,7 +133,7 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 # Record names, lower-cased. RFC 9309 §2.2 names plus the misspellings
 # Google accepts (§2.2.4: "crawlers may accept common misspellings").
-_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY = range(5)
+_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
 _KEYS = {
     "user-agent": _USER_AGENT,
     "useragent": _USER_AGENT,
@@ -138,7 +149,11 @@ _KEYS = {
     "site-map": _SITEMAP,
     "crawl-delay": _CRAWL_DELAY,
     "crawldelay": _CRAWL_DELAY,
+    "content-signal": _CONTENT_SIGNAL,
 }
+
+# Content-Signal values (contentsignals.org): ``yes`` grants a use, ``no`` reserves it.
+_SIGNAL_VALUES = {"yes": True, "no": False}
 
 # One %-escape (or a stray '%'), or a run of octets that must be escaped.
 # A character class and a fixed escape: linear, nothing to backtrack into.
@@ -187,16 +202,41 @@ def product_token(user_agent: str) -> str:
 
     Accepts a bare token (``"politecrawl"``) or a whole User-Agent header
     (``"politecrawl/0.1 (+https://x)"``): the token is the leading run of
-    RFC 9110 token characters, so it ends at ``/``, a space or ``(``.
+    RFC 9110 token characters, so it ends at ``/``, a space or ``(``. In the
+    browser-compatible form ``"Mozilla/5.0 (compatible; politecrawl/0.1; +https://x)"``
+    it is the product named first after ``compatible;``.
     """
     if not isinstance(user_agent, str):
         user_agent = _as_text(user_agent)
     s = user_agent.lstrip(_WS)
+    token = _leading_token(s)
+    if token.lower() == "mozilla":
+        # The browser-compatible form, "Mozilla/5.0 (compatible; ExampleBot/0.1; +https://...)"
+        # (RFC 9309 §2.2.1's own example): the crawler names itself in the comment.
+        named = _compatible_token(s)
+        if named:
+            return named
+    return token
+
+
+def _leading_token(s: str) -> str:
     end = 0
     n = len(s)
     while end < n and s[end] in _TCHARS:
         end += 1
     return s[:end]
+
+
+def _compatible_token(user_agent: str) -> str:
+    """``ExampleBot`` from ``Mozilla/5.0 (compatible; ExampleBot/0.1; ...)``, else ``""``."""
+    open_at = user_agent.find("(")
+    if open_at < 0:
+        return ""
+    comment = user_agent[open_at + 1 :].partition(")")[0]
+    first, sep, rest = comment.partition(";")
+    if not sep or first.strip(_WS).lower() != "compatible":
+        return ""
+    return _leading_token(rest.lstrip(_WS))
 
 
 def is_valid_product_token(token: str | None) -> bool:
@@ -253,14 +293,75 @@ def _escape_one(match: re.Match[str]) -> str:
 
 
 def _normalize(text: str) -> str:
-    """Canonical percent-encoded form of a path or pattern (RFC 9309 §2.2.2).
+    """Canonical percent-encoded form of a rule's pattern (RFC 9309 §2.2.2, §2.2.3).
 
-    ``*`` and ``$`` are printable ASCII and pass through, so a pattern keeps
-    its wildcards; an encoded ``%2A`` stays encoded and stays literal.
+    ``*`` and a final ``$`` are the pattern's special characters and pass
+    through; an encoded ``%2A`` or ``%24`` stays encoded and stays literal, and
+    so does a ``$`` before the end (written ``%24``, as a URL's ``$`` is: see
+    :func:`_normalize_path`). The query is made canonical by :func:`_canonical_query`.
     """
-    if text.isascii() and text.isprintable() and " " not in text and "%" not in text:
+    if (
+        text.isascii()
+        and text.isprintable()
+        and " " not in text
+        and "%" not in text
+        and "$" not in text[:-1]
+    ):
         return text  # the common case: nothing to do
-    return _NEEDS_WORK.sub(_escape_one, text)
+    text = _NEEDS_WORK.sub(_escape_one, text)
+    if "$" in text[:-1]:
+        # Only a final '$' anchors (Google reads one elsewhere as the character itself).
+        text = text[:-1].replace("$", "%24") + text[-1]
+    return _canonical_query(text)
+
+
+def _normalize_path(text: str) -> str:
+    """Canonical percent-encoded form of a URL's path[;params][?query].
+
+    The same as :func:`_normalize`, except that a URL has no special
+    characters: its ``*`` and ``$`` are written ``%2A`` and ``%24``, so the
+    pattern ``/file-%2A.html`` matches the URL ``/file-*.html`` and ``/foo-%24``
+    matches ``/foo-$`` (RFC 9309 §2.2.3), while a pattern's ``*`` still matches
+    anything.
+    """
+    if (
+        text.isascii()
+        and text.isprintable()
+        and " " not in text
+        and "%" not in text
+        and "*" not in text
+        and "$" not in text
+    ):
+        return text  # the common case: nothing to do
+    text = _NEEDS_WORK.sub(_escape_one, text)
+    if "*" in text or "$" in text:
+        text = text.replace("*", "%2A").replace("$", "%24")
+    return _canonical_query(text)
+
+
+# In a query, these reserved characters are data, never delimiters (RFC 3986 §3.4 allows
+# them raw there): their escapes and the characters themselves are one. RFC 9309 §2.2.2's
+# own example matches /foo/bar?baz=https://foo.bar and /foo/bar?baz=https%3A%2F%2Ffoo.bar
+# alike. In the path they stay distinct: /a%2Fb is not /a/b.
+_QUERY_DATA_ESCAPES = (("%2F", "/"), ("%3A", ":"), ("%3F", "?"), ("%40", "@"))
+
+
+def _canonical_query(text: str) -> str:
+    """Decode ``%2F %3A %3F %40`` after the first ``?`` of normalized text.
+
+    Decoded rather than encoded so that a ``*`` before the query still spans a
+    ``/`` inside it (``/*/print`` keeps matching ``/p?next=/print``).
+    Normalized text has a ``%`` only at the start of an escape, so the
+    replacements cannot cut one in two.
+    """
+    mark = text.find("?")
+    if mark < 0 or "%" not in text[mark:]:
+        return text
+    query = text[mark:]
+    for escape, char in _QUERY_DATA_ESCAPES:
+        if escape in query:
+            query = query.replace(escape, char)
+    return text[:mark] + query
 
 
 def _first_of_path_chars(url: str, start: int) -> int:
@@ -314,6 +415,21 @@ class _Group:
     agents: list[str] = field(default_factory=list)  # lower-case, may hold "*"
     rules: list[tuple[bool, str]] = field(default_factory=list)  # (allow, normalized pattern)
     crawl_delay: float | None = None
+    signals: dict[str, bool] = field(default_factory=dict)  # Content-Signal: use -> granted
+
+
+def _parse_signals(value: str, into: dict[str, bool]) -> None:
+    """Add ``search=yes, ai-train=no`` to `into`; a ``no`` is never overridden by a ``yes``.
+
+    Unknown values and junk items are skipped; use names are lower-cased.
+    """
+    for item in value.split(","):
+        name, sep, answer = item.partition("=")
+        name = name.strip(_WS).lower()
+        granted = _SIGNAL_VALUES.get(answer.strip(_WS).lower())
+        if not sep or not name or granted is None:
+            continue
+        into[name] = into.get(name, True) and granted
 
 
 class _Wild:
@@ -630,16 +746,18 @@ def _allow_patterns(value: str) -> list[str]:
     return patterns
 
 
-def _parse_groups(body: bytes) -> tuple[list[_Group], list[str]]:
+def _parse_groups(body: bytes) -> tuple[list[_Group], list[str], dict[str, bool]]:
     """Groups and sitemaps of a body (RFC 9309 §2.1, §2.2).
 
     A group is a run of user-agent lines followed by rules; a user-agent
     line after a rule starts the next group. Only allow/disallow end the
     run of user-agent lines: other records (crawl-delay, sitemap, junk)
     "MUST NOT interfere" (§2.2.4). Rules before any user-agent line belong
-    to no group and are ignored.
+    to no group and are ignored; Content-Signal lines before any user-agent
+    line apply to every agent (a reservation is honoured wherever it is written).
     """
     groups: list[_Group] = []
+    file_signals: dict[str, bool] = {}
     sitemaps: list[str] = []
     seen_sitemaps: set[str] = set()
     current: _Group | None = None
@@ -677,7 +795,10 @@ def _parse_groups(body: bytes) -> tuple[list[_Group], list[str]]:
                 # Several values in one group: keep the slowest (politest).
                 if current.crawl_delay is None or delay > current.crawl_delay:
                     current.crawl_delay = delay
-    return groups, sitemaps
+        elif kind == _CONTENT_SIGNAL:
+            # Like crawl-delay, it belongs to the group and does not end its user-agent lines.
+            _parse_signals(value, file_signals if current is None else current.signals)
+    return groups, sitemaps, file_signals
 
 
 def _normalize_sitemap(value: str) -> str | None:
@@ -703,12 +824,13 @@ _MAX_MEMO = 64
 class RobotsTxt:
     """Parsed robots.txt rules. Build with `parse` or `allow_all`."""
 
-    __slots__ = ("_groups", "_by_agent", "_star", "_memo", "sitemaps")
+    __slots__ = ("_groups", "_by_agent", "_star", "_memo", "_file_signals", "sitemaps")
 
-    def __init__(self, groups: list[_Group], sitemaps: list[str]) -> None:
+    def __init__(self, groups: list[_Group], sitemaps: list[str], file_signals: dict[str, bool] | None = None) -> None:
         """Internal: use `RobotsTxt.parse` or `RobotsTxt.allow_all`."""
         self._groups = groups
         self.sitemaps: list[str] = sitemaps
+        self._file_signals: dict[str, bool] = file_signals or {}
         self._by_agent: dict[str, list[_Group]] = {}
         self._star: list[_Group] = []
         for group in groups:
@@ -726,13 +848,21 @@ class RobotsTxt:
             body = _utf8(body)
         elif not isinstance(body, bytes):
             body = _utf8(_as_text(body))
-        groups, sitemaps = _parse_groups(body)
-        return cls(groups, sitemaps)
+        groups, sitemaps, file_signals = _parse_groups(body)
+        return cls(groups, sitemaps, file_signals)
 
     @classmethod
     def allow_all(cls) -> RobotsTxt:
         """No rules: what a 4xx robots.txt means (RFC 9309 §2.3.1.3)."""
         return cls([], [])
+
+    def _groups_for(self, user_agent: str) -> list[_Group]:
+        """The groups that apply to a User-Agent (RFC 9309 §2.2.1), possibly none."""
+        token = product_token(user_agent).lower()
+        groups = self._by_agent.get(token) if token else None
+        if groups is None:
+            groups = self._star  # '*' only when no group names the agent
+        return groups
 
     def _rules_for(self, user_agent: str) -> _RuleSet:
         """The rule set for a User-Agent, compiled once per object."""
@@ -741,10 +871,7 @@ class RobotsTxt:
         rules = self._memo.get(user_agent)
         if rules is not None:
             return rules
-        token = product_token(user_agent).lower()
-        groups = self._by_agent.get(token) if token else None
-        if groups is None:
-            groups = self._star  # '*' only when no group names the agent
+        groups = self._groups_for(user_agent)
         if not groups:
             rules = _ALLOW_EVERYTHING
         else:
@@ -765,7 +892,7 @@ class RobotsTxt:
             return True
         if not isinstance(url, str):
             url = _as_text(url)
-        path = _normalize(_path_params_query(url))
+        path = _normalize_path(_path_params_query(url))
         if path == "/robots.txt":
             return True  # RFC 9309 §2.2.2: implicitly allowed
         return rules.allows(path)
@@ -777,6 +904,24 @@ class RobotsTxt:
         merged groups disagree the largest value wins.
         """
         return self._rules_for(user_agent).crawl_delay
+
+    def content_signals(self, user_agent: str) -> dict[str, bool]:
+        """The Content-Signal uses granted (True) or reserved (False) for the agent.
+
+        ``Content-Signal: search=yes, ai-train=no`` in the agent's group(s) --
+        chosen as for the rules: specific, else ``*`` -- gives
+        ``{"search": True, "ai-train": False}``. A use not mentioned is absent:
+        neither granted nor reserved. Lines before the first group apply to
+        every agent. When merged groups or repeated lines disagree, ``no`` wins.
+        A fresh dict each call: the caller may change it.
+        """
+        if not isinstance(user_agent, str):
+            user_agent = _as_text(user_agent)
+        signals = dict(self._file_signals)
+        for group in self._groups_for(user_agent):
+            for name, granted in group.signals.items():
+                signals[name] = signals.get(name, True) and granted
+        return signals
 
     def __repr__(self) -> str:
         return f"RobotsTxt(groups={len(self._groups)}, sitemaps={len(self.sitemaps)})"

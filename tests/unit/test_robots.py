@@ -31,7 +31,17 @@ UA = "politecrawl/0.1 (+https://example.org/bot)"
         ("PoliteCrawl/2", "PoliteCrawl"),
         ("  politecrawl/0.1", "politecrawl"),
         ("politecrawl (+https://x)", "politecrawl"),
-        ("Mozilla/5.0 (compatible; Googlebot/2.1)", "Mozilla"),
+        # the browser-compatible form names the crawler after "compatible;" (RFC 9309 §2.2.1)
+        ("Mozilla/5.0 (compatible; Googlebot/2.1)", "Googlebot"),
+        ("Mozilla/5.0 (compatible; politecrawl/0.1; +https://x)", "politecrawl"),
+        ("Mozilla/5.0 (Compatible;politecrawl)", "politecrawl"),
+        ("mozilla/5.0 (compatible; ExampleBot/0.1; https://www.example.com/bot.html)", "ExampleBot"),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36", "Mozilla"),  # a browser
+        ("Mozilla/5.0 (compatible)", "Mozilla"),
+        ("Mozilla/5.0 (compatible; )", "Mozilla"),
+        ("Mozilla/5.0 (X11; compatible; Foo)", "Mozilla"),  # "compatible" must come first
+        ("Mozilla/5.0", "Mozilla"),
+        ("otherbot/1 (compatible; politecrawl)", "otherbot"),  # only Mozilla defers to the comment
         ("Foo Bar", "Foo"),
         ("foo-bot_x/1", "foo-bot_x"),
         ("", ""),
@@ -349,9 +359,16 @@ def _reference_matches(path: str, pattern: str) -> bool:
 
 
 def _reference_allowed(rules: list[tuple[bool, str]], path: str) -> bool:
-    """Longest matching pattern wins, Allow wins ties, no match allows."""
+    """Longest matching pattern wins, Allow wins ties, no match allows.
+
+    Brute force over the texts the matcher compares (RFC 9309 §2.2.2: after
+    percent-encoding normalization, where a URL's ``*`` and ``$`` are plain
+    characters, written encoded, and a ``$`` before a pattern's end too).
+    """
     best = None
+    path = robots._normalize_path(path)
     for allow, pattern in rules:
+        pattern = robots._normalize(pattern)
         if pattern and _reference_matches(path, pattern):
             key = (len(pattern), allow)
             if best is None or key > best:
@@ -380,3 +397,248 @@ def test_normalization_is_idempotent_and_ascii(text):
     once = robots._normalize(text)
     assert once.isascii()
     assert robots._normalize(once) == once
+    path = robots._normalize_path(text)
+    assert path.isascii() and "*" not in path and "$" not in path
+    assert robots._normalize_path(path) == path
+
+
+# -- RFC 9309's own examples -----------------------------------------------------
+# Every example in the RFC's text, as its figure or table gives it (the section leads the id).
+
+_RFC_5_1 = """User-Agent: *
+Disallow: *.gif$
+Disallow: /example/
+Allow: /publications/
+
+User-Agent: foobot
+Disallow:/
+Allow:/example/page.html
+Allow:/example/allowed.gif
+
+User-Agent: barbot
+User-Agent: bazbot
+Disallow: /example/page.html
+
+User-Agent: quxbot
+
+EOF
+"""
+_RFC_5_2 = "User-Agent: foobot\nAllow: /example/page/\nDisallow: /example/page/disallowed.gif\n"
+_RFC_FIGURE_2 = "user-agent: ExampleBot\ndisallow: /foo\ndisallow: /bar\n\nuser-agent: ExampleBot\ndisallow: /baz\n"
+_RFC_FIGURE_3 = "user-agent: *\ndisallow: /foo\ndisallow: /bar\n\nuser-agent: BazBot\ndisallow: /baz\n"
+_RFC_EXAMPLE_UA = "Mozilla/5.0 (compatible; ExampleBot/0.1; https://www.example.com/bot.html)"
+_W = "https://www.example.com"
+_STAR = "user-agent: *\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "body", "agent", "url", "allowed"),
+    [
+        # §5.1: the '*' group, for agents without a group of their own
+        ("5.1 star gif", _RFC_5_1, "otherbot", _W + "/img/cat.gif", False),
+        ("5.1 star gif not suffix", _RFC_5_1, "otherbot", _W + "/cat.gif.html", True),
+        ("5.1 star example", _RFC_5_1, "otherbot", _W + "/example/x", False),
+        ("5.1 star publications", _RFC_5_1, "otherbot", _W + "/publications/a", True),
+        ("5.1 star rest", _RFC_5_1, "otherbot", _W + "/about", True),
+        # §5.1 foobot: only /example/page.html and /example/allowed.gif
+        ("5.1 foobot page", _RFC_5_1, "foobot", _W + "/example/page.html", True),
+        ("5.1 foobot gif", _RFC_5_1, "foobot", _W + "/example/allowed.gif", True),
+        ("5.1 foobot other", _RFC_5_1, "foobot", _W + "/example/other", False),
+        ("5.1 foobot root", _RFC_5_1, "foobot", _W + "/", False),
+        ("5.1 foobot no star rules", _RFC_5_1, "foobot", _W + "/publications/", False),
+        # §5.1 barbot and bazbot share a group
+        ("5.1 barbot page", _RFC_5_1, "barbot", _W + "/example/page.html", False),
+        ("5.1 bazbot page", _RFC_5_1, "bazbot", _W + "/example/page.html", False),
+        ("5.1 barbot rest", _RFC_5_1, "barbot", _W + "/example/other", True),
+        ("5.1 bazbot gif", _RFC_5_1, "bazbot", _W + "/x.gif", True),
+        # §5.1 quxbot: an empty last group allows everything
+        ("5.1 quxbot page", _RFC_5_1, "quxbot", _W + "/example/page.html", True),
+        ("5.1 quxbot gif", _RFC_5_1, "quxbot", _W + "/x.gif", True),
+        # §5.2: the longest match wins
+        ("5.2 longest disallow", _RFC_5_2, "foobot", _W + "/example/page/disallowed.gif", False),
+        ("5.2 longest allow", _RFC_5_2, "foobot", _W + "/example/page/other.gif", True),
+        # §2.2.1 Figure 1: the product token inside a full User-Agent header
+        ("2.2.1 fig 1 header", "user-agent: ExampleBot\ndisallow: /\n", _RFC_EXAMPLE_UA, "https://h/x", False),
+        ("2.2.1 case-insensitive", "user-agent: examplebot\ndisallow: /\n", "EXAMPLEBOT", "https://h/x", False),
+        # §2.2.1 Figure 2: groups for the same token are merged
+        ("2.2.1 fig 2 foo", _RFC_FIGURE_2, "ExampleBot", "/foo", False),
+        ("2.2.1 fig 2 bar", _RFC_FIGURE_2, "ExampleBot", "/bar", False),
+        ("2.2.1 fig 2 baz", _RFC_FIGURE_2, "ExampleBot", "/baz", False),
+        ("2.2.1 fig 2 rest", _RFC_FIGURE_2, "ExampleBot", "/qux", True),
+        # §2.2.1 Figure 3: no group names ExampleBot, so the '*' group applies
+        ("2.2.1 fig 3 foo", _RFC_FIGURE_3, "ExampleBot", "/foo", False),
+        ("2.2.1 fig 3 bar", _RFC_FIGURE_3, "ExampleBot", "/bar", False),
+        ("2.2.1 fig 3 baz", _RFC_FIGURE_3, "ExampleBot", "/baz", True),
+        ("2.2.1 fig 3 BazBot", _RFC_FIGURE_3, "BazBot", "/foo", True),
+        # §2.2.1: no matching group and no '*' group: no rules apply
+        ("2.2.1 no group", "user-agent: BazBot\ndisallow: /\n", "ExampleBot", "/x", True),
+        ("2.2.1 no groups at all", "", "ExampleBot", "/x", True),
+        # §2.2.2: no match, or no rules in the group, means allowed; /robots.txt always is
+        ("2.2.2 no match", _STAR + "disallow: /a\n", "x", "/b", True),
+        ("2.2.2 robots.txt", _STAR + "disallow: /\n", "x", "/robots.txt", True),
+        ("2.2.2 allow wins tie", _STAR + "disallow: /a\nallow: /a\n", "x", "/a", True),
+        ("2.2.2 case-sensitive", _STAR + "disallow: /A\n", "x", "/a", True),
+        ("2.2.2 starts at the path", _STAR + "disallow: /a\n", "x", "/b/a", True),
+        ("2.2.2 rule outside any group", "disallow: /\nuser-agent: *\nallow: /x\n", "x", "/y", True),
+        # §2.2.2 table: a rule written as the "path" column matches the "path to match" one
+        ("2.2.2 table 1", _STAR + "disallow: /foo/bar?baz=quz\n", "x", "/foo/bar?baz=quz", False),
+        ("2.2.2 table 2", _STAR + "disallow: /foo/bar?baz=https://foo.bar\n", "x",
+         "/foo/bar?baz=https%3A%2F%2Ffoo.bar", False),
+        ("2.2.2 table 2 reverse", _STAR + "disallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n", "x",
+         "/foo/bar?baz=https://foo.bar", False),
+        ("2.2.2 table 3", _STAR + "disallow: /foo/bar/\u30c4\n", "x", "/foo/bar/%E3%83%84", False),
+        ("2.2.2 table 3 reverse", _STAR + "disallow: /foo/bar/%E3%83%84\n", "x", "/foo/bar/\u30c4", False),
+        ("2.2.2 table 4", _STAR + "disallow: /foo/bar/%E3%83%84\n", "x", "/foo/bar/%E3%83%84", False),
+        ("2.2.2 table 5", _STAR + "disallow: /foo/bar/%62%61%7A\n", "x", "/foo/bar/baz", False),
+        ("2.2.2 table 5 reverse", _STAR + "disallow: /foo/bar/baz\n", "x", "/foo/bar/%62%61%7A", False),
+        # §2.2.3: the special characters, and their percent-encoded forms matched verbatim
+        ("2.2.3 comment", _STAR + "disallow: /a # comment in line\n# comment on its own line\n", "x", "/a", False),
+        ("2.2.3 $ exact", _STAR + "disallow: /this/path/exactly$\n", "x", "/this/path/exactly", False),
+        ("2.2.3 $ longer", _STAR + "disallow: /this/path/exactly$\n", "x", "/this/path/exactly/x", True),
+        ("2.2.3 * one", _STAR + "disallow: /this/*/exactly\n", "x", "/this/a/exactly", False),
+        ("2.2.3 * many", _STAR + "disallow: /this/*/exactly\n", "x", "/this/a/b/exactly", False),
+        ("2.2.3 * needs the slashes", _STAR + "disallow: /this/*/exactly\n", "x", "/this/exactly", True),
+        ("2.2.3 %2A", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x", _W + "/path/file-with-a-*.html", False),
+        ("2.2.3 %2A is no wildcard", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x",
+         _W + "/path/file-with-a-b.html", True),
+        ("2.2.3 %2A encoded url", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x",
+         _W + "/path/file-with-a-%2a.html", False),
+        ("2.2.3 %24", _STAR + "disallow: /path/foo-%24\n", "x", _W + "/path/foo-$", False),
+        ("2.2.3 %24 is no anchor", _STAR + "disallow: /path/foo-%24\n", "x", _W + "/path/foo-", True),
+        # §2.2.4: a sitemap record does not end a group
+        ("2.2.4 sitemap in group", "user-agent: a\nsitemap: https://h/s.xml\nuser-agent: b\ndisallow: /\n", "a",
+         "/x", False),
+    ],
+)
+def test_rfc9309_examples(case, body, agent, url, allowed):
+    assert RobotsTxt.parse(body).is_allowed(agent, url) is allowed
+
+
+# -- percent-encoding equivalence, both directions -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "path", "matches"),
+    [
+        ("/%7Efoo", "/~foo", True),
+        ("/~foo", "/%7Efoo", True),
+        ("/%7efoo", "/~foo", True),  # lower-case hex
+        ("/~foo", "/%7efoo", True),
+        ("/%41%42c", "/ABc", True),  # unreserved letters
+        ("/ABc", "/%41%42c", True),
+        ("/a%2Fb", "/a%2fb", True),
+        ("/a%2Fb", "/a/b", False),  # %2F is not a path separator
+        ("/a/b", "/a%2Fb", False),
+        ("/a%3Fb", "/a?b", False),  # nor %3F the start of the query
+        ("/a?b", "/a%3Fb", False),
+        ("/q?u=a/b", "/q?u=a%2Fb", True),  # in the query, '/' is data either way
+        ("/q?u=a%2Fb", "/q?u=a/b", True),
+        ("/q?u=a:b@c?d", "/q?u=a%3Ab%40c%3Fd", True),
+        ("/q?u=a%3Ab%40c%3Fd", "/q?u=a:b@c?d", True),
+        ("/q?u=a%26b", "/q?u=a&b", False),  # '&' separates parameters: not data
+        ("/q?u=a%3Db", "/q?u=a=b", False),
+        ("/*/print", "/p?next=/print", True),  # a '*' still spans a '/' of the query
+        ("/*/print", "/p?next=%2Fprint", True),
+        ("/%E3%83%84", "/\u30c4", True),
+        ("/\u30c4", "/%e3%83%84", True),
+        ("/a%20b", "/a b", True),
+        ("/a b", "/a%20b", True),
+        ("/%", "/%25", True),  # a stray '%' is the octet '%'
+        ("/%25", "/%", True),
+        ("/%2525", "/%25", False),
+        ("/a$b", "/a$b", True),  # a '$' before the end is the character itself
+        ("/a$b", "/a%24b", True),
+        ("/a%24", "/a$", True),
+        ("/a$", "/a$", False),  # a final '$' anchors: "/a", then the end
+        ("/a$", "/a", True),
+        ("/a%2A", "/a*", True),
+        ("/a%2A", "/ab", False),
+        ("/a*", "/a%2A", True),
+    ],
+)
+def test_percent_encoding_equivalence(rule, path, matches):
+    rules = RobotsTxt.parse(f"User-agent: *\nDisallow: {rule}\n")
+    assert rules.is_allowed(UA, "https://h" + path) is not matches
+
+
+# -- full User-Agent headers -------------------------------------------------------
+
+_OWN_GROUP = "User-agent: *\nDisallow: /\n\nUser-agent: politecrawl\nDisallow: /private\n"
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "politecrawl",
+        "PoliteCrawl",
+        "politecrawl/0.1",
+        "politecrawl/0.1 (+https://x)",
+        "Mozilla/5.0 (compatible; politecrawl/0.1; +https://x)",
+        "Mozilla/5.0 (compatible; PoliteCrawl)",
+    ],
+)
+def test_is_allowed_takes_a_full_user_agent_header(agent):
+    rules = RobotsTxt.parse(_OWN_GROUP)
+    assert rules.is_allowed(agent, "https://h/public") is True
+    assert rules.is_allowed(agent, "https://h/private/x") is False
+
+
+@pytest.mark.parametrize("agent", ["Mozilla/5.0 (Windows NT 10.0)", "otherbot/1.0 (politecrawl)", ""])
+def test_other_user_agents_get_the_star_group(agent):
+    assert RobotsTxt.parse(_OWN_GROUP).is_allowed(agent, "https://h/public") is False
+
+
+# -- Content-Signal ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "agent", "signals"),
+    [
+        ("User-Agent: *\nContent-Signal: search=no, ai-train=no\nAllow: /\n", UA,
+         {"search": False, "ai-train": False}),
+        ("User-Agent: *\nContent-Signal: ai-train=no, search=yes, ai-input=yes\nAllow: /\n", UA,
+         {"ai-train": False, "search": True, "ai-input": True}),
+        ("user-agent: *\ncontent-signal:SEARCH = No ,AI-Train=YES\n", UA, {"search": False, "ai-train": True}),
+        ("User-Agent: *\nAllow: /\n", UA, {}),  # nothing said: neither granted nor reserved
+        ("", UA, {}),
+        # chosen like the rules: the specific group, not '*'
+        ("User-agent: *\nContent-Signal: search=no\nAllow: /\n\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
+         UA, {"search": True}),
+        # no rule between them: '*' and politecrawl are one group (RFC 9309 §2.1), "no" wins
+        ("User-agent: *\nContent-Signal: search=no\n\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
+         UA, {"search": False}),
+        ("User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
+         UA, {}),
+        ("User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
+         "otherbot", {"search": False}),
+        ("User-agent: *\nContent-Signal: search=no\n", "Mozilla/5.0 (compatible; politecrawl/0.1)",
+         {"search": False}),
+        # merged groups and repeated lines: a "no" is never undone by a "yes"
+        ("User-agent: politecrawl\nContent-Signal: search=no\nDisallow: /a\n\n"
+         "User-agent: politecrawl\nContent-Signal: search=yes, ai-input=yes\n", UA,
+         {"search": False, "ai-input": True}),
+        ("User-agent: *\nContent-Signal: search=yes\nContent-Signal: search=no\n", UA, {"search": False}),
+        # it does not end the run of user-agent lines: both agents share the group
+        ("User-agent: a\nContent-Signal: search=no\nUser-agent: politecrawl\nDisallow: /x\n", UA,
+         {"search": False}),
+        # before any group: for every agent, combined with the group's
+        ("Content-Signal: ai-train=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n", UA,
+         {"ai-train": False, "search": True}),
+        ("Content-Signal: search=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n", UA,
+         {"search": False}),
+        # junk is skipped, the rest kept
+        ("User-agent: *\nContent-Signal: search=maybe, =no, ai-train, ai-input=no,,\n", UA, {"ai-input": False}),
+        ("User-agent: *\nContent-Signal: search=no # reserved\n", UA, {"search": False}),
+    ],
+)
+def test_content_signals(body, agent, signals):
+    assert RobotsTxt.parse(body).content_signals(agent) == signals
+
+
+def test_content_signal_lines_change_no_rule():
+    rules = RobotsTxt.parse("User-agent: *\nContent-Signal: search=no\nDisallow: /x\n")
+    assert rules.is_allowed(UA, "https://h/y") is True
+    assert rules.is_allowed(UA, "https://h/x") is False
+    rules.content_signals(UA)["search"] = True  # a fresh dict: the parsed file is not changed
+    assert rules.content_signals(UA) == {"search": False}
+    assert RobotsTxt.allow_all().content_signals(UA) == {}
