@@ -28,7 +28,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field, replace
 
-from .politeness import SLOW_DOWN_STATUSES, DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from .politeness import (SLOW_DOWN_STATUSES, DelayPolicy, HostHistory, Observation, decide, parse_retry_after,
+                         policy_for_host)
 from .robots import RobotsTxt
 
 __all__ = ["HostAudit", "AuditReport", "audit"]
@@ -111,11 +112,13 @@ def _max_open(rows: list[dict]) -> int:
 
 
 def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
-          policy: DelayPolicy | None = None, tolerance: float = TOLERANCE) -> AuditReport:
+          policy: DelayPolicy | None = None, host_settings=(), tolerance: float = TOLERANCE) -> AuditReport:
     """Check every host's requests against what the evidence says it was owed.
 
     ``policy`` is the crawl's delay policy (min delay, adaptive factor, backoff …; default
     ``DelayPolicy()``); its Crawl-delay cap is raised to the default if it is lower.
+    ``host_settings`` are the crawl's per-host settings (``Settings.hosts``): a host given a
+    longer min delay is owed it.
     """
     policy = policy or DelayPolicy()
     policy = replace(policy, max_crawl_delay=max(policy.max_crawl_delay, DelayPolicy().max_crawl_delay))
@@ -150,6 +153,7 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
         if gaps:
             h.min_gap, h.median_gap = min(gaps), statistics.median(gaps)
 
+        host_policy = policy_for_host(policy, host_settings, host)
         history = HostHistory()
         retry_until = 0.0
         owed_delays: list[float] = []
@@ -171,7 +175,7 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
             host_level = row["kind"] == "robots" or row["status"] in SLOW_DOWN_STATUSES
             decision = decide(history, Observation(ended_at=row["ended_at"], status=row["status"],
                                                    response_seconds=row.get("response_seconds"),
-                                                   retry_after=retry_after, host_level=host_level), policy)
+                                                   retry_after=retry_after, host_level=host_level), host_policy)
             history = replace(history, response_time=decision.response_time, failures=decision.failures)
             owed_delays.append(decision.delay_after(row["ended_at"]))
             if nxt is None:

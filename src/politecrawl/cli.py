@@ -413,7 +413,9 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         crawl_settings = json.loads(store.get_meta("fleet_settings") or "{}")
         known = {k: v for k, v in crawl_settings.items() if k in DelayPolicy.__dataclass_fields__}
         policy = DelayPolicy.from_settings(settings.replace(**known))
-        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy)
+        host_settings = tuple(tuple(row) for row in crawl_settings.get("hosts", ()))
+        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy,
+                           host_settings=host_settings)
     finally:
         store.close()
     data = report.as_dict()

@@ -108,6 +108,10 @@ class Settings:
     """Failures (net of successes) after which a host is parked (its URLs kept)."""
     park_seconds: float = 6 * 3_600.0
     """How long a parked host rests before it is tried again by itself."""
+    hosts: tuple[tuple[str, float | None, int | None], ...] = ()
+    """Per-host settings, from ``[hosts."docs.example.org"]`` tables in politecrawl.toml:
+    (host name, min_delay, host_page_budget). They can only make the crawler slower or smaller
+    for that host: a min_delay below the global one, or a budget above it, is ignored."""
     robots_ttl: float = 86_400.0
     """Seconds a fetched robots.txt stays valid (RFC 9309 §2.4: 24 h)."""
     per_ip_limit: int = 4
@@ -201,6 +205,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         return None
     if name in _PATTERNS:
         return _patterns(name, raw, source)
+    if name == "hosts":
+        return _host_settings(raw, source)
     try:
         if "bool" in kind:
             if isinstance(raw, bool):
@@ -245,6 +251,34 @@ def _patterns(name: str, raw: Any, source: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+#: What a [hosts."NAME"] table may set, and its type.
+_HOST_KEYS = {"min_delay": float, "host_page_budget": int}
+
+
+def _host_settings(raw: Any, source: str) -> tuple[tuple[str, float | None, int | None], ...]:
+    """``{"docs.example.org": {"min_delay": 5}}`` (a TOML table) or the stored tuple form."""
+    if isinstance(raw, (list, tuple)):  # as stored with a crawl (JSON) or already parsed
+        return tuple((str(h), d, b) for h, d, b in raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: hosts must be a table of [hosts.\"NAME\"] tables")
+    out = []
+    for name, table in sorted(raw.items()):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: hosts.{name} must be a table (min_delay, host_page_budget)")
+        unknown = set(table) - set(_HOST_KEYS)
+        if unknown:
+            raise ConfigError(f"{source}: hosts.{name}: unknown setting {sorted(unknown)[0]!r}"
+                              f" (per host: {', '.join(_HOST_KEYS)})")
+        try:
+            values = {k: _HOST_KEYS[k](v) for k, v in table.items()}
+        except (TypeError, ValueError):
+            raise ConfigError(f"{source}: hosts.{name}: values must be numbers") from None
+        if any(v < 0 for v in values.values()):
+            raise ConfigError(f"{source}: hosts.{name}: values must not be negative")
+        out.append((str(name).lower(), values.get("min_delay"), values.get("host_page_budget")))
+    return tuple(out)
+
+
 def _from_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
@@ -258,6 +292,8 @@ def _from_file(path: Path) -> dict[str, Any]:
     table = data.get("politecrawl", data)
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [politecrawl] must be a table")
+    if table is not data and "hosts" in data and "hosts" not in table:
+        table = {**table, "hosts": data["hosts"]}  # [hosts."NAME"] beside [politecrawl]
     return {k.replace("-", "_"): _coerce(k.replace("-", "_"), v, str(path)) for k, v in table.items()}
 
 

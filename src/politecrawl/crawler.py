@@ -34,7 +34,7 @@ from .errors import ConfigError, InvalidURL, PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
 from .freshness import next_revisit
 from .parse import Page, combine, parse_html, robots_directives
-from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after, policy_for_host
 from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
@@ -446,7 +446,7 @@ class Worker:
         except asyncio.CancelledError:
             # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
             # the host, which is owed its delay from now; the URL goes back to the queue.
-            wait = max(self.settings.min_delay, claim.delay)
+            wait = max(self._policy(claim.host).min_delay, claim.delay)
             stopped = Outcome(next_allowed_at=self.now() + wait, delay=wait, wait_reason="stopped",
                               url_state="queued" if claim.url_id is not None else None,
                               url_outcome="stopped before the answer")
@@ -454,7 +454,7 @@ class Worker:
             raise
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
-            wait = max(self.settings.min_delay, self.policy.backoff_base, 2 * claim.delay)
+            wait = max(self._policy(claim.host).min_delay, self.policy.backoff_base, 2 * claim.delay)
             outcome = Outcome(
                 next_allowed_at=self.now() + wait,
                 delay=wait,
@@ -511,8 +511,23 @@ class Worker:
             self._history(claim, crawl_delay),
             Observation(ended_at=result.ended_at, status=result.status, response_seconds=result.response_seconds,
                         retry_after=retry_after, host_level=host_level_failure(result, kind)),
-            self.policy,
+            self._policy(claim.host),
         ), retry_after
+
+    def _policy(self, host: str) -> DelayPolicy:
+        """The delay policy for ``host``: the crawl's, slowed by the host's own settings if any."""
+        if not self.settings.hosts:
+            return self.policy
+        return policy_for_host(self.policy, self.settings.hosts, host)
+
+    def _page_budget(self, host: str) -> int | None:
+        """Pages at most from ``host``: the crawl's budget, lowered by the host's own setting."""
+        budget = self.settings.host_page_budget
+        name = urlsplit(host).hostname
+        for row_host, _, host_budget in self.settings.hosts:
+            if row_host == name and host_budget is not None:
+                budget = host_budget if budget is None else min(budget, host_budget)
+        return budget
 
     def _log_entry(self, result: FetchResult, kind: str, decision, retry_after: float | None) -> FetchLogEntry:
         return FetchLogEntry(
@@ -662,7 +677,8 @@ class Worker:
         s = self.settings
         if not self._rules_for(claim).is_allowed(self.agent, claim.url):
             return Outcome(url_state="disallowed", url_outcome="disallowed by robots.txt")
-        if s.host_page_budget is not None and claim.pages_fetched >= s.host_page_budget:
+        budget = self._page_budget(claim.host)
+        if budget is not None and claim.pages_fetched >= budget:
             return Outcome(url_state="skipped", url_outcome="host page budget reached")
         if not self.budget.take():
             self.stop.set()
@@ -1003,7 +1019,7 @@ class WorkersResult:
 FLEET_SETTINGS = ("user_agent", "contact", "min_delay", "adaptive_factor", "max_adaptive_delay", "max_crawl_delay",
                   "backoff_base", "backoff_cap", "park_after", "park_seconds",
                   "robots_ttl", "per_ip_limit", "scope", "include", "exclude", "max_depth", "host_page_budget",
-                  "follow_nofollow")
+                  "hosts", "follow_nofollow")
 #: A fleet worker with an empty frontier looks again after this many seconds.
 FLEET_IDLE_POLL = 5.0
 
@@ -1036,7 +1052,10 @@ def reconcile_fleet_settings(store, settings: Settings, explicit: frozenset[str]
                     f"(every worker must agree); leave {flag} out to use it"
                 )
         else:
-            changes[key] = tuple(stored[key]) if isinstance(stored[key], list) else stored[key]
+            value = stored[key]
+            if key == "hosts":
+                value = tuple(tuple(row) for row in value)
+            changes[key] = tuple(value) if isinstance(value, list) else value
     result = settings.replace(**changes) if changes else settings
     final = _as_json({k: getattr(result, k) for k in FLEET_SETTINGS})
     if final != stored:

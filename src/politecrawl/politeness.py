@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import email.utils
 import math
-from dataclasses import dataclass
+from urllib.parse import urlsplit
+from dataclasses import dataclass, replace
 
 __all__ = [
     "DelayPolicy",
@@ -24,6 +25,7 @@ __all__ = [
     "Decision",
     "decide",
     "parse_retry_after",
+    "policy_for_host",
     "smooth_response_time",
 ]
 
@@ -56,6 +58,16 @@ class DelayPolicy:
             park_after=settings.park_after,
             park_seconds=settings.park_seconds,
         )
+
+
+def policy_for_host(policy: DelayPolicy, host_settings, host: str) -> DelayPolicy:
+    """``policy`` with a host's own settings (``Settings.hosts``: (host name, min_delay, page
+    budget) rows) applied: they can only slow the crawler down, never speed it up."""
+    name = urlsplit(host).hostname
+    for row_host, min_delay, _ in host_settings:
+        if row_host == name and min_delay is not None and min_delay > policy.min_delay:
+            return replace(policy, min_delay=min_delay)
+    return policy
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -126,3 +126,24 @@ def test_why_explains_each_decision_with_its_evidence(sandbox_factory, db_path, 
     assert text.returncode == 0 and "verdict: done" in text.stdout and "requests (1)" in text.stdout, text.stdout
     bad = run_cli("why", "http://[oops", "--db", db_path, cwd=str(tmp_path))
     assert bad.returncode == 0 and "not a URL" in bad.stdout and "Traceback" not in bad.stderr
+
+
+def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox_factory, tmp_path):
+    def site(name: str) -> dict[str, str]:
+        return {"/": page(name, [f"/p{i}" for i in range(4)]), **{f"/p{i}": page(f"{name} {i}") for i in range(4)}}
+
+    slow, fast = SandboxHost("127.0.0.53", pages=site("slow")), SandboxHost("127.0.0.54", pages=site("fast"))
+    sb = sandbox_factory([slow, fast])
+    (tmp_path / "politecrawl.toml").write_text(
+        '[politecrawl]\nmin_delay = 0.05\n'
+        '[hosts."127.0.0.53"]\nmin_delay = 0.8\nhost_page_budget = 3\n'
+        '[hosts."127.0.0.54"]\nmin_delay = 0.01\n')  # lower than the global: ignored
+    db = str(tmp_path / "crawl.db")
+    out = run_cli("crawl", slow.url("/"), fast.url("/"), "--db", db, "--workers", "1", "-q", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    gaps = lambda host: [b.started - a.ended for a, b in zip(sb.requests(host), sb.requests(host)[1:])]  # noqa: E731
+    assert min(gaps(slow)) >= 0.8
+    assert 0.05 <= min(gaps(fast)) < 0.5  # negative control, and the global floor still holds
+    assert len([r for r in sb.requests(slow) if r.path != "/robots.txt"]) == 3  # its page budget
+    audit = run_cli("audit", "--db", db, cwd=str(tmp_path))
+    assert audit.returncode == 0, audit.stdout[-2000:]

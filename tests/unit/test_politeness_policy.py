@@ -78,3 +78,27 @@ def test_parse_retry_after_http_date():
     assert parse_retry_after(email.utils.formatdate(now + 60, usegmt=True), now) == pytest.approx(60, abs=1)
     assert parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now) == 0.0  # in the past: no wait
     assert parse_retry_after("Wed, 32 Foo 2024 99:99:99 GMT", now) is None
+
+
+def test_a_hosts_own_settings_only_slow_it_down():
+    from politecrawl.politeness import policy_for_host
+
+    rows = (("docs.example.org", 5.0, None), ("fast.example.org", 0.1, None), ("[::1]", 2.0, None))
+    assert policy_for_host(P, rows, "https://docs.example.org").min_delay == 5.0
+    assert policy_for_host(P, rows, "http://docs.example.org:8080").min_delay == 5.0
+    assert policy_for_host(P, rows, "https://fast.example.org").min_delay == P.min_delay  # never faster
+    assert policy_for_host(P, rows, "https://other.example.org") is P
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ('[hosts."a.test"]\nmin_delay = "soon"\n', "values must be numbers"),
+    ('[hosts."a.test"]\nmax_pages = 3\n', "unknown setting 'max_pages'"),
+    ('[hosts."a.test"]\nmin_delay = -1\n', "must not be negative"),
+])
+def test_bad_per_host_settings_are_one_clear_error(tmp_path, toml, needle):
+    from politecrawl.config import load_settings
+    from politecrawl.errors import ConfigError
+
+    (tmp_path / "politecrawl.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=needle):
+        load_settings({}, env={}, cwd=tmp_path)
