@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Sequence
 
-from . import urls
+from . import extract, urls
 from .config import Settings, is_loopback_host, user_agent_string
 from .dedup import simhash, text_fingerprint
 from .errors import ConfigError, InvalidURL, PolitecrawlError, StoreError
@@ -56,8 +56,6 @@ INDEX_ON_STOP = 2_000
 #: Seconds between two looks at the hosts other processes added to the scope.
 SCOPE_REFRESH = 2.0
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-#: Other content types whose text is indexed (docs/crawling.md): plain text and PDF.
-TEXT_TYPES = ("text/plain", "application/pdf")
 #: Bytes of robots.txt read (RFC 9309 §2.5: at least 500 KiB must be parsed; the parser stops there).
 ROBOTS_MAX_BYTES = 512 * 1024
 #: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
@@ -84,7 +82,7 @@ CLAIM_BATCH = 8
 
 def wanted_type(content_type: str) -> bool:
     """Content types worth downloading for a page: what is parsed or indexed (or unknown)."""
-    return not content_type or content_type in HTML_TYPES or content_type in TEXT_TYPES
+    return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
 
 
 def host_level_failure(result: FetchResult, kind: str) -> bool:
@@ -136,7 +134,9 @@ class CrawlScope:
         if self.mode == "any":
             return True
         if self.mode == "prefix":
-            return host in self._seed_hosts and urlsplit(url).path.startswith(self._prefixes)  # type: ignore[attr-defined]
+            # Below a seed's path, on the seed's host or a host it redirected to (same path there).
+            return host in self._seed_hosts and any(  # type: ignore[attr-defined]
+                urls.in_prefix(url, host + prefix) for prefix in self._prefixes)  # type: ignore[attr-defined]
         if host in self._seed_hosts:  # type: ignore[attr-defined]
             return True
         if self.mode == "host":
@@ -721,7 +721,12 @@ class Worker:
         if is_sitemap:
             self._sitemap(claim, result, outcome)
             return outcome
-        outcome.page = self._page_record(claim, result, outcome)
+        extracted = None
+        if result.status == 200 and extract.is_extractable(result.content_type):
+            # PDF text extraction is pure Python and takes a while on a large file: on a thread,
+            # so this process's other hosts keep being served meanwhile.
+            extracted = await asyncio.to_thread(extract.extract, result.body, claim.url, result.headers.get("content-type"))
+        outcome.page = self._page_record(claim, result, outcome, extracted)
         self._schedule_revisit(claim, outcome)
         return outcome
 
@@ -760,7 +765,10 @@ class Worker:
         outcome.revisit_interval = interval
         outcome.next_fetch_at = page.fetched_at + interval
 
-    def _page_record(self, claim: Claim, result: FetchResult, outcome: Outcome) -> PageRecord:
+    def _page_record(self, claim: Claim, result: FetchResult, outcome: Outcome,
+                     extracted: Page | None = None) -> PageRecord:
+        """The stored page: parsed HTML (or ``extracted``: the text of a PDF or plain-text file),
+        its directives, canonical, links queued into ``outcome``."""
         base = dict(
             url=claim.url,
             final_url=result.url,
@@ -773,16 +781,21 @@ class Worker:
         )
         if result.status == 304 or not (200 <= result.status < 300):
             return PageRecord(**base)
-        if result.content_type and result.content_type not in HTML_TYPES:
+        if extracted is not None:
+            page = extracted
+        elif result.content_type and result.content_type not in HTML_TYPES:
             outcome.url_outcome = f"http-{result.status} not-html ({result.content_type})"
             return PageRecord(**base)
-        page: Page = parse_html(result.body, claim.url, agent=self.agent, header_charset=result.charset,
-                                max_links=self.settings.max_links_per_page)
+        else:
+            page = parse_html(result.body, claim.url, agent=self.agent, header_charset=result.charset,
+                              max_links=self.settings.max_links_per_page)
         # Every X-Robots-Tag header counts (a noindex may come in the second one).
         header_directives = robots_directives(result.header_values.get("x-robots-tag", []), self.agent)
         directives = combine(page.directives, header_directives)
         expired = directives.unavailable_after is not None and directives.unavailable_after <= result.ended_at
-        noindex = directives.noindex or expired
+        # robots.txt's Content-Signal "search=no": fetched (the site allowed it) but not indexed.
+        no_search = self._rules_for(claim).content_signals(self.agent).get("search") is False
+        noindex = directives.noindex or expired or no_search
         nofollow = directives.nofollow
         if not nofollow:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]

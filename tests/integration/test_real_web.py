@@ -147,3 +147,51 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
     assert len([r for r in sb.requests(slow) if r.path != "/robots.txt"]) == 3  # its page budget
     audit = run_cli("audit", "--db", db, cwd=str(tmp_path))
     assert audit.returncode == 0, audit.stdout[-2000:]
+
+
+def _tiny_pdf(text: str, title: str) -> bytes:
+    """A one-page PDF with ``text`` in Helvetica and a /Title, with a correct xref table."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) >>".encode(),
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(sandbox_factory, db_path, tmp_path):
+    from politecrawl.sandbox import Reply
+
+    host = SandboxHost("127.0.0.55", pages={
+        "/": page("Library", ["/report.pdf", "/notes.txt"]),
+        "/report.pdf": Reply(body=_tiny_pdf("Heliotrope annual report", "Annual Report"),
+                             content_type="application/pdf"),
+        "/notes.txt": Reply(body="Field notes\nthe marmalade inventory", content_type="text/plain; charset=utf-8"),
+    })
+    quiet = SandboxHost("127.0.0.56", robots="User-agent: *\nContent-Signal: search=no\nAllow: /\n",
+                        pages={"/": page("Quiet", body="marmalade quietly")})
+    sb = sandbox_factory([host, quiet])
+    crawl(db_path, [host.url("/"), quiet.url("/")], min_delay=0.05, workers=1, scope="any")
+    assert "/" in {r.path for r in sb.requests(quiet)}  # fetched: the site allows crawling
+
+    def search(q: str) -> dict[str, str]:
+        out = run_cli("search", q, "--db", db_path, "--json", cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        return {hit["url"]: hit["title"] for hit in json.loads(out.stdout)}
+
+    assert search("heliotrope") == {host.url("/report.pdf"): "Annual Report"}
+    found = search("marmalade")
+    assert found.get(host.url("/notes.txt")) == "Field notes"
+    assert quiet.url("/") not in found  # search=no: not indexed
