@@ -43,6 +43,7 @@ failures are retried the same way. psycopg errors leave this module as
 from __future__ import annotations
 
 import re
+import select
 import time
 from importlib import resources
 from typing import Any, Callable, Sequence, TypeVar
@@ -158,12 +159,34 @@ WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
 ORDER BY url_id LIMIT 1
 """
 
+# A page's seq, in one round trip: the pages lock in shared mode first (see _record_page), then the
+# duplicate-check keys in sorted order (each CTE needs the row of the one before it), then nextval.
+_PAGE_SEQ = """
+WITH shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtext(%(pages)s)) AS x),
+     keyed AS MATERIALIZED (
+       SELECT count(pg_advisory_xact_lock(k.a, k.b)) AS n
+       FROM shared, (SELECT hashtext('politecrawl:dup:' || ns) AS a, hashtext(key) AS b
+                     FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS t(ns, key) ORDER BY 1, 2 OFFSET 0) AS k)
+SELECT nextval('pages_seq_counter') FROM keyed
+"""
+
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
 _IP_RETRIES = 4
 
 
 class _IPBusy(Exception):
     """Internal: the claimed host's address is at its cap; roll the savepoint back."""
+
+
+def _quiet(conn: psycopg.Connection) -> bool:
+    """Idle, not broken, and nothing from the server waiting on the socket (select, no wait)."""
+    try:
+        if conn.broken or conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return False
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        return not readable
+    except (OSError, ValueError, psycopg.Error):
+        return False
 
 
 def _one_line(exc: BaseException) -> str:
@@ -259,6 +282,12 @@ class PostgresStore:
     def _live_connection(self) -> psycopg.Connection:
         """A pooled connection that answers; dead ones go back to the pool, which replaces them.
 
+        A connection idle in the pool whose socket has nothing to read is alive as far as anyone
+        can tell without a round trip: a server that went away (a restart, a crash, a terminated
+        backend) closes the socket, which makes it readable. Only then, or when the connection is
+        not idle, is it checked with an empty query; a statement that still fails on a connection
+        lost silently is retried by _run when that is safe.
+
         Not the pool's own ``check``: after a failed check it sleeps with exponential backoff
         (1, 2, 4 … s) before trying the next connection, and when the server has just dropped
         every connection (a restart, a failover, an administrator's pg_terminate_backend) each
@@ -267,6 +296,8 @@ class PostgresStore:
         for _ in range(self._pool.max_size + 1):
             conn = self._pool.getconn()
             try:
+                if _quiet(conn):
+                    return conn  # nothing from the server since its last answer: no round trip
                 conn.execute("")  # an empty query: one round trip, no parse
                 return conn
             except psycopg.OperationalError:
@@ -610,13 +641,29 @@ class PostgresStore:
         """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
         assert outcome.page is not None
 
+        page = outcome.page
+
         def next_seq() -> int:
-            # The indexer reads "seq > last seen". nextval alone hands out numbers in call order, not
-            # commit order: a page numbered 5 committing after page 6 was read would never be indexed.
-            # This lock, held to COMMIT, makes seq order commit order (and makes the duplicate check
-            # see every earlier page with the same fingerprint).
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
-            return conn.execute("SELECT nextval('pages_seq_counter')").fetchone()[0]
+            # The indexer reads "seq > last seen". nextval hands out numbers in call order, not commit
+            # order: a page numbered 5 committing after page 6 was read would never be indexed. So a
+            # writer takes seq under the pages lock in *shared* mode, held to COMMIT (writers do not
+            # wait for each other), and a reader reads only up to a horizon taken under the same lock
+            # in exclusive mode (_seq_horizon): every seq up to it belongs to a finished transaction.
+            # The duplicate checks must still see every earlier page that could match this one: the
+            # pages that can match share its fingerprint (exact) or one of its four SimHash blocks
+            # (near, pigeonhole), so a lock per fingerprint and per block, held to COMMIT, orders
+            # exactly the pages that could be duplicates of each other (in sorted key order: no
+            # deadlock between two such writers).
+            candidate = page.fingerprint and not page.noindex and page.alias_of is None
+            ns, keys = [], []
+            if candidate:
+                ns.append("fp")
+                keys.append(page.fingerprint)
+                if page.simhash is not None:
+                    for i, block in enumerate(simhash_blocks(page.simhash)):
+                        ns.append(f"sh{i}")
+                        keys.append(str(block))
+            return conn.execute(_PAGE_SEQ, {"pages": _PAGES_LOCK, "ns": ns, "keys": keys}).fetchone()[0]
 
         def near_duplicate(fp: int, uid: int) -> int | None:
             b0, b1, b2, b3 = simhash_blocks(fp)
@@ -634,17 +681,20 @@ class PostgresStore:
         """
         # The decayed count reaches this after min_pages pages (a geometric series), as in SQLiteStore.
         enough = (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999
+        # One statement: the decayed counts with this page, and the pause when they call for it
+        # (the counts then start again from 0), as SQLiteStore's two updates do.
+        pages = "(recent_pages * %(decay)s + 1)"
+        dups = "(recent_duplicates * %(decay)s + %(dup)s)"
+        pause = f"({pages} >= %(enough)s AND {dups} / {pages} >= %(share)s)"
         conn.execute(
-            "UPDATE hosts SET recent_pages = recent_pages * %(decay)s + 1,"
-            " recent_duplicates = recent_duplicates * %(decay)s + %(dup)s WHERE host = %(host)s",
-            {"decay": YIELD_DECAY, "dup": int(duplicate), "host": host},
-        )
-        conn.execute(
-            """UPDATE hosts SET next_allowed_at = GREATEST(next_allowed_at, %(until)s), wait_reason = 'low-yield',
-                                recent_pages = 0, recent_duplicates = 0
-               WHERE host = %(host)s AND recent_pages >= %(enough)s
-                 AND recent_duplicates / recent_pages >= %(share)s""",
-            {"until": check.pause_until, "host": host, "enough": enough, "share": check.max_duplicate_share},
+            f"""UPDATE hosts SET
+                  next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s) ELSE next_allowed_at END,
+                  wait_reason = CASE WHEN {pause} THEN 'low-yield' ELSE wait_reason END,
+                  recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
+                  recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
+                WHERE host = %(host)s""",
+            {"decay": YIELD_DECAY, "dup": int(duplicate), "host": host, "until": check.pause_until,
+             "enough": enough, "share": check.max_duplicate_share},
         )
 
     # -- scheduling --------------------------------------------------------------
@@ -837,19 +887,36 @@ class PostgresStore:
 
         return self._read(read, what)
 
+    def _horizon(self, query: str, what: str) -> int:
+        """A value read under the pages lock in exclusive mode: every writer holding it in shared
+        mode has finished (committed or rolled back), and writers after it get higher seqs and
+        anchor ids (see _record_page). Held for this one short transaction only."""
+
+        def tx(conn: psycopg.Connection) -> int:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
+            return int(conn.execute(query).fetchone()[0])
+
+        return self._read(tx, what)
+
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
-        """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
+        """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first.
+
+        Only up to the seq horizon: a page whose seq is below a committed one but whose
+        transaction is still open is read next time, never skipped."""
+        horizon = self._horizon("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pages_seq_counter",
+                                "read changed pages")
+        if horizon <= seq:
+            return []
         return self._dicts(
-            f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > %s ORDER BY seq LIMIT %s",
-            (seq, limit),
+            f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > %s AND seq <= %s ORDER BY seq LIMIT %s",
+            (seq, horizon, limit),
             "read changed pages",
         )
 
     def anchor_mark(self) -> int:
-        """The newest anchor row's id (0: none): where the indexer's anchor refresh stops."""
-        return self._read(
-            lambda conn: conn.execute("SELECT COALESCE(MAX(id), 0) FROM anchors").fetchone()[0], "read anchors"
-        )
+        """The newest anchor row's id (0: none) below which every anchor row is committed:
+        where the indexer's anchor refresh stops."""
+        return self._horizon("SELECT COALESCE(MAX(id), 0) FROM anchors", "read anchors")
 
     def pages_with_new_anchors(self, after: int, upto: int) -> list[dict]:
         """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto]."""
