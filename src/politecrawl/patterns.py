@@ -1,0 +1,866 @@
+"""Per-host URL patterns learned from what was already fetched. Pure: no I/O, no clock.
+
+A crawler that judges each URL on its own cannot see most traps: a calendar month, a facet
+combination, a session token inside the path or a printer view all look like ordinary URLs.
+What gives them away is the *site's history*: many URLs of one shape whose pages stop yielding
+new text, one page reached under ever-changing tokens, two shapes of URL that keep leading to
+the same content. This module learns that per host and decides, before a link is queued,
+whether to rewrite it, strip it or drop it:
+
+* :func:`template` -- a URL's shape: variable-looking path segments abstracted
+  (``/cal/{num}/{num}``, ``/s/{token}/page.html``), query parameter names sorted, values
+  dropped (``/shop?color&size``).
+* :class:`TemplateBudget` -- per template, how many fetched pages were *novel* (no earlier page
+  of the template within :data:`NEAR_DISTANCE` bits of SimHash). Once a template has
+  ``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages
+  stays at or above ``min_novel_share``: calendars and facets stop after a few pages, a
+  template that keeps producing new articles keeps going.
+* :class:`SessionTokens` -- a path segment (after a given prefix) or a query parameter whose
+  token-looking value changes from visit to visit for the same link is a session token and is
+  stripped.
+* :class:`AliasRules` -- "Do not crawl in the DUST" (Bar-Yossef, Keidar, Schonfeld, WWW 2007)
+  restricted to removals: a path prefix, one path segment, the trailing slash or a query
+  parameter whose removal keeps leading to the same content (or to the declared canonical
+  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction.
+* :class:`SitePatterns` -- the three for one host, with one ``observe_page`` for each fetched
+  page and one ``filter_link`` for each found link.
+
+All state is plain data (ints, strings, lists, dicts) and round-trips through JSON
+(``to_json()`` / ``from_json()``), so it can live in the crawl store and be shared by every
+process; every collection is capped (see each class), so a hostile site cannot grow it.
+
+URLs given to this module are expected to be :func:`politecrawl.urls.normalize` d (one
+spelling, query sorted, fragment dropped); rewritten URLs keep that form, since they only
+remove parts of a normalized URL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from politecrawl.dedup import hamming
+
+__all__ = [
+    "NEAR_DISTANCE",
+    "AliasRule",
+    "AliasRules",
+    "SessionRule",
+    "SessionTokens",
+    "SitePatterns",
+    "TemplateBudget",
+    "TemplateStats",
+    "is_token",
+    "segment_template",
+    "template",
+]
+
+#: Two SimHashes at most this many bits apart are the same text for novelty (the same
+#: threshold as the crawl's near-duplicate detection, Manku et al. 2007: k = 3 of 64).
+NEAR_DISTANCE = 3
+
+# The JSON layout's version: a stored state of another version is refused, not misread.
+_STATE_VERSION = 1
+
+
+class _JSONState:
+    """``to_json``/``from_json`` over a class's ``to_dict``/``from_dict``."""
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        """The state as compact JSON text."""
+        # Insertion order is kept (not sorted keys): it is the eviction order of the caps.
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Any:
+        return cls.from_dict(json.loads(text))
+
+
+# --------------------------------------------------------------------------
+# URL templates
+# --------------------------------------------------------------------------
+
+_DIGITS_RE = re.compile(r"[0-9]+")
+# 2026-01, 2026-01-31, 2026_01_31: calendars and archives.
+_DATE_RE = re.compile(r"(?:19|20)[0-9]{2}[-_][0-9]{1,2}(?:[-_][0-9]{1,2})?")
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX_RE = re.compile(r"[0-9a-fA-F]{8,}")
+# base64 / base64url and other opaque ids; '%' for escaped '+', '/', '='.
+_OPAQUE_RE = re.compile(r"[A-Za-z0-9_\-=+~%.]{10,}")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+# A trailing extension stays literal: /s/{token}/page.html, article-{num}.html.
+_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+# Digit/letter class changes: random tokens alternate often (aB3xK9qL2m), slugs with a
+# number in them do not (best-of-2026-list).
+_CLASS_CHANGE_RE = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
+
+
+def is_token(value: str) -> bool:
+    """Whether ``value`` looks like an opaque machine token: a UUID, 8+ hex digits with both
+    digits and letters, or 10+ base64-ish characters mixing digits and letters with at least
+    three digit/letter changes (so ``aB3xK9qL2m`` is a token, ``best-of-2026-list`` is not)."""
+    if len(value) < 8:
+        return False
+    if _UUID_RE.fullmatch(value):
+        return True
+    has_digit = _DIGITS_RE.search(value) is not None
+    has_letter = _LETTER_RE.search(value) is not None
+    if not (has_digit and has_letter):
+        return False
+    if _HEX_RE.fullmatch(value):
+        return True
+    if _OPAQUE_RE.fullmatch(value):
+        return len(_CLASS_CHANGE_RE.findall(value)) >= 3
+    return False
+
+
+def segment_template(segment: str) -> str:
+    """One path segment abstracted: ``{num}`` (all digits), ``{date}``, ``{token}`` (see
+    :func:`is_token`), else the segment with each digit run replaced by ``{num}``
+    (``article-12.html`` -> ``article-{num}.html``). A trailing extension is kept."""
+    if not segment:
+        return segment
+    ext_match = _EXT_RE.search(segment)
+    stem, ext = (segment[: ext_match.start()], ext_match.group()) if ext_match and ext_match.start() else (segment, "")
+    if stem.isdigit():
+        return "{num}" + ext
+    if _DATE_RE.fullmatch(stem):
+        return "{date}" + ext
+    if is_token(stem):
+        return "{token}" + ext
+    if not _DIGITS_RE.search(stem):
+        return segment
+    return _DIGITS_RE.sub("{num}", stem) + ext
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """A normalized URL split into the pieces the rules remove."""
+
+    origin: str  # scheme://authority
+    segments: tuple[str, ...]  # path[1:].split("/"): "/" -> ("",), "/a/" -> ("a", "")
+    query: tuple[str, ...]  # the raw "name=value" pairs, in order
+
+    def url(self) -> str:
+        path = "/" + "/".join(self.segments)
+        return self.origin + path + ("?" + "&".join(self.query) if self.query else "")
+
+    def names(self) -> list[str]:
+        return [pair.partition("=")[0] for pair in self.query]
+
+    def without_segments(self, start: int, stop: int) -> _Parts:
+        segments = self.segments[:start] + self.segments[stop:]
+        return _Parts(self.origin, segments or ("",), self.query)
+
+    def without_param(self, name: str) -> _Parts:
+        return _Parts(self.origin, self.segments, tuple(p for p in self.query if p.partition("=")[0] != name))
+
+
+def _split(url: str) -> _Parts:
+    url = url.partition("#")[0]
+    scheme_end = url.find("://")
+    start = scheme_end + 3 if scheme_end >= 0 else 0
+    path_start = len(url)
+    for delimiter in "/?":
+        found = url.find(delimiter, start)
+        if 0 <= found < path_start:
+            path_start = found
+    origin, rest = url[:path_start], url[path_start:]
+    path, _, query = rest.partition("?")
+    path = path[1:] if path.startswith("/") else path
+    return _Parts(origin, tuple(path.split("/")), tuple(p for p in query.split("&") if p))
+
+
+def _path_template(segments: Iterable[str]) -> str:
+    return "/" + "/".join(segment_template(s) for s in segments)
+
+
+def template(url: str) -> str:
+    """The shape of ``url``: path with variable-looking segments abstracted, then the sorted,
+    distinct query parameter names without values. Scheme and host are not part of it (the
+    templates are kept per host): ``https://h/cal/2026/01?view=month&x=1`` ->
+    ``/cal/{num}/{num}?view&x``."""
+    parts = _split(url)
+    path = _path_template(parts.segments)
+    names = sorted(set(parts.names()))
+    return path + ("?" + "&".join(names) if names else "")
+
+
+def _family(template_: str) -> str | None:
+    """The path part of a template with a query: facets of one listing share it."""
+    path, sep, _ = template_.partition("?")
+    return path + "?*" if sep else None
+
+
+# --------------------------------------------------------------------------
+# Template budgets
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class TemplateStats:
+    """What the fetched pages of one template yielded."""
+
+    pages: int = 0  # pages observed
+    novel: int = 0  # of them, novel when observed
+    recent: list[int] = field(default_factory=list)  # 1 novel / 0 not, last ``window`` pages
+    sample: list[int] = field(default_factory=list)  # SimHashes of the last ``sample_size`` pages
+    last_seen: int = 0  # logical clock (observation count), for eviction
+
+    def novel_share(self) -> float:
+        return sum(self.recent) / len(self.recent) if self.recent else 1.0
+
+
+class TemplateBudget(_JSONState):
+    """Per-template budgets that shrink as the template's pages stop being new.
+
+    A page is *novel* when no page in its template's sample (the last ``sample_size``
+    SimHashes) is within ``near_distance`` bits. A template with fewer than ``min_pages``
+    observed pages is young and allowed; after that it is allowed while the novel share of
+    its last ``window`` pages is at least ``min_novel_share``. Query templates are also
+    grouped by *family* (the path template, ``/shop?*``): a young template in an exhausted
+    family is refused, because facets combine into more templates than any per-template
+    minimum could afford (5 filters give 32 name sets).
+
+    Once refused, a template gets no more pages and stays refused: the budget only reopens
+    if pages of it are observed anyway (say from a sitemap) and turn out new.
+
+    Memory: at most ``max_templates`` templates and ``max_families`` families, each holding
+    ``sample_size`` fingerprints and ``window`` flags; when full, the template with the
+    fewest pages (then the least recently observed) is forgotten, so exhausted templates,
+    which have the most pages, are kept longest.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_pages: int = 5,
+        window: int = 10,
+        min_novel_share: float = 0.25,
+        near_distance: int = NEAR_DISTANCE,
+        sample_size: int = 64,
+        max_templates: int = 256,
+        max_families: int = 64,
+    ) -> None:
+        if min_pages < 1 or window < 1 or sample_size < 1 or max_templates < 1 or max_families < 1:
+            raise ValueError("min_pages, window, sample_size, max_templates and max_families must be >= 1")
+        if not 0.0 <= min_novel_share <= 1.0:
+            raise ValueError(f"min_novel_share must be in [0, 1], got {min_novel_share}")
+        if not 0 <= near_distance < 64:
+            raise ValueError(f"near_distance must be in 0..63, got {near_distance}")
+        self.min_pages = min_pages
+        self.window = window
+        self.min_novel_share = min_novel_share
+        self.near_distance = near_distance
+        self.sample_size = sample_size
+        self.max_templates = max_templates
+        self.max_families = max_families
+        self.templates: dict[str, TemplateStats] = {}
+        self.families: dict[str, TemplateStats] = {}
+        self.clock = 0
+
+    def _update(self, table: dict[str, TemplateStats], key: str, simhash: int, cap: int) -> bool:
+        stats = table.get(key)
+        if stats is None:
+            if len(table) >= cap:
+                victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
+                del table[victim]
+            stats = table[key] = TemplateStats()
+        novel = all(hamming(simhash, seen) > self.near_distance for seen in stats.sample)
+        stats.pages += 1
+        stats.novel += novel
+        stats.recent.append(int(novel))
+        del stats.recent[: -self.window]
+        stats.sample.append(simhash)
+        del stats.sample[: -self.sample_size]
+        stats.last_seen = self.clock
+        return novel
+
+    def observe(self, url: str, simhash: int) -> bool:
+        """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``; returns whether
+        it was novel in its template."""
+        if not 0 <= simhash < 1 << 64:
+            raise ValueError(f"simhash must be an unsigned 64-bit int, got {simhash}")
+        self.clock += 1
+        key = template(url)
+        novel = self._update(self.templates, key, simhash, self.max_templates)
+        family = _family(key)
+        if family is not None:
+            self._update(self.families, family, simhash, self.max_families)
+        return novel
+
+    def _exhausted(self, stats: TemplateStats | None) -> bool:
+        return stats is not None and stats.pages >= self.min_pages and stats.novel_share() < self.min_novel_share
+
+    def allows(self, url: str) -> tuple[bool, str]:
+        """Whether another page of ``url``'s template may be fetched, and why."""
+        key = template(url)
+        stats = self.templates.get(key)
+        if stats is not None and stats.pages >= self.min_pages:
+            novel, total = sum(stats.recent), len(stats.recent)
+            if self._exhausted(stats):
+                return False, f"template {key} exhausted: {novel} of its last {total} pages new"
+            return True, f"template {key}: {novel} of its last {total} pages new"
+        family = _family(key)
+        family_stats = self.families.get(family) if family is not None else None
+        if self._exhausted(family_stats):
+            assert family_stats is not None
+            novel, total = sum(family_stats.recent), len(family_stats.recent)
+            return False, f"template family {family} exhausted: {novel} of its last {total} pages new"
+        pages = stats.pages if stats is not None else 0
+        return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": {
+                "min_pages": self.min_pages,
+                "window": self.window,
+                "min_novel_share": self.min_novel_share,
+                "near_distance": self.near_distance,
+                "sample_size": self.sample_size,
+                "max_templates": self.max_templates,
+                "max_families": self.max_families,
+            },
+            "clock": self.clock,
+            "templates": {k: asdict(v) for k, v in self.templates.items()},
+            "families": {k: asdict(v) for k, v in self.families.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TemplateBudget:
+        budget = cls(**data["config"])
+        budget.clock = int(data["clock"])
+        budget.templates = {k: TemplateStats(**v) for k, v in data["templates"].items()}
+        budget.families = {k: TemplateStats(**v) for k, v in data["families"].items()}
+        return budget
+
+
+# --------------------------------------------------------------------------
+# Session tokens
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class SessionRule:
+    """A learned session token: ``kind`` ``"path"`` removes the token-looking segment right
+    after the path whose template is ``context`` (``/s``); ``"query"`` drops the parameter
+    named ``context``. ``examples`` are some of the values that varied, ``links`` an example
+    of the link seen with them."""
+
+    kind: str
+    context: str
+    examples: list[str] = field(default_factory=list)
+    link: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.context}"
+
+
+def _session_candidates(parts: _Parts) -> list[tuple[str, str, str]]:
+    """(rule key, the link with the candidate blanked, value) for each token-looking value."""
+    found = []
+    segments = parts.segments
+    for i, segment in enumerate(segments):
+        # A token needs something after it: a varying *last* segment is how siblings are
+        # named (/p/<id>), not a session.
+        if is_token(segment) and any(segments[i + 1 :]):
+            key = "path:" + _path_template(segments[:i]) if i else "path:"
+            rest = parts.origin + "/" + "/".join(segments[:i] + ("*",) + segments[i + 1 :])
+            if parts.query:
+                rest += "?" + "&".join(parts.query)
+            found.append((key, rest, segment))
+    names = parts.names()
+    for pair, name in zip(parts.query, names):
+        value = pair.partition("=")[2]
+        if is_token(value) and names.count(name) == 1:
+            found.append(("query:" + name, parts.without_param(name).url(), value))
+    return found
+
+
+class SessionTokens(_JSONState):
+    """Session tokens found by variation: the same link seen with a different token-looking
+    value on different pages.
+
+    Evidence, per candidate (a path position after a given prefix template, or a parameter
+    name), from each observed page: a link whose candidate value is the only value that link
+    (with the candidate blanked) has on that page, that at least ``min_shared`` distinct links
+    of the page share (a session marks every link of a visit), and that differs from the
+    page's own value there (a page linking to its own subpages, ``/p/<id>/`` ->
+    ``/p/<id>/reviews``, is not a session). When one such link has collected ``min_values``
+    distinct values (so from at least that many pages), the candidate becomes a rule.
+
+    Not learned: values that vary between links *within* one page (``/p/<id>/reviews`` for
+    30 products looks exactly like per-link click tokens; :class:`AliasRules` catches the
+    harmless ones by content), values that are not token-shaped (:func:`is_token`: numbers,
+    words), and a varying last path segment.
+
+    Memory: at most ``max_candidates`` candidates, each with ``max_links`` links of at most
+    ``min_values`` values; at most ``max_rules`` rules with ``min_values`` example values.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_values: int = 3,
+        min_shared: int = 2,
+        max_candidates: int = 128,
+        max_links: int = 8,
+        max_rules: int = 32,
+    ) -> None:
+        if min_values < 2 or min_shared < 1 or max_candidates < 1 or max_links < 1 or max_rules < 1:
+            raise ValueError("min_values must be >= 2 and the other limits >= 1")
+        self.min_values = min_values
+        self.min_shared = min_shared
+        self.max_candidates = max_candidates
+        self.max_links = max_links
+        self.max_rules = max_rules
+        self.rules: dict[str, SessionRule] = {}
+        # rule key -> link with the candidate blanked -> distinct values seen, one per page
+        self.candidates: dict[str, dict[str, list[str]]] = {}
+
+    def observe(self, page_url: str, links: Iterable[str]) -> list[SessionRule]:
+        """Learn from one fetched page and its links (normalized URLs); returns the rules this
+        page completed."""
+        own = {key: value for key, _, value in _session_candidates(_split(page_url))}
+        values_of: dict[tuple[str, str], set[str]] = {}  # (key, blanked link) -> values
+        links_of: dict[tuple[str, str], set[str]] = {}  # (key, value) -> blanked links
+        for link in links:
+            for key, rest, value in _session_candidates(_split(self.strip(link))):
+                values_of.setdefault((key, rest), set()).add(value)
+                links_of.setdefault((key, value), set()).add(rest)
+        learned = []
+        for (key, rest), values in values_of.items():
+            if key in self.rules or len(values) != 1:
+                continue
+            (value,) = values
+            if own.get(key) == value or len(links_of[(key, value)]) < self.min_shared:
+                continue
+            rule = self._add_evidence(key, rest, value)
+            if rule is not None:
+                learned.append(rule)
+        return learned
+
+    def _add_evidence(self, key: str, rest: str, value: str) -> SessionRule | None:
+        table = self.candidates.get(key)
+        if table is None:
+            if len(self.candidates) >= self.max_candidates:
+                # The oldest candidate goes (dicts keep insertion order): a real session
+                # renews its evidence on every page.
+                del self.candidates[next(iter(self.candidates))]
+            table = self.candidates[key] = {}
+        values = table.get(rest)
+        if values is None:
+            if len(table) >= self.max_links:
+                del table[next(iter(table))]
+            values = table[rest] = []
+        if value in values:
+            return None
+        values.append(value)
+        if len(values) < self.min_values:
+            return None
+        kind, _, context = key.partition(":")
+        rule = SessionRule(kind, context, list(values), rest)
+        if len(self.rules) >= self.max_rules:
+            del self.rules[next(iter(self.rules))]
+        self.rules[key] = rule
+        del self.candidates[key]
+        return rule
+
+    def strip_with_rules(self, url: str) -> tuple[str, list[SessionRule]]:
+        """``url`` without the learned session tokens, and the rules that removed something."""
+        if not self.rules:
+            return url, []
+        parts = _split(url)
+        applied = []
+        for rule in self.rules.values():
+            if rule.kind == "query":
+                if rule.context in parts.names():
+                    parts = parts.without_param(rule.context)
+                    applied.append(rule)
+                continue
+            # A path rule's context is the template of the segments before the token.
+            depth = rule.context.count("/") if rule.context else 0
+            if len(parts.segments) > depth and is_token(parts.segments[depth]):
+                before = parts.segments[:depth]
+                if (_path_template(before) if depth else "") == rule.context:
+                    parts = parts.without_segments(depth, depth + 1)
+                    applied.append(rule)
+        return (parts.url(), applied) if applied else (url, [])
+
+    def strip(self, url: str) -> str:
+        """``url`` without the learned session tokens (segment removed, parameter dropped)."""
+        return self.strip_with_rules(url)[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": {
+                "min_values": self.min_values,
+                "min_shared": self.min_shared,
+                "max_candidates": self.max_candidates,
+                "max_links": self.max_links,
+                "max_rules": self.max_rules,
+            },
+            "rules": [asdict(rule) for rule in self.rules.values()],
+            "candidates": self.candidates,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionTokens:
+        tokens = cls(**data["config"])
+        for item in data["rules"]:
+            rule = SessionRule(**item)
+            tokens.rules[rule.key] = rule
+        tokens.candidates = {k: {r: list(v) for r, v in t.items()} for k, t in data["candidates"].items()}
+        return tokens
+
+
+# --------------------------------------------------------------------------
+# Alias rules
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class AliasRule:
+    """A removal that keeps leading to the same content: ``kind`` is ``"prefix"`` (the
+    literal leading path ``arg`` such as ``/print``), ``"segment"`` (``arg`` = ``"i:tmpl"``:
+    the segment at index ``i`` whose template is ``tmpl``), ``"slash"`` (the trailing slash)
+    or ``"param"`` (the query parameter named ``arg``). ``examples`` are confirming
+    ``[from, to]`` pairs, ``counter_examples`` contradicting ones."""
+
+    kind: str
+    arg: str
+    confirmed: int = 0
+    contradicted: int = 0
+    examples: list[list[str]] = field(default_factory=list)
+    counter_examples: list[list[str]] = field(default_factory=list)
+    last_seen: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.arg}"
+
+    def state(self, min_confirmed: int) -> str:
+        """``"active"``, ``"dropped"`` (contradicted: never used again) or ``"candidate"``."""
+        if self.contradicted:
+            return "dropped"
+        return "active" if self.confirmed >= min_confirmed else "candidate"
+
+    def apply(self, url: str) -> str:
+        """``url`` with this removal applied, or ``url`` itself when it does not fit."""
+        parts = _split(url)
+        result = _apply(self.kind, self.arg, parts)
+        return result.url() if result is not None else url
+
+
+# Longest literal prefix considered (/print, /m/print) and most positions / parameters
+# tried per URL: bounds the work per observation.
+_MAX_PREFIX = 2
+_MAX_POSITIONS = 8
+_MAX_PARAMS = 8
+
+
+def _literal(segment: str) -> bool:
+    return bool(segment) and segment_template(segment) == segment
+
+
+def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
+    """(kind, arg, result) for every removal the alias rules consider."""
+    segments = parts.segments
+    found = []
+    for k in range(1, min(_MAX_PREFIX, len(segments) - 1) + 1):
+        if all(_literal(s) for s in segments[:k]):
+            found.append(("prefix", "/" + "/".join(segments[:k]), parts.without_segments(0, k)))
+    if len(segments) >= 2:
+        if segments[-1] == "":
+            found.append(("slash", "", parts.without_segments(len(segments) - 1, len(segments))))
+        for i, segment in enumerate(segments[:_MAX_POSITIONS]):
+            if not segment or (i == 0 and _literal(segment)):  # a literal first one: "prefix"
+                continue
+            found.append(("segment", f"{i}:{segment_template(segment)}", parts.without_segments(i, i + 1)))
+    for name in list(dict.fromkeys(parts.names()))[:_MAX_PARAMS]:
+        found.append(("param", name, parts.without_param(name)))
+    return found
+
+
+def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
+    segments = parts.segments
+    if kind == "prefix":
+        prefix = tuple(arg[1:].split("/"))
+        if len(segments) > len(prefix) and segments[: len(prefix)] == prefix:
+            return parts.without_segments(0, len(prefix))
+    elif kind == "slash":
+        if len(segments) >= 2 and segments[-1] == "":
+            return parts.without_segments(len(segments) - 1, len(segments))
+    elif kind == "segment":
+        index_text, _, tmpl = arg.partition(":")
+        i = int(index_text)
+        if len(segments) >= 2 and i < len(segments) and segments[i] and segment_template(segments[i]) == tmpl:
+            return parts.without_segments(i, i + 1)
+    elif kind == "param":
+        if arg in parts.names():
+            return parts.without_param(arg)
+    return None
+
+
+class AliasRules(_JSONState):
+    """Removals that keep leading to the same content, learned from fetched pages.
+
+    Each observed page is remembered as (content key, declared canonical URL). A *pair* is
+    two observed URLs ``a`` and ``b = R(a)`` for a removal ``R`` (a literal path prefix, one
+    path segment, the trailing slash, one query parameter), or ``a`` and its declared
+    canonical ``b = R(a)``. It *confirms* ``R`` when ``a`` declares ``b`` canonical, or both
+    have the same content key, or both declare the same canonical; otherwise it
+    *contradicts* ``R``. A rule with ``min_confirmed`` confirmations and no contradiction is
+    active; a contradiction drops it for good (it is kept, with its evidence, so that it is
+    not learned again and can be shown).
+
+    Rules only ever remove, so the rewritten URL is the shorter one (``/print/article-5`` ->
+    ``/article-5``, ``/doc/`` -> ``/doc``), even where the site declares the longer one
+    canonical. A pair is counted once per observation of its longer URL; observing the same
+    URL again with the same content adds nothing.
+
+    Memory: at most ``max_pages`` remembered pages (least recently observed forgotten first),
+    ``max_rules`` rules (candidates forgotten first, then the least confirmed) with
+    ``max_examples`` example pairs each. The index of pairs still waiting for their shorter
+    URL is derived from the pages and not stored.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_confirmed: int = 3,
+        max_pages: int = 1024,
+        max_rules: int = 64,
+        max_examples: int = 4,
+    ) -> None:
+        if min_confirmed < 1 or max_pages < 1 or max_rules < 1 or max_examples < 1:
+            raise ValueError("min_confirmed, max_pages, max_rules and max_examples must be >= 1")
+        self.min_confirmed = min_confirmed
+        self.max_pages = max_pages
+        self.max_rules = max_rules
+        self.max_examples = max_examples
+        self.pages: dict[str, list[str | None]] = {}  # url -> [content key, canonical or None]
+        self._rules: dict[str, AliasRule] = {}
+        self.clock = 0
+        self._waiting: dict[str, set[str]] = {}  # shorter URL not yet seen -> longer URLs
+        self._waiting_limit = 4 * max_pages
+
+    def _same(self, a: str, b: str) -> bool:
+        key_a, canonical_a = self.pages[a]
+        key_b, canonical_b = self.pages[b]
+        if canonical_a == b or canonical_b == a or key_a == key_b:
+            return True
+        return (canonical_a or a) == (canonical_b or b)
+
+    def _rule(self, kind: str, arg: str) -> AliasRule:
+        key = f"{kind}:{arg}"
+        rule = self._rules.get(key)
+        if rule is None:
+            if len(self._rules) >= self.max_rules:
+                rank = {"candidate": 0, "dropped": 1, "active": 2}
+                victim = min(
+                    self._rules.values(),
+                    key=lambda r: (rank[r.state(self.min_confirmed)], r.confirmed + r.contradicted, r.last_seen),
+                )
+                del self._rules[victim.key]
+            rule = self._rules[key] = AliasRule(kind, arg)
+        return rule
+
+    def _evidence(self, kind: str, arg: str, source: str, target: str, same: bool) -> None:
+        rule = self._rule(kind, arg)
+        rule.last_seen = self.clock
+        pair = [source, target]
+        if same:
+            rule.confirmed += 1
+            if len(rule.examples) < self.max_examples and pair not in rule.examples:
+                rule.examples.append(pair)
+        else:
+            rule.contradicted += 1
+            if len(rule.counter_examples) < self.max_examples and pair not in rule.counter_examples:
+                rule.counter_examples.append(pair)
+
+    def _index(self, url: str) -> None:
+        for _, _, result in _removals(_split(url)):
+            target = result.url()
+            if target not in self.pages:
+                self._waiting.setdefault(target, set()).add(url)
+
+    def observe(self, url: str, content_key: str, canonical: str | None = None) -> None:
+        """Record a fetched page: its normalized URL, its content key (the text fingerprint)
+        and its declared canonical URL, if any; update the rules it is evidence for."""
+        if canonical == url:
+            canonical = None
+        record = [content_key, canonical]
+        if self.pages.get(url) == record:
+            self.pages[url] = self.pages.pop(url)  # recently seen; nothing new to learn
+            return
+        self.clock += 1
+        self.pages.pop(url, None)
+        self.pages[url] = record
+        while len(self.pages) > self.max_pages:
+            del self.pages[next(iter(self.pages))]
+        parts = _split(url)
+        # url as the longer URL of a pair.
+        for kind, arg, result in _removals(parts):
+            target = result.url()
+            if canonical == target:
+                self._evidence(kind, arg, url, target, True)
+            elif target in self.pages:
+                self._evidence(kind, arg, url, target, self._same(url, target))
+            else:
+                self._waiting.setdefault(target, set()).add(url)
+        # url as the shorter URL of pairs whose longer URL came first.
+        for source in sorted(self._waiting.pop(url, ())):
+            if source not in self.pages or self.pages[source][1] == url:
+                continue  # forgotten, or already counted when its canonical was declared
+            for kind, arg, result in _removals(_split(source)):
+                if result.url() == url:
+                    self._evidence(kind, arg, source, url, self._same(source, url))
+        if len(self._waiting) > self._waiting_limit:  # drop waits on forgotten pages
+            self._rebuild_waiting()
+
+    def _rebuild_waiting(self) -> None:
+        self._waiting = {}
+        for url in self.pages:
+            self._index(url)
+        # Doubling: a rebuild costs O(pages), so it must not happen on every observation.
+        self._waiting_limit = max(4 * self.max_pages, 2 * len(self._waiting))
+
+    def active(self) -> list[AliasRule]:
+        return [r for r in self._rules.values() if r.state(self.min_confirmed) == "active"]
+
+    def rewrite(self, url: str) -> tuple[str, AliasRule | None]:
+        """``url`` with the active rules applied until none fits (at most 8 rewrites), and
+        the first rule that applied (None when none did)."""
+        active = sorted(self.active(), key=lambda r: r.key)
+        first = None
+        for _ in range(8):
+            for rule in active:
+                rewritten = rule.apply(url)
+                if rewritten != url:
+                    url = rewritten
+                    first = first or rule
+                    break
+            else:
+                break
+        return url, first
+
+    def rules(self) -> list[dict[str, Any]]:
+        """Every rule with its state and evidence, most confirmed first."""
+        ordered = sorted(self._rules.values(), key=lambda r: (-r.confirmed, r.key))
+        return [{"rule": r.key, "state": r.state(self.min_confirmed), **asdict(r)} for r in ordered]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": {
+                "min_confirmed": self.min_confirmed,
+                "max_pages": self.max_pages,
+                "max_rules": self.max_rules,
+                "max_examples": self.max_examples,
+            },
+            "clock": self.clock,
+            "pages": [[url, *record] for url, record in self.pages.items()],
+            "rules": [asdict(rule) for rule in self._rules.values()],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AliasRules:
+        aliases = cls(**data["config"])
+        aliases.clock = int(data["clock"])
+        aliases.pages = {url: [key, canonical] for url, key, canonical in data["pages"]}
+        for item in data["rules"]:
+            rule = AliasRule(**item)
+            aliases._rules[rule.key] = rule
+        aliases._rebuild_waiting()
+        return aliases
+
+
+# --------------------------------------------------------------------------
+# One host
+# --------------------------------------------------------------------------
+
+
+class SitePatterns(_JSONState):
+    """What was learned about one host's URLs: alias rules, session tokens, template budgets.
+
+    ``observe_page`` once per fetched page; ``filter_link`` for each link before it is queued
+    (and, since pages are observed between queueing and fetching, preferably again right
+    before the fetch: a link queued while its template was young may be refused by then).
+    """
+
+    def __init__(
+        self,
+        budget: TemplateBudget | None = None,
+        sessions: SessionTokens | None = None,
+        aliases: AliasRules | None = None,
+    ) -> None:
+        self.budget = budget if budget is not None else TemplateBudget()
+        self.sessions = sessions if sessions is not None else SessionTokens()
+        self.aliases = aliases if aliases is not None else AliasRules()
+
+    def clean(self, url: str) -> tuple[str, list[str]]:
+        """``url`` rewritten by the alias rules, then without session tokens, and the reasons."""
+        reasons = []
+        url, rule = self.aliases.rewrite(url)
+        if rule is not None:
+            reasons.append(f"alias rule {rule.key} ({rule.confirmed} confirming pairs)")
+        url, stripped = self.sessions.strip_with_rules(url)
+        reasons.extend(f"session token {r.key} (values {', '.join(r.examples)})" for r in stripped)
+        # A stripped token can reveal an alias shape (/s/<tok>/print/x -> /print/x).
+        if stripped:
+            url, rule = self.aliases.rewrite(url)
+            if rule is not None:
+                reasons.append(f"alias rule {rule.key} ({rule.confirmed} confirming pairs)")
+        return url, reasons
+
+    def observe_page(
+        self,
+        url: str,
+        simhash: int,
+        content_key: str,
+        canonical: str | None = None,
+        links: Iterable[str] = (),
+    ) -> None:
+        """Learn from one fetched page: its normalized URL, 64-bit SimHash, content key (text
+        fingerprint), declared canonical URL and the normalized URLs it links to."""
+        self.aliases.observe(url, content_key, canonical)
+        self.sessions.observe(url, links)
+        # Budgets count pages under the URL filter_link would give them, so that what is
+        # counted and what is checked are one template.
+        self.budget.observe(self.clean(url)[0], simhash)
+
+    def filter_link(self, url: str) -> tuple[str | None, str]:
+        """The URL to queue for ``url`` (rewritten and stripped), or None to drop it, and why."""
+        cleaned, reasons = self.clean(url)
+        allowed, why = self.budget.allows(cleaned)
+        reasons.append(why)
+        return (cleaned if allowed else None), "; ".join(reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": _STATE_VERSION,
+            "budget": self.budget.to_dict(),
+            "sessions": self.sessions.to_dict(),
+            "aliases": self.aliases.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SitePatterns:
+        if data.get("version") != _STATE_VERSION:
+            raise ValueError(f"unsupported patterns state version {data.get('version')!r}")
+        return cls(
+            TemplateBudget.from_dict(data["budget"]),
+            SessionTokens.from_dict(data["sessions"]),
+            AliasRules.from_dict(data["aliases"]),
+        )
