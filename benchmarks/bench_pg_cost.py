@@ -72,9 +72,12 @@ if _dir:
 
         def _dump():
             tmp = _path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(_stats, f)
-            os.replace(tmp, _path)
+            try:
+                with open(tmp, "w") as f:
+                    json.dump(_stats, f)
+                os.replace(tmp, _path)
+            except OSError:  # the benchmark is over and its folder gone
+                pass
 
         _orig = psycopg.Cursor.execute
 

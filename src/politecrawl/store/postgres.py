@@ -3,11 +3,12 @@
 The same public methods and semantics as ``SQLiteStore``. What differs is how
 atomicity is obtained:
 
-* the host claim is one ``UPDATE hosts … WHERE host = (SELECT host … FOR UPDATE
-  SKIP LOCKED) AND <eligible> RETURNING …``: the subquery picks a candidate no
-  other claimer is holding, the outer WHERE re-checks eligibility on the locked
-  row, so deciding and reserving stay one statement; the URL is leased in the
-  same transaction, again with ``FOR UPDATE SKIP LOCKED``;
+* a claim of up to n hosts is one ``WITH cand AS (SELECT … ORDER BY next_allowed_at
+  LIMIT n FOR UPDATE SKIP LOCKED) UPDATE hosts … FROM cand WHERE <eligible>
+  RETURNING …``: the CTE picks candidates no other claimer is holding, the outer
+  WHERE re-checks eligibility on each locked row, so deciding and reserving stay
+  one statement, and each host gets its own lease; their URLs are leased in the
+  same transaction by one more statement, again with ``FOR UPDATE SKIP LOCKED``;
 * seeding is ``INSERT … ON CONFLICT DO NOTHING`` (hosts first, then the
   frontier), counting the inserted rows per host with ``RETURNING`` to bump
   ``pending``;
@@ -65,6 +66,7 @@ from .common import (
     check_consistency,
     claim_from_host_row,
     finish_claim,
+    page_claim,
     group_anchor_texts,
     host_release_sets,
     insert_fetch_log,
@@ -108,29 +110,53 @@ def _eligible(now: str) -> str:
     return f"pending > 0 AND next_allowed_at <= {now} AND (lease_owner IS NULL OR lease_expires_at <= {now})"
 
 
-def _claim_host_sql(per_ip: bool, now: str) -> str:
-    """The claim statement; the per-IP variant is a separate text so that the common one
-    (no cap) stays small enough for PostgreSQL to reuse one generic plan (planning it
-    costs more than running it).
+def _claim_hosts_sql(per_ip: bool, now: str) -> str:
+    """Several hosts in one statement, each with its own lease, as ``_claim_host_sql`` claims one.
 
-    Per-IP cap, as in SQLite. Under concurrency a snapshot cannot see an uncommitted claim on a
-    sibling host, so claim() re-checks under an advisory lock per address (see _ip_ok).
+    The candidates are locked with SKIP LOCKED (no claimer waits for another) in the order of
+    their next_allowed_at, up to %(n)s; the outer WHERE re-checks eligibility on each locked row.
+    RETURNING adds, after ``CLAIM_RETURNING``, what each row was before: its next_allowed_at (the
+    order of the claims), and everything the claim changed, so that a claim turned down by the
+    per-IP re-check is undone exactly (as a savepoint's rollback would).
     """
     ip_free = f"""(hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > {now}) < %(per_ip)s)"""
     ip_clause = f"AND {ip_free} AND NOT (host = ANY(%(skip)s::text[]))" if per_ip else ""
-    # next_allowed_at moves to the lease expiry plus the delay the host is owed (the release sets
-    # the real time): a worker that dies mid-request never brings its host back sooner.
     return f"""
+WITH cand AS (SELECT host AS c_host, next_allowed_at AS was_next, claimed_at AS was_claimed,
+                     lease_owner AS was_owner, lease_expires_at AS was_expires
+              FROM hosts
+              WHERE {_eligible(now)} {ip_clause}
+              ORDER BY next_allowed_at LIMIT %(n)s
+              FOR UPDATE SKIP LOCKED)
 UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                  next_allowed_at = {now} + %(lease)s + delay, claimed_at = {now}
-WHERE host = (SELECT host FROM hosts
-              WHERE {_eligible(now)} {ip_clause}
-              ORDER BY next_allowed_at LIMIT 1
-              FOR UPDATE SKIP LOCKED)
-  AND {_eligible(now)}
-RETURNING {CLAIM_RETURNING}
+FROM cand
+WHERE hosts.host = cand.c_host AND {_eligible(now)}
+RETURNING {", ".join("hosts." + c.strip() for c in CLAIM_RETURNING.split(","))},
+          cand.was_next, cand.was_claimed, cand.was_owner, cand.was_expires
+"""
+
+
+# The next URL of each of several claimed hosts (their robots.txt fresh), leased in one statement,
+# with the stored version's validators: per host what _lease_url_sql and finish_claim do for one.
+def _lease_urls_sql(now: str) -> str:
+    return f"""
+WITH pick AS (
+  SELECT f.id FROM unnest(%(hosts)s::text[]) AS h(host)
+  CROSS JOIN LATERAL (SELECT id FROM frontier
+                      WHERE frontier.host = h.host AND state IN ('queued', 'leased')
+                        AND (state = 'queued' OR lease_expires_at <= {now})
+                      ORDER BY priority, id LIMIT 1
+                      FOR UPDATE SKIP LOCKED) AS f)
+UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
+                    attempts = attempts + 1
+FROM pick LEFT JOIN pages AS p ON p.url_id = pick.id
+WHERE frontier.id = pick.id
+  AND (frontier.state = 'queued' OR (frontier.state = 'leased' AND frontier.lease_expires_at <= {now}))
+RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.attempts, frontier.revisit_interval,
+          frontier.kind, p.etag, p.last_modified, p.fingerprint
 """
 
 
@@ -172,10 +198,6 @@ SELECT nextval('pages_seq_counter') FROM keyed
 
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
 _IP_RETRIES = 4
-
-
-class _IPBusy(Exception):
-    """Internal: the claimed host's address is at its cap; roll the savepoint back."""
 
 
 def _quiet(conn: psycopg.Connection) -> bool:
@@ -243,9 +265,10 @@ class PostgresStore:
         now = "%(now)s" if clock == "caller" else DB_NOW
         self._dialect = Dialect(ph="%s", greatest="GREATEST", least="LEAST", now=now)
         self._wake_time = wake_time_sql(self._dialect)
-        self._claim_host = _claim_host_sql(per_ip=False, now=now)
-        self._claim_host_per_ip = _claim_host_sql(per_ip=True, now=now)
         self._lease_url = _lease_url_sql(now)
+        self._claim_hosts = _claim_hosts_sql(per_ip=False, now=now)
+        self._claim_hosts_per_ip = _claim_hosts_sql(per_ip=True, now=now)
+        self._lease_urls = _lease_urls_sql(now)
         kwargs: dict[str, Any] = {"autocommit": True}
         if self._schema is not None:
             # Added to any options= the URL already has (libpq: the keyword argument replaces it).
@@ -497,65 +520,105 @@ class PostgresStore:
     # -- the claim ---------------------------------------------------------------
     def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
                    per_ip_limit: int = 0) -> list[Claim]:
-        """Up to ``n`` claims, each in its own short transaction (rows locked briefly; SKIP LOCKED
-        lets the other workers pass by meanwhile)."""
-        claims: list[Claim] = []
-        for _ in range(n):
-            claim = self.claim(worker, now, lease_seconds, per_ip_limit=per_ip_limit)
-            if claim is None:
-                break
-            claims.append(claim)
-        return claims
+        """Up to ``n`` claims, each exactly as ``claim`` makes it (its own host, lease and URL), in
+        one transaction of a few statements: the hosts in one UPDATE (SKIP LOCKED: the other
+        workers pass by meanwhile), their next URLs in another."""
+        if n <= 0:
+            return []
+        expires = now + lease_seconds
+        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit,
+                                  "n": n}
+
+        def tx(conn: psycopg.Connection) -> list[Claim]:
+            if per_ip_limit <= 0:
+                rows = conn.execute(self._claim_hosts, params).fetchall()
+            else:
+                rows = self._claim_hosts_capped(conn, params, n, now, per_ip_limit)
+            return self._finish_claims(conn, rows, worker, now, expires, params)
+
+        # Safe to run twice: if a lost COMMIT had reserved hosts, they stay ours until the lease
+        # runs out (time lost, never politeness), and the retry reserves others or none.
+        return self._idempotent(tx, "claim hosts")
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
-        expires = now + lease_seconds
-        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit}
+        claims = self.claim_many(worker, now, lease_seconds, 1, per_ip_limit=per_ip_limit)
+        return claims[0] if claims else None
 
-        def tx(conn: psycopg.Connection) -> Claim | None:
-            if per_ip_limit <= 0:
-                row = conn.execute(self._claim_host, params).fetchone()
-                return None if row is None else self._finish_claim(conn, row, worker, now, expires, params)
-            skip: list[str] = []
-            for _ in range(_IP_RETRIES):
-                try:
-                    with conn.transaction():  # a savepoint: an over-cap candidate is rolled back
-                        row = conn.execute(self._claim_host_per_ip, {**params, "skip": skip}).fetchone()
-                        if row is None:
-                            return None
-                        if row[9] is not None and not self._ip_ok(conn, row, now, per_ip_limit):
-                            skip.append(row[0])
-                            raise _IPBusy
-                        return self._finish_claim(conn, row, worker, now, expires, params)
-                except _IPBusy:
+    def _claim_hosts_capped(self, conn: psycopg.Connection, params: dict, n: int, now: float,
+                            per_ip_limit: int) -> list[tuple]:
+        """The claim with the per-IP cap. Under concurrency a snapshot cannot see an uncommitted
+        claim on a sibling host (nor, within one statement, a sibling claimed by the same
+        statement), so the claimed hosts' addresses are re-counted under an advisory lock per
+        address, held to COMMIT: claims over the cap are undone exactly, and other hosts tried."""
+        got: list[tuple] = []
+        skip: list[str] = []
+        for _ in range(_IP_RETRIES):
+            rows = conn.execute(self._claim_hosts_per_ip, {**params, "n": n - len(got), "skip": skip}).fetchall()
+            if not rows:
+                break
+            rows.sort(key=lambda r: (r[14], r[0]))
+            ips = sorted({r[9] for r in rows if r[9] is not None})
+            busy: dict[str, int] = {}
+            if ips:
+                mine = [r[0] for r in rows]
+                # The address locks in sorted order, then a fresh snapshot (READ COMMITTED: the next
+                # statement) counts what every earlier claimer of these addresses committed.
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s || ip)) FROM"
+                             " (SELECT unnest(%s::text[]) AS ip ORDER BY 1 OFFSET 0) AS a", (_IP_LOCK_PREFIX, ips))
+                busy = dict(conn.execute(
+                    "SELECT ip, COUNT(*) FROM hosts WHERE ip = ANY(%s::text[]) AND NOT (host = ANY(%s::text[]))"
+                    " AND lease_owner IS NOT NULL AND lease_expires_at > %s GROUP BY ip",
+                    (ips, mine, now)).fetchall())
+            kept, undo = [], []
+            for r in rows:
+                ip = r[9]
+                if ip is not None and busy.get(ip, 0) >= per_ip_limit:
+                    undo.append(r)
                     continue
-            return None
+                if ip is not None:
+                    busy[ip] = busy.get(ip, 0) + 1
+                kept.append(r)
+            if undo:
+                conn.execute(
+                    """UPDATE hosts SET next_allowed_at = u.was_next, claimed_at = u.was_claimed,
+                                        lease_owner = u.was_owner, lease_expires_at = u.was_expires
+                       FROM unnest(%s::text[], %s::float8[], %s::float8[], %s::text[], %s::float8[])
+                            AS u(host, was_next, was_claimed, was_owner, was_expires)
+                       WHERE hosts.host = u.host""",
+                    ([r[0] for r in undo], [r[14] for r in undo], [r[15] for r in undo], [r[16] for r in undo],
+                     [r[17] for r in undo]))
+                skip += [r[0] for r in undo]
+            got += kept
+            if not undo or len(got) >= n:
+                break
+        return got
 
-        # Safe to run twice: if a lost COMMIT had reserved a host, it stays ours until the lease
-        # runs out (time lost, never politeness), and the retry reserves another or none.
-        return self._idempotent(tx, "claim a host")
-
-    @staticmethod
-    def _ip_ok(conn: psycopg.Connection, row: tuple, now: float, per_ip_limit: int) -> bool:
-        """Re-count the address's open leases once every earlier claimer of it has committed.
-
-        The advisory lock (held to COMMIT) serializes claims per address; READ COMMITTED gives
-        the next statement a fresh snapshot, so claims committed meanwhile are counted.
-        """
-        host, ip = row[0], row[9]
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_IP_LOCK_PREFIX + ip,))
-        busy = conn.execute(
-            "SELECT COUNT(*) FROM hosts WHERE ip = %s AND host <> %s AND lease_owner IS NOT NULL"
-            " AND lease_expires_at > %s",
-            (ip, host, now),
-        ).fetchone()[0]
-        return busy < per_ip_limit
-
-    def _finish_claim(
-        self, conn: psycopg.Connection, row: tuple, worker: str, now: float, expires: float, params: dict
-    ) -> Claim | None:
-        claim = claim_from_host_row(row, worker=worker, now=now, expires=expires)
-        return finish_claim(conn, claim, self._lease_url, params, now, "%s")
+    def _finish_claims(self, conn: psycopg.Connection, rows: list[tuple], worker: str, now: float,
+                       expires: float, params: dict) -> list[Claim]:
+        """Robots claims as they are; for hosts whose robots.txt is fresh, lease their next URLs
+        (one statement for all). In the order of the hosts' next_allowed_at."""
+        rows = sorted(rows, key=lambda r: (r[14], r[0]))
+        claims = [claim_from_host_row(r[:14], worker=worker, now=now, expires=expires) for r in rows]
+        fresh = [c.host for c in claims if c.robots.fresh(now)]
+        leased: dict[str, tuple] = {}
+        if fresh:
+            for r in conn.execute(self._lease_urls, {**params, "hosts": fresh}).fetchall():
+                leased[r[0]] = r
+        out: list[Claim] = []
+        for claim in claims:
+            if not claim.robots.fresh(now):
+                out.append(claim)
+                continue
+            r = leased.get(claim.host)
+            if r is None:
+                # The pending counter disagreed with the frontier: finish_claim repairs it and lets go.
+                again = finish_claim(conn, claim, self._lease_url, params, now, "%s")
+                if again is not None:
+                    out.append(again)
+                continue
+            out.append(page_claim(claim, r[1:7], r[7:10]))
+        return out
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
