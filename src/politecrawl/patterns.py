@@ -367,14 +367,15 @@ class SessionRule:
         return f"{self.kind}:{self.context}"
 
 
-def _session_candidates(parts: _Parts) -> list[tuple[str, str, str]]:
-    """(rule key, the link with the candidate blanked, value) for each token-looking value."""
+def _session_candidates(parts: _Parts, *, links: bool = True) -> list[tuple[str, str, str]]:
+    """(rule key, the link with the candidate blanked, value) for each token-looking value;
+    ``links=False`` for a page's own URL, whose value counts wherever it is."""
     found = []
     segments = parts.segments
     for i, segment in enumerate(segments):
         # A token needs something after it: a varying *last* segment is how siblings are
         # named (/p/<id>), not a session.
-        if is_token(segment) and any(segments[i + 1 :]):
+        if is_token(segment) and (any(segments[i + 1 :]) or not links):
             key = "path:" + _path_template(segments[:i]) if i else "path:"
             rest = parts.origin + "/" + "/".join(segments[:i] + ("*",) + segments[i + 1 :])
             if parts.query:
@@ -415,7 +416,7 @@ class SessionTokens(_JSONState):
         min_values: int = 3,
         min_shared: int = 2,
         max_candidates: int = 128,
-        max_links: int = 8,
+        max_links: int = 16,
         max_rules: int = 32,
     ) -> None:
         if min_values < 2 or min_shared < 1 or max_candidates < 1 or max_links < 1 or max_rules < 1:
@@ -432,37 +433,52 @@ class SessionTokens(_JSONState):
     def observe(self, page_url: str, links: Iterable[str]) -> list[SessionRule]:
         """Learn from one fetched page and its links (normalized URLs); returns the rules this
         page completed."""
-        own = {key: value for key, _, value in _session_candidates(_split(page_url))}
+        own = {key: value for key, _, value in _session_candidates(_split(page_url), links=False)}
         values_of: dict[tuple[str, str], set[str]] = {}  # (key, blanked link) -> values
         links_of: dict[tuple[str, str], set[str]] = {}  # (key, value) -> blanked links
         for link in links:
             for key, rest, value in _session_candidates(_split(self.strip(link))):
                 values_of.setdefault((key, rest), set()).add(value)
                 links_of.setdefault((key, value), set()).add(rest)
-        learned = []
+        evidence = []
         for (key, rest), values in values_of.items():
             if key in self.rules or len(values) != 1:
                 continue
             (value,) = values
             if own.get(key) == value or len(links_of[(key, value)]) < self.min_shared:
                 continue
+            evidence.append((key, rest, value))
+        # Links already collecting evidence first: with more links than room, new ones would
+        # otherwise push out the old ones before any reached min_values.
+        evidence.sort(key=lambda item: item[1] not in self.candidates.get(item[0], {}))
+        learned = []
+        for key, rest, value in evidence:
             rule = self._add_evidence(key, rest, value)
             if rule is not None:
                 learned.append(rule)
         return learned
 
     def _add_evidence(self, key: str, rest: str, value: str) -> SessionRule | None:
-        table = self.candidates.get(key)
+        if key in self.rules:
+            return None
+        table = self.candidates.pop(key, None)
         if table is None:
             if len(self.candidates) >= self.max_candidates:
-                # The oldest candidate goes (dicts keep insertion order): a real session
-                # renews its evidence on every page.
+                # The least recently supported candidate goes (dicts keep insertion order and
+                # a candidate moves to the end with each evidence): a real session renews its
+                # evidence on every page.
                 del self.candidates[next(iter(self.candidates))]
-            table = self.candidates[key] = {}
+            table = {}
+        self.candidates[key] = table
         values = table.get(rest)
         if values is None:
             if len(table) >= self.max_links:
-                del table[next(iter(table))]
+                # Only a link with a single value makes room: links with more are on their way
+                # to min_values and must not be pushed out by the many other links of a page.
+                weak = next((r for r, v in table.items() if len(v) == 1), None)
+                if weak is None:
+                    return None
+                del table[weak]
             values = table[rest] = []
         if value in values:
             return None

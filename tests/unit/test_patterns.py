@@ -1,0 +1,700 @@
+"""Tests for politecrawl.patterns: tables per piece, the traps of issue 14 crawled by a small
+in-memory crawler (with a control site that must lose nothing), memory caps, JSON state, and
+hypothesis properties."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import deque
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from politecrawl.dedup import simhash, text_fingerprint
+from politecrawl.patterns import (
+    NEAR_DISTANCE,
+    AliasRules,
+    SessionTokens,
+    SitePatterns,
+    TemplateBudget,
+    is_token,
+    segment_template,
+    template,
+)
+from politecrawl.urls import host_key, normalize
+
+H = "http://site.test"
+
+# --------------------------------------------------------------------------
+# template
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("/", "/"),
+        ("/about", "/about"),
+        ("/a/", "/a/"),  # trailing slash kept: /a and /a/ are different URLs
+        ("/cal/2026/01", "/cal/{num}/{num}"),
+        ("/cal/2026-01", "/cal/{date}"),
+        ("/archive/2026-01-31/", "/archive/{date}/"),
+        ("/s/8f3a9c2e1b7d4a60/page.html", "/s/{token}/page.html"),
+        ("/s/0f8e2d1c-4b3a-4c5d-9e8f-7a6b5c4d3e2f/page.html", "/s/{token}/page.html"),  # UUID
+        ("/u/aB3xK9qL2mZ7/", "/u/{token}/"),  # base64-ish
+        ("/article-12.html", "/article-{num}.html"),
+        ("/best-of-2026-list", "/best-of-{num}-list"),  # a slug is not a token
+        ("/item/42.json", "/item/{num}.json"),
+        ("/shop?size=L&color=red", "/shop?color&size"),
+        ("/shop?color=red&size=L", "/shop?color&size"),
+        ("/shop?color=red&color=blue", "/shop?color"),  # names once
+        ("/search?q", "/search?q"),
+        ("/print/article-7?ref=home", "/print/article-{num}?ref"),
+    ],
+)
+def test_template(url, expected):
+    assert template(H + url) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "token"),
+    [
+        ("8f3a9c2e", True),  # hex with digits and letters
+        ("deadbeef", False),  # hex-looking but a word: no digit
+        ("12345678", False),  # a number is {num}, not a token
+        ("0f8e2d1c-4b3a-4c5d-9e8f-7a6b5c4d3e2f", True),
+        ("aB3xK9qL2mZ7", True),
+        ("best-of-2026-list", False),
+        ("iphone15", False),  # too short
+        ("windows-11-review", False),
+        ("x", False),
+        ("", False),
+    ],
+)
+def test_is_token(value, token):
+    assert is_token(value) is token
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [("", ""), ("2026", "{num}"), ("page.html", "page.html"), ("p3.html", "p{num}.html"), ("v2", "v{num}")],
+)
+def test_segment_template(segment, expected):
+    assert segment_template(segment) == expected
+
+
+_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=8)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(_SEGMENT, st.integers(0, 10**6)), min_size=1, max_size=6),
+    st.dictionaries(st.sampled_from(["a", "b", "color", "size", "q"]), st.text("xyz09", max_size=4), max_size=4),
+    st.randoms(use_true_random=False),
+)
+def test_template_ignores_numbers_values_and_order(segments, params, rnd):
+    """Changing a numeric segment, a parameter value or the parameter order keeps the template."""
+
+    def url(segs, pairs):
+        path = "/" + "/".join(str(s) for s in segs)
+        return normalize(H + path + ("?" + "&".join(f"{k}={v}" for k, v in pairs) if pairs else ""))
+
+    other_segments = [rnd.randrange(10**6) if isinstance(s, int) else s for s in segments]
+    other_params = [(k, v[::-1] + "z") for k, v in params.items()]
+    rnd.shuffle(other_params)
+    assert template(url(segments, list(params.items()))) == template(url(other_segments, other_params))
+
+
+# --------------------------------------------------------------------------
+# TemplateBudget
+# --------------------------------------------------------------------------
+
+
+def _distinct_fps(n: int, seed: int = 0) -> list[int]:
+    """n fingerprints pairwise farther apart than NEAR_DISTANCE."""
+    rnd = random.Random(seed)
+    fps: list[int] = []
+    while len(fps) < n:
+        fp = rnd.getrandbits(64)
+        if all((fp ^ other).bit_count() > NEAR_DISTANCE for other in fps):
+            fps.append(fp)
+    return fps
+
+
+def test_budget_young_template_is_allowed():
+    budget = TemplateBudget()
+    ok, why = budget.allows(H + "/cal/2026/01")
+    assert ok and "young" in why
+
+
+def test_budget_cuts_near_duplicate_template_after_min_pages():
+    budget = TemplateBudget(min_pages=5)
+    base = 0x0123456789ABCDEF
+    allowed = []
+    for month in range(1, 13):
+        url = f"{H}/cal/2026/{month:02d}"
+        ok, why = budget.allows(url)
+        allowed.append(ok)
+        if not ok:
+            break
+        budget.observe(url, base ^ (1 << month))  # one bit from the base: near-duplicates
+    assert allowed == [True] * 5 + [False]
+    assert "exhausted" in why and "/cal/{num}/{num}" in why
+    assert budget.allows(H + "/about")[0]  # other templates unaffected
+
+
+def test_budget_novel_template_keeps_going():
+    budget = TemplateBudget()
+    for i, fp in enumerate(_distinct_fps(100)):
+        assert budget.allows(f"{H}/article/{i}")[0]
+        assert budget.observe(f"{H}/article/{i}", fp) is True
+    stats = budget.templates["/article/{num}"]
+    assert stats.pages == stats.novel == 100
+
+
+def test_budget_mixed_template_stays_above_threshold():
+    """Half the pages duplicates (say, two listings per article): still well above 25 %."""
+    budget = TemplateBudget()
+    fps = _distinct_fps(50)
+    for i, fp in enumerate(fps):
+        budget.observe(f"{H}/n/{2 * i}", fp)
+        budget.observe(f"{H}/n/{2 * i + 1}", fp)
+        assert budget.allows(f"{H}/n/{2 * i + 2}")[0]
+
+
+def test_budget_family_stops_young_facet_templates():
+    budget = TemplateBudget(min_pages=5)
+    base = 0xFEDCBA9876543210
+    budget.observe(H + "/shop?color=red", base)
+    budget.observe(H + "/shop?size=l", base ^ 1)
+    budget.observe(H + "/shop?brand=x", base ^ 2)
+    budget.observe(H + "/shop?color=red&size=l", base ^ 4)
+    budget.observe(H + "/shop?fit=slim", base ^ 8)
+    ok, why = budget.allows(H + "/shop?material=wool&size=m")  # a template never seen
+    assert not ok and "family /shop?*" in why
+
+
+def test_budget_recovers_when_pages_turn_new():
+    budget = TemplateBudget(min_pages=5, window=10)
+    base = 0
+    for i in range(6):
+        budget.observe(f"{H}/t/{i}", base ^ (1 << i))
+    assert not budget.allows(H + "/t/99")[0]
+    for i, fp in enumerate(_distinct_fps(10, seed=3)):  # say, from a sitemap
+        budget.observe(f"{H}/t/{100 + i}", fp)
+    assert budget.allows(H + "/t/999")[0]
+
+
+def test_budget_sample_and_window_are_bounded():
+    budget = TemplateBudget(sample_size=8, window=4)
+    for i, fp in enumerate(_distinct_fps(30)):
+        budget.observe(f"{H}/a/{i}", fp)
+    stats = budget.templates["/a/{num}"]
+    assert len(stats.sample) == 8 and len(stats.recent) == 4
+
+
+def test_budget_template_cap_keeps_exhausted_templates():
+    budget = TemplateBudget(max_templates=16)
+    for i in range(6):  # an exhausted template: many pages
+        budget.observe(f"{H}/cal/{i}", 1 << i)
+    for i, fp in enumerate(_distinct_fps(200, seed=5)):  # one page each of many templates
+        budget.observe(f"{H}/t{'x' * (i % 50)}y{chr(97 + i % 26)}/", fp)
+    assert len(budget.templates) <= 16
+    assert not budget.allows(H + "/cal/77")[0]
+
+
+def test_budget_rejects_bad_input():
+    with pytest.raises(ValueError):
+        TemplateBudget().observe(H + "/", 1 << 64)
+    with pytest.raises(ValueError):
+        TemplateBudget(min_novel_share=2)
+
+
+# --------------------------------------------------------------------------
+# SessionTokens
+# --------------------------------------------------------------------------
+
+
+def _tok(i: int) -> str:
+    return "a1" + hashlib.sha1(str(i).encode()).hexdigest()[:18]  # always digits and letters
+
+
+def test_session_path_token_learned_from_visits():
+    tokens = SessionTokens()
+    pages = ["p1.html", "p2.html", "p3.html"]
+    learned = []
+    for visit in range(3):
+        page = f"{H}/" if visit == 0 else f"{H}/s/{_tok(visit - 1)}/p1.html"
+        learned += tokens.observe(page, [f"{H}/s/{_tok(visit)}/{p}" for p in pages])
+        if visit < 2:
+            assert tokens.strip(f"{H}/s/{_tok(9)}/p2.html") == f"{H}/s/{_tok(9)}/p2.html"  # not yet
+    assert [r.key for r in learned] == ["path:/s"]
+    assert len(learned[0].examples) == 3
+    assert tokens.strip(f"{H}/s/{_tok(42)}/other.html") == f"{H}/s/other.html"
+    assert tokens.strip(f"{H}/x/{_tok(42)}/other.html") == f"{H}/x/{_tok(42)}/other.html"  # other prefix
+    assert tokens.strip(f"{H}/s/plain/other.html") == f"{H}/s/plain/other.html"  # not a token
+
+
+def test_session_query_token_learned():
+    tokens = SessionTokens()
+    for visit in range(3):
+        tokens.observe(f"{H}/?v={visit}", [f"{H}/a?sess={_tok(visit)}", f"{H}/b?sess={_tok(visit)}&x=1"])
+    assert tokens.strip(f"{H}/c?sess={_tok(7)}&y=2") == f"{H}/c?y=2"
+
+
+@pytest.mark.parametrize(
+    ("name", "pages"),
+    [
+        # A product listing: per link a different id, on every page -- ids, not sessions.
+        (
+            "listing",
+            [(f"{H}/list/{n}", [f"{H}/p/{_tok(10 * n + i)}/reviews" for i in range(10)]) for n in range(5)],
+        ),
+        # A product page linking to its own subpages: the value is the page's own.
+        (
+            "own subpages",
+            [(f"{H}/p/{_tok(n)}/", [f"{H}/p/{_tok(n)}/reviews", f"{H}/p/{_tok(n)}/specs"]) for n in range(5)],
+        ),
+        # A varying last segment names siblings.
+        ("last segment", [(f"{H}/list/{n}", [f"{H}/p/{_tok(n)}", f"{H}/q/{_tok(n)}"]) for n in range(5)]),
+        # One featured link per page: a session marks every link.
+        ("featured", [(f"{H}/list/{n}", [f"{H}/p/{_tok(n)}/x", f"{H}/about"]) for n in range(5)]),
+        # Numbers are not tokens.
+        ("numbers", [(f"{H}/list/{n}", [f"{H}/y/{2000 + n}/a", f"{H}/y/{2000 + n}/b"]) for n in range(5)]),
+    ],
+)
+def test_session_false_positives_are_not_learned(name, pages):
+    tokens = SessionTokens()
+    for page, links in pages:
+        assert tokens.observe(page, links) == [], name
+    assert tokens.rules == {}
+
+
+def test_session_candidates_are_bounded():
+    tokens = SessionTokens(max_candidates=4, max_links=2)
+    for n in range(100):
+        links = [f"{H}/k{n}/{_tok(n)}/a", f"{H}/k{n}/{_tok(n)}/b", f"{H}/k{n}/{_tok(n)}/c"]
+        tokens.observe(f"{H}/", links)
+    assert len(tokens.candidates) <= 4
+    assert all(len(t) <= 2 for t in tokens.candidates.values())
+
+
+# --------------------------------------------------------------------------
+# AliasRules
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("longer", "shorter", "rule"),
+    [
+        ("/print/article-{n}", "/article-{n}", "prefix:/print"),
+        ("/m/print/a{n}", "/a{n}", "prefix:/m/print"),
+        ("/news/{n}/amp", "/news/{n}", "segment:2:amp"),
+        ("/doc/{n}/", "/doc/{n}", "slash:"),
+        ("/post/{n}?ref=home", "/post/{n}", "param:ref"),
+    ],
+)
+def test_alias_rule_needs_three_confirmations(longer, shorter, rule):
+    aliases = AliasRules()
+    for n in range(1, 4):
+        assert aliases.rewrite(H + longer.format(n=100)) == (H + longer.format(n=100), None)
+        aliases.observe(H + shorter.format(n=n), f"content-{n}")
+        aliases.observe(H + longer.format(n=n), f"content-{n}")
+    url, applied = aliases.rewrite(H + longer.format(n=100))
+    assert url == H + shorter.format(n=100)
+    assert applied is not None and applied.key == rule
+    listed = {r["rule"]: r for r in aliases.rules()}
+    assert listed[rule]["state"] == "active" and listed[rule]["confirmed"] == 3
+    assert len(listed[rule]["examples"]) == 3
+
+
+def test_alias_canonical_declaration_is_evidence_without_fetching_target():
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/print/article-{n}", f"print-{n}", canonical=f"{H}/article-{n}")
+    assert aliases.rewrite(f"{H}/print/article-9")[0] == f"{H}/article-9"
+
+
+def test_alias_longer_first_then_shorter():
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}?ref=x", f"c{n}")
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}", f"c{n}")
+    assert aliases.rewrite(f"{H}/post/5?ref=y")[0] == f"{H}/post/5"
+
+
+def test_alias_contradiction_drops_rule_for_good():
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/list/{n}", f"c{n}")
+        aliases.observe(f"{H}/list/{n}?page=1", f"c{n}")
+    assert aliases.rewrite(f"{H}/list/9?page=1")[0] == f"{H}/list/9"
+    aliases.observe(f"{H}/list/1?page=2", "other")  # page 2 is not page 1
+    assert aliases.rewrite(f"{H}/list/9?page=1") == (f"{H}/list/9?page=1", None)
+    for n in range(4, 10):  # more confirmations do not bring it back
+        aliases.observe(f"{H}/list/{n}", f"c{n}")
+        aliases.observe(f"{H}/list/{n}?page=1", f"c{n}")
+    rule = {r["rule"]: r for r in aliases.rules()}["param:page"]
+    assert rule["state"] == "dropped" and rule["contradicted"] == 1
+    assert rule["counter_examples"] == [[f"{H}/list/1?page=2", f"{H}/list/1"]]
+
+
+def test_alias_no_rule_before_evidence_and_with_mixed_evidence():
+    aliases = AliasRules()
+    for n in range(1, 3):
+        aliases.observe(f"{H}/a/{n}/", f"c{n}")
+        aliases.observe(f"{H}/a/{n}", f"c{n}")
+    assert aliases.rewrite(f"{H}/a/9/")[1] is None  # two pairs only
+    aliases.observe(f"{H}/b/", "index")
+    aliases.observe(f"{H}/b", "different")
+    aliases.observe(f"{H}/a/3/", "c3")
+    aliases.observe(f"{H}/a/3", "c3")
+    assert aliases.rewrite(f"{H}/a/9/")[1] is None  # three pairs, one contradiction
+
+
+def test_alias_reobservation_does_not_count_twice():
+    aliases = AliasRules()
+    aliases.observe(f"{H}/x", "c")
+    for _ in range(5):
+        aliases.observe(f"{H}/x/", "c")
+    assert {r["rule"]: r["confirmed"] for r in aliases.rules()}["slash:"] == 1
+
+
+def test_alias_memory_is_bounded():
+    aliases = AliasRules(max_pages=50, max_rules=8, max_examples=2)
+    for n in range(2000):
+        aliases.observe(f"{H}/k{n % 97}/{n}?p{n % 13}=1&q=2", f"c{n % 7}")
+    assert len(aliases.pages) <= 50
+    assert len(aliases.rules()) <= 8
+    assert all(len(r["examples"]) <= 2 and len(r["counter_examples"]) <= 2 for r in aliases.rules())
+    assert len(aliases._waiting) <= max(4 * 50, aliases._waiting_limit)
+
+
+# --------------------------------------------------------------------------
+# The traps of issue 14, crawled
+# --------------------------------------------------------------------------
+
+_VOCABULARY = [f"w{i}" for i in range(5000)]
+
+
+def _words(seed: int, n: int = 300) -> str:
+    rnd = random.Random(seed)
+    return " ".join(rnd.choice(_VOCABULARY) for _ in range(n))
+
+
+_CHROME = _words(-1, 800)  # a site's shared boilerplate, long enough to dominate thin pages
+
+Page = tuple[str, str | None, list[str]]  # text, canonical, links (relative or absolute)
+Site = Callable[[str], Page | None]
+
+
+def _crawl(site: Site, seeds: list[str], patterns: SitePatterns, max_fetches: int = 400):
+    """Breadth-first crawl of one host through ``patterns``: links are filtered when found and
+    again before the fetch (patterns learn in between), and a URL counts as done when an
+    already fetched URL cleans to it (a rule learned after ``/s/<t>/p1.html`` was fetched
+    makes ``/s/p1.html`` that page). Returns the fetched URLs."""
+    seen = set(seeds)
+    frontier = deque(seeds)
+    fetched: list[str] = []
+    host = host_key(seeds[0])
+    while frontier and len(fetched) < max_fetches:
+        url, _ = patterns.filter_link(frontier.popleft())
+        if url is None or url in {patterns.clean(done)[0] for done in fetched}:
+            continue
+        page = site(url)
+        if page is None:
+            continue
+        fetched.append(url)
+        text, canonical, raw_links = page
+        links = [normalize(link, url) for link in raw_links]
+        links = [link for link in links if host_key(link) == host]
+        patterns.observe_page(url, simhash(text), text_fingerprint(text), canonical, links)
+        for link in links:
+            queued, _ = patterns.filter_link(link)
+            if queued is not None and queued not in seen:
+                seen.add(queued)
+                frontier.append(queued)
+    return fetched
+
+
+def _path(url: str) -> str:
+    return url[len(H) :]
+
+
+def calendar_site(url: str) -> Page | None:
+    path = _path(url)
+    if path == "/":
+        return _CHROME + " home", None, ["/cal/2026/01", "/about"]
+    if path == "/about":
+        return _words(1), None, ["/"]
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "cal":
+        year, month = int(parts[2]), int(parts[3])
+        nxt = (year + month // 12, month % 12 + 1)
+        prev = (year - (month == 1), (month - 2) % 12 + 1)
+        text = f"{_CHROME} calendar {year} {month} no events"
+        return text, None, [f"/cal/{nxt[0]}/{nxt[1]:02d}", f"/cal/{prev[0]}/{prev[1]:02d}", "/"]
+    return None
+
+
+def test_trap_endless_calendar():
+    fetched = _crawl(calendar_site, [H + "/"], SitePatterns())
+    calendar = [u for u in fetched if "/cal/" in u]
+    assert len(calendar) <= 6
+    assert H + "/about" in fetched
+
+
+_FACETS = {name: [f"{name}{i}" for i in range(6)] for name in ["color", "size", "brand", "fit", "material"]}
+
+
+def facet_site(url: str) -> Page | None:
+    path, _, query = _path(url).partition("?")
+    if path == "/":
+        return _CHROME + " home", None, ["/shop"]
+    if path.startswith("/product/"):
+        n = int(path.rsplit("/", 1)[1])
+        return _words(100 + n), None, ["/shop"]
+    if path != "/shop":
+        return None
+    chosen = [pair.split("=") for pair in query.split("&") if pair]
+    used = {name for name, _ in chosen}
+    # Links add one more filter in click order (the query keeps the order of the clicks).
+    links = [f"/product/{n}" for n in range(20)]
+    for name, options in _FACETS.items():
+        if name not in used:
+            links += ["/shop?" + "&".join([*(f"{k}={v}" for k, v in chosen), f"{name}={o}"]) for o in options]
+    text = f"{_CHROME} shop listing filters " + " ".join(f"{k} {v}" for k, v in chosen)
+    return text, None, links
+
+
+def test_trap_faceted_navigation():
+    fetched = _crawl(facet_site, [H + "/"], SitePatterns())
+    facets = [u for u in fetched if "?" in u]
+    assert len(facets) <= 8
+    assert {f"{H}/product/{n}" for n in range(20)} <= set(fetched)  # no real page lost
+
+
+_SESSION_PAGES = 10
+
+
+def session_site() -> Site:
+    visits = iter(range(10**6))
+
+    def site(url: str) -> Page | None:
+        parts = _path(url).split("/")
+        if _path(url) == "/":
+            n = 0
+        elif len(parts) in (3, 4) and parts[1] == "s" and parts[-1].startswith("p"):
+            n = int(parts[-1][1:].removesuffix(".html"))  # /s/<token>/pN.html or /s/pN.html
+        else:
+            return None
+        token = _tok(next(visits))  # a fresh session on every visit: the server never sees a cookie
+        return _words(200 + n), None, [f"/s/{token}/p{k}.html" for k in range(_SESSION_PAGES)]
+
+    return site
+
+
+def test_trap_session_ids_in_path():
+    patterns = SitePatterns()
+    fetched = _crawl(session_site(), [H + "/"], patterns)
+    pages = {u.rsplit("/", 1)[1] for u in fetched if "/s/" in u}
+    assert pages == {f"p{k}.html" for k in range(_SESSION_PAGES)}  # every page, once a token is gone
+    assert len(fetched) <= 1 + _SESSION_PAGES + 3
+    assert [r.key for r in patterns.sessions.rules.values()] == ["path:/s"]
+
+
+def printer_site(url: str) -> Page | None:
+    path = _path(url)
+    if path == "/":
+        return _CHROME + " home", None, [f"/article-{n}" for n in range(1, 31)]
+    for prefix, printed in (("/print/article-", True), ("/article-", False)):
+        if path.startswith(prefix):
+            n = int(path[len(prefix) :])
+            if printed:  # another layout of the same article: not the same text
+                return "Printer-friendly version. " + _words(300 + n), f"{H}/article-{n}", []
+            return _words(300 + n) + " comments share", None, [f"/print/article-{n}", "/"]
+    return None
+
+
+def test_trap_printer_views_with_canonical():
+    patterns = SitePatterns()
+    fetched = _crawl(printer_site, [H + "/"], patterns)
+    assert len([u for u in fetched if "/print/" in u]) <= 3
+    assert {f"{H}/article-{n}" for n in range(1, 31)} <= set(fetched)
+    rule = {r["rule"]: r for r in patterns.aliases.rules()}["prefix:/print"]
+    assert rule["state"] == "active"
+    assert rule["examples"][0] == [f"{H}/print/article-1", f"{H}/article-1"]
+
+
+def tracking_site(url: str) -> Page | None:
+    path, _, _ = _path(url).partition("?")  # the server ignores ?ref= and a trailing slash
+    if path == "/":
+        return _CHROME + " home", None, [f"/post/{n}" for n in range(1, 21)] + [f"/doc/{n}" for n in range(1, 21)]
+    for prefix in ("/post/", "/doc/"):
+        if path.startswith(prefix):
+            n = int(path[len(prefix) :].rstrip("/"))
+            related = f"{prefix}{n % 20 + 1}"
+            links = [f"{related}?ref=related", f"{related}?ref=footer"] if prefix == "/post/" else [related + "/"]
+            return _words(hash(prefix) % 1000 + n), None, links
+    return None
+
+
+def test_trap_tracking_parameters_and_trailing_slash():
+    patterns = SitePatterns()
+    fetched = _crawl(tracking_site, [H + "/"], patterns)
+    assert len([u for u in fetched if "?ref=" in u]) <= 3
+    assert len([u for u in fetched if u.endswith("/") and u != H + "/"]) <= 3
+    assert {f"{H}/post/{n}" for n in range(1, 21)} | {f"{H}/doc/{n}" for n in range(1, 21)} <= set(fetched)
+    active = {r.key for r in patterns.aliases.active()}
+    assert {"param:ref", "slash:"} <= active
+
+
+def article_site(url: str) -> Page | None:
+    path, _, query = _path(url).partition("?")
+    if path == "/":
+        return _CHROME + " home", None, ["/article/1", "/list?page=1"]
+    if path == "/list":
+        page = int(query.partition("=")[2])
+        links = [f"/article/{n}" for n in range(10 * page - 9, 10 * page + 1)]
+        return _words(7000 + page), None, [*links, f"/list?page={page + 1}"] if page < 20 else links
+    if path.startswith("/article/"):
+        n = int(path.rsplit("/", 1)[1])
+        return _words(n), None, [f"/article/{n + 1}"] if n < 200 else []
+    return None
+
+
+def test_control_site_of_new_articles_is_never_cut():
+    """The negative control: URLs of one shape, every page new -- nothing may be dropped."""
+    patterns = SitePatterns()
+    fetched = _crawl(article_site, [H + "/"], patterns)
+    assert {f"{H}/article/{n}" for n in range(1, 201)} <= set(fetched)
+    assert {f"{H}/list?page={n}" for n in range(1, 21)} <= set(fetched)
+    assert patterns.filter_link(H + "/article/201")[0] == H + "/article/201"
+    assert patterns.aliases.active() == [] and patterns.sessions.rules == {}
+
+
+# --------------------------------------------------------------------------
+# SitePatterns: facade, reasons, JSON state
+# --------------------------------------------------------------------------
+
+
+def test_filter_link_reasons():
+    patterns = SitePatterns()
+    for n in range(1, 4):
+        patterns.observe_page(f"{H}/print/a{n}", n, f"p{n}", f"{H}/a{n}", [])
+    url, why = patterns.filter_link(f"{H}/print/a9")
+    assert url == f"{H}/a9" and "alias rule prefix:/print (3 confirming pairs)" in why and "young" in why
+    for m in range(1, 7):
+        patterns.observe_page(f"{H}/cal/{m}", 1 << m, f"c{m}", None, [])
+    url, why = patterns.filter_link(f"{H}/cal/99")
+    assert url is None and "exhausted" in why
+
+
+def _observe_trap_mix(patterns: SitePatterns) -> None:
+    for visit in range(4):
+        page = f"{H}/s/{_tok(visit + 50)}/p{visit}.html"
+        links = [f"{H}/s/{_tok(visit)}/p{k}.html" for k in range(3)]
+        patterns.observe_page(page, visit << 20, f"s{visit}", None, links)
+    for n in range(1, 5):
+        patterns.observe_page(f"{H}/print/a{n}", n << 40, f"p{n}", f"{H}/a{n}", [])
+    for m in range(1, 8):
+        patterns.observe_page(f"{H}/cal/{m}", 1 << m, f"c{m}", None, [])
+
+
+def test_json_round_trip_keeps_decisions():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    text = patterns.to_json()
+    restored = SitePatterns.from_json(text)
+    assert restored.to_json() == text
+    json.loads(text)  # plain JSON
+    for url in [f"{H}/print/a9", f"{H}/s/{_tok(99)}/p1.html", f"{H}/cal/99", f"{H}/new"]:
+        assert restored.filter_link(url) == patterns.filter_link(url)
+    # and learning continues the same way after the restart
+    for p in (patterns, restored):
+        p.observe_page(f"{H}/cal/100", 999, "c100", None, [])
+    assert restored.to_json() == patterns.to_json()
+
+
+def test_each_part_round_trips_alone():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    for part, cls in (
+        (patterns.budget, TemplateBudget),
+        (patterns.sessions, SessionTokens),
+        (patterns.aliases, AliasRules),
+    ):
+        assert cls.from_json(part.to_json()).to_json() == part.to_json()
+
+
+def test_unknown_state_version_is_refused():
+    data = json.loads(SitePatterns().to_json())
+    data["version"] = 999
+    with pytest.raises(ValueError):
+        SitePatterns.from_json(json.dumps(data))
+
+
+def test_state_size_is_bounded_under_a_hostile_site():
+    """Every URL new, every page new, every link a fresh token: the JSON stays bounded."""
+    patterns = SitePatterns(
+        TemplateBudget(max_templates=32, max_families=8, sample_size=16),
+        SessionTokens(max_candidates=16, max_links=4),
+        AliasRules(max_pages=64, max_rules=16),
+    )
+    rnd = random.Random(7)
+    for n in range(1500):
+        url = f"{H}/{'d' * (n % 40)}{n % 37}x/{_tok(n)}/p?{'q' * (n % 9)}k={n}&z{n % 11}=1"
+        links = [f"{H}/l{n % 17}/{_tok(n + k)}/x" for k in range(4)]
+        patterns.observe_page(url, rnd.getrandbits(64), f"c{n}", None, links)
+    assert len(patterns.to_json()) < 200_000
+    assert len(patterns.budget.templates) <= 32 and len(patterns.budget.families) <= 8
+
+
+_URL_PATH = st.lists(
+    st.one_of(
+        st.sampled_from(["print", "s", "a", "cal", "doc", ""]),
+        st.integers(1, 30).map(str),
+        st.integers(0, 5).map(_tok),
+    ),
+    min_size=1,
+    max_size=4,
+)
+_QUERY = st.lists(st.sampled_from(["ref=x", "ref=y", "page=1", "page=2", f"sess={_tok(1)}", "q"]), max_size=3)
+
+
+def _url(path: list[str], query: list[str]) -> str:
+    return normalize(H + "/" + "/".join(path) + ("?" + "&".join(query) if query else ""))
+
+
+_OBSERVATION = st.tuples(_URL_PATH, _QUERY, st.integers(0, 3), st.booleans(), st.lists(st.tuples(_URL_PATH, _QUERY)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_OBSERVATION, max_size=25), st.lists(st.tuples(_URL_PATH, _QUERY), min_size=1, max_size=5))
+def test_property_state_round_trip_and_filter_sanity(observations, probes):
+    """After any observations: the JSON state restores the same decisions; a filtered URL
+    stays on the host, filtering is stable (a kept URL filters to itself) and rewriting
+    never lengthens a URL."""
+    patterns = SitePatterns()
+    for path, query, content, declare, links in observations:
+        url = _url(path, query)
+        canonical = _url(path[1:] or [""], query) if declare else None
+        link_urls = [_url(p, q) for p, q in links]
+        patterns.observe_page(url, content * 0x9E3779B97F4A7C15 % (1 << 64), f"c{content}", canonical, link_urls)
+    restored = SitePatterns.from_json(patterns.to_json())
+    for path, query in probes:
+        url = _url(path, query)
+        result = patterns.filter_link(url)
+        assert restored.filter_link(url) == result
+        kept, _ = result
+        cleaned, _ = patterns.clean(url)
+        assert host_key(cleaned) == H
+        assert len(cleaned) <= len(url)
+        assert patterns.clean(cleaned)[0] == cleaned
+        if kept is not None:
+            assert kept == cleaned
