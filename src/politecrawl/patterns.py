@@ -632,14 +632,21 @@ def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
 class AliasRules(_JSONState):
     """Removals that keep leading to the same content, learned from fetched pages.
 
-    Each observed page is remembered as (content key, declared canonical URL). A *pair* is
-    two observed URLs ``a`` and ``b = R(a)`` for a removal ``R`` (a literal path prefix, one
-    path segment, the trailing slash, one query parameter), or ``a`` and its declared
-    canonical ``b = R(a)``. It *confirms* ``R`` when ``a`` declares ``b`` canonical, or both
-    have the same content key, or both declare the same canonical; otherwise it
-    *contradicts* ``R``. A rule with ``min_confirmed`` confirmations and no contradiction is
-    active; a contradiction drops it for good (it is kept, with its evidence, so that it is
-    not learned again and can be shown).
+    Each observed page is remembered as (content key, declared canonical URL, SimHash). A
+    *pair* is two observed URLs ``a`` and ``b = R(a)`` for a removal ``R`` (a literal path
+    prefix, one path segment, the trailing slash, one query parameter), or ``a`` and its
+    declared canonical ``b = R(a)``. It *confirms* ``R`` when both have the same content key,
+    or when one declares the other canonical (or both the same canonical) and their SimHashes,
+    when both are known, are at most ``canonical_distance`` bits apart; otherwise it
+    *contradicts* ``R``. The distance check is there because canonicals are often wrong in a
+    way that would lose pages (every ``?page=N`` declaring ``/list`` canonical): like search
+    engines, a declaration is believed for another layout of the same text (a printer view
+    is a few bits away), not for a different document (about 32 bits away).
+
+    A rule with ``min_confirmed`` confirmations and no contradiction is active; a
+    contradiction drops it for good (it is kept, with its evidence, so that it is not learned
+    again and can be shown). A declared canonical not fetched yet counts at once; if it turns
+    out to be a different document when it is fetched, that is a contradiction.
 
     Rules only ever remove, so the rewritten URL is the shorter one (``/print/article-5`` ->
     ``/article-5``, ``/doc/`` -> ``/doc``), even where the site declares the longer one
@@ -659,25 +666,34 @@ class AliasRules(_JSONState):
         max_pages: int = 1024,
         max_rules: int = 64,
         max_examples: int = 4,
+        canonical_distance: int = 12,
     ) -> None:
         if min_confirmed < 1 or max_pages < 1 or max_rules < 1 or max_examples < 1:
             raise ValueError("min_confirmed, max_pages, max_rules and max_examples must be >= 1")
+        if not 0 <= canonical_distance <= 64:
+            raise ValueError(f"canonical_distance must be in 0..64, got {canonical_distance}")
+        self.canonical_distance = canonical_distance
         self.min_confirmed = min_confirmed
         self.max_pages = max_pages
         self.max_rules = max_rules
         self.max_examples = max_examples
-        self.pages: dict[str, list[str | None]] = {}  # url -> [content key, canonical or None]
+        # url -> [content key, canonical or None, SimHash or None]
+        self.pages: dict[str, list[Any]] = {}
         self._rules: dict[str, AliasRule] = {}
         self.clock = 0
         self._waiting: dict[str, set[str]] = {}  # shorter URL not yet seen -> longer URLs
         self._waiting_limit = 4 * max_pages
 
     def _same(self, a: str, b: str) -> bool:
-        key_a, canonical_a = self.pages[a]
-        key_b, canonical_b = self.pages[b]
-        if canonical_a == b or canonical_b == a or key_a == key_b:
+        key_a, canonical_a, simhash_a = self.pages[a]
+        key_b, canonical_b, simhash_b = self.pages[b]
+        if key_a == key_b:
             return True
-        return (canonical_a or a) == (canonical_b or b)
+        if not (canonical_a == b or canonical_b == a or (canonical_a or a) == (canonical_b or b)):
+            return False
+        if simhash_a is None or simhash_b is None:
+            return True
+        return hamming(simhash_a, simhash_b) <= self.canonical_distance
 
     def _rule(self, kind: str, arg: str) -> AliasRule:
         key = f"{kind}:{arg}"
@@ -712,12 +728,13 @@ class AliasRules(_JSONState):
             if target not in self.pages:
                 self._waiting.setdefault(target, set()).add(url)
 
-    def observe(self, url: str, content_key: str, canonical: str | None = None) -> None:
-        """Record a fetched page: its normalized URL, its content key (the text fingerprint)
-        and its declared canonical URL, if any; update the rules it is evidence for."""
+    def observe(self, url: str, content_key: str, canonical: str | None = None, simhash: int | None = None) -> None:
+        """Record a fetched page: its normalized URL, its content key (the text fingerprint),
+        its declared canonical URL and its SimHash, if known; update the rules it is evidence
+        for."""
         if canonical == url:
             canonical = None
-        record = [content_key, canonical]
+        record = [content_key, canonical, simhash]
         if self.pages.get(url) == record:
             self.pages[url] = self.pages.pop(url)  # recently seen; nothing new to learn
             return
@@ -730,19 +747,22 @@ class AliasRules(_JSONState):
         # url as the longer URL of a pair.
         for kind, arg, result in _removals(parts):
             target = result.url()
-            if canonical == target:
-                self._evidence(kind, arg, url, target, True)
-            elif target in self.pages:
+            if target in self.pages:
                 self._evidence(kind, arg, url, target, self._same(url, target))
             else:
+                if canonical == target:  # declared: evidence now, checked when target is fetched
+                    self._evidence(kind, arg, url, target, True)
                 self._waiting.setdefault(target, set()).add(url)
         # url as the shorter URL of pairs whose longer URL came first.
         for source in sorted(self._waiting.pop(url, ())):
-            if source not in self.pages or self.pages[source][1] == url:
-                continue  # forgotten, or already counted when its canonical was declared
+            if source not in self.pages:
+                continue  # forgotten
+            same = self._same(source, url)
+            if self.pages[source][1] == url and same:
+                continue  # counted when its canonical was declared
             for kind, arg, result in _removals(_split(source)):
                 if result.url() == url:
-                    self._evidence(kind, arg, source, url, self._same(source, url))
+                    self._evidence(kind, arg, source, url, same)
         if len(self._waiting) > self._waiting_limit:  # drop waits on forgotten pages
             self._rebuild_waiting()
 
@@ -784,6 +804,7 @@ class AliasRules(_JSONState):
                 "max_pages": self.max_pages,
                 "max_rules": self.max_rules,
                 "max_examples": self.max_examples,
+                "canonical_distance": self.canonical_distance,
             },
             "clock": self.clock,
             "pages": [[url, *record] for url, record in self.pages.items()],
@@ -794,7 +815,7 @@ class AliasRules(_JSONState):
     def from_dict(cls, data: dict[str, Any]) -> AliasRules:
         aliases = cls(**data["config"])
         aliases.clock = int(data["clock"])
-        aliases.pages = {url: [key, canonical] for url, key, canonical in data["pages"]}
+        aliases.pages = {url: [key, canonical, simhash] for url, key, canonical, simhash in data["pages"]}
         for item in data["rules"]:
             rule = AliasRule(**item)
             aliases._rules[rule.key] = rule
@@ -850,7 +871,7 @@ class SitePatterns(_JSONState):
     ) -> None:
         """Learn from one fetched page: its normalized URL, 64-bit SimHash, content key (text
         fingerprint), declared canonical URL and the normalized URLs it links to."""
-        self.aliases.observe(url, content_key, canonical)
+        self.aliases.observe(url, content_key, canonical, simhash)
         self.sessions.observe(url, links)
         # Budgets count pages under the URL filter_link would give them, so that what is
         # counted and what is checked are one template.

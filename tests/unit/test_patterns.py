@@ -274,6 +274,14 @@ def test_session_false_positives_are_not_learned(name, pages):
     assert tokens.rules == {}
 
 
+def test_session_learned_with_more_links_than_room():
+    """Ten links a page and room for four: the links collecting values keep their place."""
+    tokens = SessionTokens(max_links=4)
+    for visit in range(3):
+        tokens.observe(f"{H}/?v={visit}", [f"{H}/s/{_tok(visit)}/p{k}.html" for k in range(10)])
+    assert list(tokens.rules) == ["path:/s"]
+
+
 def test_session_candidates_are_bounded():
     tokens = SessionTokens(max_candidates=4, max_links=2)
     for n in range(100):
@@ -316,6 +324,33 @@ def test_alias_canonical_declaration_is_evidence_without_fetching_target():
     aliases = AliasRules()
     for n in range(1, 4):
         aliases.observe(f"{H}/print/article-{n}", f"print-{n}", canonical=f"{H}/article-{n}")
+    assert aliases.rewrite(f"{H}/print/article-9")[0] == f"{H}/article-9"
+
+
+def test_alias_wrong_canonical_is_not_believed():
+    """Every ?page=N declaring /list canonical (a common mistake) must not lose the pages."""
+    aliases = AliasRules()
+    for n in range(1, 6):
+        aliases.observe(f"{H}/list{n}", f"c{n}", None, simhash=0)
+        aliases.observe(f"{H}/list{n}?page=2", f"d{n}", canonical=f"{H}/list{n}", simhash=(1 << 40) - 1)
+    assert aliases.rewrite(f"{H}/list9?page=2") == (f"{H}/list9?page=2", None)
+    assert {r["rule"]: r["state"] for r in aliases.rules()}["param:page"] == "dropped"
+
+
+def test_alias_declared_canonical_checked_when_fetched_later():
+    aliases = AliasRules()
+    for n in range(1, 4):  # declared before the canonical is fetched: believed for now
+        aliases.observe(f"{H}/list{n}?page=2", f"d{n}", canonical=f"{H}/list{n}", simhash=(1 << 40) - 1)
+    assert aliases.rewrite(f"{H}/list9?page=2")[0] == f"{H}/list9"
+    aliases.observe(f"{H}/list1", "c1", None, simhash=0)  # a different document after all
+    assert aliases.rewrite(f"{H}/list9?page=2") == (f"{H}/list9?page=2", None)
+
+
+def test_alias_printer_view_near_its_canonical_is_believed():
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/article-{n}", f"a{n}", None, simhash=n << 20)
+        aliases.observe(f"{H}/print/article-{n}", f"p{n}", f"{H}/article-{n}", simhash=(n << 20) ^ 0b1011)
     assert aliases.rewrite(f"{H}/print/article-9")[0] == f"{H}/article-9"
 
 
