@@ -36,11 +36,12 @@ remove parts of a normalized URL.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from politecrawl.dedup import hamming
 
@@ -105,6 +106,8 @@ _EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 _CLASS_CHANGE_RE = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
 
 
+# Segments and values recur across a site's URLs: the two classifiers are cached.
+@functools.lru_cache(maxsize=16384)
 def is_token(value: str) -> bool:
     """Whether ``value`` looks like an opaque machine token: a UUID, 8+ hex digits with both
     digits and letters, or 10+ base64-ish characters mixing digits and letters with at least
@@ -124,6 +127,7 @@ def is_token(value: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=16384)
 def segment_template(segment: str) -> str:
     """One path segment abstracted: ``{num}`` (all digits), ``{date}``, ``{token}`` (see
     :func:`is_token`), else the segment with each digit run replaced by ``{num}``
@@ -143,9 +147,9 @@ def segment_template(segment: str) -> str:
     return _DIGITS_RE.sub("{num}", stem) + ext
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """A normalized URL split into the pieces the rules remove."""
+class _Parts(NamedTuple):
+    """A normalized URL split into the pieces the rules remove (a tuple: cheap to make, and
+    immutable, so :func:`_split` can cache it)."""
 
     origin: str  # scheme://authority
     segments: tuple[str, ...]  # path[1:].split("/"): "/" -> ("",), "/a/" -> ("a", "")
@@ -166,6 +170,8 @@ class _Parts:
         return _Parts(self.origin, self.segments, tuple(p for p in self.query if p.partition("=")[0] != name))
 
 
+# Links recur from page to page and each is split by every part of SitePatterns: cached.
+@functools.lru_cache(maxsize=8192)
 def _split(url: str) -> _Parts:
     url = url.partition("#")[0]
     scheme_end = url.find("://")
@@ -185,6 +191,7 @@ def _path_template(segments: Iterable[str]) -> str:
     return "/" + "/".join(segment_template(s) for s in segments)
 
 
+@functools.lru_cache(maxsize=8192)  # a link is checked when found and again before its fetch
 def template(url: str) -> str:
     """The shape of ``url``: path with variable-looking segments abstracted, then the sorted,
     distinct query parameter names without values. Scheme and host are not part of it (the
@@ -367,10 +374,13 @@ class SessionRule:
         return f"{self.kind}:{self.context}"
 
 
-def _session_candidates(parts: _Parts, *, links: bool = True) -> list[tuple[str, str, str]]:
+# The same links are on many pages of a site (navigation): cached by URL.
+@functools.lru_cache(maxsize=8192)
+def _session_candidates(url: str, *, links: bool = True) -> tuple[tuple[str, str, str], ...]:
     """(rule key, the link with the candidate blanked, value) for each token-looking value;
     ``links=False`` for a page's own URL, whose value counts wherever it is."""
-    found = []
+    parts = _split(url)
+    found: list[tuple[str, str, str]] = []
     segments = parts.segments
     for i, segment in enumerate(segments):
         # A token needs something after it: a varying *last* segment is how siblings are
@@ -386,7 +396,7 @@ def _session_candidates(parts: _Parts, *, links: bool = True) -> list[tuple[str,
         value = pair.partition("=")[2]
         if is_token(value) and names.count(name) == 1:
             found.append(("query:" + name, parts.without_param(name).url(), value))
-    return found
+    return tuple(found)
 
 
 class SessionTokens(_JSONState):
@@ -433,11 +443,11 @@ class SessionTokens(_JSONState):
     def observe(self, page_url: str, links: Iterable[str]) -> list[SessionRule]:
         """Learn from one fetched page and its links (normalized URLs); returns the rules this
         page completed."""
-        own = {key: value for key, _, value in _session_candidates(_split(page_url), links=False)}
+        own = {key: value for key, _, value in _session_candidates(page_url, links=False)}
         values_of: dict[tuple[str, str], set[str]] = {}  # (key, blanked link) -> values
         links_of: dict[tuple[str, str], set[str]] = {}  # (key, value) -> blanked links
         for link in links:
-            for key, rest, value in _session_candidates(_split(self.strip(link))):
+            for key, rest, value in _session_candidates(self.strip(link)):
                 values_of.setdefault((key, rest), set()).add(value)
                 links_of.setdefault((key, value), set()).add(rest)
         evidence = []
