@@ -327,6 +327,32 @@ class TemplateBudget(_JSONState):
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
 
+    def state_of(self, stats: TemplateStats) -> str:
+        """``"young"`` (fewer than min_pages pages), ``"exhausted"`` or ``"open"``."""
+        if stats.pages < self.min_pages:
+            return "young"
+        return "exhausted" if self._exhausted(stats) else "open"
+
+    def describe(self) -> dict[str, list[dict[str, Any]]]:
+        """Every template and family with its counts and state, most pages first (for
+        ``status --hosts`` and ``why``): the fingerprints are left out."""
+
+        def rows(table: dict[str, TemplateStats]) -> list[dict[str, Any]]:
+            ordered = sorted(table.items(), key=lambda item: (-item[1].pages, item[0]))
+            return [
+                {
+                    "template": key,
+                    "state": self.state_of(stats),
+                    "pages": stats.pages,
+                    "novel": stats.novel,
+                    "recent_novel": sum(stats.recent),
+                    "recent": len(stats.recent),
+                }
+                for key, stats in ordered
+            ]
+
+        return {"templates": rows(self.templates), "families": rows(self.families)}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "config": {
@@ -893,6 +919,16 @@ class SitePatterns(_JSONState):
         allowed, why = self.budget.allows(cleaned)
         reasons.append(why)
         return (cleaned if allowed else None), "; ".join(reasons)
+
+    def describe(self) -> dict[str, Any]:
+        """What was learned, with its evidence, as plain data: alias rules (state, counts,
+        example and counter-example pairs), session rules (the values that varied and a
+        link they varied in), template budgets (pages, novel pages, state)."""
+        return {
+            "aliases": self.aliases.rules(),
+            "sessions": [{"rule": rule.key, **asdict(rule)} for rule in self.sessions.rules.values()],
+            **self.budget.describe(),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -630,6 +630,18 @@ def test_filter_link_reasons():
     assert url is None and "exhausted" in why
 
 
+def test_describe_shows_rules_with_evidence():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    described = patterns.describe()
+    json.dumps(described)  # plain data
+    assert [r["rule"] for r in described["aliases"] if r["state"] == "active"] == ["prefix:/print"]
+    assert [(s["rule"], len(s["examples"])) for s in described["sessions"]] == [("path:/s", 3)]
+    calendar = next(t for t in described["templates"] if t["template"] == "/cal/{num}")
+    assert (calendar["state"], calendar["pages"], calendar["novel"]) == ("exhausted", 7, 1)
+    assert "sample" not in calendar
+
+
 def _observe_trap_mix(patterns: SitePatterns) -> None:
     for visit in range(4):
         page = f"{H}/s/{_tok(visit + 50)}/p{visit}.html"
@@ -688,6 +700,35 @@ def test_state_size_is_bounded_under_a_hostile_site():
         patterns.observe_page(url, rnd.getrandbits(64), f"c{n}", None, links)
     assert len(patterns.to_json()) < 200_000
     assert len(patterns.budget.templates) <= 32 and len(patterns.budget.families) <= 8
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=120, unique=True))
+def test_property_novel_pages_are_never_refused(fingerprints):
+    """However many pages, a template whose every page is new stays allowed."""
+    budget = TemplateBudget()
+    kept: list[int] = []
+    for fp in fingerprints:
+        if all((fp ^ other).bit_count() > NEAR_DISTANCE for other in kept):
+            kept.append(fp)
+    for i, fp in enumerate(kept):
+        assert budget.allows(f"{H}/article/{i}")[0]
+        budget.observe(f"{H}/article/{i}", fp)
+    assert budget.allows(f"{H}/article/{len(kept)}")[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.lists(st.integers(0, 63), min_size=20, max_size=60))
+def test_property_near_duplicates_are_cut_within_min_pages(base, bits):
+    """Pages all within NEAR_DISTANCE of one first page: refused from min_pages on."""
+    budget = TemplateBudget(min_pages=5)
+    fetched = 0
+    for i, bit in enumerate(bits):
+        if not budget.allows(f"{H}/cal/{i}")[0]:
+            break
+        budget.observe(f"{H}/cal/{i}", base ^ (1 << bit))
+        fetched += 1
+    assert fetched == 5
 
 
 _URL_PATH = st.lists(
