@@ -387,8 +387,8 @@ class TemplateBudget(_JSONState):
 class SessionRule:
     """A learned session token: ``kind`` ``"path"`` removes the token-looking segment right
     after the path whose template is ``context`` (``/s``); ``"query"`` drops the parameter
-    named ``context``. ``examples`` are some of the values that varied, ``links`` an example
-    of the link seen with them."""
+    named ``context``. ``examples`` are the values that varied, ``link`` the link they varied
+    in, with the token written ``*``."""
 
     kind: str
     context: str
@@ -867,9 +867,14 @@ class AliasRules(_JSONState):
 class SitePatterns(_JSONState):
     """What was learned about one host's URLs: alias rules, session tokens, template budgets.
 
-    ``observe_page`` once per fetched page; ``filter_link`` for each link before it is queued
-    (and, since pages are observed between queueing and fetching, preferably again right
-    before the fetch: a link queued while its template was young may be refused by then).
+    ``observe_page`` once per fetched page, with the page's links as found (normalized, not
+    yet filtered: the varying tokens are the evidence); ``filter_link`` for each link before
+    it is queued and, since pages are observed between queueing and fetching, preferably
+    again right before the fetch (a link queued while its template was young may be refused
+    by then, or rewritten to a page fetched meanwhile). A rule learned late also applies to
+    URLs fetched before it: compare ``clean(fetched_url)`` when deciding whether a rewritten
+    link was already fetched. One instance per host (``host_key``): it never looks at the
+    host of the URLs it is given.
     """
 
     def __init__(
