@@ -46,6 +46,8 @@ from typing import Any, NamedTuple
 from politecrawl.dedup import hamming
 
 __all__ = [
+    "MAX_EVIDENCE_URL_LENGTH",
+    "MAX_TEMPLATE_LENGTH",
     "NEAR_DISTANCE",
     "AliasRule",
     "AliasRules",
@@ -62,6 +64,11 @@ __all__ = [
 #: Two SimHashes at most this many bits apart are the same text for novelty (the same
 #: threshold as the crawl's near-duplicate detection, Manku et al. 2007: k = 3 of 64).
 NEAR_DISTANCE = 3
+
+#: Longest template kept (longer ones are cut, so they share one budget) and longest URL the
+#: session and alias evidence remembers: they bound the stored state's keys.
+MAX_TEMPLATE_LENGTH = 256
+MAX_EVIDENCE_URL_LENGTH = 512
 
 # The JSON layout's version: a stored state of another version is refused, not misread.
 _STATE_VERSION = 1
@@ -200,7 +207,10 @@ def template(url: str) -> str:
     parts = _split(url)
     path = _path_template(parts.segments)
     names = sorted(set(parts.names()))
-    return path + ("?" + "&".join(names) if names else "")
+    result = path + ("?" + "&".join(names) if names else "")
+    # Bounded: a template is a key of the stored state. URLs that long share a template,
+    # which is what ever-growing URLs deserve anyway.
+    return result if len(result) <= MAX_TEMPLATE_LENGTH else result[: MAX_TEMPLATE_LENGTH - 1] + "~"
 
 
 def _family(template_: str) -> str | None:
@@ -473,6 +483,8 @@ class SessionTokens(_JSONState):
         values_of: dict[tuple[str, str], set[str]] = {}  # (key, blanked link) -> values
         links_of: dict[tuple[str, str], set[str]] = {}  # (key, value) -> blanked links
         for link in links:
+            if len(link) > MAX_EVIDENCE_URL_LENGTH:
+                continue  # evidence is stored: bounded keys
             for key, rest, value in _session_candidates(self.strip(link)):
                 values_of.setdefault((key, rest), set()).add(value)
                 links_of.setdefault((key, value), set()).add(rest)
@@ -768,7 +780,9 @@ class AliasRules(_JSONState):
         """Record a fetched page: its normalized URL, its content key (the text fingerprint),
         its declared canonical URL and its SimHash, if known; update the rules it is evidence
         for."""
-        if canonical == url:
+        if len(url) > MAX_EVIDENCE_URL_LENGTH:
+            return  # remembered pages are stored: bounded keys
+        if canonical == url or (canonical is not None and len(canonical) > MAX_EVIDENCE_URL_LENGTH):
             canonical = None
         record = [content_key, canonical, simhash]
         if self.pages.get(url) == record:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from politecrawl.dedup import simhash, text_fingerprint
 from politecrawl.patterns import (
+    MAX_TEMPLATE_LENGTH,
     NEAR_DISTANCE,
     AliasRules,
     SessionTokens,
@@ -729,6 +730,27 @@ def test_property_near_duplicates_are_cut_within_min_pages(base, bits):
         budget.observe(f"{H}/cal/{i}", base ^ (1 << bit))
         fetched += 1
     assert fetched == 5
+
+
+def test_state_size_is_bounded_with_default_caps():
+    """The worst case with the default caps: every cap full, every URL as long as evidence
+    allows, every page new."""
+    patterns = SitePatterns()
+    rnd = random.Random(11)
+    for n in range(1500):
+        filler = "".join(rnd.choice("bcdfghjkmnpqrstvwxz") for _ in range(420))
+        url = f"{H}/{filler}/{n % 300}x{n}/{_tok(n)}/p?k{n % 40}={n}"
+        links = [f"{H}/{filler[:200]}/{_tok(n + k)}/x{k}" for k in range(30)]
+        patterns.observe_page(url, rnd.getrandbits(64), f"c{n}", url + "&c=1", links)
+    assert len(patterns.aliases.pages) == 1024  # full, so the bound below is the worst case
+    size = len(patterns.to_json())
+    assert size < 1_500_000, size
+    assert all(len(t) <= MAX_TEMPLATE_LENGTH for t in patterns.budget.templates)
+
+
+def test_long_urls_share_a_cut_template():
+    a, b = f"{H}/{'x' * 300}/a", f"{H}/{'x' * 300}/b"
+    assert template(a) == template(b) and len(template(a)) == MAX_TEMPLATE_LENGTH
 
 
 _URL_PATH = st.lists(
