@@ -34,6 +34,7 @@ from .errors import ConfigError, InvalidURL, PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
 from .freshness import next_revisit
 from .parse import Page, combine, parse_html, robots_directives
+from .patterns import SitePatterns
 from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after, policy_for_host
 from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
@@ -49,6 +50,13 @@ log = logging.getLogger("politecrawl.crawler")
 
 #: Hosts (beyond one per seed) that may join the scope because a seed redirected to them.
 SCOPE_REDIRECT_HOSTS = 16
+#: Hosts whose learned URL patterns a worker keeps in memory.
+PATTERNS_REMEMBERED = 2_000
+#: A host's learned patterns are written to the store after this many observed pages (a write per
+#: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
+PATTERNS_WRITE_EVERY = 8
+#: Links per page the patterns learn from.
+PATTERN_LINKS = 200
 #: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
 STOP_GRACE = 3.0
 #: Pages the crawl still indexes when it is stopped early; the rest wait for 'politecrawl index'.
@@ -292,6 +300,10 @@ class Worker:
         self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
         self._scope_read_at = float("-inf")
         self._fatal: BaseException | None = None
+        # Each host's learned URL patterns (store version, patterns, pages observed since the
+        # last write). A host has one request open at a time, so its claim holder is the only
+        # writer; a newer version in the store (another process had the host) is read again.
+        self._patterns: dict[str, list] = {}
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call: inline for SQLite (one connection; measured faster than a thread
@@ -626,6 +638,40 @@ class Worker:
             self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
         return outcome
 
+    async def _site_patterns(self, claim: Claim) -> SitePatterns:
+        """The host's learned URL patterns: this process's copy, or the store's if newer."""
+        entry = self._patterns.get(claim.host)
+        if entry is None or entry[0] < claim.patterns_version:
+            version, data = await self._call(self.store.host_patterns, claim.host)
+            patterns = SitePatterns()
+            if data:
+                try:
+                    patterns = SitePatterns.from_json(data)
+                except ValueError:  # written by another version: learn afresh
+                    log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
+            if len(self._patterns) >= PATTERNS_REMEMBERED:
+                self._patterns.pop(next(iter(self._patterns)))
+            entry = self._patterns[claim.host] = [version, patterns, 0]
+        return entry[1]
+
+    def _learn(self, claim: Claim, patterns: SitePatterns, page: Page, page_simhash: int,
+               fingerprint: str | None, alias_of: str | None, outcome: Outcome) -> None:
+        """Teach the host's patterns one fetched page; every few pages, store what was learned."""
+        links = []
+        for link in page.links[:PATTERN_LINKS]:
+            try:
+                u = urls.normalize(link.href, base=page.base)
+            except InvalidURL:
+                continue
+            if urls.host_key(u) == claim.host:
+                links.append(u)
+        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links)
+        entry = self._patterns[claim.host]
+        entry[2] += 1
+        if entry[2] >= PATTERNS_WRITE_EVERY:
+            outcome.patterns = patterns.to_json()
+            entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0
+
     def _follow_scope(self, outcome: Outcome, source_host: str, target_host: str) -> bool:
         """A seed host redirected to another host: that host is part of the seed's site.
 
@@ -680,10 +726,21 @@ class Worker:
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
             return Outcome(url_state="skipped", url_outcome="host page budget reached")
+        is_sitemap = claim.url_kind == "sitemap"
+        patterns = None if is_sitemap else await self._site_patterns(claim)
+        if patterns is not None:
+            # What the host's pages taught since this URL was queued: an alias, a session token,
+            # a template that stopped yielding new text. Decided before the request.
+            cleaned, why = patterns.filter_link(claim.url)
+            if cleaned is None:
+                return Outcome(url_state="skipped", url_outcome=f"URL pattern: {why}")
+            if cleaned != claim.url:
+                outcome = Outcome(url_state="skipped", url_outcome=f"URL pattern: alias of {cleaned} ({why})")
+                self._add_links([cleaned], claim.depth, outcome, redirect=True)
+                return outcome
         if not self.budget.take():
             self.stop.set()
             return Outcome(url_state="queued", url_outcome=None)
-        is_sitemap = claim.url_kind == "sitemap"
         result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
                                         max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None, kind=claim.url_kind,
                                         wanted=None if is_sitemap else wanted_type)
@@ -726,7 +783,7 @@ class Worker:
             # PDF text extraction is pure Python and takes a while on a large file: on a thread,
             # so this process's other hosts keep being served meanwhile.
             extracted = await asyncio.to_thread(extract.extract, result.body, claim.url, result.headers.get("content-type"))
-        outcome.page = self._page_record(claim, result, outcome, extracted)
+        outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
         self._schedule_revisit(claim, outcome)
         return outcome
 
@@ -766,7 +823,7 @@ class Worker:
         outcome.next_fetch_at = page.fetched_at + interval
 
     def _page_record(self, claim: Claim, result: FetchResult, outcome: Outcome,
-                     extracted: Page | None = None) -> PageRecord:
+                     extracted: Page | None = None, patterns: SitePatterns | None = None) -> PageRecord:
         """The stored page: parsed HTML (or ``extracted``: the text of a PDF or plain-text file),
         its directives, canonical, links queued into ``outcome``."""
         base = dict(
@@ -797,6 +854,11 @@ class Worker:
         no_search = self._rules_for(claim).content_signals(self.agent).get("search") is False
         noindex = directives.noindex or expired or no_search
         nofollow = directives.nofollow
+        alias_of = self._canonical(claim.url, page.canonical, ", ".join(result.header_values.get("link", [])))
+        fingerprint = text_fingerprint(page.text) if page.text else None
+        page_simhash = simhash(page.text) if page.text else None
+        if patterns is not None and page_simhash is not None:
+            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome)
         if not nofollow:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
             texts: dict[str, list[str]] = {}
@@ -804,10 +866,9 @@ class Worker:
                 if link.anchor:
                     texts.setdefault(link.href, []).append(link.anchor)
             self._add_links([l.href for l in followed], claim.depth, outcome, base=page.base,
-                            anchors=texts, source=claim.url)
+                            anchors=texts, source=claim.url, patterns=patterns, patterns_host=claim.host)
         if noindex:
             outcome.url_outcome += " noindex"
-        alias_of = self._canonical(claim.url, page.canonical, ", ".join(result.header_values.get("link", [])))
         if alias_of is not None:
             # Only the canonical is indexed (and fetched, if it is not yet known).
             outcome.url_outcome += f" canonical -> {alias_of}"
@@ -820,8 +881,8 @@ class Worker:
             **base,
             title=page.title,
             text=page.text,
-            fingerprint=text_fingerprint(page.text) if page.text else None,
-            simhash=simhash(page.text) if indexable else None,
+            fingerprint=fingerprint,
+            simhash=page_simhash if indexable else None,
             alias_of=alias_of,
             noindex=noindex,
             noarchive=directives.noarchive,
@@ -850,7 +911,8 @@ class Worker:
     def _add_links(self, candidates: Sequence[str], depth: int, outcome: Outcome, *, redirect: bool = False,
                    base: str | None = None, kind: str = "page", priority: int | None = None,
                    lastmods: dict[str, str] | None = None, anchors: dict[str, list[str]] | None = None,
-                   source: str | None = None) -> None:
+                   source: str | None = None, patterns: SitePatterns | None = None,
+                   patterns_host: str | None = None) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
         What is turned away is counted by reason (shown by ``politecrawl status``). ``anchors``
@@ -875,9 +937,17 @@ class Worker:
                 if anchors and raw in anchors and u != source:
                     found.update(dict.fromkeys((u, text) for text in anchors[raw]))
                 continue
+            host = urls.host_key(u)
+            if patterns is not None and host == patterns_host:
+                cleaned, _ = patterns.filter_link(u)
+                if cleaned is None:
+                    rejected["url-pattern"] = rejected.get("url-pattern", 0) + 1
+                    continue
+                u = cleaned
+                if u in out:
+                    continue
             reason = urls.trap_reason(u, max_url_length=s.max_url_length, max_query_params=s.max_query_params,
                                       max_repeated_segment=s.max_repeated_segment)
-            host = urls.host_key(u)
             if reason is None and not self.scope.allows(u, host):
                 reason = "out-of-scope"
             if reason is None:

@@ -837,7 +837,8 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
 #: Statements that turn a schema-3 store back into what schema 2 wrote.
 _SCHEMA_3_UNDONE = (
     "DROP INDEX hosts_robots_via",
-    *(f"ALTER TABLE hosts DROP COLUMN {c}" for c in ("delay", "robots_via", "robots_hops", "in_scope")),
+    *(f"ALTER TABLE hosts DROP COLUMN {c}" for c in ("delay", "robots_via", "robots_hops", "in_scope", "patterns",
+                                                      "patterns_version")),
     *(f"ALTER TABLE fetch_log DROP COLUMN {c}" for c in ("response_seconds", "retry_after", "warc_file",
                                                            "warc_offset")),
 )
@@ -1086,3 +1087,18 @@ def test_consistency_repairs_orphan_hosts_pageless_pages_and_lost_urls(store_fac
     assert store.consistency() == []
     assert host_row(store, B)["pending"] == 1 and host_row(store, A)["pending"] == 1
     assert store.url_states()[f"{A}/0"][0] == "queued"
+
+
+def test_a_hosts_learned_url_patterns_are_kept_and_versioned(store):
+    store.seed_urls([url(A, "/1"), url(A, "/2"), url(A, "/3")], T)
+    pass_robots(store, "w1", T)
+    assert store.host_patterns(A) == (0, None)
+    c = store.claim("w1", T, LEASE)
+    assert c.patterns_version == 0
+    store.release(c, Outcome(next_allowed_at=T + 1, delay=1.0, patterns='{"v": 1}', url_state="done"), T)
+    assert store.host_patterns(A) == (1, '{"v": 1}')
+    c2 = store.claim("w2", T + 1, LEASE)
+    assert c2.patterns_version == 1  # another process sees its copy is stale
+    store.release(c2, Outcome(next_allowed_at=T + 2, delay=1.0, url_state="done"), T + 1)
+    assert store.host_patterns(A) == (1, '{"v": 1}')  # not written: unchanged
+    assert store.host_patterns("http://nowhere.test") == (0, None)

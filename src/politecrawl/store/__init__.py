@@ -94,6 +94,8 @@ class Claim:
     #: A robots.txt redirect in progress: the URL to fetch instead of /robots.txt, and hops so far.
     robots_via: str | None = None
     robots_hops: int = 0
+    #: Which version of the host's learned URL patterns the store has (0: none yet).
+    patterns_version: int = 0
 
     @property
     def robots_url(self) -> str:
@@ -209,6 +211,8 @@ class Outcome:
     robots_redirect: NewURL | None = None
     #: Hosts that join the crawl's scope (a seed redirected to them).
     scope_hosts: Sequence[str] = field(default_factory=tuple)
+    #: The host's learned URL patterns to store (JSON), when they changed enough to be worth a write.
+    patterns: str | None = None
 
 
 class Store(Protocol):
@@ -228,6 +232,7 @@ class Store(Protocol):
     def leased_workers(self) -> list[str]: ...
     def scope_hosts(self) -> list[str]: ...
     def url_evidence(self, url: str, host: str) -> dict: ...
+    def host_patterns(self, host: str) -> tuple[int, str | None]: ...
     def status(self, now: float) -> dict: ...
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None: ...

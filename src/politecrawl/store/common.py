@@ -18,13 +18,14 @@ __all__ = ["PAUSED_REASONS", "wake_time_sql", "CLAIM_RETURNING", "claim_from_hos
 
 #: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
 CLAIM_RETURNING = ("host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
-                   " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops")
+                   " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops,"
+                   " patterns_version")
 
 
 def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
     """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
     (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at,
-     delay, robots_via, robots_hops) = row
+     delay, robots_via, robots_hops, patterns_version) = row
     return Claim(
         kind="robots",
         host=host,
@@ -41,6 +42,7 @@ def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: floa
         delay=delay or 0.0,
         robots_via=robots_via,
         robots_hops=robots_hops or 0,
+        patterns_version=patterns_version or 0,
     )
 
 
@@ -129,6 +131,9 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
             p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
     if outcome.fetch is not None and outcome.fetch.kind == "page":
         sets.append("pages_fetched = pages_fetched + 1")
+    if outcome.patterns is not None:
+        sets += [f"patterns = {P('patterns')}", "patterns_version = patterns_version + 1"]
+        p["patterns"] = outcome.patterns
     return sets, p
 
 

@@ -110,6 +110,10 @@ def _eligible(now: str) -> str:
     return f"pending > 0 AND next_allowed_at <= {now} AND (lease_owner IS NULL OR lease_expires_at <= {now})"
 
 
+#: How many columns CLAIM_RETURNING names: the batched claim returns more after them.
+_CLAIM_COLS = len(CLAIM_RETURNING.split(","))
+
+
 def _claim_hosts_sql(per_ip: bool, now: str) -> str:
     """Several hosts in one statement, each with its own lease, as ``_claim_host_sql`` claims one.
 
@@ -557,7 +561,7 @@ class PostgresStore:
             rows = conn.execute(self._claim_hosts_per_ip, {**params, "n": n - len(got), "skip": skip}).fetchall()
             if not rows:
                 break
-            rows.sort(key=lambda r: (r[14], r[0]))
+            rows.sort(key=lambda r: (r[_CLAIM_COLS], r[0]))
             ips = sorted({r[9] for r in rows if r[9] is not None})
             busy: dict[str, int] = {}
             if ips:
@@ -586,8 +590,8 @@ class PostgresStore:
                        FROM unnest(%s::text[], %s::float8[], %s::float8[], %s::text[], %s::float8[])
                             AS u(host, was_next, was_claimed, was_owner, was_expires)
                        WHERE hosts.host = u.host""",
-                    ([r[0] for r in undo], [r[14] for r in undo], [r[15] for r in undo], [r[16] for r in undo],
-                     [r[17] for r in undo]))
+                    ([r[0] for r in undo], [r[_CLAIM_COLS] for r in undo], [r[_CLAIM_COLS + 1] for r in undo],
+                     [r[_CLAIM_COLS + 2] for r in undo], [r[_CLAIM_COLS + 3] for r in undo]))
                 skip += [r[0] for r in undo]
             got += kept
             if not undo or len(got) >= n:
@@ -598,8 +602,8 @@ class PostgresStore:
                        expires: float, params: dict) -> list[Claim]:
         """Robots claims as they are; for hosts whose robots.txt is fresh, lease their next URLs
         (one statement for all). In the order of the hosts' next_allowed_at."""
-        rows = sorted(rows, key=lambda r: (r[14], r[0]))
-        claims = [claim_from_host_row(r[:14], worker=worker, now=now, expires=expires) for r in rows]
+        rows = sorted(rows, key=lambda r: (r[_CLAIM_COLS], r[0]))
+        claims = [claim_from_host_row(r[:_CLAIM_COLS], worker=worker, now=now, expires=expires) for r in rows]
         fresh = [c.host for c in claims if c.robots.fresh(now)]
         leased: dict[str, tuple] = {}
         if fresh:
@@ -820,6 +824,12 @@ class PostgresStore:
         from .evidence import url_evidence
 
         return self._read(lambda conn: url_evidence(conn, self._dialect, url, host), "explain a URL")
+
+    def host_patterns(self, host: str) -> tuple[int, str | None]:
+        """The host's learned URL patterns (version, JSON or None)."""
+        row = self._read(lambda conn: conn.execute("SELECT patterns_version, patterns FROM hosts WHERE host = %s",
+                                                   (host,)).fetchone(), "read a host's URL patterns")
+        return (row[0], row[1]) if row else (0, None)
 
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""

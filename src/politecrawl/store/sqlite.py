@@ -384,6 +384,12 @@ class SQLiteStore:
         with self._lock:
             return url_evidence(self._db, DIALECT, url, host)
 
+    def host_patterns(self, host: str) -> tuple[int, str | None]:
+        """The host's learned URL patterns (version, JSON or None)."""
+        with self._lock:
+            row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
+        return (row[0], row[1]) if row else (0, None)
+
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
         with self._lock:

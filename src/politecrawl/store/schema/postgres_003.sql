@@ -19,3 +19,8 @@ ALTER TABLE hosts ADD COLUMN IF NOT EXISTS in_scope bigint NOT NULL DEFAULT 0;
 -- Where the response is archived (crawl --warc): the WARC file's name and the record's offset.
 ALTER TABLE fetch_log ADD COLUMN IF NOT EXISTS warc_file text;
 ALTER TABLE fetch_log ADD COLUMN IF NOT EXISTS warc_offset bigint;
+-- What the crawl learned of the host's URL patterns (aliases, session tokens, template budgets:
+-- politecrawl.patterns), as JSON, and a counter bumped at each write so workers know when
+-- their copy is stale. Written under the host's lease.
+ALTER TABLE hosts ADD COLUMN IF NOT EXISTS patterns text;
+ALTER TABLE hosts ADD COLUMN IF NOT EXISTS patterns_version bigint NOT NULL DEFAULT 0;

@@ -18,4 +18,9 @@ ALTER TABLE fetch_log ADD COLUMN retry_after TEXT
 ALTER TABLE hosts ADD COLUMN in_scope INTEGER NOT NULL DEFAULT 0;
 -- Where the response is archived (crawl --warc): the WARC file's name and the record's offset.
 ALTER TABLE fetch_log ADD COLUMN warc_file TEXT;
-ALTER TABLE fetch_log ADD COLUMN warc_offset INTEGER
+ALTER TABLE fetch_log ADD COLUMN warc_offset INTEGER;
+-- What the crawl learned of the host's URL patterns (aliases, session tokens, template budgets:
+-- politecrawl.patterns), as JSON, and a counter bumped at each write so workers know when
+-- their copy is stale. Written under the host's lease.
+ALTER TABLE hosts ADD COLUMN patterns TEXT;
+ALTER TABLE hosts ADD COLUMN patterns_version INTEGER NOT NULL DEFAULT 0
