@@ -14,6 +14,7 @@ from typing import Any
 
 from . import urls
 from .errors import InvalidURL
+from .patterns import SitePatterns
 from .robots import RobotsTxt
 
 __all__ = ["explain", "render"]
@@ -87,6 +88,21 @@ def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: flo
             "in flight": bool(h["lease_owner"]), "URLs queued": h["pending"], "failures": h["failures"],
             "last error": h["last_error"], "joined the scope by a seed's redirect": bool(h["in_scope"]),
         }
+        if h["patterns"]:
+            try:
+                patterns = SitePatterns.from_json(h["patterns"])
+            except ValueError:
+                patterns = None
+            if patterns is not None:
+                cleaned, why_pattern = patterns.filter_link(url)
+                learned = patterns.describe()
+                out["url_patterns"] = {
+                    "a link to it now": ("dropped" if cleaned is None else
+                                         "kept" if cleaned == url else f"rewritten to {cleaned}") + f" ({why_pattern})",
+                    "alias rules": len(learned.get("aliases", [])),
+                    "session token rules": len(learned.get("sessions", [])),
+                    "learned": learned,
+                }
     page = ev["page"]
     if page is not None:
         out["page"] = {"status": page["status"], "content type": page["content_type"],
@@ -111,6 +127,9 @@ def render(report: dict[str, Any]) -> str:
     if "links_followed" in report:
         lines.append(f"  a link to it is followed: {report['links_followed']}")
     for section in ("frontier", "robots.txt", "host_state", "page"):
+        if section == "page" and report.get("url_patterns"):
+            lines.append("  url patterns:")
+            lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k != "learned"]
         if report.get(section):
             lines.append(f"  {section.replace('_', ' ')}:")
             lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None]

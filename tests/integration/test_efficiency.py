@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gzip
 import random
 import sqlite3
@@ -13,7 +15,7 @@ from politecrawl.index import Searcher
 from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
-from conftest import crawl
+from conftest import crawl, run_cli
 
 WORDS = ("river mountain forest valley meadow harbour lantern orchard quarry meadowlark thistle "
          "granite saffron copper willow ember falcon juniper marble cedar").split()
@@ -262,3 +264,10 @@ def test_printer_views_stop_being_fetched_once_their_rule_is_learned(sandbox_fac
     assert all(f"/article-{i}" in paths for i in range(n))  # every article, once
     assert len(prints) <= 6, prints  # not all 16: the rule took over
     assert len(set(paths)) == len(paths)  # nothing fetched twice
+    # `why` shows the rule and its evidence for a print link never fetched.
+    last = next(f"/print/article-{i}" for i in reversed(range(n)) if f"/print/article-{i}" not in prints)
+    out = run_cli("why", host.url(last), "--db", db_path, "--json")
+    assert out.returncode == 0, out.stderr
+    learned = json.loads(out.stdout)["url_patterns"]
+    assert learned["a link to it now"].startswith(f"rewritten to {host.url(last.replace('/print', ''))}"), learned
+    assert learned["alias rules"] >= 1

@@ -30,7 +30,8 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
         f" warc_offset FROM fetch_log WHERE url = {ph} ORDER BY started_at", (url,)))
     hosts = _rows(conn.execute(
         "SELECT host, next_allowed_at, wait_reason, delay, pending, robots_status, robots_body, robots_fetched_at,"
-        " robots_expires_at, robots_via, crawl_delay, response_time, failures, last_error, lease_owner, in_scope"
+        " robots_expires_at, robots_via, crawl_delay, response_time, failures, last_error, lease_owner, in_scope,"
+        " patterns"
         f" FROM hosts WHERE host = {ph}", (host,)))
     return {"frontier": frontier[0] if frontier else None, "page": page, "history": history,
             "host": hosts[0] if hosts else None}
