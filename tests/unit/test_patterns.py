@@ -1,4 +1,4 @@
-"""Tests for politecrawl.patterns: tables per piece, the traps of issue 14 crawled by a small
+"""Tests for politecrawl.patterns: tables per piece, the crawl traps it exists for crawled by a small
 in-memory crawler (with a control site that must lose nothing), memory caps, JSON state, and
 hypothesis properties."""
 
@@ -412,7 +412,7 @@ def test_alias_memory_is_bounded():
 
 
 # --------------------------------------------------------------------------
-# The traps of issue 14, crawled
+# The traps (calendars, facets, session tokens, printer views), crawled
 # --------------------------------------------------------------------------
 
 _VOCABULARY = [f"w{i}" for i in range(5000)]
