@@ -211,9 +211,11 @@ def _db_counters(url: str, dbname: str) -> dict:
         commits, rollbacks = conn.execute(
             "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = %s", (dbname,)).fetchone()
         calls = None
+        loaded = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         try:
-            calls = conn.execute("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements s JOIN pg_database d"
-                                 " ON d.oid = s.dbid WHERE d.datname = %s", (dbname,)).fetchone()[0]
+            if "pg_stat_statements" in loaded:
+                calls = conn.execute("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements s JOIN pg_database d"
+                                     " ON d.oid = s.dbid WHERE d.datname = %s", (dbname,)).fetchone()[0]
         except psycopg.Error:
             pass
     return {"commits": int(commits), "rollbacks": int(rollbacks), "calls": None if calls is None else int(calls)}

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate
 
-__all__ = ["PAUSED_REASONS", "wake_time_sql", "CLAIM_RETURNING", "claim_from_host_row", "Dialect", "host_release_sets", "release_url", "insert_fetch_log", "insert_robots_versions", "record_page", "simhash_blocks", "RETRY_PRIORITY_STEP", "ROBOTS_MAX_HOPS", "ROBOTS_HOP_PRIORITY", "ROBOTS_HOP_WAIT", "ROBOTS_HOP_RETRY", "settle_robots", "ROBOTS_ALLOW_ALL_TTL", "finish_claim", "page_claim", "check_consistency", "INDEXER_PAGE_COLUMNS", "ANCHORS_PER_PAGE", "ANCHOR_TARGET_PAGES_SQL", "ANCHOR_TEXTS_SQL", "group_anchor_texts"]
+__all__ = ["PAUSED_REASONS", "wake_time_sql", "CLAIM_RETURNING", "claim_from_host_row", "Dialect", "host_release_sets", "release_url", "release_url_statement", "insert_fetch_log", "FETCH_LOG_COLUMNS", "fetch_log_values", "PAGE_COLUMNS", "PAGE_UPSERT", "EXACT_DUPLICATE_WHERE", "page_candidate", "page_values", "insert_robots_versions", "record_page", "simhash_blocks", "RETRY_PRIORITY_STEP", "ROBOTS_MAX_HOPS", "ROBOTS_HOP_PRIORITY", "ROBOTS_HOP_WAIT", "ROBOTS_HOP_RETRY", "settle_robots", "ROBOTS_ALLOW_ALL_TTL", "finish_claim", "page_claim", "check_consistency", "INDEXER_PAGE_COLUMNS", "ANCHORS_PER_PAGE", "ANCHOR_TARGET_PAGES_SQL", "ANCHOR_TEXTS_SQL", "group_anchor_texts"]
 
 
 #: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
@@ -137,40 +137,53 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
     return sets, p
 
 
+def release_url_statement(d: Dialect, claim: Claim, outcome: Outcome, now: float) -> tuple[str, dict, bool] | None:
+    """The frontier side of a release as one statement: (SQL, named parameters, whether the URL
+    finishes — the host's pending count then drops if the statement changed its row), or None
+    when the URL's state does not change. Only a lease still ours is changed."""
+    P = d.p
+    if claim.url_id is None or outcome.url_state is None:
+        return None
+    mine = f"id = {P('u_id')} AND lease_owner = {P('u_worker')} AND state = 'leased'"
+    p: dict = {"u_id": claim.url_id, "u_worker": claim.worker, "u_outcome": outcome.url_outcome}
+    if outcome.url_state == "queued":
+        # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
+        p["u_step"] = RETRY_PRIORITY_STEP if outcome.fetch is not None else 0
+        return ("UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+                f" outcome = {P('u_outcome')}, priority = priority + {P('u_step')} WHERE {mine}", p, False)
+    p.update(u_state=outcome.url_state, u_now=now, u_next=outcome.next_fetch_at, u_interval=outcome.revisit_interval,
+             u_changed=int(outcome.changed))
+    return (f"UPDATE frontier SET state = {P('u_state')}, lease_owner = NULL, lease_expires_at = NULL,"
+            f" outcome = {P('u_outcome')}, finished_at = {P('u_now')}, next_fetch_at = {P('u_next')},"
+            f" revisit_interval = {P('u_interval')}, changes = changes + {P('u_changed')} WHERE {mine}", p, True)
+
+
 def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) -> bool:
     """The frontier side of a release: the URL's new state. Returns whether it finished (the
     host's pending count then drops). Only a lease still ours is changed."""
-    ph = d.ph
-    if claim.url_id is None or outcome.url_state is None:
+    statement = release_url_statement(d, claim, outcome, now)
+    if statement is None:
         return False
-    if outcome.url_state == "queued":
-        # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
-        conn.execute(
-            "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-            f" outcome = {ph}, priority = priority + {ph} WHERE id = {ph} AND lease_owner = {ph} AND state = 'leased'",
-            (outcome.url_outcome, RETRY_PRIORITY_STEP if outcome.fetch is not None else 0, claim.url_id,
-             claim.worker),
-        )
-        return False
-    cur = conn.execute(
-        f"UPDATE frontier SET state = {ph}, lease_owner = NULL, lease_expires_at = NULL,"
-        f" outcome = {ph}, finished_at = {ph}, next_fetch_at = {ph}, revisit_interval = {ph},"
-        f" changes = changes + {ph} WHERE id = {ph} AND lease_owner = {ph} AND state = 'leased'",
-        (outcome.url_state, outcome.url_outcome, now, outcome.next_fetch_at,
-         outcome.revisit_interval, int(outcome.changed), claim.url_id, claim.worker),
-    )
-    return cur.rowcount == 1
+    sql, params, finishing = statement
+    cur = conn.execute(sql, params)
+    return finishing and cur.rowcount == 1
+
+
+#: The fetch log's columns, in the order ``fetch_log_values`` gives them.
+FETCH_LOG_COLUMNS = ("host", "url", "kind", "worker", "started_at", "ended_at", "status", "bytes", "error", "delay",
+                     "retry_until", "response_seconds", "retry_after", "warc_file", "warc_offset")
+
+
+def fetch_log_values(host: str, worker: str, f: FetchLogEntry) -> tuple:
+    return (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
+            f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset)
 
 
 def insert_fetch_log(conn, d: Dialect, host: str, worker: str, f: FetchLogEntry) -> None:
     """One fetch log row: the host actually contacted, and the audit's evidence."""
-    marks = ", ".join([d.ph] * 15)
-    conn.execute(
-        "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes, error,"
-        f" delay, retry_until, response_seconds, retry_after, warc_file, warc_offset) VALUES ({marks})",
-        (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-         f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset),
-    )
+    marks = ", ".join([d.ph] * len(FETCH_LOG_COLUMNS))
+    conn.execute(f"INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES ({marks})",
+                 fetch_log_values(host, worker, f))
 
 
 def insert_robots_versions(conn, d: Dialect, versions: Sequence[tuple]) -> None:
@@ -187,8 +200,6 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
     What differs between the stores is passed in: ``next_seq()`` (the indexer's change counter,
     in commit order) and ``near_duplicate(simhash, url_id)`` (the SimHash lookup).
     """
-    from ..dedup import to_signed64  # pure; imported here to keep this module's imports light
-
     ph = d.ph
     if page.status == 304:
         # Not modified: a new fetch time only — no re-parse, no re-index.
@@ -196,11 +207,10 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
         return False
     seq = next_seq()
     duplicate_of = kind = None
-    candidate = page.fingerprint and not page.noindex and page.alias_of is None
+    candidate = page_candidate(page)
     if candidate:
         row = conn.execute(
-            f"SELECT url_id FROM pages WHERE fingerprint = {ph} AND duplicate_of IS NULL AND url_id != {ph}"
-            " AND noindex = 0 AND alias_of IS NULL ORDER BY url_id LIMIT 1",
+            f"SELECT url_id FROM pages WHERE {EXACT_DUPLICATE_WHERE.format(fp=ph, url_id=ph)} ORDER BY url_id LIMIT 1",
             (page.fingerprint, url_id),
         ).fetchone()
         if row:
@@ -209,15 +219,20 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
         near = near_duplicate(page.simhash, url_id)
         if near is not None:
             duplicate_of, kind = near, "near"
-    blocks = simhash_blocks(page.simhash)
-    signed = to_signed64(page.simhash) if page.simhash is not None else None
-    marks = ", ".join([ph] * 24)
+    marks = ", ".join([ph] * len(PAGE_COLUMNS))
     conn.execute(
-        f"""INSERT INTO pages (url_id, url, final_url, status, content_type, etag, last_modified, title, text,
-                              bytes, fetched_at, fingerprint, duplicate_of, duplicate_kind, alias_of, simhash,
-                              sh0, sh1, sh2, sh3, noindex, noarchive, unavailable_after, seq, indexed_at)
-           VALUES ({marks}, NULL)
-           ON CONFLICT (url_id) DO UPDATE SET
+        f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}, indexed_at) VALUES ({marks}, NULL) {PAGE_UPSERT}",
+        page_values(url_id, page, seq, duplicate_of, kind),
+    )
+    return duplicate_of is not None
+
+
+#: A page row's columns (then ``indexed_at``, NULL: not indexed yet), in ``page_values`` order.
+PAGE_COLUMNS = ("url_id", "url", "final_url", "status", "content_type", "etag", "last_modified", "title", "text",
+                "bytes", "fetched_at", "fingerprint", "duplicate_of", "duplicate_kind", "alias_of", "simhash",
+                "sh0", "sh1", "sh2", "sh3", "noindex", "noarchive", "unavailable_after", "seq")
+#: A newer version replaces the stored one (and is indexed again).
+PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
              etag = excluded.etag, last_modified = excluded.last_modified, title = excluded.title,
              text = excluded.text, bytes = excluded.bytes, fetched_at = excluded.fetched_at,
@@ -225,12 +240,25 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
              duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
              simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
              sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
-             unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq""",
-        (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-         page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-         page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq),
-    )
-    return duplicate_of is not None
+             unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq"""
+#: The exact-duplicate lookup: an indexable original with the same content fingerprint.
+EXACT_DUPLICATE_WHERE = ("fingerprint = {fp} AND duplicate_of IS NULL AND url_id != {url_id}"
+                         " AND noindex = 0 AND alias_of IS NULL")
+
+
+def page_candidate(page: PageRecord) -> bool:
+    """Whether the page is looked up as a duplicate (and can be the original of one)."""
+    return bool(page.fingerprint and not page.noindex and page.alias_of is None)
+
+
+def page_values(url_id: int, page: PageRecord, seq: int, duplicate_of: int | None, kind: str | None) -> tuple:
+    from ..dedup import to_signed64
+
+    blocks = simhash_blocks(page.simhash)
+    signed = to_signed64(page.simhash) if page.simhash is not None else None
+    return (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
+            page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
+            page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq)
 
 
 def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:

@@ -5,7 +5,7 @@ atomicity is obtained:
 
 * a claim of up to n hosts is one ``WITH cand AS (SELECT … ORDER BY next_allowed_at
   LIMIT n FOR UPDATE SKIP LOCKED) UPDATE hosts … FROM cand WHERE <eligible>
-  RETURNING …``: the CTE picks candidates no other claimer is holding, the outer
+  RETURNING …``: the CTE picks candidates no other claimer is holding (ties in host order), the outer
   WHERE re-checks eligibility on each locked row, so deciding and reserving stay
   one statement, and each host gets its own lease; their URLs are leased in the
   same transaction by one more statement, again with ``FOR UPDATE SKIP LOCKED``;
@@ -34,9 +34,12 @@ the store recovers after a PostgreSQL restart or killed connections. A failed
 operation is retried (up to ``_ATTEMPTS`` tries) on a fresh connection when
 that is safe: reads; transactions that failed before their COMMIT was sent;
 and transactions that may run twice (claim, seed, requeue, release of dead
-workers' leases, index marks, meta). A ``release`` whose COMMIT was lost is
-not retried: the outcome is unknown and a second fetch-log row would be a
-lie; its URL comes back when the lease runs out. Deadlocks and serialization
+workers' leases, index marks, meta). A ``release`` whose COMMIT's answer was
+lost asks the database on a fresh connection whether its transaction
+committed (``pg_xact_status`` of the id its host update returned): committed
+is done, aborted is retried; only when that cannot be told is it not retried
+(a second fetch-log row would be a lie), and its URL comes back when the lease
+runs out. Deadlocks and serialization
 failures are retried the same way. psycopg errors leave this module as
 ``StoreError`` with a one-line message.
 """
@@ -48,7 +51,7 @@ import select
 import time
 from importlib import resources
 from typing import Any, Callable, Sequence, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -56,23 +59,29 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..dedup import to_signed64
 from ..errors import NotAStoreError, StoreError
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
     CLAIM_RETURNING,
+    EXACT_DUPLICATE_WHERE,
+    FETCH_LOG_COLUMNS,
     INDEXER_PAGE_COLUMNS,
+    PAGE_COLUMNS,
+    PAGE_UPSERT,
     Dialect,
     check_consistency,
     claim_from_host_row,
+    fetch_log_values,
     finish_claim,
-    page_claim,
     group_anchor_texts,
     host_release_sets,
     insert_fetch_log,
     insert_robots_versions,
-    record_page,
-    release_url,
+    page_candidate,
+    page_claim,
+    page_values,
+    release_url_statement,
     settle_robots,
     simhash_blocks,
     wake_time_sql,
@@ -132,7 +141,7 @@ WITH cand AS (SELECT host AS c_host, next_allowed_at AS was_next, claimed_at AS 
                      lease_owner AS was_owner, lease_expires_at AS was_expires
               FROM hosts
               WHERE {_eligible(now)} {ip_clause}
-              ORDER BY next_allowed_at LIMIT %(n)s
+              ORDER BY next_allowed_at, host LIMIT %(n)s
               FOR UPDATE SKIP LOCKED)
 UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                  next_allowed_at = {now} + %(lease)s + delay, claimed_at = {now}
@@ -141,6 +150,11 @@ WHERE hosts.host = cand.c_host AND {_eligible(now)}
 RETURNING {", ".join("hosts." + c.strip() for c in CLAIM_RETURNING.split(","))},
           cand.was_next, cand.was_claimed, cand.was_owner, cand.was_expires
 """
+
+
+# Where the claim rows' extra columns start (what each row was before), and the address column.
+_WAS = len(CLAIM_RETURNING.split(","))
+_IP = [c.strip() for c in CLAIM_RETURNING.split(",")].index("ip")
 
 
 # The next URL of each of several claimed hosts (their robots.txt fresh), leased in one statement,
@@ -191,14 +205,45 @@ ORDER BY url_id LIMIT 1
 
 # A page's seq, in one round trip: the pages lock in shared mode first (see _record_page), then the
 # duplicate-check keys in sorted order (each CTE needs the row of the one before it), then nextval.
-_PAGE_SEQ = """
-WITH shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtext(%(pages)s)) AS x),
+_PAGE_LOCKS = """shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtext(%(pages)s)) AS x),
      keyed AS MATERIALIZED (
        SELECT count(pg_advisory_xact_lock(k.a, k.b)) AS n
        FROM shared, (SELECT hashtext('politecrawl:dup:' || ns) AS a, hashtext(key) AS b
-                     FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS t(ns, key) ORDER BY 1, 2 OFFSET 0) AS k)
-SELECT nextval('pages_seq_counter') FROM keyed
-"""
+                     FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS t(ns, key) ORDER BY 1, 2 OFFSET 0) AS k)"""
+_PAGE_SEQ = f"WITH {_PAGE_LOCKS} SELECT nextval('pages_seq_counter') FROM keyed"
+
+# The SQL type of each page column (a statement that inserts from a SELECT names them).
+_PAGE_TYPES = {"url_id": "bigint", "url": "text", "final_url": "text", "status": "bigint", "content_type": "text",
+               "etag": "text", "last_modified": "text", "title": "text", "text": "text", "bytes": "bigint",
+               "fetched_at": "float8", "fingerprint": "text", "duplicate_of": "bigint", "duplicate_kind": "text",
+               "alias_of": "text", "simhash": "bigint", "sh0": "integer", "sh1": "integer", "sh2": "integer",
+               "sh3": "integer", "noindex": "integer", "noarchive": "integer", "unavailable_after": "float8",
+               "seq": "bigint"}
+
+
+def _page_lock_params(page: PageRecord) -> dict:
+    """_PAGE_SEQ's parameters for a page about to be written.
+
+    The indexer reads "seq > last seen". nextval hands out numbers in call order, not commit
+    order: a page numbered 5 committing after page 6 was read would never be indexed. So a writer
+    takes seq under the pages lock in *shared* mode, held to COMMIT (writers do not wait for each
+    other), and a reader reads only up to a horizon taken under the same lock in exclusive mode
+    (PostgresStore._horizon): every seq up to it belongs to a finished transaction. The duplicate
+    checks must still see every earlier page that could match this one: those share its
+    fingerprint (exact) or one of its four SimHash blocks (near, pigeonhole), so a lock per
+    fingerprint and per block, held to COMMIT, orders exactly the pages that could be duplicates of
+    each other (taken in sorted key order: no deadlock between two such writers).
+    """
+    ns, keys = [], []
+    if page_candidate(page):
+        ns.append("fp")
+        keys.append(page.fingerprint)
+        if page.simhash is not None:
+            for i, block in enumerate(simhash_blocks(page.simhash)):
+                ns.append(f"sh{i}")
+                keys.append(str(block))
+    return {"pages": _PAGES_LOCK, "ns": ns, "keys": keys}
+
 
 # Attempts at a claim when the per-IP re-check turns a candidate down (each tries another host).
 _IP_RETRIES = 4
@@ -242,7 +287,8 @@ def _parse_url(url: str) -> tuple[str, str | None, str, str]:
         raise StoreError(f"invalid clock {clock!r} in store URL (database or caller)")
     if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
         raise StoreError(f"invalid schema name {schema!r} in store URL (letters, digits and _ only)")
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    # quote, not quote_plus: libpq does not read '+' as a space (options=-ca%3D1%20-cb%3D2).
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
     netloc = parts.netloc
     if "@" in netloc:
         creds, hostpart = netloc.rsplit("@", 1)
@@ -334,11 +380,19 @@ class PostgresStore:
                 raise
         raise psycopg.OperationalError("no live connection in the pool after the server dropped them")
 
-    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool) -> _T:
-        """Run ``fn`` on a live pooled connection; retry on a fresh one when that is safe."""
+    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool,
+             xid: list | None = None) -> _T:
+        """Run ``fn`` on a live pooled connection; retry on a fresh one when that is safe.
+
+        ``xid``: a list that ``fn`` fills with its transaction's id (pg_current_xact_id). When
+        the COMMIT's answer is lost with the connection, the transaction's fate is then asked on
+        a fresh one: committed is done, aborted is retried; only an unknown fate is an error.
+        """
         for attempt in range(1, _ATTEMPTS + 1):
             body_done = False
             conn = None
+            if xid is not None:
+                xid.clear()
             try:
                 conn = self._live_connection()
                 if transaction:
@@ -355,6 +409,11 @@ class PostgresStore:
             except psycopg.Error as exc:  # PoolTimeout included: one more wait for a connection
                 transient = isinstance(exc, psycopg.OperationalError) or exc.sqlstate in _RETRY_SQLSTATES
                 safe = idempotent or not body_done
+                if transient and not safe and xid:
+                    fate = self._xact_fate(xid[0])
+                    if fate == "committed":
+                        return result
+                    safe = fate == "aborted"
                 if attempt < _ATTEMPTS and transient and safe:
                     time.sleep(0.05 * attempt)  # a deadlock's other party, or a server coming back
                     continue
@@ -364,9 +423,31 @@ class PostgresStore:
                     self._pool.putconn(conn)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
-        """One write transaction; retried only if it failed before COMMIT."""
-        return self._run(fn, what, transaction=True, idempotent=False)
+    def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str, *, xid: list | None = None) -> _T:
+        """One write transaction; retried only if it failed before COMMIT (or, with ``xid``,
+        if the database says it did not commit)."""
+        return self._run(fn, what, transaction=True, idempotent=False, xid=xid)
+
+    def _xact_fate(self, xid: str) -> str | None:
+        """committed | aborted | None (unknown) for a transaction whose COMMIT answer was lost.
+
+        A backend killed mid-COMMIT is gone when its connection drops, so 'in progress' is asked
+        again for a moment; the server unreachable for the question is an unknown fate."""
+        for attempt in range(10):
+            try:
+                conn = self._live_connection()
+            except psycopg.Error:
+                return None
+            try:
+                status = conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()[0]
+            except psycopg.Error:
+                status = None
+            finally:
+                self._pool.putconn(conn)
+            if status in ("committed", "aborted"):
+                return status
+            time.sleep(0.02 * (attempt + 1))
+        return None
 
     def _idempotent(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
         """A write transaction that may run twice: retried even when its COMMIT was lost."""
@@ -453,7 +534,7 @@ class PostgresStore:
             hosts = sorted({u.host for u in urls})
             self._insert_hosts(conn, hosts)
             self._lock_hosts(conn, hosts)
-            return self._insert_frontier(conn, urls, now)
+            return self._insert_frontier(conn, urls, now)[0]
 
         return self._idempotent(tx, "seed URLs")  # insert-if-absent: a second run adds nothing
 
@@ -461,10 +542,12 @@ class PostgresStore:
     def _insert_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
         """Insert-if-absent, in sorted order. Known hosts are filtered out first so that the
         insert never waits on a row another transaction is merely updating."""
+        # OFFSET 0 keeps NOT EXISTS a per-row probe of the primary key: as an anti join the planner
+        # may hash the whole table (it did, on a small table's statistics, for the frontier below).
         conn.execute(
             """INSERT INTO hosts (host, next_allowed_at)
                SELECT h, 0 FROM unnest(%s::text[]) AS h
-               WHERE NOT EXISTS (SELECT 1 FROM hosts AS known WHERE known.host = h)
+               WHERE NOT EXISTS (SELECT 1 FROM hosts AS known WHERE known.host = h OFFSET 0)
                ORDER BY h
                ON CONFLICT (host) DO NOTHING""",
             (hosts,),
@@ -477,9 +560,11 @@ class PostgresStore:
 
     @staticmethod
     def _insert_frontier(conn: psycopg.Connection, urls: Sequence[NewURL], now: float, *,
-                         requeue: bool = False) -> int:
+                         requeue: bool = False, page: PageRecord | None = None) -> tuple[int, int | None]:
         """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new.
-        With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew)."""
+        With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew).
+        Returns how many were new, and with ``page`` that page's seq, taken by the same statement
+        after its locks (_PAGE_SEQ: every host lock of the transaction is held by then)."""
         ordered = sorted(urls, key=lambda u: u.url)
         if requeue:
             again = conn.execute(
@@ -490,36 +575,41 @@ class PostgresStore:
             ).fetchall()
             for (host,) in again:
                 conn.execute("UPDATE hosts SET pending = pending + 1 WHERE host = %s", (host,))
-        rows = conn.execute(
-            """INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)
-               SELECT t.u, t.h, t.d, t.p, %s, t.k, t.m
-               FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[])
-                    AS t(u, h, d, p, k, m)
-               WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u)
-               ORDER BY t.u
-               ON CONFLICT (url) DO NOTHING
-               RETURNING host""",
-            (
-                now,
-                [u.url for u in ordered],
-                [u.host for u in ordered],
-                [u.depth for u in ordered],
-                [u.priority for u in ordered],
-                [u.kind for u in ordered],
-                [u.lastmod for u in ordered],
-            ),
-        ).fetchall()
-        added: dict[str, int] = {}
-        for (host,) in rows:
-            added[host] = added.get(host, 0) + 1
-        if added:
-            names = sorted(added)
-            conn.execute(
-                """UPDATE hosts SET pending = hosts.pending + d.n
-                   FROM unnest(%s::text[], %s::bigint[]) AS d(host, n) WHERE hosts.host = d.host""",
-                (names, [added[h] for h in names]),
-            )
-        return len(rows)
+        # One statement: the new URLs, and each host's pending count bumped by its new ones (the
+        # hosts are locked already). NOT EXISTS with OFFSET 0 stays a per-URL probe of the unique
+        # index: as an anti join, planned on the statistics of a young frontier, it became a hash
+        # of the whole frontier on every release (measured: most of the database's time per page).
+        # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
+        row = conn.execute(
+            """WITH {locks}new AS (
+                 INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)
+                 SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m
+                 FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
+                             %(m)s::text[]) AS t(u, h, d, p, k, m)
+                 WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
+                 ORDER BY t.u
+                 ON CONFLICT (url) DO NOTHING
+                 RETURNING host),
+               per_host AS (SELECT host, COUNT(*) AS n FROM new GROUP BY host),
+               bumped AS (
+                 UPDATE hosts SET pending = hosts.pending + per_host.n FROM per_host
+                 WHERE hosts.host = ANY(%(hosts)s::text[]) AND hosts.host = per_host.host RETURNING 1)
+               SELECT (SELECT COUNT(*) FROM new), (SELECT COUNT(*) FROM bumped), {seq}""".format(
+                seq="(SELECT nextval('pages_seq_counter') FROM keyed)" if page is not None else "NULL",
+                locks=_PAGE_LOCKS + ", " if page is not None else ""),
+            {
+                **(_page_lock_params(page) if page is not None else {}),
+                "now": now,
+                "u": [u.url for u in ordered],
+                "h": [u.host for u in ordered],
+                "d": [u.depth for u in ordered],
+                "p": [u.priority for u in ordered],
+                "k": [u.kind for u in ordered],
+                "m": [u.lastmod for u in ordered],
+                "hosts": sorted({u.host for u in ordered}),
+            },
+        ).fetchone()
+        return int(row[0]), row[2]
 
     # -- the claim ---------------------------------------------------------------
     def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
@@ -562,7 +652,7 @@ class PostgresStore:
             if not rows:
                 break
             rows.sort(key=lambda r: (r[_CLAIM_COLS], r[0]))
-            ips = sorted({r[9] for r in rows if r[9] is not None})
+            ips = sorted({r[_IP] for r in rows if r[_IP] is not None})
             busy: dict[str, int] = {}
             if ips:
                 mine = [r[0] for r in rows]
@@ -576,7 +666,7 @@ class PostgresStore:
                     (ips, mine, now)).fetchall())
             kept, undo = [], []
             for r in rows:
-                ip = r[9]
+                ip = r[_IP]
                 if ip is not None and busy.get(ip, 0) >= per_ip_limit:
                     undo.append(r)
                     continue
@@ -625,47 +715,87 @@ class PostgresStore:
         return out
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
-        """Record what the claim produced and give the host back, in one transaction."""
+        """Record what the claim produced and give the host back, in one transaction.
+
+        A page with links is four statements: lock (and insert) the hosts involved; the URL's
+        state, the fetch log row and the host row together; the new links with their hosts'
+        pending counts and the page's seq; the page with its duplicate checks, yield counts and
+        anchor text. The order of the locks is that of every other transaction (hosts sorted,
+        then frontier rows, then the pages lock and the duplicate-check keys last).
+        """
         host_sets, p = host_release_sets(claim, outcome, now, self._dialect)
         robots_version = None
         if outcome.robots is not None and outcome.robots.status is not None:
             r = outcome.robots
             robots_version = (claim.host, r.fetched_at, r.status, r.body)
         links = _unique(outcome.links)
+        page = outcome.page if claim.url_id is not None else None
+        # The page's seq is taken with the links (their statement runs after every host lock), or
+        # alone just before the page when there are none.
+        wants_seq = page is not None and page.status != 304
 
         def tx(conn: psycopg.Connection) -> None:
             sets = list(host_sets)
-            involved = set()
+            involved: set[str] = set()
+            plain = True  # every host to lock is the claimer's or a link's (insert-if-absent)
             if outcome.robots_source is not None:
                 # Hosts waiting on this robots.txt answer are updated too: lock them in order.
-                involved |= {r[0] for r in conn.execute(
+                waiting = {r[0] for r in conn.execute(
                     "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)).fetchall()}
+                if waiting - {claim.host}:
+                    plain = False
+                involved |= waiting
                 if outcome.robots_redirect is not None:
+                    plain = False
                     self._insert_hosts(conn, [outcome.robots_redirect.host])
                     involved.add(outcome.robots_redirect.host)
             if outcome.scope_hosts:
+                plain = False
                 involved |= set(outcome.scope_hosts)
-            if links:
-                link_hosts = sorted({u.host for u in links})
-                self._insert_hosts(conn, link_hosts)
-                involved |= set(link_hosts)
-            if involved:
-                # Lock order: new hosts inserted, then every host involved locked in sorted order,
-                # then frontier rows. Claims lock a host then its URL, so the orders agree.
-                self._lock_hosts(conn, sorted(involved | {claim.host}))
-            finished = release_url(conn, self._dialect, claim, outcome, now)
-            if finished:
-                sets.append("pending = GREATEST(pending - 1, 0)")
+            link_hosts = sorted({u.host for u in links})
+            if plain and link_hosts:
+                # Lock order: every host involved, in sorted order, inserted if new and locked by the
+                # same statement (ON CONFLICT DO UPDATE locks the row it finds, even when its WHERE
+                # updates nothing); then frontier rows. Claims lock a host then its URL: the orders agree.
+                conn.execute(
+                    """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
+                       ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
+                    (sorted(set(link_hosts) | {claim.host}),))
+            elif link_hosts or involved:
+                if link_hosts:
+                    self._insert_hosts(conn, link_hosts)
+                self._lock_hosts(conn, sorted(involved | set(link_hosts) | {claim.host}))
+            # The URL's new state, the fetch log row and the host row: one statement. The host's
+            # pending count drops if the URL finished and the frontier row was still ours.
+            params = dict(p)
+            ctes = []
+            statement = release_url_statement(self._dialect, claim, outcome, now)
+            if statement is not None:
+                url_sql, url_params, finishing = statement
+                ctes.append(f"url AS ({url_sql} RETURNING 1)")
+                params.update(url_params)
+                if finishing:
+                    sets.append("pending = CASE WHEN EXISTS (SELECT 1 FROM url) THEN GREATEST(pending - 1, 0)"
+                                " ELSE pending END")
+            if outcome.fetch is not None:
+                names = [f"f_{c}" for c in FETCH_LOG_COLUMNS]
+                ctes.append(f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES"
+                            f" ({', '.join(f'%({n})s' for n in names)}))")
+                params.update(zip(names, fetch_log_values(claim.host, claim.worker, outcome.fetch)))
+            with_ = f"WITH {', '.join(ctes)} " if ctes else ""
             # The SET list is built from the fixed fragments above; every value is a parameter.
-            conn.execute(f"UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s", p)
+            # The transaction's id comes back: should the COMMIT's answer be lost, it tells its fate.
+            row = conn.execute(f"{with_}UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s"
+                               " RETURNING pg_current_xact_id()::text", params).fetchone()
+            if row is not None:
+                xid[:] = [row[0]]
             versions = [robots_version] if robots_version is not None else []
             versions += settle_robots(conn, self._dialect, claim, outcome, now,
                                       lambda new: self._insert_frontier(conn, new, now, requeue=True))
-            if outcome.fetch is not None:
-                insert_fetch_log(conn, self._dialect, claim.host, claim.worker, outcome.fetch)
             insert_robots_versions(conn, self._dialect, versions)
+            seq = None
             if links:
-                self._insert_frontier(conn, links, now)
+                _, seq = self._insert_frontier(conn, links, now, page=page if wants_seq else None)
             if outcome.scope_hosts:
                 conn.execute("UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])",
                              (sorted(outcome.scope_hosts),))
@@ -678,21 +808,17 @@ class PostgresStore:
                        ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
                     (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
                 )
-            if outcome.page is not None and claim.url_id is not None:
-                # Last: it takes the pages lock, held to COMMIT.
-                duplicate = self._record_page(conn, claim.url_id, outcome)
-                if outcome.yield_check is not None and outcome.page.status != 304:
-                    self._watch_yield(conn, claim.host, duplicate, outcome.yield_check)
-                if outcome.anchors and outcome.page.status != 304:
-                    # Under the pages lock that _record_page took: anchor ids in commit order too.
-                    conn.execute(
-                        "INSERT INTO anchors (target, source_host, text)"
-                        " SELECT t, %s, x FROM unnest(%s::text[], %s::text[]) AS a(t, x)"
-                        " ON CONFLICT (target, source_host, text) DO NOTHING",
-                        (claim.host, [t for t, _ in outcome.anchors], [x for _, x in outcome.anchors]),
-                    )
+            if page is not None:
+                if page.status == 304:
+                    # Not modified: a new fetch time only — no re-parse, no re-index.
+                    conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, claim.url_id))
+                else:
+                    if seq is None:
+                        seq = conn.execute(_PAGE_SEQ, _page_lock_params(page)).fetchone()[0]
+                    self._record_page(conn, claim, outcome, page, seq)
 
-        self._transaction(tx, "release a claim")
+        xid: list = []
+        self._transaction(tx, "release a claim", xid=xid)
 
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None:
         """Each release in its own transaction: PostgreSQL takes them in parallel from the
@@ -704,65 +830,70 @@ class PostgresStore:
         """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
         self._transaction(lambda conn: insert_fetch_log(conn, self._dialect, host, worker, entry), "log a fetch")
 
-    def _record_page(self, conn: psycopg.Connection, url_id: int, outcome: Outcome) -> bool:
-        """Store the page (replacing an older version); returns whether it duplicates an indexed page."""
-        assert outcome.page is not None
-
-        page = outcome.page
-
-        def next_seq() -> int:
-            # The indexer reads "seq > last seen". nextval hands out numbers in call order, not commit
-            # order: a page numbered 5 committing after page 6 was read would never be indexed. So a
-            # writer takes seq under the pages lock in *shared* mode, held to COMMIT (writers do not
-            # wait for each other), and a reader reads only up to a horizon taken under the same lock
-            # in exclusive mode (_seq_horizon): every seq up to it belongs to a finished transaction.
-            # The duplicate checks must still see every earlier page that could match this one: the
-            # pages that can match share its fingerprint (exact) or one of its four SimHash blocks
-            # (near, pigeonhole), so a lock per fingerprint and per block, held to COMMIT, orders
-            # exactly the pages that could be duplicates of each other (in sorted key order: no
-            # deadlock between two such writers).
-            candidate = page.fingerprint and not page.noindex and page.alias_of is None
-            ns, keys = [], []
-            if candidate:
-                ns.append("fp")
-                keys.append(page.fingerprint)
-                if page.simhash is not None:
-                    for i, block in enumerate(simhash_blocks(page.simhash)):
-                        ns.append(f"sh{i}")
-                        keys.append(str(block))
-            return conn.execute(_PAGE_SEQ, {"pages": _PAGES_LOCK, "ns": ns, "keys": keys}).fetchone()[0]
-
-        def near_duplicate(fp: int, uid: int) -> int | None:
-            b0, b1, b2, b3 = simhash_blocks(fp)
-            row = conn.execute(_NEAR_DUPLICATE, {"b0": b0, "b1": b1, "b2": b2, "b3": b3, "url_id": uid,
-                                                 "fp": to_signed64(fp)}).fetchone()
-            return row[0] if row else None
-
-        return record_page(conn, self._dialect, url_id, outcome.page, next_seq=next_seq, near_duplicate=near_duplicate)
-
     @staticmethod
-    def _watch_yield(conn: psycopg.Connection, host: str, duplicate: bool, check: YieldCheck) -> None:
-        """Decayed counts of recent pages and duplicates; pause the host when duplicates dominate.
-
-        The host row is already locked by this transaction (its release UPDATE), so no new lock.
+    def _record_page(conn: psycopg.Connection, claim: Claim, outcome: Outcome, page: PageRecord, seq: int) -> None:
+        """The page (replacing an older version) with its duplicate checks, the host's yield counts
+        and the page's anchor text: one statement, after the pages lock and the page's
+        duplicate-check keys are held (_PAGE_SEQ), so its snapshot sees every earlier page that
+        could be its original. What SQLiteStore does in record_page, _watch_yield and the anchors
+        insert, with the same SQL fragments (common.PAGE_COLUMNS, PAGE_UPSERT, EXACT_DUPLICATE_WHERE).
         """
-        # The decayed count reaches this after min_pages pages (a geometric series), as in SQLiteStore.
-        enough = (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999
-        # One statement: the decayed counts with this page, and the pause when they call for it
-        # (the counts then start again from 0), as SQLiteStore's two updates do.
-        pages = "(recent_pages * %(decay)s + 1)"
-        dups = "(recent_duplicates * %(decay)s + %(dup)s)"
-        pause = f"({pages} >= %(enough)s AND {dups} / {pages} >= %(share)s)"
-        conn.execute(
-            f"""UPDATE hosts SET
-                  next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s) ELSE next_allowed_at END,
+        url_id = claim.url_id
+        values = page_values(url_id, page, seq, None, None)
+        params: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
+        candidate = page_candidate(page)
+        params.update(url_id=url_id, fprint=page.fingerprint, candidate=candidate, host=claim.host,
+                      near=candidate and page.simhash is not None)
+        b0, b1, b2, b3 = simhash_blocks(page.simhash)
+        params.update(b0=b0, b1=b1, b2=b2, b3=b3, fp=None if page.simhash is None else to_signed64(page.simhash))
+        exact = (f"SELECT url_id FROM pages WHERE {EXACT_DUPLICATE_WHERE.format(fp='%(fprint)s::text', url_id='%(url_id)s')}"
+                 " ORDER BY url_id LIMIT 1")
+        select = []
+        for i, col in enumerate(PAGE_COLUMNS):
+            if col == "duplicate_of":
+                select.append("pick.duplicate_of")
+            elif col == "duplicate_kind":
+                select.append("pick.kind")
+            else:
+                select.append(f"%(v{i})s::{_PAGE_TYPES[col]}")
+        ctes = [
+            f"""dup AS MATERIALIZED (SELECT
+                  CASE WHEN %(candidate)s THEN ({exact}) END AS exact,
+                  CASE WHEN %(near)s THEN ({_NEAR_DUPLICATE}) END AS near)""",
+            """pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
+                               CASE WHEN exact IS NOT NULL THEN 'exact' WHEN near IS NOT NULL THEN 'near' END AS kind
+                        FROM dup)""",
+            f"""page AS (INSERT INTO pages ({', '.join(PAGE_COLUMNS)}, indexed_at)
+                         SELECT {', '.join(select)}, NULL FROM pick
+                         {PAGE_UPSERT}
+                         RETURNING duplicate_of)""",
+        ]
+        check = outcome.yield_check
+        if check is not None:
+            # Decayed counts of recent pages and duplicates; the host pauses when duplicates dominate
+            # (the counts then start again from 0), as SQLiteStore's two updates do. The host row is
+            # this transaction's already (its release UPDATE).
+            # The decayed count reaches this after min_pages pages (a geometric series), as in SQLiteStore.
+            enough = (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999
+            pages = "(recent_pages * %(decay)s + 1)"
+            dups = "(recent_duplicates * %(decay)s + (SELECT (duplicate_of IS NOT NULL)::int FROM page))"
+            pause = f"({pages} >= %(enough)s AND {dups} / {pages} >= %(share)s)"
+            ctes.append(f"""watch AS (UPDATE hosts SET
+                  next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s)
+                                    ELSE next_allowed_at END,
                   wait_reason = CASE WHEN {pause} THEN 'low-yield' ELSE wait_reason END,
                   recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
                   recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
-                WHERE host = %(host)s""",
-            {"decay": YIELD_DECAY, "dup": int(duplicate), "host": host, "until": check.pause_until,
-             "enough": enough, "share": check.max_duplicate_share},
-        )
+                WHERE host = %(host)s)""")
+            params.update(decay=YIELD_DECAY, until=check.pause_until, enough=enough,
+                          share=check.max_duplicate_share)
+        if outcome.anchors:
+            # Under the pages lock (shared) that _PAGE_SEQ took: see _horizon for the anchor ids' order.
+            ctes.append("""anchor AS (INSERT INTO anchors (target, source_host, text)
+                             SELECT t, %(host)s, x FROM unnest(%(a_t)s::text[], %(a_x)s::text[]) AS a(t, x)
+                             ON CONFLICT (target, source_host, text) DO NOTHING)""")
+            params.update(a_t=[t for t, _ in outcome.anchors], a_x=[x for _, x in outcome.anchors])
+        conn.execute(f"WITH {', '.join(ctes)} SELECT duplicate_of FROM page", params)
 
     # -- scheduling --------------------------------------------------------------
     def wake_time(self, now: float, min_delay: float) -> float | None:
