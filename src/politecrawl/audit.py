@@ -28,8 +28,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field, replace
 
-from .politeness import (SLOW_DOWN_STATUSES, DelayPolicy, HostHistory, Observation, decide, parse_retry_after,
-                         policy_for_host)
+from .politeness import (
+    SLOW_DOWN_STATUSES,
+    DelayPolicy,
+    HostHistory,
+    Observation,
+    decide,
+    parse_retry_after,
+    policy_for_host,
+)
 from .robots import RobotsTxt
 
 __all__ = ["HostAudit", "AuditReport", "audit"]

@@ -12,7 +12,6 @@ index is derived from it).
 from __future__ import annotations
 
 import time
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -85,7 +85,8 @@ db_option = click.option("--db", default=None, help=f"Store: SQLite file or post
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="Settings file (TOML). Default: ./politecrawl.toml if present. Precedence: "
                    "defaults < file < POLITECRAWL_* environment < flags.")
-@click.option("-v", "--verbose", is_flag=True, help="Log every request: URL, status, and how long its host now waits and why.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Log every request: URL, status, and how long its host now waits and why.")
 def cli(config: str | None, verbose: bool) -> None:
     """A polite web crawler and the small search engine it feeds.
 
@@ -219,7 +220,8 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
 @click.option("--workers", type=int, default=None, help=f"Worker processes on this machine. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option("--max-time", default=None, help="Stop after DURATION (seconds, or 30m, 2h). [default: until stopped]")
-@click.option("--min-delay", type=float, default=None, help="Must agree with the crawl's stored value (or leave it out).")
+@click.option("--min-delay", type=float, default=None,
+              help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--user-agent", default=None, help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--contact", default=None, help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
@@ -344,7 +346,8 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         for h in f["host_list"]:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
             click.echo(f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
-                       f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
+                       f"fetched {h['pages_fetched']}"
+                       + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
 
 
 # --------------------------------------------------------------------------- why
@@ -422,7 +425,8 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(f"{'host':42} {'requests':>8} {'min gap':>8} {'median':>8} {'delay':>7} {'open':>5} {'violations':>10}")
+        click.echo(f"{'host':42} {'requests':>8} {'min gap':>8} {'median':>8} {'delay':>7} {'open':>5} "
+                   f"{'violations':>10}")
         for h in data["per_host"]:
             fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
             click.echo(f"{h['host'][:42]:42} {h['requests']:8} {fmt(h['min_gap_s']):>8} {fmt(h['median_gap_s']):>8} "

@@ -21,11 +21,11 @@ import sys
 import threading
 import time
 import uuid
-from urllib.parse import urlsplit
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Sequence
+from urllib.parse import urlsplit
 
 from . import extract, urls
 from .config import Settings, is_loopback_host, user_agent_string
@@ -40,11 +40,27 @@ from .response import REDIRECT_STATUSES, URLState, is_failure, judge
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status, product_token
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from .sitemaps import parse_sitemap
-from .warc import ArchiveError, WarcWriter
 from .store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
 from .store.common import PAUSED_REASONS, ROBOTS_MAX_HOPS
+from .warc import ArchiveError, WarcWriter
 
-__all__ = ["Crawler", "CrawlScope", "Worker", "prepare_seeds", "run_workers", "worker_id"]
+__all__ = [
+    "CrawlReport",
+    "CrawlScope",
+    "Crawler",
+    "PageBudget",
+    "ReleaseBatcher",
+    "StopSignal",
+    "Worker",
+    "WorkersResult",
+    "check_contact",
+    "host_level_failure",
+    "prepare_seeds",
+    "reconcile_fleet_settings",
+    "run_workers",
+    "wanted_type",
+    "worker_id",
+]
 
 log = logging.getLogger("politecrawl.crawler")
 
@@ -782,7 +798,8 @@ class Worker:
         if result.status == 200 and extract.is_extractable(result.content_type):
             # PDF text extraction is pure Python and takes a while on a large file: on a thread,
             # so this process's other hosts keep being served meanwhile.
-            extracted = await asyncio.to_thread(extract.extract, result.body, claim.url, result.headers.get("content-type"))
+            extracted = await asyncio.to_thread(extract.extract, result.body, claim.url,
+                                                result.headers.get("content-type"))
         outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
         self._schedule_revisit(claim, outcome)
         return outcome
@@ -796,7 +813,8 @@ class Worker:
             outcome.url_outcome += f" broken sitemap: {parsed.error}"[:300]
         if parsed.urls:
             self._add_links([e.loc for e in parsed.urls], claim.depth, outcome, redirect=True,
-                            priority=SITEMAP_PRIORITY + 1, lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod})
+                            priority=SITEMAP_PRIORITY + 1,
+                            lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod})
         if parsed.sitemaps:
             if claim.depth + 1 > SITEMAP_MAX_DEPTH:
                 outcome.rejected_links["sitemap-depth"] = len(parsed.sitemaps)
@@ -1230,7 +1248,8 @@ class Crawler:
             def tick() -> None:
                 t = time.time()
                 # A fleet worker does not index: one 'index --follow' serves the fleet.
-                if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not (indexing and not indexing[0].done()):
+                busy = bool(indexing) and not indexing[0].done()
+                if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:
                     if indexing:
                         indexing.pop().result()  # an error of the last update surfaces here
                     indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000))

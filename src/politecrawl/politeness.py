@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import email.utils
 import math
-from urllib.parse import urlsplit
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 __all__ = [
     "DelayPolicy",

@@ -49,7 +49,8 @@ def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: flo
         follow = f"no: crawl-trap rule {trap}"
     elif not scope.allows(url, host):
         follow = (f"no: out of scope (--scope {scope.mode}; seeds: {', '.join(scope.seeds) or 'none'}"
-                  + (f"; hosts seeds redirected to: {', '.join(sorted(scope.extra_hosts))}" if scope.extra_hosts else "")
+                  + (f"; hosts seeds redirected to: {', '.join(sorted(scope.extra_hosts))}"
+                     if scope.extra_hosts else "")
                   + ")")
     elif (why := scope.filtered(url)) is not None:
         follow = f"no: {why} by --include/--exclude"

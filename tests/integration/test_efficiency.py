@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import gzip
+import json
 import random
 import sqlite3
 import time

@@ -27,7 +27,7 @@ import pytest
 from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
-from servers.raw import RawServer, http_response, ok_robots_handler, reset
+from servers.raw import http_response, ok_robots_handler, reset
 
 RSS_LIMIT_MB = 400
 CRAWL_TIMEOUT = 90

@@ -15,7 +15,8 @@ from politecrawl.index.reader import IndexReader
 from politecrawl.index.writer import plan_compaction, plan_merges
 
 DOCS = [
-    (f"http://h{i % 3}.example/p{i}", f"title {i} {'odd' if i % 2 else 'even'}", f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""))
+    (f"http://h{i % 3}.example/p{i}", f"title {i} {'odd' if i % 2 else 'even'}",
+     f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""))
     for i in range(40)
 ]
 

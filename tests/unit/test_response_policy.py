@@ -38,7 +38,8 @@ def test_judge(status, error, location, attempts, state, outcome, target):
 
 
 def test_a_truncated_body_says_so():
-    assert judge(U, 200, None, location=None, attempts=1, max_attempts=3, truncated=True).outcome == "http-200 truncated"
+    verdict = judge(U, 200, None, location=None, attempts=1, max_attempts=3, truncated=True)
+    assert verdict.outcome == "http-200 truncated"
 
 
 @pytest.mark.parametrize("status, failed", [(None, True), (500, True), (503, True), (429, True), (404, False),

@@ -22,7 +22,7 @@ the shared pseudo-frequency just like the page whose title *is* that word, so
 the title barely separates them.  It stays selectable (``Searcher(...,
 scoring="bm25f")``) so the choice can be re-measured.
 
-Constants (DESIGN.md "Search"): ``K1 = 1.2``, ``B = 0.75``.
+Constants (docs/architecture.md, "Search"): ``K1 = 1.2``, ``B = 0.75``.
 
 Single field (Robertson & Zaragoza 2009, eq. 3.15 with the Lucene IDF)::
 

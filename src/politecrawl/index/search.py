@@ -175,7 +175,8 @@ class Searcher:
             return 0
         return sum(len(docs) for _, docs, _ in self._match(reader, q))
 
-    def search(self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *, snippets: bool = True) -> list[Hit]:
+    def search(self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *,
+               snippets: bool = True) -> list[Hit]:
         """Ranked hits ``[(page-1)*limit : page*limit]`` for ``query``."""
         reader = self._refresh()
         q = parse_query(query, reader.analyzer)
@@ -197,7 +198,8 @@ class Searcher:
         else:
             keep = np.arange(len(scores))
         ranked = sorted(
-            ((float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i])) for i in keep),
+            ((float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
+             for i in keep),
             key=lambda r: (-r[0], r[1]),
         )[(page - 1) * limit : k]
         terms = q.positive_terms
@@ -205,12 +207,13 @@ class Searcher:
         for score, url, si, d in ranked:
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, self._body_positions(seg, postings, terms, si, d),
-                                                   sync=seg.sync_points(d))
+                positions = self._body_positions(seg, postings, terms, si, d)
+                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, positions, sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None
-            hits.append(Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl))
+            hits.append(Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights,
+                            explanation=expl))
         return hits
 
     @staticmethod
@@ -269,7 +272,7 @@ class Searcher:
             base = None  # documents allowed by tombstones, exclusions and site:
             if prune:
                 base = np.ones(n, dtype=bool) if view.live is None else view.live.copy()
-                for t, ps in excluded.items():
+                for ps in excluded.values():
                     if ps[si] is not None:
                         for f in FIELDS:
                             base[ps[si][f][0]] = False
@@ -315,7 +318,7 @@ class Searcher:
             else:
                 if view.live is not None:
                     cand &= view.live
-                for t, ps in excluded.items():
+                for ps in excluded.values():
                     p = ps[si]
                     if p is not None:
                         for f in FIELDS:

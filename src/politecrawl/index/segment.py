@@ -334,7 +334,8 @@ def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles,
         _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
         _write_bytes(tmp, "terms.txt", "\n".join(terms).encode("utf-8"))
-        _write_bytes(tmp, "docs.json", json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
+        _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
         header = {
             "format": FORMAT,
             "version": VERSION,

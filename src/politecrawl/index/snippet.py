@@ -44,7 +44,8 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MAX_POSITIONS", "SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet", "snippet_for_hit"]
+__all__ = ["MAX_POSITIONS", "SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet",
+           "snippet_for_hit"]
 
 WINDOW_CHARS = 200
 LEAD_CHARS = 40

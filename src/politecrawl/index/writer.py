@@ -15,8 +15,8 @@ A commit
    one per ``WRITE_CHUNK_CHARS`` of text (usually one);
 3. applies the merge policy (``plan_merges``), which may rewrite several
    segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
-   indexer's memory stays bounded however large the index grows.  Merging concatenates the postings of the live documents
-   (``segment.merge_segments``): no text is re-analysed, and the result equals
+   indexer's memory stays bounded however large the index grows.  Merging concatenates the
+   postings of the live documents (``segment.merge_segments``): no text is re-analysed, and the result equals
    indexing those documents afresh (tested);
 4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
    ``CURRENT`` at it the same way, so readers see the old or the new

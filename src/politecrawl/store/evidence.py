@@ -22,7 +22,8 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
     if frontier:
         pages = _rows(conn.execute(
             "SELECT p.status, p.content_type, p.fetched_at, p.title, p.duplicate_of, p.duplicate_kind, p.alias_of,"
-            " p.noindex, p.indexed_at, f.url AS duplicate_url FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
+            " p.noindex, p.indexed_at, f.url AS duplicate_url"
+            " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
             f" WHERE p.url_id = {ph}", (frontier[0]["id"],)))
         page = pages[0] if pages else None
     history = _rows(conn.execute(

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..dedup import hamming, to_signed64
+from ..dedup import hamming
 from ..errors import NotAStoreError, StoreError
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 from .common import (
@@ -153,7 +153,8 @@ class SQLiteStore:
             version = int(meta.get("schema_version", "0"))
             if version > SCHEMA_VERSION:
                 raise StoreError(
-                    f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: upgrade politecrawl"
+                    f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: "
+                    "upgrade politecrawl"
                 )
             self._migrate(version)
             return
