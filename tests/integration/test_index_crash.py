@@ -265,14 +265,16 @@ def test_sigkill_at_random_moments(tmp_path, reliability):
     rng = random.Random(20261201)
     kills = 0
     starts = []
-    for _ in range(30):
+    for attempt in range(30):
         proc = subprocess.Popen([sys.executable, "-c", _INDEXER, str(path), str(batches), str(per)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = proc.stdout.readline().split()
         assert first[:1] == ["start"], proc.stderr.read()
         starts.append(int(first[1]))
         time.sleep(rng.uniform(0.05, 0.4))
-        if proc.poll() is None:
+        # The first 20 runs are killed at random moments; later ones may finish (on a loaded
+        # machine a run gets through only a few batches before its kill).
+        if attempt < 20 and proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         out, err = proc.communicate(timeout=60)
