@@ -23,7 +23,10 @@ endless web never runs out). Printed per store:
   loaded, else counted on the client (every ``psycopg`` cursor execute in every crawler process, via
   a ``sitecustomize`` this script puts on the crawler processes' PYTHONPATH), with the mean client
   round-trip time of each statement kind;
-* for SQLite, the CPU of the crawler's processes per page (the store runs inside them).
+* for SQLite, the CPU of the crawler's processes per page (the store runs inside them);
+* then (--breakdown-pages) the store alone, without HTTP: the database CPU per page of a claim and
+  a release with nothing but the URL state, fetch log and host row, then with 8 new links, a 20 KB
+  page, both, and both with 8 anchor texts — where the database's time per page goes.
 
 The web, the crawler and the database share this machine's cores: compare the two stores within one
 invocation, not with figures from another time.
@@ -34,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import sys
 import tempfile
@@ -329,7 +331,67 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
     return out
 
 
-_SQL_HEAD = re.compile(r"^(WITH|SELECT|UPDATE|INSERT INTO|DELETE FROM)\s+(\w+)?", re.I)
+def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
+    """The store alone, one process, no HTTP: claims of up to 8 hosts and releases that write what
+    ``parts`` says (a ~20 KB page with fingerprint and SimHash, 8 new links, 8 anchor texts), on
+    300 hosts with no delay. Returns (database CPU-ms per page of the backends serving it, pages/s)."""
+    import random
+
+    import psycopg
+    from psycopg import sql
+
+    import bench_store
+    from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
+
+    app = f"pc_cost_{uuid.uuid4().hex[:10]}"
+    url = _add_query(pg, schema=app, application_name=app)
+    hosts_before, bench_store.HOSTS = bench_store.HOSTS, 300
+    try:
+        bench_store._prepare(url)
+    finally:
+        bench_store.HOSTS = hosts_before
+    store = open_store(url)
+    text = bench_store._words(20_000, 1)
+    rng = random.Random(1)
+    monitor = psycopg.connect(pg, autocommit=True)
+    try:
+        def backends() -> set[int]:
+            return {r[0] for r in monitor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                                  (app,))}
+
+        def ticks(pids: set[int]) -> int:
+            return sum(t for pid, (_, t) in _proc_cpu().items() if pid in pids)
+
+        pids = backends()
+        c0, t0, done = ticks(pids), time.time(), 0
+        while done < pages:
+            now = time.time() + store.clock_offset
+            claims = store.claim_many("w", now, 30.0, 8)
+            if not claims:
+                time.sleep(0.005)
+                continue
+            for c in claims:
+                out = Outcome(next_allowed_at=now, wait_reason="min-delay", url_state="done", url_outcome="http-200",
+                              fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 20_000))
+                if parts.get("page"):
+                    out.page = PageRecord(c.url, c.url, 200, "text/html", now, 20_000, title=f"page {done}",
+                                          text=text[done % 300:] + str(done), fingerprint=f"f{done}",
+                                          simhash=rng.getrandbits(64))
+                if parts.get("links"):
+                    out.links = [NewURL(f"{c.host}/{done}-{k}", c.host, 1, 1) for k in range(8)]
+                if parts.get("anchors"):
+                    out.anchors = [(f"{c.host}/{done}-{k}", f"page {k}") for k in range(8)]
+                store.release(c, out, now)
+                done += 1
+        pids |= backends()  # (none are born meanwhile: the pool holds its connections)
+        cpu, elapsed = (ticks(pids) - c0) / CLK_TCK, time.time() - t0
+    finally:
+        store.close()
+        monitor.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(app)))
+        monitor.close()
+    return 1000 * cpu / pages, pages / elapsed
+
+
 
 
 def main() -> None:
@@ -344,6 +406,8 @@ def main() -> None:
     ap.add_argument("--no-own-database", dest="own_database", action="store_false",
                     help="crawl in a schema of the --pg database instead of a database of its own")
     ap.add_argument("--top", type=int, default=12, help="statement kinds listed (client-side counts)")
+    ap.add_argument("--breakdown-pages", type=int, default=1500,
+                    help="pages per run of the store-alone breakdown of the database's CPU per page (0: skip)")
     args = ap.parse_args()
     kinds = [k for k in args.stores.split(",") if k != "postgres" or args.pg]
     if "postgres" in args.stores and not args.pg:
@@ -396,6 +460,17 @@ def main() -> None:
         s, p = results["sqlite"], results["postgres"]
         ratio = p["utilization"] / s["utilization"] if s["utilization"] else float("nan")
         print(f"\nPostgreSQL / SQLite steady utilization: {ratio:.2f}")
+    if args.pg and args.breakdown_pages > 0:
+        print(f"\nwhere the database's CPU per page goes (the store alone, one process, {args.breakdown_pages} pages"
+              " each, no HTTP; the backends serving it):")
+        steps = [("claim + release: URL state, fetch log, host row", {}),
+                 ("  + 8 new links", {"links": True}),
+                 ("  + a 20 KB page (duplicate checks)", {"page": True}),
+                 ("  + both", {"links": True, "page": True}),
+                 ("  + both + 8 anchor texts (a crawled page)", {"links": True, "page": True, "anchors": True})]
+        for label, parts in steps:
+            ms, rate = store_breakdown(args.pg, args.breakdown_pages, **parts)
+            print(f"  {label:48} {ms:5.2f} CPU-ms/page  ({rate:.0f} pages/s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -320,15 +320,21 @@ class PostgresStore:
         self._claim_hosts_per_ip = _claim_hosts_sql(per_ip=True, now=now)
         self._lease_urls = _lease_urls_sql(now)
         kwargs: dict[str, Any] = {"autocommit": True}
+        given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
         if self._schema is not None:
             # Added to any options= the URL already has (libpq: the keyword argument replaces it).
-            given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
             kwargs["options"] = " ".join(filter(None, [given, f"-csearch_path={self._schema}"]))
+        # Page text (~20 KB a page) is compressed by TOAST: pglz costs the server ~1 ms of CPU per
+        # page, lz4 a fifth of that (bench_pg_cost.py; both are read back the same way). Used when
+        # the server has it and the URL's options do not choose.
+        self._toast_lz4 = False
+        self._choose_toast = "default_toast_compression" not in (given or "")
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
             max_size=self.parallelism,
             kwargs=kwargs,
+            configure=self._configure,
             # No check= here: _live_connection checks without the pool's backoff sleeps.
             open=False,
             timeout=30.0,
@@ -339,6 +345,10 @@ class PostgresStore:
         try:
             with psycopg.connect(conninfo, connect_timeout=10, **kwargs) as conn:
                 self.clock_offset = self._measure_clock_offset(conn)
+                if self._choose_toast:
+                    row = conn.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+                                       " WHERE name = 'default_toast_compression'").fetchone()
+                    self._toast_lz4 = bool(row and row[0])
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to the PostgreSQL store {self.url}: {_one_line(exc)}") from exc
         try:
@@ -352,6 +362,11 @@ class PostgresStore:
             raise
 
     # -- plumbing ----------------------------------------------------------------
+    def _configure(self, conn: psycopg.Connection) -> None:
+        """Each new pooled connection: lz4 for TOAST when the server has it (see __init__)."""
+        if self._toast_lz4:
+            conn.execute("SET default_toast_compression = lz4")
+
     def _live_connection(self) -> psycopg.Connection:
         """A pooled connection that answers; dead ones go back to the pool, which replaces them.
 
