@@ -35,6 +35,9 @@ from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.index.reader import IndexReader, load_generation, read_current_pointer
 
+# At import (collection) time: later, the module named conftest is another folder's.
+from conftest import crawl
+
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma tau".split()
 
 
@@ -323,7 +326,6 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
     """The reported failure: a segment renamed into place just before a kill, in no generation."""
     from politecrawl.sandbox import SandboxHost
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -345,7 +347,6 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
 def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
     from politecrawl.sandbox import SandboxHost
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -371,7 +372,6 @@ def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_pat
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the index folder should be\n")
@@ -403,7 +403,6 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
     sandbox_factory([host])
@@ -443,7 +442,6 @@ def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, d
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "again"))
     sandbox_factory([host])
@@ -470,7 +468,6 @@ def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory,
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "locked"))
     sandbox_factory([host])
@@ -511,7 +508,6 @@ def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_pat
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(8, "resume"))
     sandbox_factory([host])
@@ -561,7 +557,6 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-    from conftest import crawl
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
     sandbox_factory([host])
