@@ -1331,10 +1331,17 @@ class Crawler:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether a process of this machine still runs. A zombie (killed, not yet reaped: its parent
+    died too, and a container's init may be slow to reap) holds no connection and no lease."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")

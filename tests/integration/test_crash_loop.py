@@ -320,3 +320,21 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
     starts = sorted(r.started for r in sb.requests())
     latency = sorted(min((t for t in starts if t > k), default=k + 999) - k for k in kills)
     assert latency[len(latency) // 2] < OWED_CRAWL_DELAY - 1.0, latency
+
+
+def test_a_killed_worker_not_yet_reaped_counts_as_dead():
+    """A zombie (killed, its parent gone or slow to reap) holds no lease: a restart takes its
+    hosts back at once instead of waiting for the lease to expire."""
+    from politecrawl.crawler import _pid_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert _pid_alive(child.pid)  # negative control: a running process is alive
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while time.time() < deadline and _pid_alive(child.pid):
+            time.sleep(0.01)
+        assert not _pid_alive(child.pid)  # a zombie: not reaped (no wait() yet), and dead
+    finally:
+        child.kill()
+        child.wait(10)
