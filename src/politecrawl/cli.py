@@ -252,7 +252,7 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Results per page.")
 @click.option("--page", type=click.IntRange(1, 1000), default=1, show_default=True, help="Result page.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {url, title, score, snippet}.")
-@click.option("--explain", is_flag=True, help="With --json: per-term BM25 components of each score.")
+@click.option("--explain", is_flag=True, help="Show each score's BM25 terms (tf, df, idf, length, weight).")
 @click.pass_context
 def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool, explain: bool, **flags: Any) -> None:
     """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75)."""
@@ -288,6 +288,15 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
         click.echo(click.style(f"   {h.url}", fg="green"))
         if h.snippet:
             click.echo(f"   {_highlight(h.snippet, h.highlights)}")
+        if explain and h.explanation:
+            for t in h.explanation["terms"]:
+                if t["tf"]:
+                    click.echo(f"     {t['term']!r} in {t['field']}: tf {t['tf']}, df {t['df']}, idf {t['idf']:.3f}, "
+                               f"length {t['doc_len']} (avg {t['avgdl']:.1f}), weight {t['weight']}"
+                               f" -> {t['contribution']:.3f}")
+    if explain and hits and hits[0].explanation:
+        e = hits[0].explanation
+        click.echo(f"\nBM25 ({e['scoring']}): k1 {e['k1']}, b {e['b']}, N {e['N']}; each score is the sum of its lines")
     click.echo(f"\n{len(hits)} results in {took * 1000:.1f} ms")
 
 

@@ -196,3 +196,13 @@ def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(san
     found = search("marmalade")
     assert found.get(host.url("/notes.txt")) == "Field notes"
     assert quiet.url("/") not in found  # search=no: not indexed
+
+
+def test_search_explain_shows_each_score_in_plain_output(sandbox_factory, db_path, tmp_path):
+    host = SandboxHost("127.0.0.57", pages={"/": page("Home", ["/t"]), "/t": page("Tidal pools", body="tidal tidal")})
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1)
+    out = run_cli("search", "tidal", "--db", db_path, "--explain", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "'tidal' in body: tf 3" in out.stdout and "'tidal' in title: tf 1" in out.stdout, out.stdout  # title words are in the body too
+    assert "each score is the sum of its lines" in out.stdout
