@@ -204,5 +204,6 @@ def test_search_explain_shows_each_score_in_plain_output(sandbox_factory, db_pat
     crawl(db_path, [host.url("/")], min_delay=0.05, workers=1)
     out = run_cli("search", "tidal", "--db", db_path, "--explain", cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert "'tidal' in body: tf 3" in out.stdout and "'tidal' in title: tf 1" in out.stdout, out.stdout  # title words are in the body too
+    # The page's body text starts with its title, so "tidal" is in the body three times.
+    assert "'tidal' in body: tf 3" in out.stdout and "'tidal' in title: tf 1" in out.stdout, out.stdout
     assert "each score is the sum of its lines" in out.stdout
