@@ -140,9 +140,13 @@ def cli(config: str | None, verbose: bool) -> None:
               help=f"At most N pages from one host. {_d('host_page_budget')}")
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
               help="Also archive every request and response as WARC 1.1 files in DIR (docs/archive.md).")
+@click.option("--continuous", is_flag=True,
+              help="Keep running when the queue is empty and revisit pages as they come due (needs "
+                   "--recrawl-after); stop with Ctrl-C, SIGTERM or --max-time.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
-def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, **flags: Any) -> None:
+def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, continuous: bool,
+          **flags: Any) -> None:
     """Crawl politely from SEED_URLs, store and index what is fetched.
 
     Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
@@ -156,7 +160,10 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: A
     if seeds_file is not None:
         seeds = (*seeds, *_read_seeds(seeds_file))
     prepare_seeds(seeds)  # a bad seed is the only line printed
-    report = _run_with_progress(Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags))
+    if continuous and settings.recrawl_after is None:
+        _fail("--continuous revisits pages as they come due: give --recrawl-after DURATION too (e.g. 1d)")
+    report = _run_with_progress(Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags),
+                                continuous=continuous)
     s = report.status
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "

@@ -1208,8 +1208,11 @@ class Crawler:
         self.stop_event.set()
 
     def run(self, raw_seeds: Sequence[str] = (), *, on_progress: Callable[[dict], None] | None = None,
-            explicit: frozenset[str] = frozenset(), fleet_worker: bool = False) -> CrawlReport:
-        """Crawl until done (or a limit); ``fleet_worker``: take work until stopped, never index.
+            explicit: frozenset[str] = frozenset(), fleet_worker: bool = False,
+            continuous: bool = False) -> CrawlReport:
+        """Crawl until done (or a limit); ``fleet_worker``: take work until stopped, never index;
+        ``continuous``: an empty queue does not end the crawl (pages come due again with
+        ``recrawl_after``), only a limit or a signal does.
 
         ``explicit`` names the settings the user gave on this command line: they are checked
         against the fleet-wide settings stored with the crawl (``reconcile_fleet_settings``).
@@ -1266,7 +1269,8 @@ class Crawler:
 
             try:
                 workers = run_workers(s, scope, stop_event=self.stop_event, counter=counter, on_tick=tick,
-                                      deadline=deadline, idle_poll=FLEET_IDLE_POLL if fleet_worker else None)
+                                      deadline=deadline,
+                                      idle_poll=FLEET_IDLE_POLL if fleet_worker or continuous else None)
             finally:
                 indexer.shutdown(wait=True)
             if indexing:

@@ -4,6 +4,7 @@ that are not pages, URL filters and seed files. Judged from the servers' logs an
 from __future__ import annotations
 
 import json
+import time
 
 from politecrawl.sandbox import SandboxHost
 from politecrawl.store import open_store
@@ -207,3 +208,19 @@ def test_search_explain_shows_each_score_in_plain_output(sandbox_factory, db_pat
     # The page's body text starts with its title, so "tidal" is in the body three times.
     assert "'tidal' in body: tf 3" in out.stdout and "'tidal' in title: tf 1" in out.stdout, out.stdout
     assert "each score is the sum of its lines" in out.stdout
+
+
+def test_crawl_continuous_keeps_revisiting_until_stopped(sandbox_factory, db_path, tmp_path):
+    host = SandboxHost("127.0.0.58", pages={"/": page("News", body="fresh")}, conditional=True)
+    sb = sandbox_factory([host])
+    t0 = time.monotonic()
+    out = run_cli("crawl", host.url("/"), "--db", db_path, "--workers", "1", "--min-delay", "0.05",
+                  "--recrawl-after", "2", "--continuous", "--max-time", "14", "-q", cwd=str(tmp_path), timeout=60)
+    took = time.monotonic() - t0
+    assert out.returncode == 0, out.stderr
+    assert "crawl max-time" in out.stdout + out.stderr
+    assert took >= 13  # an empty queue did not end it (negative control: without --continuous it ends in ~1 s)
+    visits = [r for r in sb.requests(host) if r.path == "/"]
+    assert len(visits) >= 2 and visits[-1].status == 304  # revisited, with a conditional GET
+    refused = run_cli("crawl", host.url("/"), "--db", db_path, "--continuous", cwd=str(tmp_path))
+    assert refused.returncode == 2 and "--recrawl-after" in refused.stderr
