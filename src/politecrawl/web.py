@@ -397,13 +397,48 @@ async def _api_search(request: web.Request) -> web.Response:
 
 
 def _store_status(settings: Settings) -> dict:
+    """The store's figures and its recent activity (read from the store: a fleet's too)."""
     from .store import open_store
 
     store = open_store(settings.db, create=False)
     try:
-        return store.status(time.time())
+        now = time.time() + store.clock_offset
+        return {**store.status(now), "activity": store.activity(now)}
     finally:
         store.close()
+
+
+#: Seconds between two reloads of the status page (a ``Refresh`` header: no script needed).
+STATUS_REFRESH = 5
+_CHART_W, _CHART_H = 600, 120
+
+
+def _chart(rate: list[float]) -> dict:
+    """An SVG polyline of requests per second, oldest first, scaled to the peak."""
+    peak = max(rate) or 1.0
+    step = _CHART_W / max(1, len(rate) - 1)
+    points = " ".join(f"{i * step:.1f},{_CHART_H - 20 - (v / peak) * (_CHART_H - 30):.1f}" for i, v in enumerate(rate))
+    return {"width": _CHART_W, "height": _CHART_H, "points": points, "peak": round(peak, 2),
+            "last": rate[-1] if rate else 0}
+
+
+async def _status_page(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        status = await asyncio.to_thread(_store_status, state.settings)
+    except StoreError as exc:
+        html = state.render("status.html", error=f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
+        return web.Response(text=html, status=503, content_type="text/html", charset="utf-8")
+    act = status["activity"]
+    errors = [{"when": time.strftime("%H:%M:%S", time.localtime(e["ended_at"])), "url": e["url"],
+               "what": e["error"] or f"HTTP {e['status']}"} for e in act["recent_errors"]]
+    html = state.render(
+        "status.html", error=None, s=status, db=state.settings.db, when=time.strftime("%Y-%m-%d %H:%M:%S"),
+        refresh=STATUS_REFRESH, minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60, chart=_chart(act["rate_per_s"]),
+        waits=sorted(status["hosts_waiting_by_reason"].items()), filtered=sorted(status["links_not_queued"].items()),
+        codes=sorted(status["status_codes"].items()), errors=errors)
+    return web.Response(text=html, content_type="text/html", charset="utf-8",
+                        headers={"Refresh": str(STATUS_REFRESH), "Cache-Control": "no-store"})
 
 
 async def _api_status(request: web.Request) -> web.Response:
@@ -610,6 +645,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/", _home)
     app.router.add_get("/search", _search_page)
     app.router.add_get("/bot", _bot)
+    app.router.add_get("/status", _status_page)
     app.router.add_get("/favicon.ico", _favicon)
     app.router.add_get("/api/search", _api_search)
     app.router.add_get("/api/status", _api_status)

@@ -581,3 +581,31 @@ def test_browser_phone_screenshot(site, tmp_path):
     if keep:  # for a person to look at
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / shot.name)
+
+
+def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_factory, tmp_path):
+    """Read from the store while (and after) a crawl runs: the rate chart, hosts and why they
+    wait, what was filtered and why, the latest errors; the same at /api/status."""
+    from politecrawl.sandbox import Reply, SandboxHost
+
+    from conftest import crawl
+
+    pages = {"/": "<html><title>Home</title><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(6))
+                  + '<a href="/gone">gone</a><a href="/private/x">x</a></body></html>',
+             **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(6)},
+             "/gone": Reply(status=410, body="gone")}
+    host = SandboxHost("127.0.0.59", pages=pages)
+    sandbox_factory([host])
+    db = str(tmp_path / "c.db")
+    crawl(db, [host.url("/")], min_delay=0.05, workers=1, exclude=(r"/private/",))
+    with running(Settings(db=db, contact=CONTACT)) as base:
+        r = get(base, "/status")
+        assert r.status == 200 and r.headers["Refresh"] == "5"  # reloads itself: no script needed
+        text = visible_text(r.body.decode())
+        assert "Requests per second" in text and "8 fetched" in text, text
+        assert "excluded: 1" in text  # what the filters dropped
+        assert host.url("/gone") in text and "HTTP 410" in text  # the latest errors
+        assert "<polyline" in r.body.decode()
+        data = get(base, "/api/status").json()
+        assert sum(data["activity"]["rate_per_s"]) > 0
+        assert data["activity"]["recent_errors"][0]["url"] == host.url("/gone")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .common import Dialect
 
-__all__ = ["url_evidence"]
+__all__ = ["activity", "url_evidence"]
 
 
 def _rows(cur) -> list[dict]:
@@ -36,3 +36,24 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
         f" FROM hosts WHERE host = {ph}", (host,)))
     return {"frontier": frontier[0] if frontier else None, "page": page, "history": history,
             "host": hosts[0] if hosts else None}
+
+
+#: The status page's chart: requests per bucket of this many seconds, over this many buckets.
+ACTIVITY_BUCKET = 10
+ACTIVITY_BUCKETS = 60
+
+
+def activity(conn, d: Dialect, now: float) -> dict:
+    """What a person watching a crawl wants beside the counters: requests per 10 s over the last
+    10 minutes, and the latest errors (no answer, or a 4xx/5xx)."""
+    ph = d.ph
+    since = now - ACTIVITY_BUCKET * ACTIVITY_BUCKETS
+    # Integer division of milliseconds: the same bucket arithmetic in SQLite and PostgreSQL.
+    counts = {int(b): n for b, n in conn.execute(
+        f"SELECT (CAST(ended_at * 1000 AS BIGINT) - {ph}) / {ph} AS b, COUNT(*) FROM fetch_log"
+        f" WHERE ended_at > {ph} GROUP BY 1", (int(since * 1000), ACTIVITY_BUCKET * 1000, since)).fetchall()}
+    rate = [round(counts.get(i, 0) / ACTIVITY_BUCKET, 2) for i in range(ACTIVITY_BUCKETS)]
+    errors = _rows(conn.execute(
+        "SELECT host, url, status, error, ended_at FROM fetch_log WHERE error IS NOT NULL OR status >= 400"
+        " ORDER BY ended_at DESC LIMIT 10"))
+    return {"rate_per_s": rate, "bucket_s": ACTIVITY_BUCKET, "recent_errors": errors}

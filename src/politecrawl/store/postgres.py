@@ -977,6 +977,12 @@ class PostgresStore:
                                                    (host,)).fetchone(), "read a host's URL patterns")
         return (row[0], row[1]) if row else (0, None)
 
+    def activity(self, now: float) -> dict:
+        """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
+        from .evidence import activity
+
+        return self._read(lambda conn: activity(conn, self._dialect, now), "read the crawl's activity")
+
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
         rows = self._read(lambda conn: conn.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host")

@@ -391,6 +391,13 @@ class SQLiteStore:
             row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
         return (row[0], row[1]) if row else (0, None)
 
+    def activity(self, now: float) -> dict:
+        """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
+        from .evidence import activity
+
+        with self._lock:
+            return activity(self._db, DIALECT, now)
+
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
         with self._lock:
