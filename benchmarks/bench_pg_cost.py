@@ -306,7 +306,7 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
             else:
                 os.environ[k] = v
         records = stop_web(web, log)
-        if kind == "postgres":
+        if own_db is not None or schema is not None:
             with psycopg.connect(args.pg, autocommit=True) as conn:
                 if own_db is not None:
                     conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(own_db)))
@@ -402,14 +402,15 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--first-ip", default="127.0.7.1")
-    ap.add_argument("--stores", default="sqlite,postgres")
+    ap.add_argument("--stores", default="sqlite,postgres",
+                    help="which crawls to run: sqlite, postgres, both (the default) or none (the breakdown only)")
     ap.add_argument("--no-own-database", dest="own_database", action="store_false",
                     help="crawl in a schema of the --pg database instead of a database of its own")
     ap.add_argument("--top", type=int, default=12, help="statement kinds listed (client-side counts)")
     ap.add_argument("--breakdown-pages", type=int, default=1500,
                     help="pages per run of the store-alone breakdown of the database's CPU per page (0: skip)")
     args = ap.parse_args()
-    kinds = [k for k in args.stores.split(",") if k != "postgres" or args.pg]
+    kinds = [k for k in args.stores.split(",") if k == "sqlite" or (k == "postgres" and args.pg)]
     if "postgres" in args.stores and not args.pg:
         print("no --pg and no POLITECRAWL_TEST_PG: SQLite only")
     defaults = Settings()
