@@ -337,10 +337,10 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
     300 hosts with no delay. Returns (database CPU-ms per page of the backends serving it, pages/s)."""
     import random
 
+    import bench_store
     import psycopg
     from psycopg import sql
 
-    import bench_store
     from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
 
     app = f"pc_cost_{uuid.uuid4().hex[:10]}"

@@ -13,7 +13,42 @@ from typing import Callable, Sequence
 
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate
 
-__all__ = ["PAUSED_REASONS", "wake_time_sql", "CLAIM_RETURNING", "claim_from_host_row", "Dialect", "host_release_sets", "release_url", "release_url_statement", "insert_fetch_log", "FETCH_LOG_COLUMNS", "fetch_log_values", "PAGE_COLUMNS", "PAGE_UPSERT", "EXACT_DUPLICATE_WHERE", "page_candidate", "page_values", "insert_robots_versions", "record_page", "simhash_blocks", "RETRY_PRIORITY_STEP", "ROBOTS_MAX_HOPS", "ROBOTS_HOP_PRIORITY", "ROBOTS_HOP_WAIT", "ROBOTS_HOP_RETRY", "settle_robots", "ROBOTS_ALLOW_ALL_TTL", "finish_claim", "page_claim", "check_consistency", "INDEXER_PAGE_COLUMNS", "ANCHORS_PER_PAGE", "ANCHOR_TARGET_PAGES_SQL", "ANCHOR_TEXTS_SQL", "group_anchor_texts"]
+__all__ = [
+    "PAUSED_REASONS",
+    "wake_time_sql",
+    "CLAIM_RETURNING",
+    "claim_from_host_row",
+    "Dialect",
+    "host_release_sets",
+    "release_url",
+    "release_url_statement",
+    "insert_fetch_log",
+    "FETCH_LOG_COLUMNS",
+    "fetch_log_values",
+    "PAGE_COLUMNS",
+    "PAGE_UPSERT",
+    "EXACT_DUPLICATE_WHERE",
+    "page_candidate",
+    "page_values",
+    "insert_robots_versions",
+    "record_page",
+    "simhash_blocks",
+    "RETRY_PRIORITY_STEP",
+    "ROBOTS_MAX_HOPS",
+    "ROBOTS_HOP_PRIORITY",
+    "ROBOTS_HOP_WAIT",
+    "ROBOTS_HOP_RETRY",
+    "settle_robots",
+    "ROBOTS_ALLOW_ALL_TTL",
+    "finish_claim",
+    "page_claim",
+    "check_consistency",
+    "INDEXER_PAGE_COLUMNS",
+    "ANCHORS_PER_PAGE",
+    "ANCHOR_TARGET_PAGES_SQL",
+    "ANCHOR_TEXTS_SQL",
+    "group_anchor_texts",
+]
 
 
 #: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
@@ -318,7 +353,7 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
     if not waiters:
         return log_rows
     hop_queued = False
-    for host, hops, cached in waiters:
+    for host, hops, _cached in waiters:
         is_claimer = claim.kind == "robots" and host == claim.host
         # A waiting host was last asked before its wait began: the store's clock now plus its delay
         # is never sooner than it is owed. The claimer's timing is its own release's.

@@ -506,7 +506,8 @@ class PostgresStore:
             version = int(meta.get("schema_version", "0"))
             if version > SCHEMA_VERSION:
                 raise StoreError(
-                    f"{self.url} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: upgrade politecrawl"
+                    f"{self.url} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: "
+                    "upgrade politecrawl"
                 )
             self._migrate(conn, version)
             return
@@ -526,7 +527,8 @@ class PostgresStore:
             script = resources.files("politecrawl.store").joinpath(f"schema/postgres_{target:03d}.sql").read_text()
             conn.execute(script)  # no parameters: the simple protocol runs the whole script
             conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                "INSERT INTO meta (key, value) VALUES ('app', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (APP_ID,),
             )
             conn.execute(
@@ -861,7 +863,8 @@ class PostgresStore:
                       near=candidate and page.simhash is not None)
         b0, b1, b2, b3 = simhash_blocks(page.simhash)
         params.update(b0=b0, b1=b1, b2=b2, b3=b3, fp=None if page.simhash is None else to_signed64(page.simhash))
-        exact = (f"SELECT url_id FROM pages WHERE {EXACT_DUPLICATE_WHERE.format(fp='%(fprint)s::text', url_id='%(url_id)s')}"
+        where = EXACT_DUPLICATE_WHERE.format(fp="%(fprint)s::text", url_id="%(url_id)s")
+        exact = (f"SELECT url_id FROM pages WHERE {where}"
                  " ORDER BY url_id LIMIT 1")
         select = []
         for i, col in enumerate(PAGE_COLUMNS):
@@ -1235,7 +1238,8 @@ class PostgresStore:
     def robots_versions(self) -> list[dict]:
         """Every robots.txt version recorded, oldest first (for the audit)."""
         rows = self._dicts(
-            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id", (), "read robots.txt versions"
+            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id", (),
+            "read robots.txt versions"
         )
         for r in rows:
             if r["body"] is not None:
