@@ -277,7 +277,7 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
     def in_flight() -> bool:
         return len(sb.arrivals()) > len(sb.requests())
 
-    for _ in range(6):
+    for _ in range(5):
         proc = start([] if _stored_seeds(db) else [h.url("/") for h in hosts])
         try:
             proc.wait(rng.uniform(2.0, 5.0))

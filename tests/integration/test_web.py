@@ -35,6 +35,9 @@ from politecrawl.index import IndexWriter, Searcher
 from politecrawl.store import open_store
 from politecrawl.web import bot_page_html, create_app, highlight_snippet
 
+# At import (collection) time: later, the module named conftest is another folder's.
+from conftest import crawl
+
 EVIL_TITLE = "<script>alert(1)</script> Evil"
 EVIL_TITLE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt; Evil"
 N_NORMAL = 25
@@ -587,8 +590,6 @@ def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_fa
     """Read from the store while (and after) a crawl runs: the rate chart, hosts and why they
     wait, what was filtered and why, the latest errors; the same at /api/status."""
     from politecrawl.sandbox import Reply, SandboxHost
-
-    from conftest import crawl
 
     pages = {"/": "<html><title>Home</title><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(6))
                   + '<a href="/gone">gone</a><a href="/private/x">x</a></body></html>',
