@@ -247,7 +247,7 @@ OWED_CRAWL_DELAY = 10.0
 SLOW_ANSWER = 1.0  # the slow host's answers: the adaptive delay (10 x response time) owes it 10 s
 
 
-def _delay_site(name: str, n: int = 5) -> dict[str, str]:
+def _delay_site(name: str, n: int = 3) -> dict[str, str]:
     links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(n))
     pages = {f"/p{i}": f"<html><title>{name} {i}</title><body>{name} page {i} words {i * 7}</body></html>"
              for i in range(n)}
