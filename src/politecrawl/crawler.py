@@ -458,9 +458,12 @@ class Worker:
 
     async def _handle(self, claim: Claim) -> bool:
         try:
-            if not self.scope.is_seed_host(claim.host):
-                # Maybe a seed's redirect target that another process found: know before its links are judged.
-                await self._refresh_scope(every=0.2)
+            if not self.scope.is_seed_host(claim.host) and not (
+                    self.scope.mode == "domain" and self.scope.allows(claim.host + "/", claim.host)):
+                # Maybe a seed's redirect target that another process found (its release queued
+                # this URL and recorded the host in the same transaction): know it before this
+                # page's links are judged. Rare (such hosts are the only out-of-scope claims).
+                await self._refresh_scope(every=0.0)
             ip = await self._resolve(claim)
             if claim.kind == "robots":
                 outcome = await self._robots(claim)

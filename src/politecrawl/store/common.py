@@ -382,15 +382,19 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
             if redirect is None:
                 continue
         if answer is not None and answer.status is not None:
+            owed_with_rules = (f"CASE WHEN wait_reason = 'robots-redirect'"
+                               f" THEN {P('now')} + {d.greatest}(delay, {P('cd0')}) ELSE next_allowed_at END")
             conn.execute(
                 f"UPDATE hosts SET robots_status = {P('st')}, robots_body = {P('body')},"
                 f" robots_fetched_at = {P('fetched')}, robots_expires_at = {P('expires')},"
                 f" crawl_delay = {P('cd')}, robots_via = NULL, robots_hops = 0,"
-                f" wait_reason = CASE WHEN wait_reason = 'robots-redirect' THEN 'min-delay' ELSE wait_reason END,"
-                f" next_allowed_at = {free_now}"
+                f" wait_reason = CASE WHEN wait_reason = 'robots-redirect' THEN 'crawl-delay' ELSE wait_reason END,"
+                # The rules' Crawl-delay is owed from the host's last request on (before now).
+                f" next_allowed_at = {free_now if is_claimer else owed_with_rules},"
+                f" delay = {d.greatest}(delay, {P('cd0')})"
                 f" WHERE host = {P('host')}",
                 {**params, "st": answer.status, "body": answer.body, "fetched": answer.fetched_at,
-                 "expires": answer.expires_at, "cd": answer.crawl_delay})
+                 "expires": answer.expires_at, "cd": answer.crawl_delay, "cd0": answer.crawl_delay or 0.0})
             log_rows.append((host, answer.fetched_at, answer.status, answer.body))
         else:
             # Unreachable: fail closed. The host tries its own robots.txt again later; a cached
