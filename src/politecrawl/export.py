@@ -106,6 +106,9 @@ def _sqlite_batches(path: str, since: float, batch: int) -> Iterator[list]:
 
 
 def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
+    from .store import require_postgres_driver
+
+    require_postgres_driver()  # one line saying what to install, not an ImportError
     import psycopg
 
     from .store.postgres import _parse_url  # the store's own reading of its URL (?schema=)

@@ -661,6 +661,10 @@ def _display_url(host: str, port: int) -> str:
 
 def serve(settings: Settings) -> None:
     """Serve ``create_app(settings)`` on ``settings.host:settings.port`` until Ctrl-C; prints the URL."""
+    from .store import is_postgres_url, require_postgres_driver
+
+    if is_postgres_url(settings.db):
+        require_postgres_driver()  # the status page reads the store: say now what to install, not on each request
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 

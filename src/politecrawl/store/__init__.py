@@ -14,7 +14,8 @@ Hosts are seeded unconditionally (insert-if-absent, ``next_allowed_at`` = 0)
 before they are claimed, so a lost race is "not yours now", never an error.
 
 ``open_store(url)`` picks the implementation: a file path is SQLite (the
-embedded default); ``postgresql://`` is reserved for the PostgreSQL store.
+embedded default); ``postgresql://`` is the PostgreSQL store, whose driver
+(psycopg) is the optional ``politecrawl[postgres]`` extra.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ __all__ = [
     "RobotsUpdate",
     "Store",
     "YieldCheck",
+    "is_postgres_url",
     "open_store",
+    "require_postgres_driver",
 ]
 
 
@@ -252,13 +255,36 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+#: What to do when a postgresql:// store is asked for and its driver is not installed.
+POSTGRES_INSTALL_HINT = "install politecrawl[postgres]: pip install 'politecrawl[postgres]'"
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether ``url`` names the PostgreSQL store (else it is an SQLite file path)."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def require_postgres_driver() -> None:
+    """Raise one StoreError saying what to install unless the PostgreSQL driver (the ``postgres`` extra) imports."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        missing = (exc.name or "psycopg").split(".", 1)[0]
+        raise StoreError(f"a postgresql:// store needs the PostgreSQL driver ({missing} is not installed): "
+                         f"{POSTGRES_INSTALL_HINT}") from exc
+
+
 def open_store(url: str, *, create: bool = True) -> Store:
-    """Open the store named by ``url``: a file path (SQLite) or a postgresql:// URL."""
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from .postgres import PostgresStore
-        except ImportError as exc:  # pragma: no cover - depends on install
-            raise StoreError(f"the PostgreSQL store is not available: {exc}") from exc
+    """Open the store named by ``url``: a file path (SQLite) or a postgresql:// URL.
+
+    Only a postgresql:// URL imports the PostgreSQL driver; without it (an install without the
+    ``postgres`` extra) this raises one StoreError saying what to install.
+    """
+    if is_postgres_url(url):
+        require_postgres_driver()
+        from .postgres import PostgresStore
+
         return PostgresStore(url, create=create)
     from .sqlite import SQLiteStore
 
