@@ -104,6 +104,13 @@ INDEXER_NICENESS = 10
 CLAIM_BATCH = 8
 
 
+def _content_language(header: str | None) -> str | None:
+    """The first language of a Content-Language header (RFC 9110 §8.5), if any."""
+    if not header:
+        return None
+    return header.split(",")[0].strip()[:35] or None
+
+
 def wanted_type(content_type: str) -> bool:
     """Content types worth downloading for a page: what is parsed or indexed (or unknown)."""
     return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
@@ -740,7 +747,9 @@ class Worker:
     async def _page(self, claim: Claim) -> Outcome:
         assert claim.url is not None
         s = self.settings
-        if not self._rules_for(claim).is_allowed(self.agent, claim.url):
+        fetch_url = claim.fetch_url
+        assert fetch_url is not None
+        if not self._rules_for(claim).is_allowed(self.agent, fetch_url):
             return Outcome(url_state="disallowed", url_outcome="disallowed by robots.txt")
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
@@ -760,13 +769,13 @@ class Worker:
         if not self.budget.take():
             self.stop.set()
             return Outcome(url_state="queued", url_outcome=None)
-        result = await self.fetcher.get(claim.url, etag=claim.etag, last_modified=claim.last_modified,
+        result = await self.fetcher.get(fetch_url, etag=claim.etag, last_modified=claim.last_modified,
                                         max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None, kind=claim.url_kind,
                                         wanted=None if is_sitemap else wanted_type)
         outcome = self._timing(claim, result, "page")
         status = result.status
         outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
-        verdict = judge(claim.url, status, result.error, location=result.headers.get("location"),
+        verdict = judge(fetch_url, status, result.error, location=result.headers.get("location"),
                         attempts=claim.attempts, max_attempts=s.max_attempts, truncated=result.truncated)
         outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
         if status is None or verdict.state is not URLState.DONE:
@@ -781,7 +790,7 @@ class Worker:
                 # The source is an alias of its target; the target is queued like a link, so it
                 # passes robots.txt and the delay of its own host. A loop ends by itself: a URL
                 # already in the frontier is never queued twice.
-                outcome.page = PageRecord(url=claim.url, final_url=claim.url, status=status, content_type=None,
+                outcome.page = PageRecord(url=claim.url, final_url=fetch_url, status=status, content_type=None,
                                           fetched_at=result.ended_at, bytes=len(result.body), alias_of=target)
                 target_host = urls.host_key(target)
                 if claim.depth == 0 and target_host != claim.host and self._follow_scope(outcome, claim.host,
@@ -801,7 +810,7 @@ class Worker:
         if result.status == 200 and extract.is_extractable(result.content_type):
             # PDF text extraction is pure Python and takes a while on a large file: on a thread,
             # so this process's other hosts keep being served meanwhile.
-            extracted = await asyncio.to_thread(extract.extract, result.body, claim.url,
+            extracted = await asyncio.to_thread(extract.extract, result.body, fetch_url,
                                                 result.headers.get("content-type"))
         outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
         self._schedule_revisit(claim, outcome)
@@ -865,7 +874,7 @@ class Worker:
             outcome.url_outcome = f"http-{result.status} not-html ({result.content_type})"
             return PageRecord(**base)
         else:
-            page = parse_html(result.body, claim.url, agent=self.agent, header_charset=result.charset,
+            page = parse_html(result.body, claim.fetch_url, agent=self.agent, header_charset=result.charset,
                               max_links=self.settings.max_links_per_page)
         # Every X-Robots-Tag header counts (a noindex may come in the second one).
         header_directives = robots_directives(result.header_values.get("x-robots-tag", []), self.agent)
@@ -875,11 +884,13 @@ class Worker:
         no_search = self._rules_for(claim).content_signals(self.agent).get("search") is False
         noindex = directives.noindex or expired or no_search
         nofollow = directives.nofollow
-        alias_of = self._canonical(claim.url, page.canonical, ", ".join(result.header_values.get("link", [])))
+        alias_of = self._canonical(claim.url, page.canonical, ", ".join(result.header_values.get("link", [])),
+                                   base=claim.fetch_url)
         fingerprint = text_fingerprint(page.text) if page.text else None
         page_simhash = simhash(page.text) if page.text else None
         if patterns is not None and page_simhash is not None:
             self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome)
+        outgoing: list[str] = []
         if not nofollow:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
             texts: dict[str, list[str]] = {}
@@ -887,7 +898,8 @@ class Worker:
                 if link.anchor:
                     texts.setdefault(link.href, []).append(link.anchor)
             self._add_links([l.href for l in followed], claim.depth, outcome, base=page.base,
-                            anchors=texts, source=claim.url, patterns=patterns, patterns_host=claim.host)
+                            anchors=texts, source=claim.url, patterns=patterns, patterns_host=claim.host,
+                            collect=outgoing)
         if noindex:
             outcome.url_outcome += " noindex"
         if alias_of is not None:
@@ -908,11 +920,14 @@ class Worker:
             noindex=noindex,
             noarchive=directives.noarchive,
             unavailable_after=directives.unavailable_after,
+            language=page.language or _content_language(result.headers.get("content-language")),
+            links=tuple(dict.fromkeys(outgoing)),
         )
 
     @staticmethod
-    def _canonical(url: str, in_page: str | None, link_header: str | None) -> str | None:
-        """The canonical URL named by ``<link rel=canonical>`` or ``Link: <…>; rel="canonical"``, if not this one."""
+    def _canonical(url: str, in_page: str | None, link_header: str | None, *, base: str | None = None) -> str | None:
+        """The canonical URL named by ``<link rel=canonical>`` or ``Link: <…>; rel="canonical"``, if not
+        ``url`` (the key); relative ones are read against ``base`` (the URL requested), else ``url``."""
         candidates = []
         if link_header:
             for part in link_header.split(","):
@@ -923,7 +938,7 @@ class Worker:
             candidates.append(in_page)
         for raw in candidates:
             try:
-                canonical = urls.normalize(raw, base=url)
+                canonical = urls.normalize(raw, base=base or url)
             except InvalidURL:
                 continue
             return canonical if canonical != url else None
@@ -933,27 +948,35 @@ class Worker:
                    base: str | None = None, kind: str = "page", priority: int | None = None,
                    lastmods: dict[str, str] | None = None, anchors: dict[str, list[str]] | None = None,
                    source: str | None = None, patterns: SitePatterns | None = None,
-                   patterns_host: str | None = None) -> None:
+                   patterns_host: str | None = None, collect: list[str] | None = None) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
         What is turned away is counted by reason (shown by ``politecrawl status``). ``anchors``
         (raw href -> link texts) of links that are kept go to ``outcome.anchors``, except those
-        pointing back at ``source``, the page itself.
+        pointing back at ``source``, the page itself. ``collect`` receives every valid URL, kept or
+        not (the page's outgoing links, for export).
         """
         s = self.settings
         rejected = outcome.rejected_links
         new_depth = depth if redirect else depth + 1
-        if new_depth > self.scope.max_depth:
+        too_deep = new_depth > self.scope.max_depth
+        if too_deep:
             rejected["max-depth"] = rejected.get("max-depth", 0) + len(candidates)
-            return
+            if collect is None:
+                return
         out: dict[str, NewURL] = {new.url: new for new in outcome.links}
         found: dict[tuple[str, str], None] = {}
         for raw in dict.fromkeys(candidates):
             try:
-                u = urls.normalize(raw, base=base)
+                u, request = urls.normalize_pair(raw, base=base)
             except InvalidURL:
-                rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
+                if not too_deep:
+                    rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
+            if collect is not None:
+                collect.append(u)
+                if too_deep:
+                    continue
             if u in out:
                 if anchors and raw in anchors and u != source:
                     found.update(dict.fromkeys((u, text) for text in anchors[raw]))
@@ -964,7 +987,14 @@ class Worker:
                 if cleaned is None:
                     rejected["url-pattern"] = rejected.get("url-pattern", 0) + 1
                     continue
-                u = cleaned
+                if cleaned != u:
+                    # The learned rule rewrote the key (an alias, a session token): request what
+                    # the same rule makes of the link's own spelling, if it still has that key.
+                    if request is not None:
+                        request = patterns.filter_link(request)[0]
+                        if request is not None and urls.normalize(request) != cleaned:
+                            request = None
+                    u = cleaned
                 if u in out:
                     continue
             reason = urls.trap_reason(u, max_url_length=s.max_url_length, max_query_params=s.max_query_params,
@@ -977,7 +1007,7 @@ class Worker:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
             out[u] = NewURL(u, host, new_depth, priority=new_depth if priority is None else priority, kind=kind,
-                            lastmod=lastmods.get(raw) if lastmods else None)
+                            lastmod=lastmods.get(raw) if lastmods else None, request_url=request)
             if anchors and raw in anchors and u != source:
                 found.update(dict.fromkeys((u, text) for text in anchors[raw]))
         outcome.links = list(out.values())
@@ -1231,12 +1261,21 @@ class Crawler:
             if not scope.seeds and not fleet_worker:
                 raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
             check_contact(s, scope.seeds)
+            for seed in seeds:
+                # Seeds are always fetched (the user named them, as in Heritrix); the filters decide
+                # which discovered links are followed. A seed they would turn away gets a note.
+                why = scope.filtered(seed)
+                if why is not None:
+                    log.warning("seed %s is %s by the URL filters: it is fetched anyway, and only the links "
+                                "that pass the filters are followed", seed, why.replace("-", " "))
             store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
             now = time.time() + store.clock_offset
             # All the crawl's seeds, not only this command line's: a run killed between recording
             # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
-            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in scope.seeds], now)
+            requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
+            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds],
+                            now)
             store.requeue_due(now)  # recrawl: pages whose revisit time has come
             before = store.status(now)["requests"]
             started = time.time()

@@ -6,11 +6,13 @@ writing meanwhile, and memory is bounded by one batch whatever the store's size)
 
 The store is only read: SQLite is opened read-only (``mode=ro``), PostgreSQL through
 a connection of its own. Exported per page: url, final_url, status, content_type,
-fetched_at (ISO 8601, UTC), title, text, plus bytes, etag, last_modified,
-alias_of (canonical / redirect target), duplicate_of (the URL it repeats),
-noindex, noarchive. The store keeps neither a page's language nor its outgoing
-links (anchors are stored per target and linking *host*), so neither is exported.
-A noarchive page's text is left out: its owner asked for no copy to be kept.
+fetched_at (ISO 8601, UTC), title, text, language (as the page declared it:
+``<html lang>``, else the Content-Language header), links (the page's outgoing
+links, normalized; in CSV separated by spaces, which a normalized URL never
+holds), plus bytes, etag, last_modified, alias_of (canonical / redirect target),
+duplicate_of (the URL it repeats), noindex, noarchive. A noarchive page's text
+is left out: its owner asked for no copy to be kept. Pages stored before the
+store kept language and links (schema 4) have neither.
 """
 
 from __future__ import annotations
@@ -29,13 +31,21 @@ from .errors import ConfigError, NotAStoreError, StoreError
 __all__ = ["EXPORT_FIELDS", "ExportReport", "export_pages", "iter_pages", "parse_since"]
 
 #: Columns of a line, in order (the CSV header).
-EXPORT_FIELDS = ("url", "final_url", "status", "content_type", "fetched_at", "title", "text", "bytes", "etag",
-                 "last_modified", "alias_of", "duplicate_of", "noindex", "noarchive")
+EXPORT_FIELDS = ("url", "final_url", "status", "content_type", "fetched_at", "title", "text", "language", "links",
+                 "bytes", "etag", "last_modified", "alias_of", "duplicate_of", "noindex", "noarchive")
 
 _COLUMNS = ("p.url_id, p.url, p.final_url, p.status, p.content_type, p.fetched_at, p.title, p.text, p.bytes,"
-            " p.etag, p.last_modified, p.alias_of, d.url, p.noindex, p.noarchive")
-_QUERY = (f"SELECT {_COLUMNS} FROM pages p LEFT JOIN pages d ON d.url_id = p.duplicate_of"
+            " p.etag, p.last_modified, p.alias_of, d.url, p.noindex, p.noarchive, {language}, {links}")
+_QUERY = ("SELECT {columns} FROM pages p LEFT JOIN pages d ON d.url_id = p.duplicate_of"
           " WHERE p.url_id > {ph} AND p.fetched_at >= {ph} ORDER BY p.url_id LIMIT {ph}")
+
+
+def _query(ph: str, columns: set[str]) -> str:
+    """The batch query; a store not yet upgraded to schema 4 (export never writes) has no
+    language or links columns, and exports them empty."""
+    return _QUERY.format(ph=ph, columns=_COLUMNS.format(
+        language="p.language" if "language" in columns else "NULL",
+        links="p.links" if "links" in columns else "NULL"))
 BATCH = 500
 
 
@@ -69,10 +79,11 @@ def _iso(epoch: float | None) -> str | None:
 
 def _row(r) -> dict[str, Any]:
     (_, url, final_url, status, ctype, fetched, title, text, nbytes, etag, lastmod, alias, dup, noindex,
-     noarchive) = r
+     noarchive, language, links) = r
     return {
         "url": url, "final_url": final_url, "status": status, "content_type": ctype, "fetched_at": _iso(fetched),
-        "title": title, "text": None if noarchive else text, "bytes": nbytes, "etag": etag,
+        "title": title, "text": None if noarchive else text, "language": language,
+        "links": links.split("\n") if links else [], "bytes": nbytes, "etag": etag,
         "last_modified": lastmod, "alias_of": alias, "duplicate_of": dup, "noindex": bool(noindex),
         "noarchive": bool(noarchive),
     }
@@ -93,7 +104,7 @@ def _sqlite_batches(path: str, since: float, batch: int) -> Iterator[list]:
             raise NotAStoreError(f"{path} is not a politecrawl store: {exc}") from exc
         if not has_pages:
             raise NotAStoreError(f"{path} is not a politecrawl store (no pages table)")
-        query = _QUERY.format(ph="?")
+        query = _query("?", {r[1] for r in db.execute("PRAGMA table_info(pages)")})
         last = 0
         while True:
             rows = db.execute(query, (last, since, batch)).fetchall()
@@ -121,7 +132,13 @@ def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to {shown}: {exc}") from exc
     try:
-        query = _QUERY.format(ph="%s")
+        try:
+            columns = {r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'pages'"
+                " AND table_schema = current_schema()").fetchall()}
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot read pages from {shown}: {exc}") from exc
+        query = _query("%s", columns)
         last = 0
         while True:
             try:
@@ -168,6 +185,7 @@ def export_pages(db: str, out: IO[str], *, fmt: str = "jsonl", since: float = fl
             for key in ("title", "text"):
                 if page[key]:
                     page[key] = _CONTROL.sub(" ", page[key])  # NUL and friends break CSV readers
+            page["links"] = " ".join(page["links"])
             writer.writerow(page)
             n += 1
     return ExportReport(lines=n, format=fmt)

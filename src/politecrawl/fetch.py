@@ -41,7 +41,8 @@ _CHUNK = 64 * 1024
 MIN_BODY_RATE = 2_048.0
 SLOW_BODY_GRACE = 5.0
 #: Response headers the crawler keeps (the rest is not needed and not stored).
-KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link")
+KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link",
+                "content-language")
 #: Headers a response may repeat, each value meaningful (a second X-Robots-Tag may say noindex):
 #: every value is kept in ``FetchResult.header_values``.
 REPEATED_HEADERS = ("x-robots-tag", "link")

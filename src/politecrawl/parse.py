@@ -60,6 +60,7 @@ class Page:
     canonical: str | None = None
     directives: RobotsDirectives = RobotsDirectives()
     base: str = ""  # the URL links are relative to (<base href> or the page's own URL)
+    language: str | None = None  # <html lang>, as declared (a BCP 47 tag, not checked)
 
 
 def decode_body(body: bytes, header_charset: str | None) -> str:
@@ -202,6 +203,8 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
     except Exception:  # pragma: no cover - lexbor accepts anything; defensive at the boundary
         return Page(title="", text="")
 
+    html_node = tree.css_first("html[lang]")
+    language = (html_node.attributes.get("lang") or "").strip()[:35] or None if html_node is not None else None
     title_node = tree.css_first("title")
     title = _WS.sub(" ", title_node.text(deep=True)).strip()[:500] if title_node else ""
 
@@ -263,4 +266,5 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
     body_node = tree.body
     visible = body_node.text(deep=True, separator=" ") if body_node is not None else ""
     visible = " ".join(visible.split())[:MAX_TEXT_CHARS]  # str.split is several times faster than a regex here
-    return Page(title=title, text=visible, links=links, canonical=canonical, directives=directives, base=base)
+    return Page(title=title, text=visible, links=links, canonical=canonical, directives=directives, base=base,
+                language=language)

@@ -1,7 +1,8 @@
 """URL normalization, host keys and crawler-trap heuristics. Pure: no I/O.
 
 Every URL the crawler stores, compares or fetches goes through
-:func:`normalize` first, so "the same page" has one spelling. The rules,
+:func:`normalize` first, so "the same page" has one spelling (its key); the
+request keeps the link's parameter order (rule 10). The rules,
 applied in this order (RFC 3986 §6.2.2 syntax-based normalization plus our
 crawl policy; departures from RFC 3986 are marked *policy*):
 
@@ -46,10 +47,15 @@ crawl policy; departures from RFC 3986 are marked *policy*):
    ``/a/`` are different resources -- except for the empty path.
 10. **Query**: split on ``&``; empty pairs dropped; parameters whose key is
     in ``strip_params`` (case-insensitive, see :data:`DEFAULT_STRIP_PARAMS`)
-    dropped; the rest stably sorted by key then value (``a`` sorts before
-    ``a=``; both are kept distinct, blank values ``a=`` are kept); an empty
-    query (``?`` alone, or nothing left) is dropped. ``+`` is left as is: it
-    means a space only to HTML forms, not to RFC 3986.
+    dropped; in the *key* the rest are stably sorted by key then value (``a``
+    sorts before ``a=``; both are kept distinct, blank values ``a=`` are
+    kept); an empty query (``?`` alone, or nothing left) is dropped. ``+`` is
+    left as is: it means a space only to HTML forms, not to RFC 3986.
+    *Key and request:* sorting is a dedup policy, not a safe rewrite -- some
+    servers read parameters in order -- so :func:`normalize_pair` also
+    returns the URL to request, with the parameters in the link's order and
+    every other rule applied; the frontier is keyed by the sorted form and
+    fetches the request form.
 11. **Fragment** dropped: it is never sent to the server.
 
 Parsing uses the standard library's ``urllib.parse.urlsplit`` rather than
@@ -86,6 +92,7 @@ __all__ = [
     "host_key",
     "in_prefix",
     "normalize",
+    "normalize_pair",
     "registrable_domain",
     "robots_url",
     "same_site",
@@ -165,12 +172,33 @@ def normalize(
     *,
     strip_params: frozenset[str] = DEFAULT_STRIP_PARAMS,
 ) -> str:
-    """Resolve ``url`` against ``base`` (if given) and normalize it.
+    """Resolve ``url`` against ``base`` (if given) and normalize it: the URL's key.
 
     Raises :class:`InvalidURL` (and nothing else) for anything that cannot be
     crawled: unparsable, not http/https, no host, bad port, bad host, too long.
     Idempotent: ``normalize(normalize(u)) == normalize(u)``.
     """
+    return _normalize(url, base, strip_params)[0]
+
+
+def normalize_pair(
+    url: str,
+    base: str | None = None,
+    *,
+    strip_params: frozenset[str] = DEFAULT_STRIP_PARAMS,
+) -> tuple[str, str | None]:
+    """The URL's key (:func:`normalize`) and, where it differs, the URL to request.
+
+    The key sorts the query so that ``?b=2&a=1`` and ``?a=1&b=2`` are one URL in the frontier;
+    the request keeps the parameters in the order the link gave them (some servers read them in
+    order), with every other rule applied alike (tracking parameters dropped, escapes
+    normalized). The second element is ``None`` when the request is the key itself, which is the
+    common case (no query, one parameter, or parameters already in order).
+    """
+    return _normalize(url, base, strip_params)
+
+
+def _normalize(url: str, base: str | None, strip_params: frozenset[str]) -> tuple[str, str | None]:
     if strip_params is DEFAULT_STRIP_PARAMS:
         strip = _DEFAULT_STRIP
     else:
@@ -197,14 +225,17 @@ def normalize(
     path = _PATH_PCT_RE.sub(_pct_repl, path)
     path = _strip_path_params(path, strip)
     path = _remove_dot_segments(path) or "/"
-    query = _normalize_query(query, strip)
+    query, request_query = _normalize_query(query, strip)
 
     result = f"{scheme}://{authority}{path}"
+    request = None
+    if request_query is not None:
+        request = f"{result}?{request_query}"
     if query:
         result += "?" + query
     if len(result) > MAX_URL_BYTES:  # ASCII now: chars == bytes
         raise InvalidURL(f"URL longer than {MAX_URL_BYTES} bytes after normalization")
-    return result
+    return result, request
 
 
 # Split parts: scheme, netloc, path, query, has_authority.
@@ -453,9 +484,10 @@ def _remove_dot_segments(path: str) -> str:
     return "/".join(out)
 
 
-def _normalize_query(query: str | None, strip: _Strip) -> str:
+def _normalize_query(query: str | None, strip: _Strip) -> tuple[str, str | None]:
+    """The key's query (pairs sorted) and, if the order differs, the request's (pairs as given)."""
     if not query:
-        return ""
+        return "", None
     pairs = []
     for part in query.split("&"):
         if not part:
@@ -465,8 +497,13 @@ def _normalize_query(query: str | None, strip: _Strip) -> str:
         if _is_stripped(key, strip):
             continue
         pairs.append((key, value and _QUERY_PCT_RE.sub(_pct_repl, value), sep))
-    pairs.sort()  # key, then value, then '' < '=' (``a`` before ``a=``)
-    return "&".join(f"{k}{s}{v}" for k, v, s in pairs)
+    if len(pairs) < 2:
+        return "&".join(f"{k}{s}{v}" for k, v, s in pairs), None
+    ordered = sorted(pairs)  # key, then value, then '' < '=' (``a`` before ``a=``)
+    key_query = "&".join(f"{k}{s}{v}" for k, v, s in ordered)
+    if ordered == pairs:
+        return key_query, None
+    return key_query, "&".join(f"{k}{s}{v}" for k, v, s in pairs)
 
 
 # Compiled strip set: exact names, prefixes.

@@ -70,6 +70,7 @@ def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: flo
         out["verdict"] = f"{row['state']}" + (f": {row['outcome']}" if row["outcome"] else "")
 
     h = ev["host"]
+                           "requested_as": row["request_url"] or url,
     if h is not None:
         robots: dict[str, Any] = {"status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
                                   "fetched": _when(h["robots_fetched_at"], now),

@@ -224,3 +224,59 @@ def test_crawl_continuous_keeps_revisiting_until_stopped(sandbox_factory, db_pat
     assert len(visits) >= 2 and visits[-1].status == 304  # revisited, with a conditional GET
     refused = run_cli("crawl", host.url("/"), "--db", db_path, "--continuous", cwd=str(tmp_path))
     assert refused.returncode == 2 and "--recrawl-after" in refused.stderr
+
+
+def test_a_link_is_requested_with_its_parameters_in_the_order_it_gave_them(raw_servers, db_path):
+    # Some servers read query parameters in order: the request keeps the link's order (tracking
+    # parameters dropped), while the frontier's key (the query sorted) still makes a reordered
+    # link the same URL, fetched once.
+    home = page("Home", ["/s?b=2&a=1", "/s?a=1&b=2", "/t?z=1&utm_source=news&y=2", "/u?a=1"]).encode()
+    found = page("Found").encode()
+    served = {"/": home, "/s?b=2&a=1": found, "/t?z=1&y=2": found, "/u?a=1": found}
+    srv = raw_servers("127.0.0.57", ok_robots_handler(served))
+    crawl(db_path, [srv.url("/")], min_delay=0.05, workers=1)
+    paths = [p for p in srv.paths() if p not in ("/robots.txt", "/")]
+    assert sorted(paths) == ["/s?b=2&a=1", "/t?z=1&y=2", "/u?a=1"], paths
+    store = open_store(db_path)
+    try:
+        states = store.url_states()
+    finally:
+        store.close()
+    # The store knows each URL by its key; none failed (a sorted request would have got a 404).
+    assert states[srv.url("/s?a=1&b=2")][0] == "done" and states[srv.url("/t?y=2&z=1")][0] == "done"
+    out = run_cli("why", srv.url("/s?a=1&b=2"), "--db", db_path, "--json")
+    assert out.returncode == 0, out.stderr
+    why = json.loads(out.stdout)
+    assert why["frontier"]["requested_as"] == srv.url("/s?b=2&a=1")
+    assert [r["status"] for r in why["requests"]] == [200]  # the log row of the request as sent
+
+
+def test_a_seed_the_filters_turn_away_is_fetched_with_a_note(sandbox_factory, db_path, tmp_path):
+    pages = {"/": page("Home", ["/docs/a", "/blog/x"]), "/docs/a": page("A"), "/blog/x": page("X")}
+    host = SandboxHost("127.0.0.58", pages=pages)
+    sb = sandbox_factory([host])
+    out = run_cli("crawl", host.url("/"), "--db", db_path, "--include", "/docs/", "--min-delay", "0.05",
+                  "--max-time", "60", "--quiet", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert f"seed {host.url('/')} is not included by the URL filters" in out.stderr
+    assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/", "/docs/a"}
+
+
+def test_export_has_each_pages_language_and_outgoing_links(raw_servers, db_path, tmp_path):
+    home = ('<html lang="de-AT"><head><title>Start</title></head><body><p>Willkommen</p>'
+            '<a href="/a">a</a> <a href="http://127.0.0.60/elsewhere">off site</a> <a href="/a#x">a again</a>'
+            '</body></html>').encode()
+
+    def plain_with_header(conn, req):
+        body = b"<html><head><title>A</title></head><body><p>no lang attribute</p></body></html>"
+        conn.sendall(("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Language: fr, en\r\n"
+                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+
+    srv = raw_servers("127.0.0.59", ok_robots_handler({"/": home}, plain_with_header))
+    crawl(db_path, [srv.url("/")], min_delay=0.05, workers=1)
+    out = run_cli("export", "--db", db_path, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    by_url = {p["url"]: p for p in map(json.loads, out.stdout.splitlines())}
+    assert by_url[srv.url("/")]["language"] == "de-AT"
+    assert by_url[srv.url("/")]["links"] == [srv.url("/a"), "http://127.0.0.60/elsewhere"]
+    assert by_url[srv.url("/a")]["language"] == "fr" and by_url[srv.url("/a")]["links"] == []

@@ -83,6 +83,26 @@ def test_seed_is_insert_if_absent_and_counts_new_urls(store):
     assert host_row(store, B)["pending"] == 1
 
 
+def test_a_url_keyed_by_its_sorted_query_is_requested_as_the_link_spelled_it(store):
+    # The key sorts the query; the request keeps the link's order. The first spelling queued wins,
+    # and a link with the same key in another order is the same URL.
+    key = f"{A}/s?a=1&b=2"
+    store.seed_urls([NewURL(key, A, 0, 0, request_url=f"{A}/s?b=2&a=1")], T)
+    assert store.seed_urls([NewURL(key, A, 0, 0, request_url=f"{A}/s?a=1&b=2")], T) == 0
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    assert c is not None and c.url == key and c.fetch_url == f"{A}/s?b=2&a=1"
+    link = NewURL(f"{A}/t?x=1&y=2", A, 1, 1, request_url=f"{A}/t?y=2&x=1")
+    outcome = page_outcome(c, T, next_at=T, title="s", text="s", language="en", links=(link.url, f"{B}/"))
+    outcome.links = [link, NewURL(f"{A}/plain", A, 1, 2)]
+    store.release(c, outcome, T)
+    c2 = store.claim("w1", T + 1, LEASE)
+    assert c2 is not None and (c2.url, c2.fetch_url) == (link.url, link.request_url)
+    store.release(c2, page_outcome(c2, T + 1, next_at=T + 1), T + 1)
+    c3 = store.claim("w1", T + 2, LEASE)
+    assert c3 is not None and c3.url == c3.fetch_url == f"{A}/plain" and c3.request_url is None
+
+
 def test_hosts_are_seeded_once_and_reseeding_keeps_their_timing(store):
     store.seed_urls([url(A, "/1")], T)
     assert host_row(store, A)["next_allowed_at"] == 0
@@ -826,13 +846,20 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     _fetch_pages(store, 2)
     store.close()
     # What a store written before schema version 2 (anchor text) looks like.
-    store_factory.run("DROP TABLE anchors", "DROP INDEX pages_alias_of", *_SCHEMA_3_UNDONE,
+    store_factory.run(*_SCHEMA_4_UNDONE, "DROP TABLE anchors", "DROP INDEX pages_alias_of", *_SCHEMA_3_UNDONE,
                       "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = store_factory()
-    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
     assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
+
+#: Statements that turn a schema-4 store back into what schema 3 wrote.
+_SCHEMA_4_UNDONE = (
+    "ALTER TABLE frontier DROP COLUMN request_url",
+    "ALTER TABLE pages DROP COLUMN language",
+    "ALTER TABLE pages DROP COLUMN links",
+)
 
 #: Statements that turn a schema-3 store back into what schema 2 wrote.
 _SCHEMA_3_UNDONE = (
@@ -850,9 +877,10 @@ def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_fac
     before = host_row(store, claims[0].host)["next_allowed_at"]
     store.close()
     extra = ("ALTER TABLE hosts DROP COLUMN claimed_at",) if store_factory.kind == "postgres" else ()
-    store_factory.run(*_SCHEMA_3_UNDONE, *extra, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    store_factory.run(*_SCHEMA_4_UNDONE, *_SCHEMA_3_UNDONE, *extra,
+                      "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     store = store_factory()
-    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
     row = host_row(store, claims[0].host)
     assert row["next_allowed_at"] == before
     assert store_factory.peek("SELECT delay, robots_via, robots_hops, in_scope FROM hosts") == [(0, None, 0, 0)]

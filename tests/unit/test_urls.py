@@ -13,6 +13,7 @@ from politecrawl.urls import (
     host_key,
     in_prefix,
     normalize,
+    normalize_pair,
     registrable_domain,
     robots_url,
     same_site,
@@ -416,6 +417,34 @@ def test_property_relative_resolution_idempotent(url):
     except InvalidURL:
         return
     assert normalize(once, "http://other.example/") == once  # absolute wins
+
+
+@given(urlish(), st.sampled_from([None, "http://example.com/a/b?q", "g"]))
+def test_property_the_request_form_has_the_key_and_the_links_parameter_order(url, base):
+    try:
+        key, request = normalize_pair(url, base)
+    except InvalidURL:
+        return
+    assert key == normalize(url, base)
+    if request is None:
+        return
+    assert request != key and normalize(request) == key  # the same URL to the frontier
+    assert normalize_pair(request) == (key, request)  # and a fixed point as a request
+    assert request.split("?")[0] == key.split("?")[0]  # only the query's order differs
+    assert sorted(request.split("?", 1)[1].split("&")) == sorted(key.split("?", 1)[1].split("&"))
+
+
+@pytest.mark.parametrize(("url", "key", "sent"), [
+    ("http://h/s?b=2&a=1", "http://h/s?a=1&b=2", "http://h/s?b=2&a=1"),
+    ("http://h/s?a=1&b=2", "http://h/s?a=1&b=2", None),
+    ("http://h/s?b=2&utm_source=x&a=%7e", "http://h/s?a=~&b=2", "http://h/s?b=2&a=~"),
+    ("http://h/s?utm_source=x&b=2", "http://h/s?b=2", None),
+    ("http://h/s?q=1", "http://h/s?q=1", None),
+    ("http://h/s?page=2&page=1", "http://h/s?page=1&page=2", "http://h/s?page=2&page=1"),
+    ("http://h/s", "http://h/s", None),
+])
+def test_the_request_keeps_the_links_parameter_order(url, key, sent):
+    assert normalize_pair(url) == (key, sent)
 
 
 # --------------------------------------------------------------------------

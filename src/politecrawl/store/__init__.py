@@ -52,6 +52,8 @@ class NewURL:
     priority: int = 0
     kind: str = "page"  # page | sitemap
     lastmod: str | None = None  # from a sitemap
+    #: The URL to request where it differs from the key ``url`` (urls.normalize_pair).
+    request_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Claim:
     ip_resolved_at: float | None = None
     url_id: int | None = None
     url: str | None = None
+    #: The URL to request where it differs from the key ``url`` (the link's parameter order).
+    request_url: str | None = None
     url_kind: str = "page"
     depth: int = 0
     attempts: int = 0
@@ -99,6 +103,11 @@ class Claim:
     robots_hops: int = 0
     #: Which version of the host's learned URL patterns the store has (0: none yet).
     patterns_version: int = 0
+
+    @property
+    def fetch_url(self) -> str | None:
+        """The URL to request: the link's own spelling where it differs from the key."""
+        return self.request_url or self.url
 
     @property
     def robots_url(self) -> str:
@@ -165,6 +174,8 @@ class PageRecord:
     noindex: bool = False
     noarchive: bool = False
     unavailable_after: float | None = None
+    language: str | None = None  # declared: <html lang>, else Content-Language
+    links: tuple[str, ...] = ()  # outgoing links, normalized (export)
 
 
 @dataclass(frozen=True)

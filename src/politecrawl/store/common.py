@@ -265,7 +265,7 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
 #: A page row's columns (then ``indexed_at``, NULL: not indexed yet), in ``page_values`` order.
 PAGE_COLUMNS = ("url_id", "url", "final_url", "status", "content_type", "etag", "last_modified", "title", "text",
                 "bytes", "fetched_at", "fingerprint", "duplicate_of", "duplicate_kind", "alias_of", "simhash",
-                "sh0", "sh1", "sh2", "sh3", "noindex", "noarchive", "unavailable_after", "seq")
+                "sh0", "sh1", "sh2", "sh3", "noindex", "noarchive", "unavailable_after", "language", "links", "seq")
 #: A newer version replaces the stored one (and is indexed again).
 PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
@@ -275,7 +275,8 @@ PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              duplicate_kind = excluded.duplicate_kind, alias_of = excluded.alias_of,
              simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
              sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
-             unavailable_after = excluded.unavailable_after, indexed_at = NULL, seq = excluded.seq"""
+             unavailable_after = excluded.unavailable_after, language = excluded.language,
+             links = excluded.links, indexed_at = NULL, seq = excluded.seq"""
 #: The exact-duplicate lookup: an indexable original with the same content fingerprint.
 EXACT_DUPLICATE_WHERE = ("fingerprint = {fp} AND duplicate_of IS NULL AND url_id != {url_id}"
                          " AND noindex = 0 AND alias_of IS NULL")
@@ -293,7 +294,8 @@ def page_values(url_id: int, page: PageRecord, seq: int, duplicate_of: int | Non
     signed = to_signed64(page.simhash) if page.simhash is not None else None
     return (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
             page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-            page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after, seq)
+            page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after,
+            page.language, "\n".join(page.links) if page.links else None, seq)
 
 
 def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
@@ -444,9 +446,10 @@ def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: floa
 
 def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
     """The same claim for a page: the leased frontier row, and the stored version's validators."""
-    url_id, url, depth, attempts, revisit_interval, url_kind = url_row
+    url_id, url, depth, attempts, revisit_interval, url_kind, request_url = url_row
     etag, last_modified, fingerprint = cached if cached else (None, None, None)
-    return replace(claim, kind="page", url_id=url_id, url=url, url_kind=url_kind, depth=depth, attempts=attempts,
+    return replace(claim, kind="page", url_id=url_id, url=url, request_url=request_url, url_kind=url_kind,
+                   depth=depth, attempts=attempts,
                    etag=etag, last_modified=last_modified, fingerprint=fingerprint,
                    revisit_interval=revisit_interval)
 

@@ -16,8 +16,8 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
     """The URL's frontier row, page, fetch history and host row (each None / empty if unknown)."""
     ph = d.ph
     frontier = _rows(conn.execute(
-        "SELECT id, url, host, depth, state, attempts, outcome, discovered_at, finished_at, next_fetch_at, kind"
-        f" FROM frontier WHERE url = {ph}", (url,)))
+        "SELECT id, url, host, depth, state, attempts, outcome, discovered_at, finished_at, next_fetch_at, kind,"
+        f" request_url FROM frontier WHERE url = {ph}", (url,)))
     page = None
     if frontier:
         pages = _rows(conn.execute(
@@ -26,9 +26,11 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
             " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
             f" WHERE p.url_id = {ph}", (frontier[0]["id"],)))
         page = pages[0] if pages else None
+    # The log has the URL as requested: the link's spelling where it differs from the key.
+    requested = (frontier[0]["request_url"] if frontier else None) or url
     history = _rows(conn.execute(
         "SELECT host, kind, started_at, ended_at, status, bytes, error, response_seconds, retry_after, warc_file,"
-        f" warc_offset FROM fetch_log WHERE url = {ph} ORDER BY started_at", (url,)))
+        f" warc_offset FROM fetch_log WHERE url IN ({ph}, {ph}) ORDER BY started_at", (url, requested)))
     hosts = _rows(conn.execute(
         "SELECT host, next_allowed_at, wait_reason, delay, pending, robots_status, robots_body, robots_fetched_at,"
         " robots_expires_at, robots_via, crawl_delay, response_time, failures, last_error, lease_owner, in_scope,"

@@ -90,7 +90,7 @@ from .sqlite import NEAR_DISTANCE, YIELD_DECAY  # pure constants: one definition
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -174,7 +174,7 @@ FROM pick LEFT JOIN pages AS p ON p.url_id = pick.id
 WHERE frontier.id = pick.id
   AND (frontier.state = 'queued' OR (frontier.state = 'leased' AND frontier.lease_expires_at <= {now}))
 RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.attempts, frontier.revisit_interval,
-          frontier.kind, p.etag, p.last_modified, p.fingerprint
+          frontier.kind, frontier.request_url, p.etag, p.last_modified, p.fingerprint
 """
 
 
@@ -188,7 +188,7 @@ WHERE id = (SELECT id FROM frontier
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
   AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= {now}))
-RETURNING id, url, depth, attempts, revisit_interval, kind
+RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
 
 
@@ -218,7 +218,7 @@ _PAGE_TYPES = {"url_id": "bigint", "url": "text", "final_url": "text", "status":
                "fetched_at": "float8", "fingerprint": "text", "duplicate_of": "bigint", "duplicate_kind": "text",
                "alias_of": "text", "simhash": "bigint", "sh0": "integer", "sh1": "integer", "sh2": "integer",
                "sh3": "integer", "noindex": "integer", "noarchive": "integer", "unavailable_after": "float8",
-               "seq": "bigint"}
+               "language": "text", "links": "text", "seq": "bigint"}
 
 
 def _page_lock_params(page: PageRecord) -> dict:
@@ -599,10 +599,10 @@ class PostgresStore:
         # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
         row = conn.execute(
             """WITH {locks}new AS (
-                 INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)
-                 SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m
+                 INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)
+                 SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r
                  FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
-                             %(m)s::text[]) AS t(u, h, d, p, k, m)
+                             %(m)s::text[], %(r)s::text[]) AS t(u, h, d, p, k, m, r)
                  WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
                  ORDER BY t.u
                  ON CONFLICT (url) DO NOTHING
@@ -623,6 +623,7 @@ class PostgresStore:
                 "p": [u.priority for u in ordered],
                 "k": [u.kind for u in ordered],
                 "m": [u.lastmod for u in ordered],
+                "r": [u.request_url for u in ordered],
                 "hosts": sorted({u.host for u in ordered}),
             },
         ).fetchone()
@@ -728,7 +729,7 @@ class PostgresStore:
                 if again is not None:
                     out.append(again)
                 continue
-            out.append(page_claim(claim, r[1:7], r[7:10]))
+            out.append(page_claim(claim, r[1:8], r[8:11]))
         return out
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:

@@ -45,7 +45,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
 _WAKE_TIME = wake_time_sql(DIALECT)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APP_ID = "politecrawl"
 
 # A host is eligible when it has work, its delay has passed and nobody holds
@@ -79,7 +79,7 @@ WHERE id = (SELECT id FROM frontier
             WHERE host = :host AND state IN ('queued', 'leased')
               AND (state = 'queued' OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
-RETURNING id, url, depth, attempts, revisit_interval, kind
+RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
 
 
@@ -230,9 +230,9 @@ class SQLiteStore:
             db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
         for new in urls:
             cur = db.execute(
-                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new.url, new.host, new.depth, new.priority, now, new.kind, new.lastmod),
+                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (new.url, new.host, new.depth, new.priority, now, new.kind, new.lastmod, new.request_url),
             )
             if cur.rowcount != 1 and requeue:
                 cur = db.execute(
