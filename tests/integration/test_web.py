@@ -610,3 +610,32 @@ def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_fa
         data = get(base, "/api/status").json()
         assert sum(data["activity"]["rate_per_s"]) > 0
         assert data["activity"]["recent_errors"][0]["url"] == host.url("/gone")
+
+
+@pytest.mark.browser
+def test_browser_renders_the_status_page_with_its_chart_and_hosts(sandbox_factory, tmp_path):
+    """The status page as a browser builds it: the rate chart is an SVG element with a line, the
+    hosts and the filtered links are visible text, and the page fits a phone's width."""
+    from politecrawl.sandbox import SandboxHost
+
+    pages = {"/": "<html><title>Home</title><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(4))
+                  + '<a href="/private/x">x</a></body></html>',
+             **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(4)}}
+    host = SandboxHost("127.0.0.61", pages=pages)
+    sandbox_factory([host])
+    db = str(tmp_path / "c.db")
+    crawl(db, [host.url("/")], min_delay=0.05, workers=1, exclude=(r"/private/",))
+    with running(Settings(db=db, contact=CONTACT)) as base:
+        proc = _chromium_run(tmp_path, "--dump-dom", f"{base}/status")
+        dom = proc.stdout
+        assert "</html>" in dom, proc.stderr[-2000:]
+        assert re.search(r"<svg[^>]*>.*<polyline[^>]*points=\"[^\"]+\"", dom, re.DOTALL), dom[:3000]
+        text = visible_text(dom)
+        assert "5 fetched" in text and "hosts 1" in text and "excluded: 1" in text, text
+        shot = tmp_path / "status-phone.png"
+        proc = _chromium_run(tmp_path, f"--screenshot={shot}", "--window-size=412,900", f"{base}/status")
+        assert shot.is_file() and shot.stat().st_size > 5_000, proc.stderr[-2000:]
+        keep = os.environ.get("POLITECRAWL_SCREENSHOT_DIR")
+        if keep:  # for a person to look at
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(keep) / shot.name)
