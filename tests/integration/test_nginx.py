@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from servers.documents import tiny_pdf
 
 pytestmark = pytest.mark.nginx
 
@@ -55,7 +56,11 @@ def _make_certificates(tmp: Path) -> tuple[Path, Path, Path]:
 
 
 PAGES = {
-    "index.html": ("Field guide to tide pools", ["anemones.html", "crabs.html", "kelp.html"]),
+    "index.html": ("Field guide to tide pools", ["anemones.html", "crabs.html", "kelp.html", "blog/2026.html",
+                                                 "files/survey.pdf", "files/tally.txt", "files/photos.zip",
+                                                 "drafts/draft.html"]),
+    "blog/2026.html": ("Blog: a year of tide pools", []),  # left out with --exclude /blog/
+    "drafts/draft.html": ("Draft about nudibranchs", []),  # served with a second X-Robots-Tag: noindex
     "anemones.html": ("Sea anemones", ["index.html", "crabs.html"]),
     "crabs.html": ("Shore crabs and hermit crabs", ["kelp.html"]),
     "kelp.html": ("Kelp forests", ["private/notes.html"]),
@@ -71,6 +76,14 @@ def _write_site(root: Path) -> None:
         path.write_text(f"<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>"
                         f"<p>All about {title.lower()} on a rocky shore.</p><ul>{anchors}</ul></body></html>")
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    files = root / "files"
+    files.mkdir()
+    (files / "survey.pdf").write_bytes(tiny_pdf("Limpet survey of the lower shore", "Limpet survey"))
+    (files / "tally.txt").write_text("Periwinkle tally: 41 on the north rocks, 17 on the south rocks.\n")
+    (files / "photos.zip").write_bytes(os.urandom(ZIP_BYTES))  # nothing to index: never downloaded
+
+
+ZIP_BYTES = 3_000_000
 
 
 NGINX_CONF = """
@@ -83,8 +96,8 @@ events {{ worker_connections 64; }}
 http {{
     client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fastcgi;
     uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
-    types {{ text/html html; text/plain txt; }}
-    log_format judge '$msec $server_port $status $request_time "$request_uri" "$http_user_agent"';
+    types {{ text/html html; text/plain txt; application/pdf pdf; application/zip zip; }}
+    log_format judge '$msec $server_port $status $request_time $body_bytes_sent "$request_uri" "$http_user_agent"';
     access_log {tmp}/access.log judge;
     # Each endpoint (port) allows 2 requests a second; a faster client gets 429.
     limit_req_zone $server_port zone=perhost:1m rate=2r/s;
@@ -101,6 +114,17 @@ http {{
         limit_req zone=perhost;
         root {root};
         index index.html;
+        location /files/photos.zip {{
+            # Loopback has no round trip: the kernel would take the whole file into socket buffers
+            # before any client could read the headers. A real link's pace stands in for the
+            # network, so what nginx sent shows what the client asked for.
+            limit_rate 200k;
+        }}
+        location /drafts/ {{
+            # Two headers: the second one is the one that keeps the page out of the index.
+            add_header X-Robots-Tag "noarchive";
+            add_header X-Robots-Tag "noindex";
+        }}
     }}
 }}
 """
@@ -143,18 +167,18 @@ def nginx_site(tmp_path: Path):
 def _access_log(path: Path) -> list[dict]:
     rows = []
     for line in path.read_text().splitlines():
-        msec, port, status, request_time, rest = line.split(" ", 4)
+        msec, port, status, request_time, sent, rest = line.split(" ", 5)
         uri = rest.split('"')[1]
         rows.append({"at": float(msec), "port": int(port), "status": int(status), "took": float(request_time),
-                     "uri": uri})
+                     "bytes": int(sent), "uri": uri})
     return rows
 
 
 def test_an_http_site_that_redirects_to_https_is_crawled_politely_on_the_defaults(nginx_site, tmp_path):
     db = str(tmp_path / "crawl.db")
     env = {"SSL_CERT_FILE": str(nginx_site["ca"])}
-    out = run_cli("crawl", nginx_site["http"] + "/", "--db", db, "--max-time", "120", env=env, cwd=str(tmp_path),
-                  timeout=180)
+    out = run_cli("crawl", nginx_site["http"] + "/", "--db", db, "--exclude", "/blog/", "--max-time", "120", env=env,
+                  cwd=str(tmp_path), timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     log = _access_log(nginx_site["log"])
     assert log, "nginx logged nothing"
@@ -165,6 +189,12 @@ def test_an_http_site_that_redirects_to_https_is_crawled_politely_on_the_default
     https = {r["uri"] for r in log if r["port"] == nginx_site["https_port"] and r["status"] == 200}
     assert {"/", "/anemones.html", "/crabs.html", "/kelp.html"} <= https, https  # the seed's site, via its redirect
     assert not any(r["uri"].startswith("/private/") for r in log)  # the https robots.txt applies
+    assert not any(r["uri"].startswith("/blog/") for r in log)  # --exclude leaves the section untouched
+    assert {"/files/survey.pdf", "/files/tally.txt", "/drafts/draft.html"} <= https, https
+    # The zip was asked for (its type is only known from the headers) and the connection closed
+    # after them: nginx sent a small part of its 3 MB at most.
+    zips = [r for r in log if r["uri"] == "/files/photos.zip"]
+    assert len(zips) == 1 and zips[0]["bytes"] < ZIP_BYTES // 4, zips
     # Negative control for the rate limit: nginx does answer 429 to a client that does not wait.
     import ssl
     import urllib.error
@@ -181,6 +211,12 @@ def test_an_http_site_that_redirects_to_https_is_crawled_politely_on_the_default
     found = run_cli("search", "hermit crabs", "--db", db, cwd=str(tmp_path))
     assert found.returncode == 0, found.stderr
     assert "crabs.html" in found.stdout, found.stdout
+    for words, where in (("limpet survey", "survey.pdf"), ("periwinkle tally", "tally.txt")):
+        found = run_cli("search", words, "--db", db, cwd=str(tmp_path))
+        assert found.returncode == 0 and where in found.stdout, (words, found.stdout)
+    # Fetched (above), and kept out of the index by its second X-Robots-Tag header.
+    found = run_cli("search", "nudibranchs", "--db", db, cwd=str(tmp_path))
+    assert "draft.html" not in found.stdout, found.stdout
 
 
 def test_a_certificate_nobody_trusts_is_one_clear_line_and_ca_bundle_trusts_it(nginx_site, tmp_path):

@@ -10,6 +10,7 @@ from politecrawl.sandbox import SandboxHost
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
+from servers.documents import tiny_pdf
 from servers.raw import ok_robots_handler
 
 
@@ -150,35 +151,12 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
     assert audit.returncode == 0, audit.stdout[-2000:]
 
 
-def _tiny_pdf(text: str, title: str) -> bytes:
-    """A one-page PDF with ``text`` in Helvetica and a /Title, with a correct xref table."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        f"<< /Title ({title}) >>".encode(),
-    ]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
-
-
 def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(sandbox_factory, db_path, tmp_path):
     from politecrawl.sandbox import Reply
 
     host = SandboxHost("127.0.0.55", pages={
         "/": page("Library", ["/report.pdf", "/notes.txt"]),
-        "/report.pdf": Reply(body=_tiny_pdf("Heliotrope annual report", "Annual Report"),
+        "/report.pdf": Reply(body=tiny_pdf("Heliotrope annual report", "Annual Report"),
                              content_type="application/pdf"),
         "/notes.txt": Reply(body="Field notes\nthe marmalade inventory", content_type="text/plain; charset=utf-8"),
     })
