@@ -64,13 +64,13 @@ def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: flo
                           if follow == "yes" else f"not in the crawl: a link to it is not followed ({follow[4:]})")
     else:
         out["frontier"] = {"state": row["state"], "reason": row["outcome"], "depth": row["depth"],
+                           "requested_as": row["request_url"] or url,
                            "attempts": row["attempts"], "kind": row["kind"],
                            "discovered": _when(row["discovered_at"], now), "finished": _when(row["finished_at"], now),
                            "due_again": _when(row["next_fetch_at"], now)}
         out["verdict"] = f"{row['state']}" + (f": {row['outcome']}" if row["outcome"] else "")
 
     h = ev["host"]
-                           "requested_as": row["request_url"] or url,
     if h is not None:
         robots: dict[str, Any] = {"status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
                                   "fetched": _when(h["robots_fetched_at"], now),
