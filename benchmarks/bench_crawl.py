@@ -1,148 +1,379 @@
-"""Crawl throughput against the politeness bound, with the servers' own violation count.
+"""Crawl throughput against the politeness bound, on the shipped defaults, on pages like the web's.
 
-    python benchmarks/bench_crawl.py --hosts 200 --min-delay 1 --seconds 60
-    python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 60
-    python benchmarks/bench_crawl.py --hosts 200 --min-delay 1 --seconds 60 --scrapy   # side by side
+    python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 90 --scrapy
+    python benchmarks/bench_crawl.py --hosts 200 --min-delay 1 --seconds 60 --scrapy
+    python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 90 --profile /tmp/crawl.spy
 
-A benchmark web (``python -m politecrawl.sandbox``: endless ~20 KB pages, every host on its own
-127.x address; optionally some slow hosts and some answering 429) runs in its own process and logs
-every request. The crawler crawls it for a fixed time with a fixed --min-delay. Printed:
+What is measured is what a user runs: the real CLI as a subprocess,
 
-* achieved requests/s in the steady state (of the time from the first to the last request, the
-  first and last 15% are left out),
-* the politeness bound: the sum over hosts of 1 / (the delay the policy imposes + the host's
-  median response time as the server measured it),
-* utilization = achieved / bound,
-* CPU seconds per 100 pages (the crawler's processes: workers + the indexing parent), peak RSS,
-* violations the servers saw: gaps under --min-delay and two open requests to one host (must be 0).
+    politecrawl crawl --seeds-file SEEDS --db DB --workers 2 --min-delay D --max-time SECONDS
+
+with every other setting at its default (``politecrawl.config.DEFAULTS``; no config file, no
+POLITECRAWL_* variables). ``--concurrency N`` and ``--set NAME=VALUE`` (any setting, passed as
+POLITECRAWL_NAME) change that; every setting that differs from the defaults is printed first.
+
+The web (``python -m politecrawl.sandbox --realistic-pages``) runs in its own process, every
+host on its own 127.x address: endless sites of 10–30 KB pages of varied markup (headings,
+lists, tables, inline elements, ``<script>`` and ``<style>`` blocks) with 6–30 links each, some
+to other hosts of the web and some off it (``--simple-pages``: the older one-paragraph pages).
+It logs every request. Printed, for politecrawl and (``--scrapy``) for Scrapy on a fresh copy of
+the same web:
+
+* achieved requests/s in the steady state (from the first to the last request the servers saw,
+  the first and last 15 % left out), the politeness bound (the sum over hosts of
+  1 / (the delay the policy imposes + the host's median response time as the server measured
+  it)), utilization = achieved / bound;
+* CPU seconds per 100 pages of the whole process tree (os.wait4: the crawl and its workers);
+  for politecrawl also with the pages the crawl left unindexed indexed afterwards by
+  ``politecrawl index`` (its CPU added): the cost of a page fetched, stored *and indexed*;
+* the whole tree's memory: RSS summed over all its processes every 0.5 s (peak of the sums),
+  PSS likewise (shared pages counted once), and the largest single process;
+* gaps between two requests to one host as the servers saw them, both end-to-start (the rule
+  politecrawl keeps: the delay counts from the end of the response) and start-to-start (the
+  rule Scrapy's DOWNLOAD_DELAY keeps), and overlapping requests to one host;
+* politecrawl: pages fetched vs stored vs indexed at the end (``politecrawl status --json``)
+  and the index lag through the run (from the crawl's progress lines: how many seconds of
+  crawl the index is behind), ``politecrawl audit``'s violations, and the wall time from start
+  to exit against ``--max-time``.
+
+Scrapy runs like for like: ROBOTSTXT_OBEY, DOWNLOAD_DELAY = --min-delay with
+RANDOMIZE_DOWNLOAD_DELAY = False, AutoThrottle off, one request per domain at a time; it
+fetches and extracts links only (no storage, no dedup, no index).
+
+``--profile FILE`` runs the crawl under ``py-spy record --subprocesses`` (the whole tree) and
+prints where the CPU goes (benchmarks/_profile.py); py-spy's own CPU is not in the figures, but
+its sampling slows the crawl a little, so take throughput figures from a run without it.
+
+Runs of more than ~20 s of CPU on a shared machine: ``flock /tmp/bench.lock python …``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import json
-import resource
+import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from politecrawl.config import load_settings
-from politecrawl.crawler import Crawler
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _proctree import TreeRun, run_tree  # noqa: E402
+
+from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
 
 
+# --------------------------------------------------------------------------- the web
 def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
+    """The benchmark web in its own process; realistic pages when ``args.realistic_pages``
+    (bench_fleet.py and bench_pg_cost.py, which call this too, keep the simple ones)."""
     cmd = [sys.executable, "-m", "politecrawl.sandbox", "--hosts", str(args.hosts), "--first-ip", args.first_ip,
-           "--seconds", str(args.seconds * 3 + 120), "--log", str(log), "--slow-every", str(args.slow_every),
+           "--seconds", str(args.seconds * 3 + 300), "--log", str(log), "--slow-every", str(args.slow_every),
            "--throttle-every", str(args.throttle_every)]
+    if getattr(args, "realistic_pages", False):
+        cmd.append("--realistic-pages")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     info = json.loads(proc.stdout.readline())
     return proc, info
 
 
 def stop_web(proc: subprocess.Popen, log: Path) -> list[dict]:
+    return stop_web_measured(proc, log)[0]
+
+
+def stop_web_measured(proc: subprocess.Popen, log: Path) -> tuple[list[dict], float]:
+    """The web's request log, and the CPU seconds the web's process used."""
     proc.terminate()
-    proc.wait(60)
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return [json.loads(line) for line in log.read_text().splitlines()], usage.ru_utime + usage.ru_stime
 
 
-def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: float, rss_mb: float) -> dict:
+# --------------------------------------------------------------------------- what the servers saw
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else round(1000 * x, 1)
+
+
+def servers_view(records: list[dict], args) -> dict:
+    """What the servers saw: throughput against the bound, page sizes, gaps, overlaps."""
     by_host: dict[str, list[dict]] = {}
     for r in records:
         by_host.setdefault(r["host"], []).append(r)
-    short = overlaps = 0
-    excess: list[float] = []  # gap beyond the delay: the scheduler's own latency
+    tolerance = 0.01
+    short_end = short_start = overlaps = short_after_robots = 0
+    end_to_start: list[float] = []
+    start_to_start: list[float] = []
     service: dict[str, float] = {}
     for host, recs in by_host.items():
         recs.sort(key=lambda r: r["started"])
         for a, b in zip(recs, recs[1:]):
-            if b["started"] - a["ended"] < args.min_delay - 0.01:
-                short += 1
-            if b["started"] < a["ended"]:
-                overlaps += 1
-            if a["status"] == 200 and b["started"] - a["ended"] < args.min_delay + 0.5:
-                excess.append(b["started"] - a["ended"] - args.min_delay)
+            e2s, s2s = b["started"] - a["ended"], b["started"] - a["started"]
+            end_to_start.append(e2s)
+            start_to_start.append(s2s)
+            short_end += e2s < args.min_delay - tolerance
+            short_start += s2s < args.min_delay - tolerance
+            short_after_robots += s2s < args.min_delay - tolerance and a["path"] == "/robots.txt"
+            overlaps += b["started"] < a["ended"]
         durations = sorted(r["ended"] - r["started"] for r in recs if r["status"] == 200)
         service[host] = durations[len(durations) // 2] if durations else 0.0
-    # The bound: each host at its own policy-imposed pace (delay counted from the end of the response),
-    # with the host's measured median response time (the nominal one for a host never answered).
+    # The bound: each host at the pace the default policy imposes (the delay counted from the end
+    # of the response: max(min_delay, adaptive_factor x response time)), with the host's measured
+    # median response time (the nominal one for a host never answered).
     first_ip = int(ipaddress.ip_address(args.first_ip))
     measured = {int(ipaddress.ip_address(h.split(":")[0])) - first_ip: t for h, t in service.items() if t > 0}
     bound = 0.0
     for i in range(args.hosts):
         nominal = args.slow_delay if args.slow_every and i % args.slow_every == 0 else 0.002
         s = measured.get(i, nominal)
-        d = max(args.min_delay, 10 * s)
+        d = max(args.min_delay, DEFAULTS.adaptive_factor * s)
         if args.throttle_every and i % args.throttle_every == 0:
             bound += 5 / (4 * (d + s) + (max(d, 2.0) + s))
         else:
             bound += 1 / (d + s)
-    # The steady state is read from the requests themselves, not from the crawler's start and end:
-    # a run also starts its processes before the first request and indexes after the last one.
-    starts = [r["started"] for r in records] or [t0, t1]
+    starts = [r["started"] for r in records] or [0.0, 1.0]
     first, last = min(starts), max(starts)
     span = last - first
     lo, hi = first + 0.15 * span, last - 0.15 * span
     steady = [r for r in records if lo <= r["started"] < hi]
-    achieved = len(steady) / (hi - lo)
-    pages = sum(1 for r in records if r["path"] != "/robots.txt" and r["status"] == 200)
+    achieved = len(steady) / (hi - lo) if hi > lo else 0.0
+    pages = [r for r in records if r["path"] != "/robots.txt" and r["status"] == 200]
+    sizes = [r.get("bytes", 0) for r in pages]
     return {
-        "crawler": label,
-        "hosts": args.hosts,
-        "min_delay": args.min_delay,
         "requests": len(records),
+        "pages_200": len(pages),
+        "page_kb_p50": round(_quantile(sizes, 0.5) / 1024, 1) if sizes else None,
         "crawl_s": round(span, 1),  # first to last request
-        "run_s": round(t1 - t0, 1),  # start to end, final indexing included
-        "pages_200": pages,
         "achieved_rps": round(achieved, 1),
         "bound_rps": round(bound, 1),
-        "utilization": round(achieved / bound, 3),
-        "cpu_s_per_100_pages": round(100 * cpu / max(1, pages), 3),
-        "peak_rss_mb": round(rss_mb, 1),
-        "excess_gap_ms_p50": round(1000 * sorted(excess)[len(excess) // 2], 1) if excess else None,
-        "excess_gap_ms_p90": round(1000 * sorted(excess)[int(len(excess) * 0.9)], 1) if excess else None,
-        "short_gaps": short,
+        "utilization": round(achieved / bound, 3) if bound else None,
+        "response_ms_p50": _ms(_quantile(list(service.values()), 0.5)),
+        "gap_end_to_start_min_ms": _ms(min(end_to_start, default=None)),
+        "gap_end_to_start_p50_ms": _ms(_quantile(end_to_start, 0.5)),
+        "gap_start_to_start_min_ms": _ms(min(start_to_start, default=None)),
+        "gap_start_to_start_p50_ms": _ms(_quantile(start_to_start, 0.5)),
+        "short_gaps_end_to_start": short_end,
+        "short_gaps_start_to_start": short_start,
+        "short_gaps_start_to_start_after_robots_txt": short_after_robots,
         "overlaps": overlaps,
+        "first_request_at": first,
+        "last_request_at": last,
     }
 
 
-def run_politecrawl(args, tmp: Path) -> dict:
-    log = tmp / "web.jsonl"
-    web, info = start_web(args, log)
-    try:
-        db = tmp / "bench.db"
-        settings = load_settings({"db": str(db), "workers": args.workers, "concurrency": args.concurrency,
-                                  "min_delay": args.min_delay, "max_time": args.seconds, "scope": "host",
-                                  "max_depth": 1_000_000, "per_ip_limit": 0}, env={})
-        before_self = resource.getrusage(resource.RUSAGE_SELF)
-        before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.time()
-        report = Crawler(settings).run([h + "/" for h in info["hosts"]])
-        t1 = time.time()
-        after_self = resource.getrusage(resource.RUSAGE_SELF)
-        after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    finally:
-        records = stop_web(web, log)
-    cpu = (after_self.ru_utime + after_self.ru_stime - before_self.ru_utime - before_self.ru_stime
-           + after_children.ru_utime + after_children.ru_stime - before_children.ru_utime - before_children.ru_stime)
-    rss = max(after_self.ru_maxrss, after_children.ru_maxrss) / 1024
-    out = analyse(records, args, t0, t1, f"politecrawl ({args.workers} workers)", cpu, rss)
-    out["indexed"] = report.status["indexed"]
-    audit = subprocess.run([sys.executable, "-m", "politecrawl.cli", "audit", "--db", str(tmp / "bench.db"), "--json"],
-                           capture_output=True, text=True)
-    out["audit_violations"] = json.loads(audit.stdout)["violations"] if audit.stdout else "error"
+def analyse_tree(records: list[dict], args, label: str, tree: TreeRun, web_cpu: float) -> dict:
+    """A run measured by run_tree: what the servers saw, the whole tree's CPU and memory."""
+    view = servers_view(records, args)
+    first, last = view.pop("first_request_at"), view.pop("last_request_at")
+    return {
+        "crawler": label,
+        **view,
+        "cpu_s": round(tree.cpu_s, 1),
+        "cpu_s_per_100_pages": round(100 * tree.cpu_s / max(1, view["pages_200"]), 3),
+        **{k: v for k, v in tree.summary().items() if k != "cpu_s"},
+        "web_server_cpu_s": round(web_cpu, 1),
+        # From starting the command: its first and last request, and its exit.
+        "first_request_after_start_s": round(first - tree.started_at, 1),
+        "last_request_after_start_s": round(last - tree.started_at, 1),
+        # Other work on a shared machine meanwhile: everything busy minus this tree and the web
+        # (the web's CPU is counted over its whole life, so this is a lower bound).
+        "other_processes_cpu_s": round(max(0.0, tree.machine_busy_s - tree.cpu_s - web_cpu), 1),
+        "machine_cpu_available_s": round(tree.wall_s * (os.cpu_count() or 1), 1),
+    }
+
+
+def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: float, rss_mb: float) -> dict:
+    """The figures bench_fleet.py and bench_pg_cost.py print (crawls run in their own process)."""
+    view = servers_view(records, args)
+    view.pop("first_request_at"), view.pop("last_request_at")
+    return {"crawler": label, "hosts": args.hosts, "min_delay": args.min_delay, **view, "run_s": round(t1 - t0, 1),
+            "cpu_s_per_100_pages": round(100 * cpu / max(1, view["pages_200"]), 3), "peak_rss_mb": round(rss_mb, 1),
+            "short_gaps": view["short_gaps_end_to_start"]}
+
+
+def _kind(command: str) -> str:
+    if "resource_tracker" in command:
+        return "resource tracker"
+    if "spawn_main" in command:
+        return "workers"
+    if "py-spy" in command:
+        return "py-spy"
+    return "parent"
+
+
+def process_split(tree: TreeRun) -> dict:
+    """CPU seconds per kind of process, from the samples (the last one before each exited)."""
+    out: dict[str, float] = {}
+    for _, (command, cpu, _) in tree.processes.items():
+        out[_kind(command)] = round(out.get(_kind(command), 0.0) + cpu, 1)
     return out
 
 
+def rss_split(tree: TreeRun) -> dict:
+    """Each process's peak RSS (MB), by kind."""
+    out: dict[str, list[int]] = {}
+    for _, (command, _, rss) in sorted(tree.processes.items()):
+        out.setdefault(_kind(command), []).append(round(rss / 1024 / 1024))
+    return out
+
+
+# --------------------------------------------------------------------------- politecrawl
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("politecrawl")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "politecrawl.cli"]
+
+
+def crawl_flags(args) -> tuple[dict, dict]:
+    """The crawl command's flags (setting name -> value) and the environment settings (--set)."""
+    flags = {"workers": args.workers, "min_delay": args.min_delay, "max_time": args.seconds}
+    if args.concurrency is not None:
+        flags["concurrency"] = args.concurrency
+    env = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        env[f"POLITECRAWL_{name.strip().upper()}"] = value.strip()
+    return flags, env
+
+
+def changed_settings(flags: dict, env: dict, db: str, cwd: Path) -> dict:
+    settings = load_settings({**flags, "db": db}, env=env, cwd=cwd)
+    return {f.name: (getattr(DEFAULTS, f.name), getattr(settings, f.name))
+            for f in dataclasses.fields(DEFAULTS) if getattr(DEFAULTS, f.name) != getattr(settings, f.name)}
+
+
+_PROGRESS = re.compile(r"(\d+) pages · .* indexed (\d+) · (\d+)s")
+
+
+def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, int, float]]:
+    """(elapsed, fetched, indexed, lag) per progress line: lag = seconds since the crawl had
+    fetched as many pages as are indexed now (interpolated between the lines)."""
+    out = []
+    points = [(0.0, 0, 0), *progress]
+    for i, (t, fetched, indexed) in enumerate(points[1:], 1):
+        when = t
+        for (t0, f0, _), (t1, f1, _) in zip(points[:i], points[1: i + 1]):
+            if f1 >= indexed:
+                when = t0 + (t1 - t0) * (max(0, indexed - f0) / (f1 - f0) if f1 > f0 else 1.0)
+                break
+        out.append((t, fetched, indexed, round(max(0.0, t - when), 1)))
+    return out
+
+
+def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
+    log = tmp / "web.jsonl"
+    web, info = start_web(args, log)
+    db = tmp / "bench.db"
+    seeds = tmp / "seeds.txt"
+    seeds.write_text("".join(h + "/\n" for h in info["hosts"]))
+    flags, env_settings = crawl_flags(args)
+    cmd = [*_cli(), "crawl", "--seeds-file", str(seeds), "--db", str(db)]
+    for name, value in flags.items():
+        cmd += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    env.update(env_settings)
+    if args.profile:
+        cmd = [shutil.which("py-spy") or "py-spy", "record", "--subprocesses", "--format", "raw", "--rate",
+               str(args.profile_rate), "--output", args.profile, "--", *cmd]
+    print("politecrawl:", " ".join(cmd), flush=True)
+    stderr_path = tmp / "crawl.stderr"
+    try:
+        with open(stderr_path, "w") as err, open(tmp / "crawl.stdout", "w") as out:
+            tree = run_tree(cmd, cwd=tmp, env=env, stdout=out, stderr=err, timeout=args.seconds + 300)
+    finally:
+        records, web_cpu = stop_web_measured(web, log)
+    stderr = stderr_path.read_text()
+    if tree.returncode != 0:
+        print(stderr[-3000:], file=sys.stderr)
+    row = analyse_tree(records, args, f"politecrawl ({args.workers} workers)", tree, web_cpu)
+    row["max_time_s"] = args.seconds
+    row["exit_after_deadline_s"] = round(tree.wall_s - args.seconds, 1)  # start to exit, minus --max-time
+    row["exit_status"] = tree.returncode
+    row["cpu_split_s"] = process_split(tree)
+    row["peak_rss_mb_by_process"] = rss_split(tree)
+
+    def cli_json(*more: str) -> dict:
+        proc = subprocess.run([*_cli(), *more, "--db", str(db), "--json"], capture_output=True, text=True,
+                              cwd=tmp, env=env)
+        return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+    status = cli_json("status")
+    row["store_pages_fetched"] = status.get("pages_fetched")
+    row["store_pages_stored"] = status.get("pages_stored")
+    row["store_indexed"] = status.get("indexed")
+    row["store_queued"] = status.get("queued")
+    row["unindexed_at_exit"] = (status.get("pages_stored", 0) - status.get("indexed", 0)) if status else None
+    row["duplicates"] = status.get("duplicates")
+    audit = cli_json("audit")
+    row["audit_violations"] = audit.get("violations", "error")
+    # The delays the crawl imposed, and the response times it measured (the adaptive rule waits
+    # adaptive_factor x its smoothed response time) beside the servers' own.
+    from politecrawl.store import open_store
+
+    store = open_store(str(db), create=False)
+    try:
+        fetch_log, hosts = store.fetch_log(), store.hosts()
+    finally:
+        store.close()
+    answered = [r for r in fetch_log if r["status"] == 200 and r["response_seconds"] is not None]
+    row["crawler_measured_response_ms_p50"] = _ms(_quantile([r["response_seconds"] for r in answered], 0.5))
+    row["crawler_measured_response_ms_p90"] = _ms(_quantile([r["response_seconds"] for r in answered], 0.9))
+    row["server_response_ms_p90"] = _ms(_quantile([r["ended"] - r["started"] for r in records
+                                                   if r["status"] == 200], 0.9))
+    row["delay_imposed_s_p50"] = round(_quantile([r["delay"] for r in answered if r["delay"]], 0.5) or 0, 2)
+    row["delay_imposed_s_p90"] = round(_quantile([r["delay"] for r in answered if r["delay"]], 0.9) or 0, 2)
+    reasons: dict[str, int] = {}
+    for h in hosts:
+        reasons[str(h["wait_reason"])] = reasons.get(str(h["wait_reason"]), 0) + 1
+    row["hosts_by_wait_reason_at_end"] = reasons
+    # The lag through the run: the crawl's own progress lines (every 10 s on a non-terminal).
+    progress = [(float(m[3]), int(m[1]), int(m[2])) for m in _PROGRESS.finditer(stderr)]
+    lags = index_lag(progress)
+    if lags:
+        t, fetched, indexed, lag = lags[-1]
+        row["last_progress_s"] = t
+        row["last_progress_fetched_indexed"] = f"{fetched}/{indexed}"
+        row["index_lag_s_last"] = lag
+        row["index_lag_s_max"] = max(x[3] for x in lags)
+    row["progress"] = [f"{t:.0f}s {f}/{i} lag {lag}s" for t, f, i, lag in lags]
+    # The pages left unindexed, indexed now: their CPU belongs to the pages' cost.
+    catch_up = run_tree([*_cli(), "index", "--db", str(db)], cwd=tmp, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, timeout=1_800)
+    row["catch_up_index_cpu_s"] = round(catch_up.cpu_s, 1)
+    row["catch_up_index_wall_s"] = round(catch_up.wall_s, 1)
+    row["cpu_s_per_100_pages_all_indexed"] = round(100 * (tree.cpu_s + catch_up.cpu_s) / max(1, row["pages_200"]), 3)
+    row["last_line"] = [l for l in (tmp / "crawl.stdout").read_text().splitlines() if l.startswith("crawl ")][-1:]
+    extra = {"stderr_tail": stderr.splitlines()[-4:]}
+    return row, extra
+
+
+# --------------------------------------------------------------------------- Scrapy
+SCRAPY_SETTINGS = {
+    "ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": 256, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    "RANDOMIZE_DOWNLOAD_DELAY": False, "AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "ERROR",
+    "USER_AGENT": "scrapybench (+http://127.0.0.1/)",
+    "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    "REACTOR_THREADPOOL_MAXSIZE": 20, "TELNETCONSOLE_ENABLED": False, "ITEM_PIPELINES": {},
+}
+
 SCRAPY_SPIDER = r'''
-import scrapy, sys, json
+import json, sys
+import scrapy
 from scrapy.crawler import CrawlerProcess
 from scrapy.linkextractors import LinkExtractor
 
 hosts = json.loads(sys.argv[1]); seconds = float(sys.argv[2]); delay = float(sys.argv[3])
+settings = json.loads(sys.argv[4])
 
 class Bench(scrapy.Spider):
     name = "bench"
@@ -153,25 +384,15 @@ class Bench(scrapy.Spider):
         for link in LinkExtractor().extract_links(response):
             yield response.follow(link.url, self.parse)
 
-process = CrawlerProcess(settings={
-    "ROBOTSTXT_OBEY": True, "DOWNLOAD_DELAY": delay, "CONCURRENT_REQUESTS": 256,
-    "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "AUTOTHROTTLE_ENABLED": True, "AUTOTHROTTLE_START_DELAY": delay,
-    "AUTOTHROTTLE_TARGET_CONCURRENCY": 1.0, "CLOSESPIDER_TIMEOUT": seconds, "LOG_LEVEL": "ERROR",
-    "USER_AGENT": "scrapybench (+http://127.0.0.1/)",
-    "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-    "REACTOR_THREADPOOL_MAXSIZE": 20, "TELNETCONSOLE_ENABLED": False, "ITEM_PIPELINES": {},
-})
+process = CrawlerProcess(settings={**settings, "DOWNLOAD_DELAY": delay, "CLOSESPIDER_TIMEOUT": seconds})
 process.crawl(Bench)
 process.start()
-# VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over fork and exec from the parent.
-hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]
-print(json.dumps({"maxrss_kb": int(hwm[0].split()[1]) if hwm else None}))
 '''
 
 
 def run_scrapy(args, tmp: Path) -> dict | None:
     try:
-        import scrapy  # noqa: F401
+        import scrapy
     except ImportError:
         print("scrapy not installed (pip install -e '.[bench]'): skipped", file=sys.stderr)
         return None
@@ -179,59 +400,78 @@ def run_scrapy(args, tmp: Path) -> dict | None:
     web, info = start_web(args, log)
     script = tmp / "scrapy_bench.py"
     script.write_text(SCRAPY_SPIDER)
+    cmd = [sys.executable, str(script), json.dumps(info["hosts"]), str(args.seconds), str(args.min_delay),
+           json.dumps(SCRAPY_SETTINGS)]
+    print(f"scrapy {scrapy.__version__}: DOWNLOAD_DELAY={args.min_delay:g}, CLOSESPIDER_TIMEOUT={args.seconds:g}, "
+          + ", ".join(f"{k}={v}" for k, v in SCRAPY_SETTINGS.items()), flush=True)
     try:
-        t0 = time.time()
-        proc = subprocess.run([sys.executable, str(script), json.dumps(info["hosts"]), str(args.seconds),
-                               str(args.min_delay)], capture_output=True, text=True, timeout=args.seconds + 300)
-        t1 = time.time()
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(tmp / "scrapy.stderr", "w") as err:
+            tree = run_tree(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=err, timeout=args.seconds + 300)
     finally:
-        records = stop_web(web, log)
-    if proc.returncode != 0:
-        print(proc.stderr[-2000:], file=sys.stderr)
-    # Scrapy ran as a child: RUSAGE_CHILDREN now includes it (and the earlier politecrawl run's children,
-    # so take the difference the caller measured before).
-    # Its own peak RSS: RUSAGE_CHILDREN's maxrss is the largest of all children so far (politecrawl's too).
-    rss_kb = None
-    for line in proc.stdout.splitlines():
-        if line.startswith('{"maxrss_kb"'):
-            rss_kb = json.loads(line)["maxrss_kb"]
-    return {"records": records, "t0": t0, "t1": t1, "usage": usage, "rss_kb": rss_kb}
+        records, web_cpu = stop_web_measured(web, log)
+    if tree.returncode != 0:
+        print((tmp / "scrapy.stderr").read_text()[-2000:], file=sys.stderr)
+    row = analyse_tree(records, args, f"scrapy {scrapy.__version__}", tree, web_cpu)
+    row["exit_after_deadline_s"] = round(tree.wall_s - args.seconds, 1)
+    return row
 
 
+# --------------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--min-delay", type=float, default=1.0)
-    ap.add_argument("--seconds", type=float, default=60.0)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=512)
+    ap.add_argument("--seconds", type=float, default=60.0, help="the crawl's --max-time (Scrapy: CLOSESPIDER_TIMEOUT)")
+    ap.add_argument("--workers", type=int, default=2, help="the crawl's --workers (the default: the CPU count)")
+    ap.add_argument("--concurrency", type=int, default=None, help="the crawl's --concurrency [default: the default]")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="any other setting, as POLITECRAWL_NAME (e.g. per_ip_limit=0); printed")
     ap.add_argument("--first-ip", default="127.0.1.1")
+    ap.add_argument("--simple-pages", action="store_true", help="the older one-paragraph ~20 KB pages, 8 links")
     ap.add_argument("--slow-every", type=int, default=0, help="every Nth host answers after --slow-delay")
     ap.add_argument("--slow-delay", type=float, default=0.2)
     ap.add_argument("--throttle-every", type=int, default=0, help="every Nth host answers 429 to each 5th page")
     ap.add_argument("--scrapy", action="store_true", help="also run Scrapy on the same web")
+    ap.add_argument("--profile", metavar="FILE", help="run the crawl under py-spy record --subprocesses into FILE")
+    ap.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     args = ap.parse_args()
+    args.realistic_pages = not args.simple_pages
     tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-"))
+    flags, env = crawl_flags(args)
+    changed = changed_settings(flags, env, str(tmp / "bench.db"), tmp)
+    print(f"web: {args.hosts} hosts, {'simple' if args.simple_pages else 'realistic'} pages; "
+          f"machine: {os.cpu_count()} CPUs")
+    print("settings changed from the defaults (politecrawl.config.DEFAULTS):")
+    for name, (default, value) in changed.items():
+        why = " (a temporary store)" if name == "db" else ""
+        print(f"  {name}: {default!r} -> {value!r}{why}")
     rows = []
     try:
-        rows.append(run_politecrawl(args, tmp))
+        row, extra = run_politecrawl(args, tmp)
+        rows.append(row)
+        if args.profile:
+            from _profile import summarise
+
+            print(f"\nwhere the CPU goes (py-spy, {args.profile}):")
+            print(summarise(args.profile, row["cpu_s"], row["pages_200"]))
         if args.scrapy:
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            res = run_scrapy(args, tmp)
-            if res is not None:
-                u = res["usage"]
-                cpu = u.ru_utime + u.ru_stime - before.ru_utime - before.ru_stime
-                rows.append(analyse(res["records"], args, res["t0"], res["t1"], "scrapy", cpu,
-                                    (res["rss_kb"] or 0) / 1024))
+            scrapy_row = run_scrapy(args, tmp)
+            if scrapy_row is not None:
+                rows.append(scrapy_row)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    keys = list(rows[0])
-    print(json.dumps(rows, indent=1))
-    print()
-    print(" | ".join(f"{k:>14}" for k in keys))
-    for r in rows:
-        print(" | ".join(f"{str(r.get(k, '')):>14}" for k in keys))
+    print(json.dumps(rows, indent=1, ensure_ascii=False))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "changed": {k: list(map(repr, v)) for k, v in
+                                                                              changed.items()}, "rows": rows},
+                                              indent=1, ensure_ascii=False))
+    if len(rows) == 2:
+        a, b = rows
+        print(f"\npolitecrawl / scrapy: utilization {a['utilization']} / {b['utilization']}; "
+              f"CPU-s per 100 pages {a['cpu_s_per_100_pages']} (all indexed: {a['cpu_s_per_100_pages_all_indexed']})"
+              f" / {b['cpu_s_per_100_pages']} = {a['cpu_s_per_100_pages_all_indexed'] / b['cpu_s_per_100_pages']:.2f}x;"
+              f" tree RSS {a['tree_rss_peak_mb']} / {b['tree_rss_peak_mb']} MB")
 
 
 if __name__ == "__main__":
