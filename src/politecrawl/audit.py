@@ -26,7 +26,9 @@ the integration tests compare it with the servers' own logs.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .politeness import (
     SLOW_DOWN_STATUSES,
@@ -43,6 +45,8 @@ __all__ = ["HostAudit", "AuditReport", "audit"]
 
 #: Clock resolution slack when comparing a start with a deadline (seconds).
 TOLERANCE = 0.001
+#: One row of the fetch log or of the robots.txt versions, as the store returns it.
+Row = dict[str, Any]
 
 
 @dataclass
@@ -53,10 +57,10 @@ class HostAudit:
     median_gap: float | None = None
     min_delay_in_force: float | None = None  # the least the evidence says the host was owed
     max_open: int = 0
-    short_gaps: list[dict] = field(default_factory=list)
-    in_retry_window: list[dict] = field(default_factory=list)
-    disallowed: list[dict] = field(default_factory=list)
-    before_robots: list[dict] = field(default_factory=list)
+    short_gaps: list[Row] = field(default_factory=list)
+    in_retry_window: list[Row] = field(default_factory=list)
+    disallowed: list[Row] = field(default_factory=list)
+    before_robots: list[Row] = field(default_factory=list)
 
     @property
     def violations(self) -> int:
@@ -76,7 +80,7 @@ class AuditReport:
     def violations(self) -> int:
         return sum(h.violations for h in self.hosts)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
             "hosts": len(self.hosts),
@@ -109,7 +113,7 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def _max_open(rows: list[dict]) -> int:
+def _max_open(rows: list[Row]) -> int:
     events = sorted([(r["started_at"], 1) for r in rows] + [(r["ended_at"], -1) for r in rows])
     open_now = most = 0
     for _, delta in events:  # an end and a start at the same instant do not overlap (-1 sorts first)
@@ -118,8 +122,9 @@ def _max_open(rows: list[dict]) -> int:
     return most
 
 
-def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
-          policy: DelayPolicy | None = None, host_settings=(), tolerance: float = TOLERANCE) -> AuditReport:
+def audit(fetch_log: list[Row], robots_versions: list[Row], agent: str, *,
+          policy: DelayPolicy | None = None, host_settings: Iterable[tuple[str, float | None, int | None]] = (),
+          tolerance: float = TOLERANCE) -> AuditReport:
     """Check every host's requests against what the evidence says it was owed.
 
     ``policy`` is the crawl's delay policy (min delay, adaptive factor, backoff …; default
@@ -129,23 +134,23 @@ def audit(fetch_log: list[dict], robots_versions: list[dict], agent: str, *,
     """
     policy = policy or DelayPolicy()
     policy = replace(policy, max_crawl_delay=max(policy.max_crawl_delay, DelayPolicy().max_crawl_delay))
-    by_host: dict[str, list[dict]] = {}
+    by_host: dict[str, list[Row]] = {}
     for row in fetch_log:
         by_host.setdefault(row["host"], []).append(row)
-    versions: dict[str, list[dict]] = {}
+    versions: dict[str, list[Row]] = {}
     for v in robots_versions:
         versions.setdefault(v["host"], []).append(v)
 
     report = AuditReport(hosts=[])
     parsed: dict[tuple[str, float], RobotsTxt] = {}
 
-    def rules_of(host: str, v: dict) -> RobotsTxt:
+    def rules_of(host: str, v: Row) -> RobotsTxt:
         key = (host, v["fetched_at"])
         if key not in parsed:
             parsed[key] = RobotsTxt.parse(v["body"] or b"")
         return parsed[key]
 
-    def in_force(host: str, at: float) -> dict | None:
+    def in_force(host: str, at: float) -> Row | None:
         current = None
         for v in versions.get(host, []):  # few versions per host: a linear scan is fine
             if v["fetched_at"] <= at:

@@ -25,6 +25,7 @@ import string
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 
@@ -158,7 +159,7 @@ def _word_digests(vocabulary: list[bytes]) -> bytes:
                     if len(cache) >= _WORD_CACHE_SIZE:
                         cache.clear()
                     cache[word] = digest
-    return b"".join(digests)
+    return b"".join(cast("list[bytes]", digests))  # every None was just filled in
 
 
 def simhash(text: str, *, shingle: int = 3) -> int:
@@ -262,20 +263,22 @@ def _check_fp(fp: int) -> int:
 if hasattr(np, "bitwise_count"):  # numpy >= 2.0
 
     def _popcount(values: np.ndarray) -> np.ndarray:
-        return np.bitwise_count(values)
+        counts: np.ndarray = np.bitwise_count(values)
+        return counts
 
 else:  # numpy 1.26: byte lookup table
     _BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
     def _popcount(values: np.ndarray) -> np.ndarray:
         as_bytes = np.ascontiguousarray(values).view(np.uint8).reshape(-1, 8)
-        return _BYTE_POPCOUNT[as_bytes].sum(axis=1, dtype=np.uint8)
+        counts: np.ndarray = _BYTE_POPCOUNT[as_bytes].sum(axis=1, dtype=np.uint8)
+        return counts
 
 
 def _rows_of(bucket: int | list[int] | None) -> Iterable[int]:
     if bucket is None:
         return ()
-    return (bucket,) if type(bucket) is int else bucket
+    return (bucket,) if isinstance(bucket, int) else bucket
 
 
 class SimHashIndex:
@@ -349,7 +352,7 @@ class SimHashIndex:
             bucket = index.get(value)
             if bucket is None:
                 index[value] = row
-            elif type(bucket) is int:
+            elif isinstance(bucket, int):
                 index[value] = [bucket, row]
             else:
                 bucket.append(row)
@@ -440,7 +443,7 @@ class SimHashIndex:
         keys = [(p << shift) | v for p, v in enumerate(values)]
         if self._offsets is not None:
             offset = self._offsets.item
-            spans = [(offset(key), offset(key + 1)) for key in keys]
+            spans: Iterable[tuple[int, int]] = [(offset(key), offset(key + 1)) for key in keys]
         else:
             query = np.array(keys, dtype=self._key_dtype)
             spans = zip(

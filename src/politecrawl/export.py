@@ -126,9 +126,9 @@ def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
 
     parsed = _parse_url(url)  # (conninfo, schema, URL without password, …)
     conninfo, schema, shown = parsed[0], parsed[1], parsed[2]
-    kwargs = {"options": f"-csearch_path={schema}"} if schema else {}
+    options = f"-csearch_path={schema}" if schema else None  # None: not passed
     try:
-        conn = psycopg.connect(conninfo, connect_timeout=10, autocommit=True, **kwargs)
+        conn = psycopg.connect(conninfo, connect_timeout=10, autocommit=True, options=options)
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to {shown}: {exc}") from exc
     try:

@@ -242,10 +242,10 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
     for meta in tree.css("meta[http-equiv]"):
         if (meta.attributes.get("http-equiv") or "").strip().lower() != "refresh":
             continue
-        content = meta.attributes.get("content")
-        if content is None:
+        refresh = meta.attributes.get("content")
+        if refresh is None:
             continue
-        is_refresh, target = _parse_refresh(content)
+        is_refresh, target = _parse_refresh(refresh)
         if is_refresh:
             if target and not target.startswith(("#", "javascript:", "mailto:", "tel:", "data:")) and max_links > 0:
                 links.append(Link(target))
@@ -258,7 +258,7 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
             continue
         rel = a.attributes.get("rel")
         anchor = " ".join(a.text(deep=True).split())[:200]
-        links.append(Link(href, bool(rel) and "nofollow" in rel.lower().split(), anchor))
+        links.append(Link(href, rel is not None and "nofollow" in rel.lower().split(), anchor))
 
     for selector in _INVISIBLE:
         for node in tree.css(selector):

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import email.utils
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
 
 __all__ = [
     "DelayPolicy",
@@ -47,7 +52,7 @@ class DelayPolicy:
     park_seconds: float = 6 * 3_600.0
 
     @classmethod
-    def from_settings(cls, settings) -> "DelayPolicy":
+    def from_settings(cls, settings: Settings) -> "DelayPolicy":
         return cls(
             min_delay=settings.min_delay,
             adaptive_factor=settings.adaptive_factor,
@@ -60,7 +65,8 @@ class DelayPolicy:
         )
 
 
-def policy_for_host(policy: DelayPolicy, host_settings, host: str) -> DelayPolicy:
+def policy_for_host(policy: DelayPolicy, host_settings: Iterable[tuple[str, float | None, int | None]],
+                    host: str) -> DelayPolicy:
     """``policy`` with a host's own settings (``Settings.hosts``: (host name, min_delay, page
     budget) rows) applied: they can only slow the crawler down, never speed it up."""
     name = urlsplit(host).hostname
@@ -141,7 +147,7 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     response_time = history.response_time
     if answered and obs.response_seconds is not None:
         response_time = smooth_response_time(history.response_time, max(0.0, obs.response_seconds))
-    failed = (not answered) or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
+    failed = obs.status is None or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
     failures = history.failures + 1 if failed else max(0, history.failures - 1)
     base, reason = _base_delay(history, response_time, policy)
     delay = base

@@ -69,7 +69,7 @@ _TEMPLATES = _HERE / "templates"
 _STATIC = _HERE / "static"
 
 _SEARCHER = web.AppKey("searcher", object)
-_STATE = web.AppKey("state", object)
+_STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
 
 
 class _BadInput(Exception):

@@ -10,12 +10,17 @@ wait and why; and every request made for it, with where the answer is archived.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import urls
 from .errors import InvalidURL
 from .patterns import SitePatterns
 from .robots import RobotsTxt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
+    from .crawler import CrawlScope
 
 __all__ = ["explain", "render"]
 
@@ -30,7 +35,8 @@ def _when(t: float | None, now: float) -> str | None:
     return f"{stamp} (in {delta:.0f} s)" if delta > 0 else f"{stamp} ({-delta:.0f} s ago)"
 
 
-def explain(raw_url: str, *, evidence_for, scope, settings, agent: str, now: float) -> dict[str, Any]:
+def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]], scope: CrawlScope,
+            settings: Settings, agent: str, now: float) -> dict[str, Any]:
     """The explanation as a dict (what ``--json`` prints). ``evidence_for(url, host)`` is the store's."""
     out: dict[str, Any] = {"url": raw_url}
     try:

@@ -12,7 +12,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Not part of the repository: tool state, build output, the environment.
-SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", "build", "dist"}
+SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".mypy_cache",
+             "build", "dist"}
 
 # A path out of the repository to the folder the project used to keep beside it, written so this
 # file does not match itself: "../" then the folder's name, or the Path parts "..", "/", that name.

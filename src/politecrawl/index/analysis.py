@@ -123,11 +123,11 @@ class Analyzer:
         toks = self.tokenize(raw)
         return toks[0] if len(toks) == 1 else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"name": "politecrawl-v1", "stop_words": self.stop_words}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Analyzer":
+    def from_json(cls, data: dict[str, object]) -> "Analyzer":
         return cls(stop_words=bool(data.get("stop_words", False)))
 
 

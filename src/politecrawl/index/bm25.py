@@ -69,6 +69,7 @@ field's share of ``tf~``, so the per-field contributions sum to the score.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 
@@ -110,14 +111,18 @@ def bm25_term_score(
     return idf(n_docs, df) * tf * (k1 + 1.0) / (tf + k1 * norm)
 
 
-def field_norm(dl, avgdl: float, *, b: float = B):
+#: A scalar or an array of them: the formulas below work on either, elementwise.
+_Num = TypeVar("_Num", float, np.ndarray)
+
+
+def field_norm(dl: _Num, avgdl: float, *, b: float = B) -> _Num:
     """B_f = 1 - b + b * dl / avgdl; works on scalars and numpy arrays."""
     if avgdl <= 0:
         return 1.0 - b + 0.0 * dl
     return 1.0 - b + b * (dl / avgdl)
 
 
-def saturate(pseudo_tf, *, k1: float = K1):
+def saturate(pseudo_tf: _Num, *, k1: float = K1) -> _Num:
     """tf~ * (k1 + 1) / (tf~ + k1); zero stays zero. Scalars or arrays."""
     return pseudo_tf * (k1 + 1.0) / (pseudo_tf + k1)
 
@@ -164,4 +169,5 @@ def multifield_term_score(
 
 def pseudo_tf_array(tf: np.ndarray, dl: np.ndarray, avgdl: float, weight: float, *, b: float = B) -> np.ndarray:
     """Vectorised ``w_f * tf_f / B_f`` for one field over many documents."""
-    return weight * tf / field_norm(dl.astype(np.float64), avgdl, b=b)
+    out: np.ndarray = weight * tf / field_norm(dl.astype(np.float64), avgdl, b=b)
+    return out

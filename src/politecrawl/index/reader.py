@@ -214,7 +214,7 @@ class IndexReader:
         Doc ids are *not* filtered by tombstones (positions are addressed by
         posting index); use ``view.live`` to filter.
         """
-        out = []
+        out: list[dict[str, tuple[np.ndarray, np.ndarray, int]] | None] = []
         for v in self.views:
             tid = v.segment.term_id(term)
             if tid is None:

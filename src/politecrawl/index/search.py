@@ -53,6 +53,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -273,9 +274,10 @@ class Searcher:
             if prune:
                 base = np.ones(n, dtype=bool) if view.live is None else view.live.copy()
                 for ps in excluded.values():
-                    if ps[si] is not None:
+                    per_field = ps[si]
+                    if per_field is not None:
                         for f in FIELDS:
-                            base[ps[si][f][0]] = False
+                            base[per_field[f][0]] = False
                 if q.site is not None:
                     base &= self._site_mask(view, q.site)
             only = None  # once set: the only documents that can still make the top k
@@ -300,7 +302,7 @@ class Searcher:
                     if only is not None:
                         pseudo[~only] = 0.0
                     scores += idfs[t] * saturate(pseudo, k1=K1)
-                if prune and only is None and i + 1 < len(terms):
+                if base is not None and top_k is not None and only is None and i + 1 < len(terms):  # prune
                     # theta: k-th best partial score among allowed documents; scores
                     # only grow, so the final k-th best is >= theta.  A document
                     # with no match yet can reach at most ``rest``, the sum of
@@ -372,7 +374,8 @@ class Searcher:
         for t in q.positive_terms:
             tid = seg.term_id(t)
             df_any = reader.df(t)
-            rows, pseudo = [], 0.0
+            rows: list[dict[str, Any]] = []
+            pseudo = 0.0
             for fi, f in enumerate(FIELDS):
                 tf = 0
                 if tid is not None:

@@ -194,7 +194,7 @@ def _sync_cuts(body: str) -> list[int]:
 
 def _compress_bodies(bodies: list[tuple[str, list[int]]]) -> list[tuple[bytes, list[int]]]:
     """Per ``(body, cuts)``: the compressed body and the byte offset of each cut in it."""
-    out = []
+    out: list[tuple[bytes, list[int]]] = []
     for body, cuts in bodies:
         if not cuts:
             out.append((zlib.compress(body.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL), []))
@@ -426,7 +426,11 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
             gather = np.repeat(starts[order] - out_starts, tf_o) + np.arange(int(tf_o.sum()), dtype=np.int64)
             g_pos = g_pos[gather]
         postings[f] = _encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
-    urls, titles, bodies, lens, sync = [], [], [], [], []
+    urls: list[str] = []
+    titles: list[str] = []
+    bodies: list[bytes] = []
+    lens: list[np.ndarray] = []
+    sync: list[list[tuple[int, int, int]]] = []
     for (seg, _), ids in zip(sources, live_ids):
         urls.extend(seg.urls[i] for i in ids)
         titles.extend(seg.titles[i] for i in ids)
@@ -434,7 +438,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
         raw = seg._bodies
         bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
         # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-        sync.extend([tuple(int(x) for x in row) for row in seg.sync_points(int(i))] for i in ids)
+        sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
         lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
     doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
     _write_segment_files(seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies,
@@ -542,7 +546,7 @@ class Segment:
     def sync_points(self, doc: int) -> np.ndarray:
         """``(byte offset, character offset, token position)`` rows of ``doc``'s sync points
         (shape ``(k, 3)``, ascending; empty for a short body or an older segment)."""
-        if self.body_sync_ptr is None:
+        if self.body_sync_ptr is None or self.body_sync is None:
             return _NO_SYNC
         return self.body_sync[int(self.body_sync_ptr[doc]) : int(self.body_sync_ptr[doc + 1])]
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -68,7 +69,7 @@ _WS_RE = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=256)
-def _terms_regex(terms: tuple[str, ...]) -> re.Pattern:
+def _terms_regex(terms: tuple[str, ...]) -> re.Pattern[str]:
     alts = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
     return re.compile(rf"(?<![^\W_])(?:{alts})(?![^\W_])", re.IGNORECASE)
 
@@ -106,7 +107,7 @@ def _clean(s: str) -> str:
     return _WS_RE.sub(" ", s)
 
 
-def make_snippet(body: str, terms, *, window: int = WINDOW_CHARS, lo: int = 0, hi: int | None = None,
+def make_snippet(body: str, terms: Iterable[str], *, window: int = WINDOW_CHARS, lo: int = 0, hi: int | None = None,
                  complete: bool = True, cut_before: bool = False) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of ``body``: its best window of matched terms within ``body[lo:hi]`` (by default
     the first ``SCAN_CHARS``). ``complete=False``: ``body`` is only a prefix of the text (the end
@@ -186,7 +187,7 @@ class BodyStream:
 
     def __init__(self, compressed: bytes, *, raw_deflate: bool = False):
         """``raw_deflate``: ``compressed`` starts at a sync point inside a zlib stream (no header)."""
-        self._z = None
+        self._z: zlib._Decompress | None = None  # made on the first grow
         self._wbits = -15 if raw_deflate else 15
         self._tail = compressed
         self._raw = b""  # decompressed bytes not yet decodable (an incomplete UTF-8 sequence)
@@ -252,7 +253,8 @@ def best_window(positions: list[np.ndarray], width: int = WINDOW_TOKENS,
     if not occ:
         return None
     n_terms = len(positions)
-    best_key, best = None, None
+    best_key: tuple[int, bool, int] | None = None
+    best = 0  # set by the first occurrence: occ is not empty
     j = 0
     counts = [0] * n_terms
     distinct = 0
@@ -333,7 +335,7 @@ def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
         stream.grow()
 
 
-def snippet_for_hit(compressed: bytes, terms, positions: list[np.ndarray], *, window: int = WINDOW_CHARS,
+def snippet_for_hit(compressed: bytes, terms: Sequence[str], positions: list[np.ndarray], *, window: int = WINDOW_CHARS,
                     sync: np.ndarray | None = None) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of one hit, from a bounded window of its body (see the module docstring).
 
@@ -349,13 +351,13 @@ def snippet_for_hit(compressed: bytes, terms, positions: list[np.ndarray], *, wi
                      for p in positions]
     found = best_window(positions)
     if found is None:  # no query term in the body: its start
-        stream = BodyStream(compressed)
-        stream.ensure(4 * window)
-        return make_snippet(stream.text, terms, window=window, hi=4 * window, complete=stream.done)
+        start = BodyStream(compressed)
+        start.ensure(4 * window)
+        return make_snippet(start.text, terms, window=window, hi=4 * window, complete=start.done)
     term_i, occurrence = found
     cut_before = False
-    stream = None
-    if seekable:
+    stream: BodyStream | None = None
+    if seekable and sync is not None:
         token = int(positions[term_i][occurrence])
         r = int(np.searchsorted(sync[:, 2], token, side="right")) - 1
         if r >= 0:

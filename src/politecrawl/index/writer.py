@@ -54,6 +54,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from types import TracebackType
 
 from ..errors import SearchIndexError
 from .analysis import Analyzer
@@ -361,7 +362,8 @@ class IndexWriter:
         # The next commit writes generation max(...) + 1: not a number a leftover file had.
         self._generation_floor = max(current_gen, top_gen)
         keep_segs = {e["name"] for e in self._entries}
-        previous = max(older_gens, key=lambda g: int(_GEN_RE.match(g).group(1)), default=None)
+        # older_gens holds only names _GEN_RE matched: gen-NNNNNN.json
+        previous = max(older_gens, key=lambda g: int(g[len("gen-"):-len(".json")]), default=None)
         if previous is not None:
             try:
                 keep_segs |= {e["name"] for e in load_generation(self.index_dir, previous)["segments"]}
@@ -412,14 +414,14 @@ class IndexWriter:
     def __enter__(self) -> "IndexWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self.closed:
-            return False
+            return
         if exc_type is None:
             self.commit()
         else:
             self.cancel()
-        return False
 
     def cancel(self) -> None:
         """Discard this transaction; the current generation is untouched."""
@@ -522,7 +524,8 @@ class IndexWriter:
         # 5. clean up what neither this nor the previous generation uses (best effort: the
         #    commit is done, and the next writer sweeps whatever is left)
         try:
-            self._cleanup(keep_gens={gen_name, previous} - {None}, keep_segs={e["name"] for e in entries})
+            keep_gens = {gen_name} if previous is None else {gen_name, previous}
+            self._cleanup(keep_gens=keep_gens, keep_segs={e["name"] for e in entries})
         except OSError:
             pass
 
