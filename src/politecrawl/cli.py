@@ -325,41 +325,39 @@ def _highlight(snippet: str, spans) -> str:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
     """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
-    from .store import open_store
+    from .store import crawl_status, open_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
+    host_list: list[dict[str, Any]] = []
     try:
         now = time.time() + store.clock_offset  # the store's clock (a PostgreSQL server's)
-        figures = store.status(now)
+        f = crawl_status(store, now)
         if show_hosts:
-            figures["host_list"] = [
-                {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1)} for h in store.hosts()
-            ]
+            host_list = [{**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1)} for h in store.hosts()]
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps(figures, indent=2))
+        click.echo(json.dumps({**f.as_dict(), **({"host_list": host_list} if show_hosts else {})}, indent=2))
         return
-    f = figures
     click.echo(f"store        {settings.db}")
-    click.echo(f"pages        {f['pages_fetched']} fetched, {f['queued']} queued, {f['in_flight']} in flight, "
-               f"{f['failed']} failed, {f['disallowed']} disallowed by robots.txt, {f['skipped']} skipped")
-    click.echo(f"index        {f['indexed']} pages indexed; kept out: {f['exact_duplicates']} exact and "
-               f"{f['near_duplicates']} near duplicates, {f['aliases']} aliases (canonical/redirect)")
-    click.echo(f"hosts        {f['hosts']} ({f['hosts_active']} active, {f['hosts_waiting']} waiting, "
-               f"{f['hosts_parked']} parked)")
-    codes = ", ".join(f"{k}: {v}" for k, v in sorted(f["status_codes"].items()))
-    click.echo(f"requests     {f['requests']} ({codes or 'none'})")
-    click.echo(f"bytes        {f['bytes']:,}")
-    if f["links_not_queued"]:
-        click.echo("not queued   " + ", ".join(f"{k}: {v}" for k, v in sorted(f["links_not_queued"].items())))
-    if f["hosts_waiting_by_reason"]:
-        click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f["hosts_waiting_by_reason"].items())))
-    click.echo(f"rate         {f['rate_per_s_last_minute']}/s over the last minute, "
-               f"{f['rate_per_s_overall']}/s overall")
+    click.echo(f"pages        {f.pages_fetched} fetched, {f.queued} queued, {f.in_flight} in flight, "
+               f"{f.failed} failed, {f.disallowed} disallowed by robots.txt, {f.skipped} skipped")
+    click.echo(f"index        {f.indexed} pages indexed; kept out: {f.exact_duplicates} exact and "
+               f"{f.near_duplicates} near duplicates, {f.aliases} aliases (canonical/redirect)")
+    click.echo(f"hosts        {f.hosts} ({f.hosts_active} active, {f.hosts_waiting} waiting, "
+               f"{f.hosts_parked} parked)")
+    codes = ", ".join(f"{k}: {v}" for k, v in sorted(f.status_codes.items()))
+    click.echo(f"requests     {f.requests} ({codes or 'none'})")
+    click.echo(f"bytes        {f.bytes:,}")
+    if f.links_not_queued:
+        click.echo("not queued   " + ", ".join(f"{k}: {v}" for k, v in sorted(f.links_not_queued.items())))
+    if f.hosts_waiting_by_reason:
+        click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f.hosts_waiting_by_reason.items())))
+    click.echo(f"rate         {f.rate_per_s_last_minute}/s over the last minute, "
+               f"{f.rate_per_s_overall}/s overall")
     if show_hosts:
-        for h in f["host_list"]:
+        for h in host_list:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
             click.echo(f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
                        f"fetched {h['pages_fetched']}"

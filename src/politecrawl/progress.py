@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from dataclasses import fields
+from typing import Any, Mapping, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
+
+from .store import CrawlStatus
 
 __all__ = ["Progress", "format_status"]
 
@@ -16,14 +19,14 @@ __all__ = ["Progress", "format_status"]
 LOG_EVERY = 10.0
 
 
-def format_status(s: dict) -> str:
-    elapsed = s.get("elapsed", 0.0)
-    rate = s.get("run_requests", 0) / elapsed if elapsed > 0 else 0.0
-    errors = s["failed"] + s["status_codes"].get("no-answer", 0)
+def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0) -> str:
+    """The progress line: ``s``, and this run's ``run_requests`` over its ``elapsed`` seconds."""
+    rate = run_requests / elapsed if elapsed > 0 else 0.0
+    errors = s.failed + s.status_codes.get("no-answer", 0)
     return (
-        f"{s['pages_fetched']} pages · {rate:.1f} req/s · queue {s['queued']} · "
-        f"hosts {s['hosts_active']} active / {s['hosts_waiting']} waiting / {s['hosts_parked']} parked · "
-        f"errors {errors} · disallowed {s['disallowed']} · indexed {s['indexed']} · {elapsed:.0f}s"
+        f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
+        f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
+        f"errors {errors} · disallowed {s.disallowed} · indexed {s.indexed} · {elapsed:.0f}s"
     )
 
 
@@ -56,10 +59,13 @@ class Progress:
     def _print(self, line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=self.stream, flush=True)
 
-    def update(self, status: dict) -> None:
+    def update(self, status: Mapping[str, Any]) -> None:
+        """``status``: a crawl's progress report, the store's figures plus ``elapsed`` and ``run_requests``."""
         if not self.enabled:
             return
-        line = format_status(status)
+        figures = CrawlStatus(**{f.name: status[f.name] for f in fields(CrawlStatus)})  # other keys: the crawl's
+        line = format_status(figures, elapsed=float(status.get("elapsed", 0.0)),
+                             run_requests=int(status.get("run_requests", 0)))
         if self._live is not None:
             self._live.update(Text(line + (f"  [{self.limits}]" if self.limits else "")))
         elif time.time() - self._last_log >= LOG_EVERY:

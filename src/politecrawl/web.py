@@ -31,7 +31,7 @@ import threading
 import time
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
@@ -44,6 +44,9 @@ from .errors import PolitecrawlError, SearchIndexError, StoreError
 from .index import Searcher
 from .indexing import index_dir_for
 from .robots import product_token
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .store import CrawlStatus
 
 __all__ = ["create_app", "serve", "bot_page_html", "highlight_snippet", "openapi_document"]
 
@@ -396,14 +399,14 @@ async def _api_search(request: web.Request) -> web.Response:
     )
 
 
-def _store_status(settings: Settings) -> dict:
+def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
     """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from .store import open_store
+    from .store import crawl_status, open_store
 
     store = open_store(settings.db, create=False)
     try:
         now = time.time() + store.clock_offset
-        return {**store.status(now), "activity": store.activity(now)}
+        return crawl_status(store, now), store.activity(now)
     finally:
         store.close()
 
@@ -425,18 +428,17 @@ def _chart(rate: list[float]) -> dict:
 async def _status_page(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        status = await asyncio.to_thread(_store_status, state.settings)
+        status, act = await asyncio.to_thread(_store_status, state.settings)
     except StoreError as exc:
         html = state.render("status.html", error=f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
         return web.Response(text=html, status=503, content_type="text/html", charset="utf-8")
-    act = status["activity"]
     errors = [{"when": time.strftime("%H:%M:%S", time.localtime(e["ended_at"])), "url": e["url"],
                "what": e["error"] or f"HTTP {e['status']}"} for e in act["recent_errors"]]
     html = state.render(
         "status.html", error=None, s=status, db=state.settings.db, when=time.strftime("%Y-%m-%d %H:%M:%S"),
         refresh=STATUS_REFRESH, minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60, chart=_chart(act["rate_per_s"]),
-        waits=sorted(status["hosts_waiting_by_reason"].items()), filtered=sorted(status["links_not_queued"].items()),
-        codes=sorted(status["status_codes"].items()), errors=errors)
+        waits=sorted(status.hosts_waiting_by_reason.items()), filtered=sorted(status.links_not_queued.items()),
+        codes=sorted(status.status_codes.items()), errors=errors)
     return web.Response(text=html, content_type="text/html", charset="utf-8",
                         headers={"Refresh": str(STATUS_REFRESH), "Cache-Control": "no-store"})
 
@@ -444,14 +446,14 @@ async def _status_page(request: web.Request) -> web.Response:
 async def _api_status(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        status = await asyncio.to_thread(_store_status, state.settings)
+        status, act = await asyncio.to_thread(_store_status, state.settings)
     except StoreError as exc:
         return _json_error(503, f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
     try:
         index: dict | None = await asyncio.to_thread(state.index_stats)
     except SearchIndexError:
         index = None
-    return web.json_response({**status, "index": index})
+    return web.json_response({**status.as_dict(), "activity": act, "index": index})
 
 
 async def _api_openapi(request: web.Request) -> web.Response:

@@ -7,13 +7,24 @@ exact and fast.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import time
 
 import pytest
 
 from politecrawl.errors import NotAStoreError
-from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck
+from politecrawl.store import (
+    Claim,
+    CrawlStatus,
+    FetchLogEntry,
+    NewURL,
+    Outcome,
+    PageRecord,
+    RobotsUpdate,
+    YieldCheck,
+    crawl_status,
+)
 
 T = 1_700_000_000.0
 LEASE = 30.0
@@ -726,16 +737,26 @@ def test_status_figures(store):
     store.release(a, page_outcome(a, T, next_at=T + 30, bytes=1000, title="x"), T + 1)
     a2 = store.claim("w1", T + 0.5, LEASE)  # B now (A waits)
     assert a2.host == B
-    st = store.status(T + 2)
-    assert st["pages_fetched"] == 1 and st["queued"] == 1 and st["in_flight"] == 1
-    assert st["failed"] == 0 and st["disallowed"] == 0 and st["skipped"] == 0
-    assert st["pages_stored"] == 1 and st["duplicates"] == 0 and st["indexed"] == 0
-    assert st["hosts"] == 2 and st["hosts_active"] == 1 and st["hosts_waiting"] == 1 and st["hosts_parked"] == 0
-    assert st["requests"] == 3 and st["status_codes"] == {"404": 2, "200": 1}
-    assert st["bytes"] == 1000 and isinstance(st["bytes"], int)
+    st = crawl_status(store, T + 2)  # the store's figures are exactly CrawlStatus's fields
+    assert st.pages_fetched == 1 and st.queued == 1 and st.in_flight == 1
+    assert st.failed == 0 and st.disallowed == 0 and st.skipped == 0
+    assert st.pages_stored == 1 and st.duplicates == 0 and st.indexed == 0
+    assert st.hosts == 2 and st.hosts_active == 1 and st.hosts_waiting == 1 and st.hosts_parked == 0
+    assert st.requests == 3 and st.status_codes == {"404": 2, "200": 1}
+    assert st.bytes == 1000 and isinstance(st.bytes, int)
     # 3 requests between T (first start) and T + 0.2 (last end).
-    assert st["rate_per_s_overall"] == round(3 / 0.2, 3)
-    assert st["rate_per_s_last_minute"] == round(3 / 60, 3)
+    assert st.rate_per_s_overall == round(3 / 0.2, 3)
+    assert st.rate_per_s_last_minute == round(3 / 60, 3)
+    assert st.as_dict() == store.status(T + 2)
+
+
+def test_crawl_status_takes_exactly_the_figures():
+    figures = {f.name: 0 for f in dataclasses.fields(CrawlStatus)}
+    assert CrawlStatus.from_dict(figures).as_dict() == figures
+    with pytest.raises(ValueError, match="missing \\['bytes'\\]"):
+        CrawlStatus.from_dict({k: v for k, v in figures.items() if k != "bytes"})
+    with pytest.raises(ValueError, match="unknown \\['new_figure'\\]"):
+        CrawlStatus.from_dict({**figures, "new_figure": 1})
 
 
 def test_meta_get_and_set(store):

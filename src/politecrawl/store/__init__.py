@@ -20,14 +20,15 @@ embedded default); ``postgresql://`` is the PostgreSQL store, whose driver
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping, Protocol, Sequence
 
 from ..errors import InvalidURL, StoreError
 from ..urls import host_key as _url_host_key
 
 __all__ = [
     "Claim",
+    "CrawlStatus",
     "FetchLogEntry",
     "HostRobots",
     "NewURL",
@@ -36,6 +37,7 @@ __all__ = [
     "RobotsUpdate",
     "Store",
     "YieldCheck",
+    "crawl_status",
     "is_postgres_url",
     "open_store",
     "require_postgres_driver",
@@ -229,6 +231,59 @@ class Outcome:
     patterns: str | None = None
 
 
+@dataclass(frozen=True)
+class CrawlStatus:
+    """The figures of a crawl at one moment, counted by the store (``crawl_status``).
+
+    What ``politecrawl status`` prints, the progress line and the web status page show, and
+    ``status --json`` and ``/api/status`` carry (``as_dict``).
+    """
+
+    pages_fetched: int  # URLs done
+    queued: int
+    in_flight: int  # URLs leased to a worker now
+    failed: int
+    disallowed: int  # by robots.txt
+    skipped: int
+    pages_stored: int
+    duplicates: int
+    exact_duplicates: int
+    near_duplicates: int
+    aliases: int  # pages that are another's canonical or redirect alias (not indexed themselves)
+    links_not_queued: dict[str, int]  # reason -> links the filters dropped
+    hosts_waiting_by_reason: dict[str, int]  # wait reason -> hosts with work that wait
+    indexed: int
+    hosts: int
+    hosts_active: int  # leased now
+    hosts_waiting: int
+    hosts_parked: int
+    requests: int  # fetch log rows
+    status_codes: dict[str, int]  # HTTP status (or "no-answer") -> requests
+    bytes: int
+    rate_per_s_last_minute: float
+    rate_per_s_overall: float
+
+    @classmethod
+    def from_dict(cls, figures: Mapping[str, Any]) -> CrawlStatus:
+        """From a store's ``status()``: every figure present, and nothing else (a store that
+        counts something new adds a field here)."""
+        names = [f.name for f in fields(cls)]
+        missing = [n for n in names if n not in figures]
+        unknown = sorted(set(figures) - set(names))
+        if missing or unknown:
+            raise ValueError(f"status figures do not match CrawlStatus: missing {missing}, unknown {unknown}")
+        return cls(**figures)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures by name (JSON-ready: numbers and string-keyed counts)."""
+        return asdict(self)
+
+
+def crawl_status(store: Store, now: float) -> CrawlStatus:
+    """The crawl's figures at ``now`` (the store's clock)."""
+    return CrawlStatus.from_dict(store.status(now))
+
+
 class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
@@ -248,7 +303,7 @@ class Store(Protocol):
     def url_evidence(self, url: str, host: str) -> dict: ...
     def activity(self, now: float) -> dict: ...
     def host_patterns(self, host: str) -> tuple[int, str | None]: ...
-    def status(self, now: float) -> dict: ...
+    def status(self, now: float) -> dict: ...  # CrawlStatus's figures: read it with crawl_status(store, now)
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None: ...
     def anchor_mark(self) -> int: ...
