@@ -292,6 +292,8 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
             tree = run_tree(cmd, cwd=tmp, env=env, stdout=out, stderr=err, timeout=args.seconds + 300)
     finally:
         records, web_cpu = stop_web_measured(web, log)
+    spy_cpu = sum(cpu for command, cpu, _ in tree.processes.values() if _kind(command) == "py-spy")
+    tree.cpu_s -= spy_cpu  # py-spy is the root of the tree under --profile: its own CPU is not the crawl's
     stderr = stderr_path.read_text()
     if tree.returncode != 0:
         print(stderr[-3000:], file=sys.stderr)
@@ -299,6 +301,8 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     row["max_time_s"] = args.seconds
     row["exit_after_deadline_s"] = round(tree.wall_s - args.seconds, 1)  # start to exit, minus --max-time
     row["exit_status"] = tree.returncode
+    if args.profile:
+        row["py_spy_cpu_s_left_out"] = round(spy_cpu, 1)
     row["cpu_split_s"] = process_split(tree)
     row["peak_rss_mb_by_process"] = rss_split(tree)
 
