@@ -243,8 +243,8 @@ def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_fac
 
 
 # --------------------------------------------------------------------------- delays survive kills
-OWED_CRAWL_DELAY = 10.0
-SLOW_ANSWER = 1.0  # the slow host's answers: the adaptive delay (10 x response time) owes it 10 s
+OWED_CRAWL_DELAY = 6.0
+SLOW_ANSWER = 0.6  # the slow host's answers: the adaptive delay (10 x response time) owes it 6 s
 
 
 def _delay_site(name: str, n: int = 3) -> dict[str, str]:
@@ -256,7 +256,7 @@ def _delay_site(name: str, n: int = 3) -> dict[str, str]:
 
 def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_factory, tmp_path):
     """SIGKILL of the whole crawl at its worst moments (a request open), restarted at once, on the
-    defaults: hosts with Crawl-delay 10 and a slow host (adaptive delay) see their full delay across every
+    defaults: hosts with Crawl-delay 6 and a slow host (adaptive delay) see their full delay across every
     restart — counted from the end of the previous response, or from the kill for a request
     the kill cut short (its connection closed with the crawler)."""
     steady = [SandboxHost(f"127.0.0.{50 + i}", robots=f"User-agent: *\nCrawl-delay: {OWED_CRAWL_DELAY:g}\n",

@@ -115,15 +115,16 @@ def test_a_503_without_retry_after_doubles_a_long_crawl_delay(sandbox_factory, d
             return Reply(status=503, body="busy")
         return None
 
-    host = SandboxHost("127.0.0.37", robots="User-agent: *\nCrawl-delay: 10\n", pages={"/": page("home")},
+    # Crawl-delay 6: twice it (12 s) is more than the backoff's base (5 s), so the gap shows which rule held.
+    host = SandboxHost("127.0.0.37", robots="User-agent: *\nCrawl-delay: 6\n", pages={"/": page("home")},
                        handler=handler)
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, max_time=90)
     got = sb.requests(host)
     assert [(r.path, r.status) for r in got] == [("/robots.txt", 200), ("/", 503), ("/", 200)]
     gaps = end_to_start_gaps(got)
-    assert gaps[1] >= 20.0, gaps  # twice the delay in force after the error
-    assert 10.0 <= gaps[0] < 15.0, gaps  # negative control: the ordinary gap is the Crawl-delay
+    assert gaps[1] >= 12.0, gaps  # twice the delay in force after the error
+    assert 6.0 <= gaps[0] < 11.0, gaps  # negative control: the ordinary gap is the Crawl-delay
 
 
 def test_one_bad_url_costs_its_host_nothing_but_itself(raw_servers, db_path, tmp_path):
