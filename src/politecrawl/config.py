@@ -81,6 +81,9 @@ class Settings:
     """Yield monitoring: judge a host after this many recent pages …"""
     yield_max_duplicate_share: float = 0.8
     """… and pause it (low-yield) when this share of them were duplicates."""
+    url_patterns: bool = True
+    """Learn each host's URL patterns (alias rules, session tokens, template budgets) and
+    rewrite or skip links by them before the fetch (off: every link is judged on its own)."""
 
     # --- recrawl ---------------------------------------------------------------
     recrawl_after: float | None = None

@@ -71,6 +71,9 @@ PATTERNS_REMEMBERED = 2_000
 #: A host's learned patterns are written to the store after this many observed pages (a write per
 #: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
 PATTERNS_WRITE_EVERY = 8
+#: ... except while the host is new: its first this many observed pages are each written at once
+#: (a small state then), so that a worker that takes the host over next learns from all of them.
+PATTERNS_EAGER_PAGES = 48
 #: Links per page the patterns learn from.
 PATTERN_LINKS = 200
 #: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
@@ -694,7 +697,7 @@ class Worker:
         patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links)
         entry = self._patterns[claim.host]
         entry[2] += 1
-        if entry[2] >= PATTERNS_WRITE_EVERY:
+        if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
             outcome.patterns = patterns.to_json()
             entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0
 
@@ -755,7 +758,7 @@ class Worker:
         if budget is not None and claim.pages_fetched >= budget:
             return Outcome(url_state="skipped", url_outcome="host page budget reached")
         is_sitemap = claim.url_kind == "sitemap"
-        patterns = None if is_sitemap else await self._site_patterns(claim)
+        patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
         if patterns is not None:
             # What the host's pages taught since this URL was queued: an alias, a session token,
             # a template that stopped yielding new text. Decided before the request.

@@ -17,11 +17,12 @@ whether to rewrite it, strip it or drop it:
   template that keeps producing new articles keeps going.
 * :class:`SessionTokens` -- a path segment (after a given prefix) or a query parameter whose
   token-looking value changes from visit to visit for the same link is a session token and is
-  stripped.
+  stripped (with its prefix, when the token holds the site's root: ``/s/<token>/``).
 * :class:`AliasRules` -- "Do not crawl in the DUST" (Bar-Yossef, Keidar, Schonfeld, WWW 2007)
   restricted to removals: a path prefix, one path segment, the trailing slash or a query
   parameter whose removal keeps leading to the same content (or to the declared canonical
-  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction.
+  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction; the
+  one addition is the trailing slash, where the site declares the slashed URL canonical.
 * :class:`SitePatterns` -- the three for one host, with one ``observe_page`` for each fetched
   page and one ``filter_link`` for each found link.
 
@@ -49,6 +50,7 @@ __all__ = [
     "MAX_EVIDENCE_URL_LENGTH",
     "MAX_TEMPLATE_LENGTH",
     "NEAR_DISTANCE",
+    "NOVEL_DISTANCE",
     "AliasRule",
     "AliasRules",
     "SessionRule",
@@ -64,6 +66,10 @@ __all__ = [
 #: Two SimHashes at most this many bits apart are the same text for novelty (the same
 #: threshold as the crawl's near-duplicate detection, Manku et al. 2007: k = 3 of 64).
 NEAR_DISTANCE = 3
+
+#: A page within this many bits of an earlier page of its template brings no new text, for the
+#: template budgets (see :class:`TemplateBudget`; measured on benchmarks/bench_traps.py's web).
+NOVEL_DISTANCE = 12
 
 #: Longest template kept (longer ones are cut, so they share one budget) and longest URL the
 #: session and alias evidence remembers: they bound the stored state's keys.
@@ -214,9 +220,14 @@ def template(url: str) -> str:
 
 
 def _family(template_: str) -> str | None:
-    """The path part of a template with a query: facets of one listing share it."""
+    """The path part of a template with a query (``/shop?*``: facets of one listing share
+    it); for a path of two or more segments, its first segment (``/browse/**``: ever-growing
+    paths of literal words, each its own template, share it)."""
     path, sep, _ = template_.partition("?")
-    return path + "?*" if sep else None
+    if sep:
+        return path + "?*"
+    first, sep, rest = path[1:].partition("/")
+    return f"/{first}/**" if sep and rest.strip("/") else None
 
 
 # --------------------------------------------------------------------------
@@ -242,12 +253,17 @@ class TemplateBudget(_JSONState):
     """Per-template budgets that shrink as the template's pages stop being new.
 
     A page is *novel* when no page in its template's sample (the last ``sample_size``
-    SimHashes) is within ``near_distance`` bits. A template with fewer than ``min_pages``
-    observed pages is young and allowed; after that it is allowed while the novel share of
-    its last ``window`` pages is at least ``min_novel_share``. Query templates are also
-    grouped by *family* (the path template, ``/shop?*``): a young template in an exhausted
+    SimHashes) is within ``near_distance`` bits (:data:`NOVEL_DISTANCE`: looser than the
+    near-duplicate test, because thin pages of one template -- a calendar month, a facet
+    listing with the site's header and footer -- differ by 4 to 20 bits, while distinct
+    articles with the same header and footer stay 24 or more apart). A template with fewer
+    than ``min_pages`` observed pages is young and allowed; after that it is allowed while
+    the novel share of its last ``window`` pages is at least ``min_novel_share``. Templates
+    are also grouped by *family* (:func:`_family`: the path of a query template, ``/shop?*``;
+    the first segment of a longer path, ``/browse/**``): a young template in an exhausted
     family is refused, because facets combine into more templates than any per-template
-    minimum could afford (5 filters give 32 name sets).
+    minimum could afford (5 filters give 32 name sets), and ever-growing paths make a new
+    template at every step.
 
     Once refused, a template gets no more pages and stays refused: the budget only reopens
     if pages of it are observed anyway (say from a sitemap) and turn out new.
@@ -264,7 +280,7 @@ class TemplateBudget(_JSONState):
         min_pages: int = 5,
         window: int = 10,
         min_novel_share: float = 0.25,
-        near_distance: int = NEAR_DISTANCE,
+        near_distance: int = NOVEL_DISTANCE,
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
@@ -404,6 +420,10 @@ class SessionRule:
     context: str
     examples: list[str] = field(default_factory=list)
     link: str = ""
+    # A path token under a literal prefix that also holds the site's root (``/s/<token>/``
+    # linked as home): the prefix is the session's mount point, and goes with the token
+    # (``/s/<token>/a/3.html`` -> ``/a/3.html``, not ``/s/a/3.html``).
+    mount: bool = False
 
     @property
     def key(self) -> str:
@@ -412,6 +432,15 @@ class SessionRule:
 
 # The same links are on many pages of a site (navigation): cached by URL.
 @functools.lru_cache(maxsize=8192)
+def _mount_key(url: str) -> str | None:
+    """The session rule key of ``url`` if it is a site root under a token after a literal
+    prefix (``/s/<token>/``), else None."""
+    segments = _split(url).segments
+    if len(segments) >= 3 and segments[-1] == "" and is_token(segments[-2]) and all(map(_literal, segments[:-2])):
+        return "path:" + _path_template(segments[:-2])
+    return None
+
+
 def _session_candidates(url: str, *, links: bool = True) -> tuple[tuple[str, str, str], ...]:
     """(rule key, the link with the candidate blanked, value) for each token-looking value;
     ``links=False`` for a page's own URL, whose value counts wherever it is."""
@@ -475,6 +504,8 @@ class SessionTokens(_JSONState):
         self.rules: dict[str, SessionRule] = {}
         # rule key -> link with the candidate blanked -> distinct values seen, one per page
         self.candidates: dict[str, dict[str, list[str]]] = {}
+        # rule keys whose token was seen holding the site's root (see SessionRule.mount)
+        self.mounts: list[str] = []
 
     def observe(self, page_url: str, links: Iterable[str]) -> list[SessionRule]:
         """Learn from one fetched page and its links (normalized URLs); returns the rules this
@@ -485,6 +516,11 @@ class SessionTokens(_JSONState):
         for link in links:
             if len(link) > MAX_EVIDENCE_URL_LENGTH:
                 continue  # evidence is stored: bounded keys
+            mount = _mount_key(link)
+            if mount is not None and mount not in self.mounts and len(self.mounts) < self.max_rules:
+                self.mounts.append(mount)
+                if mount in self.rules:
+                    self.rules[mount].mount = True
             for key, rest, value in _session_candidates(self.strip(link)):
                 values_of.setdefault((key, rest), set()).add(value)
                 links_of.setdefault((key, value), set()).add(rest)
@@ -534,7 +570,7 @@ class SessionTokens(_JSONState):
         if len(values) < self.min_values:
             return None
         kind, _, context = key.partition(":")
-        rule = SessionRule(kind, context, list(values), rest)
+        rule = SessionRule(kind, context, list(values), rest, mount=key in self.mounts)
         if len(self.rules) >= self.max_rules:
             del self.rules[next(iter(self.rules))]
         self.rules[key] = rule
@@ -558,7 +594,7 @@ class SessionTokens(_JSONState):
             if len(parts.segments) > depth and is_token(parts.segments[depth]):
                 before = parts.segments[:depth]
                 if (_path_template(before) if depth else "") == rule.context:
-                    parts = parts.without_segments(depth, depth + 1)
+                    parts = parts.without_segments(0 if rule.mount else depth, depth + 1)
                     applied.append(rule)
         return (parts.url(), applied) if applied else (url, [])
 
@@ -577,6 +613,7 @@ class SessionTokens(_JSONState):
             },
             "rules": [asdict(rule) for rule in self.rules.values()],
             "candidates": self.candidates,
+            "mounts": self.mounts,
         }
 
     @classmethod
@@ -586,6 +623,7 @@ class SessionTokens(_JSONState):
             rule = SessionRule(**item)
             tokens.rules[rule.key] = rule
         tokens.candidates = {k: {r: list(v) for r, v in t.items()} for k, t in data["candidates"].items()}
+        tokens.mounts = list(data.get("mounts", []))
         return tokens
 
 
@@ -598,8 +636,10 @@ class SessionTokens(_JSONState):
 class AliasRule:
     """A removal that keeps leading to the same content: ``kind`` is ``"prefix"`` (the
     literal leading path ``arg`` such as ``/print``), ``"segment"`` (``arg`` = ``"i:tmpl"``:
-    the segment at index ``i`` whose template is ``tmpl``), ``"slash"`` (the trailing slash)
-    or ``"param"`` (the query parameter named ``arg``). ``examples`` are confirming
+    the segment at index ``i`` whose template is ``tmpl``), ``"slash"`` (the trailing slash),
+    ``"param"`` (the query parameter named ``arg``), or the one addition, ``"addslash"`` (a
+    trailing slash added to paths whose template is ``arg``, learned from pages that declare
+    their slashed URL canonical). ``examples`` are confirming
     ``[from, to]`` pairs, ``counter_examples`` contradicting ones."""
 
     kind: str
@@ -674,6 +714,9 @@ def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
     elif kind == "param":
         if arg in parts.names():
             return parts.without_param(arg)
+    elif kind == "addslash":
+        if segments[-1] and _path_template(segments) == arg:
+            return _Parts(parts.origin, (*segments, ""), parts.query)
     return None
 
 
@@ -696,10 +739,13 @@ class AliasRules(_JSONState):
     again and can be shown). A declared canonical not fetched yet counts at once; if it turns
     out to be a different document when it is fetched, that is a contradiction.
 
-    Rules only ever remove, so the rewritten URL is the shorter one (``/print/article-5`` ->
+    Rules remove, so the rewritten URL is the shorter one (``/print/article-5`` ->
     ``/article-5``, ``/doc/`` -> ``/doc``), even where the site declares the longer one
-    canonical. A pair is counted once per observation of its longer URL; observing the same
-    URL again with the same content adds nothing.
+    canonical -- except the trailing slash: pages that declare their slashed URL canonical
+    (``/post/3`` -> ``/post/3/``) make an ``addslash`` rule for their path template instead of
+    evidence for removing it, so that the URL fetched and indexed is the one the site names.
+    A pair is counted once per observation of its longer URL; observing the same URL again
+    with the same content adds nothing.
 
     Memory: at most ``max_pages`` remembered pages (least recently observed forgotten first),
     ``max_rules`` rules (candidates forgotten first, then the least confirmed) with
@@ -798,6 +844,12 @@ class AliasRules(_JSONState):
         for kind, arg, result in _removals(parts):
             target = result.url()
             if target in self.pages:
+                if kind == "slash" and self.pages[target][1] == url:
+                    # The shorter URL declared this one canonical: evidence for adding the
+                    # slash, counted when it was declared; only a different text counts now.
+                    if not self._same(url, target):
+                        self._evidence("addslash", _path_template(result.segments), target, url, False)
+                    continue
                 self._evidence(kind, arg, url, target, self._same(url, target))
             else:
                 if canonical == target:  # declared: evidence now, checked when target is fetched
@@ -811,8 +863,15 @@ class AliasRules(_JSONState):
             if self.pages[source][1] == url and same:
                 continue  # counted when its canonical was declared
             for kind, arg, result in _removals(_split(source)):
-                if result.url() == url:
+                if result.url() == url and not (kind == "slash" and canonical == source):
                     self._evidence(kind, arg, source, url, same)
+        # url declares itself with a trailing slash canonical (/post/3 -> /post/3/): the site
+        # wants the slash, so the rule adds it (a removal rule would index the alias).
+        if canonical is not None and parts.segments[-1] and _split(canonical) == _Parts(
+            parts.origin, (*parts.segments, ""), parts.query
+        ):
+            same = self._same(url, canonical) if canonical in self.pages else True
+            self._evidence("addslash", _path_template(parts.segments), url, canonical, same)
         if len(self._waiting) > self._waiting_limit:  # drop waits on forgotten pages
             self._rebuild_waiting()
 
@@ -830,10 +889,14 @@ class AliasRules(_JSONState):
         """``url`` with the active rules applied until none fits (at most 8 rewrites), and
         the first rule that applied (None when none did)."""
         active = sorted(self.active(), key=lambda r: r.key)
+        # Where the site wants a trailing slash, removing it would undo the added one.
+        slashed = {r.arg for r in active if r.kind == "addslash"}
         first = None
         for _ in range(8):
             for rule in active:
                 rewritten = rule.apply(url)
+                if rule.kind == "slash" and slashed and _path_template(_split(rewritten).segments) in slashed:
+                    continue
                 if rewritten != url:
                     url = rewritten
                     first = first or rule

@@ -236,7 +236,9 @@ def test_yield_monitoring_pauses_a_host_of_duplicates(sandbox_factory, db_path):
         f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>"))
         if p != "/robots.txt" else None)
     sb = sandbox_factory([host])
-    crawl(db_path, [host.url("/")], min_delay=0.01, yield_min_pages=10, max_time=20)
+    # Learned URL patterns off: their template budget (family /d/**) would stop these pages
+    # before the yield window fills; this test is about the yield monitoring behind them.
+    crawl(db_path, [host.url("/")], min_delay=0.01, yield_min_pages=10, max_time=20, url_patterns=False)
     pages = [r for r in sb.requests(host) if r.path != "/robots.txt"]
     assert 10 <= len(pages) <= 15  # paused soon after the window filled with duplicates
     store = open_store(db_path)

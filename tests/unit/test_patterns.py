@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from politecrawl.dedup import simhash, text_fingerprint
 from politecrawl.patterns import (
     MAX_TEMPLATE_LENGTH,
-    NEAR_DISTANCE,
+    NOVEL_DISTANCE,
     AliasRules,
     SessionTokens,
     SitePatterns,
@@ -116,12 +116,12 @@ def test_template_ignores_numbers_values_and_order(segments, params, rnd):
 
 
 def _distinct_fps(n: int, seed: int = 0) -> list[int]:
-    """n fingerprints pairwise farther apart than NEAR_DISTANCE."""
+    """n fingerprints pairwise farther apart than NOVEL_DISTANCE (the budgets' novelty)."""
     rnd = random.Random(seed)
     fps: list[int] = []
     while len(fps) < n:
         fp = rnd.getrandbits(64)
-        if all((fp ^ other).bit_count() > NEAR_DISTANCE for other in fps):
+        if all((fp ^ other).bit_count() > NOVEL_DISTANCE for other in fps):
             fps.append(fp)
     return fps
 
@@ -177,6 +177,29 @@ def test_budget_family_stops_young_facet_templates():
     budget.observe(H + "/shop?fit=slim", base ^ 8)
     ok, why = budget.allows(H + "/shop?material=wool&size=m")  # a template never seen
     assert not ok and "family /shop?*" in why
+
+
+def test_budget_path_family_stops_ever_growing_paths():
+    """/browse/red/, /browse/red/cotton/, ...: literal words, a new template at every step; the
+    first segment's family is what runs out."""
+    budget = TemplateBudget(min_pages=5)
+    base = 0x0123456789ABCDEF
+    path = "/browse"
+    for i, word in enumerate(["red", "cotton", "winter", "large", "sale"]):
+        path += f"/{word}"
+        assert budget.allows(f"{H}{path}/")[0]
+        budget.observe(f"{H}{path}/", base ^ (1 << i))
+    ok, why = budget.allows(f"{H}{path}/kids/")
+    assert not ok and "family /browse/**" in why
+    assert budget.allows(f"{H}/other/red/")[0]  # another first segment: its own family
+
+
+def test_budget_path_family_of_new_pages_stays_open():
+    budget = TemplateBudget(min_pages=5)
+    for i, fp in enumerate(_distinct_fps(40, seed=5)):
+        slug = f"/blog/{'-'.join(['post', chr(97 + i % 26), chr(97 + i // 26)])}"  # literal slugs
+        assert budget.allows(H + slug)[0]
+        budget.observe(H + slug, fp)
 
 
 def test_budget_recovers_when_pages_turn_new():
@@ -238,6 +261,20 @@ def test_session_path_token_learned_from_visits():
     assert tokens.strip(f"{H}/s/{_tok(42)}/other.html") == f"{H}/s/other.html"
     assert tokens.strip(f"{H}/x/{_tok(42)}/other.html") == f"{H}/x/{_tok(42)}/other.html"  # other prefix
     assert tokens.strip(f"{H}/s/plain/other.html") == f"{H}/s/plain/other.html"  # not a token
+
+
+def test_session_token_that_holds_the_site_root_goes_with_its_prefix():
+    """/s/<token>/ linked as home: the whole site lives under /s/<token>/, so /s goes too."""
+    tokens = SessionTokens()
+    pages = ["", "a/1.html", "a/2.html"]
+    for visit in range(3):
+        page = f"{H}/" if visit == 0 else f"{H}/s/{_tok(visit - 1)}/a/1.html"
+        tokens.observe(page, [f"{H}/s/{_tok(visit)}/{p}" for p in pages])
+    (rule,) = tokens.rules.values()
+    assert rule.key == "path:/s" and rule.mount
+    assert tokens.strip(f"{H}/s/{_tok(42)}/a/7.html") == f"{H}/a/7.html"
+    assert tokens.strip(f"{H}/s/{_tok(42)}/") == f"{H}/"
+    assert SessionTokens.from_json(tokens.to_json()).strip(f"{H}/s/{_tok(43)}/x") == f"{H}/x"
 
 
 def test_session_query_token_learned():
@@ -319,6 +356,35 @@ def test_alias_rule_needs_three_confirmations(longer, shorter, rule):
     listed = {r["rule"]: r for r in aliases.rules()}
     assert listed[rule]["state"] == "active" and listed[rule]["confirmed"] == 3
     assert len(listed[rule]["examples"]) == 3
+
+
+def test_alias_trailing_slash_added_where_the_site_declares_it_canonical():
+    """/post/N declares /post/N/ canonical: the rule adds the slash (a removal would make the
+    alias the URL that is fetched and indexed), and the removal rule does not undo it."""
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}", f"c{n}", canonical=f"{H}/post/{n}/")
+        aliases.observe(f"{H}/post/{n}/", f"c{n}")
+    for n in range(1, 4):  # elsewhere on the site, the slash is an alias of the plain URL
+        aliases.observe(f"{H}/doc/{n}/", f"d{n}")
+        aliases.observe(f"{H}/doc/{n}", f"d{n}")
+    listed = {r["rule"]: r for r in aliases.rules()}
+    assert listed["addslash:/post/{num}"]["state"] == "active"
+    assert listed["slash:"]["state"] == "active" and listed["slash:"]["confirmed"] == 3
+    assert aliases.rewrite(f"{H}/post/9")[0] == f"{H}/post/9/"
+    assert aliases.rewrite(f"{H}/post/9/")[0] == f"{H}/post/9/"
+    assert aliases.rewrite(f"{H}/doc/9/")[0] == f"{H}/doc/9"
+
+
+def test_alias_added_slash_dropped_when_the_slashed_page_differs():
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}", f"c{n}", canonical=f"{H}/post/{n}/", simhash=0)
+    assert aliases.rewrite(f"{H}/post/9")[0] == f"{H}/post/9/"
+    aliases.observe(f"{H}/post/1/", "another text", simhash=(1 << 64) - 1)  # a different document
+    assert aliases.rewrite(f"{H}/post/9")[0] == f"{H}/post/9"
+    rule = {r["rule"]: r for r in aliases.rules()}["addslash:/post/{num}"]
+    assert rule["state"] == "dropped" and rule["counter_examples"] == [[f"{H}/post/1", f"{H}/post/1/"]]
 
 
 def test_alias_canonical_declaration_is_evidence_without_fetching_target():
@@ -710,7 +776,7 @@ def test_property_novel_pages_are_never_refused(fingerprints):
     budget = TemplateBudget()
     kept: list[int] = []
     for fp in fingerprints:
-        if all((fp ^ other).bit_count() > NEAR_DISTANCE for other in kept):
+        if all((fp ^ other).bit_count() > NOVEL_DISTANCE for other in kept):
             kept.append(fp)
     for i, fp in enumerate(kept):
         assert budget.allows(f"{H}/article/{i}")[0]
@@ -721,7 +787,7 @@ def test_property_novel_pages_are_never_refused(fingerprints):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2**64 - 1), st.lists(st.integers(0, 63), min_size=20, max_size=60))
 def test_property_near_duplicates_are_cut_within_min_pages(base, bits):
-    """Pages all within NEAR_DISTANCE of one first page: refused from min_pages on."""
+    """Pages all within NOVEL_DISTANCE of one first page: refused from min_pages on."""
     budget = TemplateBudget(min_pages=5)
     fetched = 0
     for i, bit in enumerate(bits):
