@@ -1,0 +1,154 @@
+"""Crawl traps and aliases: what a 2-minute crawl of a 20-host trap web fetches.
+
+    flock /tmp/bench.lock .venv/bin/python benchmarks/bench_traps.py [--seconds 120]
+
+The web is benchmarks/_trapweb.py, served from this process on 127.77.0.1-20: a control host
+whose URLs look like traps but whose pages are all distinct, and 19 hosts with 30 real
+articles each and one accidental trap each (calendar, faceted navigation, session ids in the
+path, a relative-link loop, ever-growing URLs, printer views with rel=canonical, tracking
+parameter and trailing-slash variants). Every request is classified from its URL (real,
+trap, duplicate = content already served under another URL, refetch, missing).
+
+Four crawls, each the real CLI as a subprocess on a fresh copy of the web and a fresh store,
+``politecrawl crawl --db DB --max-time SECONDS -q SEEDS...`` with every other setting at its
+shipped default (no config file, no ``POLITECRAWL_*`` variables) except where said:
+
+1. ``reference``: the trap-free web (the same real pages, no trap links), run until its queue
+   is empty: which real pages a trap-free crawl finds.
+2. ``traps``: the trap web, shipped defaults (learned URL patterns on).
+3. ``traps-off``: the trap web, ``POLITECRAWL_URL_PATTERNS=false``: every link judged on its own.
+4. ``reference-off``: the trap-free web with patterns off: the same pages as (1), so CPU per
+   page of (1) vs (4) is what learning the patterns costs a page.
+
+Printed: a JSON row per crawl (requests by class, real pages fetched of those that exist and
+of those the reference found, CPU of the crawl's process tree from ``os.wait4``, per page),
+the per-host rows of the trap crawls with ``--hosts``, then the targets checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _trapweb import TrapWeb, classify  # noqa: E402
+
+TARGETS = {"trap": 30, "duplicate": 10, "extra_cost": 0.05}
+
+
+def run_crawl(name: str, *, traps: bool, patterns: bool, seconds: float, extra: list[str],
+              log: str | None = None) -> dict:
+    web = TrapWeb(traps=traps, max_seconds=seconds + 120).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    if not patterns:
+        env["POLITECRAWL_URL_PATTERNS"] = "false"
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-traps-") as tmp:
+            cmd = [sys.executable, "-m", "politecrawl.cli", "crawl", "--db", str(Path(tmp) / "crawl.db"),
+                   "--max-time", str(seconds), "-q", *extra, *web.seeds()]
+            started = time.monotonic()
+            with open(Path(tmp) / "out.txt", "w+b") as out:
+                # Output to a file, not a pipe: wait4 (for the CPU of the whole tree) never reads it.
+                proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT)
+                _, status, usage = os.wait4(proc.pid, 0)
+                wall = time.monotonic() - started
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                if proc.returncode != 0:
+                    out.seek(0)
+                    print(f"{name}: crawl exited {proc.returncode}: {out.read().decode()[-2000:]}", file=sys.stderr)
+    finally:
+        web.stop()
+    summary = web.summary()
+    if log:
+        with open(f"{log}.{name}.jsonl", "w") as fh:
+            for at, index, target in sorted(web.log):
+                kind = web.sites[index].kind
+                fh.write(json.dumps({"t": round(at, 3), "host": index, "kind": kind, "target": target,
+                                     "class": classify(kind, target)}) + "\n")
+    cpu = usage.ru_utime + usage.ru_stime
+    total = summary["total"]
+    return {
+        "crawl": name,
+        "web": "traps" if traps else "trap-free",
+        "url_patterns": patterns,
+        "wall_s": round(wall, 1),
+        **total,
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_request": round(1000 * cpu / max(1, total["requests"]), 2),
+        "_hosts": summary["hosts"],
+    }
+
+
+def lost(run: dict, reference: dict) -> dict[int, list[str]]:
+    """Real pages the reference crawl fetched that ``run`` did not, per host."""
+    found = {h["host"]: set(h["fetched"]) for h in run["_hosts"]}
+    out = {}
+    for h in reference["_hosts"]:
+        missing = sorted(set(h["fetched"]) - found.get(h["host"], set()))
+        if missing:
+            out[h["host"]] = missing
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=120.0, help="--max-time of the trap crawls")
+    ap.add_argument("--reference-seconds", type=float, default=300.0, help="--max-time of the trap-free crawls "
+                    "(they end when their queue is empty)")
+    ap.add_argument("--min-delay", type=float, default=None, help="passed to the crawls (default: shipped)")
+    ap.add_argument("--only", choices=("traps", "all"), default="all",
+                    help="traps: only crawl (2), against no reference (quick tuning)")
+    ap.add_argument("--hosts", action="store_true", help="print the per-host rows of the trap crawls")
+    ap.add_argument("--log", metavar="PREFIX", help="write each crawl's classified request log to PREFIX.NAME.jsonl")
+    args = ap.parse_args()
+    extra = ["--min-delay", str(args.min_delay)] if args.min_delay is not None else []
+    print(json.dumps({"changed_settings": {"max_time": args.seconds, **({"min_delay": args.min_delay}
+                                                                      if extra else {})},
+                      "command": "politecrawl crawl --db DB --max-time S -q SEEDS... " + " ".join(extra)}))
+    plan = [("traps", True, True, args.seconds)]
+    if args.only == "all":
+        plan = [("reference", False, True, args.reference_seconds), *plan, ("traps-off", True, False, args.seconds),
+                ("reference-off", False, False, args.reference_seconds)]
+    runs = {}
+    for name, traps, patterns, seconds in plan:
+        run = runs[name] = run_crawl(name, traps=traps, patterns=patterns, seconds=seconds, extra=extra, log=args.log)
+        print(json.dumps({k: v for k, v in run.items() if not k.startswith("_")}), flush=True)
+    for name in ("traps", "traps-off"):
+        if args.hosts and name in runs:
+            for h in runs[name]["_hosts"]:
+                print(json.dumps({"crawl": name, **{k: v for k, v in h.items() if k != "fetched"}}))
+    on = runs["traps"]
+    result = {"trap_fetches": on["trap"], "duplicate_fetches": on["duplicate"],
+              "real_fetched": on["real"], "real_exist": on["real_exist"],
+              "control_requests": on["_hosts"][0]["requests"],
+              "control_unfetched": on["_hosts"][0]["unfetched"]}
+    if "reference" in runs:
+        ref, off, ref_off = runs["reference"], runs["traps-off"], runs["reference-off"]
+        result["real_found_by_reference"] = ref["real"]
+        result["lost_vs_reference"] = lost(on, ref)
+        result["lost_vs_reference_patterns_off"] = lost(off, ref)
+        result["patterns_off_trap_fetches"] = off["trap"]
+        result["patterns_off_duplicate_fetches"] = off["duplicate"]
+        per_page = "cpu_ms_per_request"
+        result["extra_cost_per_page_trap_free"] = round(ref[per_page] / ref_off[per_page] - 1, 3)
+        result["extra_cost_per_page_traps"] = round(on[per_page] / off[per_page] - 1, 3)
+    checks = {"trap_fetches <= 30": on["trap"] <= TARGETS["trap"],
+              "duplicate_fetches <= 10": on["duplicate"] <= TARGETS["duplicate"],
+              "control host whole": not on["_hosts"][0]["unfetched"]}
+    if "reference" in runs:
+        checks["no real page lost"] = not result["lost_vs_reference"]
+        extra_cost = result["extra_cost_per_page_trap_free"]
+        checks["extra cost per page <= 5 % (trap-free web)"] = extra_cost <= TARGETS["extra_cost"]
+    print(json.dumps({**result, "targets": checks}))
+
+
+if __name__ == "__main__":
+    main()
