@@ -154,7 +154,8 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: A
     (requests in flight get 3 s, the rest are queued again). Exit status 3 if a
     worker process died.
     """
-    from .crawler import Crawler, prepare_seeds
+    from .crawler import Crawler
+    from .scope import prepare_seeds
 
     settings = _settings(ctx, **flags)
     if seeds_file is not None:
@@ -177,8 +178,8 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: A
 def _read_seeds(fh: Any) -> list[str]:
     """Seed URLs from a file: one per line, blank lines and # comments ignored; a bad one is
     named with its file and line."""
-    from .crawler import prepare_seeds
     from .errors import InvalidURL
+    from .scope import prepare_seeds
 
     name = getattr(fh, "name", "-")
     seeds = []
@@ -377,8 +378,8 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
     rules); what the robots.txt in force says; its page (duplicate, alias, noindex, indexed);
     its host's wait and why; every request made for it and where the answer is archived.
     """
-    from .crawler import CrawlScope
     from .robots import product_token
+    from .scope import CrawlScope
     from .store import open_store
     from .why import explain, render
 

@@ -20,7 +20,7 @@ from .robots import RobotsTxt
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
-    from .crawler import CrawlScope
+    from .scope import CrawlScope
 
 __all__ = ["explain", "render"]
 

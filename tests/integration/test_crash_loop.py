@@ -325,7 +325,7 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
 def test_a_killed_worker_not_yet_reaped_counts_as_dead():
     """A zombie (killed, its parent gone or slow to reap) holds no lease: a restart takes its
     hosts back at once instead of waiting for the lease to expire."""
-    from politecrawl.crawler import _pid_alive
+    from politecrawl.workers import _pid_alive
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

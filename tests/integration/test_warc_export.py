@@ -1,14 +1,13 @@
 """WARC archives and export, tested against loopback hosts that log every request.
 
-The crawl loop here is the real one (``crawler.Worker``) with the archive wired in as the worker
+The crawl loop here is the real one (``worker.Worker``) with the archive wired in as the worker
 process entry wires it: ``Fetcher(recorder=WarcWriter(...))``. ``test_crawl_flag_*`` run the
-command line end to end once ``crawler._worker_async`` opens the writer (docs/archive.md).
+command line end to end (``crawl --warc``).
 """
 
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import os
 import signal
@@ -33,7 +32,9 @@ CRAWL_SCRIPT = r'''
 import asyncio, json, sys, time
 from politecrawl import urls
 from politecrawl.config import load_settings, user_agent_string
-from politecrawl.crawler import Crawler, CrawlScope, PageBudget, Worker
+from politecrawl.crawler import Crawler
+from politecrawl.scope import CrawlScope
+from politecrawl.worker import PageBudget, Worker
 from politecrawl.fetch import Fetcher
 from politecrawl.store import NewURL, open_store
 from politecrawl.warc import WarcWriter
@@ -334,13 +335,6 @@ def test_sigkill_mid_crawl_then_resume_leaves_every_file_readable(sandbox_factor
     assert sum(archived.values()) >= 4 * 41
 
 
-def _hooked() -> bool:
-    from politecrawl import crawler
-
-    return "warc" in inspect.getsource(crawler._worker_async).lower()
-
-
-@pytest.mark.skipif(not _hooked(), reason="crawler._worker_async does not open a WarcWriter yet (docs/archive.md)")
 def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
     hosts = [site("127.0.0.2"), site("127.0.0.3", compress=True)]
     sb = sandbox_factory(hosts)
@@ -374,7 +368,6 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
         assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
 
 
-@pytest.mark.skipif(not _hooked(), reason="crawler._worker_async does not open a WarcWriter yet (docs/archive.md)")
 def test_crawl_flag_sigkill_then_resume(sandbox_factory, tmp_path):
     """The real command line: every process of the crawl SIGKILLed mid-crawl, then resumed."""
     hosts = [SandboxHost(f"127.0.0.{i}", pages={f"/p{k}": page(f"P{k}", [], words(f"{i}/{k}")) for k in range(30)}

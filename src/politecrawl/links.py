@@ -1,0 +1,156 @@
+"""Which links of a fetched page are queued: resolved and normalized, then checked against the
+crawl's scope, depth, URL filters, trap heuristics and the host's learned URL patterns; what is
+turned away is counted by reason. A seed that redirects to another host widens the scope to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from . import urls
+from .config import Settings
+from .errors import InvalidURL
+from .patterns import SitePatterns
+from .scope import SCOPE_REDIRECT_HOSTS, CrawlScope
+from .store import NewURL, Outcome
+
+__all__ = ["LinkFollower"]
+
+log = logging.getLogger("politecrawl.links")
+
+
+class LinkFollower:
+    """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
+
+    settings: Settings
+    scope: CrawlScope
+
+    def _follow_scope(self, outcome: Outcome, source_host: str, target_host: str) -> bool:
+        """A seed host redirected to another host: that host is part of the seed's site.
+
+        Returns whether it is (at most ``SCOPE_REDIRECT_HOSTS`` hosts join this way, so a chain
+        of redirects through ever new host names cannot widen the crawl without end).
+        """
+        if not self.scope.is_seed_host(source_host):
+            return False
+        if self.scope.is_seed_host(target_host):
+            return True
+        if len(self.scope.extra_hosts) >= SCOPE_REDIRECT_HOSTS + len(self.scope.seeds):
+            return False
+        self.scope = self.scope.with_hosts([target_host])
+        outcome.scope_hosts = [*outcome.scope_hosts, target_host]
+        return True
+
+    @staticmethod
+    def _canonical(url: str, in_page: str | None, link_header: str | None, *, base: str | None = None) -> str | None:
+        """The canonical URL named by ``<link rel=canonical>`` or ``Link: <…>; rel="canonical"``, if not
+        ``url`` (the key); relative ones are read against ``base`` (the URL requested), else ``url``."""
+        candidates = []
+        if link_header:
+            for part in link_header.split(","):
+                target, _, params = part.partition(";")
+                if "canonical" in params.lower() and "rel" in params.lower():
+                    candidates.append(target.strip().strip("<>"))
+        if in_page:
+            candidates.append(in_page)
+        for raw in candidates:
+            try:
+                canonical = urls.normalize(raw, base=base or url)
+            except InvalidURL:
+                continue
+            return canonical if canonical != url else None
+        return None
+
+    def _add_links(
+        self,
+        candidates: Sequence[str],
+        depth: int,
+        outcome: Outcome,
+        *,
+        redirect: bool = False,
+        base: str | None = None,
+        kind: str = "page",
+        priority: int | None = None,
+        lastmods: dict[str, str] | None = None,
+        anchors: dict[str, list[str]] | None = None,
+        source: str | None = None,
+        patterns: SitePatterns | None = None,
+        patterns_host: str | None = None,
+        collect: list[str] | None = None,
+    ) -> None:
+        """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
+
+        What is turned away is counted by reason (shown by ``politecrawl status``). ``anchors``
+        (raw href -> link texts) of links that are kept go to ``outcome.anchors``, except those
+        pointing back at ``source``, the page itself. ``collect`` receives every valid URL, kept or
+        not (the page's outgoing links, for export).
+        """
+        s = self.settings
+        rejected = outcome.rejected_links
+        new_depth = depth if redirect else depth + 1
+        too_deep = new_depth > self.scope.max_depth
+        if too_deep:
+            rejected["max-depth"] = rejected.get("max-depth", 0) + len(candidates)
+            if collect is None:
+                return
+        out: dict[str, NewURL] = {new.url: new for new in outcome.links}
+        found: dict[tuple[str, str], None] = {}
+        for raw in dict.fromkeys(candidates):
+            try:
+                u, request = urls.normalize_pair(raw, base=base)
+            except InvalidURL:
+                if not too_deep:
+                    rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
+                continue
+            if collect is not None:
+                collect.append(u)
+                if too_deep:
+                    continue
+            if u in out:
+                if anchors and raw in anchors and u != source:
+                    found.update(dict.fromkeys((u, text) for text in anchors[raw]))
+                continue
+            host = urls.host_key(u)
+            if patterns is not None and host == patterns_host:
+                cleaned, _ = patterns.filter_link(u)
+                if cleaned is None:
+                    rejected["url-pattern"] = rejected.get("url-pattern", 0) + 1
+                    continue
+                if cleaned != u:
+                    # The learned rule rewrote the key (an alias, a session token): request what
+                    # the same rule makes of the link's own spelling, if it still has that key.
+                    if request is not None:
+                        request = patterns.filter_link(request)[0]
+                        if request is not None and urls.normalize(request) != cleaned:
+                            request = None
+                    u = cleaned
+                if u in out:
+                    continue
+            reason = urls.trap_reason(
+                u,
+                max_url_length=s.max_url_length,
+                max_query_params=s.max_query_params,
+                max_repeated_segment=s.max_repeated_segment,
+            )
+            if reason is None and not self.scope.allows(u, host):
+                reason = "out-of-scope"
+            if reason is None:
+                reason = self.scope.filtered(u)
+            if reason is not None:
+                rejected[reason] = rejected.get(reason, 0) + 1
+                continue
+            out[u] = NewURL(
+                u,
+                host,
+                new_depth,
+                priority=new_depth if priority is None else priority,
+                kind=kind,
+                lastmod=lastmods.get(raw) if lastmods else None,
+                request_url=request,
+            )
+            if anchors and raw in anchors and u != source:
+                found.update(dict.fromkeys((u, text) for text in anchors[raw]))
+        outcome.links = list(out.values())
+        if found:
+            outcome.anchors = [*outcome.anchors, *found]

@@ -1,0 +1,370 @@
+"""The page side of a worker: one claimed URL fetched (robots.txt, the host's page budget and
+learned URL patterns checked first), judged, parsed (HTML, PDF, plain text, sitemaps), and turned
+into what the store records: the page, its links, its revisit time, what the host taught.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import extract, urls
+from .config import Settings
+from .dedup import simhash, text_fingerprint
+from .errors import InvalidURL
+from .fetch import Fetcher, FetchResult
+from .freshness import next_revisit
+from .parse import Page, combine, parse_html, robots_directives
+from .patterns import SitePatterns
+from .response import REDIRECT_STATUSES, URLState, is_failure, judge
+from .robots import RobotsTxt
+from .robots_gate import SITEMAP_PRIORITY
+from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
+from .sitemaps import parse_sitemap
+from .store import Claim, Outcome, PageRecord, Store, YieldCheck
+
+if TYPE_CHECKING:
+    from .worker import PageBudget
+
+__all__ = ["PageHandler", "wanted_type"]
+
+log = logging.getLogger("politecrawl.pages")
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: ... except while the host is new: its first this many observed pages are each written at once
+#: (a small state then), so that a worker that takes the host over next learns from all of them.
+PATTERNS_EAGER_PAGES = 48
+#: Hosts whose learned URL patterns a worker keeps in memory.
+PATTERNS_REMEMBERED = 2_000
+#: A host's learned patterns are written to the store after this many observed pages (a write per
+#: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
+PATTERNS_WRITE_EVERY = 8
+#: Links per page the patterns learn from.
+PATTERN_LINKS = 200
+#: Nested sitemap indexes followed at most this deep.
+SITEMAP_MAX_DEPTH = 3
+
+
+def _content_language(header: str | None) -> str | None:
+    """The first language of a Content-Language header (RFC 9110 §8.5), if any."""
+    if not header:
+        return None
+    return header.split(",")[0].strip()[:35] or None
+
+
+def wanted_type(content_type: str) -> bool:
+    """Content types worth downloading for a page: what is parsed or indexed (or unknown)."""
+    return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
+
+
+def _note(outcome: Outcome, text: str) -> None:
+    """Add to what the store records as the URL's outcome (one line, read by people and ``why``)."""
+    outcome.url_outcome = f"{outcome.url_outcome or ''}{text}"
+
+
+class PageHandler:
+    """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
+
+    settings: Settings
+    agent: str
+    fetcher: Fetcher
+    budget: PageBudget
+    stop: asyncio.Event
+    _patterns: dict[str, list]
+    _timing: Callable[..., Outcome]
+    _rules_for: Callable[[Claim], RobotsTxt]
+    _page_budget: Callable[[str], int | None]
+    _call: Callable[..., Awaitable[Any]]
+    _add_links: Callable[..., None]
+    _follow_scope: Callable[[Outcome, str, str], bool]
+    _canonical: Callable[..., str | None]
+    store: Store
+
+    async def _page(self, claim: Claim) -> Outcome:
+        assert claim.url is not None
+        s = self.settings
+        fetch_url = claim.fetch_url
+        assert fetch_url is not None
+        if not self._rules_for(claim).is_allowed(self.agent, fetch_url):
+            return Outcome(url_state="disallowed", url_outcome="disallowed by robots.txt")
+        budget = self._page_budget(claim.host)
+        if budget is not None and claim.pages_fetched >= budget:
+            return Outcome(url_state="skipped", url_outcome="host page budget reached")
+        is_sitemap = claim.url_kind == "sitemap"
+        patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
+        if patterns is not None:
+            # What the host's pages taught since this URL was queued: an alias, a session token,
+            # a template that stopped yielding new text. Decided before the request.
+            cleaned, why = patterns.filter_link(claim.url)
+            if cleaned is None:
+                return Outcome(url_state="skipped", url_outcome=f"URL pattern: {why}")
+            if cleaned != claim.url:
+                outcome = Outcome(url_state="skipped", url_outcome=f"URL pattern: alias of {cleaned} ({why})")
+                self._add_links([cleaned], claim.depth, outcome, redirect=True)
+                return outcome
+        if not self.budget.take():
+            self.stop.set()
+            return Outcome(url_state="queued", url_outcome=None)
+        result = await self.fetcher.get(
+            fetch_url,
+            etag=claim.etag,
+            last_modified=claim.last_modified,
+            max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None,
+            kind=claim.url_kind,
+            wanted=None if is_sitemap else wanted_type,
+        )
+        outcome = self._timing(claim, result, "page")
+        status = result.status
+        outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
+        verdict = judge(
+            fetch_url,
+            status,
+            result.error,
+            location=result.headers.get("location"),
+            attempts=claim.attempts,
+            max_attempts=s.max_attempts,
+            truncated=result.truncated,
+        )
+        outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
+        if status is None or verdict.state is not URLState.DONE:
+            return outcome
+        if result.unwanted_type:
+            outcome.url_state = URLState.SKIPPED
+            outcome.url_outcome = f"http-{status} {result.content_type}: not downloaded (nothing to index)"
+            return outcome
+        if status in REDIRECT_STATUSES:
+            target = verdict.redirect_to
+            if target is not None:
+                # The source is an alias of its target; the target is queued like a link, so it
+                # passes robots.txt and the delay of its own host. A loop ends by itself: a URL
+                # already in the frontier is never queued twice.
+                outcome.page = PageRecord(
+                    url=claim.url,
+                    final_url=fetch_url,
+                    status=status,
+                    content_type=None,
+                    fetched_at=result.ended_at,
+                    bytes=len(result.body),
+                    alias_of=target,
+                )
+                target_host = urls.host_key(target)
+                if (
+                    claim.depth == 0
+                    and target_host != claim.host
+                    and self._follow_scope(outcome, claim.host, target_host)
+                ):
+                    # A seed moved to another host (http -> https, example.org -> www.example.org):
+                    # the target is the seed's site and stands in for the seed (depth 0).
+                    self._add_links([target], claim.depth, outcome, redirect=True)
+                else:
+                    # A redirect hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends
+                    # at --max-depth.
+                    self._add_links([target], claim.depth, outcome)
+            return outcome
+        if is_sitemap:
+            self._sitemap(claim, result, outcome)
+            return outcome
+        extracted = None
+        if result.status == 200 and extract.is_extractable(result.content_type):
+            # PDF text extraction is pure Python and takes a while on a large file: on a thread,
+            # so this process's other hosts keep being served meanwhile.
+            extracted = await asyncio.to_thread(
+                extract.extract, result.body, fetch_url, result.headers.get("content-type")
+            )
+        outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
+        self._schedule_revisit(claim, outcome)
+        return outcome
+
+    def _page_record(
+        self,
+        claim: Claim,
+        result: FetchResult,
+        outcome: Outcome,
+        extracted: Page | None = None,
+        patterns: SitePatterns | None = None,
+    ) -> PageRecord:
+        """The stored page: parsed HTML (or ``extracted``: the text of a PDF or plain-text file),
+        its directives, canonical, links queued into ``outcome``."""
+        assert claim.url is not None and claim.fetch_url is not None and result.status is not None  # a page's answer
+        base = PageRecord(
+            url=claim.url,
+            final_url=result.url,
+            status=result.status,
+            content_type=result.content_type or None,
+            fetched_at=result.ended_at,
+            bytes=len(result.body),
+            etag=result.headers.get("etag"),
+            last_modified=result.headers.get("last-modified"),
+        )
+        if result.status == 304 or not (200 <= result.status < 300):
+            return base
+        if extracted is not None:
+            page = extracted
+        elif result.content_type and result.content_type not in HTML_TYPES:
+            outcome.url_outcome = f"http-{result.status} not-html ({result.content_type})"
+            return base
+        else:
+            page = parse_html(
+                result.body,
+                claim.fetch_url,
+                agent=self.agent,
+                header_charset=result.charset,
+                max_links=self.settings.max_links_per_page,
+            )
+        # Every X-Robots-Tag header counts (a noindex may come in the second one).
+        header_directives = robots_directives(result.header_values.get("x-robots-tag", []), self.agent)
+        directives = combine(page.directives, header_directives)
+        expired = directives.unavailable_after is not None and directives.unavailable_after <= result.ended_at
+        # robots.txt's Content-Signal "search=no": fetched (the site allowed it) but not indexed.
+        no_search = self._rules_for(claim).content_signals(self.agent).get("search") is False
+        noindex = directives.noindex or expired or no_search
+        nofollow = directives.nofollow
+        alias_of = self._canonical(
+            claim.url, page.canonical, ", ".join(result.header_values.get("link", [])), base=claim.fetch_url
+        )
+        fingerprint = text_fingerprint(page.text) if page.text else None
+        page_simhash = simhash(page.text) if page.text else None
+        if patterns is not None and page_simhash is not None:
+            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome)
+        outgoing: list[str] = []
+        if not nofollow:
+            followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
+            texts: dict[str, list[str]] = {}
+            for link in followed:
+                if link.anchor:
+                    texts.setdefault(link.href, []).append(link.anchor)
+            self._add_links(
+                [l.href for l in followed],
+                claim.depth,
+                outcome,
+                base=page.base,
+                anchors=texts,
+                source=claim.url,
+                patterns=patterns,
+                patterns_host=claim.host,
+                collect=outgoing,
+            )
+        if noindex:
+            _note(outcome, " noindex")
+        if alias_of is not None:
+            # Only the canonical is indexed (and fetched, if it is not yet known).
+            _note(outcome, f" canonical -> {alias_of}")
+            self._add_links([alias_of], claim.depth, outcome, redirect=True)
+        indexable = page.text and not noindex and alias_of is None
+        if indexable and self.settings.yield_min_pages:
+            outcome.yield_check = YieldCheck(
+                self.settings.yield_min_pages,
+                self.settings.yield_max_duplicate_share,
+                result.ended_at + self.settings.park_seconds,
+            )
+        return replace(
+            base,
+            title=page.title,
+            text=page.text,
+            fingerprint=fingerprint,
+            simhash=page_simhash if indexable else None,
+            alias_of=alias_of,
+            noindex=noindex,
+            noarchive=directives.noarchive,
+            unavailable_after=directives.unavailable_after,
+            language=page.language or _content_language(result.headers.get("content-language")),
+            links=tuple(dict.fromkeys(outgoing)),
+        )
+
+    def _sitemap(self, claim: Claim, result: FetchResult, outcome: Outcome) -> None:
+        """Queue a sitemap's URLs (scoped and trap-checked like links; robots-checked when claimed)."""
+        if result.status is None or not (200 <= result.status < 300):
+            return
+        parsed = parse_sitemap(result.body)
+        if parsed.error:
+            _note(outcome, f" broken sitemap: {parsed.error}"[:300])
+        if parsed.urls:
+            self._add_links(
+                [e.loc for e in parsed.urls],
+                claim.depth,
+                outcome,
+                redirect=True,
+                priority=SITEMAP_PRIORITY + 1,
+                lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod},
+            )
+        if parsed.sitemaps:
+            if claim.depth + 1 > SITEMAP_MAX_DEPTH:
+                outcome.rejected_links["sitemap-depth"] = len(parsed.sitemaps)
+            else:
+                self._add_links(
+                    [e.loc for e in parsed.sitemaps],
+                    claim.depth + 1,
+                    outcome,
+                    redirect=True,
+                    kind="sitemap",
+                    priority=SITEMAP_PRIORITY,
+                )
+        truncated = " (truncated)" if parsed.truncated else ""
+        _note(outcome, f" sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps{truncated}")
+
+    def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
+        """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""
+        s = self.settings
+        page = outcome.page
+        if s.recrawl_after is None or page is None:
+            return
+        if claim.fingerprint is None and claim.etag is None and claim.last_modified is None:
+            changed = None  # first visit
+        else:
+            changed = page.status != 304 and page.fingerprint != claim.fingerprint
+        interval = next_revisit(
+            claim.revisit_interval,
+            changed,
+            base=s.recrawl_after,
+            min_interval=min(s.recrawl_min, s.recrawl_after),
+            max_interval=s.recrawl_max,
+        )
+        outcome.changed = bool(changed)
+        outcome.revisit_interval = interval
+        outcome.next_fetch_at = page.fetched_at + interval
+
+    async def _site_patterns(self, claim: Claim) -> SitePatterns:
+        """The host's learned URL patterns: this process's copy, or the store's if newer."""
+        entry = self._patterns.get(claim.host)
+        if entry is None or entry[0] < claim.patterns_version:
+            version, data = await self._call(self.store.host_patterns, claim.host)
+            patterns = SitePatterns()
+            if data:
+                try:
+                    patterns = SitePatterns.from_json(data)
+                except ValueError:  # written by another version: learn afresh
+                    log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
+            if len(self._patterns) >= PATTERNS_REMEMBERED:
+                self._patterns.pop(next(iter(self._patterns)))
+            entry = self._patterns[claim.host] = [version, patterns, 0]
+        return entry[1]
+
+    def _learn(
+        self,
+        claim: Claim,
+        patterns: SitePatterns,
+        page: Page,
+        page_simhash: int,
+        fingerprint: str | None,
+        alias_of: str | None,
+        outcome: Outcome,
+    ) -> None:
+        """Teach the host's patterns one fetched page; every few pages, store what was learned."""
+        assert claim.url is not None  # a page claim
+        links = []
+        for link in page.links[:PATTERN_LINKS]:
+            try:
+                u = urls.normalize(link.href, base=page.base)
+            except InvalidURL:
+                continue
+            if urls.host_key(u) == claim.host:
+                links.append(u)
+        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links)
+        entry = self._patterns[claim.host]
+        entry[2] += 1
+        if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
+            outcome.patterns = patterns.to_json()
+            entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0

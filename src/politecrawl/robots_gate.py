@@ -1,0 +1,141 @@
+"""The robots.txt side of a worker: fetch a host's robots.txt before any page, one request per
+claim (a redirect is followed hop by hop, a hop to another host under that host's claim), cache
+what it says, and fail closed when it cannot be read (RFC 9309 §2.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from . import urls
+from .config import Settings
+from .errors import InvalidURL
+from .fetch import Fetcher, FetchResult
+from .response import REDIRECT_STATUSES
+from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
+from .store import Claim, NewURL, Outcome, RobotsUpdate
+from .store.common import ROBOTS_MAX_HOPS
+
+__all__ = ["RobotsGate"]
+
+log = logging.getLogger("politecrawl.robots_gate")
+
+#: Bytes of robots.txt read (RFC 9309 §2.5: at least 500 KiB must be parsed; the parser stops there).
+ROBOTS_MAX_BYTES = 512 * 1024
+#: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
+ROBOTS_OUTAGE_RETRY = 3_600.0
+#: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
+SITEMAP_PRIORITY = -2
+
+
+class RobotsGate:
+    """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
+
+    settings: Settings
+    agent: str
+    fetcher: Fetcher
+    _rules: dict[tuple[str, float | None], RobotsTxt]
+    _timing: Callable[..., Outcome]
+    _add_links: Callable[..., None]
+    _follow_scope: Callable[[Outcome, str, str], bool]
+    now: Callable[[], float]
+
+    def _robots_redirect(self, result: FetchResult) -> NewURL | None:
+        """Where a robots.txt answer redirects to, if anywhere usable."""
+        if result.status not in REDIRECT_STATUSES:
+            return None
+        location = result.headers.get("location")
+        try:
+            target = urls.normalize(location, base=result.url) if location else None
+        except InvalidURL:
+            return None
+        if target is None or target == result.url:
+            return None
+        return NewURL(target, urls.host_key(target), 0, kind="robots")
+
+    def _robots_answer(self, result: FetchResult, now: float) -> tuple[RobotsUpdate | None, RobotsTxt | None]:
+        """What a robots.txt response says (RFC 9309 §2.3.1): rules, no rules, or unknown (None)."""
+        verdict = outcome_for_status(result.status)
+        if result.status in REDIRECT_STATUSES:
+            verdict = RobotsFetchOutcome.ALLOW_ALL  # a redirect that cannot be followed: unavailable (4xx-like)
+        if verdict is RobotsFetchOutcome.PARSE:
+            rules = RobotsTxt.parse(result.body)
+            return RobotsUpdate(
+                "parsed", result.body, now, now + self.settings.robots_ttl, rules.crawl_delay(self.agent)
+            ), rules
+        if verdict is RobotsFetchOutcome.ALLOW_ALL:
+            return RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None), None
+        return None, None
+
+    async def _robots(self, claim: Claim) -> Outcome:
+        """Fetch this host's robots.txt (RFC 9309 §2.3) and cache what it says; fail closed when it
+        cannot be read.
+
+        One request per claim. A redirect is followed in later claims: a hop on this host by this
+        host's next robots claim, a hop to another host under that host's own claim (the store
+        queues it there and holds this host until the answer comes back to it).
+        """
+        url = claim.robots_url
+        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
+        now = self.now()
+        redirect = self._robots_redirect(result)
+        if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
+            redirect = None  # RFC 9309 §2.3.1.2: too many redirects, unavailable (rules: allow all)
+        if redirect is not None:
+            outcome = self._timing(claim, result, "robots", claim.crawl_delay)
+            outcome.robots_source, outcome.robots_redirect = url, redirect
+            if redirect.host != claim.host:
+                self._follow_scope(outcome, claim.host, redirect.host)
+            return outcome
+        update, rules = self._robots_answer(result, now)
+        crawl_delay = update.crawl_delay if update is not None else claim.crawl_delay
+        outcome = self._timing(claim, result, "robots", crawl_delay)
+        outcome.robots_source, outcome.robots_answer = url, update
+        outcome.robots = update
+        if update is None and claim.robots.status is not None:
+            # Unreachable, but a cached copy exists: RFC 9309 §2.4 lets it serve past 24 h while the
+            # file is unreachable. Pages go on under it; robots.txt is tried again after a while.
+            retry_at = max(outcome.next_allowed_at or now, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
+            outcome.robots = RobotsUpdate(None, None, None, retry_at, None)
+        if update is None and outcome.wait_reason not in ("parked", "retry-after"):
+            outcome.wait_reason = "robots-unreachable"
+        if update is None:
+            outcome.host_error = result.error or f"robots.txt answered {result.status}"
+        if self.settings.sitemaps and update is not None:
+            sitemaps = list(rules.sitemaps) if rules is not None else []
+            if not sitemaps and self.settings.guess_sitemap:
+                sitemaps = [claim.host + "/sitemap.xml"]
+            # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered links.
+            self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
+        return outcome
+
+    async def _robots_hop(self, claim: Claim) -> Outcome:
+        """Fetch a robots.txt URL on this host for other hosts whose robots.txt redirected here.
+
+        It is this host's request (its claim, its delay, its log row); the answer goes to the
+        waiting hosts. A robots.txt file is fetched whatever this host's own rules say.
+        """
+        assert claim.url is not None
+        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
+        outcome = self._timing(claim, result, "robots")
+        outcome.robots_source = claim.url
+        outcome.url_state = "done"
+        outcome.url_outcome = f"robots.txt hop: {result.status or result.error}"
+        redirect = self._robots_redirect(result)
+        if redirect is not None:
+            outcome.robots_redirect = redirect
+        else:
+            outcome.robots_answer, _ = self._robots_answer(result, self.now())
+        return outcome
+
+    def _rules_for(self, claim: Claim) -> RobotsTxt:
+        if claim.robots.status != "parsed" or not claim.robots.body:
+            return RobotsTxt.allow_all()
+        key = (claim.host, claim.robots.fetched_at)
+        rules = self._rules.get(key)
+        if rules is None:
+            if len(self._rules) > 4096:
+                self._rules.clear()
+            rules = self._rules[key] = RobotsTxt.parse(claim.robots.body)
+        return rules

@@ -1,0 +1,489 @@
+"""The worker loop: claim → robots → fetch → policy → parse → record.
+
+Each worker process runs one asyncio loop with a single dispatcher: it claims
+an eligible host from the store, hands the claim to a task, and when nothing
+is eligible it sleeps until the store's earliest ``next_allowed_at`` (or until
+a task of its own finishes and may have queued work) — no polling interval.
+All politeness state is in the store; nothing here survives a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing as mp
+import os
+import socket
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from urllib.parse import urlsplit
+
+from .config import Settings, user_agent_string
+from .errors import PolitecrawlError, StoreError
+from .fetch import Fetcher, FetchResult
+from .links import LinkFollower
+from .pages import PageHandler, wanted_type
+from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after, policy_for_host
+from .robots import RobotsTxt, product_token
+from .robots_gate import RobotsGate
+from .scope import CrawlScope
+from .store import Claim, FetchLogEntry, Outcome
+from .warc import ArchiveError
+
+__all__ = [
+    "PageBudget",
+    "ReleaseBatcher",
+    "Worker",
+    "host_level_failure",
+    "wanted_type",
+    "worker_id",
+]
+
+log = logging.getLogger("politecrawl.worker")
+
+
+#: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
+STOP_GRACE = 3.0
+
+
+#: Seconds between two looks at the hosts other processes added to the scope.
+SCOPE_REFRESH = 2.0
+
+
+#: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
+STORE_PATIENCE = 60.0
+
+
+#: Seconds a host's resolved IP is trusted for the per-IP cap.
+IP_TTL = 3_600.0
+
+
+#: Anchor texts a worker remembers having stored, so site-wide navigation repeated on every
+#: page of a host is sent to the store once (the store ignores repeats anyway; this saves the writes).
+ANCHORS_REMEMBERED = 200_000
+
+
+#: Seconds a finished claim waits for others to share its release transaction (SQLite).
+RELEASE_WINDOW = 0.01
+
+
+#: Hosts claimed at most in one store call: when many hosts come due together, one transaction
+#: claims several (each is still its own lease; politeness is per host).
+CLAIM_BATCH = 8
+
+
+def host_level_failure(result: FetchResult, kind: str) -> bool:
+    """Whether a failed request is the host's failure (it may park the host) or one URL's.
+
+    The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
+    server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
+    too slow, a read timeout, another 5xx. Both slow the host down.
+    """
+    return kind == "robots" or result.unreachable or result.status in (429, 503)
+
+
+def worker_id() -> str:
+    """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class PageBudget:
+    """``--max-pages`` across this run's processes: a shared counter, taken before each page request."""
+
+    def __init__(self, limit: int | None, counter=None) -> None:
+        self.limit = limit
+        self.counter = counter if counter is not None else mp.get_context("spawn").Value("q", 0)
+
+    def take(self) -> bool:
+        if self.limit is None:
+            with self.counter.get_lock():
+                self.counter.value += 1
+            return True
+        with self.counter.get_lock():
+            if self.counter.value >= self.limit:
+                return False
+            self.counter.value += 1
+            return True
+
+    def exhausted(self) -> bool:
+        return self.limit is not None and self.counter.value >= self.limit
+
+
+class ReleaseBatcher:
+    """Releases finishing within ``window`` seconds of each other share one store transaction.
+
+    For SQLite, where a write transaction costs a lock and a commit whatever it holds.
+    Politeness does not move: a host keeps its lease until its release is written, and its
+    next allowed time counts from the response, not from the release. If the shared
+    transaction fails, each release is retried alone, so one bad release fails only its own
+    ``release()`` call.
+    """
+
+    def __init__(self, store, window: float = RELEASE_WINDOW) -> None:
+        self.store = store
+        self.window = window
+        self._waiting: list[tuple[Claim, Outcome, float, asyncio.Future]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._waiting.append((claim, outcome, now, done))
+        if self._timer is None:
+            self._timer = loop.call_later(self.window, self.flush)
+        await done
+
+    def flush(self) -> None:
+        self._timer = None
+        batch, self._waiting = self._waiting, []
+        results: list[BaseException | None]
+        try:
+            self.store.release_many([(c, o, n) for c, o, n, _ in batch])
+            results = [None] * len(batch)
+        except Exception:
+            results = []
+            for c, o, n, _ in batch:
+                try:
+                    self.store.release(c, o, n)
+                    results.append(None)
+                except Exception as exc:
+                    results.append(exc)
+        for (*_, done), error in zip(batch, results):
+            if done.done():  # its task was cancelled meanwhile
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+
+class Worker(PageHandler, RobotsGate, LinkFollower):
+    """One process's crawl loop. ``run()`` returns when the frontier is done or ``stop`` is set."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store,
+        fetcher: Fetcher,
+        scope: CrawlScope,
+        budget: PageBudget,
+        stop: asyncio.Event,
+        *,
+        wid: str | None = None,
+        idle_poll: float | None = None,
+    ) -> None:
+        self.idle_poll = idle_poll
+        self._store_failing_since: float | None = None
+        # One thread per connection the store can use at once (none for SQLite's one connection).
+        parallelism = getattr(store, "parallelism", 1)
+        self._store_threads = (
+            ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
+        )
+        self.settings = settings
+        self.store = store
+        self.fetcher = fetcher
+        self.scope = scope
+        self.budget = budget
+        self.stop = stop
+        self.id = wid or worker_id()
+        self.agent = product_token(user_agent_string(settings))
+        self.policy = DelayPolicy.from_settings(settings)
+        self.lease = settings.effective_lease_seconds()
+        self._changed = asyncio.Condition()
+        self._anchors_stored: dict[tuple[str, str, str], None] = {}
+        # SQLite: releases share transactions. PostgreSQL: each on a store thread, in parallel.
+        self._batcher = ReleaseBatcher(store) if self._store_threads is None else None
+        self._tasks: set[asyncio.Task] = set()
+        # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
+        # its fetch time is the version, so a refreshed file is never read from here stale.
+        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+        self._scope_read_at = float("-inf")
+        self._fatal: BaseException | None = None
+        # Each host's learned URL patterns (store version, patterns, pages observed since the
+        # last write). A host has one request open at a time, so its claim holder is the only
+        # writer; a newer version in the store (another process had the host) is read again.
+        self._patterns: dict[str, list] = {}
+
+    async def _call(self, fn, *args, **kwargs):
+        """Run a store call: inline for SQLite (one connection; measured faster than a thread
+        hand-off at 1,000 hosts), on the store's threads for PostgreSQL (network round trips:
+        the event loop keeps fetching meanwhile; psycopg releases the GIL while it waits)."""
+        if self._store_threads is None:
+            return fn(*args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
+
+    async def _release(self, claim: Claim, outcome: Outcome, now: float) -> None:
+        if self._batcher is None:
+            await self._call(self.store.release, claim, outcome, now)
+        else:
+            await self._batcher.release(claim, outcome, now)
+
+    def now(self) -> float:
+        """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
+        return time.time() + self.store.clock_offset
+
+    # -- dispatcher ------------------------------------------------------------
+    async def run(self) -> None:
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        while not self.stop.is_set():
+            await slots.acquire()
+            if self.stop.is_set():
+                slots.release()
+                break
+            now = self.now()
+            try:
+                await self._refresh_scope(every=SCOPE_REFRESH)
+            except StoreError as exc:
+                slots.release()
+                await self._store_trouble(exc)
+                continue
+            # Free slots, counting the one just taken: each task in flight holds one.
+            want = min(CLAIM_BATCH, self.settings.concurrency - len(self._tasks))
+            try:
+                claims = await self._call(
+                    self.store.claim_many, self.id, now, self.lease, want, per_ip_limit=self.settings.per_ip_limit
+                )
+                self._store_failing_since = None
+            except StoreError as exc:
+                slots.release()
+                await self._store_trouble(exc)
+                continue
+            for i, claim in enumerate(claims):
+                if i:
+                    await slots.acquire()  # free (see want): returns at once
+                task = asyncio.create_task(self._handle(claim))
+                self._tasks.add(task)
+                task.add_done_callback(partial(self._done, slots=slots))
+            if claims:
+                continue
+            slots.release()
+            try:
+                wake = await self._call(self.store.wake_time, now, self.settings.min_delay)
+            except StoreError as exc:
+                await self._store_trouble(exc)
+                continue
+            if wake is None and self.idle_poll is not None:
+                # A fleet worker outlives an empty frontier: seeds may arrive from another machine,
+                # which nothing here can hear about, so it looks again after idle_poll seconds.
+                wake = now + self.idle_poll
+            if wake is None and not self._tasks:
+                break  # nothing queued anywhere and nothing of ours in flight: done
+            if self.budget.exhausted() and not self._tasks:
+                break
+            timeout = None if wake is None else max(0.0, wake - self.now())
+            await self._wait_for_change(timeout)
+        if self._tasks:
+            # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
+            # recorded as such), so a stop is prompt even while a slow host trickles an answer.
+            _, late = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE if self.stop.is_set() else None)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.gather(*late, return_exceptions=True)
+        if self._store_threads is not None:
+            self._store_threads.shutdown(wait=True)
+        if self._fatal is not None:
+            raise self._fatal
+
+    async def _store_trouble(self, exc: StoreError) -> None:
+        """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""
+        first = self._store_failing_since = self._store_failing_since or time.monotonic()
+        if time.monotonic() - first > STORE_PATIENCE:
+            raise exc
+        log.warning("store error, retrying: %s", exc)
+        await asyncio.sleep(min(5.0, 0.05 + (time.monotonic() - first) / 4))  # 50 ms first, growing
+
+    def _done(self, task: asyncio.Task, slots: asyncio.Semaphore) -> None:
+        self._tasks.discard(task)
+        slots.release()
+        found_links = False
+        if task.cancelled():
+            pass
+        elif isinstance(task.exception(), PolitecrawlError):
+            # Not one page's problem (the archive cannot be written): stop, and say so at the end.
+            self._fatal = self._fatal or task.exception()
+            self.stop.set()
+        elif task.exception() is not None:
+            log.error("worker task failed: %r", task.exception())
+        else:
+            found_links = task.result()
+        # Wake the dispatcher only when this can make a host eligible sooner than it planned:
+        # new links (maybe new hosts, eligible at once), or nothing left in flight. A released
+        # host itself waits at least min_delay, which the planned wake-up already covers.
+        if found_links or not self._tasks:
+            asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _wait_for_change(self, timeout: float | None) -> None:
+        """Sleep until the next host may be eligible, a task of ours finishes, or stop."""
+        stop_wait = asyncio.create_task(self.stop.wait())
+
+        async def changed() -> None:
+            async with self._changed:
+                await self._changed.wait()
+
+        change_wait = asyncio.create_task(changed())
+        try:
+            await asyncio.wait({stop_wait, change_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_wait.cancel()
+            change_wait.cancel()
+
+    # -- one claim ---------------------------------------------------------------
+    async def _refresh_scope(self, *, every: float) -> None:
+        """Take in the hosts other processes added to the scope (seed redirects), at most every ``every`` s."""
+        if self.scope.mode == "any" or time.monotonic() - self._scope_read_at < every:
+            return
+        self._scope_read_at = time.monotonic()
+        self.scope = self.scope.with_hosts(await self._call(self.store.scope_hosts))
+
+    async def _handle(self, claim: Claim) -> bool:
+        try:
+            if not self.scope.is_seed_host(claim.host) and not (
+                self.scope.mode == "domain" and self.scope.allows(claim.host + "/", claim.host)
+            ):
+                # Maybe a seed's redirect target that another process found (its release queued
+                # this URL and recorded the host in the same transaction): know it before this
+                # page's links are judged. Rare (such hosts are the only out-of-scope claims).
+                await self._refresh_scope(every=0.0)
+            ip = await self._resolve(claim)
+            if claim.kind == "robots":
+                outcome = await self._robots(claim)
+            elif claim.url_kind == "robots":
+                outcome = await self._robots_hop(claim)
+            else:
+                outcome = await self._page(claim)
+            outcome.ip = ip
+        except ArchiveError:
+            raise  # the archive cannot be written: this worker stops (see _done), nothing is half-kept
+        except asyncio.CancelledError:
+            # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
+            # the host, which is owed its delay from now; the URL goes back to the queue.
+            wait = max(self._policy(claim.host).min_delay, claim.delay)
+            stopped = Outcome(
+                next_allowed_at=self.now() + wait,
+                delay=wait,
+                wait_reason="stopped",
+                url_state="queued" if claim.url_id is not None else None,
+                url_outcome="stopped before the answer",
+            )
+            await self._call(self.store.release, claim, stopped, self.now())
+            raise
+        except Exception as exc:  # a worker never dies of one bad page
+            log.exception("unexpected error on %s", claim.url or claim.host)
+            wait = max(self._policy(claim.host).min_delay, self.policy.backoff_base, 2 * claim.delay)
+            outcome = Outcome(
+                next_allowed_at=self.now() + wait,
+                delay=wait,
+                wait_reason="backoff",
+                url_state="failed" if claim.url_id is not None else None,
+                url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
+            )
+        if outcome.anchors:
+            known = self._anchors_stored
+            outcome.anchors = [(u, t) for u, t in outcome.anchors if (claim.host, u, t) not in known]
+        await self._release(claim, outcome, self.now())
+        if outcome.anchors:
+            if len(self._anchors_stored) > ANCHORS_REMEMBERED:
+                self._anchors_stored.clear()
+            self._anchors_stored.update(dict.fromkeys((claim.host, u, t) for u, t in outcome.anchors))
+        if log.isEnabledFor(logging.INFO):
+            f = outcome.fetch
+            log.info(
+                "%s %s -> %s; %s waits %.2fs (%s)",
+                claim.kind,
+                claim.url or claim.host + "/robots.txt",
+                (f.status or f.error) if f else outcome.url_outcome,
+                claim.host,
+                (outcome.next_allowed_at or self.now()) - self.now(),
+                outcome.wait_reason or "unchanged",
+            )
+        return bool(outcome.links)
+
+    async def _resolve(self, claim: Claim) -> str | None:
+        """The host's IP for the per-IP cap, resolved once per ``IP_TTL`` and kept in the store."""
+        if self.settings.per_ip_limit == 0:
+            return None
+        if claim.ip is not None and claim.ip_resolved_at is not None and claim.ip_resolved_at > self.now() - IP_TTL:
+            return None
+        parts = urlsplit(claim.host)
+        try:
+            infos = await asyncio.wait_for(
+                asyncio.get_running_loop().getaddrinfo(parts.hostname, parts.port or 80, type=socket.SOCK_STREAM),
+                timeout=self.settings.connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError, UnicodeError):
+            return None  # the request itself will fail and be recorded
+        return str(infos[0][4][0]) if infos else None
+
+    def _history(self, claim: Claim, crawl_delay: float | None = None) -> HostHistory:
+        return HostHistory(
+            crawl_delay=claim.crawl_delay if crawl_delay is None else crawl_delay,
+            response_time=claim.response_time,
+            failures=claim.failures,
+        )
+
+    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *, kind: str = "page"):
+        retry_after = None
+        if result.status in (429, 503):
+            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
+        return decide(
+            self._history(claim, crawl_delay),
+            Observation(
+                ended_at=result.ended_at,
+                status=result.status,
+                response_seconds=result.response_seconds,
+                retry_after=retry_after,
+                host_level=host_level_failure(result, kind),
+            ),
+            self._policy(claim.host),
+        ), retry_after
+
+    def _policy(self, host: str) -> DelayPolicy:
+        """The delay policy for ``host``: the crawl's, slowed by the host's own settings if any."""
+        if not self.settings.hosts:
+            return self.policy
+        return policy_for_host(self.policy, self.settings.hosts, host)
+
+    def _page_budget(self, host: str) -> int | None:
+        """Pages at most from ``host``: the crawl's budget, lowered by the host's own setting."""
+        budget = self.settings.host_page_budget
+        name = urlsplit(host).hostname
+        for row_host, _, host_budget in self.settings.hosts:
+            if row_host == name and host_budget is not None:
+                budget = host_budget if budget is None else min(budget, host_budget)
+        return budget
+
+    def _log_entry(self, result: FetchResult, kind: str, decision, retry_after: float | None) -> FetchLogEntry:
+        return FetchLogEntry(
+            url=result.url,
+            kind=kind,
+            started_at=result.started_at,
+            ended_at=result.ended_at,
+            status=result.status,
+            bytes=len(result.body),
+            error=result.error or ("truncated" if result.truncated else None),
+            delay=decision.delay_after(result.ended_at),
+            retry_until=(result.ended_at + retry_after) if retry_after else None,
+            response_seconds=result.response_seconds,
+            retry_after=result.headers.get("retry-after"),
+            warc_file=result.warc[0] if result.warc else None,
+            warc_offset=result.warc[1] if result.warc else None,
+        )
+
+    def _timing(self, claim: Claim, result: FetchResult, kind: str, crawl_delay: float | None = None) -> Outcome:
+        """The host's side of one request: its next allowed time and why, its history, the log row."""
+        decision, retry_after = self._decide(claim, result, crawl_delay, kind=kind)
+        return Outcome(
+            next_allowed_at=decision.next_allowed_at,
+            delay=decision.delay_after(result.ended_at),
+            wait_reason=decision.reason,
+            response_time=decision.response_time,
+            failures=decision.failures,
+            fetch=self._log_entry(result, kind, decision, retry_after),
+        )

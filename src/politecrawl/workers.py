@@ -1,0 +1,195 @@
+"""The worker processes of one crawl, and how they are told to stop.
+
+``run_workers`` starts ``settings.workers`` processes (spawned: no state is shared but the
+store), each running one :class:`politecrawl.worker.Worker` loop, and waits for them; a
+``StopSignal`` (a pipe) tells them all to stop. A process that stops on an error that is not
+one page's (the store, the disk) reports one line and exits 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .config import Settings, user_agent_string
+from .errors import PolitecrawlError
+from .fetch import Fetcher
+from .scope import CrawlScope
+from .store import open_store
+from .warc import WarcWriter
+from .worker import STOP_GRACE, PageBudget, Worker
+
+__all__ = [
+    "StopSignal",
+    "WorkersResult",
+    "run_workers",
+]
+
+log = logging.getLogger("politecrawl.workers")
+
+
+class StopSignal:
+    """A cross-process "stop" flag: a pipe the parent writes one byte into.
+
+    Workers watch the read end with their event loop (``add_reader``): no
+    thread, no polling. (A ``multiprocessing.Event`` would deadlock the
+    parent's ``set()`` once a process that waited on it has exited.)
+    """
+
+    def __init__(self) -> None:
+        self._r, self._w = mp.get_context("spawn").Pipe(duplex=False)
+        self._sent = False
+
+    def set(self) -> None:
+        if not self._sent:
+            self._sent = True
+            self._w.send_bytes(b"x")
+
+    def is_set(self) -> bool:
+        return self._sent or self._r.poll(0)
+
+    def fileno(self) -> int:
+        return self._r.fileno()
+
+    def __getstate__(self):  # workers only need the read end
+        return {"_r": self._r, "_w": None, "_sent": False}
+
+
+def _worker_process(
+    settings: Settings,
+    scope_args: tuple,
+    stop_event,
+    counter,
+    idle_poll: float | None = None,
+    deadline: float | None = None,
+    errors=None,
+) -> None:
+    """Entry point of one worker process. A failure that is not one page's (the store or the
+    disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
+    level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.WARNING), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline))
+    except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
+        if errors is not None:
+            errors.put(f"worker {os.getpid()}: {exc}")
+        else:
+            print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(3)
+
+
+async def _worker_async(
+    settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None, deadline: float | None = None
+) -> None:
+    store = open_store(settings.db)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_reader(stop_event.fileno(), stop.set)
+    if deadline is not None:
+        # --max-time: each worker stops on time by itself, even while the parent is busy indexing.
+        loop.call_later(max(0.0, deadline - time.time()), stop.set)
+    warc = None
+    try:
+        warc = WarcWriter.from_settings(settings)  # None without --warc; finishes dead writers' files
+        async with Fetcher(
+            clock=lambda: time.time() + store.clock_offset,
+            user_agent=user_agent_string(settings),
+            max_bytes=settings.max_page_bytes,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            total_timeout=settings.total_timeout,
+            ca_bundle=settings.ca_bundle,
+            recorder=warc,
+        ) as fetcher:
+            await Worker(
+                settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop, idle_poll=idle_poll
+            ).run()
+    finally:
+        if warc is not None:
+            warc.close()
+        store.close()
+
+
+def run_workers(
+    settings: Settings,
+    scope: CrawlScope,
+    *,
+    stop_event=None,
+    counter=None,
+    on_tick: Callable[[], None] | None = None,
+    tick: float = 1.0,
+    deadline: float | None = None,
+    idle_poll: float | None = None,
+) -> WorkersResult:
+    """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly
+    and the one-line errors the others reported."""
+    ctx = mp.get_context("spawn")
+    errors = ctx.SimpleQueue()
+    stop_event = stop_event or StopSignal()
+    counter = counter if counter is not None else ctx.Value("q", 0)
+    scope_args = scope.args()
+    procs = [
+        ctx.Process(
+            target=_worker_process,
+            args=(settings, scope_args, stop_event, counter, idle_poll, deadline, errors),
+            daemon=False,
+            name=f"politecrawl-worker-{i}",
+        )
+        for i in range(settings.workers)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        while any(p.is_alive() for p in procs):
+            if deadline is not None and time.time() >= deadline:
+                stop_event.set()
+            for p in procs:
+                p.join(timeout=tick / max(1, len(procs)))
+            if on_tick:
+                on_tick()
+    finally:
+        stop_event.set()
+        grace = time.time() + STOP_GRACE + 10
+        for p in procs:
+            p.join(timeout=max(0.1, grace - time.time()))
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+    reported = []
+    while not errors.empty():
+        reported.append(errors.get())
+    return WorkersResult(clean=sum(1 for p in procs if p.exitcode == 0), errors=reported)
+
+
+@dataclass(frozen=True)
+class WorkersResult:
+    clean: int  # worker processes that exited cleanly
+    errors: list[str]  # one line each from those that stopped on an error (the store, the disk)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process of this machine still runs. A zombie (killed, not yet reaped: its parent
+    died too, and a container's init may be slow to reap) holds no connection and no lease."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")
