@@ -18,7 +18,9 @@ shipped default (no config file, no ``POLITECRAWL_*`` variables) except where sa
 2. ``traps``: the trap web, shipped defaults (learned URL patterns on).
 3. ``traps-off``: the trap web, ``POLITECRAWL_URL_PATTERNS=false``: every link judged on its own.
 4. ``reference-off``: the trap-free web with patterns off: the same pages as (1), so CPU per
-   page of (1) vs (4) is what learning the patterns costs a page.
+   page of (1) vs (4) is what learning the patterns costs a page. ``--cost-rounds N`` (default
+   2) repeats the pair, alternating which goes first, and sums CPU and requests over the rounds
+   (one pair on a shared 2-core machine varies by several per cent).
 
 Printed: a JSON row per crawl (requests by class, real pages fetched of those that exist and
 of those the reference found, CPU of the crawl's process tree from ``os.wait4``, per page),
@@ -106,6 +108,8 @@ def main() -> None:
     ap.add_argument("--min-delay", type=float, default=None, help="passed to the crawls (default: shipped)")
     ap.add_argument("--only", choices=("traps", "all"), default="all",
                     help="traps: only crawl (2), against no reference (quick tuning)")
+    ap.add_argument("--cost-rounds", type=int, default=2, help="trap-free crawls with patterns on and off, "
+                    "alternating, for the cost per page (the first round is crawls 1 and 4)")
     ap.add_argument("--hosts", action="store_true", help="print the per-host rows of the trap crawls")
     ap.add_argument("--log", metavar="PREFIX", help="write each crawl's classified request log to PREFIX.NAME.jsonl")
     args = ap.parse_args()
@@ -121,6 +125,13 @@ def main() -> None:
     for name, traps, patterns, seconds in plan:
         run = runs[name] = run_crawl(name, traps=traps, patterns=patterns, seconds=seconds, extra=extra, log=args.log)
         print(json.dumps({k: v for k, v in run.items() if not k.startswith("_")}), flush=True)
+    cost = {True: [runs["reference"]], False: [runs["reference-off"]]} if "reference" in runs else {}
+    for round_ in range(1, args.cost_rounds if cost else 0):
+        for patterns in ((False, True) if round_ % 2 else (True, False)):
+            name = f"reference{'' if patterns else '-off'}-{round_ + 1}"
+            run = run_crawl(name, traps=False, patterns=patterns, seconds=args.reference_seconds, extra=extra)
+            cost[patterns].append(run)
+            print(json.dumps({k: v for k, v in run.items() if not k.startswith("_")}), flush=True)
     for name in ("traps", "traps-off"):
         if args.hosts and name in runs:
             for h in runs[name]["_hosts"]:
@@ -131,15 +142,23 @@ def main() -> None:
               "control_requests": on["_hosts"][0]["requests"],
               "control_unfetched": on["_hosts"][0]["unfetched"]}
     if "reference" in runs:
-        ref, off, ref_off = runs["reference"], runs["traps-off"], runs["reference-off"]
+        ref, off = runs["reference"], runs["traps-off"]
         result["real_found_by_reference"] = ref["real"]
         result["lost_vs_reference"] = lost(on, ref)
         result["lost_vs_reference_patterns_off"] = lost(off, ref)
         result["patterns_off_trap_fetches"] = off["trap"]
         result["patterns_off_duplicate_fetches"] = off["duplicate"]
         per_page = "cpu_ms_per_request"
-        result["extra_cost_per_page_trap_free"] = round(ref[per_page] / ref_off[per_page] - 1, 3)
-        result["extra_cost_per_page_traps"] = round(on[per_page] / off[per_page] - 1, 3)
+
+        def ms_per_request(rows: list[dict]) -> float:
+            return 1000 * sum(r["cpu_s"] for r in rows) / sum(r["requests"] for r in rows)
+
+        result["cost_rounds"] = len(cost[True])
+        result["trap_free_cpu_ms_per_request_on"] = round(ms_per_request(cost[True]), 2)
+        result["trap_free_cpu_ms_per_request_off"] = round(ms_per_request(cost[False]), 2)
+        result["extra_cost_per_page_trap_free"] = round(ms_per_request(cost[True]) / ms_per_request(cost[False]) - 1, 3)
+        # Not like for like (the pages differ: traps are thin pages), shown for completeness.
+        result["cpu_ms_per_request_traps_on_vs_off"] = [on[per_page], off[per_page]]
     checks = {"trap_fetches <= 30": on["trap"] <= TARGETS["trap"],
               "duplicate_fetches <= 10": on["duplicate"] <= TARGETS["duplicate"],
               "control host whole": not on["_hosts"][0]["unfetched"]}

@@ -80,6 +80,12 @@ MAX_EVIDENCE_URL_LENGTH = 512
 _STATE_VERSION = 1
 
 
+def _plain(obj: Any) -> dict[str, Any]:
+    """A dataclass instance's fields as a dict, lists copied one level (``asdict`` deep-copies
+    every value and was most of ``to_json``'s time)."""
+    return {k: (v.copy() if isinstance(v, list) else v) for k, v in vars(obj).items()}
+
+
 class _JSONState:
     """``to_json``/``from_json`` over a class's ``to_dict``/``from_dict``."""
 
@@ -391,8 +397,8 @@ class TemplateBudget(_JSONState):
                 "max_families": self.max_families,
             },
             "clock": self.clock,
-            "templates": {k: asdict(v) for k, v in self.templates.items()},
-            "families": {k: asdict(v) for k, v in self.families.items()},
+            "templates": {k: _plain(v) for k, v in self.templates.items()},
+            "families": {k: _plain(v) for k, v in self.families.items()},
         }
 
     @classmethod
@@ -611,7 +617,7 @@ class SessionTokens(_JSONState):
                 "max_links": self.max_links,
                 "max_rules": self.max_rules,
             },
-            "rules": [asdict(rule) for rule in self.rules.values()],
+            "rules": [_plain(rule) for rule in self.rules.values()],
             "candidates": self.candidates,
             "mounts": self.mounts,
         }
@@ -695,6 +701,14 @@ def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
     for name in list(dict.fromkeys(parts.names()))[:_MAX_PARAMS]:
         found.append(("param", name, parts.without_param(name)))
     return found
+
+
+# A host's remembered pages are indexed again whenever its state is read from the store (another
+# worker had the host): the same URLs, so their removals are cached.
+@functools.lru_cache(maxsize=16384)
+def _removal_urls(url: str) -> tuple[tuple[str, str, str], ...]:
+    """(kind, arg, the URL it leaves) for every removal of ``url`` (see :func:`_removals`)."""
+    return tuple((kind, arg, result.url()) for kind, arg, result in _removals(_split(url)))
 
 
 def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
@@ -817,8 +831,7 @@ class AliasRules(_JSONState):
                 rule.counter_examples.append(pair)
 
     def _index(self, url: str) -> None:
-        for _, _, result in _removals(_split(url)):
-            target = result.url()
+        for _, _, target in _removal_urls(url):
             if target not in self.pages:
                 self._waiting.setdefault(target, set()).add(url)
 
@@ -841,14 +854,13 @@ class AliasRules(_JSONState):
             del self.pages[next(iter(self.pages))]
         parts = _split(url)
         # url as the longer URL of a pair.
-        for kind, arg, result in _removals(parts):
-            target = result.url()
+        for kind, arg, target in _removal_urls(url):
             if target in self.pages:
                 if kind == "slash" and self.pages[target][1] == url:
                     # The shorter URL declared this one canonical: evidence for adding the
                     # slash, counted when it was declared; only a different text counts now.
                     if not self._same(url, target):
-                        self._evidence("addslash", _path_template(result.segments), target, url, False)
+                        self._evidence("addslash", _path_template(_split(target).segments), target, url, False)
                     continue
                 self._evidence(kind, arg, url, target, self._same(url, target))
             else:
@@ -862,8 +874,8 @@ class AliasRules(_JSONState):
             same = self._same(source, url)
             if self.pages[source][1] == url and same:
                 continue  # counted when its canonical was declared
-            for kind, arg, result in _removals(_split(source)):
-                if result.url() == url and not (kind == "slash" and canonical == source):
+            for kind, arg, target in _removal_urls(source):
+                if target == url and not (kind == "slash" and canonical == source):
                     self._evidence(kind, arg, source, url, same)
         # url declares itself with a trailing slash canonical (/post/3 -> /post/3/): the site
         # wants the slash, so the rule adds it (a removal rule would index the alias).
@@ -921,7 +933,7 @@ class AliasRules(_JSONState):
             },
             "clock": self.clock,
             "pages": [[url, *record] for url, record in self.pages.items()],
-            "rules": [asdict(rule) for rule in self._rules.values()],
+            "rules": [_plain(rule) for rule in self._rules.values()],
         }
 
     @classmethod
