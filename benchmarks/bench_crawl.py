@@ -324,14 +324,21 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     # adaptive_factor x its smoothed response time) beside the servers' own.
     from politecrawl.store import open_store
 
-    store = open_store(str(db), create=False)
+    fetch_log: list[dict] = []
+    hosts: list[dict] = []
     try:
-        fetch_log, hosts = store.fetch_log(), store.hosts()
-    finally:
-        store.close()
+        store = open_store(str(db), create=False)
+        try:
+            fetch_log, hosts = store.fetch_log(), store.hosts()
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 -- a diagnostic: the figures above stand without it
+        row["fetch_log_error"] = f"{type(exc).__name__}: {exc}"
     answered = [r for r in fetch_log if r["status"] == 200 and r["response_seconds"] is not None]
     row["crawler_measured_response_ms_p50"] = _ms(_quantile([r["response_seconds"] for r in answered], 0.5))
     row["crawler_measured_response_ms_p90"] = _ms(_quantile([r["response_seconds"] for r in answered], 0.9))
+    if answered and "loop_lag" in answered[0]:  # the worker's own event-loop lateness, when the store keeps it
+        row["loop_lag_ms_p50"] = _ms(_quantile([r["loop_lag"] or 0.0 for r in answered], 0.5))
     row["server_response_ms_p90"] = _ms(_quantile([r["ended"] - r["started"] for r in records
                                                    if r["status"] == 200], 0.9))
     row["delay_imposed_s_p50"] = round(_quantile([r["delay"] for r in answered if r["delay"]], 0.5) or 0, 2)
