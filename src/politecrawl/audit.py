@@ -113,6 +113,15 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
+def _server_seconds(row: Row) -> float | None:
+    """The logged response time that was the server's: as measured, less the worker's own event
+    loop lag at the time (both are in the log; rows written before the lag was kept have none)."""
+    measured = row.get("response_seconds")
+    if measured is None:
+        return None
+    return max(0.0, float(measured) - float(row.get("loop_lag") or 0.0))
+
+
 def _max_open(rows: list[Row]) -> int:
     events = sorted([(r["started_at"], 1) for r in rows] + [(r["ended_at"], -1) for r in rows])
     open_now = most = 0
@@ -186,7 +195,7 @@ def audit(fetch_log: list[Row], robots_versions: list[Row], agent: str, *,
             # tell for sure: the audit assumes not, which owes the host less, never more.
             host_level = row["kind"] == "robots" or row["status"] in SLOW_DOWN_STATUSES
             decision = decide(history, Observation(ended_at=row["ended_at"], status=row["status"],
-                                                   response_seconds=row.get("response_seconds"),
+                                                   response_seconds=_server_seconds(row),
                                                    retry_after=retry_after, host_level=host_level), host_policy)
             history = replace(history, response_time=decision.response_time, failures=decision.failures)
             owed_delays.append(decision.delay_after(row["ended_at"]))

@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 import aiohttp
 
-__all__ = ["FetchResult", "Fetcher", "ACCEPT_ENCODING"]
+__all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING"]
 
 def _accept_encoding() -> str:
     """Advertise only what the installed aiohttp can decode (br needs brotli, zstd backports.zstd)."""
@@ -64,9 +65,12 @@ class FetchResult:
     header_values: dict[str, list[str]] = field(default_factory=dict)
     #: the body was not read: its content type (from the headers) is not one the caller wants
     unwanted_type: bool = False
-    #: seconds from sending the request to the response headers: what "response time" means
-    #: for the adaptive delay (a large body over a slow link is not the server being slow).
+    #: seconds from sending the request to the response headers, as this process measured them
+    #: (a large body over a slow link is not the server being slow) …
     response_seconds: float | None = None
+    #: … and how late this process's event loop was running its callbacks then (LoopLag): time
+    #: that was ours, not the server's. ``server_seconds`` is what is left.
+    loop_lag: float = 0.0
     # -- what an archive needs (docs/archive.md): the exchange as it was on the wire --------------
     #: "1.1" / "1.0": the HTTP version of the response; ``reason`` its status line's phrase.
     http_version: str | None = None
@@ -82,6 +86,13 @@ class FetchResult:
     warc: tuple[str, int] | None = None
 
     @property
+    def server_seconds(self) -> float | None:
+        """The response time that was the server's: the measure less this loop's own lateness."""
+        if self.response_seconds is None:
+            return None
+        return max(0.0, self.response_seconds - self.loop_lag)
+
+    @property
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";")[0].strip().lower()
 
@@ -92,6 +103,51 @@ class FetchResult:
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip('"').lower()
         return None
+
+
+class LoopLag:
+    """How late the running event loop is: a ticker that asks to run every ``interval`` seconds
+    and notes how much later it ran.
+
+    A response's headers are read by a callback of this loop, so a busy worker (hundreds of hosts
+    in flight on a saturated CPU) measures every server as slow by however long its callbacks
+    wait. The adaptive delay (10 × the response time) would then slow every host down for the
+    crawler's own backlog. How late the ticks ran while a request was open is that backlog;
+    ``FetchResult.loop_lag`` keeps it beside the raw measure, and the fetch log keeps both.
+    """
+
+    def __init__(self, interval: float = 0.05, keep: int = 64) -> None:
+        self.interval = interval
+        self._ticks: deque[tuple[float, float]] = deque(maxlen=keep)  # (ran at, how late)
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._due = loop.time() + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._ticks.append((now, max(0.0, now - self._due)))
+        self._due = now + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def since(self, start: float) -> float:
+        """How far behind the loop ran since ``start`` (``loop.time()``): the latest tick's lag
+        among those that ran since then, or how overdue the next tick is now (a response read
+        in the same loop iteration as a late tick is read before the tick runs)."""
+        if self._handle is None:
+            return 0.0
+        overdue = asyncio.get_running_loop().time() - self._due
+        late = [lag for ran, lag in self._ticks if ran >= start]
+        return max(overdue, max(late, default=0.0), 0.0)
 
 
 class Fetcher:
@@ -126,8 +182,10 @@ class Fetcher:
         # Certificates are checked against the system's CAs (SSL_CERT_FILE / SSL_CERT_DIR honoured,
         # as OpenSSL does), or against ca_bundle when given (a site behind a private CA).
         self._ssl = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
+        self.loop_lag = LoopLag()
 
     async def __aenter__(self) -> "Fetcher":
+        self.loop_lag.start()
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=0,  # the scheduler decides concurrency; the pool must not queue silently
@@ -148,6 +206,7 @@ class Fetcher:
         return self
 
     async def __aexit__(self, *exc) -> None:
+        self.loop_lag.stop()
         if self._own_session and self._session is not None:
             await self._session.close()
             self._session = None
@@ -172,10 +231,12 @@ class Fetcher:
             headers["If-Modified-Since"] = last_modified
         started = self.clock()
         t0 = time.monotonic()
+        loop_t0 = asyncio.get_running_loop().time()
         result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
         try:
             async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
                 result.response_seconds = time.monotonic() - t0
+                result.loop_lag = min(self.loop_lag.since(loop_t0), result.response_seconds)
                 result.status = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
                 result.header_values = {k: resp.headers.getall(k) for k in REPEATED_HEADERS if k in resp.headers}

@@ -437,7 +437,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             Observation(
                 ended_at=result.ended_at,
                 status=result.status,
-                response_seconds=result.response_seconds,
+                response_seconds=result.server_seconds,
                 retry_after=retry_after,
                 host_level=host_level_failure(result, kind),
             ),
@@ -471,6 +471,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             delay=decision.delay_after(result.ended_at),
             retry_until=(result.ended_at + retry_after) if retry_after else None,
             response_seconds=result.response_seconds,
+            loop_lag=result.loop_lag,
             retry_after=result.headers.get("retry-after"),
             warc_file=result.warc[0] if result.warc else None,
             warc_offset=result.warc[1] if result.warc else None,

@@ -880,6 +880,7 @@ _SCHEMA_4_UNDONE = (
     "ALTER TABLE frontier DROP COLUMN request_url",
     "ALTER TABLE pages DROP COLUMN language",
     "ALTER TABLE pages DROP COLUMN links",
+    "ALTER TABLE fetch_log DROP COLUMN loop_lag",
 )
 
 #: Statements that turn a schema-3 store back into what schema 2 wrote.

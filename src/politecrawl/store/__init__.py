@@ -141,8 +141,11 @@ class FetchLogEntry:
     error: str | None = None
     delay: float | None = None
     retry_until: float | None = None
-    #: Evidence for the audit: seconds to the response headers, and the raw Retry-After header.
+    #: Evidence for the audit: seconds to the response headers as measured, how late the
+    #: worker's event loop was then (that much of the measure was the crawler's, not the
+    #: server's), and the raw Retry-After header.
     response_seconds: float | None = None
+    loop_lag: float | None = None
     retry_after: str | None = None
     #: Where the response is archived (``crawl --warc``): file name and record offset.
     warc_file: str | None = None

@@ -206,12 +206,12 @@ def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) ->
 
 #: The fetch log's columns, in the order ``fetch_log_values`` gives them.
 FETCH_LOG_COLUMNS = ("host", "url", "kind", "worker", "started_at", "ended_at", "status", "bytes", "error", "delay",
-                     "retry_until", "response_seconds", "retry_after", "warc_file", "warc_offset")
+                     "retry_until", "response_seconds", "retry_after", "warc_file", "warc_offset", "loop_lag")
 
 
 def fetch_log_values(host: str, worker: str, f: FetchLogEntry) -> tuple:
     return (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-            f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset)
+            f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset, f.loop_lag)
 
 
 def insert_fetch_log(conn, d: Dialect, host: str, worker: str, f: FetchLogEntry) -> None:

@@ -1220,7 +1220,7 @@ class PostgresStore:
     def fetch_log(self) -> list[dict]:
         return self._dicts(
             "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after, warc_file, warc_offset"
+                " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
             " FROM fetch_log ORDER BY started_at, id",
             (),
             "read the fetch log",

@@ -586,7 +586,7 @@ class SQLiteStore:
         with self._lock:
             cur = self._db.execute(
                 "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after, warc_file, warc_offset"
+                " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
                 " FROM fetch_log ORDER BY started_at, id"
             )
             cols = [c[0] for c in cur.description]

@@ -6,3 +6,7 @@ ALTER TABLE frontier ADD COLUMN IF NOT EXISTS request_url text;
 -- Content-Language header) and its outgoing links (normalized, newline-separated, at most 1,000).
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS language text;
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS links text;
+-- How late the worker's event loop ran its callbacks when a response's headers arrived: that
+-- much of response_seconds was the crawler's own backlog, not the server (the adaptive delay
+-- and the audit use response_seconds - loop_lag).
+ALTER TABLE fetch_log ADD COLUMN IF NOT EXISTS loop_lag double precision;
