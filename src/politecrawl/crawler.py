@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing as mp
-import os
 import socket
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,22 +33,9 @@ __all__ = [
 log = logging.getLogger("politecrawl.crawler")
 
 
-#: Pages the crawl still indexes when it is stopped early; the rest wait for 'politecrawl index'.
-INDEX_ON_STOP = 2_000
-
-
-#: How much lower the periodic indexer's CPU priority is than the crawl's (a nice increment).
-INDEXER_NICENESS = 10
-
-
-def _lower_priority() -> None:
-    """Lower the calling thread's CPU priority (Linux: the nice value is per thread; the threads
-    it starts inherit it). Where that is not possible, run as is."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + INDEXER_NICENESS))
-    except (AttributeError, OSError):
-        pass
+#: Pages the crawl still indexes when it is stopped early (about a second's work, so --max-time and
+#: Ctrl-C end within seconds); the rest wait for the next crawl or 'politecrawl index'.
+INDEX_ON_STOP = 500
 
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
@@ -217,10 +202,14 @@ class Crawler:
             last_progress = [0.0]
             counter = mp.get_context("spawn").Value("q", 0)
 
-            # The index is updated on a thread of lower CPU priority: on a busy machine the workers,
-            # whose latency is the crawl's throughput, go first; the index catches up when they wait.
-            indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer", initializer=_lower_priority)
+            # The index is updated on a thread of the parent at the crawl's own CPU priority: a crawl
+            # that outruns its index on a busy machine only piles up work (at a lower priority the
+            # index fell minutes behind a saturated crawl). Told to stop, an update ends within a batch.
+            indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer")
             indexing: list[Future] = []
+
+            def stopping() -> bool:
+                return self.stopped_by_signal or (deadline is not None and time.time() >= deadline)
 
             def tick() -> None:
                 t = time.time()
@@ -229,7 +218,8 @@ class Crawler:
                 if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:
                     if indexing:
                         indexing.pop().result()  # an error of the last update surfaces here
-                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000))
+                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000,
+                                                   stop=stopping))
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()

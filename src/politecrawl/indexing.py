@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .config import Settings
@@ -37,6 +38,8 @@ from .index.writer import IndexLockedError
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
 BATCH = 2_000
+#: Pages per batch of an update that may be told to stop (a crawl's): a second or two of indexing.
+STOPPABLE_BATCH = 500
 #: Anchor rows looked at per index commit when refreshing the pages they point at.
 ANCHOR_BATCH = 20_000
 
@@ -110,8 +113,12 @@ def _warn(message: str) -> None:
 
 
 def update_index(store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None,
-                 strict: bool = False) -> int:
+                 strict: bool = False, stop: Callable[[], bool] | None = None) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
+
+    ``stop`` (a crawl's: its deadline passed, or a signal) is asked between batches, which are
+    then small (``STOPPABLE_BATCH``): an update under way when the crawl is told to stop ends
+    within a batch, and what is left waits for the next update.
 
     Then re-index the pages whose anchor text grew since the last update (links found on
     pages crawled after them); ``max_pages`` bounds the first part only. ``compact`` (by
@@ -130,11 +137,11 @@ def update_index(store, index_dir: Path, *, max_pages: int | None = None, compac
     progress = [0]
     try:
         try:
-            _update(store, index_dir, max_pages, compact, progress)
+            _update(store, index_dir, max_pages, compact, progress, stop)
         except _IndexDamaged as exc:
             _warn(f"the search index in {index_dir} cannot be used, rebuilding it from the store: {exc}")
             _index_op(index_dir, _discard_index, index_dir)
-            _update(store, index_dir, max_pages, compact, progress)
+            _update(store, index_dir, max_pages, compact, progress, stop)
     except SearchIndexError as exc:
         if strict:
             raise
@@ -173,8 +180,11 @@ def _discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
         os.close(fd)  # releases the lock
 
 
-def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int]) -> None:
+def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int],
+            stop: Callable[[], bool] | None = None) -> None:
     """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
+    stopped = stop or (lambda: False)
+    batch = STOPPABLE_BATCH if stop is not None else BATCH
     seen = progress[0]
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
     if _index_op(index_dir, is_outdated, index_dir):
@@ -188,8 +198,8 @@ def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None,
     # their anchors after it was taken, and the loop at the end re-indexes the older pages they name.
     anchors_upto = store.anchor_mark()
     anchors_done = anchors_upto if fresh else int(store.get_meta("indexed_anchor_id") or 0)
-    while max_pages is None or seen < max_pages:
-        rows = store.pages_changed_since(seq, BATCH)
+    while (max_pages is None or seen < max_pages) and not stopped():
+        rows = store.pages_changed_since(seq, min(batch, max_pages - seen) if max_pages is not None else batch)
         if not rows:
             break
         _write(store, index_dir, rows, deletes=True)
@@ -198,12 +208,12 @@ def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None,
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
         progress[0] = seen
-        if len(rows) < BATCH:
+        if len(rows) < batch and (max_pages is None or seen < max_pages):
             # Caught up with the store as it was when this batch was read. Pages stored since
             # wait for the next update: during a crawl, chasing them segment by tiny segment
             # would never end and would write a segment per few pages.
             break
-    while anchors_done < anchors_upto:
+    while anchors_done < anchors_upto and not stopped():
         upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
         # Only what is indexable now; a page that stopped being so is removed by the loop above.
         _write(store, index_dir, store.pages_with_new_anchors(anchors_done, upto), deletes=False)
@@ -211,6 +221,8 @@ def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None,
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if fresh:
         store.set_meta("indexed_anchor_id", str(anchors_done))
+    if stopped():
+        return  # merging segments waits for a complete update
     if (max_pages is None if compact is None else compact) and _index_op(index_dir, read_current_pointer,
                                                                           index_dir) is not None:
         # A complete update (the end of a crawl, 'politecrawl index'): merge the segments the

@@ -583,3 +583,34 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
             update_index(FullStore(store), Path(db_path + ".index"))
     finally:
         store.close()
+
+
+def test_an_update_told_to_stop_ends_within_a_batch_and_the_next_one_finishes(tmp_path):
+    """A crawl's index update asks its stop between batches of STOPPABLE_BATCH pages: told to stop
+    (a deadline, Ctrl-C), it ends after the batch under way, and a later update indexes the rest."""
+    from politecrawl.indexing import STOPPABLE_BATCH, update_index
+    from politecrawl.store import NewURL, Outcome, PageRecord, RobotsUpdate, open_store
+
+    db = str(tmp_path / "c.db")
+    store = open_store(db, create=True)
+    host, n = "http://127.0.0.9", STOPPABLE_BATCH * 3 + 7
+    store.seed_urls([NewURL(f"{host}/p{i}", host, 0) for i in range(n)], 1.0)
+    claim = store.claim("w", 1.0, 60)
+    store.release(claim, Outcome(next_allowed_at=1.0, robots=RobotsUpdate("allow-all", None, 1.0, 1e12, None)), 1.0)
+    for i in range(n):
+        c = store.claim("w", 2.0 + i, 60)
+        page = PageRecord(c.url, c.url, 200, "text/html", 2.0 + i, 10, title=f"t{i}", text=f"page {i} words",
+                          fingerprint=f"f{i}")
+        store.release(c, Outcome(next_allowed_at=2.0 + i, url_state="done", page=page), 2.0 + i)
+    asked = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return len(asked) > 1  # stop once the first batch is written
+
+    index_dir = tmp_path / "c.db.index"
+    assert update_index(store, index_dir, stop=stop) == STOPPABLE_BATCH
+    assert Searcher(index_dir).stats()["N"] == STOPPABLE_BATCH
+    assert update_index(store, index_dir) == n - STOPPABLE_BATCH  # negative control: all of it
+    assert Searcher(index_dir).stats()["N"] == n
+    store.close()
