@@ -17,6 +17,7 @@ Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 from collections import deque
@@ -103,6 +104,11 @@ class FetchResult:
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip('"').lower()
         return None
+
+
+def _proxy_configured() -> bool:
+    return any(os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+                                                  "https_proxy", "all_proxy"))
 
 
 class LoopLag:
@@ -198,7 +204,10 @@ class Fetcher:
                 connector=connector,
                 timeout=self.timeout,
                 auto_decompress=True,
-                trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as curl and wget read them
+                # HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as curl and wget read them. Only when a proxy
+                # is set: trusting the environment also makes aiohttp read ~/.netrc on a thread for
+                # every request, a measurable share of a busy worker's CPU.
+                trust_env=_proxy_configured(),
                 cookie_jar=aiohttp.DummyCookieJar(),  # no cookies: every request is a stranger's
                 max_line_size=16 * 1024,
                 max_field_size=16 * 1024,

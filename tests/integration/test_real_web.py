@@ -11,7 +11,7 @@ from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
 from servers.documents import tiny_pdf
-from servers.raw import ok_robots_handler
+from servers.raw import http_response, ok_robots_handler
 
 
 def page(title: str, links=(), body: str = "") -> str:
@@ -258,3 +258,34 @@ def test_export_has_each_pages_language_and_outgoing_links(raw_servers, db_path,
     assert by_url[srv.url("/")]["language"] == "de-AT"
     assert by_url[srv.url("/")]["links"] == [srv.url("/a"), "http://127.0.0.60/elsewhere"]
     assert by_url[srv.url("/a")]["language"] == "fr" and by_url[srv.url("/a")]["links"] == []
+
+
+def test_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(raw_servers, db_path, tmp_path):
+    # The proxy answers in the origin's place (a request through a proxy names the whole URL);
+    # the origin itself must then see nothing.
+    origin = raw_servers("127.0.0.64", ok_robots_handler({"/": page("Origin").encode()}))
+    seen = []
+
+    def proxy(conn, req):
+        seen.append(req.path)
+        if req.path.endswith("/robots.txt"):
+            conn.sendall(http_response(200, b"User-agent: *\nAllow: /\n", content_type="text/plain"))
+        else:
+            conn.sendall(http_response(200, page("Via the proxy", body="proxied zeppelin").encode()))
+
+    via = raw_servers("127.0.0.65", proxy)
+    env = {"HTTP_PROXY": via.url("").rstrip("/"), "NO_PROXY": ""}
+    out = run_cli("crawl", origin.url("/"), "--db", db_path, "--min-delay", "0.05", "--max-time", "30", "-q",
+                  env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert seen == [origin.url("/robots.txt"), origin.url("/")], seen  # absolute-form requests
+    assert origin.paths() == []
+    found = run_cli("search", "zeppelin", "--db", db_path, cwd=str(tmp_path))
+    assert origin.url("/") in found.stdout, found.stdout
+    # NO_PROXY names the host: the proxy is bypassed (negative control).
+    db2 = str(tmp_path / "direct.db")
+    env = {"HTTP_PROXY": via.url("").rstrip("/"), "NO_PROXY": "127.0.0.64"}
+    out = run_cli("crawl", origin.url("/"), "--db", db2, "--min-delay", "0.05", "--max-time", "30", "-q",
+                  env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert len(seen) == 2 and "/" in origin.paths()
