@@ -17,6 +17,7 @@ import email.utils
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
 
 __all__ = [
+    "WaitReason",
     "DelayPolicy",
     "HostHistory",
     "Observation",
@@ -38,6 +40,19 @@ __all__ = [
 RESPONSE_TIME_ALPHA = 0.3
 #: Statuses that ask the client to slow down (RFC 6585 §4, RFC 9110 §15.6.4).
 SLOW_DOWN_STATUSES = frozenset({429, 503})
+
+
+class WaitReason(StrEnum):
+    """Why a host waits (``hosts.wait_reason`` in the store, shown by ``status --hosts``)."""
+
+    MIN_DELAY = "min-delay"  # the crawl's floor between two requests to a host
+    CRAWL_DELAY = "crawl-delay"  # the host's robots.txt asks for more
+    ADAPTIVE = "adaptive"  # 10 x the host's response time is more
+    RETRY_AFTER = "retry-after"  # the host said when to come back (429/503)
+    BACKOFF = "backoff"  # errors: the delay doubles per failure
+    PARKED = "parked"  # too many failures, or a Retry-After beyond the backoff cap
+    ROBOTS_UNREACHABLE = "robots-unreachable"  # robots.txt could not be read: nothing is fetched
+    LOW_YIELD = "low-yield"  # its recent pages were mostly duplicates
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +117,7 @@ class Observation:
 @dataclass(frozen=True, kw_only=True)
 class Decision:
     next_allowed_at: float
-    reason: str  # min-delay | crawl-delay | adaptive | retry-after | backoff | parked
+    reason: WaitReason
     response_time: float | None
     failures: int
 
@@ -118,14 +133,14 @@ def smooth_response_time(previous: float | None, latest: float) -> float:
     return (1 - RESPONSE_TIME_ALPHA) * previous + RESPONSE_TIME_ALPHA * latest
 
 
-def _base_delay(history: HostHistory, response_time: float | None, policy: DelayPolicy) -> tuple[float, str]:
+def _base_delay(history: HostHistory, response_time: float | None, policy: DelayPolicy) -> tuple[float, WaitReason]:
     """The steady-state delay and the term that set it."""
-    candidates = [(policy.min_delay, "min-delay")]
+    candidates = [(policy.min_delay, WaitReason.MIN_DELAY)]
     if history.crawl_delay is not None:
-        candidates.append((min(history.crawl_delay, policy.max_crawl_delay), "crawl-delay"))
+        candidates.append((min(history.crawl_delay, policy.max_crawl_delay), WaitReason.CRAWL_DELAY))
     if response_time is not None:
         adaptive = min(policy.adaptive_factor * response_time, policy.max_adaptive_delay)
-        candidates.append((adaptive, "adaptive"))
+        candidates.append((adaptive, WaitReason.ADAPTIVE))
     # Ties keep the earlier, more explainable reason (min-delay before adaptive).
     return max(candidates, key=lambda c: c[0])
 
@@ -152,26 +167,26 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     base, reason = _base_delay(history, response_time, policy)
     delay = base
 
-    def decision(seconds: float, why: str) -> Decision:
+    def decision(seconds: float, why: WaitReason) -> Decision:
         return Decision(next_allowed_at=obs.ended_at + seconds, reason=why, response_time=response_time,
                         failures=failures)
 
     if obs.retry_after is not None and obs.retry_after > delay:
         if obs.retry_after > policy.backoff_cap:
-            return decision(min(obs.retry_after, max(policy.max_crawl_delay, policy.backoff_cap)), "parked")
+            return decision(min(obs.retry_after, max(policy.max_crawl_delay, policy.backoff_cap)), WaitReason.PARKED)
         if not failed or failures < policy.park_after or not obs.host_level:
-            return decision(obs.retry_after, "retry-after")
+            return decision(obs.retry_after, WaitReason.RETRY_AFTER)
     if failed:
         if failures >= policy.park_after and obs.host_level:
-            return decision(max(base, policy.park_seconds), "parked")
+            return decision(max(base, policy.park_seconds), WaitReason.PARKED)
         if obs.retry_after is None:
             backoff = min(policy.backoff_cap, max(policy.backoff_base * 2 ** (failures - 1), base * 2 ** failures))
             if backoff > delay:
-                delay, reason = backoff, "backoff"
+                delay, reason = backoff, WaitReason.BACKOFF
     elif failures:
         recovering = min(policy.backoff_cap, base * 2 ** failures)
         if recovering > delay:
-            delay, reason = recovering, "backoff"
+            delay, reason = recovering, WaitReason.BACKOFF
     return decision(delay, reason)
 
 

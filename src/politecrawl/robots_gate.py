@@ -12,6 +12,7 @@ from . import urls
 from .config import Settings
 from .errors import InvalidURL
 from .fetch import Fetcher, FetchResult
+from .politeness import WaitReason
 from .response import REDIRECT_STATUSES
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
 from .store import Claim, NewURL, Outcome, RobotsUpdate
@@ -98,8 +99,8 @@ class RobotsGate:
             # file is unreachable. Pages go on under it; robots.txt is tried again after a while.
             retry_at = max(outcome.next_allowed_at or now, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
             outcome.robots = RobotsUpdate(None, None, None, retry_at, None)
-        if update is None and outcome.wait_reason not in ("parked", "retry-after"):
-            outcome.wait_reason = "robots-unreachable"
+        if update is None and outcome.wait_reason not in (WaitReason.PARKED, WaitReason.RETRY_AFTER):
+            outcome.wait_reason = WaitReason.ROBOTS_UNREACHABLE
         if update is None:
             outcome.host_error = result.error or f"robots.txt answered {result.status}"
         if self.settings.sitemaps and update is not None:

@@ -25,7 +25,7 @@ from .errors import PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
 from .links import LinkFollower
 from .pages import PageHandler, wanted_type
-from .politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after, policy_for_host
+from .politeness import DelayPolicy, HostHistory, Observation, WaitReason, decide, parse_retry_after, policy_for_host
 from .robots import RobotsTxt, product_token
 from .robots_gate import RobotsGate
 from .scope import CrawlScope
@@ -380,7 +380,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             outcome = Outcome(
                 next_allowed_at=self.now() + wait,
                 delay=wait,
-                wait_reason="backoff",
+                wait_reason=WaitReason.BACKOFF,
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
             )

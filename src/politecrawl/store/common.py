@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from ..politeness import WaitReason
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate
 
 __all__ = [
@@ -101,7 +102,7 @@ class Dialect:
 
 
 #: Wait reasons of hosts paused for long (their URLs are kept; they do not keep a run alive).
-PAUSED_REASONS = ("parked", "low-yield")
+PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD)
 
 
 def wake_time_sql(d: Dialect) -> str:

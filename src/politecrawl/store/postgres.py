@@ -59,6 +59,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..dedup import to_signed64
 from ..errors import NotAStoreError, StoreError
+from ..politeness import WaitReason
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
@@ -900,7 +901,7 @@ class PostgresStore:
             ctes.append(f"""watch AS (UPDATE hosts SET
                   next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s)
                                     ELSE next_allowed_at END,
-                  wait_reason = CASE WHEN {pause} THEN 'low-yield' ELSE wait_reason END,
+                  wait_reason = CASE WHEN {pause} THEN '{WaitReason.LOW_YIELD}' ELSE wait_reason END,
                   recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
                   recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
                 WHERE host = %(host)s)""")
@@ -1048,7 +1049,7 @@ class PostgresStore:
             hosts_waiting = one("SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
                                 f" AND {not_in_flight}", now, now)[0]
             hosts_parked = one(
-                "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > %s", now
+                f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > %s", now
             )[0]
             codes = {
                 str(k if k is not None else "no-answer"): v

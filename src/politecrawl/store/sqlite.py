@@ -18,6 +18,7 @@ from typing import Iterator, Sequence
 
 from ..dedup import hamming
 from ..errors import NotAStoreError, StoreError
+from ..politeness import WaitReason
 from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
@@ -342,7 +343,7 @@ class SQLiteStore:
             dups / pages >= check.max_duplicate_share
         ):
             db.execute(
-                "UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = 'low-yield',"
+                f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = '{WaitReason.LOW_YIELD}',"
                 " recent_pages = 0, recent_duplicates = 0 WHERE host = ?",
                 (check.pause_until, host),
             )
@@ -462,7 +463,7 @@ class SQLiteStore:
                 {"now": now},
             ).fetchone()[0]
             hosts_parked = db.execute(
-                "SELECT COUNT(*) FROM hosts WHERE wait_reason = 'parked' AND next_allowed_at > ?", (now,)
+                f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > ?", (now,)
             ).fetchone()[0]
             codes = {
                 str(k if k is not None else "no-answer"): v
