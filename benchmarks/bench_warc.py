@@ -1,55 +1,101 @@
 """What writing WARC costs: per record, and in crawl throughput at 1,000 hosts.
 
-    python benchmarks/bench_warc.py --micro                       # CPU per exchange, gzip 6 vs 9
-    python benchmarks/bench_warc.py --hosts 1000 --min-delay 2 --seconds 40 --rounds 2
+    python benchmarks/bench_warc.py --micro                       # CPU per exchange, by gzip library/level
+    flock /tmp/bench.lock python benchmarks/bench_warc.py --no-micro --hosts 1000 --seconds 60 --rounds 5 --check
     python benchmarks/bench_warc.py --export 100000               # export's memory, 10k vs 100k pages
 
-``--micro``: ``WarcWriter.write_exchange`` on ~20 KB pages like the benchmark web's (request +
-response record, digests, one gzip member each), timed per exchange, by gzip level and library
-(ISA-L for levels 0-3 when installed, zlib; warcio's own wrapper uses zlib 9); archive bytes per
-page byte.
+``--micro`` (also run before the crawl unless ``--no-micro``): ``WarcWriter.write_exchange`` on
+~20 KB pages like the benchmark web's (request + response record, digests, one gzip member each),
+CPU per exchange by gzip level and library (ISA-L for levels 0-3 when installed, zlib; warcio's own
+gzip wrapper uses zlib 9), archive bytes per page byte; and, as the baseline in the same run, the
+same records built and written by warcio (``create_warc_record``, ``write_record``), which is how
+the writer built them before it serialised them itself.
 
 ``--export N``: a store of N pages (~3.5 KB of text each) and one of N/10, each exported to JSON
 Lines and CSV by the command line; peak RSS of each export (it must not grow with the store).
 
-Crawl: the benchmark web of bench_crawl.py (``python -m politecrawl.sandbox``, every host on its own
-127.x address, ~20 KB pages, the servers log every request) is crawled for a fixed time with and
-without an archive, alternately, ``--rounds`` times each. Printed for each run: achieved requests/s
-in the steady state and its share of the politeness bound (bench_crawl.analyse), CPU seconds per 100
-pages, archive size. The WARC cost is the drop in achieved requests/s and the rise in CPU per page.
+Crawl: a benchmark web (``python -m politecrawl.sandbox``, every host on its own 127.x address,
+~20 KB pages, the servers log every request; its own process, its CPU not counted) is crawled by the
+real crawl (``Crawler.run``: ``--workers`` worker processes and the indexing parent, as ``politecrawl
+crawl`` runs them) for ``--seconds``, without and with ``warc_dir``, interleaved in one invocation:
+each round runs both, the order alternating (plain, warc; warc, plain; ...), so drift in the
+machine's load falls on both sides alike. Printed per run, then means and ratios (with / without):
 
-The crawl is ``--workers`` worker processes, each running ``crawler.Worker`` with
-``Fetcher(recorder=WarcWriter(...))`` as the worker process entry would (no indexing parent: both
-sides of the comparison alike), unless ``crawler._worker_async`` already opens the writer itself:
-then ``Crawler`` runs with ``--workers`` processes and ``warc_dir``.
+* pages/s: 200 answers to page requests per second in the steady state (the first and last 15 % of
+  the time from the first to the last request left out), from the servers' log; requests/s likewise,
+  and the politeness bound; the servers' count of politeness violations (must be 0);
+* CPU seconds per 100 pages of the crawler's whole process tree (workers + the parent, which
+  indexes): in the steady state (the tree's CPU sampled from /proc every 0.25 s), and over the whole
+  run from start to exit (the workers' and the parent's parts too);
+* runs with WARC: what the writer itself took, counted inside each worker (``write_exchange`` and
+  the fetcher's copy of the exchange, ``fetch._keep_exchange``, timed with ``time.thread_time``):
+  its share of the workers' CPU and CPU per exchange. Unlike the A/B figures, load from other work
+  on the machine does not move these much. ``--check``: ``warcio check`` on every file (not timed).
+
+The settings the benchmark changes from the defaults are printed first.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import inspect
+import dataclasses
+import io
 import json
+import os
 import random
 import resource
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_crawl import analyse, start_web, stop_web  # noqa: E402
-
-from politecrawl import urls  # noqa: E402
-from politecrawl.config import load_settings, user_agent_string  # noqa: E402
-from politecrawl.fetch import FetchResult  # noqa: E402
-from politecrawl.warc import WarcWriter, iter_files  # noqa: E402
+from politecrawl.config import load_settings
+from politecrawl.fetch import FetchResult
+from politecrawl.warc import WarcWriter, iter_files
 
 
 # --------------------------------------------------------------------------- micro
-def micro(n: int = 2_000, variants=((1, "isal"), (3, "isal"), (1, "zlib"), (6, "zlib"), (9, "zlib"))) -> list[dict]:
+class _WarcioBuilt(WarcWriter):
+    """The writer with its records built and serialised by warcio, as it was before
+    ``WarcWriter._build`` wrote them itself: the baseline of --micro."""
+
+    def _build(self, result, kind):
+        from warcio.statusandheaders import StatusAndHeaders
+
+        from politecrawl import warc
+
+        b = self._builder
+        url = result.url
+        common = [("WARC-Date", warc._warc_date(result.started_at)), ("WARC-Warcinfo-ID", self._warcinfo_id),
+                  ("WARC-IP-Address", result.ip)]
+        resp_id = b._make_warc_id()
+        http = StatusAndHeaders(f"{result.status} {result.reason}", warc._recorded_headers(result),
+                                protocol="HTTP/1.1")
+        response = b.create_warc_record(url, "response", payload=io.BytesIO(result.body), length=len(result.body),
+                                        http_headers=http, warc_headers_dict=dict(
+                                            [("WARC-Record-ID", resp_id), *common, ("Politecrawl-Kind", kind)]))
+        req_http = StatusAndHeaders(f"GET {result.request_target} HTTP/1.1", list(result.request_headers),
+                                    is_http_request=True)
+        request = b.create_warc_record(url, "request", payload=io.BytesIO(b""), length=0, http_headers=req_http,
+                                       warc_headers_dict=dict([("WARC-Record-ID", b._make_warc_id()), *common,
+                                                               ("WARC-Concurrent-To", resp_id)]))
+        out = []
+        for record in (request, response):
+            self._buf.seek(0)
+            self._buf.truncate()
+            b.write_record(record)
+            gz = (warc._isal_zlib or zlib).compressobj(self.gzip_level, zlib.DEFLATED, 31)
+            out.append(gz.compress(self._buf.getvalue()) + gz.flush())
+        return out[0], out[1]
+
+
+def micro(n: int = 2_000, variants=((1, "isal", "warcio"), (1, "isal", ""), (3, "isal", ""), (1, "zlib", ""),
+                                    (6, "zlib", ""), (9, "zlib", ""))) -> list[dict]:
     from politecrawl import warc
     from politecrawl.sandbox import _bench_text
 
@@ -58,34 +104,38 @@ def micro(n: int = 2_000, variants=((1, "isal"), (3, "isal"), (1, "zlib"), (6, "
                f"</p></body></html>").encode() for i in range(64)]
     rows = []
     isal = warc._isal_zlib
-    for level, lib in variants:
+    for level, lib, builder in variants:
         if lib == "isal" and isal is None:
             continue
         warc._isal_zlib = isal if lib == "isal" else None
         tmp = Path(tempfile.mkdtemp(prefix="bench-warc-"))
         try:
-            w = WarcWriter(tmp, gzip_level=level, fsync_on_close=False)
+            w = (_WarcioBuilt if builder == "warcio" else WarcWriter)(tmp, gzip_level=level, fsync_on_close=False)
             page_bytes = 0
-            t0 = time.process_time()
+            results = []
             for i in range(n):
                 body = bodies[i % len(bodies)]
                 page_bytes += len(body)
                 now = time.time()
-                w.write_exchange(FetchResult(
+                results.append(FetchResult(
                     url=f"http://127.0.1.{i % 250 + 1}:8000/p/{i}", status=200, started_at=now, ended_at=now,
                     body=body, http_version="1.1", reason="OK", request_target=f"/p/{i}", ip="127.0.1.1",
                     raw_headers=(("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body))),
                                  ("Date", "Tue, 01 Dec 2026 08:00:00 GMT"), ("Server", "Python/3.11 aiohttp")),
                     request_headers=(("Host", "127.0.1.1:8000"), ("User-Agent", "politecrawl/0.1.0"),
-                                     ("Accept", "text/html"), ("Accept-Encoding", "gzip, deflate, br"))), "page")
+                                     ("Accept", "text/html"), ("Accept-Encoding", "gzip, deflate, br"))))
+            t0 = time.process_time()
+            for r in results:
+                w.write_exchange(r, "page")
             cpu = time.process_time() - t0
             w.close()
             size = sum(p.stat().st_size for p in iter_files(tmp))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
             warc._isal_zlib = isal
-        rows.append({"gzip_level": level, "gzip": lib, "exchanges": n, "avg_page_kb": round(page_bytes / n / 1024, 1),
-                     "us_per_exchange": round(1e6 * cpu / n, 1), "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
+        rows.append({"records_by": builder or "politecrawl", "gzip_level": level, "gzip": lib, "exchanges": n,
+                     "avg_page_kb": round(page_bytes / n / 1024, 1), "us_per_exchange": round(1e6 * cpu / n, 1),
+                     "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
                      "archive_bytes_per_page_byte": round(size / page_bytes, 3)})
     return rows
 
@@ -143,146 +193,289 @@ def export_memory(n: int) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- crawl
-def _hooked() -> bool:
-    from politecrawl import crawler
-
-    return "warc" in inspect.getsource(crawler._worker_async).lower()
-
-
-def _seed(settings, seeds: list[str]):
-    from politecrawl.crawler import Crawler
-    from politecrawl.store import NewURL, open_store
-
-    store = open_store(settings.db)
-    try:
-        scope = Crawler(settings).scope_for(store, seeds)
-        store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in seeds], time.time())
-    finally:
-        store.close()
-    return scope
+def _crawl_flags(args, db: Path, warc_dir: Path | None) -> dict:
+    flags = {"db": str(db), "workers": args.workers, "concurrency": args.concurrency, "min_delay": args.min_delay,
+             "max_time": args.seconds, "scope": "host", "max_depth": 1_000_000, "per_ip_limit": 0}
+    if warc_dir is not None:
+        flags["warc_dir"] = str(warc_dir)
+    return flags
 
 
-def _worker_loop(settings, scope_args: tuple, seconds: float, report: str) -> None:
-    """One worker process: what crawler._worker_async runs, with the archive opened around the fetcher."""
-    from politecrawl.crawler import CrawlScope, PageBudget, Worker
-    from politecrawl.fetch import Fetcher
-    from politecrawl.store import open_store
-
-    scope = CrawlScope(*scope_args)
-    store = open_store(settings.db)
-    try:
-
-        async def run():
-            warc = WarcWriter.from_settings(settings)
-            stop = asyncio.Event()
-            asyncio.get_running_loop().call_later(seconds, stop.set)
-            try:
-                async with Fetcher(clock=lambda: time.time() + store.clock_offset,
-                                   user_agent=user_agent_string(settings), max_bytes=settings.max_page_bytes,
-                                   connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
-                                   total_timeout=settings.total_timeout, recorder=warc) as fetcher:
-                    await Worker(settings, store, fetcher, scope, PageBudget(None), stop).run()
-            finally:
-                if warc is not None:
-                    warc.close()
-            return warc
-
-        warc = asyncio.run(run())
-    finally:
-        store.close()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    with open(report, "w") as fh:  # what this process spent, and how much of it archiving
-        json.dump({"cpu_s": usage.ru_utime + usage.ru_stime, "warc_cpu_s": warc.cpu_seconds if warc else 0.0,
-                   "warc_records": warc.records if warc else 0}, fh)
+def changed_settings(args) -> dict:
+    """The settings the crawl runs with that differ from the defaults (db and warc_dir aside)."""
+    ours = load_settings(_crawl_flags(args, Path("x.db"), None), env={})
+    defaults = load_settings({"db": "x.db"}, env={})
+    return {f.name: (getattr(defaults, f.name), getattr(ours, f.name)) for f in dataclasses.fields(ours)
+            if getattr(ours, f.name) != getattr(defaults, f.name)}
 
 
-def _processes_crawl(settings, seeds: list[str], seconds: float, tmp: Path) -> list[dict]:
-    """``settings.workers`` worker processes on one store, like crawler.run_workers (no indexing parent)."""
-    import multiprocessing as mp
+def _cpu(usage) -> float:
+    return usage.ru_utime + usage.ru_stime
 
-    scope = _seed(settings, seeds)
-    ctx = mp.get_context("spawn")
-    reports = [tmp / f"worker-{i}.json" for i in range(settings.workers)]
-    procs = [ctx.Process(target=_worker_loop,
-                         args=(settings, (scope.mode, scope.seeds, scope.max_depth), seconds, str(report)))
-             for report in reports]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(seconds + 120)
-    out = [json.loads(r.read_text()) for r in reports if r.exists()]
-    for r in reports:
-        r.unlink(missing_ok=True)
-    return out
+
+def _count_writer_cpu(stats_file: str) -> None:
+    """In a crawl worker: count the CPU (time.thread_time: the event loop's thread) and wall time
+    spent in WarcWriter.write_exchange and in fetch._keep_exchange (what the fetcher copies for the
+    archive), and at the writer's close add a line with them to ``stats_file``."""
+    from politecrawl import fetch
+
+    counts = {"exchanges": 0, "write_cpu_s": 0.0, "write_wall_s": 0.0, "keep_cpu_s": 0.0}
+    write, keep, close = WarcWriter.write_exchange, fetch._keep_exchange, WarcWriter.close
+
+    def timed_write(self, *a, **kw):
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return write(self, *a, **kw)
+        finally:
+            counts["write_cpu_s"] += time.thread_time() - c0
+            counts["write_wall_s"] += time.perf_counter() - w0
+            counts["exchanges"] += 1
+
+    def timed_keep(*a, **kw):
+        c0 = time.thread_time()
+        try:
+            return keep(*a, **kw)
+        finally:
+            counts["keep_cpu_s"] += time.thread_time() - c0
+
+    def close_and_report(self):
+        close(self)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        with open(stats_file, "a") as fh:
+            fh.write(json.dumps({"pid": os.getpid(), "process_cpu_s": usage.ru_utime + usage.ru_stime,
+                                 **counts}) + "\n")
+
+    WarcWriter.write_exchange = WarcWriter.record = timed_write
+    fetch._keep_exchange = timed_keep
+    WarcWriter.close = close_and_report
+
+
+if __name__ == "__mp_main__" and os.environ.get("BENCH_WARC_STATS"):
+    # A crawl worker (the spawn start method runs this script's top level in each one, before the
+    # worker starts): instrument the writer of the runs with WARC.
+    _count_writer_cpu(os.environ["BENCH_WARC_STATS"])
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(root: int, exclude: int) -> float:
+    """CPU seconds (user + system) of ``root`` and its live descendants, ``exclude``'s subtree left out."""
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split() if int(c) != exclude]
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue  # exited meanwhile
+    return total
+
+
+class TreeSampler(threading.Thread):
+    """(time, CPU seconds of the crawler's process tree) every 0.25 s: the CPU of the steady state
+    alone, without the start (imports, processes starting) and the end (the last indexing)."""
+
+    def __init__(self, exclude: int) -> None:
+        super().__init__(daemon=True)
+        self.exclude, self.samples, self.done = exclude, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.samples.append((time.time(), _tree_cpu(os.getpid(), self.exclude)))
+            self.done.wait(0.25)
+
+    def cpu_between(self, lo: float, hi: float) -> float:
+        def at(t: float) -> float:
+            for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
+                if t0 <= t <= t1:
+                    return c0 + (c1 - c0) * (t - t0) / max(1e-9, t1 - t0)
+            raise ValueError(f"no CPU sample around {t}")
+
+        return at(hi) - at(lo)
+
+
+def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
+    """The benchmark web in its own process (its CPU is not the crawler's), ~20 KB pages."""
+    cmd = [sys.executable, "-m", "politecrawl.sandbox", "--hosts", str(args.hosts), "--first-ip", args.first_ip,
+           "--seconds", str(args.seconds * 3 + 120), "--log", str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    return proc, json.loads(proc.stdout.readline())
+
+
+def stop_web(proc: subprocess.Popen, log: Path) -> list[dict]:
+    proc.terminate()
+    proc.wait(60)
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def analyse(records: list[dict], min_delay: float) -> dict:
+    """What the servers saw: steady-state pages/s and requests/s (the first and last 15 % of the time
+    from the first to the last request left out), the politeness bound (the sum over hosts of
+    1 / (delay + the host's median response time)), and violations (must be 0)."""
+    by_host: dict[str, list[dict]] = {}
+    for r in records:
+        by_host.setdefault(r["host"], []).append(r)
+    short = overlaps = 0
+    bound = 0.0
+    for recs in by_host.values():
+        recs.sort(key=lambda r: r["started"])
+        for a, b in zip(recs, recs[1:]):
+            short += b["started"] - a["ended"] < min_delay - 0.01
+            overlaps += b["started"] < a["ended"]
+        durations = sorted(r["ended"] - r["started"] for r in recs)
+        service = durations[len(durations) // 2]
+        bound += 1 / (max(min_delay, 10 * service) + service)
+    starts = [r["started"] for r in records]
+    first, last = min(starts), max(starts)
+    lo, hi = first + 0.15 * (last - first), last - 0.15 * (last - first)
+    steady = [r for r in records if lo <= r["started"] < hi]
+    is_page = [r["path"] != "/robots.txt" and r["status"] == 200 for r in steady]
+    return {"requests": len(records),
+            "pages_200": sum(1 for r in records if r["path"] != "/robots.txt" and r["status"] == 200),
+            "pages_per_s": round(sum(is_page) / (hi - lo), 1), "requests_per_s": round(len(steady) / (hi - lo), 1),
+            "bound_rps": round(bound, 1), "short_gaps": short, "overlaps": overlaps, "crawl_s": round(last - first, 1),
+            "steady": (lo, hi, sum(is_page))}
 
 
 def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
+    from politecrawl.crawler import Crawler
+
     log = tmp / f"web-{round_no}-{int(with_warc)}.jsonl"
-    web, info = start_web(args, log)
     warc_dir = tmp / f"warc-{round_no}"
     db = tmp / f"bench-{round_no}-{int(with_warc)}.db"
-    flags = {"db": str(db), "workers": args.workers, "concurrency": args.concurrency, "min_delay": args.min_delay,
-             "max_time": args.seconds, "scope": "host", "max_depth": 1_000_000, "per_ip_limit": 0}
-    if with_warc:
-        flags["warc_dir"] = str(warc_dir)
-    settings = load_settings(flags, env={})
-    seeds = [h + "/" for h in info["hosts"]]
-    hooked = _hooked()
+    settings = load_settings(_crawl_flags(args, db, warc_dir if with_warc else None), env={})
+    web, info = start_web(args, log)
     try:
-        before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        # The crawler's process tree: this process (the parent: scheduling the workers, indexing) and
+        # the worker processes, which are reaped (and so counted in RUSAGE_CHILDREN) before run() returns.
+        # The benchmark web is reaped only after 'after' is read: its CPU is not counted.
+        stats = tmp / f"writer-{round_no}.jsonl"
+        if with_warc:
+            os.environ["BENCH_WARC_STATS"] = str(stats)  # inherited by the workers: see _count_writer_cpu
+        sampler = TreeSampler(exclude=web.pid)
+        sampler.start()
+        self0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
-        if hooked:
-            from politecrawl.crawler import Crawler
-
-            workers = []
-            Crawler(settings).run(seeds)
-        else:
-            workers = _processes_crawl(settings, seeds, args.seconds, tmp)
+        Crawler(settings).run([h + "/" for h in info["hosts"]])
         t1 = time.time()
-        after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        sampler.done.set()
+        sampler.join()
     finally:
+        os.environ.pop("BENCH_WARC_STATS", None)
         records = stop_web(web, log)
-    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
-    label = ("warc" if with_warc else "no warc") + f" ({args.workers} {'workers' if hooked else 'loops'})"
-    out = analyse(records, args, t0, t1, label, cpu, max(after[0].ru_maxrss, after[1].ru_maxrss) / 1024)
-    if workers:
-        # The share of the workers' CPU spent archiving: what WARC costs a CPU-bound crawl, and a
-        # figure other load on the machine does not move the way it moves requests/s.
-        out["warc_share_of_worker_cpu"] = round(sum(w["warc_cpu_s"] for w in workers)
-                                                / max(1e-9, sum(w["cpu_s"] for w in workers)), 4)
-        out["warc_ms_per_exchange"] = round(1000 * sum(w["warc_cpu_s"] for w in workers)
-                                            / max(1, sum(w["warc_records"] for w in workers) / 2), 3)
+    parent_cpu, worker_cpu = _cpu(self1) - _cpu(self0), _cpu(kids1) - _cpu(kids0)
+    out = {"round": round_no, "crawler": "warc" if with_warc else "plain", "hosts": args.hosts,
+           "run_s": round(t1 - t0, 1), **analyse(records, args.min_delay)}
+    lo, hi, steady_pages = out.pop("steady")
+    out["steady_cpu_s_per_100_pages"] = round(100 * sampler.cpu_between(lo, hi) / max(1, steady_pages), 4)
+    pages = max(1, out["pages_200"])
+    out.update(cpu_s_per_100_pages=round(100 * (parent_cpu + worker_cpu) / pages, 4),
+               worker_cpu_s_per_100_pages=round(100 * worker_cpu / pages, 4),
+               parent_cpu_s_per_100_pages=round(100 * parent_cpu / pages, 4))
     if with_warc:
+        writers = [json.loads(line) for line in stats.read_text().splitlines()] if stats.exists() else []
+        if writers:
+            exchanges = sum(w["exchanges"] for w in writers)
+            out["writer_share_of_worker_cpu"] = round(sum(w["write_cpu_s"] for w in writers)
+                                                      / sum(w["process_cpu_s"] for w in writers), 4)
+            out["writer_us_per_exchange"] = round(1e6 * sum(w["write_cpu_s"] for w in writers) / exchanges, 1)
+            out["writer_wall_us_per_exchange"] = round(1e6 * sum(w["write_wall_s"] for w in writers) / exchanges, 1)
+            out["keep_us_per_exchange"] = round(1e6 * sum(w["keep_cpu_s"] for w in writers) / exchanges, 1)
+            out["archive_share_of_worker_cpu"] = round(sum(w["write_cpu_s"] + w["keep_cpu_s"] for w in writers)
+                                                       / sum(w["process_cpu_s"] for w in writers), 4)
         files = list(iter_files(warc_dir))
         out["warc_files"] = len(files)
         out["warc_mb"] = round(sum(p.stat().st_size for p in files) / 1e6, 1)
+        if args.check:
+            from warcio.checker import Checker
+
+            failed = Checker(type("Cmd", (), {"inputs": [str(p) for p in files], "verbose": False})()).process_all()
+            out["warcio_check"] = "fail" if failed else "ok"
         shutil.rmtree(warc_dir, ignore_errors=True)
-    db.unlink(missing_ok=True)
+    for p in tmp.glob(db.name + "*"):  # the store, its WAL, its index
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     return out
+
+
+COLUMNS = {"round": "round", "crawler": "crawler", "requests": "requests", "pages_200": "pages",
+           "pages_per_s": "pages/s", "requests_per_s": "req/s", "bound_rps": "bound req/s",
+           "steady_cpu_s_per_100_pages": "steady CPU/100", "cpu_s_per_100_pages": "run CPU/100",
+           "worker_cpu_s_per_100_pages": "workers/100", "parent_cpu_s_per_100_pages": "parent/100",
+           "short_gaps": "short gaps", "overlaps": "overlaps", "warc_mb": "WARC MB"}
+RATIOS = (("pages_per_s", "pages/s, steady state (higher is better)"),
+          ("steady_cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, steady state"),
+          ("cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, whole run"),
+          ("worker_cpu_s_per_100_pages", "  of it the workers"),
+          ("parent_cpu_s_per_100_pages", "  of it the parent"))
+
+
+def summarise(runs: list[dict]) -> None:
+    print()
+    print(" | ".join(f"{label:>14}" for label in COLUMNS.values()))
+    for r in runs:
+        print(" | ".join(f"{str(r.get(k, '')):>14}" for k in COLUMNS))
+    by_round: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["crawler"]] = r
+    pairs = [(p["plain"], p["warc"]) for p in by_round.values() if len(p) == 2]
+    print(f"\n{'':46} {'without':>9} {'with WARC':>9} {'ratio':>6}   ratio in each round")
+    ratio = {}
+    for key, label in RATIOS:
+        plain = statistics.mean(a[key] for a, _ in pairs)
+        warc = statistics.mean(b[key] for _, b in pairs)
+        ratio[key] = warc / plain
+        rounds = " ".join(f"{b[key] / a[key]:.3f}" for a, b in pairs if a[key])
+        print(f"{label:46} {plain:9.3f} {warc:9.3f} {ratio[key]:6.3f}   {rounds}")
+    writer = [r for r in runs if "writer_us_per_exchange" in r]
+    if writer:
+        def span(key: str, scale: float = 1.0) -> str:
+            vals = [scale * r[key] for r in writer]
+            return f"{min(vals):.1f}-{max(vals):.1f}"
+
+        print(f"\nthe writer, counted in the workers: {span('archive_share_of_worker_cpu', 100)} % of their CPU "
+              f"(write_exchange {span('writer_share_of_worker_cpu', 100)} %, {span('writer_us_per_exchange')} us "
+              f"an exchange; the fetcher's copy {span('keep_us_per_exchange')} us)")
+    steady, run = ratio["steady_cpu_s_per_100_pages"], ratio["cpu_s_per_100_pages"]
+    print(f"\nWARC at {runs[0]['hosts']} hosts, {len(pairs)} rounds: "
+          f"pages/s {100 * (ratio['pages_per_s'] - 1):+.1f} %; "
+          f"CPU per page {100 * (steady - 1):+.1f} % in the steady state ({100 * (run - 1):+.1f} % over whole runs), "
+          f"i.e. {100 * (1 - 1 / steady):.1f} % fewer pages per CPU-second")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", action="store_true", help="only the per-exchange cost")
+    ap.add_argument("--no-micro", action="store_true", help="only the crawl")
     ap.add_argument("--export", type=int, default=0, metavar="N", help="only the export's memory, N pages")
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--min-delay", type=float, default=2.0)
     ap.add_argument("--seconds", type=float, default=40.0)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, each a run without and a run with WARC")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=1024)
     ap.add_argument("--first-ip", default="127.0.1.1")
+    ap.add_argument("--check", action="store_true", help="warcio check every archive (not timed)")
     args = ap.parse_args()
-    args.slow_every = args.throttle_every = 0
-    args.slow_delay = 0.2
     if args.export:
         for row in export_memory(args.export):
             print(json.dumps(row), flush=True)
         return
-    rows = micro()
-    print(json.dumps(rows, indent=1), flush=True)
+    if not args.no_micro:
+        for row in micro():
+            print(json.dumps(row), flush=True)
     if args.micro:
         return
+    print(f"\ncrawl: {args.hosts} hosts, {args.seconds:g} s a run, {args.rounds} rounds; settings changed from "
+          "the defaults (default -> used):")
+    for name, (default, used) in changed_settings(args).items():
+        print(f"  {name}: {default!r} -> {used!r}")
+    print("  warc_dir: None -> a fresh folder (the runs with WARC); warc_gzip_level, warc_max_bytes: defaults",
+          flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-warc-"))
     runs = []
     try:
@@ -292,25 +485,7 @@ def main() -> None:
                 print(json.dumps(runs[-1]), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    keys = ["crawler", "requests", "pages_200", "achieved_rps", "bound_rps", "utilization", "cpu_s_per_100_pages",
-            "short_gaps", "overlaps", "warc_mb", "warc_share_of_worker_cpu", "warc_ms_per_exchange"]
-    print()
-    print(" | ".join(f"{k:>14}" for k in keys))
-    for r in runs:
-        print(" | ".join(f"{str(r.get(k, '')):>14}" for k in keys))
-
-    def mean(key: str, warc: bool) -> float:
-        vals = [r[key] for r in runs if r["crawler"].startswith("warc") == warc]
-        return sum(vals) / len(vals)
-
-    rps_plain, rps_warc = mean("achieved_rps", False), mean("achieved_rps", True)
-    cpu_plain, cpu_warc = mean("cpu_s_per_100_pages", False), mean("cpu_s_per_100_pages", True)
-    shares = [r["warc_share_of_worker_cpu"] for r in runs if r.get("warc_share_of_worker_cpu")]
-    if shares:
-        print(f"\nWARC share of the worker processes' CPU: {100 * min(shares):.1f} to {100 * max(shares):.1f} %")
-    print(f"throughput with WARC: {rps_warc:.1f} vs {rps_plain:.1f} req/s "
-          f"({100 * (rps_warc / rps_plain - 1):+.1f} %); CPU per 100 pages {cpu_warc:.3f} vs {cpu_plain:.3f} s "
-          f"({100 * (cpu_warc / cpu_plain - 1):+.1f} %)")
+    summarise(runs)
 
 
 if __name__ == "__main__":
