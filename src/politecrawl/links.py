@@ -13,7 +13,7 @@ from .config import Settings
 from .errors import InvalidURL
 from .patterns import SitePatterns
 from .scope import SCOPE_REDIRECT_HOSTS, CrawlScope
-from .store import NewURL, Outcome
+from .store import NewURL, Outcome, URLKind
 
 __all__ = ["LinkFollower"]
 
@@ -70,7 +70,7 @@ class LinkFollower:
         *,
         redirect: bool = False,
         base: str | None = None,
-        kind: str = "page",
+        kind: URLKind = URLKind.PAGE,
         priority: int | None = None,
         lastmods: dict[str, str] | None = None,
         anchors: dict[str, list[str]] | None = None,

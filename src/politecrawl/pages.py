@@ -24,7 +24,7 @@ from .robots import RobotsTxt
 from .robots_gate import SITEMAP_PRIORITY
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from .sitemaps import parse_sitemap
-from .store import Claim, Outcome, PageRecord, Store, YieldCheck
+from .store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
 if TYPE_CHECKING:
     from .worker import PageBudget
@@ -93,7 +93,7 @@ class PageHandler:
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
             return Outcome(url_state="skipped", url_outcome="host page budget reached")
-        is_sitemap = claim.url_kind == "sitemap"
+        is_sitemap = claim.url_kind == URLKind.SITEMAP
         patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
         if patterns is not None:
             # What the host's pages taught since this URL was queued: an alias, a session token,
@@ -116,7 +116,7 @@ class PageHandler:
             kind=claim.url_kind,
             wanted=None if is_sitemap else wanted_type,
         )
-        outcome = self._timing(claim, result, "page")
+        outcome = self._timing(claim, result, URLKind.PAGE)
         status = result.status
         outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
         verdict = judge(
@@ -299,7 +299,7 @@ class PageHandler:
                     claim.depth + 1,
                     outcome,
                     redirect=True,
-                    kind="sitemap",
+                    kind=URLKind.SITEMAP,
                     priority=SITEMAP_PRIORITY,
                 )
         truncated = " (truncated)" if parsed.truncated else ""

@@ -15,7 +15,7 @@ from .fetch import Fetcher, FetchResult
 from .politeness import WaitReason
 from .response import REDIRECT_STATUSES
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
-from .store import Claim, NewURL, Outcome, RobotsUpdate
+from .store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
 from .store.common import ROBOTS_MAX_HOPS
 
 __all__ = ["RobotsGate"]
@@ -53,7 +53,7 @@ class RobotsGate:
             return None
         if target is None or target == result.url:
             return None
-        return NewURL(target, urls.host_key(target), 0, kind="robots")
+        return NewURL(target, urls.host_key(target), 0, kind=URLKind.ROBOTS)
 
     def _robots_answer(self, result: FetchResult, now: float) -> tuple[RobotsUpdate | None, RobotsTxt | None]:
         """What a robots.txt response says (RFC 9309 §2.3.1): rules, no rules, or unknown (None)."""
@@ -78,20 +78,20 @@ class RobotsGate:
         queues it there and holds this host until the answer comes back to it).
         """
         url = claim.robots_url
-        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
+        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
         now = self.now()
         redirect = self._robots_redirect(result)
         if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
             redirect = None  # RFC 9309 §2.3.1.2: too many redirects, unavailable (rules: allow all)
         if redirect is not None:
-            outcome = self._timing(claim, result, "robots", claim.crawl_delay)
+            outcome = self._timing(claim, result, URLKind.ROBOTS, claim.crawl_delay)
             outcome.robots_source, outcome.robots_redirect = url, redirect
             if redirect.host != claim.host:
                 self._follow_scope(outcome, claim.host, redirect.host)
             return outcome
         update, rules = self._robots_answer(result, now)
         crawl_delay = update.crawl_delay if update is not None else claim.crawl_delay
-        outcome = self._timing(claim, result, "robots", crawl_delay)
+        outcome = self._timing(claim, result, URLKind.ROBOTS, crawl_delay)
         outcome.robots_source, outcome.robots_answer = url, update
         outcome.robots = update
         if update is None and claim.robots.status is not None:
@@ -108,7 +108,7 @@ class RobotsGate:
             if not sitemaps and self.settings.guess_sitemap:
                 sitemaps = [claim.host + "/sitemap.xml"]
             # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered links.
-            self._add_links(sitemaps, 0, outcome, redirect=True, kind="sitemap", priority=SITEMAP_PRIORITY)
+            self._add_links(sitemaps, 0, outcome, redirect=True, kind=URLKind.SITEMAP, priority=SITEMAP_PRIORITY)
         return outcome
 
     async def _robots_hop(self, claim: Claim) -> Outcome:
@@ -118,8 +118,8 @@ class RobotsGate:
         waiting hosts. A robots.txt file is fetched whatever this host's own rules say.
         """
         assert claim.url is not None
-        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind="robots")
-        outcome = self._timing(claim, result, "robots")
+        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
+        outcome = self._timing(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
         outcome.url_state = "done"
         outcome.url_outcome = f"robots.txt hop: {result.status or result.error}"

@@ -25,11 +25,20 @@ from .errors import PolitecrawlError, StoreError
 from .fetch import Fetcher, FetchResult
 from .links import LinkFollower
 from .pages import PageHandler, wanted_type
-from .politeness import DelayPolicy, HostHistory, Observation, WaitReason, decide, parse_retry_after, policy_for_host
+from .politeness import (
+    Decision,
+    DelayPolicy,
+    HostHistory,
+    Observation,
+    WaitReason,
+    decide,
+    parse_retry_after,
+    policy_for_host,
+)
 from .robots import RobotsTxt, product_token
 from .robots_gate import RobotsGate
 from .scope import CrawlScope
-from .store import Claim, FetchLogEntry, Outcome
+from .store import Claim, ClaimKind, FetchLogEntry, Outcome, URLKind
 from .warc import ArchiveError
 
 __all__ = [
@@ -74,14 +83,14 @@ RELEASE_WINDOW = 0.01
 CLAIM_BATCH = 8
 
 
-def host_level_failure(result: FetchResult, kind: str) -> bool:
+def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
     """Whether a failed request is the host's failure (it may park the host) or one URL's.
 
     The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
     server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
     too slow, a read timeout, another 5xx. Both slow the host down.
     """
-    return kind == "robots" or result.unreachable or result.status in (429, 503)
+    return kind == URLKind.ROBOTS or result.unreachable or result.status in (429, 503)
 
 
 def worker_id() -> str:
@@ -352,9 +361,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 # page's links are judged. Rare (such hosts are the only out-of-scope claims).
                 await self._refresh_scope(every=0.0)
             ip = await self._resolve(claim)
-            if claim.kind == "robots":
+            if claim.kind == ClaimKind.ROBOTS:
                 outcome = await self._robots(claim)
-            elif claim.url_kind == "robots":
+            elif claim.url_kind == URLKind.ROBOTS:
                 outcome = await self._robots_hop(claim)
             else:
                 outcome = await self._page(claim)
@@ -428,7 +437,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             failures=claim.failures,
         )
 
-    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *, kind: str = "page"):
+    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *,
+                kind: URLKind = URLKind.PAGE) -> tuple[Decision, float | None]:
         retry_after = None
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
@@ -459,7 +469,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 budget = host_budget if budget is None else min(budget, host_budget)
         return budget
 
-    def _log_entry(self, result: FetchResult, kind: str, decision, retry_after: float | None) -> FetchLogEntry:
+    def _log_entry(self, result: FetchResult, kind: URLKind, decision, retry_after: float | None) -> FetchLogEntry:
         return FetchLogEntry(
             url=result.url,
             kind=kind,
@@ -477,7 +487,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             warc_offset=result.warc[1] if result.warc else None,
         )
 
-    def _timing(self, claim: Claim, result: FetchResult, kind: str, crawl_delay: float | None = None) -> Outcome:
+    def _timing(self, claim: Claim, result: FetchResult, kind: URLKind, crawl_delay: float | None = None) -> Outcome:
         """The host's side of one request: its next allowed time and why, its history, the log row."""
         decision, retry_after = self._decide(claim, result, crawl_delay, kind=kind)
         return Outcome(

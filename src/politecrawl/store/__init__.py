@@ -21,12 +21,15 @@ embedded default); ``postgresql://`` is the PostgreSQL store, whose driver
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import Any, Mapping, Protocol, Sequence
 
 from ..errors import InvalidURL, StoreError
 from ..urls import host_key as _url_host_key
 
 __all__ = [
+    "ClaimKind",
+    "URLKind",
     "Claim",
     "CrawlStatus",
     "FetchLogEntry",
@@ -44,6 +47,21 @@ __all__ = [
 ]
 
 
+class ClaimKind(StrEnum):
+    """What a claim lets a worker do with its host."""
+
+    ROBOTS = "robots"  # fetch the host's robots.txt (or the next hop of its redirect)
+    PAGE = "page"  # fetch the host's next queued URL (``Claim.url``, of a ``URLKind``)
+
+
+class URLKind(StrEnum):
+    """What a queued URL is fetched as (``frontier.kind``), and what a request was (``fetch_log.kind``)."""
+
+    PAGE = "page"  # parsed, stored, indexed; its links followed
+    SITEMAP = "sitemap"  # its URLs queued
+    ROBOTS = "robots"  # a robots.txt URL another host's robots.txt redirected to, fetched for that host
+
+
 @dataclass(frozen=True)
 class NewURL:
     """A normalized URL to queue (insert-if-absent)."""
@@ -52,7 +70,7 @@ class NewURL:
     host: str
     depth: int
     priority: int = 0
-    kind: str = "page"  # page | sitemap
+    kind: URLKind = URLKind.PAGE
     lastmod: str | None = None  # from a sitemap
     #: The URL to request where it differs from the key ``url`` (urls.normalize_pair).
     request_url: str | None = None
@@ -77,7 +95,7 @@ class Claim:
 
     host: str
     worker: str
-    kind: str  # "robots" | "page"
+    kind: ClaimKind
     claimed_at: float
     lease_expires_at: float
     robots: HostRobots
@@ -91,7 +109,7 @@ class Claim:
     url: str | None = None
     #: The URL to request where it differs from the key ``url`` (the link's parameter order).
     request_url: str | None = None
-    url_kind: str = "page"
+    url_kind: URLKind = URLKind.PAGE
     depth: int = 0
     attempts: int = 0
     etag: str | None = None
@@ -133,7 +151,7 @@ def _same_host(url: str, host: str) -> bool:
 @dataclass(frozen=True)
 class FetchLogEntry:
     url: str
-    kind: str
+    kind: URLKind
     started_at: float
     ended_at: float
     status: int | None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ..politeness import WaitReason
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate
+from . import Claim, ClaimKind, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate, URLKind
 
 __all__ = [
     "PAUSED_REASONS",
@@ -63,7 +63,7 @@ def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: floa
     (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at,
      delay, robots_via, robots_hops, patterns_version) = row
     return Claim(
-        kind="robots",
+        kind=ClaimKind.ROBOTS,
         host=host,
         worker=worker,
         claimed_at=now,
@@ -165,7 +165,7 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
                      f"robots_fetched_at = {P('r_fetched')}", f"crawl_delay = {P('r_delay')}",
                      "robots_via = NULL", "robots_hops = 0"]
             p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
-    if outcome.fetch is not None and outcome.fetch.kind == "page":
+    if outcome.fetch is not None and outcome.fetch.kind == URLKind.PAGE:
         sets.append("pages_fetched = pages_fetched + 1")
     if outcome.patterns is not None:
         sets += [f"patterns = {P('patterns')}", "patterns_version = patterns_version + 1"]
@@ -337,7 +337,7 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
     ph, P = d.ph, d.p
     if outcome.robots_source is None:
         return []
-    if claim.kind == "robots":
+    if claim.kind == ClaimKind.ROBOTS:
         # A hop queued for this very URL (another host's robots.txt redirected here) has its
         # answer now: it is done, not fetched a second time.
         answered = conn.execute(
@@ -351,13 +351,13 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
         (outcome.robots_source, claim.host)).fetchall()]
     log_rows: list[tuple] = []
     redirect = outcome.robots_redirect
-    if claim.kind == "robots" and redirect is not None:
+    if claim.kind == ClaimKind.ROBOTS and redirect is not None:
         waiters.append((claim.host, claim.robots_hops, claim.robots.status))
     if not waiters:
         return log_rows
     hop_queued = False
     for host, hops, _cached in waiters:
-        is_claimer = claim.kind == "robots" and host == claim.host
+        is_claimer = claim.kind == ClaimKind.ROBOTS and host == claim.host
         # A waiting host was last asked before its wait began: the store's clock now plus its delay
         # is never sooner than it is owed. The claimer's timing is its own release's.
         free_now = ("next_allowed_at" if is_claimer else
@@ -411,7 +411,7 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
                 f" WHERE host = {P('host')}",
                 {**params, "retry": ROBOTS_HOP_RETRY})
     if hop_queued and redirect is not None:
-        queue([NewURL(redirect.url, redirect.host, 0, ROBOTS_HOP_PRIORITY, kind="robots")])
+        queue([NewURL(redirect.url, redirect.host, 0, ROBOTS_HOP_PRIORITY, kind=URLKind.ROBOTS)])
     return log_rows
 
 
@@ -449,8 +449,8 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
     """The same claim for a page: the leased frontier row, and the stored version's validators."""
     url_id, url, depth, attempts, revisit_interval, url_kind, request_url = url_row
     etag, last_modified, fingerprint = cached if cached else (None, None, None)
-    return replace(claim, kind="page", url_id=url_id, url=url, request_url=request_url, url_kind=url_kind,
-                   depth=depth, attempts=attempts,
+    return replace(claim, kind=ClaimKind.PAGE, url_id=url_id, url=url, request_url=request_url,
+                   url_kind=URLKind(url_kind), depth=depth, attempts=attempts,
                    etag=etag, last_modified=last_modified, fingerprint=fingerprint,
                    revisit_interval=revisit_interval)
 
