@@ -18,6 +18,7 @@ from pathlib import Path
 from .errors import SearchIndexError
 from .index.reader import IndexReader
 from .indexing import indexable, rebuild_index
+from .store import Store
 
 __all__ = ["Problem", "CheckReport", "check"]
 
@@ -51,7 +52,7 @@ def _index_urls(index_dir: Path) -> list[str]:
     return urls
 
 
-def check(store, index_dir: Path, *, repair: bool = False, dead_workers: list[str] | None = None) -> CheckReport:
+def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: list[str] | None = None) -> CheckReport:
     report = CheckReport()
     for what in store.consistency(repair=repair):
         report.problems.append(Problem("store", what, repaired=repair))

@@ -20,7 +20,7 @@ from . import urls
 from .config import Settings, user_agent_string
 from .errors import ConfigError
 from .scope import CrawlScope, check_contact, prepare_seeds
-from .store import NewURL, open_store
+from .store import NewURL, Store, open_store
 from .store.common import PAUSED_REASONS
 from .workers import StopSignal, _pid_alive, run_workers
 
@@ -70,7 +70,8 @@ def _is_shared(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
-def reconcile_fleet_settings(store, settings: Settings, explicit: frozenset[str], *, may_override: bool) -> Settings:
+def reconcile_fleet_settings(store: Store, settings: Settings, explicit: frozenset[str], *,
+                             may_override: bool) -> Settings:
     """Make this process agree with the fleet-wide settings stored with the crawl.
 
     The first crawl stores them. Later, a setting not given on the command line is taken from
@@ -282,7 +283,7 @@ class Crawler:
         finally:
             store.close()
 
-    def scope_for(self, store, seeds: Sequence[str]) -> CrawlScope:
+    def scope_for(self, store: Store, seeds: Sequence[str]) -> CrawlScope:
         """Seeds accumulate in the store, so a resumed crawl keeps its scope."""
         known = json.loads(store.get_meta("seeds") or "[]")
         merged = list(dict.fromkeys([*known, *seeds]))
@@ -292,7 +293,7 @@ class Crawler:
         return CrawlScope(s.scope, tuple(merged), s.max_depth, frozenset(store.scope_hosts()), s.include, s.exclude)
 
     @staticmethod
-    def dead_workers(store) -> list[str]:
+    def dead_workers(store: Store) -> list[str]:
         """Workers of this machine that hold leases but whose process is gone."""
         me = socket.gethostname()
         dead = []
@@ -303,7 +304,7 @@ class Crawler:
                 dead.append(w)
         return dead
 
-    def release_dead_workers(self, store) -> int:
+    def release_dead_workers(self, store: Store) -> int:
         """Leases held by workers of this machine whose process is gone go back to the queue now."""
         dead = self.dead_workers(store)
         return store.release_leases(dead, time.time() + store.clock_offset, self.settings.min_delay) if dead else 0

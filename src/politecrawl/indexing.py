@@ -34,6 +34,7 @@ from .errors import SearchIndexError
 from .index import IndexWriter
 from .index.reader import is_outdated, read_current_pointer
 from .index.writer import IndexLockedError
+from .store import Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
@@ -112,7 +113,7 @@ def _warn(message: str) -> None:
         log.warning("%s", message)
 
 
-def update_index(store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None,
+def update_index(store: Store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None,
                  strict: bool = False, stop: Callable[[], bool] | None = None) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
 
@@ -180,7 +181,7 @@ def _discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
         os.close(fd)  # releases the lock
 
 
-def _update(store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int],
+def _update(store: Store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int],
             stop: Callable[[], bool] | None = None) -> None:
     """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
     stopped = stop or (lambda: False)
@@ -235,7 +236,7 @@ def _compact(index_dir: Path) -> None:
         writer.compact()
 
 
-def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
+def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
     """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``."""
     keep = [row for row in rows if indexable(row)]
     if not keep and not deletes:
@@ -254,7 +255,7 @@ def _write(store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
     _index_op(index_dir, write)
 
 
-def rebuild_index(store, index_dir: Path) -> int:
+def rebuild_index(store: Store, index_dir: Path) -> int:
     """Throw the index away and build it again from the store (e.g. after a tokenizer change)."""
     _index_op(index_dir, _discard_index, index_dir)
     store.set_meta("indexed_seq", "0")

@@ -38,7 +38,7 @@ from .politeness import (
 from .robots import RobotsTxt, product_token
 from .robots_gate import RobotsGate
 from .scope import CrawlScope
-from .store import Claim, ClaimKind, FetchLogEntry, Outcome, URLKind
+from .store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
 from .warc import ArchiveError
 
 __all__ = [
@@ -130,7 +130,7 @@ class ReleaseBatcher:
     ``release()`` call.
     """
 
-    def __init__(self, store, window: float = RELEASE_WINDOW) -> None:
+    def __init__(self, store: Store, window: float = RELEASE_WINDOW) -> None:
         self.store = store
         self.window = window
         self._waiting: list[tuple[Claim, Outcome, float, asyncio.Future]] = []
@@ -174,7 +174,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
     def __init__(
         self,
         settings: Settings,
-        store,
+        store: Store,
         fetcher: Fetcher,
         scope: CrawlScope,
         budget: PageBudget,
@@ -186,7 +186,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.idle_poll = idle_poll
         self._store_failing_since: float | None = None
         # One thread per connection the store can use at once (none for SQLite's one connection).
-        parallelism = getattr(store, "parallelism", 1)
+        parallelism = store.parallelism
         self._store_threads = (
             ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
         )

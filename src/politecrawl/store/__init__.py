@@ -308,8 +308,10 @@ def crawl_status(store: Store, now: float) -> CrawlStatus:
 class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
-    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
     clock_offset: float  # seconds to add to this machine's clock to get the store's (DB) clock
+    parallelism: int  # calls it serves at once (its connections): a worker gives it as many threads
+
+    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None: ...
     def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
