@@ -10,11 +10,14 @@ urls), in the same run:
 * index build: documents/s (wall clock, including commit) and size on disk;
 * top-10 latency p50/p95/p99 over a fixed query set (1-4 consecutive words
   taken from page titles, fixed seed);
-* politecrawl is run with its default scoring ("fields": per-field BM25
-  summed), with "bm25f", and (``--snippets``) with snippets, which the other
-  engines do not compute;
-* known-item search at x1: each page's title as the query; share of pages
-  found at rank 1 and MRR@10;
+* politecrawl is run with its default scoring ("bm25f+title": BM25F plus a
+  title term outside the saturation), with "fields" (per-field BM25 summed,
+  the former default) and "bm25f", and (``--snippets``) with snippets, which
+  the other engines do not compute;
+* known-item search at x1, two query kinds: each page's title as the query,
+  and six consecutive words from the middle of its body text (what someone
+  remembers of a page); share of pages found at rank 1 and MRR@10
+  (``--known-item``: only this and the anchor-text section, for every engine);
 * "politecrawl+anchors": politecrawl given the anchor text of the links
   between the pages (collected as the crawler collects it), in its third
   field; the other engines and rows index title and body only;
@@ -22,12 +25,12 @@ urls), in the same run:
   queries plus the corpus's most common term, and their growth from x1 to the
   largest scale; ``--maxscore`` adds politecrawl with top-k pruning on.
 
-Every engine gets the same plain words (the title's ``[^\\W_]+`` runs), OR
+Every engine gets the same plain words (the ``[^\\W_]+`` runs), OR
 semantics, BM25 with k1=1.2 b=0.75 where the engine lets us set it, and a
 title boost of 2 where it has fields (bm25s has none: title + body text).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_search.py [--x8] [--queries 300]
-        [--maxscore] [--engines politecrawl,bm25s,...]
+        [--maxscore] [--known-item] [--engines politecrawl,bm25s,...]
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from politecrawl.index import IndexWriter, Searcher  # noqa: E402
+from politecrawl.index.bm25 import DEFAULT_SCORING  # noqa: E402
 
 WORD_RE = re.compile(r"[^\W_]+")
 TITLE_SUFFIX_RE = re.compile(r"\s*[—–-]\s*Python [\d.]+ documentation\s*$")
@@ -176,7 +180,7 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring="fields", maxscore=False, anchors=None):
+    def __init__(self, snippets=False, scoring=DEFAULT_SCORING, maxscore=False, anchors=None):
         self.snippets, self.scoring, self.maxscore = snippets, scoring, maxscore
         self.anchors = anchors
         if anchors is not None:
@@ -185,7 +189,7 @@ class Politecrawl:
             self.name = "politecrawl/maxscore"
         elif snippets:
             self.name = "politecrawl+snippets"
-        elif scoring != "fields":
+        elif scoring != DEFAULT_SCORING:
             self.name = f"politecrawl/{scoring}"
 
     def build(self, docs, workdir):
@@ -232,7 +236,10 @@ class Tantivy:
     def search(self, words):
         if not words:
             return []
-        q = self.index.parse_query(" ".join(words), ["title", "body"], field_boosts={"title": 2.0})
+        # lower case: an "AND", "OR" or "NOT" in the words is a word, not an operator
+        # (the default tokenizer lower-cases anyway).
+        q = self.index.parse_query(" ".join(w.lower() for w in words), ["title", "body"],
+                                   field_boosts={"title": 2.0})
         s = self.searcher
         return [s.doc(addr)["url"][0] for _, addr in s.search(q, 10).hits]
 
@@ -287,7 +294,7 @@ class FTS5:
 
 
 def make_engines(snippets: bool, only: set[str] | None = None, maxscore: bool = False, anchors=None):
-    engines = [Politecrawl(), Politecrawl(scoring="bm25f")]
+    engines = [Politecrawl(), Politecrawl(scoring="fields"), Politecrawl(scoring="bm25f")]
     if anchors:
         engines.append(Politecrawl(anchors=anchors))
     if maxscore:
@@ -319,10 +326,29 @@ def latency(engine, queries):
     return np.percentile(ms, 50), np.percentile(ms, 95), np.percentile(ms, 99)
 
 
-def known_item(engine, docs):
+#: Known-item query kinds: what someone types to find a page again.
+KNOWN_ITEM_KINDS = ("title", "fragment")
+FRAGMENT_WORDS = 6
+
+
+def known_item_query(kind, title, body) -> list[str]:
+    """The query for one page: its title's words, or ``FRAGMENT_WORDS`` consecutive
+    words from the middle of its body text (what someone remembers of a page).
+    Empty when the page has no title / fewer words than that."""
+    if kind == "title":
+        return WORD_RE.findall(title)
+    words = WORD_RE.findall(body)
+    if len(words) < FRAGMENT_WORDS:
+        return []
+    mid = len(words) // 2 - FRAGMENT_WORDS // 2
+    return words[mid : mid + FRAGMENT_WORDS]
+
+
+def known_item(engine, docs, kind="title"):
+    """(share found at rank 1, MRR@10, number of queries): each page's query must find it."""
     at1, rr, n = 0, 0.0, 0
-    for url, title, _ in docs:
-        words = WORD_RE.findall(title)
+    for url, title, body in docs:
+        words = known_item_query(kind, title, body)
         if not words:
             continue
         n += 1
@@ -332,6 +358,27 @@ def known_item(engine, docs):
             rr += 1.0 / rank
             at1 += rank == 1
     return at1 / n, rr / n, n
+
+
+def known_item_table(docs, anchors, only=None):
+    """Known-item search only (x1, no timing): both query kinds, every engine, one run."""
+    kinds = ", ".join(KNOWN_ITEM_KINDS)
+    print(f"Known-item search at x1, query kinds: {kinds} "
+          f"({FRAGMENT_WORDS} consecutive words from the middle of the body)")
+    print("| engine | title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 | queries |")
+    print("|---|---|---|---|---|---|")
+    for engine in make_engines(False, only, False, anchors):
+        work = Path(tempfile.mkdtemp(prefix="bench-ki-" + engine.name.replace("/", "-") + "-"))
+        try:
+            engine.build(docs, work)
+            res = {k: known_item(engine, docs, k) for k in KNOWN_ITEM_KINDS}
+            (t1, tm, tn), (f1, fm, fn) = res["title"], res["fragment"]
+            print(f"| {engine.name} | {t1:.1%} | {tm:.3f} | {f1:.1%} | {fm:.3f} | {tn} + {fn} |", flush=True)
+        finally:
+            db = getattr(engine, "db", None)
+            if db is not None:
+                db.close()
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def anchor_text_value(docs, anchors):
@@ -359,6 +406,8 @@ def main(argv=None):
     ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
     ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
     ap.add_argument("--engines", help="comma-separated engine names to run (default: all)")
+    ap.add_argument("--known-item", action="store_true",
+                    help="only the known-item table (x1, both query kinds, no timing)")
     ap.add_argument("--maxscore", action="store_true",
                     help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries")
     args = ap.parse_args(argv)
@@ -382,6 +431,11 @@ def main(argv=None):
           f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries")
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
     only = set(args.engines.split(",")) if args.engines else None
+    if args.known_item:
+        known_item_table(base, anchors, only)
+        if anchors and (not only or "politecrawl+anchors" in only):
+            anchor_text_value(base, anchors)
+        return
 
     scales = [1, 2] + ([8] if args.x8 else [])
     rows = []
@@ -399,9 +453,10 @@ def main(argv=None):
                 sel50 = latency(engine, selective)[0]
                 com50 = latency(engine, common)[0]
                 growth[(engine.name, scale)] = (sel50, com50)
-                ki = known_item(engine, base) if scale == 1 else None
+                ki = (known_item(engine, base, "title"), known_item(engine, base, "fragment")) if scale == 1 else None
                 rows.append((scale, engine.name, len(docs), len(docs) / build_s, size, p50, p95, p99, ki))
-                ki_s = f"  rank1 {ki[0]:6.1%}  MRR@10 {ki[1]:.3f}" if ki else ""
+                ki_s = (f"  title rank1 {ki[0][0]:6.1%} MRR@10 {ki[0][1]:.3f}"
+                        f"  fragment rank1 {ki[1][0]:6.1%} MRR@10 {ki[1][1]:.3f}") if ki else ""
                 print(f"x{scale} {engine.name:21s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
                       f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}"
                       f"  sel p50 {sel50:6.2f}  common p50 {com50:6.2f}{ki_s}",
@@ -413,13 +468,12 @@ def main(argv=None):
                 shutil.rmtree(work, ignore_errors=True)
 
     print("\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms "
-          "| known-item rank-1 | MRR@10 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for scale, name, n, dps, size, p50, p95, p99, ki in rows:
-        k1 = f"{ki[0]:.1%}" if ki else "-"
-        mrr = f"{ki[1]:.3f}" if ki else "-"
+        k = " | ".join(f"{r[0]:.1%} | {r[1]:.3f}" for r in ki) if ki else "- | - | - | -"
         print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} "
-              f"| {k1} | {mrr} |")
+              f"| {k} |")
     big = scales[-1]
     print(f"\nQuery time growth x1 -> x{big} ({big}x the documents), p50 ms; a ratio below {big} is sublinear:")
     print(f"| engine | selective x1 | selective x{big} | growth | common x1 | common x{big} | growth |")

@@ -263,8 +263,9 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     # The expected order is computed here, from the documents as the crawler stored them, with
-    # BM25 (k1 = 1.2, b = 0.75, IDF = ln(1 + (N - df + 0.5) / (df + 0.5))) applied per field and summed with the
-    # documented field weights (title 2, body 1; politecrawl.index.bm25).
+    # BM25F (k1 = 1.2, b = 0.75, IDF = ln(1 + (N - df + 0.5) / (df + 0.5)), df over any field, the
+    # documented field weights title 2, body 1) plus 2 x the title's own BM25 term with k1 = 0.5
+    # (politecrawl.index.bm25, "bm25f+title").
     db = sqlite3.connect(db_path)
     stored = {u: {"title": tokenize(t or ""), "body": tokenize(x or "")}
               for u, t, x in db.execute("SELECT url, title, text FROM pages")}
@@ -275,13 +276,15 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     def bm25(doc, query):
         score = 0.0
         for term in query:
-            for f, w in weights.items():
-                df = sum(1 for d in stored.values() if term in d[f])
-                tf = doc[f].count(term)
-                if not tf:
-                    continue
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += w * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc[f]) / avgdl[f]))
+            df = sum(1 for d in stored.values() if term in d["title"] or term in d["body"])
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = {f: 0.25 + 0.75 * len(doc[f]) / avgdl[f] for f in weights}
+            pseudo = sum(w * doc[f].count(term) / norm[f] for f, w in weights.items())
+            if pseudo:
+                score += idf * pseudo * 2.2 / (pseudo + 1.2)
+            tf = doc["title"].count(term)
+            if tf:
+                score += 2.0 * idf * tf * 1.5 / (tf + 0.5 * norm["title"])
         return score
 
     scores = {u: bm25(d, ["zebra", "lion"]) for u, d in stored.items()}

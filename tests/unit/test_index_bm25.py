@@ -12,6 +12,8 @@ def test_constants_are_the_design_ones():
     assert bm25.K1 == 1.2
     assert bm25.B == 0.75
     assert bm25.FIELD_WEIGHTS == {"title": 2.0, "body": 1.0, "anchor": 0.5}
+    assert bm25.DEFAULT_SCORING == "bm25f+title"
+    assert (bm25.TITLE_BONUS, bm25.TITLE_K1) == (2.0, 0.5)
 
 
 @pytest.mark.parametrize(
@@ -69,6 +71,33 @@ def test_bm25f_hand_value():
         {"title": 1, "body": 1}, {"title": 2, "body": 1}, {"title": 4 / 3, "body": 5 / 3}, 2, 3
     )
     assert got == pytest.approx(0.7301201416145588, rel=1e-12)
+
+
+def test_bm25f_title_hand_value():
+    # BM25F part as in test_bm25f_hand_value (0.7301201...), plus
+    # 2 * ln(1.6) * 1.5 / (1 + 0.5 * (0.25 + 0.75 * 2 / (4/3))) = 0.8355620...
+    got = bm25.bm25f_title_term_score(
+        {"title": 1, "body": 1}, {"title": 2, "body": 1}, {"title": 4 / 3, "body": 5 / 3}, 2, 3
+    )
+    assert got == pytest.approx(1.5656821491625332, rel=1e-12)
+
+
+def test_bm25f_title_without_a_title_match_is_bm25():
+    plain = bm25.bm25_term_score(3, 5, 50, 7, 9.5)
+    got = bm25.bm25f_title_term_score(
+        {"title": 0, "body": 3}, {"title": 4, "body": 7}, {"title": 3.0, "body": 9.5}, 5, 50
+    )
+    assert got == pytest.approx(plain, rel=1e-12)
+
+
+def test_bm25f_title_uses_one_idf_for_every_field():
+    # A word in 40 of 50 documents (bodies) and in one title: the title earns the
+    # word's own small idf, not the title field's large one ("fields" would use df=1).
+    tfs, dls, avgdls = {"title": 1, "body": 0}, {"title": 3, "body": 100}, {"title": 3.0, "body": 100.0}
+    got = bm25.bm25f_title_term_score(tfs, dls, avgdls, 40, 50)
+    assert got < bm25.idf(50, 40) * (bm25.K1 + 1 + bm25.TITLE_BONUS * (bm25.TITLE_K1 + 1))
+    old = bm25.multifield_term_score(tfs, dls, avgdls, {"title": 1, "body": 40}, 50)
+    assert old > 5 * got
 
 
 def test_multifield_hand_value():

@@ -92,7 +92,7 @@ def test_fields_scoring_pinned(tmp_path):
     t2 = math.log(1.6) * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / (5 / 3)))
     assert t1 == pytest.approx(2.1905075453005693, rel=1e-12)
     assert t2 == pytest.approx(0.5275550940513358, rel=1e-12)
-    got = scores(Searcher(tmp_path / "ix"), "apple")
+    got = scores(Searcher(tmp_path / "ix", scoring="fields"), "apple")
     assert got == [
         ("http://t1/", pytest.approx(t1, rel=1e-12)),
         ("http://t2/", pytest.approx(t2, rel=1e-12)),
@@ -107,6 +107,51 @@ def test_bm25f_scoring_pinned(tmp_path):
         ("http://t1/", pytest.approx(0.7301201416145588, rel=1e-12)),
         ("http://t2/", pytest.approx(0.5275550940513358, rel=1e-12)),
     ]
+
+
+def test_bm25f_title_scoring_pinned(tmp_path):
+    # The default: BM25F (df=2 in any field -> idf ln(1.6)) plus 2 x the title's own
+    # BM25 term (k1 0.5) with that same idf; t1's title "apple pie": tf 1, length 2, avgdl 4/3.
+    _fields_corpus(tmp_path / "ix")
+    t1 = 0.7301201416145588 + 2.0 * math.log(1.6) * 1 * 1.5 / (1 + 0.5 * (0.25 + 0.75 * 2 / (4 / 3)))
+    assert t1 == pytest.approx(1.5656821491625332, rel=1e-12)
+    got = scores(Searcher(tmp_path / "ix"), "apple")
+    assert Searcher(tmp_path / "ix").scoring == "bm25f+title"
+    assert got == [
+        ("http://t1/", pytest.approx(t1, rel=1e-12)),
+        ("http://t2/", pytest.approx(0.5275550940513358, rel=1e-12)),  # body only: plain BM25
+    ]
+
+
+@pytest.mark.parametrize("scoring", ["bm25f+title", "fields", "bm25f"])
+def test_body_only_corpus_is_exactly_bm25(corpus_index, scoring):
+    got = scores(Searcher(corpus_index, scoring=scoring), "banana date")
+    assert [v for _, v in got] == pytest.approx(
+        [0.9186287935131804, 0.7549127709068711, 0.64072428455121, 0.5565415318364524], rel=1e-12
+    )
+
+
+def _common_title_word_corpus(path):
+    """One page holds every word of "run the event loop" in its body; another has the
+    common words "run" and "the" in its title; "run" and "the" are in every filler body."""
+    with IndexWriter(path) as w:
+        w.add_document("http://target/", "asyncio", "to run the event loop call asyncio run with a coroutine")
+        w.add_document("http://run-tests/", "Run the tests", "pytest finds test files and reports failures")
+        for i in range(12):
+            extra = "with an event handler" if i < 3 else "in a loop" if i < 6 else "now"
+            w.add_document(f"http://filler/{i}", f"page {i}", "run the script and the program " + extra)
+
+
+def test_common_word_in_a_title_does_not_beat_the_page_with_all_the_words(tmp_path):
+    _common_title_word_corpus(tmp_path / "ix")
+    hits = Searcher(tmp_path / "ix").search("run the event loop", limit=3)
+    assert hits[0].url == "http://target/"
+    assert "http://run-tests/" not in [h.url for h in hits]
+    # The former default gave "run" and "the" the title field's own idf (they are rare
+    # among titles) and put the page titled "Run the tests" first, three times the score.
+    old = Searcher(tmp_path / "ix", scoring="fields").search("run the event loop", limit=2)
+    assert [h.url for h in old] == ["http://run-tests/", "http://target/"]
+    assert old[0].score > 3 * old[1].score
 
 
 def test_title_match_outranks_repetitive_long_body(tmp_path):
@@ -209,7 +254,7 @@ def test_snippet_highlights_case_insensitive(corpus_index, tmp_path):
     assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Python", "PYTHON"]
 
 
-@pytest.mark.parametrize("scoring", ["fields", "bm25f"])
+@pytest.mark.parametrize("scoring", ["bm25f+title", "fields", "bm25f"])
 def test_explain_contributions_sum_to_score(tmp_path, scoring):
     _fields_corpus(tmp_path / "ix")
     hits = Searcher(tmp_path / "ix", scoring=scoring).search("apple banana", explain=True)
@@ -228,6 +273,13 @@ def test_explain_contributions_sum_to_score(tmp_path, scoring):
     if scoring == "fields":
         assert rows[("apple", "title")]["df"] == 1
         assert rows[("apple", "title")]["idf"] == pytest.approx(math.log(8 / 3))
+    else:  # one idf per term, whatever the field
+        assert rows[("apple", "title")]["df"] == 2
+    if scoring == "bm25f+title":
+        assert (t1.explanation["title_bonus"], t1.explanation["title_k1"]) == (2.0, 0.5)
+        assert rows[("apple", "title")]["title_bonus"] == pytest.approx(
+            2.0 * math.log(1.6) * 1.5 / (1 + 0.5 * 1.375), rel=1e-12)
+        assert rows[("apple", "body")].get("title_bonus") is None
     assert Searcher(tmp_path / "ix").search("apple")[0].explanation is None
 
 
@@ -319,7 +371,7 @@ def _exhaustive_ranking(searcher, q, k):
     return [(u, -s) for s, u in sorted(rows)[:k]]
 
 
-@pytest.mark.parametrize("scoring", ["fields", "bm25f"])
+@pytest.mark.parametrize("scoring", ["bm25f+title", "fields", "bm25f"])
 def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
     from hypothesis import given, settings
     from hypothesis import strategies as st

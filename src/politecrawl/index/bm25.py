@@ -1,26 +1,81 @@
 """BM25 scoring over fields: pure formulas, no I/O.
 
-Two ways of combining the title and body fields are implemented; the searcher
-uses ``DEFAULT_SCORING = "fields"``.
+Three ways of combining the title, body and anchor fields are implemented; the
+searcher uses ``DEFAULT_SCORING = "bm25f+title"``.
 
-**"fields" (default): per-field BM25, summed** (what Lucene's multi-field
-queries and tantivy do)::
+**"bm25f+title" (default): BM25F, plus a title term outside the saturation**::
+
+    tf~(t, d) = sum_f  w_f * tf_f(t, d) / B_f                 (every field, as BM25F)
+    score     = idf(N, df) * ( tf~ * (k1 + 1) / (tf~ + k1)
+                  + TITLE_BONUS * tf_title * (k1t + 1) / (tf_title + k1t * B_title) )
+
+with ``df`` the live documents containing ``t`` in *any* field (one IDF per
+term, whatever field it is found in), ``TITLE_BONUS = 2`` and ``k1t =
+TITLE_K1 = 0.5``.  The first part is BM25F (below); the second is a plain
+BM25 title term with the same IDF, so a page whose title holds the query
+words keeps a clear lead over a long page that repeats them (BM25F alone
+saturates both alike), while a common word that happens to be in a page's
+title earns that page only the word's own small IDF.  ``k1t`` is small
+because a title rarely holds a word twice: the term is nearly "is the word in
+the title", scaled down a little for long titles.  With empty titles (a
+single field of weight 1) the score is exactly plain BM25.
+
+Why, measured: known-item search on python3-doc (530 pages), each page's
+title as the query, and six consecutive words from the middle of its body
+text (what someone remembers of a page); tantivy indexes title + body with a
+title boost of 2; all in one run::
+
+    PYTHONPATH=src python benchmarks/bench_search.py --known-item
+
+    MRR@10                                            title   6 words
+    politecrawl "bm25f+title" (default)               0.940   0.643
+    politecrawl "bm25f+title", anchor field filled    0.941   0.639
+    politecrawl "fields" (the former default)         0.944   0.408
+    politecrawl "bm25f"                               0.768   0.710
+    tantivy (per-field BM25 summed, title x2)         0.944   0.410
+    bm25s (title + body as one text)                  0.730   0.655
+    SQLite FTS5 (bm25(), title x2)                    0.746   0.665
+
+Other candidates, measured with a throwaway in-memory copy of the formulas
+and the same tokenizer (not kept; it reproduced the three selectable rows
+above exactly), title / 6 words:
+
+* one IDF per term for every field, per-field saturation (the "fields" sum
+  with ``df`` over any field): 0.926 / 0.644 at title weight 2, 0.935 /
+  0.611 at 3; with the anchor field filled 0.922 / 0.596;
+* "fields" with a lower title weight: 0.940 / 0.629 at 0.5, 0.934 / 0.646 at
+  0.4 -- but with the anchor field filled 0.916 / 0.511 (that field's own
+  statistics inflate common words as well);
+* "bm25f" with a higher title weight or k1: at most 0.915 / 0.706 (weight 20);
+* "bm25f+title" with the title term's k1 = 1.2: 0.935 / 0.642 (bonus 2),
+  0.937 / 0.623 (2.5), 0.938 / 0.607 (3).
+
+"bm25f+title" with ``TITLE_K1 = 0.5`` is the one at or above tantivy on six
+words and within 0.01 of it on titles, with and without anchor text.  The
+title queries it still loses against "fields" are near-identical titles that
+differ by a number ("What's New In Python 3.1" vs "... 3.2"): the number is
+common in bodies, and only the title field's own IDF made it decisive.
+
+**"fields": per-field BM25, summed** (what Lucene's multi-field queries and
+tantivy do; the default until the six-word queries were measured)::
 
     score(t, d) = sum_f  w_f * idf(N, df_f) * tf_f * (k1 + 1) / (tf_f + k1 * B_f)
 
-with ``df_f`` the live documents containing ``t`` in field ``f`` and ``B_f`` as
-below.  Each field saturates on its own and has its own IDF, so a query word
-in the (short) title earns a full extra BM25 term.
+with ``df_f`` the live documents containing ``t`` in field ``f``.  Each field
+saturates on its own and has its own IDF, so a query word in the (short)
+title earns a full extra BM25 term -- with the title field's own IDF, high
+for a word that is common in bodies but rare among titles: a page with one
+common query word in its title outranks the page whose body holds all the
+query words.
 
 **"bm25f": BM25F**, see below.  It was the first design, and measured worse
-for known-item search on the python3-doc corpus (page title as query, 530
-pages, ``benchmarks/bench_search.py``): rank-1 68.1% / MRR@10 0.768 with title
-weight 2, 88.5% / 0.915 even at weight 20, against 93.6% / 0.944 for
-"fields" with weight 2 (tantivy 93.6% / 0.944, SQLite FTS5 66.4%, bm25s
-64.0%).  In BM25F a long page that repeats a word hundreds of times saturates
-the shared pseudo-frequency just like the page whose title *is* that word, so
-the title barely separates them.  It stays selectable (``Searcher(...,
-scoring="bm25f")``) so the choice can be re-measured.
+for known-item search with titles as queries (figures above): in BM25F a
+long page that repeats a word hundreds of times saturates the shared
+pseudo-frequency just like the page whose title *is* that word, so the title
+barely separates them.
+
+"fields" and "bm25f" stay selectable (``Searcher(..., scoring="fields")``) so
+the choice can be re-measured.
 
 Constants (docs/architecture.md, "Search"): ``K1 = 1.2``, ``B = 0.75``.
 
@@ -44,26 +99,33 @@ then summed into one pseudo frequency that is saturated once::
 
 with ``df`` counting documents containing ``t`` in *any* field.
 
-Both scorers use ``FIELD_WEIGHTS = {"title": 2.0, "body": 1.0, "anchor": 0.5}``:
-a title match counts double.  In "fields" mode the known-item figures are flat from
-weight 1 to 5 (93.6% rank-1), so 2 is a mild preference, not a tuned value.
+All scorers use ``FIELD_WEIGHTS = {"title": 2.0, "body": 1.0, "anchor": 0.5}``.
+In "fields" mode the title-query figures were flat from weight 1 to 5 (93.6%
+rank-1); its six-word figures were not measured then.
 
 The third field, **anchor**, holds the text of the links that point at the
 page from other pages (each wording once per linking host, at most 64; see
 ``politecrawl.indexing``): how others name a page, the classic web-search
 signal for pages whose own title or text does not say what they are.  Its
-weight, measured on python3-doc with the links between its pages
+weight was measured in "fields" mode on python3-doc with the links between its pages
 (``benchmarks/bench_search.py``, "Anchor text" section): with the titles left
 out of the index and the real titles as queries, rank-1 goes from 54.7%
 without anchor text to 82.3% at weight 0.5 (81.5% at 0.25, 82.5% at 1, 82.6% at
 2); with titles indexed the anchor field costs a little, 93.6% -> 93.4% at
 0.5 (93.2% at 1, 90.9% at 2).  0.5 keeps nearly all of the gain for the
-least cost.
+least cost.  In "bm25f+title" the anchor text shares the body's saturation
+and IDF, and does much less for pages without a title (same command,
+``--known-item``): rank-1 54.7% without anchor text, 60.0% with (MRR@10
+0.663 / 0.707); with titles 93.0% / 93.2%.  An anchor term outside the
+saturation, like the title's (k1 0.5), measured with the in-memory copy:
+MRR@10 without titles 0.831 at weight 0.25, 0.852 at 0.5, but six-word MRR@10
+with titles and anchor text 0.613 and 0.593 instead of 0.639; not done.
 With a single field of weight 1 the BM25F score equals the plain BM25 score exactly
 (``tf/B * (k1+1) / (tf/B + k1) == tf*(k1+1) / (tf + k1*B)``).
 
-For ``explain`` in "bm25f" mode, the term score is split over fields in proportion to each
-field's share of ``tf~``, so the per-field contributions sum to the score.
+For ``explain`` in "bm25f" and "bm25f+title" modes, the BM25F part of a term's score is split
+over fields in proportion to each field's share of ``tf~``, and the title row also carries the
+title bonus, so the per-field contributions sum to the score.
 """
 
 from __future__ import annotations
@@ -80,8 +142,11 @@ __all__ = [
     "FIELDS",
     "FIELD_WEIGHTS",
     "K1",
+    "TITLE_BONUS",
+    "TITLE_K1",
     "bm25_term_score",
     "bm25f_term_score",
+    "bm25f_title_term_score",
     "field_norm",
     "idf",
     "multifield_term_score",
@@ -92,8 +157,12 @@ K1 = 1.2
 B = 0.75
 FIELDS = ("title", "body", "anchor")
 FIELD_WEIGHTS = {"title": 2.0, "body": 1.0, "anchor": 0.5}
-SCORINGS = ("fields", "bm25f")
-DEFAULT_SCORING = "fields"
+SCORINGS = ("bm25f+title", "fields", "bm25f")
+DEFAULT_SCORING = "bm25f+title"
+#: "bm25f+title": weight of the title's own BM25 term, added outside the BM25F saturation,
+#: and that term's k1 (a title saturates after one occurrence of a word).
+TITLE_BONUS = 2.0
+TITLE_K1 = 0.5
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -146,6 +215,29 @@ def bm25f_term_score(
     if pseudo <= 0:
         return 0.0
     return idf(n_docs, df) * float(saturate(pseudo, k1=k1))
+
+
+def bm25f_title_term_score(
+    tfs: dict[str, float],
+    dls: dict[str, float],
+    avgdls: dict[str, float],
+    df: int,
+    n_docs: int,
+    *,
+    weights: dict[str, float] = FIELD_WEIGHTS,
+    title_bonus: float = TITLE_BONUS,
+    title_k1: float = TITLE_K1,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    """"bm25f+title": BM25F over every field plus ``title_bonus`` times the title's own
+    BM25 term (with ``title_k1``), both with the one IDF of ``df`` (documents with ``t``
+    in any field)."""
+    score = bm25f_term_score(tfs, dls, avgdls, df, n_docs, weights=weights, k1=k1, b=b)
+    tf_title = tfs.get("title", 0)
+    if tf_title > 0:
+        score += title_bonus * bm25_term_score(tf_title, df, n_docs, dls["title"], avgdls["title"], k1=title_k1, b=b)
+    return score
 
 
 def multifield_term_score(

@@ -4,9 +4,10 @@ Semantics of a query (see ``analysis.parse_query``):
 
 * free-text terms are OR-ed: a document matching any scoring term is a
   candidate; the score is the sum over the query's distinct scoring terms
-  (free terms and phrase terms) of the term score: per-field BM25 summed
-  ("fields", the default) or BM25F ("bm25f"); see ``bm25`` for both formulas
-  and the measurement behind the default;
+  (free terms and phrase terms) of the term score: BM25F plus a title term
+  outside its saturation ("bm25f+title", the default), per-field BM25 summed
+  ("fields") or BM25F ("bm25f"); see ``bm25`` for the formulas and the
+  measurement behind the default;
 * every ``"phrase"`` must occur (consecutive positions, within one field);
 * a document containing any ``-excluded`` term is dropped;
 * ``site:host`` keeps documents whose URL host is ``host`` or a subdomain of it
@@ -22,8 +23,9 @@ score threshold (all documents tied at the threshold are kept, then sorted by
 
 Top-k pruning (``Searcher.top_k_pruning``, **off** by default, see the
 measurement below; ``count`` never prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
-add to any score (``sum_f w_f * idf_f * (k1 + 1)``, over the fields where it
-occurs, since ``tf / (tf + k1 * B_f) < 1``).  Terms are added highest bound
+add to any score (``idf * ((k1 + 1) + TITLE_BONUS * (TITLE_K1 + 1))`` in
+"bm25f+title", without the second part if the term is in no title; ``sum_f w_f * idf_f * (k1 + 1)``
+over the fields where it occurs in "fields"; since ``tf / (tf + k1 * B_f) < 1``).  Terms are added highest bound
 first; once at least k allowed documents (live, not excluded, on the site)
 already score more than the sum of the remaining terms' bounds, no other
 document can reach the top k, and the remaining (common, low-idf) terms are
@@ -58,7 +60,19 @@ from typing import Any
 import numpy as np
 
 from .analysis import Query, parse_query
-from .bm25 import DEFAULT_SCORING, FIELD_WEIGHTS, FIELDS, K1, SCORINGS, B, field_norm, idf, saturate
+from .bm25 import (
+    DEFAULT_SCORING,
+    FIELD_WEIGHTS,
+    FIELDS,
+    K1,
+    SCORINGS,
+    TITLE_BONUS,
+    TITLE_K1,
+    B,
+    field_norm,
+    idf,
+    saturate,
+)
 from .reader import IndexReader, SegmentView, current_identity, local_commits
 from .snippet import MAX_POSITIONS, snippet_for_hit
 
@@ -120,7 +134,7 @@ class Searcher:
         self._current_id = current_identity(self.index_dir) if self.index_dir.is_dir() else None
         self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
-        self._norms: dict[tuple[int, str], np.ndarray] = {}
+        self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
         #: MaxScore-style pruning of top-k searches (see module docstring).
         #: Results are identical either way; off by default because it did
         #: not pay on the benchmark.
@@ -148,17 +162,18 @@ class Searcher:
             self._reader, self._norms = reader, {}
         return self._reader
 
-    def _norm(self, reader: IndexReader, si: int, f: str) -> np.ndarray:
-        """"fields": k1 * B_f per document of segment ``si``; "bm25f": w_f / B_f.
+    def _norm(self, reader: IndexReader, si: int, f: str, k1: float | None) -> np.ndarray:
+        """Per document of segment ``si``: ``k1 * B_f`` (a field's own BM25 saturation:
+        "fields", the title term), or with ``k1=None`` ``w_f / B_f`` (BM25F's tf~).
 
         Depends on the generation's avgdl, so the cache is per generation.
         """
-        key = (si, f)
+        key = (si, f, k1)
         arr = self._norms.get(key)
         if arr is None:
             dl = np.asarray(reader.views[si].segment.doc_lens[:, FIELDS.index(f)], dtype=np.float64)
             bf = field_norm(dl, reader.avgdl[f], b=B)
-            arr = K1 * bf if self.scoring == "fields" else FIELD_WEIGHTS[f] / bf
+            arr = FIELD_WEIGHTS[f] / bf if k1 is None else k1 * bf
             self._norms[key] = arr
         return arr
 
@@ -248,6 +263,7 @@ class Searcher:
         if postings is None:
             postings = {t: reader.postings(t) for t in terms}
         n_docs = reader.n_docs
+        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
         if self.scoring == "fields":
             # weight * idf per (term, field), with per-field df over the whole index
             fidfs = {
@@ -261,6 +277,10 @@ class Searcher:
         else:
             idfs = {t: idf(n_docs, reader.df(t, postings[t])) for t in terms}
             bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
+            if bonus:
+                # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
+                bound = {t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0) if reader.df(t, postings[t], "title")
+                         else bound[t] for t in terms}
         excluded = {t: reader.postings(t) for t in q.excluded}
         prune = top_k is not None and top_k > 0 and not q.phrases and len(terms) > 1
         # Terms are always added in this order (highest bound first, stable), so
@@ -292,16 +312,24 @@ class Searcher:
                             keep = only[d]
                             d, tf = d[keep], tf[keep]
                         if len(d):
-                            scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f)[d])
+                            scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f, K1)[d])
                 else:
                     pseudo = np.zeros(n, dtype=np.float64)
                     for f in FIELDS:
                         d, tf, _ = p[f]
                         if len(d):
-                            pseudo[d] += tf * self._norm(reader, si, f)[d]
+                            pseudo[d] += tf * self._norm(reader, si, f, None)[d]
                     if only is not None:
                         pseudo[~only] = 0.0
                     scores += idfs[t] * saturate(pseudo, k1=K1)
+                    if bonus:
+                        d, tf, _ = p["title"]
+                        if only is not None and len(d):
+                            keep = only[d]
+                            d, tf = d[keep], tf[keep]
+                        if len(d):
+                            scores[d] += (bonus * idfs[t] * (TITLE_K1 + 1.0)) * tf / (
+                                tf + self._norm(reader, si, "title", TITLE_K1)[d])
                 if base is not None and top_k is not None and only is None and i + 1 < len(terms):  # prune
                     # theta: k-th best partial score among allowed documents; scores
                     # only grow, so the final k-th best is >= theta.  A document
@@ -395,14 +423,22 @@ class Searcher:
                 else:
                     part = FIELD_WEIGHTS[f] * tf / bf if tf else 0.0
                     pseudo += part
-                    rows.append({"term": t, "field": f, "tf": tf, "df": df_any, "doc_len": dl,
-                                 "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f],
-                                 "idf": idf(reader.n_docs, df_any), "_part": part})
-            if self.scoring == "bm25f":
+                    row = {"term": t, "field": f, "tf": tf, "df": df_any, "doc_len": dl,
+                           "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f],
+                           "idf": idf(reader.n_docs, df_any), "_part": part}
+                    if self.scoring == "bm25f+title" and f == "title":
+                        # the title's own BM25 term, outside the saturation
+                        row["title_bonus"] = (TITLE_BONUS * idf(reader.n_docs, df_any) * tf * (TITLE_K1 + 1.0)
+                                              / (tf + TITLE_K1 * bf) if tf else 0.0)
+                    rows.append(row)
+            if self.scoring != "fields":
                 term_score = idf(reader.n_docs, df_any) * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
                 for r in rows:
                     part = r.pop("_part")
-                    r["contribution"] = term_score * part / pseudo if pseudo else 0.0
+                    r["contribution"] = (term_score * part / pseudo if pseudo else 0.0) + r.get("title_bonus", 0.0)
             terms_out.extend(rows)
-        return {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B, "scoring": self.scoring,
-                "weights": dict(FIELD_WEIGHTS), "score": score, "terms": terms_out}
+        out = {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B, "scoring": self.scoring,
+               "weights": dict(FIELD_WEIGHTS), "score": score, "terms": terms_out}
+        if self.scoring == "bm25f+title":
+            out["title_bonus"], out["title_k1"] = TITLE_BONUS, TITLE_K1
+        return out
