@@ -28,7 +28,8 @@ PARTS = [
     ("indexing: postings and segments", re.compile(r"politecrawl/index/|update_index|indexing\.py")),
     ("SimHash and fingerprints", re.compile(r"simhash|dedup\.py|fingerprint")),
     ("HTML parsing and text", re.compile(r"parse\.py|selectolax|extract\.py")),
-    ("URL normalization and link filtering", re.compile(r"urls\.py|_add_links|patterns\.py|yarl|idna")),
+    ("learned URL patterns", re.compile(r"patterns\.py")),
+    ("URL normalization and link filtering", re.compile(r"urls\.py|_add_links|links\.py|yarl|idna")),
     ("store (SQLite)", re.compile(r"politecrawl/store/|sqlite3")),
     ("politeness and scheduling", re.compile(r"politeness\.py|robots\.py|ReleaseBatcher|Worker\.run")),
     ("HTTP (aiohttp, fetch)", re.compile(r"aiohttp|fetch\.py|multidict|http_parser|brotli|zlib|gzip")),
@@ -45,15 +46,17 @@ IDLE = re.compile(r"^(_worker \(concurrent/futures/thread\.py:8\d\)|wait \(threa
                   r"|(\w+\.)?select \(selectors\.py|_wait_for_tstate_lock)")
 
 
-def role_of(command: str) -> str:
+def role_of(command: str, depth: int = 1) -> str:
+    """The kind of process: ``depth`` 1 is the command py-spy started (its command line is
+    sometimes read as empty), deeper ones its children."""
     if "multiprocessing" in command and "spawn_main" in command:
         return "worker processes"
     if "resource_tracker" in command:
         return "other"
-    if "politecrawl" in command and " crawl" in command:
-        return "parent (indexing, progress)"
     if "scrapy" in command.lower():
         return "scrapy"
+    if depth == 1 or ("politecrawl" in command and " crawl" in command):
+        return "parent (indexing, progress)"
     return "other"
 
 
@@ -68,7 +71,7 @@ def parse(path: str):
         processes = [f for f in frames if f.startswith("process ")]
         frames = [f for f in frames if not f.startswith("process ") and not f.startswith("thread ")]
         command = processes[-1].split(":", 1)[1] if processes else ""
-        yield role_of(command), frames, int(count)
+        yield role_of(command, len(processes)), frames, int(count)
 
 
 def part_of(frames: list[str]) -> str:
