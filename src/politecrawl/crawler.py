@@ -36,6 +36,8 @@ log = logging.getLogger("politecrawl.crawler")
 #: Pages the crawl still indexes when it is stopped early (about a second's work, so --max-time and
 #: Ctrl-C end within seconds); the rest wait for the next crawl or 'politecrawl index'.
 INDEX_ON_STOP = 500
+#: … and for at most this long, so the anchor-text refresh that follows waits too once it is spent.
+INDEX_ON_STOP_SECONDS = 1.0
 
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
@@ -250,7 +252,11 @@ class Crawler:
             if not fleet_worker:
                 # Stopped early, the crawl ends promptly: what is not indexed now is indexed by
                 # the next crawl or 'politecrawl index' (the last line says how many pages).
-                update_index(store, index_dir, max_pages=INDEX_ON_STOP if stopped_early else None)
+                if stopped_early:
+                    budget_ends = time.time() + INDEX_ON_STOP_SECONDS
+                    update_index(store, index_dir, max_pages=INDEX_ON_STOP, stop=lambda: time.time() >= budget_ends)
+                else:
+                    update_index(store, index_dir)
             end = time.time()
             status = store.status(end)
             if self.stopped_by_signal:
