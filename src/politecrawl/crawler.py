@@ -169,6 +169,7 @@ class Crawler:
         """
         from .indexing import index_dir_for, update_index
 
+        command_started = time.time()
         seeds = prepare_seeds(raw_seeds)
         store = open_store(self.settings.db)
         try:
@@ -198,8 +199,10 @@ class Crawler:
             store.seed_urls([NewURL(u, urls.host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds], now)
             store.requeue_due(now)  # recrawl: pages whose revisit time has come
             before = store.status(now)["requests"]
+            # --max-time counts from the command's start (seeds, store, setup included): the time a
+            # user gave the crawl is the time it takes.
+            deadline = command_started + s.max_time if s.max_time is not None else None
             started = time.time()
-            deadline = started + s.max_time if s.max_time is not None else None
             index_dir = index_dir_for(s)
             last_index = [0.0]
             last_progress = [0.0]

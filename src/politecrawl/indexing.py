@@ -39,7 +39,7 @@ from .store import Store
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
 BATCH = 2_000
-#: Pages per batch of an update that may be told to stop (a crawl's): a second or two of indexing.
+#: Pages per batch of an update that may be told to stop (a crawl's): about a second of indexing.
 STOPPABLE_BATCH = 500
 #: Anchor rows looked at per index commit when refreshing the pages they point at.
 ANCHOR_BATCH = 20_000
