@@ -109,15 +109,19 @@ class TreeRun:
 
     def summary(self) -> dict:
         mb = 1024 * 1024
-        return {"wall_s": round(self.wall_s, 1), "cpu_s": round(self.cpu_s, 1),
-                "machine_busy_cpu_s": round(self.machine_busy_s, 1),
-                "tree_rss_peak_mb": round(self.peak_rss_sum / mb), "tree_pss_peak_mb": round(self.peak_pss_sum / mb),
-                "largest_process_rss_mb": round(self.peak_rss_one / mb), "processes": self.peak_processes,
-                "rss_samples": self.samples}
+        return {
+            "wall_s": round(self.wall_s, 1),
+            "cpu_s": round(self.cpu_s, 1),
+            "machine_busy_cpu_s": round(self.machine_busy_s, 1),
+            "tree_rss_peak_mb": round(self.peak_rss_sum / mb),
+            "tree_pss_peak_mb": round(self.peak_pss_sum / mb),
+            "largest_process_rss_mb": round(self.peak_rss_one / mb),
+            "processes": self.peak_processes,
+            "rss_samples": self.samples,
+        }
 
 
-def run_tree(cmd: list[str], *, every: float = 0.5, timeout: float | None = None, pss: bool = True,
-             **popen) -> TreeRun:
+def run_tree(cmd: list[str], *, every: float = 0.5, timeout: float | None = None, pss: bool = True, **popen) -> TreeRun:
     """Run ``cmd`` to its end (SIGTERM at ``timeout``, SIGKILL 20 s later), sampling its tree."""
     start = time.time()
     busy0 = machine_busy_s()

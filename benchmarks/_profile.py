@@ -42,8 +42,10 @@ PARTS = [
 
 #: Leaf frames of threads that wait, which py-spy's idle detection does not always recognise
 #: (a thread pool's idle threads blocked in ``queue.get``): not CPU, left out of the shares.
-IDLE = re.compile(r"^(_worker \(concurrent/futures/thread\.py:8\d\)|wait \(threading\.py|get \(queue\.py"
-                  r"|(\w+\.)?select \(selectors\.py|_wait_for_tstate_lock)")
+IDLE = re.compile(
+    r"^(_worker \(concurrent/futures/thread\.py:8\d\)|wait \(threading\.py|get \(queue\.py"
+    r"|(\w+\.)?select \(selectors\.py|_wait_for_tstate_lock)"
+)
 
 
 def role_of(command: str, depth: int = 1) -> str:
@@ -137,8 +139,13 @@ def main() -> None:
     ap.add_argument("--cpu-s", type=float, default=None)
     ap.add_argument("--pages", type=int, default=None)
     ap.add_argument("--top", type=int, default=12)
-    ap.add_argument("--grep", action="append", default=[], metavar="REGEX",
-                    help="instead: the share of samples with a frame matching REGEX, callees included")
+    ap.add_argument(
+        "--grep",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="instead: the share of samples with a frame matching REGEX, callees included",
+    )
     args = ap.parse_args()
     if args.grep:
         for pattern in args.grep:

@@ -61,21 +61,23 @@ FILTERS = {
     "price": ("0-10", "10-25", "25-50", "50-100", "100-250", "250-up"),
     "material": ("cotton", "wool", "linen", "silk", "denim", "leather"),
 }
-GROW_WORDS = ("red blue green cotton wool linen summer winter spring autumn small large new used "
-              "cheap premium classic modern kids women men outdoor indoor sale").split()
-MONTHS = ("January February March April May June July August September October November "
-          "December").split()
+GROW_WORDS = (
+    "red blue green cotton wool linen summer winter spring autumn small large new used "
+    "cheap premium classic modern kids women men outdoor indoor sale"
+).split()
+MONTHS = ("January February March April May June July August September October November December").split()
 CONTROL_STORIES = 24
 CONTROL_MONTHS = 12
 CONTROL_CATS = ("books", "music", "films", "games")
 CONTROL_LIST_PAGES = 5
 HTML = "text/html; charset=utf-8"
 
-_SYLLABLES = ("ka ri mo ne ta lu vi so pe da fi go ha ji ku le mi no pa qu ra se ti ul ve wo xa ye zu "
-              "bra cle dro fla gre pli sto tri").split()
+_SYLLABLES = (
+    "ka ri mo ne ta lu vi so pe da fi go ha ji ku le mi no pa qu ra se ti ul ve wo xa ye zu "
+    "bra cle dro fla gre pli sto tri"
+).split()
 _VOCAB_RNG = random.Random(20261201)
-VOCAB = sorted({"".join(_VOCAB_RNG.choice(_SYLLABLES) for _ in range(_VOCAB_RNG.randint(2, 4)))
-                for _ in range(4000)})
+VOCAB = sorted({"".join(_VOCAB_RNG.choice(_SYLLABLES) for _ in range(_VOCAB_RNG.randint(2, 4))) for _ in range(4000)})
 
 
 def host_kind(index: int) -> str:
@@ -138,7 +140,7 @@ def classify(kind: str, target: str) -> str:
             return f"post/{int(match.group(1))}"
         return "/" if path == "/" else "missing"
     if kind == "print" and path.startswith("/print/"):
-        path = path[len("/print"):]
+        path = path[len("/print") :]
     if kind == "control":
         if path == "/":
             return "/"
@@ -150,8 +152,12 @@ def classify(kind: str, target: str) -> str:
             return f"archive/{int(match.group(2))}"
         if path == "/items":
             q = dict(parse_qsl(query))
-            if (set(q) == {"cat", "page", "sort", "view"} and q["cat"] in CONTROL_CATS
-                    and q["page"].isdigit() and 1 <= int(q["page"]) <= CONTROL_LIST_PAGES):
+            if (
+                set(q) == {"cat", "page", "sort", "view"}
+                and q["cat"] in CONTROL_CATS
+                and q["page"].isdigit()
+                and 1 <= int(q["page"]) <= CONTROL_LIST_PAGES
+            ):
                 return f"items/{q['cat']}/{int(q['page'])}"
         return "missing"
     if path == "/":
@@ -177,9 +183,12 @@ def classify(kind: str, target: str) -> str:
 def real_pages(kind: str) -> set[str]:
     """The content ids of a host's real pages (all reachable from ``/``)."""
     if kind == "control":
-        return ({"/"} | {f"story/{n}" for n in range(CONTROL_STORIES)}
-                | {f"archive/{m}" for m in range(1, CONTROL_MONTHS + 1)}
-                | {f"items/{c}/{p}" for c in CONTROL_CATS for p in range(1, CONTROL_LIST_PAGES + 1)})
+        return (
+            {"/"}
+            | {f"story/{n}" for n in range(CONTROL_STORIES)}
+            | {f"archive/{m}" for m in range(1, CONTROL_MONTHS + 1)}
+            | {f"items/{c}/{p}" for c in CONTROL_CATS for p in range(1, CONTROL_LIST_PAGES + 1)}
+        )
     prefix = "post" if kind == "tracking" else "a"
     pages = {"/"} | {f"{prefix}/{n}" for n in range(ARTICLES)}
     if kind == "facets":
@@ -189,16 +198,20 @@ def real_pages(kind: str) -> set[str]:
     return pages
 
 
-_MENU = ("News Sport Weather Business Culture Travel Food Science Health Opinion Video Podcasts "
-         "Newsletters Events Jobs Shop About Contact").split()
+_MENU = (
+    "News Sport Weather Business Culture Travel Food Science Health Opinion Video Podcasts "
+    "Newsletters Events Jobs Shop About Contact"
+).split()
 
 
 def _chrome(site: str) -> tuple[str, str]:
     """A site's header menu and footer, the same on every page (about 150 words, as thin as a
     small CMS theme: real sites often carry several times more)."""
     menu = " ".join(f"<li>{item}</li>" for item in _MENU)
-    footer = (f"<p>{site} is an independent publication. {_text(site + '/footer', 110)}</p>"
-              "<p>About us · Contact · Privacy policy · Cookie settings · Terms of use · Accessibility</p>")
+    footer = (
+        f"<p>{site} is an independent publication. {_text(site + '/footer', 110)}</p>"
+        "<p>About us · Contact · Privacy policy · Cookie settings · Terms of use · Accessibility</p>"
+    )
     return f"<header><p>{site}</p><ul>{menu}</ul></header>", f"<footer>{footer}</footer>"
 
 
@@ -208,8 +221,10 @@ def _page(title: str, body: str, links: list[tuple[str, str]], *, site: str, can
         head += f'<link rel="canonical" href="{canonical}">'
     nav = " ".join(f'<a href="{href}">{text}</a>' for href, text in links)
     header, footer = _chrome(site)
-    html = (f"<!doctype html><html><head><meta charset=utf-8>{head}</head><body>{header}"
-            f"<main><h1>{title}</h1>{body}</main><nav>{nav}</nav>{footer}</body></html>")
+    html = (
+        f"<!doctype html><html><head><meta charset=utf-8>{head}</head><body>{header}"
+        f"<main><h1>{title}</h1>{body}</main><nav>{nav}</nav>{footer}</body></html>"
+    )
     return html.encode()
 
 
@@ -283,8 +298,11 @@ class _Site:
             if self.kind == "tracking" and self.traps:
                 canonical = f"/post/{n}/"
             body = f"<p>{_text(f'{self.index}/{n}')}</p>"
-            return 200, _page(f"{self.name} article {n}", body, self._finish(links), site=self.name,
-                              canonical=canonical), HTML
+            return (
+                200,
+                _page(f"{self.name} article {n}", body, self._finish(links), site=self.name, canonical=canonical),
+                HTML,
+            )
         if cid == "shop" or (self.kind == "facets" and cid == "trap"):
             return 200, self._shop(query), HTML
         if cid.startswith("product/"):
@@ -299,8 +317,11 @@ class _Site:
             next_y, next_m = (y, m + 1) if m < 12 else (y + 1, 1)
             days = " ".join(str(d) for d in range(1, 31))
             body = f"<p>Events in {MONTHS[(m - 1) % 12]} {y}: no events scheduled.</p><p>{days}</p>"
-            links = [("/", "Home"), (f"/calendar/{prev_y}/{prev_m:02d}", "Previous month"),
-                     (f"/calendar/{next_y}/{next_m:02d}", "Next month")]
+            links = [
+                ("/", "Home"),
+                (f"/calendar/{prev_y}/{prev_m:02d}", "Previous month"),
+                (f"/calendar/{next_y}/{next_m:02d}", "Next month"),
+            ]
             return 200, _page(f"{self.name} events", body, links, site=self.name), HTML
         if self.kind == "loop":
             body = f"<p>{_text(f'{self.index}/guide', 200)}</p>"
@@ -321,8 +342,9 @@ class _Site:
             if name in FILTERS and value in FILTERS[name] and name not in dict(chosen):
                 chosen.append((name, value))
         selected = dict(chosen)
-        matching = [k for k in range(PRODUCTS)
-                    if all(_product_attrs(self.index, k)[a] == v for a, v in selected.items())]
+        matching = [
+            k for k in range(PRODUCTS) if all(_product_attrs(self.index, k)[a] == v for a, v in selected.items())
+        ]
         links = [("/", "Home")] + [(f"/product/{k}.html", f"Product {k}") for k in matching]
         if self.traps:
             current = "&".join(f"{a}={v}" for a, v in chosen)
@@ -401,8 +423,9 @@ class TrapWeb:
     """``hosts`` hosts on ``127.77.0.1`` … (host 0 the control), each its own server thread;
     lives at most ``max_seconds``."""
 
-    def __init__(self, *, traps: bool = True, hosts: int = 20, max_seconds: float = 600.0,
-                 ip_prefix: str = "127.77.0.") -> None:
+    def __init__(
+        self, *, traps: bool = True, hosts: int = 20, max_seconds: float = 600.0, ip_prefix: str = "127.77.0."
+    ) -> None:
         self.traps = traps
         self.sites = [_Site(i, traps) for i in range(hosts)]
         self.servers = [_Server((f"{ip_prefix}{i + 1}", 0), self, site) for i, site in enumerate(self.sites)]
@@ -469,9 +492,19 @@ class TrapWeb:
                     counts["real"] += 1
                 seen_urls.add(target)
             exists = real_pages(site.kind)
-            hosts.append({"host": site.index, "kind": site.kind, **counts, "real_exist": len(exists),
-                          "fetched": sorted(set(contents) & exists), "unfetched": sorted(exists - set(contents)),
-                          "missing_examples": missing})
-        total = {k: sum(h[k] for h in hosts) for k in ("requests", "real", "trap", "duplicate", "refetch", "missing",
-                                                       "real_exist")}
+            hosts.append(
+                {
+                    "host": site.index,
+                    "kind": site.kind,
+                    **counts,
+                    "real_exist": len(exists),
+                    "fetched": sorted(set(contents) & exists),
+                    "unfetched": sorted(exists - set(contents)),
+                    "missing_examples": missing,
+                }
+            )
+        total = {
+            k: sum(h[k] for h in hosts)
+            for k in ("requests", "real", "trap", "duplicate", "refetch", "missing", "real_exist")
+        }
         return {"hosts": hosts, "total": total}

@@ -72,9 +72,23 @@ from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
 def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     """The benchmark web in its own process; realistic pages when ``args.realistic_pages``
     (bench_fleet.py and bench_pg_cost.py, which call this too, keep the simple ones)."""
-    cmd = [sys.executable, "-m", "politecrawl.sandbox", "--hosts", str(args.hosts), "--first-ip", args.first_ip,
-           "--seconds", str(args.seconds * 3 + 300), "--log", str(log), "--slow-every", str(args.slow_every),
-           "--throttle-every", str(args.throttle_every)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "politecrawl.sandbox",
+        "--hosts",
+        str(args.hosts),
+        "--first-ip",
+        args.first_ip,
+        "--seconds",
+        str(args.seconds * 3 + 300),
+        "--log",
+        str(log),
+        "--slow-every",
+        str(args.slow_every),
+        "--throttle-every",
+        str(args.throttle_every),
+    ]
     if getattr(args, "realistic_pages", False):
         cmd.append("--realistic-pages")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -197,9 +211,16 @@ def analyse(records: list[dict], args, t0: float, t1: float, label: str, cpu: fl
     """The figures bench_fleet.py and bench_pg_cost.py print (crawls run in their own process)."""
     view = servers_view(records, args)
     view.pop("first_request_at"), view.pop("last_request_at")
-    return {"crawler": label, "hosts": args.hosts, "min_delay": args.min_delay, **view, "run_s": round(t1 - t0, 1),
-            "cpu_s_per_100_pages": round(100 * cpu / max(1, view["pages_200"]), 3), "peak_rss_mb": round(rss_mb, 1),
-            "short_gaps": view["short_gaps_end_to_start"]}
+    return {
+        "crawler": label,
+        "hosts": args.hosts,
+        "min_delay": args.min_delay,
+        **view,
+        "run_s": round(t1 - t0, 1),
+        "cpu_s_per_100_pages": round(100 * cpu / max(1, view["pages_200"]), 3),
+        "peak_rss_mb": round(rss_mb, 1),
+        "short_gaps": view["short_gaps_end_to_start"],
+    }
 
 
 def _kind(command: str) -> str:
@@ -248,8 +269,11 @@ def crawl_flags(args) -> tuple[dict, dict]:
 
 def changed_settings(flags: dict, env: dict, db: str, cwd: Path) -> dict:
     settings = load_settings({**flags, "db": db}, env=env, cwd=cwd)
-    return {f.name: (getattr(DEFAULTS, f.name), getattr(settings, f.name))
-            for f in dataclasses.fields(DEFAULTS) if getattr(DEFAULTS, f.name) != getattr(settings, f.name)}
+    return {
+        f.name: (getattr(DEFAULTS, f.name), getattr(settings, f.name))
+        for f in dataclasses.fields(DEFAULTS)
+        if getattr(DEFAULTS, f.name) != getattr(settings, f.name)
+    }
 
 
 _PROGRESS = re.compile(r"(\d+) pages · .* indexed (\d+) · (\d+)s")
@@ -262,7 +286,7 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
     points = [(0.0, 0, 0), *progress]
     for i, (t, fetched, indexed) in enumerate(points[1:], 1):
         when = t
-        for (t0, f0, _), (t1, f1, _) in zip(points[:i], points[1: i + 1]):
+        for (t0, f0, _), (t1, f1, _) in zip(points[:i], points[1 : i + 1]):
             if f1 >= indexed:
                 when = t0 + (t1 - t0) * (max(0, indexed - f0) / (f1 - f0) if f1 > f0 else 1.0)
                 break
@@ -283,8 +307,19 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     env.update(env_settings)
     if args.profile:
-        cmd = [shutil.which("py-spy") or "py-spy", "record", "--subprocesses", "--format", "raw", "--rate",
-               str(args.profile_rate), "--output", args.profile, "--", *cmd]
+        cmd = [
+            shutil.which("py-spy") or "py-spy",
+            "record",
+            "--subprocesses",
+            "--format",
+            "raw",
+            "--rate",
+            str(args.profile_rate),
+            "--output",
+            args.profile,
+            "--",
+            *cmd,
+        ]
     print("politecrawl:", " ".join(cmd), flush=True)
     stderr_path = tmp / "crawl.stderr"
     try:
@@ -307,8 +342,9 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     row["peak_rss_mb_by_process"] = rss_split(tree)
 
     def cli_json(*more: str) -> dict:
-        proc = subprocess.run([*_cli(), *more, "--db", str(db), "--json"], capture_output=True, text=True,
-                              cwd=tmp, env=env)
+        proc = subprocess.run(
+            [*_cli(), *more, "--db", str(db), "--json"], capture_output=True, text=True, cwd=tmp, env=env
+        )
         return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
     status = cli_json("status")
@@ -339,8 +375,9 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     row["crawler_measured_response_ms_p90"] = _ms(_quantile([r["response_seconds"] for r in answered], 0.9))
     if answered and "loop_lag" in answered[0]:  # the worker's own event-loop lateness, when the store keeps it
         row["loop_lag_ms_p50"] = _ms(_quantile([r["loop_lag"] or 0.0 for r in answered], 0.5))
-    row["server_response_ms_p90"] = _ms(_quantile([r["ended"] - r["started"] for r in records
-                                                   if r["status"] == 200], 0.9))
+    row["server_response_ms_p90"] = _ms(
+        _quantile([r["ended"] - r["started"] for r in records if r["status"] == 200], 0.9)
+    )
     row["delay_imposed_s_p50"] = round(_quantile([r["delay"] for r in answered if r["delay"]], 0.5) or 0, 2)
     row["delay_imposed_s_p90"] = round(_quantile([r["delay"] for r in answered if r["delay"]], 0.9) or 0, 2)
     reasons: dict[str, int] = {}
@@ -358,8 +395,14 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         row["index_lag_s_max"] = max(x[3] for x in lags)
     row["progress"] = [f"{t:.0f}s {f}/{i} lag {lag}s" for t, f, i, lag in lags]
     # The pages left unindexed, indexed now: their CPU belongs to the pages' cost.
-    catch_up = run_tree([*_cli(), "index", "--db", str(db)], cwd=tmp, env=env, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, timeout=1_800)
+    catch_up = run_tree(
+        [*_cli(), "index", "--db", str(db)],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=1_800,
+    )
     row["catch_up_index_cpu_s"] = round(catch_up.cpu_s, 1)
     row["catch_up_index_wall_s"] = round(catch_up.wall_s, 1)
     row["cpu_s_per_100_pages_all_indexed"] = round(100 * (tree.cpu_s + catch_up.cpu_s) / max(1, row["pages_200"]), 3)
@@ -370,14 +413,20 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
 
 # --------------------------------------------------------------------------- Scrapy
 SCRAPY_SETTINGS = {
-    "ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": 256, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-    "RANDOMIZE_DOWNLOAD_DELAY": False, "AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "ERROR",
+    "ROBOTSTXT_OBEY": True,
+    "CONCURRENT_REQUESTS": 256,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    "RANDOMIZE_DOWNLOAD_DELAY": False,
+    "AUTOTHROTTLE_ENABLED": False,
+    "LOG_LEVEL": "ERROR",
     "USER_AGENT": "scrapybench (+http://127.0.0.1/)",
     "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-    "REACTOR_THREADPOOL_MAXSIZE": 20, "TELNETCONSOLE_ENABLED": False, "ITEM_PIPELINES": {},
+    "REACTOR_THREADPOOL_MAXSIZE": 20,
+    "TELNETCONSOLE_ENABLED": False,
+    "ITEM_PIPELINES": {},
 }
 
-SCRAPY_SPIDER = r'''
+SCRAPY_SPIDER = r"""
 import json, sys
 import scrapy
 from scrapy.crawler import CrawlerProcess
@@ -398,7 +447,7 @@ class Bench(scrapy.Spider):
 process = CrawlerProcess(settings={**settings, "DOWNLOAD_DELAY": delay, "CLOSESPIDER_TIMEOUT": seconds})
 process.crawl(Bench)
 process.start()
-'''
+"""
 
 
 def run_scrapy(args, tmp: Path) -> dict | None:
@@ -411,10 +460,19 @@ def run_scrapy(args, tmp: Path) -> dict | None:
     web, info = start_web(args, log)
     script = tmp / "scrapy_bench.py"
     script.write_text(SCRAPY_SPIDER)
-    cmd = [sys.executable, str(script), json.dumps(info["hosts"]), str(args.seconds), str(args.min_delay),
-           json.dumps(SCRAPY_SETTINGS)]
-    print(f"scrapy {scrapy.__version__}: DOWNLOAD_DELAY={args.min_delay:g}, CLOSESPIDER_TIMEOUT={args.seconds:g}, "
-          + ", ".join(f"{k}={v}" for k, v in SCRAPY_SETTINGS.items()), flush=True)
+    cmd = [
+        sys.executable,
+        str(script),
+        json.dumps(info["hosts"]),
+        str(args.seconds),
+        str(args.min_delay),
+        json.dumps(SCRAPY_SETTINGS),
+    ]
+    print(
+        f"scrapy {scrapy.__version__}: DOWNLOAD_DELAY={args.min_delay:g}, CLOSESPIDER_TIMEOUT={args.seconds:g}, "
+        + ", ".join(f"{k}={v}" for k, v in SCRAPY_SETTINGS.items()),
+        flush=True,
+    )
     try:
         with open(tmp / "scrapy.stderr", "w") as err:
             tree = run_tree(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=err, timeout=args.seconds + 300)
@@ -435,8 +493,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="the crawl's --max-time (Scrapy: CLOSESPIDER_TIMEOUT)")
     ap.add_argument("--workers", type=int, default=2, help="the crawl's --workers (the default: the CPU count)")
     ap.add_argument("--concurrency", type=int, default=None, help="the crawl's --concurrency [default: the default]")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="any other setting, as POLITECRAWL_NAME (e.g. per_ip_limit=0); printed")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other setting, as POLITECRAWL_NAME (e.g. per_ip_limit=0); printed",
+    )
     ap.add_argument("--first-ip", default="127.0.1.1")
     ap.add_argument("--simple-pages", action="store_true", help="the older one-paragraph ~20 KB pages, 8 links")
     ap.add_argument("--slow-every", type=int, default=0, help="every Nth host answers after --slow-delay")
@@ -451,8 +514,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-"))
     flags, env = crawl_flags(args)
     changed = changed_settings(flags, env, str(tmp / "bench.db"), tmp)
-    print(f"web: {args.hosts} hosts, {'simple' if args.simple_pages else 'realistic'} pages; "
-          f"machine: {os.cpu_count()} CPUs")
+    print(
+        f"web: {args.hosts} hosts, {'simple' if args.simple_pages else 'realistic'} pages; "
+        f"machine: {os.cpu_count()} CPUs"
+    )
     print("settings changed from the defaults (politecrawl.config.DEFAULTS):")
     for name, (default, value) in changed.items():
         why = " (a temporary store)" if name == "db" else ""
@@ -474,15 +539,21 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(rows, indent=1, ensure_ascii=False))
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "changed": {k: list(map(repr, v)) for k, v in
-                                                                              changed.items()}, "rows": rows},
-                                              indent=1, ensure_ascii=False))
+        Path(args.json).write_text(
+            json.dumps(
+                {"args": vars(args), "changed": {k: list(map(repr, v)) for k, v in changed.items()}, "rows": rows},
+                indent=1,
+                ensure_ascii=False,
+            )
+        )
     if len(rows) == 2:
         a, b = rows
-        print(f"\npolitecrawl / scrapy: utilization {a['utilization']} / {b['utilization']}; "
-              f"CPU-s per 100 pages {a['cpu_s_per_100_pages']} (all indexed: {a['cpu_s_per_100_pages_all_indexed']})"
-              f" / {b['cpu_s_per_100_pages']} = {a['cpu_s_per_100_pages_all_indexed'] / b['cpu_s_per_100_pages']:.2f}x;"
-              f" tree RSS {a['tree_rss_peak_mb']} / {b['tree_rss_peak_mb']} MB")
+        print(
+            f"\npolitecrawl / scrapy: utilization {a['utilization']} / {b['utilization']}; "
+            f"CPU-s per 100 pages {a['cpu_s_per_100_pages']} (all indexed: {a['cpu_s_per_100_pages_all_indexed']})"
+            f" / {b['cpu_s_per_100_pages']} = {a['cpu_s_per_100_pages_all_indexed'] / b['cpu_s_per_100_pages']:.2f}x;"
+            f" tree RSS {a['tree_rss_peak_mb']} / {b['tree_rss_peak_mb']} MB"
+        )
 
 
 if __name__ == "__main__":

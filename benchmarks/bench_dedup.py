@@ -98,9 +98,11 @@ def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
     trim_heap()
     rss_trimmed = rss_bytes() - rss0
     print(f"build with add():      {build_add:7.2f} s  ({n / build_add:,.0f} adds/s)")
-    print(f"memory after add():    RSS +{rss_add / 2**20:.1f} MiB (+{rss_trimmed / 2**20:.1f} MiB after malloc_trim);"
-          f" numpy arrays {index.nbytes() / 2**20:.1f} MiB ({index.nbytes() / n:.1f} B/entry),"
-          f" {len(index._buf_fps):,} entries in the dict buffer")
+    print(
+        f"memory after add():    RSS +{rss_add / 2**20:.1f} MiB (+{rss_trimmed / 2**20:.1f} MiB after malloc_trim);"
+        f" numpy arrays {index.nbytes() / 2**20:.1f} MiB ({index.nbytes() / n:.1f} B/entry),"
+        f" {len(index._buf_fps):,} entries in the dict buffer"
+    )
 
     t0 = time.perf_counter()
     bulk = SimHashIndex(max_distance=3)
@@ -113,8 +115,10 @@ def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
     bulk.add_many(np.arange(n, dtype=np.int64), fps)
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"build with add_many(): {build_bulk:7.2f} s;  tracemalloc: {current / 2**20:.1f} MiB live"
-          f" ({current / n:.1f} B/entry), {peak / 2**20:.1f} MiB peak while building")
+    print(
+        f"build with add_many(): {build_bulk:7.2f} s;  tracemalloc: {current / 2**20:.1f} MiB live"
+        f" ({current / n:.1f} B/entry), {peak / 2**20:.1f} MiB peak while building"
+    )
     del bulk
     gc.collect()
 
@@ -126,8 +130,9 @@ def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
     random_hits = sum(r is not None for r in results[1::2])
     index_rate = nqueries / elapsed
     print(f"find_near:             {index_rate:10,.0f} lookups/s  ({elapsed / nqueries * 1e6:.1f} us each)")
-    print(f"  planted found {planted_hits:,}/{len(results[0::2]):,}; "
-          f"random found {random_hits:,}/{len(results[1::2]):,}")
+    print(
+        f"  planted found {planted_hits:,}/{len(results[0::2]):,}; random found {random_hits:,}/{len(results[1::2]):,}"
+    )
 
     if _POPCOUNT is None:
         print("brute force skipped: needs numpy >= 2 (np.bitwise_count)")
@@ -144,8 +149,10 @@ def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
             mismatches += 1
         elif got is not None and bin(int(fps[got]) ^ queries[i]).count("1") != best:
             mismatches += 1
-    print(f"brute-force numpy scan:{brute_rate:10,.1f} lookups/s  ({brute_elapsed / len(sample) * 1e3:.2f} ms each,"
-          f" {len(sample)} sampled queries; disagreements with the index: {mismatches})")
+    print(
+        f"brute-force numpy scan:{brute_rate:10,.1f} lookups/s  ({brute_elapsed / len(sample) * 1e3:.2f} ms each,"
+        f" {len(sample)} sampled queries; disagreements with the index: {mismatches})"
+    )
     print(f"speed-up index / brute force: {index_rate / brute_rate:,.0f}x")
 
 
@@ -190,8 +197,9 @@ def simhash_blake2b_per_shingle(text: str, shingle: int = 3) -> int:
 def make_text(rng: random.Random, size: int) -> str:
     """~``size`` bytes of word soup with natural language's Zipfian word
     frequencies (a 20,000-word vocabulary; ~20-25% distinct words per text)."""
-    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10)))
-                  for _ in range(20000)]
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10))) for _ in range(20000)
+    ]
     zipf = np.random.default_rng(rng.getrandbits(32))
     out: list[str] = []
     length = 0
@@ -215,21 +223,27 @@ def bench_simhash(ntexts: int, size: int, seed: int) -> None:
     t0 = time.perf_counter()
     fast = [simhash(t) for t in texts]
     elapsed = time.perf_counter() - t0
-    print(f"simhash (words hashed once, numpy): {ntexts / elapsed:6,.0f} texts/s  {total / elapsed / 2**20:5.1f} MiB/s"
-          f"  ({elapsed / ntexts * 1e3:.2f} ms/text)")
+    print(
+        f"simhash (words hashed once, numpy): {ntexts / elapsed:6,.0f} texts/s  {total / elapsed / 2**20:5.1f} MiB/s"
+        f"  ({elapsed / ntexts * 1e3:.2f} ms/text)"
+    )
     t0 = time.perf_counter()
     for t in texts:
         simhash_blake2b_per_shingle(t)
     alt = time.perf_counter() - t0
-    print(f"BLAKE2b per shingle, numpy bits:    {ntexts / alt:6,.0f} texts/s  {total / alt / 2**20:5.1f} MiB/s"
-          f"  ({alt / ntexts * 1e3:.2f} ms/text; the rejected alternative)")
+    print(
+        f"BLAKE2b per shingle, numpy bits:    {ntexts / alt:6,.0f} texts/s  {total / alt / 2**20:5.1f} MiB/s"
+        f"  ({alt / ntexts * 1e3:.2f} ms/text; the rejected alternative)"
+    )
     few = texts[: max(1, ntexts // 10)]
     t0 = time.perf_counter()
     slow = [simhash_pure_python(t) for t in few]
     slow_elapsed = time.perf_counter() - t0
     assert slow == fast[: len(few)], "reference implementation disagrees"
-    print(f"same definition, pure Python:       {len(few) / slow_elapsed:6,.0f} texts/s"
-          f"  ({slow_elapsed / len(few) * 1e3:.2f} ms/text; same fingerprints)")
+    print(
+        f"same definition, pure Python:       {len(few) / slow_elapsed:6,.0f} texts/s"
+        f"  ({slow_elapsed / len(few) * 1e3:.2f} ms/text; same fingerprints)"
+    )
 
 
 # ---------------------------------------------------------------- per-page CPU (--per-page)
@@ -244,8 +258,9 @@ def _baseline_modules(rev: str) -> dict[str, object]:
     modules = {}
     for name in ("dedup", "urls"):
         path = f"src/politecrawl/{name}.py"
-        source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
         module = types.ModuleType(f"baseline_{name}")
         module.__file__ = f"{rev}:{path}"
         exec(compile(source, module.__file__, "exec"), module.__dict__)
@@ -325,8 +340,10 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
         texts = [text for text, _ in pages]
         links = [link for _, page_links in pages for link in page_links]
         size = sum(len(t.encode()) for t in texts) / len(texts)
-        print(f"== {label}: {len(texts)} texts of ~{size / 1000:.1f} KB, {len(links):,} links"
-              f" ({sum(t.isascii() for t in texts)} ASCII-only texts)")
+        print(
+            f"== {label}: {len(texts)} texts of ~{size / 1000:.1f} KB, {len(links):,} links"
+            f" ({sum(t.isascii() for t in texts)} ASCII-only texts)"
+        )
         results = []
         for name, dedup_module, urls_module in versions:
             simhash_f, fingerprint_f = dedup_module.simhash, dedup_module.text_fingerprint
@@ -355,10 +372,16 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
                 "trap_reason": _best_us(lambda items, f=trap_reason: [f(u) for u in items], normalized, repeat),
                 "host_key": _best_us(lambda items, f=host_key: [f(u) for u in items], normalized, repeat),
             }
-            print(f"  {name:22s}" + "  ".join(f"{key} {value:7.1f} us" if key in ("simhash", "text_fingerprint")
-                                              else f"{key} {value:5.2f} us" for key, value in row.items()))
-            results.append(([simhash_f(t) for t in texts], [fingerprint_f(t) for t in texts],
-                            _link_outcomes(urls_module, links)))
+            print(
+                f"  {name:22s}"
+                + "  ".join(
+                    f"{key} {value:7.1f} us" if key in ("simhash", "text_fingerprint") else f"{key} {value:5.2f} us"
+                    for key, value in row.items()
+                )
+            )
+            results.append(
+                ([simhash_f(t) for t in texts], [fingerprint_f(t) for t in texts], _link_outcomes(urls_module, links))
+            )
         if len(results) == 2:
             assert results[0] == results[1], "baseline and current outputs differ"
             print("  outputs identical (simhash, text_fingerprint, normalize/trap_reason/host_key incl. errors)")
@@ -381,8 +404,11 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=200, help="texts for simhash throughput")
     parser.add_argument("--text-size", type=int, default=20_000, help="bytes per text")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--per-page", action="store_true",
-                        help="only the per-page CPU of dedup and urls (simhash, text_fingerprint, links)")
+    parser.add_argument(
+        "--per-page",
+        action="store_true",
+        help="only the per-page CPU of dedup and urls (simhash, text_fingerprint, links)",
+    )
     parser.add_argument("--pages", type=int, default=100, help="pages per set for --per-page")
     parser.add_argument("--repeat", type=int, default=7, help="timing runs for --per-page (best is shown)")
     parser.add_argument("--baseline", metavar="REV", help="with --per-page: also time (and compare) git revision REV")

@@ -40,8 +40,15 @@ from politecrawl.crawler import Crawler  # noqa: E402
 
 
 def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
-    web_args = argparse.Namespace(hosts=args.hosts, first_ip=args.first_ip, seconds=args.seconds, slow_every=0,
-                                  slow_delay=0.2, throttle_every=0, min_delay=args.min_delay)
+    web_args = argparse.Namespace(
+        hosts=args.hosts,
+        first_ip=args.first_ip,
+        seconds=args.seconds,
+        slow_every=0,
+        slow_delay=0.2,
+        throttle_every=0,
+        min_delay=args.min_delay,
+    )
     log = tmp / f"web-{kind}-{workers}.jsonl"
     schema = None
     if kind == "sqlite":
@@ -51,10 +58,20 @@ def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
         db = f"{args.pg}{'&' if '?' in args.pg else '?'}schema={schema}"
     web, info = start_web(web_args, log)
     try:
-        settings = load_settings({"db": db, "index_dir": str(tmp / "index"), "workers": workers,
-                                  "concurrency": args.concurrency, "min_delay": args.min_delay,
-                                  "max_time": args.seconds, "scope": "host", "max_depth": 1_000_000,
-                                  "per_ip_limit": 0}, env={})
+        settings = load_settings(
+            {
+                "db": db,
+                "index_dir": str(tmp / "index"),
+                "workers": workers,
+                "concurrency": args.concurrency,
+                "min_delay": args.min_delay,
+                "max_time": args.seconds,
+                "scope": "host",
+                "max_depth": 1_000_000,
+                "per_ip_limit": 0,
+            },
+            env={},
+        )
         before_self = resource.getrusage(resource.RUSAGE_SELF)
         before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
@@ -70,8 +87,16 @@ def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
 
             with psycopg.connect(args.pg, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-    cpu = (after_self.ru_utime + after_self.ru_stime - before_self.ru_utime - before_self.ru_stime
-           + after_children.ru_utime + after_children.ru_stime - before_children.ru_utime - before_children.ru_stime)
+    cpu = (
+        after_self.ru_utime
+        + after_self.ru_stime
+        - before_self.ru_utime
+        - before_self.ru_stime
+        + after_children.ru_utime
+        + after_children.ru_stime
+        - before_children.ru_utime
+        - before_children.ru_stime
+    )
     rss = max(after_self.ru_maxrss, after_children.ru_maxrss) / 1024
     out = analyse(records, web_args, t0, t1, f"{kind} x{workers}", cpu, rss)
     return out
@@ -90,17 +115,22 @@ def main() -> None:
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     kinds = ["sqlite"] + (["postgres"] if args.pg else [])
-    print(f"{args.hosts} hosts, --min-delay {args.min_delay}, {args.seconds:.0f} s per run, {os.cpu_count()} CPUs "
-          f"(web, crawler and database on this one machine)" + ("" if args.pg else "; no --pg: SQLite only"))
+    print(
+        f"{args.hosts} hosts, --min-delay {args.min_delay}, {args.seconds:.0f} s per run, {os.cpu_count()} CPUs "
+        f"(web, crawler and database on this one machine)" + ("" if args.pg else "; no --pg: SQLite only")
+    )
     results: dict[tuple[str, int], dict] = {}
     with tempfile.TemporaryDirectory() as d:
         for n in counts:
             for kind in kinds:
                 results[(kind, n)] = crawl_once(kind, n, args, Path(d))
                 r = results[(kind, n)]
-                print(f"  {kind:8} x{n}: {r['achieved_rps']:7.1f} req/s of {r['bound_rps']:.1f} bound "
-                      f"(utilization {r['utilization']:.2f}), {r['cpu_s_per_100_pages']:.2f} CPU s/100 pages, "
-                      f"violations {r['short_gaps']} gaps / {r['overlaps']} overlaps", flush=True)
+                print(
+                    f"  {kind:8} x{n}: {r['achieved_rps']:7.1f} req/s of {r['bound_rps']:.1f} bound "
+                    f"(utilization {r['utilization']:.2f}), {r['cpu_s_per_100_pages']:.2f} CPU s/100 pages, "
+                    f"violations {r['short_gaps']} gaps / {r['overlaps']} overlaps",
+                    flush=True,
+                )
     ceilings: dict[tuple[str, int], float] = {}
     if args.store_seconds > 0:
         for n in counts:
@@ -129,15 +159,21 @@ def main() -> None:
                 where = "store wait"
             else:
                 where = "crawler CPU"
-            line += (f" | {r['achieved_rps']:>15.1f} {r['utilization']:>5.2f} "
-                     f"{(f'{ceiling:.0f}' if ceiling is not None else '-'):>9} {where:>11}")
+            line += (
+                f" | {r['achieved_rps']:>15.1f} {r['utilization']:>5.2f} "
+                f"{(f'{ceiling:.0f}' if ceiling is not None else '-'):>9} {where:>11}"
+            )
         print(line)
-    print("\nstore max: pages/s the store alone sustains with that many processes (claim + release of a stored "
-          "20 KB page + 8 links, no HTTP); bottleneck 'store' where the crawl reaches 70% of it.")
+    print(
+        "\nstore max: pages/s the store alone sustains with that many processes (claim + release of a stored "
+        "20 KB page + 8 links, no HTTP); bottleneck 'store' where the crawl reaches 70% of it."
+    )
     if args.pg and ("postgres", max(counts)) in ceilings:
         best = max(ceilings[("postgres", n)] for n in counts)
-        print(f"one PostgreSQL (this machine) sustains about {best:.0f} pages/s for the fleet (store-only, best of "
-              f"{args.workers} processes)")
+        print(
+            f"one PostgreSQL (this machine) sustains about {best:.0f} pages/s for the fleet (store-only, best of "
+            f"{args.workers} processes)"
+        )
 
 
 if __name__ == "__main__":

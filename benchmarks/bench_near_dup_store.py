@@ -63,8 +63,10 @@ def main() -> None:
     scan = (time.perf_counter() - t0) / scan_n
     per = indexed / len(queries)
     print(f"fingerprints in the store : {args.n:,} (inserted in {build:.1f}s)")
-    print(f"block-index lookups       : {len(queries):,} in {indexed:.2f}s = {len(queries) / indexed:,.0f}/s "
-          f"({per * 1e3:.3f} ms each); near-duplicates found {found} of {args.lookups // 2 + args.lookups % 2} planted")
+    print(
+        f"block-index lookups       : {len(queries):,} in {indexed:.2f}s = {len(queries) / indexed:,.0f}/s "
+        f"({per * 1e3:.3f} ms each); near-duplicates found {found} of {args.lookups // 2 + args.lookups % 2} planted"
+    )
     print(f"full scan (same store)    : {scan * 1e3:.1f} ms each ({scan_n} lookups)")
     print(f"speed-up                  : {scan / per:,.0f}x")
 

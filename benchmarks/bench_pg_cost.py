@@ -57,7 +57,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # Installed (as sitecustomize.py) on the crawler processes' PYTHONPATH when the server has no
 # pg_stat_statements: counts every statement psycopg sends, and its client-side time, per process.
-_COUNTER = r'''
+_COUNTER = r"""
 import os, json, time, re
 
 _dir = os.environ.get("PC_BENCH_STATEMENTS")
@@ -107,7 +107,7 @@ if _dir:
             _mp_util.Finalize(None, _dump, exitpriority=0)
         except Exception:
             pass
-'''
+"""
 
 
 def _proc_cpu() -> dict[int, tuple[int, int]]:
@@ -121,10 +121,10 @@ def _proc_cpu() -> dict[int, tuple[int, int]]:
                 stat = f.read().decode("ascii", "replace")
         except OSError:
             continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         if comm != "postgres":
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         # fields[0] is field 3 (state): utime = 14, stime = 15, starttime = 22
         out[int(name)] = (int(fields[19]), int(fields[11]) + int(fields[12]))
     return out
@@ -211,13 +211,17 @@ def _db_counters(url: str, dbname: str) -> dict:
 
     with psycopg.connect(url, autocommit=True) as conn:
         commits, rollbacks = conn.execute(
-            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = %s", (dbname,)).fetchone()
+            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = %s", (dbname,)
+        ).fetchone()
         calls = None
         loaded = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         try:
             if "pg_stat_statements" in loaded:
-                calls = conn.execute("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements s JOIN pg_database d"
-                                     " ON d.oid = s.dbid WHERE d.datname = %s", (dbname,)).fetchone()[0]
+                calls = conn.execute(
+                    "SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements s JOIN pg_database d"
+                    " ON d.oid = s.dbid WHERE d.datname = %s",
+                    (dbname,),
+                ).fetchone()[0]
         except psycopg.Error:
             pass
     return {"commits": int(commits), "rollbacks": int(rollbacks), "calls": None if calls is None else int(calls)}
@@ -239,8 +243,15 @@ def _pg_stat_statements(url: str) -> bool:
 
 
 def crawl_once(kind: str, args, tmp: Path) -> dict:
-    web_args = argparse.Namespace(hosts=args.hosts, first_ip=args.first_ip, seconds=args.seconds, slow_every=0,
-                                  slow_delay=0.2, throttle_every=0, min_delay=args.min_delay)
+    web_args = argparse.Namespace(
+        hosts=args.hosts,
+        first_ip=args.first_ip,
+        seconds=args.seconds,
+        slow_every=0,
+        slow_delay=0.2,
+        throttle_every=0,
+        min_delay=args.min_delay,
+    )
     log = tmp / f"web-{kind}.jsonl"
     import psycopg
     from psycopg import sql
@@ -276,9 +287,18 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
     web, info = start_web(web_args, log)
     sampler = None
     try:
-        settings = load_settings({"db": db, "index_dir": str(tmp / f"index-{kind}"), "workers": args.workers,
-                                  "min_delay": args.min_delay, "max_time": args.seconds, "scope": "host",
-                                  "max_depth": 1_000_000}, env={})
+        settings = load_settings(
+            {
+                "db": db,
+                "index_dir": str(tmp / f"index-{kind}"),
+                "workers": args.workers,
+                "min_delay": args.min_delay,
+                "max_time": args.seconds,
+                "scope": "host",
+                "max_depth": 1_000_000,
+            },
+            env={},
+        )
         if kind == "postgres":
             before_db = _db_counters(args.pg, dbname)
             sampler = PgSampler(args.pg, app)
@@ -295,8 +315,9 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
             sampler = None
             time.sleep(1.5)  # the backends' statistics reach pg_stat_database within a second
             after_db = _db_counters(args.pg, dbname)
-            extra["db"] = {k: None if v is None or before_db[k] is None else v - before_db[k]
-                           for k, v in after_db.items()}
+            extra["db"] = {
+                k: None if v is None or before_db[k] is None else v - before_db[k] for k, v in after_db.items()
+            }
     finally:
         if sampler is not None:
             sampler.stop()
@@ -312,8 +333,16 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
                     conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(own_db)))
                 elif schema is not None:
                     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-    cpu = (after_self.ru_utime + after_self.ru_stime - before_self.ru_utime - before_self.ru_stime
-           + after_children.ru_utime + after_children.ru_stime - before_children.ru_utime - before_children.ru_stime)
+    cpu = (
+        after_self.ru_utime
+        + after_self.ru_stime
+        - before_self.ru_utime
+        - before_self.ru_stime
+        + after_children.ru_utime
+        + after_children.ru_stime
+        - before_children.ru_utime
+        - before_children.ru_stime
+    )
     rss = max(after_self.ru_maxrss, after_children.ru_maxrss) / 1024
     out = analyse(records, web_args, t0, t1, kind, cpu, rss)
     out["crawler_cpu_s"] = cpu
@@ -355,9 +384,11 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
     rng = random.Random(1)
     monitor = psycopg.connect(pg, autocommit=True)
     try:
+
         def backends() -> set[int]:
-            return {r[0] for r in monitor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                                  (app,))}
+            return {
+                r[0] for r in monitor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", (app,))
+            }
 
         def ticks(pids: set[int]) -> int:
             return sum(t for pid, (_, t) in _proc_cpu().items() if pid in pids)
@@ -371,12 +402,26 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
                 time.sleep(0.005)
                 continue
             for c in claims:
-                out = Outcome(next_allowed_at=now, wait_reason="min-delay", url_state="done", url_outcome="http-200",
-                              fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 20_000))
+                out = Outcome(
+                    next_allowed_at=now,
+                    wait_reason="min-delay",
+                    url_state="done",
+                    url_outcome="http-200",
+                    fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 20_000),
+                )
                 if parts.get("page"):
-                    out.page = PageRecord(c.url, c.url, 200, "text/html", now, 20_000, title=f"page {done}",
-                                          text=text[done % 300:] + str(done), fingerprint=f"f{done}",
-                                          simhash=rng.getrandbits(64))
+                    out.page = PageRecord(
+                        c.url,
+                        c.url,
+                        200,
+                        "text/html",
+                        now,
+                        20_000,
+                        title=f"page {done}",
+                        text=text[done % 300 :] + str(done),
+                        fingerprint=f"f{done}",
+                        simhash=rng.getrandbits(64),
+                    )
                 if parts.get("links"):
                     out.links = [NewURL(f"{c.host}/{done}-{k}", c.host, 1, 1) for k in range(8)]
                 if parts.get("anchors"):
@@ -392,8 +437,6 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
     return 1000 * cpu / pages, pages / elapsed
 
 
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pg", default=os.environ.get("POLITECRAWL_TEST_PG"))
@@ -402,73 +445,102 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--first-ip", default="127.0.7.1")
-    ap.add_argument("--stores", default="sqlite,postgres",
-                    help="which crawls to run: sqlite, postgres, both (the default) or none (the breakdown only)")
-    ap.add_argument("--no-own-database", dest="own_database", action="store_false",
-                    help="crawl in a schema of the --pg database instead of a database of its own")
+    ap.add_argument(
+        "--stores",
+        default="sqlite,postgres",
+        help="which crawls to run: sqlite, postgres, both (the default) or none (the breakdown only)",
+    )
+    ap.add_argument(
+        "--no-own-database",
+        dest="own_database",
+        action="store_false",
+        help="crawl in a schema of the --pg database instead of a database of its own",
+    )
     ap.add_argument("--top", type=int, default=12, help="statement kinds listed (client-side counts)")
-    ap.add_argument("--breakdown-pages", type=int, default=1500,
-                    help="pages per run of the store-alone breakdown of the database's CPU per page (0: skip)")
+    ap.add_argument(
+        "--breakdown-pages",
+        type=int,
+        default=1500,
+        help="pages per run of the store-alone breakdown of the database's CPU per page (0: skip)",
+    )
     args = ap.parse_args()
     kinds = [k for k in args.stores.split(",") if k == "sqlite" or (k == "postgres" and args.pg)]
     if "postgres" in args.stores and not args.pg:
         print("no --pg and no POLITECRAWL_TEST_PG: SQLite only")
     defaults = Settings()
-    print(f"{args.hosts} hosts (fresh sandbox web per store), {args.seconds:.0f} s per store, {os.cpu_count()} CPUs "
-          "shared by the web, the crawler and the database")
-    print(f"changed from the shipped defaults: --min-delay {args.min_delay} (default {defaults.min_delay}), "
-          f"--workers {args.workers} (default {defaults.workers}), --max-time {args.seconds:.0f}, --scope host "
-          f"(default {defaults.scope}), --max-depth 1000000 (default {defaults.max_depth}); everything else "
-          f"default (e.g. --concurrency {defaults.concurrency}, --per-ip-limit {defaults.per_ip_limit})")
+    print(
+        f"{args.hosts} hosts (fresh sandbox web per store), {args.seconds:.0f} s per store, {os.cpu_count()} CPUs "
+        "shared by the web, the crawler and the database"
+    )
+    print(
+        f"changed from the shipped defaults: --min-delay {args.min_delay} (default {defaults.min_delay}), "
+        f"--workers {args.workers} (default {defaults.workers}), --max-time {args.seconds:.0f}, --scope host "
+        f"(default {defaults.scope}), --max-depth 1000000 (default {defaults.max_depth}); everything else "
+        f"default (e.g. --concurrency {defaults.concurrency}, --per-ip-limit {defaults.per_ip_limit})"
+    )
     results = {}
     with tempfile.TemporaryDirectory() as d:
         for kind in kinds:
             results[kind] = r = crawl_once(kind, args, Path(d))
-            print(f"  {kind:8}: {r['achieved_rps']:6.1f} req/s of {r['bound_rps']:.1f} bound (utilization "
-                  f"{r['utilization']:.2f}), {r['page_requests']} pages, violations {r['short_gaps']} gaps / "
-                  f"{r['overlaps']} overlaps", flush=True)
+            print(
+                f"  {kind:8}: {r['achieved_rps']:6.1f} req/s of {r['bound_rps']:.1f} bound (utilization "
+                f"{r['utilization']:.2f}), {r['page_requests']} pages, violations {r['short_gaps']} gaps / "
+                f"{r['overlaps']} overlaps",
+                flush=True,
+            )
     print()
     for kind, r in results.items():
         pages = max(1, r["page_requests"])
         span = max(r["crawl_s"], 1e-9)
-        print(f"{kind}: {pages / span:.1f} pages/s over the crawl ({r['page_requests']} pages, {r['all_requests']}"
-              f" requests in {r['crawl_s']:.1f} s), steady {r['achieved_rps']:.1f} req/s = {r['utilization']:.2f}"
-              f" of the politeness bound {r['bound_rps']:.1f}; crawler processes "
-              f"{1000 * r['crawler_cpu_s'] / pages:.2f} CPU-ms/page")
+        print(
+            f"{kind}: {pages / span:.1f} pages/s over the crawl ({r['page_requests']} pages, {r['all_requests']}"
+            f" requests in {r['crawl_s']:.1f} s), steady {r['achieved_rps']:.1f} req/s = {r['utilization']:.2f}"
+            f" of the politeness bound {r['bound_rps']:.1f}; crawler processes "
+            f"{1000 * r['crawler_cpu_s'] / pages:.2f} CPU-ms/page"
+        )
         if kind != "postgres":
             continue
         cpu = r["db_cpu"]
-        print(f"  database CPU-ms per page: {1000 * cpu['crawl'] / pages:.2f} in the crawl's backends, "
-              f"{1000 * cpu['background'] / pages:.2f} in background processes (shared), "
-              f"{1000 * (cpu['crawl'] + cpu['background']) / pages:.2f} together; other clients' backends used "
-              f"{cpu['others']:.1f} CPU-s meanwhile, this script's monitor {cpu['monitor']:.2f} CPU-s")
+        print(
+            f"  database CPU-ms per page: {1000 * cpu['crawl'] / pages:.2f} in the crawl's backends, "
+            f"{1000 * cpu['background'] / pages:.2f} in background processes (shared), "
+            f"{1000 * (cpu['crawl'] + cpu['background']) / pages:.2f} together; other clients' backends used "
+            f"{cpu['others']:.1f} CPU-s meanwhile, this script's monitor {cpu['monitor']:.2f} CPU-s"
+        )
         db = r["db"]
         where = "its own database" if args.own_database else "the shared database (other clients count too)"
-        print(f"  commits per page: {db['commits'] / pages:.2f} ({db['commits']} in {where}), "
-              f"rollbacks {db['rollbacks']}")
+        print(
+            f"  commits per page: {db['commits'] / pages:.2f} ({db['commits']} in {where}), rollbacks {db['rollbacks']}"
+        )
         if db.get("calls") is not None:
             print(f"  statements per page (pg_stat_statements): {db['calls'] / pages:.2f}")
         stats = r.get("client_statements")
         if stats is not None:
             total = sum(n for n, _ in stats.values())
             trips = total + 2 * db["commits"]  # + BEGIN and COMMIT of every transaction
-            print(f"  statements per page (client-side count, no pg_stat_statements): {total / pages:.2f}; "
-                  f"round trips per page with BEGIN/COMMIT: {trips / pages:.2f}")
+            print(
+                f"  statements per page (client-side count, no pg_stat_statements): {total / pages:.2f}; "
+                f"round trips per page with BEGIN/COMMIT: {trips / pages:.2f}"
+            )
             print(f"  {'calls/page':>10} {'mean ms':>8}  statement")
-            for key, (n, secs) in sorted(stats.items(), key=lambda kv: -kv[1][0])[:args.top]:
+            for key, (n, secs) in sorted(stats.items(), key=lambda kv: -kv[1][0])[: args.top]:
                 print(f"  {n / pages:>10.2f} {1000 * secs / n:>8.2f}  {key[:80]}")
     if "sqlite" in results and "postgres" in results:
         s, p = results["sqlite"], results["postgres"]
         ratio = p["utilization"] / s["utilization"] if s["utilization"] else float("nan")
         print(f"\nPostgreSQL / SQLite steady utilization: {ratio:.2f}")
     if args.pg and args.breakdown_pages > 0:
-        print(f"\nwhere the database's CPU per page goes (the store alone, one process, {args.breakdown_pages} pages"
-              " each, no HTTP; the backends serving it):")
-        steps = [("claim + release: URL state, fetch log, host row", {}),
-                 ("  + 8 new links", {"links": True}),
-                 ("  + a 20 KB page (duplicate checks)", {"page": True}),
-                 ("  + both", {"links": True, "page": True}),
-                 ("  + both + 8 anchor texts (a crawled page)", {"links": True, "page": True, "anchors": True})]
+        print(
+            f"\nwhere the database's CPU per page goes (the store alone, one process, {args.breakdown_pages} pages"
+            " each, no HTTP; the backends serving it):"
+        )
+        steps = [
+            ("claim + release: URL state, fetch log, host row", {}),
+            ("  + 8 new links", {"links": True}),
+            ("  + a 20 KB page (duplicate checks)", {"page": True}),
+            ("  + both", {"links": True, "page": True}),
+            ("  + both + 8 anchor texts (a crawled page)", {"links": True, "page": True, "anchors": True}),
+        ]
         for label, parts in steps:
             ms, rate = store_breakdown(args.pg, args.breakdown_pages, **parts)
             print(f"  {label:48} {ms:5.2f} CPU-ms/page  ({rate:.0f} pages/s)", flush=True)

@@ -21,8 +21,10 @@ from politecrawl.config import load_settings
 from politecrawl.crawler import Crawler
 from politecrawl.sandbox import Sandbox, SandboxHost
 
-WORDS = ("river mountain forest valley meadow harbour lantern orchard quarry thistle granite saffron copper "
-         "willow ember falcon juniper marble cedar the of and a to in is for on with").split()
+WORDS = (
+    "river mountain forest valley meadow harbour lantern orchard quarry thistle granite saffron copper "
+    "willow ember falcon juniper marble cedar the of and a to in is for on with"
+).split()
 
 
 def site(i: int, pages: int, *, smart: bool) -> SandboxHost:
@@ -31,16 +33,25 @@ def site(i: int, pages: int, *, smart: bool) -> SandboxHost:
     for p in range(pages):
         links = "".join(f'<a href="/p{(p + k) % pages}">next {k}</a> ' for k in range(1, 4))
         text = " ".join(rng.choice(WORDS) for _ in range(3000))
-        content["/" if p == 0 else f"/p{p}"] = (f"<html><head><title>Site {i} page {p}</title></head>"
-                                                f"<body><p>{text}</p><nav>{links}</nav></body></html>")
+        content["/" if p == 0 else f"/p{p}"] = (
+            f"<html><head><title>Site {i} page {p}</title></head><body><p>{text}</p><nav>{links}</nav></body></html>"
+        )
     return SandboxHost(f"127.0.2.{i + 1}", pages=content, conditional=smart, compress=smart)
 
 
 def measure(smart: bool, args, tmp: Path) -> tuple[int, int, int]:
     hosts = [site(i, args.pages // args.hosts, smart=smart) for i in range(args.hosts)]
     db = str(tmp / f"recrawl-{smart}.db")
-    flags = {"db": db, "workers": 2, "min_delay": 0.01, "recrawl_after": 1, "recrawl_min": 1, "scope": "host",
-             "yield_min_pages": 0, "max_depth": 10_000}
+    flags = {
+        "db": db,
+        "workers": 2,
+        "min_delay": 0.01,
+        "recrawl_after": 1,
+        "recrawl_min": 1,
+        "scope": "host",
+        "yield_min_pages": 0,
+        "max_depth": 10_000,
+    }
     with Sandbox(hosts, max_seconds=600) as sb:
         Crawler(load_settings(flags, env={})).run([h.url("/") for h in hosts])
         first = [r for r in sb.requests() if r.path != "/robots.txt"]
@@ -63,8 +74,10 @@ def main() -> None:
         n, first, second = results[smart] = measure(smart, args, tmp)
         print(f"{label:38} {n:6} {first:14,} {second:12,} {first / second:13.1f}x")
     plain_first, smart_recrawl = results[False][1], results[True][2]
-    print(f"\na recrawl with conditional GET + gzip costs 1/{plain_first / smart_recrawl:.0f} of a plain crawl "
-          f"({smart_recrawl:,} B vs {plain_first:,} B)")
+    print(
+        f"\na recrawl with conditional GET + gzip costs 1/{plain_first / smart_recrawl:.0f} of a plain crawl "
+        f"({smart_recrawl:,} B vs {plain_first:,} B)"
+    )
     print("bytes = status line + response headers + body as the servers sent them (request bytes not counted)")
 
 

@@ -181,15 +181,15 @@ def main() -> None:
     urls = build_urls(rng)
     work = (urls * (args.calls // len(urls) + 1))[: args.calls]
     n_lines = body.count(b"\n")
-    print(f"robots.txt: {len(body) / 1024:.0f} KiB, {n_lines} lines; "
-          f"{len(urls)} distinct URLs, {args.calls:,} calls; agent {USER_AGENT!r}")
+    print(
+        f"robots.txt: {len(body) / 1024:.0f} KiB, {n_lines} lines; "
+        f"{len(urls)} distinct URLs, {args.calls:,} calls; agent {USER_AGENT!r}"
+    )
 
     results = {}
 
     # "parse" = parse + the first question, which builds the agent's index.
-    parse_s = min(
-        _time(lambda: RobotsTxt.parse(body).is_allowed(USER_AGENT, urls[0])) for _ in range(5)
-    )
+    parse_s = min(_time(lambda: RobotsTxt.parse(body).is_allowed(USER_AGENT, urls[0])) for _ in range(5))
     ours = RobotsTxt.parse(body)
     ours.is_allowed(USER_AGENT, urls[0])
 
@@ -208,9 +208,7 @@ def main() -> None:
         print("protego not installed")
         Protego = None
     if Protego is not None:
-        parse_s = min(
-            _time(lambda: Protego.parse(text).can_fetch(urls[0], USER_AGENT)) for _ in range(5)
-        )
+        parse_s = min(_time(lambda: Protego.parse(text).can_fetch(urls[0], USER_AGENT)) for _ in range(5))
         theirs = Protego.parse(text)
         theirs.can_fetch(urls[0], USER_AGENT)
 
@@ -220,24 +218,22 @@ def main() -> None:
                 can_fetch(url, USER_AGENT)
 
         results["protego"] = (parse_s, _time(run_protego))
-        conf["protego"] = _conformance(
-            lambda b, ua, u: Protego.parse(b.decode("utf-8", "replace")).can_fetch(u, ua)
-        )
+        conf["protego"] = _conformance(lambda b, ua, u: Protego.parse(b.decode("utf-8", "replace")).can_fetch(u, ua))
         answers["protego"] = [theirs.can_fetch(u, USER_AGENT) for u in urls]
 
     print()
     print(f"{'library':<12} {'parse ms':>9} {'match s':>8} {'calls/s':>11} {'conformance':>12}")
     for name, (parse_s, match_s) in results.items():
         passed, total = conf[name]
-        print(f"{name:<12} {parse_s * 1000:>9.1f} {match_s:>8.2f} {args.calls / match_s:>11,.0f}"
-              f" {passed:>6}/{total:<5}")
+        print(
+            f"{name:<12} {parse_s * 1000:>9.1f} {match_s:>8.2f} {args.calls / match_s:>11,.0f} {passed:>6}/{total:<5}"
+        )
     if "protego" in results:
         ratio = results["protego"][1] / results["politecrawl"][1]
         parse_ratio = results["protego"][0] / results["politecrawl"][0]
         print(f"\npolitecrawl is_allowed is {ratio:.1f}x protego's speed; parse {parse_ratio:.1f}x")
     reference = [reference_allowed(star_rules, url) for url in urls]
-    print(f"benchmark URLs denied by the brute-force reference: {reference.count(False)}"
-          f" of {len(urls)}")
+    print(f"benchmark URLs denied by the brute-force reference: {reference.count(False)} of {len(urls)}")
     for name, got in answers.items():
         agree = sum(a == b for a, b in zip(got, reference))
         print(f"{name} agrees with the reference on {agree}/{len(urls)} benchmark URLs")

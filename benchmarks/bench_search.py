@@ -119,8 +119,9 @@ def synthetic_corpus(n_docs=2000, vocab=50_000, seed=1) -> list[tuple[str, str, 
     for i in range(n_docs):
         ids = np.minimum(rng.zipf(1.2, size=int(rng.integers(50, 3000))), vocab) - 1
         tids = np.minimum(rng.zipf(1.3, size=int(rng.integers(2, 8))), vocab) - 1
-        docs.append((f"https://synthetic.example/{i}", " ".join(words[j] for j in tids),
-                     " ".join(words[j] for j in ids)))
+        docs.append(
+            (f"https://synthetic.example/{i}", " ".join(words[j] for j in tids), " ".join(words[j] for j in ids))
+        )
     return docs
 
 
@@ -238,8 +239,7 @@ class Tantivy:
             return []
         # lower case: an "AND", "OR" or "NOT" in the words is a word, not an operator
         # (the default tokenizer lower-cases anyway).
-        q = self.index.parse_query(" ".join(w.lower() for w in words), ["title", "body"],
-                                   field_boosts={"title": 2.0})
+        q = self.index.parse_query(" ".join(w.lower() for w in words), ["title", "body"], field_boosts={"title": 2.0})
         s = self.searcher
         return [s.doc(addr)["url"][0] for _, addr in s.search(q, 10).hits]
 
@@ -363,8 +363,10 @@ def known_item(engine, docs, kind="title"):
 def known_item_table(docs, anchors, only=None):
     """Known-item search only (x1, no timing): both query kinds, every engine, one run."""
     kinds = ", ".join(KNOWN_ITEM_KINDS)
-    print(f"Known-item search at x1, query kinds: {kinds} "
-          f"({FRAGMENT_WORDS} consecutive words from the middle of the body)")
+    print(
+        f"Known-item search at x1, query kinds: {kinds} "
+        f"({FRAGMENT_WORDS} consecutive words from the middle of the body)"
+    )
     print("| engine | title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 | queries |")
     print("|---|---|---|---|---|---|")
     for engine in make_engines(False, only, False, anchors):
@@ -406,29 +408,39 @@ def main(argv=None):
     ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
     ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
     ap.add_argument("--engines", help="comma-separated engine names to run (default: all)")
-    ap.add_argument("--known-item", action="store_true",
-                    help="only the known-item table (x1, both query kinds, no timing)")
-    ap.add_argument("--maxscore", action="store_true",
-                    help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries")
+    ap.add_argument(
+        "--known-item", action="store_true", help="only the known-item table (x1, both query kinds, no timing)"
+    )
+    ap.add_argument(
+        "--maxscore",
+        action="store_true",
+        help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries",
+    )
     args = ap.parse_args(argv)
 
     root = None if args.synthetic else find_python_docs()
     if root is not None:
         t0 = time.perf_counter()
         base, anchors = load_python_docs(root)
-        print(f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
-              f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text "
-              f"(extracted in {time.perf_counter() - t0:.1f}s); "
-              f"{len(anchors)} pages have anchor text from links on the others")
+        print(
+            f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
+            f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text "
+            f"(extracted in {time.perf_counter() - t0:.1f}s); "
+            f"{len(anchors)} pages have anchor text from links on the others"
+        )
     else:
         base, anchors = synthetic_corpus(), {}
         print(f"corpus: SYNTHETIC Zipfian corpus ({len(base)} docs) -- python3-doc HTML not found")
     queries = [WORD_RE.findall(q) for q in make_queries(base, args.queries)]
-    print(f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; "
-          f"e.g. {[' '.join(q) for q in queries[:4]]}")
+    print(
+        f"queries: {len(queries)} fixed (seed 42), 1-4 consecutive title words; "
+        f"e.g. {[' '.join(q) for q in queries[:4]]}"
+    )
     selective, common, top, top_share = split_queries(base, queries, args.queries)
-    print(f"growth query sets: {len(selective)} selective (every word in <= 5% of pages), and the same "
-          f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries")
+    print(
+        f"growth query sets: {len(selective)} selective (every word in <= 5% of pages), and the same "
+        f"+ {top!r} (in {top_share:.0%} of pages) as common-term queries"
+    )
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
     only = set(args.engines.split(",")) if args.engines else None
     if args.known_item:
@@ -455,25 +467,34 @@ def main(argv=None):
                 growth[(engine.name, scale)] = (sel50, com50)
                 ki = (known_item(engine, base, "title"), known_item(engine, base, "fragment")) if scale == 1 else None
                 rows.append((scale, engine.name, len(docs), len(docs) / build_s, size, p50, p95, p99, ki))
-                ki_s = (f"  title rank1 {ki[0][0]:6.1%} MRR@10 {ki[0][1]:.3f}"
-                        f"  fragment rank1 {ki[1][0]:6.1%} MRR@10 {ki[1][1]:.3f}") if ki else ""
-                print(f"x{scale} {engine.name:21s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
-                      f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}"
-                      f"  sel p50 {sel50:6.2f}  common p50 {com50:6.2f}{ki_s}",
-                      flush=True)
+                ki_s = (
+                    (
+                        f"  title rank1 {ki[0][0]:6.1%} MRR@10 {ki[0][1]:.3f}"
+                        f"  fragment rank1 {ki[1][0]:6.1%} MRR@10 {ki[1][1]:.3f}"
+                    )
+                    if ki
+                    else ""
+                )
+                print(
+                    f"x{scale} {engine.name:21s} {len(docs):6d} docs  build {len(docs) / build_s:8.0f} docs/s "
+                    f"({build_s:6.2f}s)  size {size / 1e6:7.1f} MB  p50 {p50:7.2f} ms  p95 {p95:7.2f}  p99 {p99:7.2f}"
+                    f"  sel p50 {sel50:6.2f}  common p50 {com50:6.2f}{ki_s}",
+                    flush=True,
+                )
             finally:
                 db = getattr(engine, "db", None)
                 if db is not None:
                     db.close()
                 shutil.rmtree(work, ignore_errors=True)
 
-    print("\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms "
-          "| title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 |")
+    print(
+        "\n| scale | engine | docs | build docs/s | size MB | p50 ms | p95 ms | p99 ms "
+        "| title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for scale, name, n, dps, size, p50, p95, p99, ki in rows:
         k = " | ".join(f"{r[0]:.1%} | {r[1]:.3f}" for r in ki) if ki else "- | - | - | -"
-        print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} "
-              f"| {k} |")
+        print(f"| x{scale} | {name} | {n} | {dps:.0f} | {size / 1e6:.1f} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {k} |")
     big = scales[-1]
     print(f"\nQuery time growth x1 -> x{big} ({big}x the documents), p50 ms; a ratio below {big} is sublinear:")
     print(f"| engine | selective x1 | selective x{big} | growth | common x1 | common x{big} | growth |")

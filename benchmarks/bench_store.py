@@ -102,8 +102,18 @@ def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, 
                 fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 1000),
             )
             if page_bytes and c.url is not None:
-                out.page = PageRecord(c.url, c.url, 200, "text/html", now, page_bytes, title=f"page {done}",
-                                      text=text, fingerprint=f"{worker}-{done}", simhash=rng.getrandbits(64))
+                out.page = PageRecord(
+                    c.url,
+                    c.url,
+                    200,
+                    "text/html",
+                    now,
+                    page_bytes,
+                    title=f"page {done}",
+                    text=text,
+                    fingerprint=f"{worker}-{done}",
+                    simhash=rng.getrandbits(64),
+                )
                 out.links = [NewURL(f"{c.host}/{worker}-{done}-{k}", c.host, 1, 1) for k in range(8)]
             store.release(c, out, now)
             done += 1
@@ -120,8 +130,10 @@ def run(store_url: str, procs: int, seconds: float, delay: float = DELAY, page_b
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(procs)
     results = ctx.Queue()
-    ps = [ctx.Process(target=_worker, args=(store_url, f"w{i}", seconds, delay, barrier, results, page_bytes))
-          for i in range(procs)]
+    ps = [
+        ctx.Process(target=_worker, args=(store_url, f"w{i}", seconds, delay, barrier, results, page_bytes))
+        for i in range(procs)
+    ]
     for p in ps:
         p.start()
     got = [results.get(timeout=seconds + 180) for _ in ps]
@@ -159,16 +171,24 @@ def main() -> None:
     ap.add_argument("--procs", default="1,2,4,8")
     ap.add_argument("--pg", default=os.environ.get("POLITECRAWL_TEST_PG"))
     ap.add_argument("--delay", type=float, default=DELAY, help="per-host delay; 0 removes the politeness ceiling")
-    ap.add_argument("--page-bytes", type=int, default=0,
-                    help="also store a page of this many bytes of text (+ fingerprint, SimHash, 8 links) per release")
+    ap.add_argument(
+        "--page-bytes",
+        type=int,
+        default=0,
+        help="also store a page of this many bytes of text (+ fingerprint, SimHash, 8 links) per release",
+    )
     args = ap.parse_args()
     counts = [int(x) for x in args.procs.split(",")]
     ceiling = f"ceiling {HOSTS / args.delay:.0f} claims/s" if args.delay > 0 else "no ceiling"
-    print(f"{HOSTS} hosts x {URLS_PER_HOST} URLs, next_allowed_at = now + {args.delay}s "
-          f"({ceiling}), {args.seconds:.0f} s per run"
-          + (f", a {args.page_bytes}-byte page + 8 links stored per release" if args.page_bytes else ""))
-    print(f"{'procs':>5} | {'SQLite claims/s':>15} {'p50 ms':>7} {'p99 ms':>7} | "
-          f"{'PostgreSQL claims/s':>19} {'p50 ms':>7} {'p99 ms':>7}")
+    print(
+        f"{HOSTS} hosts x {URLS_PER_HOST} URLs, next_allowed_at = now + {args.delay}s "
+        f"({ceiling}), {args.seconds:.0f} s per run"
+        + (f", a {args.page_bytes}-byte page + 8 links stored per release" if args.page_bytes else "")
+    )
+    print(
+        f"{'procs':>5} | {'SQLite claims/s':>15} {'p50 ms':>7} {'p99 ms':>7} | "
+        f"{'PostgreSQL claims/s':>19} {'p50 ms':>7} {'p99 ms':>7}"
+    )
     for n in counts:
         s = _sqlite_run(n, args.seconds, args.delay, args.page_bytes)
         line = f"{n:>5} | {s['rate']:>15.0f} {s['p50_ms']:>7.2f} {s['p99_ms']:>7.2f} | "

@@ -46,20 +46,35 @@ from _trapweb import TrapWeb, classify  # noqa: E402
 TARGETS = {"trap": 30, "duplicate": 10, "extra_cost": 0.05}
 
 
-def run_crawl(name: str, *, traps: bool, patterns: bool, seconds: float, extra: list[str],
-              log: str | None = None) -> dict:
+def run_crawl(
+    name: str, *, traps: bool, patterns: bool, seconds: float, extra: list[str], log: str | None = None
+) -> dict:
     # Bytecode compiled first: a source file edited since the last run would otherwise be
     # compiled, and charged, inside whichever crawl imports it first.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "politecrawl")], check=False,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "politecrawl")],
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
     web = TrapWeb(traps=traps, max_seconds=seconds + 120).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     if not patterns:
         env["POLITECRAWL_URL_PATTERNS"] = "false"
     try:
         with tempfile.TemporaryDirectory(prefix="bench-traps-") as tmp:
-            cmd = [sys.executable, "-m", "politecrawl.cli", "crawl", "--db", str(Path(tmp) / "crawl.db"),
-                   "--max-time", str(seconds), "-q", *extra, *web.seeds()]
+            cmd = [
+                sys.executable,
+                "-m",
+                "politecrawl.cli",
+                "crawl",
+                "--db",
+                str(Path(tmp) / "crawl.db"),
+                "--max-time",
+                str(seconds),
+                "-q",
+                *extra,
+                *web.seeds(),
+            ]
             started = time.monotonic()
             with open(Path(tmp) / "out.txt", "w+b") as out:
                 # Output to a file, not a pipe: wait4 (for the CPU of the whole tree) never reads it.
@@ -77,8 +92,18 @@ def run_crawl(name: str, *, traps: bool, patterns: bool, seconds: float, extra: 
         with open(f"{log}.{name}.jsonl", "w") as fh:
             for at, index, target in sorted(web.log):
                 kind = web.sites[index].kind
-                fh.write(json.dumps({"t": round(at, 3), "host": index, "kind": kind, "target": target,
-                                     "class": classify(kind, target)}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "t": round(at, 3),
+                            "host": index,
+                            "kind": kind,
+                            "target": target,
+                            "class": classify(kind, target),
+                        }
+                    )
+                    + "\n"
+                )
     cpu = usage.ru_utime + usage.ru_stime
     total = summary["total"]
     return {
@@ -107,35 +132,59 @@ def lost(run: dict, reference: dict) -> dict[int, list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=120.0, help="--max-time of the trap crawls")
-    ap.add_argument("--reference-seconds", type=float, default=300.0, help="--max-time of the trap-free crawls "
-                    "(they end when their queue is empty)")
+    ap.add_argument(
+        "--reference-seconds",
+        type=float,
+        default=300.0,
+        help="--max-time of the trap-free crawls (they end when their queue is empty)",
+    )
     ap.add_argument("--min-delay", type=float, default=None, help="passed to the crawls (default: shipped)")
-    ap.add_argument("--only", choices=("traps", "cost", "all"), default="all",
-                    help="traps: only crawl (2), against no reference (quick tuning); cost: only the trap-free "
-                    "pairs, for the CPU per page")
-    ap.add_argument("--cost-rounds", type=int, default=2, help="trap-free crawls with patterns on and off, "
-                    "alternating, for the cost per page (the first round is crawls 1 and 4)")
+    ap.add_argument(
+        "--only",
+        choices=("traps", "cost", "all"),
+        default="all",
+        help="traps: only crawl (2), against no reference (quick tuning); cost: only the trap-free "
+        "pairs, for the CPU per page",
+    )
+    ap.add_argument(
+        "--cost-rounds",
+        type=int,
+        default=2,
+        help="trap-free crawls with patterns on and off, "
+        "alternating, for the cost per page (the first round is crawls 1 and 4)",
+    )
     ap.add_argument("--hosts", action="store_true", help="print the per-host rows of the trap crawls")
     ap.add_argument("--log", metavar="PREFIX", help="write each crawl's classified request log to PREFIX.NAME.jsonl")
     args = ap.parse_args()
     extra = ["--min-delay", str(args.min_delay)] if args.min_delay is not None else []
-    print(json.dumps({"changed_settings": {"max_time": args.seconds, **({"min_delay": args.min_delay}
-                                                                      if extra else {})},
-                      "command": "politecrawl crawl --db DB --max-time S -q SEEDS... " + " ".join(extra)}))
+    print(
+        json.dumps(
+            {
+                "changed_settings": {"max_time": args.seconds, **({"min_delay": args.min_delay} if extra else {})},
+                "command": "politecrawl crawl --db DB --max-time S -q SEEDS... " + " ".join(extra),
+            }
+        )
+    )
     plan = [("traps", True, True, args.seconds)]
     if args.only == "cost":
-        plan = [("reference", False, True, args.reference_seconds),
-                ("reference-off", False, False, args.reference_seconds)]
+        plan = [
+            ("reference", False, True, args.reference_seconds),
+            ("reference-off", False, False, args.reference_seconds),
+        ]
     if args.only == "all":
-        plan = [("reference", False, True, args.reference_seconds), *plan, ("traps-off", True, False, args.seconds),
-                ("reference-off", False, False, args.reference_seconds)]
+        plan = [
+            ("reference", False, True, args.reference_seconds),
+            *plan,
+            ("traps-off", True, False, args.seconds),
+            ("reference-off", False, False, args.reference_seconds),
+        ]
     runs = {}
     for name, traps, patterns, seconds in plan:
         run = runs[name] = run_crawl(name, traps=traps, patterns=patterns, seconds=seconds, extra=extra, log=args.log)
         print(json.dumps({k: v for k, v in run.items() if not k.startswith("_")}), flush=True)
     cost = {True: [runs["reference"]], False: [runs["reference-off"]]} if "reference" in runs else {}
     for round_ in range(1, args.cost_rounds if cost else 0):
-        for patterns in ((False, True) if round_ % 2 else (True, False)):
+        for patterns in (False, True) if round_ % 2 else (True, False):
             name = f"reference{'' if patterns else '-off'}-{round_ + 1}"
             run = run_crawl(name, traps=False, patterns=patterns, seconds=args.reference_seconds, extra=extra)
             cost[patterns].append(run)
@@ -148,15 +197,26 @@ def main() -> None:
         on_runs, off_runs = cost[True], cost[False]
         on_ms = 1000 * sum(r["cpu_s"] for r in on_runs) / sum(r["requests"] for r in on_runs)
         off_ms = 1000 * sum(r["cpu_s"] for r in off_runs) / sum(r["requests"] for r in off_runs)
-        print(json.dumps({"cost_rounds": len(on_runs), "trap_free_cpu_ms_per_request_on": round(on_ms, 2),
-                          "trap_free_cpu_ms_per_request_off": round(off_ms, 2),
-                          "extra_cost_per_page_trap_free": round(on_ms / off_ms - 1, 3)}))
+        print(
+            json.dumps(
+                {
+                    "cost_rounds": len(on_runs),
+                    "trap_free_cpu_ms_per_request_on": round(on_ms, 2),
+                    "trap_free_cpu_ms_per_request_off": round(off_ms, 2),
+                    "extra_cost_per_page_trap_free": round(on_ms / off_ms - 1, 3),
+                }
+            )
+        )
         return
     on = runs["traps"]
-    result = {"trap_fetches": on["trap"], "duplicate_fetches": on["duplicate"],
-              "real_fetched": on["real"], "real_exist": on["real_exist"],
-              "control_requests": on["_hosts"][0]["requests"],
-              "control_unfetched": on["_hosts"][0]["unfetched"]}
+    result = {
+        "trap_fetches": on["trap"],
+        "duplicate_fetches": on["duplicate"],
+        "real_fetched": on["real"],
+        "real_exist": on["real_exist"],
+        "control_requests": on["_hosts"][0]["requests"],
+        "control_unfetched": on["_hosts"][0]["unfetched"],
+    }
     if "reference" in runs:
         ref, off = runs["reference"], runs["traps-off"]
         result["real_found_by_reference"] = ref["real"]
@@ -175,9 +235,11 @@ def main() -> None:
         result["extra_cost_per_page_trap_free"] = round(ms_per_request(cost[True]) / ms_per_request(cost[False]) - 1, 3)
         # Not like for like (the pages differ: traps are thin pages), shown for completeness.
         result["cpu_ms_per_request_traps_on_vs_off"] = [on[per_page], off[per_page]]
-    checks = {"trap_fetches <= 30": on["trap"] <= TARGETS["trap"],
-              "duplicate_fetches <= 10": on["duplicate"] <= TARGETS["duplicate"],
-              "control host whole": not on["_hosts"][0]["unfetched"]}
+    checks = {
+        "trap_fetches <= 30": on["trap"] <= TARGETS["trap"],
+        "duplicate_fetches <= 10": on["duplicate"] <= TARGETS["duplicate"],
+        "control host whole": not on["_hosts"][0]["unfetched"],
+    }
     if "reference" in runs:
         checks["no real page lost"] = not result["lost_vs_reference"]
         extra_cost = result["extra_cost_per_page_trap_free"]

@@ -71,19 +71,32 @@ class _WarcioBuilt(WarcWriter):
 
         b = self._builder
         url = result.url
-        common = [("WARC-Date", warc._warc_date(result.started_at)), ("WARC-Warcinfo-ID", self._warcinfo_id),
-                  ("WARC-IP-Address", result.ip)]
+        common = [
+            ("WARC-Date", warc._warc_date(result.started_at)),
+            ("WARC-Warcinfo-ID", self._warcinfo_id),
+            ("WARC-IP-Address", result.ip),
+        ]
         resp_id = b._make_warc_id()
-        http = StatusAndHeaders(f"{result.status} {result.reason}", warc._recorded_headers(result),
-                                protocol="HTTP/1.1")
-        response = b.create_warc_record(url, "response", payload=io.BytesIO(result.body), length=len(result.body),
-                                        http_headers=http, warc_headers_dict=dict(
-                                            [("WARC-Record-ID", resp_id), *common, ("Politecrawl-Kind", kind)]))
-        req_http = StatusAndHeaders(f"GET {result.request_target} HTTP/1.1", list(result.request_headers),
-                                    is_http_request=True)
-        request = b.create_warc_record(url, "request", payload=io.BytesIO(b""), length=0, http_headers=req_http,
-                                       warc_headers_dict=dict([("WARC-Record-ID", b._make_warc_id()), *common,
-                                                               ("WARC-Concurrent-To", resp_id)]))
+        http = StatusAndHeaders(f"{result.status} {result.reason}", warc._recorded_headers(result), protocol="HTTP/1.1")
+        response = b.create_warc_record(
+            url,
+            "response",
+            payload=io.BytesIO(result.body),
+            length=len(result.body),
+            http_headers=http,
+            warc_headers_dict=dict([("WARC-Record-ID", resp_id), *common, ("Politecrawl-Kind", kind)]),
+        )
+        req_http = StatusAndHeaders(
+            f"GET {result.request_target} HTTP/1.1", list(result.request_headers), is_http_request=True
+        )
+        request = b.create_warc_record(
+            url,
+            "request",
+            payload=io.BytesIO(b""),
+            length=0,
+            http_headers=req_http,
+            warc_headers_dict=dict([("WARC-Record-ID", b._make_warc_id()), *common, ("WARC-Concurrent-To", resp_id)]),
+        )
         out = []
         for record in (request, response):
             self._buf.seek(0)
@@ -94,14 +107,28 @@ class _WarcioBuilt(WarcWriter):
         return out[0], out[1]
 
 
-def micro(n: int = 2_000, variants=((1, "isal", "warcio"), (1, "isal", ""), (3, "isal", ""), (1, "zlib", ""),
-                                    (6, "zlib", ""), (9, "zlib", ""))) -> list[dict]:
+def micro(
+    n: int = 2_000,
+    variants=(
+        (1, "isal", "warcio"),
+        (1, "isal", ""),
+        (3, "isal", ""),
+        (1, "zlib", ""),
+        (6, "zlib", ""),
+        (9, "zlib", ""),
+    ),
+) -> list[dict]:
     from politecrawl import warc
     from politecrawl.sandbox import _bench_text
 
     rng = random.Random(1)
-    bodies = [(f"<!doctype html><html><head><title>page {i}</title></head><body><p>{_bench_text(rng, 3_300)}"
-               f"</p></body></html>").encode() for i in range(64)]
+    bodies = [
+        (
+            f"<!doctype html><html><head><title>page {i}</title></head><body><p>{_bench_text(rng, 3_300)}"
+            f"</p></body></html>"
+        ).encode()
+        for i in range(64)
+    ]
     rows = []
     isal = warc._isal_zlib
     for level, lib, builder in variants:
@@ -117,13 +144,31 @@ def micro(n: int = 2_000, variants=((1, "isal", "warcio"), (1, "isal", ""), (3, 
                 body = bodies[i % len(bodies)]
                 page_bytes += len(body)
                 now = time.time()
-                results.append(FetchResult(
-                    url=f"http://127.0.1.{i % 250 + 1}:8000/p/{i}", status=200, started_at=now, ended_at=now,
-                    body=body, http_version="1.1", reason="OK", request_target=f"/p/{i}", ip="127.0.1.1",
-                    raw_headers=(("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body))),
-                                 ("Date", "Tue, 01 Dec 2026 08:00:00 GMT"), ("Server", "Python/3.11 aiohttp")),
-                    request_headers=(("Host", "127.0.1.1:8000"), ("User-Agent", "politecrawl/0.1.0"),
-                                     ("Accept", "text/html"), ("Accept-Encoding", "gzip, deflate, br"))))
+                results.append(
+                    FetchResult(
+                        url=f"http://127.0.1.{i % 250 + 1}:8000/p/{i}",
+                        status=200,
+                        started_at=now,
+                        ended_at=now,
+                        body=body,
+                        http_version="1.1",
+                        reason="OK",
+                        request_target=f"/p/{i}",
+                        ip="127.0.1.1",
+                        raw_headers=(
+                            ("Content-Type", "text/html; charset=utf-8"),
+                            ("Content-Length", str(len(body))),
+                            ("Date", "Tue, 01 Dec 2026 08:00:00 GMT"),
+                            ("Server", "Python/3.11 aiohttp"),
+                        ),
+                        request_headers=(
+                            ("Host", "127.0.1.1:8000"),
+                            ("User-Agent", "politecrawl/0.1.0"),
+                            ("Accept", "text/html"),
+                            ("Accept-Encoding", "gzip, deflate, br"),
+                        ),
+                    )
+                )
             t0 = time.process_time()
             for r in results:
                 w.write_exchange(r, "page")
@@ -133,10 +178,18 @@ def micro(n: int = 2_000, variants=((1, "isal", "warcio"), (1, "isal", ""), (3, 
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
             warc._isal_zlib = isal
-        rows.append({"records_by": builder or "politecrawl", "gzip_level": level, "gzip": lib, "exchanges": n,
-                     "avg_page_kb": round(page_bytes / n / 1024, 1), "us_per_exchange": round(1e6 * cpu / n, 1),
-                     "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
-                     "archive_bytes_per_page_byte": round(size / page_bytes, 3)})
+        rows.append(
+            {
+                "records_by": builder or "politecrawl",
+                "gzip_level": level,
+                "gzip": lib,
+                "exchanges": n,
+                "avg_page_kb": round(page_bytes / n / 1024, 1),
+                "us_per_exchange": round(1e6 * cpu / n, 1),
+                "page_mb_per_cpu_s": round(page_bytes / cpu / 1e6, 1),
+                "archive_bytes_per_page_byte": round(size / page_bytes, 3),
+            }
+        )
     return rows
 
 
@@ -148,16 +201,23 @@ def _make_store(db: str, n: int) -> None:
 
     store = open_store(db)
     for start in range(0, n, 10_000):
-        store.seed_urls([NewURL(f"http://127.0.0.{2 + i % 50}/p{i}", f"http://127.0.0.{2 + i % 50}", 0)
-                         for i in range(start, min(n, start + 10_000))], time.time())
+        store.seed_urls(
+            [
+                NewURL(f"http://127.0.0.{2 + i % 50}/p{i}", f"http://127.0.0.{2 + i % 50}", 0)
+                for i in range(start, min(n, start + 10_000))
+            ],
+            time.time(),
+        )
     store.close()
     rng = random.Random(1)
     words = [f"w{k}" for k in range(5_000)]
     texts = [" ".join(rng.choice(words) for _ in range(600)) for _ in range(200)]
     con = sqlite3.connect(db)
     con.create_function("txt", 1, lambda i: texts[i % 200])
-    con.execute("INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes, fetched_at)"
-                " SELECT id, url, url, 200, 'text/html', 'Title ' || id, txt(id), 4000, 1.7e9 + id FROM frontier")
+    con.execute(
+        "INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes, fetched_at)"
+        " SELECT id, url, url, 200, 'text/html', 'Title ' || id, txt(id), 4000, 1.7e9 + id FROM frontier"
+    )
     con.commit()
     con.close()
 
@@ -175,17 +235,30 @@ def export_memory(n: int) -> list[dict]:
                 out = tmp / f"out.{fmt}"
                 t0 = time.time()
                 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from this process.
-                script = ("import sys; from politecrawl.cli import main\n"
-                          "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-                          "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
-                          "print(hwm[0].split()[1], file=sys.stderr)")
-                proc = subprocess.run([sys.executable, "-c", script, "export", "--db", db, "--format", fmt,
-                                       "-o", str(out)], capture_output=True, text=True, check=True)
+                script = (
+                    "import sys; from politecrawl.cli import main\n"
+                    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+                    "print(hwm[0].split()[1], file=sys.stderr)"
+                )
+                proc = subprocess.run(
+                    [sys.executable, "-c", script, "export", "--db", db, "--format", fmt, "-o", str(out)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 rss_kb = int(proc.stderr.strip().splitlines()[-1])
                 lines = sum(1 for _ in open(out, "rb")) if fmt == "jsonl" else None
-                rows.append({"pages": size, "format": fmt, "seconds": round(time.time() - t0, 1),
-                             "output_mb": round(out.stat().st_size / 1e6, 1), "jsonl_lines": lines,
-                             "peak_rss_mb": round(rss_kb / 1024, 1)})
+                rows.append(
+                    {
+                        "pages": size,
+                        "format": fmt,
+                        "seconds": round(time.time() - t0, 1),
+                        "output_mb": round(out.stat().st_size / 1e6, 1),
+                        "jsonl_lines": lines,
+                        "peak_rss_mb": round(rss_kb / 1024, 1),
+                    }
+                )
                 out.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -194,8 +267,16 @@ def export_memory(n: int) -> list[dict]:
 
 # --------------------------------------------------------------------------- crawl
 def _crawl_flags(args, db: Path, warc_dir: Path | None) -> dict:
-    flags = {"db": str(db), "workers": args.workers, "concurrency": args.concurrency, "min_delay": args.min_delay,
-             "max_time": args.seconds, "scope": "host", "max_depth": 1_000_000, "per_ip_limit": 0}
+    flags = {
+        "db": str(db),
+        "workers": args.workers,
+        "concurrency": args.concurrency,
+        "min_delay": args.min_delay,
+        "max_time": args.seconds,
+        "scope": "host",
+        "max_depth": 1_000_000,
+        "per_ip_limit": 0,
+    }
     if warc_dir is not None:
         flags["warc_dir"] = str(warc_dir)
     return flags
@@ -205,8 +286,11 @@ def changed_settings(args) -> dict:
     """The settings the crawl runs with that differ from the defaults (db and warc_dir aside)."""
     ours = load_settings(_crawl_flags(args, Path("x.db"), None), env={})
     defaults = load_settings({"db": "x.db"}, env={})
-    return {f.name: (getattr(defaults, f.name), getattr(ours, f.name)) for f in dataclasses.fields(ours)
-            if getattr(ours, f.name) != getattr(defaults, f.name)}
+    return {
+        f.name: (getattr(defaults, f.name), getattr(ours, f.name))
+        for f in dataclasses.fields(ours)
+        if getattr(ours, f.name) != getattr(defaults, f.name)
+    }
 
 
 def _cpu(usage) -> float:
@@ -242,8 +326,9 @@ def _count_writer_cpu(stats_file: str) -> None:
         close(self)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         with open(stats_file, "a") as fh:
-            fh.write(json.dumps({"pid": os.getpid(), "process_cpu_s": usage.ru_utime + usage.ru_stime,
-                                 **counts}) + "\n")
+            fh.write(
+                json.dumps({"pid": os.getpid(), "process_cpu_s": usage.ru_utime + usage.ru_stime, **counts}) + "\n"
+            )
 
     WarcWriter.write_exchange = WarcWriter.record = timed_write
     fetch._keep_exchange = timed_keep
@@ -266,7 +351,7 @@ def _tree_cpu(root: int, exclude: int) -> float:
         pid = todo.pop()
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             total += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15
             for task in Path(f"/proc/{pid}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split() if int(c) != exclude]
@@ -300,8 +385,19 @@ class TreeSampler(threading.Thread):
 
 def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     """The benchmark web in its own process (its CPU is not the crawler's), ~20 KB pages."""
-    cmd = [sys.executable, "-m", "politecrawl.sandbox", "--hosts", str(args.hosts), "--first-ip", args.first_ip,
-           "--seconds", str(args.seconds * 3 + 120), "--log", str(log)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "politecrawl.sandbox",
+        "--hosts",
+        str(args.hosts),
+        "--first-ip",
+        args.first_ip,
+        "--seconds",
+        str(args.seconds * 3 + 120),
+        "--log",
+        str(log),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     return proc, json.loads(proc.stdout.readline())
 
@@ -334,11 +430,17 @@ def analyse(records: list[dict], min_delay: float) -> dict:
     lo, hi = first + 0.15 * (last - first), last - 0.15 * (last - first)
     steady = [r for r in records if lo <= r["started"] < hi]
     is_page = [r["path"] != "/robots.txt" and r["status"] == 200 for r in steady]
-    return {"requests": len(records),
-            "pages_200": sum(1 for r in records if r["path"] != "/robots.txt" and r["status"] == 200),
-            "pages_per_s": round(sum(is_page) / (hi - lo), 1), "requests_per_s": round(len(steady) / (hi - lo), 1),
-            "bound_rps": round(bound, 1), "short_gaps": short, "overlaps": overlaps, "crawl_s": round(last - first, 1),
-            "steady": (lo, hi, sum(is_page))}
+    return {
+        "requests": len(records),
+        "pages_200": sum(1 for r in records if r["path"] != "/robots.txt" and r["status"] == 200),
+        "pages_per_s": round(sum(is_page) / (hi - lo), 1),
+        "requests_per_s": round(len(steady) / (hi - lo), 1),
+        "bound_rps": round(bound, 1),
+        "short_gaps": short,
+        "overlaps": overlaps,
+        "crawl_s": round(last - first, 1),
+        "steady": (lo, hi, sum(is_page)),
+    }
 
 
 def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
@@ -369,25 +471,34 @@ def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
         os.environ.pop("BENCH_WARC_STATS", None)
         records = stop_web(web, log)
     parent_cpu, worker_cpu = _cpu(self1) - _cpu(self0), _cpu(kids1) - _cpu(kids0)
-    out = {"round": round_no, "crawler": "warc" if with_warc else "plain", "hosts": args.hosts,
-           "run_s": round(t1 - t0, 1), **analyse(records, args.min_delay)}
+    out = {
+        "round": round_no,
+        "crawler": "warc" if with_warc else "plain",
+        "hosts": args.hosts,
+        "run_s": round(t1 - t0, 1),
+        **analyse(records, args.min_delay),
+    }
     lo, hi, steady_pages = out.pop("steady")
     out["steady_cpu_s_per_100_pages"] = round(100 * sampler.cpu_between(lo, hi) / max(1, steady_pages), 4)
     pages = max(1, out["pages_200"])
-    out.update(cpu_s_per_100_pages=round(100 * (parent_cpu + worker_cpu) / pages, 4),
-               worker_cpu_s_per_100_pages=round(100 * worker_cpu / pages, 4),
-               parent_cpu_s_per_100_pages=round(100 * parent_cpu / pages, 4))
+    out.update(
+        cpu_s_per_100_pages=round(100 * (parent_cpu + worker_cpu) / pages, 4),
+        worker_cpu_s_per_100_pages=round(100 * worker_cpu / pages, 4),
+        parent_cpu_s_per_100_pages=round(100 * parent_cpu / pages, 4),
+    )
     if with_warc:
         writers = [json.loads(line) for line in stats.read_text().splitlines()] if stats.exists() else []
         if writers:
             exchanges = sum(w["exchanges"] for w in writers)
-            out["writer_share_of_worker_cpu"] = round(sum(w["write_cpu_s"] for w in writers)
-                                                      / sum(w["process_cpu_s"] for w in writers), 4)
+            out["writer_share_of_worker_cpu"] = round(
+                sum(w["write_cpu_s"] for w in writers) / sum(w["process_cpu_s"] for w in writers), 4
+            )
             out["writer_us_per_exchange"] = round(1e6 * sum(w["write_cpu_s"] for w in writers) / exchanges, 1)
             out["writer_wall_us_per_exchange"] = round(1e6 * sum(w["write_wall_s"] for w in writers) / exchanges, 1)
             out["keep_us_per_exchange"] = round(1e6 * sum(w["keep_cpu_s"] for w in writers) / exchanges, 1)
-            out["archive_share_of_worker_cpu"] = round(sum(w["write_cpu_s"] + w["keep_cpu_s"] for w in writers)
-                                                       / sum(w["process_cpu_s"] for w in writers), 4)
+            out["archive_share_of_worker_cpu"] = round(
+                sum(w["write_cpu_s"] + w["keep_cpu_s"] for w in writers) / sum(w["process_cpu_s"] for w in writers), 4
+            )
         files = list(iter_files(warc_dir))
         out["warc_files"] = len(files)
         out["warc_mb"] = round(sum(p.stat().st_size for p in files) / 1e6, 1)
@@ -402,16 +513,29 @@ def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
     return out
 
 
-COLUMNS = {"round": "round", "crawler": "crawler", "requests": "requests", "pages_200": "pages",
-           "pages_per_s": "pages/s", "requests_per_s": "req/s", "bound_rps": "bound req/s",
-           "steady_cpu_s_per_100_pages": "steady CPU/100", "cpu_s_per_100_pages": "run CPU/100",
-           "worker_cpu_s_per_100_pages": "workers/100", "parent_cpu_s_per_100_pages": "parent/100",
-           "short_gaps": "short gaps", "overlaps": "overlaps", "warc_mb": "WARC MB"}
-RATIOS = (("pages_per_s", "pages/s, steady state (higher is better)"),
-          ("steady_cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, steady state"),
-          ("cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, whole run"),
-          ("worker_cpu_s_per_100_pages", "  of it the workers"),
-          ("parent_cpu_s_per_100_pages", "  of it the parent"))
+COLUMNS = {
+    "round": "round",
+    "crawler": "crawler",
+    "requests": "requests",
+    "pages_200": "pages",
+    "pages_per_s": "pages/s",
+    "requests_per_s": "req/s",
+    "bound_rps": "bound req/s",
+    "steady_cpu_s_per_100_pages": "steady CPU/100",
+    "cpu_s_per_100_pages": "run CPU/100",
+    "worker_cpu_s_per_100_pages": "workers/100",
+    "parent_cpu_s_per_100_pages": "parent/100",
+    "short_gaps": "short gaps",
+    "overlaps": "overlaps",
+    "warc_mb": "WARC MB",
+}
+RATIOS = (
+    ("pages_per_s", "pages/s, steady state (higher is better)"),
+    ("steady_cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, steady state"),
+    ("cpu_s_per_100_pages", "CPU-s per 100 pages, whole tree, whole run"),
+    ("worker_cpu_s_per_100_pages", "  of it the workers"),
+    ("parent_cpu_s_per_100_pages", "  of it the parent"),
+)
 
 
 def summarise(runs: list[dict]) -> None:
@@ -433,18 +557,23 @@ def summarise(runs: list[dict]) -> None:
         print(f"{label:46} {plain:9.3f} {warc:9.3f} {ratio[key]:6.3f}   {rounds}")
     writer = [r for r in runs if "writer_us_per_exchange" in r]
     if writer:
+
         def span(key: str, scale: float = 1.0) -> str:
             vals = [scale * r[key] for r in writer]
             return f"{min(vals):.1f}-{max(vals):.1f}"
 
-        print(f"\nthe writer, counted in the workers: {span('archive_share_of_worker_cpu', 100)} % of their CPU "
-              f"(write_exchange {span('writer_share_of_worker_cpu', 100)} %, {span('writer_us_per_exchange')} us "
-              f"an exchange; the fetcher's copy {span('keep_us_per_exchange')} us)")
+        print(
+            f"\nthe writer, counted in the workers: {span('archive_share_of_worker_cpu', 100)} % of their CPU "
+            f"(write_exchange {span('writer_share_of_worker_cpu', 100)} %, {span('writer_us_per_exchange')} us "
+            f"an exchange; the fetcher's copy {span('keep_us_per_exchange')} us)"
+        )
     steady, run = ratio["steady_cpu_s_per_100_pages"], ratio["cpu_s_per_100_pages"]
-    print(f"\nWARC at {runs[0]['hosts']} hosts, {len(pairs)} rounds: "
-          f"pages/s {100 * (ratio['pages_per_s'] - 1):+.1f} %; "
-          f"CPU per page {100 * (steady - 1):+.1f} % in the steady state ({100 * (run - 1):+.1f} % over whole runs), "
-          f"i.e. {100 * (1 - 1 / steady):.1f} % fewer pages per CPU-second")
+    print(
+        f"\nWARC at {runs[0]['hosts']} hosts, {len(pairs)} rounds: "
+        f"pages/s {100 * (ratio['pages_per_s'] - 1):+.1f} %; "
+        f"CPU per page {100 * (steady - 1):+.1f} % in the steady state ({100 * (run - 1):+.1f} % over whole runs), "
+        f"i.e. {100 * (1 - 1 / steady):.1f} % fewer pages per CPU-second"
+    )
 
 
 def main() -> None:
@@ -470,17 +599,20 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     if args.micro:
         return
-    print(f"\ncrawl: {args.hosts} hosts, {args.seconds:g} s a run, {args.rounds} rounds; settings changed from "
-          "the defaults (default -> used):")
+    print(
+        f"\ncrawl: {args.hosts} hosts, {args.seconds:g} s a run, {args.rounds} rounds; settings changed from "
+        "the defaults (default -> used):"
+    )
     for name, (default, used) in changed_settings(args).items():
         print(f"  {name}: {default!r} -> {used!r}")
-    print("  warc_dir: None -> a fresh folder (the runs with WARC); warc_gzip_level, warc_max_bytes: defaults",
-          flush=True)
+    print(
+        "  warc_dir: None -> a fresh folder (the runs with WARC); warc_gzip_level, warc_max_bytes: defaults", flush=True
+    )
     tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-warc-"))
     runs = []
     try:
         for r in range(args.rounds):
-            for with_warc in ((False, True) if r % 2 == 0 else (True, False)):
+            for with_warc in (False, True) if r % 2 == 0 else (True, False):
                 runs.append(crawl_once(args, tmp, with_warc, r))
                 print(json.dumps(runs[-1]), flush=True)
     finally:

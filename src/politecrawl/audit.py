@@ -64,8 +64,13 @@ class HostAudit:
 
     @property
     def violations(self) -> int:
-        return (len(self.short_gaps) + len(self.in_retry_window) + len(self.disallowed) + len(self.before_robots)
-                + max(0, self.max_open - 1))
+        return (
+            len(self.short_gaps)
+            + len(self.in_retry_window)
+            + len(self.disallowed)
+            + len(self.before_robots)
+            + max(0, self.max_open - 1)
+        )
 
 
 @dataclass
@@ -131,9 +136,15 @@ def _max_open(rows: list[Row]) -> int:
     return most
 
 
-def audit(fetch_log: list[Row], robots_versions: list[Row], agent: str, *,
-          policy: DelayPolicy | None = None, host_settings: Iterable[tuple[str, float | None, int | None]] = (),
-          tolerance: float = TOLERANCE) -> AuditReport:
+def audit(
+    fetch_log: list[Row],
+    robots_versions: list[Row],
+    agent: str,
+    *,
+    policy: DelayPolicy | None = None,
+    host_settings: Iterable[tuple[str, float | None, int | None]] = (),
+    tolerance: float = TOLERANCE,
+) -> AuditReport:
     """Check every host's requests against what the evidence says it was owed.
 
     ``policy`` is the crawl's delay policy (min delay, adaptive factor, backoff …; default
@@ -194,20 +205,35 @@ def audit(fetch_log: list[Row], robots_versions: list[Row], agent: str, *,
             # Whether a page's failed request was the host's (which may park it) the log cannot
             # tell for sure: the audit assumes not, which owes the host less, never more.
             host_level = row["kind"] == "robots" or row["status"] in SLOW_DOWN_STATUSES
-            decision = decide(history, Observation(ended_at=row["ended_at"], status=row["status"],
-                                                   response_seconds=_server_seconds(row),
-                                                   retry_after=retry_after, host_level=host_level), host_policy)
+            decision = decide(
+                history,
+                Observation(
+                    ended_at=row["ended_at"],
+                    status=row["status"],
+                    response_seconds=_server_seconds(row),
+                    retry_after=retry_after,
+                    host_level=host_level,
+                ),
+                host_policy,
+            )
             history = replace(history, response_time=decision.response_time, failures=decision.failures)
             owed_delays.append(decision.delay_after(row["ended_at"]))
             if nxt is None:
                 continue
             allowed_at = decision.next_allowed_at
             if nxt["started_at"] < allowed_at - tolerance:
-                h.short_gaps.append({"url": nxt["url"], "started_at": nxt["started_at"], "allowed_at": allowed_at,
-                                     "short_by_s": round(allowed_at - nxt["started_at"], 4)})
+                h.short_gaps.append(
+                    {
+                        "url": nxt["url"],
+                        "started_at": nxt["started_at"],
+                        "allowed_at": allowed_at,
+                        "short_by_s": round(allowed_at - nxt["started_at"], 4),
+                    }
+                )
             if nxt["started_at"] < retry_until - tolerance:
-                h.in_retry_window.append({"url": nxt["url"], "started_at": nxt["started_at"],
-                                          "retry_until": retry_until})
+                h.in_retry_window.append(
+                    {"url": nxt["url"], "started_at": nxt["started_at"], "retry_until": retry_until}
+                )
         h.min_delay_in_force = min(owed_delays) if owed_delays else None
 
         for row in rows:

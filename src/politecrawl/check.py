@@ -58,8 +58,14 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
         report.problems.append(Problem("store", what, repaired=repair))
     if dead_workers:
         n = store.release_leases(dead_workers, time.time() + store.clock_offset) if repair else 0
-        report.problems.append(Problem("store", f"{len(dead_workers)} dead workers of this machine hold leases"
-                                                + (f" ({n} URLs requeued)" if repair else ""), repaired=repair))
+        report.problems.append(
+            Problem(
+                "store",
+                f"{len(dead_workers)} dead workers of this machine hold leases"
+                + (f" ({n} URLs requeued)" if repair else ""),
+                repaired=repair,
+            )
+        )
 
     # The index against the store.
     indexed_seq = int(store.get_meta("indexed_seq") or 0)

@@ -41,7 +41,7 @@ def _explicit(ctx: click.Context, flags: dict[str, Any]) -> frozenset[str]:
     import os
 
     given = {k for k, v in flags.items() if v is not None and v != ()}
-    given |= {f.lower()[len("POLITECRAWL_"):] for f in os.environ if f.startswith("POLITECRAWL_")}
+    given |= {f.lower()[len("POLITECRAWL_") :] for f in os.environ if f.startswith("POLITECRAWL_")}
     return frozenset(given)
 
 
@@ -82,11 +82,16 @@ db_option = click.option("--db", default=None, help=f"Store: SQLite file or post
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="politecrawl")
-@click.option("--config", type=click.Path(dir_okay=False), default=None,
-              help="Settings file (TOML). Default: ./politecrawl.toml if present. Precedence: "
-                   "defaults < file < POLITECRAWL_* environment < flags.")
-@click.option("-v", "--verbose", is_flag=True,
-              help="Log every request: URL, status, and how long its host now waits and why.")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file (TOML). Default: ./politecrawl.toml if present. Precedence: "
+    "defaults < file < POLITECRAWL_* environment < flags.",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log every request: URL, status, and how long its host now waits and why."
+)
 def cli(config: str | None, verbose: bool) -> None:
     """A polite web crawler and the small search engine it feeds.
 
@@ -96,8 +101,11 @@ def cli(config: str | None, verbose: bool) -> None:
       politecrawl status
       politecrawl demo          (a sandbox web on loopback; no network needed)
     """
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
     if verbose:
         import os
 
@@ -112,41 +120,77 @@ def cli(config: str | None, verbose: bool) -> None:
 @click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h). {_d('max_time')}")
 @click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
-@click.option("--min-delay", type=float, default=None,
-              help=f"Seconds between requests to one host, at least (a floor under Crawl-delay). {_d('min_delay')}")
+@click.option(
+    "--min-delay",
+    type=float,
+    default=None,
+    help=f"Seconds between requests to one host, at least (a floor under Crawl-delay). {_d('min_delay')}",
+)
 @click.option("--user-agent", default=None, help=f"Bot name (product token). {_d('user_agent')}")
-@click.option("--contact", default=None,
-              help="Contact URL/e-mail for the User-Agent; required for non-loopback hosts.")
-@click.option("--scope", type=click.Choice(["host", "domain", "prefix", "any"]), default=None,
-              help="Follow links on the seeds' hosts (and hosts a seed redirects to), their registrable "
-                   "domains (Public Suffix List), below the seeds' paths (prefix: /docs/intro.html keeps "
-                   f"/docs/…), or anywhere. {_d('scope')}")
-@click.option("--ca-bundle", default=None, metavar="FILE",
-              help="Trust the certificate authorities in FILE (PEM) instead of the system's; SSL_CERT_FILE "
-                   "works too. Proxies come from HTTP_PROXY / HTTPS_PROXY / NO_PROXY.")
-@click.option("--include", multiple=True, metavar="REGEX",
-              help="Only follow links whose normalized URL matches REGEX (repeatable; any may match).")
-@click.option("--exclude", multiple=True, metavar="REGEX",
-              help="Never follow links whose normalized URL matches REGEX (repeatable), e.g. '/private/'.")
-@click.option("--seeds-file", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
-              help="Read seed URLs from FILE, one per line ('-': standard input; blank lines and # comments "
-                   "are ignored).")
+@click.option("--contact", default=None, help="Contact URL/e-mail for the User-Agent; required for non-loopback hosts.")
+@click.option(
+    "--scope",
+    type=click.Choice(["host", "domain", "prefix", "any"]),
+    default=None,
+    help="Follow links on the seeds' hosts (and hosts a seed redirects to), their registrable "
+    "domains (Public Suffix List), below the seeds' paths (prefix: /docs/intro.html keeps "
+    f"/docs/…), or anywhere. {_d('scope')}",
+)
+@click.option(
+    "--ca-bundle",
+    default=None,
+    metavar="FILE",
+    help="Trust the certificate authorities in FILE (PEM) instead of the system's; SSL_CERT_FILE "
+    "works too. Proxies come from HTTP_PROXY / HTTPS_PROXY / NO_PROXY.",
+)
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="REGEX",
+    help="Only follow links whose normalized URL matches REGEX (repeatable; any may match).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="REGEX",
+    help="Never follow links whose normalized URL matches REGEX (repeatable), e.g. '/private/'.",
+)
+@click.option(
+    "--seeds-file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    metavar="FILE",
+    help="Read seed URLs from FILE, one per line ('-': standard input; blank lines and # comments are ignored).",
+)
 @click.option("--max-depth", type=int, default=None, help=f"Links at most N hops from a seed. {_d('max_depth')}")
 @click.option("--max-page-bytes", type=int, default=None, help=f"Body size cap. {_d('max_page_bytes')}")
-@click.option("--recrawl-after", default=None,
-              help="Make fetched pages due again after DURATION (90, 30m, 6h, 1d); the interval then adapts to "
-                   "how often each page changes. [default: never]")
-@click.option("--host-page-budget", type=int, default=None,
-              help=f"At most N pages from one host. {_d('host_page_budget')}")
-@click.option("--warc", "warc_dir", default=None, metavar="DIR",
-              help="Also archive every request and response as WARC 1.1 files in DIR (docs/archive.md).")
-@click.option("--continuous", is_flag=True,
-              help="Keep running when the queue is empty and revisit pages as they come due (needs "
-                   "--recrawl-after); stop with Ctrl-C, SIGTERM or --max-time.")
+@click.option(
+    "--recrawl-after",
+    default=None,
+    help="Make fetched pages due again after DURATION (90, 30m, 6h, 1d); the interval then adapts to "
+    "how often each page changes. [default: never]",
+)
+@click.option(
+    "--host-page-budget", type=int, default=None, help=f"At most N pages from one host. {_d('host_page_budget')}"
+)
+@click.option(
+    "--warc",
+    "warc_dir",
+    default=None,
+    metavar="DIR",
+    help="Also archive every request and response as WARC 1.1 files in DIR (docs/archive.md).",
+)
+@click.option(
+    "--continuous",
+    is_flag=True,
+    help="Keep running when the queue is empty and revisit pages as they come due (needs "
+    "--recrawl-after); stop with Ctrl-C, SIGTERM or --max-time.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
-def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, continuous: bool,
-          **flags: Any) -> None:
+def crawl(
+    ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, continuous: bool, **flags: Any
+) -> None:
     """Crawl politely from SEED_URLs, store and index what is fetched.
 
     Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
@@ -163,8 +207,9 @@ def crawl(ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: A
     prepare_seeds(seeds)  # a bad seed is the only line printed
     if continuous and settings.recrawl_after is None:
         _fail("--continuous revisits pages as they come due: give --recrawl-after DURATION too (e.g. 1d)")
-    report = _run_with_progress(Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags),
-                                continuous=continuous)
+    report = _run_with_progress(
+        Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags), continuous=continuous
+    )
     s = report.status
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
@@ -203,22 +248,34 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
     """What the last line of a crawl leaves out: pages not indexed yet, paused hosts, and
     workers that died (exit 3)."""
     if report.unindexed:
-        click.echo(f"{report.unindexed} pages are not indexed yet: 'politecrawl index --db {settings.db}' "
-                   "(or the next crawl) indexes them", err=quiet)
+        click.echo(
+            f"{report.unindexed} pages are not indexed yet: 'politecrawl index --db {settings.db}' "
+            "(or the next crawl) indexes them",
+            err=quiet,
+        )
     if report.paused_hosts:
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
-        click.echo(f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
-                   f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
-                   "('politecrawl status' lists them)", err=quiet)
+        click.echo(
+            f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
+            f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
+            "('politecrawl status' lists them)",
+            err=quiet,
+        )
     if report.worker_errors:
         # The store or the disk failed under the workers: one line, the first reason.
         more = len(report.worker_errors) - 1
-        _fail(report.worker_errors[0] + (f" (and {more} more worker{'s' if more > 1 else ''})" if more else "")
-              + f"; the store keeps what was recorded: resume with 'politecrawl crawl --db {settings.db}'")
+        _fail(
+            report.worker_errors[0]
+            + (f" (and {more} more worker{'s' if more > 1 else ''})" if more else "")
+            + f"; the store keeps what was recorded: resume with 'politecrawl crawl --db {settings.db}'"
+        )
     if report.failed_workers:
-        click.echo(f"politecrawl: error: {report.failed_workers} of {settings.workers} worker processes did not "
-                   f"exit cleanly (killed or crashed); the store keeps everything: resume with "
-                   f"'politecrawl crawl --db {settings.db}'", err=True)
+        click.echo(
+            f"politecrawl: error: {report.failed_workers} of {settings.workers} worker processes did not "
+            f"exit cleanly (killed or crashed); the store keeps everything: resume with "
+            f"'politecrawl crawl --db {settings.db}'",
+            err=True,
+        )
         sys.exit(3)
 
 
@@ -228,12 +285,18 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
 @click.option("--workers", type=int, default=None, help=f"Worker processes on this machine. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option("--max-time", default=None, help="Stop after DURATION (seconds, or 30m, 2h). [default: until stopped]")
-@click.option("--min-delay", type=float, default=None,
-              help="Must agree with the crawl's stored value (or leave it out).")
+@click.option(
+    "--min-delay", type=float, default=None, help="Must agree with the crawl's stored value (or leave it out)."
+)
 @click.option("--user-agent", default=None, help="Must agree with the crawl's stored value (or leave it out).")
 @click.option("--contact", default=None, help="Must agree with the crawl's stored value (or leave it out).")
-@click.option("--warc", "warc_dir", default=None, metavar="DIR",
-              help="Archive this machine's requests and responses as WARC 1.1 files in DIR (docs/archive.md).")
+@click.option(
+    "--warc",
+    "warc_dir",
+    default=None,
+    metavar="DIR",
+    help="Archive this machine's requests and responses as WARC 1.1 files in DIR (docs/archive.md).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
@@ -247,8 +310,11 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
 
     settings = _settings(ctx, **flags)
     report = _run_with_progress(Crawler(settings), (), quiet=quiet, explicit=_explicit(ctx, flags), fleet_worker=True)
-    click.echo(f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
-               f"while this worker ran; this machine made {report.pages_fetched} page requests", err=quiet)
+    click.echo(
+        f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
+        f"while this worker ran; this machine made {report.pages_fetched} page requests",
+        err=quiet,
+    )
     _report_ending(report, settings, quiet=quiet)
 
 
@@ -299,9 +365,11 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
         if explain and h.explanation:
             for t in h.explanation["terms"]:
                 if t["tf"]:
-                    click.echo(f"     {t['term']!r} in {t['field']}: tf {t['tf']}, df {t['df']}, idf {t['idf']:.3f}, "
-                               f"length {t['doc_len']} (avg {t['avgdl']:.1f}), weight {t['weight']}"
-                               f" -> {t['contribution']:.3f}")
+                    click.echo(
+                        f"     {t['term']!r} in {t['field']}: tf {t['tf']}, df {t['df']}, idf {t['idf']:.3f}, "
+                        f"length {t['doc_len']} (avg {t['avgdl']:.1f}), weight {t['weight']}"
+                        f" -> {t['contribution']:.3f}"
+                    )
     if explain and hits and hits[0].explanation:
         e = hits[0].explanation
         click.echo(f"\nBM25 ({e['scoring']}): k1 {e['k1']}, b {e['b']}, N {e['N']}; each score is the sum of its lines")
@@ -342,12 +410,15 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         click.echo(json.dumps({**f.as_dict(), **({"host_list": host_list} if show_hosts else {})}, indent=2))
         return
     click.echo(f"store        {settings.db}")
-    click.echo(f"pages        {f.pages_fetched} fetched, {f.queued} queued, {f.in_flight} in flight, "
-               f"{f.failed} failed, {f.disallowed} disallowed by robots.txt, {f.skipped} skipped")
-    click.echo(f"index        {f.indexed} pages indexed; kept out: {f.exact_duplicates} exact and "
-               f"{f.near_duplicates} near duplicates, {f.aliases} aliases (canonical/redirect)")
-    click.echo(f"hosts        {f.hosts} ({f.hosts_active} active, {f.hosts_waiting} waiting, "
-               f"{f.hosts_parked} parked)")
+    click.echo(
+        f"pages        {f.pages_fetched} fetched, {f.queued} queued, {f.in_flight} in flight, "
+        f"{f.failed} failed, {f.disallowed} disallowed by robots.txt, {f.skipped} skipped"
+    )
+    click.echo(
+        f"index        {f.indexed} pages indexed; kept out: {f.exact_duplicates} exact and "
+        f"{f.near_duplicates} near duplicates, {f.aliases} aliases (canonical/redirect)"
+    )
+    click.echo(f"hosts        {f.hosts} ({f.hosts_active} active, {f.hosts_waiting} waiting, {f.hosts_parked} parked)")
     codes = ", ".join(f"{k}: {v}" for k, v in sorted(f.status_codes.items()))
     click.echo(f"requests     {f.requests} ({codes or 'none'})")
     click.echo(f"bytes        {f.bytes:,}")
@@ -355,14 +426,14 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         click.echo("not queued   " + ", ".join(f"{k}: {v}" for k, v in sorted(f.links_not_queued.items())))
     if f.hosts_waiting_by_reason:
         click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f.hosts_waiting_by_reason.items())))
-    click.echo(f"rate         {f.rate_per_s_last_minute}/s over the last minute, "
-               f"{f.rate_per_s_overall}/s overall")
+    click.echo(f"rate         {f.rate_per_s_last_minute}/s over the last minute, {f.rate_per_s_overall}/s overall")
     if show_hosts:
         for h in host_list:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
-            click.echo(f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
-                       f"fetched {h['pages_fetched']}"
-                       + (f"  last error: {h['last_error']}" if h["last_error"] else ""))
+            click.echo(
+                f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
+                f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else "")
+            )
 
 
 # --------------------------------------------------------------------------- why
@@ -388,15 +459,28 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
     try:
         # The crawl's own rules, as stored with it (a flag here does not change what was decided).
         stored = json.loads(store.get_meta("fleet_settings") or "{}")
-        known = {k: (tuple(v) if isinstance(v, list) else v) for k, v in stored.items()
-                 if k in Settings.__dataclass_fields__}
+        known = {
+            k: (tuple(v) if isinstance(v, list) else v) for k, v in stored.items() if k in Settings.__dataclass_fields__
+        }
         crawl_settings = settings.replace(**known)
         seeds = tuple(json.loads(store.get_meta("seeds") or "[]"))
-        scope = CrawlScope(crawl_settings.scope, seeds, crawl_settings.max_depth, frozenset(store.scope_hosts()),
-                           crawl_settings.include, crawl_settings.exclude)
+        scope = CrawlScope(
+            crawl_settings.scope,
+            seeds,
+            crawl_settings.max_depth,
+            frozenset(store.scope_hosts()),
+            crawl_settings.include,
+            crawl_settings.exclude,
+        )
         agent = product_token(store.get_meta("user_agent") or crawl_settings.user_agent)
-        report = explain(url, evidence_for=store.url_evidence, scope=scope, settings=crawl_settings, agent=agent,
-                         now=time.time() + store.clock_offset)
+        report = explain(
+            url,
+            evidence_for=store.url_evidence,
+            scope=scope,
+            settings=crawl_settings,
+            agent=agent,
+            now=time.time() + store.clock_offset,
+        )
     finally:
         store.close()
     click.echo(json.dumps(report, indent=2, default=str) if as_json else render(report))
@@ -432,20 +516,24 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         known = {k: v for k, v in crawl_settings.items() if k in DelayPolicy.__dataclass_fields__}
         policy = DelayPolicy.from_settings(settings.replace(**known))
         host_settings = tuple(tuple(row) for row in crawl_settings.get("hosts", ()))
-        report = run_audit(store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy,
-                           host_settings=host_settings)
+        report = run_audit(
+            store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy, host_settings=host_settings
+        )
     finally:
         store.close()
     data = report.as_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(f"{'host':42} {'requests':>8} {'min gap':>8} {'median':>8} {'delay':>7} {'open':>5} "
-                   f"{'violations':>10}")
+        click.echo(
+            f"{'host':42} {'requests':>8} {'min gap':>8} {'median':>8} {'delay':>7} {'open':>5} {'violations':>10}"
+        )
         for h in data["per_host"]:
             fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
-            click.echo(f"{h['host'][:42]:42} {h['requests']:8} {fmt(h['min_gap_s']):>8} {fmt(h['median_gap_s']):>8} "
-                       f"{fmt(h['min_delay_in_force_s']):>7} {h['max_open']:5} {h['violations']:10}")
+            click.echo(
+                f"{h['host'][:42]:42} {h['requests']:8} {fmt(h['min_gap_s']):>8} {fmt(h['median_gap_s']):>8} "
+                f"{fmt(h['min_delay_in_force_s']):>7} {h['max_open']:5} {h['violations']:10}"
+            )
         click.echo(
             f"\n{data['requests']} requests to {data['hosts']} hosts: {data['short_gaps']} gaps under the delay, "
             f"at most {data['max_open_per_host']} open per host, {data['requests_in_retry_after_window']} inside a "
@@ -459,12 +547,23 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
 # --------------------------------------------------------------------------- export
 @cli.command()
 @db_option
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True,
-              help="JSON Lines (one object a line) or CSV with a header row.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-              help="Write to FILE instead of standard output.")
-@click.option("--since", default=None, metavar="DATE",
-              help="Only pages fetched at or after DATE (2026-11-30 or an ISO 8601 time; UTC unless given).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (one object a line) or CSV with a header row.",
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), default=None, help="Write to FILE instead of standard output."
+)
+@click.option(
+    "--since",
+    default=None,
+    metavar="DATE",
+    help="Only pages fetched at or after DATE (2026-11-30 or an ISO 8601 time; UTC unless given).",
+)
 @click.pass_context
 def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, **flags: Any) -> None:
     """Write the stored pages out, one line each: URL, final URL, status, content type, fetch time,
@@ -514,14 +613,20 @@ def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps({"ok": report.ok, "figures": report.figures,
-                               "problems": [p.__dict__ for p in report.problems]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"ok": report.ok, "figures": report.figures, "problems": [p.__dict__ for p in report.problems]},
+                indent=2,
+            )
+        )
     else:
         for p in report.problems:
             click.echo(f"{p.where}: {p.what}" + (" — repaired" if p.repaired else ""))
         figures = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.figures.items())
-        click.echo(("check: OK" if not report.problems else "check: repaired" if report.ok else "check: PROBLEMS")
-                   + (f" ({figures})" if figures else ""))
+        click.echo(
+            ("check: OK" if not report.problems else "check: repaired" if report.ok else "check: PROBLEMS")
+            + (f" ({figures})" if figures else "")
+        )
     sys.exit(0 if report.ok else 1)
 
 
@@ -530,10 +635,18 @@ def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None
 @db_option
 @click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
 @click.option("--rebuild", is_flag=True, help="Throw the index away and rebuild it from the store.")
-@click.option("--follow", is_flag=True,
-              help="Keep indexing as crawlers elsewhere store pages (until Ctrl-C); the one indexer of a fleet.")
-@click.option("--every", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
-              help="With --follow: seconds between two index updates.")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep indexing as crawlers elsewhere store pages (until Ctrl-C); the one indexer of a fleet.",
+)
+@click.option(
+    "--every",
+    type=click.FloatRange(0.1, 3600),
+    default=2.0,
+    show_default=True,
+    help="With --follow: seconds between two index updates.",
+)
 @click.pass_context
 def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **flags: Any) -> None:
     """Bring the search index up to date with the stored pages (a no-op when the crawl already did)."""
@@ -580,8 +693,13 @@ def serve(ctx: click.Context, **flags: Any) -> None:
 
 
 @cli.command("bot-page")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the page to FILE instead of standard output.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the page to FILE instead of standard output.",
+)
 @click.option("--contact", default=None, help="Operator contact shown on the page.")
 @click.option("--user-agent", default=None, help=f"Bot name. {_d('user_agent')}")
 @click.option("--min-delay", type=float, default=None, help=f"The delay promised on the page. {_d('min_delay')}")
@@ -608,8 +726,14 @@ def bot_page(ctx: click.Context, output: str | None, **flags: Any) -> None:
 # --------------------------------------------------------------------------- demo
 @cli.command()
 @click.option("--db", default=None, help="Store for the demo crawl. [default: a temporary folder]")
-@click.option("--hosts", "n_hosts", type=click.IntRange(2, 50), default=4, show_default=True,
-              help="Sandbox hosts (127.0.0.2, 127.0.0.3, …).")
+@click.option(
+    "--hosts",
+    "n_hosts",
+    type=click.IntRange(2, 50),
+    default=4,
+    show_default=True,
+    help="Sandbox hosts (127.0.0.2, 127.0.0.3, …).",
+)
 @click.option("--query", default="compost telescope", show_default=True, help="The sample search.")
 def demo(db: str | None, n_hosts: int, query: str) -> None:
     """Crawl a sandbox web on loopback (no network needed), then search it."""

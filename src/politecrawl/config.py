@@ -263,15 +263,16 @@ def _host_settings(raw: Any, source: str) -> tuple[tuple[str, float | None, int 
     if isinstance(raw, (list, tuple)):  # as stored with a crawl (JSON) or already parsed
         return tuple((str(h), d, b) for h, d, b in raw)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: hosts must be a table of [hosts.\"NAME\"] tables")
+        raise ConfigError(f'{source}: hosts must be a table of [hosts."NAME"] tables')
     out = []
     for name, table in sorted(raw.items()):
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: hosts.{name} must be a table (min_delay, host_page_budget)")
         unknown = set(table) - set(_HOST_KEYS)
         if unknown:
-            raise ConfigError(f"{source}: hosts.{name}: unknown setting {sorted(unknown)[0]!r}"
-                              f" (per host: {', '.join(_HOST_KEYS)})")
+            raise ConfigError(
+                f"{source}: hosts.{name}: unknown setting {sorted(unknown)[0]!r} (per host: {', '.join(_HOST_KEYS)})"
+            )
         try:
             values = {k: _HOST_KEYS[k](v) for k, v in table.items()}
         except (TypeError, ValueError):

@@ -72,8 +72,9 @@ def _is_shared(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
-def reconcile_fleet_settings(store: Store, settings: Settings, explicit: frozenset[str], *,
-                             may_override: bool) -> Settings:
+def reconcile_fleet_settings(
+    store: Store, settings: Settings, explicit: frozenset[str], *, may_override: bool
+) -> Settings:
     """Make this process agree with the fleet-wide settings stored with the crawl.
 
     The first crawl stores them. Later, a setting not given on the command line is taken from
@@ -224,8 +225,7 @@ class Crawler:
                 if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:
                     if indexing:
                         indexing.pop().result()  # an error of the last update surfaces here
-                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000,
-                                                   stop=stopping))
+                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000, stop=stopping))
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()

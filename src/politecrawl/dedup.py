@@ -46,9 +46,7 @@ _I64_MAX = (1 << 63) - 1
 # (it separates words like whitespace) and A-Z become a-z. UTF-8 multi-byte sequences use only
 # bytes >= 0x80, so they pass through untouched; words holding such bytes are case-folded
 # one distinct word at a time (see _word_digest).
-_WORD_TABLE = bytes(
-    0x20 if chr(b) in string.punctuation else b + 0x20 if 0x41 <= b <= 0x5A else b for b in range(256)
-)
+_WORD_TABLE = bytes(0x20 if chr(b) in string.punctuation else b + 0x20 if 0x41 <= b <= 0x5A else b for b in range(256))
 
 # For text_fingerprint, one table: the ASCII whitespace of str.split() (\t \n \v \f \r,
 # \x1c-\x1f) becomes a space, and A-Z become a-z (case folding, for ASCII).

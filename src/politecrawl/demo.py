@@ -23,13 +23,16 @@ def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost t
         db_path = db or str(Path(tmp) / "demo.db")
         click.echo(f"sandbox web: {len(hosts)} hosts on loopback — " + ", ".join(h.base for h in hosts))
         click.echo("  host 1 asks for Crawl-delay: 1; host 0 disallows /private/\n")
-        settings = load_settings({"db": db_path, "min_delay": 0.25, "workers": 2, "max_time": 55,
-                                  "scope": "any", "max_depth": 5})
+        settings = load_settings(
+            {"db": db_path, "min_delay": 0.25, "workers": 2, "max_time": 55, "scope": "any", "max_depth": 5}
+        )
         with Progress(enabled=True, max_time=settings.max_time) as progress:
             report = Crawler(settings).run([hosts[0].url("/")], on_progress=progress.update)
         s = report.status
-        click.echo(f"\ncrawled {s['pages_fetched']} pages from {s['hosts']} hosts with {report.requests} requests "
-                   f"in {report.seconds:.1f}s; {s['disallowed']} disallowed by robots.txt, {s['indexed']} indexed")
+        click.echo(
+            f"\ncrawled {s['pages_fetched']} pages from {s['hosts']} hosts with {report.requests} requests "
+            f"in {report.seconds:.1f}s; {s['disallowed']} disallowed by robots.txt, {s['indexed']} indexed"
+        )
         private = [r for r in sandbox.log if r.path.startswith("/private/")]
         click.echo(f"requests to disallowed paths seen by the servers: {len(private)}")
         searcher = Searcher(index_dir_for(settings))

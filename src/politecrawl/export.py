@@ -31,21 +31,47 @@ from .errors import ConfigError, NotAStoreError, StoreError
 __all__ = ["EXPORT_FIELDS", "ExportReport", "export_pages", "iter_pages", "parse_since"]
 
 #: Columns of a line, in order (the CSV header).
-EXPORT_FIELDS = ("url", "final_url", "status", "content_type", "fetched_at", "title", "text", "language", "links",
-                 "bytes", "etag", "last_modified", "alias_of", "duplicate_of", "noindex", "noarchive")
+EXPORT_FIELDS = (
+    "url",
+    "final_url",
+    "status",
+    "content_type",
+    "fetched_at",
+    "title",
+    "text",
+    "language",
+    "links",
+    "bytes",
+    "etag",
+    "last_modified",
+    "alias_of",
+    "duplicate_of",
+    "noindex",
+    "noarchive",
+)
 
-_COLUMNS = ("p.url_id, p.url, p.final_url, p.status, p.content_type, p.fetched_at, p.title, p.text, p.bytes,"
-            " p.etag, p.last_modified, p.alias_of, d.url, p.noindex, p.noarchive, {language}, {links}")
-_QUERY = ("SELECT {columns} FROM pages p LEFT JOIN pages d ON d.url_id = p.duplicate_of"
-          " WHERE p.url_id > {ph} AND p.fetched_at >= {ph} ORDER BY p.url_id LIMIT {ph}")
+_COLUMNS = (
+    "p.url_id, p.url, p.final_url, p.status, p.content_type, p.fetched_at, p.title, p.text, p.bytes,"
+    " p.etag, p.last_modified, p.alias_of, d.url, p.noindex, p.noarchive, {language}, {links}"
+)
+_QUERY = (
+    "SELECT {columns} FROM pages p LEFT JOIN pages d ON d.url_id = p.duplicate_of"
+    " WHERE p.url_id > {ph} AND p.fetched_at >= {ph} ORDER BY p.url_id LIMIT {ph}"
+)
 
 
 def _query(ph: str, columns: set[str]) -> str:
     """The batch query; a store not yet upgraded to schema 4 (export never writes) has no
     language or links columns, and exports them empty."""
-    return _QUERY.format(ph=ph, columns=_COLUMNS.format(
-        language="p.language" if "language" in columns else "NULL",
-        links="p.links" if "links" in columns else "NULL"))
+    return _QUERY.format(
+        ph=ph,
+        columns=_COLUMNS.format(
+            language="p.language" if "language" in columns else "NULL",
+            links="p.links" if "links" in columns else "NULL",
+        ),
+    )
+
+
 BATCH = 500
 
 
@@ -78,13 +104,41 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def _row(r) -> dict[str, Any]:
-    (_, url, final_url, status, ctype, fetched, title, text, nbytes, etag, lastmod, alias, dup, noindex,
-     noarchive, language, links) = r
+    (
+        _,
+        url,
+        final_url,
+        status,
+        ctype,
+        fetched,
+        title,
+        text,
+        nbytes,
+        etag,
+        lastmod,
+        alias,
+        dup,
+        noindex,
+        noarchive,
+        language,
+        links,
+    ) = r
     return {
-        "url": url, "final_url": final_url, "status": status, "content_type": ctype, "fetched_at": _iso(fetched),
-        "title": title, "text": None if noarchive else text, "language": language,
-        "links": links.split("\n") if links else [], "bytes": nbytes, "etag": etag,
-        "last_modified": lastmod, "alias_of": alias, "duplicate_of": dup, "noindex": bool(noindex),
+        "url": url,
+        "final_url": final_url,
+        "status": status,
+        "content_type": ctype,
+        "fetched_at": _iso(fetched),
+        "title": title,
+        "text": None if noarchive else text,
+        "language": language,
+        "links": links.split("\n") if links else [],
+        "bytes": nbytes,
+        "etag": etag,
+        "last_modified": lastmod,
+        "alias_of": alias,
+        "duplicate_of": dup,
+        "noindex": bool(noindex),
         "noarchive": bool(noarchive),
     }
 
@@ -98,8 +152,7 @@ def _sqlite_batches(path: str, since: float, batch: int) -> Iterator[list]:
         raise StoreError(f"cannot open {path} read-only: {exc}") from exc
     try:
         try:
-            has_pages = db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone()
+            has_pages = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise NotAStoreError(f"{path} is not a politecrawl store: {exc}") from exc
         if not has_pages:
@@ -133,9 +186,13 @@ def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
         raise StoreError(f"cannot connect to {shown}: {exc}") from exc
     try:
         try:
-            columns = {r[0] for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'pages'"
-                " AND table_schema = current_schema()").fetchall()}
+            columns = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'pages'"
+                    " AND table_schema = current_schema()"
+                ).fetchall()
+            }
         except psycopg.Error as exc:
             raise StoreError(f"cannot read pages from {shown}: {exc}") from exc
         query = _query("%s", columns)
@@ -157,8 +214,11 @@ def iter_pages(db: str, *, since: float = float("-inf"), batch: int = BATCH) -> 
     """Every stored page fetched at or after ``since`` (epoch), as a dict of ``EXPORT_FIELDS``."""
     if since == float("-inf"):
         since = -1e308
-    batches = (_postgres_batches(db, since, batch) if db.startswith(("postgresql://", "postgres://"))
-               else _sqlite_batches(db, since, batch))
+    batches = (
+        _postgres_batches(db, since, batch)
+        if db.startswith(("postgresql://", "postgres://"))
+        else _sqlite_batches(db, since, batch)
+    )
     for rows in batches:
         for r in rows:
             yield _row(r)
@@ -167,8 +227,9 @@ def iter_pages(db: str, *, since: float = float("-inf"), batch: int = BATCH) -> 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
-def export_pages(db: str, out: IO[str], *, fmt: str = "jsonl", since: float = float("-inf"),
-                 batch: int = BATCH) -> ExportReport:
+def export_pages(
+    db: str, out: IO[str], *, fmt: str = "jsonl", since: float = float("-inf"), batch: int = BATCH
+) -> ExportReport:
     """Write every stored page to ``out`` (text) as JSON Lines or CSV; returns how many lines."""
     if fmt not in ("jsonl", "csv"):
         raise ConfigError(f"--format must be jsonl or csv, got {fmt!r}")

@@ -28,6 +28,7 @@ import aiohttp
 
 __all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING"]
 
+
 def _accept_encoding() -> str:
     """Advertise only what the installed aiohttp can decode (br needs brotli, zstd backports.zstd)."""
     try:
@@ -43,8 +44,16 @@ _CHUNK = 64 * 1024
 MIN_BODY_RATE = 2_048.0
 SLOW_BODY_GRACE = 5.0
 #: Response headers the crawler keeps (the rest is not needed and not stored).
-KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after", "x-robots-tag", "link",
-                "content-language")
+KEPT_HEADERS = (
+    "content-type",
+    "location",
+    "etag",
+    "last-modified",
+    "retry-after",
+    "x-robots-tag",
+    "link",
+    "content-language",
+)
 #: Headers a response may repeat, each value meaningful (a second X-Robots-Tag may say noindex):
 #: every value is kept in ``FetchResult.header_values``.
 REPEATED_HEADERS = ("x-robots-tag", "link")
@@ -107,8 +116,10 @@ class FetchResult:
 
 
 def _proxy_configured() -> bool:
-    return any(os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-                                                  "https_proxy", "all_proxy"))
+    return any(
+        os.environ.get(name)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+    )
 
 
 class LoopLag:
@@ -220,9 +231,16 @@ class Fetcher:
             await self._session.close()
             self._session = None
 
-    async def get(self, url: str, *, etag: str | None = None, last_modified: str | None = None,
-                  max_bytes: int | None = None, kind: str | None = None,
-                  wanted: Callable[[str], bool] | None = None) -> FetchResult:
+    async def get(
+        self,
+        url: str,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        max_bytes: int | None = None,
+        kind: str | None = None,
+        wanted: Callable[[str], bool] | None = None,
+    ) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
         the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is

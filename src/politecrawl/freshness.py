@@ -11,8 +11,9 @@ from __future__ import annotations
 __all__ = ["next_revisit"]
 
 
-def next_revisit(previous: float | None, changed: bool | None, *, base: float, min_interval: float,
-                 max_interval: float) -> float:
+def next_revisit(
+    previous: float | None, changed: bool | None, *, base: float, min_interval: float, max_interval: float
+) -> float:
     """The interval until the next visit. ``changed`` None: first visit (use ``base``)."""
     if previous is None or changed is None:
         interval = base

@@ -113,8 +113,15 @@ def _warn(message: str) -> None:
         log.warning("%s", message)
 
 
-def update_index(store: Store, index_dir: Path, *, max_pages: int | None = None, compact: bool | None = None,
-                 strict: bool = False, stop: Callable[[], bool] | None = None) -> int:
+def update_index(
+    store: Store,
+    index_dir: Path,
+    *,
+    max_pages: int | None = None,
+    compact: bool | None = None,
+    strict: bool = False,
+    stop: Callable[[], bool] | None = None,
+) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
 
     ``stop`` (a crawl's: its deadline passed, or a signal) is asked between batches, which are
@@ -181,8 +188,14 @@ def _discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
         os.close(fd)  # releases the lock
 
 
-def _update(store: Store, index_dir: Path, max_pages: int | None, compact: bool | None, progress: list[int],
-            stop: Callable[[], bool] | None = None) -> None:
+def _update(
+    store: Store,
+    index_dir: Path,
+    max_pages: int | None,
+    compact: bool | None,
+    progress: list[int],
+    stop: Callable[[], bool] | None = None,
+) -> None:
     """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
     stopped = stop or (lambda: False)
     batch = STOPPABLE_BATCH if stop is not None else BATCH
@@ -224,8 +237,9 @@ def _update(store: Store, index_dir: Path, max_pages: int | None, compact: bool 
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if stopped():
         return  # merging segments waits for a complete update
-    if (max_pages is None if compact is None else compact) and _index_op(index_dir, read_current_pointer,
-                                                                          index_dir) is not None:
+    if (max_pages is None if compact is None else compact) and _index_op(
+        index_dir, read_current_pointer, index_dir
+    ) is not None:
         # A complete update (the end of a crawl, 'politecrawl index'): merge the segments the
         # crawl's periodic updates wrote into as few as the size cap allows.
         _index_op(index_dir, _compact, index_dir)
@@ -247,8 +261,9 @@ def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool) ->
         with IndexWriter(index_dir) as writer:
             for row in rows:
                 if indexable(row):
-                    writer.add_document(row["url"], row["title"] or "", row["text"] or "",
-                                        " ".join(anchors.get(row["url"], ())))
+                    writer.add_document(
+                        row["url"], row["title"] or "", row["text"] or "", " ".join(anchors.get(row["url"], ()))
+                    )
                 elif deletes:
                     writer.delete_document(row["url"])
 

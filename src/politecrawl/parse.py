@@ -142,8 +142,9 @@ def robots_directives(values: list[str], agent: str) -> RobotsDirectives:
 def combine(a: RobotsDirectives, b: RobotsDirectives) -> RobotsDirectives:
     """Directives from the page and from the X-Robots-Tag header together: the stricter wins."""
     dates = [d for d in (a.unavailable_after, b.unavailable_after) if d is not None]
-    return RobotsDirectives(a.noindex or b.noindex, a.nofollow or b.nofollow, a.noarchive or b.noarchive,
-                            min(dates) if dates else None)
+    return RobotsDirectives(
+        a.noindex or b.noindex, a.nofollow or b.nofollow, a.noarchive or b.noarchive, min(dates) if dates else None
+    )
 
 
 _ASCII_WS = " \t\n\f\r"
@@ -194,8 +195,14 @@ def _parse_refresh(content: str) -> tuple[bool, str | None]:
     return True, rest or None
 
 
-def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", header_charset: str | None = None,
-               max_links: int = 1000) -> Page:
+def parse_html(
+    body: bytes | str,
+    base_url: str,
+    *,
+    agent: str = "politecrawl",
+    header_charset: str | None = None,
+    max_links: int = 1000,
+) -> Page:
     """Parse an HTML document fetched from ``base_url``. Never raises."""
     text = body if isinstance(body, str) else decode_body(body, header_charset)
     try:
@@ -266,5 +273,6 @@ def parse_html(body: bytes | str, base_url: str, *, agent: str = "politecrawl", 
     body_node = tree.body
     visible = body_node.text(deep=True, separator=" ") if body_node is not None else ""
     visible = " ".join(visible.split())[:MAX_TEXT_CHARS]  # str.split is several times faster than a regex here
-    return Page(title=title, text=visible, links=links, canonical=canonical, directives=directives, base=base,
-                language=language)
+    return Page(
+        title=title, text=visible, links=links, canonical=canonical, directives=directives, base=base, language=language
+    )

@@ -879,8 +879,10 @@ class AliasRules(_JSONState):
                     self._evidence(kind, arg, source, url, same)
         # url declares itself with a trailing slash canonical (/post/3 -> /post/3/): the site
         # wants the slash, so the rule adds it (a removal rule would index the alias).
-        if canonical is not None and parts.segments[-1] and _split(canonical) == _Parts(
-            parts.origin, (*parts.segments, ""), parts.query
+        if (
+            canonical is not None
+            and parts.segments[-1]
+            and _split(canonical) == _Parts(parts.origin, (*parts.segments, ""), parts.query)
         ):
             same = self._same(url, canonical) if canonical in self.pages else True
             self._evidence("addslash", _path_template(parts.segments), url, canonical, same)

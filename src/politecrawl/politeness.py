@@ -80,8 +80,9 @@ class DelayPolicy:
         )
 
 
-def policy_for_host(policy: DelayPolicy, host_settings: Iterable[tuple[str, float | None, int | None]],
-                    host: str) -> DelayPolicy:
+def policy_for_host(
+    policy: DelayPolicy, host_settings: Iterable[tuple[str, float | None, int | None]], host: str
+) -> DelayPolicy:
     """``policy`` with a host's own settings (``Settings.hosts``: (host name, min_delay, page
     budget) rows) applied: they can only slow the crawler down, never speed it up."""
     name = urlsplit(host).hostname
@@ -168,8 +169,9 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     delay = base
 
     def decision(seconds: float, why: WaitReason) -> Decision:
-        return Decision(next_allowed_at=obs.ended_at + seconds, reason=why, response_time=response_time,
-                        failures=failures)
+        return Decision(
+            next_allowed_at=obs.ended_at + seconds, reason=why, response_time=response_time, failures=failures
+        )
 
     if obs.retry_after is not None and obs.retry_after > delay:
         if obs.retry_after > policy.backoff_cap:
@@ -180,11 +182,11 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
         if failures >= policy.park_after and obs.host_level:
             return decision(max(base, policy.park_seconds), WaitReason.PARKED)
         if obs.retry_after is None:
-            backoff = min(policy.backoff_cap, max(policy.backoff_base * 2 ** (failures - 1), base * 2 ** failures))
+            backoff = min(policy.backoff_cap, max(policy.backoff_base * 2 ** (failures - 1), base * 2**failures))
             if backoff > delay:
                 delay, reason = backoff, WaitReason.BACKOFF
     elif failures:
-        recovering = min(policy.backoff_cap, base * 2 ** failures)
+        recovering = min(policy.backoff_cap, base * 2**failures)
         if recovering > delay:
             delay, reason = recovering, WaitReason.BACKOFF
     return decision(delay, reason)

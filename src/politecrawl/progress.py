@@ -31,8 +31,14 @@ def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0
 
 
 class Progress:
-    def __init__(self, *, enabled: bool = True, max_pages: int | None = None, max_time: float | None = None,
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        max_pages: int | None = None,
+        max_time: float | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
         self.enabled = enabled
         self.stream = stream or sys.stderr
         self.limits = ", ".join(
@@ -64,8 +70,9 @@ class Progress:
         if not self.enabled:
             return
         figures = CrawlStatus(**{f.name: status[f.name] for f in fields(CrawlStatus)})  # other keys: the crawl's
-        line = format_status(figures, elapsed=float(status.get("elapsed", 0.0)),
-                             run_requests=int(status.get("run_requests", 0)))
+        line = format_status(
+            figures, elapsed=float(status.get("elapsed", 0.0)), run_requests=int(status.get("run_requests", 0))
+        )
         if self._live is not None:
             self._live.update(Text(line + (f"  [{self.limits}]" if self.limits else "")))
         elif time.time() - self._last_log >= LOG_EVERY:

@@ -47,8 +47,16 @@ def is_failure(status: int | None) -> bool:
     return status is None or status >= 500 or status == 429
 
 
-def judge(url: str, status: int | None, error: str | None, *, location: str | None, attempts: int,
-          max_attempts: int, truncated: bool = False) -> URLVerdict:
+def judge(
+    url: str,
+    status: int | None,
+    error: str | None,
+    *,
+    location: str | None,
+    attempts: int,
+    max_attempts: int,
+    truncated: bool = False,
+) -> URLVerdict:
     """The URL's verdict on one answer. ``attempts`` counts this one."""
     if status is None:
         state = URLState.QUEUED if attempts < max_attempts else URLState.FAILED

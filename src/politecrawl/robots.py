@@ -300,13 +300,7 @@ def _normalize(text: str) -> str:
     so does a ``$`` before the end (written ``%24``, as a URL's ``$`` is: see
     :func:`_normalize_path`). The query is made canonical by :func:`_canonical_query`.
     """
-    if (
-        text.isascii()
-        and text.isprintable()
-        and " " not in text
-        and "%" not in text
-        and "$" not in text[:-1]
-    ):
+    if text.isascii() and text.isprintable() and " " not in text and "%" not in text and "$" not in text[:-1]:
         return text  # the common case: nothing to do
     text = _NEEDS_WORK.sub(_escape_one, text)
     if "$" in text[:-1]:
@@ -727,9 +721,7 @@ def _parse_delay(value: str) -> float | None:
 
 def _is_absolute_url(value: str) -> bool:
     lower = value[:8].lower()
-    return (lower.startswith("http://") and len(value) > 7) or (
-        lower.startswith("https://") and len(value) > 8
-    )
+    return (lower.startswith("http://") and len(value) > 7) or (lower.startswith("https://") and len(value) > 8)
 
 
 def _allow_patterns(value: str) -> list[str]:
@@ -807,10 +799,7 @@ def _normalize_sitemap(value: str) -> str | None:
         return None
     if value.isascii() and value.isprintable() and " " not in value:
         return value
-    return "".join(
-        "%%%02X" % octet if octet <= 0x20 or octet >= 0x7F else chr(octet)
-        for octet in _utf8(value)
-    )
+    return "".join("%%%02X" % octet if octet <= 0x20 or octet >= 0x7F else chr(octet) for octet in _utf8(value))
 
 
 # --------------------------------------------------------------------------

@@ -23,8 +23,16 @@ from typing import Callable
 
 from aiohttp import web
 
-__all__ = ["RealisticPages", "Reply", "RequestRecord", "Sandbox", "SandboxHost", "bench_hosts", "demo_hosts",
-           "violations"]
+__all__ = [
+    "RealisticPages",
+    "Reply",
+    "RequestRecord",
+    "Sandbox",
+    "SandboxHost",
+    "bench_hosts",
+    "demo_hosts",
+    "violations",
+]
 
 
 @dataclass
@@ -58,9 +66,17 @@ Handler = Callable[[str], "Reply | None"]
 class SandboxHost:
     """One host: an IP on loopback, a robots.txt, and pages (a dict path → Reply/str, or a handler)."""
 
-    def __init__(self, ip: str, *, robots: Reply | str | None = None, pages: dict[str, Reply | str] | None = None,
-                 handler: Handler | None = None, delay: float = 0.0, conditional: bool = False,
-                 compress: bool = False) -> None:
+    def __init__(
+        self,
+        ip: str,
+        *,
+        robots: Reply | str | None = None,
+        pages: dict[str, Reply | str] | None = None,
+        handler: Handler | None = None,
+        delay: float = 0.0,
+        conditional: bool = False,
+        compress: bool = False,
+    ) -> None:
         if not ipaddress.ip_address(ip).is_loopback:
             raise ValueError(f"sandbox hosts live on loopback only, not {ip}")
         self.ip = ip
@@ -221,8 +237,9 @@ class Sandbox:
     def arrivals(self, host: SandboxHost | None = None, path: str | None = None) -> list[float]:
         """Arrival times of requests, including those still being answered."""
         with self._lock:
-            return [t for h, p, t in self._arrivals
-                    if (host is None or h == host.netloc) and (path is None or p == path)]
+            return [
+                t for h, p, t in self._arrivals if (host is None or h == host.netloc) and (path is None or p == path)
+            ]
 
     def requests(self, host: SandboxHost | None = None, path: str | None = None) -> list[RequestRecord]:
         with self._lock:
@@ -263,8 +280,10 @@ _TOPICS = {
     "cycling": "bicycle gears chain saddle route climb helmet tyres commute mountain touring",
     "music": "guitar piano melody chord rhythm concert orchestra jazz harmony violin tempo",
 }
-_COMMON = ("the a of and to in is for on with that this as are by from it at be an or guide notes "
-           "about how why our your more new best simple practical tips").split()
+_COMMON = (
+    "the a of and to in is for on with that this as are by from it at be an or guide notes "
+    "about how why our your more new best simple practical tips"
+).split()
 
 
 def _paragraph(rng: random.Random, words: list[str], n: int) -> str:
@@ -274,8 +293,16 @@ def _paragraph(rng: random.Random, words: list[str], n: int) -> str:
     return " ".join(out).capitalize() + "."
 
 
-def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, *, seed: int = 7, crawl_delay_host: int | None = 1,
-               crawl_delay: float = 1.0, first_ip: int = 2, cross_links: bool = True) -> list[SandboxHost]:
+def demo_hosts(
+    n_hosts: int = 4,
+    pages_per_host: int = 10,
+    *,
+    seed: int = 7,
+    crawl_delay_host: int | None = 1,
+    crawl_delay: float = 1.0,
+    first_ip: int = 2,
+    cross_links: bool = True,
+) -> list[SandboxHost]:
     """Real-looking interlinked sites on 127.0.0.<first_ip>…, each with its own robots.txt.
 
     Host 0 disallows ``/private/``; host ``crawl_delay_host`` asks for a Crawl-delay.
@@ -292,8 +319,11 @@ def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, *, seed: int = 7, cra
         names = [f"/{topic}/{w}-{j}.html" for j, w in enumerate(rng.sample(words * 3, pages_per_host - 1))]
         all_paths = ["/"] + names
         for path in all_paths:
-            title = (f"{topic.title()} — home" if path == "/" else
-                     f"{path.rsplit('/', 1)[1].split('-')[0].title()} {topic} notes")
+            title = (
+                f"{topic.title()} — home"
+                if path == "/"
+                else f"{path.rsplit('/', 1)[1].split('-')[0].title()} {topic} notes"
+            )
             links = rng.sample(all_paths, min(4, len(all_paths)))
             if path == "/":
                 links = all_paths[1:]
@@ -304,9 +334,11 @@ def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, *, seed: int = 7, cra
             if i == 0 and path == "/":
                 anchors += '<li><a href="/private/admin.html">admin</a></li>'
             body = " ".join(f"<p>{_paragraph(rng, words, 40)}</p>" for _ in range(4))
-            pages[path] = (f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
-                           f"<body><nav><ul>{anchors}</ul></nav><article><h1>{title}</h1>{body}</article>"
-                           f"<script>var tracking = 'not text';</script></body></html>")
+            pages[path] = (
+                f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
+                f"<body><nav><ul>{anchors}</ul></nav><article><h1>{title}</h1>{body}</article>"
+                f"<script>var tracking = 'not text';</script></body></html>"
+            )
         if i == 0:
             pages["/private/admin.html"] = "<html><title>secret</title><body>never crawl me</body></html>"
         robots = "User-agent: *\nDisallow: /private/\n" if i == 0 else "User-agent: *\nAllow: /\n"
@@ -356,8 +388,11 @@ class RealisticPages:
     the boilerplate is shared by a host's pages.
     """
 
-    WORDS = (list(_COMMON) + [w for v in _TOPICS.values() for w in v.split()]
-             + "system value market report public local research history people process".split())
+    WORDS = (
+        list(_COMMON)
+        + [w for v in _TOPICS.values() for w in v.split()]
+        + "system value market report public local research history people process".split()
+    )
     INLINE = ("em", "strong", "code", "b", "i", "abbr", "span", "mark")
     SLOT = "\x00"  # where a section takes a link
 
@@ -384,19 +419,38 @@ class RealisticPages:
     def _style(self, rng: random.Random) -> str:
         rules = []
         for _ in range(rng.randint(25, 45)):
-            sel = rng.choice(("body", ".site-header", "nav ul li", ".article h2", "table.data td", ".footer a",
-                              ".card", "#main", ".btn-primary:hover", "pre code", "blockquote p", ".hl"))
-            props = "; ".join(f"{rng.choice(('margin', 'padding', 'color', 'font-size', 'line-height', 'border'))}:"
-                              f" {rng.randint(0, 40)}px" for _ in range(rng.randint(2, 5)))
+            sel = rng.choice(
+                (
+                    "body",
+                    ".site-header",
+                    "nav ul li",
+                    ".article h2",
+                    "table.data td",
+                    ".footer a",
+                    ".card",
+                    "#main",
+                    ".btn-primary:hover",
+                    "pre code",
+                    "blockquote p",
+                    ".hl",
+                )
+            )
+            props = "; ".join(
+                f"{rng.choice(('margin', 'padding', 'color', 'font-size', 'line-height', 'border'))}:"
+                f" {rng.randint(0, 40)}px"
+                for _ in range(rng.randint(2, 5))
+            )
             rules.append(f"{sel} {{ {props} }}")
         return "\n".join(rules)
 
     def _script(self, rng: random.Random) -> str:
         lines = ["(function(w, d) {", "  'use strict';"]
         for j in range(rng.randint(20, 40)):
-            lines.append(f"  var v{j} = d.querySelector('.c{rng.randint(0, 99)}'); "
-                         f"if (v{j}) {{ v{j}.addEventListener('click', function(e) {{ w.dataLayer = w.dataLayer || []; "
-                         f"w.dataLayer.push({{event: 'ev{j}', value: {rng.randint(0, 9999)}}}); }}); }}")
+            lines.append(
+                f"  var v{j} = d.querySelector('.c{rng.randint(0, 99)}'); "
+                f"if (v{j}) {{ v{j}.addEventListener('click', function(e) {{ w.dataLayer = w.dataLayer || []; "
+                f"w.dataLayer.push({{event: 'ev{j}', value: {rng.randint(0, 9999)}}}); }}); }}"
+            )
         lines.append("})(window, document);")
         return "\n".join(lines)
 
@@ -412,26 +466,33 @@ class RealisticPages:
         kind = rng.random()
         if kind < 0.3:
             tag = rng.choice(("ul", "ol"))
-            items = "".join(f"<li>{self.SLOT + ': ' if rng.random() < 0.3 else ''}{self._sentences(rng, 1, 1)}</li>"
-                            for _ in range(rng.randint(3, 7)))
+            items = "".join(
+                f"<li>{self.SLOT + ': ' if rng.random() < 0.3 else ''}{self._sentences(rng, 1, 1)}</li>"
+                for _ in range(rng.randint(3, 7))
+            )
             out.append(f"<{tag}>{items}</{tag}>\n")
         elif kind < 0.5:
             cols = rng.randint(3, 5)
             head = "".join(f'<th scope="col">{rng.choice(self.cells)}</th>' for _ in range(cols))
             rows = "".join(
-                "<tr>" + "".join(f"<td>{rng.randint(0, 9999) if c else rng.choice(self.cells)}</td>"
-                                 for c in range(cols)) + "</tr>"
+                "<tr>"
+                + "".join(f"<td>{rng.randint(0, 9999) if c else rng.choice(self.cells)}</td>" for c in range(cols))
+                + "</tr>"
                 for _ in range(rng.randint(3, 8))
             )
             out.append(f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n')
         elif kind < 0.6:
             out.append(f"<blockquote><p>{self._sentences(rng, 1, 2)}</p><cite>Someone</cite></blockquote>\n")
         elif kind < 0.7:
-            out.append(f'<figure><img src="/img/{rng.randrange(10_000)}.jpg" alt="{rng.choice(self.cells)}" '
-                       f'width="640" height="360"><figcaption>{self._sentences(rng, 1, 1)}</figcaption></figure>\n')
+            out.append(
+                f'<figure><img src="/img/{rng.randrange(10_000)}.jpg" alt="{rng.choice(self.cells)}" '
+                f'width="640" height="360"><figcaption>{self._sentences(rng, 1, 1)}</figcaption></figure>\n'
+            )
         elif kind < 0.75:
-            out.append("<pre><code>for (let i = 0; i &lt; n; i++) {\n  total += values[i] * "
-                       f"{rng.randint(2, 99)};\n}}</code></pre>\n")
+            out.append(
+                "<pre><code>for (let i = 0; i &lt; n; i++) {\n  total += values[i] * "
+                f"{rng.randint(2, 99)};\n}}</code></pre>\n"
+            )
         out.append("</section>\n")
         return "".join(out)
 
@@ -451,8 +512,11 @@ class RealisticPages:
             o = o if o != host else (o + 1) % len(hosts)
             links.append(f'<a href="{hosts[o].base}/p/{rng.randint(0, 50)}">a friend\'s page</a>')
         rng.shuffle(links)
-        off = "".join(f'<li><a href="https://www.example{rng.randint(0, 9)}.org/{rng.choice(words)}/'
-                      f'{rng.randint(1, 999)}" rel="external">{rng.choice(words)}</a></li>' for _ in range(n_off))
+        off = "".join(
+            f'<li><a href="https://www.example{rng.randint(0, 9)}.org/{rng.choice(words)}/'
+            f'{rng.randint(1, 999)}" rel="external">{rng.choice(words)}</a></li>'
+            for _ in range(n_off)
+        )
         head = (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
@@ -492,9 +556,18 @@ class RealisticPages:
         return "".join(parts)
 
 
-def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 20_000, links: int = 8,
-                slow_every: int = 0, slow_delay: float = 0.2, throttle_every: int = 0,
-                seed: int = 1, realistic: bool = False) -> list[SandboxHost]:
+def bench_hosts(
+    n_hosts: int,
+    *,
+    first_ip: str = "127.0.1.1",
+    page_bytes: int = 20_000,
+    links: int = 8,
+    slow_every: int = 0,
+    slow_delay: float = 0.2,
+    throttle_every: int = 0,
+    seed: int = 1,
+    realistic: bool = False,
+) -> list[SandboxHost]:
     """Endless sites for throughput benchmarks: page /p/K links to /p/K+1 … /p/K+links, ~page_bytes each.
 
     Every ``slow_every``-th host answers after ``slow_delay``; every ``throttle_every``-th host answers
@@ -513,6 +586,7 @@ def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 
     def text_of(host: int, k: int) -> str:
         pick = random.Random(host * 1_000_003 + k)
         return " ".join(pick.sample(chunks, 8))
+
     base = ipaddress.ip_address(first_ip)
     hosts = []
     for i in range(n_hosts):
@@ -536,8 +610,10 @@ def bench_hosts(n_hosts: int, *, first_ip: str = "127.0.1.1", page_bytes: int = 
             if realistic_pages is not None:
                 return Reply(body=realistic_pages.page(_i, k, hosts))
             anchors = "".join(f'<a href="/p/{k + j}">page {k + j}</a> ' for j in range(1, links + 1))
-            body = (f"<!doctype html><html><head><title>Host {_i} page {k}</title></head><body><h1>Page {k}</h1>"
-                    f"<p>{text_of(_i, k)}</p><nav>{anchors}</nav></body></html>")
+            body = (
+                f"<!doctype html><html><head><title>Host {_i} page {k}</title></head><body><h1>Page {k}</h1>"
+                f"<p>{text_of(_i, k)}</p><nav>{anchors}</nav></body></html>"
+            )
             return Reply(body=body)
 
         delay = slow_delay if slow_every and i % slow_every == 0 else 0.0
@@ -563,14 +639,22 @@ def _main(argv: list[str] | None = None) -> None:
     ap.add_argument("--slow-every", type=int, default=0)
     ap.add_argument("--throttle-every", type=int, default=0)
     ap.add_argument("--page-bytes", type=int, default=20_000)
-    ap.add_argument("--realistic-pages", action="store_true",
-                    help="pages like the web's: 10-30 KB of varied markup, 6-30 links, some off-host "
-                         "(--page-bytes is then not used)")
+    ap.add_argument(
+        "--realistic-pages",
+        action="store_true",
+        help="pages like the web's: 10-30 KB of varied markup, 6-30 links, some off-host "
+        "(--page-bytes is then not used)",
+    )
     ap.add_argument("--log", required=True)
     args = ap.parse_args(argv)
-    hosts = bench_hosts(args.hosts, first_ip=args.first_ip, slow_every=args.slow_every,
-                        throttle_every=args.throttle_every, page_bytes=args.page_bytes,
-                        realistic=args.realistic_pages)
+    hosts = bench_hosts(
+        args.hosts,
+        first_ip=args.first_ip,
+        slow_every=args.slow_every,
+        throttle_every=args.throttle_every,
+        page_bytes=args.page_bytes,
+        realistic=args.realistic_pages,
+    )
     sb = Sandbox(hosts, max_seconds=args.seconds)
     sb.start()
     done = threading.Event()
@@ -580,8 +664,19 @@ def _main(argv: list[str] | None = None) -> None:
     sb.stop()
     with open(args.log, "w") as fh:
         for r in sb.requests():
-            fh.write(json.dumps({"host": r.host, "path": r.path, "started": r.started, "ended": r.ended,
-                                 "status": r.status, "bytes": r.bytes}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "host": r.host,
+                        "path": r.path,
+                        "started": r.started,
+                        "ended": r.ended,
+                        "status": r.status,
+                        "bytes": r.bytes,
+                    }
+                )
+                + "\n"
+            )
     sys.exit(0)
 
 

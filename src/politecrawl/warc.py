@@ -202,11 +202,14 @@ def recover_directory(directory: str | os.PathLike[str], prefix: str = DEFAULT_P
             if torn or good_end != size:
                 os.ftruncate(fd, good_end)
                 os.fsync(fd)
-                log.warning("warc: %s: torn last record (%d bytes) cut off after %d whole records",
-                            path.name, size - good_end, len(starts))
+                log.warning(
+                    "warc: %s: torn last record (%d bytes) cut off after %d whole records",
+                    path.name,
+                    size - good_end,
+                    len(starts),
+                )
             else:
-                log.warning("warc: %s was left open by a stopped writer; all %d records whole",
-                            path.name, len(starts))
+                log.warning("warc: %s was left open by a stopped writer; all %d records whole", path.name, len(starts))
             os.rename(path, final)
             done.append(RecoveredFile(final, len(starts), good_end, size - good_end))
         finally:
@@ -327,9 +330,16 @@ class WarcWriter:
     Both return (file name, offset of the response record), or None when nothing was written.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, prefix: str = DEFAULT_PREFIX,
-                 max_bytes: int = 1_000_000_000, info: dict[str, str] | None = None,
-                 gzip_level: int = GZIP_LEVEL, fsync_on_close: bool = True) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        max_bytes: int = 1_000_000_000,
+        info: dict[str, str] | None = None,
+        gzip_level: int = GZIP_LEVEL,
+        fsync_on_close: bool = True,
+    ) -> None:
         if not 0 <= gzip_level <= 9:
             from .errors import ConfigError
 
@@ -373,10 +383,16 @@ class WarcWriter:
             return None
         from .config import user_agent_string
 
-        return cls(settings.warc_dir, max_bytes=settings.warc_max_bytes, gzip_level=settings.warc_gzip_level,
-                   info={"http-header-user-agent": user_agent_string(settings),
-                         "operator": settings.contact or "",
-                         "isPartOf": os.path.basename(settings.db) if "://" not in settings.db else "politecrawl"})
+        return cls(
+            settings.warc_dir,
+            max_bytes=settings.warc_max_bytes,
+            gzip_level=settings.warc_gzip_level,
+            info={
+                "http-header-user-agent": user_agent_string(settings),
+                "operator": settings.contact or "",
+                "isPartOf": os.path.basename(settings.db) if "://" not in settings.db else "politecrawl",
+            },
+        )
 
     # -- files -------------------------------------------------------------------
     @property
@@ -442,8 +458,13 @@ class WarcWriter:
     def close(self) -> None:
         """Finish the current file (fsync, rename to its final name). The writer can go on after."""
         if self._fd is not None:
-            log.info("warc: %d records, %.1f MB in %d files, %.2f s CPU", self.records, self.bytes_written / 1e6,
-                     len(self.files), self.cpu_seconds)
+            log.info(
+                "warc: %d records, %.1f MB in %d files, %.2f s CPU",
+                self.records,
+                self.bytes_written / 1e6,
+                len(self.files),
+                self.cpu_seconds,
+            )
         self._close_file()
 
     def __enter__(self) -> "WarcWriter":
@@ -494,26 +515,39 @@ class WarcWriter:
         version = result.http_version or "1.1"
         status_line = f"HTTP/{version} {result.status} {result.reason or ''}".rstrip()
         http = _http_block(status_line, _recorded_headers(result))
-        fields = [("WARC-Type", "revisit" if result.status == 304 else "response"), ("WARC-Record-ID", resp_id),
-                  *common]
+        fields = [
+            ("WARC-Type", "revisit" if result.status == 304 else "response"),
+            ("WARC-Record-ID", resp_id),
+            *common,
+        ]
         if kind:
             fields.append(("Politecrawl-Kind", kind))
         if result.status == 304:
             # No payload: the block is the 304's headers, and a revisit has no payload digest.
-            fields += [("WARC-Profile", REVISIT_NOT_MODIFIED), ("WARC-Refers-To-Target-URI", url),
-                       ("WARC-Block-Digest", _sha1(http))]
+            fields += [
+                ("WARC-Profile", REVISIT_NOT_MODIFIED),
+                ("WARC-Refers-To-Target-URI", url),
+                ("WARC-Block-Digest", _sha1(http)),
+            ]
             response = _record(fields, _RESPONSE_TYPE, http)
         else:
             if result.truncated:
                 fields.append(("WARC-Truncated", "length"))
-            fields += [("WARC-Block-Digest", _sha1(http, body)),
-                       ("WARC-Payload-Digest", _sha1(body) if body else _EMPTY_SHA1)]
+            fields += [
+                ("WARC-Block-Digest", _sha1(http, body)),
+                ("WARC-Payload-Digest", _sha1(body) if body else _EMPTY_SHA1),
+            ]
             response = _record(fields, _RESPONSE_TYPE, http, body)
         target = result.request_target or "/"
         req_http = _http_block(f"GET {target} HTTP/{version}", result.request_headers, is_request=True)
-        fields = [("WARC-Type", "request"), ("WARC-Record-ID", _make_warc_id()), *common,
-                  ("WARC-Concurrent-To", resp_id), ("WARC-Block-Digest", _sha1(req_http)),
-                  ("WARC-Payload-Digest", _EMPTY_SHA1)]
+        fields = [
+            ("WARC-Type", "request"),
+            ("WARC-Record-ID", _make_warc_id()),
+            *common,
+            ("WARC-Concurrent-To", resp_id),
+            ("WARC-Block-Digest", _sha1(req_http)),
+            ("WARC-Payload-Digest", _EMPTY_SHA1),
+        ]
         level = self.gzip_level
         return _gzip_member(_record(fields, _REQUEST_TYPE, req_http), level), _gzip_member(response, level)
 
@@ -529,9 +563,12 @@ class WarcWriter:
             kind = "robots"
         # Rotation is decided before the records are built (they name their file's warcinfo), on
         # an upper bound of their size: a file ends at most one exchange short of max_bytes.
-        bound = len(result.body) + 2 * (512 + sum(len(k) + len(v) + 4 for k, v in result.raw_headers)
-                                        + sum(len(k) + len(v) + 4 for k, v in result.request_headers)
-                                        + 2 * len(result.url))
+        bound = len(result.body) + 2 * (
+            512
+            + sum(len(k) + len(v) + 4 for k, v in result.raw_headers)
+            + sum(len(k) + len(v) + 4 for k, v in result.request_headers)
+            + 2 * len(result.url)
+        )
         if self._fd is not None and self._records_in_file and self._size + bound > self.max_bytes:
             self._close_file()
         if self._fd is None:

@@ -285,8 +285,9 @@ def _json_error(status: int, message: str, **extra: Any) -> web.Response:
     return web.json_response(body, status=status)
 
 
-def _html_message(request: web.Request, status: int, heading: str, message: str, hint: str | None = None,
-                  query: str = "") -> web.Response:
+def _html_message(
+    request: web.Request, status: int, heading: str, message: str, hint: str | None = None, query: str = ""
+) -> web.Response:
     html = _state(request).render(
         "message.html", heading=heading, message=message, hint=hint, is_error=status >= 400, query=query
     )
@@ -421,8 +422,13 @@ def _chart(rate: list[float]) -> dict:
     peak = max(rate) or 1.0
     step = _CHART_W / max(1, len(rate) - 1)
     points = " ".join(f"{i * step:.1f},{_CHART_H - 20 - (v / peak) * (_CHART_H - 30):.1f}" for i, v in enumerate(rate))
-    return {"width": _CHART_W, "height": _CHART_H, "points": points, "peak": round(peak, 2),
-            "last": rate[-1] if rate else 0}
+    return {
+        "width": _CHART_W,
+        "height": _CHART_H,
+        "points": points,
+        "peak": round(peak, 2),
+        "last": rate[-1] if rate else 0,
+    }
 
 
 async def _status_page(request: web.Request) -> web.Response:
@@ -432,15 +438,34 @@ async def _status_page(request: web.Request) -> web.Response:
     except StoreError as exc:
         html = state.render("status.html", error=f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
         return web.Response(text=html, status=503, content_type="text/html", charset="utf-8")
-    errors = [{"when": time.strftime("%H:%M:%S", time.localtime(e["ended_at"])), "url": e["url"],
-               "what": e["error"] or f"HTTP {e['status']}"} for e in act["recent_errors"]]
+    errors = [
+        {
+            "when": time.strftime("%H:%M:%S", time.localtime(e["ended_at"])),
+            "url": e["url"],
+            "what": e["error"] or f"HTTP {e['status']}",
+        }
+        for e in act["recent_errors"]
+    ]
     html = state.render(
-        "status.html", error=None, s=status, db=state.settings.db, when=time.strftime("%Y-%m-%d %H:%M:%S"),
-        refresh=STATUS_REFRESH, minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60, chart=_chart(act["rate_per_s"]),
-        waits=sorted(status.hosts_waiting_by_reason.items()), filtered=sorted(status.links_not_queued.items()),
-        codes=sorted(status.status_codes.items()), errors=errors)
-    return web.Response(text=html, content_type="text/html", charset="utf-8",
-                        headers={"Refresh": str(STATUS_REFRESH), "Cache-Control": "no-store"})
+        "status.html",
+        error=None,
+        s=status,
+        db=state.settings.db,
+        when=time.strftime("%Y-%m-%d %H:%M:%S"),
+        refresh=STATUS_REFRESH,
+        minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
+        chart=_chart(act["rate_per_s"]),
+        waits=sorted(status.hosts_waiting_by_reason.items()),
+        filtered=sorted(status.links_not_queued.items()),
+        codes=sorted(status.status_codes.items()),
+        errors=errors,
+    )
+    return web.Response(
+        text=html,
+        content_type="text/html",
+        charset="utf-8",
+        headers={"Refresh": str(STATUS_REFRESH), "Cache-Control": "no-store"},
+    )
 
 
 async def _api_status(request: web.Request) -> web.Response:
@@ -491,21 +516,36 @@ def openapi_document() -> dict:
                     "operationId": "search",
                     "summary": "Ranked search results",
                     "description": (
-                        "Free-text terms are OR-ed; \"quoted phrases\" must occur; -term excludes; "
+                        'Free-text terms are OR-ed; "quoted phrases" must occur; -term excludes; '
                         "site:host restricts to a host and its subdomains. Control characters are removed."
                     ),
                     "parameters": [
-                        {"name": "q", "in": "query", "required": True, "description": "The query.",
-                         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}},
-                        {"name": "page", "in": "query", "required": False,
-                         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1}},
-                        {"name": "limit", "in": "query", "required": False, "description": "Hits per page.",
-                         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+                        {
+                            "name": "q",
+                            "in": "query",
+                            "required": True,
+                            "description": "The query.",
+                            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                        },
+                        {
+                            "name": "page",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
+                        },
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "required": False,
+                            "description": "Hits per page.",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                        },
                     ],
                     "responses": {
-                        "200": {"description": "Results (possibly none).",
-                                "content": {"application/json": {
-                                    "schema": {"$ref": "#/components/schemas/SearchResults"}}}},
+                        "200": {
+                            "description": "Results (possibly none).",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}},
+                        },
                         "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
                         "503": err_resp("No search index yet."),
                     },
@@ -516,8 +556,10 @@ def openapi_document() -> dict:
                     "operationId": "status",
                     "summary": "Crawl figures from the store, plus index statistics",
                     "responses": {
-                        "200": {"description": "Crawl status.",
-                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}}},
+                        "200": {
+                            "description": "Crawl status.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}},
+                        },
                         "503": err_resp("No crawl store yet."),
                     },
                 }
@@ -526,8 +568,12 @@ def openapi_document() -> dict:
                 "get": {
                     "operationId": "openapi",
                     "summary": "This document",
-                    "responses": {"200": {"description": "OpenAPI 3.1 document.",
-                                          "content": {"application/json": {"schema": {"type": "object"}}}}},
+                    "responses": {
+                        "200": {
+                            "description": "OpenAPI 3.1 document.",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
                 }
             },
         },
@@ -544,8 +590,12 @@ def openapi_document() -> dict:
                         "highlights": {
                             "type": "array",
                             "description": "[start, end) character offsets of matched terms in snippet.",
-                            "items": {"type": "array", "items": {"type": "integer", "minimum": 0},
-                                      "minItems": 2, "maxItems": 2},
+                            "items": {
+                                "type": "array",
+                                "items": {"type": "integer", "minimum": 0},
+                                "minItems": 2,
+                                "maxItems": 2,
+                            },
                         },
                     },
                 },
@@ -564,7 +614,7 @@ def openapi_document() -> dict:
                 "Status": {
                     "type": "object",
                     "description": "The store's crawl figures (pages_fetched, queued, hosts, requests, "
-                                   "status_codes, …) and index statistics (null when there is no index).",
+                    "status_codes, …) and index statistics (null when there is no index).",
                     "properties": {
                         "pages_fetched": {"type": "integer"},
                         "queued": {"type": "integer"},

@@ -35,8 +35,15 @@ def _when(t: float | None, now: float) -> str | None:
     return f"{stamp} (in {delta:.0f} s)" if delta > 0 else f"{stamp} ({-delta:.0f} s ago)"
 
 
-def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]], scope: CrawlScope,
-            settings: Settings, agent: str, now: float) -> dict[str, Any]:
+def explain(
+    raw_url: str,
+    *,
+    evidence_for: Callable[[str, str], dict[str, Any]],
+    scope: CrawlScope,
+    settings: Settings,
+    agent: str,
+    now: float,
+) -> dict[str, Any]:
     """The explanation as a dict (what ``--json`` prints). ``evidence_for(url, host)`` is the store's."""
     out: dict[str, Any] = {"url": raw_url}
     try:
@@ -49,15 +56,20 @@ def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]],
     ev = evidence_for(url, host)
 
     # Would a link to it be followed?
-    trap = urls.trap_reason(url, max_url_length=settings.max_url_length, max_query_params=settings.max_query_params,
-                            max_repeated_segment=settings.max_repeated_segment)
+    trap = urls.trap_reason(
+        url,
+        max_url_length=settings.max_url_length,
+        max_query_params=settings.max_query_params,
+        max_repeated_segment=settings.max_repeated_segment,
+    )
     if trap is not None:
         follow = f"no: crawl-trap rule {trap}"
     elif not scope.allows(url, host):
-        follow = (f"no: out of scope (--scope {scope.mode}; seeds: {', '.join(scope.seeds) or 'none'}"
-                  + (f"; hosts seeds redirected to: {', '.join(sorted(scope.extra_hosts))}"
-                     if scope.extra_hosts else "")
-                  + ")")
+        follow = (
+            f"no: out of scope (--scope {scope.mode}; seeds: {', '.join(scope.seeds) or 'none'}"
+            + (f"; hosts seeds redirected to: {', '.join(sorted(scope.extra_hosts))}" if scope.extra_hosts else "")
+            + ")"
+        )
     elif (why := scope.filtered(url)) is not None:
         follow = f"no: {why} by --include/--exclude"
     else:
@@ -66,21 +78,32 @@ def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]],
 
     row = ev["frontier"]
     if row is None:
-        out["verdict"] = ("not in the crawl: no crawled page linked to it (a link to it would be followed)"
-                          if follow == "yes" else f"not in the crawl: a link to it is not followed ({follow[4:]})")
+        out["verdict"] = (
+            "not in the crawl: no crawled page linked to it (a link to it would be followed)"
+            if follow == "yes"
+            else f"not in the crawl: a link to it is not followed ({follow[4:]})"
+        )
     else:
-        out["frontier"] = {"state": row["state"], "reason": row["outcome"], "depth": row["depth"],
-                           "requested_as": row["request_url"] or url,
-                           "attempts": row["attempts"], "kind": row["kind"],
-                           "discovered": _when(row["discovered_at"], now), "finished": _when(row["finished_at"], now),
-                           "due_again": _when(row["next_fetch_at"], now)}
+        out["frontier"] = {
+            "state": row["state"],
+            "reason": row["outcome"],
+            "depth": row["depth"],
+            "requested_as": row["request_url"] or url,
+            "attempts": row["attempts"],
+            "kind": row["kind"],
+            "discovered": _when(row["discovered_at"], now),
+            "finished": _when(row["finished_at"], now),
+            "due_again": _when(row["next_fetch_at"], now),
+        }
         out["verdict"] = f"{row['state']}" + (f": {row['outcome']}" if row["outcome"] else "")
 
     h = ev["host"]
     if h is not None:
-        robots: dict[str, Any] = {"status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
-                                  "fetched": _when(h["robots_fetched_at"], now),
-                                  "expires": _when(h["robots_expires_at"], now)}
+        robots: dict[str, Any] = {
+            "status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
+            "fetched": _when(h["robots_fetched_at"], now),
+            "expires": _when(h["robots_expires_at"], now),
+        }
         if h["robots_via"]:
             robots["redirect in progress"] = h["robots_via"]
         if h["robots_status"] == "parsed" and h["robots_body"] is not None:
@@ -92,9 +115,13 @@ def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]],
         out["robots.txt"] = robots
         out["host_state"] = {
             "next request": _when(h["next_allowed_at"], now) if h["next_allowed_at"] else "now",
-            "why it waits": h["wait_reason"], "delay owed after a response (s)": h["delay"],
-            "in flight": bool(h["lease_owner"]), "URLs queued": h["pending"], "failures": h["failures"],
-            "last error": h["last_error"], "joined the scope by a seed's redirect": bool(h["in_scope"]),
+            "why it waits": h["wait_reason"],
+            "delay owed after a response (s)": h["delay"],
+            "in flight": bool(h["lease_owner"]),
+            "URLs queued": h["pending"],
+            "failures": h["failures"],
+            "last error": h["last_error"],
+            "joined the scope by a seed's redirect": bool(h["in_scope"]),
         }
         if h["patterns"]:
             try:
@@ -105,25 +132,40 @@ def explain(raw_url: str, *, evidence_for: Callable[[str, str], dict[str, Any]],
                 cleaned, why_pattern = patterns.filter_link(url)
                 learned = patterns.describe()
                 out["url_patterns"] = {
-                    "a link to it now": ("dropped" if cleaned is None else
-                                         "kept" if cleaned == url else f"rewritten to {cleaned}") + f" ({why_pattern})",
+                    "a link to it now": (
+                        "dropped" if cleaned is None else "kept" if cleaned == url else f"rewritten to {cleaned}"
+                    )
+                    + f" ({why_pattern})",
                     "alias rules": len(learned.get("aliases", [])),
                     "session token rules": len(learned.get("sessions", [])),
                     "learned": learned,
                 }
     page = ev["page"]
     if page is not None:
-        out["page"] = {"status": page["status"], "content type": page["content_type"],
-                       "fetched": _when(page["fetched_at"], now), "title": page["title"],
-                       "duplicate of": (f"{page['duplicate_url']} ({page['duplicate_kind']})"
-                                        if page["duplicate_of"] is not None else None),
-                       "alias of (redirect or canonical)": page["alias_of"], "noindex": bool(page["noindex"]),
-                       "indexed": _when(page["indexed_at"], now)}
+        out["page"] = {
+            "status": page["status"],
+            "content type": page["content_type"],
+            "fetched": _when(page["fetched_at"], now),
+            "title": page["title"],
+            "duplicate of": (
+                f"{page['duplicate_url']} ({page['duplicate_kind']})" if page["duplicate_of"] is not None else None
+            ),
+            "alias of (redirect or canonical)": page["alias_of"],
+            "noindex": bool(page["noindex"]),
+            "indexed": _when(page["indexed_at"], now),
+        }
     out["requests"] = [
-        {"started": _when(r["started_at"], now), "took_s": round(r["ended_at"] - r["started_at"], 3),
-         "status": r["status"], "error": r["error"], "bytes": r["bytes"], "kind": r["kind"], "host": r["host"],
-         "retry_after": r["retry_after"],
-         "archived": f"{r['warc_file']}@{r['warc_offset']}" if r["warc_file"] else None}
+        {
+            "started": _when(r["started_at"], now),
+            "took_s": round(r["ended_at"] - r["started_at"], 3),
+            "status": r["status"],
+            "error": r["error"],
+            "bytes": r["bytes"],
+            "kind": r["kind"],
+            "host": r["host"],
+            "retry_after": r["retry_after"],
+            "archived": f"{r['warc_file']}@{r['warc_offset']}" if r["warc_file"] else None,
+        }
         for r in ev["history"]
     ]
     return out

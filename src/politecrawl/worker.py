@@ -437,8 +437,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             failures=claim.failures,
         )
 
-    def _decide(self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *,
-                kind: URLKind = URLKind.PAGE) -> tuple[Decision, float | None]:
+    def _decide(
+        self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *, kind: URLKind = URLKind.PAGE
+    ) -> tuple[Decision, float | None]:
         retry_after = None
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)

@@ -115,9 +115,7 @@ def test_rfc9309_case(case):
     assert _answer(case) is case["allowed"], _describe(case)
 
 
-@pytest.mark.parametrize(
-    "case", _cases(lambda tags: "conflicts-rfc9309" in tags and "interpretation" not in tags)
-)
+@pytest.mark.parametrize("case", _cases(lambda tags: "conflicts-rfc9309" in tags and "interpretation" not in tags))
 def test_rfc9309_overrides_google_case(case):
     # RFC 9309 §2.2.2 gives the opposite of Google's expectation.
     assert _answer(case) is (not case["allowed"]), _describe(case)
@@ -146,10 +144,7 @@ def test_divergence_and_decision_tables_name_real_cases():
     assert set(KNOWN_DIVERGENCES) <= ids
     assert set(INTERPRETATIONS) <= ids
     interpretation_ids = {
-        case["id"]
-        for data in DATA.values()
-        for case in data["cases"]
-        if "interpretation" in case.get("tags", ())
+        case["id"] for data in DATA.values() for case in data["cases"] if "interpretation" in case.get("tags", ())
     }
     assert interpretation_ids == set(INTERPRETATIONS)
 

@@ -26,8 +26,12 @@ from politecrawl.parse import parse_html
 from politecrawl.robots import RobotsTxt
 from politecrawl.sitemaps import parse_sitemap
 
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")), deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 _tried: dict[str, int] = {}
 
@@ -40,46 +44,194 @@ def _count(name: str) -> None:
 def _report(reliability):
     yield
     total = sum(_tried.values())
-    reliability.record("fuzz inputs tried (hypothesis)", total,
-                       note=", ".join(f"{k} {v}" for k, v in sorted(_tried.items())))
+    reliability.record(
+        "fuzz inputs tried (hypothesis)", total, note=", ".join(f"{k} {v}" for k, v in sorted(_tried.items()))
+    )
 
 
 # --------------------------------------------------------------------------- strategies
-ROBOTS_WORDS = ["User-agent:", "user-agent :", "Disallow:", "Allow:", "Crawl-delay:", "Sitemap:", "#", "*", "$",
-                "/", "/a", "/a*b$", "politecrawl", "%2F", "%", "\t", " ", "\n", "\r\n", "\r", "\x00", "é", "\ufeff",
-                "9" * 30, "-1", "1e308", "nan", "/p?q=1", "//", "http://x/"]
+ROBOTS_WORDS = [
+    "User-agent:",
+    "user-agent :",
+    "Disallow:",
+    "Allow:",
+    "Crawl-delay:",
+    "Sitemap:",
+    "#",
+    "*",
+    "$",
+    "/",
+    "/a",
+    "/a*b$",
+    "politecrawl",
+    "%2F",
+    "%",
+    "\t",
+    " ",
+    "\n",
+    "\r\n",
+    "\r",
+    "\x00",
+    "é",
+    "\ufeff",
+    "9" * 30,
+    "-1",
+    "1e308",
+    "nan",
+    "/p?q=1",
+    "//",
+    "http://x/",
+]
 robots_text = st.lists(st.one_of(st.sampled_from(ROBOTS_WORDS), st.text(max_size=8)), max_size=60).map("".join)
 robots_bytes = st.one_of(robots_text.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=400))
 
-URL_PARTS = ["http://", "https://", "HTTP://", "ftp://", "//", "user:pw@", "[::1]", "[", "]", "127.0.0.1", "xn--",
-             "ex ample.org", "example.org", ":", ":80", ":0", ":99999", "/", "/./", "/../", "?", "#", "&", "=", "%",
-             "%00", "%zz", "%2F", "é", "ß", "\u3002", "\x00", " ", "\t", "\n", "\\", "a", "..", "@", "localhost"]
+URL_PARTS = [
+    "http://",
+    "https://",
+    "HTTP://",
+    "ftp://",
+    "//",
+    "user:pw@",
+    "[::1]",
+    "[",
+    "]",
+    "127.0.0.1",
+    "xn--",
+    "ex ample.org",
+    "example.org",
+    ":",
+    ":80",
+    ":0",
+    ":99999",
+    "/",
+    "/./",
+    "/../",
+    "?",
+    "#",
+    "&",
+    "=",
+    "%",
+    "%00",
+    "%zz",
+    "%2F",
+    "é",
+    "ß",
+    "\u3002",
+    "\x00",
+    " ",
+    "\t",
+    "\n",
+    "\\",
+    "a",
+    "..",
+    "@",
+    "localhost",
+]
 url_text = st.lists(st.one_of(st.sampled_from(URL_PARTS), st.text(max_size=5)), max_size=25).map("".join)
 
-HTML_PARTS = ["<html>", "<head>", "<title>", "</title>", "<body>", "<a href=\"", "\">", "</a>", "<a href=",
-              "<base href=\"",
-              "<meta name=\"robots\" content=\"", "noindex", "nofollow", "\">", "<meta charset=\"", "utf-16", "x-bad",
-              "<link rel=\"canonical\" href=\"", "<script>", "</script>", "<style>", "<!--", "-->", "<![CDATA[",
-              "&amp;", "&#0;", "&#xD800;", "javascript:", "http://[", "//x", "\x00", "\ufffd", "<", ">", "\"", "'"]
+HTML_PARTS = [
+    "<html>",
+    "<head>",
+    "<title>",
+    "</title>",
+    "<body>",
+    '<a href="',
+    '">',
+    "</a>",
+    "<a href=",
+    '<base href="',
+    '<meta name="robots" content="',
+    "noindex",
+    "nofollow",
+    '">',
+    '<meta charset="',
+    "utf-16",
+    "x-bad",
+    '<link rel="canonical" href="',
+    "<script>",
+    "</script>",
+    "<style>",
+    "<!--",
+    "-->",
+    "<![CDATA[",
+    "&amp;",
+    "&#0;",
+    "&#xD800;",
+    "javascript:",
+    "http://[",
+    "//x",
+    "\x00",
+    "\ufffd",
+    "<",
+    ">",
+    '"',
+    "'",
+]
 html_bytes = st.one_of(
-    st.lists(st.one_of(st.sampled_from(HTML_PARTS), st.text(max_size=6)), max_size=60)
-    .map(lambda parts: "".join(parts).encode("utf-8", "surrogatepass")),
+    st.lists(st.one_of(st.sampled_from(HTML_PARTS), st.text(max_size=6)), max_size=60).map(
+        lambda parts: "".join(parts).encode("utf-8", "surrogatepass")
+    ),
     st.binary(max_size=600),
 )
 
-SITEMAP_PARTS = ["<?xml version=\"1.0\"?>", "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">",
-                 "</urlset>",
-                 "<sitemapindex>", "</sitemapindex>", "<url>", "</url>", "<sitemap>", "</sitemap>", "<loc>", "</loc>",
-                 "<lastmod>", "</lastmod>", "http://127.0.0.1/a", "2024-13-45", "<!DOCTYPE x [<!ENTITY a \"aaaa\">]>",
-                 "&a;", "&lt;", "<", ">", "\x00", "é"]
+SITEMAP_PARTS = [
+    '<?xml version="1.0"?>',
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">',
+    "</urlset>",
+    "<sitemapindex>",
+    "</sitemapindex>",
+    "<url>",
+    "</url>",
+    "<sitemap>",
+    "</sitemap>",
+    "<loc>",
+    "</loc>",
+    "<lastmod>",
+    "</lastmod>",
+    "http://127.0.0.1/a",
+    "2024-13-45",
+    '<!DOCTYPE x [<!ENTITY a "aaaa">]>',
+    "&a;",
+    "&lt;",
+    "<",
+    ">",
+    "\x00",
+    "é",
+]
 sitemap_bytes = st.one_of(
-    st.lists(st.one_of(st.sampled_from(SITEMAP_PARTS), st.text(max_size=6)), max_size=40)
-    .map(lambda parts: "".join(parts).encode("utf-8", "surrogatepass")),
+    st.lists(st.one_of(st.sampled_from(SITEMAP_PARTS), st.text(max_size=6)), max_size=40).map(
+        lambda parts: "".join(parts).encode("utf-8", "surrogatepass")
+    ),
     st.binary(max_size=300),
 )
 
-QUERY_PARTS = ["\"", "-", "site:", "site:127.0.0.1", "site:", "OR", "AND", "*", "(", ")", " ", "\t", "é", "ß", "\u0130",
-               "ﬁ", "\x00", "\ufeff", "a", "word", "--", "-\"", "\"\"", ":", "\U0001F600"]
+QUERY_PARTS = [
+    '"',
+    "-",
+    "site:",
+    "site:127.0.0.1",
+    "site:",
+    "OR",
+    "AND",
+    "*",
+    "(",
+    ")",
+    " ",
+    "\t",
+    "é",
+    "ß",
+    "\u0130",
+    "ﬁ",
+    "\x00",
+    "\ufeff",
+    "a",
+    "word",
+    "--",
+    '-"',
+    '""',
+    ":",
+    "\U0001f600",
+]
 query_text = st.lists(st.one_of(st.sampled_from(QUERY_PARTS), st.text(max_size=6)), max_size=30).map("".join)
 
 
@@ -97,9 +249,10 @@ def test_fuzz_robots_parse_and_match(body, agent, path):
 
 
 @FUZZ
-@given(raw=url_text,
-       base=st.one_of(st.none(), st.sampled_from(["http://127.0.0.1/a/b", "https://x.org", "http://[::1]:8/"]),
-                      url_text))
+@given(
+    raw=url_text,
+    base=st.one_of(st.none(), st.sampled_from(["http://127.0.0.1/a/b", "https://x.org", "http://[::1]:8/"]), url_text),
+)
 def test_fuzz_normalize_raises_only_invalid_url(raw, base):
     _count("urls.normalize")
     try:
@@ -114,8 +267,11 @@ def test_fuzz_normalize_raises_only_invalid_url(raw, base):
 
 
 @FUZZ
-@given(body=html_bytes, charset=st.sampled_from([None, "utf-8", "utf-16", "latin-1", "x-nonsense", "utf-32", ""]),
-       base=st.sampled_from(["http://127.0.0.1/", "http://127.0.0.1/a/b?c", "https://x.org"]))
+@given(
+    body=html_bytes,
+    charset=st.sampled_from([None, "utf-8", "utf-16", "latin-1", "x-nonsense", "utf-32", ""]),
+    base=st.sampled_from(["http://127.0.0.1/", "http://127.0.0.1/a/b?c", "https://x.org"]),
+)
 def test_fuzz_parse_html(body, charset, base):
     _count("parse_html")
     page = parse_html(body, base, header_charset=charset, max_links=50)
@@ -154,8 +310,22 @@ def test_fuzz_web_api_query_handling(tmp_path, reliability):
     except ImportError:
         pytest.skip("politecrawl.web has no create_app(settings) to test in-process")
     app = create_app(load_settings({"db": str(tmp_path / "none.db")}, env={}))
-    queries = ["", " ", "\x00", "\"", "-", "site:", "a" * 5000, "%ff", "é\U0001F600", "\"unterminated", "- - -",
-               "site:[::1", "OR OR", "\ud800".encode("utf-8", "surrogatepass").decode("latin-1")]
+    queries = [
+        "",
+        " ",
+        "\x00",
+        '"',
+        "-",
+        "site:",
+        "a" * 5000,
+        "%ff",
+        "é\U0001f600",
+        '"unterminated',
+        "- - -",
+        "site:[::1",
+        "OR OR",
+        "\ud800".encode("utf-8", "surrogatepass").decode("latin-1"),
+    ]
 
     async def run():
         async with TestClient(TestServer(app)) as client:
@@ -177,7 +347,7 @@ def test_meta_charset_utf16_on_ascii_page_keeps_links():
 
 
 # --------------------------------------------------------------------------- atheris
-ATHERIS_DRIVER = textwrap.dedent('''
+ATHERIS_DRIVER = textwrap.dedent("""
     import sys, gzip, atheris
     with atheris.instrument_imports():
         from politecrawl.errors import InvalidURL
@@ -208,7 +378,7 @@ ATHERIS_DRIVER = textwrap.dedent('''
 
     atheris.Setup(sys.argv, one)
     atheris.Fuzz()
-''')
+""")
 
 
 def test_atheris_bounded_run(tmp_path, reliability):
@@ -216,8 +386,12 @@ def test_atheris_bounded_run(tmp_path, reliability):
     runs = int(os.environ.get("ATHERIS_RUNS", "20000"))
     driver = tmp_path / "fuzz_driver.py"
     driver.write_text(ATHERIS_DRIVER)
-    out = subprocess.run([sys.executable, str(driver), f"-runs={runs}", "-max_len=2048", "-seed=7",
-                          f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(driver), f"-runs={runs}", "-max_len=2048", "-seed=7", f"-artifact_prefix={tmp_path}/"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     crashes = list(tmp_path.glob("crash-*"))
     assert out.returncode == 0 and not crashes, out.stderr[-4000:]
     reliability.record("fuzz inputs tried (atheris)", runs, note="robots, urls, html, sitemap, query; no crash")

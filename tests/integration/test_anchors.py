@@ -28,10 +28,13 @@ def scoring_fields(hit: dict) -> set[str]:
 
 
 def test_a_page_is_found_by_the_text_of_links_pointing_at_it(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "welcome", {"/w": "marsupial burrowing guide", "/": "home again"}),
-        "/w": page("W", "nothing about that animal here"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "welcome", {"/w": "marsupial burrowing guide", "/": "home again"}),
+            "/w": page("W", "nothing about that animal here"),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     hits = {h["url"]: h for h in search(db_path, "burrowing")}
@@ -41,14 +44,18 @@ def test_a_page_is_found_by_the_text_of_links_pointing_at_it(sandbox_factory, db
     # A link from a page to itself is not anchor text.
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT target, text FROM anchors ORDER BY id").fetchall() == [
-        (host.url("/w"), "marsupial burrowing guide")]
+        (host.url("/w"), "marsupial burrowing guide")
+    ]
 
 
 def test_anchor_text_found_after_the_page_was_indexed_reaches_the_index(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/target": page("Target", "plain words"),
-        "/hub": page("Hub", "links", {"/target": "quokka habitat"}),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/target": page("Target", "plain words"),
+            "/hub": page("Hub", "links", {"/target": "quokka habitat"}),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/target")])
     assert search(db_path, "quokka") == []

@@ -39,8 +39,17 @@ def assert_clean_error(out: subprocess.CompletedProcess, *needles: str, reliabil
     return msg[0]
 
 
-SEEDS = ["not a url", "ftp://example.org/", "http://", "http://[::1/", "javascript:alert(1)", "http://exa mple.org/",
-         "//no-scheme.example/", "http://127.0.0.1:99999/", ""]
+SEEDS = [
+    "not a url",
+    "ftp://example.org/",
+    "http://",
+    "http://[::1/",
+    "javascript:alert(1)",
+    "http://exa mple.org/",
+    "//no-scheme.example/",
+    "http://127.0.0.1:99999/",
+    "",
+]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -54,28 +63,33 @@ def test_malformed_seed_message_is_the_only_line(tmp_path):
     assert len(error_lines(out)) == 1, out.stderr
 
 
-@pytest.mark.parametrize("content, needle", [
-    ("[politecrawl\nmin_delay = ", "not valid TOML"),
-    ("[politecrawl]\nno_such_setting = 1\n", "unknown setting"),
-    ("[politecrawl]\nmin_delay = \"soon\"\n", "min_delay"),
-    ("[politecrawl]\nworkers = [1, 2]\n", "workers"),
-    ("[politecrawl]\nscope = \"sideways\"\n", "scope"),
-    ("politecrawl = 3\n", "table"),
-    ("\xff\xfe binary garbage", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("[politecrawl\nmin_delay = ", "not valid TOML"),
+        ("[politecrawl]\nno_such_setting = 1\n", "unknown setting"),
+        ('[politecrawl]\nmin_delay = "soon"\n', "min_delay"),
+        ("[politecrawl]\nworkers = [1, 2]\n", "workers"),
+        ('[politecrawl]\nscope = "sideways"\n', "scope"),
+        ("politecrawl = 3\n", "table"),
+        ("\xff\xfe binary garbage", "not UTF-8"),
+    ],
+)
 def test_bad_config_file(content, needle, tmp_path, reliability):
     cfg = tmp_path / "bad.toml"
     cfg.write_bytes(content.encode("latin-1") if content.startswith("\xff") else content.encode())
-    out = run_cli("--config", str(cfg), "crawl", "http://127.0.0.1:1/", "--db", str(tmp_path / "c.db"),
-                  cwd=str(tmp_path))
+    out = run_cli(
+        "--config", str(cfg), "crawl", "http://127.0.0.1:1/", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path)
+    )
     assert_clean_error(out, needle, reliability=reliability)
 
 
 def test_config_path_is_a_directory_or_missing(tmp_path, reliability):
     out = run_cli("--config", str(tmp_path), "status", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
     assert_clean_error(out, "directory", reliability=reliability)
-    out = run_cli("--config", str(tmp_path / "missing.toml"), "status", "--db", str(tmp_path / "c.db"),
-                  cwd=str(tmp_path))
+    out = run_cli(
+        "--config", str(tmp_path / "missing.toml"), "status", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path)
+    )
     assert_clean_error(out, "missing.toml", reliability=reliability)
 
 
@@ -93,8 +107,17 @@ def _other_app_db(path: Path) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("kind", ["text file", "other app's sqlite", "sqlite with a foreign meta table",
-                                  "directory", "missing folder", "empty file"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "text file",
+        "other app's sqlite",
+        "sqlite with a foreign meta table",
+        "directory",
+        "missing folder",
+        "empty file",
+    ],
+)
 @pytest.mark.parametrize("command", ["status", "crawl", "search", "index"])
 def test_db_that_is_not_a_store(kind, command, tmp_path, reliability):
     db = tmp_path / "thing.db"
@@ -115,8 +138,12 @@ def test_db_that_is_not_a_store(kind, command, tmp_path, reliability):
     elif kind == "empty file":
         db.write_bytes(b"")
     before = db.read_bytes() if db.is_file() else None
-    args = {"status": ["status"], "crawl": ["crawl", "http://127.0.0.1:1/", "--max-time", "5"],
-            "search": ["search", "words"], "index": ["index"]}[command]
+    args = {
+        "status": ["status"],
+        "crawl": ["crawl", "http://127.0.0.1:1/", "--max-time", "5"],
+        "search": ["search", "words"],
+        "index": ["index"],
+    }[command]
     out = run_cli(*args, "--db", str(db), cwd=str(tmp_path))
     if kind == "empty file" and command == "crawl":
         # An empty file is a fresh SQLite database: becoming a store is acceptable.
@@ -130,16 +157,19 @@ def test_db_that_is_not_a_store(kind, command, tmp_path, reliability):
         assert db.read_bytes() == before  # somebody else's file is never modified
 
 
-@pytest.mark.parametrize("flags, needle", [
-    (["--workers", "0"], "workers"),
-    (["--workers", "-3"], "workers"),
-    (["--min-delay", "-1"], "min"),
-    (["--scope", "sideways"], "scope"),
-    (["--max-pages", "lots"], "max-pages"),
-    (["--max-time", "forever"], "max"),
-    (["--concurrency", "0"], "concurrency"),
-    (["--max-page-bytes", "-1"], "max"),
-])
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--workers", "0"], "workers"),
+        (["--workers", "-3"], "workers"),
+        (["--min-delay", "-1"], "min"),
+        (["--scope", "sideways"], "scope"),
+        (["--max-pages", "lots"], "max-pages"),
+        (["--max-time", "forever"], "max"),
+        (["--concurrency", "0"], "concurrency"),
+        (["--max-page-bytes", "-1"], "max"),
+    ],
+)
 def test_conflicting_or_impossible_flags(flags, needle, tmp_path, reliability):
     out = run_cli("crawl", "http://127.0.0.1:1/", "--db", str(tmp_path / "c.db"), *flags, cwd=str(tmp_path))
     assert_clean_error(out, needle, reliability=reliability)
@@ -157,8 +187,13 @@ def test_search_on_missing_index_and_status_on_missing_db(tmp_path, reliability)
 
 # --------------------------------------------------------------------------- store faults
 def _small_crawl(sandbox_factory, db: str, cwd: str, ip: str = "127.0.0.80") -> SandboxHost:
-    host = SandboxHost(ip, pages={"/": "<html><title>Home</title><body>home <a href=/a>a</a></body></html>",
-                                  "/a": "<html><title>A</title><body>page a</body></html>"})
+    host = SandboxHost(
+        ip,
+        pages={
+            "/": "<html><title>Home</title><body>home <a href=/a>a</a></body></html>",
+            "/a": "<html><title>A</title><body>page a</body></html>",
+        },
+    )
     sandbox_factory([host])
     out = run_cli("crawl", host.url("/"), "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=cwd)
     assert out.returncode == 0, out.stderr
@@ -196,8 +231,9 @@ def test_store_locked_by_another_program(sandbox_factory, tmp_path, reliability)
             assert_clean_error(out, "lock")
         # A writer (a resumed crawl): waits for the lock, then goes on — or says clearly it is locked.
         t0 = time.monotonic()
-        out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=str(tmp_path),
-                      timeout=120)
+        out = run_cli(
+            "crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=str(tmp_path), timeout=120
+        )
         took = time.monotonic() - t0
         print(f"[locked store] crawl resume exit {out.returncode} after {took:.1f}s: {out.stderr.strip()[-200:]}")
         assert "Traceback" not in out.stderr, out.stderr
@@ -236,8 +272,21 @@ def disk_full(tmp_path_factory):
     result = {"host": host, "sb": sb}
     try:
         db = str(mnt / "c.db")
-        full = run_cli("crawl", host.url("/p/0"), "--db", db, "--workers", "1", "--min-delay", "0.02", "-q",
-                       "--max-time", "60", cwd=str(tmp), timeout=120)
+        full = run_cli(
+            "crawl",
+            host.url("/p/0"),
+            "--db",
+            db,
+            "--workers",
+            "1",
+            "--min-delay",
+            "0.02",
+            "-q",
+            "--max-time",
+            "60",
+            cwd=str(tmp),
+            timeout=120,
+        )
         print(f"\n[disk full] exit {full.returncode}: {full.stderr.strip()[-300:]}")
         result["full"] = full
         result["fetched_before"] = len(sb.requests(host))
@@ -251,8 +300,9 @@ def disk_full(tmp_path_factory):
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
     try:
-        result["resumed"] = run_cli("crawl", "--db", str(big / "c.db"), "--workers", "1", "--min-delay", "0.02", "-q",
-                                    cwd=str(tmp), timeout=120)
+        result["resumed"] = run_cli(
+            "crawl", "--db", str(big / "c.db"), "--workers", "1", "--min-delay", "0.02", "-q", cwd=str(tmp), timeout=120
+        )
     finally:
         sb.stop()
     return result

@@ -44,9 +44,28 @@ def _start(db: str, seeds: list[str], cwd: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     env["POLITECRAWL_ADAPTIVE_FACTOR"] = "0"  # the delay stays MIN_DELAY: gaps are easy to check
     return subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers", "2",
-         "--min-delay", str(MIN_DELAY), "--max-time", "120", "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            *seeds,
+            "--db",
+            db,
+            "--workers",
+            "2",
+            "--min-delay",
+            str(MIN_DELAY),
+            "--max-time",
+            "120",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
     )
 
 
@@ -131,10 +150,15 @@ def crashed(tmp_path_factory, reliability):
         states, log = store.url_states(), store.fetch_log()
     finally:
         store.close()
-    reliability.record("kills survived (SIGKILL of the whole crawl)", loop.killed_before_exit,
-                       note=f"{KILLS} runs killed at random 0.3–1.5 s, then one run to the end")
-    print(f"\n[crash loop] {loop.killed_before_exit} kills, {loop.restarts_with_seeds} restarts needed the seeds "
-          f"again, early exits: {loop.early_exits}")
+    reliability.record(
+        "kills survived (SIGKILL of the whole crawl)",
+        loop.killed_before_exit,
+        note=f"{KILLS} runs killed at random 0.3–1.5 s, then one run to the end",
+    )
+    print(
+        f"\n[crash loop] {loop.killed_before_exit} kills, {loop.restarts_with_seeds} restarts needed the seeds "
+        f"again, early exits: {loop.early_exits}"
+    )
     return dict(db=db, hosts=hosts, sb=sb, loop=loop, states=states, log=log)
 
 
@@ -191,15 +215,17 @@ def test_no_page_fetched_twice_except_in_flight_at_a_kill(crashed, reliability):
         # The server stamps a request when it reads it, a little after the killed worker sent it.
         assert any(r.started - ARRIVAL_SLACK <= k <= r.started + IN_FLIGHT_WINDOW for k in kills), (
             f"{r.host}{r.path} requested at {r.started:.3f} is not in the fetch log and no kill followed it "
-            f"within {IN_FLIGHT_WINDOW}s (kills: {[round(k, 3) for k in kills]})")
+            f"within {IN_FLIGHT_WINDOW}s (kills: {[round(k, 3) for k in kills]})"
+        )
     # The fetch log itself never records a page twice (each host's robots.txt once: 24 h TTL).
     urls = [e["url"] for e in crashed["log"] if e["status"] is not None]
     dupes = {u for u in urls if urls.count(u) > 1}
     assert dupes == set()
     refetched = len(crashed["sb"].requests()) - len({(r.host, r.path) for r in crashed["sb"].requests()})
     assert refetched <= len(unrecorded)  # every repeat is an in-flight request lost to a kill
-    reliability.record("requests lost in flight at a kill (refetched)", len(unrecorded),
-                       note="each started < 1 s before a SIGKILL")
+    reliability.record(
+        "requests lost in flight at a kill (refetched)", len(unrecorded), note="each started < 1 s before a SIGKILL"
+    )
 
 
 def test_politeness_holds_across_restarts(crashed):
@@ -236,8 +262,9 @@ def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_fac
     store = open_store(db)
     store.set_meta("seeds", json.dumps([host.url("/")]))  # the state a kill right after scope_for() leaves
     store.close()
-    out = run_cli("crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "--max-time", "20", "-q",
-                  cwd=str(tmp_path))
+    out = run_cli(
+        "crawl", "--db", db, "--workers", "1", "--min-delay", "0.05", "--max-time", "20", "-q", cwd=str(tmp_path)
+    )
     assert out.returncode == 0, out.stderr
     assert "/" in [r.path for r in sb.requests(host)]
 
@@ -249,8 +276,9 @@ SLOW_ANSWER = 0.6  # the slow host's answers: the adaptive delay (10 x response 
 
 def _delay_site(name: str, n: int = 3) -> dict[str, str]:
     links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(n))
-    pages = {f"/p{i}": f"<html><title>{name} {i}</title><body>{name} page {i} words {i * 7}</body></html>"
-             for i in range(n)}
+    pages = {
+        f"/p{i}": f"<html><title>{name} {i}</title><body>{name} page {i} words {i * 7}</body></html>" for i in range(n)
+    }
     return {"/": f"<html><title>{name}</title><body>{links}</body></html>", **pages}
 
 
@@ -259,8 +287,15 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
     defaults: hosts with Crawl-delay 6 and a slow host (adaptive delay) see their full delay across every
     restart — counted from the end of the previous response, or from the kill for a request
     the kill cut short (its connection closed with the crawler)."""
-    steady = [SandboxHost(f"127.0.0.{50 + i}", robots=f"User-agent: *\nCrawl-delay: {OWED_CRAWL_DELAY:g}\n",
-                          pages=_delay_site(f"steady{i}"), delay=0.25) for i in range(3)]
+    steady = [
+        SandboxHost(
+            f"127.0.0.{50 + i}",
+            robots=f"User-agent: *\nCrawl-delay: {OWED_CRAWL_DELAY:g}\n",
+            pages=_delay_site(f"steady{i}"),
+            delay=0.25,
+        )
+        for i in range(3)
+    ]
     slow = SandboxHost("127.0.0.53", pages=_delay_site("slow"), delay=SLOW_ANSWER)
     hosts = [*steady, slow]
     sb = sandbox_factory(hosts, max_seconds=240)
@@ -270,9 +305,28 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
     kills: list[float] = []
 
     def start(seeds: list[str]) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers",
-                                 "2", "--max-time", "120", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env, cwd=str(tmp_path), start_new_session=True)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "politecrawl.cli",
+                "crawl",
+                *seeds,
+                "--db",
+                db,
+                "--workers",
+                "2",
+                "--max-time",
+                "120",
+                "-q",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+            start_new_session=True,
+        )
 
     def in_flight() -> bool:
         return len(sb.arrivals()) > len(sb.requests())

@@ -16,8 +16,10 @@ from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
 
-WORDS = ("river mountain forest valley meadow harbour lantern orchard quarry meadowlark thistle "
-         "granite saffron copper willow ember falcon juniper marble cedar").split()
+WORDS = (
+    "river mountain forest valley meadow harbour lantern orchard quarry meadowlark thistle "
+    "granite saffron copper willow ember falcon juniper marble cedar"
+).split()
 
 
 def article(seed: int, n: int = 3000) -> str:
@@ -44,8 +46,10 @@ def test_same_article_under_many_urls_counts_once(sandbox_factory, tmp_path):
     others = {f"/other/{i}": page(f"Other {i}", article(100 + i, 300)) for i in range(3)}
     home = page("Home", "welcome", [*copies, *others])
     many = SandboxHost("127.0.0.2", pages={"/": home} | copies | others)
-    single = SandboxHost("127.0.0.3", pages={"/": page("Home", "welcome", ["/story/0", *others])}
-                         | {"/story/0": copies["/story/0"]} | others)
+    single = SandboxHost(
+        "127.0.0.3",
+        pages={"/": page("Home", "welcome", ["/story/0", *others])} | {"/story/0": copies["/story/0"]} | others,
+    )
     sandbox_factory([many, single])
     # Yield monitoring off here: 30 copies would (rightly) pause the host before it is all seen.
     crawl(str(tmp_path / "many.db"), [many.url("/")], max_depth=2, yield_min_pages=0)
@@ -60,19 +64,24 @@ def test_same_article_under_many_urls_counts_once(sandbox_factory, tmp_path):
     db = sqlite3.connect(tmp_path / "many.db")
     exact = db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_kind = 'exact'").fetchone()[0]
     # After a few copies the /story/{num} template stops yielding new text: the rest are not fetched.
-    skipped = db.execute("SELECT COUNT(*) FROM frontier WHERE url LIKE '%/story/%' AND state = 'skipped'"
-                         " AND outcome LIKE 'URL pattern:%'").fetchone()[0]
+    skipped = db.execute(
+        "SELECT COUNT(*) FROM frontier WHERE url LIKE '%/story/%' AND state = 'skipped'"
+        " AND outcome LIKE 'URL pattern:%'"
+    ).fetchone()[0]
     assert 3 <= exact < 29 and exact + skipped == 29, (exact, skipped)
 
 
 def test_near_duplicates_are_kept_out(sandbox_factory, db_path):
     text = article(2)
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "welcome", ["/a", "/b", "/c"]),
-        "/a": page("Original", text + " printed on monday"),
-        "/b": page("Reprint", text + " printed on tuesday"),  # one word differs in 3,000
-        "/c": page("Different", article(3)),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "welcome", ["/a", "/b", "/c"]),
+            "/a": page("Original", text + " printed on monday"),
+            "/b": page("Reprint", text + " printed on tuesday"),  # one word differs in 3,000
+            "/c": page("Different", article(3)),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     db = sqlite3.connect(db_path)
@@ -82,12 +91,15 @@ def test_near_duplicates_are_kept_out(sandbox_factory, db_path):
 
 
 def test_canonical_link_and_header_make_aliases(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "welcome", ["/print?id=1", "/amp/1"]),
-        "/print?id=1": page("Print view", "quokka facts", head='<link rel="canonical" href="/article/1">'),
-        "/amp/1": Reply(body=page("AMP", "quokka facts amp"), headers={"Link": '</article/1>; rel="canonical"'}),
-        "/article/1": page("Article", "quokka facts"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "welcome", ["/print?id=1", "/amp/1"]),
+            "/print?id=1": page("Print view", "quokka facts", head='<link rel="canonical" href="/article/1">'),
+            "/amp/1": Reply(body=page("AMP", "quokka facts amp"), headers={"Link": '</article/1>; rel="canonical"'}),
+            "/article/1": page("Article", "quokka facts"),
+        },
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     assert sorted(r.path for r in sb.requests(host)) == ["/", "/amp/1", "/article/1", "/print?id=1", "/robots.txt"]
@@ -99,13 +111,16 @@ def test_canonical_link_and_header_make_aliases(sandbox_factory, db_path):
 
 
 def test_redirect_target_queued_source_alias_and_loops_end(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "welcome", ["/old", "/loop-a"]),
-        "/old": Reply(status=301, headers={"Location": "/new"}),
-        "/new": page("New home of the wombat", "wombat"),
-        "/loop-a": Reply(status=302, headers={"Location": "/loop-b"}),
-        "/loop-b": Reply(status=302, headers={"Location": "/loop-a"}),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "welcome", ["/old", "/loop-a"]),
+            "/old": Reply(status=301, headers={"Location": "/new"}),
+            "/new": page("New home of the wombat", "wombat"),
+            "/loop-a": Reply(status=302, headers={"Location": "/loop-b"}),
+            "/loop-b": Reply(status=302, headers={"Location": "/loop-a"}),
+        },
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     paths = [r.path for r in sb.requests(host)]
@@ -197,8 +212,11 @@ def test_conditional_get_and_compression_on_recrawl(sandbox_factory, db_path):
 
 def test_recrawl_replaces_a_changed_page_in_the_index(sandbox_factory, db_path):
     content = {"text": "aardvark"}
-    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/news"])},
-                       handler=lambda p: Reply(body=page("News", content["text"])) if p == "/news" else None)
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={"/": page("Home", "", ["/news"])},
+        handler=lambda p: Reply(body=page("News", content["text"])) if p == "/news" else None,
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")], recrawl_after=1, recrawl_min=1)
     assert [h.url for h in Searcher(db_path + ".index").search("aardvark")] == [host.url("/news")]
@@ -209,18 +227,22 @@ def test_recrawl_replaces_a_changed_page_in_the_index(sandbox_factory, db_path):
     assert searcher.search("aardvark") == []
     assert [h.url for h in searcher.search("platypus")] == [host.url("/news")]
     db = sqlite3.connect(db_path)
-    changes, interval = db.execute("SELECT changes, revisit_interval FROM frontier WHERE url = ?",
-                                   (host.url("/news"),)).fetchone()
+    changes, interval = db.execute(
+        "SELECT changes, revisit_interval FROM frontier WHERE url = ?", (host.url("/news"),)
+    ).fetchone()
     assert changes == 1 and interval == 1.0  # changed: the interval halves (bounded below by recrawl_min)
 
 
 def test_gzip_bomb_is_cut_off_and_the_crawl_goes_on(sandbox_factory, db_path):
     bomb = gzip.compress(b"<html><body>" + b"A" * (60 * 1024 * 1024) + b"</body></html>", compresslevel=9)
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "", ["/bomb", "/fine"]),
-        "/bomb": Reply(body=bomb, headers={"Content-Encoding": "gzip"}),
-        "/fine": page("Fine", "still crawling"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "", ["/bomb", "/fine"]),
+            "/bomb": Reply(body=bomb, headers={"Content-Encoding": "gzip"}),
+            "/fine": page("Fine", "still crawling"),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")], max_page_bytes=1_000_000)
     st = states(db_path)
@@ -232,9 +254,19 @@ def test_gzip_bomb_is_cut_off_and_the_crawl_goes_on(sandbox_factory, db_path):
 
 def test_yield_monitoring_pauses_a_host_of_duplicates(sandbox_factory, db_path):
     same = page("Same", article(5, 500))
-    host = SandboxHost("127.0.0.2", handler=lambda p: Reply(body=same.replace("</nav>", "".join(
-        f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>"))
-        if p != "/robots.txt" else None)
+    host = SandboxHost(
+        "127.0.0.2",
+        handler=lambda p: (
+            Reply(
+                body=same.replace(
+                    "</nav>",
+                    "".join(f'<a href="/d/{p.strip("/").replace("/", "-")}-{i}">x</a>' for i in range(3)) + "</nav>",
+                )
+            )
+            if p != "/robots.txt"
+            else None
+        ),
+    )
     sb = sandbox_factory([host])
     # Learned URL patterns off: their template budget (family /d/**) would stop these pages
     # before the yield window fills; this test is about the yield monitoring behind them.
@@ -255,8 +287,10 @@ def test_printer_views_stop_being_fetched_once_their_rule_is_learned(sandbox_fac
     for i in range(n):
         body = article(500 + i, 300)
         pages[f"/article-{i}"] = page(f"Article {i}", body)
-        pages[f"/print/article-{i}"] = (f'<html><head><title>Article {i}</title><link rel="canonical" '
-                                        f'href="/article-{i}"></head><body><p>{body}</p></body></html>')
+        pages[f"/print/article-{i}"] = (
+            f'<html><head><title>Article {i}</title><link rel="canonical" '
+            f'href="/article-{i}"></head><body><p>{body}</p></body></html>'
+        )
     host = SandboxHost("127.0.0.2", pages=pages)
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.01, workers=1, yield_min_pages=0)

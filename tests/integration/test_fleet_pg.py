@@ -89,8 +89,15 @@ class Fleet:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
         full_env.update(self.env(env))
         head = [sys.executable, "-c", OTHER_MACHINE] if other_machine else [sys.executable, "-m", "politecrawl.cli"]
-        proc = subprocess.Popen([*head, *args], cwd=str(self.tmp), env=full_env, start_new_session=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*head, *args],
+            cwd=str(self.tmp),
+            env=full_env,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -108,10 +115,12 @@ class Fleet:
     def kill_connections(self) -> int:
         """Terminate this case's server connections (what a PostgreSQL restart does to them)."""
         with self.connect() as conn:
-            return len(conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                (self.schema,),
-            ).fetchall())
+            return len(
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                    (self.schema,),
+                ).fetchall()
+            )
 
     def store(self):
         return open_store(self.db, create=False)
@@ -127,8 +136,9 @@ class Fleet:
         from psycopg import sql
 
         with self.connect() as conn:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                         (self.schema,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
+            )
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
 
 
@@ -162,8 +172,9 @@ def one_line_error(stderr: str) -> str:
 def test_six_worker_processes_race_for_one_fresh_host_one_request(fleet, sandbox_factory):
     host = SandboxHost("127.0.3.2", pages={"/race": page("Race", "one request")})
     sb = sandbox_factory([host])
-    out = fleet.cli("crawl", host.url("/race"), "--db", fleet.db, "--workers", "6", "--concurrency", "8",
-                    "--min-delay", "0.5", "-q")
+    out = fleet.cli(
+        "crawl", host.url("/race"), "--db", fleet.db, "--workers", "6", "--concurrency", "8", "--min-delay", "0.5", "-q"
+    )
     assert out.returncode == 0, out.stderr
     assert [r.path for r in sb.requests(host)] == ["/robots.txt", "/race"]
     store = fleet.store()
@@ -182,11 +193,11 @@ def test_six_worker_processes_race_for_one_fresh_host_one_request(fleet, sandbox
 def test_two_machines_three_hosts_gaps_one_open_request_and_audit(fleet, sandbox_factory):
     hosts = [chain_site(f"127.0.3.{10 + i}", 15, delay=0.02) for i in range(3)]
     sb = sandbox_factory(hosts)
-    seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1",
-                     "--min-delay", "0.3", "-q")
+    seed = fleet.cli(
+        "crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1", "--min-delay", "0.3", "-q"
+    )
     assert seed.returncode == 0, seed.stderr
-    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "25", "-q")
-                for _ in range(2)]
+    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "25", "-q") for _ in range(2)]
     results = [fleet.finish(m) for m in machines]
     for code, _, err in results:
         assert code == 0, err
@@ -224,13 +235,25 @@ def test_two_machines_whose_clocks_disagree_by_seconds_keep_every_gap(fleet, san
     marks.mkdir()
     hosts = [chain_site(f"127.0.3.{30 + i}", 12, delay=0.02) for i in range(3)]
     sb = sandbox_factory(hosts)
-    seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1",
-                     "--min-delay", "0.3", "-q")
+    seed = fleet.cli(
+        "crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-time", "1", "--min-delay", "0.3", "-q"
+    )
     assert seed.returncode == 0, seed.stderr
-    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "14", "-q",
-                            env={"PYTHONPATH": str(site), "PC_TEST_CLOCK_SKEW": skew, "PC_TEST_SKEW_MARKS": str(marks)},
-                            other_machine=i == 1)
-                for i, skew in enumerate(("-1.5", "1.5"))]
+    machines = [
+        fleet.start(
+            "worker",
+            "--db",
+            fleet.db,
+            "--workers",
+            "2",
+            "--max-time",
+            "14",
+            "-q",
+            env={"PYTHONPATH": str(site), "PC_TEST_CLOCK_SKEW": skew, "PC_TEST_SKEW_MARKS": str(marks)},
+            other_machine=i == 1,
+        )
+        for i, skew in enumerate(("-1.5", "1.5"))
+    ]
     for code, _, err in (fleet.finish(m) for m in machines):
         assert code == 0, err
     assert sorted({float(f.read_text()) for f in marks.iterdir()}) == [-1.5, 1.5]  # the clocks really were off
@@ -245,15 +268,19 @@ def test_two_machines_whose_clocks_disagree_by_seconds_keep_every_gap(fleet, san
 
 def test_worker_killed_mid_request_lease_expires_and_another_machine_finishes(fleet, sandbox_factory):
     lease = 4.0
-    host = SandboxHost("127.0.3.20", pages={
-        "/": page("Home", "", ["/slow", "/other"]),
-        "/slow": Reply(body=page("Slow page", "tortoise"), delay=3.0),
-        "/other": page("Other"),
-    })
+    host = SandboxHost(
+        "127.0.3.20",
+        pages={
+            "/": page("Home", "", ["/slow", "/other"]),
+            "/slow": Reply(body=page("Slow page", "tortoise"), delay=3.0),
+            "/other": page("Other"),
+        },
+    )
     sb = sandbox_factory([host])
     short_lease = {"POLITECRAWL_LEASE_SECONDS": str(lease)}
-    seed = fleet.cli("crawl", host.url("/"), "--db", fleet.db, "--max-pages", "0", "--min-delay", "0.3", "-q",
-                     env=short_lease)
+    seed = fleet.cli(
+        "crawl", host.url("/"), "--db", fleet.db, "--max-pages", "0", "--min-delay", "0.3", "-q", env=short_lease
+    )
     assert seed.returncode == 0, seed.stderr
     first = fleet.start("worker", "--db", fleet.db, "--workers", "2", "-q", env=short_lease)
     deadline = time.time() + 60
@@ -264,8 +291,9 @@ def test_worker_killed_mid_request_lease_expires_and_another_machine_finishes(fl
     first.wait(10)
     assert states(fleet)[host.url("/slow")] == "leased"
     claimed_by_dead = sb.arrivals(host, "/slow")[0]
-    second = fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "12", "-q", env=short_lease,
-                         other_machine=True)
+    second = fleet.start(
+        "worker", "--db", fleet.db, "--workers", "2", "--max-time", "12", "-q", env=short_lease, other_machine=True
+    )
     code, _, err = fleet.finish(second)
     assert code == 0, err
     assert states(fleet) == {host.url(p): "done" for p in ("/", "/slow", "/other")}  # nothing lost
@@ -285,12 +313,14 @@ def test_workers_survive_their_database_connections_being_killed(fleet, sandbox_
     hosts = [chain_site(f"127.0.3.{30 + i}", 25) for i in range(2)]
     total = 2 * 26  # robots.txt + 25 pages per host
     sb = sandbox_factory(hosts)
-    seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-pages", "0",
-                     "--min-delay", "0.2", "-q")
+    seed = fleet.cli(
+        "crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-pages", "0", "--min-delay", "0.2", "-q"
+    )
     assert seed.returncode == 0, seed.stderr
     # A short lease: should a release be lost with its connection, the URL comes back soon.
-    worker = fleet.start("worker", "--db", fleet.db, "--workers", "2", "--max-time", "25", "-q",
-                         env={"POLITECRAWL_LEASE_SECONDS": "5"})
+    worker = fleet.start(
+        "worker", "--db", fleet.db, "--workers", "2", "--max-time", "25", "-q", env={"POLITECRAWL_LEASE_SECONDS": "5"}
+    )
     kills_mid_crawl = []
     start = time.time()
     while time.time() - start < 20 and worker.poll() is None and len(sb.requests()) < total:
@@ -341,14 +371,18 @@ def test_worker_with_a_conflicting_min_delay_is_refused(fleet, sandbox_factory):
 
 
 def test_status_index_search_and_audit_on_postgres(fleet, sandbox_factory):
-    host = SandboxHost("127.0.3.50", robots="User-agent: *\nDisallow: /private\n", pages={
-        "/": page("Orchard home", "apples and pears", ["/a", "/b", "/copy", "/alias", "/private"]),
-        "/a": page("Apple varieties", "crisp zebrafruit apples from the orchard"),
-        "/b": page("Pear varieties", "ripe pears in autumn"),
-        "/copy": page("Apple varieties", "crisp zebrafruit apples from the orchard"),  # an exact duplicate of /a
-        "/alias": page("Pears again", "ripe pears", head='<link rel="canonical" href="/b">'),
-        "/private": page("Secret", "never fetched"),
-    })
+    host = SandboxHost(
+        "127.0.3.50",
+        robots="User-agent: *\nDisallow: /private\n",
+        pages={
+            "/": page("Orchard home", "apples and pears", ["/a", "/b", "/copy", "/alias", "/private"]),
+            "/a": page("Apple varieties", "crisp zebrafruit apples from the orchard"),
+            "/b": page("Pear varieties", "ripe pears in autumn"),
+            "/copy": page("Apple varieties", "crisp zebrafruit apples from the orchard"),  # an exact duplicate of /a
+            "/alias": page("Pears again", "ripe pears", head='<link rel="canonical" href="/b">'),
+            "/private": page("Secret", "never fetched"),
+        },
+    )
     sb = sandbox_factory([host])
     # The fleet's way: seed, workers crawl (they never index), one indexer, then search.
     seed = fleet.cli("crawl", host.url("/"), "--db", fleet.db, "--min-delay", "0.1", "--max-pages", "0", "-q")
@@ -398,24 +432,42 @@ def _other_clients(fleet: Fleet) -> list[str]:
     return [r[0] for r in rows]
 
 
-@pytest.mark.skipif(not os.environ.get(RESTART_ENV),
-                    reason=f"restarts the PostgreSQL server for everyone on it: set {RESTART_ENV}=1 "
-                           "(needs root and pg_ctlcluster)")
+@pytest.mark.skipif(
+    not os.environ.get(RESTART_ENV),
+    reason=f"restarts the PostgreSQL server for everyone on it: set {RESTART_ENV}=1 (needs root and pg_ctlcluster)",
+)
 def test_zz_three_machines_survive_a_real_postgresql_restart(fleet, sandbox_factory):
     hosts = [chain_site(f"127.0.3.{60 + i}", 12) for i in range(2)]
     sb = sandbox_factory(hosts)
-    seed = fleet.cli("crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-pages", "0",
-                     "--min-delay", "0.2", "-q")
+    seed = fleet.cli(
+        "crawl", *[h.url("/") for h in hosts], "--db", fleet.db, "--max-pages", "0", "--min-delay", "0.2", "-q"
+    )
     assert seed.returncode == 0, seed.stderr
     # Three machines (three worker commands, a process each) on the one database.
-    machines = [fleet.start("worker", "--db", fleet.db, "--workers", "1", "--max-time", "25", "-q",
-                            env={"POLITECRAWL_LEASE_SECONDS": "5"}) for _ in range(3)]
+    machines = [
+        fleet.start(
+            "worker",
+            "--db",
+            fleet.db,
+            "--workers",
+            "1",
+            "--max-time",
+            "25",
+            "-q",
+            env={"POLITECRAWL_LEASE_SECONDS": "5"},
+        )
+        for _ in range(3)
+    ]
     time.sleep(2.5)
     others = _other_clients(fleet)
     if others:
         pytest.skip(f"other clients are using this PostgreSQL server ({others}): not restarting it under them")
-    restart = subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"],
-                             capture_output=True, text=True, timeout=60)
+    restart = subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert restart.returncode == 0, restart.stderr
     for machine in machines:
         code, _, err = fleet.finish(machine)

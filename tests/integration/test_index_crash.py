@@ -146,6 +146,7 @@ def _fork_and_kill(kill_at: int, work, *args) -> bool:
                     if count[0] == kill_at:
                         os.kill(os.getpid(), signal.SIGKILL)
                     return fn(*a, **kw)
+
                 return counted
 
             for name in _MUTATORS:
@@ -231,8 +232,10 @@ def test_kill_at_every_step(base_index, reliability):
         assert new_segs and min(int(n[4:]) for n in new_segs) > top_before, "a segment number was reused"
         shutil.rmtree(path)
     steps = kill_at - 1
-    print(f"\n[index crash] killed at each of {steps} steps: {outcomes['before']} left the old generation, "
-          f"{outcomes['after']} the new one; every next run continued")
+    print(
+        f"\n[index crash] killed at each of {steps} steps: {outcomes['before']} left the old generation, "
+        f"{outcomes['after']} the new one; every next run continued"
+    )
     assert outcomes["before"] > 10 and outcomes["after"] > 10
     reliability.add("index kills survived", steps)
 
@@ -269,8 +272,12 @@ def test_sigkill_at_random_moments(tmp_path, reliability):
     kills = 0
     starts = []
     for attempt in range(30):
-        proc = subprocess.Popen([sys.executable, "-c", _INDEXER, str(path), str(batches), str(per)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _INDEXER, str(path), str(batches), str(per)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         first = proc.stdout.readline().split()
         assert first[:1] == ["start"], proc.stderr.read()
         starts.append(int(first[1]))
@@ -298,8 +305,10 @@ def test_sigkill_at_random_moments(tmp_path, reliability):
     with IndexWriter(path):  # the last run's writer sweeps nothing it should keep
         pass
     assert_clean(path)
-    print(f"\n[index crash] indexer SIGKILLed {kills} times at random moments, resumed from "
-          f"batches {starts}, finished with all {batches * per} documents")
+    print(
+        f"\n[index crash] indexer SIGKILLed {kills} times at random moments, resumed from "
+        f"batches {starts}, finished with all {batches * per} documents"
+    )
     reliability.add("index kills survived", kills)
 
 
@@ -326,7 +335,6 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
     """The reported failure: a segment renamed into place just before a kill, in no generation."""
     from politecrawl.sandbox import SandboxHost
 
-
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
@@ -346,7 +354,6 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
 
 def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
     from politecrawl.sandbox import SandboxHost
-
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -371,7 +378,6 @@ def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_pat
     from politecrawl.indexing import update_index
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
-
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the index folder should be\n")
@@ -402,7 +408,6 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
     from politecrawl.indexing import update_index
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
-
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
     sandbox_factory([host])
@@ -442,7 +447,6 @@ def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, d
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-
     host = SandboxHost("127.0.0.2", pages=_site(6, "again"))
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
@@ -467,7 +471,6 @@ def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory,
     from politecrawl import indexing
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
-
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "locked"))
     sandbox_factory([host])
@@ -507,7 +510,6 @@ def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_pat
     """The whole path a crawl takes (store -> update_index -> commit), killed at each step."""
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
-
 
     host = SandboxHost("127.0.0.2", pages=_site(8, "resume"))
     sandbox_factory([host])
@@ -557,7 +559,6 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
     from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
-
     host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
@@ -599,8 +600,9 @@ def test_an_update_told_to_stop_ends_within_a_batch_and_the_next_one_finishes(tm
     store.release(claim, Outcome(next_allowed_at=1.0, robots=RobotsUpdate("allow-all", None, 1.0, 1e12, None)), 1.0)
     for i in range(n):
         c = store.claim("w", 2.0 + i, 60)
-        page = PageRecord(c.url, c.url, 200, "text/html", 2.0 + i, 10, title=f"t{i}", text=f"page {i} words",
-                          fingerprint=f"f{i}")
+        page = PageRecord(
+            c.url, c.url, 200, "text/html", 2.0 + i, 10, title=f"t{i}", text=f"page {i} words", fingerprint=f"f{i}"
+        )
         store.release(c, Outcome(next_allowed_at=2.0 + i, url_state="done", page=page), 2.0 + i)
     asked = []
 

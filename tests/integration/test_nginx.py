@@ -46,19 +46,57 @@ def _make_certificates(tmp: Path) -> tuple[Path, Path, Path]:
     def run(*args: str) -> None:
         subprocess.run([OPENSSL, *args], check=True, capture_output=True, timeout=60)
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_crt), "-days", "2",
-        "-subj", "/CN=politecrawl test CA")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca_crt),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=politecrawl test CA",
+    )
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={IP}")
     ext.write_text(f"subjectAltName = IP:{IP}\nbasicConstraints = CA:FALSE\n")
-    run("x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key), "-CAcreateserial",
-        "-out", str(crt), "-days", "2", "-extfile", str(ext))
+    run(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca_crt),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(crt),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
     return ca_crt, crt, key
 
 
 PAGES = {
-    "index.html": ("Field guide to tide pools", ["anemones.html", "crabs.html", "kelp.html", "blog/2026.html",
-                                                 "files/survey.pdf", "files/tally.txt", "files/photos.zip",
-                                                 "drafts/draft.html"]),
+    "index.html": (
+        "Field guide to tide pools",
+        [
+            "anemones.html",
+            "crabs.html",
+            "kelp.html",
+            "blog/2026.html",
+            "files/survey.pdf",
+            "files/tally.txt",
+            "files/photos.zip",
+            "drafts/draft.html",
+        ],
+    ),
     "blog/2026.html": ("Blog: a year of tide pools", []),  # left out with --exclude /blog/
     "drafts/draft.html": ("Draft about nudibranchs", []),  # served with a second X-Robots-Tag: noindex
     "anemones.html": ("Sea anemones", ["index.html", "crabs.html"]),
@@ -73,8 +111,10 @@ def _write_site(root: Path) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         anchors = "".join(f'<li><a href="/{link}">{link}</a></li>' for link in links)
-        path.write_text(f"<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>"
-                        f"<p>All about {title.lower()} on a rocky shore.</p><ul>{anchors}</ul></body></html>")
+        path.write_text(
+            f"<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>"
+            f"<p>All about {title.lower()} on a rocky shore.</p><ul>{anchors}</ul></body></html>"
+        )
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
     files = root / "files"
     files.mkdir()
@@ -139,10 +179,15 @@ def nginx_site(tmp_path: Path):
     _write_site(root)
     http_port, https_port = _free_port(IP), _free_port(IP)
     conf = tmp_path / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp_path, ip=IP, http_port=http_port, https_port=https_port, crt=crt,
-                                      key=key, root=root))
-    proc = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(conf)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    conf.write_text(
+        NGINX_CONF.format(tmp=tmp_path, ip=IP, http_port=http_port, https_port=https_port, crt=crt, key=key, root=root)
+    )
+    proc = subprocess.Popen(
+        [NGINX, "-p", str(tmp_path), "-c", str(conf)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -153,8 +198,14 @@ def nginx_site(tmp_path: Path):
                 if proc.poll() is not None:
                     pytest.fail(f"nginx did not start: {proc.stderr.read().decode()[-2000:]}")
                 time.sleep(0.1)
-        yield {"ca": ca, "http": f"http://{IP}:{http_port}", "https": f"https://{IP}:{https_port}",
-               "http_port": http_port, "https_port": https_port, "log": tmp_path / "access.log"}
+        yield {
+            "ca": ca,
+            "http": f"http://{IP}:{http_port}",
+            "https": f"https://{IP}:{https_port}",
+            "http_port": http_port,
+            "https_port": https_port,
+            "log": tmp_path / "access.log",
+        }
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -169,16 +220,35 @@ def _access_log(path: Path) -> list[dict]:
     for line in path.read_text().splitlines():
         msec, port, status, request_time, sent, rest = line.split(" ", 5)
         uri = rest.split('"')[1]
-        rows.append({"at": float(msec), "port": int(port), "status": int(status), "took": float(request_time),
-                     "bytes": int(sent), "uri": uri})
+        rows.append(
+            {
+                "at": float(msec),
+                "port": int(port),
+                "status": int(status),
+                "took": float(request_time),
+                "bytes": int(sent),
+                "uri": uri,
+            }
+        )
     return rows
 
 
 def test_an_http_site_that_redirects_to_https_is_crawled_politely_on_the_defaults(nginx_site, tmp_path):
     db = str(tmp_path / "crawl.db")
     env = {"SSL_CERT_FILE": str(nginx_site["ca"])}
-    out = run_cli("crawl", nginx_site["http"] + "/", "--db", db, "--exclude", "/blog/", "--max-time", "120", env=env,
-                  cwd=str(tmp_path), timeout=180)
+    out = run_cli(
+        "crawl",
+        nginx_site["http"] + "/",
+        "--db",
+        db,
+        "--exclude",
+        "/blog/",
+        "--max-time",
+        "120",
+        env=env,
+        cwd=str(tmp_path),
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     log = _access_log(nginx_site["log"])
     assert log, "nginx logged nothing"
@@ -230,8 +300,19 @@ def test_a_certificate_nobody_trusts_is_one_clear_line_and_ca_bundle_trusts_it(n
     log = _access_log(nginx_site["log"])
     assert not any(r["port"] == nginx_site["https_port"] and r["uri"] != "/robots.txt" for r in log)  # fail closed
     trusted = str(tmp_path / "trusted.db")
-    out = run_cli("crawl", https_seed, "--db", trusted, "--ca-bundle", str(nginx_site["ca"]), "--max-time", "60", "-q",
-                  cwd=str(tmp_path), timeout=90)
+    out = run_cli(
+        "crawl",
+        https_seed,
+        "--db",
+        trusted,
+        "--ca-bundle",
+        str(nginx_site["ca"]),
+        "--max-time",
+        "60",
+        "-q",
+        cwd=str(tmp_path),
+        timeout=90,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     pages = {r["uri"] for r in _access_log(nginx_site["log"]) if r["status"] == 200}
     assert "/crabs.html" in pages

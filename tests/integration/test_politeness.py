@@ -21,8 +21,9 @@ def page(title: str, links=()) -> str:
 
 def chain(n: int) -> dict[str, str]:
     """A home page and n pages, each linking to the next; the last links nowhere."""
-    return {"/": page("home", ["/p0"])} | {f"/p{i}": page(f"p{i}", [f"/p{i + 1}"] if i + 1 < n else [])
-                                           for i in range(n)}
+    return {"/": page("home", ["/p0"])} | {
+        f"/p{i}": page(f"p{i}", [f"/p{i + 1}"] if i + 1 < n else []) for i in range(n)
+    }
 
 
 def gaps(records) -> list[float]:
@@ -101,7 +102,7 @@ def test_503_backoff_grows_then_shrinks(sandbox_factory, db_path):
     assert statuses.count(503) == 3 and statuses[-1] == 200
     g = gaps(reqs)
     first = statuses.index(503)
-    after = g[first:first + 3]  # the waits after the three 503s: 0.4, 0.8, 1.6
+    after = g[first : first + 3]  # the waits after the three 503s: 0.4, 0.8, 1.6
     assert after[0] >= 0.4 and after[1] >= 0.8 and after[2] >= 1.6
     assert after[0] < after[1] < after[2]  # grows
     assert g[-1] < 0.4  # and shrinks back to the floor after a success
@@ -140,11 +141,14 @@ def test_audit_agrees_with_the_servers_and_catches_an_injected_violation(sandbox
     # Inject: a request right after another, overlapping it, to a disallowed path.
     db = sqlite3.connect(db_path)
     host, started, ended = db.execute(
-        "SELECT host, started_at, ended_at FROM fetch_log WHERE kind = 'page' ORDER BY id LIMIT 1").fetchone()
-    db.execute("INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, delay) "
-               "VALUES (?, ?, 'page', 'rogue', ?, ?, 200, 0.2)",
-               # Inside the real request, however short it was (loopback answers can take < 1 ms).
-               (host, host + "/p2", started + min(0.001, (ended - started) / 2), ended + 0.01))
+        "SELECT host, started_at, ended_at FROM fetch_log WHERE kind = 'page' ORDER BY id LIMIT 1"
+    ).fetchone()
+    db.execute(
+        "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, delay) "
+        "VALUES (?, ?, 'page', 'rogue', ?, ?, 200, 0.2)",
+        # Inside the real request, however short it was (loopback answers can take < 1 ms).
+        (host, host + "/p2", started + min(0.001, (ended - started) / 2), ended + 0.01),
+    )
     db.commit()
     out = run_cli("audit", "--db", db_path, "--json")
     assert out.returncode == 1

@@ -30,8 +30,12 @@ def page(title: str, links=()) -> str:
 
 
 def site(name: str) -> dict[str, str]:
-    return {"/": page(f"{name} home", ["/a", "/b", "/private"]), "/a": page(f"{name} a"),
-            "/b": page(f"{name} b"), "/private": page(f"{name} private")}
+    return {
+        "/": page(f"{name} home", ["/a", "/b", "/private"]),
+        "/a": page(f"{name} a"),
+        "/b": page(f"{name} b"),
+        "/private": page(f"{name} private"),
+    }
 
 
 def _cmdline(pid: int) -> bytes:
@@ -50,8 +54,9 @@ def test_robots_txt_redirected_to_another_host_is_asked_under_that_hosts_claim(s
     """Four hosts' robots.txt redirect to a fifth host's, which is crawled too: the fifth host
     sees its Crawl-delay between every two requests and never two at once; the four take its
     rules (RFC 9309 §2.3.1.2) and are crawled under them."""
-    target = SandboxHost("127.0.0.30", robots="User-agent: *\nCrawl-delay: 1\nDisallow: /private\n",
-                         pages=site("target"))
+    target = SandboxHost(
+        "127.0.0.30", robots="User-agent: *\nCrawl-delay: 1\nDisallow: /private\n", pages=site("target")
+    )
 
     def redirect_robots(path: str):
         if path == "/robots.txt":
@@ -90,6 +95,7 @@ def test_robots_txt_redirected_to_another_host_is_asked_under_that_hosts_claim(s
 
 def test_robots_txt_redirect_on_the_same_host_is_one_request_per_claim(sandbox_factory, db_path):
     """A chain of robots.txt redirects on one host: each hop waits the host's delay."""
+
     def handler(path: str):
         hops = {"/robots.txt": "/r1.txt", "/r1.txt": "/r2.txt"}
         if path in hops:
@@ -116,8 +122,9 @@ def test_a_503_without_retry_after_doubles_a_long_crawl_delay(sandbox_factory, d
         return None
 
     # Crawl-delay 6: twice it (12 s) is more than the backoff's base (5 s), so the gap shows which rule held.
-    host = SandboxHost("127.0.0.37", robots="User-agent: *\nCrawl-delay: 6\n", pages={"/": page("home")},
-                       handler=handler)
+    host = SandboxHost(
+        "127.0.0.37", robots="User-agent: *\nCrawl-delay: 6\n", pages={"/": page("home")}, handler=handler
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, max_time=90)
     got = sb.requests(host)
@@ -141,15 +148,18 @@ def test_one_bad_url_costs_its_host_nothing_but_itself(raw_servers, db_path, tmp
                 time.sleep(0.05)
                 reset(conn)
             elif req.path == "/huge":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Huge: " + b"h" * 100_000
-                             + b"\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Huge: "
+                    + b"h" * 100_000
+                    + b"\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+                )
             elif req.path == "/drip":
                 data = http_response(200, b"<html><title>drip</title>" + b"d" * 10_000)
                 conn.sendall(data[:300])
                 for i in range(300, len(data), 10):  # 10 bytes a second: never silent for a read timeout
                     if req.server.wait(1.0):
                         return
-                    conn.sendall(data[i:i + 10])
+                    conn.sendall(data[i : i + 10])
             else:
                 conn.sendall(http_response(404, b"no"))
         except OSError:
@@ -162,9 +172,29 @@ def test_one_bad_url_costs_its_host_nothing_but_itself(raw_servers, db_path, tmp
     # The defaults, but a shorter first backoff (5 s) so that nine failed attempts fit the test.
     env["POLITECRAWL_BACKOFF_BASE"] = "0.5"
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "politecrawl.cli", "crawl", srv.url("/"), "--db", db_path,
-                          "--workers", "1", "--min-delay", "0.05", "--max-time", "100", "-q"],
-                         capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=140)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            srv.url("/"),
+            "--db",
+            db_path,
+            "--workers",
+            "1",
+            "--min-delay",
+            "0.05",
+            "--max-time",
+            "100",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=140,
+    )
     seconds = time.monotonic() - t0
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
@@ -220,8 +250,23 @@ def test_a_crawl_with_only_paused_hosts_left_ends_and_says_when(sandbox_factory,
     sandbox_factory([sick, well])
     env = {"POLITECRAWL_BACKOFF_BASE": "0.1"}  # five failures in seconds, not minutes
     t0 = time.monotonic()
-    out = run_cli("crawl", sick.url("/"), sick.url("/x"), well.url("/"), "--db", db_path, "--workers", "1",
-                  "--min-delay", "0.05", "--max-time", "120", env=env, cwd=str(tmp_path), timeout=150)
+    out = run_cli(
+        "crawl",
+        sick.url("/"),
+        sick.url("/x"),
+        well.url("/"),
+        "--db",
+        db_path,
+        "--workers",
+        "1",
+        "--min-delay",
+        "0.05",
+        "--max-time",
+        "120",
+        env=env,
+        cwd=str(tmp_path),
+        timeout=150,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert time.monotonic() - t0 < 60
     assert "crawl done" in out.stdout + out.stderr
@@ -233,10 +278,30 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
     host = SandboxHost("127.0.0.42", pages=pages)
     sandbox_factory([host])
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    proc = subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "crawl", host.url("/"), "--db", db_path,
-                             "--workers", "2", "--min-delay", "0.3", "--max-time", "60", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            host.url("/"),
+            "--db",
+            db_path,
+            "--workers",
+            "2",
+            "--min-delay",
+            "0.3",
+            "--max-time",
+            "60",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         workers: list[int] = []
@@ -260,13 +325,16 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
 def test_a_large_download_is_closed_after_its_headers(raw_servers, db_path):
     """A 3 MB zip linked from a page costs the site its headers, not its body (judged by what
     the server managed to send before the crawler hung up)."""
+
     def zip_file(conn, req):
         if req.path != "/big.zip":
             conn.sendall(http_response(404, b"no"))
             return
         size = 3 * 1024 * 1024
-        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {size}\r\n"
-                     "Connection: close\r\n\r\n".encode())
+        conn.sendall(
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {size}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
         sent = 0
         try:
             while sent < size:

@@ -22,8 +22,10 @@ def page(title: str, links=(), body: str = "") -> str:
 def test_a_noindex_in_a_second_x_robots_tag_header_keeps_the_page_out(raw_servers, db_path, tmp_path):
     def two_headers(conn, req):
         body = page("Quasar notes", body="quasar luminosity").encode()
-        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Robots-Tag: noarchive\r\n"
-                f"X-Robots-Tag: noindex\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Robots-Tag: noarchive\r\n"
+            f"X-Robots-Tag: noindex\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
         conn.sendall(head.encode() + body)
 
     home = page("Home", ["/hidden", "/shown"]).encode()
@@ -39,12 +41,16 @@ def test_a_noindex_in_a_second_x_robots_tag_header_keeps_the_page_out(raw_server
 
 
 def test_exclude_and_include_filters_leave_parts_of_a_site_untouched(sandbox_factory, db_path):
-    pages = {"/": page("Home", ["/docs/a", "/docs/b", "/blog/x", "/docs/private/p"]),
-             "/docs/a": page("A"), "/docs/b": page("B"), "/blog/x": page("X"), "/docs/private/p": page("P")}
+    pages = {
+        "/": page("Home", ["/docs/a", "/docs/b", "/blog/x", "/docs/private/p"]),
+        "/docs/a": page("A"),
+        "/docs/b": page("B"),
+        "/blog/x": page("X"),
+        "/docs/private/p": page("P"),
+    }
     host = SandboxHost("127.0.0.45", pages=pages)
     sb = sandbox_factory([host])
-    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, include=(r"/docs/", r"/$"),
-          exclude=(r"/private/",))
+    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, include=(r"/docs/", r"/$"), exclude=(r"/private/",))
     paths = {r.path for r in sb.requests(host)}
     assert paths == {"/robots.txt", "/", "/docs/a", "/docs/b"}, paths
     store = open_store(db_path)
@@ -61,8 +67,7 @@ def test_seeds_from_a_file(sandbox_factory, db_path, tmp_path):
     sb = sandbox_factory(hosts)
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"# my seeds\n{hosts[0].url('/')}\n\n   {hosts[1].url('/')}  \n")
-    out = run_cli("crawl", "--seeds-file", str(seeds), "--db", db_path, "--min-delay", "0.05", "-q",
-                  cwd=str(tmp_path))
+    out = run_cli("crawl", "--seeds-file", str(seeds), "--db", db_path, "--min-delay", "0.05", "-q", cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     for host in hosts:
         assert "/" in {r.path for r in sb.requests(host)}
@@ -78,10 +83,15 @@ def test_a_seed_that_redirects_to_another_host_is_crawled_there(sandbox_factory,
     from politecrawl.sandbox import Reply
 
     other = SandboxHost("127.0.0.49", pages={"/": page("Elsewhere")})
-    new = SandboxHost("127.0.0.48", pages={"/": page("New home", ["/a", "/b"]), "/a": page("A", ["/b"])},
-                      handler=lambda path: Reply(body=page("B", [other.url("/")])) if path == "/b" else None)
-    old = SandboxHost("127.0.0.50", handler=lambda path: None if path == "/robots.txt" else Reply(
-        status=301, headers={"Location": new.url(path)}))
+    new = SandboxHost(
+        "127.0.0.48",
+        pages={"/": page("New home", ["/a", "/b"]), "/a": page("A", ["/b"])},
+        handler=lambda path: Reply(body=page("B", [other.url("/")])) if path == "/b" else None,
+    )
+    old = SandboxHost(
+        "127.0.0.50",
+        handler=lambda path: None if path == "/robots.txt" else Reply(status=301, headers={"Location": new.url(path)}),
+    )
     sb = sandbox_factory([old, new, other])
     crawl(db_path, [old.url("/")], min_delay=0.05, workers=2)
     assert {r.path for r in sb.requests(new)} == {"/robots.txt", "/", "/a", "/b"}
@@ -90,8 +100,12 @@ def test_a_seed_that_redirects_to_another_host_is_crawled_there(sandbox_factory,
 
 
 def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
-    pages = {"/docs/intro.html": page("Intro", ["/docs/guide/a.html", "/blog/b.html", "/docs2/c.html"]),
-             "/docs/guide/a.html": page("A"), "/blog/b.html": page("B"), "/docs2/c.html": page("C")}
+    pages = {
+        "/docs/intro.html": page("Intro", ["/docs/guide/a.html", "/blog/b.html", "/docs2/c.html"]),
+        "/docs/guide/a.html": page("A"),
+        "/blog/b.html": page("B"),
+        "/docs2/c.html": page("C"),
+    }
     host = SandboxHost("127.0.0.51", pages=pages)
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/docs/intro.html")], min_delay=0.05, workers=1, scope="prefix")
@@ -99,9 +113,16 @@ def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
 
 
 def test_why_explains_each_decision_with_its_evidence(sandbox_factory, db_path, tmp_path):
-    host = SandboxHost("127.0.0.52", robots="User-agent: *\nDisallow: /private/\nCrawl-delay: 0.2\n", pages={
-        "/": page("Home", ["/a", "/private/x", "/copy", "/skip/me"]), "/a": page("Same words", body="same text here"),
-        "/copy": page("Same words", body="same text here"), "/private/x": page("Secret")})
+    host = SandboxHost(
+        "127.0.0.52",
+        robots="User-agent: *\nDisallow: /private/\nCrawl-delay: 0.2\n",
+        pages={
+            "/": page("Home", ["/a", "/private/x", "/copy", "/skip/me"]),
+            "/a": page("Same words", body="same text here"),
+            "/copy": page("Same words", body="same text here"),
+            "/private/x": page("Secret"),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.05, workers=1, exclude=(r"/skip/",))
 
@@ -137,9 +158,10 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
     slow, fast = SandboxHost("127.0.0.53", pages=site("slow")), SandboxHost("127.0.0.54", pages=site("fast"))
     sb = sandbox_factory([slow, fast])
     (tmp_path / "politecrawl.toml").write_text(
-        '[politecrawl]\nmin_delay = 0.05\n'
+        "[politecrawl]\nmin_delay = 0.05\n"
         '[hosts."127.0.0.53"]\nmin_delay = 0.8\nhost_page_budget = 3\n'
-        '[hosts."127.0.0.54"]\nmin_delay = 0.01\n')  # lower than the global: ignored
+        '[hosts."127.0.0.54"]\nmin_delay = 0.01\n'
+    )  # lower than the global: ignored
     db = str(tmp_path / "crawl.db")
     out = run_cli("crawl", slow.url("/"), fast.url("/"), "--db", db, "--workers", "1", "-q", cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
@@ -154,14 +176,21 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
 def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(sandbox_factory, db_path, tmp_path):
     from politecrawl.sandbox import Reply
 
-    host = SandboxHost("127.0.0.55", pages={
-        "/": page("Library", ["/report.pdf", "/notes.txt"]),
-        "/report.pdf": Reply(body=tiny_pdf("Heliotrope annual report", "Annual Report"),
-                             content_type="application/pdf"),
-        "/notes.txt": Reply(body="Field notes\nthe marmalade inventory", content_type="text/plain; charset=utf-8"),
-    })
-    quiet = SandboxHost("127.0.0.56", robots="User-agent: *\nContent-Signal: search=no\nAllow: /\n",
-                        pages={"/": page("Quiet", body="marmalade quietly")})
+    host = SandboxHost(
+        "127.0.0.55",
+        pages={
+            "/": page("Library", ["/report.pdf", "/notes.txt"]),
+            "/report.pdf": Reply(
+                body=tiny_pdf("Heliotrope annual report", "Annual Report"), content_type="application/pdf"
+            ),
+            "/notes.txt": Reply(body="Field notes\nthe marmalade inventory", content_type="text/plain; charset=utf-8"),
+        },
+    )
+    quiet = SandboxHost(
+        "127.0.0.56",
+        robots="User-agent: *\nContent-Signal: search=no\nAllow: /\n",
+        pages={"/": page("Quiet", body="marmalade quietly")},
+    )
     sb = sandbox_factory([host, quiet])
     crawl(db_path, [host.url("/"), quiet.url("/")], min_delay=0.05, workers=1, scope="any")
     assert "/" in {r.path for r in sb.requests(quiet)}  # fetched: the site allows crawling
@@ -192,8 +221,24 @@ def test_crawl_continuous_keeps_revisiting_until_stopped(sandbox_factory, db_pat
     host = SandboxHost("127.0.0.58", pages={"/": page("News", body="fresh")}, conditional=True)
     sb = sandbox_factory([host])
     t0 = time.monotonic()
-    out = run_cli("crawl", host.url("/"), "--db", db_path, "--workers", "1", "--min-delay", "0.05",
-                  "--recrawl-after", "2", "--continuous", "--max-time", "14", "-q", cwd=str(tmp_path), timeout=60)
+    out = run_cli(
+        "crawl",
+        host.url("/"),
+        "--db",
+        db_path,
+        "--workers",
+        "1",
+        "--min-delay",
+        "0.05",
+        "--recrawl-after",
+        "2",
+        "--continuous",
+        "--max-time",
+        "14",
+        "-q",
+        cwd=str(tmp_path),
+        timeout=60,
+    )
     took = time.monotonic() - t0
     assert out.returncode == 0, out.stderr
     assert "crawl max-time" in out.stdout + out.stderr
@@ -233,22 +278,41 @@ def test_a_seed_the_filters_turn_away_is_fetched_with_a_note(sandbox_factory, db
     pages = {"/": page("Home", ["/docs/a", "/blog/x"]), "/docs/a": page("A"), "/blog/x": page("X")}
     host = SandboxHost("127.0.0.58", pages=pages)
     sb = sandbox_factory([host])
-    out = run_cli("crawl", host.url("/"), "--db", db_path, "--include", "/docs/", "--min-delay", "0.05",
-                  "--max-time", "60", "--quiet", cwd=str(tmp_path))
+    out = run_cli(
+        "crawl",
+        host.url("/"),
+        "--db",
+        db_path,
+        "--include",
+        "/docs/",
+        "--min-delay",
+        "0.05",
+        "--max-time",
+        "60",
+        "--quiet",
+        cwd=str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     assert f"seed {host.url('/')} is not included by the URL filters" in out.stderr
     assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/", "/docs/a"}
 
 
 def test_export_has_each_pages_language_and_outgoing_links(raw_servers, db_path, tmp_path):
-    home = ('<html lang="de-AT"><head><title>Start</title></head><body><p>Willkommen</p>'
-            '<a href="/a">a</a> <a href="http://127.0.0.60/elsewhere">off site</a> <a href="/a#x">a again</a>'
-            '</body></html>').encode()
+    home = (
+        '<html lang="de-AT"><head><title>Start</title></head><body><p>Willkommen</p>'
+        '<a href="/a">a</a> <a href="http://127.0.0.60/elsewhere">off site</a> <a href="/a#x">a again</a>'
+        "</body></html>"
+    ).encode()
 
     def plain_with_header(conn, req):
         body = b"<html><head><title>A</title></head><body><p>no lang attribute</p></body></html>"
-        conn.sendall(("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Language: fr, en\r\n"
-                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+        conn.sendall(
+            (
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Language: fr, en\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            + body
+        )
 
     srv = raw_servers("127.0.0.59", ok_robots_handler({"/": home}, plain_with_header))
     crawl(db_path, [srv.url("/")], min_delay=0.05, workers=1)
@@ -275,8 +339,19 @@ def test_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(raw_se
 
     via = raw_servers("127.0.0.65", proxy)
     env = {"HTTP_PROXY": via.url("").rstrip("/"), "NO_PROXY": ""}
-    out = run_cli("crawl", origin.url("/"), "--db", db_path, "--min-delay", "0.05", "--max-time", "30", "-q",
-                  env=env, cwd=str(tmp_path))
+    out = run_cli(
+        "crawl",
+        origin.url("/"),
+        "--db",
+        db_path,
+        "--min-delay",
+        "0.05",
+        "--max-time",
+        "30",
+        "-q",
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     assert seen == [origin.url("/robots.txt"), origin.url("/")], seen  # absolute-form requests
     assert origin.paths() == []
@@ -285,7 +360,18 @@ def test_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(raw_se
     # NO_PROXY names the host: the proxy is bypassed (negative control).
     db2 = str(tmp_path / "direct.db")
     env = {"HTTP_PROXY": via.url("").rstrip("/"), "NO_PROXY": "127.0.0.64"}
-    out = run_cli("crawl", origin.url("/"), "--db", db2, "--min-delay", "0.05", "--max-time", "30", "-q",
-                  env=env, cwd=str(tmp_path))
+    out = run_cli(
+        "crawl",
+        origin.url("/"),
+        "--db",
+        db2,
+        "--min-delay",
+        "0.05",
+        "--max-time",
+        "30",
+        "-q",
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     assert len(seen) == 2 and "/" in origin.paths()

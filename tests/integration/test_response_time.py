@@ -20,8 +20,9 @@ BODY = b"<html><title>t</title><body>ok</body></html>"
 
 
 def _fetcher() -> Fetcher:
-    return Fetcher(user_agent="politecrawl-test", max_bytes=1 << 20, connect_timeout=5, read_timeout=5,
-                   total_timeout=10)
+    return Fetcher(
+        user_agent="politecrawl-test", max_bytes=1 << 20, connect_timeout=5, read_timeout=5, total_timeout=10
+    )
 
 
 def _fast(conn, req):

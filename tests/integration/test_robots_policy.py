@@ -24,14 +24,17 @@ def page(title: str, body: str = "", links=(), head: str = "") -> str:
 SITE = {"/": page("Home", "", ["/a", "/private/b"]), "/a": page("A"), "/private/b": page("B")}
 
 
-@pytest.mark.parametrize("status, expected", [
-    (404, ["/", "/a", "/private/b"]),  # 4xx: no rules, everything allowed
-    (403, ["/", "/a", "/private/b"]),
-    (410, ["/", "/a", "/private/b"]),
-    (500, []),  # 5xx: fail closed — nothing but robots.txt
-    (503, []),
-    (429, []),  # 429 too (unlike crawler-commons, which treats it as 4xx)
-])
+@pytest.mark.parametrize(
+    "status, expected",
+    [
+        (404, ["/", "/a", "/private/b"]),  # 4xx: no rules, everything allowed
+        (403, ["/", "/a", "/private/b"]),
+        (410, ["/", "/a", "/private/b"]),
+        (500, []),  # 5xx: fail closed — nothing but robots.txt
+        (503, []),
+        (429, []),  # 429 too (unlike crawler-commons, which treats it as 4xx)
+    ],
+)
 def test_robots_status_codes(sandbox_factory, db_path, status, expected):
     host = SandboxHost("127.0.0.2", robots=Reply(status=status, body="User-agent: *\nDisallow: /\n"), pages=SITE)
     sb = sandbox_factory([host])
@@ -42,10 +45,14 @@ def test_robots_status_codes(sandbox_factory, db_path, status, expected):
 
 
 def test_robots_redirect_is_followed(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages=SITE | {
-        "/robots.txt": Reply(status=301, headers={"Location": "/real-robots.txt"}),
-        "/real-robots.txt": Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages=SITE
+        | {
+            "/robots.txt": Reply(status=301, headers={"Location": "/real-robots.txt"}),
+            "/real-robots.txt": Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"),
+        },
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=0.2)
     paths = [r.path for r in sb.requests(host)]
@@ -103,20 +110,25 @@ def test_cached_copy_used_during_outage_and_refreshed_after_ttl(sandbox_factory,
 
 
 def test_sitemaps_from_robots_are_crawled(sandbox_factory, db_path):
-    urlset = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-              + "".join(f"<url><loc>{{base}}/hidden/{i}</loc><lastmod>2026-01-0{i + 1}</lastmod></url>"
-                        for i in range(3))
-              + "<url><loc>{base}/private/no</loc></url></urlset>")
-    index = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-             "<sitemap><loc>{base}/sm1.xml.gz</loc></sitemap><sitemap><loc>{base}/broken.xml</loc></sitemap>"
-             "</sitemapindex>")
+    urlset = (
+        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{{base}}/hidden/{i}</loc><lastmod>2026-01-0{i + 1}</lastmod></url>" for i in range(3))
+        + "<url><loc>{base}/private/no</loc></url></urlset>"
+    )
+    index = (
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>{base}/sm1.xml.gz</loc></sitemap><sitemap><loc>{base}/broken.xml</loc></sitemap>"
+        "</sitemapindex>"
+    )
     holder: dict[str, str] = {}
 
     def handler(path: str):
         base = holder["base"]
         if path == "/robots.txt":
-            return Reply(body=f"User-agent: *\nDisallow: /private/\nSitemap: {base}/sitemap_index.xml\n",
-                         content_type="text/plain")
+            return Reply(
+                body=f"User-agent: *\nDisallow: /private/\nSitemap: {base}/sitemap_index.xml\n",
+                content_type="text/plain",
+            )
         if path == "/sitemap_index.xml":
             return Reply(body=index.replace("{base}", base), content_type="application/xml")
         if path == "/sm1.xml.gz":
@@ -143,20 +155,36 @@ def test_sitemaps_from_robots_are_crawled(sandbox_factory, db_path):
 
 
 def test_noindex_fetched_not_indexed_and_nofollow_not_queued(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "gazelle home", ["/meta-noindex", "/header-noindex", "/other-bot", "/meta-nofollow",
-                                       "/expired", "/archive"]) + '<a rel="nofollow" href="/rel-nofollow">x</a>',
-        "/meta-noindex": page("Meta", "gazelle meta words", head='<meta name="robots" content="noindex">'),
-        "/header-noindex": Reply(body=page("Header", "gazelle header words"),
-                                 headers={"X-Robots-Tag": "politecrawl: noindex"}),
-        "/other-bot": Reply(body=page("Other", "gazelle other words"), headers={"X-Robots-Tag": "otherbot: noindex"}),
-        "/meta-nofollow": page("Nofollow", "gazelle nofollow words", ["/from-nofollow"],
-                               head='<meta name="politecrawl" content="nofollow">'),
-        "/expired": page("Expired", "gazelle expired words",
-                         head='<meta name="robots" content="unavailable_after: 2001-01-01">'),
-        "/archive": page("Archive", "gazelle archive words", head='<meta name="robots" content="noarchive">'),
-        "/rel-nofollow": page("Rel"), "/from-nofollow": page("From"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page(
+                "Home",
+                "gazelle home",
+                ["/meta-noindex", "/header-noindex", "/other-bot", "/meta-nofollow", "/expired", "/archive"],
+            )
+            + '<a rel="nofollow" href="/rel-nofollow">x</a>',
+            "/meta-noindex": page("Meta", "gazelle meta words", head='<meta name="robots" content="noindex">'),
+            "/header-noindex": Reply(
+                body=page("Header", "gazelle header words"), headers={"X-Robots-Tag": "politecrawl: noindex"}
+            ),
+            "/other-bot": Reply(
+                body=page("Other", "gazelle other words"), headers={"X-Robots-Tag": "otherbot: noindex"}
+            ),
+            "/meta-nofollow": page(
+                "Nofollow",
+                "gazelle nofollow words",
+                ["/from-nofollow"],
+                head='<meta name="politecrawl" content="nofollow">',
+            ),
+            "/expired": page(
+                "Expired", "gazelle expired words", head='<meta name="robots" content="unavailable_after: 2001-01-01">'
+            ),
+            "/archive": page("Archive", "gazelle archive words", head='<meta name="robots" content="noarchive">'),
+            "/rel-nofollow": page("Rel"),
+            "/from-nofollow": page("From"),
+        },
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     paths = {r.path for r in sb.requests(host)}
@@ -170,8 +198,10 @@ def test_noindex_fetched_not_indexed_and_nofollow_not_queued(sandbox_factory, db
 
 def test_unavailable_after_in_the_future_is_removed_later(sandbox_factory, db_path):
     soon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 3))
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Offer", "limited offer", head=f'<meta name="robots" content="unavailable_after: {soon}">')})
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={"/": page("Offer", "limited offer", head=f'<meta name="robots" content="unavailable_after: {soon}">')},
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     assert Searcher(db_path + ".index").search("offer")

@@ -28,12 +28,15 @@ def page(title: str, body: str = "", links=()) -> str:
 
 
 def test_allowed_path_is_crawled_indexed_and_links_queued(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home of apples", "apples and pears", ["/a.html", "/b.html"]),
-        "/a.html": page("Apple page", "crisp apples", ["/deep.html"]),
-        "/b.html": page("Pear page", "ripe pears"),
-        "/deep.html": page("Deep", "never fetched: depth limit"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home of apples", "apples and pears", ["/a.html", "/b.html"]),
+            "/a.html": page("Apple page", "crisp apples", ["/deep.html"]),
+            "/b.html": page("Pear page", "ripe pears"),
+            "/deep.html": page("Deep", "never fetched: depth limit"),
+        },
+    )
     sb = sandbox_factory([host])
     report = crawl(db_path, [host.url("/")], max_depth=1)
     assert report.stopped_by == "done"
@@ -62,11 +65,16 @@ def test_discovered_link_is_queued_when_budget_stops_the_crawl(sandbox_factory, 
 
 
 def test_robots_first_once_and_disallowed_never_requested(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", robots="User-agent: *\nDisallow: /private/\n", pages={
-        "/": page("Home", "", ["/private/secret.html", "/public.html", "/p2.html"]),
-        "/public.html": page("Public"), "/p2.html": page("P2"),
-        "/private/secret.html": page("Secret"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        robots="User-agent: *\nDisallow: /private/\n",
+        pages={
+            "/": page("Home", "", ["/private/secret.html", "/public.html", "/p2.html"]),
+            "/public.html": page("Public"),
+            "/p2.html": page("P2"),
+            "/private/secret.html": page("Secret"),
+        },
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], workers=3)
     reqs = sb.requests(host)
@@ -82,8 +90,10 @@ def test_robots_first_once_and_disallowed_never_requested(sandbox_factory, db_pa
 
 
 def test_immediate_second_claim_defers_and_makes_no_request(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={"/": page("Home", "", ["/1", "/2", "/3"]), "/1": page("1"),
-                                           "/2": page("2"), "/3": page("3")})
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={"/": page("Home", "", ["/1", "/2", "/3"]), "/1": page("1"), "/2": page("2"), "/3": page("3")},
+    )
     sb = sandbox_factory([host])
     # Store level: while one claim is held, nobody else gets the host.
     store = open_store(db_path)
@@ -118,8 +128,11 @@ def test_crawl_delay_stored_and_min_delay_is_a_floor(sandbox_factory, db_path):
 
 
 def test_404_robots_crawls_and_is_not_rerequested(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", robots=Reply(status=404, body="no"), pages={
-        "/": page("Home", "", ["/a", "/b"]), "/a": page("A"), "/b": page("B")})
+    host = SandboxHost(
+        "127.0.0.2",
+        robots=Reply(status=404, body="no"),
+        pages={"/": page("Home", "", ["/a", "/b"]), "/a": page("A"), "/b": page("B")},
+    )
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     paths = [r.path for r in sb.requests(host)]
@@ -156,8 +169,10 @@ def test_six_processes_race_for_a_fresh_host_store_level(db_path):
     open_store(db_path).close()
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(6), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(db_path, "http://127.0.0.2:1/", "http://127.0.0.2:1", barrier, results))
-             for _ in range(6)]
+    procs = [
+        ctx.Process(target=_race, args=(db_path, "http://127.0.0.2:1/", "http://127.0.0.2:1", barrier, results))
+        for _ in range(6)
+    ]
     for p in procs:
         p.start()
     outcomes = [results.get(timeout=120) for _ in range(6)]  # generous: six spawned interpreters on 2 cores
@@ -194,23 +209,43 @@ def test_three_hosts_four_workers_gaps_and_one_open_request(sandbox_factory, db_
     # Negative control: the checker does catch a too-short gap and an overlap.
     import dataclasses
 
-    fake = [dataclasses.replace(log[0], started=0.0, ended=1.0), dataclasses.replace(log[0], started=1.1, ended=2.0),
-            dataclasses.replace(log[0], started=1.5, ended=1.6)]
+    fake = [
+        dataclasses.replace(log[0], started=0.0, ended=1.0),
+        dataclasses.replace(log[0], started=1.1, ended=2.0),
+        dataclasses.replace(log[0], started=1.5, ended=1.6),
+    ]
     bad = violations(fake, 0.2, tolerance=0.0)
     assert bad["short_gaps"] and bad["max_open_per_host"] == 2
 
 
 def test_killed_worker_lease_expires_and_url_is_crawled_later(sandbox_factory, db_path, tmp_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "", ["/slow", "/other"]),
-        "/slow": Reply(body=page("Slow page", "tortoise"), delay=3.0),
-        "/other": page("Other"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "", ["/slow", "/other"]),
+            "/slow": Reply(body=page("Slow page", "tortoise"), delay=3.0),
+            "/other": page("Other"),
+        },
+    )
     sb = sandbox_factory([host])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.cli", "crawl", host.url("/"), "--db", db_path, "--workers", "2",
-         "--min-delay", "0.3", "-q"],
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            host.url("/"),
+            "--db",
+            db_path,
+            "--workers",
+            "2",
+            "--min-delay",
+            "0.3",
+            "-q",
+        ],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 60
     while time.time() < deadline and not sb.arrivals(host, "/slow"):
@@ -255,8 +290,9 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
         "/3": ("Three", "lion tiger"),
         "/4": ("Four", "tiger tiger tiger tiger bear"),
     }
-    host = SandboxHost("127.0.0.2", pages={"/": page("Index", "", list(docs))} | {
-        p: page(t, b) for p, (t, b) in docs.items()})
+    host = SandboxHost(
+        "127.0.0.2", pages={"/": page("Index", "", list(docs))} | {p: page(t, b) for p, (t, b) in docs.items()}
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     out = run_cli("search", "zebra lion", "--db", db_path, "--json", "--limit", "10")
@@ -267,8 +303,10 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     # documented field weights title 2, body 1) plus 2 x the title's own BM25 term with k1 = 0.5
     # (politecrawl.index.bm25, "bm25f+title").
     db = sqlite3.connect(db_path)
-    stored = {u: {"title": tokenize(t or ""), "body": tokenize(x or "")}
-              for u, t, x in db.execute("SELECT url, title, text FROM pages")}
+    stored = {
+        u: {"title": tokenize(t or ""), "body": tokenize(x or "")}
+        for u, t, x in db.execute("SELECT url, title, text FROM pages")
+    }
     n = len(stored)
     weights = {"title": 2.0, "body": 1.0}
     avgdl = {f: sum(len(d[f]) for d in stored.values()) / n for f in weights}
@@ -296,14 +334,17 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     assert hits[0]["url"] == host.url("/1")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["crawl", "not a url"], "invalid seed URL"),
-    (["crawl", "ftp://example.org/"], "invalid seed URL"),
-    (["crawl", "http://127.0.0.2/", "--db", "/nonexistent-dir/x.db"], "does not exist"),
-    (["crawl", "http://127.0.0.2/", "--workers", "zero"], "Invalid value"),
-    (["crawl", "https://example.org/"], "without a contact"),
-    (["status", "--db", "/nonexistent-dir/x.db"], "no store"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["crawl", "not a url"], "invalid seed URL"),
+        (["crawl", "ftp://example.org/"], "invalid seed URL"),
+        (["crawl", "http://127.0.0.2/", "--db", "/nonexistent-dir/x.db"], "does not exist"),
+        (["crawl", "http://127.0.0.2/", "--workers", "zero"], "Invalid value"),
+        (["crawl", "https://example.org/"], "without a contact"),
+        (["status", "--db", "/nonexistent-dir/x.db"], "no store"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     out = run_cli(*args, cwd=str(tmp_path))
     assert out.returncode == 2
@@ -323,14 +364,19 @@ def test_db_that_is_not_a_store(tmp_path):
 
 
 def test_malformed_pages_are_recorded_and_the_crawl_goes_on(sandbox_factory, db_path):
-    host = SandboxHost("127.0.0.2", pages={
-        "/": page("Home", "", ["/broken", "/latin", "/binary", "/ok"]),
-        "/broken": "<html><title>Broken<body><p>unclosed <div><a href='/ok'>x<table><tr><td>cell",
-        "/latin": Reply(body="<title>Caf\xe9</title><body>caf\xe9 cr\xe8me</body>".encode("latin-1"),
-                        content_type="text/html; charset=utf-8"),
-        "/binary": Reply(body=bytes(range(256)) * 10, content_type="application/octet-stream"),
-        "/ok": page("Fine", "all good"),
-    })
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={
+            "/": page("Home", "", ["/broken", "/latin", "/binary", "/ok"]),
+            "/broken": "<html><title>Broken<body><p>unclosed <div><a href='/ok'>x<table><tr><td>cell",
+            "/latin": Reply(
+                body="<title>Caf\xe9</title><body>caf\xe9 cr\xe8me</body>".encode("latin-1"),
+                content_type="text/html; charset=utf-8",
+            ),
+            "/binary": Reply(body=bytes(range(256)) * 10, content_type="application/octet-stream"),
+            "/ok": page("Fine", "all good"),
+        },
+    )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
     store = open_store(db_path)

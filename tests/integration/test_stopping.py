@@ -20,18 +20,41 @@ SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop
 
 def _hosts():
     links = "".join(f'<a href="/p{i}">p{i}</a>' for i in range(30))
-    quick = SandboxHost("127.0.0.90", pages={"/": f"<html><title>q</title><body>{links}</body></html>",
-                                              **{f"/p{i}": f"<html><title>q{i}</title><body>page {i}</body></html>"
-                                                 for i in range(30)}})
+    quick = SandboxHost(
+        "127.0.0.90",
+        pages={
+            "/": f"<html><title>q</title><body>{links}</body></html>",
+            **{f"/p{i}": f"<html><title>q{i}</title><body>page {i}</body></html>" for i in range(30)},
+        },
+    )
     slow = SandboxHost("127.0.0.91", pages={"/": Reply(body="<html><title>slow</title></html>", delay=SLOW)})
     return quick, slow
 
 
 def _crawl(db: str, seeds: list[str], cwd: str, *extra: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    return subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "crawl", *seeds, "--db", db, "--workers", "2",
-                             "--min-delay", "0.5", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=cwd, start_new_session=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            *seeds,
+            "--db",
+            db,
+            "--workers",
+            "2",
+            "--min-delay",
+            "0.5",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:

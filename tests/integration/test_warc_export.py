@@ -99,13 +99,19 @@ def warc_records(directory: Path) -> list[dict]:
             it = ArchiveIterator(fh, check_digests="raise")
             for rec in it:
                 content = rec.content_stream().read()
-                out.append({
-                    "file": path.name, "offset": it.get_record_offset(), "type": rec.rec_type,
-                    "uri": rec.rec_headers.get_header("WARC-Target-URI"),
-                    "status": (int(rec.http_headers.get_statuscode())
-                               if rec.rec_type in ("response", "revisit") else None),
-                    "kind": rec.rec_headers.get_header("Politecrawl-Kind"), "content": content,
-                })
+                out.append(
+                    {
+                        "file": path.name,
+                        "offset": it.get_record_offset(),
+                        "type": rec.rec_type,
+                        "uri": rec.rec_headers.get_header("WARC-Target-URI"),
+                        "status": (
+                            int(rec.http_headers.get_statuscode()) if rec.rec_type in ("response", "revisit") else None
+                        ),
+                        "kind": rec.rec_headers.get_header("Politecrawl-Kind"),
+                        "content": content,
+                    }
+                )
     return out
 
 
@@ -117,24 +123,29 @@ def warcio_check(directory: Path) -> int:
 
 def site(ip: str, **kw) -> SandboxHost:
     """A small site: links, a sitemap named in robots.txt, a 404, a redirect."""
-    host = SandboxHost(ip, pages={
-        "/": page("Home", ["/a.html", "/b.html", "/missing.html", "/old.html"]),
-        "/a.html": page("A", ["/c.html"], "apples"),
-        "/b.html": page("B", [], "bananas " * 300),
-        "/c.html": page("C"),
-        "/only-in-sitemap.html": page("Sitemap only"),
-        "/old.html": Reply(status=301, headers={"Location": "/new.html"}),
-        "/new.html": page("New"),
-    }, **kw)
+    host = SandboxHost(
+        ip,
+        pages={
+            "/": page("Home", ["/a.html", "/b.html", "/missing.html", "/old.html"]),
+            "/a.html": page("A", ["/c.html"], "apples"),
+            "/b.html": page("B", [], "bananas " * 300),
+            "/c.html": page("C"),
+            "/only-in-sitemap.html": page("Sitemap only"),
+            "/old.html": Reply(status=301, headers={"Location": "/new.html"}),
+            "/new.html": page("New"),
+        },
+        **kw,
+    )
 
     def handler(path: str):
         if path == "/robots.txt":
-            return Reply(body=f"User-agent: *\nAllow: /\nSitemap: {host.base}/sitemap.xml\n",
-                         content_type="text/plain")
+            return Reply(body=f"User-agent: *\nAllow: /\nSitemap: {host.base}/sitemap.xml\n", content_type="text/plain")
         if path == "/sitemap.xml":
-            return Reply(body=f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-                              f"<url><loc>{host.base}/only-in-sitemap.html</loc></url></urlset>",
-                         content_type="application/xml")
+            return Reply(
+                body=f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{host.base}/only-in-sitemap.html</loc></url></urlset>",
+                content_type="application/xml",
+            )
         return None
 
     host.handler = handler
@@ -160,7 +171,8 @@ def test_every_answer_is_archived_once_and_checks(sandbox_factory, tmp_path):
     archived_200 = Counter(r["uri"] for r in responses if r["status"] == 200)
     assert archived_200 == sent_200 and set(sent_200.values()) == {1}
     assert Counter((r["uri"], r["status"]) for r in responses) == Counter(
-        (host_of[r.host].url(r.path), r.status) for r in served)
+        (host_of[r.host].url(r.path), r.status) for r in served
+    )
     # robots.txt and the sitemap are archived; robots.txt is labelled (pages and sitemaps are when
     # the crawler passes kind= to Fetcher.get)
     kinds = {r["uri"]: r["kind"] for r in responses}
@@ -193,8 +205,13 @@ def test_a_304_is_a_revisit_record(sandbox_factory, tmp_path):
 
 def _export(db: str, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    return subprocess.run([sys.executable, "-m", "politecrawl.cli", "export", "--db", db, *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl.cli", "export", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
@@ -244,8 +261,10 @@ def test_export_streams_in_bounded_batches(tmp_path):
     import sqlite3
 
     con = sqlite3.connect(db)
-    con.execute("INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes, fetched_at)"
-                " SELECT id, url, url, 200, 'text/html', 'T' || id, 'text ' || id, 10, 1.0e9 + id FROM frontier")
+    con.execute(
+        "INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes, fetched_at)"
+        " SELECT id, url, url, 200, 'text/html', 'T' || id, 'text ' || id, 10, 1.0e9 + id FROM frontier"
+    )
     con.commit()
     con.close()
     seen = list(iter_pages(db, batch=100))
@@ -272,9 +291,11 @@ def test_export_reads_a_postgresql_store(tmp_path):
         n = 1_234
         store.seed_urls([NewURL(f"http://127.0.0.2/p{i}", "http://127.0.0.2", 0) for i in range(n)], time.time())
         with psycopg.connect(base, autocommit=True, options=f"-csearch_path={schema}") as conn:
-            conn.execute("INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes,"
-                         " fetched_at) SELECT id, url, url, 200, 'text/html', 'T' || id, 'line one\nline two', 10,"
-                         " 1.0e9 + id FROM frontier")
+            conn.execute(
+                "INSERT INTO pages (url_id, url, final_url, status, content_type, title, text, bytes,"
+                " fetched_at) SELECT id, url, url, 200, 'text/html', 'T' || id, 'line one\nline two', 10,"
+                " 1.0e9 + id FROM frontier"
+            )
         pages = store.status(time.time())["pages_stored"]
         assert pages == n
         out = _export(url, "--format", "csv")
@@ -298,8 +319,12 @@ def test_export_reads_a_postgresql_store(tmp_path):
 def test_sigkill_mid_crawl_then_resume_leaves_every_file_readable(sandbox_factory, tmp_path):
     def chain(ip: str) -> SandboxHost:
         # distinct words on every page: near-duplicates would pause the host (yield monitoring)
-        return SandboxHost(ip, pages={f"/p{i}": page(f"P{i}", [], words(f"{ip}{i}")) for i in range(40)}
-                           | {"/": page("Home", [f"/p{i}" for i in range(40)])}, delay=0.01)
+        return SandboxHost(
+            ip,
+            pages={f"/p{i}": page(f"P{i}", [], words(f"{ip}{i}")) for i in range(40)}
+            | {"/": page("Home", [f"/p{i}" for i in range(40)])},
+            delay=0.01,
+        )
 
     hosts = [chain(f"127.0.0.{i}") for i in range(2, 6)]
     sb = sandbox_factory(hosts)
@@ -340,16 +365,36 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
     sb = sandbox_factory(hosts)
     warc_dir, db = tmp_path / "warc", str(tmp_path / "crawl.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    out = subprocess.run([sys.executable, "-m", "politecrawl.cli", "crawl", *[h.url("/") for h in hosts], "--db", db,
-                          "--workers", "2", "--min-delay", "0.05", "--warc", str(warc_dir), "-q"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            *[h.url("/") for h in hosts],
+            "--db",
+            db,
+            "--workers",
+            "2",
+            "--min-delay",
+            "0.05",
+            "--warc",
+            str(warc_dir),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert warcio_check(warc_dir) == 0
     served = sb.requests()
     host_of = {h.netloc: h for h in hosts}
     responses = [r for r in warc_records(warc_dir) if r["type"] == "response"]
     assert Counter(r["uri"] for r in responses if r["status"] == 200) == Counter(
-        host_of[r.host].url(r.path) for r in served if r.status == 200)
+        host_of[r.host].url(r.path) for r in served if r.status == 200
+    )
     assert len(responses) == len(served)
     # The fetch log knows where each answer is archived: its file and offset hold that response.
     from warcio.archiveiterator import ArchiveIterator
@@ -370,15 +415,40 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
 
 def test_crawl_flag_sigkill_then_resume(sandbox_factory, tmp_path):
     """The real command line: every process of the crawl SIGKILLed mid-crawl, then resumed."""
-    hosts = [SandboxHost(f"127.0.0.{i}", pages={f"/p{k}": page(f"P{k}", [], words(f"{i}/{k}")) for k in range(30)}
-                         | {"/": page("Home", [f"/p{k}" for k in range(30)])}, delay=0.01) for i in range(2, 6)]
+    hosts = [
+        SandboxHost(
+            f"127.0.0.{i}",
+            pages={f"/p{k}": page(f"P{k}", [], words(f"{i}/{k}")) for k in range(30)}
+            | {"/": page("Home", [f"/p{k}" for k in range(30)])},
+            delay=0.01,
+        )
+        for i in range(2, 6)
+    ]
     sb = sandbox_factory(hosts)
     warc_dir, db = tmp_path / "warc", str(tmp_path / "crawl.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    cmd = [sys.executable, "-m", "politecrawl.cli", "crawl", "--db", db, "--workers", "2", "--min-delay", "0.05",
-           "--warc", str(warc_dir), "-q"]
-    child = subprocess.Popen(cmd + [h.url("/") for h in hosts], env=env, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "politecrawl.cli",
+        "crawl",
+        "--db",
+        db,
+        "--workers",
+        "2",
+        "--min-delay",
+        "0.05",
+        "--warc",
+        str(warc_dir),
+        "-q",
+    ]
+    child = subprocess.Popen(
+        cmd + [h.url("/") for h in hosts],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while len([r for r in sb.requests() if r.status == 200]) < 30 and time.time() < deadline:
         time.sleep(0.05)

@@ -44,8 +44,10 @@ N_NORMAL = 25
 CONTACT = "https://ops.example.org/bot-contact"
 
 TOPICS = [
-    ("Politeness rules for a web crawler",
-     "A polite crawler waits between requests to one host and reads robots.txt first."),
+    (
+        "Politeness rules for a web crawler",
+        "A polite crawler waits between requests to one host and reads robots.txt first.",
+    ),
     ("Crawl-delay explained", "Site owners can ask a crawler to slow down with a Crawl-delay line in robots.txt."),
     ("Retry-After and 429", "When a server answers 429 Too Many Requests, the crawler obeys Retry-After."),
     ("BM25 ranking", "The search engine ranks pages with BM25 over the text the crawler stored."),
@@ -298,7 +300,13 @@ def test_openapi_document(site):
     assert params["q"]["required"] is True
     assert params["page"]["schema"]["maximum"] == 1000 and params["limit"]["schema"]["maximum"] == 100
     assert set(doc["components"]["schemas"]["SearchResults"]["required"]) == {
-        "query", "page", "limit", "total", "took_ms", "hits"}
+        "query",
+        "page",
+        "limit",
+        "total",
+        "took_ms",
+        "hits",
+    }
     # every $ref resolves
     for ref in re.findall(r'"\$ref": "#/components/schemas/(\w+)"', json.dumps(doc)):
         assert ref in doc["components"]["schemas"]
@@ -548,9 +556,18 @@ def _chromium() -> str:
 def _chromium_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
     cmd = [
-        _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--hide-scrollbars", f"--user-data-dir={profile}", *args,
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=90)
 
@@ -563,8 +580,9 @@ def test_browser_shows_the_hostile_title_as_text_and_highlights(site, tmp_path):
     # The DOM after parsing: the title is a text node (serialized escaped), no script element exists.
     assert EVIL_TITLE_ESCAPED in dom
     assert "<script" not in dom.lower()
-    assert re.search(r'<a class="result-title" href="https://evil.example/">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>",
-                     dom)
+    assert re.search(
+        r'<a class="result-title" href="https://evil.example/">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>", dom
+    )
     assert "<mark>Evil</mark>" in dom
     assert re.search(r"<mark>(?:polite|crawler)</mark>", dom, re.IGNORECASE)
 
@@ -591,10 +609,13 @@ def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_fa
     wait, what was filtered and why, the latest errors; the same at /api/status."""
     from politecrawl.sandbox import Reply, SandboxHost
 
-    pages = {"/": "<html><title>Home</title><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(6))
-                  + '<a href="/gone">gone</a><a href="/private/x">x</a></body></html>',
-             **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(6)},
-             "/gone": Reply(status=410, body="gone")}
+    pages = {
+        "/": "<html><title>Home</title><body>"
+        + "".join(f'<a href="/p{i}">p</a>' for i in range(6))
+        + '<a href="/gone">gone</a><a href="/private/x">x</a></body></html>',
+        **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(6)},
+        "/gone": Reply(status=410, body="gone"),
+    }
     host = SandboxHost("127.0.0.59", pages=pages)
     sandbox_factory([host])
     db = str(tmp_path / "c.db")
@@ -618,9 +639,12 @@ def test_browser_renders_the_status_page_with_its_chart_and_hosts(sandbox_factor
     hosts and the filtered links are visible text, and the page fits a phone's width."""
     from politecrawl.sandbox import SandboxHost
 
-    pages = {"/": "<html><title>Home</title><body>" + "".join(f'<a href="/p{i}">p</a>' for i in range(4))
-                  + '<a href="/private/x">x</a></body></html>',
-             **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(4)}}
+    pages = {
+        "/": "<html><title>Home</title><body>"
+        + "".join(f'<a href="/p{i}">p</a>' for i in range(4))
+        + '<a href="/private/x">x</a></body></html>',
+        **{f"/p{i}": f"<html><title>P{i}</title><body>page {i}</body></html>" for i in range(4)},
+    }
     host = SandboxHost("127.0.0.61", pages=pages)
     sandbox_factory([host])
     db = str(tmp_path / "c.db")

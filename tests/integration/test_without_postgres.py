@@ -22,11 +22,11 @@ from conftest import run_cli
 
 PG_URL = "postgresql://postgres@127.0.0.1:1/nothing-listens-here"
 
-_BLOCKER = '''import os
+_BLOCKER = """import os
 with open(os.environ["POLITECRAWL_TEST_DRIVER_MARK"], "a") as fh:
     fh.write(__name__ + "\\n")
 raise ImportError("No module named {name!r} (hidden by the test)", name={name!r})
-'''
+"""
 
 
 @pytest.fixture
@@ -49,34 +49,43 @@ def _imports(mark: Path) -> list[str]:
 def test_the_blocker_works(no_driver):
     # Negative control: the hidden driver is really hidden, and its import is recorded.
     env, mark = no_driver
-    out = subprocess.run([sys.executable, "-c", "import psycopg"], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, **env})
+    out = subprocess.run(
+        [sys.executable, "-c", "import psycopg"], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
     assert out.returncode != 0 and "hidden by the test" in out.stderr, out.stderr
     assert _imports(mark) == ["psycopg"]
 
 
 def test_import_politecrawl_and_every_module_without_the_driver(no_driver):
     env, mark = no_driver
-    code = ("import pkgutil, importlib, politecrawl\n"
-            "for m in pkgutil.walk_packages(politecrawl.__path__, prefix='politecrawl.'):\n"
-            "    if m.name != 'politecrawl.store.postgres':\n"
-            "        importlib.import_module(m.name)\n"
-            "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, **env})
+    code = (
+        "import pkgutil, importlib, politecrawl\n"
+        "for m in pkgutil.walk_packages(politecrawl.__path__, prefix='politecrawl.'):\n"
+        "    if m.name != 'politecrawl.store.postgres':\n"
+        "        importlib.import_module(m.name)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     assert _imports(mark) == []
 
 
 def test_sqlite_crawl_search_status_serve_without_the_driver(no_driver, sandbox_factory, tmp_path):
     env, mark = no_driver
-    host = SandboxHost("127.0.0.117", pages={
-        "/": "<html><title>Home</title><body>compost heap <a href=/a>a</a></body></html>",
-        "/a": "<html><title>A</title><body>compost bins</body></html>"})
+    host = SandboxHost(
+        "127.0.0.117",
+        pages={
+            "/": "<html><title>Home</title><body>compost heap <a href=/a>a</a></body></html>",
+            "/a": "<html><title>A</title><body>compost bins</body></html>",
+        },
+    )
     sandbox_factory([host])
     db = str(tmp_path / "c.db")
-    out = run_cli("crawl", host.url("/"), "--db", db, "--workers", "1", "--min-delay", "0.05", "-q",
-                  cwd=str(tmp_path), env=env)
+    out = run_cli(
+        "crawl", host.url("/"), "--db", db, "--workers", "1", "--min-delay", "0.05", "-q", cwd=str(tmp_path), env=env
+    )
     assert out.returncode == 0, out.stderr
     out = run_cli("search", "compost", "--db", db, cwd=str(tmp_path), env=env)
     assert out.returncode == 0 and host.url("/a") in out.stdout, (out.stdout, out.stderr)
@@ -84,9 +93,14 @@ def test_sqlite_crawl_search_status_serve_without_the_driver(no_driver, sandbox_
     assert out.returncode == 0, out.stderr
 
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    server = subprocess.Popen([sys.executable, "-m", "politecrawl.cli", "serve", "--db", db, "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
-                              env={**full_env, **env})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "politecrawl.cli", "serve", "--db", db, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env={**full_env, **env},
+    )
     try:
         assert server.stdout is not None
         line = server.stdout.readline()  # the URL, once it listens
@@ -97,17 +111,20 @@ def test_sqlite_crawl_search_status_serve_without_the_driver(no_driver, sandbox_
     assert _imports(mark) == [], "an SQLite crawl imported the PostgreSQL driver"
 
 
-@pytest.mark.parametrize("args", [
-    ("crawl", "http://127.0.0.1:1/", "--workers", "1"),
-    ("worker",),
-    ("status",),
-    ("why", "http://127.0.0.1:1/"),
-    ("audit",),
-    ("export",),
-    ("check",),
-    ("index",),
-    ("serve", "--port", "0"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("crawl", "http://127.0.0.1:1/", "--workers", "1"),
+        ("worker",),
+        ("status",),
+        ("why", "http://127.0.0.1:1/"),
+        ("audit",),
+        ("export",),
+        ("check",),
+        ("index",),
+        ("serve", "--port", "0"),
+    ],
+)
 def test_postgres_url_without_the_driver_is_one_clear_line(args, no_driver, tmp_path):
     env, mark = no_driver
     start = time.monotonic()

@@ -41,8 +41,12 @@ class RawRequest:
 Handler = Callable[[socket.socket, RawRequest], None]
 
 
-def http_response(status: int = 200, body: bytes = b"", headers: dict[str, str] | None = None,
-                  content_type: str = "text/html; charset=utf-8") -> bytes:
+def http_response(
+    status: int = 200,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    content_type: str = "text/html; charset=utf-8",
+) -> bytes:
     """A complete HTTP/1.1 response with Connection: close."""
     hdrs = {"Content-Type": content_type, "Content-Length": str(len(body)), "Connection": "close"}
     hdrs.update(headers or {})

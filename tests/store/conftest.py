@@ -176,4 +176,3 @@ def store(store_factory: StoreTarget) -> Store:
 def reopen(store_factory: StoreTarget):
     """``store = reopen(store)``: close and reopen the same store."""
     return store_factory.reopen
-

@@ -194,8 +194,6 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
     assert row["pages_fetched"] == 1
 
 
-
-
 def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
     hosts = [f"http://h{i}.test" for i in range(5)]
     store.seed_urls([url(h, "/") for h in hosts], T)
@@ -207,19 +205,25 @@ def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
     assert store.claim_many("w3", T, LEASE, 10) == []
     assert all(host_row(store, h)["lease_owner"] in ("w1", "w2") for h in hosts)
 
+
 def test_release_many_records_every_release(store):
     store.seed_urls([url(A, "/1"), url(B, "/1")], T)
     pass_robots(store, "w1", T)
     pass_robots(store, "w1", T)
     ca, cb = store.claim("w1", T + 1, LEASE), store.claim("w1", T + 1, LEASE)
     assert {ca.host, cb.host} == {A, B} and ca.kind == cb.kind == "page"
-    store.release_many([(ca, page_outcome(ca, T + 1, next_at=T + 5, title="a", text="a"), T + 1),
-                        (cb, page_outcome(cb, T + 1, next_at=T + 6, title="b", text="b"), T + 1)])
+    store.release_many(
+        [
+            (ca, page_outcome(ca, T + 1, next_at=T + 5, title="a", text="a"), T + 1),
+            (cb, page_outcome(cb, T + 1, next_at=T + 6, title="b", text="b"), T + 1),
+        ]
+    )
     assert {u: s for u, (s, _) in store.url_states().items()} == {f"{A}/1": "done", f"{B}/1": "done"}
     assert host_row(store, A)["next_allowed_at"] == T + 5 and host_row(store, B)["next_allowed_at"] == T + 6
     assert host_row(store, A)["lease_owner"] is None and host_row(store, B)["lease_owner"] is None
     assert sorted(p["title"] for p in store.pages_changed_since(0, 10)) == ["a", "b"]
     store.release_many([])
+
 
 def test_release_queued_keeps_the_url_and_pending(store):
     store.seed_urls([url(A, "/1")], T)
@@ -433,9 +437,7 @@ def test_conditional_headers_come_back_with_the_claim(store):
     store.seed_urls([url(A, "/0")], T)
     pass_robots(store, "w1", T)
     c = store.claim("w1", T, LEASE)
-    store.release(
-        c, page_outcome(c, T, next_at=T + 1, state="queued", etag='"v1"', last_modified="yesterday"), T
-    )
+    store.release(c, page_outcome(c, T, next_at=T + 1, state="queued", etag='"v1"', last_modified="yesterday"), T)
     again = store.claim("w1", T + 1, LEASE)
     assert again.url == c.url and again.etag == '"v1"' and again.last_modified == "yesterday"
 
@@ -487,8 +489,9 @@ def test_near_duplicate_within_distance_3_and_not_at_4(store):
     for i, (name, fp) in enumerate(cases):
         c = store.claim("w1", T + i, LEASE)
         assert c is not None and c.kind == "page" and c.url == f"{A}/{i}"
-        _fetch_one(store, c, T + i, fingerprint="same" if name in ("orig", "exact") else f"fp-{name}", simhash=fp,
-                   title=name)
+        _fetch_one(
+            store, c, T + i, fingerprint="same" if name in ("orig", "exact") else f"fp-{name}", simhash=fp, title=name
+        )
         texts[name] = c.url_id
     pages = {p["title"]: p for p in store.pages_changed_since(0, 10)}
     assert pages["orig"]["duplicate_of"] is None
@@ -505,7 +508,8 @@ def test_near_duplicate_is_stored_in_its_blocks_and_survives_reopen(store, store
     c = store.claim("w1", T, LEASE)
     _fetch_one(store, c, T, fingerprint="a", simhash=SH, title="orig")
     rows = store_factory.peek(
-        f"SELECT simhash, sh0, sh1, sh2, sh3, duplicate_kind FROM pages WHERE url_id = {int(c.url_id)}")
+        f"SELECT simhash, sh0, sh1, sh2, sh3, duplicate_kind FROM pages WHERE url_id = {int(c.url_id)}"
+    )
     assert rows == [(SH - (1 << 64), 0x9687, 0xB4A5, 0xD2C3, 0xF0E1, None)]
     store = reopen(store)
     c2 = store.claim("w1", T + 1, LEASE)
@@ -540,7 +544,6 @@ def test_alias_pages_are_never_duplicates_nor_originals(store):
     assert pages["second real"]["duplicate_of"] == c1.url_id
     st = store.status(T + 3)
     assert st["aliases"] == 1 and st["duplicates"] == 1 and st["exact_duplicates"] == 1
-
 
 
 # -- anchor text ----------------------------------------------------------------------
@@ -593,6 +596,7 @@ def test_anchors_survive_reopen_and_a_304_adds_none(store, reopen):
     c1 = store.claim("w1", T + 1, LEASE)
     _release_with_anchors(store, c1, T + 1, [(f"{A}/0", "zero")], status=304)
     assert store.anchor_texts([f"{A}/0"]) == {}
+
 
 def test_yield_monitoring_pauses_a_host_of_duplicates(store):
     check = YieldCheck(min_pages=5, max_duplicate_share=0.5, pause_until=T + 1000)
@@ -694,15 +698,22 @@ def test_robots_versions_record_each_version_served(store):
     store.release(c, Outcome(next_allowed_at=T, robots=RobotsUpdate("parsed", v1, T, T + DAY, None)), T)
     c = store.claim("w1", T + DAY, LEASE)
     # Unknown (a 5xx): the cached copy stays, no new version.
-    store.release(c, Outcome(next_allowed_at=T + DAY, robots=RobotsUpdate(None, None, None, T + DAY + 60, None)),
-                  T + DAY)
+    store.release(
+        c, Outcome(next_allowed_at=T + DAY, robots=RobotsUpdate(None, None, None, T + DAY + 60, None)), T + DAY
+    )
     c = store.claim("w1", T + DAY + 60, LEASE)
     assert c.kind == "robots"
-    store.release(c, Outcome(next_allowed_at=T + DAY + 60,
-                             robots=RobotsUpdate("parsed", v2, T + DAY + 60, T + 2 * DAY, None)), T + DAY + 60)
+    store.release(
+        c,
+        Outcome(next_allowed_at=T + DAY + 60, robots=RobotsUpdate("parsed", v2, T + DAY + 60, T + 2 * DAY, None)),
+        T + DAY + 60,
+    )
     c = store.claim("w1", T + 3 * DAY, LEASE)
-    store.release(c, Outcome(next_allowed_at=T + 3 * DAY,
-                             robots=RobotsUpdate("allow-all", None, T + 3 * DAY, T + 4 * DAY, None)), T + 3 * DAY)
+    store.release(
+        c,
+        Outcome(next_allowed_at=T + 3 * DAY, robots=RobotsUpdate("allow-all", None, T + 3 * DAY, T + 4 * DAY, None)),
+        T + 3 * DAY,
+    )
     versions = store.robots_versions()
     assert [(v["host"], v["fetched_at"], v["status"], v["body"]) for v in versions] == [
         (A, T, "parsed", v1),
@@ -777,8 +788,9 @@ def test_fetch_log_rows(store):
         Outcome(
             next_allowed_at=T + 2,
             robots=fresh_robots(T),
-            fetch=FetchLogEntry("https://a.test/robots.txt", "robots", T + 0.2, T + 0.3, None, 0, "timeout", 1.5,
-                                T + 60),
+            fetch=FetchLogEntry(
+                "https://a.test/robots.txt", "robots", T + 0.2, T + 0.3, None, 0, "timeout", 1.5, T + 60
+            ),
         ),
         T + 0.3,
     )
@@ -788,8 +800,16 @@ def test_fetch_log_rows(store):
         ("https://a.test/robots.txt", None, "timeout"),
     ]
     r = rows[1]
-    assert (r["host"], r["kind"], r["worker"], r["started_at"], r["ended_at"], r["bytes"], r["delay"],
-            r["retry_until"]) == (A, "robots", "w1", T + 0.2, T + 0.3, 0, 1.5, T + 60)
+    assert (
+        r["host"],
+        r["kind"],
+        r["worker"],
+        r["started_at"],
+        r["ended_at"],
+        r["bytes"],
+        r["delay"],
+        r["retry_until"],
+    ) == (A, "robots", "w1", T + 0.2, T + 0.3, 0, 1.5, T + 60)
     assert rows[0]["id"] < rows[1]["id"]
     assert store.status(T + 1)["status_codes"] == {"301": 1, "no-answer": 1}
 
@@ -827,8 +847,9 @@ def test_release_records_links_and_host_fields(store):
     assert pass_robots(store, "w1", T + 1, next_at=T + 100).host == B  # B (new, eligible at 0) first
     c = store.claim("w1", T + 4, LEASE)
     assert c.ip == "10.1.2.3" and c.ip_resolved_at == T + 1
-    store.release(c, Outcome(next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed",
-                             url_outcome="boom"), T + 5)
+    store.release(
+        c, Outcome(next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed", url_outcome="boom"), T + 5
+    )
     row = host_row(store, A)
     assert (row["failures"], row["last_error"], row["pending"]) == (2, "boom", 0)
     assert store.url_states()[f"{A}/1"] == ("failed", "boom")
@@ -847,11 +868,25 @@ def test_reopen_keeps_everything(store, reopen):
     held = store.claim("w2", T + 1, LEASE)  # B: a lease held across the reopen
     store.set_meta("index_seq", "1")
     store.mark_indexed([c.url_id], T + 2)
-    snapshot = (store.hosts(), store.url_states(), store.fetch_log(), store.pages_changed_since(0, 10),
-                store.status(T + 2), store.robots_history(A), store.leased_workers())
+    snapshot = (
+        store.hosts(),
+        store.url_states(),
+        store.fetch_log(),
+        store.pages_changed_since(0, 10),
+        store.status(T + 2),
+        store.robots_history(A),
+        store.leased_workers(),
+    )
     store = reopen(store)
-    assert (store.hosts(), store.url_states(), store.fetch_log(), store.pages_changed_since(0, 10),
-            store.status(T + 2), store.robots_history(A), store.leased_workers()) == snapshot
+    assert (
+        store.hosts(),
+        store.url_states(),
+        store.fetch_log(),
+        store.pages_changed_since(0, 10),
+        store.status(T + 2),
+        store.robots_history(A),
+        store.leased_workers(),
+    ) == snapshot
     assert store.get_meta("index_seq") == "1"
     assert store.claim("w3", T + 2, LEASE) is None  # A before next_allowed_at, B leased
     c2 = store.claim("w3", T + 3, LEASE)
@@ -867,8 +902,13 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     _fetch_pages(store, 2)
     store.close()
     # What a store written before schema version 2 (anchor text) looks like.
-    store_factory.run(*_SCHEMA_4_UNDONE, "DROP TABLE anchors", "DROP INDEX pages_alias_of", *_SCHEMA_3_UNDONE,
-                      "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store_factory.run(
+        *_SCHEMA_4_UNDONE,
+        "DROP TABLE anchors",
+        "DROP INDEX pages_alias_of",
+        *_SCHEMA_3_UNDONE,
+        "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+    )
     store = store_factory()
     assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
     assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
@@ -886,10 +926,14 @@ _SCHEMA_4_UNDONE = (
 #: Statements that turn a schema-3 store back into what schema 2 wrote.
 _SCHEMA_3_UNDONE = (
     "DROP INDEX hosts_robots_via",
-    *(f"ALTER TABLE hosts DROP COLUMN {c}" for c in ("delay", "robots_via", "robots_hops", "in_scope", "patterns",
-                                                      "patterns_version")),
-    *(f"ALTER TABLE fetch_log DROP COLUMN {c}" for c in ("response_seconds", "retry_after", "warc_file",
-                                                           "warc_offset")),
+    *(
+        f"ALTER TABLE hosts DROP COLUMN {c}"
+        for c in ("delay", "robots_via", "robots_hops", "in_scope", "patterns", "patterns_version")
+    ),
+    *(
+        f"ALTER TABLE fetch_log DROP COLUMN {c}"
+        for c in ("response_seconds", "retry_after", "warc_file", "warc_offset")
+    ),
 )
 
 
@@ -899,8 +943,9 @@ def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_fac
     before = host_row(store, claims[0].host)["next_allowed_at"]
     store.close()
     extra = ("ALTER TABLE hosts DROP COLUMN claimed_at",) if store_factory.kind == "postgres" else ()
-    store_factory.run(*_SCHEMA_4_UNDONE, *_SCHEMA_3_UNDONE, *extra,
-                      "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    store_factory.run(
+        *_SCHEMA_4_UNDONE, *_SCHEMA_3_UNDONE, *extra, "UPDATE meta SET value = '2' WHERE key = 'schema_version'"
+    )
     store = store_factory()
     assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
     row = host_row(store, claims[0].host)
@@ -1022,9 +1067,13 @@ def _stress_worker(store_url: str, worker: str, seconds: float, barrier, results
             n += 1
             links = [NewURL(f"{h}/{worker}-{n}", h, 1, 1) for h in reversed(STRESS_HOSTS)]
             finish = time.time()
-            out = Outcome(next_allowed_at=finish + 0.002, robots=fresh_robots(now) if c.kind == "robots" else None,
-                          url_state="done" if c.kind == "page" else None, links=links,
-                          fetch=FetchLogEntry(c.url or f"{c.host}/robots.txt", c.kind, start, finish, 200))
+            out = Outcome(
+                next_allowed_at=finish + 0.002,
+                robots=fresh_robots(now) if c.kind == "robots" else None,
+                url_state="done" if c.kind == "page" else None,
+                links=links,
+                fetch=FetchLogEntry(c.url or f"{c.host}/robots.txt", c.kind, start, finish, 200),
+            )
             if c.kind == "page":
                 out.page = PageRecord(c.url, c.url, 200, "text/html", finish, 10, fingerprint=str(n % 3))
             intervals.append((c.host, start, finish))
@@ -1043,8 +1092,9 @@ def test_concurrent_workers_never_share_a_host_and_never_deadlock(store_factory)
     n = 4
     barrier = ctx.Barrier(n)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_stress_worker, args=(store_factory.url, f"w{i}", 3.0, barrier, results))
-             for i in range(n)]
+    procs = [
+        ctx.Process(target=_stress_worker, args=(store_factory.url, f"w{i}", 3.0, barrier, results)) for i in range(n)
+    ]
     for p in procs:
         p.start()
     got = dict(results.get(timeout=180) for _ in procs)
@@ -1094,7 +1144,6 @@ def test_postgres_errors_are_one_line_store_errors(pg_store_factory):
     with pytest.raises(StoreError) as info:
         store._transaction(lambda conn: conn.execute("SELECT * FROM no_such_table"), "read nothing")
     assert "\n" not in str(info.value) and "no_such_table" in str(info.value)
-
 
 
 # -- integrity (politecrawl check) --------------------------------------------------------

@@ -208,8 +208,28 @@ def _reference_fingerprint(text: str) -> str:
 
 
 _SEPARATORS = st.sampled_from(
-    [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u1680", "\u2003",
-     "\u2028", "\u2029", "\u202f", "\u3000", ",", "!", "..."]
+    [
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x1f",
+        "\x85",
+        "\xa0",
+        "\u1680",
+        "\u2003",
+        "\u2028",
+        "\u2029",
+        "\u202f",
+        "\u3000",
+        ",",
+        "!",
+        "...",
+    ]
 )
 _WORDISH = st.one_of(
     st.text(max_size=6),

@@ -31,8 +31,10 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
 
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        ("<< /Type /Pages /Kids [%s] /Count %d >>" % (" ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages))),
-                                                       len(pages))).encode(),
+        (
+            "<< /Type /Pages /Kids [%s] /Count %d >>"
+            % (" ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages))), len(pages))
+        ).encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     for i, lines in enumerate(pages):
@@ -93,8 +95,12 @@ def test_the_hand_made_pdf_is_a_real_pdf():
 def test_extract_pdf(pdf, title, text):
     page = extract_pdf(pdf, "http://h/doc.pdf")
     assert (page.title, page.text) == (title, text)
-    assert (page.links, page.canonical, page.directives, page.base) == ([], None, RobotsDirectives(),
-                                                                         "http://h/doc.pdf")
+    assert (page.links, page.canonical, page.directives, page.base) == (
+        [],
+        None,
+        RobotsDirectives(),
+        "http://h/doc.pdf",
+    )
 
 
 @pytest.mark.parametrize(

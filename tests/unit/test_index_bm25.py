@@ -67,9 +67,7 @@ def test_bm25f_hand_value():
     # title tf=1 dl=2 avgdl=4/3, body tf=1 dl=1 avgdl=5/3, N=3, df=2
     # tf~ = 2*1/(0.25+0.75*2/(4/3)) + 1/(0.25+0.75*1/(5/3)) = 2.8831168...
     # score = ln(1.6) * tf~ * 2.2 / (tf~ + 1.2) = 0.7301201...
-    got = bm25.bm25f_term_score(
-        {"title": 1, "body": 1}, {"title": 2, "body": 1}, {"title": 4 / 3, "body": 5 / 3}, 2, 3
-    )
+    got = bm25.bm25f_term_score({"title": 1, "body": 1}, {"title": 2, "body": 1}, {"title": 4 / 3, "body": 5 / 3}, 2, 3)
     assert got == pytest.approx(0.7301201416145588, rel=1e-12)
 
 

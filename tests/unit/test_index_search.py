@@ -278,7 +278,8 @@ def test_explain_contributions_sum_to_score(tmp_path, scoring):
     if scoring == "bm25f+title":
         assert (t1.explanation["title_bonus"], t1.explanation["title_k1"]) == (2.0, 0.5)
         assert rows[("apple", "title")]["title_bonus"] == pytest.approx(
-            2.0 * math.log(1.6) * 1.5 / (1 + 0.5 * 1.375), rel=1e-12)
+            2.0 * math.log(1.6) * 1.5 / (1 + 0.5 * 1.375), rel=1e-12
+        )
         assert rows[("apple", "body")].get("title_bonus") is None
     assert Searcher(tmp_path / "ix").search("apple")[0].explanation is None
 
@@ -377,8 +378,9 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
     from hypothesis import strategies as st
 
     words = st.sampled_from(_VOCAB + _COMMON)
-    doc = st.tuples(st.lists(words, max_size=3), st.lists(words, min_size=0, max_size=30),
-                    st.sampled_from(["h1", "h2"]))
+    doc = st.tuples(
+        st.lists(words, max_size=3), st.lists(words, min_size=0, max_size=30), st.sampled_from(["h1", "h2"])
+    )
 
     @settings(max_examples=40, deadline=None)
     @given(
@@ -451,8 +453,11 @@ def test_body_stream_decodes_utf8_split_across_steps(monkeypatch):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 300), max_size=20), min_size=1, max_size=4),
-       st.sampled_from([5, 30]), st.sampled_from([0, 40, 2000]))
+@given(
+    st.lists(st.lists(st.integers(0, 300), max_size=20), min_size=1, max_size=4),
+    st.sampled_from([5, 30]),
+    st.sampled_from([0, 40, 2000]),
+)
 def test_best_window_python_and_numpy_agree(raw, width, limit):
     from politecrawl.index.snippet import _best_window_np, best_window
 
@@ -467,9 +472,11 @@ def test_best_window_python_and_numpy_agree(raw, width, limit):
     assert got == _best_window_np(positions, width, limit)
     i, k = got
     start = positions[i][k]
+
     # The chosen window has the most distinct terms of any window.
     def distinct(s):
         return sum(1 for p in positions if ((p >= s) & (p < s + width)).any())
+
     starts = sorted(x for p in positions for x in p)
     assert distinct(start) == max(distinct(s) for s in starts)
 
@@ -563,6 +570,7 @@ def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch)
         assert body[char].isspace()
         assert len(Analyzer().tokenize(body[:char])) == token
         import zlib
+
         tail = zlib.decompressobj(wbits=-15).decompress(seg.body_bytes(0)[byte:])
         assert tail.decode("utf-8") == body[char:]
 

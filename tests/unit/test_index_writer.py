@@ -15,8 +15,11 @@ from politecrawl.index.reader import IndexReader
 from politecrawl.index.writer import plan_compaction, plan_merges
 
 DOCS = [
-    (f"http://h{i % 3}.example/p{i}", f"title {i} {'odd' if i % 2 else 'even'}",
-     f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""))
+    (
+        f"http://h{i % 3}.example/p{i}",
+        f"title {i} {'odd' if i % 2 else 'even'}",
+        f"body words {i} " + "lorem " * (i % 7) + ("zeta " if i % 5 == 0 else ""),
+    )
     for i in range(40)
 ]
 
@@ -498,9 +501,14 @@ def _segment_contents(seg):
 
     from politecrawl.index.bm25 import FIELDS
 
-    out = {"terms": list(seg.terms), "urls": seg.urls, "titles": seg.titles,
-           "bodies": [seg.body(i) for i in range(seg.doc_count)], "doc_lens": np.asarray(seg.doc_lens).tolist(),
-           "sync": [seg.sync_points(i).tolist() for i in range(seg.doc_count)]}
+    out = {
+        "terms": list(seg.terms),
+        "urls": seg.urls,
+        "titles": seg.titles,
+        "bodies": [seg.body(i) for i in range(seg.doc_count)],
+        "doc_lens": np.asarray(seg.doc_lens).tolist(),
+        "sync": [seg.sync_points(i).tolist() for i in range(seg.doc_count)],
+    }
     for f in FIELDS:
         fp = seg.fields[f]
         for name in ("term_ptr", "docs", "tfs", "pos_ptr", "positions"):

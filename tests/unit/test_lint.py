@@ -1,4 +1,5 @@
-"""The code passes ruff (configured in pyproject.toml), so lint runs wherever the tests run (CI too)."""
+"""The code passes ruff, lint and format (configured in pyproject.toml), so both run wherever the
+tests run (CI too)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,27 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_ruff_check_passes():
+def _ruff() -> str:
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed (it comes with pip install -e '.[test]')")
-    out = subprocess.run([ruff, "check", "src", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    return ruff
+
+
+def test_ruff_check_passes():
+    out = subprocess.run(
+        [_ruff(), "check", "src", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_ruff_format_check_passes():
+    """Every file is as ``ruff format`` writes it (run ``ruff format src tests benchmarks`` to fix)."""
+    out = subprocess.run(
+        [_ruff(), "format", "--check", "src", "tests", "benchmarks"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -85,8 +85,11 @@ def test_meta_refresh_in_the_body_counts():
 
 @pytest.mark.parametrize(("max_links", "hrefs"), [(0, []), (1, ["/next"]), (2, ["/next", "/a"])])
 def test_meta_refresh_counts_towards_max_links(max_links, hrefs):
-    page = _page('<meta http-equiv="refresh" content="0; url=/next">', '<a href="/a">A</a><a href="/b">B</a>',
-                 max_links=max_links)
+    page = _page(
+        '<meta http-equiv="refresh" content="0; url=/next">',
+        '<a href="/a">A</a><a href="/b">B</a>',
+        max_links=max_links,
+    )
     assert [link.href for link in page.links] == hrefs
 
 

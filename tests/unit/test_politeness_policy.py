@@ -8,49 +8,71 @@ import pytest
 
 from politecrawl.politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 
-P = DelayPolicy(min_delay=1.0, adaptive_factor=10.0, max_adaptive_delay=60.0, backoff_base=5.0,
-                backoff_cap=3600.0, park_after=5, park_seconds=21600.0)
+P = DelayPolicy(
+    min_delay=1.0,
+    adaptive_factor=10.0,
+    max_adaptive_delay=60.0,
+    backoff_base=5.0,
+    backoff_cap=3600.0,
+    park_after=5,
+    park_seconds=21600.0,
+)
 
 
-@pytest.mark.parametrize("history, obs, delay, reason, failures", [
-    # steady state: the largest of min-delay, Crawl-delay and k x response time
-    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
-    (HostHistory(crawl_delay=4), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "crawl-delay", 0),
-    (HostHistory(crawl_delay=0.2), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
-    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.8), 8.0, "adaptive", 0),
-    (HostHistory(), Observation(ended_at=100, status=200, response_seconds=30.0), 60.0, "adaptive", 0),  # capped
-    (HostHistory(crawl_delay=200_000), Observation(ended_at=100, status=200), 86_400.0, "crawl-delay", 0),
-    # a timeout is a failure, not a 30 s response time; errors slow a host relative to its own
-    # pace: at least twice the delay in force (and at least backoff_base), doubling per failure
-    (HostHistory(), Observation(ended_at=100, status=None), 5.0, "backoff", 1),
-    (HostHistory(failures=2), Observation(ended_at=100, status=None), 20.0, "backoff", 3),
-    (HostHistory(failures=2), Observation(ended_at=100, status=500), 20.0, "backoff", 3),
-    (HostHistory(failures=3), Observation(ended_at=100, status=503), 40.0, "backoff", 4),
-    (HostHistory(crawl_delay=3), Observation(ended_at=100, status=503), 6.0, "backoff", 1),
-    (HostHistory(crawl_delay=10), Observation(ended_at=100, status=503), 20.0, "backoff", 1),
-    (HostHistory(crawl_delay=10, failures=1), Observation(ended_at=100, status=None), 40.0, "backoff", 2),
-    (HostHistory(crawl_delay=10, failures=3), Observation(ended_at=100, status=500), 160.0, "backoff", 4),
-    (HostHistory(crawl_delay=2000, failures=3), Observation(ended_at=100, status=500), 3600.0, "backoff", 4),
-    (HostHistory(response_time=0.8), Observation(ended_at=100, status=None), 16.0, "backoff", 1),
-    # Retry-After replaces the backoff guess, in full
-    (HostHistory(), Observation(ended_at=100, status=429, retry_after=3.0), 3.0, "retry-after", 1),
-    (HostHistory(), Observation(ended_at=100, status=503, retry_after=120.0), 120.0, "retry-after", 1),
-    (HostHistory(crawl_delay=10), Observation(ended_at=100, status=429, retry_after=3.0), 10.0, "crawl-delay", 1),
-    # … and one longer than the backoff cap parks the host until then (a day at most)
-    (HostHistory(), Observation(ended_at=100, status=503, retry_after=7200.0), 7200.0, "parked", 1),
-    (HostHistory(), Observation(ended_at=100, status=503, retry_after=10**9), 86_400.0, "parked", 1),
-    # after park_after failures (net of successes): parked for hours, URLs kept by the caller
-    (HostHistory(failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
-    # one URL's failures (a reset, a 500 on that URL) slow the host but never park it
-    (HostHistory(failures=4), Observation(ended_at=100, status=None, host_level=False), 80.0, "backoff", 5),
-    (HostHistory(failures=9), Observation(ended_at=100, status=500, host_level=False), 2560.0, "backoff", 10),
-    # a success takes one failure off the count; the gap decays back to the delay in force
-    (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "backoff", 2),
-    (HostHistory(failures=1), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
-    (HostHistory(crawl_delay=10, failures=2), Observation(ended_at=100, status=200), 20.0, "backoff", 1),
-    # 4xx other than 429 is an answer, not a failure
-    (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
-])
+@pytest.mark.parametrize(
+    "history, obs, delay, reason, failures",
+    [
+        # steady state: the largest of min-delay, Crawl-delay and k x response time
+        (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+        (
+            HostHistory(crawl_delay=4),
+            Observation(ended_at=100, status=200, response_seconds=0.01),
+            4.0,
+            "crawl-delay",
+            0,
+        ),
+        (
+            HostHistory(crawl_delay=0.2),
+            Observation(ended_at=100, status=200, response_seconds=0.01),
+            1.0,
+            "min-delay",
+            0,
+        ),
+        (HostHistory(), Observation(ended_at=100, status=200, response_seconds=0.8), 8.0, "adaptive", 0),
+        (HostHistory(), Observation(ended_at=100, status=200, response_seconds=30.0), 60.0, "adaptive", 0),  # capped
+        (HostHistory(crawl_delay=200_000), Observation(ended_at=100, status=200), 86_400.0, "crawl-delay", 0),
+        # a timeout is a failure, not a 30 s response time; errors slow a host relative to its own
+        # pace: at least twice the delay in force (and at least backoff_base), doubling per failure
+        (HostHistory(), Observation(ended_at=100, status=None), 5.0, "backoff", 1),
+        (HostHistory(failures=2), Observation(ended_at=100, status=None), 20.0, "backoff", 3),
+        (HostHistory(failures=2), Observation(ended_at=100, status=500), 20.0, "backoff", 3),
+        (HostHistory(failures=3), Observation(ended_at=100, status=503), 40.0, "backoff", 4),
+        (HostHistory(crawl_delay=3), Observation(ended_at=100, status=503), 6.0, "backoff", 1),
+        (HostHistory(crawl_delay=10), Observation(ended_at=100, status=503), 20.0, "backoff", 1),
+        (HostHistory(crawl_delay=10, failures=1), Observation(ended_at=100, status=None), 40.0, "backoff", 2),
+        (HostHistory(crawl_delay=10, failures=3), Observation(ended_at=100, status=500), 160.0, "backoff", 4),
+        (HostHistory(crawl_delay=2000, failures=3), Observation(ended_at=100, status=500), 3600.0, "backoff", 4),
+        (HostHistory(response_time=0.8), Observation(ended_at=100, status=None), 16.0, "backoff", 1),
+        # Retry-After replaces the backoff guess, in full
+        (HostHistory(), Observation(ended_at=100, status=429, retry_after=3.0), 3.0, "retry-after", 1),
+        (HostHistory(), Observation(ended_at=100, status=503, retry_after=120.0), 120.0, "retry-after", 1),
+        (HostHistory(crawl_delay=10), Observation(ended_at=100, status=429, retry_after=3.0), 10.0, "crawl-delay", 1),
+        # … and one longer than the backoff cap parks the host until then (a day at most)
+        (HostHistory(), Observation(ended_at=100, status=503, retry_after=7200.0), 7200.0, "parked", 1),
+        (HostHistory(), Observation(ended_at=100, status=503, retry_after=10**9), 86_400.0, "parked", 1),
+        # after park_after failures (net of successes): parked for hours, URLs kept by the caller
+        (HostHistory(failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
+        # one URL's failures (a reset, a 500 on that URL) slow the host but never park it
+        (HostHistory(failures=4), Observation(ended_at=100, status=None, host_level=False), 80.0, "backoff", 5),
+        (HostHistory(failures=9), Observation(ended_at=100, status=500, host_level=False), 2560.0, "backoff", 10),
+        # a success takes one failure off the count; the gap decays back to the delay in force
+        (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "backoff", 2),
+        (HostHistory(failures=1), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
+        (HostHistory(crawl_delay=10, failures=2), Observation(ended_at=100, status=200), 20.0, "backoff", 1),
+        # 4xx other than 429 is an answer, not a failure
+        (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
+    ],
+)
 def test_decide(history, obs, delay, reason, failures):
     d = decide(history, obs, P)
     assert d.next_allowed_at == pytest.approx(obs.ended_at + delay)
@@ -65,10 +87,19 @@ def test_only_answers_feed_the_response_time():
     assert answered.response_time == pytest.approx(0.7 * 0.1 + 0.3 * 1.1)
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("3", 3.0), ("0", 0.0), (" 120 ", 120.0), ("", None), (None, None), ("soon", None), ("-5", None),
-    ("99999999999999", 1e9),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("3", 3.0),
+        ("0", 0.0),
+        (" 120 ", 120.0),
+        ("", None),
+        (None, None),
+        ("soon", None),
+        ("-5", None),
+        ("99999999999999", 1e9),
+    ],
+)
 def test_parse_retry_after_seconds(value, expected):
     assert parse_retry_after(value, now=1000.0) == expected
 
@@ -90,11 +121,14 @@ def test_a_hosts_own_settings_only_slow_it_down():
     assert policy_for_host(P, rows, "https://other.example.org") is P
 
 
-@pytest.mark.parametrize("toml, needle", [
-    ('[hosts."a.test"]\nmin_delay = "soon"\n', "values must be numbers"),
-    ('[hosts."a.test"]\nmax_pages = 3\n', "unknown setting 'max_pages'"),
-    ('[hosts."a.test"]\nmin_delay = -1\n', "must not be negative"),
-])
+@pytest.mark.parametrize(
+    "toml, needle",
+    [
+        ('[hosts."a.test"]\nmin_delay = "soon"\n', "values must be numbers"),
+        ('[hosts."a.test"]\nmax_pages = 3\n', "unknown setting 'max_pages'"),
+        ('[hosts."a.test"]\nmin_delay = -1\n', "must not be negative"),
+    ],
+)
 def test_bad_per_host_settings_are_one_clear_error(tmp_path, toml, needle):
     from politecrawl.config import load_settings
     from politecrawl.errors import ConfigError

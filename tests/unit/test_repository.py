@@ -12,8 +12,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Not part of the repository: tool state, build output, the environment.
-SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".mypy_cache",
-             "build", "dist"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+    ".mypy_cache",
+    "build",
+    "dist",
+}
 
 # A path out of the repository to the folder the project used to keep beside it, written so this
 # file does not match itself: "../" then the folder's name, or the Path parts "..", "/", that name.
@@ -48,7 +58,8 @@ def test_nothing_reaches_outside_the_repository():
             outside.add(path.relative_to(REPO).as_posix())
     assert outside - PENDING_OUTSIDE == set(), f"these files reach outside the repository: {sorted(outside)}"
     assert PENDING_OUTSIDE - outside == set(), (
-        f"{sorted(PENDING_OUTSIDE - outside)} no longer reach outside: delete them from PENDING_OUTSIDE")
+        f"{sorted(PENDING_OUTSIDE - outside)} no longer reach outside: delete them from PENDING_OUTSIDE"
+    )
 
 
 def test_outside_pattern_matches_both_spellings():
@@ -79,7 +90,8 @@ def test_provenance_names_every_vendored_file():
 def test_vendored_file_is_the_one_provenance_describes(name):
     digest = hashlib.sha256((DATA / name).read_bytes()).hexdigest()
     assert digest == _provenance_hashes()[name], (
-        f"tests/data/robots/{name} changed: update PROVENANCE.md (source, what changed, SHA-256) with it")
+        f"tests/data/robots/{name} changed: update PROVENANCE.md (source, what changed, SHA-256) with it"
+    )
 
 
 def test_licence_files_exist():

@@ -54,8 +54,17 @@ def test_product_token(user_agent, token):
 
 @pytest.mark.parametrize(
     ("token", "valid"),
-    [("politecrawl", True), ("Foo_Bar-baz", True), ("", False), (None, False),
-     ("foo/1", False), ("foo bar", False), ("AB42bot", False), ("ツ", False), ("*", False)],
+    [
+        ("politecrawl", True),
+        ("Foo_Bar-baz", True),
+        ("", False),
+        (None, False),
+        ("foo/1", False),
+        ("foo bar", False),
+        ("AB42bot", False),
+        ("ツ", False),
+        ("*", False),
+    ],
 )
 def test_is_valid_product_token(token, valid):
     assert is_valid_product_token(token) is valid
@@ -102,23 +111,39 @@ MATCH_CASES = [
     ("star applies", "User-agent: *\nDisallow: /\n", UA, "/x", False),
     ("agent case-insensitive", "User-agent: PoliteCrawl\nDisallow: /\n", UA, "/x", False),
     ("full UA string", "User-agent: politecrawl\nDisallow: /p\n", UA, "https://h/p", False),
-    ("specific group beats star",
-     "User-agent: *\nDisallow: /\n\nUser-agent: politecrawl\nDisallow: /private\n",
-     UA, "/public", True),
-    ("star never merged into specific",
-     "User-agent: politecrawl\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n", UA, "/b", True),
-    ("same agent groups merged",
-     "User-agent: politecrawl\nDisallow: /a\n\nUser-agent: x\nDisallow: /\n\n"
-     "User-agent: politecrawl\nDisallow: /b\n", UA, "/b", False),
-    ("several agents one group",
-     "User-agent: a\nUser-agent: politecrawl\nDisallow: /x\n", UA, "/x/y", False),
-    ("empty specific group allows all",
-     "User-agent: politecrawl\n\nUser-agent: *\nDisallow: /\n", UA, "/x", False),
-    ("specific group without rules allows",
-     "User-agent: *\nDisallow: /\n\nUser-agent: politecrawl\nAllow:\n", UA, "/x", True),
+    (
+        "specific group beats star",
+        "User-agent: *\nDisallow: /\n\nUser-agent: politecrawl\nDisallow: /private\n",
+        UA,
+        "/public",
+        True,
+    ),
+    (
+        "star never merged into specific",
+        "User-agent: politecrawl\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n",
+        UA,
+        "/b",
+        True,
+    ),
+    (
+        "same agent groups merged",
+        "User-agent: politecrawl\nDisallow: /a\n\nUser-agent: x\nDisallow: /\n\n"
+        "User-agent: politecrawl\nDisallow: /b\n",
+        UA,
+        "/b",
+        False,
+    ),
+    ("several agents one group", "User-agent: a\nUser-agent: politecrawl\nDisallow: /x\n", UA, "/x/y", False),
+    ("empty specific group allows all", "User-agent: politecrawl\n\nUser-agent: *\nDisallow: /\n", UA, "/x", False),
+    (
+        "specific group without rules allows",
+        "User-agent: *\nDisallow: /\n\nUser-agent: politecrawl\nAllow:\n",
+        UA,
+        "/x",
+        True,
+    ),
     ("longest match wins", "User-agent: *\nDisallow: /a\nAllow: /a/b\n", UA, "/a/b/c", True),
-    ("longest match wins disallow",
-     "User-agent: *\nAllow: /a\nDisallow: /a/b\n", UA, "/a/b/c", False),
+    ("longest match wins disallow", "User-agent: *\nAllow: /a\nDisallow: /a/b\n", UA, "/a/b/c", False),
     ("allow wins tie", "User-agent: *\nDisallow: /a\nAllow: /a\n", UA, "/a", True),
     ("allow wins tie wildcard", "User-agent: *\nDisallow: /*.x\nAllow: /a*x\n", UA, "/a.x", True),
     ("empty disallow means nothing", "User-agent: *\nDisallow:\n", UA, "/x", True),
@@ -128,22 +153,34 @@ MATCH_CASES = [
     ("star matches empty", "User-agent: *\nDisallow: /a*b\n", UA, "/ab", False),
     ("star spans slashes", "User-agent: *\nDisallow: /a*b\n", UA, "/a/x/y/b", False),
     ("query matched", "User-agent: *\nDisallow: /*?sort=\n", UA, "/list?sort=asc", False),
-    ("query token not prefix",
-     "User-agent: *\nDisallow: /*?sort=\n", UA, "/list?resort=asc", True),
+    ("query token not prefix", "User-agent: *\nDisallow: /*?sort=\n", UA, "/list?resort=asc", True),
     ("fragment ignored", "User-agent: *\nDisallow: /a$\n", UA, "https://h/a#frag", False),
     ("exact plus star", "User-agent: *\nDisallow: /$\n", UA, "https://h/", False),
     ("exact plus star 2", "User-agent: *\nDisallow: /$\n", UA, "https://h/x", True),
     ("robots.txt always allowed", "User-agent: *\nDisallow: /\n", UA, "https://h/robots.txt", True),
     ("robots.txt with query is not", "User-agent: *\nDisallow: /\n", UA, "/robots.txt?x", False),
     ("rules before any group ignored", "Disallow: /\nUser-agent: *\nAllow: /x\n", UA, "/y", True),
-    ("crawl-delay does not end group",
-     "User-agent: a\nCrawl-delay: 5\nUser-agent: politecrawl\nDisallow: /\n", UA, "/x", False),
-    ("sitemap does not end group",
-     "User-agent: politecrawl\nSitemap: https://h/s.xml\nUser-agent: b\nDisallow: /\n",
-     "b", "/x", False),
-    ("sitemap does not end group 2",
-     "User-agent: politecrawl\nSitemap: https://h/s.xml\nUser-agent: b\nDisallow: /\n",
-     UA, "/x", False),
+    (
+        "crawl-delay does not end group",
+        "User-agent: a\nCrawl-delay: 5\nUser-agent: politecrawl\nDisallow: /\n",
+        UA,
+        "/x",
+        False,
+    ),
+    (
+        "sitemap does not end group",
+        "User-agent: politecrawl\nSitemap: https://h/s.xml\nUser-agent: b\nDisallow: /\n",
+        "b",
+        "/x",
+        False,
+    ),
+    (
+        "sitemap does not end group 2",
+        "User-agent: politecrawl\nSitemap: https://h/s.xml\nUser-agent: b\nDisallow: /\n",
+        UA,
+        "/x",
+        False,
+    ),
     ("junk lines skipped", "User-agent: *\n<br />\nfoo bar baz\nDisallow: /x\n", UA, "/x", False),
     ("comments", "# hi\nUser-agent: * # all\nDisallow: /x # no\n", UA, "/x", False),
     ("hash cuts the pattern", "User-agent: *\nDisallow: /a#b\n", UA, "/a", False),
@@ -153,10 +190,8 @@ MATCH_CASES = [
     ("whitespace around colon", "User-agent : *\nDisallow\t:\t/x \n", UA, "/x", False),
     ("missing colon (Google)", "User-agent *\nDisallow /x\n", UA, "/x", False),
     ("typo keys (Google)", "useragent: *\ndisallaw: /x\n", UA, "/x", False),
-    ("index.html allows dir (Google)",
-     "User-agent: *\nDisallow: /\nAllow: /d/index.html\n", UA, "/d/", True),
-    ("index.html not any dir suffix",
-     "User-agent: *\nDisallow: /\nAllow: /d/index.html\n", UA, "/d/x", False),
+    ("index.html allows dir (Google)", "User-agent: *\nDisallow: /\nAllow: /d/index.html\n", UA, "/d/", True),
+    ("index.html not any dir suffix", "User-agent: *\nDisallow: /\nAllow: /d/index.html\n", UA, "/d/x", False),
     ("non-ascii url encoded", "User-agent: *\nDisallow: /%E3%83%84\n", UA, "/ツ", False),
     ("non-ascii rule encoded", "User-agent: *\nDisallow: /ツ\n", UA, "/%e3%83%84", False),
     ("unreserved decoded in rule", "User-agent: *\nDisallow: /%7Euser\n", UA, "/~user", False),
@@ -167,10 +202,8 @@ MATCH_CASES = [
     ("path-only url", "User-agent: *\nDisallow: /a\n", UA, "/a?q=1", False),
     ("empty url is /", "User-agent: *\nDisallow: /\n", UA, "", False),
     ("schemeless url", "User-agent: *\nDisallow: /a\n", UA, "example.com/a", False),
-    ("agent with version in file",
-     "User-agent: politecrawl/0.1\nDisallow: /\n", UA, "/x", False),
-    ("agent value digits truncated",
-     "User-agent: AB42bot\nDisallow: /\n", "AB42bot", "/x", True),
+    ("agent with version in file", "User-agent: politecrawl/0.1\nDisallow: /\n", UA, "/x", False),
+    ("agent value digits truncated", "User-agent: AB42bot\nDisallow: /\n", "AB42bot", "/x", True),
     ("star then words is star", "User-agent: * everyone\nDisallow: /\n", UA, "/x", False),
 ]
 
@@ -210,10 +243,26 @@ def test_invalid_utf8_rule_matches_its_octets():
 
 @pytest.mark.parametrize(
     ("value", "delay"),
-    [("10", 10.0), ("0.5", 0.5), ("1.5", 1.5), (".5", 0.5), ("5.", 5.0), ("0", 0.0),
-     ("  3  ", 3.0), ("-1", None), ("abc", None), ("nan", None), ("inf", None),
-     ("1e3", None), ("", None), ("10s", None), (".", None), ("1.2.3", None),
-     ("1_000", None), ("9" * 40, None)],
+    [
+        ("10", 10.0),
+        ("0.5", 0.5),
+        ("1.5", 1.5),
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("0", 0.0),
+        ("  3  ", 3.0),
+        ("-1", None),
+        ("abc", None),
+        ("nan", None),
+        ("inf", None),
+        ("1e3", None),
+        ("", None),
+        ("10s", None),
+        (".", None),
+        ("1.2.3", None),
+        ("1_000", None),
+        ("9" * 40, None),
+    ],
 )
 def test_crawl_delay_values(value, delay):
     rules = RobotsTxt.parse(f"User-agent: *\nCrawl-delay: {value}\nDisallow: /x\n")
@@ -226,13 +275,11 @@ def test_crawl_delay_values(value, delay):
         ("User-agent: politecrawl\nCrawl-delay: 4\n", 4.0),
         ("User-agent: *\nCrawl-delay: 7\n", 7.0),
         # a specific group without crawl-delay does not inherit the '*' one
-        ("User-agent: *\nCrawl-delay: 7\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
-         None),
+        ("User-agent: *\nCrawl-delay: 7\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n", None),
         # no rule between them: '*' and politecrawl are one group (RFC 9309 §2.1)
         ("User-agent: *\nCrawl-delay: 7\n\nUser-agent: politecrawl\nDisallow: /x\n", 7.0),
         # merged groups: the largest value
-        ("User-agent: politecrawl\nCrawl-delay: 2\nDisallow: /a\n\n"
-         "User-agent: politecrawl\nCrawl-delay: 9\n", 9.0),
+        ("User-agent: politecrawl\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: politecrawl\nCrawl-delay: 9\n", 9.0),
         # shared by every agent of the group, before or after the rules
         ("User-agent: a\nCrawl-delay: 3\nUser-agent: politecrawl\nDisallow: /\n", 3.0),
         ("Crawl-delay: 3\nUser-agent: politecrawl\nDisallow: /\n", None),  # outside a group
@@ -250,8 +297,10 @@ def test_crawl_delay_groups(body, delay):
     ("body", "sitemaps"),
     [
         ("Sitemap: https://h/s.xml\n", ["https://h/s.xml"]),
-        ("User-agent: *\nDisallow: /\nSITEMAP: http://h/a.xml\nsite-map: http://h/b.xml\n",
-         ["http://h/a.xml", "http://h/b.xml"]),
+        (
+            "User-agent: *\nDisallow: /\nSITEMAP: http://h/a.xml\nsite-map: http://h/b.xml\n",
+            ["http://h/a.xml", "http://h/b.xml"],
+        ),
         ("Sitemap: https://h/s.xml\nSitemap: https://h/s.xml\n", ["https://h/s.xml"]),
         ("Sitemap: /relative.xml\nSitemap:\nSitemap: ftp://h/x\n", []),
         ("Sitemap: https://h/ツ.xml\n", ["https://h/%E3%83%84.xml"]),
@@ -329,9 +378,36 @@ def test_parse_never_raises_and_is_allowed_is_total(body, user_agent, url):
 
 
 _LINE_PARTS = st.sampled_from(
-    ["User-agent: ", "user-agent:*", "Allow: ", "Disallow: ", "Sitemap: ", "Crawl-delay: ",
-     "*", "$", "/", "#", ":", " ", "\t", "\r", "\n", "\r\n", "%", "%4", "%41", "ツ",
-     "\ufeff", "politecrawl", "a", "?", "=", "index.html", "\x00", "\udcff"]
+    [
+        "User-agent: ",
+        "user-agent:*",
+        "Allow: ",
+        "Disallow: ",
+        "Sitemap: ",
+        "Crawl-delay: ",
+        "*",
+        "$",
+        "/",
+        "#",
+        ":",
+        " ",
+        "\t",
+        "\r",
+        "\n",
+        "\r\n",
+        "%",
+        "%4",
+        "%41",
+        "ツ",
+        "\ufeff",
+        "politecrawl",
+        "a",
+        "?",
+        "=",
+        "index.html",
+        "\x00",
+        "\udcff",
+    ]
 )
 
 
@@ -383,9 +459,7 @@ _PATH = st.text(alphabet="ab/?=.$*", max_size=14).map(lambda s: "/" + s)
 @settings(max_examples=1000)
 @given(st.lists(st.tuples(st.booleans(), _PATTERN), min_size=1, max_size=12), _PATH)
 def test_matcher_agrees_with_reference(rules, path):
-    body = "User-agent: *\n" + "".join(
-        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
-    )
+    body = "User-agent: *\n" + "".join(f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules)
     # the index.html extension is not exercised: the alphabet cannot spell it
     url = "https://example.com" + path  # a bare "//x" would be read as an authority
     assert RobotsTxt.parse(body).is_allowed(UA, url) is _reference_allowed(rules, path)
@@ -482,10 +556,20 @@ _STAR = "user-agent: *\n"
         ("2.2.2 rule outside any group", "disallow: /\nuser-agent: *\nallow: /x\n", "x", "/y", True),
         # §2.2.2 table: a rule written as the "path" column matches the "path to match" one
         ("2.2.2 table 1", _STAR + "disallow: /foo/bar?baz=quz\n", "x", "/foo/bar?baz=quz", False),
-        ("2.2.2 table 2", _STAR + "disallow: /foo/bar?baz=https://foo.bar\n", "x",
-         "/foo/bar?baz=https%3A%2F%2Ffoo.bar", False),
-        ("2.2.2 table 2 reverse", _STAR + "disallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n", "x",
-         "/foo/bar?baz=https://foo.bar", False),
+        (
+            "2.2.2 table 2",
+            _STAR + "disallow: /foo/bar?baz=https://foo.bar\n",
+            "x",
+            "/foo/bar?baz=https%3A%2F%2Ffoo.bar",
+            False,
+        ),
+        (
+            "2.2.2 table 2 reverse",
+            _STAR + "disallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n",
+            "x",
+            "/foo/bar?baz=https://foo.bar",
+            False,
+        ),
         ("2.2.2 table 3", _STAR + "disallow: /foo/bar/\u30c4\n", "x", "/foo/bar/%E3%83%84", False),
         ("2.2.2 table 3 reverse", _STAR + "disallow: /foo/bar/%E3%83%84\n", "x", "/foo/bar/\u30c4", False),
         ("2.2.2 table 4", _STAR + "disallow: /foo/bar/%E3%83%84\n", "x", "/foo/bar/%E3%83%84", False),
@@ -499,15 +583,30 @@ _STAR = "user-agent: *\n"
         ("2.2.3 * many", _STAR + "disallow: /this/*/exactly\n", "x", "/this/a/b/exactly", False),
         ("2.2.3 * needs the slashes", _STAR + "disallow: /this/*/exactly\n", "x", "/this/exactly", True),
         ("2.2.3 %2A", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x", _W + "/path/file-with-a-*.html", False),
-        ("2.2.3 %2A is no wildcard", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x",
-         _W + "/path/file-with-a-b.html", True),
-        ("2.2.3 %2A encoded url", _STAR + "disallow: /path/file-with-a-%2A.html\n", "x",
-         _W + "/path/file-with-a-%2a.html", False),
+        (
+            "2.2.3 %2A is no wildcard",
+            _STAR + "disallow: /path/file-with-a-%2A.html\n",
+            "x",
+            _W + "/path/file-with-a-b.html",
+            True,
+        ),
+        (
+            "2.2.3 %2A encoded url",
+            _STAR + "disallow: /path/file-with-a-%2A.html\n",
+            "x",
+            _W + "/path/file-with-a-%2a.html",
+            False,
+        ),
         ("2.2.3 %24", _STAR + "disallow: /path/foo-%24\n", "x", _W + "/path/foo-$", False),
         ("2.2.3 %24 is no anchor", _STAR + "disallow: /path/foo-%24\n", "x", _W + "/path/foo-", True),
         # §2.2.4: a sitemap record does not end a group
-        ("2.2.4 sitemap in group", "user-agent: a\nsitemap: https://h/s.xml\nuser-agent: b\ndisallow: /\n", "a",
-         "/x", False),
+        (
+            "2.2.4 sitemap in group",
+            "user-agent: a\nsitemap: https://h/s.xml\nuser-agent: b\ndisallow: /\n",
+            "a",
+            "/x",
+            False,
+        ),
     ],
 )
 def test_rfc9309_examples(case, body, agent, url, allowed):
@@ -594,38 +693,52 @@ def test_other_user_agents_get_the_star_group(agent):
 @pytest.mark.parametrize(
     ("body", "agent", "signals"),
     [
-        ("User-Agent: *\nContent-Signal: search=no, ai-train=no\nAllow: /\n", UA,
-         {"search": False, "ai-train": False}),
-        ("User-Agent: *\nContent-Signal: ai-train=no, search=yes, ai-input=yes\nAllow: /\n", UA,
-         {"ai-train": False, "search": True, "ai-input": True}),
+        ("User-Agent: *\nContent-Signal: search=no, ai-train=no\nAllow: /\n", UA, {"search": False, "ai-train": False}),
+        (
+            "User-Agent: *\nContent-Signal: ai-train=no, search=yes, ai-input=yes\nAllow: /\n",
+            UA,
+            {"ai-train": False, "search": True, "ai-input": True},
+        ),
         ("user-agent: *\ncontent-signal:SEARCH = No ,AI-Train=YES\n", UA, {"search": False, "ai-train": True}),
         ("User-Agent: *\nAllow: /\n", UA, {}),  # nothing said: neither granted nor reserved
         ("", UA, {}),
         # chosen like the rules: the specific group, not '*'
-        ("User-agent: *\nContent-Signal: search=no\nAllow: /\n\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
-         UA, {"search": True}),
+        (
+            "User-agent: *\nContent-Signal: search=no\nAllow: /\n\n"
+            "User-agent: politecrawl\nContent-Signal: search=yes\n",
+            UA,
+            {"search": True},
+        ),
         # no rule between them: '*' and politecrawl are one group (RFC 9309 §2.1), "no" wins
-        ("User-agent: *\nContent-Signal: search=no\n\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
-         UA, {"search": False}),
-        ("User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
-         UA, {}),
-        ("User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
-         "otherbot", {"search": False}),
-        ("User-agent: *\nContent-Signal: search=no\n", "Mozilla/5.0 (compatible; politecrawl/0.1)",
-         {"search": False}),
+        (
+            "User-agent: *\nContent-Signal: search=no\n\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
+            UA,
+            {"search": False},
+        ),
+        ("User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n", UA, {}),
+        (
+            "User-agent: *\nContent-Signal: search=no\nDisallow: /y\n\nUser-agent: politecrawl\nDisallow: /x\n",
+            "otherbot",
+            {"search": False},
+        ),
+        ("User-agent: *\nContent-Signal: search=no\n", "Mozilla/5.0 (compatible; politecrawl/0.1)", {"search": False}),
         # merged groups and repeated lines: a "no" is never undone by a "yes"
-        ("User-agent: politecrawl\nContent-Signal: search=no\nDisallow: /a\n\n"
-         "User-agent: politecrawl\nContent-Signal: search=yes, ai-input=yes\n", UA,
-         {"search": False, "ai-input": True}),
+        (
+            "User-agent: politecrawl\nContent-Signal: search=no\nDisallow: /a\n\n"
+            "User-agent: politecrawl\nContent-Signal: search=yes, ai-input=yes\n",
+            UA,
+            {"search": False, "ai-input": True},
+        ),
         ("User-agent: *\nContent-Signal: search=yes\nContent-Signal: search=no\n", UA, {"search": False}),
         # it does not end the run of user-agent lines: both agents share the group
-        ("User-agent: a\nContent-Signal: search=no\nUser-agent: politecrawl\nDisallow: /x\n", UA,
-         {"search": False}),
+        ("User-agent: a\nContent-Signal: search=no\nUser-agent: politecrawl\nDisallow: /x\n", UA, {"search": False}),
         # before any group: for every agent, combined with the group's
-        ("Content-Signal: ai-train=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n", UA,
-         {"ai-train": False, "search": True}),
-        ("Content-Signal: search=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n", UA,
-         {"search": False}),
+        (
+            "Content-Signal: ai-train=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n",
+            UA,
+            {"ai-train": False, "search": True},
+        ),
+        ("Content-Signal: search=no\nUser-agent: politecrawl\nContent-Signal: search=yes\n", UA, {"search": False}),
         # junk is skipped, the rest kept
         ("User-agent: *\nContent-Signal: search=maybe, =no, ai-train, ai-input=no,,\n", UA, {"ai-input": False}),
         ("User-agent: *\nContent-Signal: search=no # reserved\n", UA, {"search": False}),

@@ -13,17 +13,22 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 def test_urlset_with_lastmod():
-    body = f'<?xml version="1.0"?><urlset {NS}><url><loc> https://a.example/x </loc><lastmod>2026-01-02</lastmod>' \
-           f'</url><url><loc>https://a.example/y</loc></url></urlset>'.encode()
+    body = (
+        f'<?xml version="1.0"?><urlset {NS}><url><loc> https://a.example/x </loc><lastmod>2026-01-02</lastmod>'
+        f"</url><url><loc>https://a.example/y</loc></url></urlset>".encode()
+    )
     r = parse_sitemap(body)
     assert r.kind == "urlset" and r.error is None
-    assert [(e.loc, e.lastmod) for e in r.urls] == [("https://a.example/x", "2026-01-02"),
-                                                    ("https://a.example/y", None)]
+    assert [(e.loc, e.lastmod) for e in r.urls] == [
+        ("https://a.example/x", "2026-01-02"),
+        ("https://a.example/y", None),
+    ]
 
 
 def test_sitemapindex_gzipped():
-    body = gzip.compress(f'<sitemapindex {NS}><sitemap><loc>https://a.example/s1.xml</loc></sitemap>'
-                         f'</sitemapindex>'.encode())
+    body = gzip.compress(
+        f"<sitemapindex {NS}><sitemap><loc>https://a.example/s1.xml</loc></sitemap></sitemapindex>".encode()
+    )
     r = parse_sitemap(body)
     assert r.kind == "sitemapindex" and [e.loc for e in r.sitemaps] == ["https://a.example/s1.xml"]
 
@@ -44,9 +49,11 @@ def test_broken_and_foreign_files():
 
 
 def test_entity_expansion_is_refused():
-    bomb = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">' \
-           b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>' \
-           b"<urlset><url><loc>&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;</loc></url></urlset>"
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+        b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
+        b"<urlset><url><loc>&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;</loc></url></urlset>"
+    )
     r = parse_sitemap(bomb)  # either refused by expat or tiny; never a huge expansion
     assert r.error is not None or sum(len(e.loc) for e in r.urls) < 10_000_000
 

@@ -16,23 +16,44 @@ CONFIG = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["t
 
 #: The flags of ``mypy --strict`` that can be set per module. ``strict = true`` itself cannot: in
 #: an override mypy turns it on for every module, so the strict override names the flags.
-STRICT_FLAGS = {"disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
-                "disallow_untyped_defs", "disallow_incomplete_defs", "disallow_untyped_decorators",
-                "warn_return_any", "no_implicit_reexport", "extra_checks"}
+STRICT_FLAGS = {
+    "disallow_any_generics",
+    "disallow_subclassing_any",
+    "disallow_untyped_calls",
+    "disallow_untyped_defs",
+    "disallow_incomplete_defs",
+    "disallow_untyped_decorators",
+    "warn_return_any",
+    "no_implicit_reexport",
+    "extra_checks",
+}
 #: Modules without I/O that must stay strict (more may be added to the override, none removed).
-PURE = {"politecrawl.politeness", "politecrawl.response", "politecrawl.patterns", "politecrawl.robots",
-        "politecrawl.dedup", "politecrawl.freshness", "politecrawl.index.analysis", "politecrawl.index.bm25",
-        "politecrawl.errors"}
+PURE = {
+    "politecrawl.politeness",
+    "politecrawl.response",
+    "politecrawl.patterns",
+    "politecrawl.robots",
+    "politecrawl.dedup",
+    "politecrawl.freshness",
+    "politecrawl.index.analysis",
+    "politecrawl.index.bm25",
+    "politecrawl.errors",
+}
 #: The modules whose errors are hidden while they are being reworked: this set may only shrink.
-BEING_TYPED = {"politecrawl.crawler", "politecrawl.sandbox", "politecrawl.store.common",
-               "politecrawl.store.postgres", "politecrawl.store.sqlite", "politecrawl.warc"}
+BEING_TYPED = {
+    "politecrawl.crawler",
+    "politecrawl.sandbox",
+    "politecrawl.store.common",
+    "politecrawl.store.postgres",
+    "politecrawl.store.sqlite",
+    "politecrawl.warc",
+}
 
 
 def _mypy(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (it comes with pip install -e '.[test]')")
-    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def _overrides(flag: str) -> list[dict]:
@@ -78,7 +99,8 @@ def test_the_pure_modules_are_strict():
 
 
 def test_hidden_errors_only_where_allowed():
-    hidden = {m for o in _overrides("ignore_errors") for m in ([o["module"]] if isinstance(o["module"], str)
-                                                               else o["module"])}
+    hidden = {
+        m for o in _overrides("ignore_errors") for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])
+    }
     assert hidden <= BEING_TYPED, f"errors hidden in {sorted(hidden - BEING_TYPED)}: fix them instead"
     assert not hidden & PURE

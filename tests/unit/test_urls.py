@@ -158,9 +158,7 @@ def test_strip_params(url, expected):
 
 
 def test_strip_params_can_be_replaced():
-    assert normalize("http://a/?utm_source=x&ref=1", strip_params=frozenset({"ref"})) == (
-        "http://a/?utm_source=x"
-    )
+    assert normalize("http://a/?utm_source=x&ref=1", strip_params=frozenset({"ref"})) == ("http://a/?utm_source=x")
     assert normalize("http://a/?sid=1", strip_params=frozenset()) == "http://a/?sid=1"
     assert "utm_*" in DEFAULT_STRIP_PARAMS
 
@@ -434,15 +432,18 @@ def test_property_the_request_form_has_the_key_and_the_links_parameter_order(url
     assert sorted(request.split("?", 1)[1].split("&")) == sorted(key.split("?", 1)[1].split("&"))
 
 
-@pytest.mark.parametrize(("url", "key", "sent"), [
-    ("http://h/s?b=2&a=1", "http://h/s?a=1&b=2", "http://h/s?b=2&a=1"),
-    ("http://h/s?a=1&b=2", "http://h/s?a=1&b=2", None),
-    ("http://h/s?b=2&utm_source=x&a=%7e", "http://h/s?a=~&b=2", "http://h/s?b=2&a=~"),
-    ("http://h/s?utm_source=x&b=2", "http://h/s?b=2", None),
-    ("http://h/s?q=1", "http://h/s?q=1", None),
-    ("http://h/s?page=2&page=1", "http://h/s?page=1&page=2", "http://h/s?page=2&page=1"),
-    ("http://h/s", "http://h/s", None),
-])
+@pytest.mark.parametrize(
+    ("url", "key", "sent"),
+    [
+        ("http://h/s?b=2&a=1", "http://h/s?a=1&b=2", "http://h/s?b=2&a=1"),
+        ("http://h/s?a=1&b=2", "http://h/s?a=1&b=2", None),
+        ("http://h/s?b=2&utm_source=x&a=%7e", "http://h/s?a=~&b=2", "http://h/s?b=2&a=~"),
+        ("http://h/s?utm_source=x&b=2", "http://h/s?b=2", None),
+        ("http://h/s?q=1", "http://h/s?q=1", None),
+        ("http://h/s?page=2&page=1", "http://h/s?page=1&page=2", "http://h/s?page=2&page=1"),
+        ("http://h/s", "http://h/s", None),
+    ],
+)
 def test_the_request_keeps_the_links_parameter_order(url, key, sent):
     assert normalize_pair(url) == (key, sent)
 
@@ -683,8 +684,23 @@ def test_property_simple_split_agrees_with_urlsplit(url):
 
 @pytest.mark.parametrize(
     "url",
-    ["", "/a?b#c", "a/b", "?q", "#f", "//h/p", "http://h", "https://h:1/p?q#f", "http://h?q", "http://h#f",
-     "/wiki/Special:Search", "../x:y", "http://a@b:1/", "http://h/p?#", "http://h/p#?q"],
+    [
+        "",
+        "/a?b#c",
+        "a/b",
+        "?q",
+        "#f",
+        "//h/p",
+        "http://h",
+        "https://h:1/p?q#f",
+        "http://h?q",
+        "http://h#f",
+        "/wiki/Special:Search",
+        "../x:y",
+        "http://a@b:1/",
+        "http://h/p?#",
+        "http://h/p#?q",
+    ],
 )
 def test_simple_split_table(url):
     from politecrawl import urls

@@ -24,15 +24,32 @@ from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.warc import OPEN_SUFFIX, WarcWriter, iter_files, recover_directory, scan_members
 
 
-def result(path: str = "/a", body: bytes = b"<html><title>A</title>hello</html>", status: int = 200, *,
-           raw_headers=None, truncated: bool = False, reason: str = "OK") -> FetchResult:
+def result(
+    path: str = "/a",
+    body: bytes = b"<html><title>A</title>hello</html>",
+    status: int = 200,
+    *,
+    raw_headers=None,
+    truncated: bool = False,
+    reason: str = "OK",
+) -> FetchResult:
     now = time.time()
     return FetchResult(
-        url=f"http://127.0.0.2:8000{path}", status=status, started_at=now, ended_at=now + 0.01, body=body,
-        truncated=truncated, http_version="1.1", reason=reason,
-        raw_headers=tuple(raw_headers if raw_headers is not None else
-                          [("Content-Type", "text/html"), ("Content-Length", str(len(body)))]),
-        request_target=path, request_headers=(("Host", "127.0.0.2:8000"), ("User-Agent", "politecrawl/0.1.0")),
+        url=f"http://127.0.0.2:8000{path}",
+        status=status,
+        started_at=now,
+        ended_at=now + 0.01,
+        body=body,
+        truncated=truncated,
+        http_version="1.1",
+        reason=reason,
+        raw_headers=tuple(
+            raw_headers
+            if raw_headers is not None
+            else [("Content-Type", "text/html"), ("Content-Length", str(len(body)))]
+        ),
+        request_target=path,
+        request_headers=(("Host", "127.0.0.2:8000"), ("User-Agent", "politecrawl/0.1.0")),
         ip="127.0.0.2",
     )
 
@@ -43,8 +60,15 @@ def records(path: Path) -> list:
     with open(path, "rb") as fh:
         for rec in ArchiveIterator(fh, check_digests="raise"):
             content = rec.content_stream().read()
-            out.append((rec.rec_type, rec.rec_headers.get_header("WARC-Target-URI"), rec.rec_headers,
-                        rec.http_headers, content))
+            out.append(
+                (
+                    rec.rec_type,
+                    rec.rec_headers.get_header("WARC-Target-URI"),
+                    rec.rec_headers,
+                    rec.http_headers,
+                    content,
+                )
+            )
     return out
 
 
@@ -62,8 +86,18 @@ def test_every_record_reads_back_with_verified_digests(tmp_path):
     fetches = [
         (result("/robots.txt", b"User-agent: *\nAllow: /\n"), None),
         (result("/a"), "page"),
-        (result("/gz", gz_body, raw_headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip"),
-                                             ("Content-Length", str(len(gzip.compress(gz_body))))]), "page"),
+        (
+            result(
+                "/gz",
+                gz_body,
+                raw_headers=[
+                    ("Content-Type", "text/html"),
+                    ("Content-Encoding", "gzip"),
+                    ("Content-Length", str(len(gzip.compress(gz_body)))),
+                ],
+            ),
+            "page",
+        ),
         (result("/chunked", b"abc", raw_headers=[("Transfer-Encoding", "chunked")]), "page"),
         (result("/cut", b"x" * 100, truncated=True), "page"),
         (result("/a", b"", status=304, reason="Not Modified", raw_headers=[("ETag", '"v1"')]), "page"),
@@ -74,8 +108,12 @@ def test_every_record_reads_back_with_verified_digests(tmp_path):
     files = list(iter_files(tmp_path))
     assert len(files) == 1 and not list(tmp_path.glob("*" + OPEN_SUFFIX))
     recs = records(files[0])
-    assert [r[0] for r in recs] == ["warcinfo"] + ["request", "response"] * 5 + ["request", "revisit",
-                                                                                  "request", "response"]
+    assert [r[0] for r in recs] == ["warcinfo"] + ["request", "response"] * 5 + [
+        "request",
+        "revisit",
+        "request",
+        "response",
+    ]
     assert warcio_check(files[0]) == 0
     info_id = recs[0][2].get_header("WARC-Record-ID")
     responses = [r for r in recs if r[0] in ("response", "revisit")]
@@ -134,25 +172,41 @@ def _warcio_exchange(w: WarcWriter, fetch: FetchResult, kind: str | None) -> byt
     if fetch.ip:
         common.append(("WARC-IP-Address", fetch.ip))
     resp_id = b._make_warc_id()
-    http = StatusAndHeaders(f"{fetch.status} {fetch.reason or ''}".rstrip(), warc._recorded_headers(fetch),
-                            protocol=f"HTTP/{fetch.http_version}")
+    http = StatusAndHeaders(
+        f"{fetch.status} {fetch.reason or ''}".rstrip(),
+        warc._recorded_headers(fetch),
+        protocol=f"HTTP/{fetch.http_version}",
+    )
     fields = [("WARC-Record-ID", resp_id), *common]
     if kind:
         fields.append(("Politecrawl-Kind", kind))
     if fetch.status == 304:
         fields += [("WARC-Profile", warc.REVISIT_NOT_MODIFIED), ("WARC-Refers-To-Target-URI", url)]
-        response = b.create_warc_record(url, "revisit", payload=io.BytesIO(b""), length=0, http_headers=http,
-                                        warc_headers_dict=dict(fields))
+        response = b.create_warc_record(
+            url, "revisit", payload=io.BytesIO(b""), length=0, http_headers=http, warc_headers_dict=dict(fields)
+        )
     else:
         if fetch.truncated:
             fields.append(("WARC-Truncated", "length"))
-        response = b.create_warc_record(url, "response", payload=io.BytesIO(fetch.body), length=len(fetch.body),
-                                        http_headers=http, warc_headers_dict=dict(fields))
-    req_http = StatusAndHeaders(f"GET {fetch.request_target} HTTP/{fetch.http_version}",
-                                list(fetch.request_headers), is_http_request=True)
-    request = b.create_warc_record(url, "request", payload=io.BytesIO(b""), length=0, http_headers=req_http,
-                                   warc_headers_dict=dict([("WARC-Record-ID", b._make_warc_id()), *common,
-                                                           ("WARC-Concurrent-To", resp_id)]))
+        response = b.create_warc_record(
+            url,
+            "response",
+            payload=io.BytesIO(fetch.body),
+            length=len(fetch.body),
+            http_headers=http,
+            warc_headers_dict=dict(fields),
+        )
+    req_http = StatusAndHeaders(
+        f"GET {fetch.request_target} HTTP/{fetch.http_version}", list(fetch.request_headers), is_http_request=True
+    )
+    request = b.create_warc_record(
+        url,
+        "request",
+        payload=io.BytesIO(b""),
+        length=0,
+        http_headers=req_http,
+        warc_headers_dict=dict([("WARC-Record-ID", b._make_warc_id()), *common, ("WARC-Concurrent-To", resp_id)]),
+    )
     b.write_record(request)
     b.write_record(response)
     return buf.getvalue()
@@ -179,15 +233,25 @@ def test_records_are_what_warcio_writes_for_the_same_exchange(tmp_path, monkeypa
     fetches = [
         (result("/robots.txt", b"User-agent: *\nAllow: /\n"), None),
         (result("/a", body), "page"),
-        (result("/gz", b"abc" * 500, raw_headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip"),
-                                                  ("Content-Length", "99")]), "page"),
+        (
+            result(
+                "/gz",
+                b"abc" * 500,
+                raw_headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip"), ("Content-Length", "99")],
+            ),
+            "page",
+        ),
         (result("/cut", b"x" * 100, truncated=True), "page"),
         (result("/a", b"", status=304, reason="Not Modified", raw_headers=[("ETag", '"v1"')]), "page"),
         (result("/n", b"", status=204, reason="No Content", raw_headers=[]), None),
         (result("/no-reason", b"y", reason=""), "sitemap"),
         # not ASCII: warcio percent-encodes such headers (RFC 8187); the writer hands them to warcio
-        (result("/u", b"x", raw_headers=[("Content-Disposition", 'attachment; filename="café.txt"'),
-                                         ("X-Note", "été")]), "page"),
+        (
+            result(
+                "/u", b"x", raw_headers=[("Content-Disposition", 'attachment; filename="café.txt"'), ("X-Note", "été")]
+            ),
+            "page",
+        ),
         (result("/q?a=1&b=%C3%A9", b"z"), "page"),
     ]
     fetches[-1][0].ip = None
@@ -376,8 +440,14 @@ def test_the_fetcher_hands_every_answer_to_the_recorder(tmp_path):
         port = site._server.sockets[0].getsockname()[1]
         w = WarcWriter(tmp_path)
         try:
-            async with Fetcher(user_agent="politecrawl/test", max_bytes=1 << 20, connect_timeout=5,
-                               read_timeout=5, total_timeout=10, recorder=w) as f:
+            async with Fetcher(
+                user_agent="politecrawl/test",
+                max_bytes=1 << 20,
+                connect_timeout=5,
+                read_timeout=5,
+                total_timeout=10,
+                recorder=w,
+            ) as f:
                 ok = await f.get(f"http://127.0.0.1:{port}/page?q=1", kind="page")
                 nm = await f.get(f"http://127.0.0.1:{port}/304", etag='"e"')
                 dead = await f.get("http://127.0.0.1:9/nothing-listens-here")
@@ -427,8 +497,15 @@ def test_settings_choose_the_folder_limits_and_identity(tmp_path):
     from politecrawl.errors import ConfigError
 
     assert WarcWriter.from_settings(load_settings({}, env={})) is None
-    s = load_settings({"warc_dir": str(tmp_path), "warc_max_bytes": 12345, "warc_gzip_level": 3,
-                       "contact": "https://ops.example/bot"}, env={})
+    s = load_settings(
+        {
+            "warc_dir": str(tmp_path),
+            "warc_max_bytes": 12345,
+            "warc_gzip_level": 3,
+            "contact": "https://ops.example/bot",
+        },
+        env={},
+    )
     w = WarcWriter.from_settings(s)
     assert (w.max_bytes, w.gzip_level) == (12345, 3)
     w.write_exchange(result())

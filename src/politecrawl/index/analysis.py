@@ -76,9 +76,7 @@ def _normalize(text: str) -> str:
 _is_normalized = unicodedata.is_normalized
 
 # ASCII bytes that are not letters or digits -> space; bytes >= 0x80 unchanged.
-_ASCII_SEP = bytes(
-    (b if chr(b).isalnum() else 0x20) if b < 0x80 else b for b in range(256)
-)
+_ASCII_SEP = bytes((b if chr(b).isalnum() else 0x20) if b < 0x80 else b for b in range(256))
 _ASCII_BYTES = bytes(range(0x80))
 
 

@@ -170,9 +170,7 @@ def idf(n_docs: int, df: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def bm25_term_score(
-    tf: float, df: int, n_docs: int, dl: float, avgdl: float, *, k1: float = K1, b: float = B
-) -> float:
+def bm25_term_score(tf: float, df: int, n_docs: int, dl: float, avgdl: float, *, k1: float = K1, b: float = B) -> float:
     """Plain single-field BM25 contribution of one term to one document."""
     if tf <= 0:
         return 0.0
@@ -230,7 +228,7 @@ def bm25f_title_term_score(
     k1: float = K1,
     b: float = B,
 ) -> float:
-    """"bm25f+title": BM25F over every field plus ``title_bonus`` times the title's own
+    """ "bm25f+title": BM25F over every field plus ``title_bonus`` times the title's own
     BM25 term (with ``title_k1``), both with the one IDF of ``df`` (documents with ``t``
     in any field)."""
     score = bm25f_term_score(tfs, dls, avgdls, df, n_docs, weights=weights, k1=k1, b=b)
@@ -251,7 +249,7 @@ def multifield_term_score(
     k1: float = K1,
     b: float = B,
 ) -> float:
-    """"fields" scoring: sum over fields of ``w_f`` times plain BM25 with ``df_f``."""
+    """ "fields" scoring: sum over fields of ``w_f`` times plain BM25 with ``df_f``."""
     return sum(
         weights[f] * bm25_term_score(tf, dfs[f], n_docs, dls[f], avgdls[f], k1=k1, b=b)
         for f, tf in tfs.items()

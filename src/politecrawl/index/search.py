@@ -121,8 +121,9 @@ class Searcher:
     within one timestamp tick).  ``refresh_interval=0`` looks (stats) on every query.
     """
 
-    def __init__(self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING,
-                 refresh_interval: float = REFRESH_INTERVAL):
+    def __init__(
+        self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING, refresh_interval: float = REFRESH_INTERVAL
+    ):
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
         self.scoring = scoring
@@ -191,8 +192,9 @@ class Searcher:
             return 0
         return sum(len(docs) for _, docs, _ in self._match(reader, q))
 
-    def search(self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *,
-               snippets: bool = True) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *, snippets: bool = True
+    ) -> list[Hit]:
         """Ranked hits ``[(page-1)*limit : page*limit]`` for ``query``."""
         reader = self._refresh()
         q = parse_query(query, reader.analyzer)
@@ -214,8 +216,10 @@ class Searcher:
         else:
             keep = np.arange(len(scores))
         ranked = sorted(
-            ((float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
-             for i in keep),
+            (
+                (float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
+                for i in keep
+            ),
             key=lambda r: (-r[0], r[1]),
         )[(page - 1) * limit : k]
         terms = q.positive_terms
@@ -228,8 +232,9 @@ class Searcher:
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None
-            hits.append(Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights,
-                            explanation=expl))
+            hits.append(
+                Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)
+            )
         return hits
 
     @staticmethod
@@ -251,8 +256,9 @@ class Searcher:
 
     # -- matching and scoring -------------------------------------------------
 
-    def _match(self, reader: IndexReader, q: Query, top_k: int | None = None,
-               postings: dict | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    def _match(
+        self, reader: IndexReader, q: Query, top_k: int | None = None, postings: dict | None = None
+    ) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """Per segment: (segment index, matching doc ids, their scores).
 
         With ``top_k``, documents that provably cannot be among the ``top_k``
@@ -279,8 +285,10 @@ class Searcher:
             bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
             if bonus:
                 # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
-                bound = {t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0) if reader.df(t, postings[t], "title")
-                         else bound[t] for t in terms}
+                bound = {
+                    t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0) if reader.df(t, postings[t], "title") else bound[t]
+                    for t in terms
+                }
         excluded = {t: reader.postings(t) for t in q.excluded}
         prune = top_k is not None and top_k > 0 and not q.phrases and len(terms) > 1
         # Terms are always added in this order (highest bound first, stable), so
@@ -328,8 +336,11 @@ class Searcher:
                             keep = only[d]
                             d, tf = d[keep], tf[keep]
                         if len(d):
-                            scores[d] += (bonus * idfs[t] * (TITLE_K1 + 1.0)) * tf / (
-                                tf + self._norm(reader, si, "title", TITLE_K1)[d])
+                            scores[d] += (
+                                (bonus * idfs[t] * (TITLE_K1 + 1.0))
+                                * tf
+                                / (tf + self._norm(reader, si, "title", TITLE_K1)[d])
+                            )
                 if base is not None and top_k is not None and only is None and i + 1 < len(terms):  # prune
                     # theta: k-th best partial score among allowed documents; scores
                     # only grow, so the final k-th best is >= theta.  A document
@@ -417,19 +428,40 @@ class Searcher:
                     df = reader.df(t, field=f)
                     f_idf = idf(reader.n_docs, df)
                     contribution = FIELD_WEIGHTS[f] * f_idf * tf * (K1 + 1.0) / (tf + K1 * bf) if tf else 0.0
-                    rows.append({"term": t, "field": f, "tf": tf, "df": df, "doc_len": dl,
-                                 "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f], "idf": f_idf,
-                                 "contribution": contribution})
+                    rows.append(
+                        {
+                            "term": t,
+                            "field": f,
+                            "tf": tf,
+                            "df": df,
+                            "doc_len": dl,
+                            "avgdl": reader.avgdl[f],
+                            "weight": FIELD_WEIGHTS[f],
+                            "idf": f_idf,
+                            "contribution": contribution,
+                        }
+                    )
                 else:
                     part = FIELD_WEIGHTS[f] * tf / bf if tf else 0.0
                     pseudo += part
-                    row = {"term": t, "field": f, "tf": tf, "df": df_any, "doc_len": dl,
-                           "avgdl": reader.avgdl[f], "weight": FIELD_WEIGHTS[f],
-                           "idf": idf(reader.n_docs, df_any), "_part": part}
+                    row = {
+                        "term": t,
+                        "field": f,
+                        "tf": tf,
+                        "df": df_any,
+                        "doc_len": dl,
+                        "avgdl": reader.avgdl[f],
+                        "weight": FIELD_WEIGHTS[f],
+                        "idf": idf(reader.n_docs, df_any),
+                        "_part": part,
+                    }
                     if self.scoring == "bm25f+title" and f == "title":
                         # the title's own BM25 term, outside the saturation
-                        row["title_bonus"] = (TITLE_BONUS * idf(reader.n_docs, df_any) * tf * (TITLE_K1 + 1.0)
-                                              / (tf + TITLE_K1 * bf) if tf else 0.0)
+                        row["title_bonus"] = (
+                            TITLE_BONUS * idf(reader.n_docs, df_any) * tf * (TITLE_K1 + 1.0) / (tf + TITLE_K1 * bf)
+                            if tf
+                            else 0.0
+                        )
                     rows.append(row)
             if self.scoring != "fields":
                 term_score = idf(reader.n_docs, df_any) * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
@@ -437,8 +469,16 @@ class Searcher:
                     part = r.pop("_part")
                     r["contribution"] = (term_score * part / pseudo if pseudo else 0.0) + r.get("title_bonus", 0.0)
             terms_out.extend(rows)
-        out = {"N": reader.n_docs, "avgdl": dict(reader.avgdl), "k1": K1, "b": B, "scoring": self.scoring,
-               "weights": dict(FIELD_WEIGHTS), "score": score, "terms": terms_out}
+        out = {
+            "N": reader.n_docs,
+            "avgdl": dict(reader.avgdl),
+            "k1": K1,
+            "b": B,
+            "scoring": self.scoring,
+            "weights": dict(FIELD_WEIGHTS),
+            "score": score,
+            "terms": terms_out,
+        }
         if self.scoring == "bm25f+title":
             out["title_bonus"], out["title_k1"] = TITLE_BONUS, TITLE_K1
         return out

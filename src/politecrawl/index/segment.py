@@ -213,9 +213,7 @@ def _compress_bodies(bodies: list[tuple[str, list[int]]]) -> list[tuple[bytes, l
     return out
 
 
-def write_segment(
-    seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer
-) -> int:
+def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
     """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
 
     Returns the number of documents written.  ``seg_dir`` must not exist.
@@ -306,8 +304,17 @@ def write_segment(
     return n_docs
 
 
-def _write_segment_files(seg_dir: Path, terms, postings, doc_lens, urls, titles, bodies: list[bytes], analyzer,
-                         sync: list[list[tuple[int, int, int]]]) -> None:
+def _write_segment_files(
+    seg_dir: Path,
+    terms,
+    postings,
+    doc_lens,
+    urls,
+    titles,
+    bodies: list[bytes],
+    analyzer,
+    sync: list[list[tuple[int, int, int]]],
+) -> None:
     n_docs = len(urls)
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
@@ -404,8 +411,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
     terms = sorted(used_terms)
     gid = {t: i for i, t in enumerate(terms)}
     maps = [
-        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int64, count=len(seg.terms))
-        for seg, _ in sources
+        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int64, count=len(seg.terms)) for seg, _ in sources
     ]
     postings = {}
     for f in FIELDS:
@@ -441,8 +447,9 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
         sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
         lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
     doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
-    _write_segment_files(seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies,
-                         analyzer, sync)
+    _write_segment_files(
+        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer, sync
+    )
     return len(urls)
 
 
@@ -519,9 +526,7 @@ class Segment:
         self.header = header
         self.doc_count: int = int(header["doc_count"])
         raw_terms = (self.path / "terms.txt").read_bytes().decode("utf-8")
-        self.terms: dict[str, int] = (
-            {t: i for i, t in enumerate(raw_terms.split("\n"))} if header["term_count"] else {}
-        )
+        self.terms: dict[str, int] = {t: i for i, t in enumerate(raw_terms.split("\n"))} if header["term_count"] else {}
         if len(self.terms) != header["term_count"]:
             raise SearchIndexError(f"{self.path}: term dictionary does not match header")
         self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}

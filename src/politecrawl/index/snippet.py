@@ -45,8 +45,15 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MAX_POSITIONS", "SCAN_CHARS", "WINDOW_CHARS", "BodyStream", "best_window", "make_snippet",
-           "snippet_for_hit"]
+__all__ = [
+    "MAX_POSITIONS",
+    "SCAN_CHARS",
+    "WINDOW_CHARS",
+    "BodyStream",
+    "best_window",
+    "make_snippet",
+    "snippet_for_hit",
+]
 
 WINDOW_CHARS = 200
 LEAD_CHARS = 40
@@ -107,8 +114,16 @@ def _clean(s: str) -> str:
     return _WS_RE.sub(" ", s)
 
 
-def make_snippet(body: str, terms: Iterable[str], *, window: int = WINDOW_CHARS, lo: int = 0, hi: int | None = None,
-                 complete: bool = True, cut_before: bool = False) -> tuple[str, tuple[tuple[int, int], ...]]:
+def make_snippet(
+    body: str,
+    terms: Iterable[str],
+    *,
+    window: int = WINDOW_CHARS,
+    lo: int = 0,
+    hi: int | None = None,
+    complete: bool = True,
+    cut_before: bool = False,
+) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of ``body``: its best window of matched terms within ``body[lo:hi]`` (by default
     the first ``SCAN_CHARS``). ``complete=False``: ``body`` is only a prefix of the text (the end
     is marked as a cut even where the prefix ends); ``cut_before``: ``body`` starts inside the
@@ -234,8 +249,9 @@ def _utf8_complete(raw: bytes) -> int:
     return n  # no lead byte in the last four: invalid anyway, let the decoder say so
 
 
-def best_window(positions: list[np.ndarray], width: int = WINDOW_TOKENS,
-                prefer_before: int | None = None) -> tuple[int, int] | None:
+def best_window(
+    positions: list[np.ndarray], width: int = WINDOW_TOKENS, prefer_before: int | None = None
+) -> tuple[int, int] | None:
     """``(term index, occurrence index)`` of the occurrence that starts the best window of
     ``width`` tokens: most distinct terms, then most occurrences, then earliest. ``positions``:
     per term, its ascending token positions in the body (empty if absent). None if all are.
@@ -335,8 +351,14 @@ def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
         stream.grow()
 
 
-def snippet_for_hit(compressed: bytes, terms: Sequence[str], positions: list[np.ndarray], *, window: int = WINDOW_CHARS,
-                    sync: np.ndarray | None = None) -> tuple[str, tuple[tuple[int, int], ...]]:
+def snippet_for_hit(
+    compressed: bytes,
+    terms: Sequence[str],
+    positions: list[np.ndarray],
+    *,
+    window: int = WINDOW_CHARS,
+    sync: np.ndarray | None = None,
+) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of one hit, from a bounded window of its body (see the module docstring).
 
     ``compressed`` is the stored (zlib) body; ``positions``, per term of ``terms`` in order, its
@@ -347,8 +369,7 @@ def snippet_for_hit(compressed: bytes, terms: Sequence[str], positions: list[np.
     terms = list(terms)
     seekable = sync is not None and len(sync) > 0
     if not seekable:  # reading from the start: how far is bounded
-        positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p
-                     for p in positions]
+        positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
     found = best_window(positions)
     if found is None:  # no query term in the body: its start
         start = BodyStream(compressed)

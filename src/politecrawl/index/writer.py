@@ -363,7 +363,7 @@ class IndexWriter:
         self._generation_floor = max(current_gen, top_gen)
         keep_segs = {e["name"] for e in self._entries}
         # older_gens holds only names _GEN_RE matched: gen-NNNNNN.json
-        previous = max(older_gens, key=lambda g: int(g[len("gen-"):-len(".json")]), default=None)
+        previous = max(older_gens, key=lambda g: int(g[len("gen-") : -len(".json")]), default=None)
         if previous is not None:
             try:
                 keep_segs |= {e["name"] for e in load_generation(self.index_dir, previous)["segments"]}
@@ -414,8 +414,9 @@ class IndexWriter:
     def __enter__(self) -> "IndexWriter":
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.closed:
             return
         if exc_type is None:
@@ -488,12 +489,21 @@ class IndexWriter:
 
         # 3. merges, none larger than MAX_SEGMENT_TOKENS
         def live_tokens() -> list[int]:
-            return [_token_count(self.index_dir / e["name"]) * (e["doc_count"] - len(e["deleted"]))
-                    // max(1, e["doc_count"]) for e in entries]
+            return [
+                _token_count(self.index_dir / e["name"])
+                * (e["doc_count"] - len(e["deleted"]))
+                // max(1, e["doc_count"])
+                for e in entries
+            ]
 
         sizes = [e["doc_count"] - len(e["deleted"]) for e in entries]
-        groups = plan_merges(sizes, [len(e["deleted"]) for e in entries], factor=self.merge_factor,
-                             tokens=live_tokens(), max_tokens=self.max_segment_tokens)
+        groups = plan_merges(
+            sizes,
+            [len(e["deleted"]) for e in entries],
+            factor=self.merge_factor,
+            tokens=live_tokens(),
+            max_tokens=self.max_segment_tokens,
+        )
         entries = self._merge(entries, groups, seg)
         if self._compact:
             compaction = plan_compaction(live_tokens(), self.max_segment_tokens)

@@ -314,8 +314,9 @@ class Store(Protocol):
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None: ...
-    def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
-                   per_ip_limit: int = 0) -> list[Claim]: ...
+    def claim_many(
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+    ) -> list[Claim]: ...
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None: ...
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None: ...
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None: ...
@@ -360,8 +361,9 @@ def require_postgres_driver() -> None:
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         missing = (exc.name or "psycopg").split(".", 1)[0]
-        raise StoreError(f"a postgresql:// store needs the PostgreSQL driver ({missing} is not installed): "
-                         f"{POSTGRES_INSTALL_HINT}") from exc
+        raise StoreError(
+            f"a postgresql:// store needs the PostgreSQL driver ({missing} is not installed): {POSTGRES_INSTALL_HINT}"
+        ) from exc
 
 
 def open_store(url: str, *, create: bool = True) -> Store:

@@ -53,15 +53,32 @@ __all__ = [
 
 
 #: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
-CLAIM_RETURNING = ("host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
-                   " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops,"
-                   " patterns_version")
+CLAIM_RETURNING = (
+    "host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
+    " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops,"
+    " patterns_version"
+)
 
 
 def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
     """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
-    (host, r_status, r_body, r_fetched, r_expires, crawl_delay, response_time, failures, fetched, ip, ip_at,
-     delay, robots_via, robots_hops, patterns_version) = row
+    (
+        host,
+        r_status,
+        r_body,
+        r_fetched,
+        r_expires,
+        crawl_delay,
+        response_time,
+        failures,
+        fetched,
+        ip,
+        ip_at,
+        delay,
+        robots_via,
+        robots_hops,
+        patterns_version,
+    ) = row
     return Claim(
         kind=ClaimKind.ROBOTS,
         host=host,
@@ -114,10 +131,12 @@ def wake_time_sql(d: Dialect) -> str:
     """
     P = d.p
     paused = ", ".join(f"'{r}'" for r in PAUSED_REASONS)
-    return (f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
-            f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END), COUNT(*)"
-            f" FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ({paused})"
-            " OR lease_owner IS NOT NULL)")
+    return (
+        f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
+        f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END), COUNT(*)"
+        f" FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ({paused})"
+        " OR lease_owner IS NOT NULL)"
+    )
 
 
 def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) -> tuple[list[str], dict]:
@@ -132,8 +151,9 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
     if outcome.next_allowed_at is None:
         # No request was made (a disallowed URL, a budget stop): the host is due again when it
         # was due before the claim moved next_allowed_at, which was at most the claim time.
-        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at)"
-                    " ELSE next_allowed_at END")
+        sets.append(
+            f"next_allowed_at = CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at) ELSE next_allowed_at END"
+        )
     else:
         delay = outcome.delay if outcome.delay is not None else max(0.0, outcome.next_allowed_at - now)
         # Stamped by the store's clock: at the release the response has ended, so its clock + the
@@ -161,9 +181,14 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
         sets.append(f"robots_expires_at = {P('r_expires')}")
         p["r_expires"] = r.expires_at
         if r.status is not None:
-            sets += [f"robots_status = {P('r_status')}", f"robots_body = {P('r_body')}",
-                     f"robots_fetched_at = {P('r_fetched')}", f"crawl_delay = {P('r_delay')}",
-                     "robots_via = NULL", "robots_hops = 0"]
+            sets += [
+                f"robots_status = {P('r_status')}",
+                f"robots_body = {P('r_body')}",
+                f"robots_fetched_at = {P('r_fetched')}",
+                f"crawl_delay = {P('r_delay')}",
+                "robots_via = NULL",
+                "robots_hops = 0",
+            ]
             p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
     if outcome.fetch is not None and outcome.fetch.kind == URLKind.PAGE:
         sets.append("pages_fetched = pages_fetched + 1")
@@ -185,13 +210,26 @@ def release_url_statement(d: Dialect, claim: Claim, outcome: Outcome, now: float
     if outcome.url_state == "queued":
         # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
         p["u_step"] = RETRY_PRIORITY_STEP if outcome.fetch is not None else 0
-        return ("UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                f" outcome = {P('u_outcome')}, priority = priority + {P('u_step')} WHERE {mine}", p, False)
-    p.update(u_state=outcome.url_state, u_now=now, u_next=outcome.next_fetch_at, u_interval=outcome.revisit_interval,
-             u_changed=int(outcome.changed))
-    return (f"UPDATE frontier SET state = {P('u_state')}, lease_owner = NULL, lease_expires_at = NULL,"
-            f" outcome = {P('u_outcome')}, finished_at = {P('u_now')}, next_fetch_at = {P('u_next')},"
-            f" revisit_interval = {P('u_interval')}, changes = changes + {P('u_changed')} WHERE {mine}", p, True)
+        return (
+            "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+            f" outcome = {P('u_outcome')}, priority = priority + {P('u_step')} WHERE {mine}",
+            p,
+            False,
+        )
+    p.update(
+        u_state=outcome.url_state,
+        u_now=now,
+        u_next=outcome.next_fetch_at,
+        u_interval=outcome.revisit_interval,
+        u_changed=int(outcome.changed),
+    )
+    return (
+        f"UPDATE frontier SET state = {P('u_state')}, lease_owner = NULL, lease_expires_at = NULL,"
+        f" outcome = {P('u_outcome')}, finished_at = {P('u_now')}, next_fetch_at = {P('u_next')},"
+        f" revisit_interval = {P('u_interval')}, changes = changes + {P('u_changed')} WHERE {mine}",
+        p,
+        True,
+    )
 
 
 def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) -> bool:
@@ -206,31 +244,72 @@ def release_url(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float) ->
 
 
 #: The fetch log's columns, in the order ``fetch_log_values`` gives them.
-FETCH_LOG_COLUMNS = ("host", "url", "kind", "worker", "started_at", "ended_at", "status", "bytes", "error", "delay",
-                     "retry_until", "response_seconds", "retry_after", "warc_file", "warc_offset", "loop_lag")
+FETCH_LOG_COLUMNS = (
+    "host",
+    "url",
+    "kind",
+    "worker",
+    "started_at",
+    "ended_at",
+    "status",
+    "bytes",
+    "error",
+    "delay",
+    "retry_until",
+    "response_seconds",
+    "retry_after",
+    "warc_file",
+    "warc_offset",
+    "loop_lag",
+)
 
 
 def fetch_log_values(host: str, worker: str, f: FetchLogEntry) -> tuple:
-    return (host, f.url, f.kind, worker, f.started_at, f.ended_at, f.status, f.bytes, f.error, f.delay,
-            f.retry_until, f.response_seconds, f.retry_after, f.warc_file, f.warc_offset, f.loop_lag)
+    return (
+        host,
+        f.url,
+        f.kind,
+        worker,
+        f.started_at,
+        f.ended_at,
+        f.status,
+        f.bytes,
+        f.error,
+        f.delay,
+        f.retry_until,
+        f.response_seconds,
+        f.retry_after,
+        f.warc_file,
+        f.warc_offset,
+        f.loop_lag,
+    )
 
 
 def insert_fetch_log(conn, d: Dialect, host: str, worker: str, f: FetchLogEntry) -> None:
     """One fetch log row: the host actually contacted, and the audit's evidence."""
     marks = ", ".join([d.ph] * len(FETCH_LOG_COLUMNS))
-    conn.execute(f"INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES ({marks})",
-                 fetch_log_values(host, worker, f))
+    conn.execute(
+        f"INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES ({marks})", fetch_log_values(host, worker, f)
+    )
 
 
 def insert_robots_versions(conn, d: Dialect, versions: Sequence[tuple]) -> None:
     """robots_log rows (host, fetched_at, status, body): every version in force, for the audit."""
     for version in versions:
-        conn.execute(f"INSERT INTO robots_log (host, fetched_at, status, body) VALUES ({d.ph}, {d.ph}, {d.ph}, {d.ph})",
-                     version)
+        conn.execute(
+            f"INSERT INTO robots_log (host, fetched_at, status, body) VALUES ({d.ph}, {d.ph}, {d.ph}, {d.ph})", version
+        )
 
 
-def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Callable[[], int],
-                near_duplicate: Callable[[int, int], int | None]) -> bool:
+def record_page(
+    conn,
+    d: Dialect,
+    url_id: int,
+    page: PageRecord,
+    *,
+    next_seq: Callable[[], int],
+    near_duplicate: Callable[[int, int], int | None],
+) -> bool:
     """Store the page (replacing an older version); returns whether it duplicates an indexed page.
 
     What differs between the stores is passed in: ``next_seq()`` (the indexer's change counter,
@@ -264,9 +343,34 @@ def record_page(conn, d: Dialect, url_id: int, page: PageRecord, *, next_seq: Ca
 
 
 #: A page row's columns (then ``indexed_at``, NULL: not indexed yet), in ``page_values`` order.
-PAGE_COLUMNS = ("url_id", "url", "final_url", "status", "content_type", "etag", "last_modified", "title", "text",
-                "bytes", "fetched_at", "fingerprint", "duplicate_of", "duplicate_kind", "alias_of", "simhash",
-                "sh0", "sh1", "sh2", "sh3", "noindex", "noarchive", "unavailable_after", "language", "links", "seq")
+PAGE_COLUMNS = (
+    "url_id",
+    "url",
+    "final_url",
+    "status",
+    "content_type",
+    "etag",
+    "last_modified",
+    "title",
+    "text",
+    "bytes",
+    "fetched_at",
+    "fingerprint",
+    "duplicate_of",
+    "duplicate_kind",
+    "alias_of",
+    "simhash",
+    "sh0",
+    "sh1",
+    "sh2",
+    "sh3",
+    "noindex",
+    "noarchive",
+    "unavailable_after",
+    "language",
+    "links",
+    "seq",
+)
 #: A newer version replaces the stored one (and is indexed again).
 PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              final_url = excluded.final_url, status = excluded.status, content_type = excluded.content_type,
@@ -279,8 +383,9 @@ PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              unavailable_after = excluded.unavailable_after, language = excluded.language,
              links = excluded.links, indexed_at = NULL, seq = excluded.seq"""
 #: The exact-duplicate lookup: an indexable original with the same content fingerprint.
-EXACT_DUPLICATE_WHERE = ("fingerprint = {fp} AND duplicate_of IS NULL AND url_id != {url_id}"
-                         " AND noindex = 0 AND alias_of IS NULL")
+EXACT_DUPLICATE_WHERE = (
+    "fingerprint = {fp} AND duplicate_of IS NULL AND url_id != {url_id} AND noindex = 0 AND alias_of IS NULL"
+)
 
 
 def page_candidate(page: PageRecord) -> bool:
@@ -293,10 +398,31 @@ def page_values(url_id: int, page: PageRecord, seq: int, duplicate_of: int | Non
 
     blocks = simhash_blocks(page.simhash)
     signed = to_signed64(page.simhash) if page.simhash is not None else None
-    return (url_id, page.url, page.final_url, page.status, page.content_type, page.etag, page.last_modified,
-            page.title, page.text, page.bytes, page.fetched_at, page.fingerprint, duplicate_of, kind,
-            page.alias_of, signed, *blocks, int(page.noindex), int(page.noarchive), page.unavailable_after,
-            page.language, "\n".join(page.links) if page.links else None, seq)
+    return (
+        url_id,
+        page.url,
+        page.final_url,
+        page.status,
+        page.content_type,
+        page.etag,
+        page.last_modified,
+        page.title,
+        page.text,
+        page.bytes,
+        page.fetched_at,
+        page.fingerprint,
+        duplicate_of,
+        kind,
+        page.alias_of,
+        signed,
+        *blocks,
+        int(page.noindex),
+        int(page.noarchive),
+        page.unavailable_after,
+        page.language,
+        "\n".join(page.links) if page.links else None,
+        seq,
+    )
 
 
 def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
@@ -324,8 +450,9 @@ ROBOTS_HOP_WAIT = 600.0
 ROBOTS_HOP_RETRY = 60.0
 
 
-def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
-                  queue: "Callable[[Sequence[NewURL]], None]") -> list[tuple]:
+def settle_robots(
+    conn, d: Dialect, claim: Claim, outcome: Outcome, now: float, queue: "Callable[[Sequence[NewURL]], None]"
+) -> list[tuple]:
     """Inside a release: pass a robots.txt answer on to every host waiting on the URL fetched.
 
     The claimer's own robots.txt result is in ``outcome.robots`` (written with its host row);
@@ -343,12 +470,17 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
         answered = conn.execute(
             f"UPDATE frontier SET state = 'done', outcome = 'answered by the robots.txt fetch', finished_at = {ph}"
             f" WHERE url = {ph} AND kind = 'robots' AND state = 'queued' RETURNING host",
-            (now, outcome.robots_source)).fetchall()
+            (now, outcome.robots_source),
+        ).fetchall()
         for (host,) in answered:
             conn.execute(f"UPDATE hosts SET pending = {d.greatest}(pending - 1, 0) WHERE host = {ph}", (host,))
-    waiters = [row for row in conn.execute(
-        f"SELECT host, robots_hops, robots_status FROM hosts WHERE robots_via = {ph} AND host <> {ph}",
-        (outcome.robots_source, claim.host)).fetchall()]
+    waiters = [
+        row
+        for row in conn.execute(
+            f"SELECT host, robots_hops, robots_status FROM hosts WHERE robots_via = {ph} AND host <> {ph}",
+            (outcome.robots_source, claim.host),
+        ).fetchall()
+    ]
     log_rows: list[tuple] = []
     redirect = outcome.robots_redirect
     if claim.kind == ClaimKind.ROBOTS and redirect is not None:
@@ -360,19 +492,26 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
         is_claimer = claim.kind == ClaimKind.ROBOTS and host == claim.host
         # A waiting host was last asked before its wait began: the store's clock now plus its delay
         # is never sooner than it is owed. The claimer's timing is its own release's.
-        free_now = ("next_allowed_at" if is_claimer else
-                    f"CASE WHEN wait_reason = 'robots-redirect' THEN {P('now')} + delay ELSE next_allowed_at END")
+        free_now = (
+            "next_allowed_at"
+            if is_claimer
+            else f"CASE WHEN wait_reason = 'robots-redirect' THEN {P('now')} + delay ELSE next_allowed_at END"
+        )
         params = {"host": host, "now": now}
         if redirect is not None and hops + 1 <= ROBOTS_MAX_HOPS:
             if redirect.host == host:  # the next hop is on the host itself: its next robots claim
-                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
-                             f" next_allowed_at = {free_now} WHERE host = {P('host')}",
-                             {**params, "via": redirect.url, "hops": hops + 1})
+                conn.execute(
+                    f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                    f" next_allowed_at = {free_now} WHERE host = {P('host')}",
+                    {**params, "via": redirect.url, "hops": hops + 1},
+                )
             else:  # another host's: asked under that host's claim; this one waits for the answer
-                conn.execute(f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
-                             f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {P('wait')}),"
-                             f" wait_reason = 'robots-redirect' WHERE host = {P('host')}",
-                             {**params, "via": redirect.url, "hops": hops + 1, "wait": ROBOTS_HOP_WAIT})
+                conn.execute(
+                    f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
+                    f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {P('wait')}),"
+                    f" wait_reason = 'robots-redirect' WHERE host = {P('host')}",
+                    {**params, "via": redirect.url, "hops": hops + 1, "wait": ROBOTS_HOP_WAIT},
+                )
                 hop_queued = True
             continue
         if redirect is not None:  # too many hops: unavailable, which RFC 9309 treats like a 4xx
@@ -385,8 +524,10 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
             if redirect is None:
                 continue
         if answer is not None and answer.status is not None:
-            owed_with_rules = (f"CASE WHEN wait_reason = 'robots-redirect'"
-                               f" THEN {P('now')} + {d.greatest}(delay, {P('cd0')}) ELSE next_allowed_at END")
+            owed_with_rules = (
+                f"CASE WHEN wait_reason = 'robots-redirect'"
+                f" THEN {P('now')} + {d.greatest}(delay, {P('cd0')}) ELSE next_allowed_at END"
+            )
             conn.execute(
                 f"UPDATE hosts SET robots_status = {P('st')}, robots_body = {P('body')},"
                 f" robots_fetched_at = {P('fetched')}, robots_expires_at = {P('expires')},"
@@ -396,8 +537,16 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
                 f" next_allowed_at = {free_now if is_claimer else owed_with_rules},"
                 f" delay = {d.greatest}(delay, {P('cd0')})"
                 f" WHERE host = {P('host')}",
-                {**params, "st": answer.status, "body": answer.body, "fetched": answer.fetched_at,
-                 "expires": answer.expires_at, "cd": answer.crawl_delay, "cd0": answer.crawl_delay or 0.0})
+                {
+                    **params,
+                    "st": answer.status,
+                    "body": answer.body,
+                    "fetched": answer.fetched_at,
+                    "expires": answer.expires_at,
+                    "cd": answer.crawl_delay,
+                    "cd0": answer.crawl_delay or 0.0,
+                },
+            )
             log_rows.append((host, answer.fetched_at, answer.status, answer.body))
         else:
             # Unreachable: fail closed. The host tries its own robots.txt again later; a cached
@@ -409,7 +558,8 @@ def settle_robots(conn, d: Dialect, claim: Claim, outcome: Outcome, now: float,
                 f"   ELSE {d.greatest}(COALESCE(robots_expires_at, 0), {P('now')} + {P('retry')}) END,"
                 f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {d.greatest}(2 * delay, {P('retry')}))"
                 f" WHERE host = {P('host')}",
-                {**params, "retry": ROBOTS_HOP_RETRY})
+                {**params, "retry": ROBOTS_HOP_RETRY},
+            )
     if hop_queued and redirect is not None:
         queue([NewURL(redirect.url, redirect.host, 0, ROBOTS_HOP_PRIORITY, kind=URLKind.ROBOTS)])
     return log_rows
@@ -449,10 +599,20 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
     """The same claim for a page: the leased frontier row, and the stored version's validators."""
     url_id, url, depth, attempts, revisit_interval, url_kind, request_url = url_row
     etag, last_modified, fingerprint = cached if cached else (None, None, None)
-    return replace(claim, kind=ClaimKind.PAGE, url_id=url_id, url=url, request_url=request_url,
-                   url_kind=URLKind(url_kind), depth=depth, attempts=attempts,
-                   etag=etag, last_modified=last_modified, fingerprint=fingerprint,
-                   revisit_interval=revisit_interval)
+    return replace(
+        claim,
+        kind=ClaimKind.PAGE,
+        url_id=url_id,
+        url=url,
+        request_url=request_url,
+        url_kind=URLKind(url_kind),
+        depth=depth,
+        attempts=attempts,
+        etag=etag,
+        last_modified=last_modified,
+        fingerprint=fingerprint,
+        revisit_interval=revisit_interval,
+    )
 
 
 def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
@@ -469,8 +629,10 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
            WHERE h.pending != COALESCE(f.n, 0) ORDER BY h.host"""
     ).fetchall()
     if wrong:
-        problems.append(f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
-                        f"{wrong[0][1]} instead of {wrong[0][2]})")
+        problems.append(
+            f"{len(wrong)} hosts with a wrong pending count (e.g. {wrong[0][0]}: "
+            f"{wrong[0][1]} instead of {wrong[0][2]})"
+        )
         if repair:
             for host, _, n in wrong:
                 conn.execute(f"UPDATE hosts SET pending = {ph} WHERE host = {ph}", (n, host))
@@ -481,12 +643,15 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
         problems.append(f"{orphans} hosts in the frontier without a host row")
         if repair:
             # "WHERE true": SQLite's parser needs it before ON CONFLICT after a SELECT.
-            conn.execute("INSERT INTO hosts (host, next_allowed_at) SELECT DISTINCT host, 0 FROM frontier"
-                         " WHERE true ON CONFLICT DO NOTHING")
-            conn.execute("UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
-                         " AND f.state IN ('queued', 'leased'))")
-    pageless = conn.execute(
-        "SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
+            conn.execute(
+                "INSERT INTO hosts (host, next_allowed_at) SELECT DISTINCT host, 0 FROM frontier"
+                " WHERE true ON CONFLICT DO NOTHING"
+            )
+            conn.execute(
+                "UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
+                " AND f.state IN ('queued', 'leased'))"
+            )
+    pageless = conn.execute("SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
     if pageless:
         problems.append(f"{pageless} pages without a frontier row")
         if repair:

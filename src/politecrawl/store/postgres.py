@@ -214,12 +214,34 @@ _PAGE_LOCKS = """shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(has
 _PAGE_SEQ = f"WITH {_PAGE_LOCKS} SELECT nextval('pages_seq_counter') FROM keyed"
 
 # The SQL type of each page column (a statement that inserts from a SELECT names them).
-_PAGE_TYPES = {"url_id": "bigint", "url": "text", "final_url": "text", "status": "bigint", "content_type": "text",
-               "etag": "text", "last_modified": "text", "title": "text", "text": "text", "bytes": "bigint",
-               "fetched_at": "float8", "fingerprint": "text", "duplicate_of": "bigint", "duplicate_kind": "text",
-               "alias_of": "text", "simhash": "bigint", "sh0": "integer", "sh1": "integer", "sh2": "integer",
-               "sh3": "integer", "noindex": "integer", "noarchive": "integer", "unavailable_after": "float8",
-               "language": "text", "links": "text", "seq": "bigint"}
+_PAGE_TYPES = {
+    "url_id": "bigint",
+    "url": "text",
+    "final_url": "text",
+    "status": "bigint",
+    "content_type": "text",
+    "etag": "text",
+    "last_modified": "text",
+    "title": "text",
+    "text": "text",
+    "bytes": "bigint",
+    "fetched_at": "float8",
+    "fingerprint": "text",
+    "duplicate_of": "bigint",
+    "duplicate_kind": "text",
+    "alias_of": "text",
+    "simhash": "bigint",
+    "sh0": "integer",
+    "sh1": "integer",
+    "sh2": "integer",
+    "sh3": "integer",
+    "noindex": "integer",
+    "noarchive": "integer",
+    "unavailable_after": "float8",
+    "language": "text",
+    "links": "text",
+    "seq": "bigint",
+}
 
 
 def _page_lock_params(page: PageRecord) -> dict:
@@ -347,8 +369,9 @@ class PostgresStore:
             with psycopg.connect(conninfo, connect_timeout=10, **kwargs) as conn:
                 self.clock_offset = self._measure_clock_offset(conn)
                 if self._choose_toast:
-                    row = conn.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
-                                       " WHERE name = 'default_toast_compression'").fetchone()
+                    row = conn.execute(
+                        "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+                    ).fetchone()
                     self._toast_lz4 = bool(row and row[0])
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to the PostgreSQL store {self.url}: {_one_line(exc)}") from exc
@@ -396,8 +419,15 @@ class PostgresStore:
                 raise
         raise psycopg.OperationalError("no live connection in the pool after the server dropped them")
 
-    def _run(self, fn: Callable[[psycopg.Connection], _T], what: str, *, transaction: bool, idempotent: bool,
-             xid: list | None = None) -> _T:
+    def _run(
+        self,
+        fn: Callable[[psycopg.Connection], _T],
+        what: str,
+        *,
+        transaction: bool,
+        idempotent: bool,
+        xid: list | None = None,
+    ) -> _T:
         """Run ``fn`` on a live pooled connection; retry on a fresh one when that is safe.
 
         ``xid``: a list that ``fn`` fills with its transaction's id (pg_current_xact_id). When
@@ -577,8 +607,14 @@ class PostgresStore:
         conn.execute("SELECT 1 FROM hosts WHERE host = ANY(%s::text[]) ORDER BY host FOR UPDATE", (hosts,)).fetchall()
 
     @staticmethod
-    def _insert_frontier(conn: psycopg.Connection, urls: Sequence[NewURL], now: float, *,
-                         requeue: bool = False, page: PageRecord | None = None) -> tuple[int, int | None]:
+    def _insert_frontier(
+        conn: psycopg.Connection,
+        urls: Sequence[NewURL],
+        now: float,
+        *,
+        requeue: bool = False,
+        page: PageRecord | None = None,
+    ) -> tuple[int, int | None]:
         """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new.
         With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew).
         Returns how many were new, and with ``page`` that page's seq, taken by the same statement
@@ -614,7 +650,8 @@ class PostgresStore:
                  WHERE hosts.host = ANY(%(hosts)s::text[]) AND hosts.host = per_host.host RETURNING 1)
                SELECT (SELECT COUNT(*) FROM new), (SELECT COUNT(*) FROM bumped), {seq}""".format(
                 seq="(SELECT nextval('pages_seq_counter') FROM keyed)" if page is not None else "NULL",
-                locks=_PAGE_LOCKS + ", " if page is not None else ""),
+                locks=_PAGE_LOCKS + ", " if page is not None else "",
+            ),
             {
                 **(_page_lock_params(page) if page is not None else {}),
                 "now": now,
@@ -631,16 +668,16 @@ class PostgresStore:
         return int(row[0]), row[2]
 
     # -- the claim ---------------------------------------------------------------
-    def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
-                   per_ip_limit: int = 0) -> list[Claim]:
+    def claim_many(
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+    ) -> list[Claim]:
         """Up to ``n`` claims, each exactly as ``claim`` makes it (its own host, lease and URL), in
         one transaction of a few statements: the hosts in one UPDATE (SKIP LOCKED: the other
         workers pass by meanwhile), their next URLs in another."""
         if n <= 0:
             return []
         expires = now + lease_seconds
-        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit,
-                                  "n": n}
+        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit, "n": n}
 
         def tx(conn: psycopg.Connection) -> list[Claim]:
             if per_ip_limit <= 0:
@@ -658,8 +695,9 @@ class PostgresStore:
         claims = self.claim_many(worker, now, lease_seconds, 1, per_ip_limit=per_ip_limit)
         return claims[0] if claims else None
 
-    def _claim_hosts_capped(self, conn: psycopg.Connection, params: dict, n: int, now: float,
-                            per_ip_limit: int) -> list[tuple]:
+    def _claim_hosts_capped(
+        self, conn: psycopg.Connection, params: dict, n: int, now: float, per_ip_limit: int
+    ) -> list[tuple]:
         """The claim with the per-IP cap. Under concurrency a snapshot cannot see an uncommitted
         claim on a sibling host (nor, within one statement, a sibling claimed by the same
         statement), so the claimed hosts' addresses are re-counted under an advisory lock per
@@ -677,12 +715,18 @@ class PostgresStore:
                 mine = [r[0] for r in rows]
                 # The address locks in sorted order, then a fresh snapshot (READ COMMITTED: the next
                 # statement) counts what every earlier claimer of these addresses committed.
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s || ip)) FROM"
-                             " (SELECT unnest(%s::text[]) AS ip ORDER BY 1 OFFSET 0) AS a", (_IP_LOCK_PREFIX, ips))
-                busy = dict(conn.execute(
-                    "SELECT ip, COUNT(*) FROM hosts WHERE ip = ANY(%s::text[]) AND NOT (host = ANY(%s::text[]))"
-                    " AND lease_owner IS NOT NULL AND lease_expires_at > %s GROUP BY ip",
-                    (ips, mine, now)).fetchall())
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s || ip)) FROM"
+                    " (SELECT unnest(%s::text[]) AS ip ORDER BY 1 OFFSET 0) AS a",
+                    (_IP_LOCK_PREFIX, ips),
+                )
+                busy = dict(
+                    conn.execute(
+                        "SELECT ip, COUNT(*) FROM hosts WHERE ip = ANY(%s::text[]) AND NOT (host = ANY(%s::text[]))"
+                        " AND lease_owner IS NOT NULL AND lease_expires_at > %s GROUP BY ip",
+                        (ips, mine, now),
+                    ).fetchall()
+                )
             kept, undo = [], []
             for r in rows:
                 ip = r[_IP]
@@ -699,16 +743,23 @@ class PostgresStore:
                        FROM unnest(%s::text[], %s::float8[], %s::float8[], %s::text[], %s::float8[])
                             AS u(host, was_next, was_claimed, was_owner, was_expires)
                        WHERE hosts.host = u.host""",
-                    ([r[0] for r in undo], [r[_CLAIM_COLS] for r in undo], [r[_CLAIM_COLS + 1] for r in undo],
-                     [r[_CLAIM_COLS + 2] for r in undo], [r[_CLAIM_COLS + 3] for r in undo]))
+                    (
+                        [r[0] for r in undo],
+                        [r[_CLAIM_COLS] for r in undo],
+                        [r[_CLAIM_COLS + 1] for r in undo],
+                        [r[_CLAIM_COLS + 2] for r in undo],
+                        [r[_CLAIM_COLS + 3] for r in undo],
+                    ),
+                )
                 skip += [r[0] for r in undo]
             got += kept
             if not undo or len(got) >= n:
                 break
         return got
 
-    def _finish_claims(self, conn: psycopg.Connection, rows: list[tuple], worker: str, now: float,
-                       expires: float, params: dict) -> list[Claim]:
+    def _finish_claims(
+        self, conn: psycopg.Connection, rows: list[tuple], worker: str, now: float, expires: float, params: dict
+    ) -> list[Claim]:
         """Robots claims as they are; for hosts whose robots.txt is fresh, lease their next URLs
         (one statement for all). In the order of the hosts' next_allowed_at."""
         rows = sorted(rows, key=lambda r: (r[_CLAIM_COLS], r[0]))
@@ -759,8 +810,12 @@ class PostgresStore:
             plain = True  # every host to lock is the claimer's or a link's (insert-if-absent)
             if outcome.robots_source is not None:
                 # Hosts waiting on this robots.txt answer are updated too: lock them in order.
-                waiting = {r[0] for r in conn.execute(
-                    "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)).fetchall()}
+                waiting = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)
+                    ).fetchall()
+                }
                 if waiting - {claim.host}:
                     plain = False
                 involved |= waiting
@@ -779,7 +834,8 @@ class PostgresStore:
                 conn.execute(
                     """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
                        ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
-                    (sorted(set(link_hosts) | {claim.host}),))
+                    (sorted(set(link_hosts) | {claim.host}),),
+                )
             elif link_hosts or involved:
                 if link_hosts:
                     self._insert_hosts(conn, link_hosts)
@@ -794,30 +850,42 @@ class PostgresStore:
                 ctes.append(f"url AS ({url_sql} RETURNING 1)")
                 params.update(url_params)
                 if finishing:
-                    sets.append("pending = CASE WHEN EXISTS (SELECT 1 FROM url) THEN GREATEST(pending - 1, 0)"
-                                " ELSE pending END")
+                    sets.append(
+                        "pending = CASE WHEN EXISTS (SELECT 1 FROM url) THEN GREATEST(pending - 1, 0) ELSE pending END"
+                    )
             if outcome.fetch is not None:
                 names = [f"f_{c}" for c in FETCH_LOG_COLUMNS]
-                ctes.append(f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES"
-                            f" ({', '.join(f'%({n})s' for n in names)}))")
+                ctes.append(
+                    f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES"
+                    f" ({', '.join(f'%({n})s' for n in names)}))"
+                )
                 params.update(zip(names, fetch_log_values(claim.host, claim.worker, outcome.fetch)))
             with_ = f"WITH {', '.join(ctes)} " if ctes else ""
             # The SET list is built from the fixed fragments above; every value is a parameter.
             # The transaction's id comes back: should the COMMIT's answer be lost, it tells its fate.
-            row = conn.execute(f"{with_}UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s"
-                               " RETURNING pg_current_xact_id()::text", params).fetchone()
+            row = conn.execute(
+                f"{with_}UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s RETURNING pg_current_xact_id()::text",
+                params,
+            ).fetchone()
             if row is not None:
                 xid[:] = [row[0]]
             versions = [robots_version] if robots_version is not None else []
-            versions += settle_robots(conn, self._dialect, claim, outcome, now,
-                                      lambda new: self._insert_frontier(conn, new, now, requeue=True))
+            versions += settle_robots(
+                conn,
+                self._dialect,
+                claim,
+                outcome,
+                now,
+                lambda new: self._insert_frontier(conn, new, now, requeue=True),
+            )
             insert_robots_versions(conn, self._dialect, versions)
             seq = None
             if links:
                 _, seq = self._insert_frontier(conn, links, now, page=page if wants_seq else None)
             if outcome.scope_hosts:
-                conn.execute("UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])",
-                             (sorted(outcome.scope_hosts),))
+                conn.execute(
+                    "UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])", (sorted(outcome.scope_hosts),)
+                )
             if outcome.rejected_links:
                 # Rows of claim.host only, whose hosts row this transaction already holds: no new lock order.
                 reasons = sorted(outcome.rejected_links)
@@ -861,13 +929,17 @@ class PostgresStore:
         values = page_values(url_id, page, seq, None, None)
         params: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
         candidate = page_candidate(page)
-        params.update(url_id=url_id, fprint=page.fingerprint, candidate=candidate, host=claim.host,
-                      near=candidate and page.simhash is not None)
+        params.update(
+            url_id=url_id,
+            fprint=page.fingerprint,
+            candidate=candidate,
+            host=claim.host,
+            near=candidate and page.simhash is not None,
+        )
         b0, b1, b2, b3 = simhash_blocks(page.simhash)
         params.update(b0=b0, b1=b1, b2=b2, b3=b3, fp=None if page.simhash is None else to_signed64(page.simhash))
         where = EXACT_DUPLICATE_WHERE.format(fp="%(fprint)s::text", url_id="%(url_id)s")
-        exact = (f"SELECT url_id FROM pages WHERE {where}"
-                 " ORDER BY url_id LIMIT 1")
+        exact = f"SELECT url_id FROM pages WHERE {where} ORDER BY url_id LIMIT 1"
         select = []
         for i, col in enumerate(PAGE_COLUMNS):
             if col == "duplicate_of":
@@ -883,8 +955,8 @@ class PostgresStore:
             """pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
                                CASE WHEN exact IS NOT NULL THEN 'exact' WHEN near IS NOT NULL THEN 'near' END AS kind
                         FROM dup)""",
-            f"""page AS (INSERT INTO pages ({', '.join(PAGE_COLUMNS)}, indexed_at)
-                         SELECT {', '.join(select)}, NULL FROM pick
+            f"""page AS (INSERT INTO pages ({", ".join(PAGE_COLUMNS)}, indexed_at)
+                         SELECT {", ".join(select)}, NULL FROM pick
                          {PAGE_UPSERT}
                          RETURNING duplicate_of)""",
         ]
@@ -894,7 +966,7 @@ class PostgresStore:
             # (the counts then start again from 0), as SQLiteStore's two updates do. The host row is
             # this transaction's already (its release UPDATE).
             # The decayed count reaches this after min_pages pages (a geometric series), as in SQLiteStore.
-            enough = (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999
+            enough = (1 - YIELD_DECAY**check.min_pages) / (1 - YIELD_DECAY) * 0.999
             pages = "(recent_pages * %(decay)s + 1)"
             dups = "(recent_duplicates * %(decay)s + (SELECT (duplicate_of IS NOT NULL)::int FROM page))"
             pause = f"({pages} >= %(enough)s AND {dups} / {pages} >= %(share)s)"
@@ -905,8 +977,7 @@ class PostgresStore:
                   recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
                   recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
                 WHERE host = %(host)s)""")
-            params.update(decay=YIELD_DECAY, until=check.pause_until, enough=enough,
-                          share=check.max_duplicate_share)
+            params.update(decay=YIELD_DECAY, until=check.pause_until, enough=enough, share=check.max_duplicate_share)
         if outcome.anchors:
             # Under the pages lock (shared) that _PAGE_SEQ took: see _horizon for the anchor ids' order.
             ctes.append("""anchor AS (INSERT INTO anchors (target, source_host, text)
@@ -978,8 +1049,12 @@ class PostgresStore:
 
     def host_patterns(self, host: str) -> tuple[int, str | None]:
         """The host's learned URL patterns (version, JSON or None)."""
-        row = self._read(lambda conn: conn.execute("SELECT patterns_version, patterns FROM hosts WHERE host = %s",
-                                                   (host,)).fetchone(), "read a host's URL patterns")
+        row = self._read(
+            lambda conn: conn.execute(
+                "SELECT patterns_version, patterns FROM hosts WHERE host = %s", (host,)
+            ).fetchone(),
+            "read a host's URL patterns",
+        )
         return (row[0], row[1]) if row else (0, None)
 
     def activity(self, now: float) -> dict:
@@ -990,8 +1065,10 @@ class PostgresStore:
 
     def scope_hosts(self) -> list[str]:
         """Hosts that joined the crawl's scope because a seed redirected to them."""
-        rows = self._read(lambda conn: conn.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host")
-                          .fetchall(), "list the scope's hosts")
+        rows = self._read(
+            lambda conn: conn.execute("SELECT host FROM hosts WHERE in_scope = 1 ORDER BY host").fetchall(),
+            "list the scope's hosts",
+        )
         return [r[0] for r in rows]
 
     def leased_workers(self) -> list[str]:
@@ -1046,8 +1123,9 @@ class PostgresStore:
                 "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > %s", now
             )[0]
             not_in_flight = "(lease_owner IS NULL OR lease_expires_at <= %s)"
-            hosts_waiting = one("SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
-                                f" AND {not_in_flight}", now, now)[0]
+            hosts_waiting = one(
+                f"SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s AND {not_in_flight}", now, now
+            )[0]
             hosts_parked = one(
                 f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > %s", now
             )[0]
@@ -1060,9 +1138,11 @@ class PostgresStore:
             pages = one("SELECT COUNT(*) FROM pages")[0]
             duplicates = one("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL")[0]
             indexed = one("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL")[0]
-            dup_kinds = dict(conn.execute(
-                "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
-            ).fetchall())
+            dup_kinds = dict(
+                conn.execute(
+                    "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+                ).fetchall()
+            )
             aliases = one("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL")[0]
             not_queued = {
                 k: int(v) for k, v in conn.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall()
@@ -1075,11 +1155,41 @@ class PostgresStore:
                     (now, now),
                 ).fetchall()
             }
-            return (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages,
-                    duplicates, indexed, dup_kinds, aliases, not_queued, waits)
+            return (
+                states,
+                hosts_total,
+                hosts_active,
+                hosts_waiting,
+                hosts_parked,
+                codes,
+                totals,
+                recent,
+                pages,
+                duplicates,
+                indexed,
+                dup_kinds,
+                aliases,
+                not_queued,
+                waits,
+            )
 
-        (states, hosts_total, hosts_active, hosts_waiting, hosts_parked, codes, totals, recent, pages, duplicates,
-         indexed, dup_kinds, aliases, not_queued, waits) = self._read(read, "read the status")
+        (
+            states,
+            hosts_total,
+            hosts_active,
+            hosts_waiting,
+            hosts_parked,
+            codes,
+            totals,
+            recent,
+            pages,
+            duplicates,
+            indexed,
+            dup_kinds,
+            aliases,
+            not_queued,
+            waits,
+        ) = self._read(read, "read the status")
         requests, total_bytes, first, last = totals
         total_bytes = int(total_bytes)  # SUM(bigint) is numeric
         span = (last - first) if first is not None and last is not None else 0.0
@@ -1133,8 +1243,9 @@ class PostgresStore:
 
         Only up to the seq horizon: a page whose seq is below a committed one but whose
         transaction is still open is read next time, never skipped."""
-        horizon = self._horizon("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pages_seq_counter",
-                                "read changed pages")
+        horizon = self._horizon(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pages_seq_counter", "read changed pages"
+        )
         if horizon <= seq:
             return []
         return self._dicts(
@@ -1221,7 +1332,7 @@ class PostgresStore:
     def fetch_log(self) -> list[dict]:
         return self._dicts(
             "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
+            " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
             " FROM fetch_log ORDER BY started_at, id",
             (),
             "read the fetch log",
@@ -1240,8 +1351,9 @@ class PostgresStore:
     def robots_versions(self) -> list[dict]:
         """Every robots.txt version recorded, oldest first (for the audit)."""
         rows = self._dicts(
-            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id", (),
-            "read robots.txt versions"
+            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id",
+            (),
+            "read robots.txt versions",
         )
         for r in rows:
             if r["body"] is not None:

@@ -253,8 +253,9 @@ class SQLiteStore:
         claims = self.claim_many(worker, now, lease_seconds, 1, per_ip_limit=per_ip_limit)
         return claims[0] if claims else None
 
-    def claim_many(self, worker: str, now: float, lease_seconds: float, n: int, *,
-                   per_ip_limit: int = 0) -> list[Claim]:
+    def claim_many(
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+    ) -> list[Claim]:
         """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction."""
         expires = now + lease_seconds
         params = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
@@ -270,8 +271,9 @@ class SQLiteStore:
                 row = db.execute(_CLAIM_HOST, params).fetchone()
                 if row is None:
                     break
-                claim = finish_claim(db, claim_from_host_row(row, worker=worker, now=now, expires=expires),
-                                     _LEASE_URL, params, now, "?")
+                claim = finish_claim(
+                    db, claim_from_host_row(row, worker=worker, now=now, expires=expires), _LEASE_URL, params, now, "?"
+                )
                 if claim is not None:
                     claims.append(claim)
         return claims
@@ -297,16 +299,21 @@ class SQLiteStore:
         if release_url(db, DIALECT, claim, outcome, now):
             host_sets.append("pending = MAX(pending - 1, 0)")
         db.execute(f"UPDATE hosts SET {', '.join(host_sets)} WHERE host = :host", p)
-        versions += settle_robots(db, DIALECT, claim, outcome, now,
-                                  lambda new: self._insert_urls(db, new, now, requeue=True))
+        versions += settle_robots(
+            db, DIALECT, claim, outcome, now, lambda new: self._insert_urls(db, new, now, requeue=True)
+        )
         insert_robots_versions(db, DIALECT, versions)
         if outcome.fetch is not None:
             insert_fetch_log(db, DIALECT, claim.host, claim.worker, outcome.fetch)
         if outcome.page is not None and claim.url_id is not None:
             duplicate = record_page(
-                db, DIALECT, claim.url_id, outcome.page,
+                db,
+                DIALECT,
+                claim.url_id,
+                outcome.page,
                 next_seq=lambda: db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM pages").fetchone()[0],
-                near_duplicate=lambda fp, url_id: _near_duplicate(db, fp, simhash_blocks(fp), url_id))
+                near_duplicate=lambda fp, url_id: _near_duplicate(db, fp, simhash_blocks(fp), url_id),
+            )
             if outcome.yield_check is not None and outcome.page.status != 304:
                 self._watch_yield(db, claim.host, duplicate, outcome.yield_check)
             if outcome.anchors and outcome.page.status != 304:
@@ -339,7 +346,7 @@ class SQLiteStore:
             (YIELD_DECAY, YIELD_DECAY, int(duplicate), host),
         ).fetchone()
         # The decayed count reaches this after min_pages pages (a geometric series).
-        if pages >= (1 - YIELD_DECAY ** check.min_pages) / (1 - YIELD_DECAY) * 0.999 and (
+        if pages >= (1 - YIELD_DECAY**check.min_pages) / (1 - YIELD_DECAY) * 0.999 and (
             dups / pages >= check.max_duplicate_share
         ):
             db.execute(
@@ -472,21 +479,24 @@ class SQLiteStore:
             requests, total_bytes, first, last = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
             ).fetchone()
-            recent = db.execute(
-                "SELECT COUNT(*) FROM fetch_log WHERE ended_at > ?", (now - 60.0,)
-            ).fetchone()[0]
+            recent = db.execute("SELECT COUNT(*) FROM fetch_log WHERE ended_at > ?", (now - 60.0,)).fetchone()[0]
             pages = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
             duplicates = db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
             indexed = db.execute("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL").fetchone()[0]
-            dup_kinds = dict(db.execute(
-                "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
-            ).fetchall())
+            dup_kinds = dict(
+                db.execute(
+                    "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+                ).fetchall()
+            )
             aliases = db.execute("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL").fetchone()[0]
             not_queued = dict(db.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall())
-            waits = dict(db.execute(
-                f"SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now"
-                f" AND {not_in_flight} GROUP BY wait_reason", {"now": now}
-            ).fetchall())
+            waits = dict(
+                db.execute(
+                    f"SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now"
+                    f" AND {not_in_flight} GROUP BY wait_reason",
+                    {"now": now},
+                ).fetchall()
+            )
         span = (last - first) if first is not None and last is not None else 0.0
         return {
             "pages_fetched": states.get("done", 0),
@@ -517,8 +527,9 @@ class SQLiteStore:
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         with self._lock:
-            return self._dicts(f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?",
-                               (seq, limit))
+            return self._dicts(
+                f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            )
 
     def _dicts(self, query: str, params: Sequence) -> list[dict]:
         cur = self._db.execute(query, params)
