@@ -33,7 +33,7 @@ from politecrawl.store import open_store
 
 from conftest import run_cli
 
-KILLS = 20
+KILLS = 12
 MIN_DELAY = 0.2
 SERVER_DELAY = 0.12  # each answer takes this long: kills often land mid-request
 IN_FLIGHT_WINDOW = 1.0  # an unrecorded request must have started at most this long before a kill
