@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .config import Settings, user_agent_string
-from .errors import PolitecrawlError
+from .errors import PolitecrawlError, StoreError
 from .fetch import Fetcher
 from .scope import CrawlScope
-from .store import open_store
+from .store import Store, is_postgres_url, open_store
 from .warc import WarcWriter
-from .worker import STOP_GRACE, PageBudget, Worker
+from .worker import STOP_GRACE, STORE_PATIENCE, PageBudget, Worker
 
 __all__ = [
     "StopSignal",
@@ -88,10 +88,24 @@ def _worker_process(
         sys.exit(3)
 
 
+async def _open_store_patiently(db: str) -> Store:
+    """The store, waited for: a worker process that starts while the database restarts (or is
+    briefly unreachable) waits up to STORE_PATIENCE seconds for it, as a running worker does."""
+    give_up = time.monotonic() + STORE_PATIENCE
+    while True:
+        try:
+            return open_store(db)
+        except StoreError as exc:
+            if not is_postgres_url(db) or "cannot connect" not in str(exc) or time.monotonic() >= give_up:
+                raise
+            log.warning("store unreachable, retrying: %s", exc)
+            await asyncio.sleep(1.0)
+
+
 async def _worker_async(
     settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None, deadline: float | None = None
 ) -> None:
-    store = open_store(settings.db)
+    store = await _open_store_patiently(settings.db)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
