@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
@@ -86,15 +87,18 @@ def _plain(obj: Any) -> dict[str, Any]:
     return {k: (v.copy() if isinstance(v, list) else v) for k, v in vars(obj).items()}
 
 
-class _JSONState:
-    """``to_json``/``from_json`` over a class's ``to_dict``/``from_dict``."""
+class _JSONState(ABC):
+    """``to_json``/``from_json`` over a class's ``to_dict``/``from_dict`` (an abstract base: a
+    subclass that lacks either cannot be instantiated)."""
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """The state as plain JSON-able values."""
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """The state back from ``to_dict``'s values."""
 
     def to_json(self) -> str:
         """The state as compact JSON text."""
