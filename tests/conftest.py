@@ -43,15 +43,29 @@ def crawl(db: str, seeds, **flags):
     return Crawler(settings).run(seeds)
 
 
+def cli_env(extra: dict | None = None) -> dict:
+    """This process's environment without POLITECRAWL_* settings (a user's clean shell), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    env.update(extra or {})
+    return env
+
+
+def cli_command(*args: str) -> list[str]:
+    """The ``politecrawl`` command line with ``args``, run by this interpreter."""
+    return [sys.executable, "-m", "politecrawl.cli", *args]
+
+
 def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | None = None):
     """Run the real command line in a subprocess, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "politecrawl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        cwd=cwd,
+        cli_command(*args), capture_output=True, text=True, timeout=timeout, env=cli_env(env), cwd=cwd
+    )
+
+
+def start_cli(*args: str, env: dict | None = None, cwd: str | None = None, output: bool = True) -> subprocess.Popen:
+    """Start the real command line in its own process group (so a test can kill it whole);
+    with ``output``, its stdout and stderr are captured as text, else discarded."""
+    pipe = subprocess.PIPE if output else subprocess.DEVNULL
+    return subprocess.Popen(
+        cli_command(*args), stdout=pipe, stderr=pipe, text=True, env=cli_env(env), cwd=cwd, start_new_session=True
     )

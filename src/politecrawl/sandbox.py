@@ -175,7 +175,9 @@ class Sandbox:
         for host in self.hosts:
             app = web.Application()
             app.router.add_route("*", "/{tail:.*}", self._make_handler(host))
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            # Stopping does not wait for answers still being served (a slow page's): the test or
+            # benchmark that stops the web has what it needs from the log already.
+            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
             await runner.setup()
             site = web.TCPSite(runner, host.ip, self.port, reuse_address=True)
             await site.start()

@@ -22,6 +22,7 @@ _spec.loader.exec_module(_root)  # type: ignore[union-attr]
 REPO = _root.REPO
 crawl = _root.crawl
 run_cli = _root.run_cli
+start_cli = _root.start_cli
 
 
 def pytest_configure(config) -> None:

@@ -31,7 +31,7 @@ from politecrawl.index import Searcher
 from politecrawl.sandbox import Sandbox, SandboxHost, demo_hosts, violations
 from politecrawl.store import open_store
 
-from conftest import run_cli
+from conftest import run_cli, start_cli
 
 KILLS = 12
 MIN_DELAY = 0.2
@@ -41,31 +41,21 @@ ARRIVAL_SLACK = 0.05  # a request sent just before a kill may reach the server t
 
 
 def _start(db: str, seeds: list[str], cwd: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    env["POLITECRAWL_ADAPTIVE_FACTOR"] = "0"  # the delay stays MIN_DELAY: gaps are easy to check
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.cli",
-            "crawl",
-            *seeds,
-            "--db",
-            db,
-            "--workers",
-            "2",
-            "--min-delay",
-            str(MIN_DELAY),
-            "--max-time",
-            "120",
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    # The delay stays MIN_DELAY (no adaptive part): gaps are easy to check.
+    return start_cli(
+        "crawl",
+        *seeds,
+        "--db",
+        db,
+        "--workers",
+        "2",
+        "--min-delay",
+        str(MIN_DELAY),
+        "--max-time",
+        "120",
+        "-q",
+        env={"POLITECRAWL_ADAPTIVE_FACTOR": "0"},
         cwd=cwd,
-        start_new_session=True,
     )
 
 
@@ -301,32 +291,10 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
     sb = sandbox_factory(hosts, max_seconds=240)
     db = str(tmp_path / "delays.db")
     rng = random.Random(11)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     kills: list[float] = []
 
     def start(seeds: list[str]) -> subprocess.Popen:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "politecrawl.cli",
-                "crawl",
-                *seeds,
-                "--db",
-                db,
-                "--workers",
-                "2",
-                "--max-time",
-                "120",
-                "-q",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=str(tmp_path),
-            start_new_session=True,
-        )
+        return start_cli("crawl", *seeds, "--db", db, "--workers", "2", "--max-time", "120", "-q", cwd=str(tmp_path))
 
     def in_flight() -> bool:
         return len(sb.arrivals()) > len(sb.requests())

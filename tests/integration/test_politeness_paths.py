@@ -20,7 +20,7 @@ import time
 from politecrawl.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import open_store
 
-from conftest import crawl, run_cli
+from conftest import crawl, run_cli, start_cli
 from servers.raw import http_response, ok_robots_handler, reset
 
 
@@ -277,30 +277,19 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
     pages = {"/": page("home", [f"/p{i}" for i in range(40)]), **{f"/p{i}": page(f"p{i}") for i in range(40)}}
     host = SandboxHost("127.0.0.42", pages=pages)
     sandbox_factory([host])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.cli",
-            "crawl",
-            host.url("/"),
-            "--db",
-            db_path,
-            "--workers",
-            "2",
-            "--min-delay",
-            "0.3",
-            "--max-time",
-            "60",
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc = start_cli(
+        "crawl",
+        host.url("/"),
+        "--db",
+        db_path,
+        "--workers",
+        "2",
+        "--min-delay",
+        "0.3",
+        "--max-time",
+        "60",
+        "-q",
         cwd=str(tmp_path),
-        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 30

@@ -8,8 +8,6 @@ import multiprocessing as mp
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +16,7 @@ from politecrawl.index import tokenize
 from politecrawl.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import NewURL, open_store
 
-from conftest import crawl, run_cli
+from conftest import crawl, run_cli, start_cli
 from racer import race as _race  # a module of its own: spawned children must not import conftest
 
 
@@ -228,24 +226,8 @@ def test_killed_worker_lease_expires_and_url_is_crawled_later(sandbox_factory, d
         },
     )
     sb = sandbox_factory([host])
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.cli",
-            "crawl",
-            host.url("/"),
-            "--db",
-            db_path,
-            "--workers",
-            "2",
-            "--min-delay",
-            "0.3",
-            "-q",
-        ],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proc = start_cli(
+        "crawl", host.url("/"), "--db", db_path, "--workers", "2", "--min-delay", "0.3", "-q", output=False
     )
     deadline = time.time() + 60
     while time.time() < deadline and not sb.arrivals(host, "/slow"):

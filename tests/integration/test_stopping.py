@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
+
+from conftest import start_cli
 
 SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop may take
 
@@ -32,29 +33,7 @@ def _hosts():
 
 
 def _crawl(db: str, seeds: list[str], cwd: str, *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.cli",
-            "crawl",
-            *seeds,
-            "--db",
-            db,
-            "--workers",
-            "2",
-            "--min-delay",
-            "0.5",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    return start_cli("crawl", *seeds, "--db", db, "--workers", "2", "--min-delay", "0.5", *extra, cwd=cwd)
 
 
 def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:

@@ -25,6 +25,8 @@ from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 from politecrawl.warc import OPEN_SUFFIX, iter_files
 
+from conftest import run_cli, start_cli
+
 REPO = Path(__file__).resolve().parents[2]
 
 # The archived crawl, as a script: run in this process (exec) or in a child that gets SIGKILLed.
@@ -204,14 +206,7 @@ def test_a_304_is_a_revisit_record(sandbox_factory, tmp_path):
 
 
 def _export(db: str, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    return subprocess.run(
-        [sys.executable, "-m", "politecrawl.cli", "export", "--db", db, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli("export", "--db", db, *args)
 
 
 def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
@@ -364,29 +359,8 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
     hosts = [site("127.0.0.2"), site("127.0.0.3", compress=True)]
     sb = sandbox_factory(hosts)
     warc_dir, db = tmp_path / "warc", str(tmp_path / "crawl.db")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.cli",
-            "crawl",
-            *[h.url("/") for h in hosts],
-            "--db",
-            db,
-            "--workers",
-            "2",
-            "--min-delay",
-            "0.05",
-            "--warc",
-            str(warc_dir),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    args = ("--db", db, "--workers", "2", "--min-delay", "0.05", "--warc", str(warc_dir), "-q")
+    out = run_cli("crawl", *[h.url("/") for h in hosts], *args)
     assert out.returncode == 0, out.stderr
     assert warcio_check(warc_dir) == 0
     served = sb.requests()
@@ -426,29 +400,8 @@ def test_crawl_flag_sigkill_then_resume(sandbox_factory, tmp_path):
     ]
     sb = sandbox_factory(hosts)
     warc_dir, db = tmp_path / "warc", str(tmp_path / "crawl.db")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
-    cmd = [
-        sys.executable,
-        "-m",
-        "politecrawl.cli",
-        "crawl",
-        "--db",
-        db,
-        "--workers",
-        "2",
-        "--min-delay",
-        "0.05",
-        "--warc",
-        str(warc_dir),
-        "-q",
-    ]
-    child = subprocess.Popen(
-        cmd + [h.url("/") for h in hosts],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    args = ("--db", db, "--workers", "2", "--min-delay", "0.05", "--warc", str(warc_dir), "-q")
+    child = start_cli("crawl", *args, *[h.url("/") for h in hosts], output=False)
     deadline = time.time() + 60
     while len([r for r in sb.requests() if r.status == 200]) < 30 and time.time() < deadline:
         time.sleep(0.05)
@@ -456,7 +409,7 @@ def test_crawl_flag_sigkill_then_resume(sandbox_factory, tmp_path):
     child.wait(10)
     time.sleep(0.2)
     assert list(warc_dir.glob("*" + OPEN_SUFFIX)), "the killed workers' files are left open"
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)  # resume
+    out = run_cli("crawl", *args)  # resume
     assert out.returncode == 0, out.stderr
     assert "warc:" in out.stderr  # the recovery of the killed workers' files is logged
     assert not list(warc_dir.glob("*" + OPEN_SUFFIX))
