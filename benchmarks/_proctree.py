@@ -26,6 +26,16 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def rusage_cpu_s(before_self, before_children, after_self, after_children) -> float:
+    """CPU seconds (user + system) this process and its reaped children used between two
+    pairs of ``resource.getrusage`` readings."""
+    return sum(
+        getattr(after, f) - getattr(before, f)
+        for before, after in ((before_self, after_self), (before_children, after_children))
+        for f in ("ru_utime", "ru_stime")
+    )
+
+
 def machine_busy_s() -> float:
     """CPU seconds the whole machine has been busy since boot (all CPUs; /proc/stat), so that a
     run can say how much CPU other work on a shared machine took meanwhile."""

@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_store  # noqa: E402
+from _proctree import rusage_cpu_s  # noqa: E402
 from bench_crawl import analyse, start_web, stop_web  # noqa: E402
 
 from politecrawl.config import load_settings  # noqa: E402
@@ -87,16 +88,7 @@ def crawl_once(kind: str, workers: int, args, tmp: Path) -> dict:
 
             with psycopg.connect(args.pg, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-    cpu = (
-        after_self.ru_utime
-        + after_self.ru_stime
-        - before_self.ru_utime
-        - before_self.ru_stime
-        + after_children.ru_utime
-        + after_children.ru_stime
-        - before_children.ru_utime
-        - before_children.ru_stime
-    )
+    cpu = rusage_cpu_s(before_self, before_children, after_self, after_children)
     rss = max(after_self.ru_maxrss, after_children.ru_maxrss) / 1024
     out = analyse(records, web_args, t0, t1, f"{kind} x{workers}", cpu, rss)
     return out
