@@ -13,7 +13,22 @@ from politecrawl.config import load_settings
 from politecrawl.crawler import Crawler
 from politecrawl.sandbox import Sandbox
 
+import reliability as _reliability
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config) -> None:
+    _reliability.register(config)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (``-n``), every PostgreSQL test runs on one worker, one after another:
+    they share one server, and the fleet's restart test restarts it (it would pull the
+    connections out from under a PostgreSQL test running beside it)."""
+    for item in items:
+        if item.get_closest_marker("pg"):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
 
 
 @pytest.fixture

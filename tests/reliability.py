@@ -4,12 +4,15 @@ Tests take the ``reliability`` fixture and call ``reliability.record(name, value
 replaced) or ``reliability.add(name, n)`` (a counter, summed). At the end of the session the
 table is printed to the terminal and written to ``<rootdir>/.pytest_cache/reliability.md``.
 
-Registered once per session by ``tests/integration/conftest.py`` and ``tests/fuzz/conftest.py``
-(``register(config)``), so the table appears whenever any of those tests ran.
+Registered once per session by the root ``tests/conftest.py`` (``register(config)``), so the table
+appears whenever any of those tests ran. Under pytest-xdist each worker records its own figures and
+hands them to the controller when it finishes (``workeroutput``); the controller merges them
+(counters summed, figures replaced) and prints the one table.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -25,6 +28,7 @@ class Recorder:
         self._lock = threading.Lock()
         self.figures: dict[str, object] = {}
         self.notes: dict[str, str] = {}
+        self.counters: set[str] = set()
 
     def record(self, name: str, value, note: str = "") -> None:
         with self._lock:
@@ -35,8 +39,23 @@ class Recorder:
     def add(self, name: str, n: int | float = 1, note: str = "") -> None:
         with self._lock:
             self.figures[name] = self.figures.get(name, 0) + n  # type: ignore[operator]
+            self.counters.add(name)
             if note:
                 self.notes[name] = note
+
+    def to_json(self) -> str:
+        with self._lock:
+            return json.dumps({"figures": self.figures, "notes": self.notes, "counters": sorted(self.counters)})
+
+    def merge_json(self, text: str) -> None:
+        """Take in another recorder's figures (an xdist worker's): counters add, figures replace."""
+        other = json.loads(text)
+        counters = set(other["counters"])
+        for name, value in other["figures"].items():
+            if name in counters:
+                self.add(name, value, other["notes"].get(name, ""))
+            else:
+                self.record(name, value, other["notes"].get(name, ""))
 
     def table(self) -> str:
         rows = ["| figure | value | note |", "|---|---|---|"]
@@ -50,9 +69,20 @@ class _Plugin:
     def __init__(self) -> None:
         self.recorder = Recorder()
 
+    def pytest_sessionfinish(self, session) -> None:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller prints the table
+            workeroutput[PLUGIN_NAME] = self.recorder.to_json()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        text = getattr(node, "workeroutput", {}).get(PLUGIN_NAME)
+        if text:
+            self.recorder.merge_json(text)
+
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
-        if not self.recorder.figures:
+        if hasattr(config, "workerinput") or not self.recorder.figures:
             return
         text = self.recorder.table()
         terminalreporter.write_sep("=", "reliability")
@@ -67,7 +97,7 @@ class _Plugin:
 
 
 def register(config) -> _Plugin:
-    """Register the plugin once (both conftests call this from pytest_configure)."""
+    """Register the plugin once (the root conftest calls this from pytest_configure)."""
     plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
     if plugin is None:
         plugin = _Plugin()

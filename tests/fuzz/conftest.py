@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import reliability as _reliability
 from reliability import reliability  # noqa: F401  (fixture)
 
 _spec = importlib.util.spec_from_file_location("_politecrawl_root_conftest", Path(__file__).parents[1] / "conftest.py")
@@ -19,7 +18,3 @@ _spec.loader.exec_module(_root)  # type: ignore[union-attr]
 REPO = _root.REPO
 crawl = _root.crawl
 run_cli = _root.run_cli
-
-
-def pytest_configure(config) -> None:
-    _reliability.register(config)

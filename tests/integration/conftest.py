@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import reliability as _reliability
 from reliability import reliability  # noqa: F401  (fixture)
 
 _spec = importlib.util.spec_from_file_location("_politecrawl_root_conftest", Path(__file__).parents[1] / "conftest.py")
@@ -23,10 +22,6 @@ REPO = _root.REPO
 crawl = _root.crawl
 run_cli = _root.run_cli
 start_cli = _root.start_cli
-
-
-def pytest_configure(config) -> None:
-    _reliability.register(config)
 
 
 @pytest.fixture
