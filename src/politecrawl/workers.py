@@ -142,12 +142,14 @@ def run_workers(
     stop_event=None,
     counter=None,
     on_tick: Callable[[], None] | None = None,
+    on_worker_died: Callable[[], object] | None = None,
     tick: float = 1.0,
     deadline: float | None = None,
     idle_poll: float | None = None,
 ) -> WorkersResult:
     """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly
-    and the one-line errors the others reported."""
+    and the one-line errors the others reported. ``on_worker_died`` is called once for each
+    process that ends badly while the crawl goes on (its leases can be handed back at once)."""
     ctx = mp.get_context("spawn")
     errors = ctx.SimpleQueue()
     stop_event = stop_event or StopSignal()
@@ -164,12 +166,18 @@ def run_workers(
     ]
     for p in procs:
         p.start()
+    died: set[int] = set()
     try:
         while any(p.is_alive() for p in procs):
             if deadline is not None and time.time() >= deadline:
                 stop_event.set()
             for p in procs:
                 p.join(timeout=tick / max(1, len(procs)))
+            for i, p in enumerate(procs):
+                if p.exitcode not in (None, 0) and i not in died:
+                    died.add(i)
+                    if on_worker_died:
+                        on_worker_died()
             if on_tick:
                 on_tick()
     finally:

@@ -273,10 +273,15 @@ def test_a_crawl_with_only_paused_hosts_left_ends_and_says_when(sandbox_factory,
     assert "1 hosts with URLs left are paused" in out.stdout + out.stderr, out.stdout + out.stderr
 
 
+def _is_worker_of(pid: int, parent: int) -> bool:
+    children = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout.split()
+    return str(pid) in children and b"spawn_main" in _cmdline(pid)  # not the resource tracker
+
+
 def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, tmp_path):
     pages = {"/": page("home", [f"/p{i}" for i in range(40)]), **{f"/p{i}": page(f"p{i}") for i in range(40)}}
     host = SandboxHost("127.0.0.42", pages=pages)
-    sandbox_factory([host])
+    sb = sandbox_factory([host])
     proc = start_cli(
         "crawl",
         host.url("/"),
@@ -292,15 +297,23 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
         cwd=str(tmp_path),
     )
     try:
+        # Kill the worker that holds the host's lease (the other one is idle: one host, one open
+        # request), so the crawl can finish only if that lease is handed back when it dies.
         deadline = time.monotonic() + 30
-        workers: list[int] = []
-        while time.monotonic() < deadline and len(workers) < 2:
-            time.sleep(0.2)
-            children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-            workers = [int(c) for c in children if b"spawn_main" in _cmdline(int(c))]  # not the resource tracker
-        assert workers, "no worker process appeared"
-        time.sleep(1.0)
-        os.kill(workers[0], signal.SIGKILL)
+        while time.monotonic() < deadline and not os.path.exists(db_path):
+            time.sleep(0.1)
+        time.sleep(1.0)  # the schema is in place
+        holder = None
+        store = open_store(db_path)
+        try:
+            while time.monotonic() < deadline and holder is None:
+                time.sleep(0.01)  # a lease on loopback lasts a few ms of each 0.3 s
+                pids = [int(w.split(":")[1]) for w in store.leased_workers()]  # "hostname:pid:…"
+                holder = next((p for p in pids if _is_worker_of(p, proc.pid)), None)
+            assert holder is not None, "no worker was ever seen holding the host's lease"
+            os.kill(holder, signal.SIGKILL)
+        finally:
+            store.close()
         out, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
@@ -309,6 +322,11 @@ def test_a_crawl_whose_worker_died_fails_and_says_so(sandbox_factory, db_path, t
     assert proc.returncode == 3, (proc.returncode, err[-2000:])
     assert "worker processes did not exit cleanly" in err
     assert "Traceback" not in err
+    # The survivor took over the dead worker's host at once (its lease was handed back, not left
+    # to expire after the crawl's 60 s): every page was fetched, and the crawl ended as done.
+    fetched = {r.path for r in sb.log if r.status == 200}
+    assert set(pages) <= fetched, sorted(set(pages) - fetched)
+    assert "crawl done:" in err, err[-2000:]  # -q: the one summary line goes to stderr
 
 
 def test_a_large_download_is_closed_after_its_headers(raw_servers, db_path):
