@@ -590,7 +590,7 @@ def bench_hosts(
         return " ".join(pick.sample(chunks, 8))
 
     base = ipaddress.ip_address(first_ip)
-    hosts = []
+    hosts: list[SandboxHost] = []
     for i in range(n_hosts):
         ip = str(base + i)
         throttled = throttle_every and i % throttle_every == 0

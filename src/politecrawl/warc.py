@@ -48,7 +48,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
@@ -57,6 +57,15 @@ from warcio.warcwriter import WARCWriter
 from . import __version__
 from .errors import PolitecrawlError
 
+
+class _OneShotDeflate(Protocol):
+    """What _gzip_member uses of a zlib-like module: isal_zlib's and zlib's one-shot ``compress``."""
+
+    def compress(self, data: bytes, /, level: int, wbits: int) -> bytes: ...
+
+
+# isal_zlib, or None without the isal wheel (tests and benchmarks swap it to compare with zlib).
+_isal_zlib: _OneShotDeflate | None
 try:  # ISA-L: the same gzip members, at levels 0-3 about 3x faster than zlib (and smaller than zlib's 1)
     from isal import isal_zlib as _isal_zlib
 except ImportError:  # pragma: no cover - a platform without an isal wheel: zlib does it, slower

@@ -451,7 +451,7 @@ ROBOTS_HOP_RETRY = 60.0
 
 
 def settle_robots(
-    conn, d: Dialect, claim: Claim, outcome: Outcome, now: float, queue: "Callable[[Sequence[NewURL]], None]"
+    conn, d: Dialect, claim: Claim, outcome: Outcome, now: float, queue: "Callable[[Sequence[NewURL]], object]"
 ) -> list[tuple]:
     """Inside a release: pass a robots.txt answer on to every host waiting on the URL fetched.
 
@@ -459,7 +459,8 @@ def settle_robots(
     this handles the hosts whose ``robots_via`` names the URL fetched (their robots.txt
     redirected there) and the claimer's own redirect. A hop to another host becomes a queued
     robots URL on that host, fetched under that host's claim; the waiting host is not claimed
-    meanwhile. Returns robots_log rows to insert: (host, fetched_at, status, body).
+    meanwhile (``queue`` is the store's frontier insert; what it returns is each store's own and
+    not used). Returns robots_log rows to insert: (host, fetched_at, status, body).
     """
     ph, P = d.ph, d.p
     if outcome.robots_source is None:
@@ -514,6 +515,7 @@ def settle_robots(
                 )
                 hop_queued = True
             continue
+        answer: RobotsUpdate | None
         if redirect is not None:  # too many hops: unavailable, which RFC 9309 treats like a 4xx
             answer = RobotsUpdate("allow-all", None, now, now + ROBOTS_ALLOW_ALL_TTL, None)
         else:

@@ -95,6 +95,7 @@ SCHEMA_VERSION = 4
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
+_Row = TypeVar("_Row")
 
 # Advisory-lock keys (pg_advisory_xact_lock takes a bigint): arbitrary constants, namespaced by hashtext.
 _MIGRATE_LOCK = "politecrawl:migrate"
@@ -283,6 +284,15 @@ def _quiet(conn: psycopg.Connection) -> bool:
         return False
 
 
+def _the_row(cur: psycopg.Cursor[_Row]) -> _Row:
+    """The row of a statement that always returns one (an aggregate without GROUP BY, a function
+    call, ``SELECT EXISTS``): psycopg types ``fetchone()`` as optional for every statement."""
+    row = cur.fetchone()
+    if row is None:
+        raise AssertionError("a statement that always returns a row returned none")
+    return row
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -343,7 +353,9 @@ class PostgresStore:
         self._claim_hosts_per_ip = _claim_hosts_sql(per_ip=True, now=now)
         self._lease_urls = _lease_urls_sql(now)
         kwargs: dict[str, Any] = {"autocommit": True}
-        given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+        options = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+        # Parsed from a string, a value is a string (ConnParam's int is for keyword arguments).
+        given = options if isinstance(options, str) else None
         if self._schema is not None:
             # Added to any options= the URL already has (libpq: the keyword argument replaces it).
             kwargs["options"] = " ".join(filter(None, [given, f"-csearch_path={self._schema}"]))
@@ -485,7 +497,7 @@ class PostgresStore:
             except psycopg.Error:
                 return None
             try:
-                status = conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()[0]
+                status = _the_row(conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)))[0]
             except psycopg.Error:
                 status = None
             finally:
@@ -509,7 +521,7 @@ class PostgresStore:
         samples = []
         for _ in range(3):
             before = time.time()
-            db_now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+            db_now = _the_row(conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0]
             after = time.time()
             samples.append((after - before, float(db_now) - (before + after) / 2.0))
         return min(samples)[1]  # the shortest round trip bounds the error best
@@ -531,7 +543,7 @@ class PostgresStore:
             )
         }
         if "meta" in tables:
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            meta: dict[str, str] = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("app") != APP_ID:
                 raise NotAStoreError(f"{self.url} is a PostgreSQL database but not a politecrawl store")
             version = int(meta.get("schema_version", "0"))
@@ -634,7 +646,7 @@ class PostgresStore:
         # index: as an anti join, planned on the statistics of a young frontier, it became a hash
         # of the whole frontier on every release (measured: most of the database's time per page).
         # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
-        row = conn.execute(
+        cur = conn.execute(
             """WITH {locks}new AS (
                  INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)
                  SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r
@@ -664,7 +676,8 @@ class PostgresStore:
                 "r": [u.request_url for u in ordered],
                 "hosts": sorted({u.host for u in ordered}),
             },
-        ).fetchone()
+        )
+        row = _the_row(cur)  # one row of counts (and the seq)
         return int(row[0]), row[2]
 
     # -- the claim ---------------------------------------------------------------
@@ -774,14 +787,14 @@ class PostgresStore:
             if not claim.robots.fresh(now):
                 out.append(claim)
                 continue
-            r = leased.get(claim.host)
-            if r is None:
+            lease = leased.get(claim.host)
+            if lease is None:
                 # The pending counter disagreed with the frontier: finish_claim repairs it and lets go.
                 again = finish_claim(conn, claim, self._lease_url, params, now, "%s")
                 if again is not None:
                     out.append(again)
                 continue
-            out.append(page_claim(claim, r[1:8], r[8:11]))
+            out.append(page_claim(claim, lease[1:8], lease[8:11]))
         return out
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
@@ -799,7 +812,8 @@ class PostgresStore:
             r = outcome.robots
             robots_version = (claim.host, r.fetched_at, r.status, r.body)
         links = _unique(outcome.links)
-        page = outcome.page if claim.url_id is not None else None
+        url_id = claim.url_id
+        page = outcome.page if url_id is not None else None
         # The page's seq is taken with the links (their statement runs after every host lock), or
         # alone just before the page when there are none.
         wants_seq = page is not None and page.status != 304
@@ -895,14 +909,14 @@ class PostgresStore:
                        ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
                     (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
                 )
-            if page is not None:
+            if page is not None and url_id is not None:  # (a page comes with its URL id: see above)
                 if page.status == 304:
                     # Not modified: a new fetch time only — no re-parse, no re-index.
-                    conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, claim.url_id))
+                    conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, url_id))
                 else:
                     if seq is None:
-                        seq = conn.execute(_PAGE_SEQ, _page_lock_params(page)).fetchone()[0]
-                    self._record_page(conn, claim, outcome, page, seq)
+                        seq = _the_row(conn.execute(_PAGE_SEQ, _page_lock_params(page)))[0]
+                    self._record_page(conn, url_id, claim, outcome, page, seq)
 
         xid: list = []
         self._transaction(tx, "release a claim", xid=xid)
@@ -918,14 +932,15 @@ class PostgresStore:
         self._transaction(lambda conn: insert_fetch_log(conn, self._dialect, host, worker, entry), "log a fetch")
 
     @staticmethod
-    def _record_page(conn: psycopg.Connection, claim: Claim, outcome: Outcome, page: PageRecord, seq: int) -> None:
+    def _record_page(
+        conn: psycopg.Connection, url_id: int, claim: Claim, outcome: Outcome, page: PageRecord, seq: int
+    ) -> None:
         """The page (replacing an older version) with its duplicate checks, the host's yield counts
         and the page's anchor text: one statement, after the pages lock and the page's
         duplicate-check keys are held (_PAGE_SEQ), so its snapshot sees every earlier page that
         could be its original. What SQLiteStore does in record_page, _watch_yield and the anchors
         insert, with the same SQL fragments (common.PAGE_COLUMNS, PAGE_UPSERT, EXACT_DUPLICATE_WHERE).
         """
-        url_id = claim.url_id
         values = page_values(url_id, page, seq, None, None)
         params: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
         candidate = page_candidate(page)
@@ -996,7 +1011,7 @@ class PostgresStore:
         ends and says when they are due.
         """
         row = self._read(
-            lambda conn: conn.execute(self._wake_time, {"now": now, "min_delay": min_delay}).fetchone(),
+            lambda conn: _the_row(conn.execute(self._wake_time, {"now": now, "min_delay": min_delay})),
             "compute the wake time",
         )
         earliest, count = row
@@ -1116,8 +1131,10 @@ class PostgresStore:
     # -- reading -----------------------------------------------------------------
     def status(self, now: float) -> dict:
         def read(conn: psycopg.Connection) -> tuple:
-            one = lambda q, *a: conn.execute(q, a).fetchone()  # noqa: E731
-            states = dict(conn.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall())
+            one = lambda q, *a: _the_row(conn.execute(q, a))  # noqa: E731
+            states: dict[str, int] = dict(
+                conn.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall()
+            )
             hosts_total = one("SELECT COUNT(*) FROM hosts")[0]
             hosts_active = one(
                 "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > %s", now
@@ -1138,7 +1155,7 @@ class PostgresStore:
             pages = one("SELECT COUNT(*) FROM pages")[0]
             duplicates = one("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL")[0]
             indexed = one("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL")[0]
-            dup_kinds = dict(
+            dup_kinds: dict[str | None, int] = dict(
                 conn.execute(
                     "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
                 ).fetchall()
@@ -1222,6 +1239,8 @@ class PostgresStore:
     def _dicts(self, query: str, params: tuple, what: str) -> list[dict]:
         def read(conn: psycopg.Connection) -> list[dict]:
             cur = conn.execute(query, params)
+            if cur.description is None:  # a statement without a result: every caller's is a SELECT
+                raise AssertionError(f"not a query: {query}")
             cols = [c.name for c in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
@@ -1234,7 +1253,7 @@ class PostgresStore:
 
         def tx(conn: psycopg.Connection) -> int:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_PAGES_LOCK,))
-            return int(conn.execute(query).fetchone()[0])
+            return int(_the_row(conn.execute(query))[0])
 
         return self._read(tx, what)
 
@@ -1296,11 +1315,13 @@ class PostgresStore:
             ).rowcount
 
         if not self._read(
-            lambda conn: conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pages WHERE unavailable_after IS NOT NULL AND unavailable_after <= %s"
-                " AND noindex = 0)",
-                (now,),
-            ).fetchone()[0],
+            lambda conn: _the_row(
+                conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM pages WHERE unavailable_after IS NOT NULL AND unavailable_after <= %s"
+                    " AND noindex = 0)",
+                    (now,),
+                )
+            )[0],
             "look for expired pages",
         ):
             return 0  # the common case: no write, no pages lock
