@@ -213,8 +213,8 @@ def crawl(
     s = report.status
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
-        f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {s['pages_fetched']} pages fetched, "
-        f"{s['queued']} queued, {s['failed']} failed, {s['disallowed']} disallowed, {s['indexed']} indexed",
+        f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {s.pages_fetched} pages fetched, "
+        f"{s.queued} queued, {s.failed} failed, {s.disallowed} disallowed, {s.indexed} indexed",
         err=quiet,
     )
     _report_ending(report, settings, quiet=quiet)
@@ -394,14 +394,14 @@ def _highlight(snippet: str, spans) -> str:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
     """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
-    from .store import crawl_status, open_store
+    from .store import open_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
     host_list: list[dict[str, Any]] = []
     try:
         now = time.time() + store.clock_offset  # the store's clock (a PostgreSQL server's)
-        f = crawl_status(store, now)
+        f = store.status(now)
         if show_hosts:
             host_list = [{**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1)} for h in store.hosts()]
     finally:

@@ -20,11 +20,12 @@ from . import urls
 from .config import Settings, user_agent_string
 from .errors import ConfigError
 from .scope import CrawlScope, check_contact, prepare_seeds
-from .store import NewURL, Store, open_store
+from .store import CrawlStatus, NewURL, Store, open_store
 from .store.common import PAUSED_REASONS
 from .workers import StopSignal, _pid_alive, run_workers
 
 __all__ = [
+    "CrawlProgress",
     "CrawlReport",
     "Crawler",
     "reconcile_fleet_settings",
@@ -114,13 +115,22 @@ def _as_json(values: dict) -> dict:
     return json.loads(json.dumps(values))
 
 
+@dataclass(frozen=True)
+class CrawlProgress:
+    """What a running crawl reports every ``Crawler.PROGRESS_EVERY`` seconds (``run(on_progress=…)``)."""
+
+    status: CrawlStatus  # the store's figures: every run's, every machine's
+    elapsed: float  # seconds since this run started
+    run_requests: int  # requests made since this run started
+
+
 @dataclass
 class CrawlReport:
     requests: int
     pages_fetched: int
     seconds: float
     stopped_by: str  # done | max-pages | max-time | signal
-    status: dict
+    status: CrawlStatus
     #: Worker processes that did not exit cleanly (killed, crashed, a store that stayed down) …
     failed_workers: int = 0
     #: … and the one-line reasons of those that could say why.
@@ -156,7 +166,7 @@ class Crawler:
         self,
         raw_seeds: Sequence[str] = (),
         *,
-        on_progress: Callable[[dict], None] | None = None,
+        on_progress: Callable[[CrawlProgress], None] | None = None,
         explicit: frozenset[str] = frozenset(),
         fleet_worker: bool = False,
         continuous: bool = False,
@@ -199,7 +209,7 @@ class Crawler:
             requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
             store.seed_urls([NewURL(u, urls.host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds], now)
             store.requeue_due(now)  # recrawl: pages whose revisit time has come
-            before = store.status(now)["requests"]
+            before = store.status(now).requests
             # --max-time counts from the command's start (seeds, store, setup included): the time a
             # user gave the crawl is the time it takes.
             deadline = command_started + s.max_time if s.max_time is not None else None
@@ -233,9 +243,7 @@ class Crawler:
                 if on_progress is not None and t - last_progress[0] >= self.PROGRESS_EVERY:
                     last_progress[0] = t
                     status = store.status(t + store.clock_offset)
-                    status["elapsed"] = t - started
-                    status["run_requests"] = status["requests"] - before
-                    on_progress(status)
+                    on_progress(CrawlProgress(status, elapsed=t - started, run_requests=status.requests - before))
 
             try:
                 workers = run_workers(
@@ -281,7 +289,7 @@ class Crawler:
                 and h["next_allowed_at"] > end + store.clock_offset
             ]
             return CrawlReport(
-                requests=status["requests"] - before,
+                requests=status.requests - before,
                 pages_fetched=counter.value,
                 seconds=end - started,
                 stopped_by=why,
@@ -290,7 +298,7 @@ class Crawler:
                 worker_errors=workers.errors,
                 paused_hosts=len(paused),
                 paused_until=min((h["next_allowed_at"] for h in paused), default=None),
-                unindexed=0 if fleet_worker else max(0, status["pages_stored"] - status["indexed"]),
+                unindexed=0 if fleet_worker else max(0, status.pages_stored - status.indexed),
             )
         finally:
             store.close()

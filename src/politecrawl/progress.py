@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import fields
-from typing import Any, Mapping, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from .store import CrawlStatus
+
+if TYPE_CHECKING:
+    from .crawler import CrawlProgress
 
 __all__ = ["Progress", "format_status"]
 
@@ -65,14 +67,10 @@ class Progress:
     def _print(self, line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=self.stream, flush=True)
 
-    def update(self, status: Mapping[str, Any]) -> None:
-        """``status``: a crawl's progress report, the store's figures plus ``elapsed`` and ``run_requests``."""
+    def update(self, progress: CrawlProgress) -> None:
         if not self.enabled:
             return
-        figures = CrawlStatus(**{f.name: status[f.name] for f in fields(CrawlStatus)})  # other keys: the crawl's
-        line = format_status(
-            figures, elapsed=float(status.get("elapsed", 0.0)), run_requests=int(status.get("run_requests", 0))
-        )
+        line = format_status(progress.status, elapsed=progress.elapsed, run_requests=progress.run_requests)
         if self._live is not None:
             self._live.update(Text(line + (f"  [{self.limits}]" if self.limits else "")))
         elif time.time() - self._last_log >= LOG_EVERY:

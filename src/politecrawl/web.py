@@ -402,12 +402,12 @@ async def _api_search(request: web.Request) -> web.Response:
 
 def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
     """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from .store import crawl_status, open_store
+    from .store import open_store
 
     store = open_store(settings.db, create=False)
     try:
         now = time.time() + store.clock_offset
-        return crawl_status(store, now), store.activity(now)
+        return store.status(now), store.activity(now)
     finally:
         store.close()
 

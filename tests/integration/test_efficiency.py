@@ -146,7 +146,7 @@ def test_infinite_calendar_stays_within_budget(sandbox_factory, db_path):
     # template budget ends the calendar long before the host's page budget (25) would.
     assert 5 <= len(pages) < 25, len(pages)
     status = open_store(db_path).status(0)
-    assert status["links_not_queued"].get("url-pattern", 0) + status["skipped"] >= 1
+    assert status.links_not_queued.get("url-pattern", 0) + status.skipped >= 1
 
 
 def test_faceted_navigation_too_many_params_not_queued(sandbox_factory, db_path):

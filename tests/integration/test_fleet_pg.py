@@ -394,9 +394,9 @@ def test_status_index_search_and_audit_on_postgres(fleet, sandbox_factory):
     out = fleet.cli("status", "--db", fleet.db, "--json")
     assert out.returncode == 0, out.stderr
     st = json.loads(out.stdout)
-    assert st["pages_fetched"] == 5 and st["disallowed"] == 1 and st["queued"] == 0
-    assert st["exact_duplicates"] == 1 and st["aliases"] == 1 and st["hosts"] == 1
-    assert st["requests"] == len(sb.requests(host))
+    assert st.pages_fetched == 5 and st.disallowed == 1 and st.queued == 0
+    assert st.exact_duplicates == 1 and st.aliases == 1 and st.hosts == 1
+    assert st.requests == len(sb.requests(host))
     text = fleet.cli("status", "--db", fleet.db)
     assert text.returncode == 0 and "Traceback" not in text.stderr
 

@@ -58,8 +58,8 @@ def test_exclude_and_include_filters_leave_parts_of_a_site_untouched(sandbox_fac
         status = store.status(0)
     finally:
         store.close()
-    assert status["links_not_queued"].get("excluded") == 1
-    assert status["links_not_queued"].get("not-included") == 1
+    assert status.links_not_queued.get("excluded") == 1
+    assert status.links_not_queued.get("not-included") == 1
 
 
 def test_seeds_from_a_file(sandbox_factory, db_path, tmp_path):

@@ -215,7 +215,7 @@ def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
     db = str(tmp_path / "crawl.db")
     archived_crawl(db, [h.url("/") for h in hosts], str(tmp_path / "warc"))
     store = open_store(db)
-    pages = store.status(time.time())["pages_stored"]
+    pages = store.status(time.time()).pages_stored
     store.close()
     assert pages >= 12
     out = _export(db, "--format", "jsonl")
@@ -291,7 +291,7 @@ def test_export_reads_a_postgresql_store(tmp_path):
                 " fetched_at) SELECT id, url, url, 200, 'text/html', 'T' || id, 'line one\nline two', 10,"
                 " 1.0e9 + id FROM frontier"
             )
-        pages = store.status(time.time())["pages_stored"]
+        pages = store.status(time.time()).pages_stored
         assert pages == n
         out = _export(url, "--format", "csv")
         assert out.returncode == 0, out.stderr

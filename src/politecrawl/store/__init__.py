@@ -20,9 +20,9 @@ embedded default); ``postgresql://`` is the PostgreSQL store, whose driver
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..errors import InvalidURL, StoreError
 from ..urls import host_key as _url_host_key
@@ -40,7 +40,6 @@ __all__ = [
     "RobotsUpdate",
     "Store",
     "YieldCheck",
-    "crawl_status",
     "is_postgres_url",
     "open_store",
     "require_postgres_driver",
@@ -254,7 +253,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class CrawlStatus:
-    """The figures of a crawl at one moment, counted by the store (``crawl_status``).
+    """The figures of a crawl at one moment, counted by the store (``store.status(now)``).
 
     What ``politecrawl status`` prints, the progress line and the web status page show, and
     ``status --json`` and ``/api/status`` carry (``as_dict``).
@@ -284,25 +283,9 @@ class CrawlStatus:
     rate_per_s_last_minute: float
     rate_per_s_overall: float
 
-    @classmethod
-    def from_dict(cls, figures: Mapping[str, Any]) -> CrawlStatus:
-        """From a store's ``status()``: every figure present, and nothing else (a store that
-        counts something new adds a field here)."""
-        names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in figures]
-        unknown = sorted(set(figures) - set(names))
-        if missing or unknown:
-            raise ValueError(f"status figures do not match CrawlStatus: missing {missing}, unknown {unknown}")
-        return cls(**figures)
-
     def as_dict(self) -> dict[str, Any]:
         """The figures by name (JSON-ready: numbers and string-keyed counts)."""
         return asdict(self)
-
-
-def crawl_status(store: Store, now: float) -> CrawlStatus:
-    """The crawl's figures at ``now`` (the store's clock)."""
-    return CrawlStatus.from_dict(store.status(now))
 
 
 class Store(Protocol):
@@ -327,7 +310,7 @@ class Store(Protocol):
     def url_evidence(self, url: str, host: str) -> dict: ...
     def activity(self, now: float) -> dict: ...
     def host_patterns(self, host: str) -> tuple[int, str | None]: ...
-    def status(self, now: float) -> dict: ...  # CrawlStatus's figures: read it with crawl_status(store, now)
+    def status(self, now: float) -> CrawlStatus: ...  # the crawl's figures at now (the store's clock)
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]: ...
     def mark_indexed(self, url_ids: Sequence[int], now: float) -> None: ...
     def anchor_mark(self) -> int: ...

@@ -12,7 +12,18 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ..politeness import WaitReason
-from . import Claim, ClaimKind, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord, RobotsUpdate, URLKind
+from . import (
+    Claim,
+    ClaimKind,
+    CrawlStatus,
+    FetchLogEntry,
+    HostRobots,
+    NewURL,
+    Outcome,
+    PageRecord,
+    RobotsUpdate,
+    URLKind,
+)
 
 __all__ = [
     "PAUSED_REASONS",
@@ -49,6 +60,7 @@ __all__ = [
     "ANCHOR_TARGET_PAGES_SQL",
     "ANCHOR_TEXTS_SQL",
     "group_anchor_texts",
+    "read_status",
 ]
 
 
@@ -707,3 +719,63 @@ def group_anchor_texts(rows, per_page: int = ANCHORS_PER_PAGE) -> dict[str, list
         if len(texts) < per_page:
             texts.append(text)
     return out
+
+
+def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
+    """The crawl's figures at ``now`` (the store's clock), counted in one read: both stores run
+    these statements, inside whatever read transaction the store gives ``conn``."""
+    now_p, minute_p = d.p("now"), d.p("minute_ago")
+    args = {"now": now, "minute_ago": now - 60.0}
+
+    def rows(sql: str) -> list:
+        return conn.execute(sql, args).fetchall()
+
+    def count(sql: str) -> int:
+        return int(rows(sql)[0][0])
+
+    not_in_flight = f"(lease_owner IS NULL OR lease_expires_at <= {now_p})"
+    waiting = f"pending > 0 AND next_allowed_at > {now_p} AND {not_in_flight}"
+    states = {str(k): int(v) for k, v in rows("SELECT state, COUNT(*) FROM frontier GROUP BY state")}
+    requests, total_bytes, first, last = rows(
+        "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
+    )[0]
+    dup_kinds = {
+        k: int(v)
+        for k, v in rows(
+            "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+        )
+    }
+    span = (last - first) if first is not None and last is not None else 0.0
+    return CrawlStatus(
+        pages_fetched=states.get("done", 0),
+        queued=states.get("queued", 0),
+        in_flight=states.get("leased", 0),
+        failed=states.get("failed", 0),
+        disallowed=states.get("disallowed", 0),
+        skipped=states.get("skipped", 0),
+        pages_stored=count("SELECT COUNT(*) FROM pages"),
+        duplicates=sum(dup_kinds.values()),
+        exact_duplicates=dup_kinds.get("exact", 0),
+        near_duplicates=dup_kinds.get("near", 0),
+        aliases=count("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL"),
+        links_not_queued={str(k): int(v) for k, v in rows("SELECT reason, SUM(n) FROM link_stats GROUP BY reason")},
+        hosts_waiting_by_reason={
+            str(k): int(v)
+            for k, v in rows(f"SELECT wait_reason, COUNT(*) FROM hosts WHERE {waiting} GROUP BY wait_reason")
+        },
+        indexed=count("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL"),
+        hosts=count("SELECT COUNT(*) FROM hosts"),
+        hosts_active=count(f"SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > {now_p}"),
+        hosts_waiting=count(f"SELECT COUNT(*) FROM hosts WHERE {waiting}"),
+        hosts_parked=count(
+            f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > {now_p}"
+        ),
+        requests=int(requests),
+        status_codes={
+            str(k if k is not None else "no-answer"): int(v)
+            for k, v in rows("SELECT status, COUNT(*) FROM fetch_log GROUP BY status")
+        },
+        bytes=int(total_bytes),  # PostgreSQL's SUM(bigint) is numeric
+        rate_per_s_last_minute=round(count(f"SELECT COUNT(*) FROM fetch_log WHERE ended_at > {minute_p}") / 60.0, 3),
+        rate_per_s_overall=round(int(requests) / span, 3) if span > 0 else 0.0,
+    )

@@ -60,7 +60,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from ..dedup import to_signed64
 from ..errors import NotAStoreError, StoreError
 from ..politeness import WaitReason
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
+from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
@@ -82,6 +82,7 @@ from .common import (
     page_candidate,
     page_claim,
     page_values,
+    read_status,
     release_url_statement,
     settle_robots,
     simhash_blocks,
@@ -1129,112 +1130,8 @@ class PostgresStore:
         return self._idempotent(tx, "release dead workers' leases")
 
     # -- reading -----------------------------------------------------------------
-    def status(self, now: float) -> dict:
-        def read(conn: psycopg.Connection) -> tuple:
-            one = lambda q, *a: _the_row(conn.execute(q, a))  # noqa: E731
-            states: dict[str, int] = dict(
-                conn.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall()
-            )
-            hosts_total = one("SELECT COUNT(*) FROM hosts")[0]
-            hosts_active = one(
-                "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > %s", now
-            )[0]
-            not_in_flight = "(lease_owner IS NULL OR lease_expires_at <= %s)"
-            hosts_waiting = one(
-                f"SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s AND {not_in_flight}", now, now
-            )[0]
-            hosts_parked = one(
-                f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > %s", now
-            )[0]
-            codes = {
-                str(k if k is not None else "no-answer"): v
-                for k, v in conn.execute("SELECT status, COUNT(*) FROM fetch_log GROUP BY status").fetchall()
-            }
-            totals = one("SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log")
-            recent = one("SELECT COUNT(*) FROM fetch_log WHERE ended_at > %s", now - 60.0)[0]
-            pages = one("SELECT COUNT(*) FROM pages")[0]
-            duplicates = one("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL")[0]
-            indexed = one("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL")[0]
-            dup_kinds: dict[str | None, int] = dict(
-                conn.execute(
-                    "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
-                ).fetchall()
-            )
-            aliases = one("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL")[0]
-            not_queued = {
-                k: int(v) for k, v in conn.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall()
-            }
-            waits = {
-                str(k): v
-                for k, v in conn.execute(
-                    "SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > %s"
-                    f" AND {not_in_flight} GROUP BY wait_reason",
-                    (now, now),
-                ).fetchall()
-            }
-            return (
-                states,
-                hosts_total,
-                hosts_active,
-                hosts_waiting,
-                hosts_parked,
-                codes,
-                totals,
-                recent,
-                pages,
-                duplicates,
-                indexed,
-                dup_kinds,
-                aliases,
-                not_queued,
-                waits,
-            )
-
-        (
-            states,
-            hosts_total,
-            hosts_active,
-            hosts_waiting,
-            hosts_parked,
-            codes,
-            totals,
-            recent,
-            pages,
-            duplicates,
-            indexed,
-            dup_kinds,
-            aliases,
-            not_queued,
-            waits,
-        ) = self._read(read, "read the status")
-        requests, total_bytes, first, last = totals
-        total_bytes = int(total_bytes)  # SUM(bigint) is numeric
-        span = (last - first) if first is not None and last is not None else 0.0
-        return {
-            "pages_fetched": states.get("done", 0),
-            "queued": states.get("queued", 0),
-            "in_flight": states.get("leased", 0),
-            "failed": states.get("failed", 0),
-            "disallowed": states.get("disallowed", 0),
-            "skipped": states.get("skipped", 0),
-            "pages_stored": pages,
-            "duplicates": duplicates,
-            "exact_duplicates": dup_kinds.get("exact", 0),
-            "near_duplicates": dup_kinds.get("near", 0),
-            "aliases": aliases,
-            "links_not_queued": not_queued,
-            "hosts_waiting_by_reason": waits,
-            "indexed": indexed,
-            "hosts": hosts_total,
-            "hosts_active": hosts_active,
-            "hosts_waiting": hosts_waiting,
-            "hosts_parked": hosts_parked,
-            "requests": requests,
-            "status_codes": codes,
-            "bytes": total_bytes,
-            "rate_per_s_last_minute": round(recent / 60.0, 3),
-            "rate_per_s_overall": round(requests / span, 3) if span > 0 else 0.0,
-        }
+    def status(self, now: float) -> CrawlStatus:
+        return self._read(lambda conn: read_status(conn, self._dialect, now), "read the status")
 
     def _dicts(self, query: str, params: tuple, what: str) -> list[dict]:
         def read(conn: psycopg.Connection) -> list[dict]:

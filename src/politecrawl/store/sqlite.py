@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 from ..dedup import hamming
 from ..errors import NotAStoreError, StoreError
 from ..politeness import WaitReason
-from . import Claim, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
@@ -33,6 +33,7 @@ from .common import (
     host_release_sets,
     insert_fetch_log,
     insert_robots_versions,
+    read_status,
     record_page,
     release_url,
     settle_robots,
@@ -456,73 +457,9 @@ class SQLiteStore:
         return problems
 
     # -- reading -----------------------------------------------------------------
-    def status(self, now: float) -> dict:
+    def status(self, now: float) -> CrawlStatus:
         with self._lock:
-            db = self._db
-            states = dict(db.execute("SELECT state, COUNT(*) FROM frontier GROUP BY state").fetchall())
-            hosts_total = db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
-            hosts_active = db.execute(
-                "SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > ?", (now,)
-            ).fetchone()[0]
-            not_in_flight = "(lease_owner IS NULL OR lease_expires_at <= :now)"
-            hosts_waiting = db.execute(
-                f"SELECT COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now AND {not_in_flight}",
-                {"now": now},
-            ).fetchone()[0]
-            hosts_parked = db.execute(
-                f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > ?", (now,)
-            ).fetchone()[0]
-            codes = {
-                str(k if k is not None else "no-answer"): v
-                for k, v in db.execute("SELECT status, COUNT(*) FROM fetch_log GROUP BY status").fetchall()
-            }
-            requests, total_bytes, first, last = db.execute(
-                "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
-            ).fetchone()
-            recent = db.execute("SELECT COUNT(*) FROM fetch_log WHERE ended_at > ?", (now - 60.0,)).fetchone()[0]
-            pages = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
-            duplicates = db.execute("SELECT COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
-            indexed = db.execute("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL").fetchone()[0]
-            dup_kinds = dict(
-                db.execute(
-                    "SELECT duplicate_kind, COUNT(*) FROM pages WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
-                ).fetchall()
-            )
-            aliases = db.execute("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL").fetchone()[0]
-            not_queued = dict(db.execute("SELECT reason, SUM(n) FROM link_stats GROUP BY reason").fetchall())
-            waits = dict(
-                db.execute(
-                    f"SELECT wait_reason, COUNT(*) FROM hosts WHERE pending > 0 AND next_allowed_at > :now"
-                    f" AND {not_in_flight} GROUP BY wait_reason",
-                    {"now": now},
-                ).fetchall()
-            )
-        span = (last - first) if first is not None and last is not None else 0.0
-        return {
-            "pages_fetched": states.get("done", 0),
-            "queued": states.get("queued", 0),
-            "in_flight": states.get("leased", 0),
-            "failed": states.get("failed", 0),
-            "disallowed": states.get("disallowed", 0),
-            "skipped": states.get("skipped", 0),
-            "pages_stored": pages,
-            "duplicates": duplicates,
-            "exact_duplicates": dup_kinds.get("exact", 0),
-            "near_duplicates": dup_kinds.get("near", 0),
-            "aliases": aliases,
-            "links_not_queued": not_queued,
-            "hosts_waiting_by_reason": {str(k): v for k, v in waits.items()},
-            "indexed": indexed,
-            "hosts": hosts_total,
-            "hosts_active": hosts_active,
-            "hosts_waiting": hosts_waiting,
-            "hosts_parked": hosts_parked,
-            "requests": requests,
-            "status_codes": codes,
-            "bytes": total_bytes,
-            "rate_per_s_last_minute": round(recent / 60.0, 3),
-            "rate_per_s_overall": round(requests / span, 3) if span > 0 else 0.0,
-        }
+            return read_status(self._db, DIALECT, now)
 
     def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
