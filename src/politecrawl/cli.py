@@ -59,7 +59,9 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     with progress:
-        return crawler.run(seeds, on_progress=progress.update, **run_kwargs)
+        if progress.interval is None:  # -q: no figures to count
+            return crawler.run(seeds, **run_kwargs)
+        return crawler.run(seeds, on_progress=progress.update, progress_every=progress.interval, **run_kwargs)
 
 
 def _fail(message: str) -> None:

@@ -149,7 +149,8 @@ class Crawler:
     #: about this long, and each update writes one segment of a few thousand pages at 500 pages/s
     #: (segments of a few pages cost ~40 % more CPU per page, merges included).
     INDEX_EVERY = 5.0
-    #: Seconds between two progress figures (each costs a few COUNTs over the store's tables).
+    #: Seconds between two progress figures, unless ``run`` is given another interval (each costs
+    #: a dozen COUNTs over the store's tables, which grow with the crawl).
     PROGRESS_EVERY = 2.0
 
     def __init__(self, settings: Settings) -> None:
@@ -167,6 +168,7 @@ class Crawler:
         raw_seeds: Sequence[str] = (),
         *,
         on_progress: Callable[[CrawlProgress], None] | None = None,
+        progress_every: float | None = None,
         explicit: frozenset[str] = frozenset(),
         fleet_worker: bool = False,
         continuous: bool = False,
@@ -239,8 +241,8 @@ class Crawler:
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()
-                # status() counts whole tables: on a long crawl, not more often than PROGRESS_EVERY.
-                if on_progress is not None and t - last_progress[0] >= self.PROGRESS_EVERY:
+                # status() counts whole tables: not more often than the progress display shows it.
+                if on_progress is not None and t - last_progress[0] >= (progress_every or self.PROGRESS_EVERY):
                     last_progress[0] = t
                     status = store.status(t + store.clock_offset)
                     on_progress(CrawlProgress(status, elapsed=t - started, run_requests=status.requests - before))

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "format_status"]
 
-#: Seconds between two plain log lines when stderr is not a terminal.
+#: Seconds between two plain log lines when stderr is not a terminal …
 LOG_EVERY = 10.0
+#: … and between two refreshes of the live line on a terminal.
+LIVE_EVERY = 2.0
 
 
 def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0) -> str:
@@ -66,6 +68,14 @@ class Progress:
 
     def _print(self, line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=self.stream, flush=True)
+
+    @property
+    def interval(self) -> float | None:
+        """Seconds between two figures worth counting: the live line's refresh on a terminal,
+        the log line's period otherwise, None when nothing is shown."""
+        if not self.enabled:
+            return None
+        return LIVE_EVERY if self.tty else LOG_EVERY
 
     def update(self, progress: CrawlProgress) -> None:
         if not self.enabled:
