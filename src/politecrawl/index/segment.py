@@ -379,8 +379,10 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
         if deleted:
             live[np.asarray(deleted, dtype=np.int64)] = False
         live_ids.append(np.flatnonzero(live))
-    # Merged term dictionary: union of the terms with a live posting.
-    decoded = []  # per source, per field: (local term ids, new doc ids, tfs, positions)
+    # Merged term dictionary: union of the terms with a live posting. Memory: the postings-level
+    # arrays of every field are decoded first (int32: a segment holds fewer than 2**31 tokens);
+    # the token-level positions, most of a merge's memory, are read one field at a time below.
+    decoded = []  # per source, per field: (local term ids, new doc ids, tfs, live mask or None: all live)
     used_terms: set[str] = set()
     offset = 0
     for (seg, _), ids in zip(sources, live_ids):
@@ -397,41 +399,62 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
             cs = np.cumsum(deltas)
             firsts = term_ptr[:-1][counts > 0]
             base = cs[firsts] - deltas[firsts]
-            docs = cs - np.repeat(base, counts[counts > 0])
-            p_terms = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-            tfs = np.asarray(fp.tfs, dtype=np.int64)
-            keep = remap[docs] >= 0
-            positions = np.asarray(fp.positions)[np.repeat(keep, tfs)]
-            p_terms, tfs = p_terms[keep], tfs[keep]
+            new_docs = remap[cs - np.repeat(base, counts[counts > 0])]
+            del deltas, cs
+            p_terms = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+            tfs = np.asarray(fp.tfs, dtype=np.int32)
+            keep = new_docs >= 0
+            live: np.ndarray | None = None
+            if not keep.all():
+                live = keep
+                p_terms, tfs, new_docs = p_terms[keep], tfs[keep], new_docs[keep]
             used[p_terms] = True
-            per_field[f] = (p_terms, remap[docs[keep]], tfs, positions)
+            per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, live)
         decoded.append(per_field)
         terms_list = list(seg.terms)
         used_terms.update(terms_list[i] for i in np.flatnonzero(used))
     terms = sorted(used_terms)
     gid = {t: i for i, t in enumerate(terms)}
     maps = [
-        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int64, count=len(seg.terms)) for seg, _ in sources
+        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int32, count=len(seg.terms)) for seg, _ in sources
     ]
     postings = {}
     for f in FIELDS:
-        parts = [(m[d[f][0]], d[f][1], d[f][2], d[f][3]) for m, d in zip(maps, decoded)]
-        g_terms = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-        g_docs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-        g_tfs = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
-        g_pos = np.concatenate([p[3].astype(np.int64) for p in parts]) if parts else np.zeros(0, np.int64)
+        parts = [(m[d[f][0]], d[f][1], d[f][2]) for m, d in zip(maps, decoded)]
+        g_terms = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+        g_docs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
+        g_tfs = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int32)
+        del parts
+        # The live positions of each source in its posting order, in their stored (smallest) type;
+        # a source with every document live is read straight from its memory map.
+        pos_parts = []
+        for (seg, _), d in zip(sources, decoded):
+            fp = seg.fields[f]
+            live = d[f][3]
+            positions = np.asarray(fp.positions)
+            if live is not None:
+                positions = positions[np.repeat(live, np.asarray(fp.tfs, dtype=np.int32))]
+            pos_parts.append(positions)
+        g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
+        del pos_parts
         # Sources come in doc order and each is sorted by (term, doc): a stable
         # sort on the term id gives (term, doc) order.
         order = _stable_argsort(g_terms)
         if len(order):
+            # Each posting's run of positions moves from where it starts in the sources to where
+            # it starts in the merged order: a gather of int32 offsets (fewer than 2**31 tokens).
             starts = np.zeros(len(g_tfs), dtype=np.int64)
             np.cumsum(g_tfs[:-1], out=starts[1:])
             tf_o = g_tfs[order]
             out_starts = np.zeros(len(tf_o), dtype=np.int64)
             np.cumsum(tf_o[:-1], out=out_starts[1:])
-            gather = np.repeat(starts[order] - out_starts, tf_o) + np.arange(int(tf_o.sum()), dtype=np.int64)
+            gather = np.repeat((starts[order] - out_starts).astype(np.int32), tf_o)
+            del starts, out_starts
+            gather += np.arange(len(gather), dtype=np.int32)
             g_pos = g_pos[gather]
+            del gather
         postings[f] = _encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
+        del g_terms, g_docs, g_tfs, g_pos, order
     urls: list[str] = []
     titles: list[str] = []
     bodies: list[bytes] = []
