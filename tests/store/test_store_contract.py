@@ -14,6 +14,7 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
+from politecrawl.response import URLOutcome
 from politecrawl.store import (
     Claim,
     CrawlStatus,
@@ -75,7 +76,7 @@ def page_outcome(c: Claim, now: float, *, next_at: float, state: str = "done", *
         next_allowed_at=next_at,
         wait_reason="min-delay",
         url_state=state,
-        url_outcome="http-200" if state == "done" else None,
+        url_outcome=URLOutcome("http-200") if state == "done" else None,
         fetch=FetchLogEntry(c.url, "page", now, now + 0.2, page.status if page else 200, page.bytes if page else 0),
         page=page,
     )
@@ -848,7 +849,11 @@ def test_release_records_links_and_host_fields(store):
     c = store.claim("w1", T + 4, LEASE)
     assert c.ip == "10.1.2.3" and c.ip_resolved_at == T + 1
     store.release(
-        c, Outcome(next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed", url_outcome="boom"), T + 5
+        c,
+        Outcome(
+            next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed", url_outcome=URLOutcome("boom")
+        ),
+        T + 5,
     )
     row = host_row(store, A)
     assert (row["failures"], row["last_error"], row["pending"]) == (2, "boom", 0)
