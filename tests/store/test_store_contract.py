@@ -195,6 +195,18 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
     assert row["pages_fetched"] == 1
 
 
+def test_release_keeps_the_urls_outcome_as_one_line_its_reason_then_its_notes(store):
+    # The line ``politecrawl why`` and the web pages show, and older databases already hold.
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    out = page_outcome(c, T, next_at=T + 1)
+    out.note("noindex")
+    out.note(f"canonical -> {A}/c")
+    store.release(c, out, T + 0.2)
+    assert store.url_states()[c.url] == ("done", f"http-200 noindex canonical -> {A}/c")
+
+
 def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
     hosts = [f"http://h{i}.test" for i in range(5)]
     store.seed_urls([url(h, "/") for h in hosts], T)
