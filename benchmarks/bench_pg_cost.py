@@ -362,6 +362,7 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
     import psycopg
     from psycopg import sql
 
+    from politecrawl.response import URLOutcome
     from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
 
     app = f"pc_cost_{uuid.uuid4().hex[:10]}"
@@ -398,7 +399,7 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
                     next_allowed_at=now,
                     wait_reason="min-delay",
                     url_state="done",
-                    url_outcome="http-200",
+                    url_outcome=URLOutcome("http-200"),
                     fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 20_000),
                 )
                 if parts.get("page"):

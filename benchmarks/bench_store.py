@@ -71,6 +71,7 @@ def _words(n_bytes: int, seed: int) -> str:
 def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, results, page_bytes: int = 0) -> None:
     import random
 
+    from politecrawl.response import URLOutcome
     from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
 
     rng = random.Random(worker)
@@ -98,7 +99,7 @@ def _worker(store_url: str, worker: str, seconds: float, delay: float, barrier, 
                 next_allowed_at=now + delay,
                 wait_reason="min-delay",
                 url_state="done",
-                url_outcome="http-200",
+                url_outcome=URLOutcome("http-200"),
                 fetch=FetchLogEntry(c.url or c.host, c.kind, now, now, 200, 1000),
             )
             if page_bytes and c.url is not None:

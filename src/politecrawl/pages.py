@@ -19,7 +19,7 @@ from .fetch import Fetcher, FetchResult
 from .freshness import next_revisit
 from .parse import Page, combine, parse_html, robots_directives
 from .patterns import SitePatterns
-from .response import REDIRECT_STATUSES, URLState, is_failure, judge
+from .response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
 from .robots import RobotsTxt
 from .robots_gate import SITEMAP_PRIORITY
 from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
@@ -60,11 +60,6 @@ def wanted_type(content_type: str) -> bool:
     return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
 
 
-def _note(outcome: Outcome, text: str) -> None:
-    """Add to what the store records as the URL's outcome (one line, read by people and ``why``)."""
-    outcome.url_outcome = f"{outcome.url_outcome or ''}{text}"
-
-
 class PageHandler:
     """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
 
@@ -89,10 +84,10 @@ class PageHandler:
         fetch_url = claim.fetch_url
         assert fetch_url is not None
         if not self._rules_for(claim).is_allowed(self.agent, fetch_url):
-            return Outcome(url_state="disallowed", url_outcome="disallowed by robots.txt")
+            return Outcome(url_state="disallowed", url_outcome=URLOutcome("disallowed by robots.txt"))
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
-            return Outcome(url_state="skipped", url_outcome="host page budget reached")
+            return Outcome(url_state="skipped", url_outcome=URLOutcome("host page budget reached"))
         is_sitemap = claim.url_kind == URLKind.SITEMAP
         patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
         if patterns is not None:
@@ -100,9 +95,11 @@ class PageHandler:
             # a template that stopped yielding new text. Decided before the request.
             cleaned, why = patterns.filter_link(claim.url)
             if cleaned is None:
-                return Outcome(url_state="skipped", url_outcome=f"URL pattern: {why}")
+                return Outcome(url_state="skipped", url_outcome=URLOutcome(f"URL pattern: {why}"))
             if cleaned != claim.url:
-                outcome = Outcome(url_state="skipped", url_outcome=f"URL pattern: alias of {cleaned} ({why})")
+                outcome = Outcome(
+                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: alias of {cleaned} ({why})")
+                )
                 self._add_links([cleaned], claim.depth, outcome, redirect=True)
                 return outcome
         if not self.budget.take():
@@ -133,7 +130,7 @@ class PageHandler:
             return outcome
         if result.unwanted_type:
             outcome.url_state = URLState.SKIPPED
-            outcome.url_outcome = f"http-{status} {result.content_type}: not downloaded (nothing to index)"
+            outcome.url_outcome = URLOutcome(f"http-{status} {result.content_type}: not downloaded (nothing to index)")
             return outcome
         if status in REDIRECT_STATUSES:
             target = verdict.redirect_to
@@ -204,7 +201,7 @@ class PageHandler:
         if extracted is not None:
             page = extracted
         elif result.content_type and result.content_type not in HTML_TYPES:
-            outcome.url_outcome = f"http-{result.status} not-html ({result.content_type})"
+            outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({result.content_type})")
             return base
         else:
             page = parse_html(
@@ -248,10 +245,10 @@ class PageHandler:
                 collect=outgoing,
             )
         if noindex:
-            _note(outcome, " noindex")
+            outcome.note("noindex")
         if alias_of is not None:
             # Only the canonical is indexed (and fetched, if it is not yet known).
-            _note(outcome, f" canonical -> {alias_of}")
+            outcome.note(f"canonical -> {alias_of}")
             self._add_links([alias_of], claim.depth, outcome, redirect=True)
         indexable = page.text and not noindex and alias_of is None
         if indexable and self.settings.yield_min_pages:
@@ -280,7 +277,7 @@ class PageHandler:
             return
         parsed = parse_sitemap(result.body)
         if parsed.error:
-            _note(outcome, f" broken sitemap: {parsed.error}"[:300])
+            outcome.note(f"broken sitemap: {parsed.error}"[:300])
         if parsed.urls:
             self._add_links(
                 [e.loc for e in parsed.urls],
@@ -303,7 +300,7 @@ class PageHandler:
                     priority=SITEMAP_PRIORITY,
                 )
         truncated = " (truncated)" if parsed.truncated else ""
-        _note(outcome, f" sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps{truncated}")
+        outcome.note(f"sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps{truncated}")
 
     def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
         """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""

@@ -9,13 +9,13 @@ goes on at the pace ``decide`` set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from . import urls
 from .errors import InvalidURL
 
-__all__ = ["URLState", "URLVerdict", "REDIRECT_STATUSES", "SLOW_DOWN_MAX_ATTEMPTS", "judge", "is_failure"]
+__all__ = ["URLState", "URLOutcome", "URLVerdict", "REDIRECT_STATUSES", "SLOW_DOWN_MAX_ATTEMPTS", "judge", "is_failure"]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: Tries of a URL answered 429/503 before it is recorded as failed: the server asked the client to
@@ -35,9 +35,31 @@ class URLState(StrEnum):
 
 
 @dataclass(frozen=True)
+class URLOutcome:
+    """What became of a URL: the verdict (``reason``: "http-200", "disallowed by robots.txt") and
+    what the answer added to it (``notes``: "truncated", "noindex", "canonical -> …").
+
+    Kept apart so that code deciding about a URL can ask what was decided instead of searching
+    a sentence; ``str()`` is the one line the store keeps in the frontier's outcome column (read by
+    people, ``politecrawl why`` and the web pages, and held by existing databases: its wording
+    stays as it was).
+    """
+
+    reason: str
+    notes: tuple[str, ...] = ()
+
+    def with_note(self, note: str) -> URLOutcome:
+        """This outcome with ``note`` added after the others."""
+        return replace(self, notes=(*self.notes, note))
+
+    def __str__(self) -> str:
+        return " ".join((self.reason, *self.notes))
+
+
+@dataclass(frozen=True)
 class URLVerdict:
     state: URLState
-    outcome: str
+    outcome: URLOutcome
     #: A redirect's usable target (normalized), to be queued under its own host's claim.
     redirect_to: str | None = None
 
@@ -60,18 +82,18 @@ def judge(
     """The URL's verdict on one answer. ``attempts`` counts this one."""
     if status is None:
         state = URLState.QUEUED if attempts < max_attempts else URLState.FAILED
-        return URLVerdict(state, error or "no answer")
+        return URLVerdict(state, URLOutcome(error or "no answer"))
     if status in (429, 503) or status >= 500:
         limit = SLOW_DOWN_MAX_ATTEMPTS if status in (429, 503) else max_attempts
-        return URLVerdict(URLState.QUEUED if attempts < limit else URLState.FAILED, f"http-{status}")
+        return URLVerdict(URLState.QUEUED if attempts < limit else URLState.FAILED, URLOutcome(f"http-{status}"))
     if status in REDIRECT_STATUSES:
         try:
             target = urls.normalize(location, base=url) if location else None
         except InvalidURL:
             target = None
         if target is None:
-            return URLVerdict(URLState.DONE, f"http-{status} without a usable Location")
+            return URLVerdict(URLState.DONE, URLOutcome(f"http-{status} without a usable Location"))
         if target == url:
-            return URLVerdict(URLState.DONE, f"http-{status} redirect loop")
-        return URLVerdict(URLState.DONE, f"http-{status} -> {target}", redirect_to=target)
-    return URLVerdict(URLState.DONE, f"http-{status}" + (" truncated" if truncated else ""))
+            return URLVerdict(URLState.DONE, URLOutcome(f"http-{status} redirect loop"))
+        return URLVerdict(URLState.DONE, URLOutcome(f"http-{status} -> {target}"), redirect_to=target)
+    return URLVerdict(URLState.DONE, URLOutcome(f"http-{status}", ("truncated",) if truncated else ()))

@@ -13,7 +13,7 @@ from .config import Settings
 from .errors import InvalidURL
 from .fetch import Fetcher, FetchResult
 from .politeness import WaitReason
-from .response import REDIRECT_STATUSES
+from .response import REDIRECT_STATUSES, URLOutcome
 from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
 from .store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
 from .store.common import ROBOTS_MAX_HOPS
@@ -122,7 +122,7 @@ class RobotsGate:
         outcome = self._timing(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
         outcome.url_state = "done"
-        outcome.url_outcome = f"robots.txt hop: {result.status or result.error}"
+        outcome.url_outcome = URLOutcome(f"robots.txt hop: {result.status or result.error}")
         redirect = self._robots_redirect(result)
         if redirect is not None:
             outcome.robots_redirect = redirect

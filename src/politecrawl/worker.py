@@ -35,6 +35,7 @@ from .politeness import (
     parse_retry_after,
     policy_for_host,
 )
+from .response import URLOutcome
 from .robots import RobotsTxt, product_token
 from .robots_gate import RobotsGate
 from .scope import CrawlScope
@@ -379,7 +380,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 delay=wait,
                 wait_reason="stopped",
                 url_state="queued" if claim.url_id is not None else None,
-                url_outcome="stopped before the answer",
+                url_outcome=URLOutcome("stopped before the answer"),
             )
             await self._call(self.store.release, claim, stopped, self.now())
             raise
@@ -391,7 +392,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 delay=wait,
                 wait_reason=WaitReason.BACKOFF,
                 url_state="failed" if claim.url_id is not None else None,
-                url_outcome=f"internal error: {type(exc).__name__}: {exc}"[:300],
+                url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
         if outcome.anchors:
             known = self._anchors_stored

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
+from politecrawl.response import URLOutcome
 from politecrawl.store import (
     Claim,
     CrawlStatus,
@@ -73,7 +74,7 @@ def page_outcome(c: Claim, now: float, *, next_at: float, state: str = "done", *
         next_allowed_at=next_at,
         wait_reason="min-delay",
         url_state=state,
-        url_outcome="http-200" if state == "done" else None,
+        url_outcome=URLOutcome("http-200") if state == "done" else None,
         fetch=FetchLogEntry(c.url, "page", now, now + 0.2, page.status if page else 200, page.bytes if page else 0),
         page=page,
     )
@@ -190,6 +191,18 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
     row = host_row(store, A)
     assert row["pending"] == 1 and row["lease_owner"] is None and row["next_allowed_at"] == T + 1
     assert row["pages_fetched"] == 1
+
+
+def test_release_keeps_the_urls_outcome_as_one_line_its_reason_then_its_notes(store):
+    # The line ``politecrawl why`` and the web pages show, and older databases already hold.
+    store.seed_urls([url(A, "/1")], T)
+    pass_robots(store, "w1", T)
+    c = store.claim("w1", T, LEASE)
+    out = page_outcome(c, T, next_at=T + 1)
+    out.note("noindex")
+    out.note(f"canonical -> {A}/c")
+    store.release(c, out, T + 0.2)
+    assert store.url_states()[c.url] == ("done", f"http-200 noindex canonical -> {A}/c")
 
 
 def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
@@ -837,7 +850,11 @@ def test_release_records_links_and_host_fields(store):
     c = store.claim("w1", T + 4, LEASE)
     assert c.ip == "10.1.2.3" and c.ip_resolved_at == T + 1
     store.release(
-        c, Outcome(next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed", url_outcome="boom"), T + 5
+        c,
+        Outcome(
+            next_allowed_at=T + 9, failures=2, host_error="boom", url_state="failed", url_outcome=URLOutcome("boom")
+        ),
+        T + 5,
     )
     row = host_row(store, A)
     assert (row["failures"], row["last_error"], row["pending"]) == (2, "boom", 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.response import URLState, is_failure, judge
+from politecrawl.response import URLOutcome, URLState, is_failure, judge
 
 U = "http://a.test/page"
 
@@ -37,12 +37,20 @@ U = "http://a.test/page"
 )
 def test_judge(status, error, location, attempts, state, outcome, target):
     verdict = judge(U, status, error, location=location, attempts=attempts, max_attempts=3)
-    assert (verdict.state, verdict.outcome, verdict.redirect_to) == (state, outcome, target)
+    assert (verdict.state, verdict.outcome, verdict.redirect_to) == (state, URLOutcome(outcome), target)
 
 
 def test_a_truncated_body_says_so():
     verdict = judge(U, 200, None, location=None, attempts=1, max_attempts=3, truncated=True)
-    assert verdict.outcome == "http-200 truncated"
+    assert verdict.outcome == URLOutcome("http-200", notes=("truncated",))
+    assert str(verdict.outcome) == "http-200 truncated"  # the frontier's outcome column, as a user reads it
+
+
+def test_an_outcome_is_its_reason_then_its_notes_in_the_order_they_were_added():
+    outcome = URLOutcome("http-200").with_note("noindex").with_note("canonical -> http://a.test/c")
+    assert outcome == URLOutcome("http-200", ("noindex", "canonical -> http://a.test/c"))
+    assert str(outcome) == "http-200 noindex canonical -> http://a.test/c"
+    assert str(URLOutcome("disallowed by robots.txt")) == "disallowed by robots.txt"
 
 
 @pytest.mark.parametrize(

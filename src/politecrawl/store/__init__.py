@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Any, Protocol, Sequence
 
 from ..errors import InvalidURL, StoreError
+from ..response import URLOutcome
 from ..urls import host_key as _url_host_key
 
 __all__ = [
@@ -230,7 +231,7 @@ class Outcome:
     fetch: FetchLogEntry | None = None
     robots: RobotsUpdate | None = None
     url_state: str | None = None  # done | failed | disallowed | skipped | queued (retry)
-    url_outcome: str | None = None
+    url_outcome: URLOutcome | None = None
     page: PageRecord | None = None
     links: Sequence[NewURL] = field(default_factory=tuple)
     anchors: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (target URL, link text) from this page
@@ -249,6 +250,17 @@ class Outcome:
     scope_hosts: Sequence[str] = field(default_factory=tuple)
     #: The host's learned URL patterns to store (JSON), when they changed enough to be worth a write.
     patterns: str | None = None
+
+    def note(self, note: str) -> None:
+        """Add ``note`` to the URL's outcome (what the page was found to be besides its verdict)."""
+        if self.url_outcome is None:
+            raise ValueError(f"no outcome to add {note!r} to: the URL's verdict comes first")
+        self.url_outcome = self.url_outcome.with_note(note)
+
+    @property
+    def url_outcome_text(self) -> str | None:
+        """The URL's outcome as the store keeps it (the frontier's outcome column)."""
+        return None if self.url_outcome is None else str(self.url_outcome)
 
 
 @dataclass(frozen=True)
