@@ -404,12 +404,12 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
             p_terms = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
             tfs = np.asarray(fp.tfs, dtype=np.int32)
             keep = new_docs >= 0
-            live: np.ndarray | None = None
+            kept: np.ndarray | None = None
             if not keep.all():
-                live = keep
+                kept = keep
                 p_terms, tfs, new_docs = p_terms[keep], tfs[keep], new_docs[keep]
             used[p_terms] = True
-            per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, live)
+            per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, kept)
         decoded.append(per_field)
         terms_list = list(seg.terms)
         used_terms.update(terms_list[i] for i in np.flatnonzero(used))
@@ -430,10 +430,10 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
         pos_parts = []
         for (seg, _), d in zip(sources, decoded):
             fp = seg.fields[f]
-            live = d[f][3]
+            kept = d[f][3]
             positions = np.asarray(fp.positions)
-            if live is not None:
-                positions = positions[np.repeat(live, np.asarray(fp.tfs, dtype=np.int32))]
+            if kept is not None:
+                positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
             pos_parts.append(positions)
         g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
         del pos_parts
