@@ -34,6 +34,11 @@ __all__ = [
 log = logging.getLogger("politecrawl.crawler")
 
 
+#: The largest segment a running crawl's index updates merge into: a merge's memory grows with
+#: its tokens (about 34 bytes each), and the workers share the machine. The final compaction,
+#: once the workers are gone, merges these into segments up to the index's own cap.
+CRAWL_MERGE_TOKENS = 2_000_000
+
 #: Pages the crawl still indexes when it is stopped early (about a second's work, so --max-time and
 #: Ctrl-C end within seconds); the rest wait for the next crawl or 'politecrawl index'.
 INDEX_ON_STOP = 500
@@ -237,7 +242,16 @@ class Crawler:
                 if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:
                     if indexing:
                         indexing.pop().result()  # an error of the last update surfaces here
-                    indexing.append(indexer.submit(update_index, store, index_dir, max_pages=5 * 2_000, stop=stopping))
+                    indexing.append(
+                        indexer.submit(
+                            update_index,
+                            store,
+                            index_dir,
+                            max_pages=5 * 2_000,
+                            stop=stopping,
+                            merge_tokens=CRAWL_MERGE_TOKENS,
+                        )
+                    )
                     if s.recrawl_after is not None:
                         store.requeue_due(t + store.clock_offset)
                     last_index[0] = time.time()

@@ -33,7 +33,7 @@ from .config import Settings
 from .errors import SearchIndexError
 from .index import IndexWriter
 from .index.reader import is_outdated, read_current_pointer
-from .index.writer import IndexLockedError
+from .index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
 from .store import Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
@@ -121,6 +121,7 @@ def update_index(
     compact: bool | None = None,
     strict: bool = False,
     stop: Callable[[], bool] | None = None,
+    merge_tokens: int = MAX_SEGMENT_TOKENS,
 ) -> int:
     """Index the pages changed since the last update; returns how many pages were looked at.
 
@@ -131,7 +132,9 @@ def update_index(
     Then re-index the pages whose anchor text grew since the last update (links found on
     pages crawled after them); ``max_pages`` bounds the first part only. ``compact`` (by
     default: when ``max_pages`` is None, a complete update) then merges the segments
-    that are not full into as few as the size cap allows.
+    that are not full into as few as the size cap allows. ``merge_tokens`` caps the segments the
+    update's own merges write (a merge's memory grows with it: a running crawl passes a lower cap
+    than the final compaction, which runs once the workers are gone).
 
     Never raises because of the index (a crawl calls this): an index that cannot be read back
     is thrown away and rebuilt from the store (once per call); if that fails too, or the failure
@@ -145,11 +148,11 @@ def update_index(
     progress = [0]
     try:
         try:
-            _update(store, index_dir, max_pages, compact, progress, stop)
+            _update(store, index_dir, max_pages, compact, progress, stop, merge_tokens)
         except _IndexDamaged as exc:
             _warn(f"the search index in {index_dir} cannot be used, rebuilding it from the store: {exc}")
             _index_op(index_dir, _discard_index, index_dir)
-            _update(store, index_dir, max_pages, compact, progress, stop)
+            _update(store, index_dir, max_pages, compact, progress, stop, merge_tokens)
     except SearchIndexError as exc:
         if strict:
             raise
@@ -195,6 +198,7 @@ def _update(
     compact: bool | None,
     progress: list[int],
     stop: Callable[[], bool] | None = None,
+    merge_tokens: int = MAX_SEGMENT_TOKENS,
 ) -> None:
     """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
     stopped = stop or (lambda: False)
@@ -216,7 +220,7 @@ def _update(
         rows = store.pages_changed_since(seq, min(batch, max_pages - seen) if max_pages is not None else batch)
         if not rows:
             break
-        _write(store, index_dir, rows, deletes=True)
+        _write(store, index_dir, rows, deletes=True, merge_tokens=merge_tokens)
         seq = rows[-1]["seq"]
         store.mark_indexed([r["url_id"] for r in rows], time.time())
         store.set_meta("indexed_seq", str(seq))
@@ -230,7 +234,9 @@ def _update(
     while anchors_done < anchors_upto and not stopped():
         upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
         # Only what is indexable now; a page that stopped being so is removed by the loop above.
-        _write(store, index_dir, store.pages_with_new_anchors(anchors_done, upto), deletes=False)
+        _write(
+            store, index_dir, store.pages_with_new_anchors(anchors_done, upto), deletes=False, merge_tokens=merge_tokens
+        )
         anchors_done = upto
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if fresh:
@@ -250,7 +256,7 @@ def _compact(index_dir: Path) -> None:
         writer.compact()
 
 
-def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool) -> None:
+def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool, merge_tokens: int) -> None:
     """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``."""
     keep = [row for row in rows if indexable(row)]
     if not keep and not deletes:
@@ -258,7 +264,7 @@ def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool) ->
     anchors = store.anchor_texts([row["url"] for row in keep]) if keep else {}
 
     def write() -> None:
-        with IndexWriter(index_dir) as writer:
+        with IndexWriter(index_dir, max_segment_tokens=merge_tokens) as writer:
             for row in rows:
                 if indexable(row):
                     writer.add_document(
