@@ -39,11 +39,12 @@ log = logging.getLogger("politecrawl.crawler")
 #: once the workers are gone, merges these into segments up to the index's own cap.
 CRAWL_MERGE_TOKENS = 2_000_000
 
-#: Pages the crawl still indexes when it is stopped early (about a second's work, so --max-time and
-#: Ctrl-C end within seconds); the rest wait for the next crawl or 'politecrawl index'.
-INDEX_ON_STOP = 500
-#: … and for at most this long, so the anchor-text refresh that follows waits too once it is spent.
-INDEX_ON_STOP_SECONDS = 1.0
+#: Pages the crawl still indexes when it is stopped early (one batch, well under a second's work
+#: even on a busy machine, so --max-time and Ctrl-C end within seconds); the rest wait for the
+#: next crawl or 'politecrawl index' …
+INDEX_ON_STOP = 200
+#: … and only until this long after the stop, so the anchor-text refresh that follows waits too.
+INDEX_ON_STOP_SECONDS = 1.5
 
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
@@ -162,10 +163,13 @@ class Crawler:
         self.settings = settings
         self.stop_event = StopSignal()
         self.stopped_by_signal = False
+        self.signal_at: float | None = None  # when Ctrl-C / SIGTERM asked the crawl to stop
 
     def request_stop(self) -> None:
         """Ctrl-C / SIGTERM: finish the requests in flight, record them, stop."""
         self.stopped_by_signal = True
+        if self.signal_at is None:
+            self.signal_at = time.time()
         self.stop_event.set()
 
     def run(
@@ -283,7 +287,10 @@ class Crawler:
                 # Stopped early, the crawl ends promptly: what is not indexed now is indexed by
                 # the next crawl or 'politecrawl index' (the last line says how many pages).
                 if stopped_early:
-                    budget_ends = time.time() + INDEX_ON_STOP_SECONDS
+                    # The budget counts from the stop (the deadline or the signal), not from now:
+                    # the seconds the workers took to finish their requests are spent already.
+                    stop_at = self.signal_at if self.signal_at is not None else deadline
+                    budget_ends = (stop_at if stop_at is not None else time.time()) + INDEX_ON_STOP_SECONDS
                     update_index(store, index_dir, max_pages=INDEX_ON_STOP, stop=lambda: time.time() >= budget_ends)
                 else:
                     update_index(store, index_dir)
