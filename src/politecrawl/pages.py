@@ -105,6 +105,9 @@ class PageHandler:
                 outcome = Outcome(url_state="skipped", url_outcome=f"URL pattern: alias of {cleaned} ({why})")
                 self._add_links([cleaned], claim.depth, outcome, redirect=True)
                 return outcome
+            known = patterns.fetched_as(claim.url)
+            if known is not None:
+                return Outcome(url_state="skipped", url_outcome=f"URL pattern: fetched as {known} (a session token)")
         if not self.budget.take():
             self.stop.set()
             return Outcome(url_state="queued", url_outcome=None)
@@ -252,7 +255,10 @@ class PageHandler:
         if alias_of is not None:
             # Only the canonical is indexed (and fetched, if it is not yet known).
             _note(outcome, f" canonical -> {alias_of}")
-            self._add_links([alias_of], claim.depth, outcome, redirect=True)
+            # Ahead of the page's siblings: the alias rule that this declaration may teach is
+            # checked against the canonical's text, and the sooner it is, the fewer other
+            # aliases of the same shape are fetched meanwhile.
+            self._add_links([alias_of], claim.depth, outcome, redirect=True, priority=max(0, claim.depth - 1))
         indexable = page.text and not noindex and alias_of is None
         if indexable and self.settings.yield_min_pages:
             outcome.yield_check = YieldCheck(
@@ -362,7 +368,9 @@ class PageHandler:
                 continue
             if urls.host_key(u) == claim.host:
                 links.append(u)
-        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links)
+        # Words counted by their separators: a C-level count, not a split of the whole text.
+        words = page.text.count(" ") + 1
+        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1
         if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
