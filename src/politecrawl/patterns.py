@@ -1210,6 +1210,54 @@ class SitePatterns(_JSONState):
             **self.budget.describe(),
         }
 
+    def summary(self, *, most: int = 12) -> list[str]:
+        """Every learned rule and closed budget in one line each, with its evidence, short
+        (URLs without their origin): active and dropped alias rules, session tokens,
+        exhausted templates and families, then the ``most`` biggest other templates (the
+        rest counted in a last line). Candidates still gathering evidence are counted only.
+        For ``status --hosts`` and ``why``."""
+
+        def path(url: str) -> str:
+            parts = _split(url)
+            return url[len(parts.origin) :] or "/"
+
+        def pair(example: list[list[str]]) -> str:
+            return f", e.g. {path(example[0][0])} -> {path(example[0][1])}" if example else ""
+
+        lines = []
+        candidates = 0
+        for rule in sorted(self.aliases._rules.values(), key=lambda r: (-r.confirmed, r.key)):
+            state = rule.state(self.aliases.min_confirmed)
+            if state == "candidate":
+                candidates += 1
+            elif state == "active":
+                evidence = f"{rule.confirmed} confirming pairs"
+                if rule.declared:
+                    evidence += f" ({rule.declared} declared canonical, {rule.verified} with the texts compared)"
+                lines.append(f"alias {rule.key} active: {evidence}{pair(rule.examples)}")
+            else:
+                lines.append(
+                    f"alias {rule.key} dropped: {rule.contradicted} contradicting of "
+                    f"{rule.confirmed + rule.contradicted} pairs{pair(rule.counter_examples)}"
+                )
+        for session in self.sessions.rules.values():
+            lines.append(
+                f"session token {session.key}{' (with its prefix)' if session.mount else ''}: "
+                f"values {', '.join(session.examples)} in {path(session.link)}"
+            )
+        others: list[str] = []
+        for kind, table in (("template", self.budget.templates), ("family", self.budget.families)):
+            for key, stats in sorted(table.items(), key=lambda item: (-item[1].pages, item[0])):
+                state = self.budget.state_of(stats)
+                line = f"{kind} {key} {state}: {sum(stats.recent)} of its last {len(stats.recent)} pages new"
+                (lines if state == "exhausted" else others).append(line)
+        lines += others[:most]
+        if len(others) > most:
+            lines.append(f"{len(others) - most} more templates and families open or young")
+        if candidates:
+            lines.append(f"{candidates} candidate alias rules gathering evidence")
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": _STATE_VERSION,

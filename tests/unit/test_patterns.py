@@ -876,6 +876,23 @@ def test_describe_shows_rules_with_evidence():
     assert "sample" not in calendar
 
 
+def test_summary_gives_every_rule_and_closed_budget_one_short_line():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    lines = patterns.summary()
+    text = "\n".join(lines)
+    assert H not in text  # paths only: short
+    (alias,) = [line for line in lines if line.startswith("alias ")]
+    assert alias.startswith("alias prefix:/print active: 4 confirming pairs (4 declared canonical")
+    assert "e.g. /print/a1 -> /a1" in alias
+    (session,) = [line for line in lines if line.startswith("session ")]
+    assert session.startswith("session token path:/s: values ") and "/s/*/p0.html" in session
+    assert "template /cal/{num} exhausted: 1 of its last 7 pages new" in lines
+    # Exhausted budgets come first; the open and young ones are capped, the rest counted.
+    assert patterns.summary(most=1)[-1].endswith("more templates and families open or young")
+    assert SitePatterns().summary() == []
+
+
 def _observe_trap_mix(patterns: SitePatterns) -> None:
     for visit in range(4):
         page = f"{H}/s/{_tok(visit + 50)}/p{visit}.html"
