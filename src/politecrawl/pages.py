@@ -230,8 +230,9 @@ class PageHandler:
         )
         fingerprint = text_fingerprint(page.text) if page.text else None
         page_simhash = simhash(page.text) if page.text else None
+        normalized: dict[str, tuple[str, str | None]] = {}
         if patterns is not None and page_simhash is not None:
-            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome)
+            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome, normalized)
         outgoing: list[str] = []
         if not nofollow:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
@@ -249,6 +250,7 @@ class PageHandler:
                 patterns=patterns,
                 patterns_host=claim.host,
                 collect=outgoing,
+                normalized=normalized,
             )
         if noindex:
             _note(outcome, " noindex")
@@ -357,17 +359,20 @@ class PageHandler:
         fingerprint: str | None,
         alias_of: str | None,
         outcome: Outcome,
+        normalized: dict[str, tuple[str, str | None]],
     ) -> None:
-        """Teach the host's patterns one fetched page; every few pages, store what was learned."""
+        """Teach the host's patterns one fetched page; every few pages, store what was learned.
+        The links it normalizes go into ``normalized`` (raw href -> key and request URL), so
+        that queueing them does not normalize them again."""
         assert claim.url is not None  # a page claim
         links = []
         for link in page.links[:PATTERN_LINKS]:
             try:
-                u = urls.normalize(link.href, base=page.base)
+                pair = normalized[link.href] = urls.normalize_pair(link.href, base=page.base)
             except InvalidURL:
                 continue
-            if urls.host_key(u) == claim.host:
-                links.append(u)
+            if urls.host_key(pair[0]) == claim.host:
+                links.append(pair[0])
         # Words counted by their separators: a C-level count, not a split of the whole text.
         words = page.text.count(" ") + 1
         patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
