@@ -11,18 +11,21 @@ whether to rewrite it, strip it or drop it:
   (``/cal/{num}/{num}``, ``/s/{token}/page.html``), query parameter names sorted, values
   dropped (``/shop?color&size``).
 * :class:`TemplateBudget` -- per template, how many fetched pages were *novel* (no earlier page
-  of the template within :data:`NEAR_DISTANCE` bits of SimHash). Once a template has
-  ``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages
-  stays at or above ``min_novel_share``: calendars and facets stop after a few pages, a
-  template that keeps producing new articles keeps going.
+  of the template within :data:`NOVEL_DISTANCE` bits of SimHash for a thin page,
+  :data:`LONG_NOVEL_DISTANCE` for a longer one). A template whose second page repeats the
+  first and links more of its own kind (an endless space generating itself) stops there;
+  otherwise, once it has ``min_pages`` pages, it may go on only while the novel share of its
+  last ``window`` pages stays at or above ``min_novel_share``: calendars and facets stop
+  after a page or two, a template that keeps producing new articles keeps going.
 * :class:`SessionTokens` -- a path segment (after a given prefix) or a query parameter whose
   token-looking value changes from visit to visit for the same link is a session token and is
   stripped (with its prefix, when the token holds the site's root: ``/s/<token>/``).
 * :class:`AliasRules` -- "Do not crawl in the DUST" (Bar-Yossef, Keidar, Schonfeld, WWW 2007)
   restricted to removals: a path prefix, one path segment, the trailing slash or a query
   parameter whose removal keeps leading to the same content (or to the declared canonical
-  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction; the
-  one addition is the trailing slash, where the site declares the slashed URL canonical.
+  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction (or
+  one pair where a canonical declaration and the texts agree); the one addition is the
+  trailing slash, where the site declares the slashed URL canonical.
 * :class:`SitePatterns` -- the three for one host, with one ``observe_page`` for each fetched
   page and one ``filter_link`` for each found link.
 
