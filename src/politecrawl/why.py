@@ -181,7 +181,9 @@ def render(report: dict[str, Any]) -> str:
         if section == "page" and report.get("url_patterns"):
             lines.append("  url patterns:")
             lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k not in ("learned", "rules")]
-            lines += [f"      {rule}" for rule in report["url_patterns"].get("rules", [])]
+            if report["url_patterns"].get("rules"):
+                lines.append("    learned:")
+                lines += [f"      {rule}" for rule in report["url_patterns"]["rules"]]
         if report.get(section):
             lines.append(f"  {section.replace('_', ' ')}:")
             lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None]
