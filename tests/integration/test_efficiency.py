@@ -388,3 +388,31 @@ def test_learned_patterns_stop_traps_before_the_fetch_and_lose_no_real_page(sand
     out = run_cli("status", "--db", db_path, "--hosts", "--json")
     learned = {h["host"]: h["url_patterns"] for h in json.loads(out.stdout)["host_list"]}
     assert not any("exhausted" in line for line in learned[host_key(control.url("/"))]), learned
+
+
+def test_session_token_in_the_path_costs_no_duplicate_fetch(sandbox_factory, db_path):
+    """Every answer mints a new token into its links (/s/<token>/a/N), and the server serves a
+    page with or without it: the crawl learns the token from two pages, fetches each article
+    once, and the one it fetched under a token is not fetched again without it."""
+    counter = iter(range(10_000))
+
+    def site(path: str):
+        token = f"k{next(counter):04d}x9z{random.Random(path).randrange(10**6):06d}"  # digits and letters
+        parts = path.strip("/").split("/")
+        if len(parts) >= 2 and parts[0] == "s":
+            parts = parts[2:]  # the token is ignored
+        n = int(parts[1]) if len(parts) == 2 and parts[0] == "a" and parts[1].isdigit() else None
+        links = [f"/s/{token}/", *(f"/s/{token}/a/{m}" for m in range(10) if m != n)]
+        if parts in ([], [""]):
+            return Reply(body=page("Home", "welcome", links))
+        if n is not None and n < 10:
+            return Reply(body=page(f"Article {n}", article(1000 + n, 400), links))
+        return None
+
+    host = SandboxHost("127.0.0.2", handler=site)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.01, yield_min_pages=0)
+    paths = [r.path for r in sb.requests(host) if r.path != "/robots.txt"]
+    articles = [p.rsplit("/a/", 1)[1] for p in paths if "/a/" in p]
+    assert sorted(articles) == [str(n) for n in range(10)], paths  # each article once
+    assert len(paths) <= 12, paths  # the home page once or twice, nothing else
