@@ -280,8 +280,8 @@ class TemplateStats:
         return sum(self.recent) / len(self.recent) if self.recent else 1.0
 
     def feeds_itself(self) -> bool:
-        """Whether only the first page was new and every later one, new or not, linked more
-        of its own kind: an endless space that generates itself (calendar, facets, loops)."""
+        """Whether only the first page was new and every later one, a repeat, linked more of
+        its own kind: an endless space that generates itself (calendar, facets, loops)."""
         return self.novel == 1 and self.pages > 1 and self.fed >= self.pages - 1
 
 
