@@ -392,7 +392,12 @@ def _highlight(snippet: str, spans) -> str:
 @cli.command()
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
-@click.option("--hosts", "show_hosts", is_flag=True, help="Also list hosts: why each waits and until when.")
+@click.option(
+    "--hosts",
+    "show_hosts",
+    is_flag=True,
+    help="Also list hosts: why each waits and until when, and their learned URL patterns.",
+)
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
     """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
@@ -405,7 +410,10 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         now = time.time() + store.clock_offset  # the store's clock (a PostgreSQL server's)
         f = store.status(now)
         if show_hosts:
-            host_list = [{**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1)} for h in store.hosts()]
+            host_list = [
+                {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1), "url_patterns": _learned(store, h)}
+                for h in store.hosts()
+            ]
     finally:
         store.close()
     if as_json:
@@ -436,6 +444,21 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                 f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
                 f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else "")
             )
+            for line in h["url_patterns"]:
+                click.echo(f"      {line}")
+
+
+def _learned(store: Any, host: dict[str, Any]) -> list[str]:
+    """The host's learned URL patterns, one short line per rule or budget (none learned yet: [])."""
+    from .patterns import SitePatterns
+
+    _, state = store.host_patterns(host["host"])
+    if not state:
+        return []
+    try:
+        return SitePatterns.from_json(state).summary()
+    except ValueError:  # written by another version
+        return ["(stored URL patterns of another version: not shown)"]
 
 
 # --------------------------------------------------------------------------- why

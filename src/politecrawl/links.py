@@ -78,13 +78,15 @@ class LinkFollower:
         patterns: SitePatterns | None = None,
         patterns_host: str | None = None,
         collect: list[str] | None = None,
+        normalized: dict[str, tuple[str, str | None]] | None = None,
     ) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
         What is turned away is counted by reason (shown by ``politecrawl status``). ``anchors``
         (raw href -> link texts) of links that are kept go to ``outcome.anchors``, except those
         pointing back at ``source``, the page itself. ``collect`` receives every valid URL, kept or
-        not (the page's outgoing links, for export).
+        not (the page's outgoing links, for export). ``normalized`` holds links already
+        normalized against ``base`` (raw href -> key and request URL).
         """
         s = self.settings
         rejected = outcome.rejected_links
@@ -97,12 +99,16 @@ class LinkFollower:
         out: dict[str, NewURL] = {new.url: new for new in outcome.links}
         found: dict[tuple[str, str], None] = {}
         for raw in dict.fromkeys(candidates):
-            try:
-                u, request = urls.normalize_pair(raw, base=base)
-            except InvalidURL:
-                if not too_deep:
-                    rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
-                continue
+            known = normalized.get(raw) if normalized else None
+            if known is not None:
+                u, request = known
+            else:
+                try:
+                    u, request = urls.normalize_pair(raw, base=base)
+                except InvalidURL:
+                    if not too_deep:
+                        rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
+                    continue
             if collect is not None:
                 collect.append(u)
                 if too_deep:

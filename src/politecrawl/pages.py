@@ -102,6 +102,11 @@ class PageHandler:
                 )
                 self._add_links([cleaned], claim.depth, outcome, redirect=True)
                 return outcome
+            known = patterns.fetched_as(claim.url)
+            if known is not None:
+                return Outcome(
+                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: fetched as {known} (a session token)")
+                )
         if not self.budget.take():
             self.stop.set()
             return Outcome(url_state="queued", url_outcome=None)
@@ -224,8 +229,9 @@ class PageHandler:
         )
         fingerprint = text_fingerprint(page.text) if page.text else None
         page_simhash = simhash(page.text) if page.text else None
+        normalized: dict[str, tuple[str, str | None]] = {}
         if patterns is not None and page_simhash is not None:
-            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome)
+            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome, normalized)
         outgoing: list[str] = []
         if not nofollow:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
@@ -243,13 +249,17 @@ class PageHandler:
                 patterns=patterns,
                 patterns_host=claim.host,
                 collect=outgoing,
+                normalized=normalized,
             )
         if noindex:
             outcome.note("noindex")
         if alias_of is not None:
             # Only the canonical is indexed (and fetched, if it is not yet known).
             outcome.note(f"canonical -> {alias_of}")
-            self._add_links([alias_of], claim.depth, outcome, redirect=True)
+            # Ahead of the page's siblings: the alias rule that this declaration may teach is
+            # checked against the canonical's text, and the sooner it is, the fewer other
+            # aliases of the same shape are fetched meanwhile.
+            self._add_links([alias_of], claim.depth, outcome, redirect=True, priority=max(0, claim.depth - 1))
         indexable = page.text and not noindex and alias_of is None
         if indexable and self.settings.yield_min_pages:
             outcome.yield_check = YieldCheck(
@@ -348,18 +358,23 @@ class PageHandler:
         fingerprint: str | None,
         alias_of: str | None,
         outcome: Outcome,
+        normalized: dict[str, tuple[str, str | None]],
     ) -> None:
-        """Teach the host's patterns one fetched page; every few pages, store what was learned."""
+        """Teach the host's patterns one fetched page; every few pages, store what was learned.
+        The links it normalizes go into ``normalized`` (raw href -> key and request URL), so
+        that queueing them does not normalize them again."""
         assert claim.url is not None  # a page claim
         links = []
         for link in page.links[:PATTERN_LINKS]:
             try:
-                u = urls.normalize(link.href, base=page.base)
+                pair = normalized[link.href] = urls.normalize_pair(link.href, base=page.base)
             except InvalidURL:
                 continue
-            if urls.host_key(u) == claim.host:
-                links.append(u)
-        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links)
+            if urls.host_key(pair[0]) == claim.host:
+                links.append(pair[0])
+        # Words counted by their separators: a C-level count, not a split of the whole text.
+        words = page.text.count(" ") + 1
+        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1
         if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:

@@ -11,18 +11,21 @@ whether to rewrite it, strip it or drop it:
   (``/cal/{num}/{num}``, ``/s/{token}/page.html``), query parameter names sorted, values
   dropped (``/shop?color&size``).
 * :class:`TemplateBudget` -- per template, how many fetched pages were *novel* (no earlier page
-  of the template within :data:`NEAR_DISTANCE` bits of SimHash). Once a template has
-  ``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages
-  stays at or above ``min_novel_share``: calendars and facets stop after a few pages, a
-  template that keeps producing new articles keeps going.
+  of the template within :data:`NOVEL_DISTANCE` bits of SimHash for a thin page,
+  :data:`LONG_NOVEL_DISTANCE` for a longer one). A template whose second page repeats the
+  first and links more of its own kind (an endless space generating itself) stops there;
+  otherwise, once it has ``min_pages`` pages, it may go on only while the novel share of its
+  last ``window`` pages stays at or above ``min_novel_share``: calendars and facets stop
+  after a page or two, a template that keeps producing new articles keeps going.
 * :class:`SessionTokens` -- a path segment (after a given prefix) or a query parameter whose
   token-looking value changes from visit to visit for the same link is a session token and is
   stripped (with its prefix, when the token holds the site's root: ``/s/<token>/``).
 * :class:`AliasRules` -- "Do not crawl in the DUST" (Bar-Yossef, Keidar, Schonfeld, WWW 2007)
   restricted to removals: a path prefix, one path segment, the trailing slash or a query
   parameter whose removal keeps leading to the same content (or to the declared canonical
-  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction; the
-  one addition is the trailing slash, where the site declares the slashed URL canonical.
+  URL) becomes a rewrite rule once it has enough confirming pairs and no contradiction (or
+  one pair where a canonical declaration and the texts agree); the one addition is the
+  trailing slash, where the site declares the slashed URL canonical.
 * :class:`SitePatterns` -- the three for one host, with one ``observe_page`` for each fetched
   page and one ``filter_link`` for each found link.
 
@@ -41,17 +44,19 @@ import functools
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from politecrawl.dedup import hamming
 
 __all__ = [
+    "LONG_NOVEL_DISTANCE",
     "MAX_EVIDENCE_URL_LENGTH",
     "MAX_TEMPLATE_LENGTH",
     "NEAR_DISTANCE",
     "NOVEL_DISTANCE",
+    "THIN_WORDS",
     "AliasRule",
     "AliasRules",
     "SessionRule",
@@ -68,9 +73,22 @@ __all__ = [
 #: threshold as the crawl's near-duplicate detection, Manku et al. 2007: k = 3 of 64).
 NEAR_DISTANCE = 3
 
-#: A page within this many bits of an earlier page of its template brings no new text, for the
-#: template budgets (see :class:`TemplateBudget`; measured on benchmarks/bench_traps.py's web).
-NOVEL_DISTANCE = 12
+#: A *thin* page (fewer than :data:`THIN_WORDS` words, or of unknown length) within this many
+#: bits of an earlier page of its template brings no new text, for the template budgets (see
+#: :class:`TemplateBudget`). Thin pages are where SimHash is noisy: on benchmarks/bench_traps.py's
+#: web, calendar months, facet listings and ever-growing "no items" pages of one host are 2 to
+#: 19 bits apart (a different product name or month is a few shingles of thirty), while
+#: distinct articles are 17 or more apart.
+NOVEL_DISTANCE = 16
+
+#: A page of at least :data:`THIN_WORDS` words is new unless it is within this many bits of an
+#: earlier page of its template. Longer texts have steadier SimHashes, and distinct long pages
+#: can be close when they share a small vocabulary (300 words drawn from 5: 9 bits apart and
+#: more), so the loose thin-page threshold would refuse a catalog of such real pages.
+LONG_NOVEL_DISTANCE = 6
+
+#: Pages with fewer words than this are thin (see :data:`NOVEL_DISTANCE`).
+THIN_WORDS = 100
 
 #: Longest template kept (longer ones are cut, so they share one budget) and longest URL the
 #: session and alias evidence remembers: they bound the stored state's keys.
@@ -231,13 +249,15 @@ def template(url: str) -> str:
 
 def _family(template_: str) -> str | None:
     """The path part of a template with a query (``/shop?*``: facets of one listing share
-    it); for a path of two or more segments, its first segment (``/browse/**``: ever-growing
-    paths of literal words, each its own template, share it)."""
+    it); for a path under a first segment, that segment (``/browse/**``: ever-growing paths
+    of literal words, each its own template, share it; so does the segment's own index page
+    ``/guide/``, so that a relative-link loop's first ``/guide/a/``, the index again, is
+    already no news)."""
     path, sep, _ = template_.partition("?")
     if sep:
         return path + "?*"
-    first, sep, rest = path[1:].partition("/")
-    return f"/{first}/**" if sep and rest.strip("/") else None
+    first, sep, _ = path[1:].partition("/")
+    return f"/{first}/**" if sep else None
 
 
 # --------------------------------------------------------------------------
@@ -254,21 +274,36 @@ class TemplateStats:
     recent: list[int] = field(default_factory=list)  # 1 novel / 0 not, last ``window`` pages
     sample: list[int] = field(default_factory=list)  # SimHashes of the last ``sample_size`` pages
     last_seen: int = 0  # logical clock (observation count), for eviction
+    fed: int = 0  # pages not novel that linked more URLs of their own template or family
 
     def novel_share(self) -> float:
         return sum(self.recent) / len(self.recent) if self.recent else 1.0
+
+    def feeds_itself(self) -> bool:
+        """Whether only the first page was new and every later one, a repeat, linked more of
+        its own kind: an endless space that generates itself (calendar, facets, loops)."""
+        return self.novel == 1 and self.pages > 1 and self.fed >= self.pages - 1
 
 
 class TemplateBudget(_JSONState):
     """Per-template budgets that shrink as the template's pages stop being new.
 
     A page is *novel* when no page in its template's sample (the last ``sample_size``
-    SimHashes) is within ``near_distance`` bits (:data:`NOVEL_DISTANCE`: looser than the
+    SimHashes) is near it: within ``near_distance`` bits for a thin page, one of fewer than
+    ``thin_words`` words or of unknown length (:data:`NOVEL_DISTANCE`: looser than the
     near-duplicate test, because thin pages of one template -- a calendar month, a facet
-    listing with the site's header and footer -- differ by 4 to 20 bits, while distinct
-    articles with the same header and footer stay 24 or more apart). A template with fewer
-    than ``min_pages`` observed pages is young and allowed; after that it is allowed while
-    the novel share of its last ``window`` pages is at least ``min_novel_share``. Templates
+    listing, a "no items" page -- differ by 2 to 19 bits), within ``long_distance`` bits for
+    a longer one (:data:`LONG_NOVEL_DISTANCE`: distinct long pages that share a small
+    vocabulary can be 9 bits apart, and the loose threshold would refuse them).
+
+    A template with fewer than ``min_pages`` observed pages is young and allowed, unless it
+    has ``early_pages`` and every one after the first was no news *and* linked more URLs of
+    its own template or family: a calendar month that repeats the previous one and links
+    the next, a facet listing that repeats the last and links 24 more combinations. That is
+    how an endless space grows, and it already tells after two pages; pages that repeat
+    without feeding themselves (two "out of stock" items linked from a listing) wait for
+    ``min_pages``. After ``min_pages`` a template is allowed while the novel share of its
+    last ``window`` pages is at least ``min_novel_share``. Templates
     are also grouped by *family* (:func:`_family`: the path of a query template, ``/shop?*``;
     the first segment of a longer path, ``/browse/**``): a young template in an exhausted
     family is refused, because facets combine into more templates than any per-template
@@ -288,20 +323,28 @@ class TemplateBudget(_JSONState):
         self,
         *,
         min_pages: int = 5,
+        early_pages: int = 2,
         window: int = 10,
         min_novel_share: float = 0.25,
         near_distance: int = NOVEL_DISTANCE,
+        long_distance: int = LONG_NOVEL_DISTANCE,
+        thin_words: int = THIN_WORDS,
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
     ) -> None:
-        if min_pages < 1 or window < 1 or sample_size < 1 or max_templates < 1 or max_families < 1:
+        if min(min_pages, window, sample_size, max_templates, max_families) < 1:
             raise ValueError("min_pages, window, sample_size, max_templates and max_families must be >= 1")
+        if not 2 <= early_pages:
+            raise ValueError(f"early_pages must be >= 2 (the first page is always new), got {early_pages}")
         if not 0.0 <= min_novel_share <= 1.0:
             raise ValueError(f"min_novel_share must be in [0, 1], got {min_novel_share}")
-        if not 0 <= near_distance < 64:
-            raise ValueError(f"near_distance must be in 0..63, got {near_distance}")
+        if not (0 <= near_distance < 64 and 0 <= long_distance < 64):
+            raise ValueError(f"near_distance and long_distance must be in 0..63, got {near_distance}, {long_distance}")
         self.min_pages = min_pages
+        self.early_pages = early_pages
+        self.long_distance = long_distance
+        self.thin_words = thin_words
         self.window = window
         self.min_novel_share = min_novel_share
         self.near_distance = near_distance
@@ -312,14 +355,26 @@ class TemplateBudget(_JSONState):
         self.families: dict[str, TemplateStats] = {}
         self.clock = 0
 
-    def _update(self, table: dict[str, TemplateStats], key: str, simhash: int, cap: int) -> bool:
+    def _update(
+        self,
+        table: dict[str, TemplateStats],
+        key: str,
+        simhash: int,
+        cap: int,
+        distance: int,
+        feeds: Callable[[], bool],
+    ) -> bool:
         stats = table.get(key)
         if stats is None:
             if len(table) >= cap:
                 victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
                 del table[victim]
             stats = table[key] = TemplateStats()
-        novel = all(hamming(simhash, seen) > self.near_distance for seen in stats.sample)
+        novel = all(hamming(simhash, seen) > distance for seen in stats.sample)
+        # Only a young template's repeats can close it early: the links are not looked at
+        # otherwise (they are the costly part).
+        if not novel and stats.pages < self.min_pages and stats.novel == 1 and feeds():
+            stats.fed += 1
         stats.pages += 1
         stats.novel += novel
         stats.recent.append(int(novel))
@@ -329,30 +384,54 @@ class TemplateBudget(_JSONState):
         stats.last_seen = self.clock
         return novel
 
-    def observe(self, url: str, simhash: int) -> bool:
-        """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``; returns whether
-        it was novel in its template."""
+    def observe(self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = ()) -> bool:
+        """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``, ``words`` words
+        of text (None: unknown, judged as thin) and the URLs it links to; returns whether it
+        was novel in its template."""
         if not 0 <= simhash < 1 << 64:
             raise ValueError(f"simhash must be an unsigned 64-bit int, got {simhash}")
         self.clock += 1
+        distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
         key = template(url)
-        novel = self._update(self.templates, key, simhash, self.max_templates)
         family = _family(key)
+        linked: list[tuple[str, str | None]] | None = None
+
+        def kinds() -> list[tuple[str, str | None]]:
+            nonlocal linked
+            if linked is None:
+                linked = [(t, _family(t)) for t in map(template, links)]
+            return linked
+
+        novel = self._update(
+            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds())
+        )
         if family is not None:
-            self._update(self.families, family, simhash, self.max_families)
+            self._update(
+                self.families,
+                family,
+                simhash,
+                self.max_families,
+                distance,
+                lambda: any(f == family for _, f in kinds()),
+            )
         return novel
 
     def _exhausted(self, stats: TemplateStats | None) -> bool:
-        return stats is not None and stats.pages >= self.min_pages and stats.novel_share() < self.min_novel_share
+        if stats is None:
+            return False
+        if stats.pages >= self.min_pages:
+            return stats.novel_share() < self.min_novel_share
+        return stats.pages >= self.early_pages and stats.feeds_itself()
 
     def allows(self, url: str) -> tuple[bool, str]:
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = template(url)
         stats = self.templates.get(key)
+        if stats is not None and self._exhausted(stats):
+            novel, total = sum(stats.recent), len(stats.recent)
+            return False, f"template {key} exhausted: {novel} of its last {total} pages new"
         if stats is not None and stats.pages >= self.min_pages:
             novel, total = sum(stats.recent), len(stats.recent)
-            if self._exhausted(stats):
-                return False, f"template {key} exhausted: {novel} of its last {total} pages new"
             return True, f"template {key}: {novel} of its last {total} pages new"
         family = _family(key)
         family_stats = self.families.get(family) if family is not None else None
@@ -364,10 +443,10 @@ class TemplateBudget(_JSONState):
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
 
     def state_of(self, stats: TemplateStats) -> str:
-        """``"young"`` (fewer than min_pages pages), ``"exhausted"`` or ``"open"``."""
-        if stats.pages < self.min_pages:
-            return "young"
-        return "exhausted" if self._exhausted(stats) else "open"
+        """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
+        if self._exhausted(stats):
+            return "exhausted"
+        return "young" if stats.pages < self.min_pages else "open"
 
     def describe(self) -> dict[str, list[dict[str, Any]]]:
         """Every template and family with its counts and state, most pages first (for
@@ -393,9 +472,12 @@ class TemplateBudget(_JSONState):
         return {
             "config": {
                 "min_pages": self.min_pages,
+                "early_pages": self.early_pages,
                 "window": self.window,
                 "min_novel_share": self.min_novel_share,
                 "near_distance": self.near_distance,
+                "long_distance": self.long_distance,
+                "thin_words": self.thin_words,
                 "sample_size": self.sample_size,
                 "max_templates": self.max_templates,
                 "max_families": self.max_families,
@@ -484,7 +566,9 @@ class SessionTokens(_JSONState):
     of the page share (a session marks every link of a visit), and that differs from the
     page's own value there (a page linking to its own subpages, ``/p/<id>/`` ->
     ``/p/<id>/reviews``, is not a session). When one such link has collected ``min_values``
-    distinct values (so from at least that many pages), the candidate becomes a rule.
+    distinct values (so from at least that many pages), the candidate becomes a rule; one
+    value fewer (at least 2) is enough where links showed the token holding the site's root
+    (``/s/<token>/``), which is how a session mounted in the path looks.
 
     Not learned: values that vary between links *within* one page (``/p/<id>/reviews`` for
     30 products looks exactly like per-link click tokens; :class:`AliasRules` catches the
@@ -577,7 +661,10 @@ class SessionTokens(_JSONState):
         if value in values:
             return None
         values.append(value)
-        if len(values) < self.min_values:
+        # A token that also holds the site's root (``/s/<token>/`` linked as home) is a
+        # session's mount point by its shape: one value fewer is enough.
+        needed = max(2, self.min_values - 1) if key in self.mounts else self.min_values
+        if len(values) < needed:
             return None
         kind, _, context = key.partition(":")
         rule = SessionRule(kind, context, list(values), rest, mount=key in self.mounts)
@@ -650,7 +737,9 @@ class AliasRule:
     ``"param"`` (the query parameter named ``arg``), or the one addition, ``"addslash"`` (a
     trailing slash added to paths whose template is ``arg``, learned from pages that declare
     their slashed URL canonical). ``examples`` are confirming
-    ``[from, to]`` pairs, ``counter_examples`` contradicting ones."""
+    ``[from, to]`` pairs, ``counter_examples`` contradicting ones. Of the confirmations,
+    ``declared`` came with the site's canonical declaration, and ``verified`` with both the
+    declaration and the two pages' texts compared and found alike."""
 
     kind: str
     arg: str
@@ -659,16 +748,37 @@ class AliasRule:
     examples: list[list[str]] = field(default_factory=list)
     counter_examples: list[list[str]] = field(default_factory=list)
     last_seen: int = 0
+    declared: int = 0
+    verified: int = 0
+    # A parameter seen with one value on links to many paths (``?ref=related``): a tag on the
+    # links, not part of what they name.
+    shared: bool = False
 
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.arg}"
 
     def state(self, min_confirmed: int) -> str:
-        """``"active"``, ``"dropped"`` (contradicted: never used again) or ``"candidate"``."""
+        """``"active"``, ``"dropped"`` (contradicted: never used again) or ``"candidate"``.
+
+        Active with ``min_confirmed`` confirming pairs, or sooner on two kinds of evidence
+        that agree: one pair where the site declared the shorter URL canonical *and* the
+        texts were compared and found alike (a printer view, a tracking parameter) -- except
+        a trailing slash removed, which a rule applies to every path of the host; one
+        declaration that the URL without a parameter is canonical, where the parameter was
+        seen with one value on links to many paths (``shared``: ``?ref=related`` tags links,
+        a ``?page=N`` does not repeat its value); or one declaration that the slashed URL of
+        a path template is canonical (``addslash``: the site names the URL it wants, for that
+        template only)."""
         if self.contradicted:
             return "dropped"
-        return "active" if self.confirmed >= min_confirmed else "candidate"
+        if self.confirmed >= min_confirmed:
+            return "active"
+        if self.declared and (self.kind == "addslash" or (self.kind == "param" and self.shared)):
+            return "active"
+        if self.kind != "slash" and self.verified:
+            return "active"
+        return "candidate"
 
     def apply(self, url: str) -> str:
         """``url`` with this removal applied, or ``url`` itself when it does not fit."""
@@ -676,6 +786,10 @@ class AliasRule:
         result = _apply(self.kind, self.arg, parts)
         return result.url() if result is not None else url
 
+
+#: A parameter with one value on links to this many different paths of one page tags the
+#: links (``?ref=related``, ``?utm_source=x``) rather than naming pages (see AliasRule.state).
+SHARED_PARAM_PATHS = 3
 
 # Longest literal prefix considered (/print, /m/print) and most positions / parameters
 # tried per URL: bounds the work per observation.
@@ -796,6 +910,8 @@ class AliasRules(_JSONState):
         self.clock = 0
         self._waiting: dict[str, set[str]] = {}  # shorter URL not yet seen -> longer URLs
         self._waiting_limit = 4 * max_pages
+        # Parameters seen with one value on links to SHARED_PARAM_PATHS paths of one page.
+        self.shared: list[str] = []
 
     def _same(self, a: str, b: str) -> bool:
         key_a, canonical_a, simhash_a = self.pages[a]
@@ -808,6 +924,24 @@ class AliasRules(_JSONState):
             return True
         return hamming(simhash_a, simhash_b) <= self.canonical_distance
 
+    def observe_links(self, links: Iterable[str]) -> None:
+        """Learn from one fetched page's links which parameters tag links rather than name
+        pages: one ``name=value`` on links to at least ``SHARED_PARAM_PATHS`` different paths."""
+        paths: dict[str, set[tuple[str, ...]]] = {}
+        for link in links:
+            if "?" not in link:
+                continue
+            parts = _split(link)
+            for pair in parts.query:
+                paths.setdefault(pair, set()).add(parts.segments)
+        for pair, seen in paths.items():
+            name = pair.partition("=")[0]
+            if len(seen) >= SHARED_PARAM_PATHS and name not in self.shared and len(self.shared) < self.max_rules:
+                self.shared.append(name)
+                rule = self._rules.get(f"param:{name}")
+                if rule is not None:
+                    rule.shared = True
+
     def _rule(self, kind: str, arg: str) -> AliasRule:
         key = f"{kind}:{arg}"
         rule = self._rules.get(key)
@@ -819,15 +953,27 @@ class AliasRules(_JSONState):
                     key=lambda r: (rank[r.state(self.min_confirmed)], r.confirmed + r.contradicted, r.last_seen),
                 )
                 del self._rules[victim.key]
-            rule = self._rules[key] = AliasRule(kind, arg)
+            rule = self._rules[key] = AliasRule(kind, arg, shared=kind == "param" and arg in self.shared)
         return rule
 
-    def _evidence(self, kind: str, arg: str, source: str, target: str, same: bool) -> None:
+    def _evidence(
+        self,
+        kind: str,
+        arg: str,
+        source: str,
+        target: str,
+        same: bool,
+        *,
+        declared: bool = False,
+        verified: bool = False,
+    ) -> None:
         rule = self._rule(kind, arg)
         rule.last_seen = self.clock
         pair = [source, target]
         if same:
             rule.confirmed += 1
+            rule.declared += declared
+            rule.verified += verified
             if len(rule.examples) < self.max_examples and pair not in rule.examples:
                 rule.examples.append(pair)
         else:
@@ -867,10 +1013,11 @@ class AliasRules(_JSONState):
                     if not self._same(url, target):
                         self._evidence("addslash", _path_template(_split(target).segments), target, url, False)
                     continue
-                self._evidence(kind, arg, url, target, self._same(url, target))
+                declared = canonical == target
+                self._evidence(kind, arg, url, target, self._same(url, target), declared=declared, verified=declared)
             else:
                 if canonical == target:  # declared: evidence now, checked when target is fetched
-                    self._evidence(kind, arg, url, target, True)
+                    self._evidence(kind, arg, url, target, True, declared=True)
                 self._waiting.setdefault(target, set()).add(url)
         # url as the shorter URL of pairs whose longer URL came first.
         for source in sorted(self._waiting.pop(url, ())):
@@ -878,7 +1025,11 @@ class AliasRules(_JSONState):
                 continue  # forgotten
             same = self._same(source, url)
             if self.pages[source][1] == url and same:
-                continue  # counted when its canonical was declared
+                # Counted when its canonical was declared; now the texts agree too.
+                for kind, arg, target in _removal_urls(source):
+                    if target == url and f"{kind}:{arg}" in self._rules:
+                        self._rules[f"{kind}:{arg}"].verified += 1
+                continue
             for kind, arg, target in _removal_urls(source):
                 if target == url and not (kind == "slash" and canonical == source):
                     self._evidence(kind, arg, source, url, same)
@@ -889,8 +1040,11 @@ class AliasRules(_JSONState):
             and parts.segments[-1]
             and _split(canonical) == _Parts(parts.origin, (*parts.segments, ""), parts.query)
         ):
-            same = self._same(url, canonical) if canonical in self.pages else True
-            self._evidence("addslash", _path_template(parts.segments), url, canonical, same)
+            fetched = canonical in self.pages
+            same = self._same(url, canonical) if fetched else True
+            self._evidence(
+                "addslash", _path_template(parts.segments), url, canonical, same, declared=True, verified=fetched
+            )
         if len(self._waiting) > self._waiting_limit:  # drop waits on forgotten pages
             self._rebuild_waiting()
 
@@ -941,6 +1095,7 @@ class AliasRules(_JSONState):
             "clock": self.clock,
             "pages": [[url, *record] for url, record in self.pages.items()],
             "rules": [_plain(rule) for rule in self._rules.values()],
+            "shared": self.shared,
         }
 
     @classmethod
@@ -951,6 +1106,7 @@ class AliasRules(_JSONState):
         for item in data["rules"]:
             rule = AliasRule(**item)
             aliases._rules[rule.key] = rule
+        aliases.shared = list(data.get("shared", []))
         aliases._rebuild_waiting()
         return aliases
 
@@ -982,6 +1138,25 @@ class SitePatterns(_JSONState):
         self.budget = budget if budget is not None else TemplateBudget()
         self.sessions = sessions if sessions is not None else SessionTokens()
         self.aliases = aliases if aliases is not None else AliasRules()
+        # Observed pages by their URL without session tokens (derived from the remembered
+        # pages, not stored), for the session rules in force when it was built.
+        self._stripped: dict[str, str] = {}
+        self._stripped_rules = 0
+
+    def fetched_as(self, url: str) -> str | None:
+        """The URL under which the page at ``url`` was already fetched, if a session rule
+        learned since makes that URL ``url`` (``/s/<token>/a/1.html`` fetched before the
+        token was known, and now linked as ``/a/1.html``); None otherwise."""
+        if not self.sessions.rules:
+            return None
+        if self._stripped_rules != len(self.sessions.rules):
+            self._stripped = {}
+            for page, (_, canonical, _) in self.aliases.pages.items():
+                stripped = self.sessions.strip(page)
+                if stripped != page and canonical is None:
+                    self._stripped[stripped] = page
+            self._stripped_rules = len(self.sessions.rules)
+        return self._stripped.get(url)
 
     def clean(self, url: str) -> tuple[str, list[str]]:
         """``url`` rewritten by the alias rules, then without session tokens, and the reasons."""
@@ -1005,14 +1180,22 @@ class SitePatterns(_JSONState):
         content_key: str,
         canonical: str | None = None,
         links: Iterable[str] = (),
+        words: int | None = None,
     ) -> None:
         """Learn from one fetched page: its normalized URL, 64-bit SimHash, content key (text
-        fingerprint), declared canonical URL and the normalized URLs it links to."""
+        fingerprint), declared canonical URL, the normalized URLs it links to and the number
+        of words of its text (None: unknown)."""
+        links = list(links)
+        self.aliases.observe_links(links)
         self.aliases.observe(url, content_key, canonical, simhash)
         self.sessions.observe(url, links)
+        if self._stripped_rules and self._stripped_rules == len(self.sessions.rules) and canonical is None:
+            stripped = self.sessions.strip(url)
+            if stripped != url:
+                self._stripped[stripped] = url
         # Budgets count pages under the URL filter_link would give them, so that what is
         # counted and what is checked are one template.
-        self.budget.observe(self.clean(url)[0], simhash)
+        self.budget.observe(self.clean(url)[0], simhash, words, links)
 
     def filter_link(self, url: str) -> tuple[str | None, str]:
         """The URL to queue for ``url`` (rewritten and stripped), or None to drop it, and why."""
@@ -1030,6 +1213,54 @@ class SitePatterns(_JSONState):
             "sessions": [{"rule": rule.key, **asdict(rule)} for rule in self.sessions.rules.values()],
             **self.budget.describe(),
         }
+
+    def summary(self, *, most: int = 12) -> list[str]:
+        """Every learned rule and closed budget in one line each, with its evidence, short
+        (URLs without their origin): active and dropped alias rules, session tokens,
+        exhausted templates and families, then the ``most`` biggest other templates (the
+        rest counted in a last line). Candidates still gathering evidence are counted only.
+        For ``status --hosts`` and ``why``."""
+
+        def path(url: str) -> str:
+            parts = _split(url)
+            return url[len(parts.origin) :] or "/"
+
+        def pair(example: list[list[str]]) -> str:
+            return f", e.g. {path(example[0][0])} -> {path(example[0][1])}" if example else ""
+
+        lines = []
+        candidates = 0
+        for rule in sorted(self.aliases._rules.values(), key=lambda r: (-r.confirmed, r.key)):
+            state = rule.state(self.aliases.min_confirmed)
+            if state == "candidate":
+                candidates += 1
+            elif state == "active":
+                evidence = f"{rule.confirmed} confirming pairs"
+                if rule.declared:
+                    evidence += f" ({rule.declared} declared canonical, {rule.verified} with the texts compared)"
+                lines.append(f"alias {rule.key} active: {evidence}{pair(rule.examples)}")
+            else:
+                lines.append(
+                    f"alias {rule.key} dropped: {rule.contradicted} contradicting of "
+                    f"{rule.confirmed + rule.contradicted} pairs{pair(rule.counter_examples)}"
+                )
+        for session in self.sessions.rules.values():
+            lines.append(
+                f"session token {session.key}{' (with its prefix)' if session.mount else ''}: "
+                f"values {', '.join(session.examples)} in {path(session.link)}"
+            )
+        others: list[str] = []
+        for kind, table in (("template", self.budget.templates), ("family", self.budget.families)):
+            for key, stats in sorted(table.items(), key=lambda item: (-item[1].pages, item[0])):
+                state = self.budget.state_of(stats)
+                line = f"{kind} {key} {state}: {sum(stats.recent)} of its last {len(stats.recent)} pages new"
+                (lines if state == "exhausted" else others).append(line)
+        lines += others[:most]
+        if len(others) > most:
+            lines.append(f"{len(others) - most} more templates and families open or young")
+        if candidates:
+            lines.append(f"{candidates} candidate alias rules gathering evidence")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {

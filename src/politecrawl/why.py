@@ -138,6 +138,7 @@ def explain(
                     + f" ({why_pattern})",
                     "alias rules": len(learned.get("aliases", [])),
                     "session token rules": len(learned.get("sessions", [])),
+                    "rules": patterns.summary(),
                     "learned": learned,
                 }
     page = ev["page"]
@@ -179,7 +180,10 @@ def render(report: dict[str, Any]) -> str:
     for section in ("frontier", "robots.txt", "host_state", "page"):
         if section == "page" and report.get("url_patterns"):
             lines.append("  url patterns:")
-            lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k != "learned"]
+            lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k not in ("learned", "rules")]
+            if report["url_patterns"].get("rules"):
+                lines.append("    learned:")
+                lines += [f"      {rule}" for rule in report["url_patterns"]["rules"]]
         if report.get(section):
             lines.append(f"  {section.replace('_', ' ')}:")
             lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None]

@@ -167,7 +167,9 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
     assert out.returncode == 0, out.stderr
     gaps = lambda host: [b.started - a.ended for a, b in zip(sb.requests(host), sb.requests(host)[1:])]  # noqa: E731
     assert min(gaps(slow)) >= 0.8
-    assert 0.05 <= min(gaps(fast)) < 0.5  # negative control, and the global floor still holds
+    # Negative control (the slow host's 0.8 s did not spread to the other host; under 0.8, not
+    # near 0.05: on a loaded machine the adaptive delay may add a few tenths), and the global floor.
+    assert 0.05 <= min(gaps(fast)) < 0.8
     assert len([r for r in sb.requests(slow) if r.path != "/robots.txt"]) == 3  # its page budget
     audit = run_cli("audit", "--db", db, cwd=str(tmp_path))
     assert audit.returncode == 0, audit.stdout[-2000:]

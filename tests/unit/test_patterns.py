@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from politecrawl.dedup import simhash, text_fingerprint
 from politecrawl.patterns import (
+    LONG_NOVEL_DISTANCE,
     MAX_TEMPLATE_LENGTH,
     NOVEL_DISTANCE,
+    THIN_WORDS,
     AliasRules,
     SessionTokens,
     SitePatterns,
@@ -231,6 +233,83 @@ def test_budget_template_cap_keeps_exhausted_templates():
     assert not budget.allows(H + "/cal/77")[0]
 
 
+def _near(base: int, i: int) -> int:
+    """A fingerprint 1 or 2 bits from ``base``: a thin page of a template that only repeats it."""
+    return base ^ (1 << (i % 64)) ^ (1 << ((3 * i + 1) % 64))
+
+
+# (what the pages are, their words, whether each links more of its own template, pages
+# fetched before the template is refused, None: never within 40)
+@pytest.mark.parametrize(
+    ("name", "words", "feeds", "fetched"),
+    [
+        # A calendar: each month repeats the last and links the next: refused after two.
+        ("repeats that feed themselves", 40, True, 2),
+        # Two placeholder items linked from a listing: no hurry, min_pages decides.
+        ("repeats linked from elsewhere", 40, False, 5),
+        # Unknown length is judged as thin.
+        ("repeats of unknown length", None, True, 2),
+        # Long pages that repeat the first (a relative-link loop serving one page).
+        ("long exact repeats", 300, True, 2),
+    ],
+)
+def test_budget_closes_early_only_what_feeds_itself(name, words, feeds, fetched):
+    budget = TemplateBudget()
+    base = 0x0F0F_1234_5678_9ABC
+    count = 0
+    for i in range(40):
+        url = f"{H}/cal/2026/{i}"
+        if not budget.allows(url)[0]:
+            break
+        long = words is not None and words >= THIN_WORDS
+        fp = base if long or not i else _near(base, i)
+        links = [f"{H}/cal/2026/{i + 1}"] if feeds else [f"{H}/"]
+        budget.observe(url, fp, words, links)
+        count += 1
+    assert count == fetched, name
+    assert budget.describe()["templates"][0]["state"] == "exhausted"
+
+
+def _small_vocabulary_text(seed: int, words: int = 300) -> str:
+    rnd = random.Random(seed)
+    vocabulary = ["river", "stone", "lantern", "harbour", "meadow"]
+    return " ".join(rnd.choice(vocabulary) for _ in range(words))
+
+
+def test_budget_never_closes_distinct_real_pages_of_a_small_vocabulary():
+    """A catalog of real, distinct pages (each its own text) whose words come from one small
+    vocabulary: their SimHashes are close (within the thin-page threshold), and each links the
+    next, like a calendar. Judged as the long pages they are, no page is refused; judged as thin,
+    the same catalog would have been cut after two."""
+    texts = [_small_vocabulary_text(seed) for seed in range(40)]
+    hashes = [simhash(text) for text in texts]
+    closest = min(bin(a ^ b).count("1") for i, a in enumerate(hashes) for b in hashes[:i])
+    assert LONG_NOVEL_DISTANCE < closest <= NOVEL_DISTANCE  # the case the guard is for
+    for words, refused in ((300, False), (None, True)):
+        budget = TemplateBudget()
+        seen = []
+        for i, fp in enumerate(hashes):
+            url = f"{H}/item/{i}"
+            if not budget.allows(url)[0]:
+                break
+            budget.observe(url, fp, words, [f"{H}/item/{i + 1}", f"{H}/"])
+            seen.append(url)
+        assert (len(seen) < len(hashes)) is refused, (words, len(seen))
+        if not refused:
+            assert budget.allows(f"{H}/item/99")[0]
+
+
+def test_budget_index_page_shares_its_segments_family():
+    """/guide/ and /guide/a/ (the index again, a relative-link loop): one family, so the loop's
+    first repeat closes it before /guide/a/a/."""
+    budget = TemplateBudget()
+    fp = 0x1234_5678_9ABC_DEF0
+    budget.observe(f"{H}/guide/", fp, 300, [f"{H}/guide/a/"])
+    budget.observe(f"{H}/guide/a/", fp, 300, [f"{H}/guide/a/a/"])
+    ok, why = budget.allows(f"{H}/guide/a/a/")
+    assert not ok and "/guide/**" in why
+
+
 def test_budget_rejects_bad_input():
     with pytest.raises(ValueError):
         TemplateBudget().observe(H + "/", 1 << 64)
@@ -310,6 +389,34 @@ def test_session_false_positives_are_not_learned(name, pages):
     for page, links in pages:
         assert tokens.observe(page, links) == [], name
     assert tokens.rules == {}
+
+
+def test_session_mounted_token_needs_one_value_fewer():
+    """/s/<token>/ linked as the site's root: two visits make the rule; without a root under
+    the token, three."""
+    for root, visits in ((True, 2), (False, 3)):
+        tokens = SessionTokens()
+        pages = ["a/1.html", "a/2.html"] + ([""] if root else [])
+        for visit in range(3):
+            page = f"{H}/" if visit == 0 else f"{H}/s/{_tok(visit - 1)}/a/1.html"
+            tokens.observe(page, [f"{H}/s/{_tok(visit)}/{p}" for p in pages])
+            if tokens.rules:
+                break
+        assert tokens.rules and visit + 1 == visits, (root, visit)
+
+
+def test_session_page_fetched_under_a_token_is_known_by_its_stripped_url():
+    patterns = SitePatterns()
+    links = ["", "a/1.html", "a/2.html"]
+    patterns.observe_page(f"{H}/", 1, "home", None, [f"{H}/s/{_tok(0)}/{p}" for p in links], words=300)
+    first = f"{H}/s/{_tok(0)}/a/1.html"
+    assert patterns.fetched_as(f"{H}/a/1.html") is None  # no rule yet
+    patterns.observe_page(first, 2, "one", None, [f"{H}/s/{_tok(1)}/{p}" for p in links], words=300)
+    assert patterns.sessions.rules
+    assert patterns.fetched_as(f"{H}/a/1.html") == first
+    assert patterns.fetched_as(f"{H}/a/2.html") is None  # never fetched
+    restored = SitePatterns.from_json(patterns.to_json())
+    assert restored.fetched_as(f"{H}/a/1.html") == first
 
 
 def test_session_learned_with_more_links_than_room():
@@ -419,6 +526,63 @@ def test_alias_printer_view_near_its_canonical_is_believed():
         aliases.observe(f"{H}/article-{n}", f"a{n}", None, simhash=n << 20)
         aliases.observe(f"{H}/print/article-{n}", f"p{n}", f"{H}/article-{n}", simhash=(n << 20) ^ 0b1011)
     assert aliases.rewrite(f"{H}/print/article-9")[0] == f"{H}/article-9"
+
+
+# (what was observed, as (url, content, canonical, simhash) and the links of one page;
+# the rule; whether one such observation makes it active)
+_SH = 0x5555_AAAA_5555_AAAA
+
+
+@pytest.mark.parametrize(
+    ("name", "pages", "links", "rule", "active"),
+    [
+        # A printer view declaring the article canonical, both fetched, texts alike.
+        (
+            "declared and verified prefix",
+            [("/a/1", "c1", None, _SH), ("/print/a/1", "p1", "/a/1", _SH ^ 3)],
+            [],
+            "prefix:/print",
+            True,
+        ),
+        # Declared, but the canonical not fetched yet: wait for more.
+        ("declared prefix, not verified", [("/print/a/1", "p1", "/a/1", _SH)], [], "prefix:/print", False),
+        # A declared and verified trailing slash removed: a rule for every path, so not on one pair.
+        (
+            "declared slash removal",
+            [("/doc/1", "d1", None, _SH), ("/doc/1/", "d1b", "/doc/1", _SH)],
+            [],
+            "slash:",
+            False,
+        ),
+        # The site names the slashed URL of a template canonical: one declaration.
+        ("declared added slash", [("/post/1", "c1", "/post/1/", _SH)], [], "addslash:/post/{num}", True),
+        # A parameter with one value on links to many paths, dropped by a declaration.
+        (
+            "declared shared parameter",
+            [("/post/1/?ref=related", "c1", "/post/1/", _SH)],
+            ["/post/2/?ref=related", "/post/3/?ref=related", "/post/4/?ref=related"],
+            "param:ref",
+            True,
+        ),
+        # ?page=N declaring /list canonical (a common mistake): values differ, not shared.
+        (
+            "declared page parameter",
+            [("/list?page=2", "l2", "/list", _SH)],
+            ["/list?page=3", "/list?page=4", "/list?page=5"],
+            "param:page",
+            False,
+        ),
+        # Same content, no declaration: a soft 404 served twice proves nothing alone.
+        ("undeclared pair", [("/a/1", "c1", None, _SH), ("/print/a/1", "c1", None, _SH)], [], "prefix:/print", False),
+    ],
+)
+def test_alias_rule_on_one_observation_only_where_two_kinds_of_evidence_agree(name, pages, links, rule, active):
+    patterns = SitePatterns()
+    for path, content, canonical, fp in pages:
+        canonical_url = H + canonical if canonical else None
+        patterns.observe_page(H + path, fp, content, canonical_url, [H + link for link in links], words=300)
+    states = {r["rule"]: r["state"] for r in patterns.aliases.rules()}
+    assert (states.get(rule) == "active") is active, (name, states)
 
 
 def test_alias_longer_first_then_shorter():
@@ -653,7 +817,10 @@ def test_trap_tracking_parameters_and_trailing_slash():
     assert len([u for u in fetched if u.endswith("/") and u != H + "/"]) <= 3
     assert {f"{H}/post/{n}" for n in range(1, 21)} | {f"{H}/doc/{n}" for n in range(1, 21)} <= set(fetched)
     active = {r.key for r in patterns.aliases.active()}
-    assert {"param:ref", "slash:"} <= active
+    assert "slash:" in active
+    # The ?ref= variants stop either way: by their rule, or by their template's budget once
+    # the second variant repeats an article and links more variants.
+    assert "param:ref" in active or not patterns.budget.allows(H + "/post/7?ref=other")[0]
 
 
 def article_site(url: str) -> Page | None:
@@ -707,6 +874,23 @@ def test_describe_shows_rules_with_evidence():
     calendar = next(t for t in described["templates"] if t["template"] == "/cal/{num}")
     assert (calendar["state"], calendar["pages"], calendar["novel"]) == ("exhausted", 7, 1)
     assert "sample" not in calendar
+
+
+def test_summary_gives_every_rule_and_closed_budget_one_short_line():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    lines = patterns.summary()
+    text = "\n".join(lines)
+    assert H not in text  # paths only: short
+    (alias,) = [line for line in lines if line.startswith("alias ")]
+    assert alias.startswith("alias prefix:/print active: 4 confirming pairs (4 declared canonical")
+    assert "e.g. /print/a1 -> /a1" in alias
+    (session,) = [line for line in lines if line.startswith("session ")]
+    assert session.startswith("session token path:/s: values ") and "/s/*/p0.html" in session
+    assert "template /cal/{num} exhausted: 1 of its last 7 pages new" in lines
+    # Exhausted budgets come first; the open and young ones are capped, the rest counted.
+    assert patterns.summary(most=1)[-1].endswith("more templates and families open or young")
+    assert SitePatterns().summary() == []
 
 
 def _observe_trap_mix(patterns: SitePatterns) -> None:
