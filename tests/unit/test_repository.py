@@ -138,3 +138,35 @@ def test_layout_names_every_module_and_test_folder():
     absent += sorted(f"{p}/" for p in packages if f"{p}/" not in block)
     absent += sorted(f"tests/{d}/" for d in test_dirs if f"{d}/" not in block)
     assert absent == [], f"CONTRIBUTING.md's layout does not mention {absent}"
+
+
+#: The figures docs/site-owners.md gives for the shipped settings, each as the /bot page words it.
+SITE_OWNER_FIGURES = [
+    "re-read after 24 hours",
+    "(up to 24 hours)",
+    "at most 4 open requests",
+    "1 second",
+    "10 × its average response time, up to 1 minute",
+    "(up to 6 hours)",
+    "5 seconds up to 1 hour",
+    "after 5 failures in a row",
+    "10 MB",
+    "10,000 pages per site",
+]
+
+
+def test_site_owners_doc_gives_the_figures_the_bot_page_renders_on_the_defaults():
+    from selectolax.lexbor import LexborHTMLParser
+
+    from politecrawl.config import load_settings
+    from politecrawl.web import bot_page_html
+
+    def words(text: str) -> str:
+        return " ".join(text.replace("`", "").split())
+
+    body = LexborHTMLParser(bot_page_html(load_settings({}, env={}))).body
+    assert body is not None
+    page = words(body.text(separator=" "))
+    doc = words((REPO / "docs" / "site-owners.md").read_text())
+    assert [f for f in SITE_OWNER_FIGURES if f not in page] == []
+    assert [f for f in SITE_OWNER_FIGURES if f not in doc] == []
