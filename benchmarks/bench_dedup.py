@@ -1,15 +1,11 @@
-"""Benchmark politecrawl.dedup: SimHashIndex lookups vs a brute-force scan, and simhash().
+"""Benchmark politecrawl.dedup: simhash() throughput, and the per-page CPU of dedup and urls.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py            # 1M fps, 100k lookups
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --n 100000 --queries 10000
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py            # simhash() on 200 texts
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --per-page --baseline 6e87f1f
 
 Reports, all from one run so the comparison is a ratio on the same machine:
-build time (``add`` one by one, and ``add_many``), memory (RSS delta and the
-index's numpy bytes), ``find_near`` lookups/s (half planted near-duplicates at
-distance 1-3, half random), a brute-force numpy scan over the same
-fingerprints on a sample of the same queries (agreement checked), and
 simhash() throughput on ~20 KB texts (vs BLAKE2b per shingle, and vs pure Python).
+The near-duplicate lookup is the store's: ``bench_near_dup_store.py`` measures it.
 
 ``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
 call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
@@ -23,138 +19,15 @@ inputs and checks that every output (and every InvalidURL message) is identical.
 from __future__ import annotations
 
 import argparse
-import gc
 import hashlib
 import os
 import random
 import re
 import time
-import tracemalloc
 
 import numpy as np
 
-from politecrawl.dedup import SimHashIndex, simhash
-
-try:
-    _POPCOUNT = np.bitwise_count
-except AttributeError:  # numpy < 2
-    _POPCOUNT = None
-
-
-def rss_bytes() -> int:
-    """Resident set size from /proc (Linux); 0 elsewhere."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
-def trim_heap() -> None:
-    """Hand freed heap back to the OS (glibc), so RSS shows live memory."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def brute_force(fps: np.ndarray, q: int, k: int) -> int | None:
-    dist = _POPCOUNT(fps ^ np.uint64(q))
-    best = int(dist.min())
-    return best if best <= k else None
-
-
-def make_queries(fps: np.ndarray, count: int, rng: random.Random) -> list[int]:
-    queries = []
-    for i in range(count):
-        if i % 2 == 0:  # planted: an indexed fingerprint with 1-3 bits flipped
-            fp = int(fps[rng.randrange(len(fps))])
-            for bit in rng.sample(range(64), rng.randint(1, 3)):
-                fp ^= 1 << bit
-            queries.append(fp)
-        else:
-            queries.append(rng.getrandbits(64))
-    return queries
-
-
-def bench_index(n: int, nqueries: int, brute_sample: int, seed: int) -> None:
-    rng = random.Random(seed)
-    fps = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
-    fp_list = fps.tolist()
-    ids = list(range(n))
-    print(f"== SimHashIndex, k=3, {n:,} random 64-bit fingerprints")
-
-    gc.collect()
-    rss0 = rss_bytes()
-    t0 = time.perf_counter()
-    index = SimHashIndex(max_distance=3)
-    for doc_id, fp in zip(ids, fp_list):
-        index.add(doc_id, fp)
-    build_add = time.perf_counter() - t0
-    gc.collect()
-    rss_add = rss_bytes() - rss0
-    trim_heap()
-    rss_trimmed = rss_bytes() - rss0
-    print(f"build with add():      {build_add:7.2f} s  ({n / build_add:,.0f} adds/s)")
-    print(
-        f"memory after add():    RSS +{rss_add / 2**20:.1f} MiB (+{rss_trimmed / 2**20:.1f} MiB after malloc_trim);"
-        f" numpy arrays {index.nbytes() / 2**20:.1f} MiB ({index.nbytes() / n:.1f} B/entry),"
-        f" {len(index._buf_fps):,} entries in the dict buffer"
-    )
-
-    t0 = time.perf_counter()
-    bulk = SimHashIndex(max_distance=3)
-    bulk.add_many(np.arange(n, dtype=np.int64), fps)
-    build_bulk = time.perf_counter() - t0
-    del bulk
-    gc.collect()
-    tracemalloc.start()
-    bulk = SimHashIndex(max_distance=3)
-    bulk.add_many(np.arange(n, dtype=np.int64), fps)
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        f"build with add_many(): {build_bulk:7.2f} s;  tracemalloc: {current / 2**20:.1f} MiB live"
-        f" ({current / n:.1f} B/entry), {peak / 2**20:.1f} MiB peak while building"
-    )
-    del bulk
-    gc.collect()
-
-    queries = make_queries(fps, nqueries, rng)
-    t0 = time.perf_counter()
-    results = [index.find_near(q) for q in queries]
-    elapsed = time.perf_counter() - t0
-    planted_hits = sum(r is not None for r in results[0::2])
-    random_hits = sum(r is not None for r in results[1::2])
-    index_rate = nqueries / elapsed
-    print(f"find_near:             {index_rate:10,.0f} lookups/s  ({elapsed / nqueries * 1e6:.1f} us each)")
-    print(
-        f"  planted found {planted_hits:,}/{len(results[0::2]):,}; random found {random_hits:,}/{len(results[1::2]):,}"
-    )
-
-    if _POPCOUNT is None:
-        print("brute force skipped: needs numpy >= 2 (np.bitwise_count)")
-        return
-    sample = list(range(0, nqueries, max(1, nqueries // brute_sample)))[:brute_sample]
-    t0 = time.perf_counter()
-    brute = [brute_force(fps, queries[i], 3) for i in sample]
-    brute_elapsed = time.perf_counter() - t0
-    brute_rate = len(sample) / brute_elapsed
-    mismatches = 0
-    for i, best in zip(sample, brute):
-        got = results[i]
-        if (got is None) != (best is None):
-            mismatches += 1
-        elif got is not None and bin(int(fps[got]) ^ queries[i]).count("1") != best:
-            mismatches += 1
-    print(
-        f"brute-force numpy scan:{brute_rate:10,.1f} lookups/s  ({brute_elapsed / len(sample) * 1e3:.2f} ms each,"
-        f" {len(sample)} sampled queries; disagreements with the index: {mismatches})"
-    )
-    print(f"speed-up index / brute force: {index_rate / brute_rate:,.0f}x")
-
+from politecrawl.dedup import simhash
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -398,9 +271,6 @@ def _try(normalize, raw: str, base: str) -> str | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=1_000_000, help="fingerprints in the index")
-    parser.add_argument("--queries", type=int, default=100_000, help="find_near lookups")
-    parser.add_argument("--brute-sample", type=int, default=200, help="queries also run by brute force")
     parser.add_argument("--texts", type=int, default=200, help="texts for simhash throughput")
     parser.add_argument("--text-size", type=int, default=20_000, help="bytes per text")
     parser.add_argument("--seed", type=int, default=1)
@@ -417,7 +287,6 @@ def main() -> None:
     if args.per_page:
         bench_per_page(args.pages, args.repeat, args.baseline, args.seed)
         return
-    bench_index(args.n, args.queries, args.brute_sample, args.seed)
     bench_simhash(args.texts, args.text_size, args.seed)
 
 

@@ -1,16 +1,14 @@
-"""Duplicate detection: exact content keys, SimHash, near-duplicate lookup. Pure.
+"""Duplicate detection: exact content keys, SimHash. Pure.
 
 * :func:`text_fingerprint` -- exact-duplicate key: BLAKE2b-128 of the text
   after NFKC normalization, case folding and whitespace collapsing, so two
   pages that differ only in layout whitespace or case share a key.
 * :func:`simhash` -- Charikar's SimHash (64 bits) over word shingles: texts
   that share most shingles have fingerprints a few bits apart.
-* :class:`SimHashIndex` -- "is there a fingerprint within k bits of this
-  one?" without scanning every fingerprint (Manku, Jain, Das Sarma, *Detecting
-  near-duplicates for web crawling*, WWW 2007): split the 64 bits into k+1
-  blocks; by the pigeonhole principle two fingerprints at distance <= k agree
-  exactly on at least one block, so only fingerprints sharing a block value
-  are candidates, and each candidate is checked with a popcount.
+
+The near-duplicate lookup itself is the store's (four 16-bit block indexes of
+the SimHash, the pigeonhole of Manku, Jain and Das Sarma, WWW 2007): two
+fingerprints within 3 bits agree exactly on at least one block.
 
 Fingerprints are unsigned 64-bit ints (``0 <= fp < 2**64``). SQLite and
 PostgreSQL integers are *signed* 64-bit: store ``to_signed64(fp)`` and read
@@ -24,13 +22,11 @@ import itertools
 import string
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import cast
 
 import numpy as np
 
 __all__ = [
-    "SimHashIndex",
     "from_signed64",
     "hamming",
     "simhash",
@@ -250,267 +246,3 @@ def from_signed64(value: int) -> int:
     if not _I64_MIN <= value <= _I64_MAX:
         raise ValueError(f"not a signed 64-bit value: {value}")
     return value & (_U64 - 1)
-
-
-def _check_fp(fp: int) -> int:
-    if not 0 <= fp < _U64:
-        raise ValueError(f"fingerprint must be an unsigned 64-bit int, got {fp}")
-    return fp
-
-
-if hasattr(np, "bitwise_count"):  # numpy >= 2.0
-
-    def _popcount(values: np.ndarray) -> np.ndarray:
-        counts: np.ndarray = np.bitwise_count(values)
-        return counts
-
-else:  # numpy 1.26: byte lookup table
-    _BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-    def _popcount(values: np.ndarray) -> np.ndarray:
-        as_bytes = np.ascontiguousarray(values).view(np.uint8).reshape(-1, 8)
-        counts: np.ndarray = _BYTE_POPCOUNT[as_bytes].sum(axis=1, dtype=np.uint8)
-        return counts
-
-
-def _rows_of(bucket: int | list[int] | None) -> Iterable[int]:
-    if bucket is None:
-        return ()
-    return (bucket,) if isinstance(bucket, int) else bucket
-
-
-class SimHashIndex:
-    """Near-duplicate lookup over 64-bit fingerprints (pigeonhole on k+1 blocks).
-
-    Layout: the bulk lives in numpy arrays -- one ``fps``/``ids``/``alive``
-    row per entry, plus, for every block position *p*, the key
-    ``p << W | block_p(fp)`` of each entry in one sorted array with the row it
-    belongs to (``keys``/``rows``), and, when small enough, a direct-address
-    table from key to its span in ``keys`` (else binary search). A lookup
-    reads k+1 spans and does one vectorized XOR + popcount over the
-    candidates: about 4 * n / 2**16 of them for k=3. About 40 bytes per entry
-    for k=3 (vs ~150 for Python dicts of tuples).
-
-    New entries go to a small Python-dict buffer, merged into the arrays when
-    it reaches a quarter of the arrays' size (amortized O(log n) per add).
-    Removal marks the row dead; dead rows are dropped at the next merge.
-    Entries form a multiset: adding the same (doc_id, fp) twice needs two
-    removes. Built for small k (the default 3): at k >= 8 blocks get so short
-    that most entries are candidates.
-    """
-
-    _MIN_BUFFER = 4096
-
-    def __init__(self, max_distance: int = 3) -> None:
-        if not 0 <= max_distance < 64:
-            raise ValueError(f"max_distance must be in 0..63, got {max_distance}")
-        self.max_distance = max_distance
-        nblocks = max_distance + 1
-        base, extra = divmod(64, nblocks)
-        self._blocks: list[tuple[int, int]] = []  # (shift, mask) per position
-        shift = 0
-        for p in range(nblocks):
-            width = base + (1 if p < extra else 0)
-            self._blocks.append((shift, (1 << width) - 1))
-            shift += width
-        self._key_shift = base + (1 if extra else 0)
-        key_bits = self._key_shift + (nblocks - 1).bit_length()
-        self._key_dtype = np.uint32 if key_bits <= 32 else np.uint64
-        # bulk (numpy)
-        self._fps = np.empty(0, dtype=np.uint64)
-        self._ids = np.empty(0, dtype=np.int64)
-        self._alive = np.empty(0, dtype=bool)
-        self._keys = np.empty(0, dtype=self._key_dtype)
-        self._rows = np.empty(0, dtype=np.int32)
-        self._offsets: np.ndarray | None = None
-        self._bulk_live = 0
-        # buffer (Python)
-        self._buf_fps: list[int] = []
-        self._buf_ids: list[int | None] = []  # None = removed
-        # block value -> row, or list of rows when shared (a list per entry
-        # would cost ~350 bytes each)
-        self._buf_index: list[dict[int, int | list[int]]] = [{} for _ in range(nblocks)]
-        self._buf_live = 0
-
-    def __len__(self) -> int:
-        return self._bulk_live + self._buf_live
-
-    def _block_values(self, fp: int) -> list[int]:
-        return [(fp >> shift) & mask for shift, mask in self._blocks]
-
-    # -- updates -----------------------------------------------------------
-
-    def add(self, doc_id: int, fp: int) -> None:
-        """Index ``fp`` for ``doc_id``."""
-        _check_fp(fp)
-        row = len(self._buf_fps)
-        self._buf_fps.append(fp)
-        self._buf_ids.append(doc_id)
-        for index, value in zip(self._buf_index, self._block_values(fp)):
-            bucket = index.get(value)
-            if bucket is None:
-                index[value] = row
-            elif isinstance(bucket, int):
-                index[value] = [bucket, row]
-            else:
-                bucket.append(row)
-        self._buf_live += 1
-        if len(self._buf_fps) >= max(self._MIN_BUFFER, len(self._fps) // 4):
-            self._merge()
-
-    def add_many(self, doc_ids: Iterable[int], fps: Iterable[int]) -> None:
-        """Bulk :meth:`add` (e.g. loading from the store): one merge, no buffer."""
-        ids = np.asarray(list(doc_ids) if not isinstance(doc_ids, np.ndarray) else doc_ids, dtype=np.int64)
-        if isinstance(fps, np.ndarray) and fps.dtype == np.uint64:
-            new_fps = fps
-        else:
-            fp_list = [_check_fp(int(fp)) for fp in fps]
-            new_fps = np.array(fp_list, dtype=np.uint64)
-        if ids.shape != new_fps.shape or ids.ndim != 1:
-            raise ValueError("doc_ids and fps must be 1-d and of equal length")
-        self._merge(extra=(new_fps, ids))
-
-    def remove(self, doc_id: int, fp: int) -> None:
-        """Remove one (doc_id, fp) entry; a no-op if there is none."""
-        _check_fp(fp)
-        shift, mask = self._blocks[0]
-        for row in _rows_of(self._buf_index[0].get((fp >> shift) & mask)):
-            if self._buf_ids[row] == doc_id and self._buf_fps[row] == fp:
-                self._buf_ids[row] = None
-                self._buf_live -= 1
-                return
-        if not len(self._fps):
-            return
-        key = self._key_dtype((fp >> shift) & mask)  # position 0: no prefix
-        lo = int(np.searchsorted(self._keys, key, "left"))
-        hi = int(np.searchsorted(self._keys, key, "right"))
-        rows = self._rows[lo:hi]
-        hit = np.flatnonzero((self._fps[rows] == np.uint64(fp)) & (self._ids[rows] == doc_id) & self._alive[rows])
-        if len(hit):
-            self._alive[rows[hit[0]]] = False
-            self._bulk_live -= 1
-            if len(self._fps) - self._bulk_live > max(self._MIN_BUFFER, self._bulk_live):
-                self._merge()  # more dead rows than live ones: compact
-
-    def _merge(self, extra: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """Rebuild the arrays from live bulk rows + live buffer (+ ``extra``)."""
-        fps_parts = [self._fps[self._alive]]
-        ids_parts = [self._ids[self._alive]]
-        live = [i for i, doc_id in enumerate(self._buf_ids) if doc_id is not None]
-        if live:
-            fps_parts.append(np.array([self._buf_fps[i] for i in live], dtype=np.uint64))
-            ids_parts.append(np.array([self._buf_ids[i] for i in live], dtype=np.int64))
-        if extra is not None:
-            fps_parts.append(extra[0])
-            ids_parts.append(extra[1])
-        fps = np.concatenate(fps_parts)
-        ids = np.concatenate(ids_parts)
-        n = len(fps)
-        keys = np.empty(n * len(self._blocks), dtype=self._key_dtype)
-        for p, (shift, mask) in enumerate(self._blocks):
-            block = (fps >> np.uint64(shift)) & np.uint64(mask)
-            keys[p * n : (p + 1) * n] = block | np.uint64(p << self._key_shift)
-        order = np.argsort(keys)
-        row_dtype = np.int32 if n < 2**31 else np.int64
-        self._fps, self._ids = fps, ids
-        self._alive = np.ones(n, dtype=bool)
-        self._keys = keys[order]
-        self._rows = (order % n).astype(row_dtype) if n else np.empty(0, dtype=row_dtype)
-        # Direct-address table key -> first position in ``keys`` when it is
-        # small (k=3: 4 * 2**16 + 1 entries, 2 MiB): one lookup instead of a
-        # binary search with a cache miss per step.
-        table = len(self._blocks) << self._key_shift
-        if table <= max(1 << 18, 2 * len(self._keys)):
-            counts = np.bincount(self._keys, minlength=table)
-            self._offsets = np.zeros(table + 1, dtype=np.int64)
-            np.cumsum(counts, out=self._offsets[1:])
-        else:
-            self._offsets = None
-        self._bulk_live = n
-        self._buf_fps, self._buf_ids = [], []
-        self._buf_index = [{} for _ in self._blocks]
-        self._buf_live = 0
-
-    # -- lookups -----------------------------------------------------------
-
-    def _bulk_candidates(self, fp: int, values: list[int]) -> dict[int, int]:
-        """row -> distance of live bulk rows within max_distance."""
-        if not len(self._fps):
-            return {}
-        shift = self._key_shift
-        keys = [(p << shift) | v for p, v in enumerate(values)]
-        if self._offsets is not None:
-            offset = self._offsets.item
-            spans: Iterable[tuple[int, int]] = [(offset(key), offset(key + 1)) for key in keys]
-        else:
-            query = np.array(keys, dtype=self._key_dtype)
-            spans = zip(
-                np.searchsorted(self._keys, query, "left").tolist(),
-                np.searchsorted(self._keys, query, "right").tolist(),
-            )
-        parts = [self._rows[lo:hi] for lo, hi in spans if hi > lo]
-        if not parts:
-            return {}
-        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        dist = _popcount(self._fps[rows] ^ np.uint64(fp))
-        hits = np.flatnonzero(dist <= self.max_distance)
-        if not len(hits):  # the common case: no near-duplicate
-            return {}
-        # A row can be found through several blocks; the dict keeps it once.
-        if len(hits) > 16:  # many copies of one page: stay vectorized
-            rows, dist = rows[hits], dist[hits]
-            keep = self._alive[rows]
-            return dict(zip(rows[keep].tolist(), dist[keep].tolist()))
-        # Few hits: finish with scalar reads, cheaper than more numpy calls.
-        alive = self._alive.item
-        found = {}
-        for i in hits.tolist():
-            row = rows.item(i)
-            if alive(row):
-                found[row] = dist.item(i)
-        return found
-
-    def _buffer_candidates(self, fp: int, values: list[int]) -> dict[int, tuple[int, int]]:
-        """row -> (doc_id, distance) of live buffer rows within max_distance."""
-        found: dict[int, tuple[int, int]] = {}
-        if not self._buf_live:
-            return found
-        for index, value in zip(self._buf_index, values):
-            for row in _rows_of(index.get(value)):
-                doc_id = self._buf_ids[row]
-                if doc_id is not None:
-                    dist = (fp ^ self._buf_fps[row]).bit_count()
-                    if dist <= self.max_distance:
-                        found[row] = (doc_id, dist)
-        return found
-
-    def find_near(self, fp: int) -> int | None:
-        """The doc_id of the closest fingerprint within max_distance (ties: the
-        smallest doc_id), or None."""
-        _check_fp(fp)
-        values = self._block_values(fp)
-        best: tuple[int, int] | None = None  # (distance, doc_id)
-        doc_of = self._ids.item
-        for row, dist in self._bulk_candidates(fp, values).items():
-            candidate = (dist, doc_of(row))
-            if best is None or candidate < best:
-                best = candidate
-        for doc_id, dist in self._buffer_candidates(fp, values).values():
-            if best is None or (dist, doc_id) < best:
-                best = (dist, doc_id)
-        return None if best is None else best[1]
-
-    def find_all(self, fp: int) -> list[tuple[int, int]]:
-        """Every (doc_id, distance) within max_distance, nearest first."""
-        _check_fp(fp)
-        values = self._block_values(fp)
-        found: list[tuple[int, int]] = []
-        doc_of = self._ids.item
-        found.extend((doc_of(row), dist) for row, dist in self._bulk_candidates(fp, values).items())
-        found.extend(self._buffer_candidates(fp, values).values())
-        found.sort(key=lambda item: (item[1], item[0]))
-        return found
-
-    def nbytes(self) -> int:
-        """Bytes held by the numpy arrays (the buffer's Python objects excluded)."""
-        return sum(a.nbytes for a in (self._fps, self._ids, self._alive, self._keys, self._rows))

@@ -181,18 +181,17 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
     return _memo_by_file(seg_dir / "docs.json", _read_url_table)
 
 
-#: Text (characters of title, body and anchor) per newly written segment: writing one takes
-#: ~65 bytes of memory per token, ~6 characters of text each. Measured on 20 KB benchmark pages
-#: (``politecrawl.sandbox.bench_hosts`` texts, 2,400 per commit): 243 MB peak RSS at this size,
-#: 372-393 MB at 32 M characters, 516 MB when a commit of 8 M tokens went into one segment; and
-#: crawling 1,000 hosts, 0.963 of the politeness bound at 16 M, 0.935-0.948 at 32 M (larger
-#: bursts of indexing CPU in the parent). Fewer segments answer faster, so a complete update
-#: ends with ``compact()``: python3-doc x8 in one commit, top-10 p50 0.42 ms at 6 segments,
-#: 0.29 ms at 3, 0.19 ms at 1.
+#: Text (characters of title, body and anchor) per newly written segment. Writing a segment
+#: holds all of its postings in memory at once (tens of bytes per token, ~6 characters of text
+#: each), so this bounds what a commit costs however many pages it carries; larger writes also
+#: gave the crawl's parent larger bursts of indexing CPU. Fewer segments answer faster, so a
+#: complete update ends with ``compact()``. What it costs, measured:
+#: ``benchmarks/bench_index_memory.py`` (``--write-chunk-chars`` tries another size).
 WRITE_CHUNK_CHARS = 16_000_000
-#: No merge produces a segment of more tokens than this (see ``plan_merges``). Same pages with
-#: 16 M-character writes: peak RSS stays at 446 MB from 10,000 to 40,000 pages; uncapped, the
-#: tenth commit's merge (24,000 pages, 80 M tokens) took 2.5 GB, the next tier's ten times that.
+#: No merge produces a segment of more tokens than this (see ``plan_merges``): a merge costs
+#: memory in proportion to its result, so without a cap each tier of merges would cost ten times
+#: the last and the peak would grow with the index. ``bench_index_memory.py
+#: --max-segment-tokens`` measures it with another cap.
 MAX_SEGMENT_TOKENS = 8_000_000
 
 
