@@ -13,6 +13,8 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
+from politecrawl.store import postgres as postgres_store
+from politecrawl.store import sqlite as sqlite_store
 from politecrawl.response import URLOutcome
 from politecrawl.store import (
     Claim,
@@ -903,6 +905,12 @@ def test_reopen_keeps_everything(store, reopen):
     assert held.host == B
 
 
+def _current_version(store_factory) -> list[tuple[str]]:
+    """The schema version a store of this kind is upgraded to, as the meta table holds it."""
+    module = postgres_store if store_factory.kind == "postgres" else sqlite_store
+    return [(str(module.SCHEMA_VERSION),)]
+
+
 def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factory):
     store = store_factory()
     _fetch_pages(store, 2)
@@ -916,7 +924,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
         "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
     )
     store = store_factory()
-    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
     assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
@@ -953,7 +961,7 @@ def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_fac
         *_SCHEMA_4_UNDONE, *_SCHEMA_3_UNDONE, *extra, "UPDATE meta SET value = '2' WHERE key = 'schema_version'"
     )
     store = store_factory()
-    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
     row = host_row(store, claims[0].host)
     assert row["next_allowed_at"] == before
     assert store_factory.peek("SELECT delay, robots_via, robots_hops, in_scope FROM hosts") == [(0, None, 0, 0)]
@@ -1038,6 +1046,27 @@ def test_postgres_unreachable_is_a_one_line_store_error():
     with pytest.raises(StoreError) as info:
         open_store("postgresql://postgres@127.0.0.1:1/test?connect_timeout=2")
     assert "\n" not in str(info.value) and "cannot connect" in str(info.value)
+
+
+@pytest.mark.pg
+def test_a_version_4_postgres_store_gets_the_ready_index_in_the_claims_order(pg_store_factory):
+    store = pg_store_factory()
+    _fetch_pages(store, 2)
+    store.close()
+    # What schema 4 had: the ready hosts indexed on next_allowed_at alone.
+    pg_store_factory.run(
+        "DROP INDEX hosts_ready",
+        "CREATE INDEX hosts_ready ON hosts (next_allowed_at) WHERE pending > 0",
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+    )
+    store = pg_store_factory()
+    [(definition,)] = pg_store_factory.peek(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'hosts_ready' AND schemaname = current_schema()"
+    )
+    assert "(next_allowed_at, host) WHERE (pending > 0)" in definition
+    assert pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("5",)]
+    store.seed_urls([url(A, "/9")], T + 100)
+    assert store.claim("w9", T + 100, LEASE) is not None  # the claim still finds its host
 
 
 @pytest.mark.pg

@@ -92,7 +92,7 @@ from .sqlite import NEAR_DISTANCE, YIELD_DECAY  # pure constants: one definition
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
