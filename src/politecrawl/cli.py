@@ -11,13 +11,16 @@ import logging
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .config import DEFAULTS, Settings, load_settings
 from .errors import PolitecrawlError
+
+if TYPE_CHECKING:  # the store package is imported by the commands that use it
+    from .store import Store
 
 __all__ = ["main", "cli"]
 
@@ -448,7 +451,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                 click.echo(f"      {line}")
 
 
-def _learned(store: Any, host: dict[str, Any]) -> list[str]:
+def _learned(store: Store, host: dict[str, Any]) -> list[str]:
     """The host's learned URL patterns, one short line per rule or budget (none learned yet: [])."""
     from .patterns import SitePatterns
 
