@@ -62,6 +62,13 @@ class StopSignal:
         return {"_r": self._r, "_w": None, "_sent": False}
 
 
+#: Worker processes run this much nicer than the crawl's parent, which indexes: on a machine the
+#: workers saturate, the index would otherwise fall further behind the crawl the faster it goes
+#: (each process got an equal share). The pages must be indexed anyway, so the crawl's total CPU
+#: is the same; an idle core is used by whoever wants it, whatever the niceness.
+WORKER_NICENESS = 3
+
+
 def _worker_process(
     settings: Settings,
     scope_args: tuple,
@@ -74,6 +81,10 @@ def _worker_process(
     """Entry point of one worker process. A failure that is not one page's (the store or the
     disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not permitted here: the workers share the CPU with the indexer as equals
+        pass
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(
         level=getattr(logging, level, logging.WARNING), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
