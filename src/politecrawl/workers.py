@@ -12,6 +12,7 @@ import asyncio
 import logging
 import multiprocessing as mp
 import os
+import resource
 import signal
 import sys
 import time
@@ -69,6 +70,18 @@ class StopSignal:
 WORKER_NICENESS = 3
 
 
+def _raise_open_files_limit() -> None:
+    """A worker keeps a connection alive to each host it crawls: with thousands of hosts the
+    usual soft limit of 1,024 open files runs out ("Too many open files"). Raised to the hard
+    limit, which any process may do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # some systems refuse an infinite soft limit: keep the soft one
+            log.debug("open files limit stays at %d", soft)
+
+
 def _worker_process(
     settings: Settings,
     scope_args: tuple,
@@ -85,6 +98,7 @@ def _worker_process(
         os.nice(WORKER_NICENESS)
     except OSError:  # not permitted here: the workers share the CPU with the indexer as equals
         pass
+    _raise_open_files_limit()
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(
         level=getattr(logging, level, logging.WARNING), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

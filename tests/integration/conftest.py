@@ -22,6 +22,8 @@ REPO = _root.REPO
 crawl = _root.crawl
 run_cli = _root.run_cli
 start_cli = _root.start_cli
+cli_command = _root.cli_command
+cli_env = _root.cli_env
 
 
 @pytest.fixture

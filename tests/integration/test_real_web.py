@@ -4,12 +4,13 @@ that are not pages, URL filters and seed files. Judged from the servers' logs an
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 from politecrawl.sandbox import SandboxHost
 from politecrawl.store import open_store
 
-from conftest import crawl, run_cli
+from conftest import cli_command, cli_env, crawl, run_cli
 from servers.documents import tiny_pdf
 from servers.raw import http_response, ok_robots_handler
 
@@ -377,3 +378,31 @@ def test_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(raw_se
     )
     assert out.returncode == 0, out.stderr
     assert len(seen) == 2 and "/" in origin.paths()
+
+
+def test_a_crawl_of_more_hosts_than_its_soft_open_files_limit_does_not_run_out_of_files(sandbox_factory, tmp_path):
+    """A worker keeps a connection alive to each host it crawls; started under a soft limit of 100
+    open files (the usual one is 1,024), 150 hosts would run it out of files unless it raises
+    the limit to the hard one, as any process may."""
+    hosts = [
+        SandboxHost(f"127.0.5.{i + 1}", pages={"/": page(f"h{i}", ["/a"]), "/a": page(f"h{i} a")}) for i in range(150)
+    ]
+    sb = sandbox_factory(hosts)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(h.url("/") + "\n" for h in hosts))
+    db = str(tmp_path / "crawl.db")
+    command = cli_command(
+        "crawl", "--seeds-file", str(seeds), "--db", db, "--min-delay", "0.05", "--max-time", "90", "-q"
+    )
+    out = subprocess.run(
+        ["sh", "-c", 'ulimit -S -n 100 && exec "$@"', "sh", *command],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env=cli_env(),
+        cwd=str(tmp_path),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Too many open files" not in out.stderr
+    missing = [h.url(p) for h in hosts for p in ("/", "/a") if p not in {r.path for r in sb.requests(h)}]
+    assert missing == []
