@@ -55,6 +55,7 @@ import ipaddress
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -69,6 +70,16 @@ from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
 
 
 # --------------------------------------------------------------------------- the web
+def _more_open_files() -> None:
+    """The web holds a listening socket per host and a connection per host a crawler keeps
+    alive: 10,000 hosts need more than 20,000 files. Raised as far as this user may."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(hard, 65536), max(hard, 65536)))
+    except (ValueError, OSError):  # not root: up to the hard limit
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     """The benchmark web in its own process; realistic pages when ``args.realistic_pages``
     (bench_fleet.py and bench_pg_cost.py, which call this too, keep the simple ones)."""
@@ -91,7 +102,7 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     ]
     if getattr(args, "realistic_pages", False):
         cmd.append("--realistic-pages")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_more_open_files)
     info = json.loads(proc.stdout.readline())
     return proc, info
 
@@ -432,7 +443,7 @@ import scrapy
 from scrapy.crawler import CrawlerProcess
 from scrapy.linkextractors import LinkExtractor
 
-hosts = json.loads(sys.argv[1]); seconds = float(sys.argv[2]); delay = float(sys.argv[3])
+hosts = json.load(open(sys.argv[1])); seconds = float(sys.argv[2]); delay = float(sys.argv[3])
 settings = json.loads(sys.argv[4])
 
 class Bench(scrapy.Spider):
@@ -460,10 +471,12 @@ def run_scrapy(args, tmp: Path) -> dict | None:
     web, info = start_web(args, log)
     script = tmp / "scrapy_bench.py"
     script.write_text(SCRAPY_SPIDER)
+    hosts_file = tmp / "scrapy_hosts.json"  # 10,000 hosts do not fit on a command line
+    hosts_file.write_text(json.dumps(info["hosts"]))
     cmd = [
         sys.executable,
         str(script),
-        json.dumps(info["hosts"]),
+        str(hosts_file),
         str(args.seconds),
         str(args.min_delay),
         json.dumps(SCRAPY_SETTINGS),
