@@ -823,8 +823,9 @@ def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
 
 # A host's remembered pages are indexed again whenever its state is read from the store (another
 # worker had the host): the same URLs, so their removals are cached. An entry holds every URL the
-# removals leave (about 2 KB): 4,096 of them are ~8 MB of a worker.
-@functools.lru_cache(maxsize=4096)
+# removals leave (about 2 KB, so up to ~30 MB of a worker); a cache smaller than the remembered
+# pages of the hosts a worker alternates between is recomputed on every read of their state.
+@functools.lru_cache(maxsize=16384)
 def _removal_urls(url: str) -> tuple[tuple[str, str, str], ...]:
     """(kind, arg, the URL it leaves) for every removal of ``url`` (see :func:`_removals`)."""
     return tuple((kind, arg, result.url()) for kind, arg, result in _removals(_split(url)))
