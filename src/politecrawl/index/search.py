@@ -223,11 +223,12 @@ class Searcher:
             key=lambda r: (-r[0], r[1]),
         )[(page - 1) * limit : k]
         terms = q.positive_terms
+        where = [(si, d) for _, _, si, d in ranked]
+        hit_positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
         hits = []
-        for score, url, si, d in ranked:
+        for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
             if snippets:
-                positions = self._body_positions(seg, postings, terms, si, d)
                 text, highlights = snippet_for_hit(seg.body_bytes(d), terms, positions, sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
@@ -238,20 +239,43 @@ class Searcher:
         return hits
 
     @staticmethod
-    def _body_positions(seg, postings: dict, terms: list[str], si: int, doc: int) -> list[np.ndarray]:
-        """Per term: its token positions in the body of ``doc`` of ``seg``, segment ``si`` (the first
-        ``MAX_POSITIONS``; empty if it is not in the body), from the postings already read."""
-        fp = seg.fields["body"]
-        out = []
-        for t in terms:
-            p = postings[t][si]
-            if p is not None:
-                docs, _, lo = p["body"]
-                k = int(np.searchsorted(docs, doc))
-                if k < len(docs) and docs[k] == doc:
-                    out.append(fp.positions_of(seg.term_id(t), lo + k)[:MAX_POSITIONS])
+    def _body_positions(
+        reader: IndexReader, postings: dict, terms: list[str], hits: list[tuple[int, int]]
+    ) -> list[list[np.ndarray]]:
+        """Per hit ``(segment index, doc)``, per term: its token positions in the hit's body (the
+        first ``MAX_POSITIONS``; empty if it is not in the body), from the postings already read.
+
+        One ``searchsorted`` and one running sum of term frequencies per term and segment find
+        every hit's positions at once (a per-hit lookup summed the frequencies before it each time).
+        """
+        out: list[list[np.ndarray]] = [[] for _ in hits]
+        by_segment: dict[int, list[int]] = {}
+        for h, (si, _) in enumerate(hits):
+            by_segment.setdefault(si, []).append(h)
+        for si, hs in by_segment.items():
+            seg = reader.views[si].segment
+            fp = seg.fields["body"]
+            want = np.array([hits[h][1] for h in hs], dtype=np.int64)
+            for t in terms:
+                p = postings[t][si]
+                docs, tfs, _ = p["body"] if p is not None else (None, None, 0)
+                if docs is None or tfs is None or not len(docs):
+                    for h in hs:
+                        out[h].append(_NO_POSITIONS)
                     continue
-            out.append(_NO_POSITIONS)
+                ks = np.minimum(np.searchsorted(docs, want), len(docs) - 1)
+                found = (docs[ks] == want).tolist()
+                k_list = ks.tolist()
+                # positions of posting k start sum(tfs[:k]) after the term's first position
+                ends = np.cumsum(tfs[: max(k_list) + 1], dtype=np.int64).tolist()
+                base = int(fp.pos_ptr[seg.term_id(t)])
+                for h, k, ok in zip(hs, k_list, found):
+                    if ok:
+                        start = base + ends[k] - int(tfs[k])
+                        n = min(int(tfs[k]), MAX_POSITIONS)  # a prefix of the deltas: a prefix of the positions
+                        out[h].append(np.cumsum(fp.positions[start : start + n], dtype=np.int64))
+                    else:
+                        out[h].append(_NO_POSITIONS)
         return out
 
     # -- matching and scoring -------------------------------------------------
