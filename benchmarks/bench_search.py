@@ -582,6 +582,37 @@ def zipf_table(args) -> None:
             print(f"  {n:,} docs: {ratios}")
 
 
+def snippet_cost(base, queries, rounds: int) -> None:
+    """What snippets add to a top-10 query: one politecrawl index of the corpus, the query set
+    searched with and without snippets in alternation (``rounds`` passes of each), p50 of each
+    over all passes and their difference. Alternating on one index keeps a shared machine's
+    drift out of the difference, which two separately built engines do not."""
+    work = Path(tempfile.mkdtemp(prefix="bench-snippet-cost-"))
+    try:
+        engine = Politecrawl()
+        engine.build(base, work)
+        for q in queries[:20]:
+            engine.searcher.search(" ".join(q), snippets=True)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        hits = 0
+        for _ in range(rounds):
+            for snippets in (False, True):
+                for q in queries:
+                    t0 = time.perf_counter()
+                    found = engine.searcher.search(" ".join(q), limit=10, snippets=snippets)
+                    times[snippets].append(time.perf_counter() - t0)
+                    hits += len(found) if snippets else 0
+        off, on = (np.array(times[k]) * 1000 for k in (False, True))
+        print(
+            f"snippet cost, {len(base)} docs, {len(queries)} queries x {rounds} alternating rounds, "
+            f"{hits / (rounds * len(queries)):.1f} hits per query: p50 without {np.median(off):.3f} ms, "
+            f"with {np.median(on):.3f} ms, added {np.median(on) - np.median(off):.3f} ms; "
+            f"p99 {np.percentile(off, 99):.2f} / {np.percentile(on, 99):.2f} ms"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--x8", action="store_true", help="also run scale x8")
@@ -602,6 +633,12 @@ def main(argv=None):
         metavar="N[,N...]",
         help="only the synthetic Zipfian corpus at these sizes: politecrawl, tantivy, bm25s, each built and "
         "searched in its own process (build rate, size, peak RSS, p50/p99 per query set, with snippets)",
+    )
+    ap.add_argument(
+        "--snippet-cost",
+        type=int,
+        metavar="ROUNDS",
+        help="only what snippets add to a top-10 query (x1, one index, with and without alternating)",
     )
     ap.add_argument("--zipf-child", choices=("build", "search"), help=argparse.SUPPRESS)
     ap.add_argument("--zipf-child-engine", help=argparse.SUPPRESS)
@@ -639,6 +676,9 @@ def main(argv=None):
     )
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
     only = set(args.engines.split(",")) if args.engines else None
+    if args.snippet_cost:
+        snippet_cost(base, queries, args.snippet_cost)
+        return
     if args.known_item:
         known_item_table(base, anchors, only)
         if anchors and (not only or "politecrawl+anchors" in only):
