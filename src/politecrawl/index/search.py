@@ -17,9 +17,13 @@ Semantics of a query (see ``analysis.parse_query``):
 
 Ranking is by score descending, ties broken by url ascending, so results are
 deterministic and pages never overlap.  Scores are accumulated per segment in
-numpy arrays; the top ``page * limit`` are selected with ``np.partition`` on a
+numpy arrays, each term only over the documents that hold it (a term in many of
+a segment's documents over a dense array, which is cheaper there; the floats
+added are the same either way); the top ``page * limit`` are selected on a
 score threshold (all documents tied at the threshold are kept, then sorted by
-``(-score, url)``), which is exact.
+``(-score, url)``), which is exact: the threshold is bounded from below by the
+maxima of blocks of scores, so the partition runs over few of them
+(``_at_least_kth``).
 
 Top-k pruning (``Searcher.top_k_pruning``, **off** by default, see the
 measurement below; ``count`` never prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
