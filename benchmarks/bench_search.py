@@ -200,9 +200,13 @@ class Politecrawl:
             for url, title, body in docs:
                 w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
             w.compact()  # as 'politecrawl index' and the end of a crawl do
+        self.open(workdir)
+        return self.path
+
+    def open(self, workdir):
+        self.path = workdir / "pc.index"
         self.searcher = Searcher(self.path, scoring=self.scoring)
         self.searcher.top_k_pruning = self.maxscore
-        return self.path
 
     def search(self, words):
         return [h.url for h in self.searcher.search(" ".join(words), limit=10, snippets=self.snippets)]
@@ -234,6 +238,10 @@ class Tantivy:
         self.searcher = self.index.searcher()
         return self.path
 
+    def open(self, workdir):
+        self.index = self.t.Index.open(str(workdir / "tantivy"))
+        self.searcher = self.index.searcher()
+
     def search(self, words):
         if not words:
             return []
@@ -260,7 +268,12 @@ class BM25S:
         self.retriever.index(tokens, show_progress=False)
         self.path = workdir / "bm25s"
         self.retriever.save(str(self.path))
+        (workdir / "bm25s.urls").write_text("\n".join(self.urls), "utf-8")  # for open()
         return self.path
+
+    def open(self, workdir):
+        self.urls = (workdir / "bm25s.urls").read_text("utf-8").split("\n")
+        self.retriever = self.m.BM25.load(str(workdir / "bm25s"), mmap=True)
 
     def search(self, words):
         words = [w.lower() for w in words]
@@ -401,6 +414,211 @@ def anchor_text_value(docs, anchors):
             shutil.rmtree(work, ignore_errors=True)
 
 
+# -- synthetic Zipfian corpus at scale (--zipf) ---------------------------------
+#
+# Each engine is built in its own child process from a corpus file streamed from disk, and
+# searched in another child that opens the index from disk: the peak RSS of each child
+# (VmHWM) is the whole process's memory for that step alone, imports included.
+
+ZIPF_VOCAB = 200_000
+ZIPF_S = 1.07
+ZIPF_DOC_TOKENS = (50, 600)
+ZIPF_TITLE_TOKENS = (2, 8)
+#: Query sets: (name, words per query, the word ranks they are drawn from, uniformly).
+ZIPF_QUERY_SETS = (
+    ("short-frequent", (1, 2), (1, 200)),
+    ("short-rare", (1, 2), (ZIPF_VOCAB // 20, ZIPF_VOCAB // 4)),
+    ("long-frequent", (5, 8), (1, 200)),
+    ("long-rare", (5, 8), (ZIPF_VOCAB // 20, ZIPF_VOCAB // 4)),
+)
+ZIPF_ENGINES = ("politecrawl", "tantivy", "bm25s")
+
+
+def zipf_word(rank: int) -> str:
+    return f"w{rank}"
+
+
+def write_zipf_corpus(path: Path, n_docs: int, seed: int = 7) -> None:
+    """``n_docs`` lines ``url \\t title \\t body``: words of a Zipf(``ZIPF_S``) law over
+    ``ZIPF_VOCAB`` ranks (word ``w<rank>``), bodies of 50-600 tokens, titles of 2-8."""
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, ZIPF_VOCAB + 1, dtype=np.float64)
+    cdf = np.cumsum(ranks**-ZIPF_S)
+    cdf /= cdf[-1]
+    words = [zipf_word(r) for r in range(1, ZIPF_VOCAB + 1)]
+    with open(path, "w", encoding="utf-8") as out:
+        for lo in range(0, n_docs, 10_000):
+            n = min(10_000, n_docs - lo)
+            blen = rng.integers(*ZIPF_DOC_TOKENS, size=n, endpoint=True)
+            tlen = rng.integers(*ZIPF_TITLE_TOKENS, size=n, endpoint=True)
+            ids = np.searchsorted(cdf, rng.random(int(blen.sum() + tlen.sum()))).tolist()
+            k = 0
+            for i in range(n):
+                t = " ".join([words[j] for j in ids[k : k + tlen[i]]])
+                k += tlen[i]
+                b = " ".join([words[j] for j in ids[k : k + blen[i]]])
+                k += blen[i]
+                out.write(f"https://synthetic.example/{lo + i}\t{t}\t{b}\n")
+
+
+def read_zipf_corpus(path: Path):
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            url, title, body = line.rstrip("\n").split("\t")
+            yield url, title, body
+
+
+def zipf_queries(n: int, seed: int = 11) -> dict[str, list[list[str]]]:
+    rng = random.Random(seed)
+    out = {}
+    for name, (kmin, kmax), (rmin, rmax) in ZIPF_QUERY_SETS:
+        out[name] = [[zipf_word(rng.randint(rmin, rmax)) for _ in range(rng.randint(kmin, kmax))] for _ in range(n)]
+    return out
+
+
+def _vm(key: str) -> float:
+    """``VmHWM`` (peak RSS) or ``VmRSS`` of this process, MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def zipf_child(args) -> None:
+    """One step of one engine, in its own process; prints one JSON line."""
+    import json
+
+    work = Path(args.zipf_work)
+    name = args.zipf_child_engine
+    engine = {"politecrawl": Politecrawl, "tantivy": Tantivy, "bm25s": BM25S}[name]()
+    out: dict = {"engine": name}
+    if args.zipf_child == "build":
+        docs = read_zipf_corpus(work / "corpus.tsv")
+        if name == "bm25s":
+            docs = list(docs)  # bm25s tokenizes a list held in memory
+        t0 = time.perf_counter()
+        path = engine.build(docs, work)
+        out["build_s"] = time.perf_counter() - t0
+        out["size_mb"] = dir_size(path) / 1e6
+        out["build_peak_rss_mb"] = _vm("VmHWM")
+    else:
+        t_open = time.perf_counter()
+        engine.open(work)
+        out["open_s"] = time.perf_counter() - t_open
+        modes = [False, True] if name == "politecrawl" else [False]
+        # One untimed pass over every query first: politecrawl keeps each term's df per
+        # generation, and the index's pages come into memory, so the first timed mode would
+        # otherwise pay for what the second reuses.
+        for queries in zipf_queries(args.queries).values():
+            for q in queries:
+                engine.search(q)
+        for qname, queries in zipf_queries(args.queries).items():
+            for snippets in modes:
+                if name == "politecrawl":
+                    engine.snippets = snippets
+                p50, _, p99 = latency(engine, queries)
+                key = qname + ("+snippets" if snippets else "")
+                out[key] = [p50, p99]
+        out["search_peak_rss_mb"] = _vm("VmHWM")
+    print(json.dumps(out), flush=True)
+
+
+def zipf_table(args) -> None:
+    import json
+    import subprocess
+
+    sizes = [int(x) for x in args.zipf.split(",")]
+    engines = [e for e in ZIPF_ENGINES if not args.engines or e in args.engines.split(",")]
+    print(
+        f"corpus: synthetic Zipf(s={ZIPF_S}) over {ZIPF_VOCAB:,} words, bodies {ZIPF_DOC_TOKENS[0]}-"
+        f"{ZIPF_DOC_TOKENS[1]} tokens, titles {ZIPF_TITLE_TOKENS[0]}-{ZIPF_TITLE_TOKENS[1]}; "
+        f"{args.queries} queries per set: "
+        + "; ".join(f"{n}: {a}-{b} words of ranks {lo}-{hi}" for n, (a, b), (lo, hi) in ZIPF_QUERY_SETS)
+    )
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; each step in its own process\n", flush=True)
+    rows = []
+    for n in sizes:
+        root = Path(tempfile.mkdtemp(prefix=f"bench-zipf-{n}-"))
+        try:
+            t0 = time.perf_counter()
+            write_zipf_corpus(root / "corpus.tsv", n)
+            print(
+                f"{n:,} docs: corpus {dir_size(root / 'corpus.tsv') / 1e6:.0f} MB written in "
+                f"{time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
+            for name in engines:
+                work = root / name
+                work.mkdir()
+                (work / "corpus.tsv").symlink_to(root / "corpus.tsv")
+                row: dict = {"docs": n}
+                for step in ("build", "search"):
+                    cmd = [sys.executable, __file__, "--zipf-child", step, "--zipf-child-engine", name]
+                    cmd += ["--zipf-work", str(work), "--queries", str(args.queries)]
+                    res = subprocess.run(cmd, capture_output=True, text=True)
+                    if res.returncode:
+                        print(res.stderr[-2000:])
+                        raise SystemExit(f"{name} {step} failed")
+                    row.update(json.loads(res.stdout.strip().splitlines()[-1]))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(work, ignore_errors=True)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    sets = [s for s, _, _ in ZIPF_QUERY_SETS]
+    print("\np50 / p99 ms, top-10 with URLs (politecrawl also with snippets: +snip)")
+    print(
+        "| docs | engine | build docs/s | size MB | build peak RSS MB | search peak RSS MB | " + " | ".join(sets) + " |"
+    )
+    print("|---" * (6 + len(sets)) + "|")
+    for r in rows:
+        for snip in [False, True] if r["engine"] == "politecrawl" else [False]:
+            cells = " | ".join("{:.2f} / {:.2f}".format(*r[s + ("+snippets" if snip else "")]) for s in sets)
+            name = r["engine"] + (" +snip" if snip else "")
+            head = (
+                f"| {r['docs']:,} | {name} | {r['docs'] / r['build_s']:.0f} | {r['size_mb']:.0f} | "
+                f"{r['build_peak_rss_mb']:.0f} | {r['search_peak_rss_mb']:.0f} |"
+            )
+            print(f"{head} {cells} |")
+    print("\np50 ratio politecrawl / tantivy (target <= 2):")
+    for n in sizes:
+        by = {r["engine"]: r for r in rows if r["docs"] == n}
+        if "politecrawl" in by and "tantivy" in by:
+            ratios = ", ".join(f"{s} {by['politecrawl'][s][0] / by['tantivy'][s][0]:.2f}x" for s in sets)
+            print(f"  {n:,} docs: {ratios}")
+
+
+def snippet_cost(base, queries, rounds: int) -> None:
+    """What snippets add to a top-10 query: one politecrawl index of the corpus, the query set
+    searched with and without snippets in alternation (``rounds`` passes of each), p50 of each
+    over all passes and their difference. Alternating on one index keeps a shared machine's
+    drift out of the difference, which two separately built engines do not."""
+    work = Path(tempfile.mkdtemp(prefix="bench-snippet-cost-"))
+    try:
+        engine = Politecrawl()
+        engine.build(base, work)
+        for q in queries[:20]:
+            engine.searcher.search(" ".join(q), snippets=True)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        hits = 0
+        for _ in range(rounds):
+            for snippets in (False, True):
+                for q in queries:
+                    t0 = time.perf_counter()
+                    found = engine.searcher.search(" ".join(q), limit=10, snippets=snippets)
+                    times[snippets].append(time.perf_counter() - t0)
+                    hits += len(found) if snippets else 0
+        off, on = (np.array(times[k]) * 1000 for k in (False, True))
+        print(
+            f"snippet cost, {len(base)} docs, {len(queries)} queries x {rounds} alternating rounds, "
+            f"{hits / (rounds * len(queries)):.1f} hits per query: p50 without {np.median(off):.3f} ms, "
+            f"with {np.median(on):.3f} ms, added {np.median(on) - np.median(off):.3f} ms; "
+            f"p99 {np.percentile(off, 99):.2f} / {np.percentile(on, 99):.2f} ms"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--x8", action="store_true", help="also run scale x8")
@@ -416,7 +634,28 @@ def main(argv=None):
         action="store_true",
         help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries",
     )
+    ap.add_argument(
+        "--zipf",
+        metavar="N[,N...]",
+        help="only the synthetic Zipfian corpus at these sizes: politecrawl, tantivy, bm25s, each built and "
+        "searched in its own process (build rate, size, peak RSS, p50/p99 per query set, with snippets)",
+    )
+    ap.add_argument(
+        "--snippet-cost",
+        type=int,
+        metavar="ROUNDS",
+        help="only what snippets add to a top-10 query (x1, one index, with and without alternating)",
+    )
+    ap.add_argument("--zipf-child", choices=("build", "search"), help=argparse.SUPPRESS)
+    ap.add_argument("--zipf-child-engine", help=argparse.SUPPRESS)
+    ap.add_argument("--zipf-work", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.zipf_child:
+        zipf_child(args)
+        return
+    if args.zipf:
+        zipf_table(args)
+        return
 
     root = None if args.synthetic else find_python_docs()
     if root is not None:
@@ -443,6 +682,9 @@ def main(argv=None):
     )
     print(f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} CPUs\n")
     only = set(args.engines.split(",")) if args.engines else None
+    if args.snippet_cost:
+        snippet_cost(base, queries, args.snippet_cost)
+        return
     if args.known_item:
         known_item_table(base, anchors, only)
         if anchors and (not only or "politecrawl+anchors" in only):

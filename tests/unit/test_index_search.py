@@ -599,3 +599,17 @@ def test_segments_without_sync_points_still_give_snippets(tmp_path):
         w.add_document("http://new/", "New", "a needle too")
         w.compact()
     assert {h.url for h in Searcher(tmp_path / "ix").search("needle")} == {"http://long/", "http://new/"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40_000), st.integers(1, 60), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed):
+    # Many ties (few distinct scores), as common words give: every score tied at the k-th is kept.
+    from politecrawl.index.search import _at_least_kth
+
+    scores = np.random.default_rng(seed).integers(0, distinct, n).astype(np.float64) * 0.37
+    if n > k:
+        expected = np.flatnonzero(scores >= np.partition(scores, n - k)[n - k])
+    else:
+        expected = np.arange(n)
+    assert np.array_equal(_at_least_kth(scores, k), expected)

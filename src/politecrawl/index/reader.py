@@ -32,7 +32,15 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
 
-__all__ = ["INDEX_FORMAT", "INDEX_VERSION", "IndexReader", "is_outdated", "note_commit", "read_current_pointer"]
+__all__ = [
+    "INDEX_FORMAT",
+    "INDEX_VERSION",
+    "IndexReader",
+    "is_outdated",
+    "note_commit",
+    "read_current_pointer",
+    "union_of_docs",
+]
 
 INDEX_FORMAT = "politecrawl-index"
 INDEX_VERSION = 2  # 2: segments with the anchor field
@@ -115,6 +123,28 @@ def _dir_identity(path: Path) -> tuple[int, int, int]:
 
 
 _file_identity = _dir_identity
+
+
+def union_of_docs(lists: list[np.ndarray], n: int, live: np.ndarray | None = None) -> np.ndarray:
+    """The sorted union of sorted, duplicate-free doc id arrays of a segment of ``n`` documents
+    (only those ``live`` allows). Sorting the concatenation costs ~5 ms for a word in every one
+    of 100,000 documents; a mask of the segment costs a pass over ``n`` bytes, so it is used
+    when the lists are long."""
+    lists = [d for d in lists if len(d)]
+    if not lists:
+        return np.zeros(0, dtype=np.int64)
+    if len(lists) == 1:
+        docs = lists[0]
+    elif 8 * sum(len(d) for d in lists) < n:
+        docs = np.unique(np.concatenate(lists))
+    else:
+        mask = np.zeros(n, dtype=bool)
+        for d in lists:
+            mask[d] = True
+        if live is not None:
+            mask &= live
+        return np.flatnonzero(mask)
+    return docs[live[docs]] if live is not None else docs
 
 
 class SegmentView:
@@ -231,10 +261,7 @@ class IndexReader:
             if p is None:
                 out.append(np.zeros(0, dtype=np.int64))
                 continue
-            docs = np.unique(np.concatenate([p[f][0] for f in FIELDS]))
-            if v.live is not None:
-                docs = docs[v.live[docs]]
-            out.append(docs)
+            out.append(union_of_docs([p[f][0] for f in FIELDS], v.segment.doc_count, v.live))
         return out
 
     def df(self, term: str, per_segment=None, field: str | None = None) -> int:

@@ -17,9 +17,13 @@ Semantics of a query (see ``analysis.parse_query``):
 
 Ranking is by score descending, ties broken by url ascending, so results are
 deterministic and pages never overlap.  Scores are accumulated per segment in
-numpy arrays; the top ``page * limit`` are selected with ``np.partition`` on a
+numpy arrays, each term only over the documents that hold it (a term in many of
+a segment's documents over a dense array, which is cheaper there; the floats
+added are the same either way); the top ``page * limit`` are selected on a
 score threshold (all documents tied at the threshold are kept, then sorted by
-``(-score, url)``), which is exact.
+``(-score, url)``), which is exact: the threshold is bounded from below by the
+maxima of blocks of scores, so the partition runs over few of them
+(``_at_least_kth``).
 
 Top-k pruning (``Searcher.top_k_pruning``, **off** by default, see the
 measurement below; ``count`` never prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
@@ -73,7 +77,7 @@ from .bm25 import (
     idf,
     saturate,
 )
-from .reader import IndexReader, SegmentView, current_identity, local_commits
+from .reader import IndexReader, SegmentView, current_identity, local_commits, union_of_docs
 from .snippet import MAX_POSITIONS, snippet_for_hit
 
 __all__ = ["Hit", "Searcher"]
@@ -81,6 +85,36 @@ __all__ = ["Hit", "Searcher"]
 MAX_LIMIT = 1000
 MAX_PAGE = 1000
 _NO_POSITIONS = np.zeros(0, dtype=np.int64)
+
+
+#: ``_at_least_kth`` bounds the k-th best score from the maxima of blocks of this many scores.
+_BLOCK = 64
+
+
+def _at_least_kth(scores: np.ndarray, k: int) -> np.ndarray:
+    """Ascending indices of the scores >= the ``k``-th largest (all of them if there are
+    fewer than ``k``): the top ``k`` with every score tied at the threshold.
+
+    ``np.partition`` over all of a query's candidates was the largest line of a query for a
+    common word at 100,000 documents (it slows down on the many tied scores). The ``k``
+    largest block maxima are ``k`` scores, so the ``k``-th of them is a lower bound of the
+    ``k``-th largest score; the partition then runs only over the scores at or above it.
+    """
+    n = len(scores)
+    if n <= k:
+        return np.arange(n)
+    if n >= 4 * _BLOCK * k:
+        m = n - n % _BLOCK
+        maxima = scores[:m].reshape(-1, _BLOCK).max(axis=1)
+        if m < n:
+            maxima = np.append(maxima, scores[m:].max())
+        bound = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
+        cand = np.flatnonzero(scores >= bound)
+        sub = scores[cand]
+        threshold = np.partition(sub, len(sub) - k)[len(sub) - k]
+        return cand[sub >= threshold]
+    threshold = np.partition(scores, n - k)[n - k]
+    return np.flatnonzero(scores >= threshold)
 
 
 @dataclass(frozen=True)
@@ -210,11 +244,7 @@ class Searcher:
         seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
         docs = np.concatenate([d for _, d, _ in matched])
         scores = np.concatenate([s for _, _, s in matched])
-        if len(scores) > k:
-            threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
-            keep = np.flatnonzero(scores >= threshold)
-        else:
-            keep = np.arange(len(scores))
+        keep = _at_least_kth(scores, k)
         ranked = sorted(
             (
                 (float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
@@ -223,11 +253,12 @@ class Searcher:
             key=lambda r: (-r[0], r[1]),
         )[(page - 1) * limit : k]
         terms = q.positive_terms
+        where = [(si, d) for _, _, si, d in ranked]
+        hit_positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
         hits = []
-        for score, url, si, d in ranked:
+        for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
             if snippets:
-                positions = self._body_positions(seg, postings, terms, si, d)
                 text, highlights = snippet_for_hit(seg.body_bytes(d), terms, positions, sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
@@ -238,20 +269,43 @@ class Searcher:
         return hits
 
     @staticmethod
-    def _body_positions(seg, postings: dict, terms: list[str], si: int, doc: int) -> list[np.ndarray]:
-        """Per term: its token positions in the body of ``doc`` of ``seg``, segment ``si`` (the first
-        ``MAX_POSITIONS``; empty if it is not in the body), from the postings already read."""
-        fp = seg.fields["body"]
-        out = []
-        for t in terms:
-            p = postings[t][si]
-            if p is not None:
-                docs, _, lo = p["body"]
-                k = int(np.searchsorted(docs, doc))
-                if k < len(docs) and docs[k] == doc:
-                    out.append(fp.positions_of(seg.term_id(t), lo + k)[:MAX_POSITIONS])
+    def _body_positions(
+        reader: IndexReader, postings: dict, terms: list[str], hits: list[tuple[int, int]]
+    ) -> list[list[np.ndarray]]:
+        """Per hit ``(segment index, doc)``, per term: its token positions in the hit's body (the
+        first ``MAX_POSITIONS``; empty if it is not in the body), from the postings already read.
+
+        One ``searchsorted`` and one running sum of term frequencies per term and segment find
+        every hit's positions at once (a per-hit lookup summed the frequencies before it each time).
+        """
+        out: list[list[np.ndarray]] = [[] for _ in hits]
+        by_segment: dict[int, list[int]] = {}
+        for h, (si, _) in enumerate(hits):
+            by_segment.setdefault(si, []).append(h)
+        for si, hs in by_segment.items():
+            seg = reader.views[si].segment
+            fp = seg.fields["body"]
+            want = np.array([hits[h][1] for h in hs], dtype=np.int64)
+            for t in terms:
+                p = postings[t][si]
+                docs, tfs, _ = p["body"] if p is not None else (None, None, 0)
+                if docs is None or tfs is None or not len(docs):
+                    for h in hs:
+                        out[h].append(_NO_POSITIONS)
                     continue
-            out.append(_NO_POSITIONS)
+                ks = np.minimum(np.searchsorted(docs, want), len(docs) - 1)
+                found = (docs[ks] == want).tolist()
+                k_list = ks.tolist()
+                # positions of posting k start sum(tfs[:k]) after the term's first position
+                ends = np.cumsum(tfs[: max(k_list) + 1], dtype=np.int64).tolist()
+                base = int(fp.pos_ptr[seg.term_id(t)])
+                for h, k, ok in zip(hs, k_list, found):
+                    if ok:
+                        start = base + ends[k] - int(tfs[k])
+                        n = min(int(tfs[k]), MAX_POSITIONS)  # a prefix of the deltas: a prefix of the positions
+                        out[h].append(np.cumsum(fp.positions[start : start + n], dtype=np.int64))
+                    else:
+                        out[h].append(_NO_POSITIONS)
         return out
 
     # -- matching and scoring -------------------------------------------------
@@ -322,14 +376,30 @@ class Searcher:
                         if len(d):
                             scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f, K1)[d])
                 else:
-                    pseudo = np.zeros(n, dtype=np.float64)
-                    for f in FIELDS:
-                        d, tf, _ = p[f]
-                        if len(d):
+                    # tf~ only on the documents that hold the term (the union of its fields'
+                    # postings): the same floats added in the same order as over every
+                    # document, where the others add exactly 0, at a cost that follows df
+                    # instead of the segment's size.
+                    parts = [p[f][:2] + (f,) for f in FIELDS if len(p[f][0])]
+                    if 16 * sum(len(d) for d, _, _ in parts) >= n:  # many documents: dense is cheaper
+                        pseudo = np.zeros(n, dtype=np.float64)
+                        for d, tf, f in parts:
                             pseudo[d] += tf * self._norm(reader, si, f, None)[d]
-                    if only is not None:
-                        pseudo[~only] = 0.0
-                    scores += idfs[t] * saturate(pseudo, k1=K1)
+                        if only is not None:
+                            pseudo[~only] = 0.0
+                        scores += idfs[t] * saturate(pseudo, k1=K1)
+                    else:
+                        if len(parts) == 1:
+                            u, tf, f = parts[0]
+                            pseudo = tf * self._norm(reader, si, f, None)[u]
+                        else:
+                            u = union_of_docs([d for d, _, _ in parts], n)
+                            pseudo = np.zeros(len(u), dtype=np.float64)
+                            for d, tf, f in parts:
+                                pseudo[np.searchsorted(u, d)] += tf * self._norm(reader, si, f, None)[d]
+                        if only is not None:
+                            pseudo[~only[u]] = 0.0
+                        scores[u] += idfs[t] * saturate(pseudo, k1=K1)
                     if bonus:
                         d, tf, _ = p["title"]
                         if only is not None and len(d):

@@ -561,8 +561,12 @@ class Segment:
         if len(self.urls) != self.doc_count or self.doc_lens.shape[0] != self.doc_count:
             raise SearchIndexError(f"{self.path}: document table does not match header")
         body_size = int(self.body_ptr[-1]) if self.doc_count else 0
+        # A plain ndarray view of the mapping, as in ``_load``: slicing an ``np.memmap`` builds a
+        # memmap object each time (a tenth of a snippet's own time).
         self._bodies = (
-            np.memmap(self.path / "bodies.bin", dtype=np.uint8, mode="r") if body_size else np.zeros(0, np.uint8)
+            np.memmap(self.path / "bodies.bin", dtype=np.uint8, mode="r").view(np.ndarray)
+            if body_size
+            else np.zeros(0, np.uint8)
         )
         self._hosts: list[str] | None = None
         if (self.path / "body_sync_ptr.npy").exists():

@@ -26,7 +26,9 @@ space (``best_window``: most distinct terms, then most occurrences, earliest,
 over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it;
 the body is then decompressed incrementally (``BodyStream``) only until that
 occurrence is found by ``str.find`` plus a window of text after it, and only
-that region is scanned.  A long body has sync points (see ``segment``): the
+that region is scanned.  The first decompression step is sized from the
+occurrence's token distance (at the body's own characters per token where a sync
+point tells it), so most snippets take one step.  A long body has sync points (see ``segment``): the
 decompression then starts at the last one before the window, so a window deep
 in a long page costs no more than one near its start.  Terms in no body
 position (a title-only match) need no search at all: the snippet is the start
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -72,6 +75,9 @@ PREFER_BEFORE_TOKENS = 2000
 SCAN_TOKENS = 5000
 #: First decompression step of ``BodyStream`` (characters); each further step doubles.
 FIRST_CHUNK = 2048
+#: Characters per body token assumed when a body has no sync point to tell (English prose and
+#: code: ~6; an underestimate costs a further decompression step, an overestimate a few KB).
+CHARS_PER_TOKEN = 7.0
 _WS_RE = re.compile(r"\s+")
 
 
@@ -262,6 +268,21 @@ def best_window(
     of a page is also what it is about).
     """
     limit = PREFER_BEFORE_TOKENS if prefer_before is None else prefer_before
+    present = [i for i, p in enumerate(positions) if len(p)]
+    if len(present) == 1:
+        # One term in the body (most hits of short queries): every window has one distinct
+        # term, so the best is the earliest with most occurrences among those before ``limit``
+        # (the first occurrence if none is), counted with bisect.
+        i = present[0]
+        pos = positions[i].tolist()
+        best, best_count = 0, -1
+        for a, start in enumerate(pos):
+            if start >= limit:
+                break
+            c = bisect_left(pos, start + width, a) - a
+            if c > best_count:
+                best, best_count = a, c
+        return i, best
     if sum(len(p) for p in positions) > 64:
         return _best_window_np(positions, width, limit)
     # (position, term index, occurrence index), in position order: few, so plain Python.
@@ -378,16 +399,24 @@ def snippet_for_hit(
     term_i, occurrence = found
     cut_before = False
     stream: BodyStream | None = None
+    token = int(positions[term_i][occurrence])
+    from_token, chars_per_token = 0, CHARS_PER_TOKEN
     if seekable and sync is not None:
-        token = int(positions[term_i][occurrence])
-        r = int(np.searchsorted(sync[:, 2], token, side="right")) - 1
+        rows = sync.tolist()
+        r = bisect_right([row[2] for row in rows], token) - 1
         if r >= 0:
-            byte, _, sync_token = (int(x) for x in sync[r])
+            byte, char, sync_token = rows[r]
             stream = BodyStream(compressed[byte:], raw_deflate=True)
-            occurrence -= int(np.searchsorted(positions[term_i], sync_token))  # the term's occurrences before
+            occurrence -= bisect_left(positions[term_i].tolist(), sync_token)  # the term's occurrences before
             cut_before = True
+            from_token, chars_per_token = sync_token, char / max(1, sync_token)
+        else:
+            chars_per_token = rows[0][1] / max(1, rows[0][2])
     if stream is None:
         stream = BodyStream(compressed)
+    # One decompression step to about the window, from the token's distance (each further
+    # step is a call, a copy of the text and a lower-casing of the new part).
+    stream.grow(int((token - from_token) * chars_per_token * 1.25) + 3 * window)
     c = _nth_occurrence(stream, terms[term_i], occurrence)
     if c is None:  # tokens and raw text disagree here: scan the prefix, as before
         stream.ensure(SCAN_CHARS)
