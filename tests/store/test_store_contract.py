@@ -13,8 +13,6 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
-from politecrawl.store import postgres as postgres_store
-from politecrawl.store import sqlite as sqlite_store
 from politecrawl.response import URLOutcome
 from politecrawl.store import (
     Claim,
@@ -26,6 +24,8 @@ from politecrawl.store import (
     RobotsUpdate,
     YieldCheck,
 )
+from politecrawl.store import postgres as postgres_store
+from politecrawl.store import sqlite as sqlite_store
 
 T = 1_700_000_000.0
 LEASE = 30.0
