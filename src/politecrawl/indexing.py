@@ -41,11 +41,10 @@ __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 BATCH = 2_000
 #: Pages per batch of an update that may be told to stop (a crawl's): about a second of indexing.
 STOPPABLE_BATCH = 500
-#: Anchor rows looked at per index commit when refreshing the pages they point at …
+#: Anchor rows looked at per pass when refreshing the pages they point at. The pages a pass
+#: names are written in commits of ``batch`` pages (so a stopping crawl waits for one commit, not
+#: the pass); smaller passes would re-index the pages many rows point at once per pass.
 ANCHOR_BATCH = 20_000
-#: … and in an update that may be told to stop: each row can send its target page back to the
-#: index, so a batch of ANCHOR_BATCH rows could hold a stopping crawl for seconds.
-STOPPABLE_ANCHOR_BATCH = 1_000
 
 log = logging.getLogger("politecrawl.indexing")
 
@@ -206,7 +205,6 @@ def _update(
     """The update itself; ``progress[0]`` counts the pages looked at (also when it fails)."""
     stopped = stop or (lambda: False)
     batch = STOPPABLE_BATCH if stop is not None else BATCH
-    anchor_batch = STOPPABLE_ANCHOR_BATCH if stop is not None else ANCHOR_BATCH
     seen = progress[0]
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
     if _index_op(index_dir, is_outdated, index_dir):
@@ -236,11 +234,13 @@ def _update(
             # would never end and would write a segment per few pages.
             break
     while anchors_done < anchors_upto and not stopped():
-        upto = min(anchors_done + anchor_batch, anchors_upto)
+        upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
         # Only what is indexable now; a page that stopped being so is removed by the loop above.
-        _write(
-            store, index_dir, store.pages_with_new_anchors(anchors_done, upto), deletes=False, merge_tokens=merge_tokens
-        )
+        named = store.pages_with_new_anchors(anchors_done, upto)
+        for start in range(0, len(named), batch):
+            _write(store, index_dir, named[start : start + batch], deletes=False, merge_tokens=merge_tokens)
+            if stopped() and start + batch < len(named):
+                return  # this pass is not done: the next update takes it again, from its start
         anchors_done = upto
         store.set_meta("indexed_anchor_id", str(anchors_done))
     if fresh:
