@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -54,13 +55,30 @@ def page(title: str, body: str = "", links=(), head: str = "") -> str:
     return f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p>{anchors}</body></html>"
 
 
+_WORDS = (
+    "river stone market garden lantern harbor meadow copper violin orchard candle bridge "
+    "falcon pepper compass velvet glacier timber saffron quarry beacon thistle marble canyon "
+    "harvest anchor ember willow basalt cobalt juniper sparrow lagoon prairie summit tundra"
+).split()
+
+
+def _article(ip: str, j: int) -> str:
+    """Sixty words of its own for page ``j`` of host ``ip``."""
+    return " ".join(random.Random(f"{ip}/{j}").choices(_WORDS, k=60))
+
+
 def chain_site(ip: str, n: int, *, delay: float = 0.0, word: str = "") -> SandboxHost:
     """A home page linking to n - 1 pages that link on to each other: n pages in all.
 
     Every host's text differs (its address is in it): two hosts serving the same pages would
-    rightly be seen as duplicates, and the second paused by yield monitoring."""
+    rightly be seen as duplicates, and the second paused by yield monitoring. Every page's text
+    differs too, as real articles' do: numbered pages of one near-identical line that link on to
+    the next are what a crawl trap looks like, and the learned URL patterns stop those."""
     pages = {"/": page(f"Home {ip}", f"{word} {ip}", [f"/p{j}" for j in range(n - 1)])}
-    pages |= {f"/p{j}": page(f"P{j} {ip}", f"{word} {ip} page {j}", [f"/p{(j + 1) % (n - 1)}"]) for j in range(n - 1)}
+    pages |= {
+        f"/p{j}": page(f"P{j} {ip}", f"{word} {ip} page {j}: {_article(ip, j)}", [f"/p{(j + 1) % (n - 1)}"])
+        for j in range(n - 1)
+    }
     return SandboxHost(ip, pages=pages, delay=delay)
 
 
@@ -394,9 +412,9 @@ def test_status_index_search_and_audit_on_postgres(fleet, sandbox_factory):
     out = fleet.cli("status", "--db", fleet.db, "--json")
     assert out.returncode == 0, out.stderr
     st = json.loads(out.stdout)
-    assert st.pages_fetched == 5 and st.disallowed == 1 and st.queued == 0
-    assert st.exact_duplicates == 1 and st.aliases == 1 and st.hosts == 1
-    assert st.requests == len(sb.requests(host))
+    assert st["pages_fetched"] == 5 and st["disallowed"] == 1 and st["queued"] == 0
+    assert st["exact_duplicates"] == 1 and st["aliases"] == 1 and st["hosts"] == 1
+    assert st["requests"] == len(sb.requests(host))
     text = fleet.cli("status", "--db", fleet.db)
     assert text.returncode == 0 and "Traceback" not in text.stderr
 

