@@ -733,10 +733,14 @@ def serve(settings: Settings) -> None:
             if not is_loopback_host(settings.host):
                 print(f"note: listening on {settings.host}, reachable from other machines", flush=True)
             stop = asyncio.Event()
-            try:  # SIGTERM (systemd, docker stop) stops as cleanly as Ctrl-C
-                asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+            # Ctrl-C and SIGTERM (systemd, docker stop) take the same way out, through the loop:
+            # a SIGINT left to asyncio.run cancels the task instead, and that way hung at times,
+            # and a SIGINT a background job inherited as ignored would never arrive at all.
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
             await stop.wait()
         finally:
             await runner.cleanup()
