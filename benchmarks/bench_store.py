@@ -384,14 +384,10 @@ def scale(args) -> None:
         f" | {'wake ms':>7} | {'prep s':>6} {'store MB':>7}"
     )
     for hosts, per_host in sizes:
-        with tempfile.TemporaryDirectory(dir=args.tmp) as d:
-            path = os.path.join(d, "bench.db")
 
-            def sqlite_mb() -> float:
-                return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6
-
-            for line in _scale_size(
-                path,
+        def measure(store_url: str, label: str, size_mb, hosts: int = hosts, per_host: int = per_host) -> None:
+            lines = _scale_size(
+                store_url,
                 hosts,
                 per_host,
                 counts,
@@ -399,11 +395,20 @@ def scale(args) -> None:
                 args.delay,
                 per_ip,
                 args.explain,
-                "SQLite",
-                sqlite_mb,
+                label,
+                size_mb,
                 args.try_index,
-            ):
+            )
+            for line in lines:
                 print(line, flush=True)
+
+        with tempfile.TemporaryDirectory(dir=args.tmp) as d:
+            path = os.path.join(d, "bench.db")
+
+            def sqlite_mb() -> float:
+                return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6
+
+            measure(path, "SQLite", sqlite_mb)
         if args.pg:
             import psycopg
             from psycopg import sql
@@ -418,20 +423,7 @@ def scale(args) -> None:
                     return float(conn.execute(q, (schema,)).fetchone()[0] or 0) / 1e6
 
             try:
-                for line in _scale_size(
-                    url,
-                    hosts,
-                    per_host,
-                    counts,
-                    args.seconds,
-                    args.delay,
-                    per_ip,
-                    args.explain,
-                    "PostgreSQL",
-                    pg_mb,
-                    args.try_index,
-                ):
-                    print(line, flush=True)
+                measure(url, "PostgreSQL", pg_mb)
             finally:
                 with psycopg.connect(args.pg, autocommit=True) as conn:
                     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
