@@ -162,12 +162,14 @@ class Crawler:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stop_event = StopSignal()
-        self.stopped_by_signal = False
         self.signal_at: float | None = None  # when Ctrl-C / SIGTERM asked the crawl to stop
+
+    @property
+    def stopped_by_signal(self) -> bool:
+        return self.signal_at is not None
 
     def request_stop(self) -> None:
         """Ctrl-C / SIGTERM: finish the requests in flight, record them, stop."""
-        self.stopped_by_signal = True
         if self.signal_at is None:
             self.signal_at = time.time()
         self.stop_event.set()

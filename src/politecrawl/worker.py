@@ -396,14 +396,17 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
+        fresh: list[int] = []  # the hashes of the anchors this release stores
         if outcome.anchors:
             known = self._anchors_stored
-            outcome.anchors = [(u, t) for u, t in outcome.anchors if hash((claim.host, u, t)) not in known]
+            keyed = [(hash((claim.host, u, t)), (u, t)) for u, t in outcome.anchors]
+            fresh = [key for key, _ in keyed if key not in known]
+            outcome.anchors = [anchor for key, anchor in keyed if key not in known]
         await self._release(claim, outcome, self.now())
-        if outcome.anchors:
+        if fresh:
             if len(self._anchors_stored) > ANCHORS_REMEMBERED:
                 self._anchors_stored.clear()
-            self._anchors_stored.update(hash((claim.host, u, t)) for u, t in outcome.anchors)
+            self._anchors_stored.update(fresh)
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info(
