@@ -18,6 +18,7 @@ import click
 from . import __version__
 from .config import DEFAULTS, Settings, load_settings
 from .errors import PolitecrawlError
+from .logs import setup_logging
 
 if TYPE_CHECKING:  # the store package is imported by the commands that use it
     from .store import Store
@@ -106,11 +107,7 @@ def cli(config: str | None, verbose: bool) -> None:
       politecrawl status
       politecrawl demo          (a sandbox web on loopback; no network needed)
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(logging.INFO if verbose else logging.WARNING)
     if verbose:
         import os
 

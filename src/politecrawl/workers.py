@@ -22,6 +22,7 @@ from typing import Callable
 from .config import Settings, user_agent_string
 from .errors import PolitecrawlError, StoreError
 from .fetch import Fetcher
+from .logs import setup_logging
 from .scope import CrawlScope
 from .store import Store, is_postgres_url, open_store
 from .warc import WarcWriter
@@ -100,9 +101,7 @@ def _worker_process(
         pass
     _raise_open_files_limit()
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
-    logging.basicConfig(
-        level=getattr(logging, level, logging.WARNING), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline))
     except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback

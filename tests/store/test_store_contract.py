@@ -1171,6 +1171,57 @@ def test_postgres_transaction_on_a_dying_connection_is_retried_once_on_a_fresh_o
     assert store.get_meta("retried") == "yes"
 
 
+class _ConnectionKiller:
+    """Terminates a store's server connections every ``period`` seconds, in a thread, while in use."""
+
+    def __init__(self, target, period: float) -> None:
+        import threading
+
+        self.target, self.period, self.kills = target, period, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            self.kills += self.target.kill_connections()
+
+    def __enter__(self) -> _ConnectionKiller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@pytest.mark.pg
+def test_postgres_store_opens_and_works_while_its_connections_are_killed_again_and_again(pg_store_factory):
+    """A worker started during a database restart or a failover: it waits, it does not give up."""
+    pg_store_factory().close()  # the schema exists: what follows is a worker opening it
+    opened = 0
+    with _ConnectionKiller(pg_store_factory, 0.02) as killer:
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            store = pg_store_factory()  # every step of an open meets killed connections
+            store.seed_urls([url(A, f"/{opened}")], T)
+            store.close()
+            opened += 1
+    assert killer.kills >= 20 and opened >= 3, (killer.kills, opened)
+    store = pg_store_factory()
+    assert len(store.url_states()) == opened  # every seed call landed exactly once
+
+
+@pytest.mark.pg
+def test_postgres_store_that_cannot_be_reached_fails_at_once(tmp_path):
+    """The negative control of the patience above: a refused connection is not waited on."""
+    from politecrawl.errors import StoreError
+
+    start = time.monotonic()
+    with pytest.raises(StoreError, match="cannot connect"):
+        postgres_store.PostgresStore("postgresql://postgres@127.0.0.1:1/test")
+    assert time.monotonic() - start < 2.0
+
+
 @pytest.mark.pg
 def test_postgres_errors_are_one_line_store_errors(pg_store_factory):
     from politecrawl.errors import StoreError

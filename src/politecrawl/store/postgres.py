@@ -31,7 +31,7 @@ machines whose clocks disagree still agree on when a host is next allowed.
 Connections come from a small ``psycopg_pool.ConnectionPool`` (1 to 4); each
 is checked (an empty query) before use and a dead one is replaced at once, so
 the store recovers after a PostgreSQL restart or killed connections. A failed
-operation is retried (up to ``_ATTEMPTS`` tries) on a fresh connection when
+operation is retried (for up to ``_RETRY_PATIENCE`` seconds) on a fresh connection when
 that is safe: reads; transactions that failed before their COMMIT was sent;
 and transactions that may run twice (claim, seed, requeue, release of dead
 workers' leases, index marks, meta). A ``release`` whose COMMIT's answer was
@@ -103,8 +103,15 @@ _MIGRATE_LOCK = "politecrawl:migrate"
 _PAGES_LOCK = "politecrawl:pages-seq"
 _IP_LOCK_PREFIX = "politecrawl:ip:"
 
-# Tries of one store operation when the failure is transient and a retry is safe.
-_ATTEMPTS = 3
+# Seconds one store operation keeps retrying a transient failure when a retry is safe: a
+# database that drops its connections again and again for a few seconds (a failover, an
+# administrator's pg_terminate_backend in a loop) costs the crawl time, not a worker. Well
+# below the shortest lease anyone runs, so a retried release still finds its claim.
+_RETRY_PATIENCE = 10.0
+
+# Seconds a store being opened keeps trying a server that dropped the connection or is
+# restarting (never one that refuses it or rejects the URL: those fail at once).
+_OPEN_PATIENCE = 15.0
 
 # SQLSTATEs worth one retry on a fresh transaction: serialization failure, deadlock.
 _RETRY_SQLSTATES = {"40001", "40P01"}
@@ -376,24 +383,14 @@ class PostgresStore:
             timeout=30.0,
             name="politecrawl-store",
         )
-        # One direct connection first: an unreachable server or a bad URL fails now, with libpq's
-        # own reason, instead of after the pool's background retries time out.
-        try:
-            with psycopg.connect(conninfo, connect_timeout=10, **kwargs) as conn:
-                self.clock_offset = self._measure_clock_offset(conn)
-                if self._choose_toast:
-                    row = conn.execute(
-                        "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
-                    ).fetchone()
-                    self._toast_lz4 = bool(row and row[0])
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the PostgreSQL store {self.url}: {_one_line(exc)}") from exc
+        self._probe(conninfo, kwargs)
         try:
             try:
                 self._pool.open(wait=True, timeout=15.0)
             except PoolTimeout as exc:
                 raise StoreError(f"cannot connect to the PostgreSQL store {self.url}") from exc
-            self._transaction(lambda conn: self._check_or_create(conn, create), "open the store")
+            # Idempotent: a second run finds the schema the first one committed, if it did.
+            self._idempotent(lambda conn: self._check_or_create(conn, create), "open the store")
         except BaseException:
             self._pool.close()
             raise
@@ -447,7 +444,10 @@ class PostgresStore:
         the COMMIT's answer is lost with the connection, the transaction's fate is then asked on
         a fresh one: committed is done, aborted is retried; only an unknown fate is an error.
         """
-        for attempt in range(1, _ATTEMPTS + 1):
+        give_up_at = time.monotonic() + _RETRY_PATIENCE
+        attempt = 0
+        while True:
+            attempt += 1
             body_done = False
             conn = None
             if xid is not None:
@@ -473,14 +473,14 @@ class PostgresStore:
                     if fate == "committed":
                         return result
                     safe = fate == "aborted"
-                if attempt < _ATTEMPTS and transient and safe:
-                    time.sleep(0.05 * attempt)  # a deadlock's other party, or a server coming back
+                if transient and safe and time.monotonic() < give_up_at:
+                    # A deadlock's other party, or a server coming back: 0.05, 0.1, 0.2 … 1 s apart.
+                    time.sleep(min(0.05 * 2 ** (attempt - 1), 1.0))
                     continue
                 raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: {_one_line(exc)}") from exc
             finally:
                 if conn is not None:
                     self._pool.putconn(conn)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _transaction(self, fn: Callable[[psycopg.Connection], _T], what: str, *, xid: list | None = None) -> _T:
         """One write transaction; retried only if it failed before COMMIT (or, with ``xid``,
@@ -528,6 +528,36 @@ class PostgresStore:
         return min(samples)[1]  # the shortest round trip bounds the error best
 
     # -- setup -------------------------------------------------------------------
+    def _probe(self, conninfo: str, kwargs: dict[str, Any]) -> None:
+        """One direct connection before the pool: the clock offset and the TOAST choice.
+
+        An unreachable server or a bad URL fails now, with libpq's own reason, instead of after
+        the pool's background retries time out. A connection that was made and then lost (an
+        administrator's pg_terminate_backend, a restart under way) or a server that says it is
+        starting or stopping is tried again for a while: a worker started at that moment is
+        what a fleet does during a database restart, and it must not give up on its first try.
+        """
+        deadline = time.monotonic() + _OPEN_PATIENCE
+        attempt = 0
+        while True:
+            attempt += 1
+            connected = False
+            try:
+                with psycopg.connect(conninfo, connect_timeout=10, **kwargs) as conn:
+                    connected = True
+                    self.clock_offset = self._measure_clock_offset(conn)
+                    if self._choose_toast:
+                        row = conn.execute(
+                            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+                        ).fetchone()
+                        self._toast_lz4 = bool(row and row[0])
+                return
+            except psycopg.Error as exc:
+                passing = connected or (exc.sqlstate or "").startswith("57")  # class 57: operator intervention
+                if not passing or time.monotonic() >= deadline:
+                    raise StoreError(f"cannot connect to the PostgreSQL store {self.url}: {_one_line(exc)}") from exc
+                time.sleep(min(0.1 * attempt, 1.0))
+
     def _check_or_create(self, conn: psycopg.Connection, create: bool) -> None:
         # One store setup at a time per database (two processes opening a fresh store at once).
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_MIGRATE_LOCK,))
