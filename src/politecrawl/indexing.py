@@ -236,10 +236,11 @@ def _update(
     while anchors_done < anchors_upto and not stopped():
         upto = min(anchors_done + ANCHOR_BATCH, anchors_upto)
         # Only what is indexable now; a page that stopped being so is removed by the loop above.
-        named = store.pages_with_new_anchors(anchors_done, upto)
-        for start in range(0, len(named), batch):
-            _write(store, index_dir, named[start : start + batch], deletes=False, merge_tokens=merge_tokens)
-            if stopped() and start + batch < len(named):
+        after_url_id = 0
+        while named := store.pages_with_new_anchors(anchors_done, upto, after_url_id, batch):
+            _write(store, index_dir, named, deletes=False, merge_tokens=merge_tokens)
+            after_url_id = named[-1]["url_id"]
+            if stopped() and len(named) == batch:
                 return  # this pass is not done: the next update takes it again, from its start
         anchors_done = upto
         store.set_meta("indexed_anchor_id", str(anchors_done))

@@ -80,3 +80,37 @@ def test_an_index_of_an_older_format_is_rebuilt_from_the_store(sandbox_factory, 
     assert out.returncode == 0, out.stderr
     assert "older politecrawl" in out.stderr
     assert [h["url"] for h in search(db_path, "otter")] == [host.url("/")]
+
+
+def test_a_refresh_pass_naming_more_pages_than_a_batch_reads_them_a_batch_at_a_time(
+    sandbox_factory, db_path, monkeypatch
+):
+    """The pages a pass of new anchor rows names are read batch by batch (their text at once
+    would be the indexer's largest memory), and every one of them reaches the index."""
+    from politecrawl import indexing
+    from politecrawl.store.sqlite import SQLiteStore
+
+    names = [f"zz{chr(97 + i)}marker" for i in range(12)]
+    host = SandboxHost(
+        "127.0.0.2",
+        pages={f"/t{i}": page(f"T{i}", f"plain words {i}") for i in range(12)}
+        | {"/hub": page("Hub", "links", {f"/t{i}": name for i, name in enumerate(names)})},
+    )
+    sandbox_factory([host])
+    crawl(db_path, [host.url(f"/t{i}") for i in range(12)])
+    monkeypatch.setattr(indexing, "BATCH", 5)
+    monkeypatch.setattr(indexing, "STOPPABLE_BATCH", 5)
+    read: list[int] = []
+    original = SQLiteStore.pages_with_new_anchors
+
+    def spy(self, *args):
+        rows = original(self, *args)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(SQLiteStore, "pages_with_new_anchors", spy)
+    crawl(db_path, [host.url("/hub")])  # the targets are done: only their anchor text changes
+    assert max(read) == 5 and sum(read) == 12, read  # three reads of at most a batch, and all twelve
+    for i, name in enumerate(names):
+        hits = {h["url"]: h for h in search(db_path, name)}
+        assert scoring_fields(hits[host.url(f"/t{i}")]) == {"anchor"}, name

@@ -582,9 +582,9 @@ def test_anchor_texts_are_kept_once_per_target_linking_host_and_wording(store):
     assert texts == {f"{A}/1": ["Getting started", "Tutorial"], f"{A}/2": ["Reference"]}
     assert store.anchor_mark() > mark1
     # Pages whose anchor text grew after mark1: /1 only (once it is stored; /0 and /1 are pages now).
-    assert [p["url"] for p in store.pages_with_new_anchors(mark1, store.anchor_mark())] == [f"{A}/1"]
-    assert {p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark())} == {f"{A}/1"}
-    assert store.pages_with_new_anchors(store.anchor_mark(), store.anchor_mark()) == []
+    assert [p["url"] for p in store.pages_with_new_anchors(mark1, store.anchor_mark(), 0, 100)] == [f"{A}/1"]
+    assert {p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)} == {f"{A}/1"}
+    assert store.pages_with_new_anchors(store.anchor_mark(), store.anchor_mark(), 0, 100) == []
 
 
 def test_anchors_of_an_alias_count_for_its_canonical_page(store):
@@ -596,8 +596,13 @@ def test_anchors_of_an_alias_count_for_its_canonical_page(store):
     assert store.anchor_texts([f"{A}/2"]) == {f"{A}/2": ["the old name", "the new name"]}
     c2 = store.claim("w1", T + 2, LEASE)
     _fetch_one(store, c2, T + 2, title="canonical", text="y")
-    urls = [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark())]
+    urls = [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)]
     assert urls == [f"{A}/0", f"{A}/2"]  # the alias itself is not indexable; the indexer skips it
+    # Read a page of them at a time, by url_id after the last one read: the same pages, in order.
+    first = store.pages_with_new_anchors(0, store.anchor_mark(), 0, 1)
+    rest = store.pages_with_new_anchors(0, store.anchor_mark(), first[-1]["url_id"], 1)
+    assert [p["url"] for p in first + rest] == urls
+    assert store.pages_with_new_anchors(0, store.anchor_mark(), rest[-1]["url_id"], 1) == []
 
 
 def test_anchors_survive_reopen_and_a_304_adds_none(store, reopen):

@@ -691,6 +691,8 @@ ANCHORS_PER_PAGE = 64
 #: Pages whose anchor text changed: the targets of anchor rows in (lo, hi], and the canonical
 #: pages of targets that are aliases. Not noarchive pages already indexed: their text is gone
 #: from the store (it is in the index), so they keep the anchor text they were indexed with.
+#: One page of them at a time, by url_id after the last one read: the pages a pass names can
+#: be tens of thousands, and their text read at once would be the indexer's largest memory.
 ANCHOR_TARGET_PAGES_SQL = (
     "WITH t AS (SELECT DISTINCT target FROM anchors WHERE id > {ph} AND id <= {ph}),"
     " direct AS (SELECT f.id AS url_id FROM t JOIN frontier f ON f.url = t.target),"
@@ -698,7 +700,7 @@ ANCHOR_TARGET_PAGES_SQL = (
     "           JOIN frontier f2 ON f2.url = p.alias_of)"
     f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
     " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
-    " AND (noarchive = 0 OR indexed_at IS NULL) ORDER BY url_id"
+    " AND (noarchive = 0 OR indexed_at IS NULL) AND url_id > {ph} ORDER BY url_id LIMIT {ph}"
 )
 
 #: (page url, anchor text) for the given page urls ``{marks}``: links to the page itself and to its aliases.

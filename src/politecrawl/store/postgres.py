@@ -1205,9 +1205,12 @@ class PostgresStore:
         where the indexer's anchor refresh stops."""
         return self._horizon("SELECT COALESCE(MAX(id), 0) FROM anchors", "read anchors")
 
-    def pages_with_new_anchors(self, after: int, upto: int) -> list[dict]:
-        """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto]."""
-        return self._dicts(ANCHOR_TARGET_PAGES_SQL.format(ph="%s"), (after, upto), "read anchor targets")
+    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[dict]:
+        """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto],
+        the first ``limit`` of them whose url_id is above ``after_url_id``, in url_id order."""
+        return self._dicts(
+            ANCHOR_TARGET_PAGES_SQL.format(ph="%s"), (after, upto, after_url_id, limit), "read anchor targets"
+        )
 
     def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]:
         """url -> the text of links pointing at it or at its aliases, oldest first, bounded per page."""
