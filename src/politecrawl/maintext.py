@@ -98,8 +98,8 @@ _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 def join_inline(root: LexborNode) -> None:
     """Unwrap the inline elements under ``root`` and merge the text nodes that meet, so that
     text read with a space between text nodes (:func:`text_of`) breaks words only where the
-    page breaks lines. (Putting a space around every block element instead costs about twice
-    as much: a page has more block elements than inline ones, and each insert is a call.)"""
+    page breaks lines. (Rather than a space put around every block element: a page has more
+    block elements than inline ones, and each insert is a call of its own.)"""
     for node in root.css(_INLINE):
         # delete_empty: an empty <span id=…> anchor left in place would split the words around it
         node.unwrap(delete_empty=True)
