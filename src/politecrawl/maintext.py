@@ -107,7 +107,9 @@ def join_inline(root: LexborNode) -> None:
 
 
 def text_of(node: LexborNode) -> str:
-    """The text under ``node`` (after :func:`join_inline`), whitespace runs made one space."""
+    """The text under ``node``, its inline elements joined (:func:`join_inline`, which cuts
+    the tree), whitespace runs made one space."""
+    join_inline(node)
     # str.split is several times faster than a regex here.
     return " ".join(node.text(deep=True, separator=" ").split())
 
@@ -153,9 +155,10 @@ def remove(nodes: list[LexborNode], keep: LexborNode | None = None) -> None:
 
 
 def main_text(body: LexborNode) -> str | None:
-    """The page's main content as text (after :func:`join_inline`), or None when it holds no
-    word: the caller then takes the whole visible text, from a tree this has not cut
-    (:func:`text_of` of the body, parsed again). Removes the boilerplate it finds from the tree.
+    """The page's main content as text, or None when it holds no word: the caller then takes
+    the whole visible text, from a tree this has not cut (:func:`text_of` of the body, parsed
+    again). Removes the boilerplate it finds from the tree first, then joins inline elements:
+    a ``<span class="breadcrumbs">`` or an ``<a class="skip-link">`` is found by its name.
 
     Only an empty main content gives way, not a short one: a thin page's few words (a
     calendar's "nothing happens", a home page's "welcome") are its own text. Its navigation

@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-from .maintext import join_inline, main_text, remove, text_of
+from .maintext import main_text, remove, text_of
 
 __all__ = [
     "Link",
@@ -202,7 +202,6 @@ def _visible_text(tree: LexborHTMLParser, main_content: bool) -> str | None:
     body = tree.body
     if body is None:
         return ""
-    join_inline(body)
     return main_text(body) if main_content else text_of(body)
 
 

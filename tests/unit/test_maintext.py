@@ -73,6 +73,7 @@ CHROME = (
     '<nav><a href="/a">Navword</a></nav>'
     '<div class="sphinxsidebar"><h3>Table of Contents</h3><a href="#s">Sidebarword</a></div>'
     '<div class="breadcrumbs">Home » Crumbword</div>'
+    '<a class="skip-link" href="#main">Skipword</a> <span class="menu">Spanmenuword</span>'
     "<aside>Asideword</aside>"
     "<footer>Footerword © 2026</footer>"
 )
@@ -91,7 +92,7 @@ def test_the_text_is_the_main_content_without_the_sites_chrome(article: str) -> 
     got = text(CHROME + article + '<div class="toc">Tocword</div><div id="menu">Menuword</div>')
     assert got == "Quokka " + ARTICLE.strip()
     whole = text(CHROME + article, main_content=False)
-    for word in ("Sitename", "Navword", "Sidebarword", "Crumbword", "Asideword", "Footerword", "Quokka"):
+    for word in ("Sitename", "Navword", "Sidebarword", "Crumbword", "Skipword", "Asideword", "Footerword", "Quokka"):
         assert word in whole
 
 
