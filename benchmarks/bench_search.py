@@ -424,7 +424,7 @@ def crawler_text_table(root: Path, docs) -> None:
         for path in sorted(root.rglob("*.html"))
         for url in [pc_urls.normalize("https://docs.python.org/3/" + str(path.relative_to(root)))]
     }
-    print("\nKnown-item search with the text politecrawl's crawler extracts (politecrawl, default scoring; ")
+    print("\nKnown-item search with the text politecrawl's crawler extracts (politecrawl, default scoring;")
     print("the same queries in every row: the benchmark's titles and main-div fragments)")
     print("| body text | chars/page | title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 |")
     print("|---|---|---|---|---|---|")
