@@ -259,7 +259,7 @@ class Searcher:
         for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = snippet_for_hit(seg.body_bytes(d), terms, positions, sync=seg.sync_points(d))
+                text, highlights = snippet_for_hit(seg.body_buffer(d), terms, positions, sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score) if explain else None
