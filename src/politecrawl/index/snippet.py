@@ -372,36 +372,38 @@ _SINGLE_TERM_NP = 24
 def _best_single_np(p: np.ndarray, width: int, limit: int) -> int:
     """The single-term case of ``best_window`` with numpy: the index of the first occurrence
     before ``limit`` that starts the most occurrences in ``width`` tokens (0 if none is)."""
-    early = p[: int(np.searchsorted(p, limit))]
+    early = p[: int(p.searchsorted(limit))]
     if not len(early):
         return 0
-    count = np.searchsorted(p, early + width) - np.arange(len(early))
-    return int(np.argmax(count))  # the first of the maxima: the earliest
+    count = p.searchsorted(early + width) - np.arange(len(early))
+    return int(count.argmax())  # the first of the maxima: the earliest
 
 
 def _best_window_np(positions: list[np.ndarray], width: int, limit: int) -> tuple[int, int]:
-    """``best_window`` with numpy, for many occurrences (same result)."""
+    """``best_window`` with numpy, for many occurrences (same result). Array methods, not the
+    ``np.`` functions: these dispatch through Python first, which costs more than the work here."""
     present = [(i, p) for i, p in enumerate(positions) if len(p)]
     # Every occurrence starts a candidate window. A start repeated (a term given twice) is
     # scored the same each time, and the first of equal maxima is taken: as one start.
-    starts = np.sort(np.concatenate([p for _, p in present]))
+    starts = np.concatenate([p for _, p in present])
+    starts.sort()
     n = len(starts)
     bounds = np.concatenate((starts, starts + width))
-    at = np.searchsorted(starts, bounds)
+    at = starts.searchsorted(bounds)
     count = at[n:] - at[:n]  # occurrences in [start, start + width), every term at once
     distinct = np.zeros(n, dtype=np.int64)
     for _, p in present:
-        at = np.searchsorted(p, bounds)
+        at = p.searchsorted(bounds)
         distinct += at[n:] > at[:n]
     top = distinct == distinct.max()
     early = top & (starts < limit)
     if early.any():
-        best = int(np.argmax(np.where(early, count, -1)))  # argmax: the first of the maxima
+        best = int(np.where(early, count, -1).argmax())  # argmax: the first of the maxima
     else:
-        best = int(np.argmax(top))
+        best = int(top.argmax())
     start = starts[best]
     for i, p in present:
-        k = int(np.searchsorted(p, start, side="left"))
+        k = int(p.searchsorted(start))
         if k < len(p) and p[k] == start:
             return i, k
     raise AssertionError("unreachable: the start is some term's position")
