@@ -601,6 +601,88 @@ def test_segments_without_sync_points_still_give_snippets(tmp_path):
     assert {h.url for h in Searcher(tmp_path / "ix").search("needle")} == {"http://long/", "http://new/"}
 
 
+def test_body_stream_from_a_sync_point_reads_piece_by_piece():
+    from politecrawl.index import segment, snippet
+
+    body = "".join(f"wörd{i} é😀 " for i in range(3000))
+    cuts = [c for c in range(500, len(body), 700) if body[c].isspace()] or [body.index(" ", 500)]
+    [(compressed, offsets)] = segment._compress_bodies([(body, cuts)])
+    for start, char in [(0, 0)] + list(zip(offsets, cuts)):
+        stream = snippet.BodyStream(memoryview(compressed), start=start, stops=offsets)
+        grown = 0
+        while not stream.done:
+            stream.grow(len(stream.data) + 300)  # steps that end inside pieces and characters
+            grown += 1
+            assert body[char:].encode().startswith(stream.data)
+            assert stream.low == stream.data.lower()
+        assert stream.text == body[char:] and grown > 3
+
+
+def _snippets(path, queries):
+    s = Searcher(path)
+    return {q: [(h.url, h.snippet, h.highlights) for h in s.search(q)] for q in queries}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_snippets_do_not_depend_on_where_the_sync_points_are(tmp_path_factory, seed):
+    # Windows near a sync point included: the snippet is the one the whole body gives (its lead
+    # of text before the first match is read from the sync point before), with many sync points,
+    # with a few, and in a segment of an older version that has none.
+    import random
+
+    from politecrawl.index import segment
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "Gamma", "délta", "x", "naïve", "ÉPSILON", "zeta,", "eta."] + ["w"] * 10
+    bodies = [
+        " ".join(rng.choice(words) + rng.choice(["", "", "1"]) for _ in range(rng.randint(1, 900))) for _ in range(6)
+    ]
+    queries = ["alpha", "beta gamma", "délta naïve", "epsilon zeta eta", "x alpha1", "gamma1 eta1"]
+    got = []
+    for sync_chars, drop in ((100, False), (2048, False), (2048, True)):
+        path = tmp_path_factory.mktemp("ix")
+        real = segment.SYNC_CHARS
+        segment.SYNC_CHARS = sync_chars
+        try:
+            with IndexWriter(path) as w:
+                for i, b in enumerate(bodies):
+                    w.add_document(f"http://d/{i}", "t", b)
+        finally:
+            segment.SYNC_CHARS = real
+        if drop:  # as a segment written before sync points existed
+            for f in path.glob("seg-*/body_sync*.npy"):
+                f.unlink()
+        got.append(_snippets(path, queries))
+    assert got[0] == got[1] == got[2]
+    assert any(h[2] for hits in got[0].values() for h in hits)
+
+
+def test_occurrence_next_to_a_non_ascii_letter_is_not_a_word(tmp_path):
+    with IndexWriter(tmp_path / "ix") as w:
+        w.add_document("http://d/", "t", "éword wordé x word and naïve Naïve")
+    s = Searcher(tmp_path / "ix")
+    [hit] = s.search("word")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["word"]
+    assert hit.highlights == ((hit.snippet.index(" word ") + 1, hit.snippet.index(" word ") + 5),)
+    [hit] = s.search("naïve")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["naïve", "Naïve"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=100), st.sampled_from([5, 30]), st.sampled_from([0, 40, 2000])
+)
+def test_best_window_of_one_term_is_the_earliest_densest_before_the_limit(raw, width, limit):
+    from politecrawl.index.snippet import best_window
+
+    p = sorted(set(raw))
+    early = [a for a, x in enumerate(p) if x < limit]
+    counts = [sum(1 for y in p if x <= y < x + width) for x in p]
+    expected = max(early, key=lambda a: (counts[a], -a)) if early else 0
+    assert best_window([np.zeros(0, dtype=np.int64), np.array(p, dtype=np.int64)], width, limit) == (1, expected)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 40_000), st.integers(1, 60), st.integers(1, 50), st.integers(0, 2**32 - 1))
 def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed):

@@ -171,8 +171,10 @@ _FLUSH_IDS = 1 << 20
 
 
 #: A long body gets a sync point (a full flush of its zlib stream) about every this many
-#: characters (see the module docstring).
-SYNC_CHARS = 8192
+#: characters (see the module docstring). A snippet decompresses from the last sync point
+#: before its window, so this bounds what it reads; each point costs compression (the flush
+#: empties zlib's window), which docs/search.md measures against the time saved.
+SYNC_CHARS = 2048
 _SYNC_WS = re.compile(r"\s")
 
 
@@ -588,6 +590,10 @@ class Segment:
     def body_bytes(self, doc: int) -> bytes:
         """The stored body of ``doc``, still compressed (one zlib stream)."""
         return bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
+
+    def body_buffer(self, doc: int) -> memoryview:
+        """``body_bytes`` without the copy: a view of the mapping (a snippet reads a small part)."""
+        return self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])].data
 
     def body(self, doc: int, max_chars: int | None = None) -> str:
         """Stored body text; with ``max_chars``, at least that prefix (cheaper)."""

@@ -23,19 +23,25 @@ first ``SCAN_CHARS`` of a body are scanned (bound the work per hit).
 stored body instead of the whole of it.  The token positions of the query terms
 in the body (from the postings, no text needed) give the best window in token
 space (``best_window``: most distinct terms, then most occurrences, earliest,
-over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it;
-the body is then decompressed incrementally (``BodyStream``) only until that
-occurrence is found by ``str.find`` plus a window of text after it, and only
-that region is scanned.  The first decompression step is sized from the
-occurrence's token distance (at the body's own characters per token where a sync
-point tells it), so most snippets take one step.  A long body has sync points (see ``segment``): the
-decompression then starts at the last one before the window, so a window deep
-in a long page costs no more than one near its start.  Terms in no body
-position (a title-only match) need no search at all: the snippet is the start
-of the body.  The raw text and the
-tokenizer can disagree on non-ASCII text (NFKC, casefolding that changes
-lengths); then the occurrence is not found where expected and the whole
-scanned prefix is used, as ``make_snippet`` does.
+over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it.
+The body is decompressed (``BodyStream``) from the last sync point before that
+token (see ``segment``), one piece between sync points at a time and only as
+far as the token's distance says (at the body's own characters per token), and
+the occurrence is found in the decompressed UTF-8 *bytes*: ``bytes.lower()``
+lower-cases ASCII only, so offsets do not move, and it is a plain byte loop
+where ``str.lower()`` takes its slow per-character path over any text with one
+non-ASCII character in it (a term with non-ASCII letters is looked for in the
+decoded text instead).  Only the region around
+the occurrence is decoded and scanned (``make_snippet``).  An occurrence too
+close after a sync point for the window's lead is read from the sync point
+before, so a snippet is the one the whole body gives, wherever the sync points
+are (segments of older versions, with fewer or none, give the same snippets;
+without any, within the first ``SCAN_TOKENS`` tokens).
+Terms in no body position (a title-only match) need no search at all: the
+snippet is the start of the body.  The raw text and the tokenizer can disagree
+on non-ASCII text (NFKC, casefolding that changes lengths); then the occurrence
+is not found where expected and the whole scanned prefix is used, as
+``make_snippet`` does.
 """
 
 from __future__ import annotations
@@ -117,6 +123,10 @@ def _find_matches(text: str, terms: tuple[str, ...], lo: int = 0, hi: int | None
 
 
 def _clean(s: str) -> str:
+    """``s`` with each whitespace run made one space (``str.split`` and ``\\s`` agree on what
+    whitespace is; a gap with no run of two and no other space character skips the regex)."""
+    if "  " not in s and s.isprintable():  # isprintable: no tab, newline or other space but " "
+        return s
     return _WS_RE.sub(" ", s)
 
 
@@ -202,43 +212,81 @@ def make_snippet(
 
 
 class BodyStream:
-    """A stored body decompressed on demand: ``text`` is a prefix of it that ``grow`` extends."""
+    """A stored body decompressed on demand: ``data`` is a prefix of its UTF-8 bytes that ``grow``
+    extends, ``low`` the same bytes with ASCII letters lower-cased (what an ASCII term is found in).
 
-    __slots__ = ("_z", "_wbits", "_tail", "_raw", "text", "done", "_step")
+    ``start``: the byte offset of the sync point to start at (0: the start of the stream);
+    ``stops``: the byte offsets of the body's sync points (ascending; those up to ``start`` are
+    skipped). The input is handed to zlib one piece between stops at a time: zlib copies the
+    input it has not consumed after each bounded step, which over a whole long body (no stops,
+    as in older segments) is most of the body each time, and over a piece a few hundred bytes.
+    """
 
-    def __init__(self, compressed: bytes, *, raw_deflate: bool = False):
-        """``raw_deflate``: ``compressed`` starts at a sync point inside a zlib stream (no header)."""
+    __slots__ = ("_z", "_wbits", "_src", "_stops", "_next", "_fed", "_tail", "data", "low", "done", "_step")
+
+    def __init__(self, compressed: bytes | memoryview, *, start: int = 0, stops: Sequence[int] = ()):
         self._z: zlib._Decompress | None = None  # made on the first grow
-        self._wbits = -15 if raw_deflate else 15
-        self._tail = compressed
-        self._raw = b""  # decompressed bytes not yet decodable (an incomplete UTF-8 sequence)
-        self.text = ""
-        self.done = not compressed
+        self._wbits = -15 if start else 15  # from a sync point: raw deflate, no zlib header
+        self._src = compressed
+        self._stops = stops
+        self._next = bisect_right(stops, start)  # the next stop to feed up to
+        self._fed = start  # input handed to zlib as whole pieces
+        self._tail: bytes | memoryview = b""  # input handed to zlib that it has not consumed yet
+        self.data = b""
+        self.low = b""
+        self.done = len(compressed) <= start
         self._step = FIRST_CHUNK
 
+    @property
+    def text(self) -> str:
+        """The decompressed prefix as text (up to the last complete UTF-8 sequence)."""
+        data = self.data if self.done else self.data[: _utf8_complete(self.data)]
+        return data.decode("utf-8", "surrogatepass")
+
     def grow(self, at_least: int = 0) -> None:
-        """Decompress at least the next step (doubling) or up to ``at_least`` characters in all."""
+        """Decompress up to ``at_least`` bytes in all, or if there are already as many, the next
+        step (doubling): a caller that knows how far it needs to read reads no further."""
         if self.done:
             return
         if self._z is None:
             self._z = zlib.decompressobj(wbits=self._wbits)
-        want = max(self._step, at_least - len(self.text))
-        self._step *= 2
-        raw = self._raw + self._z.decompress(self._tail, want)  # bytes >= characters
-        self._tail = self._z.unconsumed_tail
-        final = self._z.eof or not self._tail
-        if final:
-            raw += self._z.flush()
-            self._raw = b""
+        z = self._z
+        if at_least > len(self.data):
+            target = at_least
         else:
-            cut = _utf8_complete(raw)
-            raw, self._raw = raw[:cut], raw[cut:]
-        self.text += raw.decode("utf-8", "surrogatepass")
-        self.done = final
+            target = len(self.data) + self._step
+            self._step *= 2
+        pieces = []
+        have = len(self.data)
+        src, stops = self._src, self._stops
+        while have < target:
+            tail = self._tail
+            if not tail:  # the next piece: up to the next stop, or the rest
+                end = stops[self._next] if self._next < len(stops) else len(src)
+                self._next += 1
+                if end <= self._fed:  # all input handed over: what zlib still holds, and the end
+                    pieces.append(z.flush())
+                    self.done = True
+                    break
+                tail = src[self._fed : end]
+                self._fed = end
+            piece = z.decompress(tail, target - have)
+            self._tail = z.unconsumed_tail
+            pieces.append(piece)
+            have += len(piece)
+            if z.eof or (not self._tail and self._fed >= len(src)):  # the end of the body
+                pieces.append(z.flush())
+                self.done = True
+                break
+        raw = b"".join(pieces)
+        self.data += raw
+        # bytes.lower() changes ASCII letters only, so offsets stay those of ``data`` (and it
+        # has no slow path for non-ASCII text, as str.lower() has).
+        self.low += raw.lower()
 
     def ensure(self, n: int) -> None:
         """Grow until ``text`` holds ``n`` characters or the whole body."""
-        while not self.done and len(self.text) < n:
+        while not self.done and (len(self.data) < n or (len(self.data) < 4 * n and len(self.text) < n)):
             self.grow(n)
 
 
@@ -274,6 +322,8 @@ def best_window(
         # term, so the best is the earliest with most occurrences among those before ``limit``
         # (the first occurrence if none is), counted with bisect.
         i = present[0]
+        if len(positions[i]) > _SINGLE_TERM_NP:
+            return i, _best_single_np(positions[i], width, limit)
         pos = positions[i].tolist()
         best, best_count = 0, -1
         for a, start in enumerate(pos):
@@ -314,66 +364,145 @@ def best_window(
     return i, k
 
 
+#: Occurrences of a lone term above which its window is counted with numpy (a few calls)
+#: instead of a Python loop (a bisect per occurrence).
+_SINGLE_TERM_NP = 24
+
+
+def _best_single_np(p: np.ndarray, width: int, limit: int) -> int:
+    """The single-term case of ``best_window`` with numpy: the index of the first occurrence
+    before ``limit`` that starts the most occurrences in ``width`` tokens (0 if none is)."""
+    early = p[: int(p.searchsorted(limit))]
+    if not len(early):
+        return 0
+    count = p.searchsorted(early + width) - np.arange(len(early))
+    return int(count.argmax())  # the first of the maxima: the earliest
+
+
 def _best_window_np(positions: list[np.ndarray], width: int, limit: int) -> tuple[int, int]:
-    """``best_window`` with numpy, for many occurrences (same result)."""
+    """``best_window`` with numpy, for many occurrences (same result). Array methods, not the
+    ``np.`` functions: these dispatch through Python first, which costs more than the work here."""
     present = [(i, p) for i, p in enumerate(positions) if len(p)]
-    starts = np.unique(np.concatenate([p for _, p in present]))
-    ends = starts + width
-    distinct = np.zeros(len(starts), dtype=np.int64)
-    count = np.zeros(len(starts), dtype=np.int64)
+    # Every occurrence starts a candidate window. A start repeated (a term given twice) is
+    # scored the same each time, and the first of equal maxima is taken: as one start.
+    starts = np.concatenate([p for _, p in present])
+    starts.sort()
+    n = len(starts)
+    bounds = np.concatenate((starts, starts + width))
+    at = starts.searchsorted(bounds)
+    count = at[n:] - at[:n]  # occurrences in [start, start + width), every term at once
+    distinct = np.zeros(n, dtype=np.int64)
     for _, p in present:
-        a = np.searchsorted(p, starts, side="left")
-        b = np.searchsorted(p, ends, side="left")
-        distinct += b > a
-        count += b - a
+        at = p.searchsorted(bounds)
+        distinct += at[n:] > at[:n]
     top = distinct == distinct.max()
     early = top & (starts < limit)
     if early.any():
-        best = int(np.argmax(np.where(early, count, -1)))  # argmax: the first of the maxima
+        best = int(np.where(early, count, -1).argmax())  # argmax: the first of the maxima
     else:
-        best = int(np.argmax(top))
+        best = int(top.argmax())
     start = starts[best]
     for i, p in present:
-        k = int(np.searchsorted(p, start, side="left"))
+        k = int(p.searchsorted(start))
         if k < len(p) and p[k] == start:
             return i, k
     raise AssertionError("unreachable: the start is some term's position")
 
 
+_ASCII_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _alnum_before(data: bytes, i: int) -> bool:
+    """Whether the character that ends at byte ``i`` of UTF-8 ``data`` is a letter or digit."""
+    b = data[i - 1]
+    if b < 0x80:
+        return b in _ASCII_ALNUM
+    s = i - 1
+    while s > 0 and i - s < 4 and 0x80 <= data[s] < 0xC0:  # back to the lead byte
+        s -= 1
+    try:
+        return data[s:i].decode("utf-8", "surrogatepass").isalnum()
+    except UnicodeDecodeError:
+        return False
+
+
+def _alnum_at(data: bytes, j: int) -> bool:
+    """Whether the character that starts at byte ``j`` of UTF-8 ``data`` is a letter or digit."""
+    b = data[j]
+    if b < 0x80:
+        return b in _ASCII_ALNUM
+    size = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+    try:
+        return data[j : j + size].decode("utf-8", "surrogatepass").isalnum()
+    except UnicodeDecodeError:
+        return False
+
+
 def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
-    """Character offset of the ``n``-th (0-based) word-bounded occurrence of ``term`` (lower-case)
-    in the body, decompressing only as far as needed (at most ``SCAN_CHARS``); None if not found."""
-    seen, start, size = 0, 0, len(term)
-    low = ""
-    lowered = 0  # characters of stream.text already in ``low``
+    """Byte offset in ``stream.data`` of the ``n``-th (0-based) word-bounded, case-insensitive
+    occurrence of ``term`` (lower-case), decompressing only as far as needed (at most about
+    ``SCAN_CHARS``); None if not found."""
+    if not term.isascii():
+        return _nth_occurrence_text(stream, term, n)
+    key = term.encode("ascii")
+    seen, start, size = 0, 0, len(key)
     while True:
-        if len(stream.text) > lowered:
-            piece = stream.text[lowered:].lower()
-            if len(piece) != len(stream.text) - lowered:
-                return None  # offsets would drift: the caller scans the prefix instead
-            low += piece
-            lowered = len(stream.text)
+        low, data = stream.low, stream.data
+        end = len(low)
+        i = low.find(key, start)
+        while i >= 0:
+            j = i + size
+            if j + 4 > end and not stream.done:
+                break  # the word, or the character after it, may go on in the part not decompressed yet
+            if (i == 0 or not _alnum_before(data, i)) and (j >= end or not _alnum_at(data, j)):
+                if seen == n:
+                    return i
+                seen += 1
+            start = j
+            i = low.find(key, start)
+        else:
+            start = max(start, end - size)  # a match may straddle the end of what we have
+        if stream.done or end >= SCAN_CHARS:
+            return None
+        stream.grow()
+
+
+def _nth_occurrence_text(stream: BodyStream, term: str, n: int) -> int | None:
+    """``_nth_occurrence`` for a term with non-ASCII letters, which ``bytes.lower()`` leaves as
+    they are: the decoded text is lower-cased and searched (the byte offset is then counted)."""
+    seen, start, size = 0, 0, len(term)
+    while True:
+        text = stream.text
+        low = text.lower()
+        if len(low) != len(text):
+            return None  # offsets would drift: the caller scans the prefix instead
         low_len = len(low)
         i = low.find(term, start)
         while i >= 0:
             j = i + size
             if j >= low_len and not stream.done:
-                break  # the word may go on in the part not decompressed yet
+                break
             if (i == 0 or not low[i - 1].isalnum()) and (j >= low_len or not low[j].isalnum()):
                 if seen == n:
-                    return i
+                    return len(text[:i].encode("utf-8", "surrogatepass"))
                 seen += 1
             start = j
             i = low.find(term, start)
         else:
-            start = max(start, low_len - size)  # a match may straddle the end of what we have
+            start = max(start, low_len - size)
         if stream.done or low_len >= SCAN_CHARS:
             return None
         stream.grow()
 
 
+#: Characters of text ``make_snippet`` may look at before the occurrence that starts the window
+#: (the window's lead of up to ``LEAD_CHARS`` before a region that starts ``LEAD_CHARS`` before
+#: it, and one character to see that the window's start is not the text's).
+_BEFORE_CHARS = 2 * LEAD_CHARS + 1
+
+
 def snippet_for_hit(
-    compressed: bytes,
+    compressed: bytes | memoryview,
     terms: Sequence[str],
     positions: list[np.ndarray],
     *,
@@ -393,35 +522,68 @@ def snippet_for_hit(
         positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
     found = best_window(positions)
     if found is None:  # no query term in the body: its start
-        start = BodyStream(compressed)
+        start = BodyStream(compressed, stops=sync[:, 0].tolist() if seekable and sync is not None else ())
         start.ensure(4 * window)
         return make_snippet(start.text, terms, window=window, hi=4 * window, complete=start.done)
     term_i, occurrence = found
-    cut_before = False
-    stream: BodyStream | None = None
+    term = terms[term_i]
     token = int(positions[term_i][occurrence])
-    from_token, chars_per_token = 0, CHARS_PER_TOKEN
-    if seekable and sync is not None:
-        rows = sync.tolist()
-        r = bisect_right([row[2] for row in rows], token) - 1
+    rows: list[list[int]] = sync.tolist() if seekable and sync is not None else []
+    stops = [row[0] for row in rows]
+    r = bisect_right([row[2] for row in rows], token) - 1
+    while True:
         if r >= 0:
             byte, char, sync_token = rows[r]
-            stream = BodyStream(compressed[byte:], raw_deflate=True)
-            occurrence -= bisect_left(positions[term_i].tolist(), sync_token)  # the term's occurrences before
-            cut_before = True
+            stream = BodyStream(compressed, start=byte, stops=stops)
+            k = occurrence - bisect_left(positions[term_i].tolist(), sync_token)  # the term's occurrences before
             from_token, chars_per_token = sync_token, char / max(1, sync_token)
         else:
-            chars_per_token = rows[0][1] / max(1, rows[0][2])
-    if stream is None:
-        stream = BodyStream(compressed)
-    # One decompression step to about the window, from the token's distance (each further
-    # step is a call, a copy of the text and a lower-casing of the new part).
-    stream.grow(int((token - from_token) * chars_per_token * 1.25) + 3 * window)
-    c = _nth_occurrence(stream, terms[term_i], occurrence)
-    if c is None:  # tokens and raw text disagree here: scan the prefix, as before
-        stream.ensure(SCAN_CHARS)
-        return make_snippet(stream.text, terms, window=window, complete=stream.done, cut_before=cut_before)
-    lo = max(0, c - LEAD_CHARS)
-    hi = c + 2 * window
-    stream.ensure(hi + window)
-    return make_snippet(stream.text, terms, window=window, lo=lo, hi=hi, complete=stream.done, cut_before=cut_before)
+            stream = BodyStream(compressed, stops=stops)
+            k, from_token = occurrence, 0
+            chars_per_token = rows[0][1] / max(1, rows[0][2]) if rows else CHARS_PER_TOKEN
+        # One decompression step to about the window, from the token's distance (each further
+        # step is a call and a copy of what is decompressed).
+        stream.grow(int((token - from_token) * chars_per_token * 1.1) + 2 * window + 128)
+        b = _nth_occurrence(stream, term, k)
+        if b is None:  # tokens and raw text disagree here: scan the prefix, as before
+            stream.ensure(SCAN_CHARS)
+            return make_snippet(stream.text, terms, window=window, complete=stream.done, cut_before=r >= 0)
+        # Too close after a sync point for the window's lead: start at the one before, so that the
+        # snippet is the one the whole body gives, wherever the sync points are.
+        if r < 0 or b >= 4 * _BEFORE_CHARS or len(stream.data[:b].decode("utf-8", "surrogatepass")) >= _BEFORE_CHARS:
+            break
+        r -= 1
+    text, c, cut, complete = _region(stream, b, 2 * window + 1)
+    return make_snippet(
+        text,
+        terms,
+        window=window,
+        lo=max(0, c - LEAD_CHARS),
+        hi=c + 2 * window,
+        complete=complete,
+        cut_before=r >= 0 or cut,
+    )
+
+
+def _region(stream: BodyStream, b: int, after: int) -> tuple[str, int, bool, bool]:
+    """The text around byte ``b`` of ``stream.data`` that ``make_snippet`` looks at: at least
+    ``_BEFORE_CHARS`` characters before it (or all there are) and ``after`` from it (or all).
+    Returns (text, the character offset of ``b`` in it, whether the text starts after the
+    stream's start, whether it ends at the body's end). Only this region is decoded."""
+    data = stream.data
+    first = max(0, b - 4 * _BEFORE_CHARS)  # a character is at most 4 bytes
+    while first > 0 and 0x80 <= data[first] < 0xC0:  # not inside a character
+        first += 1
+    before = data[first:b].decode("utf-8", "surrogatepass")
+    want = b + after + 64  # most text is ASCII: one byte per character
+    while True:
+        if len(stream.data) < want and not stream.done:
+            stream.grow(want)
+        data = stream.data
+        last = min(len(data), want)
+        whole = stream.done and last == len(data)
+        piece = data[b:last] if whole else data[b : b + _utf8_complete(data[b:last])]
+        text = piece.decode("utf-8", "surrogatepass")
+        if len(text) >= after or whole:
+            return before + text, len(before), first > 0, whole
+        want = b + 4 * after + 4
