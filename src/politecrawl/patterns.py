@@ -533,6 +533,8 @@ def _mount_key(url: str) -> str | None:
     return None
 
 
+# Called for every link of every observed page, and a site's links recur from page to page.
+@functools.lru_cache(maxsize=8192)
 def _session_candidates(url: str, *, links: bool = True) -> tuple[tuple[str, str, str], ...]:
     """(rule key, the link with the candidate blanked, value) for each token-looking value;
     ``links=False`` for a page's own URL, whose value counts wherever it is."""
@@ -913,6 +915,11 @@ class AliasRules(_JSONState):
         self._waiting_limit = 4 * max_pages
         # Parameters seen with one value on links to SHARED_PARAM_PATHS paths of one page.
         self.shared: list[str] = []
+        # The active rules in the order rewrite() tries them, and the templates of the addslash
+        # rules; None: to be derived again from the rules. Every link found is rewritten, and the
+        # rules change only when a page or its links are observed: sorting them for each link
+        # cost more than the rewrite.
+        self._in_force: tuple[list[AliasRule], frozenset[str]] | None = None
 
     def _same(self, a: str, b: str) -> bool:
         key_a, canonical_a, simhash_a = self.pages[a]
@@ -942,6 +949,7 @@ class AliasRules(_JSONState):
                 rule = self._rules.get(f"param:{name}")
                 if rule is not None:
                     rule.shared = True
+                    self._in_force = None
 
     def _rule(self, kind: str, arg: str) -> AliasRule:
         key = f"{kind}:{arg}"
@@ -970,6 +978,7 @@ class AliasRules(_JSONState):
     ) -> None:
         rule = self._rule(kind, arg)
         rule.last_seen = self.clock
+        self._in_force = None
         pair = [source, target]
         if same:
             rule.confirmed += 1
@@ -1030,6 +1039,7 @@ class AliasRules(_JSONState):
                 for kind, arg, target in _removal_urls(source):
                     if target == url and f"{kind}:{arg}" in self._rules:
                         self._rules[f"{kind}:{arg}"].verified += 1
+                        self._in_force = None
                 continue
             for kind, arg, target in _removal_urls(source):
                 if target == url and not (kind == "slash" and canonical == source):
@@ -1062,9 +1072,13 @@ class AliasRules(_JSONState):
     def rewrite(self, url: str) -> tuple[str, AliasRule | None]:
         """``url`` with the active rules applied until none fits (at most 8 rewrites), and
         the first rule that applied (None when none did)."""
-        active = sorted(self.active(), key=lambda r: r.key)
-        # Where the site wants a trailing slash, removing it would undo the added one.
-        slashed = {r.arg for r in active if r.kind == "addslash"}
+        if self._in_force is None:
+            in_force = sorted(self.active(), key=lambda r: r.key)
+            # Where the site wants a trailing slash, removing it would undo the added one.
+            self._in_force = in_force, frozenset(r.arg for r in in_force if r.kind == "addslash")
+        active, slashed = self._in_force
+        if not active:
+            return url, None
         first = None
         for _ in range(8):
             for rule in active:
