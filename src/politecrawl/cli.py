@@ -372,6 +372,14 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
                         f"length {t['doc_len']} (avg {t['avgdl']:.1f}), weight {t['weight']}"
                         f" -> {t['contribution']:.3f}"
                     )
+            prox = h.explanation.get("proximity")
+            if prox:  # the words' closeness, added to the reranked top hits of a multi-word query
+                for t in prox["terms"]:
+                    if t["contribution"]:
+                        click.echo(
+                            f"     {t['term']!r} near the next or previous query word in {t['field']}"
+                            f" -> {t['contribution']:.3f} (proximity)"
+                        )
     if explain and hits and hits[0].explanation:
         e = hits[0].explanation
         click.echo(f"\nBM25 ({e['scoring']}): k1 {e['k1']}, b {e['b']}, N {e['N']}; each score is the sum of its lines")

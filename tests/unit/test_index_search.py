@@ -125,7 +125,7 @@ def test_bm25f_title_scoring_pinned(tmp_path):
 
 @pytest.mark.parametrize("scoring", ["bm25f+title", "fields", "bm25f"])
 def test_body_only_corpus_is_exactly_bm25(corpus_index, scoring):
-    got = scores(Searcher(corpus_index, scoring=scoring), "banana date")
+    got = scores(Searcher(corpus_index, scoring=scoring, proximity=False), "banana date")
     assert [v for _, v in got] == pytest.approx(
         [0.9186287935131804, 0.7549127709068711, 0.64072428455121, 0.5565415318364524], rel=1e-12
     )
@@ -149,7 +149,7 @@ def test_common_word_in_a_title_does_not_beat_the_page_with_all_the_words(tmp_pa
     assert "http://run-tests/" not in [h.url for h in hits]
     # The former default gave "run" and "the" the title field's own idf (they are rare
     # among titles) and put the page titled "Run the tests" first, three times the score.
-    old = Searcher(tmp_path / "ix", scoring="fields").search("run the event loop", limit=2)
+    old = Searcher(tmp_path / "ix", scoring="fields", proximity=False).search("run the event loop", limit=2)
     assert [h.url for h in old] == ["http://run-tests/", "http://target/"]
     assert old[0].score > 3 * old[1].score
 
@@ -161,6 +161,56 @@ def test_title_match_outranks_repetitive_long_body(tmp_path):
         for i in range(10):
             w.add_document(f"http://other/{i}", f"page {i}", "filler text " * 50)
     assert [h.url for h in Searcher(tmp_path / "ix").search("Bytes Objects")][0] == "http://about-bytes/"
+
+
+def _proximity_corpus(path):
+    """Three pages with the same three words, the same number of times, in bodies of the same
+    length: adjacent and in order, adjacent in reverse order, and far apart."""
+    pad = " ".join(f"w{i}" for i in range(20))
+    with IndexWriter(path) as w:
+        w.add_document("http://a-far/", "", f"tidal {pad} pool {pad} crab")
+        w.add_document("http://b-reversed/", "", f"crab pool tidal {pad} {pad}")
+        w.add_document("http://c-adjacent/", "", f"tidal pool crab {pad} {pad}")
+        for i in range(6):
+            w.add_document(f"http://filler/{i}", "", f"{pad} sand")
+
+
+def test_adjacent_query_words_beat_the_same_words_far_apart(tmp_path):
+    _proximity_corpus(tmp_path / "ix")
+    hits = Searcher(tmp_path / "ix").search("tidal pool crab")
+    assert [h.url for h in hits] == ["http://c-adjacent/", "http://b-reversed/", "http://a-far/"]
+    # BM25 is the same for the three (same tf, same length); only the bonus separates them.
+    # In order, each neighbour pair is at distance 1; reversed counts PROXIMITY_REVERSED; "far"
+    # has its neighbours 21 tokens apart.
+    idf = math.log(1 + (9 - 3 + 0.5) / 3.5)
+    bm25 = 3 * idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 43 / (43 * 3 / 9 + 21 * 6 / 9)))
+
+    def bonus(s):  # body weight 6; every query word has one neighbour pair or two
+        acc = [idf * s, 2 * idf * s, idf * s]
+        return 6.0 * sum(min(1.0, idf) * a * 2.2 / (a + 1.2) for a in acc)
+
+    assert [h.score for h in hits] == pytest.approx([bm25 + bonus(1.0), bm25 + bonus(0.5), bm25 + bonus(1 / 21**2)])
+    # Negative control: without proximity the three tie, and the url decides.
+    off = Searcher(tmp_path / "ix", proximity=False).search("tidal pool crab")
+    assert [h.url for h in off] == ["http://a-far/", "http://b-reversed/", "http://c-adjacent/"]
+    assert [h.score for h in off] == pytest.approx([bm25] * 3, rel=1e-12)
+
+
+def test_proximity_explained_apart_and_only_for_several_words(tmp_path):
+    _proximity_corpus(tmp_path / "ix")
+    [top, *_] = Searcher(tmp_path / "ix").search("tidal pool crab", explain=True)
+    prox = top.explanation["proximity"]
+    assert {r["field"] for r in prox["terms"]} == {"body", "title"}
+    assert top.score == pytest.approx(sum(r["contribution"] for r in top.explanation["terms"]) + prox["score"])
+    assert [r["contribution"] for r in prox["terms"] if r["field"] == "title"] == [0.0, 0.0, 0.0]
+    [one] = Searcher(tmp_path / "ix").search("crab sand", explain=True, limit=1)
+    assert one.explanation["proximity"]["score"] == 0.0  # neighbours in the query, never in one page
+    [single] = Searcher(tmp_path / "ix").search("crab", explain=True, limit=1)
+    assert single.explanation["proximity"] is None
+    assert (
+        Searcher(tmp_path / "ix", proximity=False).search("tidal pool", explain=True)[0].explanation["proximity"]
+        is None
+    )
 
 
 def test_unknown_scoring_rejected(tmp_path):
@@ -262,7 +312,11 @@ def test_explain_contributions_sum_to_score(tmp_path, scoring):
         e = h.explanation
         assert e["N"] == 3
         assert e["avgdl"] == {"title": pytest.approx(4 / 3), "body": pytest.approx(5 / 3), "anchor": 0.0}
-        assert sum(r["contribution"] for r in e["terms"]) == pytest.approx(h.score, rel=1e-12)
+        prox = e["proximity"]
+        bonus = prox["score"] if prox else 0.0
+        assert sum(r["contribution"] for r in e["terms"]) + bonus == pytest.approx(h.score, rel=1e-12)
+        if prox:
+            assert sum(r["contribution"] for r in prox["terms"]) == pytest.approx(bonus, rel=1e-12)
         for r in e["terms"]:
             assert set(r) >= {"term", "field", "tf", "df", "doc_len", "idf", "contribution"}
     t1 = next(h for h in hits if h.url == "http://t1/")
@@ -402,8 +456,9 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
             with IndexWriter(path) as w:
                 for i in deleted:
                     w.delete_document(f"http://h1.example/{i}-{i}")
-        s = Searcher(path, scoring=scoring)
+        s = Searcher(path, scoring=scoring, proximity=False)  # _exhaustive_ranking is BM25 alone
         s.top_k_pruning = True
+        near = Searcher(path, scoring=scoring)  # pruning keeps the whole reranked depth
         for words in queries:
             q = " ".join(words) + extra
             pruned = [(h.url, h.score) for h in s.search(q, limit=k, snippets=False)]
@@ -411,6 +466,10 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
             s.top_k_pruning = False
             assert [(h.url, h.score) for h in s.search(q, limit=k, snippets=False)] == pruned
             s.top_k_pruning = True
+            near.top_k_pruning = True
+            reranked = [(h.url, h.score) for h in near.search(q, limit=k, snippets=False)]
+            near.top_k_pruning = False
+            assert [(h.url, h.score) for h in near.search(q, limit=k, snippets=False)] == reranked
 
     check()
 

@@ -14,6 +14,10 @@ Semantics of a query (see ``analysis.parse_query``):
   (a leading ``www.`` is ignored on both sides);
 * a query with no scoring term (empty, punctuation, only stop words or only
   exclusions) returns ``[]``.
+* a query of two or more distinct scoring terms has its top ``PROXIMITY_DEPTH`` (100)
+  documents reranked with a term proximity bonus added to their score (query neighbours
+  close together in the body or title; ``bm25`` "Term proximity"), unless the searcher was
+  made with ``proximity=False``.  Only those documents' positions are read.
 
 Ranking is by score descending, ties broken by url ascending, so results are
 deterministic and pages never overlap.  Scores are accumulated per segment in
@@ -69,12 +73,17 @@ from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
     K1,
+    PROXIMITY_DEPTH,
+    PROXIMITY_REVERSED,
+    PROXIMITY_WEIGHTS,
     SCORINGS,
     TITLE_BONUS,
     TITLE_K1,
     B,
     field_norm,
     idf,
+    pair_closeness,
+    proximity_scores,
     saturate,
 )
 from .reader import IndexReader, SegmentView, current_identity, local_commits, union_of_docs
@@ -156,11 +165,19 @@ class Searcher:
     """
 
     def __init__(
-        self, index_dir: str | Path, *, scoring: str = DEFAULT_SCORING, refresh_interval: float = REFRESH_INTERVAL
+        self,
+        index_dir: str | Path,
+        *,
+        scoring: str = DEFAULT_SCORING,
+        proximity: bool = True,
+        refresh_interval: float = REFRESH_INTERVAL,
     ):
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
         self.scoring = scoring
+        #: Rerank multi-word queries' top ``PROXIMITY_DEPTH`` with the term proximity score
+        #: (module docstring); off, every score is the plain ``scoring`` one.
+        self.proximity = proximity
         self.index_dir = Path(index_dir)
         self.refresh_interval = float(refresh_interval)
         self._segment_cache: dict = {}
@@ -237,22 +254,39 @@ class Searcher:
         if q.is_empty or reader.n_docs == 0 or limit == 0:
             return []
         k = page * limit
-        postings = {t: reader.postings(t) for t in q.positive_terms}
-        matched = self._match(reader, q, top_k=k if self.top_k_pruning else None, postings=postings)
+        terms = q.positive_terms
+        rerank = self.proximity and len(terms) > 1
+        # The reranked set does not depend on the page asked for, so pages never overlap.
+        depth = max(k, PROXIMITY_DEPTH) if rerank else k
+        postings = {t: reader.postings(t) for t in terms}
+        matched = self._match(reader, q, top_k=depth if self.top_k_pruning else None, postings=postings)
         if not matched:
             return []
         seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
         docs = np.concatenate([d for _, d, _ in matched])
         scores = np.concatenate([s for _, _, s in matched])
-        keep = _at_least_kth(scores, k)
+        keep = _at_least_kth(scores, depth)
         ranked = sorted(
             (
                 (float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
                 for i in keep
             ),
             key=lambda r: (-r[0], r[1]),
-        )[(page - 1) * limit : k]
-        terms = q.positive_terms
+        )
+        proximity: dict[tuple[int, int], dict[str, list[float]]] = {}  # the reranked hits' parts, for explain
+        if rerank:
+            head = ranked[:PROXIMITY_DEPTH]
+            per_field = self._proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
+            bonus = sum(v.sum(axis=1) for v in per_field.values()).tolist()
+            if explain:
+                proximity = {
+                    (si, d): {f: v[i].tolist() for f, v in per_field.items()} for i, (_, _, si, d) in enumerate(head)
+                }
+            # The bonus is >= 0, so every reranked document still scores at least as much as
+            # those below the depth: the order stays by score.
+            head = sorted(((s + b, u, si, d) for (s, u, si, d), b in zip(head, bonus)), key=lambda r: (-r[0], r[1]))
+            ranked[:PROXIMITY_DEPTH] = head
+        ranked = ranked[(page - 1) * limit : k]
         where = [(si, d) for _, _, si, d in ranked]
         hit_positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
         hits = []
@@ -262,7 +296,7 @@ class Searcher:
                 text, highlights = snippet_for_hit(seg.body_buffer(d), terms, positions, sync=seg.sync_points(d))
             else:
                 text, highlights = "", ()
-            expl = self._explain(reader, q, si, d, score) if explain else None
+            expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
             hits.append(
                 Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)
             )
@@ -308,6 +342,76 @@ class Searcher:
                     else:
                         out[h].append(_NO_POSITIONS)
         return out
+
+    def _proximity(
+        self, reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]]
+    ) -> dict[str, np.ndarray]:
+        """Per field of ``PROXIMITY_WEIGHTS``, per candidate ``(segment index, doc)`` and term: the
+        term's weighted proximity score in that field (``bm25.proximity_scores``),
+        ``float64[len(cands), len(terms)]``; the candidate's bonus is the sum over fields and terms."""
+        idfs = np.array([idf(reader.n_docs, reader.df(t, postings[t])) for t in terms], dtype=np.float64)
+        out = {}
+        for f, weight in PROXIMITY_WEIGHTS.items():
+            doc, term, pos = self._occurrences(reader, postings, terms, cands, f)
+            close = pair_closeness(doc, term, pos, len(cands), len(terms), reversed_weight=PROXIMITY_REVERSED)
+            out[f] = weight * proximity_scores(close, idfs, k1=K1)
+        return out
+
+    @staticmethod
+    def _occurrences(
+        reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]], field: str
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every occurrence of the query terms in ``field`` of the candidates: (candidate index,
+        term index, token position) arrays, from the postings already read.
+
+        Only the candidates' runs of positions are read and decoded: per segment and term one
+        ``searchsorted`` finds their postings; then per segment one gather and one running sum
+        decode every run of every term at once (each run's deltas restart from its first,
+        absolute, position).  A query costs a few numpy calls per term and segment, not per hit.
+        """
+        out_doc, out_term, out_pos = [], [], []
+        by_segment: dict[int, list[int]] = {}
+        for c, (si, _) in enumerate(cands):
+            by_segment.setdefault(si, []).append(c)
+        for si, cs in by_segment.items():
+            seg = reader.views[si].segment
+            fp = seg.fields[field]
+            want = np.array([cands[c][1] for c in cs], dtype=np.int64)
+            cidx = np.array(cs, dtype=np.int64)
+            starts, lens, owners, owner_terms = [], [], [], []
+            for ti, t in enumerate(terms):
+                p = postings[t][si]
+                if p is None or not len(p[field][0]):
+                    continue
+                docs, tfs, _ = p[field]
+                ks = np.minimum(np.searchsorted(docs, want), len(docs) - 1)
+                found = docs[ks] == want
+                if not found.any():
+                    continue
+                ks = ks[found]
+                n = np.asarray(tfs[ks], dtype=np.int64)
+                # positions of posting k start sum(tfs[:k]) after the term's first position
+                ends = np.cumsum(tfs[: int(ks.max()) + 1], dtype=np.int64)[ks]
+                starts.append(int(fp.pos_ptr[seg.term_id(t)]) + ends - n)
+                lens.append(n)
+                owners.append(cidx[found])
+                owner_terms.append(np.full(len(n), ti, dtype=np.int64))
+            if not lens:
+                continue
+            n = np.concatenate(lens)
+            run = np.cumsum(n) - n  # where each run starts in the gathered array
+            deltas = np.asarray(
+                fp.positions[np.repeat(np.concatenate(starts) - run, n) + np.arange(int(run[-1] + n[-1]))], np.int64
+            )
+            summed = np.cumsum(deltas)
+            out_pos.append(summed - np.repeat(summed[run] - deltas[run], n))
+            out_doc.append(np.repeat(np.concatenate(owners), n))
+            out_term.append(np.repeat(np.concatenate(owner_terms), n))
+        if not out_pos:
+            return _NO_POSITIONS, _NO_POSITIONS, _NO_POSITIONS
+        if len(out_pos) == 1:
+            return out_doc[0], out_term[0], out_pos[0]
+        return np.concatenate(out_doc), np.concatenate(out_term), np.concatenate(out_pos)
 
     # -- matching and scoring -------------------------------------------------
 
@@ -478,7 +582,11 @@ class Searcher:
                     mask[doc] = True
         return mask
 
-    def _explain(self, reader: IndexReader, q: Query, si: int, doc: int, score: float) -> dict:
+    def _explain(
+        self, reader: IndexReader, q: Query, si: int, doc: int, score: float, proximity: dict[str, list[float]] | None
+    ) -> dict:
+        """The score's parts: one row per term and field (``terms``), and, for a hit that was
+        reranked, the proximity bonus (``proximity``: one row per term and field, and their sum)."""
         seg = reader.views[si].segment
         terms_out = []
         for t in q.positive_terms:
@@ -552,4 +660,19 @@ class Searcher:
         }
         if self.scoring == "bm25f+title":
             out["title_bonus"], out["title_k1"] = TITLE_BONUS, TITLE_K1
+        if proximity is not None:
+            rows = [
+                {"term": t, "field": f, "contribution": v}
+                for f, per_term in proximity.items()
+                for t, v in zip(q.positive_terms, per_term)
+            ]
+            out["proximity"] = {
+                "depth": PROXIMITY_DEPTH,
+                "weights": dict(PROXIMITY_WEIGHTS),
+                "reversed": PROXIMITY_REVERSED,
+                "score": sum(sum(per_term) for per_term in proximity.values()),
+                "terms": rows,
+            }
+        else:
+            out["proximity"] = None
         return out
