@@ -74,6 +74,7 @@ from .bm25 import (
     FIELDS,
     K1,
     PROXIMITY_DEPTH,
+    PROXIMITY_MAX_OCCURRENCES,
     PROXIMITY_REVERSED,
     PROXIMITY_WEIGHTS,
     SCORINGS,
@@ -389,10 +390,11 @@ class Searcher:
                 if not found.any():
                     continue
                 ks = ks[found]
-                n = np.asarray(tfs[ks], dtype=np.int64)
+                tf = np.asarray(tfs[ks], dtype=np.int64)
+                n = np.minimum(tf, PROXIMITY_MAX_OCCURRENCES)  # a prefix of the deltas: a prefix of the positions
                 # positions of posting k start sum(tfs[:k]) after the term's first position
                 ends = np.cumsum(tfs[: int(ks.max()) + 1], dtype=np.int64)[ks]
-                starts.append(int(fp.pos_ptr[seg.term_id(t)]) + ends - n)
+                starts.append(int(fp.pos_ptr[seg.term_id(t)]) + ends - tf)
                 lens.append(n)
                 owners.append(cidx[found])
                 owner_terms.append(np.full(len(n), ti, dtype=np.int64))
