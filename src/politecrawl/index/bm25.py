@@ -164,8 +164,8 @@ throwaway copy of the reranking, not kept), MRR@10 title / 6 words, without prox
   8 + 4 0.944 / 0.892; reversed pairs at full weight cost title queries (0.943);
 * depth 10, 20, 30, 50 instead of 100: 6 words 0.813, 0.850, 0.862, 0.874 (titles alike);
 * every occurrence of a term in a candidate against the first ``PROXIMITY_MAX_OCCURRENCES``
-  (64, kept): the same rankings within 0.003 (16 costs the six-word queries 0.02), and a
-  common word's hundreds of occurrences in a long page no longer make most of a query's work.
+  (64, kept): about the same rankings (16 costs the six-word queries some), and a common
+  word's hundreds of occurrences in a long page no longer make most of a query's work.
 
 For ``explain`` in "bm25f" and "bm25f+title" modes, the BM25F part of a term's score is split
 over fields in proportion to each field's share of ``tf~``, and the title row also carries the
