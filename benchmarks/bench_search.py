@@ -17,7 +17,9 @@ urls), in the same run:
 * known-item search at x1, two query kinds: each page's title as the query,
   and six consecutive words from the middle of its body text (what someone
   remembers of a page); share of pages found at rank 1 and MRR@10
-  (``--known-item``: only this and the anchor-text section, for every engine);
+  (``--known-item``: only this and the anchor-text section, for every engine, and the same
+  queries on politecrawl indexing the text its crawler's ``parse_html`` extracts from the raw
+  HTML: before main-content extraction, the whole page, and the main content);
 * "politecrawl+anchors": politecrawl given the anchor text of the links
   between the pages (collected as the crawler collects it), in its third
   field; the other engines and rows index title and body only;
@@ -357,10 +359,11 @@ def known_item_query(kind, title, body) -> list[str]:
     return words[mid : mid + FRAGMENT_WORDS]
 
 
-def known_item(engine, docs, kind="title"):
-    """(share found at rank 1, MRR@10, number of queries): each page's query must find it."""
+def known_item(engine, docs, kind="title", queries_from=None):
+    """(share found at rank 1, MRR@10, number of queries): each page's query must find it.
+    The queries come from ``queries_from`` (same pages, same order) when given, else ``docs``."""
     at1, rr, n = 0, 0.0, 0
-    for url, title, body in docs:
+    for (url, _, _), (_, title, body) in zip(docs, queries_from or docs, strict=True):
         words = known_item_query(kind, title, body)
         if not words:
             continue
@@ -393,6 +396,48 @@ def known_item_table(docs, anchors, only=None):
             db = getattr(engine, "db", None)
             if db is not None:
                 db.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def crawler_text_table(root: Path, docs) -> None:
+    """Known-item search when the body is the text politecrawl's crawler extracts from the raw
+    HTML (``parse_html``): the whole page, the main content (the default), and ``parse_html``
+    as it was before main-content extraction. Titles and queries stay the benchmark's own
+    (the queries: each page's title, and six words from the middle of its main ``div``), so
+    every row answers the same queries; only the indexed body changes."""
+    from bench_extract import BEFORE, load_parse_at
+
+    from politecrawl import urls as pc_urls
+    from politecrawl.parse import parse_html
+
+    before = load_parse_at(BEFORE)
+    variants = {
+        f"parse_html at {BEFORE} (before: whole page, nav/footer/aside left out, a space at every tag)": (
+            lambda raw, url: before.parse_html(raw, url).text
+        ),
+        "parse_html, whole page (main_content=False)": lambda raw, url: parse_html(raw, url, main_content=False).text,
+        "parse_html, main content (the crawler's default)": lambda raw, url: parse_html(raw, url).text,
+        "the benchmark's own extraction (div[role=main], reference)": None,
+    }
+    raw_by_url = {
+        url: path.read_bytes()
+        for path in sorted(root.rglob("*.html"))
+        for url in [pc_urls.normalize("https://docs.python.org/3/" + str(path.relative_to(root)))]
+    }
+    print("\nKnown-item search with the text politecrawl's crawler extracts (politecrawl, default scoring;")
+    print("the same queries in every row: the benchmark's titles and main-div fragments)")
+    print("| body text | chars/page | title rank-1 | title MRR@10 | fragment rank-1 | fragment MRR@10 |")
+    print("|---|---|---|---|---|---|")
+    for name, extract in variants.items():
+        indexed = docs if extract is None else [(u, t, extract(raw_by_url[u], u)) for u, t, _ in docs]
+        engine = Politecrawl()
+        work = Path(tempfile.mkdtemp(prefix="bench-ki-crawler-"))
+        try:
+            engine.build(indexed, work)
+            (t1, tm, _), (f1, fm, _) = (known_item(engine, indexed, k, queries_from=docs) for k in KNOWN_ITEM_KINDS)
+            chars = sum(len(b) for _, _, b in indexed) / len(indexed)
+            print(f"| {name} | {chars:,.0f} | {t1:.1%} | {tm:.3f} | {f1:.1%} | {fm:.3f} |", flush=True)
+        finally:
             shutil.rmtree(work, ignore_errors=True)
 
 
@@ -693,6 +738,8 @@ def main(argv=None):
         return
     if args.known_item:
         known_item_table(base, anchors, only)
+        if root is not None and (not only or "politecrawl" in only):
+            crawler_text_table(root, base)
         if anchors and (not only or "politecrawl+anchors" in only):
             anchor_text_value(base, anchors)
         return

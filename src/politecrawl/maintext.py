@@ -1,0 +1,174 @@
+"""A parsed HTML page's own text: words as a reader sees them, from its main content.
+
+Pure: a selectolax tree in (which it cuts: inline elements unwrapped, boilerplate removed), a
+string out; ``parse_html`` calls it on the tree it already parsed. Two rules:
+
+* **Words are split where a browser breaks a line, and only there.** Inline markup
+  (``a``, ``code``, ``span``, ``em`` …) never adds a space: syntax highlighting wraps each
+  token in a ``<span>``, and ``<code>asyncio.</code><code>run</code>(main())`` must read
+  ``asyncio.run(main())``. Block elements (``p``, ``div``, ``li``, ``td``, ``br`` …) do
+  separate words, even when the page's source has no whitespace between them.
+* **The text is the page's main content.** Navigation, sidebars, tables of contents and
+  footers repeat on every page of a site: they make a snippet of links ("Table of Contents
+  Event Loop get_running_loop() …") and let a site's chrome words match queries on every page.
+  The page's own landmark is trusted when it has one (``<main>``, ``role=main``, or a page's
+  only ``<article>``), minus the navigation and asides inside it; otherwise the body minus the
+  elements that are boilerplate by their element, ARIA role or class/id name. When that leaves
+  no word at all (a page that is all navigation, a landmark left empty for a script to fill),
+  ``parse_html`` takes the whole visible text instead, so the page is still found.
+
+A heuristic over selectolax rather than an extraction library: the libraries (trafilatura,
+readability-lxml, jusText) build an lxml tree of their own and score every block, and
+parsing cost per page bounds a crawl's throughput; ``benchmarks/bench_extract.py`` measures
+this module against the whole page, and against those libraries when they are installed.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborNode
+
+__all__ = [
+    "INLINE_ELEMENTS",
+    "join_inline",
+    "main_text",
+    "remove",
+    "text_of",
+]
+
+#: Elements whose text runs on with its neighbours' (HTML's phrasing content that holds text):
+#: they are unwrapped before the text is read, so no separator goes at their edges. Every
+#: other element (``p``, ``div``, ``li``, ``td``, ``br``, and any element not listed) separates
+#: words: text nodes are joined with a space once these are gone.
+INLINE_ELEMENTS = (
+    "a",
+    "abbr",
+    "b",
+    "bdi",
+    "bdo",
+    "cite",
+    "code",
+    "data",
+    "del",
+    "dfn",
+    "em",
+    "font",
+    "i",
+    "ins",
+    "kbd",
+    "mark",
+    "q",
+    "s",
+    "samp",
+    "small",
+    "span",
+    "strike",
+    "strong",
+    "sub",
+    "sup",
+    "time",
+    "tt",
+    "u",
+    "var",
+    "wbr",
+)
+_INLINE = ", ".join(INLINE_ELEMENTS)
+
+#: The page saying where its main content is.
+_LANDMARK = "main, [role=main]"
+#: Boilerplate by its element or ARIA role: dropped inside a landmark too.
+_NAVIGATION = "nav, aside, [role=navigation], [role=complementary], [role=search]"
+#: Boilerplate by element, role or name, dropped when the page has no landmark. Names are
+#: matched as substrings where the word is distinctive ("sphinxsidebar", "site-footer",
+#: "breadcrumbs") and as whole class tokens where it is short enough to occur inside other
+#: words ("toc" in "stock", "related" in "unrelated").
+_BOILERPLATE = ", ".join(
+    (
+        _NAVIGATION,
+        "footer, [role=contentinfo], [role=banner]",
+        "[class*=sidebar], [id*=sidebar], [class*=breadcrumb], [id*=breadcrumb], [class*=navbar], [id*=navbar]",
+        "[class*=menu], [id*=menu], [class*=footer], [id*=footer], [class*=table-of-contents]",
+        "[class~=toc], [id=toc], [class~=related], [class~=skip-link]",
+    )
+)
+#: Ancestors that make a ``<header>`` the heading of a section of content, not the site's banner
+#: (as for its implicit ARIA role, HTML-AAM).
+_SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
+
+
+def join_inline(root: LexborNode) -> None:
+    """Unwrap the inline elements under ``root`` and merge the text nodes that meet, so that
+    text read with a space between text nodes (:func:`text_of`) breaks words only where the
+    page breaks lines. (Rather than a space put around every block element: a page has more
+    block elements than inline ones, and each insert is a call of its own.)"""
+    for node in root.css(_INLINE):
+        # delete_empty: an empty <span id=…> anchor left in place would split the words around it
+        node.unwrap(delete_empty=True)
+    root.merge_text_nodes()
+
+
+def text_of(node: LexborNode) -> str:
+    """The text under ``node``, its inline elements joined (:func:`join_inline`, which cuts
+    the tree), whitespace runs made one space."""
+    join_inline(node)
+    # str.split is several times faster than a regex here.
+    return " ".join(node.text(deep=True, separator=" ").split())
+
+
+def _is_banner(header: LexborNode) -> bool:
+    node = header.parent
+    while node is not None:
+        if node.tag in _SECTIONING:
+            return False
+        node = node.parent
+    return True
+
+
+def _candidate(body: LexborNode) -> tuple[LexborNode, str]:
+    """The element holding the main content, and the boilerplate selector to apply inside it."""
+    landmark = body.css_first(_LANDMARK)
+    if landmark is not None:
+        return landmark, _NAVIGATION
+    articles = body.css("article")
+    if len(articles) == 1:  # several: a listing of teasers, each part of the content
+        return articles[0], _NAVIGATION
+    return body, _BOILERPLATE
+
+
+def remove(nodes: list[LexborNode], keep: LexborNode | None = None) -> None:
+    """Remove ``nodes`` (and what they hold) from their tree, except ``keep``. Each is removed
+    once, and none from inside another: removing an element frees its descendants, which
+    must not be touched again."""
+    ids = {n.mem_id for n in nodes}
+    if keep is not None:
+        ids.discard(keep.mem_id)
+    outermost: dict[int, LexborNode] = {}
+    for node in nodes:
+        if node.mem_id not in ids or node.mem_id in outermost:
+            continue
+        parent = node.parent
+        while parent is not None and parent.mem_id not in ids:
+            parent = parent.parent
+        if parent is None:
+            outermost[node.mem_id] = node
+    for node in outermost.values():
+        node.decompose()
+
+
+def main_text(body: LexborNode) -> str | None:
+    """The page's main content as text, or None when it holds no word: the caller then takes
+    the whole visible text, from a tree this has not cut (:func:`text_of` of the body, parsed
+    again). Removes the boilerplate it finds from the tree first, then joins inline elements:
+    a ``<span class="breadcrumbs">`` or an ``<a class="skip-link">`` is found by its name.
+
+    Only an empty main content gives way, not a short one: a thin page's few words (a
+    calendar's "nothing happens", a home page's "welcome") are its own text. Its navigation
+    instead would make every such page look new to the duplicate and URL-pattern checks (the
+    links differ from page to page) and match the site's menu words in search."""
+    candidate, selector = _candidate(body)
+    found = candidate.css(selector)
+    if candidate.mem_id == body.mem_id:
+        found.extend(h for h in body.css("header") if _is_banner(h))
+    remove(found, keep=candidate)
+    text = text_of(candidate)
+    # any() stops at the first letter: an article is not scanned through
+    return text if any(c.isalnum() for c in text) else None
