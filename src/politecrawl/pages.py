@@ -227,8 +227,9 @@ class PageHandler:
         alias_of = self._canonical(
             claim.url, page.canonical, ", ".join(result.header_values.get("link", [])), base=claim.fetch_url
         )
-        fingerprint = text_fingerprint(page.text) if page.text else None
-        page_simhash = simhash(page.text) if page.text else None
+        compared = page.compared_text
+        fingerprint = text_fingerprint(compared) if compared else None
+        page_simhash = simhash(compared) if compared else None
         normalized: dict[str, tuple[str, str | None]] = {}
         if patterns is not None and page_simhash is not None:
             self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome, normalized)
@@ -373,7 +374,7 @@ class PageHandler:
             if urls.host_key(pair[0]) == claim.host:
                 links.append(pair[0])
         # Words counted by their separators: a C-level count, not a split of the whole text.
-        words = page.text.count(" ") + 1
+        words = page.compared_text.count(" ") + 1  # of the text the SimHash is of
         patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1

@@ -33,6 +33,9 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0
 _WS = re.compile(r"\s+")
 #: Elements whose text is not visible page text.
 _INVISIBLE = "script, style, noscript, template, svg, head"  # one selector: one walk of the tree
+#: Left out of the text the duplicate and novelty checks compare (``Page.dedup_text``): the
+#: links around the page, which differ from page to page of one site.
+_AROUND = "nav, footer, aside"
 #: Text kept per page (the index needs no more; a 10 MB page of text is cut here).
 MAX_TEXT_CHARS = 1_000_000
 
@@ -61,6 +64,18 @@ class Page:
     directives: RobotsDirectives = RobotsDirectives()
     base: str = ""  # the URL links are relative to (<base href> or the page's own URL)
     language: str | None = None  # <html lang>, as declared (a BCP 47 tag, not checked)
+    #: The text duplicate detection and the URL patterns' novelty compare: every visible word
+    #: but navigation, asides and footers, the site's header and banners included. Not ``text``
+    #: (the main content): a thin page's own content is a dozen words (a facet listing, an
+    #: empty calendar month), whose SimHashes are far apart however alike the pages are, while
+    #: with the header that every page of the site shares they are as close as the pages are
+    #: alike to a reader. ``text`` when empty (a page built by hand, a benchmark's).
+    dedup_text: str = ""
+
+    @property
+    def compared_text(self) -> str:
+        """``dedup_text``, or ``text`` when there is none."""
+        return self.dedup_text or self.text
 
 
 def decode_body(body: bytes, header_charset: str | None) -> str:
@@ -195,14 +210,20 @@ def _parse_refresh(content: str) -> tuple[bool, str | None]:
     return True, rest or None
 
 
-def _visible_text(tree: LexborHTMLParser, main_content: bool) -> str | None:
-    """The text a reader sees: the main content, or with ``main_content=False`` the whole body;
-    None when the main content holds no word."""
+def _visible_text(tree: LexborHTMLParser, main_content: bool) -> tuple[str | None, str]:
+    """The text a reader sees: the main content, or with ``main_content=False`` the whole body
+    (None when the main content holds no word); and ``Page.dedup_text``."""
     remove(tree.css(_INVISIBLE))
     body = tree.body
     if body is None:
-        return ""
-    return main_text(body) if main_content else text_of(body)
+        return "", ""
+    if not main_content:
+        return text_of(body), ""
+    # Before main_text cuts the tree (and joins its inline elements): a space at every tag, as
+    # the duplicate checks' stored fingerprints were made. Its chrome goes in main_text too.
+    remove(body.css(_AROUND))
+    around = " ".join(body.text(deep=True, separator=" ").split())
+    return main_text(body), around
 
 
 def parse_html(
@@ -282,10 +303,17 @@ def parse_html(
         anchor = " ".join(a.text(deep=True).split())[:200]
         links.append(Link(href, rel is not None and "nofollow" in rel.lower().split(), anchor))
 
-    visible = _visible_text(tree, main_content)
+    visible, compared = _visible_text(tree, main_content)
     if visible is None:  # no main content: every visible word, from the page as it was
-        visible = _visible_text(LexborHTMLParser(text), False) or ""
+        visible = _visible_text(LexborHTMLParser(text), False)[0] or ""
     visible = visible[:MAX_TEXT_CHARS]
     return Page(
-        title=title, text=visible, links=links, canonical=canonical, directives=directives, base=base, language=language
+        title=title,
+        text=visible,
+        links=links,
+        canonical=canonical,
+        directives=directives,
+        base=base,
+        language=language,
+        dedup_text=compared[:MAX_TEXT_CHARS],
     )

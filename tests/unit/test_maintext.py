@@ -138,3 +138,27 @@ def test_nested_boilerplate_and_invisible_elements_are_removed_once() -> None:
         f"<nav><div class='menu'><nav>inner</nav></div></nav><p>{ARTICLE}</p><script>var a</script>"
     )
     assert got == ARTICLE.strip()
+
+
+def test_the_duplicate_checks_compare_the_page_with_its_header_not_its_links() -> None:
+    """Two facet listings of one shop: a dozen words of their own each, the site's header alike.
+
+    The index gets the main content; the duplicate and novelty checks get the text with the
+    header (pages as alike as a reader finds them), never the links around the page."""
+    from politecrawl.dedup import hamming, simhash
+
+    header = "<header><p>Site 2</p><ul>" + "".join(f"<li>Menu{i} section</li>" for i in range(40)) + "</ul></header>"
+
+    def listing(color: str, products: str) -> str:
+        nav = "".join(f'<a href="/shop?c={color}&s={s}">size {s}</a>' for s in "sml")
+        main = f"<main><h1>Shop</h1><p>Shop: color {color}. {products}</p></main>"
+        return f"<html><body>{header}{main}<nav>{nav}</nav><footer>Contact us</footer></body></html>"
+
+    a = parse_html(listing("red", "Product 1 Product 5 Product 9"), "http://x.test/shop?c=red")
+    b = parse_html(listing("blue", "Product 2 Product 7"), "http://x.test/shop?c=blue")
+    assert a.text == "Shop Shop: color red. Product 1 Product 5 Product 9"
+    assert a.dedup_text.startswith("Site 2 Menu0 section") and a.dedup_text.endswith("Product 9")
+    assert "size" not in a.dedup_text and "Contact" not in a.dedup_text
+    # Negative control: the main content alone makes the two listings far apart.
+    assert hamming(simhash(a.text), simhash(b.text)) > 16
+    assert hamming(simhash(a.compared_text), simhash(b.compared_text)) <= 16
