@@ -153,12 +153,13 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
             page = parse_html(body, url)
             links = [urls.normalize(link.href, base=page.base) for link in page.links[:PATTERN_LINKS]]
             canonical = urls.normalize(page.canonical, base=url) if page.canonical else None
-            words = page.text.count(" ") + 1  # as pages.py counts them
+            compared = page.compared_text  # what pages.py fingerprints and counts
+            words = compared.count(" ") + 1
             host_pages.append(
                 (
                     url,
-                    simhash(page.text),
-                    text_fingerprint(page.text),
+                    simhash(compared),
+                    text_fingerprint(compared),
                     canonical,
                     links,
                     words,
