@@ -277,9 +277,9 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
     )
     sandbox_factory([host])
     crawl(db_path, [host.url("/")])
-    out = run_cli("search", "zebra lion", "--db", db_path, "--json", "--limit", "10")
+    out = run_cli("search", "zebra lion", "--db", db_path, "--json", "--limit", "10", "--explain")
     assert out.returncode == 0, out.stderr
-    hits = json.loads(out.stdout)
+    hits = json.loads(out.stdout)["hits"]
     # The expected order is computed here, from the documents as the crawler stored them, with
     # BM25F (k1 = 1.2, b = 0.75, IDF = ln(1 + (N - df + 0.5) / (df + 0.5)), df over any field, the
     # documented field weights title 2, body 1) plus 2 x the title's own BM25 term with k1 = 0.5
@@ -308,9 +308,15 @@ def test_search_ranks_in_exact_bm25_order(sandbox_factory, db_path):
         return score
 
     scores = {u: bm25(d, ["zebra", "lion"]) for u, d in stored.items()}
+    # A two-word query also gets the term proximity bonus, shown apart by --explain: the rest
+    # of each score is exactly the BM25F above, and the bonus is what it says it is.
+    bonus = {h["url"]: (h["explanation"]["proximity"] or {"score": 0.0})["score"] for h in hits}
+    assert bonus[host.url("/1")] > 0  # "zebra lion" side by side
+    assert bonus[host.url("/2")] > 0 and bonus[host.url("/3")] == 0  # near; only one of the words
     for h in hits:
-        assert h["score"] == pytest.approx(scores[h["url"]], rel=1e-4)
-    expected = sorted(((s, u) for u, s in scores.items()), key=lambda x: (-x[0], x[1]))
+        assert h["score"] - bonus[h["url"]] == pytest.approx(scores[h["url"]], rel=1e-4)
+    total = {u: s + bonus.get(u, 0.0) for u, s in scores.items()}
+    expected = sorted(((s, u) for u, s in total.items()), key=lambda x: (-x[0], x[1]))
     expected = [u for s, u in expected if s > 0]
     assert [h["url"] for h in hits] == expected
     assert hits[0]["url"] == host.url("/1")
