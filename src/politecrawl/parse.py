@@ -220,7 +220,7 @@ def _visible_text(tree: LexborHTMLParser, main_content: bool) -> tuple[str | Non
     if not main_content:
         return text_of(body), ""
     # Before main_text cuts the tree (and joins its inline elements): a space at every tag, as
-    # the duplicate checks' stored fingerprints were made. Its chrome goes in main_text too.
+    # the duplicate checks' stored fingerprints were made. (main_text drops these elements too.)
     remove(body.css(_AROUND))
     around = " ".join(body.text(deep=True, separator=" ").split())
     return main_text(body), around
