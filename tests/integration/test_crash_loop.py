@@ -124,7 +124,9 @@ def crashed(tmp_path_factory, reliability):
                 proc.communicate(timeout=30)
                 loop.killed_before_exit += 1
             _wait_until_gone(proc)  # every process of the group, before the restart
-        proc = _start(db, [], str(tmp))
+        has_seeds = _stored_seeds(db)  # on a busy machine even the last killed run may have died too soon
+        loop.restarts_with_seeds += not has_seeds
+        proc = _start(db, [] if has_seeds else seeds, str(tmp))
         try:
             out, err = proc.communicate(timeout=150)
         except subprocess.TimeoutExpired:

@@ -157,6 +157,13 @@ class Fleet:
             conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
             )
+            # A terminated backend takes a moment to go: the next case (the restart test) counts
+            # the server's clients and must not see this one's.
+            deadline = time.time() + 10
+            while time.time() < deadline and conn.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
+            ).fetchone():
+                time.sleep(0.05)
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
 
 
@@ -439,15 +446,22 @@ def test_status_index_search_and_audit_on_postgres(fleet, sandbox_factory):
 RESTART_ENV = "POLITECRAWL_TEST_PG_RESTART"
 
 
-def _other_clients(fleet: Fleet) -> list[str]:
+def _other_clients(fleet: Fleet, patience: float = 10.0) -> list[str]:
+    """The server's other clients (name, state, age), after waiting up to ``patience`` s for them to go."""
+    deadline = time.time() + patience
     with fleet.connect() as conn:
-        rows = conn.execute(
-            "SELECT DISTINCT coalesce(application_name, '') FROM pg_stat_activity"
-            " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-            " AND coalesce(application_name, '') <> %s",
-            (fleet.schema,),
-        ).fetchall()
-    return [r[0] for r in rows]
+        while True:
+            rows = conn.execute(
+                "SELECT coalesce(application_name, ''), coalesce(state, ''),"
+                " round(extract(epoch FROM now() - backend_start)::numeric, 1)"
+                " FROM pg_stat_activity"
+                " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                " AND coalesce(application_name, '') <> %s",
+                (fleet.schema,),
+            ).fetchall()
+            if not rows or time.time() > deadline:
+                return [f"{name or '?'} ({state or '?'}, {age} s old)" for name, state, age in rows]
+            time.sleep(0.2)
 
 
 @pytest.mark.skipif(
@@ -455,6 +469,9 @@ def _other_clients(fleet: Fleet) -> list[str]:
     reason=f"restarts the PostgreSQL server for everyone on it: set {RESTART_ENV}=1 (needs root and pg_ctlcluster)",
 )
 def test_zz_three_machines_survive_a_real_postgresql_restart(fleet, sandbox_factory):
+    others = _other_clients(fleet)
+    if others:
+        pytest.skip(f"other clients are using this PostgreSQL server ({others}): not restarting it under them")
     hosts = [chain_site(f"127.0.3.{60 + i}", 12) for i in range(2)]
     sb = sandbox_factory(hosts)
     seed = fleet.cli(
@@ -477,7 +494,7 @@ def test_zz_three_machines_survive_a_real_postgresql_restart(fleet, sandbox_fact
         for _ in range(3)
     ]
     time.sleep(2.5)
-    others = _other_clients(fleet)
+    others = _other_clients(fleet, patience=0)
     if others:
         pytest.skip(f"other clients are using this PostgreSQL server ({others}): not restarting it under them")
     restart = subprocess.run(

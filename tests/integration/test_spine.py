@@ -208,12 +208,21 @@ def test_three_hosts_four_workers_gaps_and_one_open_request(sandbox_factory, db_
     import dataclasses
 
     fake = [
-        dataclasses.replace(log[0], started=0.0, ended=1.0),
-        dataclasses.replace(log[0], started=1.1, ended=2.0),
-        dataclasses.replace(log[0], started=1.5, ended=1.6),
+        dataclasses.replace(log[0], started=0.0, sending=0.99, ended=1.0),
+        dataclasses.replace(log[0], started=1.1, sending=1.99, ended=2.0),
+        dataclasses.replace(log[0], started=1.5, sending=1.59, ended=1.6),
     ]
     bad = violations(fake, 0.2, tolerance=0.0)
     assert bad["short_gaps"] and bad["max_open_per_host"] == 2
+    # A gap that is long enough by the earlier stamp of the answer's end is not called short.
+    unsure = [
+        dataclasses.replace(log[0], started=0.0, sending=0.9, ended=1.0),
+        dataclasses.replace(log[0], started=1.15, sending=1.9, ended=2.0),
+    ]
+    assert violations(unsure, 0.2, tolerance=0.0)["short_gaps"] == []
+    assert violations([dataclasses.replace(r, sending=None) for r in unsure], 0.2, tolerance=0.0)["short_gaps"]
+    # The server really took both stamps, in order, for every answer.
+    assert all(r.sending is not None and r.started <= r.sending <= r.ended for r in log)
 
 
 def test_killed_worker_lease_expires_and_url_is_crawled_later(sandbox_factory, db_path, tmp_path):
