@@ -160,9 +160,12 @@ class Fleet:
             # A terminated backend takes a moment to go: the next case (the restart test) counts
             # the server's clients and must not see this one's.
             deadline = time.time() + 10
-            while time.time() < deadline and conn.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
-            ).fetchone():
+            while (
+                time.time() < deadline
+                and conn.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
+                ).fetchone()
+            ):
                 time.sleep(0.05)
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
 
