@@ -670,6 +670,76 @@ def snippet_cost(base, queries, rounds: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def query_parts(base, queries, scale: int, rounds: int = 3) -> None:
+    """Where a top-10 query's time goes: one politecrawl index of the corpus at ``scale``, the
+    query set searched ``rounds`` times with snippets under cProfile, and the time inside each
+    part of ``Searcher.search`` per query (cumulative, so a part includes what it calls). The
+    profiler adds its own cost per Python call, so the parts are shares of a slower whole: read
+    them as proportions, and the p50 printed first (measured without the profiler) as the size."""
+    import cProfile
+    import pstats
+
+    from politecrawl.index import search as search_mod
+    from politecrawl.index import snippet as snippet_mod
+
+    work = Path(tempfile.mkdtemp(prefix="bench-query-parts-"))
+    try:
+        engine = Politecrawl()
+        engine.build(scaled(base, scale), work)
+        s = engine.searcher
+        texts = [" ".join(q) for q in queries]
+        for q in texts:
+            s.search(q, snippets=True)
+        for snip in (False, True):
+            t = []
+            for _ in range(rounds):
+                for q in texts:
+                    t0 = time.perf_counter()
+                    s.search(q, limit=10, snippets=snip)
+                    t.append(time.perf_counter() - t0)
+            print(
+                f"x{scale}, {len(texts)} queries x {rounds}: p50 {'with' if snip else 'without'} snippets "
+                f"{np.median(t) * 1000:.3f} ms"
+            )
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(rounds):
+            for q in texts:
+                s.search(q, limit=10, snippets=True)
+        prof.disable()
+        stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+        n = rounds * len(texts)
+
+        def cum(fn) -> float:
+            code = fn.__code__
+            return sum(
+                v[3]
+                for (f, line, name), v in stats.items()
+                if f == code.co_filename and name == code.co_name and line == code.co_firstlineno
+            )
+
+        S = search_mod.Searcher
+        total = cum(S.search)
+        parts = [
+            ("scoring every match (Searcher._match)", cum(S._match)),
+            ("term proximity of the top 100 (Searcher._proximity)", cum(S._proximity)),
+            ("snippets: positions of the top 10 (Searcher._body_positions)", cum(S._body_positions)),
+            ("snippets: text (snippet_for_hit)", cum(snippet_mod.snippet_for_hit)),
+            ("reading the postings (IndexReader.postings)", cum(type(s._refresh()).postings)),
+            ("parsing the query (parse_query)", cum(search_mod.parse_query)),
+        ]
+        print(f"under cProfile: {total / n * 1000:.2f} ms per query with snippets; its parts:")
+        for name, t in parts:
+            print(f"  {name:<64} {t / n * 1000:6.3f} ms  {t / total:5.1%}")
+        rest = total - sum(t for _, t in parts)
+        print(
+            f"  {'the rest (ranking the matches, URLs, titles, hits)':<64} "
+            f"{rest / n * 1000:6.3f} ms  {rest / total:5.1%}"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--x8", action="store_true", help="also run scale x8")
@@ -696,6 +766,12 @@ def main(argv=None):
         type=int,
         metavar="ROUNDS",
         help="only what snippets add to a top-10 query (x1, one index, with and without alternating)",
+    )
+    ap.add_argument(
+        "--query-parts",
+        type=int,
+        metavar="SCALE",
+        help="only where a politecrawl top-10 query's time goes (cProfile), at this scale (1, 2, 8)",
     )
     ap.add_argument("--zipf-child", choices=("build", "search"), help=argparse.SUPPRESS)
     ap.add_argument("--zipf-child-engine", help=argparse.SUPPRESS)
@@ -735,6 +811,9 @@ def main(argv=None):
     only = set(args.engines.split(",")) if args.engines else None
     if args.snippet_cost:
         snippet_cost(base, queries, args.snippet_cost)
+        return
+    if args.query_parts:
+        query_parts(base, queries, args.query_parts)
         return
     if args.known_item:
         known_item_table(base, anchors, only)
