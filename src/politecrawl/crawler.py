@@ -293,7 +293,16 @@ class Crawler:
                     # the seconds the workers took to finish their requests are spent already.
                     stop_at = self.signal_at if self.signal_at is not None else deadline
                     budget_ends = (stop_at if stop_at is not None else time.time()) + INDEX_ON_STOP_SECONDS
-                    update_index(store, index_dir, max_pages=INDEX_ON_STOP, stop=lambda: time.time() >= budget_ends)
+                    # At the running crawl's merge cap: at the final compaction's, this one commit
+                    # could start merging the crawl's segments four at a time, seconds past the
+                    # deadline and hundreds of MB; the compaction waits for the next update.
+                    update_index(
+                        store,
+                        index_dir,
+                        max_pages=INDEX_ON_STOP,
+                        stop=lambda: time.time() >= budget_ends,
+                        merge_tokens=CRAWL_MERGE_TOKENS,
+                    )
                 else:
                     update_index(store, index_dir)
             end = time.time()

@@ -222,9 +222,9 @@ def _update(
         rows = store.pages_changed_since(seq, min(batch, max_pages - seen) if max_pages is not None else batch)
         if not rows:
             break
-        _write(store, index_dir, rows, deletes=True, merge_tokens=merge_tokens)
+        anchors = _write(store, index_dir, rows, deletes=True, merge_tokens=merge_tokens)
         seq = rows[-1]["seq"]
-        store.mark_indexed([r["url_id"] for r in rows], time.time())
+        store.mark_indexed([r["url_id"] for r in rows], time.time(), [anchors.get(r["url"], 0) for r in rows])
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
         progress[0] = seen
@@ -238,7 +238,9 @@ def _update(
         # Only what is indexable now; a page that stopped being so is removed by the loop above.
         after_url_id = 0
         while named := store.pages_with_new_anchors(anchors_done, upto, after_url_id, batch):
-            _write(store, index_dir, named, deletes=False, merge_tokens=merge_tokens)
+            anchors = _write(store, index_dir, named, deletes=False, merge_tokens=merge_tokens)
+            done = [r for r in named if r["url"] in anchors]
+            store.mark_indexed([r["url_id"] for r in done], time.time(), [anchors[r["url"]] for r in done])
             after_url_id = named[-1]["url_id"]
             if stopped() and len(named) == batch:
                 return  # this pass is not done: the next update takes it again, from its start
@@ -261,11 +263,12 @@ def _compact(index_dir: Path) -> None:
         writer.compact()
 
 
-def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool, merge_tokens: int) -> None:
-    """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``."""
+def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool, merge_tokens: int) -> dict[str, int]:
+    """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``.
+    Returns, per page added, how many anchor texts went in with it."""
     keep = [row for row in rows if indexable(row)]
     if not keep and not deletes:
-        return
+        return {}
     anchors = store.anchor_texts([row["url"] for row in keep]) if keep else {}
 
     def write() -> None:
@@ -279,6 +282,7 @@ def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool, me
                     writer.delete_document(row["url"])
 
     _index_op(index_dir, write)
+    return {row["url"]: len(anchors.get(row["url"], ())) for row in keep}
 
 
 def rebuild_index(store: Store, index_dir: Path) -> int:

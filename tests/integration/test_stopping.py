@@ -91,3 +91,33 @@ def test_a_signal_stops_the_crawl_within_five_seconds(sandbox_factory, db_path, 
     assert proc.returncode == 0, err[-2000:]
     assert "crawl signal" in out + err
     assert "Traceback" not in err
+
+
+def test_a_stopped_crawl_never_merges_past_the_running_crawls_cap(sandbox_factory, db_path, monkeypatch):
+    """Every index update of a crawl stopped early merges at the running crawl's cap: the last
+    one at the final compaction's cap made a long crawl's parent merge four of its segments at
+    once after the deadline (seconds late, hundreds of MB). A crawl that ends by itself does end
+    with the complete update, which compacts (the negative control: the spy sees that too)."""
+    import politecrawl.indexing as indexing
+    from politecrawl.crawler import CRAWL_MERGE_TOKENS
+    from politecrawl.index.writer import MAX_SEGMENT_TOKENS
+
+    from conftest import crawl
+
+    calls: list[dict] = []
+    real = indexing.update_index
+
+    def spy(store, index_dir, **kw):
+        calls.append(kw)
+        return real(store, index_dir, **kw)
+
+    monkeypatch.setattr(indexing, "update_index", spy)
+    quick, slow = _hosts()
+    sandbox_factory([quick, slow])
+    crawl(db_path, [quick.url("/"), slow.url("/")], max_time=3)  # stopped: the slow page answers at 12 s
+    assert calls and all(kw.get("merge_tokens") == CRAWL_MERGE_TOKENS for kw in calls), calls
+    calls.clear()
+    done = SandboxHost("127.0.0.92", pages={"/": "<html><title>one</title><body>one page</body></html>"})
+    sandbox_factory([done])
+    crawl(db_path + ".done", [done.url("/")])
+    assert calls[-1].get("merge_tokens", MAX_SEGMENT_TOKENS) == MAX_SEGMENT_TOKENS and "stop" not in calls[-1]

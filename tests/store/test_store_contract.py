@@ -26,6 +26,7 @@ from politecrawl.store import (
 )
 from politecrawl.store import postgres as postgres_store
 from politecrawl.store import sqlite as sqlite_store
+from politecrawl.store.common import ANCHORS_PER_PAGE
 
 T = 1_700_000_000.0
 LEASE = 30.0
@@ -587,6 +588,34 @@ def test_anchor_texts_are_kept_once_per_target_linking_host_and_wording(store):
     assert store.pages_with_new_anchors(store.anchor_mark(), store.anchor_mark(), 0, 100) == []
 
 
+def test_a_page_is_named_for_new_anchors_each_time_they_double_up_to_the_cap(store):
+    """Re-indexing a page for each new link to it cost a long crawl's indexer three times its
+    new pages' work: a page comes back for its anchors at 1, 2, 4 … of them, never past the cap."""
+    _claims(store, 7)
+    c0 = store.claim("w1", T, LEASE)
+    assert c0 is not None and c0.url == f"{A}/0"
+    _fetch_one(store, c0, T, title="target", text="x")
+    store.mark_indexed([c0.url_id], T, [0])  # indexed before any link to it was found
+    named = []
+    for i, indexed_with in enumerate([1, 2, None, 4, None], start=1):
+        before = store.anchor_mark()
+        c = store.claim("w1", T + i, LEASE)
+        _release_with_anchors(store, c, T + i, [(f"{A}/0", f"wording {i}")])
+        urls = [p["url"] for p in store.pages_with_new_anchors(before, store.anchor_mark(), 0, 100)]
+        named.append(urls == [f"{A}/0"])
+        if indexed_with is not None:
+            store.mark_indexed([c0.url_id], T + i, [indexed_with])
+    assert named == [True, True, False, True, False]  # 1 >= 1, 2 >= 2, 3 < 4, 4 >= 4, 5 < 8
+    # The first rows are still in the range: 5 anchors now, indexed with 4: not yet.
+    assert store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100) == []
+    store.mark_indexed([c0.url_id], T + 9, [0])  # e.g. re-fetched and indexed before its anchors were read
+    assert [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)] == [f"{A}/0"]
+    store.mark_indexed([c0.url_id], T + 9, [ANCHORS_PER_PAGE])  # the index holds all it keeps
+    c = store.claim("w1", T + 9, LEASE)
+    _release_with_anchors(store, c, T + 9, [(f"{A}/0", f"wording {n}") for n in range(6, 200)])
+    assert store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100) == []
+
+
 def test_anchors_of_an_alias_count_for_its_canonical_page(store):
     _claims(store, 3)
     c0 = store.claim("w1", T, LEASE)  # /0: an alias of /2
@@ -934,8 +963,10 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
 
-#: Statements that turn a schema-4 store back into what schema 3 wrote.
+#: Statements that turn a schema-4 store back into what schema 3 wrote (and take out the
+#: anchor count of SQLite's schema 5, PostgreSQL's 6).
 _SCHEMA_4_UNDONE = (
+    "ALTER TABLE pages DROP COLUMN indexed_anchors",
     "ALTER TABLE frontier DROP COLUMN request_url",
     "ALTER TABLE pages DROP COLUMN language",
     "ALTER TABLE pages DROP COLUMN links",
@@ -1069,7 +1100,7 @@ def test_a_version_4_postgres_store_gets_the_ready_index_in_the_claims_order(pg_
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'hosts_ready' AND schemaname = current_schema()"
     )
     assert "(next_allowed_at, host) WHERE (pending > 0)" in definition
-    assert pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("5",)]
+    assert pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("6",)]
     store.seed_urls([url(A, "/9")], T + 100)
     assert store.claim("w9", T + 100, LEASE) is not None  # the claim still finds its host
 

@@ -688,11 +688,26 @@ INDEXER_PAGE_COLUMNS = "url_id, url, final_url, status, title, text, noindex, du
 #: Anchor texts kept per page for its anchor field: enough for a strong signal, bounded work.
 ANCHORS_PER_PAGE = 64
 
+#: A page is re-indexed for its anchor text when the anchors the index would take with it are at
+#: least this many times those it was indexed with (``pages.indexed_anchors``; from none: one).
+#: Each page is then re-indexed for anchors a handful of times over a crawl (1, 2, 4 … 64), not
+#: once for every link to it found later; re-indexing a page for each new link cost a long
+#: crawl's indexer three times the work of indexing the new pages.
+ANCHOR_GROWTH = 2
+
+#: How many anchor texts the index would take with page ``pages`` now, counted up to the cap.
+_ANCHORS_NOW = (
+    f"(SELECT COUNT(*) FROM (SELECT 1 FROM anchors a WHERE a.target = pages.url LIMIT {ANCHORS_PER_PAGE}) n)"
+    " + (SELECT COUNT(*) FROM pages p2 JOIN anchors a2 ON a2.target = p2.url WHERE p2.alias_of = pages.url)"
+)
+
 #: Pages whose anchor text changed: the targets of anchor rows in (lo, hi], and the canonical
-#: pages of targets that are aliases. Not noarchive pages already indexed: their text is gone
-#: from the store (it is in the index), so they keep the anchor text they were indexed with.
-#: One page of them at a time, by url_id after the last one read: the pages a pass names can
-#: be tens of thousands, and their text read at once would be the indexer's largest memory.
+#: pages of targets that are aliases, whose anchors grew by ``ANCHOR_GROWTH`` since they were
+#: indexed (a page indexed with all the ``ANCHORS_PER_PAGE`` it keeps gains nothing from more).
+#: Not noarchive pages already indexed: their text is gone from the store (it is in the index),
+#: so they keep the anchor text they were indexed with. One page of them at a time, by url_id
+#: after the last one read: the pages a pass names can be tens of thousands, and their text read
+#: at once would be the indexer's largest memory.
 ANCHOR_TARGET_PAGES_SQL = (
     "WITH t AS (SELECT DISTINCT target FROM anchors WHERE id > {ph} AND id <= {ph}),"
     " direct AS (SELECT f.id AS url_id FROM t JOIN frontier f ON f.url = t.target),"
@@ -700,7 +715,10 @@ ANCHOR_TARGET_PAGES_SQL = (
     "           JOIN frontier f2 ON f2.url = p.alias_of)"
     f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
     " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
-    " AND (noarchive = 0 OR indexed_at IS NULL) AND url_id > {ph} ORDER BY url_id LIMIT {ph}"
+    " AND (noarchive = 0 OR indexed_at IS NULL) AND url_id > {ph}"
+    f" AND indexed_anchors < {ANCHORS_PER_PAGE}"
+    f" AND {_ANCHORS_NOW} >= CASE WHEN indexed_anchors = 0 THEN 1 ELSE {ANCHOR_GROWTH} * indexed_anchors END"
+    " ORDER BY url_id LIMIT {ph}"
 )
 
 #: (page url, anchor text) for the given page urls ``{marks}``: links to the page itself and to its aliases.

@@ -92,7 +92,7 @@ from .sqlite import NEAR_DISTANCE, YIELD_DECAY  # pure constants: one definition
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -1218,16 +1218,19 @@ class PostgresStore:
         rows = self._read(lambda conn: conn.execute(query, {"urls": list(urls)}).fetchall(), "read anchor texts")
         return group_anchor_texts(rows)
 
-    def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
-        """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""
+    def mark_indexed(self, url_ids: Sequence[int], now: float, anchors: Sequence[int] | None = None) -> None:
+        """Record that these pages are in the index, each with ``anchors[i]`` anchor texts (default
+        none); noarchive pages' text is dropped now (not kept beyond it)."""
         if not url_ids:
             return
-        ids = sorted(set(int(i) for i in url_ids))
+        counts = anchors if anchors is not None else [0] * len(url_ids)
+        by_id = dict(sorted((int(i), int(n)) for i, n in zip(url_ids, counts, strict=True)))
         self._idempotent(
             lambda conn: conn.execute(
-                "UPDATE pages SET indexed_at = %s, text = CASE WHEN noarchive = 1 THEN NULL ELSE text END"
-                " WHERE url_id = ANY(%s::bigint[])",
-                (now, ids),
+                "UPDATE pages SET indexed_at = %s, indexed_anchors = m.n,"
+                " text = CASE WHEN noarchive = 1 THEN NULL ELSE text END"
+                " FROM unnest(%s::bigint[], %s::integer[]) AS m(id, n) WHERE url_id = m.id",
+                (now, list(by_id), list(by_id.values())),
             ),
             "mark pages indexed",
         )

@@ -47,7 +47,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
 _WAKE_TIME = wake_time_sql(DIALECT)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APP_ID = "politecrawl"
 
 # A host is eligible when it has work, its delay has passed and nobody holds
@@ -495,12 +495,17 @@ class SQLiteStore:
         rows.sort(key=lambda r: r[2])
         return group_anchor_texts(rows)
 
-    def mark_indexed(self, url_ids: Sequence[int], now: float) -> None:
-        """Record that these pages are in the index; noarchive pages' text is dropped now (not kept beyond it)."""
+    def mark_indexed(self, url_ids: Sequence[int], now: float, anchors: Sequence[int] | None = None) -> None:
+        """Record that these pages are in the index, each with ``anchors[i]`` anchor texts (default
+        none); noarchive pages' text is dropped now (not kept beyond it)."""
         if not url_ids:
             return
+        counts = anchors if anchors is not None else [0] * len(url_ids)
         with self._write() as db:
-            db.executemany("UPDATE pages SET indexed_at = ? WHERE url_id = ?", [(now, i) for i in url_ids])
+            db.executemany(
+                "UPDATE pages SET indexed_at = ?, indexed_anchors = ? WHERE url_id = ?",
+                [(now, int(n), i) for i, n in zip(url_ids, counts, strict=True)],
+            )
             db.executemany("UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(i,) for i in url_ids])
 
     def expire_unavailable(self, now: float) -> int:
