@@ -14,7 +14,7 @@ import pytest
 from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
-from conftest import start_cli
+from conftest import crawl, start_cli
 
 SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop may take
 
@@ -101,8 +101,6 @@ def test_a_stopped_crawl_never_merges_past_the_running_crawls_cap(sandbox_factor
     import politecrawl.indexing as indexing
     from politecrawl.crawler import CRAWL_MERGE_TOKENS
     from politecrawl.index.writer import MAX_SEGMENT_TOKENS
-
-    from conftest import crawl
 
     calls: list[dict] = []
     real = indexing.update_index
