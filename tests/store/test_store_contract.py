@@ -1238,11 +1238,14 @@ def test_postgres_store_opens_and_works_while_its_connections_are_killed_again_a
     with _ConnectionKiller(pg_store_factory, 0.02) as killer:
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:
-            store = pg_store_factory()  # every step of an open meets killed connections
+            store = pg_store_factory()  # any step of an open may meet a killed connection
             store.seed_urls([url(A, f"/{opened}")], T)
             store.close()
             opened += 1
-    assert killer.kills >= 20 and opened >= 3, (killer.kills, opened)
+    # Kills really landed again and again. How many depends on the machine: a store waits a
+    # little before it connects again, so a busy machine has fewer connections up to kill
+    # (16 in 3 s under the full suite on 2 cores, twice).
+    assert killer.kills >= 10 and opened >= 3, (killer.kills, opened)
     store = pg_store_factory()
     assert len(store.url_states()) == opened  # every seed call landed exactly once
 
