@@ -502,7 +502,7 @@ def _segment_contents(seg):
     from politecrawl.index.bm25 import FIELDS
 
     out = {
-        "terms": list(seg.terms),
+        "terms": seg.term_list(),
         "urls": seg.urls,
         "titles": seg.titles,
         "bodies": [seg.body(i) for i in range(seg.doc_count)],

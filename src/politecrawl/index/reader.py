@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SearchIndexError
+from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
@@ -265,9 +266,23 @@ class IndexReader:
         return out
 
     def df(self, term: str, per_segment=None, field: str | None = None) -> int:
-        """Live documents containing ``term`` (in ``field``, or in any field), across segments."""
+        """Live documents containing ``term`` (in ``field``, or in any field), across segments.
+
+        ``per_segment`` (``postings(term)``) saves the numpy code reading them again; the
+        compiled kernels count from the segments' postings directly."""
         key = (term, field)
         cached = self._df_cache.get(key)
+        if cached is None and kernels.compiled is not None:
+            fi = -1 if field is None else FIELDS.index(field)
+            cached = 0
+            for v in self.views:
+                tid = v.segment.term_id(term)
+                if tid is not None:
+                    try:
+                        cached += v.segment.kernel.df(tid, v.live, fi)
+                    except ValueError as exc:  # a damaged segment file
+                        raise SearchIndexError(f"{v.segment.path}: {exc}") from exc
+            self._df_cache[key] = cached
         if cached is None:
             if field is None:
                 cached = sum(len(d) for d in self.matching_docs(term, per_segment))

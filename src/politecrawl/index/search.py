@@ -67,6 +67,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SearchIndexError
+from . import kernels
 from .analysis import Query, parse_query
 from .bm25 import (
     DEFAULT_SCORING,
@@ -95,6 +97,23 @@ __all__ = ["Hit", "Searcher"]
 MAX_LIMIT = 1000
 MAX_PAGE = 1000
 _NO_POSITIONS = np.zeros(0, dtype=np.int64)
+
+
+def _term_ids(seg: Any, terms: list[str]) -> list[int]:
+    """The segment's id of each term, -1 where it has none (what the kernels take)."""
+    out = []
+    for t in terms:
+        tid = seg.term_id(t)
+        out.append(-1 if tid is None else tid)
+    return out
+
+
+def _gather(seg: Any, field: int, tids: list[int], docs: np.ndarray, cap: int) -> tuple[bytes, bytes]:
+    """``Postings.gather``, a damaged segment file reported as the index's error."""
+    try:
+        return seg.kernel.gather(field, tids, docs, cap)
+    except ValueError as exc:
+        raise SearchIndexError(f"{seg.path}: {exc}") from exc
 
 
 #: ``_at_least_kth`` bounds the k-th best score from the maxima of blocks of this many scores.
@@ -242,6 +261,8 @@ class Searcher:
         q = parse_query(query, reader.analyzer)
         if q.is_empty or reader.n_docs == 0:
             return 0
+        if kernels.compiled is not None:
+            return self._match_compiled(reader, q, 0)[1]
         return sum(len(docs) for _, docs, _ in self._match(reader, q))
 
     def search(
@@ -259,8 +280,14 @@ class Searcher:
         rerank = self.proximity and len(terms) > 1
         # The reranked set does not depend on the page asked for, so pages never overlap.
         depth = max(k, PROXIMITY_DEPTH) if rerank else k
-        postings = {t: reader.postings(t) for t in terms}
-        matched = self._match(reader, q, top_k=depth if self.top_k_pruning else None, postings=postings)
+        # The compiled kernels score every match, as the numpy code does without top_k_pruning.
+        compiled = kernels.compiled is not None and not self.top_k_pruning
+        postings: dict = {}
+        if compiled:
+            matched = self._match_compiled(reader, q, depth)[0]
+        else:
+            postings = {t: reader.postings(t) for t in terms}
+            matched = self._match(reader, q, top_k=depth if self.top_k_pruning else None, postings=postings)
         if not matched:
             return []
         seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
@@ -275,9 +302,15 @@ class Searcher:
             key=lambda r: (-r[0], r[1]),
         )
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}  # the reranked hits' parts, for explain
+        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gathered for proximity
         if rerank:
             head = ranked[:PROXIMITY_DEPTH]
-            per_field = self._proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
+            cands = [(si, d) for _, _, si, d in head]
+            if compiled:
+                cap = max(PROXIMITY_MAX_OCCURRENCES, MAX_POSITIONS) if snippets else PROXIMITY_MAX_OCCURRENCES
+                per_field = self._proximity_compiled(reader, terms, cands, body_cap=cap, body_runs=body_runs)
+            else:
+                per_field = self._proximity(reader, postings, terms, cands)
             bonus = sum(v.sum(axis=1) for v in per_field.values()).tolist()
             if explain:
                 proximity = {
@@ -289,7 +322,12 @@ class Searcher:
             ranked[:PROXIMITY_DEPTH] = head
         ranked = ranked[(page - 1) * limit : k]
         where = [(si, d) for _, _, si, d in ranked]
-        hit_positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
+        if not snippets:
+            hit_positions: list[list[np.ndarray]] = [[] for _ in where]
+        elif compiled:
+            hit_positions = self._body_positions_compiled(reader, terms, where, body_runs)
+        else:
+            hit_positions = self._body_positions(reader, postings, terms, where)
         hits = []
         for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
@@ -415,7 +453,183 @@ class Searcher:
             return out_doc[0], out_term[0], out_pos[0]
         return np.concatenate(out_doc), np.concatenate(out_term), np.concatenate(out_pos)
 
+    def _proximity_compiled(
+        self,
+        reader: IndexReader,
+        terms: list[str],
+        cands: list[tuple[int, int]],
+        *,
+        body_cap: int,
+        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> dict[str, np.ndarray]:
+        """``_proximity`` with the compiled kernels: per segment and field, one ``gather`` of the
+        candidates' positions (one pass over each term's postings) and one ``closeness``; then
+        ``proximity_scores`` over every candidate at once, as ``_proximity`` does.
+
+        The body's positions are gathered up to ``body_cap`` per term (``closeness`` reads the first
+        ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` (segment index -> (candidate docs
+        ascending, run starts, positions)), where the snippets of the hits find theirs.
+        """
+        compiled = kernels.compiled
+        assert compiled is not None
+        n_terms = len(terms)
+        idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
+        close = {f: np.zeros((len(cands), n_terms - 1), dtype=np.float64) for f in PROXIMITY_WEIGHTS}
+        by_segment: dict[int, list[int]] = {}
+        for c, (si, _) in enumerate(cands):
+            by_segment.setdefault(si, []).append(c)
+        for si, cs in by_segment.items():
+            seg = reader.views[si].segment
+            tids = _term_ids(seg, terms)
+            cs.sort(key=lambda c: cands[c][1])  # gather takes ascending doc ids
+            docs = np.array([cands[c][1] for c in cs], dtype=np.int64)
+            for f in PROXIMITY_WEIGHTS:
+                cap = body_cap if f == "body" else PROXIMITY_MAX_OCCURRENCES
+                starts, pos = _gather(seg, FIELDS.index(f), tids, docs, cap)
+                rows = compiled.closeness(
+                    starts, pos, len(docs), n_terms, PROXIMITY_MAX_OCCURRENCES, PROXIMITY_REVERSED
+                )
+                close[f][cs] = np.frombuffer(rows, dtype=np.float64).reshape(len(docs), n_terms - 1)
+                if f == "body":
+                    body_runs[si] = (docs, np.frombuffer(starts, dtype=np.int64), np.frombuffer(pos, dtype=np.int64))
+        return {f: weight * proximity_scores(close[f], idfs, k1=K1) for f, weight in PROXIMITY_WEIGHTS.items()}
+
+    @staticmethod
+    def _body_positions_compiled(
+        reader: IndexReader,
+        terms: list[str],
+        hits: list[tuple[int, int]],
+        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> list[list[np.ndarray]]:
+        """``_body_positions`` with the compiled kernels: the runs ``_proximity_compiled`` gathered
+        where it did (a reranked query's hits are among its candidates), else one ``gather`` per
+        segment of the hits."""
+        n_terms = len(terms)
+        out: list[list[np.ndarray]] = [[] for _ in hits]
+        missing: dict[int, list[int]] = {}
+        for h, (si, d) in enumerate(hits):
+            runs = body_runs.get(si)
+            if runs is not None:
+                c = int(runs[0].searchsorted(d))
+                if c < len(runs[0]) and runs[0][c] == d:
+                    _, starts, pos = runs
+                    out[h] = [pos[starts[c * n_terms + t] : starts[c * n_terms + t + 1]] for t in range(n_terms)]
+                    continue
+            missing.setdefault(si, []).append(h)
+        for si, hs in missing.items():
+            seg = reader.views[si].segment
+            hs.sort(key=lambda h: hits[h][1])
+            docs = np.array([hits[h][1] for h in hs], dtype=np.int64)
+            starts_b, pos_b = _gather(seg, FIELDS.index("body"), _term_ids(seg, terms), docs, MAX_POSITIONS)
+            starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
+            for c, h in enumerate(hs):
+                out[h] = [pos[starts[c * n_terms + t] : starts[c * n_terms + t + 1]] for t in range(n_terms)]
+        return out
+
     # -- matching and scoring -------------------------------------------------
+
+    def _term_weights(
+        self, reader: IndexReader, terms: list[str], postings: dict | None = None
+    ) -> tuple[list[str], dict, dict, dict]:
+        """(terms in the order their scores are added, idf per term, weighted idf per (term,
+        field) for "fields", each term's bound on what it adds to a score).
+
+        Terms are always added highest bound first (stable), so every way of scoring (numpy,
+        pruned or not, and the compiled kernels) adds the same floats in the same order.
+        """
+        postings = postings or {}
+        n_docs = reader.n_docs
+        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+        idfs: dict[str, float] = {}
+        fidfs: dict[tuple[str, str], float] = {}
+        if self.scoring == "fields":
+            # weight * idf per (term, field), with per-field df over the whole index
+            fidfs = {
+                (t, f): FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings.get(t), f)) * (K1 + 1.0)
+                for t in terms
+                for f in FIELDS
+            }
+            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score.
+            # (fields where the term never occurs add nothing, whatever their idf).
+            bound = {t: sum(fidfs[(t, f)] for f in FIELDS if reader.df(t, postings.get(t), f)) for t in terms}
+        else:
+            idfs = {t: idf(n_docs, reader.df(t, postings.get(t))) for t in terms}
+            bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
+            if bonus:
+                # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
+                bound = {
+                    t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0)
+                    if reader.df(t, postings.get(t), "title")
+                    else bound[t]
+                    for t in terms
+                }
+        return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
+
+    def _match_compiled(
+        self, reader: IndexReader, q: Query, k: int
+    ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int]:
+        """``_match`` with the compiled kernels: per segment, the allowed matches whose score is
+        among the ``k`` best of the segment (every one tied with the ``k``-th included; none for
+        ``k = 0``), and the number of matches in all.  The top ``k`` of these is the top ``k`` of
+        every match, and their scores are the numpy code's to the last bit."""
+        ordered, idfs, fidfs, _ = self._term_weights(reader, q.positive_terms)
+        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+        if self.scoring == "fields":
+            mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]
+        else:
+            mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
+        coef_arr = np.array(coef, dtype=np.float64)
+        out, total = [], 0
+        for si, view in enumerate(reader.views):
+            seg = view.segment
+            tids = _term_ids(seg, ordered)
+            if max(tids) < 0:
+                continue
+            allowed = self._allowed(view, q)
+            if allowed is not None and not allowed.any():
+                continue
+            if mode == 1:
+                norms = [self._norm(reader, si, f, K1) for f in FIELDS]
+                title_norm = None
+            else:
+                norms = [self._norm(reader, si, f, None) for f in FIELDS]
+                title_norm = self._norm(reader, si, "title", TITLE_K1) if bonus else None
+            try:
+                docs, scores, count = seg.kernel.score(
+                    tids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0
+                )
+            except ValueError as exc:  # a damaged segment file
+                raise SearchIndexError(f"{seg.path}: {exc}") from exc
+            total += count
+            if docs:
+                out.append((si, np.frombuffer(docs, dtype=np.int64), np.frombuffer(scores, dtype=np.float64)))
+        return out, total
+
+    def _allowed(self, view: SegmentView, q: Query) -> np.ndarray | None:
+        """The segment's documents a match may be (live, holding no excluded term, on the
+        ``site:``, holding every phrase) as a bool mask; None for all of them."""
+        seg = view.segment
+        mask = view.live
+        for t in q.excluded:
+            tid = seg.term_id(t)
+            if tid is None:
+                continue
+            for f in FIELDS:
+                docs = seg.fields[f].postings(tid)[0]
+                if len(docs):
+                    mask = np.ones(seg.doc_count, dtype=bool) if mask is None else mask.copy()
+                    mask[docs] = False
+        if q.site is not None:
+            site = seg.site_mask(q.site)
+            mask = site if mask is None else mask & site
+        for phrase in q.phrases:
+            if mask is not None and not mask.any():
+                break
+            tids = [seg.term_id(t) for t in phrase]
+            per_term = [None if tid is None else {f: seg.fields[f].postings(tid) for f in FIELDS} for tid in tids]
+            found = self._phrase_mask(view, per_term, tids, seg.doc_count)
+            mask = found if mask is None else mask & found
+        return mask
 
     def _match(
         self, reader: IndexReader, q: Query, top_k: int | None = None, postings: dict | None = None
@@ -429,32 +643,10 @@ class Searcher:
         terms = q.positive_terms
         if postings is None:
             postings = {t: reader.postings(t) for t in terms}
-        n_docs = reader.n_docs
         bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
-        if self.scoring == "fields":
-            # weight * idf per (term, field), with per-field df over the whole index
-            fidfs = {
-                (t, f): FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings[t], f)) * (K1 + 1.0)
-                for t in terms
-                for f in FIELDS
-            }
-            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score.
-            # (fields where the term never occurs add nothing, whatever their idf).
-            bound = {t: sum(fidfs[(t, f)] for f in FIELDS if reader.df(t, postings[t], f)) for t in terms}
-        else:
-            idfs = {t: idf(n_docs, reader.df(t, postings[t])) for t in terms}
-            bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
-            if bonus:
-                # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
-                bound = {
-                    t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0) if reader.df(t, postings[t], "title") else bound[t]
-                    for t in terms
-                }
+        terms, idfs, fidfs, bound = self._term_weights(reader, terms, postings)
         excluded = {t: reader.postings(t) for t in q.excluded}
         prune = top_k is not None and top_k > 0 and not q.phrases and len(terms) > 1
-        # Terms are always added in this order (highest bound first, stable), so
-        # pruned and exhaustive searches add the same floats in the same order.
-        terms = sorted(terms, key=lambda t: -bound[t])
         out = []
         for si, view in enumerate(reader.views):
             n = view.segment.doc_count
@@ -468,7 +660,7 @@ class Searcher:
                         for f in FIELDS:
                             base[per_field[f][0]] = False
                 if q.site is not None:
-                    base &= self._site_mask(view, q.site)
+                    base &= view.segment.site_mask(q.site)
             only = None  # once set: the only documents that can still make the top k
             for i, t in enumerate(terms):
                 p = postings[t][si]
@@ -542,7 +734,7 @@ class Searcher:
                         for f in FIELDS:
                             cand[p[f][0]] = False
                 if q.site is not None and cand.any():
-                    cand &= self._site_mask(view, q.site)
+                    cand &= view.segment.site_mask(q.site)
             for phrase in q.phrases:
                 if not cand.any():
                     break
@@ -552,12 +744,6 @@ class Searcher:
             if len(docs):
                 out.append((si, docs, scores[docs]))
         return out
-
-    @staticmethod
-    def _site_mask(view: SegmentView, site: str) -> np.ndarray:
-        hosts = view.segment.hosts()
-        suffix = "." + site
-        return np.fromiter((h == site or h.endswith(suffix) for h in hosts), dtype=bool, count=len(hosts))
 
     @staticmethod
     def _phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarray:

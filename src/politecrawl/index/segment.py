@@ -54,6 +54,7 @@ import re
 import shutil
 import tempfile
 import zlib
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SearchIndexError
+from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 
@@ -386,13 +388,14 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
     # the token-level positions, most of a merge's memory, are read one field at a time below.
     decoded = []  # per source, per field: (local term ids, new doc ids, tfs, live mask or None: all live)
     used_terms: set[str] = set()
+    source_terms: list[list[str]] = []
     offset = 0
     for (seg, _), ids in zip(sources, live_ids):
         remap = np.full(seg.doc_count, -1, dtype=np.int64)
         remap[ids] = offset + np.arange(len(ids))
         offset += len(ids)
         per_field = {}
-        used = np.zeros(len(seg.terms), dtype=bool)
+        used = np.zeros(seg.n_terms, dtype=bool)
         for f in FIELDS:
             fp = seg.fields[f]
             term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
@@ -413,13 +416,12 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
             used[p_terms] = True
             per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, kept)
         decoded.append(per_field)
-        terms_list = list(seg.terms)
+        terms_list = seg.term_list()
+        source_terms.append(terms_list)
         used_terms.update(terms_list[i] for i in np.flatnonzero(used))
     terms = sorted(used_terms)
     gid = {t: i for i, t in enumerate(terms)}
-    maps = [
-        np.fromiter((gid.get(t, -1) for t in seg.terms), dtype=np.int32, count=len(seg.terms)) for seg, _ in sources
-    ]
+    maps = [np.fromiter((gid.get(t, -1) for t in ts), dtype=np.int32, count=len(ts)) for ts in source_terms]
     postings = {}
     for f in FIELDS:
         parts = [(m[d[f][0]], d[f][1], d[f][2]) for m, d in zip(maps, decoded)]
@@ -526,6 +528,43 @@ def _load(path: Path) -> np.ndarray:
         raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
 
 
+def _load_terms(path: Path, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
+    """``terms.txt`` memory-mapped as bytes, and where each term ends in it (the offset of its
+    newline, or of the end of the file for the last)."""
+    try:
+        size = path.stat().st_size
+        blob = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray) if size else np.zeros(0, np.uint8)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
+    if not n_terms:
+        if size:
+            raise SearchIndexError(f"{path.parent}: term dictionary does not match header")
+        return blob, np.zeros(0, dtype=np.int64)
+    ends = np.append(np.flatnonzero(blob == 0x0A), len(blob)).astype(np.int64)
+    if len(ends) != n_terms:
+        raise SearchIndexError(f"{path.parent}: term dictionary does not match header")
+    return blob, ends
+
+
+class _TermList:
+    """The terms of a dictionary as a sequence of UTF-8 ``bytes``, read from the mapping (for
+    ``bisect`` where the compiled lookup is not in use)."""
+
+    __slots__ = ("_blob", "_ends")
+
+    def __init__(self, blob: np.ndarray, ends: np.ndarray):
+        self._blob, self._ends = blob, ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, i: int) -> bytes:
+        start = int(self._ends[i - 1]) + 1 if i else 0
+        return bytes(self._blob[start : int(self._ends[i])])
+
+
 class Segment:
     """Read access to one segment directory (immutable)."""
 
@@ -550,10 +589,12 @@ class Segment:
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
         self.doc_count: int = int(header["doc_count"])
-        raw_terms = (self.path / "terms.txt").read_bytes().decode("utf-8")
-        self.terms: dict[str, int] = {t: i for i, t in enumerate(raw_terms.split("\n"))} if header["term_count"] else {}
-        if len(self.terms) != header["term_count"]:
-            raise SearchIndexError(f"{self.path}: term dictionary does not match header")
+        # The term dictionary stays in its file, memory-mapped, and is searched by bisection: a
+        # Python dict of a segment's terms held ~100 bytes per term, which over the dozens of
+        # segments of a million-page index was most of a searching process's memory.
+        self.n_terms: int = int(header["term_count"])
+        self._terms_blob, self._term_end = _load_terms(self.path / "terms.txt", self.n_terms)
+        self._kernel: object | None = None
         self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
@@ -571,6 +612,7 @@ class Segment:
             else np.zeros(0, np.uint8)
         )
         self._hosts: list[str] | None = None
+        self._site_masks: dict[str, np.ndarray] = {}
         if (self.path / "body_sync_ptr.npy").exists():
             self.body_sync_ptr: np.ndarray | None = _load(self.path / "body_sync_ptr.npy")
             self.body_sync: np.ndarray | None = _load(self.path / "body_sync.npy")
@@ -585,7 +627,39 @@ class Segment:
         return self.body_sync[int(self.body_sync_ptr[doc]) : int(self.body_sync_ptr[doc + 1])]
 
     def term_id(self, term: str) -> int | None:
-        return self.terms.get(term)
+        """The term's id in this segment (its line in ``terms.txt``), None if it has none."""
+        kernel = self.kernel
+        if kernel is not None:
+            tid = kernel.lookup(term)
+            return tid if tid >= 0 else None
+        try:
+            key = term.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        terms = _TermList(self._terms_blob, self._term_end)
+        i = bisect_left(terms, key)
+        return i if i < len(terms) and terms[i] == key else None
+
+    def term_list(self) -> list[str]:
+        """Every term, in id order (for merges: a segment's whole dictionary as Python strings)."""
+        if not self.n_terms:
+            return []
+        return bytes(self._terms_blob).decode("utf-8").split("\n")
+
+    @property
+    def kernel(self):
+        """This segment's postings for the compiled kernels (``kernels.compiled.Postings``), or None
+        where they are not in use."""
+        compiled = kernels.compiled
+        if compiled is None:
+            return None
+        if self._kernel is None:
+            arrays = [(fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, fp.positions) for fp in self.fields.values()]
+            try:
+                self._kernel = compiled.Postings(self.doc_count, self._terms_blob, self._term_end, arrays)
+            except ValueError as exc:
+                raise SearchIndexError(f"{self.path}: {exc}") from exc
+        return self._kernel
 
     def body_bytes(self, doc: int) -> bytes:
         """The stored body of ``doc``, still compressed (one zlib stream)."""
@@ -608,6 +682,19 @@ class Segment:
     def documents(self, doc_ids: Iterable[int]) -> Iterator[tuple[str, str, str]]:
         for d in doc_ids:
             yield self.urls[d], self.titles[d], self.body(d)
+
+    def site_mask(self, site: str) -> np.ndarray:
+        """Per document: whether its URL's host is ``site`` or a subdomain of it (a leading
+        ``www.`` ignored), kept for the last few sites asked for."""
+        mask = self._site_masks.get(site)
+        if mask is None:
+            hosts = self.hosts()
+            suffix = "." + site
+            mask = np.fromiter((h == site or h.endswith(suffix) for h in hosts), dtype=bool, count=len(hosts))
+            if len(self._site_masks) >= 8:
+                self._site_masks.pop(next(iter(self._site_masks)))
+            self._site_masks[site] = mask
+        return mask
 
     def hosts(self) -> list[str]:
         """Lower-cased URL host per document (computed once, on first use)."""

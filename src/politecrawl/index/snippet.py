@@ -54,6 +54,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import kernels
+
 __all__ = [
     "MAX_POSITIONS",
     "SCAN_CHARS",
@@ -316,6 +318,9 @@ def best_window(
     of a page is also what it is about).
     """
     limit = PREFER_BEFORE_TOKENS if prefer_before is None else prefer_before
+    compiled = kernels.compiled
+    if compiled is not None:
+        return compiled.best_window(positions, width, limit)  # type: ignore[no-any-return]
     present = [i for i, p in enumerate(positions) if len(p)]
     if len(present) == 1:
         # One term in the body (most hits of short queries): every window has one distinct

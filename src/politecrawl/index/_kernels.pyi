@@ -1,0 +1,35 @@
+# Types of the compiled kernels (_kernels.c, where each is described).
+from collections.abc import Sequence
+
+from typing_extensions import Buffer
+
+__all__ = ["Postings", "best_window", "closeness"]
+
+class Postings:
+    def __init__(
+        self,
+        n_docs: int,
+        terms: Buffer,
+        term_end: Buffer,
+        fields: Sequence[tuple[Buffer, Buffer, Buffer, Buffer, Buffer]],
+    ) -> None: ...
+    def lookup(self, term: str | bytes) -> int: ...
+    def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
+    def score(
+        self,
+        term_ids: Sequence[int],
+        coef: Buffer,
+        mode: int,
+        norms: Sequence[Buffer],
+        title_norm: Buffer | None,
+        allowed: Buffer | None,
+        k: int,
+        k1: float,
+        k1p1: float,
+    ) -> tuple[bytes, bytes, int]: ...
+    def gather(self, field: int, term_ids: Sequence[int], docs: Buffer, cap: int) -> tuple[bytes, bytes]: ...
+
+def closeness(
+    starts: Buffer, positions: Buffer, n_cands: int, n_terms: int, cap: int, reversed_weight: float
+) -> bytes: ...
+def best_window(positions: Sequence[Buffer], width: int, limit: int) -> tuple[int, int] | None: ...

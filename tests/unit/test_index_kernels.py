@@ -1,0 +1,281 @@
+"""The compiled kernels (``index/_kernels.c``) against the numpy code they replace.
+
+The numpy code is the reference: with the kernels on and off a search must give the same hits,
+the same scores to the last bit, the same snippets and highlights and the same counts, on
+indexes of several segments with tombstones, under every scoring and query operator. And a
+damaged segment must raise, never read outside its arrays.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.errors import SearchIndexError
+from politecrawl.index import IndexWriter, Searcher, kernels
+from politecrawl.index.bm25 import PROXIMITY_REVERSED, pair_closeness
+from politecrawl.index.segment import Segment
+from politecrawl.index.snippet import best_window
+
+compiled = kernels.compiled
+needs_kernels = pytest.mark.skipif(compiled is None, reason="the compiled kernels are not built (no C compiler)")
+
+
+def test_the_kernels_are_built():
+    """CI builds them (.ci/run sets POLITECRAWL_REQUIRE_KERNELS); elsewhere their absence is a
+    slower search, not an error."""
+    if compiled is None:
+        if os.environ.get("POLITECRAWL_REQUIRE_KERNELS") or os.environ.get("CI"):
+            pytest.fail(f"the compiled kernels are required here: {kernels.describe()}")
+        pytest.skip(kernels.describe())
+    assert kernels.describe().startswith("compiled")
+
+
+@contextmanager
+def numpy_only():
+    saved = kernels.compiled
+    kernels.compiled = None
+    try:
+        yield
+    finally:
+        kernels.compiled = saved
+
+
+def _hits(searcher: Searcher, q: str, **kw) -> list[tuple]:
+    return [(h.url, h.title, h.score, h.snippet, h.highlights) for h in searcher.search(q, **kw)]
+
+
+# Words of a small vocabulary, some common, so that queries match many documents and scores tie.
+_COMMON = ["the", "of", "run", "loop"]
+_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京"]
+_WORDS = st.sampled_from(_COMMON * 6 + _RARE)
+
+
+def _build(path, docs, deleted, replaced) -> None:
+    """Three commits (three segments), then tombstones: deletions and replacements."""
+    third = max(1, len(docs) // 3)
+    for lo in range(0, len(docs), third):
+        with IndexWriter(path) as w:
+            for i in range(lo, min(lo + third, len(docs))):
+                title, body, host = docs[i]
+                w.add_document(f"http://{host}.example/{i}", " ".join(title), " ".join(body), " ".join(title[:1]))
+    with IndexWriter(path) as w:
+        for i in deleted:
+            w.delete_document(f"http://{docs[i % len(docs)][2]}.example/{i % len(docs)}")
+        for i in replaced:
+            title, body, host = docs[i % len(docs)]
+            w.add_document(f"http://{host}.example/{i % len(docs)}", " ".join(body[:3]), " ".join(title + body))
+
+
+@needs_kernels
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(
+        st.tuples(st.lists(_WORDS, max_size=4), st.lists(_WORDS, max_size=60), st.sampled_from(["a", "b"])),
+        min_size=1,
+        max_size=30,
+    ),
+    deleted=st.lists(st.integers(0, 29), max_size=4),
+    replaced=st.lists(st.integers(0, 29), max_size=4),
+    queries=st.lists(
+        st.tuples(
+            st.lists(_WORDS, min_size=1, max_size=5),
+            st.sampled_from(["", ' "of the"', " -w1", " -the", " site:a.example", ' "run loop" site:b.example']),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    scoring=st.sampled_from(["bm25f+title", "fields", "bm25f"]),
+    proximity=st.booleans(),
+    limit=st.integers(1, 12),
+    page=st.integers(1, 3),
+)
+def test_searches_with_and_without_the_kernels_are_identical(
+    tmp_path_factory, docs, deleted, replaced, queries, scoring, proximity, limit, page
+):
+    path = tmp_path_factory.mktemp("ix")
+    _build(path, docs, deleted, replaced)
+    fast = Searcher(path, scoring=scoring, proximity=proximity)
+    with numpy_only():
+        slow = Searcher(path, scoring=scoring, proximity=proximity)
+    for words, extra in queries:
+        q = " ".join(words) + extra
+        got = _hits(fast, q, limit=limit, page=page)
+        count = fast.count(q)
+        with numpy_only():
+            want = _hits(slow, q, limit=limit, page=page)
+            want_count = slow.count(q)
+        assert got == want, q
+        assert count == want_count, q
+
+
+@needs_kernels
+def test_explain_is_the_same_with_the_kernels(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://a.example/1", "run the loop", "the event loop runs the loop of the program")
+        w.add_document("http://a.example/2", "other", "run it: the loop, then the loop again")
+    fast = Searcher(path)
+    with numpy_only():
+        slow = Searcher(path)
+        want = [h.explanation for h in slow.search("run the loop", explain=True)]
+    assert [h.explanation for h in fast.search("run the loop", explain=True)] == want
+
+
+@needs_kernels
+def test_term_lookup_finds_every_term_and_nothing_else(tmp_path):
+    path = tmp_path / "ix"
+    words = ["a", "ab", "abc", "b", "Ärger", "zz", "東京", "ﬁle", "x" * 64]
+    with IndexWriter(path) as w:
+        w.add_document("http://a.example/", "", " ".join(words))
+    [seg_dir] = path.glob("seg-*")
+    seg = Segment(seg_dir)
+    terms = seg.term_list()
+    assert terms == sorted(terms)
+    for i, t in enumerate(terms):
+        assert seg.term_id(t) == i
+        with numpy_only():
+            assert seg.term_id(t) == i
+    for absent in ["", "aa", "abcd", "0", "zzz", "東", "\ud800", "a\n", "ärger "]:
+        assert seg.term_id(absent) is None
+        with numpy_only():
+            assert seg.term_id(absent) is None
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 400), max_size=12, unique=True), min_size=1, max_size=6), st.integers(1, 40))
+def test_best_window_compiled_equals_the_python_one(raw, width):
+    positions = [np.array(sorted(p), dtype=np.int64) for p in raw]
+    limit = 200
+    got = best_window(positions, width, limit)
+    with numpy_only():
+        want = best_window(positions, width, limit)
+    assert got == want
+
+
+@needs_kernels
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**32 - 1), st.integers(1, 70))
+def test_closeness_equals_pair_closeness(n_cands, n_terms, seed, cap):
+    """Runs as ``gather`` lays them out (candidate-major, ascending positions) against the numpy
+    function on the same occurrences (the first ``cap`` of each run)."""
+    rng = random.Random(seed)
+    runs = []
+    for _ in range(n_cands * n_terms):
+        runs.append(sorted(rng.sample(range(300), rng.randint(0, 80))))
+    # positions of different terms of one candidate never coincide (one token per position)
+    for c in range(n_cands):
+        seen: set[int] = set()
+        for t in range(n_terms):
+            r = runs[c * n_terms + t]
+            runs[c * n_terms + t] = [p for p in r if p not in seen]
+            seen.update(runs[c * n_terms + t])
+    starts = np.zeros(len(runs) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(r) for r in runs])
+    pos = np.array([p for r in runs for p in r], dtype=np.int64)
+    got = np.frombuffer(
+        compiled.closeness(starts, pos, n_cands, n_terms, cap, PROXIMITY_REVERSED), dtype=np.float64
+    ).reshape(n_cands, n_terms - 1)
+    doc = np.array([c for c in range(n_cands) for t in range(n_terms) for _ in runs[c * n_terms + t][:cap]])
+    term = np.array([t for c in range(n_cands) for t in range(n_terms) for _ in runs[c * n_terms + t][:cap]])
+    occ = np.array([p for c in range(n_cands) for t in range(n_terms) for p in runs[c * n_terms + t][:cap]])
+    want = pair_closeness(
+        doc.astype(np.int64),
+        term.astype(np.int64),
+        occ.astype(np.int64),
+        n_cands,
+        n_terms,
+        reversed_weight=PROXIMITY_REVERSED,
+    )
+    assert np.array_equal(got, want)
+
+
+# -- damaged segments ------------------------------------------------------------------------
+
+
+def _postings_args(n_docs=3):
+    terms = np.frombuffer(b"apple\nbanana", dtype=np.uint8)
+    term_end = np.array([5, 12], dtype=np.int64)
+    term_ptr = np.array([0, 2, 3], dtype=np.int64)
+    docs = np.array([0, 2, 1], dtype=np.uint8)  # apple: docs 0, 2; banana: doc 1
+    tfs = np.array([1, 2, 1], dtype=np.uint8)
+    pos_ptr = np.array([0, 3, 4], dtype=np.int64)
+    positions = np.array([0, 1, 3, 0], dtype=np.uint8)
+    empty = (
+        np.zeros(3, np.int64),
+        np.zeros(0, np.uint8),
+        np.zeros(0, np.uint8),
+        np.zeros(3, np.int64),
+        np.zeros(0, np.uint8),
+    )
+    return n_docs, terms, term_end, [empty, (term_ptr, docs, tfs, pos_ptr, positions), empty]
+
+
+@needs_kernels
+def test_a_sound_postings_object_scores_and_gathers():
+    p = compiled.Postings(*_postings_args())
+    assert (p.lookup("apple"), p.lookup("banana"), p.lookup("cherry")) == (0, 1, -1)
+    assert p.df(0) == 2 and p.df(0, np.array([1, 0, 0], dtype=bool)) == 1
+    norms = [np.ones(3), np.ones(3), np.ones(3)]
+    docs, scores, count = p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+    assert count == 2 and sorted(np.frombuffer(docs, np.int64).tolist()) == [0, 2]
+    starts, pos = p.gather(1, [0, 1], np.array([2], dtype=np.int64), 10)
+    assert np.frombuffer(starts, np.int64).tolist() == [0, 2, 2]
+    assert np.frombuffer(pos, np.int64).tolist() == [1, 4]
+
+
+@needs_kernels
+@pytest.mark.parametrize(
+    "damage",
+    ["term pointer past the postings", "doc id past the segment", "positions past the term's", "dictionary offsets"],
+)
+def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
+    n_docs, terms, term_end, fields = _postings_args()
+    term_ptr, docs, tfs, pos_ptr, positions = fields[1]
+    norms = [np.ones(3), np.ones(3), np.ones(3)]
+    if damage == "term pointer past the postings":
+        fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions)
+        with pytest.raises(ValueError):
+            compiled.Postings(n_docs, terms, term_end, fields)
+    elif damage == "doc id past the segment":
+        fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions)
+        p = compiled.Postings(n_docs, terms, term_end, fields)
+        with pytest.raises(ValueError):
+            p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+        with pytest.raises(ValueError):
+            p.df(0)
+    elif damage == "positions past the term's":
+        fields[1] = (term_ptr, docs, np.array([1, 9, 1], dtype=np.uint8), pos_ptr, positions)
+        p = compiled.Postings(n_docs, terms, term_end, fields)
+        with pytest.raises(ValueError):
+            p.gather(1, [0], np.array([2], dtype=np.int64), 100)
+    else:
+        with pytest.raises(ValueError):
+            compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
+    # and the scratch arrays are left clean: a sound query after the failure scores as before
+    p = compiled.Postings(*_postings_args())
+    docs_b, scores_b, count = p.score([0, 1], np.array([1.0, 0.0, 1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+    assert count == 3
+    got = dict(zip(np.frombuffer(docs_b, np.int64).tolist(), np.frombuffer(scores_b).tolist()))
+    assert got == {0: (1 * 2.2) / (1 + 1.2), 1: (1 * 2.2) / (1 + 1.2), 2: (2 * 2.2) / (2 + 1.2)}
+
+
+@needs_kernels
+def test_a_search_over_a_damaged_segment_is_a_search_index_error(tmp_path):
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for i in range(5):
+            w.add_document(f"http://a.example/{i}", "", "apple banana")
+    [seg_dir] = path.glob("seg-*")
+    docs = np.load(seg_dir / "body.docs.npy")
+    docs[-1] = 250  # a doc id past the segment
+    np.save(seg_dir / "body.docs.npy", docs)
+    with pytest.raises(SearchIndexError):
+        Searcher(path).search("banana")
