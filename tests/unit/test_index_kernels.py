@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher, kernels
-from politecrawl.index.bm25 import PROXIMITY_REVERSED, pair_closeness
+from politecrawl.index.bm25 import K1, PROXIMITY_REVERSED, pair_closeness, proximity_scores
 from politecrawl.index.segment import Segment
 from politecrawl.index.snippet import best_window
 
@@ -162,10 +162,11 @@ def test_best_window_compiled_equals_the_python_one(raw, width):
 
 @needs_kernels
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**32 - 1), st.integers(1, 70))
-def test_closeness_equals_pair_closeness(n_cands, n_terms, seed, cap):
-    """Runs as ``gather`` lays them out (candidate-major, ascending positions) against the numpy
-    function on the same occurrences (the first ``cap`` of each run)."""
+@given(st.integers(1, 6), st.integers(2, 9), st.integers(0, 2**32 - 1), st.integers(1, 70))
+def test_proximity_equals_the_numpy_formulas(n_cands, n_terms, seed, cap):
+    """Runs as ``gather`` lays them out (candidate-major, ascending positions) against
+    ``bm25.pair_closeness`` and ``proximity_scores`` on the same occurrences (the first ``cap`` of
+    each run), bit for bit."""
     rng = random.Random(seed)
     runs = []
     for _ in range(n_cands * n_terms):
@@ -180,21 +181,43 @@ def test_closeness_equals_pair_closeness(n_cands, n_terms, seed, cap):
     starts = np.zeros(len(runs) + 1, dtype=np.int64)
     starts[1:] = np.cumsum([len(r) for r in runs])
     pos = np.array([p for r in runs for p in r], dtype=np.int64)
+    idfs = np.array([rng.uniform(0.01, 9.0) for _ in range(n_terms)])
     got = np.frombuffer(
-        compiled.closeness(starts, pos, n_cands, n_terms, cap, PROXIMITY_REVERSED), dtype=np.float64
-    ).reshape(n_cands, n_terms - 1)
-    doc = np.array([c for c in range(n_cands) for t in range(n_terms) for _ in runs[c * n_terms + t][:cap]])
-    term = np.array([t for c in range(n_cands) for t in range(n_terms) for _ in runs[c * n_terms + t][:cap]])
-    occ = np.array([p for c in range(n_cands) for t in range(n_terms) for p in runs[c * n_terms + t][:cap]])
-    want = pair_closeness(
-        doc.astype(np.int64),
-        term.astype(np.int64),
-        occ.astype(np.int64),
-        n_cands,
-        n_terms,
-        reversed_weight=PROXIMITY_REVERSED,
-    )
+        compiled.proximity(starts, pos, n_cands, n_terms, cap, PROXIMITY_REVERSED, idfs, K1, K1 + 1.0, 6.0),
+        dtype=np.float64,
+    ).reshape(n_cands, n_terms)
+    triples = [(c, t, p) for c in range(n_cands) for t in range(n_terms) for p in runs[c * n_terms + t][:cap]]
+    doc, term, occ = (np.array([x[i] for x in triples], dtype=np.int64) for i in range(3))
+    close = pair_closeness(doc, term, occ, n_cands, n_terms, reversed_weight=PROXIMITY_REVERSED)
+    want = 6.0 * proximity_scores(close, idfs, k1=K1)
     assert np.array_equal(got, want)
+
+
+@needs_kernels
+@settings(max_examples=400, deadline=None)
+@given(
+    body=st.lists(
+        st.sampled_from(
+            ["run", "the", "loop", "Run", "ab", "ä", "σ", "Σ", "ς", "İ", "x", " ", "  ", "\t", "\n", "-", "東"]
+        ),
+        max_size=150,
+    ).map("".join),
+    terms=st.lists(st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i"]), max_size=4),
+    window=st.integers(5, 60),
+    lo=st.integers(0, 40),
+    span=st.integers(0, 300),
+    complete=st.booleans(),
+    cut_before=st.booleans(),
+)
+def test_make_snippet_compiled_equals_the_python_one(body, terms, window, lo, span, complete, cut_before):
+    from politecrawl.index.snippet import make_snippet
+
+    lo = min(lo, len(body))
+    hi = lo + span
+    got = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
+    with numpy_only():
+        want = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
+    assert got == want
 
 
 # -- damaged segments ------------------------------------------------------------------------

@@ -23,8 +23,9 @@
  *     .score(...)     every matching document scored (BM25F + title term, BM25F, or per-field
  *                     BM25); the top k returned, ties at the k-th score included
  *     .gather(...)    the positions of the query terms in given documents, in one pass per term
- *   closeness(...)    term proximity: the closest neighbouring occurrences of query neighbours
+ *   proximity(...)    term proximity: the closest neighbouring occurrences of query neighbours
  *   best_window(...)  the snippet window with the most distinct terms, then occurrences
+ *   make_snippet(...) the snippet's text and highlights from the region around that window
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -101,33 +102,59 @@ static int corrupt(const char *what) {
     return -1;
 }
 
-/* -- scratch (kept zeroed between calls; the GIL is held) ----------------------------------- */
+/* -- scratch (the GIL is held) ---------------------------------------------------------------
+ *
+ * s_score is kept zeroed between calls (a score is > 0 once a term adds to it, which is how a
+ * document's first match is noticed); s_docs/s_tfs hold one term's postings of each field,
+ * decoded; s_stamp marks the documents a df() has counted. */
 
-static double *s_score, *s_pseudo;
-static unsigned char *s_seen;
+static double *s_score, *s_part[3];
 static uint32_t *s_stamp, s_stamp_now;
-static int32_t *s_touched, *s_term_docs;
+static int32_t *s_touched;
+static uint32_t *s_docs[N_FIELDS], *s_tfs[N_FIELDS];
 static Py_ssize_t s_cap;
+
+static void scratch_free(void) {
+    PyMem_Free(s_score);
+    PyMem_Free(s_stamp);
+    PyMem_Free(s_touched);
+    for (int i = 0; i < 3; i++) {
+        PyMem_Free(s_part[i]);
+        s_part[i] = NULL;
+    }
+    for (int i = 0; i < N_FIELDS; i++) {
+        PyMem_Free(s_docs[i]);
+        PyMem_Free(s_tfs[i]);
+        s_docs[i] = s_tfs[i] = NULL;
+    }
+    s_score = NULL;
+    s_stamp = NULL;
+    s_touched = NULL;
+    s_cap = 0;
+}
 
 static int scratch(Py_ssize_t n) {
     if (n <= s_cap) return 0;
+    scratch_free();
     Py_ssize_t cap = n < 1024 ? 1024 : n;
-    double *score = PyMem_Calloc((size_t)cap, sizeof(double));
-    double *pseudo = PyMem_Calloc((size_t)cap, sizeof(double));
-    unsigned char *seen = PyMem_Calloc((size_t)cap, 1);
-    uint32_t *stamp = PyMem_Calloc((size_t)cap, sizeof(uint32_t));
-    int32_t *touched = PyMem_Malloc((size_t)cap * sizeof(int32_t));
-    int32_t *term_docs = PyMem_Malloc((size_t)cap * sizeof(int32_t));
-    if (!score || !pseudo || !seen || !stamp || !touched || !term_docs) {
-        PyMem_Free(score); PyMem_Free(pseudo); PyMem_Free(seen); PyMem_Free(stamp);
-        PyMem_Free(touched); PyMem_Free(term_docs);
+    s_score = PyMem_Calloc((size_t)cap, sizeof(double));
+    s_stamp = PyMem_Calloc((size_t)cap, sizeof(uint32_t));
+    s_touched = PyMem_Malloc((size_t)cap * sizeof(int32_t));
+    int ok = s_score && s_stamp && s_touched;
+    for (int i = 0; i < 3; i++) {
+        s_part[i] = PyMem_Calloc((size_t)cap, sizeof(double));
+        ok = ok && s_part[i];
+    }
+    for (int i = 0; i < N_FIELDS; i++) {
+        s_docs[i] = PyMem_Malloc((size_t)cap * sizeof(uint32_t));
+        s_tfs[i] = PyMem_Malloc((size_t)cap * sizeof(uint32_t));
+        ok = ok && s_docs[i] && s_tfs[i];
+    }
+    if (!ok) {
+        scratch_free();
         PyErr_NoMemory();
         return -1;
     }
-    PyMem_Free(s_score); PyMem_Free(s_pseudo); PyMem_Free(s_seen); PyMem_Free(s_stamp);
-    PyMem_Free(s_touched); PyMem_Free(s_term_docs);
-    s_score = score; s_pseudo = pseudo; s_seen = seen; s_stamp = stamp;
-    s_touched = touched; s_term_docs = term_docs;
     s_stamp_now = 0;
     s_cap = cap;
     return 0;
@@ -329,6 +356,45 @@ fail:
     return NULL;
 }
 
+/* Postings [lo, hi) of a field, decoded into `docs` (absolute ids) and `tfs` (room for n_docs
+ * each): one loop per integer width, so that each is a tight loop.  Returns how many, or -1
+ * (ValueError) for more postings than documents or a doc id past the segment. */
+#define DECODE_DOCS(T)                                    \
+    {                                                     \
+        const T *src = (const T *)f->docs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {              \
+            d += src[i];                                  \
+            docs[i] = (uint32_t)d;                        \
+        }                                                 \
+    }
+#define DECODE_TFS(T)                                                 \
+    {                                                                 \
+        const T *src = (const T *)f->tfs.p + lo;                      \
+        for (Py_ssize_t i = 0; i < n; i++) tfs[i] = (uint32_t)src[i]; \
+    }
+
+static Py_ssize_t decode(const Field *f, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t n_docs, uint32_t *docs,
+                         uint32_t *tfs) {
+    Py_ssize_t n = hi - lo;
+    if (n > n_docs) return corrupt("more postings than documents");
+    uint64_t d = 0;
+    switch (f->docs.size) {
+        case 1: DECODE_DOCS(uint8_t) break;
+        case 2: DECODE_DOCS(uint16_t) break;
+        case 4: DECODE_DOCS(uint32_t) break;
+        default: DECODE_DOCS(uint64_t) break;
+    }
+    /* deltas are >= 0, so the last id is the largest: checked before any is used */
+    if (n && d >= (uint64_t)n_docs) return corrupt("doc id beyond the segment");
+    switch (f->tfs.size) {
+        case 1: DECODE_TFS(uint8_t) break;
+        case 2: DECODE_TFS(uint16_t) break;
+        case 4: DECODE_TFS(uint32_t) break;
+        default: DECODE_TFS(uint64_t) break;
+    }
+    return n;
+}
+
 /* A min-heap of the k best scores seen: heap[0] is the k-th best once it is full. */
 static void heap_push(double *heap, Py_ssize_t *n, Py_ssize_t k, double v) {
     if (*n < k) {
@@ -395,7 +461,8 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
     int has_coef = 0, has_norm[N_FIELDS] = {0, 0, 0}, has_tnorm = 0, has_allowed = 0;
     PyObject *result = NULL, *docs_out = NULL, *scores_out = NULL;
     double *heap = NULL;
-    Py_ssize_t m = 0; /* documents touched */
+    int32_t *pushed = NULL;
+    Py_ssize_t m = 0; /* documents touched: s_touched[:m] */
 
     if (mode != MODE_BM25F && mode != MODE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "unknown mode");
@@ -423,124 +490,125 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
     if ((has_allowed = live_get(allowed_obj, &allowed_v, n, &allowed)) < 0) { has_allowed = 0; goto done; }
     if (scratch(n) < 0) goto done;
 
+    double *score = s_score;
     for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
         Py_ssize_t tid = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, ti));
         if (tid == -1 && PyErr_Occurred()) goto cleanup;
         if (tid < 0) continue;
         const double *c = coef + ti * per_term;
+        Py_ssize_t len[N_FIELDS];
+        for (int fi = 0; fi < N_FIELDS; fi++) {
+            Py_ssize_t lo, hi;
+            if (term_range(self, &self->f[fi], tid, &lo, &hi) < 0) goto cleanup;
+            if ((len[fi] = decode(&self->f[fi], lo, hi, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
+        }
         if (mode == MODE_FIELDS) {
+            /* per field: score += (fidf_f * tf) / (tf + norm_f[d]) */
             for (int fi = 0; fi < N_FIELDS; fi++) {
-                const Field *f = &self->f[fi];
-                Py_ssize_t lo, hi;
-                if (term_range(self, f, tid, &lo, &hi) < 0) goto cleanup;
-                uint64_t d = 0;
+                const uint32_t *docs = s_docs[fi], *tfs = s_tfs[fi];
                 const double *nf = norm[fi];
-                for (Py_ssize_t i = lo; i < hi; i++) {
-                    d += at(&f->docs, i);
-                    if (d >= (uint64_t)n) { corrupt("doc id beyond the segment"); goto cleanup; }
-                    double tf = (double)at(&f->tfs, i);
-                    s_score[d] += (c[fi] * tf) / (tf + nf[d]);
-                    if (!s_seen[d]) { s_seen[d] = 1; s_touched[m++] = (int32_t)d; }
+                double cf = c[fi];
+                for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                    uint32_t d = docs[i];
+                    double tf = (double)tfs[i], sc = score[d];
+                    if (sc == 0.0) s_touched[m++] = (int32_t)d;
+                    score[d] = sc + (cf * tf) / (tf + nf[d]);
                 }
             }
             continue;
         }
-        /* BM25F: the pseudo frequency of each document holding the term, over the fields in
-         * order, then one saturation. */
-        uint32_t now = next_stamp();
-        Py_ssize_t nt = 0;
-        for (int fi = 0; fi < N_FIELDS; fi++) {
-            const Field *f = &self->f[fi];
-            Py_ssize_t lo, hi;
-            if (term_range(self, f, tid, &lo, &hi) < 0) goto cleanup;
-            uint64_t d = 0;
-            const double *nf = norm[fi];
-            for (Py_ssize_t i = lo; i < hi; i++) {
-                d += at(&f->docs, i);
-                if (d >= (uint64_t)n) { corrupt("doc id beyond the segment"); goto cleanup; }
-                if (s_stamp[d] != now) {
-                    s_stamp[d] = now;
-                    s_pseudo[d] = 0.0;
-                    s_term_docs[nt++] = (int32_t)d;
-                }
-                s_pseudo[d] += (double)at(&f->tfs, i) * nf[d];
+        /* BM25F.  The title's and the anchor's parts of the pseudo frequency go to s_part[0] and
+         * s_part[2] (kept zeroed), the title term to s_part[1]; then each body posting adds its own
+         * part between them: (title + body) + anchor is the numpy code's order, and a missing part
+         * is an exact 0.0.  Documents without the term in the body are done last. */
+        double idf = c[0], tc = tnorm ? c[1] : 0.0;
+        double *pt = s_part[0], *bt = s_part[1], *pa = s_part[2];
+        const double *n0 = norm[0], *n1 = norm[1], *n2 = norm[2];
+        for (Py_ssize_t i = 0; i < len[0]; i++) {
+            uint32_t d = s_docs[0][i];
+            double tf = (double)s_tfs[0][i];
+            pt[d] = tf * n0[d];
+            if (tc != 0.0) bt[d] = (tc * tf) / (tf + tnorm[d]);
+        }
+        for (Py_ssize_t i = 0; i < len[2]; i++) {
+            uint32_t d = s_docs[2][i];
+            pa[d] = (double)s_tfs[2][i] * n2[d];
+        }
+        const uint32_t *db = s_docs[1], *tb = s_tfs[1];
+        for (Py_ssize_t i = 0; i < len[1]; i++) {
+            uint32_t d = db[i];
+            double p = (pt[d] + (double)tb[i] * n1[d]) + pa[d];
+            double sc = score[d];
+            s_touched[m] = (int32_t)d;
+            m += sc == 0.0;
+            score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
+            pt[d] = bt[d] = pa[d] = -1.0; /* done: the passes below skip it */
+        }
+        for (int fi = 0; fi < N_FIELDS; fi += 2) {
+            for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                uint32_t d = s_docs[fi][i];
+                if (pt[d] < 0.0 || pa[d] < 0.0) continue; /* in the body, or done */
+                double p = pt[d] + pa[d];  /* title + anchor, or one of them + 0.0 */
+                double sc = score[d];
+                s_touched[m] = (int32_t)d;
+                m += sc == 0.0;
+                score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
+                pt[d] = bt[d] = pa[d] = -1.0;
             }
         }
-        double idf = c[0];
-        for (Py_ssize_t j = 0; j < nt; j++) {
-            int32_t d = s_term_docs[j];
-            double p = s_pseudo[d];
-            s_pseudo[d] = 0.0;
-            s_score[d] += idf * ((p * k1p1) / (p + k1));
-            if (!s_seen[d]) { s_seen[d] = 1; s_touched[m++] = d; }
-        }
-        double tc = c[1];
-        if (tc != 0.0 && tnorm) {
-            const Field *f = &self->f[0];
-            Py_ssize_t lo = (Py_ssize_t)at(&f->term_ptr, tid), hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
-            uint64_t d = 0;
-            for (Py_ssize_t i = lo; i < hi; i++) {
-                d += at(&f->docs, i); /* checked above */
-                double tf = (double)at(&f->tfs, i);
-                s_score[d] += (tc * tf) / (tf + tnorm[d]);
+        /* back to zero for the next term */
+        for (int fi = 0; fi < N_FIELDS; fi++)
+            for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                uint32_t d = s_docs[fi][i];
+                pt[d] = bt[d] = pa[d] = 0.0;
             }
-        }
     }
 
-    /* The k-th best allowed score, then every allowed document scoring at least that. */
-    Py_ssize_t count = 0, in_heap = 0;
+    /* The k-th best allowed score: a min-heap of k.  A score that enters it is kept in `pushed`:
+     * the heap's minimum only grows, so every score at or above the final k-th best entered. */
+    Py_ssize_t count = 0, in_heap = 0, n_pushed = 0;
     if (k > 0) {
         heap = PyMem_Malloc((size_t)k * sizeof(double));
-        if (!heap) { PyErr_NoMemory(); goto cleanup; }
+        pushed = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(int32_t));
+        if (!heap || !pushed) { PyErr_NoMemory(); goto cleanup; }
     }
     for (Py_ssize_t j = 0; j < m; j++) {
         int32_t d = s_touched[j];
-        double s = s_score[d];
-        if (s > 0.0 && (!allowed || allowed[d])) {
-            count++;
-            if (k > 0) heap_push(heap, &in_heap, k, s);
-        }
+        if (allowed && !allowed[d]) continue;
+        count++;
+        if (k <= 0) continue;
+        double v = score[d];
+        if (in_heap == k && v < heap[0]) continue;
+        pushed[n_pushed++] = d;
+        heap_push(heap, &in_heap, k, v);
     }
-    double threshold = (k > 0 && in_heap == k) ? heap[0] : (k > 0 ? 0.0 : DBL_MAX);
+    double threshold = in_heap == k && k > 0 ? heap[0] : 0.0;
     Py_ssize_t n_out = 0;
-    if (k > 0) {
-        for (Py_ssize_t j = 0; j < m; j++) {
-            int32_t d = s_touched[j];
-            double s = s_score[d];
-            if (s > 0.0 && s >= threshold && (!allowed || allowed[d])) n_out++;
-        }
-    }
+    for (Py_ssize_t j = 0; j < n_pushed; j++)
+        if (score[pushed[j]] >= threshold) n_out++;
     docs_out = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(int64_t));
     scores_out = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(double));
     if (!docs_out || !scores_out) goto cleanup;
-    if (n_out) {
-        int64_t *od = (int64_t *)PyBytes_AS_STRING(docs_out);
-        double *os = (double *)PyBytes_AS_STRING(scores_out);
-        Py_ssize_t w = 0;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            int32_t d = s_touched[j];
-            double s = s_score[d];
-            if (s > 0.0 && s >= threshold && (!allowed || allowed[d])) {
-                od[w] = d;
-                os[w++] = s;
-            }
+    int64_t *od = (int64_t *)PyBytes_AS_STRING(docs_out);
+    double *os = (double *)PyBytes_AS_STRING(scores_out);
+    Py_ssize_t w = 0;
+    for (Py_ssize_t j = 0; j < n_pushed; j++) {
+        int32_t d = pushed[j];
+        if (score[d] >= threshold) {
+            od[w] = d;
+            os[w++] = score[d];
         }
     }
     result = Py_BuildValue("(NNn)", docs_out, scores_out, count);
     docs_out = scores_out = NULL;
 
 cleanup:
-    for (Py_ssize_t j = 0; j < m; j++) {
-        int32_t d = s_touched[j];
-        s_score[d] = 0.0;
-        s_seen[d] = 0;
-    }
-    /* a failure halfway through a term leaves pseudo frequencies behind: clear them all */
-    if (!result && s_pseudo) memset(s_pseudo, 0, (size_t)s_cap * sizeof(double));
+    for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
 done:
     Py_XDECREF(docs_out);
     Py_XDECREF(scores_out);
     PyMem_Free(heap);
+    PyMem_Free(pushed);
     if (has_coef) PyBuffer_Release(&coef_v);
     for (int fi = 0; fi < N_FIELDS; fi++)
         if (has_norm[fi]) PyBuffer_Release(&norm_v[fi]);
@@ -550,14 +618,21 @@ done:
     return result;
 }
 
+static const int64_t *sort_key; /* the docs being sorted by gather's index sort */
+
+static int by_doc(const void *a, const void *b) {
+    int64_t x = sort_key[*(const Py_ssize_t *)a], y = sort_key[*(const Py_ssize_t *)b];
+    return (x > y) - (x < y);
+}
+
 /* gather(field, term_ids, docs, cap) -> (starts, positions)
  *
  * The token positions of each term of `term_ids` (-1: absent) in field `field` of each document
- * of `docs` (ascending int64 doc ids, no repeats): the first `cap` of each, ascending.  Run
- * (c, t) -- candidate c, term t -- is positions[starts[c * T + t] : starts[c * T + t + 1]];
- * `starts` is int64[len(docs) * T + 1] and positions int64, both as bytes.  One pass over each
- * term's postings (summing doc deltas and frequencies up to the last candidate), then one copy
- * per run. */
+ * of `docs` (int64 doc ids, distinct, in any order): the first `cap` of each, ascending.  Run
+ * (c, t) -- the c-th document of `docs`, term t -- is positions[starts[c * T + t] :
+ * starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and positions int64, both as
+ * bytes.  One pass over each term's postings (summing doc deltas and frequencies up to the last
+ * document asked for), then one copy per run. */
 static PyObject *Postings_gather(Postings *self, PyObject *args) {
     int field;
     PyObject *term_ids, *docs_obj;
@@ -569,17 +644,26 @@ static PyObject *Postings_gather(Postings *self, PyObject *args) {
     }
     PyObject *ids = PySequence_Fast(term_ids, "term_ids must be a sequence");
     if (!ids) return NULL;
-    Arr cands;
-    if (arr_get(docs_obj, &cands, "docs") < 0) { Py_DECREF(ids); return NULL; }
-    Py_ssize_t T = PySequence_Fast_GET_SIZE(ids), nc = cands.n, runs = nc * T;
+    Py_buffer dv;
+    if (PyObject_GetBuffer(docs_obj, &dv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { Py_DECREF(ids); return NULL; }
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(ids), nc = dv.len / 8, runs = nc * T;
+    const int64_t *cand_docs = (const int64_t *)dv.buf;
     const Field *f = &self->f[field];
     PyObject *result = NULL, *starts_b = NULL, *pos_b = NULL;
     int64_t *run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
     int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    if (!run_off || !run_len) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
+    if (dv.itemsize != 8 || !dv.format || !strchr("ql", dv.format[strlen(dv.format) - 1])) {
+        PyErr_SetString(PyExc_ValueError, "docs must be an int64 array");
+        goto done;
+    }
+    if (!run_off || !run_len || !order) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t c = 0; c < nc; c++) order[c] = c;
+    sort_key = cand_docs;
+    qsort(order, (size_t)nc, sizeof(Py_ssize_t), by_doc);
     for (Py_ssize_t c = 1; c < nc; c++)
-        if (at(&cands, c) <= at(&cands, c - 1)) {
-            PyErr_SetString(PyExc_ValueError, "docs must be ascending");
+        if (cand_docs[order[c]] == cand_docs[order[c - 1]]) {
+            PyErr_SetString(PyExc_ValueError, "docs must be distinct");
             goto done;
         }
     for (Py_ssize_t t = 0; t < T && nc; t++) {
@@ -589,21 +673,23 @@ static PyObject *Postings_gather(Postings *self, PyObject *args) {
         Py_ssize_t lo, hi;
         if (term_range(self, f, tid, &lo, &hi) < 0) goto done;
         uint64_t base = at(&f->pos_ptr, tid), end = at(&f->pos_ptr, tid + 1);
-        uint64_t d = 0, off = base, want = at(&cands, 0);
-        Py_ssize_t c = 0;
+        uint64_t d = 0, off = base;
+        Py_ssize_t k = 0; /* the next document asked for, in doc order */
+        int64_t want = cand_docs[order[0]];
         for (Py_ssize_t i = lo; i < hi; i++) {
             d += at(&f->docs, i);
             uint64_t tf = at(&f->tfs, i);
-            while (want < d) {
-                if (++c == nc) goto next_term;
-                want = at(&cands, c);
+            while (want < (int64_t)d) {
+                if (++k == nc) goto next_term;
+                want = cand_docs[order[k]];
             }
-            if (want == d) {
+            if (want == (int64_t)d) {
                 if (off + tf > end) { corrupt("positions beyond the term's"); goto done; }
-                run_off[c * T + t] = (int64_t)off;
-                run_len[c * T + t] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
-                if (++c == nc) goto next_term;
-                want = at(&cands, c);
+                Py_ssize_t r = order[k] * T + t;
+                run_off[r] = (int64_t)off;
+                run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
+                if (++k == nc) goto next_term;
+                want = cand_docs[order[k]];
             }
             off += tf;
         }
@@ -630,7 +716,8 @@ done:
     Py_XDECREF(pos_b);
     PyMem_Free(run_off);
     PyMem_Free(run_len);
-    arr_release(&cands);
+    PyMem_Free(order);
+    PyBuffer_Release(&dv);
     Py_DECREF(ids);
     return result;
 }
@@ -684,39 +771,59 @@ static void runs_release(Runs *r) {
     PyBuffer_Release(&r->pv);
 }
 
-/* closeness(starts, positions, n_cands, n_terms, cap, reversed_weight) -> bytes of float64
- * [n_cands * (n_terms - 1)]: bm25.pair_closeness over the runs of gather, the first `cap` of
- * each.  Per candidate, the occurrences of all terms are merged by position; each two
- * neighbouring occurrences of terms a, a + 1 at distance delta are worth 1 / delta**2
- * (reversed_weight times that for a + 1 then a); the result is the best per pair. */
-static PyObject *k_closeness(PyObject *mod, PyObject *args) {
-    PyObject *starts_obj, *pos_obj;
+/* proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight)
+ *   -> bytes of float64 [n_cands * n_terms]
+ *
+ * Term proximity over the runs of gather (the first `cap` of each): per candidate, the
+ * occurrences of all terms merged by position; each two neighbouring occurrences of terms a,
+ * a + 1 at distance delta are worth 1 / delta**2 (reversed_weight times that for a + 1 then a),
+ * s(a) the best of them (bm25.pair_closeness); then per term, as bm25.proximity_scores and in
+ * its order of operations:
+ *     acc(t) = s(t) * idf(t + 1) + s(t - 1) * idf(t - 1)
+ *     out(t) = weight * (((min(1, idf(t)) * acc) * k1p1) / (acc + k1))             */
+static PyObject *k_proximity(PyObject *mod, PyObject *args) {
+    PyObject *starts_obj, *pos_obj, *idfs_obj;
     Py_ssize_t nc, T, cap;
-    double rw;
-    if (!PyArg_ParseTuple(args, "OOnnnd", &starts_obj, &pos_obj, &nc, &T, &cap, &rw)) return NULL;
+    double rw, k1, k1p1, weight;
+    if (!PyArg_ParseTuple(args, "OOnnndOddd", &starts_obj, &pos_obj, &nc, &T, &cap, &rw, &idfs_obj, &k1, &k1p1,
+                          &weight))
+        return NULL;
     Runs r;
     if (runs_get(starts_obj, pos_obj, &r) < 0) return NULL;
+    Py_buffer iv;
+    const double *idfs;
+    int has_idfs = 0;
     PyObject *out_b = NULL;
     Py_ssize_t *head = NULL, *end = NULL;
-    if (nc < 0 || T < 1 || r.n_runs != nc * T) {
-        PyErr_SetString(PyExc_ValueError, "runs do not match n_cands * n_terms");
+    double *close = NULL;
+    if (nc < 0 || T < 2 || r.n_runs != nc * T) {
+        PyErr_SetString(PyExc_ValueError, "runs do not match n_cands * n_terms (n_terms >= 2)");
         goto done;
     }
-    out_b = PyBytes_FromStringAndSize(NULL, nc * (T - 1) * (Py_ssize_t)sizeof(double));
+    if ((has_idfs = doubles_get(idfs_obj, &iv, T, "idfs", &idfs)) <= 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "idfs are required");
+        has_idfs = 0;
+        goto done;
+    }
+    out_b = PyBytes_FromStringAndSize(NULL, nc * T * (Py_ssize_t)sizeof(double));
     head = PyMem_Malloc((size_t)T * sizeof(Py_ssize_t));
     end = PyMem_Malloc((size_t)T * sizeof(Py_ssize_t));
-    if (!out_b || !head || !end) { if (out_b) Py_CLEAR(out_b); PyErr_NoMemory(); goto done; }
+    close = PyMem_Malloc((size_t)(T - 1) * sizeof(double));
+    if (!out_b || !head || !end || !close) {
+        Py_CLEAR(out_b);
+        PyErr_NoMemory();
+        goto done;
+    }
     double *out = (double *)PyBytes_AS_STRING(out_b);
-    memset(out, 0, (size_t)(nc * (T - 1)) * sizeof(double));
     for (Py_ssize_t c = 0; c < nc; c++) {
         for (Py_ssize_t t = 0; t < T; t++) {
             head[t] = r.starts[c * T + t];
             Py_ssize_t e = r.starts[c * T + t + 1];
             end[t] = e - head[t] > cap ? head[t] + cap : e;
         }
+        memset(close, 0, (size_t)(T - 1) * sizeof(double));
         Py_ssize_t prev_t = -1;
         int64_t prev_p = 0;
-        double *row = out + c * (T - 1);
         for (;;) {
             Py_ssize_t best = -1;
             int64_t bp = 0;
@@ -731,15 +838,25 @@ static PyObject *k_closeness(PyObject *mod, PyObject *args) {
                 double v = 1.0 / (dd * dd);
                 if (step == -1) v *= rw;
                 Py_ssize_t a = step == 1 ? prev_t : best;
-                if (v > row[a]) row[a] = v;
+                if (v > close[a]) close[a] = v;
             }
             prev_t = best;
             prev_p = bp;
+        }
+        double *row = out + c * T;
+        for (Py_ssize_t t = 0; t < T; t++) {
+            double acc = 0.0;
+            if (t < T - 1) acc += close[t] * idfs[t + 1];
+            if (t > 0) acc += close[t - 1] * idfs[t - 1];
+            double m = idfs[t] < 1.0 ? idfs[t] : 1.0;
+            row[t] = weight * (((m * acc) * k1p1) / (acc + k1));
         }
     }
 done:
     PyMem_Free(head);
     PyMem_Free(end);
+    PyMem_Free(close);
+    if (has_idfs) PyBuffer_Release(&iv);
     runs_release(&r);
     return out_b;
 }
@@ -829,18 +946,231 @@ done:
     return result;
 }
 
+/* -- make_snippet -------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t start, end, term;
+} Match;
+
+static int match_cmp(const void *a, const void *b) {
+    const Match *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return (x->term > y->term) - (x->term < y->term);
+}
+
+/* A growing array of code points, the snippet being written. */
+typedef struct {
+    Py_UCS4 *p;
+    Py_ssize_t n, cap;
+} Out;
+
+static int out_put(Out *o, Py_UCS4 c) {
+    if (o->n == o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 512;
+        Py_UCS4 *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(Py_UCS4));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        o->p = p;
+        o->cap = cap;
+    }
+    o->p[o->n++] = c;
+    return 0;
+}
+
+/* body[a:b] with each run of whitespace made one space (snippet._clean); with `lstrip`, the
+ * leading whitespace dropped.  Returns the code points written, -1 on error. */
+static Py_ssize_t out_clean(Out *o, int kind, const void *data, Py_ssize_t a, Py_ssize_t b, int lstrip) {
+    Py_ssize_t before = o->n;
+    int in_space = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (Py_UNICODE_ISSPACE(c)) {
+            in_space = 1;
+            continue;
+        }
+        if (in_space && !(lstrip && o->n == before)) {
+            if (out_put(o, ' ') < 0) return -1;
+        }
+        in_space = 0;
+        if (out_put(o, c) < 0) return -1;
+    }
+    if (in_space && !(lstrip && o->n == before)) {
+        if (out_put(o, ' ') < 0) return -1;
+    }
+    return o->n - before;
+}
+
+/* make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences)
+ *   -> (text, highlights)
+ *
+ * snippet.make_snippet after its first lines: `low` is body[lo:hi].lower() (the same length:
+ * the caller checks), `terms` the sorted distinct terms.  Occurrences of each term in `low`,
+ * word-bounded (by Python's isalnum, on `low`, and on `body` just outside the region), at most
+ * `max_occurrences` per term; the window of `window` characters with the most distinct terms,
+ * then occurrences, earliest first; `lead` characters of context before it if it has room; cut at
+ * spaces; whitespace runs collapsed; "… " and " …" marking cuts.  Highlights are (start, end)
+ * offsets of the occurrences in the text. */
+static PyObject *k_make_snippet(PyObject *mod, PyObject *args) {
+    PyObject *body, *low, *terms_obj;
+    Py_ssize_t window, lo, hi, lead, max_occ;
+    int complete, cut_before;
+    if (!PyArg_ParseTuple(args, "UUOnnnppnn", &body, &low, &terms_obj, &window, &lo, &hi, &complete, &cut_before, &lead,
+                          &max_occ))
+        return NULL;
+    Py_ssize_t n_body = PyUnicode_GET_LENGTH(body), n_low = PyUnicode_GET_LENGTH(low);
+    if (lo < 0 || hi < lo || hi > n_body || n_low != hi - lo || window < 0 || lead < 0) {
+        PyErr_SetString(PyExc_ValueError, "make_snippet: low must be body[lo:hi].lower(), of the same length");
+        return NULL;
+    }
+    PyObject *terms = PySequence_Fast(terms_obj, "terms must be a sequence");
+    if (!terms) return NULL;
+    Py_ssize_t n_terms = PySequence_Fast_GET_SIZE(terms);
+    int bk = PyUnicode_KIND(body), lk = PyUnicode_KIND(low);
+    const void *bd = PyUnicode_DATA(body), *ld = PyUnicode_DATA(low);
+    PyObject *result = NULL;
+    Match *matches = NULL;
+    Py_ssize_t n_matches = 0, cap_matches = 0, *counts = NULL;
+    Out o = {NULL, 0, 0};
+    PyObject *hl = NULL;
+
+    int before = lo > 0 ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, lo - 1)) : 0;
+    int after = hi < n_body ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, hi)) : 0;
+    for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(terms, ti);
+        if (!PyUnicode_Check(t)) { PyErr_SetString(PyExc_TypeError, "terms must be str"); goto done; }
+        Py_ssize_t size = PyUnicode_GET_LENGTH(t);
+        int tk = PyUnicode_KIND(t);
+        const void *td = PyUnicode_DATA(t);
+        Py_ssize_t found = 0, start = 0;
+        while (found < max_occ) {
+            /* low.find(t, start) */
+            Py_ssize_t i = -1;
+            for (Py_ssize_t x = start; x + size <= n_low; x++) {
+                Py_ssize_t y = 0;
+                while (y < size && PyUnicode_READ(lk, ld, x + y) == PyUnicode_READ(tk, td, y)) y++;
+                if (y == size) { i = x; break; }
+            }
+            if (i < 0) break;
+            Py_ssize_t j = i + size;
+            int left_ok = i == 0 ? !before : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, i - 1));
+            int right_ok = j == n_low ? !after : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, j));
+            if (left_ok && right_ok) {
+                if (n_matches == cap_matches) {
+                    Py_ssize_t cap = cap_matches ? 2 * cap_matches : 64;
+                    Match *mm = PyMem_Realloc(matches, (size_t)cap * sizeof(Match));
+                    if (!mm) { PyErr_NoMemory(); goto done; }
+                    matches = mm;
+                    cap_matches = cap;
+                }
+                matches[n_matches].start = lo + i;
+                matches[n_matches].end = lo + j;
+                matches[n_matches++].term = ti;
+                found++;
+            }
+            start = j;
+            if (size == 0) break; /* an empty term matches nowhere new */
+        }
+    }
+    qsort(matches, (size_t)n_matches, sizeof(Match), match_cmp);
+
+    /* two pointers: the best window by (distinct terms, occurrences, -start) */
+    Py_ssize_t best_i = 0, best_j = 0, bd0 = 0, bd1 = 0, bd2 = 0, j = 0, distinct = 0;
+    counts = PyMem_Calloc((size_t)(n_terms ? n_terms : 1), sizeof(Py_ssize_t));
+    if (!counts) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n_matches; i++) {
+        Py_ssize_t st = matches[i].start;
+        while (j < n_matches && matches[j].end - st <= window) {
+            if (!counts[matches[j].term]++) distinct++;
+            j++;
+        }
+        Py_ssize_t cnt = j - i;
+        if (distinct > bd0 || (distinct == bd0 && (cnt > bd1 || (cnt == bd1 && -st > bd2)))) {
+            bd0 = distinct; bd1 = cnt; bd2 = -st;
+            best_i = i; best_j = j;
+        }
+        if (j > i && !--counts[matches[i].term]) distinct--;
+    }
+    Py_ssize_t start, end, c0 = 0, c1 = 0; /* chosen matches [c0, c1) */
+    if (n_matches) {
+        Py_ssize_t first_start = matches[best_i].start, last_end = matches[best_j - 1].end;
+        Py_ssize_t slack = window - (last_end - first_start);
+        if (slack < 0) slack = 0;
+        start = first_start - (lead < slack ? lead : slack);
+        if (start < 0) start = 0;
+        end = last_end > start + window ? last_end : start + window;
+        if (end > n_body) end = n_body;
+        c0 = best_i;
+        c1 = best_j;
+    } else {
+        start = lo;
+        end = lo + window < n_body ? lo + window : n_body;
+    }
+    /* snap to spaces, never cutting a highlighted word */
+    if (start > 0) {
+        Py_ssize_t stop = c1 > c0 ? matches[c0].start : end;
+        for (Py_ssize_t x = start; x < stop; x++)
+            if (PyUnicode_READ(bk, bd, x) == ' ') { start = x + 1; break; }
+    }
+    if (end < n_body) {
+        Py_ssize_t from = c1 > c0 ? matches[c1 - 1].end : start;
+        for (Py_ssize_t x = end - 1; x >= from && x >= 0; x--)
+            if (PyUnicode_READ(bk, bd, x) == ' ') {
+                if (x > start) end = x;
+                break;
+            }
+    }
+    Py_ssize_t prefix = 0;
+    if (start > 0 || cut_before) {
+        if (out_put(&o, 0x2026) < 0 || out_put(&o, ' ') < 0) goto done;
+        prefix = 2;
+    }
+    hl = PyList_New(0);
+    if (!hl) goto done;
+    Py_ssize_t cursor = start;
+    for (Py_ssize_t m = c0; m < c1; m++) {
+        Py_ssize_t ms = matches[m].start, me = matches[m].end;
+        if (ms < cursor || me > end) continue;
+        if (out_clean(&o, bk, bd, cursor, ms, o.n == prefix) < 0) goto done;
+        Py_ssize_t at_ = o.n;
+        for (Py_ssize_t x = ms; x < me; x++)
+            if (out_put(&o, PyUnicode_READ(bk, bd, x)) < 0) goto done;
+        PyObject *span = Py_BuildValue("(nn)", at_, o.n);
+        if (!span || PyList_Append(hl, span) < 0) { Py_XDECREF(span); goto done; }
+        Py_DECREF(span);
+        cursor = me;
+    }
+    if (out_clean(&o, bk, bd, cursor, end, o.n == prefix) < 0) goto done;
+    while (o.n > prefix && Py_UNICODE_ISSPACE(o.p[o.n - 1])) o.n--; /* the tail's rstrip */
+    if (end < n_body || !complete) {
+        if (out_put(&o, ' ') < 0 || out_put(&o, 0x2026) < 0) goto done;
+    }
+    static const Py_UCS4 nothing[1] = {0};
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, o.p ? o.p : nothing, o.n);
+    if (!text) goto done;
+    PyObject *spans = PyList_AsTuple(hl);
+    if (!spans) { Py_DECREF(text); goto done; }
+    result = PyTuple_Pack(2, text, spans);
+    Py_DECREF(text);
+    Py_DECREF(spans);
+done:
+    PyMem_Free(matches);
+    PyMem_Free(counts);
+    PyMem_Free(o.p);
+    Py_XDECREF(hl);
+    Py_DECREF(terms);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
-    {"closeness", k_closeness, METH_VARARGS, "closeness(starts, positions, n_cands, n_terms, cap, reversed_weight)"},
+    {"proximity", k_proximity, METH_VARARGS,
+     "proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight) -> scores"},
     {"best_window", k_best_window, METH_VARARGS, "best_window(positions, width, limit) -> (term, occurrence) or None"},
+    {"make_snippet", k_make_snippet, METH_VARARGS,
+     "make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences) -> (text, highlights)"},
     {NULL, NULL, 0, NULL},
 };
 
-static void module_free(void *mod) {
-    PyMem_Free(s_score); PyMem_Free(s_pseudo); PyMem_Free(s_seen); PyMem_Free(s_stamp);
-    PyMem_Free(s_touched); PyMem_Free(s_term_docs);
-    s_score = s_pseudo = NULL; s_seen = NULL; s_stamp = NULL; s_touched = s_term_docs = NULL;
-    s_cap = 0;
-}
+static void module_free(void *mod) { scratch_free(); }
 
 static struct PyModuleDef kernels_module = {
     PyModuleDef_HEAD_INIT, "_kernels", "The searcher's inner loops, compiled (see the C source).", -1,
@@ -857,7 +1187,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sss]", "Postings", "best_window", "closeness");
+    PyObject *all = Py_BuildValue("[ssss]", "Postings", "best_window", "make_snippet", "proximity");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -3,7 +3,7 @@ from collections.abc import Sequence
 
 from typing_extensions import Buffer
 
-__all__ = ["Postings", "best_window", "closeness"]
+__all__ = ["Postings", "best_window", "make_snippet", "proximity"]
 
 class Postings:
     def __init__(
@@ -29,7 +29,28 @@ class Postings:
     ) -> tuple[bytes, bytes, int]: ...
     def gather(self, field: int, term_ids: Sequence[int], docs: Buffer, cap: int) -> tuple[bytes, bytes]: ...
 
-def closeness(
-    starts: Buffer, positions: Buffer, n_cands: int, n_terms: int, cap: int, reversed_weight: float
+def proximity(
+    starts: Buffer,
+    positions: Buffer,
+    n_cands: int,
+    n_terms: int,
+    cap: int,
+    reversed_weight: float,
+    idfs: Buffer,
+    k1: float,
+    k1p1: float,
+    weight: float,
 ) -> bytes: ...
 def best_window(positions: Sequence[Buffer], width: int, limit: int) -> tuple[int, int] | None: ...
+def make_snippet(
+    body: str,
+    low: str,
+    terms: Sequence[str],
+    window: int,
+    lo: int,
+    hi: int,
+    complete: bool,
+    cut_before: bool,
+    lead: int,
+    max_occurrences: int,
+) -> tuple[str, tuple[tuple[int, int], ...]]: ...

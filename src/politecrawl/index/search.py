@@ -116,6 +116,27 @@ def _gather(seg: Any, field: int, tids: list[int], docs: np.ndarray, cap: int) -
         raise SearchIndexError(f"{seg.path}: {exc}") from exc
 
 
+def _rank(reader: IndexReader, matched: list[tuple[int, np.ndarray, np.ndarray]], depth: int) -> list[tuple]:
+    """``(score, url, segment index, doc)`` of the ``depth`` best matches and every one tied with
+    the last of them, by score descending then url ascending."""
+    if len(matched) == 1:
+        si, docs, scores = matched[0]
+        keep = _at_least_kth(scores, depth)
+        urls = reader.views[si].segment.urls
+        doc_list = docs[keep].tolist()
+        rows = zip((-scores[keep]).tolist(), [urls[d] for d in doc_list], [si] * len(doc_list), doc_list)
+    else:
+        seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
+        docs = np.concatenate([d for _, d, _ in matched])
+        scores = np.concatenate([s for _, _, s in matched])
+        keep = _at_least_kth(scores, depth)
+        seg_urls = [v.segment.urls for v in reader.views]
+        si_list, doc_list = seg_idx[keep].tolist(), docs[keep].tolist()
+        rows = zip((-scores[keep]).tolist(), [seg_urls[a][b] for a, b in zip(si_list, doc_list)], si_list, doc_list)
+    # sorted by (-score, url): tuples compare in C (urls are unique, so the rest never decides)
+    return [(-s, u, si, d) for s, u, si, d in sorted(rows)]
+
+
 #: ``_at_least_kth`` bounds the k-th best score from the maxima of blocks of this many scores.
 _BLOCK = 64
 
@@ -283,32 +304,24 @@ class Searcher:
         # The compiled kernels score every match, as the numpy code does without top_k_pruning.
         compiled = kernels.compiled is not None and not self.top_k_pruning
         postings: dict = {}
+        tids: list[dict[str, int]] = []  # per segment: each term's id there (-1: none), for the kernels
         if compiled:
-            matched = self._match_compiled(reader, q, depth)[0]
+            tids = [dict(zip(terms, _term_ids(v.segment, terms))) for v in reader.views]
+            matched = self._match_compiled(reader, q, depth, tids)[0]
         else:
             postings = {t: reader.postings(t) for t in terms}
             matched = self._match(reader, q, top_k=depth if self.top_k_pruning else None, postings=postings)
         if not matched:
             return []
-        seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
-        docs = np.concatenate([d for _, d, _ in matched])
-        scores = np.concatenate([s for _, _, s in matched])
-        keep = _at_least_kth(scores, depth)
-        ranked = sorted(
-            (
-                (float(scores[i]), reader.views[seg_idx[i]].segment.urls[docs[i]], int(seg_idx[i]), int(docs[i]))
-                for i in keep
-            ),
-            key=lambda r: (-r[0], r[1]),
-        )
+        ranked = _rank(reader, matched, depth)
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}  # the reranked hits' parts, for explain
-        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gathered for proximity
+        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]] = {}  # gathered for proximity
         if rerank:
             head = ranked[:PROXIMITY_DEPTH]
             cands = [(si, d) for _, _, si, d in head]
             if compiled:
                 cap = max(PROXIMITY_MAX_OCCURRENCES, MAX_POSITIONS) if snippets else PROXIMITY_MAX_OCCURRENCES
-                per_field = self._proximity_compiled(reader, terms, cands, body_cap=cap, body_runs=body_runs)
+                per_field = self._proximity_compiled(reader, terms, tids, cands, body_cap=cap, body_runs=body_runs)
             else:
                 per_field = self._proximity(reader, postings, terms, cands)
             bonus = sum(v.sum(axis=1) for v in per_field.values()).tolist()
@@ -318,14 +331,15 @@ class Searcher:
                 }
             # The bonus is >= 0, so every reranked document still scores at least as much as
             # those below the depth: the order stays by score.
-            head = sorted(((s + b, u, si, d) for (s, u, si, d), b in zip(head, bonus)), key=lambda r: (-r[0], r[1]))
-            ranked[:PROXIMITY_DEPTH] = head
+            # sorted by (-score, url): tuples compare in C, a key function per row would not
+            order = sorted((-(s + b), u, si, d) for (s, u, si, d), b in zip(head, bonus))
+            ranked[:PROXIMITY_DEPTH] = [(-s, u, si, d) for s, u, si, d in order]
         ranked = ranked[(page - 1) * limit : k]
         where = [(si, d) for _, _, si, d in ranked]
         if not snippets:
             hit_positions: list[list[np.ndarray]] = [[] for _ in where]
         elif compiled:
-            hit_positions = self._body_positions_compiled(reader, terms, where, body_runs)
+            hit_positions = self._body_positions_compiled(reader, terms, tids, where, body_runs)
         else:
             hit_positions = self._body_positions(reader, postings, terms, where)
         hits = []
@@ -457,49 +471,66 @@ class Searcher:
         self,
         reader: IndexReader,
         terms: list[str],
+        tids: list[dict[str, int]],
         cands: list[tuple[int, int]],
         *,
         body_cap: int,
-        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]],
     ) -> dict[str, np.ndarray]:
         """``_proximity`` with the compiled kernels: per segment and field, one ``gather`` of the
-        candidates' positions (one pass over each term's postings) and one ``closeness``; then
-        ``proximity_scores`` over every candidate at once, as ``_proximity`` does.
+        candidates' positions (one pass over each term's postings) and one ``proximity`` (the
+        closeness of query neighbours and ``bm25.proximity_scores``, in its order of operations).
 
-        The body's positions are gathered up to ``body_cap`` per term (``closeness`` reads the first
-        ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` (segment index -> (candidate docs
-        ascending, run starts, positions)), where the snippets of the hits find theirs.
+        The body's positions are gathered up to ``body_cap`` per term (``proximity`` reads the
+        first ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` (segment index -> (the
+        candidates' doc ids, run starts, positions)), where the snippets of the hits find theirs.
         """
         compiled = kernels.compiled
         assert compiled is not None
         n_terms = len(terms)
         idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
-        close = {f: np.zeros((len(cands), n_terms - 1), dtype=np.float64) for f in PROXIMITY_WEIGHTS}
         by_segment: dict[int, list[int]] = {}
         for c, (si, _) in enumerate(cands):
             by_segment.setdefault(si, []).append(c)
-        for si, cs in by_segment.items():
-            seg = reader.views[si].segment
-            tids = _term_ids(seg, terms)
-            cs.sort(key=lambda c: cands[c][1])  # gather takes ascending doc ids
-            docs = np.array([cands[c][1] for c in cs], dtype=np.int64)
-            for f in PROXIMITY_WEIGHTS:
-                cap = body_cap if f == "body" else PROXIMITY_MAX_OCCURRENCES
-                starts, pos = _gather(seg, FIELDS.index(f), tids, docs, cap)
-                rows = compiled.closeness(
-                    starts, pos, len(docs), n_terms, PROXIMITY_MAX_OCCURRENCES, PROXIMITY_REVERSED
+        out = {}
+        for f, weight in PROXIMITY_WEIGHTS.items():
+            fi = FIELDS.index(f)
+            cap = body_cap if f == "body" else PROXIMITY_MAX_OCCURRENCES
+            rows = np.empty((len(cands), n_terms), dtype=np.float64)
+            for si, cs in by_segment.items():
+                seg = reader.views[si].segment
+                ids = [tids[si][t] for t in terms]
+                docs = [cands[c][1] for c in cs]
+                starts, pos = _gather(seg, fi, ids, np.array(docs, dtype=np.int64), cap)
+                part = compiled.proximity(
+                    starts,
+                    pos,
+                    len(cs),
+                    n_terms,
+                    PROXIMITY_MAX_OCCURRENCES,
+                    PROXIMITY_REVERSED,
+                    idfs,
+                    K1,
+                    K1 + 1.0,
+                    weight,
                 )
-                close[f][cs] = np.frombuffer(rows, dtype=np.float64).reshape(len(docs), n_terms - 1)
+                part_rows = np.frombuffer(part, dtype=np.float64).reshape(len(cs), n_terms)
+                if len(by_segment) == 1:
+                    rows = part_rows
+                else:
+                    rows[cs] = part_rows
                 if f == "body":
                     body_runs[si] = (docs, np.frombuffer(starts, dtype=np.int64), np.frombuffer(pos, dtype=np.int64))
-        return {f: weight * proximity_scores(close[f], idfs, k1=K1) for f, weight in PROXIMITY_WEIGHTS.items()}
+            out[f] = rows
+        return out
 
     @staticmethod
     def _body_positions_compiled(
         reader: IndexReader,
         terms: list[str],
+        tids: list[dict[str, int]],
         hits: list[tuple[int, int]],
-        body_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]],
     ) -> list[list[np.ndarray]]:
         """``_body_positions`` with the compiled kernels: the runs ``_proximity_compiled`` gathered
         where it did (a reranked query's hits are among its candidates), else one ``gather`` per
@@ -507,23 +538,23 @@ class Searcher:
         n_terms = len(terms)
         out: list[list[np.ndarray]] = [[] for _ in hits]
         missing: dict[int, list[int]] = {}
+        found: dict[int, dict[int, int]] = {si: {d: c for c, d in enumerate(r[0])} for si, r in body_runs.items()}
         for h, (si, d) in enumerate(hits):
-            runs = body_runs.get(si)
-            if runs is not None:
-                c = int(runs[0].searchsorted(d))
-                if c < len(runs[0]) and runs[0][c] == d:
-                    _, starts, pos = runs
-                    out[h] = [pos[starts[c * n_terms + t] : starts[c * n_terms + t + 1]] for t in range(n_terms)]
-                    continue
-            missing.setdefault(si, []).append(h)
+            c = found.get(si, {}).get(d)
+            if c is None:
+                missing.setdefault(si, []).append(h)
+                continue
+            _, starts, pos = body_runs[si]
+            bounds = starts[c * n_terms : (c + 1) * n_terms + 1].tolist()
+            out[h] = [pos[bounds[t] : bounds[t + 1]] for t in range(n_terms)]
         for si, hs in missing.items():
             seg = reader.views[si].segment
-            hs.sort(key=lambda h: hits[h][1])
             docs = np.array([hits[h][1] for h in hs], dtype=np.int64)
-            starts_b, pos_b = _gather(seg, FIELDS.index("body"), _term_ids(seg, terms), docs, MAX_POSITIONS)
+            starts_b, pos_b = _gather(seg, FIELDS.index("body"), [tids[si][t] for t in terms], docs, MAX_POSITIONS)
             starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
             for c, h in enumerate(hs):
-                out[h] = [pos[starts[c * n_terms + t] : starts[c * n_terms + t + 1]] for t in range(n_terms)]
+                bounds = starts[c * n_terms : (c + 1) * n_terms + 1].tolist()
+                out[h] = [pos[bounds[t] : bounds[t + 1]] for t in range(n_terms)]
         return out
 
     # -- matching and scoring -------------------------------------------------
@@ -566,7 +597,7 @@ class Searcher:
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
 
     def _match_compiled(
-        self, reader: IndexReader, q: Query, k: int
+        self, reader: IndexReader, q: Query, k: int, tids: list[dict[str, int]] | None = None
     ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int]:
         """``_match`` with the compiled kernels: per segment, the allowed matches whose score is
         among the ``k`` best of the segment (every one tied with the ``k``-th included; none for
@@ -582,8 +613,8 @@ class Searcher:
         out, total = [], 0
         for si, view in enumerate(reader.views):
             seg = view.segment
-            tids = _term_ids(seg, ordered)
-            if max(tids) < 0:
+            ids = [tids[si][t] for t in ordered] if tids is not None else _term_ids(seg, ordered)
+            if max(ids) < 0:
                 continue
             allowed = self._allowed(view, q)
             if allowed is not None and not allowed.any():
@@ -595,9 +626,7 @@ class Searcher:
                 norms = [self._norm(reader, si, f, None) for f in FIELDS]
                 title_norm = self._norm(reader, si, "title", TITLE_K1) if bonus else None
             try:
-                docs, scores, count = seg.kernel.score(
-                    tids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0
-                )
+                docs, scores, count = seg.kernel.score(ids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0)
             except ValueError as exc:  # a damaged segment file
                 raise SearchIndexError(f"{seg.path}: {exc}") from exc
             total += count

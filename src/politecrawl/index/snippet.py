@@ -148,6 +148,13 @@ def make_snippet(
     text (its start is marked as a cut too)."""
     hi = min(len(body), SCAN_CHARS if hi is None else hi)
     terms = tuple(sorted(set(terms)))
+    compiled = kernels.compiled
+    if compiled is not None and 0 <= lo <= hi:
+        low = body[lo:hi].lower()
+        if len(low) == hi - lo:  # else (U+0130) the regex below, whose offsets do not drift
+            return compiled.make_snippet(  # type: ignore[no-any-return]
+                body, low, terms, window, lo, hi, complete, cut_before, LEAD_CHARS, MAX_OCCURRENCES
+            )
     matches = _find_matches(body, terms, lo, hi) if terms else []
 
     # Two pointers over match offsets: best window by (distinct terms, count).
