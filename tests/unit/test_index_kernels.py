@@ -115,6 +115,80 @@ def test_searches_with_and_without_the_kernels_are_identical(
         assert count == want_count, q
 
 
+def _long_lists_index(path, n_docs=2500, seed=5):
+    """Lists long enough for several skip blocks: a word in every page (tf 1-9), words in a
+    third, a tenth, a hundredth of them, titles and anchors with some; three segments and
+    tombstones."""
+    rng = random.Random(seed)
+    for lo in range(0, n_docs, n_docs // 3 + 1):
+        with IndexWriter(path) as w:
+            for i in range(lo, min(lo + n_docs // 3 + 1, n_docs)):
+                body = ["the"] * rng.randint(1, 9) + ["filler"] * rng.randint(0, 300)
+                for word, share in (("third", 3), ("tenth", 10), ("rare", 100)):
+                    if rng.randrange(share) == 0:
+                        body += [word] * rng.randint(1, 4)
+                rng.shuffle(body)
+                title = " ".join(rng.sample(["the", "third", "guide", "page"], rng.randint(0, 3)))
+                if rng.randrange(300) == 0:
+                    title += " rare"
+                w.add_document(f"http://h{i % 7}.example/{i}", title, " ".join(body), "rare" if i % 50 == 0 else "")
+    with IndexWriter(path) as w:
+        for i in range(0, n_docs, 97):
+            w.delete_document(f"http://h{i % 7}.example/{i}")
+
+
+@needs_kernels
+@pytest.mark.parametrize("scoring", ["bm25f+title", "fields", "bm25f"])
+def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring):
+    """MaxScore and the skip blocks on lists of thousands of postings: the hits and scores of the
+    pruned search are those of the kernels without pruning and of the numpy code, and on a query
+    of rare words with a word in every page it reads fewer postings (the negative control:
+    the same query unpruned reads them all)."""
+    from politecrawl.index.analysis import parse_query
+
+    path = tmp_path / "ix"
+    _long_lists_index(path)
+    pruned = Searcher(path, scoring=scoring)
+    unpruned = Searcher(path, scoring=scoring)
+    unpruned.top_k_pruning = False
+    with numpy_only():
+        slow = Searcher(path, scoring=scoring)
+    queries = ["rare the", "rare tenth the", "tenth the", "third the filler", "rare third tenth the", "the", "rare"]
+    for q in queries:
+        for limit in (1, 10, 100):
+            got = _hits(pruned, q, limit=limit)
+            assert got == _hits(unpruned, q, limit=limit), (q, limit)
+            with numpy_only():
+                assert got == _hits(slow, q, limit=limit), (q, limit)
+    reader = pruned._refresh()
+    q = parse_query("rare tenth the")
+    read_pruned = pruned._match_compiled(reader, q, 10)[2]
+    read_all = unpruned._match_compiled(reader, q, 10)[2]
+    assert read_pruned < read_all / 2, (read_pruned, read_all)
+
+
+@needs_kernels
+def test_skip_blocks_of_a_segment_written_before_them_are_computed(tmp_path):
+    """Segments written before the block files existed get the same blocks computed on open."""
+    from politecrawl.index.segment import BLOCK
+
+    path = tmp_path / "ix"
+    _long_lists_index(path, n_docs=900)
+    want = {q: _hits(Searcher(path), q, limit=20) for q in ("rare the", "third tenth")}
+    for seg_dir in path.glob("seg-*"):
+        stored = {f.name: np.load(f) for f in seg_dir.glob("*.block*.npy")}
+        assert stored and any(len(v) > 1 for k, v in stored.items() if k.endswith("blocks.npy"))
+        for f in seg_dir.glob("*.block*.npy"):
+            f.unlink()
+        seg = Segment(seg_dir)
+        for fi, field in enumerate(("title", "body", "anchor")):
+            ptr, blocks = seg.fields[field].blocks(seg.doc_lens[:, fi])
+            assert np.array_equal(ptr, stored[f"{field}.block_ptr.npy"])
+            assert np.array_equal(blocks, stored[f"{field}.blocks.npy"])
+    assert BLOCK == 128
+    assert {q: _hits(Searcher(path), q, limit=20) for q in want} == want
+
+
 @needs_kernels
 def test_explain_is_the_same_with_the_kernels(tmp_path):
     path = tmp_path / "ix"
@@ -223,6 +297,10 @@ def test_make_snippet_compiled_equals_the_python_one(body, terms, window, lo, sp
 # -- damaged segments ------------------------------------------------------------------------
 
 
+# b, then per field its weight and mean length, then the title's k1 (what score() bounds with)
+_BP = np.array([0.75, 2.0, 1.0, 1.0, 1.0, 0.5, 1.0, 0.5])
+
+
 def _postings_args(n_docs=3):
     terms = np.frombuffer(b"apple\nbanana", dtype=np.uint8)
     term_end = np.array([5, 12], dtype=np.int64)
@@ -231,6 +309,7 @@ def _postings_args(n_docs=3):
     tfs = np.array([1, 2, 1], dtype=np.uint8)
     pos_ptr = np.array([0, 3, 4], dtype=np.int64)
     positions = np.array([0, 1, 3, 0], dtype=np.uint8)
+    no_blocks = (np.zeros(3, np.uint32), np.zeros((0, 4), np.uint32))
     empty = (
         np.zeros(3, np.int64),
         np.zeros(0, np.uint8),
@@ -238,7 +317,12 @@ def _postings_args(n_docs=3):
         np.zeros(3, np.int64),
         np.zeros(0, np.uint8),
     )
-    return n_docs, terms, term_end, [empty, (term_ptr, docs, tfs, pos_ptr, positions), empty]
+    return (
+        n_docs,
+        terms,
+        term_end,
+        [empty + no_blocks, (term_ptr, docs, tfs, pos_ptr, positions) + no_blocks, empty + no_blocks],
+    )
 
 
 @needs_kernels
@@ -247,7 +331,7 @@ def test_a_sound_postings_object_scores_and_gathers():
     assert (p.lookup("apple"), p.lookup("banana"), p.lookup("cherry")) == (0, 1, -1)
     assert p.df(0) == 2 and p.df(0, np.array([1, 0, 0], dtype=bool)) == 1
     norms = [np.ones(3), np.ones(3), np.ones(3)]
-    docs, scores, count = p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+    docs, scores, count, _ = p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True)
     assert count == 2 and sorted(np.frombuffer(docs, np.int64).tolist()) == [0, 2]
     starts, pos = p.gather(1, [0, 1], np.array([2], dtype=np.int64), 10)
     assert np.frombuffer(starts, np.int64).tolist() == [0, 2, 2]
@@ -261,21 +345,21 @@ def test_a_sound_postings_object_scores_and_gathers():
 )
 def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
     n_docs, terms, term_end, fields = _postings_args()
-    term_ptr, docs, tfs, pos_ptr, positions = fields[1]
+    term_ptr, docs, tfs, pos_ptr, positions = fields[1][:5]
     norms = [np.ones(3), np.ones(3), np.ones(3)]
     if damage == "term pointer past the postings":
-        fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions)
+        fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions, *fields[1][5:])
         with pytest.raises(ValueError):
             compiled.Postings(n_docs, terms, term_end, fields)
     elif damage == "doc id past the segment":
-        fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions)
+        fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions, *fields[1][5:])
         p = compiled.Postings(n_docs, terms, term_end, fields)
         with pytest.raises(ValueError):
-            p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+            p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True)
         with pytest.raises(ValueError):
             p.df(0)
     elif damage == "positions past the term's":
-        fields[1] = (term_ptr, docs, np.array([1, 9, 1], dtype=np.uint8), pos_ptr, positions)
+        fields[1] = (term_ptr, docs, np.array([1, 9, 1], dtype=np.uint8), pos_ptr, positions, *fields[1][5:])
         p = compiled.Postings(n_docs, terms, term_end, fields)
         with pytest.raises(ValueError):
             p.gather(1, [0], np.array([2], dtype=np.int64), 100)
@@ -284,7 +368,9 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
             compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
     # and the scratch arrays are left clean: a sound query after the failure scores as before
     p = compiled.Postings(*_postings_args())
-    docs_b, scores_b, count = p.score([0, 1], np.array([1.0, 0.0, 1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2)
+    docs_b, scores_b, count, _ = p.score(
+        [0, 1], np.array([1.0, 0.0, 1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True
+    )
     assert count == 3
     got = dict(zip(np.frombuffer(docs_b, np.int64).tolist(), np.frombuffer(scores_b).tolist()))
     assert got == {0: (1 * 2.2) / (1 + 1.2), 1: (1 * 2.2) / (1 + 1.2), 2: (2 * 2.2) / (2 + 1.2)}

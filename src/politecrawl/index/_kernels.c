@@ -46,14 +46,14 @@ typedef struct {
     int held;
 } Arr;
 
-static int arr_get(PyObject *obj, Arr *a, const char *what) {
+static int arr_get_nd(PyObject *obj, Arr *a, const char *what, int any_ndim) {
     memset(a, 0, sizeof(*a));
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
     a->held = 1;
     int size = (int)a->view.itemsize;
     const char *fmt = a->view.format ? a->view.format : "B";
     while (*fmt == '<' || *fmt == '=' || *fmt == '@' || *fmt == '|') fmt++;
-    if (a->view.ndim > 1 || !strchr("bBhHiIlLqQ?", *fmt) || fmt[0] == '\0' || fmt[1] != '\0' ||
+    if ((a->view.ndim > 1 && !any_ndim) || !strchr("bBhHiIlLqQ?", *fmt) || fmt[0] == '\0' || fmt[1] != '\0' ||
         (size != 1 && size != 2 && size != 4 && size != 8)) {
         PyErr_Format(PyExc_ValueError, "%s: expected a one-dimensional integer array, not format %s", what,
                      a->view.format ? a->view.format : "?");
@@ -66,6 +66,8 @@ static int arr_get(PyObject *obj, Arr *a, const char *what) {
     a->n = a->view.len / size;
     return 0;
 }
+
+static int arr_get(PyObject *obj, Arr *a, const char *what) { return arr_get_nd(obj, a, what, 0); }
 
 static void arr_release(Arr *a) {
     if (a->held) PyBuffer_Release(&a->view);
@@ -170,9 +172,17 @@ static uint32_t next_stamp(void) {
 
 /* -- Postings ------------------------------------------------------------------------------ */
 
+#define BLOCK 128 /* postings per skip block: segment.BLOCK */
+
 typedef struct {
     Arr term_ptr, docs, tfs, pos_ptr, positions;
+    Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
+                              start, largest tf, shortest field length) */
 } Field;
+
+static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
+    return ((const uint32_t *)f->blocks.p)[row * 4 + col];
+}
 
 typedef struct {
     PyObject_HEAD
@@ -188,6 +198,8 @@ static void Postings_dealloc(Postings *self) {
         arr_release(&self->f[i].tfs);
         arr_release(&self->f[i].pos_ptr);
         arr_release(&self->f[i].positions);
+        arr_release(&self->f[i].block_ptr);
+        arr_release(&self->f[i].blocks);
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
@@ -196,7 +208,7 @@ static void Postings_dealloc(Postings *self) {
 
 /* Postings(n_docs, terms, term_end, fields): `terms` the sorted dictionary (UTF-8 terms, one per
  * line), `term_end[i]` where term i ends in it; `fields` three tuples (term_ptr, docs, tfs,
- * pos_ptr, positions) as segment.py stores them. */
+ * pos_ptr, positions, block_ptr, blocks) as segment.py stores them. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_ssize_t n_docs;
     PyObject *terms, *term_end, *fields;
@@ -227,14 +239,19 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     }
     for (int fi = 0; fi < N_FIELDS; fi++) {
         PyObject *arrays = PySequence_Fast_GET_ITEM(seq, fi);
-        PyObject *a0, *a1, *a2, *a3, *a4;
-        if (!PyArg_ParseTuple(arrays, "OOOOO", &a0, &a1, &a2, &a3, &a4)) { Py_DECREF(seq); return -1; }
+        PyObject *a0, *a1, *a2, *a3, *a4, *a5, *a6;
+        if (!PyArg_ParseTuple(arrays, "OOOOOOO", &a0, &a1, &a2, &a3, &a4, &a5, &a6)) { Py_DECREF(seq); return -1; }
         Field *f = &self->f[fi];
         if (arr_get(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
             arr_get(a2, &f->tfs, "tfs") < 0 || arr_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
-            arr_get(a4, &f->positions, "positions") < 0) {
+            arr_get(a4, &f->positions, "positions") < 0 || arr_get(a5, &f->block_ptr, "block_ptr") < 0 ||
+            arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
+        }
+        if (f->block_ptr.n != self->n_terms + 1 || f->blocks.size != 4 || f->blocks.n % 4 != 0) {
+            Py_DECREF(seq);
+            return corrupt("skip blocks of the wrong shape");
         }
         if (f->term_ptr.n != self->n_terms + 1 || f->pos_ptr.n != self->n_terms + 1 || f->docs.n != f->tfs.n) {
             Py_DECREF(seq);
@@ -250,6 +267,16 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
         if (prev != (uint64_t)f->docs.n || prev_pos > (uint64_t)f->positions.n) {
             Py_DECREF(seq);
             return corrupt("term pointers beyond the postings");
+        }
+        /* each term has the blocks its postings call for (segment.posting_blocks) */
+        for (Py_ssize_t t = 0; t < self->n_terms; t++) {
+            uint64_t count = at(&f->term_ptr, t + 1) - at(&f->term_ptr, t);
+            uint64_t want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
+            uint64_t b0 = at(&f->block_ptr, t), b1 = at(&f->block_ptr, t + 1);
+            if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / 4)) {
+                Py_DECREF(seq);
+                return corrupt("skip blocks do not match the postings");
+            }
         }
     }
     Py_DECREF(seq);
@@ -301,6 +328,65 @@ static int term_range(Postings *self, const Field *f, Py_ssize_t tid, Py_ssize_t
     *lo = (Py_ssize_t)at(&f->term_ptr, tid);
     *hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
     return 0;
+}
+
+/* -- a cursor over one term's postings in one field ----------------------------------------- */
+
+typedef struct {
+    const Field *f;
+    Py_ssize_t lo, hi; /* the term's postings */
+    Py_ssize_t b0, nb; /* its skip blocks: rows [b0, b0 + nb) (none for a short list) */
+    Py_ssize_t i;      /* the current posting (hi: past the end) */
+    uint64_t doc, pos; /* its doc id, and where its positions start */
+} Cursor;
+
+static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
+    c->f = f;
+    c->lo = (Py_ssize_t)at(&f->term_ptr, tid);
+    c->hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    c->b0 = (Py_ssize_t)at(&f->block_ptr, tid);
+    c->nb = (Py_ssize_t)at(&f->block_ptr, tid + 1) - c->b0;
+    c->i = c->lo;
+    c->pos = at(&f->pos_ptr, tid);
+    c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
+}
+
+/* Moves forward to the first posting whose doc id is >= target; 1 if it is target.  Whole
+ * blocks whose last doc is below target are skipped (found by galloping, then bisection), so a
+ * seek reads at most one block's deltas. */
+static int cursor_seek(Cursor *c, uint64_t target) {
+    if (c->i >= c->hi) return 0;
+    if (c->doc >= target) return c->doc == target;
+    if (c->nb) {
+        const Field *f = c->f;
+        Py_ssize_t cur = (c->i - c->lo) / BLOCK;
+        if (blk(f, c->b0 + cur, 0) < target) {
+            Py_ssize_t a = cur, step = 1; /* last_doc(a) < target */
+            while (a + step < c->nb && blk(f, c->b0 + a + step, 0) < target) {
+                a += step;
+                step *= 2;
+            }
+            Py_ssize_t z = a + step < c->nb ? a + step : c->nb; /* last_doc(z) >= target, or z = nb */
+            while (z - a > 1) {
+                Py_ssize_t mid = a + (z - a) / 2;
+                if (blk(f, c->b0 + mid, 0) < target) a = mid; else z = mid;
+            }
+            if (z == c->nb) {
+                c->i = c->hi;
+                return 0;
+            }
+            /* block z: its first posting's delta is from the last doc of block z - 1 */
+            c->i = c->lo + z * BLOCK;
+            c->doc = (uint64_t)blk(f, c->b0 + z - 1, 0) + at(&f->docs, c->i);
+            c->pos = blk(f, c->b0 + z, 1);
+        }
+    }
+    while (c->doc < target) {
+        c->pos += at(&c->f->tfs, c->i);
+        if (++c->i >= c->hi) return 0;
+        c->doc += at(&c->f->docs, c->i);
+    }
+    return c->doc == target;
 }
 
 static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned char **out) {
@@ -424,45 +510,158 @@ static void heap_push(double *heap, Py_ssize_t *n, Py_ssize_t k, double v) {
 
 enum { MODE_BM25F = 0, MODE_FIELDS = 1 };
 
-/* score(term_ids, coef, mode, norms, title_norm, allowed, k, k1, k1p1) -> (docs, scores, count)
+/* What one term can add to any score of this segment, at most (with a margin for rounding): from
+ * its skip blocks (largest tf over shortest length) for long lists, from the postings for short
+ * ones.  `bp` holds b, then per field its weight and average length, then the title's k1. */
+static double field_norm_at(const double *bp, int fi, double len) {
+    double b = bp[0], avgdl = bp[2 + 2 * fi];
+    return avgdl > 0 ? (1.0 - b) + b * (len / avgdl) : 1.0 - b;
+}
+
+static double term_bound(Postings *self, Py_ssize_t tid, int mode, const double *c, const double *bp,
+                         const double *const *norm, const double *tnorm, double k1, double k1p1) {
+    double part[N_FIELDS] = {0.0, 0.0, 0.0}, title = 0.0;
+    double tc = mode == MODE_FIELDS ? 0.0 : (tnorm ? c[1] : 0.0);
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        const Field *f = &self->f[fi];
+        Py_ssize_t lo = (Py_ssize_t)at(&f->term_ptr, tid), hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+        Py_ssize_t b0 = (Py_ssize_t)at(&f->block_ptr, tid), b1 = (Py_ssize_t)at(&f->block_ptr, tid + 1);
+        double w = bp[1 + 2 * fi];
+        if (b1 > b0) {
+            for (Py_ssize_t r = b0; r < b1; r++) {
+                double tf = (double)blk(f, r, 2), B = field_norm_at(bp, fi, (double)blk(f, r, 3));
+                double v = mode == MODE_FIELDS ? (c[fi] * tf) / (tf + k1 * B) : tf * (w / B);
+                if (v > part[fi]) part[fi] = v;
+                if (fi == 0 && tc != 0.0) {
+                    double t = (tc * tf) / (tf + bp[7] * B);
+                    if (t > title) title = t;
+                }
+            }
+        } else {
+            uint64_t d = 0;
+            for (Py_ssize_t i = lo; i < hi; i++) {
+                d += at(&f->docs, i);
+                if (d >= (uint64_t)self->n_docs) return -1.0;
+                double tf = (double)at(&f->tfs, i);
+                double v = mode == MODE_FIELDS ? (c[fi] * tf) / (tf + norm[fi][d]) : tf * norm[fi][d];
+                if (v > part[fi]) part[fi] = v;
+                if (fi == 0 && tc != 0.0) {
+                    double t = (tc * tf) / (tf + tnorm[d]);
+                    if (t > title) title = t;
+                }
+            }
+        }
+    }
+    double bound;
+    if (mode == MODE_FIELDS) {
+        bound = part[0] + part[1] + part[2];
+    } else {
+        double p = part[0] + part[1] + part[2];
+        bound = c[0] * ((p * k1p1) / (p + k1)) + title;
+    }
+    return bound * (1.0 + 1e-9) + 1e-12;
+}
+
+/* Adds term `tid`'s score to the documents `docs` (ascending) that hold it: the arithmetic of the
+ * exhaustive pass, in its order, found by seeking through the skip blocks. */
+static void score_some(Postings *self, Py_ssize_t tid, int mode, const double *c, const double *const *norm,
+                       const double *tnorm, double k1, double k1p1, const int32_t *docs, Py_ssize_t n, double *score) {
+    Cursor cur[N_FIELDS];
+    for (int fi = 0; fi < N_FIELDS; fi++) cursor_init(&cur[fi], &self->f[fi], tid);
+    double tc = mode == MODE_FIELDS ? 0.0 : (tnorm ? c[1] : 0.0);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uint64_t d = (uint64_t)docs[j];
+        double tf[N_FIELDS];
+        int any = 0;
+        for (int fi = 0; fi < N_FIELDS; fi++) {
+            tf[fi] = cursor_seek(&cur[fi], d) ? (double)at(&cur[fi].f->tfs, cur[fi].i) : 0.0;
+            any |= tf[fi] > 0.0;
+        }
+        if (!any) continue;
+        if (mode == MODE_FIELDS) {
+            for (int fi = 0; fi < N_FIELDS; fi++)
+                if (tf[fi] > 0.0) score[d] += (c[fi] * tf[fi]) / (tf[fi] + norm[fi][d]);
+            continue;
+        }
+        double pt = tf[0] > 0.0 ? tf[0] * norm[0][d] : 0.0, pa = tf[2] > 0.0 ? tf[2] * norm[2][d] : 0.0;
+        double p = tf[1] > 0.0 ? (pt + tf[1] * norm[1][d]) + pa : pt + pa;
+        double bt = tf[0] > 0.0 && tc != 0.0 ? (tc * tf[0]) / (tf[0] + tnorm[d]) : 0.0;
+        score[d] = (score[d] + c[0] * ((p * k1p1) / (p + k1))) + bt;
+    }
+}
+
+/* A seek through a term's postings costs about this many postings of a whole pass over them. */
+#define SEEK_COST 8
+
+static int cmp_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The k-th best score of `docs` (allowed ones), or 0.0 if there are fewer than k. */
+static double kth_best(const int32_t *docs, Py_ssize_t n, const double *score, const unsigned char *allowed,
+                       Py_ssize_t k, double *heap) {
+    Py_ssize_t in_heap = 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        int32_t d = docs[j];
+        if (allowed && !allowed[d]) continue;
+        double v = score[d];
+        if (in_heap == k && v <= heap[0]) continue;
+        heap_push(heap, &in_heap, k, v);
+    }
+    return in_heap == k ? heap[0] : 0.0;
+}
+
+/* score(term_ids, coef, mode, norms, title_norm, allowed, k, k1, k1p1, bound_params, prune)
+ *   -> (docs, scores, count, postings_read)
  *
  * Every document holding a term of `term_ids` (this segment's ids, -1 for absent; in the order
  * their scores are added) is scored, as search.Searcher._match does with numpy:
  *
  *   mode 0 ("bm25f+title", "bm25f"), coef = (idf, title coefficient) per term, norms = the
  *     fields' w_f / B_f per document, title_norm = TITLE_K1 * B_title per document:
- *       pseudo = sum over fields, in order, of tf * norms[f][d]
- *       score += idf * ((pseudo * k1p1) / (pseudo + k1))
- *       score += (title_coef * tf_title) / (tf_title + title_norm[d])   (if title_coef != 0)
+ *       pseudo = (title part + body part) + anchor part, each tf * norms[f][d] (0.0 if absent)
+ *       score += idf * ((pseudo * k1p1) / (pseudo + k1)), then + (title_coef * tf_title) /
+ *       (tf_title + title_norm[d]) (0.0 without a title match or coefficient)
  *   mode 1 ("fields"), coef = (fidf_title, fidf_body, fidf_anchor) per term, norms = k1 * B_f:
  *       score += (fidf_f * tf_f) / (tf_f + norms[f][d])   for each field in order
  *
  * `allowed` (bytes per document, or None: all) keeps documents out of the result.  Returns the
- * allowed documents whose score is among the k best (every one tied with the k-th included), in
- * the order they were first matched, as bytes of int64 and float64, and how many allowed
- * documents match.
- */
+ * allowed documents whose score is among the k best (every one tied with the k-th included), as
+ * bytes of int64 and float64; how many allowed documents match (exact only without pruning: k
+ * = 0 or prune false); and how many postings were read.
+ *
+ * With `prune` (and k > 0), MaxScore: each term's bound (term_bound; `bound_params` = b, then per
+ * field its weight and average length, then the title's k1) says what it can add at most.  After
+ * each term, if at least k allowed documents already score more than the remaining terms' bounds
+ * together, no document not matched yet can reach the k-th score; from then on the remaining
+ * terms are scored only on the documents whose score plus those bounds reaches the current k-th
+ * best (seeking through the skip blocks), and that set shrinks as the bounds left do.  The
+ * documents kept get every term, in order, so their scores are the exhaustive ones to the bit. */
 static PyObject *Postings_score(Postings *self, PyObject *args) {
-    PyObject *term_ids, *coef_obj, *norms_obj, *tnorm_obj, *allowed_obj;
-    int mode;
+    PyObject *term_ids, *coef_obj, *norms_obj, *tnorm_obj, *allowed_obj, *bp_obj;
+    int mode, prune;
     Py_ssize_t k;
     double k1, k1p1;
-    if (!PyArg_ParseTuple(args, "OOiOOOndd", &term_ids, &coef_obj, &mode, &norms_obj, &tnorm_obj, &allowed_obj,
-                          &k, &k1, &k1p1))
+    if (!PyArg_ParseTuple(args, "OOiOOOnddOp", &term_ids, &coef_obj, &mode, &norms_obj, &tnorm_obj, &allowed_obj,
+                          &k, &k1, &k1p1, &bp_obj, &prune))
         return NULL;
     PyObject *ids = PySequence_Fast(term_ids, "term_ids must be a sequence");
     if (!ids) return NULL;
     Py_ssize_t n_terms = PySequence_Fast_GET_SIZE(ids);
     Py_ssize_t n = self->n_docs;
     int per_term = mode == MODE_FIELDS ? N_FIELDS : 2;
-    Py_buffer coef_v, norm_v[N_FIELDS], tnorm_v, allowed_v;
-    const double *coef = NULL, *norm[N_FIELDS] = {NULL, NULL, NULL}, *tnorm = NULL;
+    Py_buffer coef_v, norm_v[N_FIELDS], tnorm_v, allowed_v, bp_v;
+    const double *coef = NULL, *norm[N_FIELDS] = {NULL, NULL, NULL}, *tnorm = NULL, *bp = NULL;
     const unsigned char *allowed = NULL;
-    int has_coef = 0, has_norm[N_FIELDS] = {0, 0, 0}, has_tnorm = 0, has_allowed = 0;
+    int has_coef = 0, has_norm[N_FIELDS] = {0, 0, 0}, has_tnorm = 0, has_allowed = 0, has_bp = 0;
     PyObject *result = NULL, *docs_out = NULL, *scores_out = NULL;
-    double *heap = NULL;
-    int32_t *pushed = NULL;
-    Py_ssize_t m = 0; /* documents touched: s_touched[:m] */
+    double *heap = NULL, *rest = NULL, *upto = NULL;
+    Py_ssize_t *left = NULL, *plen = NULL;
+    int32_t *pushed = NULL, *keep = NULL;
+    Py_ssize_t *tids = NULL;
+    Py_ssize_t m = 0, n_keep = 0, postings_read = 0; /* documents touched: s_touched[:m] */
+    int pruning = 0;
 
     if (mode != MODE_BM25F && mode != MODE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "unknown mode");
@@ -488,92 +687,172 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
     Py_DECREF(norms);
     if ((has_tnorm = doubles_get(tnorm_obj, &tnorm_v, n, "title_norm", &tnorm)) < 0) { has_tnorm = 0; goto done; }
     if ((has_allowed = live_get(allowed_obj, &allowed_v, n, &allowed)) < 0) { has_allowed = 0; goto done; }
+    if ((has_bp = doubles_get(bp_obj, &bp_v, 8, "bound_params", &bp)) < 0) { has_bp = 0; goto done; }
     if (scratch(n) < 0) goto done;
+    tids = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(Py_ssize_t));
+    rest = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
+    upto = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
+    left = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
+    plen = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
+    if (k > 0) heap = PyMem_Malloc((size_t)k * sizeof(double));
+    if (!tids || !rest || !upto || !left || !plen || (k > 0 && !heap)) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+        tids[ti] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, ti));
+        if (tids[ti] == -1 && PyErr_Occurred()) goto done;
+        if (tids[ti] >= self->n_terms) { PyErr_SetString(PyExc_ValueError, "term id out of range"); goto done; }
+    }
+    prune = prune && k > 0 && has_bp && n_terms > 1;
+    if (prune) {
+        /* rest[i]: the bounds of the terms after term i, together; upto[i]: of term i and those
+         * before; left[i]: the postings of the terms after term i; plen[i]: term i's own */
+        double *bound = PyMem_Calloc((size_t)n_terms, sizeof(double));
+        if (!bound) { PyErr_NoMemory(); goto done; }
+        for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+            if (tids[ti] < 0) continue;
+            bound[ti] = term_bound(self, tids[ti], mode, coef + ti * per_term, bp, norm, tnorm, k1, k1p1);
+            if (bound[ti] < 0) { PyMem_Free(bound); corrupt("doc id beyond the segment"); goto done; }
+            for (int fi = 0; fi < N_FIELDS; fi++)
+                plen[ti] += (Py_ssize_t)(at(&self->f[fi].term_ptr, tids[ti] + 1) - at(&self->f[fi].term_ptr, tids[ti]));
+        }
+        for (Py_ssize_t ti = n_terms - 1; ti >= 1; ti--) {
+            rest[ti - 1] = rest[ti] + bound[ti];
+            left[ti - 1] = left[ti] + plen[ti];
+        }
+        for (Py_ssize_t ti = 0; ti < n_terms; ti++) upto[ti] = (ti ? upto[ti - 1] : 0.0) + bound[ti];
+        PyMem_Free(bound);
+    }
 
     double *score = s_score;
     for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
-        Py_ssize_t tid = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, ti));
-        if (tid == -1 && PyErr_Occurred()) goto cleanup;
+        Py_ssize_t tid = tids[ti];
         if (tid < 0) continue;
         const double *c = coef + ti * per_term;
-        Py_ssize_t len[N_FIELDS];
-        for (int fi = 0; fi < N_FIELDS; fi++) {
-            Py_ssize_t lo, hi;
-            if (term_range(self, &self->f[fi], tid, &lo, &hi) < 0) goto cleanup;
-            if ((len[fi] = decode(&self->f[fi], lo, hi, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
-        }
-        if (mode == MODE_FIELDS) {
-            /* per field: score += (fidf_f * tf) / (tf + norm_f[d]) */
+        /* Seeking costs several times a posting of a whole pass: the documents still in the
+         * running are sought only when they are few against the term's postings. */
+        if (pruning && n_keep * SEEK_COST < plen[ti]) {
+            score_some(self, tid, mode, c, norm, tnorm, k1, k1p1, keep, n_keep, score);
+            postings_read += n_keep;
+        } else {
+            Py_ssize_t len[N_FIELDS];
             for (int fi = 0; fi < N_FIELDS; fi++) {
-                const uint32_t *docs = s_docs[fi], *tfs = s_tfs[fi];
-                const double *nf = norm[fi];
-                double cf = c[fi];
-                for (Py_ssize_t i = 0; i < len[fi]; i++) {
-                    uint32_t d = docs[i];
-                    double tf = (double)tfs[i], sc = score[d];
-                    if (sc == 0.0) s_touched[m++] = (int32_t)d;
-                    score[d] = sc + (cf * tf) / (tf + nf[d]);
+                Py_ssize_t lo, hi;
+                if (term_range(self, &self->f[fi], tid, &lo, &hi) < 0) goto cleanup;
+                if ((len[fi] = decode(&self->f[fi], lo, hi, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
+                postings_read += len[fi];
+            }
+            if (mode == MODE_FIELDS) {
+                /* per field: score += (fidf_f * tf) / (tf + norm_f[d]) */
+                for (int fi = 0; fi < N_FIELDS; fi++) {
+                    const uint32_t *docs = s_docs[fi], *tfs = s_tfs[fi];
+                    const double *nf = norm[fi];
+                    double cf = c[fi];
+                    for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                        uint32_t d = docs[i];
+                        double tf = (double)tfs[i], sc = score[d];
+                        s_touched[m] = (int32_t)d;
+                        m += sc == 0.0;
+                        score[d] = sc + (cf * tf) / (tf + nf[d]);
+                    }
                 }
+            } else {
+                /* BM25F.  The title's and the anchor's parts of the pseudo frequency go to
+                 * s_part[0] and s_part[2] (kept zeroed), the title term to s_part[1]; then each body
+                 * posting adds its own part between them: (title + body) + anchor is the numpy
+                 * code's order, and a missing part is an exact 0.0.  Documents without the term in
+                 * the body are done last. */
+                double idf = c[0], tc = tnorm ? c[1] : 0.0;
+                double *pt = s_part[0], *bt = s_part[1], *pa = s_part[2];
+                const double *n0 = norm[0], *n1 = norm[1], *n2 = norm[2];
+                for (Py_ssize_t i = 0; i < len[0]; i++) {
+                    uint32_t d = s_docs[0][i];
+                    double tf = (double)s_tfs[0][i];
+                    pt[d] = tf * n0[d];
+                    if (tc != 0.0) bt[d] = (tc * tf) / (tf + tnorm[d]);
+                }
+                for (Py_ssize_t i = 0; i < len[2]; i++) {
+                    uint32_t d = s_docs[2][i];
+                    pa[d] = (double)s_tfs[2][i] * n2[d];
+                }
+                const uint32_t *db = s_docs[1], *tb = s_tfs[1];
+                for (Py_ssize_t i = 0; i < len[1]; i++) {
+                    uint32_t d = db[i];
+                    double p = (pt[d] + (double)tb[i] * n1[d]) + pa[d];
+                    double sc = score[d];
+                    s_touched[m] = (int32_t)d;
+                    m += sc == 0.0;
+                    score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
+                    pt[d] = bt[d] = pa[d] = -1.0; /* done: the pass below skips it */
+                }
+                for (int fi = 0; fi < N_FIELDS; fi += 2) {
+                    for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                        uint32_t d = s_docs[fi][i];
+                        if (pt[d] < 0.0 || pa[d] < 0.0) continue; /* in the body, or done */
+                        double p = pt[d] + pa[d];                 /* title + anchor, or one + 0.0 */
+                        double sc = score[d];
+                        s_touched[m] = (int32_t)d;
+                        m += sc == 0.0;
+                        score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
+                        pt[d] = bt[d] = pa[d] = -1.0;
+                    }
+                }
+                for (int fi = 0; fi < N_FIELDS; fi++) /* back to zero for the next term */
+                    for (Py_ssize_t i = 0; i < len[fi]; i++) {
+                        uint32_t d = s_docs[fi][i];
+                        pt[d] = bt[d] = pa[d] = 0.0;
+                    }
             }
-            continue;
         }
-        /* BM25F.  The title's and the anchor's parts of the pseudo frequency go to s_part[0] and
-         * s_part[2] (kept zeroed), the title term to s_part[1]; then each body posting adds its own
-         * part between them: (title + body) + anchor is the numpy code's order, and a missing part
-         * is an exact 0.0.  Documents without the term in the body are done last. */
-        double idf = c[0], tc = tnorm ? c[1] : 0.0;
-        double *pt = s_part[0], *bt = s_part[1], *pa = s_part[2];
-        const double *n0 = norm[0], *n1 = norm[1], *n2 = norm[2];
-        for (Py_ssize_t i = 0; i < len[0]; i++) {
-            uint32_t d = s_docs[0][i];
-            double tf = (double)s_tfs[0][i];
-            pt[d] = tf * n0[d];
-            if (tc != 0.0) bt[d] = (tc * tf) / (tf + tnorm[d]);
-        }
-        for (Py_ssize_t i = 0; i < len[2]; i++) {
-            uint32_t d = s_docs[2][i];
-            pa[d] = (double)s_tfs[2][i] * n2[d];
-        }
-        const uint32_t *db = s_docs[1], *tb = s_tfs[1];
-        for (Py_ssize_t i = 0; i < len[1]; i++) {
-            uint32_t d = db[i];
-            double p = (pt[d] + (double)tb[i] * n1[d]) + pa[d];
-            double sc = score[d];
-            s_touched[m] = (int32_t)d;
-            m += sc == 0.0;
-            score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
-            pt[d] = bt[d] = pa[d] = -1.0; /* done: the passes below skip it */
-        }
-        for (int fi = 0; fi < N_FIELDS; fi += 2) {
-            for (Py_ssize_t i = 0; i < len[fi]; i++) {
-                uint32_t d = s_docs[fi][i];
-                if (pt[d] < 0.0 || pa[d] < 0.0) continue; /* in the body, or done */
-                double p = pt[d] + pa[d];  /* title + anchor, or one of them + 0.0 */
-                double sc = score[d];
-                s_touched[m] = (int32_t)d;
-                m += sc == 0.0;
-                score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
-                pt[d] = bt[d] = pa[d] = -1.0;
+        if (!prune || ti == n_terms - 1) continue;
+        if (!pruning) {
+            /* Can a document not matched yet still make the top k?  Asked (a pass over the
+             * documents matched so far) only if it could be no -- a match can already score more
+             * than the rest together -- and if enough postings are left to be worth it. */
+            if (!(rest[ti] < upto[ti] && left[ti] > 2 * m)) continue;
+            Py_ssize_t above = 0;
+            for (Py_ssize_t j = 0; j < m && above < k; j++) {
+                int32_t d = s_touched[j];
+                above += score[d] > rest[ti] && (!allowed || allowed[d]);
             }
-        }
-        /* back to zero for the next term */
-        for (int fi = 0; fi < N_FIELDS; fi++)
-            for (Py_ssize_t i = 0; i < len[fi]; i++) {
-                uint32_t d = s_docs[fi][i];
-                pt[d] = bt[d] = pa[d] = 0.0;
+            if (above < k) continue;
+            keep = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(int32_t));
+            if (!keep) { PyErr_NoMemory(); goto cleanup; }
+            double theta = kth_best(s_touched, m, score, allowed, k, heap);
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int32_t d = s_touched[j];
+                if ((!allowed || allowed[d]) && score[d] + rest[ti] >= theta) keep[n_keep++] = d;
             }
+            if (n_keep * SEEK_COST >= left[ti]) {
+                /* too many still in the running for seeking to pay: score every match, and do
+                 * not ask again (the pass over the matches would cost as much each time) */
+                PyMem_Free(keep);
+                keep = NULL;
+                n_keep = 0;
+                prune = 0;
+                continue;
+            }
+            qsort(keep, (size_t)n_keep, sizeof(int32_t), cmp_int32);
+            pruning = 1;
+        } else {
+            /* the k-th best only grows, the bounds left only shrink: drop who can no longer reach it */
+            double theta = kth_best(keep, n_keep, score, allowed, k, heap);
+            Py_ssize_t w = 0;
+            for (Py_ssize_t j = 0; j < n_keep; j++)
+                if (score[keep[j]] + rest[ti] >= theta) keep[w++] = keep[j];
+            n_keep = w;
+        }
     }
 
     /* The k-th best allowed score: a min-heap of k.  A score that enters it is kept in `pushed`:
      * the heap's minimum only grows, so every score at or above the final k-th best entered. */
+    const int32_t *final = pruning ? keep : s_touched;
+    Py_ssize_t n_final = pruning ? n_keep : m;
     Py_ssize_t count = 0, in_heap = 0, n_pushed = 0;
     if (k > 0) {
-        heap = PyMem_Malloc((size_t)k * sizeof(double));
-        pushed = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(int32_t));
-        if (!heap || !pushed) { PyErr_NoMemory(); goto cleanup; }
+        pushed = PyMem_Malloc((size_t)(n_final ? n_final : 1) * sizeof(int32_t));
+        if (!pushed) { PyErr_NoMemory(); goto cleanup; }
     }
-    for (Py_ssize_t j = 0; j < m; j++) {
-        int32_t d = s_touched[j];
+    for (Py_ssize_t j = 0; j < n_final; j++) {
+        int32_t d = final[j];
         if (allowed && !allowed[d]) continue;
         count++;
         if (k <= 0) continue;
@@ -599,7 +878,7 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
             os[w++] = score[d];
         }
     }
-    result = Py_BuildValue("(NNn)", docs_out, scores_out, count);
+    result = Py_BuildValue("(NNnn)", docs_out, scores_out, count, postings_read);
     docs_out = scores_out = NULL;
 
 cleanup:
@@ -609,11 +888,18 @@ done:
     Py_XDECREF(scores_out);
     PyMem_Free(heap);
     PyMem_Free(pushed);
+    PyMem_Free(keep);
+    PyMem_Free(rest);
+    PyMem_Free(upto);
+    PyMem_Free(left);
+    PyMem_Free(plen);
+    PyMem_Free(tids);
     if (has_coef) PyBuffer_Release(&coef_v);
     for (int fi = 0; fi < N_FIELDS; fi++)
         if (has_norm[fi]) PyBuffer_Release(&norm_v[fi]);
     if (has_tnorm) PyBuffer_Release(&tnorm_v);
     if (has_allowed) PyBuffer_Release(&allowed_v);
+    if (has_bp) PyBuffer_Release(&bp_v);
     Py_DECREF(ids);
     return result;
 }
@@ -631,8 +917,8 @@ static int by_doc(const void *a, const void *b) {
  * of `docs` (int64 doc ids, distinct, in any order): the first `cap` of each, ascending.  Run
  * (c, t) -- the c-th document of `docs`, term t -- is positions[starts[c * T + t] :
  * starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and positions int64, both as
- * bytes.  One pass over each term's postings (summing doc deltas and frequencies up to the last
- * document asked for), then one copy per run. */
+ * bytes.  Per term, one cursor seeks the documents in doc order (skipping the blocks between
+ * them), then one copy per run. */
 static PyObject *Postings_gather(Postings *self, PyObject *args) {
     int field;
     PyObject *term_ids, *docs_obj;
@@ -672,28 +958,20 @@ static PyObject *Postings_gather(Postings *self, PyObject *args) {
         if (tid < 0) continue;
         Py_ssize_t lo, hi;
         if (term_range(self, f, tid, &lo, &hi) < 0) goto done;
-        uint64_t base = at(&f->pos_ptr, tid), end = at(&f->pos_ptr, tid + 1);
-        uint64_t d = 0, off = base;
-        Py_ssize_t k = 0; /* the next document asked for, in doc order */
-        int64_t want = cand_docs[order[0]];
-        for (Py_ssize_t i = lo; i < hi; i++) {
-            d += at(&f->docs, i);
-            uint64_t tf = at(&f->tfs, i);
-            while (want < (int64_t)d) {
-                if (++k == nc) goto next_term;
-                want = cand_docs[order[k]];
+        uint64_t end = at(&f->pos_ptr, tid + 1);
+        Cursor cur;
+        cursor_init(&cur, f, tid);
+        for (Py_ssize_t k = 0; k < nc; k++) { /* the documents in doc order */
+            if (!cursor_seek(&cur, (uint64_t)cand_docs[order[k]])) {
+                if (cur.i >= cur.hi) break;
+                continue;
             }
-            if (want == (int64_t)d) {
-                if (off + tf > end) { corrupt("positions beyond the term's"); goto done; }
-                Py_ssize_t r = order[k] * T + t;
-                run_off[r] = (int64_t)off;
-                run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
-                if (++k == nc) goto next_term;
-                want = cand_docs[order[k]];
-            }
-            off += tf;
+            uint64_t tf = at(&f->tfs, cur.i);
+            if (cur.pos + tf > end) { corrupt("positions beyond the term's"); goto done; }
+            Py_ssize_t r = order[k] * T + t;
+            run_off[r] = (int64_t)cur.pos;
+            run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
         }
-    next_term:;
     }
     starts_b = PyBytes_FromStringAndSize(NULL, (runs + 1) * (Py_ssize_t)sizeof(int64_t));
     if (!starts_b) goto done;
@@ -725,7 +1003,8 @@ done:
 static PyMethodDef Postings_methods[] = {
     {"lookup", (PyCFunction)Postings_lookup, METH_O, "lookup(term) -> term id, or -1"},
     {"df", (PyCFunction)Postings_df, METH_VARARGS, "df(term_id, live=None, field=-1) -> documents with the term"},
-    {"score", (PyCFunction)Postings_score, METH_VARARGS, "score(...) -> (docs, scores, count): see the C source"},
+    {"score", (PyCFunction)Postings_score, METH_VARARGS,
+     "score(...) -> (docs, scores, count, postings_read): see the C source"},
     {"gather", (PyCFunction)Postings_gather, METH_VARARGS, "gather(field, term_ids, docs, cap) -> (starts, positions)"},
     {NULL, NULL, 0, NULL},
 };

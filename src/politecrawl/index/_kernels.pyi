@@ -11,7 +11,7 @@ class Postings:
         n_docs: int,
         terms: Buffer,
         term_end: Buffer,
-        fields: Sequence[tuple[Buffer, Buffer, Buffer, Buffer, Buffer]],
+        fields: Sequence[tuple[Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer]],
     ) -> None: ...
     def lookup(self, term: str | bytes) -> int: ...
     def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
@@ -26,7 +26,9 @@ class Postings:
         k: int,
         k1: float,
         k1p1: float,
-    ) -> tuple[bytes, bytes, int]: ...
+        bound_params: Buffer,
+        prune: bool,
+    ) -> tuple[bytes, bytes, int, int]: ...
     def gather(self, field: int, term_ids: Sequence[int], docs: Buffer, cap: int) -> tuple[bytes, bytes]: ...
 
 def proximity(

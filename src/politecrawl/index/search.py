@@ -228,10 +228,9 @@ class Searcher:
         self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
-        #: MaxScore-style pruning of top-k searches (see module docstring).
-        #: Results are identical either way; off by default because it did
-        #: not pay on the benchmark.
-        self.top_k_pruning = False
+        #: Top-k pruning in the compiled kernels (MaxScore over the skip blocks' bounds; module
+        #: docstring). The hits and scores are the same either way; off, every match is scored.
+        self.top_k_pruning = True
 
     # -- generations --------------------------------------------------------
 
@@ -301,8 +300,7 @@ class Searcher:
         rerank = self.proximity and len(terms) > 1
         # The reranked set does not depend on the page asked for, so pages never overlap.
         depth = max(k, PROXIMITY_DEPTH) if rerank else k
-        # The compiled kernels score every match, as the numpy code does without top_k_pruning.
-        compiled = kernels.compiled is not None and not self.top_k_pruning
+        compiled = kernels.compiled is not None
         postings: dict = {}
         tids: list[dict[str, int]] = []  # per segment: each term's id there (-1: none), for the kernels
         if compiled:
@@ -310,7 +308,7 @@ class Searcher:
             matched = self._match_compiled(reader, q, depth, tids)[0]
         else:
             postings = {t: reader.postings(t) for t in terms}
-            matched = self._match(reader, q, top_k=depth if self.top_k_pruning else None, postings=postings)
+            matched = self._match(reader, q, postings=postings)
         if not matched:
             return []
         ranked = _rank(reader, matched, depth)
@@ -598,11 +596,12 @@ class Searcher:
 
     def _match_compiled(
         self, reader: IndexReader, q: Query, k: int, tids: list[dict[str, int]] | None = None
-    ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int]:
+    ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int, int]:
         """``_match`` with the compiled kernels: per segment, the allowed matches whose score is
         among the ``k`` best of the segment (every one tied with the ``k``-th included; none for
-        ``k = 0``), and the number of matches in all.  The top ``k`` of these is the top ``k`` of
-        every match, and their scores are the numpy code's to the last bit."""
+        ``k = 0``); the number of matches in all (exact for ``k = 0``: it never prunes); and how
+        many postings the kernels read.  The top ``k`` of these is the top ``k`` of every match,
+        and their scores are the numpy code's to the last bit."""
         ordered, idfs, fidfs, _ = self._term_weights(reader, q.positive_terms)
         bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
         if self.scoring == "fields":
@@ -610,7 +609,12 @@ class Searcher:
         else:
             mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
         coef_arr = np.array(coef, dtype=np.float64)
-        out, total = [], 0
+        # what the kernels bound a term's score with: b, per field its weight and mean length, TITLE_K1
+        bound_params = np.array(
+            [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
+        )
+        prune = self.top_k_pruning and k > 0
+        out, total, read = [], 0, 0
         for si, view in enumerate(reader.views):
             seg = view.segment
             ids = [tids[si][t] for t in ordered] if tids is not None else _term_ids(seg, ordered)
@@ -626,13 +630,16 @@ class Searcher:
                 norms = [self._norm(reader, si, f, None) for f in FIELDS]
                 title_norm = self._norm(reader, si, "title", TITLE_K1) if bonus else None
             try:
-                docs, scores, count = seg.kernel.score(ids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0)
+                docs, scores, count, n_read = seg.kernel.score(
+                    ids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0, bound_params, prune
+                )
             except ValueError as exc:  # a damaged segment file
                 raise SearchIndexError(f"{seg.path}: {exc}") from exc
             total += count
+            read += n_read
             if docs:
                 out.append((si, np.frombuffer(docs, dtype=np.int64), np.frombuffer(scores, dtype=np.float64)))
-        return out, total
+        return out, total, read
 
     def _allowed(self, view: SegmentView, q: Query) -> np.ndarray | None:
         """The segment's documents a match may be (live, holding no excluded term, on the
@@ -661,109 +668,70 @@ class Searcher:
         return mask
 
     def _match(
-        self, reader: IndexReader, q: Query, top_k: int | None = None, postings: dict | None = None
+        self, reader: IndexReader, q: Query, postings: dict | None = None
     ) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """Per segment: (segment index, matching doc ids, their scores).
-
-        With ``top_k``, documents that provably cannot be among the ``top_k``
-        best are left out (term-at-a-time MaxScore, see module docstring).
-        ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
+        """Per segment: (segment index, matching doc ids, their scores), every match scored with
+        numpy: the reference the compiled kernels are tested against, and what runs where they
+        were not built.  ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
         """
         terms = q.positive_terms
         if postings is None:
             postings = {t: reader.postings(t) for t in terms}
         bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
-        terms, idfs, fidfs, bound = self._term_weights(reader, terms, postings)
+        terms, idfs, fidfs, _ = self._term_weights(reader, terms, postings)
         excluded = {t: reader.postings(t) for t in q.excluded}
-        prune = top_k is not None and top_k > 0 and not q.phrases and len(terms) > 1
         out = []
         for si, view in enumerate(reader.views):
             n = view.segment.doc_count
             scores = np.zeros(n, dtype=np.float64)
-            base = None  # documents allowed by tombstones, exclusions and site:
-            if prune:
-                base = np.ones(n, dtype=bool) if view.live is None else view.live.copy()
-                for ps in excluded.values():
-                    per_field = ps[si]
-                    if per_field is not None:
-                        for f in FIELDS:
-                            base[per_field[f][0]] = False
-                if q.site is not None:
-                    base &= view.segment.site_mask(q.site)
-            only = None  # once set: the only documents that can still make the top k
-            for i, t in enumerate(terms):
+            for t in terms:
                 p = postings[t][si]
                 if p is None:
                     continue
                 if self.scoring == "fields":
                     for f in FIELDS:
                         d, tf, _ = p[f]
-                        if only is not None and len(d):
-                            keep = only[d]
-                            d, tf = d[keep], tf[keep]
                         if len(d):
                             scores[d] += fidfs[(t, f)] * tf / (tf + self._norm(reader, si, f, K1)[d])
+                    continue
+                # tf~ only on the documents that hold the term (the union of its fields'
+                # postings): the same floats added in the same order as over every
+                # document, where the others add exactly 0, at a cost that follows df
+                # instead of the segment's size.
+                parts = [p[f][:2] + (f,) for f in FIELDS if len(p[f][0])]
+                if 16 * sum(len(d) for d, _, _ in parts) >= n:  # many documents: dense is cheaper
+                    pseudo = np.zeros(n, dtype=np.float64)
+                    for d, tf, f in parts:
+                        pseudo[d] += tf * self._norm(reader, si, f, None)[d]
+                    scores += idfs[t] * saturate(pseudo, k1=K1)
                 else:
-                    # tf~ only on the documents that hold the term (the union of its fields'
-                    # postings): the same floats added in the same order as over every
-                    # document, where the others add exactly 0, at a cost that follows df
-                    # instead of the segment's size.
-                    parts = [p[f][:2] + (f,) for f in FIELDS if len(p[f][0])]
-                    if 16 * sum(len(d) for d, _, _ in parts) >= n:  # many documents: dense is cheaper
-                        pseudo = np.zeros(n, dtype=np.float64)
-                        for d, tf, f in parts:
-                            pseudo[d] += tf * self._norm(reader, si, f, None)[d]
-                        if only is not None:
-                            pseudo[~only] = 0.0
-                        scores += idfs[t] * saturate(pseudo, k1=K1)
+                    if len(parts) == 1:
+                        u, tf, f = parts[0]
+                        pseudo = tf * self._norm(reader, si, f, None)[u]
                     else:
-                        if len(parts) == 1:
-                            u, tf, f = parts[0]
-                            pseudo = tf * self._norm(reader, si, f, None)[u]
-                        else:
-                            u = union_of_docs([d for d, _, _ in parts], n)
-                            pseudo = np.zeros(len(u), dtype=np.float64)
-                            for d, tf, f in parts:
-                                pseudo[np.searchsorted(u, d)] += tf * self._norm(reader, si, f, None)[d]
-                        if only is not None:
-                            pseudo[~only[u]] = 0.0
-                        scores[u] += idfs[t] * saturate(pseudo, k1=K1)
-                    if bonus:
-                        d, tf, _ = p["title"]
-                        if only is not None and len(d):
-                            keep = only[d]
-                            d, tf = d[keep], tf[keep]
-                        if len(d):
-                            scores[d] += (
-                                (bonus * idfs[t] * (TITLE_K1 + 1.0))
-                                * tf
-                                / (tf + self._norm(reader, si, "title", TITLE_K1)[d])
-                            )
-                if base is not None and top_k is not None and only is None and i + 1 < len(terms):  # prune
-                    # theta: k-th best partial score among allowed documents; scores
-                    # only grow, so the final k-th best is >= theta.  A document
-                    # with no match yet can reach at most ``rest``, the sum of
-                    # the remaining bounds: if theta > rest it cannot make the top k.
-                    rest = sum(bound[u] for u in terms[i + 1 :])
-                    hit = (scores > rest) & base
-                    # theta > rest  <=>  at least k allowed documents already score > rest
-                    # (no selection needed: np.partition is slow on the many ties
-                    # of the x8 corpus, 0.6 ms for 4240 scores).
-                    if np.count_nonzero(hit) >= top_k:
-                        only = (scores > 0) & base
+                        u = union_of_docs([d for d, _, _ in parts], n)
+                        pseudo = np.zeros(len(u), dtype=np.float64)
+                        for d, tf, f in parts:
+                            pseudo[np.searchsorted(u, d)] += tf * self._norm(reader, si, f, None)[d]
+                    scores[u] += idfs[t] * saturate(pseudo, k1=K1)
+                if bonus:
+                    d, tf, _ = p["title"]
+                    if len(d):
+                        scores[d] += (
+                            (bonus * idfs[t] * (TITLE_K1 + 1.0))
+                            * tf
+                            / (tf + self._norm(reader, si, "title", TITLE_K1)[d])
+                        )
             cand = scores > 0
-            if base is not None:
-                cand &= base
-            else:
-                if view.live is not None:
-                    cand &= view.live
-                for ps in excluded.values():
-                    p = ps[si]
-                    if p is not None:
-                        for f in FIELDS:
-                            cand[p[f][0]] = False
-                if q.site is not None and cand.any():
-                    cand &= view.segment.site_mask(q.site)
+            if view.live is not None:
+                cand &= view.live
+            for ps in excluded.values():
+                p = ps[si]
+                if p is not None:
+                    for f in FIELDS:
+                        cand[p[f][0]] = False
+            if q.site is not None and cand.any():
+                cand &= view.segment.site_mask(q.site)
             for phrase in q.phrases:
                 if not cand.any():
                     break

@@ -67,7 +67,7 @@ from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 
-__all__ = ["FORMAT", "VERSION", "Segment", "merge_segments", "write_segment"]
+__all__ = ["BLOCK", "FORMAT", "VERSION", "Segment", "merge_segments", "posting_blocks", "write_segment"]
 
 FORMAT = "politecrawl-segment"
 VERSION = 2  # 2: the anchor field
@@ -125,6 +125,59 @@ def _encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, p
     np.cumsum(tfs, out=p_bounds[1:])
     pos_ptr = p_bounds[term_ptr]
     return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+
+
+#: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
+#: many, each with its last doc id, where its positions start, its largest tf and its shortest
+#: field length (``posting_blocks``): a search jumps to the block holding a document instead of
+#: summing the doc deltas before it, and bounds what a term can add to a score from the blocks.
+BLOCK = 128
+
+
+def posting_blocks(
+    term_ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, field_lens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The skip blocks of one field: ``(block_ptr, blocks)``.
+
+    ``block_ptr`` (uint32[T+1]): term t's blocks are rows ``[block_ptr[t], block_ptr[t+1])`` of
+    ``blocks``; a term with at most ``BLOCK`` postings has none (its list is read whole).
+    ``blocks`` (uint32[B, 4]), per block of ``BLOCK`` postings of a term (its last may be shorter):
+    the last doc id in it, the index in ``positions`` where its first posting's positions start,
+    its largest tf, and the shortest length of this field among its documents.
+    ``docs`` are the stored doc deltas, ``field_lens`` this field's length per document.
+    """
+    term_ptr = np.asarray(term_ptr, dtype=np.int64)
+    counts = np.diff(term_ptr)
+    n_blocks = np.where(counts > BLOCK, (counts + BLOCK - 1) // BLOCK, 0)
+    block_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(n_blocks, out=block_ptr[1:])
+    total = int(block_ptr[-1])
+    if total == 0:
+        return block_ptr.astype(np.uint32), np.zeros((0, 4), dtype=np.uint32)
+    long_terms = np.flatnonzero(n_blocks)
+    per_term = n_blocks[long_terms]
+    # Each block's first and last posting (end exclusive), in the postings arrays.
+    block_term = np.repeat(long_terms, per_term)
+    within = np.arange(total, dtype=np.int64) - np.repeat(block_ptr[long_terms], per_term)
+    starts = term_ptr[block_term] + BLOCK * within
+    ends = np.minimum(starts + BLOCK, term_ptr[block_term + 1])
+    # Absolute doc ids: a running sum of the deltas, less the sum before each term's first.
+    summed = np.cumsum(docs, dtype=np.int64)
+    first = term_ptr[long_terms]
+    term_base = summed[first] - np.asarray(docs[first], dtype=np.int64)
+    # Positions start where the tfs of every posting before have taken them.
+    pos_before = np.cumsum(tfs, dtype=np.int64) - np.asarray(tfs, dtype=np.int64)
+    out = np.empty((total, 4), dtype=np.uint32)
+    out[:, 0] = summed[ends - 1] - np.repeat(term_base, per_term)
+    out[:, 1] = pos_before[starts]
+    # The long terms' postings, contiguous per term, blocks in order: reduce block by block.
+    in_long = np.repeat(n_blocks > 0, counts)
+    bounds = np.zeros(total, dtype=np.int64)
+    np.cumsum((ends - starts)[:-1], out=bounds[1:])
+    out[:, 2] = np.maximum.reduceat(np.asarray(tfs)[in_long], bounds)
+    abs_docs = summed[in_long] - np.repeat(term_base, counts[long_terms])
+    out[:, 3] = np.minimum.reduceat(np.asarray(field_lens)[abs_docs], bounds)
+    return block_ptr.astype(np.uint32), out
 
 
 def _stable_argsort(keys: np.ndarray) -> np.ndarray:
@@ -324,7 +377,7 @@ def _write_segment_files(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
         posting_counts = {}
-        for f in FIELDS:
+        for fi, f in enumerate(FIELDS):
             term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
             posting_counts[f] = int(len(tfs))
             _save(tmp, f"{f}.term_ptr.npy", term_ptr)
@@ -332,6 +385,9 @@ def _write_segment_files(
             _save(tmp, f"{f}.tfs.npy", tfs)
             _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
             _save(tmp, f"{f}.positions.npy", positions)
+            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
+            _save(tmp, f"{f}.block_ptr.npy", block_ptr)
+            _save(tmp, f"{f}.blocks.npy", blocks)
         _save(tmp, "doc_lens.npy", doc_lens)
         body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
         if bodies:
@@ -483,7 +539,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
 class FieldPostings:
     """Memory-mapped postings of one field of one segment."""
 
-    __slots__ = ("term_ptr", "docs", "tfs", "pos_ptr", "positions")
+    __slots__ = ("term_ptr", "docs", "tfs", "pos_ptr", "positions", "_dir", "_field", "_blocks")
 
     def __init__(self, seg_dir: Path, field: str):
         self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
@@ -491,6 +547,22 @@ class FieldPostings:
         self.tfs = _load(seg_dir / f"{field}.tfs.npy")
         self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
         self.positions = _load(seg_dir / f"{field}.positions.npy")
+        self._dir, self._field = seg_dir, field
+        self._blocks: tuple[np.ndarray, np.ndarray] | None = None
+
+    def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
+        segment written before they existed, computed once (``field_lens``: this field's length
+        per document)."""
+        if self._blocks is None:
+            try:
+                self._blocks = (
+                    _load(self._dir / f"{self._field}.block_ptr.npy"),
+                    _load(self._dir / f"{self._field}.blocks.npy"),
+                )
+            except FileNotFoundError:
+                self._blocks = posting_blocks(self.term_ptr, self.docs, self.tfs, field_lens)
+        return self._blocks
 
     def range(self, term_id: int) -> tuple[int, int]:
         return int(self.term_ptr[term_id]), int(self.term_ptr[term_id + 1])
@@ -654,7 +726,10 @@ class Segment:
         if compiled is None:
             return None
         if self._kernel is None:
-            arrays = [(fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, fp.positions) for fp in self.fields.values()]
+            arrays = [
+                (fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, fp.positions, *fp.blocks(self.doc_lens[:, fi]))
+                for fi, fp in enumerate(self.fields.values())
+            ]
             try:
                 self._kernel = compiled.Postings(self.doc_count, self._terms_blob, self._term_end, arrays)
             except ValueError as exc:
