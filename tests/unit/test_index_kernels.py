@@ -325,15 +325,22 @@ def _postings_args(n_docs=3):
     )
 
 
+def _top(p, term_ids_terms, coef, k=10):
+    norms = [(np.ones(p_docs), np.ones(p_docs), np.ones(p_docs), None) for p_docs in [3]]
+    return compiled.top([p], term_ids_terms, np.array(coef), 0, norms, [None], k, 1.2, 2.2, _BP, True)
+
+
 @needs_kernels
 def test_a_sound_postings_object_scores_and_gathers():
     p = compiled.Postings(*_postings_args())
     assert (p.lookup("apple"), p.lookup("banana"), p.lookup("cherry")) == (0, 1, -1)
     assert p.df(0) == 2 and p.df(0, np.array([1, 0, 0], dtype=bool)) == 1
-    norms = [np.ones(3), np.ones(3), np.ones(3)]
-    docs, scores, count, _ = p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True)
-    assert count == 2 and sorted(np.frombuffer(docs, np.int64).tolist()) == [0, 2]
-    starts, pos = p.gather(1, [0, 1], np.array([2], dtype=np.int64), 10)
+    tids, segs, docs, scores, count, _ = _top(p, ["apple"], [1.0, 0.0])
+    assert count == 2 and sorted(np.frombuffer(docs, np.int32).tolist()) == [0, 2]
+    assert np.frombuffer(tids, np.int64).tolist() == [0]
+    starts, pos = compiled.gather(
+        [p], np.array([0, 1], dtype=np.int64), 1, np.array([0], np.int32), np.array([2], np.int32), 10
+    )
     assert np.frombuffer(starts, np.int64).tolist() == [0, 2, 2]
     assert np.frombuffer(pos, np.int64).tolist() == [1, 4]
 
@@ -346,7 +353,6 @@ def test_a_sound_postings_object_scores_and_gathers():
 def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
     n_docs, terms, term_end, fields = _postings_args()
     term_ptr, docs, tfs, pos_ptr, positions = fields[1][:5]
-    norms = [np.ones(3), np.ones(3), np.ones(3)]
     if damage == "term pointer past the postings":
         fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions, *fields[1][5:])
         with pytest.raises(ValueError):
@@ -355,24 +361,22 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
         fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions, *fields[1][5:])
         p = compiled.Postings(n_docs, terms, term_end, fields)
         with pytest.raises(ValueError):
-            p.score([0], np.array([1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True)
+            _top(p, ["apple"], [1.0, 0.0])
         with pytest.raises(ValueError):
             p.df(0)
     elif damage == "positions past the term's":
         fields[1] = (term_ptr, docs, np.array([1, 9, 1], dtype=np.uint8), pos_ptr, positions, *fields[1][5:])
         p = compiled.Postings(n_docs, terms, term_end, fields)
         with pytest.raises(ValueError):
-            p.gather(1, [0], np.array([2], dtype=np.int64), 100)
+            compiled.gather([p], np.array([0], np.int64), 1, np.array([0], np.int32), np.array([2], np.int32), 100)
     else:
         with pytest.raises(ValueError):
             compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
     # and the scratch arrays are left clean: a sound query after the failure scores as before
     p = compiled.Postings(*_postings_args())
-    docs_b, scores_b, count, _ = p.score(
-        [0, 1], np.array([1.0, 0.0, 1.0, 0.0]), 0, norms, None, None, 10, 1.2, 2.2, _BP, True
-    )
+    _, _, docs_b, scores_b, count, _ = _top(p, ["apple", "banana"], [1.0, 0.0, 1.0, 0.0])
     assert count == 3
-    got = dict(zip(np.frombuffer(docs_b, np.int64).tolist(), np.frombuffer(scores_b).tolist()))
+    got = dict(zip(np.frombuffer(docs_b, np.int32).tolist(), np.frombuffer(scores_b).tolist()))
     assert got == {0: (1 * 2.2) / (1 + 1.2), 1: (1 * 2.2) / (1 + 1.2), 2: (2 * 2.2) / (2 + 1.2)}
 
 

@@ -17,12 +17,12 @@
  * ValueError, never reads out of bounds.
  *
  * Contents:
- *   Postings          one segment's postings (three fields) and term dictionary
+ *   Postings          one segment's postings (three fields), skip blocks and term dictionary
  *     .lookup(term)   term id by binary search in the sorted dictionary (no Python dict)
- *     .df(tid, live)  documents holding the term in any field
- *     .score(...)     every matching document scored (BM25F + title term, BM25F, or per-field
- *                     BM25); the top k returned, ties at the k-th score included
- *     .gather(...)    the positions of the query terms in given documents, in one pass per term
+ *     .df(tid, live)  documents holding the term in one field or any
+ *   top(...)          the k best matches over every segment (BM25F + title term, BM25F, or
+ *                     per-field BM25; MaxScore over the skip blocks' bounds), ties included
+ *   gather(...)       the positions of the query terms in given documents, seeking by blocks
  *   proximity(...)    term proximity: the closest neighbouring occurrences of query neighbours
  *   best_window(...)  the snippet window with the most distinct terms, then occurrences
  *   make_snippet(...) the snippet's text and highlights from the region around that window
@@ -612,114 +612,121 @@ static double kth_best(const int32_t *docs, Py_ssize_t n, const double *score, c
     return in_heap == k ? heap[0] : 0.0;
 }
 
-/* score(term_ids, coef, mode, norms, title_norm, allowed, k, k1, k1p1, bound_params, prune)
- *   -> (docs, scores, count, postings_read)
+static PyMethodDef Postings_methods[] = {
+    {"lookup", (PyCFunction)Postings_lookup, METH_O, "lookup(term) -> term id, or -1"},
+    {"df", (PyCFunction)Postings_df, METH_VARARGS, "df(term_id, live=None, field=-1) -> documents with the term"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PostingsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "politecrawl.index._kernels.Postings",
+    .tp_basicsize = sizeof(Postings),
+    .tp_dealloc = (destructor)Postings_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One segment's postings and term dictionary, for the kernels.",
+    .tp_methods = Postings_methods,
+    .tp_init = (initproc)Postings_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* One segment's matches that may be among the k best: appended to a growing list of hits. */
+typedef struct {
+    int32_t *seg, *doc;
+    double *score;
+    Py_ssize_t n, cap;
+} Hits;
+
+static int hits_add(Hits *h, int32_t seg, int32_t doc, double score) {
+    if (h->n == h->cap) {
+        Py_ssize_t cap = h->cap ? 2 * h->cap : 256;
+        int32_t *s = PyMem_Realloc(h->seg, (size_t)cap * sizeof(int32_t));
+        if (s) h->seg = s;
+        int32_t *d = PyMem_Realloc(h->doc, (size_t)cap * sizeof(int32_t));
+        if (d) h->doc = d;
+        double *v = PyMem_Realloc(h->score, (size_t)cap * sizeof(double));
+        if (v) h->score = v;
+        if (!s || !d || !v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        h->cap = cap;
+    }
+    h->seg[h->n] = seg;
+    h->doc[h->n] = doc;
+    h->score[h->n++] = score;
+    return 0;
+}
+
+static void hits_free(Hits *h) {
+    PyMem_Free(h->seg);
+    PyMem_Free(h->doc);
+    PyMem_Free(h->score);
+}
+
+/* Scores one segment's matches of the terms `tids` (this segment's ids, -1 for absent; in the
+ * order their scores are added) and adds to `out` the allowed ones whose score is at least the
+ * segment's k-th best and at least `floor` (the k-th best of the segments before: a document
+ * below it cannot be among the k best of all).  `count` gets the allowed matches (exact only
+ * without pruning), `read` the postings read.
  *
- * Every document holding a term of `term_ids` (this segment's ids, -1 for absent; in the order
- * their scores are added) is scored, as search.Searcher._match does with numpy:
- *
- *   mode 0 ("bm25f+title", "bm25f"), coef = (idf, title coefficient) per term, norms = the
- *     fields' w_f / B_f per document, title_norm = TITLE_K1 * B_title per document:
- *       pseudo = (title part + body part) + anchor part, each tf * norms[f][d] (0.0 if absent)
+ *   mode 0 ("bm25f+title", "bm25f"), coef = (idf, title coefficient) per term, norm = the
+ *     fields' w_f / B_f per document, tnorm = TITLE_K1 * B_title per document:
+ *       pseudo = (title part + body part) + anchor part, each tf * norm[f][d] (0.0 if absent)
  *       score += idf * ((pseudo * k1p1) / (pseudo + k1)), then + (title_coef * tf_title) /
- *       (tf_title + title_norm[d]) (0.0 without a title match or coefficient)
- *   mode 1 ("fields"), coef = (fidf_title, fidf_body, fidf_anchor) per term, norms = k1 * B_f:
- *       score += (fidf_f * tf_f) / (tf_f + norms[f][d])   for each field in order
+ *       (tf_title + tnorm[d]) (0.0 without a title match or coefficient)
+ *   mode 1 ("fields"), coef = (fidf_title, fidf_body, fidf_anchor) per term, norm = k1 * B_f:
+ *       score += (fidf_f * tf_f) / (tf_f + norm[f][d])   for each field in order
  *
- * `allowed` (bytes per document, or None: all) keeps documents out of the result.  Returns the
- * allowed documents whose score is among the k best (every one tied with the k-th included), as
- * bytes of int64 and float64; how many allowed documents match (exact only without pruning: k
- * = 0 or prune false); and how many postings were read.
+ * which is search.Searcher._match's arithmetic, in its order.
  *
- * With `prune` (and k > 0), MaxScore: each term's bound (term_bound; `bound_params` = b, then per
- * field its weight and average length, then the title's k1) says what it can add at most.  After
+ * With `prune`, MaxScore: each term's bound (term_bound) says what it can add at most.  After
  * each term, if at least k allowed documents already score more than the remaining terms' bounds
- * together, no document not matched yet can reach the k-th score; from then on the remaining
- * terms are scored only on the documents whose score plus those bounds reaches the current k-th
- * best (seeking through the skip blocks), and that set shrinks as the bounds left do.  The
- * documents kept get every term, in order, so their scores are the exhaustive ones to the bit. */
-static PyObject *Postings_score(Postings *self, PyObject *args) {
-    PyObject *term_ids, *coef_obj, *norms_obj, *tnorm_obj, *allowed_obj, *bp_obj;
-    int mode, prune;
-    Py_ssize_t k;
-    double k1, k1p1;
-    if (!PyArg_ParseTuple(args, "OOiOOOnddOp", &term_ids, &coef_obj, &mode, &norms_obj, &tnorm_obj, &allowed_obj,
-                          &k, &k1, &k1p1, &bp_obj, &prune))
-        return NULL;
-    PyObject *ids = PySequence_Fast(term_ids, "term_ids must be a sequence");
-    if (!ids) return NULL;
-    Py_ssize_t n_terms = PySequence_Fast_GET_SIZE(ids);
+ * together (or the floor is above them), no document not matched yet can reach the k-th score;
+ * if then the documents whose score plus those bounds reaches the k-th best are few against the
+ * postings left, the remaining terms are scored only on them (seeking through the skip blocks),
+ * and that set shrinks as the bounds left do.  The documents kept get every term, in order, so
+ * their scores are the exhaustive ones to the bit. */
+static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py_ssize_t n_terms, const double *coef,
+                         int mode, const double *const *norm, const double *tnorm, const unsigned char *allowed,
+                         Py_ssize_t k, double k1, double k1p1, const double *bp, int prune, double floor, Hits *out,
+                         Py_ssize_t *count_out, Py_ssize_t *read_out) {
     Py_ssize_t n = self->n_docs;
     int per_term = mode == MODE_FIELDS ? N_FIELDS : 2;
-    Py_buffer coef_v, norm_v[N_FIELDS], tnorm_v, allowed_v, bp_v;
-    const double *coef = NULL, *norm[N_FIELDS] = {NULL, NULL, NULL}, *tnorm = NULL, *bp = NULL;
-    const unsigned char *allowed = NULL;
-    int has_coef = 0, has_norm[N_FIELDS] = {0, 0, 0}, has_tnorm = 0, has_allowed = 0, has_bp = 0;
-    PyObject *result = NULL, *docs_out = NULL, *scores_out = NULL;
+    int ok = -1, pruning = 0;
     double *heap = NULL, *rest = NULL, *upto = NULL;
     Py_ssize_t *left = NULL, *plen = NULL;
     int32_t *pushed = NULL, *keep = NULL;
-    Py_ssize_t *tids = NULL;
     Py_ssize_t m = 0, n_keep = 0, postings_read = 0; /* documents touched: s_touched[:m] */
-    int pruning = 0;
-
-    if (mode != MODE_BM25F && mode != MODE_FIELDS) {
-        PyErr_SetString(PyExc_ValueError, "unknown mode");
-        goto done;
-    }
-    if ((has_coef = doubles_get(coef_obj, &coef_v, n_terms * per_term, "coef", &coef)) <= 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "coef is required");
-        has_coef = 0;
-        goto done;
-    }
-    PyObject *norms = PySequence_Fast(norms_obj, "norms must be a sequence");
-    if (!norms) goto done;
-    if (PySequence_Fast_GET_SIZE(norms) != N_FIELDS) {
-        Py_DECREF(norms);
-        PyErr_SetString(PyExc_ValueError, "expected three norm arrays");
-        goto done;
-    }
-    for (int fi = 0; fi < N_FIELDS; fi++) {
-        has_norm[fi] = doubles_get(PySequence_Fast_GET_ITEM(norms, fi), &norm_v[fi], n, "norms", &norm[fi]);
-        if (has_norm[fi] < 0) { has_norm[fi] = 0; Py_DECREF(norms); goto done; }
-        if (!has_norm[fi]) { Py_DECREF(norms); PyErr_SetString(PyExc_ValueError, "norms are required"); goto done; }
-    }
-    Py_DECREF(norms);
-    if ((has_tnorm = doubles_get(tnorm_obj, &tnorm_v, n, "title_norm", &tnorm)) < 0) { has_tnorm = 0; goto done; }
-    if ((has_allowed = live_get(allowed_obj, &allowed_v, n, &allowed)) < 0) { has_allowed = 0; goto done; }
-    if ((has_bp = doubles_get(bp_obj, &bp_v, 8, "bound_params", &bp)) < 0) { has_bp = 0; goto done; }
-    if (scratch(n) < 0) goto done;
-    tids = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(Py_ssize_t));
+    if (scratch(n) < 0) return -1;
     rest = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
     upto = PyMem_Calloc((size_t)(n_terms + 1), sizeof(double));
     left = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
     plen = PyMem_Calloc((size_t)(n_terms + 1), sizeof(Py_ssize_t));
     if (k > 0) heap = PyMem_Malloc((size_t)k * sizeof(double));
-    if (!tids || !rest || !upto || !left || !plen || (k > 0 && !heap)) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
-        tids[ti] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, ti));
-        if (tids[ti] == -1 && PyErr_Occurred()) goto done;
-        if (tids[ti] >= self->n_terms) { PyErr_SetString(PyExc_ValueError, "term id out of range"); goto done; }
+    if (!rest || !upto || !left || !plen || (k > 0 && !heap)) {
+        PyErr_NoMemory();
+        goto done;
     }
-    prune = prune && k > 0 && has_bp && n_terms > 1;
+    prune = prune && k > 0 && bp && n_terms > 1;
     if (prune) {
         /* rest[i]: the bounds of the terms after term i, together; upto[i]: of term i and those
          * before; left[i]: the postings of the terms after term i; plen[i]: term i's own */
-        double *bound = PyMem_Calloc((size_t)n_terms, sizeof(double));
-        if (!bound) { PyErr_NoMemory(); goto done; }
         for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
             if (tids[ti] < 0) continue;
-            bound[ti] = term_bound(self, tids[ti], mode, coef + ti * per_term, bp, norm, tnorm, k1, k1p1);
-            if (bound[ti] < 0) { PyMem_Free(bound); corrupt("doc id beyond the segment"); goto done; }
+            double b = term_bound(self, tids[ti], mode, coef + ti * per_term, bp, norm, tnorm, k1, k1p1);
+            if (b < 0) {
+                corrupt("doc id beyond the segment");
+                goto done;
+            }
+            upto[ti] = b; /* summed below */
             for (int fi = 0; fi < N_FIELDS; fi++)
                 plen[ti] += (Py_ssize_t)(at(&self->f[fi].term_ptr, tids[ti] + 1) - at(&self->f[fi].term_ptr, tids[ti]));
         }
         for (Py_ssize_t ti = n_terms - 1; ti >= 1; ti--) {
-            rest[ti - 1] = rest[ti] + bound[ti];
+            rest[ti - 1] = rest[ti] + upto[ti];
             left[ti - 1] = left[ti] + plen[ti];
         }
-        for (Py_ssize_t ti = 0; ti < n_terms; ti++) upto[ti] = (ti ? upto[ti - 1] : 0.0) + bound[ti];
-        PyMem_Free(bound);
+        for (Py_ssize_t ti = 1; ti < n_terms; ti++) upto[ti] += upto[ti - 1];
     }
 
     double *score = s_score;
@@ -735,13 +742,11 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
         } else {
             Py_ssize_t len[N_FIELDS];
             for (int fi = 0; fi < N_FIELDS; fi++) {
-                Py_ssize_t lo, hi;
-                if (term_range(self, &self->f[fi], tid, &lo, &hi) < 0) goto cleanup;
+                Py_ssize_t lo = (Py_ssize_t)at(&self->f[fi].term_ptr, tid), hi = (Py_ssize_t)at(&self->f[fi].term_ptr, tid + 1);
                 if ((len[fi] = decode(&self->f[fi], lo, hi, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
                 postings_read += len[fi];
             }
             if (mode == MODE_FIELDS) {
-                /* per field: score += (fidf_f * tf) / (tf + norm_f[d]) */
                 for (int fi = 0; fi < N_FIELDS; fi++) {
                     const uint32_t *docs = s_docs[fi], *tfs = s_tfs[fi];
                     const double *nf = norm[fi];
@@ -806,17 +811,27 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
         if (!pruning) {
             /* Can a document not matched yet still make the top k?  Asked (a pass over the
              * documents matched so far) only if it could be no -- a match can already score more
-             * than the rest together -- and if enough postings are left to be worth it. */
-            if (!(rest[ti] < upto[ti] && left[ti] > 2 * m)) continue;
-            Py_ssize_t above = 0;
-            for (Py_ssize_t j = 0; j < m && above < k; j++) {
-                int32_t d = s_touched[j];
-                above += score[d] > rest[ti] && (!allowed || allowed[d]);
+             * than the rest together, or the floor is above them -- and if enough postings are
+             * left to be worth it. */
+            if (!((rest[ti] < upto[ti] || rest[ti] < floor) && left[ti] > 2 * m)) continue;
+            double theta;
+            if (rest[ti] < floor) {
+                theta = floor;
+            } else {
+                Py_ssize_t above = 0;
+                for (Py_ssize_t j = 0; j < m && above < k; j++) {
+                    int32_t d = s_touched[j];
+                    above += score[d] > rest[ti] && (!allowed || allowed[d]);
+                }
+                if (above < k) continue;
+                theta = kth_best(s_touched, m, score, allowed, k, heap);
+                if (theta < floor) theta = floor;
             }
-            if (above < k) continue;
             keep = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(int32_t));
-            if (!keep) { PyErr_NoMemory(); goto cleanup; }
-            double theta = kth_best(s_touched, m, score, allowed, k, heap);
+            if (!keep) {
+                PyErr_NoMemory();
+                goto cleanup;
+            }
             for (Py_ssize_t j = 0; j < m; j++) {
                 int32_t d = s_touched[j];
                 if ((!allowed || allowed[d]) && score[d] + rest[ti] >= theta) keep[n_keep++] = d;
@@ -835,6 +850,7 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
         } else {
             /* the k-th best only grows, the bounds left only shrink: drop who can no longer reach it */
             double theta = kth_best(keep, n_keep, score, allowed, k, heap);
+            if (theta < floor) theta = floor;
             Py_ssize_t w = 0;
             for (Py_ssize_t j = 0; j < n_keep; j++)
                 if (score[keep[j]] + rest[ti] >= theta) keep[w++] = keep[j];
@@ -849,7 +865,10 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
     Py_ssize_t count = 0, in_heap = 0, n_pushed = 0;
     if (k > 0) {
         pushed = PyMem_Malloc((size_t)(n_final ? n_final : 1) * sizeof(int32_t));
-        if (!pushed) { PyErr_NoMemory(); goto cleanup; }
+        if (!pushed) {
+            PyErr_NoMemory();
+            goto cleanup;
+        }
     }
     for (Py_ssize_t j = 0; j < n_final; j++) {
         int32_t d = final[j];
@@ -857,35 +876,21 @@ static PyObject *Postings_score(Postings *self, PyObject *args) {
         count++;
         if (k <= 0) continue;
         double v = score[d];
-        if (in_heap == k && v < heap[0]) continue;
+        if (v < floor || (in_heap == k && v < heap[0])) continue;
         pushed[n_pushed++] = d;
         heap_push(heap, &in_heap, k, v);
     }
     double threshold = in_heap == k && k > 0 ? heap[0] : 0.0;
-    Py_ssize_t n_out = 0;
-    for (Py_ssize_t j = 0; j < n_pushed; j++)
-        if (score[pushed[j]] >= threshold) n_out++;
-    docs_out = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(int64_t));
-    scores_out = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(double));
-    if (!docs_out || !scores_out) goto cleanup;
-    int64_t *od = (int64_t *)PyBytes_AS_STRING(docs_out);
-    double *os = (double *)PyBytes_AS_STRING(scores_out);
-    Py_ssize_t w = 0;
     for (Py_ssize_t j = 0; j < n_pushed; j++) {
         int32_t d = pushed[j];
-        if (score[d] >= threshold) {
-            od[w] = d;
-            os[w++] = score[d];
-        }
+        if (score[d] >= threshold && hits_add(out, seg, d, score[d]) < 0) goto cleanup;
     }
-    result = Py_BuildValue("(NNnn)", docs_out, scores_out, count, postings_read);
-    docs_out = scores_out = NULL;
-
+    *count_out += count;
+    *read_out += postings_read;
+    ok = 0;
 cleanup:
     for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
 done:
-    Py_XDECREF(docs_out);
-    Py_XDECREF(scores_out);
     PyMem_Free(heap);
     PyMem_Free(pushed);
     PyMem_Free(keep);
@@ -893,85 +898,265 @@ done:
     PyMem_Free(upto);
     PyMem_Free(left);
     PyMem_Free(plen);
+    return ok;
+}
+
+/* The term's id in each segment, -1 where it has none: term id t of segment s at [s * T + t]. */
+static Py_ssize_t *term_ids(PyObject *segs, PyObject *terms) {
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), T = PySequence_Fast_GET_SIZE(terms);
+    Py_ssize_t *out = PyMem_Malloc((size_t)(S * T > 0 ? S * T : 1) * sizeof(Py_ssize_t));
+    if (!out) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t t = 0; t < T; t++) {
+        PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
+        Py_ssize_t len = 0;
+        const char *key = PyUnicode_Check(term) ? PyUnicode_AsUTF8AndSize(term, &len) : NULL;
+        if (!key) PyErr_Clear(); /* not str, or a lone surrogate: no segment has it */
+        for (Py_ssize_t s = 0; s < S; s++)
+            out[s * T + t] = key ? lookup((Postings *)PySequence_Fast_GET_ITEM(segs, s), key, len) : -1;
+    }
+    return out;
+}
+
+static int check_segments(PyObject *segs) {
+    for (Py_ssize_t s = 0; s < PySequence_Fast_GET_SIZE(segs); s++)
+        if (!PyObject_TypeCheck(PySequence_Fast_GET_ITEM(segs, s), &PostingsType)) {
+            PyErr_SetString(PyExc_TypeError, "segments must be Postings");
+            return -1;
+        }
+    return 0;
+}
+
+/* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune)
+ *   -> (term_ids, segs, docs, scores, count, postings_read)
+ *
+ * The k best matches of `terms` (str, in the order their scores are added) over every segment
+ * (a list of Postings), every one tied with the k-th included: score_segment on each, the k-th
+ * best of the segments done so far as the floor of the next.  `norms`: per segment the tuple
+ * (title, body, anchor, title term) of norm arrays (the last None without a title term);
+ * `allowed`: per segment a byte mask or None; `coef` and `mode` as score_segment takes them;
+ * `bound_params` (b, then per field its weight and average length, then the title's k1).
+ * Returns the terms' id in each segment (int64 [segments * terms]), then the hits' segment
+ * index (int32), doc id (int32) and score (float64), as bytes, in no particular order; then how
+ * many allowed documents match (exact for k = 0, which never prunes) and how many postings were
+ * read. */
+static PyObject *k_top(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *terms_obj, *coef_obj, *norms_obj, *allowed_obj, *bp_obj;
+    int mode, prune;
+    Py_ssize_t k;
+    double k1, k1p1;
+    if (!PyArg_ParseTuple(args, "OOOiOOnddOp", &segs_obj, &terms_obj, &coef_obj, &mode, &norms_obj, &allowed_obj, &k,
+                          &k1, &k1p1, &bp_obj, &prune))
+        return NULL;
+    if (mode != MODE_BM25F && mode != MODE_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "unknown mode");
+        return NULL;
+    }
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
+    PyObject *terms = segs ? PySequence_Fast(terms_obj, "terms must be a sequence") : NULL;
+    PyObject *norms = terms ? PySequence_Fast(norms_obj, "norms must be a sequence") : NULL;
+    PyObject *allowed_l = norms ? PySequence_Fast(allowed_obj, "allowed must be a sequence") : NULL;
+    PyObject *result = NULL;
+    Py_ssize_t *tids = NULL;
+    Py_buffer coef_v, bp_v;
+    const double *coef = NULL, *bp = NULL;
+    int has_coef = 0, has_bp = 0;
+    Hits hits = {NULL, NULL, NULL, 0, 0};
+    double *heap = NULL;
+    if (!allowed_l) goto done;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), T = PySequence_Fast_GET_SIZE(terms);
+    int per_term = mode == MODE_FIELDS ? N_FIELDS : 2;
+    if (check_segments(segs) < 0) goto done;
+    if (PySequence_Fast_GET_SIZE(norms) != S || PySequence_Fast_GET_SIZE(allowed_l) != S) {
+        PyErr_SetString(PyExc_ValueError, "norms and allowed: one per segment");
+        goto done;
+    }
+    if ((has_coef = doubles_get(coef_obj, &coef_v, T * per_term, "coef", &coef)) <= 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "coef is required");
+        has_coef = 0;
+        goto done;
+    }
+    if ((has_bp = doubles_get(bp_obj, &bp_v, 8, "bound_params", &bp)) < 0) {
+        has_bp = 0;
+        goto done;
+    }
+    if (!(tids = term_ids(segs, terms))) goto done;
+    if (k > 0 && !(heap = PyMem_Malloc((size_t)k * sizeof(double)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t count = 0, read = 0, in_heap = 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+        int any = 0;
+        for (Py_ssize_t t = 0; t < T; t++) any |= tids[s * T + t] >= 0;
+        if (!any) continue;
+        PyObject *nt = PySequence_Fast_GET_ITEM(norms, s), *al = PySequence_Fast_GET_ITEM(allowed_l, s);
+        Py_buffer nv[4], av;
+        const double *norm[4] = {NULL, NULL, NULL, NULL};
+        int held[4] = {0, 0, 0, 0}, has_al = 0, failed = 0;
+        if (!PyTuple_Check(nt) || PyTuple_GET_SIZE(nt) != 4) {
+            PyErr_SetString(PyExc_ValueError, "norms: a tuple of four per segment");
+            goto done;
+        }
+        for (int i = 0; i < 4 && !failed; i++) {
+            held[i] = doubles_get(PyTuple_GET_ITEM(nt, i), &nv[i], p->n_docs, "norms", &norm[i]);
+            if (held[i] < 0) { held[i] = 0; failed = 1; }
+            else if (i < 3 && !held[i]) { PyErr_SetString(PyExc_ValueError, "field norms are required"); failed = 1; }
+        }
+        const unsigned char *allowed = NULL;
+        if (!failed && (has_al = live_get(al, &av, p->n_docs, &allowed)) < 0) {
+            has_al = 0;
+            failed = 1;
+        }
+        double floor = k > 0 && in_heap == k ? heap[0] : 0.0;
+        Py_ssize_t before = hits.n;
+        if (!failed && score_segment(p, (int32_t)s, tids + s * T, T, coef, mode, norm, norm[3], allowed, k, k1, k1p1,
+                                     has_bp ? bp : NULL, prune, floor, &hits, &count, &read) < 0)
+            failed = 1;
+        for (int i = 0; i < 4; i++)
+            if (held[i]) PyBuffer_Release(&nv[i]);
+        if (has_al) PyBuffer_Release(&av);
+        if (failed) goto done;
+        for (Py_ssize_t j = before; j < hits.n && k > 0; j++) heap_push(heap, &in_heap, k, hits.score[j]);
+    }
+    /* every segment's hits at or above the k-th best of all */
+    double threshold = k > 0 && in_heap == k ? heap[0] : 0.0;
+    Py_ssize_t n_out = 0;
+    for (Py_ssize_t j = 0; j < hits.n; j++) n_out += hits.score[j] >= threshold;
+    PyObject *tids_b = PyBytes_FromStringAndSize(NULL, S * T * (Py_ssize_t)sizeof(int64_t));
+    PyObject *seg_b = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(int32_t));
+    PyObject *doc_b = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(int32_t));
+    PyObject *score_b = PyBytes_FromStringAndSize(NULL, n_out * (Py_ssize_t)sizeof(double));
+    if (tids_b && seg_b && doc_b && score_b) {
+        int64_t *ot = (int64_t *)PyBytes_AS_STRING(tids_b);
+        for (Py_ssize_t i = 0; i < S * T; i++) ot[i] = tids[i];
+        int32_t *os = (int32_t *)PyBytes_AS_STRING(seg_b), *od = (int32_t *)PyBytes_AS_STRING(doc_b);
+        double *ov = (double *)PyBytes_AS_STRING(score_b);
+        Py_ssize_t w = 0;
+        for (Py_ssize_t j = 0; j < hits.n; j++)
+            if (hits.score[j] >= threshold) {
+                os[w] = hits.seg[j];
+                od[w] = hits.doc[j];
+                ov[w++] = hits.score[j];
+            }
+        result = Py_BuildValue("(NNNNnn)", tids_b, seg_b, doc_b, score_b, count, read);
+    } else {
+        Py_XDECREF(tids_b);
+        Py_XDECREF(seg_b);
+        Py_XDECREF(doc_b);
+        Py_XDECREF(score_b);
+    }
+done:
+    hits_free(&hits);
+    PyMem_Free(heap);
     PyMem_Free(tids);
     if (has_coef) PyBuffer_Release(&coef_v);
-    for (int fi = 0; fi < N_FIELDS; fi++)
-        if (has_norm[fi]) PyBuffer_Release(&norm_v[fi]);
-    if (has_tnorm) PyBuffer_Release(&tnorm_v);
-    if (has_allowed) PyBuffer_Release(&allowed_v);
     if (has_bp) PyBuffer_Release(&bp_v);
-    Py_DECREF(ids);
+    Py_XDECREF(segs);
+    Py_XDECREF(terms);
+    Py_XDECREF(norms);
+    Py_XDECREF(allowed_l);
     return result;
 }
 
-static const int64_t *sort_key; /* the docs being sorted by gather's index sort */
+/* gather(segments, term_ids, field, segs, docs, cap) -> (starts, positions)
+ *
+ * The token positions of each query term in field `field` (0 title, 1 body, 2 anchor) of each
+ * document (segs[c], docs[c]) -- int32 arrays, distinct pairs, in any order: the first `cap` of
+ * each, ascending.  `term_ids` as top() returns them (int64 [segments * terms]).  Run (c, t) is
+ * positions[starts[c * T + t] : starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and
+ * positions int64, both as bytes.  Per segment and term, one cursor seeks the segment's
+ * documents in doc order (skipping the blocks between them); then one copy per run. */
+static const int64_t *sort_key; /* gather's sort: (segment << 32 | doc) per candidate */
 
-static int by_doc(const void *a, const void *b) {
+static int by_key(const void *a, const void *b) {
     int64_t x = sort_key[*(const Py_ssize_t *)a], y = sort_key[*(const Py_ssize_t *)b];
     return (x > y) - (x < y);
 }
 
-/* gather(field, term_ids, docs, cap) -> (starts, positions)
- *
- * The token positions of each term of `term_ids` (-1: absent) in field `field` of each document
- * of `docs` (int64 doc ids, distinct, in any order): the first `cap` of each, ascending.  Run
- * (c, t) -- the c-th document of `docs`, term t -- is positions[starts[c * T + t] :
- * starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and positions int64, both as
- * bytes.  Per term, one cursor seeks the documents in doc order (skipping the blocks between
- * them), then one copy per run. */
-static PyObject *Postings_gather(Postings *self, PyObject *args) {
+static PyObject *k_gather(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *tids_obj, *seg_obj, *doc_obj;
     int field;
-    PyObject *term_ids, *docs_obj;
     Py_ssize_t cap;
-    if (!PyArg_ParseTuple(args, "iOOn", &field, &term_ids, &docs_obj, &cap)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOiOOn", &segs_obj, &tids_obj, &field, &seg_obj, &doc_obj, &cap)) return NULL;
     if (field < 0 || field >= N_FIELDS || cap < 0) {
         PyErr_SetString(PyExc_ValueError, "bad field or cap");
         return NULL;
     }
-    PyObject *ids = PySequence_Fast(term_ids, "term_ids must be a sequence");
-    if (!ids) return NULL;
-    Py_buffer dv;
-    if (PyObject_GetBuffer(docs_obj, &dv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { Py_DECREF(ids); return NULL; }
-    Py_ssize_t T = PySequence_Fast_GET_SIZE(ids), nc = dv.len / 8, runs = nc * T;
-    const int64_t *cand_docs = (const int64_t *)dv.buf;
-    const Field *f = &self->f[field];
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
+    if (!segs) return NULL;
+    Py_buffer tv, sv, dv;
+    int have_t = 0, have_s = 0, have_d = 0;
     PyObject *result = NULL, *starts_b = NULL, *pos_b = NULL;
-    int64_t *run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
-    if (dv.itemsize != 8 || !dv.format || !strchr("ql", dv.format[strlen(dv.format) - 1])) {
-        PyErr_SetString(PyExc_ValueError, "docs must be an int64 array");
+    int64_t *run_off = NULL, *run_len = NULL, *key = NULL;
+    Py_ssize_t *order = NULL;
+    if (check_segments(segs) < 0) goto done;
+    if (PyObject_GetBuffer(tids_obj, &tv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_t = 1;
+    if (PyObject_GetBuffer(seg_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_s = 1;
+    if (PyObject_GetBuffer(doc_obj, &dv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_d = 1;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), nc = sv.len / 4;
+    if (dv.len != sv.len || tv.len % 8 || (S && (tv.len / 8) % S)) {
+        PyErr_SetString(PyExc_ValueError, "gather: mismatched arrays");
         goto done;
     }
-    if (!run_off || !run_len || !order) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t c = 0; c < nc; c++) order[c] = c;
-    sort_key = cand_docs;
-    qsort(order, (size_t)nc, sizeof(Py_ssize_t), by_doc);
-    for (Py_ssize_t c = 1; c < nc; c++)
-        if (cand_docs[order[c]] == cand_docs[order[c - 1]]) {
-            PyErr_SetString(PyExc_ValueError, "docs must be distinct");
+    Py_ssize_t T = S ? tv.len / 8 / S : 0, runs = nc * T;
+    const int64_t *tids = tv.buf;
+    const int32_t *cseg = sv.buf, *cdoc = dv.buf;
+    run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
+    order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
+    if (!run_off || !run_len || !key || !order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        if (cseg[c] < 0 || cseg[c] >= S || cdoc[c] < 0) {
+            PyErr_SetString(PyExc_ValueError, "gather: candidate out of range");
             goto done;
         }
-    for (Py_ssize_t t = 0; t < T && nc; t++) {
-        Py_ssize_t tid = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, t));
-        if (tid == -1 && PyErr_Occurred()) goto done;
-        if (tid < 0) continue;
-        Py_ssize_t lo, hi;
-        if (term_range(self, f, tid, &lo, &hi) < 0) goto done;
-        uint64_t end = at(&f->pos_ptr, tid + 1);
-        Cursor cur;
-        cursor_init(&cur, f, tid);
-        for (Py_ssize_t k = 0; k < nc; k++) { /* the documents in doc order */
-            if (!cursor_seek(&cur, (uint64_t)cand_docs[order[k]])) {
-                if (cur.i >= cur.hi) break;
-                continue;
+        key[c] = ((int64_t)cseg[c] << 32) | cdoc[c];
+        order[c] = c;
+    }
+    sort_key = key;
+    qsort(order, (size_t)nc, sizeof(Py_ssize_t), by_key);
+    for (Py_ssize_t a = 0; a < nc;) { /* each segment's run of candidates, in doc order */
+        Py_ssize_t z = a, s = cseg[order[a]];
+        while (z < nc && cseg[order[z]] == s) z++;
+        Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+        const Field *f = &p->f[field];
+        for (Py_ssize_t t = 0; t < T; t++) {
+            Py_ssize_t tid = (Py_ssize_t)tids[s * T + t];
+            if (tid < 0) continue;
+            if (tid >= p->n_terms) {
+                PyErr_SetString(PyExc_ValueError, "term id out of range");
+                goto done;
             }
-            uint64_t tf = at(&f->tfs, cur.i);
-            if (cur.pos + tf > end) { corrupt("positions beyond the term's"); goto done; }
-            Py_ssize_t r = order[k] * T + t;
-            run_off[r] = (int64_t)cur.pos;
-            run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
+            uint64_t end = at(&f->pos_ptr, tid + 1);
+            Cursor cur;
+            cursor_init(&cur, f, tid);
+            for (Py_ssize_t j = a; j < z; j++) {
+                if (!cursor_seek(&cur, (uint64_t)cdoc[order[j]])) {
+                    if (cur.i >= cur.hi) break;
+                    continue;
+                }
+                uint64_t tf = at(&f->tfs, cur.i);
+                if (cur.pos + tf > end) {
+                    corrupt("positions beyond the term's");
+                    goto done;
+                }
+                Py_ssize_t r = order[j] * T + t;
+                run_off[r] = (int64_t)cur.pos;
+                run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
+            }
         }
+        a = z;
     }
     starts_b = PyBytes_FromStringAndSize(NULL, (runs + 1) * (Py_ssize_t)sizeof(int64_t));
     if (!starts_b) goto done;
@@ -982,10 +1167,12 @@ static PyObject *Postings_gather(Postings *self, PyObject *args) {
     if (!pos_b) goto done;
     int64_t *pos = (int64_t *)PyBytes_AS_STRING(pos_b);
     for (Py_ssize_t r = 0; r < runs; r++) {
-        int64_t s = 0, o = run_off[r];
+        if (!run_len[r]) continue;
+        const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, cseg[r / T]))->f[field];
+        int64_t v = 0, o = run_off[r];
         for (int64_t q = 0; q < run_len[r]; q++) {
-            s += (int64_t)at(&f->positions, o + q);
-            pos[starts[r] + q] = s;
+            v += (int64_t)at(&f->positions, o + q);
+            pos[starts[r] + q] = v;
         }
     }
     result = PyTuple_Pack(2, starts_b, pos_b);
@@ -994,31 +1181,14 @@ done:
     Py_XDECREF(pos_b);
     PyMem_Free(run_off);
     PyMem_Free(run_len);
+    PyMem_Free(key);
     PyMem_Free(order);
-    PyBuffer_Release(&dv);
-    Py_DECREF(ids);
+    if (have_t) PyBuffer_Release(&tv);
+    if (have_s) PyBuffer_Release(&sv);
+    if (have_d) PyBuffer_Release(&dv);
+    Py_DECREF(segs);
     return result;
 }
-
-static PyMethodDef Postings_methods[] = {
-    {"lookup", (PyCFunction)Postings_lookup, METH_O, "lookup(term) -> term id, or -1"},
-    {"df", (PyCFunction)Postings_df, METH_VARARGS, "df(term_id, live=None, field=-1) -> documents with the term"},
-    {"score", (PyCFunction)Postings_score, METH_VARARGS,
-     "score(...) -> (docs, scores, count, postings_read): see the C source"},
-    {"gather", (PyCFunction)Postings_gather, METH_VARARGS, "gather(field, term_ids, docs, cap) -> (starts, positions)"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject PostingsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "politecrawl.index._kernels.Postings",
-    .tp_basicsize = sizeof(Postings),
-    .tp_dealloc = (destructor)Postings_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One segment's postings and term dictionary, for the kernels.",
-    .tp_methods = Postings_methods,
-    .tp_init = (initproc)Postings_init,
-    .tp_new = PyType_GenericNew,
-};
 
 /* -- runs of positions (the output of gather) ------------------------------------------------ */
 
@@ -1441,6 +1611,10 @@ done:
 }
 
 static PyMethodDef module_methods[] = {
+    {"top", k_top, METH_VARARGS,
+     "top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune) -> "
+     "(term_ids, segs, docs, scores, count, postings_read)"},
+    {"gather", k_gather, METH_VARARGS, "gather(segments, term_ids, field, segs, docs, cap) -> (starts, positions)"},
     {"proximity", k_proximity, METH_VARARGS,
      "proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight) -> scores"},
     {"best_window", k_best_window, METH_VARARGS, "best_window(positions, width, limit) -> (term, occurrence) or None"},
@@ -1466,7 +1640,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssss]", "Postings", "best_window", "make_snippet", "proximity");
+    PyObject *all = Py_BuildValue("[ssssss]", "Postings", "best_window", "gather", "make_snippet", "proximity", "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -3,7 +3,7 @@ from collections.abc import Sequence
 
 from typing_extensions import Buffer
 
-__all__ = ["Postings", "best_window", "make_snippet", "proximity"]
+__all__ = ["Postings", "best_window", "gather", "make_snippet", "proximity", "top"]
 
 class Postings:
     def __init__(
@@ -15,22 +15,23 @@ class Postings:
     ) -> None: ...
     def lookup(self, term: str | bytes) -> int: ...
     def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
-    def score(
-        self,
-        term_ids: Sequence[int],
-        coef: Buffer,
-        mode: int,
-        norms: Sequence[Buffer],
-        title_norm: Buffer | None,
-        allowed: Buffer | None,
-        k: int,
-        k1: float,
-        k1p1: float,
-        bound_params: Buffer,
-        prune: bool,
-    ) -> tuple[bytes, bytes, int, int]: ...
-    def gather(self, field: int, term_ids: Sequence[int], docs: Buffer, cap: int) -> tuple[bytes, bytes]: ...
 
+def top(
+    segments: Sequence[Postings],
+    terms: Sequence[str],
+    coef: Buffer,
+    mode: int,
+    norms: Sequence[tuple[Buffer, Buffer, Buffer, Buffer | None]],
+    allowed: Sequence[Buffer | None],
+    k: int,
+    k1: float,
+    k1p1: float,
+    bound_params: Buffer,
+    prune: bool,
+) -> tuple[bytes, bytes, bytes, bytes, int, int]: ...
+def gather(
+    segments: Sequence[Postings], term_ids: Buffer, field: int, segs: Buffer, docs: Buffer, cap: int
+) -> tuple[bytes, bytes]: ...
 def proximity(
     starts: Buffer,
     positions: Buffer,

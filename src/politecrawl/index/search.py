@@ -99,40 +99,25 @@ MAX_PAGE = 1000
 _NO_POSITIONS = np.zeros(0, dtype=np.int64)
 
 
-def _term_ids(seg: Any, terms: list[str]) -> list[int]:
-    """The segment's id of each term, -1 where it has none (what the kernels take)."""
-    out = []
-    for t in terms:
-        tid = seg.term_id(t)
-        out.append(-1 if tid is None else tid)
-    return out
+def _flatten(matched: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_match``'s per-segment results as (segment index, doc, score) arrays."""
+    if not matched:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float64)
+    return (
+        np.concatenate([np.full(len(d), si, dtype=np.int32) for si, d, _ in matched]),
+        np.concatenate([d for _, d, _ in matched]),
+        np.concatenate([s for _, _, s in matched]),
+    )
 
 
-def _gather(seg: Any, field: int, tids: list[int], docs: np.ndarray, cap: int) -> tuple[bytes, bytes]:
-    """``Postings.gather``, a damaged segment file reported as the index's error."""
-    try:
-        return seg.kernel.gather(field, tids, docs, cap)
-    except ValueError as exc:
-        raise SearchIndexError(f"{seg.path}: {exc}") from exc
-
-
-def _rank(reader: IndexReader, matched: list[tuple[int, np.ndarray, np.ndarray]], depth: int) -> list[tuple]:
+def _rank(reader: IndexReader, matched: tuple[np.ndarray, np.ndarray, np.ndarray], depth: int) -> list[tuple]:
     """``(score, url, segment index, doc)`` of the ``depth`` best matches and every one tied with
     the last of them, by score descending then url ascending."""
-    if len(matched) == 1:
-        si, docs, scores = matched[0]
-        keep = _at_least_kth(scores, depth)
-        urls = reader.views[si].segment.urls
-        doc_list = docs[keep].tolist()
-        rows = zip((-scores[keep]).tolist(), [urls[d] for d in doc_list], [si] * len(doc_list), doc_list)
-    else:
-        seg_idx = np.concatenate([np.full(len(d), si, dtype=np.int64) for si, d, _ in matched])
-        docs = np.concatenate([d for _, d, _ in matched])
-        scores = np.concatenate([s for _, _, s in matched])
-        keep = _at_least_kth(scores, depth)
-        seg_urls = [v.segment.urls for v in reader.views]
-        si_list, doc_list = seg_idx[keep].tolist(), docs[keep].tolist()
-        rows = zip((-scores[keep]).tolist(), [seg_urls[a][b] for a, b in zip(si_list, doc_list)], si_list, doc_list)
+    seg_idx, docs, scores = matched
+    keep = _at_least_kth(scores, depth)
+    seg_urls = [v.segment.urls for v in reader.views]
+    si_list, doc_list = seg_idx[keep].tolist(), docs[keep].tolist()
+    rows = zip((-scores[keep]).tolist(), [seg_urls[a][b] for a, b in zip(si_list, doc_list)], si_list, doc_list)
     # sorted by (-score, url): tuples compare in C (urls are unique, so the rest never decides)
     return [(-s, u, si, d) for s, u, si, d in sorted(rows)]
 
@@ -228,6 +213,7 @@ class Searcher:
         self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
+        self._kernel_cache: tuple[list, list, list] | None = None
         #: Top-k pruning in the compiled kernels (MaxScore over the skip blocks' bounds; module
         #: docstring). The hits and scores are the same either way; off, every match is scored.
         self.top_k_pruning = True
@@ -251,7 +237,7 @@ class Searcher:
             for name in list(self._segment_cache):
                 if name not in live:
                     del self._segment_cache[name]
-            self._reader, self._norms = reader, {}
+            self._reader, self._norms, self._kernel_cache = reader, {}, None
         return self._reader
 
     def _norm(self, reader: IndexReader, si: int, f: str, k1: float | None) -> np.ndarray:
@@ -302,18 +288,17 @@ class Searcher:
         depth = max(k, PROXIMITY_DEPTH) if rerank else k
         compiled = kernels.compiled is not None
         postings: dict = {}
-        tids: list[dict[str, int]] = []  # per segment: each term's id there (-1: none), for the kernels
+        tids = np.zeros((0, 0), dtype=np.int64)  # the kernels' term ids: [segment, term in query order]
         if compiled:
-            tids = [dict(zip(terms, _term_ids(v.segment, terms))) for v in reader.views]
-            matched = self._match_compiled(reader, q, depth, tids)[0]
+            matched, _, _, tids = self._match_compiled(reader, q, depth, query_order=terms)
         else:
             postings = {t: reader.postings(t) for t in terms}
-            matched = self._match(reader, q, postings=postings)
-        if not matched:
+            matched = _flatten(self._match(reader, q, postings=postings))
+        if not len(matched[0]):
             return []
         ranked = _rank(reader, matched, depth)
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}  # the reranked hits' parts, for explain
-        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]] = {}  # gathered for proximity
+        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}  # gathered for proximity
         if rerank:
             head = ranked[:PROXIMITY_DEPTH]
             cands = [(si, d) for _, _, si, d in head]
@@ -337,7 +322,7 @@ class Searcher:
         if not snippets:
             hit_positions: list[list[np.ndarray]] = [[] for _ in where]
         elif compiled:
-            hit_positions = self._body_positions_compiled(reader, terms, tids, where, body_runs)
+            hit_positions = self._body_positions_compiled(reader, len(terms), tids, where, body_runs)
         else:
             hit_positions = self._body_positions(reader, postings, terms, where)
         hits = []
@@ -469,91 +454,100 @@ class Searcher:
         self,
         reader: IndexReader,
         terms: list[str],
-        tids: list[dict[str, int]],
+        tids: np.ndarray,
         cands: list[tuple[int, int]],
         *,
         body_cap: int,
-        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]],
+        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]],
     ) -> dict[str, np.ndarray]:
-        """``_proximity`` with the compiled kernels: per segment and field, one ``gather`` of the
-        candidates' positions (one pass over each term's postings) and one ``proximity`` (the
-        closeness of query neighbours and ``bm25.proximity_scores``, in its order of operations).
+        """``_proximity`` with the compiled kernels: per field, one ``gather`` of every candidate's
+        positions (seeking through each term's skip blocks) and one ``proximity`` (the closeness of
+        query neighbours and ``bm25.proximity_scores``, in its order of operations).
 
         The body's positions are gathered up to ``body_cap`` per term (``proximity`` reads the
-        first ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` (segment index -> (the
-        candidates' doc ids, run starts, positions)), where the snippets of the hits find theirs.
+        first ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` ((segment index, doc) ->
+        (candidate index, run starts, positions)), where the snippets of the hits find theirs.
         """
         compiled = kernels.compiled
         assert compiled is not None
         n_terms = len(terms)
         idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
-        by_segment: dict[int, list[int]] = {}
-        for c, (si, _) in enumerate(cands):
-            by_segment.setdefault(si, []).append(c)
+        segs = self._kernel_inputs(reader)[0]
+        cand_seg = np.array([si for si, _ in cands], dtype=np.int32)
+        cand_doc = np.array([d for _, d in cands], dtype=np.int32)
         out = {}
         for f, weight in PROXIMITY_WEIGHTS.items():
-            fi = FIELDS.index(f)
             cap = body_cap if f == "body" else PROXIMITY_MAX_OCCURRENCES
-            rows = np.empty((len(cands), n_terms), dtype=np.float64)
-            for si, cs in by_segment.items():
-                seg = reader.views[si].segment
-                ids = [tids[si][t] for t in terms]
-                docs = [cands[c][1] for c in cs]
-                starts, pos = _gather(seg, fi, ids, np.array(docs, dtype=np.int64), cap)
-                part = compiled.proximity(
-                    starts,
-                    pos,
-                    len(cs),
-                    n_terms,
-                    PROXIMITY_MAX_OCCURRENCES,
-                    PROXIMITY_REVERSED,
-                    idfs,
-                    K1,
-                    K1 + 1.0,
-                    weight,
-                )
-                part_rows = np.frombuffer(part, dtype=np.float64).reshape(len(cs), n_terms)
-                if len(by_segment) == 1:
-                    rows = part_rows
-                else:
-                    rows[cs] = part_rows
-                if f == "body":
-                    body_runs[si] = (docs, np.frombuffer(starts, dtype=np.int64), np.frombuffer(pos, dtype=np.int64))
-            out[f] = rows
+            try:
+                starts_b, pos_b = compiled.gather(segs, tids, FIELDS.index(f), cand_seg, cand_doc, cap)
+            except ValueError as exc:  # a damaged segment file
+                raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+            rows = compiled.proximity(
+                starts_b,
+                pos_b,
+                len(cands),
+                n_terms,
+                PROXIMITY_MAX_OCCURRENCES,
+                PROXIMITY_REVERSED,
+                idfs,
+                K1,
+                K1 + 1.0,
+                weight,
+            )
+            out[f] = np.frombuffer(rows, dtype=np.float64).reshape(len(cands), n_terms)
+            if f == "body":
+                starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
+                for c, hit in enumerate(cands):
+                    body_runs[hit] = (c, starts, pos)
         return out
 
-    @staticmethod
     def _body_positions_compiled(
+        self,
         reader: IndexReader,
-        terms: list[str],
-        tids: list[dict[str, int]],
+        n_terms: int,
+        tids: np.ndarray,
         hits: list[tuple[int, int]],
-        body_runs: dict[int, tuple[list[int], np.ndarray, np.ndarray]],
+        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]],
     ) -> list[list[np.ndarray]]:
         """``_body_positions`` with the compiled kernels: the runs ``_proximity_compiled`` gathered
-        where it did (a reranked query's hits are among its candidates), else one ``gather`` per
-        segment of the hits."""
-        n_terms = len(terms)
+        where it did (a reranked query's hits are among its candidates), else one ``gather`` of
+        the hits."""
+        compiled = kernels.compiled
+        assert compiled is not None
         out: list[list[np.ndarray]] = [[] for _ in hits]
-        missing: dict[int, list[int]] = {}
-        found: dict[int, dict[int, int]] = {si: {d: c for c, d in enumerate(r[0])} for si, r in body_runs.items()}
-        for h, (si, d) in enumerate(hits):
-            c = found.get(si, {}).get(d)
-            if c is None:
-                missing.setdefault(si, []).append(h)
-                continue
-            _, starts, pos = body_runs[si]
+        missing = [h for h, hit in enumerate(hits) if hit not in body_runs]
+        if missing:
+            segs = self._kernel_inputs(reader)[0]
+            cand_seg = np.array([hits[h][0] for h in missing], dtype=np.int32)
+            cand_doc = np.array([hits[h][1] for h in missing], dtype=np.int32)
+            try:
+                starts_b, pos_b = compiled.gather(segs, tids, FIELDS.index("body"), cand_seg, cand_doc, MAX_POSITIONS)
+            except ValueError as exc:  # a damaged segment file
+                raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+            starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
+            for c, h in enumerate(missing):
+                body_runs[hits[h]] = (c, starts, pos)
+        for h, hit in enumerate(hits):
+            c, starts, pos = body_runs[hit]
             bounds = starts[c * n_terms : (c + 1) * n_terms + 1].tolist()
             out[h] = [pos[bounds[t] : bounds[t + 1]] for t in range(n_terms)]
-        for si, hs in missing.items():
-            seg = reader.views[si].segment
-            docs = np.array([hits[h][1] for h in hs], dtype=np.int64)
-            starts_b, pos_b = _gather(seg, FIELDS.index("body"), [tids[si][t] for t in terms], docs, MAX_POSITIONS)
-            starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
-            for c, h in enumerate(hs):
-                bounds = starts[c * n_terms : (c + 1) * n_terms + 1].tolist()
-                out[h] = [pos[bounds[t] : bounds[t + 1]] for t in range(n_terms)]
         return out
+
+    def _kernel_inputs(self, reader: IndexReader) -> tuple[list, list, list]:
+        """What the kernels take of this generation, made once: each segment's ``Postings``, its
+        norm arrays for this searcher's scoring (title, body, anchor, and the title term's or
+        None), and its live mask (None: all live)."""
+        if self._kernel_cache is None:
+            segs = [v.segment.kernel for v in reader.views]
+            norms = []
+            for si in range(len(reader.views)):
+                if self.scoring == "fields":
+                    norms.append((*[self._norm(reader, si, f, K1) for f in FIELDS], None))
+                else:
+                    title = self._norm(reader, si, "title", TITLE_K1) if self.scoring == "bm25f+title" else None
+                    norms.append((*[self._norm(reader, si, f, None) for f in FIELDS], title))
+            self._kernel_cache = (segs, norms, [v.live for v in reader.views])
+        return self._kernel_cache
 
     # -- matching and scoring -------------------------------------------------
 
@@ -595,51 +589,54 @@ class Searcher:
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
 
     def _match_compiled(
-        self, reader: IndexReader, q: Query, k: int, tids: list[dict[str, int]] | None = None
-    ) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int, int]:
-        """``_match`` with the compiled kernels: per segment, the allowed matches whose score is
-        among the ``k`` best of the segment (every one tied with the ``k``-th included; none for
-        ``k = 0``); the number of matches in all (exact for ``k = 0``: it never prunes); and how
-        many postings the kernels read.  The top ``k`` of these is the top ``k`` of every match,
-        and their scores are the numpy code's to the last bit."""
+        self, reader: IndexReader, q: Query, k: int, *, query_order: list[str] | None = None
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int, int, np.ndarray]:
+        """``_match`` with the compiled kernels, one call over every segment: the allowed matches
+        whose score is among the ``k`` best (every one tied with the ``k``-th included; none for
+        ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
+        ``k = 0``: it never prunes); how many postings the kernels read; and each term's id in
+        each segment (int64 [segment, term], the terms in ``query_order``, or in the order their
+        scores are added).  Their top ``k`` is the top ``k`` of every match, and their scores are
+        the numpy code's to the last bit."""
+        compiled = kernels.compiled
+        assert compiled is not None
         ordered, idfs, fidfs, _ = self._term_weights(reader, q.positive_terms)
         bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
         if self.scoring == "fields":
             mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]
         else:
             mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
-        coef_arr = np.array(coef, dtype=np.float64)
         # what the kernels bound a term's score with: b, per field its weight and mean length, TITLE_K1
         bound_params = np.array(
             [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
         )
-        prune = self.top_k_pruning and k > 0
-        out, total, read = [], 0, 0
-        for si, view in enumerate(reader.views):
-            seg = view.segment
-            ids = [tids[si][t] for t in ordered] if tids is not None else _term_ids(seg, ordered)
-            if max(ids) < 0:
-                continue
-            allowed = self._allowed(view, q)
-            if allowed is not None and not allowed.any():
-                continue
-            if mode == 1:
-                norms = [self._norm(reader, si, f, K1) for f in FIELDS]
-                title_norm = None
-            else:
-                norms = [self._norm(reader, si, f, None) for f in FIELDS]
-                title_norm = self._norm(reader, si, "title", TITLE_K1) if bonus else None
-            try:
-                docs, scores, count, n_read = seg.kernel.score(
-                    ids, coef_arr, mode, norms, title_norm, allowed, k, K1, K1 + 1.0, bound_params, prune
-                )
-            except ValueError as exc:  # a damaged segment file
-                raise SearchIndexError(f"{seg.path}: {exc}") from exc
-            total += count
-            read += n_read
-            if docs:
-                out.append((si, np.frombuffer(docs, dtype=np.int64), np.frombuffer(scores, dtype=np.float64)))
-        return out, total, read
+        segs, norms, lives = self._kernel_inputs(reader)
+        allowed = lives if not (q.excluded or q.site or q.phrases) else [self._allowed(v, q) for v in reader.views]
+        try:
+            tids_b, seg_b, doc_b, score_b, count, read = compiled.top(
+                segs,
+                ordered,
+                np.array(coef, dtype=np.float64),
+                mode,
+                norms,
+                allowed,
+                k,
+                K1,
+                K1 + 1.0,
+                bound_params,
+                self.top_k_pruning and k > 0,
+            )
+        except ValueError as exc:  # a damaged segment file
+            raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+        tids = np.frombuffer(tids_b, dtype=np.int64).reshape(len(segs), len(ordered))
+        if query_order is not None and query_order != ordered:
+            tids = np.ascontiguousarray(tids[:, [ordered.index(t) for t in query_order]])
+        hits = (
+            np.frombuffer(seg_b, dtype=np.int32),
+            np.frombuffer(doc_b, dtype=np.int32),
+            np.frombuffer(score_b, dtype=np.float64),
+        )
+        return hits, count, read, tids
 
     def _allowed(self, view: SegmentView, q: Query) -> np.ndarray | None:
         """The segment's documents a match may be (live, holding no excluded term, on the
