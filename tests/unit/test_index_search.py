@@ -525,16 +525,29 @@ def test_best_window_python_and_numpy_agree(raw, width, limit):
 
 
 def _grown_lengths(monkeypatch):
+    """How much of a body the snippet code decompresses: after each step of a zlib stream, the
+    text so far; for LZ4 pieces (decompressed by the compiled kernels or ``PieceStream``), the
+    bytes decompressed in all so far."""
+    import lz4.block
+
     from politecrawl.index import snippet
 
     lengths = []
-    real = snippet.BodyStream.grow
+    real_grow = snippet.BodyStream.grow
 
     def grow(self, at_least=0):
-        real(self, at_least)
+        real_grow(self, at_least)
         lengths.append(len(self.text))
 
     monkeypatch.setattr(snippet.BodyStream, "grow", grow)
+    real_decompress = lz4.block.decompress
+
+    def decompress(data, *args, **kw):
+        out = real_decompress(data, *args, **kw)
+        lengths.append((lengths[-1] if lengths else 0) + len(out))
+        return out
+
+    monkeypatch.setattr(lz4.block, "decompress", decompress)
     return lengths
 
 
@@ -594,11 +607,13 @@ def test_snippet_with_casefolding_that_tokens_and_text_disagree_on(tmp_path):
     assert all(hit.snippet[a:b].lower() == "strasse" for a, b in hit.highlights) and hit.highlights
 
 
-def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch):
-    from politecrawl.index import segment
+@pytest.mark.parametrize("codec", ["lz4", "zlib"])
+def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch, codec):
+    from politecrawl.index import segment, snippet
     from politecrawl.index.analysis import Analyzer
 
     monkeypatch.setattr(segment, "SYNC_CHARS", 500)
+    monkeypatch.setattr(segment, "BODY_CODEC", codec)  # "zlib": a segment of format version 2
     words = ["naïve", "Straße", "ｆｕｌｌ", "x²", "don't", "a_b", "résumé", "\u00a0nbsp", "tab\there", "new\nline"]
     body = " ".join(words[i % len(words)] + str(i % 7) for i in range(3000))
     with IndexWriter(tmp_path / "ix") as w:
@@ -607,15 +622,16 @@ def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch)
     seg = Searcher(tmp_path / "ix")._refresh().views[0].segment
     sync = seg.sync_points(0)
     assert len(sync) > 20 and len(seg.sync_points(1)) == 0
-    assert seg.body(0) == body  # still one ordinary zlib stream
+    assert seg.body_codec == codec and seg.header["version"] == (3 if codec == "lz4" else 2)
+    assert seg.body(0) == body
     assert int(seg.doc_lens[0, 1]) == len(Analyzer().tokenize(body))  # pieces tokenize like the whole
+    stops = sync[:, 0].tolist()
     for byte, char, token in sync.tolist():
         assert body[char].isspace()
         assert len(Analyzer().tokenize(body[:char])) == token
-        import zlib
-
-        tail = zlib.decompressobj(wbits=-15).decompress(seg.body_bytes(0)[byte:])
-        assert tail.decode("utf-8") == body[char:]
+        tail = snippet.open_body(seg.body_bytes(0), codec, start=byte, stops=stops)
+        tail.ensure(len(body))
+        assert tail.text == body[char:]
 
 
 def test_snippet_deep_in_a_long_body_starts_at_a_sync_point(tmp_path, monkeypatch):
@@ -629,10 +645,14 @@ def test_snippet_deep_in_a_long_body_starts_at_a_sync_point(tmp_path, monkeypatc
     assert max(lengths) < 20_000 < 500_000 < len(body)  # from the sync point before it, not the start
 
 
-def test_segments_without_sync_points_still_give_snippets(tmp_path):
+def test_segments_without_sync_points_still_give_snippets(tmp_path, monkeypatch):
+    from politecrawl.index import segment
+
     body = "filler words " * 1500 + "the rare needle is here " + "more filler " * 2000
+    monkeypatch.setattr(segment, "BODY_CODEC", "zlib")  # written as a version-2 segment
     with IndexWriter(tmp_path / "ix") as w:
         w.add_document("http://long/", "Long", body)
+    monkeypatch.setattr(segment, "BODY_CODEC", "lz4")
     [seg_dir] = (tmp_path / "ix").glob("seg-*")
     for name in ("body_sync.npy", "body_sync_ptr.npy"):  # as a segment written by an older version
         (seg_dir / name).unlink()
@@ -641,24 +661,33 @@ def test_segments_without_sync_points_still_give_snippets(tmp_path):
     with IndexWriter(tmp_path / "ix") as w:  # merging it with a new one keeps both readable
         w.add_document("http://new/", "New", "a needle too")
         w.compact()
-    assert {h.url for h in Searcher(tmp_path / "ix").search("needle")} == {"http://long/", "http://new/"}
+    hits = Searcher(tmp_path / "ix").search("needle")
+    assert {h.url for h in hits} == {"http://long/", "http://new/"}
+    assert "the rare needle is here" in hits[[h.url for h in hits].index("http://long/")].snippet
+    [view] = Searcher(tmp_path / "ix")._refresh().views
+    assert view.segment.body_codec == "lz4"  # written again in LZ4, cut where it was
 
 
-def test_body_stream_from_a_sync_point_reads_piece_by_piece():
+@pytest.mark.parametrize("codec", ["lz4", "zlib"])
+def test_body_stream_from_a_sync_point_reads_piece_by_piece(codec):
     from politecrawl.index import segment, snippet
 
     body = "".join(f"wörd{i} é😀 " for i in range(3000))
     cuts = [c for c in range(500, len(body), 700) if body[c].isspace()] or [body.index(" ", 500)]
-    [(compressed, offsets)] = segment._compress_bodies([(body, cuts)])
+    [(compressed, offsets)] = segment._compress_bodies([(body, cuts)], codec)
     for start, char in [(0, 0)] + list(zip(offsets, cuts)):
-        stream = snippet.BodyStream(memoryview(compressed), start=start, stops=offsets)
+        stream = snippet.open_body(memoryview(compressed), codec, start=start, stops=offsets)
         grown = 0
         while not stream.done:
             stream.grow(len(stream.data) + 300)  # steps that end inside pieces and characters
             grown += 1
             assert body[char:].encode().startswith(stream.data)
             assert stream.low == stream.data.lower()
-        assert stream.text == body[char:] and grown > 3
+        assert stream.text == body[char:]
+        if codec == "lz4":  # a piece a step: the pieces are longer than the steps asked for
+            assert grown == 1 + sum(o > start for o in offsets)
+        else:
+            assert grown > 3
 
 
 def _snippets(path, queries):
@@ -683,21 +712,33 @@ def test_snippets_do_not_depend_on_where_the_sync_points_are(tmp_path_factory, s
     ]
     queries = ["alpha", "beta gamma", "délta naïve", "epsilon zeta eta", "x alpha1", "gamma1 eta1"]
     got = []
-    for sync_chars, drop in ((100, False), (2048, False), (2048, True)):
+    # LZ4 pieces; zlib streams with full flushes (format version 2); a version-2 segment written
+    # before sync points existed; and each of those merged into the current format.
+    for sync_chars, codec, drop in (
+        (100, "lz4", False),
+        (2048, "lz4", False),
+        (100, "zlib", False),
+        (2048, "zlib", True),
+    ):
         path = tmp_path_factory.mktemp("ix")
-        real = segment.SYNC_CHARS
-        segment.SYNC_CHARS = sync_chars
+        real = segment.SYNC_CHARS, segment.BODY_CODEC
+        segment.SYNC_CHARS, segment.BODY_CODEC = sync_chars, codec
         try:
             with IndexWriter(path) as w:
                 for i, b in enumerate(bodies):
                     w.add_document(f"http://d/{i}", "t", b)
         finally:
-            segment.SYNC_CHARS = real
+            segment.SYNC_CHARS, segment.BODY_CODEC = real
         if drop:  # as a segment written before sync points existed
             for f in path.glob("seg-*/body_sync*.npy"):
                 f.unlink()
         got.append(_snippets(path, queries))
-    assert got[0] == got[1] == got[2]
+        with IndexWriter(path) as w:  # a merge (the new page changes the scores, not the snippets)
+            w.add_document("http://d/extra", "t", "extra")
+            w.compact()
+        merged = _snippets(path, queries)
+        assert all(sorted(merged[q]) == sorted(got[-1][q]) for q in queries)
+    assert all(g == got[0] for g in got)
     assert any(h[2] for hits in got[0].values() for h in hits)
 
 

@@ -26,6 +26,9 @@
  *   proximity(...)    term proximity: the closest neighbouring occurrences of query neighbours
  *   best_window(...)  the snippet window with the most distinct terms, then occurrences
  *   make_snippet(...) the snippet's text and highlights from the region around that window
+ *   snippet_at(...)   a hit's snippet from its decompressed body: the occurrence, the region,
+ *                     make_snippet
+ *   snippet_hit(...)  a hit's snippet from its stored LZ4 pieces, whole (decompression called back)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1310,58 +1313,36 @@ done:
     return out_b;
 }
 
-/* best_window(positions, width, limit) -> (term, occurrence) or None: snippet.best_window.
- * `positions`: per query term, its ascending token positions in the body (int64 arrays, empty
- * where the term is not in it).  The window of `width` tokens starting at each occurrence is
- * scored by (distinct terms, starts before `limit`, occurrences if it does); the first of the best
- * wins. */
-static PyObject *k_best_window(PyObject *mod, PyObject *args) {
-    PyObject *seq_obj;
-    int64_t width, limit;
-    if (!PyArg_ParseTuple(args, "OLL", &seq_obj, &width, &limit)) return NULL;
-    PyObject *seq = PySequence_Fast(seq_obj, "positions must be a sequence");
-    if (!seq) return NULL;
-    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq), held = 0, total = 0;
-    PyObject *result = NULL;
-    Py_buffer *views = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_buffer));
-    Py_ssize_t *head = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
-    Py_ssize_t *end = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
-    Py_ssize_t *counts = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
-    int64_t *occ_pos = NULL;
-    Py_ssize_t *occ_term = NULL;
-    if (!views || !head || !end || !counts) { PyErr_NoMemory(); goto done; }
-    for (; held < T; held++) {
-        Py_buffer *v = &views[held];
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, held), v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-        const char *fmt = v->format ? v->format : "B";
-        while (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
-        if (v->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
-            held++;
-            PyErr_SetString(PyExc_ValueError, "positions must be int64 arrays");
-            goto done;
-        }
-        end[held] = v->len / 8;
-        total += end[held];
+/* snippet.best_window on runs of positions: (term, occurrence) of the window's start in
+ * out[0], out[1]; 0 if no term has a position, -1 (MemoryError) on failure. */
+static int best_window_core(const int64_t *const *pos, const Py_ssize_t *len, Py_ssize_t T, int64_t width,
+                            int64_t limit, Py_ssize_t out[2]) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t t = 0; t < T; t++) total += len[t];
+    if (!total) return 0;
+    int ok = -1;
+    Py_ssize_t *head = PyMem_Calloc((size_t)T, sizeof(Py_ssize_t));
+    Py_ssize_t *counts = PyMem_Calloc((size_t)T, sizeof(Py_ssize_t));
+    int64_t *occ_pos = PyMem_Malloc((size_t)total * sizeof(int64_t));
+    Py_ssize_t *occ_term = PyMem_Malloc((size_t)total * sizeof(Py_ssize_t));
+    if (!head || !counts || !occ_pos || !occ_term) {
+        PyErr_NoMemory();
+        goto done;
     }
-    occ_pos = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(int64_t));
-    occ_term = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(Py_ssize_t));
-    if (!occ_pos || !occ_term) { PyErr_NoMemory(); goto done; }
     Py_ssize_t n = 0;
     for (;;) { /* merge by (position, term) */
         Py_ssize_t best = -1;
         int64_t bp = 0;
-        for (Py_ssize_t t = 0; t < T; t++) {
-            if (head[t] < end[t]) {
-                int64_t p = ((const int64_t *)views[t].buf)[head[t]];
-                if (best < 0 || p < bp) { best = t; bp = p; }
+        for (Py_ssize_t t = 0; t < T; t++)
+            if (head[t] < len[t] && (best < 0 || pos[t][head[t]] < bp)) {
+                best = t;
+                bp = pos[t][head[t]];
             }
-        }
         if (best < 0) break;
         occ_pos[n] = bp;
         occ_term[n++] = best;
         head[best]++;
     }
-    if (!n) { result = Py_NewRef(Py_None); goto done; }
     Py_ssize_t j = 0, distinct = 0, best_a = 0, bk0 = 0, bk1 = 0, bk2 = 0;
     int have = 0;
     for (Py_ssize_t a = 0; a < n; a++) {
@@ -1373,24 +1354,74 @@ static PyObject *k_best_window(PyObject *mod, PyObject *args) {
         Py_ssize_t early = start < limit, cnt = early ? j - a : 0;
         if (!have || distinct > bk0 || (distinct == bk0 && (early > bk1 || (early == bk1 && cnt > bk2)))) {
             have = 1;
-            bk0 = distinct; bk1 = early; bk2 = cnt;
+            bk0 = distinct;
+            bk1 = early;
+            bk2 = cnt;
             best_a = a;
         }
         if (!--counts[occ_term[a]]) distinct--;
     }
     /* which occurrence of its term the window's start is */
-    Py_ssize_t t = occ_term[best_a], k = 0;
-    for (Py_ssize_t a = 0; a < best_a; a++) k += occ_term[a] == t;
-    result = Py_BuildValue("(nn)", t, k);
+    out[0] = occ_term[best_a];
+    out[1] = 0;
+    for (Py_ssize_t a = 0; a < best_a; a++) out[1] += occ_term[a] == out[0];
+    ok = 1;
 done:
-    for (Py_ssize_t i = 0; i < held; i++)
-        if (views[i].obj || views[i].buf) PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
     PyMem_Free(head);
-    PyMem_Free(end);
     PyMem_Free(counts);
     PyMem_Free(occ_pos);
     PyMem_Free(occ_term);
+    return ok;
+}
+
+/* Per term, its positions as int64 buffers (held in views[:*held]). */
+static int positions_get(PyObject *seq, Py_buffer *views, Py_ssize_t *held, const int64_t **pos, Py_ssize_t *len) {
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq);
+    for (*held = 0; *held < T; (*held)++) {
+        Py_buffer *v = &views[*held];
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, *held), v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+        const char *fmt = v->format ? v->format : "B";
+        while (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+        if (v->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
+            (*held)++;
+            PyErr_SetString(PyExc_ValueError, "positions must be int64 arrays");
+            return -1;
+        }
+        pos[*held] = v->buf;
+        len[*held] = v->len / 8;
+    }
+    return 0;
+}
+
+/* best_window(positions, width, limit) -> (term, occurrence) or None: snippet.best_window.
+ * `positions`: per query term, its ascending token positions in the body (int64 arrays, empty
+ * where the term is not in it).  The window of `width` tokens starting at each occurrence is
+ * scored by (distinct terms, starts before `limit`, occurrences if it does); the first of the best
+ * wins. */
+static PyObject *k_best_window(PyObject *mod, PyObject *args) {
+    PyObject *seq_obj;
+    int64_t width, limit;
+    if (!PyArg_ParseTuple(args, "OLL", &seq_obj, &width, &limit)) return NULL;
+    PyObject *seq = PySequence_Fast(seq_obj, "positions must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq), held = 0, found[2];
+    PyObject *result = NULL;
+    Py_buffer *views = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_buffer));
+    const int64_t **pos = PyMem_Calloc((size_t)(T ? T : 1), sizeof(int64_t *));
+    Py_ssize_t *len = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
+    if (!views || !pos || !len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (positions_get(seq, views, &held, pos, len) < 0) goto done;
+    int got = best_window_core(pos, len, T, width, limit, found);
+    if (got < 0) goto done;
+    result = got ? Py_BuildValue("(nn)", found[0], found[1]) : Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(pos);
+    PyMem_Free(len);
     Py_DECREF(seq);
     return result;
 }
@@ -1459,13 +1490,8 @@ static Py_ssize_t out_clean(Out *o, int kind, const void *data, Py_ssize_t a, Py
  * then occurrences, earliest first; `lead` characters of context before it if it has room; cut at
  * spaces; whitespace runs collapsed; "… " and " …" marking cuts.  Highlights are (start, end)
  * offsets of the occurrences in the text. */
-static PyObject *k_make_snippet(PyObject *mod, PyObject *args) {
-    PyObject *body, *low, *terms_obj;
-    Py_ssize_t window, lo, hi, lead, max_occ;
-    int complete, cut_before;
-    if (!PyArg_ParseTuple(args, "UUOnnnppnn", &body, &low, &terms_obj, &window, &lo, &hi, &complete, &cut_before, &lead,
-                          &max_occ))
-        return NULL;
+static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj, Py_ssize_t window, Py_ssize_t lo,
+                              Py_ssize_t hi, int complete, int cut_before, Py_ssize_t lead, Py_ssize_t max_occ) {
     Py_ssize_t n_body = PyUnicode_GET_LENGTH(body), n_low = PyUnicode_GET_LENGTH(low);
     if (lo < 0 || hi < lo || hi > n_body || n_low != hi - lo || window < 0 || lead < 0) {
         PyErr_SetString(PyExc_ValueError, "make_snippet: low must be body[lo:hi].lower(), of the same length");
@@ -1494,10 +1520,24 @@ static PyObject *k_make_snippet(PyObject *mod, PyObject *args) {
         while (found < max_occ) {
             /* low.find(t, start) */
             Py_ssize_t i = -1;
-            for (Py_ssize_t x = start; x + size <= n_low; x++) {
-                Py_ssize_t y = 0;
-                while (y < size && PyUnicode_READ(lk, ld, x + y) == PyUnicode_READ(tk, td, y)) y++;
-                if (y == size) { i = x; break; }
+            if (lk == PyUnicode_1BYTE_KIND && tk == PyUnicode_1BYTE_KIND && size > 0) {
+                const Py_UCS1 *L = ld, *key = td;
+                for (Py_ssize_t x = start; x + size <= n_low;) {
+                    const Py_UCS1 *p = memchr(L + x, key[0], (size_t)(n_low - size + 1 - x));
+                    if (!p) break;
+                    x = p - L;
+                    if (memcmp(L + x, key, (size_t)size) == 0) {
+                        i = x;
+                        break;
+                    }
+                    x++;
+                }
+            } else {
+                for (Py_ssize_t x = start; x + size <= n_low; x++) {
+                    Py_ssize_t y = 0;
+                    while (y < size && PyUnicode_READ(lk, ld, x + y) == PyUnicode_READ(tk, td, y)) y++;
+                    if (y == size) { i = x; break; }
+                }
             }
             if (i < 0) break;
             Py_ssize_t j = i + size;
@@ -1610,6 +1650,422 @@ done:
     return result;
 }
 
+static PyObject *k_make_snippet(PyObject *mod, PyObject *args) {
+    PyObject *body, *low, *terms;
+    Py_ssize_t window, lo, hi, lead, max_occ;
+    int complete, cut_before;
+    if (!PyArg_ParseTuple(args, "UUOnnnppnn", &body, &low, &terms, &window, &lo, &hi, &complete, &cut_before, &lead,
+                          &max_occ))
+        return NULL;
+    return snippet_core(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occ);
+}
+
+/* -- snippet_at: a hit's snippet from its decompressed body ----------------------------------- */
+
+/* s.lower(): for ASCII text a plain loop, else Python's own method (full case mapping). */
+static PyObject *str_lower(PyObject *s) {
+    if (!PyUnicode_IS_ASCII(s)) return PyObject_CallMethod(s, "lower", NULL);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    PyObject *out = PyUnicode_New(n, 127);
+    if (!out) return NULL;
+    const Py_UCS1 *src = PyUnicode_1BYTE_DATA(s);
+    Py_UCS1 *dst = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = src[i] >= 'A' && src[i] <= 'Z' ? src[i] + 32 : src[i];
+    return out;
+}
+
+static int ascii_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The code point of the UTF-8 sequence starting at data[j] (n bytes in all), -1 if invalid. */
+static long utf8_at(const unsigned char *data, Py_ssize_t n, Py_ssize_t j) {
+    unsigned char b = data[j];
+    int size = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    if (b >= 0x80 && b < 0xC0) return -1;
+    if (j + size > n) return -1;
+    long cp = size == 1 ? b : size == 2 ? (b & 0x1F) : size == 3 ? (b & 0x0F) : (b & 0x07);
+    for (int q = 1; q < size; q++) {
+        if ((data[j + q] & 0xC0) != 0x80) return -1;
+        cp = (cp << 6) | (data[j + q] & 0x3F);
+    }
+    return cp;
+}
+
+/* Whether the character ending at byte i (starting at byte j) is a letter or digit, as
+ * snippet._alnum_before and snippet._alnum_at decide it (an invalid sequence is not). */
+static int alnum_before(const unsigned char *data, Py_ssize_t n, Py_ssize_t i) {
+    unsigned char b = data[i - 1];
+    if (b < 0x80) return ascii_alnum(b);
+    Py_ssize_t s = i - 1;
+    while (s > 0 && i - s < 4 && data[s] >= 0x80 && data[s] < 0xC0) s--;
+    long cp = utf8_at(data, i, s);
+    return cp >= 0 && Py_UNICODE_ISALNUM((Py_UCS4)cp);
+}
+
+static int alnum_at(const unsigned char *data, Py_ssize_t n, Py_ssize_t j) {
+    unsigned char b = data[j];
+    if (b < 0x80) return ascii_alnum(b);
+    long cp = utf8_at(data, n, j);
+    return cp >= 0 && Py_UNICODE_ISALNUM((Py_UCS4)cp);
+}
+
+/* Bytes of data[0:b] that are not inside a character (snippet._utf8_complete). */
+static Py_ssize_t utf8_complete(const unsigned char *raw, Py_ssize_t n) {
+    for (Py_ssize_t back = 1; back <= 4 && back <= n; back++) {
+        unsigned char b = raw[n - back];
+        if (b < 0x80) return n;
+        if (b >= 0xC0) {
+            int need = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+            return back >= need ? n : n - back;
+        }
+    }
+    return n;
+}
+
+/* snippet_at(data, done, term, k, terms, window, lead, max_occurrences, before_chars,
+ *            from_sync, scan_chars) -> (text, highlights) or int
+ *
+ * The rest of snippet.snippet_for_hit once the body is decompressed from the sync point (or its
+ * start) into `data` (`done`: all the rest of the body is there): the k-th word-bounded occurrence
+ * of `term` (lower-case ASCII; ASCII letters of the text compared case-insensitively), the region
+ * of text around it (snippet._region), and the snippet of that region (make_snippet, `terms`
+ * sorted and distinct).  Returns the snippet, or what the caller must do first:
+ *     n > 0   decompress until data holds n bytes (n <= len(data): one more step), and call again
+ *     -1      the occurrence is not there (tokens and text disagree): scan the prefix instead
+ *     -2      too close after the sync point for the window's lead: start at the one before
+ *     -3 - b  the region has a character whose lower case is longer (U+0130): render the region
+ *             around byte b with the Python code */
+static PyObject *snippet_at_core(const unsigned char *data, Py_ssize_t n, int done, PyObject *term, Py_ssize_t k,
+                                 PyObject *terms, Py_ssize_t window, Py_ssize_t lead, Py_ssize_t max_occ,
+                                 Py_ssize_t before_chars, int from_sync, Py_ssize_t scan_chars) {
+    Py_ssize_t size = PyUnicode_GET_LENGTH(term);
+    PyObject *result = NULL;
+    if (!PyUnicode_IS_ASCII(term) || size == 0) {
+        PyErr_SetString(PyExc_ValueError, "snippet_at: the term must be ASCII");
+        goto out;
+    }
+    const unsigned char *key = PyUnicode_1BYTE_DATA(term);
+    /* 1. the k-th occurrence: candidates where the first byte matches in either case (memchr) */
+    Py_ssize_t b = -1, seen = 0;
+    unsigned char c_low = key[0], c_up = c_low >= 'a' && c_low <= 'z' ? (unsigned char)(c_low - 32) : c_low;
+    const unsigned char *next_low = n ? memchr(data, c_low, (size_t)n) : NULL;
+    const unsigned char *next_up = n && c_up != c_low ? memchr(data, c_up, (size_t)n) : NULL;
+    for (Py_ssize_t i = 0;;) {
+        if (next_low && next_low < data + i) next_low = i < n ? memchr(data + i, c_low, (size_t)(n - i)) : NULL;
+        if (next_up && next_up < data + i) next_up = i < n ? memchr(data + i, c_up, (size_t)(n - i)) : NULL;
+        const unsigned char *hit = !next_low ? next_up : !next_up ? next_low : next_low < next_up ? next_low : next_up;
+        if (!hit) break;
+        i = hit - data;
+        if (i + size > n) break;
+        Py_ssize_t q = 1;
+        while (q < size && (unsigned char)(data[i + q] >= 'A' && data[i + q] <= 'Z' ? data[i + q] + 32 : data[i + q]) == key[q])
+            q++;
+        if (q < size) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + size;
+        if (j + 4 > n && !done) { /* the word, or the character after it, may go on */
+            result = PyLong_FromSsize_t(n >= scan_chars ? -1 : 0);
+            goto out;
+        }
+        if ((i == 0 || !alnum_before(data, n, i)) && (j >= n || !alnum_at(data, n, j))) {
+            if (seen == k) {
+                b = i;
+                break;
+            }
+            seen++;
+        }
+        i = j;
+    }
+    if (b < 0) {
+        result = PyLong_FromSsize_t(done || n >= scan_chars ? -1 : 0);
+        goto out;
+    }
+    /* 2. too close after a sync point for the window's lead? */
+    if (from_sync && b < 4 * before_chars) {
+        Py_ssize_t chars = 0;
+        for (Py_ssize_t i = 0; i < b; i++) chars += (data[i] & 0xC0) != 0x80;
+        if (chars < before_chars) {
+            result = PyLong_FromSsize_t(-2);
+            goto out;
+        }
+    }
+    /* 3. the region: up to 4 * before_chars bytes before (whole characters), `after` characters
+     * from the occurrence on (snippet._region; the data is UTF-8, so characters are the bytes
+     * that do not continue a sequence) */
+    Py_ssize_t after = 2 * window + 1;
+    Py_ssize_t first = b - 4 * before_chars > 0 ? b - 4 * before_chars : 0;
+    while (first > 0 && data[first] >= 0x80 && data[first] < 0xC0) first++;
+    int whole = 0;
+    Py_ssize_t len = 0;
+    for (Py_ssize_t want = b + after + 64;; want = b + 4 * after + 4) {
+        if (n < want && !done) {
+            result = PyLong_FromSsize_t(want);
+            goto out;
+        }
+        Py_ssize_t last = n < want ? n : want;
+        whole = done && last == n;
+        len = whole ? last - b : utf8_complete(data + b, last - b);
+        Py_ssize_t chars = 0;
+        for (Py_ssize_t q = 0; q < len; q++) chars += (data[b + q] & 0xC0) != 0x80;
+        if (chars >= after || whole || want == b + 4 * after + 4) break;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)data + first, b + len - first, "surrogatepass");
+    if (!text) goto out;
+    Py_ssize_t c = 0;
+    for (Py_ssize_t q = first; q < b; q++) c += (data[q] & 0xC0) != 0x80;
+    /* 4. make_snippet(text, terms, window, lo = c - lead, hi = c + 2 * window, ...) */
+    Py_ssize_t lo = c - lead > 0 ? c - lead : 0, hi = c + 2 * window;
+    if (hi > PyUnicode_GET_LENGTH(text)) hi = PyUnicode_GET_LENGTH(text);
+    PyObject *part = PyUnicode_Substring(text, lo, hi);
+    PyObject *low = part ? str_lower(part) : NULL;
+    Py_XDECREF(part);
+    if (!low) {
+        Py_DECREF(text);
+        goto out;
+    }
+    if (PyUnicode_GET_LENGTH(low) != hi - lo) {
+        result = PyLong_FromSsize_t(-3 - b);
+    } else {
+        result = snippet_core(text, low, terms, window, lo, hi, whole, from_sync || first > 0, lead, max_occ);
+    }
+    Py_DECREF(low);
+    Py_DECREF(text);
+out:
+    return result;
+}
+
+static PyObject *k_snippet_at(PyObject *mod, PyObject *args) {
+    Py_buffer dv;
+    int done, from_sync;
+    PyObject *term, *terms;
+    Py_ssize_t k, window, lead, max_occ, before_chars, scan_chars;
+    if (!PyArg_ParseTuple(args, "y*pUnOnnnnpn", &dv, &done, &term, &k, &terms, &window, &lead, &max_occ, &before_chars,
+                          &from_sync, &scan_chars))
+        return NULL;
+    PyObject *result = snippet_at_core(dv.buf, dv.len, done, term, k, terms, window, lead, max_occ, before_chars,
+                                       from_sync, scan_chars);
+    PyBuffer_Release(&dv);
+    return result;
+}
+
+/* -- snippet_hit: one hit's snippet, whole ------------------------------------------------- */
+
+/* A stored body of LZ4 pieces (snippet.PieceStream): `data` grows a whole piece at a time,
+ * decompressed by the Python callable `decompress` (lz4.block.decompress). */
+typedef struct {
+    const unsigned char *src;
+    Py_ssize_t n_src, fed, next, n_ends;
+    Py_ssize_t *ends; /* where the pieces after `fed` end */
+    unsigned char *data;
+    Py_ssize_t n, cap;
+    int done;
+    PyObject *decompress;
+} Pieces;
+
+static int pieces_open(Pieces *p, const unsigned char *src, Py_ssize_t n_src, const int64_t *rows, Py_ssize_t n_rows,
+                       Py_ssize_t start, PyObject *decompress) {
+    PyMem_Free(p->ends);
+    p->src = src;
+    p->n_src = n_src;
+    p->fed = start;
+    p->next = 0;
+    p->n = 0;
+    p->decompress = decompress;
+    p->ends = PyMem_Malloc((size_t)(n_rows + 1) * sizeof(Py_ssize_t));
+    if (!p->ends) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    p->n_ends = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++)
+        if (rows[r * 3] > start) p->ends[p->n_ends++] = (Py_ssize_t)rows[r * 3];
+    p->ends[p->n_ends++] = n_src;
+    p->done = n_src <= start;
+    return 0;
+}
+
+/* snippet.PieceStream.grow: pieces until `data` holds at_least bytes, or one more piece */
+static int pieces_grow(Pieces *p, Py_ssize_t at_least) {
+    Py_ssize_t target = at_least > p->n ? at_least : p->n + 1;
+    while (p->n < target && !p->done) {
+        Py_ssize_t end = p->ends[p->next++];
+        if (end < p->fed || end > p->n_src) {
+            PyErr_SetString(PyExc_ValueError, "corrupt segment: sync points outside the body");
+            return -1;
+        }
+        PyObject *view = PyMemoryView_FromMemory((char *)p->src + p->fed, end - p->fed, PyBUF_READ);
+        PyObject *piece = view ? PyObject_CallOneArg(p->decompress, view) : NULL;
+        Py_XDECREF(view);
+        if (!piece) return -1;
+        if (!PyBytes_Check(piece)) {
+            Py_DECREF(piece);
+            PyErr_SetString(PyExc_TypeError, "decompress must return bytes");
+            return -1;
+        }
+        Py_ssize_t len = PyBytes_GET_SIZE(piece);
+        if (p->n + len > p->cap) {
+            Py_ssize_t cap = (p->n + len) * 2;
+            unsigned char *data = PyMem_Realloc(p->data, (size_t)cap);
+            if (!data) {
+                Py_DECREF(piece);
+                PyErr_NoMemory();
+                return -1;
+            }
+            p->data = data;
+            p->cap = cap;
+        }
+        memcpy(p->data + p->n, PyBytes_AS_STRING(piece), (size_t)len);
+        Py_DECREF(piece);
+        p->n += len;
+        p->fed = end;
+        p->done = p->next == p->n_ends;
+    }
+    return 0;
+}
+
+/* The start of the body (no query term in it): snippet_for_hit's ensure(4 * window), then
+ * make_snippet(text, terms, window, hi = 4 * window, complete = done).  None: the Python code. */
+static PyObject *snippet_of_start(Pieces *p, PyObject *distinct, Py_ssize_t window, Py_ssize_t lead, Py_ssize_t max_occ) {
+    Py_ssize_t want = 4 * window;
+    for (;;) {
+        if (p->done) break;
+        Py_ssize_t usable = utf8_complete(p->data, p->n), chars = 0;
+        for (Py_ssize_t q = 0; q < usable; q++) chars += (p->data[q] & 0xC0) != 0x80;
+        if (!(p->n < want || (p->n < 4 * want && chars < want))) break;
+        if (pieces_grow(p, want) < 0) return NULL;
+    }
+    Py_ssize_t usable = p->done ? p->n : utf8_complete(p->data, p->n);
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)p->data, usable, "surrogatepass");
+    if (!text) return NULL;
+    Py_ssize_t hi = PyUnicode_GET_LENGTH(text) < want ? PyUnicode_GET_LENGTH(text) : want;
+    PyObject *part = PyUnicode_Substring(text, 0, hi);
+    PyObject *low = part ? str_lower(part) : NULL;
+    Py_XDECREF(part);
+    PyObject *result = NULL;
+    if (low && PyUnicode_GET_LENGTH(low) == hi)
+        result = snippet_core(text, low, distinct, window, 0, hi, p->done, 0, lead, max_occ);
+    else if (low)
+        result = Py_NewRef(Py_None);
+    Py_XDECREF(low);
+    Py_DECREF(text);
+    return result;
+}
+
+/* snippet_hit(compressed, sync, positions, terms, distinct, decompress, window, lead,
+ *             max_occurrences, before_chars, scan_chars, width, prefer_before, scan_tokens,
+ *             chars_per_token) -> (text, highlights) or None
+ *
+ * snippet.snippet_for_hit for a body stored in LZ4 pieces, whole: the window (best_window over
+ * `positions`, those past scan_tokens dropped where there is no sync point), the sync point before
+ * it, the pieces from there (`decompress` called on each), then snippet_at's work; or the start of
+ * the body if no term is in it.  `sync`: the body's (byte, char, token) rows, int64; `terms` the
+ * query's terms in order, `distinct` sorted and distinct.  None where the Python code has to do it
+ * (a term with non-ASCII letters, text and tokens that disagree, a lower case of another length). */
+static PyObject *k_snippet_hit(PyObject *mod, PyObject *args) {
+    Py_buffer cv, sv;
+    PyObject *positions_obj, *terms_obj, *distinct, *decompress;
+    Py_ssize_t window, lead, max_occ, before_chars, scan_chars, width, prefer_before, scan_tokens;
+    double chars_per_token;
+    if (!PyArg_ParseTuple(args, "y*y*OOOOnnnnnnnnd", &cv, &sv, &positions_obj, &terms_obj, &distinct, &decompress,
+                          &window, &lead, &max_occ, &before_chars, &scan_chars, &width, &prefer_before, &scan_tokens,
+                          &chars_per_token))
+        return NULL;
+    PyObject *result = NULL, *seq = NULL, *terms = NULL;
+    Py_buffer *views = NULL;
+    const int64_t **pos = NULL;
+    Py_ssize_t *len = NULL, held = 0, found[2];
+    Pieces p;
+    memset(&p, 0, sizeof(p));
+    const unsigned char *src = cv.buf;
+    const int64_t *rows = sv.buf;
+    Py_ssize_t n_rows = sv.len / 24;
+    if (!(seq = PySequence_Fast(positions_obj, "positions must be a sequence"))) goto done;
+    if (!(terms = PySequence_Fast(terms_obj, "terms must be a sequence"))) goto done;
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq);
+    if (T != PySequence_Fast_GET_SIZE(terms) || sv.len % 24) {
+        PyErr_SetString(PyExc_ValueError, "snippet_hit: a run of positions per term, sync rows of three");
+        goto done;
+    }
+    views = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_buffer));
+    pos = PyMem_Calloc((size_t)(T ? T : 1), sizeof(int64_t *));
+    len = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
+    if (!views || !pos || !len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (positions_get(seq, views, &held, pos, len) < 0) goto done;
+    if (!n_rows) /* reading from the start: how far is bounded */
+        for (Py_ssize_t t = 0; t < T; t++)
+            while (len[t] && pos[t][len[t] - 1] >= scan_tokens) len[t]--;
+    int got = best_window_core(pos, len, T, width, prefer_before, found);
+    if (got < 0) goto done;
+    if (!got) { /* no query term in the body: its start */
+        if (pieces_open(&p, src, cv.len, rows, n_rows, 0, decompress) < 0) goto done;
+        result = snippet_of_start(&p, distinct, window, lead, max_occ);
+        goto done;
+    }
+    PyObject *term = PySequence_Fast_GET_ITEM(terms, found[0]);
+    if (!PyUnicode_Check(term) || !PyUnicode_IS_ASCII(term) || !PyUnicode_GET_LENGTH(term)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    const int64_t *tp = pos[found[0]];
+    int64_t token = tp[found[1]];
+    Py_ssize_t r = -1; /* the last sync point at or before the window's token */
+    while (r + 1 < n_rows && rows[(r + 1) * 3 + 2] <= token) r++;
+    for (;;) {
+        Py_ssize_t start = 0, k = found[1];
+        int64_t from_token = 0;
+        double cpt = n_rows ? (double)rows[1] / (double)(rows[2] > 1 ? rows[2] : 1) : chars_per_token;
+        if (r >= 0) {
+            start = (Py_ssize_t)rows[r * 3];
+            from_token = rows[r * 3 + 2];
+            cpt = (double)rows[r * 3 + 1] / (double)(from_token > 1 ? from_token : 1);
+            Py_ssize_t before = 0; /* the term's occurrences before the sync point */
+            while (before < len[found[0]] && tp[before] < from_token) before++;
+            k = found[1] - before;
+        }
+        if (pieces_open(&p, src, cv.len, rows, n_rows, start, decompress) < 0) goto done;
+        /* one step to about the window, from the token's distance */
+        Py_ssize_t est = (Py_ssize_t)(((double)(token - from_token) * cpt) * 1.1) + 2 * window + 128;
+        if (pieces_grow(&p, est) < 0) goto done;
+        for (;;) {
+            PyObject *out = snippet_at_core(p.data, p.n, p.done, term, k, distinct, window, lead, max_occ, before_chars,
+                                            r >= 0, scan_chars);
+            if (!out) goto done;
+            if (!PyLong_Check(out)) {
+                result = out;
+                goto done;
+            }
+            Py_ssize_t code = PyLong_AsSsize_t(out);
+            Py_DECREF(out);
+            if (code >= 0) {
+                if (pieces_grow(&p, code > p.n ? code : 0) < 0) goto done;
+                continue;
+            }
+            if (code == -2) break; /* too close after the sync point: the one before */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        r--;
+    }
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(pos);
+    PyMem_Free(len);
+    PyMem_Free(p.ends);
+    PyMem_Free(p.data);
+    Py_XDECREF(seq);
+    Py_XDECREF(terms);
+    PyBuffer_Release(&cv);
+    PyBuffer_Release(&sv);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"top", k_top, METH_VARARGS,
      "top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune) -> "
@@ -1618,6 +2074,11 @@ static PyMethodDef module_methods[] = {
     {"proximity", k_proximity, METH_VARARGS,
      "proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight) -> scores"},
     {"best_window", k_best_window, METH_VARARGS, "best_window(positions, width, limit) -> (term, occurrence) or None"},
+    {"snippet_hit", k_snippet_hit, METH_VARARGS,
+     "snippet_hit(compressed, sync, positions, terms, distinct, decompress, window, lead, max_occurrences, "
+     "before_chars, scan_chars, width, prefer_before, scan_tokens, chars_per_token) -> (text, highlights) or None"},
+    {"snippet_at", k_snippet_at, METH_VARARGS,
+     "snippet_at(data, done, term, k, terms, window, lead, max_occurrences, before_chars, from_sync, scan_chars)"},
     {"make_snippet", k_make_snippet, METH_VARARGS,
      "make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences) -> (text, highlights)"},
     {NULL, NULL, 0, NULL},
@@ -1640,7 +2101,8 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssssss]", "Postings", "best_window", "gather", "make_snippet", "proximity", "top");
+    PyObject *all = Py_BuildValue("[ssssssss]", "Postings", "best_window", "gather", "make_snippet", "proximity", "snippet_at",
+                                  "snippet_hit", "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -1,9 +1,9 @@
 # Types of the compiled kernels (_kernels.c, where each is described).
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from typing_extensions import Buffer
 
-__all__ = ["Postings", "best_window", "gather", "make_snippet", "proximity", "top"]
+__all__ = ["Postings", "best_window", "gather", "make_snippet", "proximity", "snippet_at", "snippet_hit", "top"]
 
 class Postings:
     def __init__(
@@ -57,3 +57,33 @@ def make_snippet(
     lead: int,
     max_occurrences: int,
 ) -> tuple[str, tuple[tuple[int, int], ...]]: ...
+def snippet_at(
+    data: Buffer,
+    done: bool,
+    term: str,
+    k: int,
+    terms: Sequence[str],
+    window: int,
+    lead: int,
+    max_occurrences: int,
+    before_chars: int,
+    from_sync: bool,
+    scan_chars: int,
+) -> tuple[str, tuple[tuple[int, int], ...]] | int: ...
+def snippet_hit(
+    compressed: Buffer,
+    sync: Buffer,
+    positions: Sequence[Buffer],
+    terms: Sequence[str],
+    distinct: Sequence[str],
+    decompress: Callable[[memoryview], bytes],
+    window: int,
+    lead: int,
+    max_occurrences: int,
+    before_chars: int,
+    scan_chars: int,
+    width: int,
+    prefer_before: int,
+    scan_tokens: int,
+    chars_per_token: float,
+) -> tuple[str, tuple[tuple[int, int], ...]] | None: ...

@@ -329,7 +329,9 @@ class Searcher:
         for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
             if snippets:
-                text, highlights = snippet_for_hit(seg.body_buffer(d), terms, positions, sync=seg.sync_points(d))
+                text, highlights = snippet_for_hit(
+                    seg.body_buffer(d), terms, positions, sync=seg.sync_points(d), codec=seg.body_codec
+                )
             else:
                 text, highlights = "", ()
             expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None

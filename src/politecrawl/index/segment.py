@@ -2,7 +2,7 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 2,
+    header.json         {"format": "politecrawl-segment", "version": 3, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer"}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
@@ -17,10 +17,16 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                                       ``sum(tfs[lo:p])`` later and has tfs[p]
     <field>.positions.npy uint[Q]     token positions, delta-encoded within each
                                       posting (the first is absolute)
+    <field>.block_ptr.npy uint32[T+1] term t's skip blocks are rows [ptr[t], ptr[t+1]) of
+    <field>.blocks.npy    uint32[B,4] one row per BLOCK postings of a long list: last doc id,
+                                      where its positions start, largest tf, shortest
+                                      length of the field (``posting_blocks``; computed on
+                                      open for segments written before they existed)
     doc_lens.npy        uint32[n, F]  tokens per document and field
     docs.json           {"urls": [...], "titles": [...]}  (local doc id = index)
-    bodies.bin          zlib-compressed stored body texts (one zlib stream per
-                        document, any level), concatenated
+    bodies.bin          the stored body texts, compressed, concatenated: per document its
+                        pieces between sync points, each an LZ4 block with its size in front
+                        (version 3), or one zlib stream (version 2)
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
     body_sync.npy       int64[S, 3]   sync points of long bodies: (byte offset in the doc's
                                       stream, character offset, body token position)
@@ -30,14 +36,15 @@ for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the sma
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
 
-A body longer than ``SYNC_CHARS`` is compressed with a full flush
-(``Z_FULL_FLUSH``) about every ``SYNC_CHARS`` characters, at a whitespace
-character: the stream is still one ordinary zlib stream, and decompression can
-also start at any sync point (raw deflate from that byte), so a snippet reads
-only the part of a long body it shows.  The body's tokens are the tokens of
-its pieces between sync points (a cut is never inside a token), which gives
-the token position at each sync point.  Segments written before sync points
-existed have no ``body_sync*`` files and are read from the start.
+A body longer than ``SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
+at a whitespace character, into pieces compressed on their own (version 2: a
+full flush, ``Z_FULL_FLUSH``, of one zlib stream, from which raw deflate can
+start), so a snippet reads only the piece of a long body it shows.  The body's
+tokens are the tokens of its pieces (a cut is never inside a token), which
+gives the token position at each sync point.  Version-2 segments written
+before sync points existed have no ``body_sync*`` files and are read from the
+start; a merge writes every body it copies from a version-2 segment in the
+current codec, cut where it was.
 
 Writing happens in a hidden temporary directory that is fsync'ed and then
 renamed into place, so a segment directory is either complete or absent.
@@ -60,6 +67,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import lz4.block
 import numpy as np
 
 from ..errors import SearchIndexError
@@ -70,7 +78,10 @@ from .bm25 import FIELDS
 __all__ = ["BLOCK", "FORMAT", "VERSION", "Segment", "merge_segments", "posting_blocks", "write_segment"]
 
 FORMAT = "politecrawl-segment"
-VERSION = 2  # 2: the anchor field
+#: 3: stored bodies are LZ4 pieces; 2: zlib streams (still read, and written with
+#: ``BODY_CODEC = "zlib"``), the anchor field.
+VERSION = 3
+READABLE_VERSIONS = (2, 3)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -218,17 +229,22 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
     return _encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
 
 
-# Stored bodies are compressed with zlib at this level: 1 is ~3x faster than
-# the default 6 on the python3-doc pages for ~15% more bytes.  Any level reads
-# back the same (``zlib.decompress``), so segments of both kinds coexist.
+#: How new segments store bodies: "lz4", each piece between sync points (below) an LZ4 block
+#: of its own (size-prefixed), or "zlib", one zlib stream per body with a full flush at each sync
+#: point (segments of format version 2). A snippet decompresses the piece its window is in and
+#: perhaps the next: LZ4 does 2 KB of text in ~1.7 us where zlib takes ~10-13 us and zstd ~7,
+#: for a third more bytes than zlib's (docs/search.md, "Stored bodies in LZ4 pieces").
+BODY_CODEC = "lz4"
+# zlib bodies are compressed at this level: 1 is ~3x faster than the default 6 on the
+# python3-doc pages for ~15% more bytes; any level reads back the same.
 BODY_ZLIB_LEVEL = 1
 _FLUSH_IDS = 1 << 20
 
 
-#: A long body gets a sync point (a full flush of its zlib stream) about every this many
-#: characters (see the module docstring). A snippet decompresses from the last sync point
-#: before its window, so this bounds what it reads; each point costs compression (the flush
-#: empties zlib's window), which docs/search.md measures against the time saved.
+#: A long body gets a sync point (a new LZ4 piece, or a full flush of its zlib stream) about every
+#: this many characters (see the module docstring). A snippet decompresses from the last sync
+#: point before its window, so this bounds what it reads; each point costs compression (a piece
+#: is compressed on its own), which docs/search.md measures against the time saved.
 SYNC_CHARS = 2048
 _SYNC_WS = re.compile(r"\s")
 
@@ -249,9 +265,24 @@ def _sync_cuts(body: str) -> list[int]:
     return cuts
 
 
-def _compress_bodies(bodies: list[tuple[str, list[int]]]) -> list[tuple[bytes, list[int]]]:
+def _compress_bodies(bodies: list[tuple[str, list[int]]], codec: str) -> list[tuple[bytes, list[int]]]:
     """Per ``(body, cuts)``: the compressed body and the byte offset of each cut in it."""
     out: list[tuple[bytes, list[int]]] = []
+    if codec == "lz4":
+        for body, cuts in bodies:
+            if not body:
+                out.append((b"", []))
+                continue
+            blocks, offsets, size, prev = [], [], 0, 0
+            for cut in [*cuts, len(body)]:
+                if prev:
+                    offsets.append(size)
+                block = lz4.block.compress(body[prev:cut].encode("utf-8", "surrogatepass"), store_size=True)
+                blocks.append(block)
+                size += len(block)
+                prev = cut
+            out.append((b"".join(blocks), offsets))
+        return out
     for body, cuts in bodies:
         if not cuts:
             out.append((zlib.compress(body.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL), []))
@@ -319,7 +350,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             sync_meta.append((cuts, tok_at))
             pending.append((body, cuts))
             if len(pending) >= 64:
-                futures.append(pool.submit(_compress_bodies, pending))
+                futures.append(pool.submit(_compress_bodies, pending, BODY_CODEC))
                 pending = []
             for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
                 if fi == 1:
@@ -333,7 +364,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
                     f_chunks.append(np.array(f_ids, dtype=np.int64))
                     f_ids.clear()
         if pending:
-            futures.append(pool.submit(_compress_bodies, pending))
+            futures.append(pool.submit(_compress_bodies, pending, BODY_CODEC))
         n_docs = len(urls)
         terms = sorted(vocab)
         rank = np.empty(len(vocab), dtype=np.int32)
@@ -405,7 +436,8 @@ def _write_segment_files(
         _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
         header = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": VERSION if BODY_CODEC == "lz4" else 2,
+            "body_codec": BODY_CODEC,
             "doc_count": n_docs,
             "term_count": len(terms),
             "fields": list(FIELDS),
@@ -525,9 +557,18 @@ def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], an
         titles.extend(seg.titles[i] for i in ids)
         ptr = np.asarray(seg.body_ptr, dtype=np.int64)
         raw = seg._bodies
-        bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
-        # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-        sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
+        if seg.body_codec == BODY_CODEC:
+            # Compressed bodies are copied as they are, so are their sync points (none in old segments).
+            bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
+            sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
+        else:
+            # Another codec (an older segment's zlib): compressed again, cut where it was, so the
+            # sync points keep their characters and token positions.
+            for i in ids:
+                rows = seg.sync_points(int(i)).tolist()
+                [(data, offsets)] = _compress_bodies([(seg.body(int(i)), [c for _, c, _ in rows])], BODY_CODEC)
+                bodies.append(data)
+                sync.append([(b, c, t) for b, (_, c, t) in zip(offsets, rows)])
         lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
     doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
     _write_segment_files(
@@ -651,7 +692,7 @@ class Segment:
             raise
         except (OSError, ValueError) as exc:
             raise SearchIndexError(f"unreadable segment header in {self.path}: {exc}") from exc
-        if header.get("format") != FORMAT or header.get("version") != VERSION:
+        if header.get("format") != FORMAT or header.get("version") not in READABLE_VERSIONS:
             raise SearchIndexError(
                 f"{self.path}: unsupported segment format {header.get('format')!r} "
                 f"version {header.get('version')!r} (this code reads {FORMAT} v{VERSION}): "
@@ -660,6 +701,8 @@ class Segment:
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
+        #: "lz4" (version 3) or "zlib" (version 2): how the stored bodies are compressed
+        self.body_codec = "lz4" if header["version"] >= 3 else "zlib"
         self.doc_count: int = int(header["doc_count"])
         # The term dictionary stays in its file, memory-mapped, and is searched by bisection: a
         # Python dict of a segment's terms held ~100 bytes per term, which over the dozens of
@@ -737,7 +780,7 @@ class Segment:
         return self._kernel
 
     def body_bytes(self, doc: int) -> bytes:
-        """The stored body of ``doc``, still compressed (one zlib stream)."""
+        """The stored body of ``doc``, still compressed (``body_codec``)."""
         return bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
 
     def body_buffer(self, doc: int) -> memoryview:
@@ -749,6 +792,16 @@ class Segment:
         data = bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
         if not data:
             return ""
+        if self.body_codec == "lz4":
+            bounds = [0, *(int(b) for b in self.sync_points(doc)[:, 0]), len(data)]
+            out: list[bytes] = []
+            got = 0
+            for a, z in zip(bounds, bounds[1:]):
+                out.append(lz4.block.decompress(data[a:z]))
+                got += len(out[-1])
+                if max_chars is not None and got >= 4 * max_chars:
+                    break
+            return b"".join(out).decode("utf-8", "surrogatepass")
         if max_chars is None:
             return zlib.decompress(data).decode("utf-8", "surrogatepass")
         raw = zlib.decompressobj().decompress(data, 4 * max_chars)

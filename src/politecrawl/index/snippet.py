@@ -51,7 +51,9 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
+import lz4.block
 import numpy as np
 
 from . import kernels
@@ -61,8 +63,10 @@ __all__ = [
     "SCAN_CHARS",
     "WINDOW_CHARS",
     "BodyStream",
+    "PieceStream",
     "best_window",
     "make_snippet",
+    "open_body",
     "snippet_for_hit",
 ]
 
@@ -87,6 +91,7 @@ FIRST_CHUNK = 2048
 #: code: ~6; an underestimate costs a further decompression step, an overestimate a few KB).
 CHARS_PER_TOKEN = 7.0
 _WS_RE = re.compile(r"\s+")
+_NO_SYNC = np.zeros((0, 3), dtype=np.int64)
 
 
 @lru_cache(maxsize=256)
@@ -220,9 +225,83 @@ def make_snippet(
     return "".join(out), tuple(highlights)
 
 
-class BodyStream:
-    """A stored body decompressed on demand: ``data`` is a prefix of its UTF-8 bytes that ``grow``
-    extends, ``low`` the same bytes with ASCII letters lower-cased (what an ASCII term is found in).
+class _Stream:
+    """What the snippet code reads of a stored body: ``data``, a prefix of its UTF-8 bytes (from a
+    sync point or the start) that ``grow`` extends, and ``done`` once it holds all the rest."""
+
+    __slots__ = ("data", "_low", "done")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self._low = b""
+        self.done = False
+
+    def grow(self, at_least: int = 0) -> None:
+        raise NotImplementedError
+
+    @property
+    def text(self) -> str:
+        """The decompressed prefix as text (up to the last complete UTF-8 sequence)."""
+        data = self.data if self.done else self.data[: _utf8_complete(self.data)]
+        return data.decode("utf-8", "surrogatepass")
+
+    @property
+    def low(self) -> bytes:
+        """``data`` with ASCII letters lower-cased: ``bytes.lower()`` changes nothing else, so
+        offsets stay those of ``data`` (and it has no slow path for non-ASCII text, as
+        ``str.lower()`` has). Made when asked for (the compiled kernels do not need it)."""
+        if len(self._low) < len(self.data):
+            self._low += self.data[len(self._low) :].lower()
+        return self._low
+
+    def ensure(self, n: int) -> None:
+        """Grow until ``text`` holds ``n`` characters or the whole body."""
+        while not self.done and (len(self.data) < n or (len(self.data) < 4 * n and len(self.text) < n)):
+            self.grow(n)
+
+
+class PieceStream(_Stream):
+    """A stored body of LZ4 pieces (``segment.BODY_CODEC``), decompressed a whole piece at a time.
+
+    ``start``: the byte offset of the piece to start at (0: the first); ``stops``: the byte
+    offsets where the body's pieces start after the first (its sync points).
+    """
+
+    __slots__ = ("_src", "_ends", "_next", "_fed")
+
+    def __init__(self, compressed: bytes | memoryview, *, start: int = 0, stops: Sequence[int] = ()):
+        super().__init__()
+        self._src = compressed
+        self._ends = [*stops[bisect_right(stops, start) :], len(compressed)]
+        self._next = 0  # the next piece: it ends at _ends[_next]
+        self._fed = start
+        self.done = len(compressed) <= start
+
+    def grow(self, at_least: int = 0) -> None:
+        """Decompress pieces until ``data`` holds ``at_least`` bytes, or if it already does, one
+        more piece."""
+        target = at_least if at_least > len(self.data) else len(self.data) + 1
+        pieces, have = [], len(self.data)
+        while have < target and not self.done:
+            end = self._ends[self._next]
+            self._next += 1
+            pieces.append(lz4.block.decompress(self._src[self._fed : end]))
+            have += len(pieces[-1])
+            self._fed = end
+            self.done = self._next == len(self._ends)
+        self.data += b"".join(pieces)
+
+
+def open_body(compressed: bytes | memoryview, codec: str, *, start: int = 0, stops: Sequence[int] = ()) -> _Stream:
+    """The stream of a stored body in ``codec`` (``Segment.body_codec``)."""
+    if codec == "lz4":
+        return PieceStream(compressed, start=start, stops=stops)
+    return BodyStream(compressed, start=start, stops=stops)
+
+
+class BodyStream(_Stream):
+    """A stored zlib body (segments of format version 2) decompressed on demand: ``data`` is a
+    prefix of its UTF-8 bytes that ``grow`` extends.
 
     ``start``: the byte offset of the sync point to start at (0: the start of the stream);
     ``stops``: the byte offsets of the body's sync points (ascending; those up to ``start`` are
@@ -231,9 +310,10 @@ class BodyStream:
     as in older segments) is most of the body each time, and over a piece a few hundred bytes.
     """
 
-    __slots__ = ("_z", "_wbits", "_src", "_stops", "_next", "_fed", "_tail", "data", "low", "done", "_step")
+    __slots__ = ("_z", "_wbits", "_src", "_stops", "_next", "_fed", "_tail", "_step")
 
     def __init__(self, compressed: bytes | memoryview, *, start: int = 0, stops: Sequence[int] = ()):
+        super().__init__()
         self._z: zlib._Decompress | None = None  # made on the first grow
         self._wbits = -15 if start else 15  # from a sync point: raw deflate, no zlib header
         self._src = compressed
@@ -241,16 +321,8 @@ class BodyStream:
         self._next = bisect_right(stops, start)  # the next stop to feed up to
         self._fed = start  # input handed to zlib as whole pieces
         self._tail: bytes | memoryview = b""  # input handed to zlib that it has not consumed yet
-        self.data = b""
-        self.low = b""
         self.done = len(compressed) <= start
         self._step = FIRST_CHUNK
-
-    @property
-    def text(self) -> str:
-        """The decompressed prefix as text (up to the last complete UTF-8 sequence)."""
-        data = self.data if self.done else self.data[: _utf8_complete(self.data)]
-        return data.decode("utf-8", "surrogatepass")
 
     def grow(self, at_least: int = 0) -> None:
         """Decompress up to ``at_least`` bytes in all, or if there are already as many, the next
@@ -287,16 +359,7 @@ class BodyStream:
                 pieces.append(z.flush())
                 self.done = True
                 break
-        raw = b"".join(pieces)
-        self.data += raw
-        # bytes.lower() changes ASCII letters only, so offsets stay those of ``data`` (and it
-        # has no slow path for non-ASCII text, as str.lower() has).
-        self.low += raw.lower()
-
-    def ensure(self, n: int) -> None:
-        """Grow until ``text`` holds ``n`` characters or the whole body."""
-        while not self.done and (len(self.data) < n or (len(self.data) < 4 * n and len(self.text) < n)):
-            self.grow(n)
+        self.data += b"".join(pieces)
 
 
 def _utf8_complete(raw: bytes) -> int:
@@ -450,7 +513,7 @@ def _alnum_at(data: bytes, j: int) -> bool:
         return False
 
 
-def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
+def _nth_occurrence(stream: _Stream, term: str, n: int) -> int | None:
     """Byte offset in ``stream.data`` of the ``n``-th (0-based) word-bounded, case-insensitive
     occurrence of ``term`` (lower-case), decompressing only as far as needed (at most about
     ``SCAN_CHARS``); None if not found."""
@@ -479,7 +542,7 @@ def _nth_occurrence(stream: BodyStream, term: str, n: int) -> int | None:
         stream.grow()
 
 
-def _nth_occurrence_text(stream: BodyStream, term: str, n: int) -> int | None:
+def _nth_occurrence_text(stream: _Stream, term: str, n: int) -> int | None:
     """``_nth_occurrence`` for a term with non-ASCII letters, which ``bytes.lower()`` leaves as
     they are: the decoded text is lower-cased and searched (the byte offset is then counted)."""
     seen, start, size = 0, 0, len(term)
@@ -520,21 +583,44 @@ def snippet_for_hit(
     *,
     window: int = WINDOW_CHARS,
     sync: np.ndarray | None = None,
+    codec: str = "lz4",
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The snippet of one hit, from a bounded window of its body (see the module docstring).
 
-    ``compressed`` is the stored (zlib) body; ``positions``, per term of ``terms`` in order, its
-    ascending token positions in the body field (empty where the term is not in the body);
+    ``compressed`` is the stored body, in ``codec`` (``Segment.body_codec``); ``positions``, per
+    term of ``terms`` in order, its ascending token positions in the body field (empty where the
+    term is not in the body);
     ``sync``, the body's sync points (``Segment.sync_points``): with them decompression starts
     at the last sync point before the window, however far into the body it is.
     """
     terms = list(terms)
+    compiled = kernels.compiled
+    if compiled is not None and codec == "lz4":  # the whole path in one compiled call, if it can
+        done = compiled.snippet_hit(
+            compressed,
+            _NO_SYNC if sync is None else sync,
+            positions,
+            terms,
+            tuple(sorted(set(terms))),
+            lz4.block.decompress,
+            window,
+            LEAD_CHARS,
+            MAX_OCCURRENCES,
+            _BEFORE_CHARS,
+            SCAN_CHARS,
+            WINDOW_TOKENS,
+            PREFER_BEFORE_TOKENS,
+            SCAN_TOKENS,
+            CHARS_PER_TOKEN,
+        )
+        if done is not None:
+            return done  # type: ignore[no-any-return]
     seekable = sync is not None and len(sync) > 0
     if not seekable:  # reading from the start: how far is bounded
         positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
     found = best_window(positions)
     if found is None:  # no query term in the body: its start
-        start = BodyStream(compressed, stops=sync[:, 0].tolist() if seekable and sync is not None else ())
+        start = open_body(compressed, codec, stops=sync[:, 0].tolist() if seekable and sync is not None else ())
         start.ensure(4 * window)
         return make_snippet(start.text, terms, window=window, hi=4 * window, complete=start.done)
     term_i, occurrence = found
@@ -546,20 +632,34 @@ def snippet_for_hit(
     while True:
         if r >= 0:
             byte, char, sync_token = rows[r]
-            stream = BodyStream(compressed, start=byte, stops=stops)
+            stream = open_body(compressed, codec, start=byte, stops=stops)
             k = occurrence - bisect_left(positions[term_i].tolist(), sync_token)  # the term's occurrences before
             from_token, chars_per_token = sync_token, char / max(1, sync_token)
         else:
-            stream = BodyStream(compressed, stops=stops)
+            stream = open_body(compressed, codec, stops=stops)
             k, from_token = occurrence, 0
             chars_per_token = rows[0][1] / max(1, rows[0][2]) if rows else CHARS_PER_TOKEN
         # One decompression step to about the window, from the token's distance (each further
         # step is a call and a copy of what is decompressed).
         stream.grow(int((token - from_token) * chars_per_token * 1.1) + 2 * window + 128)
-        b = _nth_occurrence(stream, term, k)
-        if b is None:  # tokens and raw text disagree here: scan the prefix, as before
+        if compiled is not None and term.isascii():
+            # the occurrence, the region and its snippet in one compiled call (``snippet_at``)
+            outcome = _snippet_at(compiled, stream, term, k, terms, window, r >= 0)
+            if isinstance(outcome, tuple):
+                return outcome
+            if outcome == -2:  # too close after the sync point: start at the one before
+                r -= 1
+                continue
+            if outcome == -1:  # tokens and raw text disagree here: scan the prefix, as before
+                stream.ensure(SCAN_CHARS)
+                return make_snippet(stream.text, terms, window=window, complete=stream.done, cut_before=r >= 0)
+            b = -3 - outcome  # a region the Python code renders (U+0130)
+            break
+        found_at = _nth_occurrence(stream, term, k)
+        if found_at is None:  # tokens and raw text disagree here: scan the prefix, as before
             stream.ensure(SCAN_CHARS)
             return make_snippet(stream.text, terms, window=window, complete=stream.done, cut_before=r >= 0)
+        b = found_at
         # Too close after a sync point for the window's lead: start at the one before, so that the
         # snippet is the one the whole body gives, wherever the sync points are.
         if r < 0 or b >= 4 * _BEFORE_CHARS or len(stream.data[:b].decode("utf-8", "surrogatepass")) >= _BEFORE_CHARS:
@@ -577,7 +677,32 @@ def snippet_for_hit(
     )
 
 
-def _region(stream: BodyStream, b: int, after: int) -> tuple[str, int, bool, bool]:
+def _snippet_at(
+    compiled: Any, stream: _Stream, term: str, k: int, terms: list[str], window: int, from_sync: bool
+) -> tuple[str, tuple[tuple[int, int], ...]] | int:
+    """``compiled.snippet_at`` on what ``stream`` holds, decompressing more while it asks for it:
+    the snippet, or its code for what the caller must do instead (-1, -2, -3 - b)."""
+    distinct = tuple(sorted(set(terms)))
+    while True:
+        outcome = compiled.snippet_at(
+            stream.data,
+            stream.done,
+            term,
+            k,
+            distinct,
+            window,
+            LEAD_CHARS,
+            MAX_OCCURRENCES,
+            _BEFORE_CHARS,
+            from_sync,
+            SCAN_CHARS,
+        )
+        if isinstance(outcome, tuple) or outcome < 0:
+            return outcome  # type: ignore[no-any-return]
+        stream.grow(outcome if outcome > len(stream.data) else 0)
+
+
+def _region(stream: _Stream, b: int, after: int) -> tuple[str, int, bool, bool]:
     """The text around byte ``b`` of ``stream.data`` that ``make_snippet`` looks at: at least
     ``_BEFORE_CHARS`` characters before it (or all there are) and ``after`` from it (or all).
     Returns (text, the character offset of ``b`` in it, whether the text starts after the
