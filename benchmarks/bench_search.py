@@ -25,14 +25,19 @@ urls), in the same run:
   field; the other engines and rows index title and body only;
 * p50 of "selective" queries (every word in <= 5% of pages) and of the same
   queries plus the corpus's most common term, and their growth from x1 to the
-  largest scale; ``--maxscore`` adds politecrawl with top-k pruning on.
+  largest scale; ``--exhaustive`` adds politecrawl with its top-k pruning off
+  (every match scored), to show what the pruning buys.
+
+politecrawl runs its compiled kernels (``politecrawl.index.kernels``) where they are built;
+``POLITECRAWL_NO_KERNELS=1`` runs the numpy code instead. The ``--zipf`` table can add
+"politecrawl-numpy", the same index searched by the numpy code in its own process.
 
 Every engine gets the same plain words (the ``[^\\W_]+`` runs), OR
 semantics, BM25 with k1=1.2 b=0.75 where the engine lets us set it, and a
 title boost of 2 where it has fields (bm25s has none: title + body text).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_search.py [--x8] [--queries 300]
-        [--maxscore] [--known-item] [--engines politecrawl,bm25s,...]
+        [--exhaustive] [--known-item] [--engines politecrawl,bm25s,...]
 """
 
 from __future__ import annotations
@@ -183,13 +188,13 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring=DEFAULT_SCORING, maxscore=False, anchors=None):
-        self.snippets, self.scoring, self.maxscore = snippets, scoring, maxscore
+    def __init__(self, snippets=False, scoring=DEFAULT_SCORING, exhaustive=False, anchors=None):
+        self.snippets, self.scoring, self.exhaustive = snippets, scoring, exhaustive
         self.anchors = anchors
         if anchors is not None:
             self.name = "politecrawl+anchors"
-        elif maxscore:
-            self.name = "politecrawl/maxscore"
+        elif exhaustive:
+            self.name = "politecrawl/exhaustive"
         elif snippets:
             self.name = "politecrawl+snippets"
         elif scoring != DEFAULT_SCORING:
@@ -208,7 +213,7 @@ class Politecrawl:
     def open(self, workdir):
         self.path = workdir / "pc.index"
         self.searcher = Searcher(self.path, scoring=self.scoring)
-        self.searcher.top_k_pruning = self.maxscore
+        self.searcher.top_k_pruning = not self.exhaustive
 
     def search(self, words):
         return [h.url for h in self.searcher.search(" ".join(words), limit=10, snippets=self.snippets)]
@@ -308,12 +313,12 @@ class FTS5:
         return [r[0] for r in rows]
 
 
-def make_engines(snippets: bool, only: set[str] | None = None, maxscore: bool = False, anchors=None):
+def make_engines(snippets: bool, only: set[str] | None = None, exhaustive: bool = False, anchors=None):
     engines = [Politecrawl(), Politecrawl(scoring="fields"), Politecrawl(scoring="bm25f")]
     if anchors:
         engines.append(Politecrawl(anchors=anchors))
-    if maxscore:
-        engines.append(Politecrawl(maxscore=True))
+    if exhaustive:
+        engines.append(Politecrawl(exhaustive=True))
     if snippets:
         engines.append(Politecrawl(snippets=True))
     for cls in (Tantivy, BM25S, FTS5):
@@ -477,6 +482,9 @@ ZIPF_QUERY_SETS = (
     ("long-rare", (5, 8), (ZIPF_VOCAB // 20, ZIPF_VOCAB // 4)),
 )
 ZIPF_ENGINES = ("politecrawl", "tantivy", "bm25s")
+#: Not run unless named in --engines: politecrawl's index searched by its numpy code
+#: (POLITECRAWL_NO_KERNELS=1 in the searching process), to show what the compiled kernels buy.
+ZIPF_EXTRA_ENGINES = ("politecrawl-numpy",)
 
 
 def zipf_word(rank: int) -> str:
@@ -535,7 +543,7 @@ def zipf_child(args) -> None:
 
     work = Path(args.zipf_work)
     name = args.zipf_child_engine
-    engine = {"politecrawl": Politecrawl, "tantivy": Tantivy, "bm25s": BM25S}[name]()
+    engine = {"politecrawl": Politecrawl, "politecrawl-numpy": Politecrawl, "tantivy": Tantivy, "bm25s": BM25S}[name]()
     out: dict = {"engine": name}
     if args.zipf_child == "build":
         docs = read_zipf_corpus(work / "corpus.tsv")
@@ -550,7 +558,7 @@ def zipf_child(args) -> None:
         t_open = time.perf_counter()
         engine.open(work)
         out["open_s"] = time.perf_counter() - t_open
-        modes = [False, True] if name == "politecrawl" else [False]
+        modes = [False, True] if name.startswith("politecrawl") else [False]
         # One untimed pass over every query first: politecrawl keeps each term's df per
         # generation, and the index's pages come into memory, so the first timed mode would
         # otherwise pay for what the second reuses.
@@ -558,12 +566,22 @@ def zipf_child(args) -> None:
             for q in queries:
                 engine.search(q)
         for qname, queries in zipf_queries(args.queries).items():
-            for snippets in modes:
-                if name == "politecrawl":
-                    engine.snippets = snippets
+            if modes == [False]:
                 p50, _, p99 = latency(engine, queries)
-                key = qname + ("+snippets" if snippets else "")
-                out[key] = [p50, p99]
+                out[qname] = [p50, p99]
+                continue
+            # politecrawl: each query without and then with snippets, alternating, so that what
+            # snippets add is measured on the same moments of a shared machine
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for q in queries:
+                for snippets in modes:
+                    engine.snippets = snippets
+                    t0 = time.perf_counter()
+                    engine.search(q)
+                    times[snippets].append(time.perf_counter() - t0)
+            for snippets in modes:
+                ms = np.array(times[snippets]) * 1000
+                out[qname + ("+snippets" if snippets else "")] = [np.percentile(ms, 50), np.percentile(ms, 99)]
         out["search_peak_rss_mb"] = _vm("VmHWM")
     print(json.dumps(out), flush=True)
 
@@ -573,7 +591,8 @@ def zipf_table(args) -> None:
     import subprocess
 
     sizes = [int(x) for x in args.zipf.split(",")]
-    engines = [e for e in ZIPF_ENGINES if not args.engines or e in args.engines.split(",")]
+    asked = args.engines.split(",") if args.engines else list(ZIPF_ENGINES)
+    engines = [e for e in ZIPF_ENGINES + ZIPF_EXTRA_ENGINES if e in asked]
     print(
         f"corpus: synthetic Zipf(s={ZIPF_S}) over {ZIPF_VOCAB:,} words, bodies {ZIPF_DOC_TOKENS[0]}-"
         f"{ZIPF_DOC_TOKENS[1]} tokens, titles {ZIPF_TITLE_TOKENS[0]}-{ZIPF_TITLE_TOKENS[1]}; "
@@ -593,31 +612,41 @@ def zipf_table(args) -> None:
                 flush=True,
             )
             for name in engines:
-                work = root / name
-                work.mkdir()
-                (work / "corpus.tsv").symlink_to(root / "corpus.tsv")
+                # politecrawl-numpy searches politecrawl's index (built once) without the kernels
+                numpy_run = name == "politecrawl-numpy"
+                work = root / ("politecrawl" if numpy_run else name)
+                if not numpy_run:
+                    work.mkdir()
+                    (work / "corpus.tsv").symlink_to(root / "corpus.tsv")
+                elif not (work / "pc.index").exists():
+                    continue
                 row: dict = {"docs": n}
-                for step in ("build", "search"):
+                env = dict(os.environ, POLITECRAWL_NO_KERNELS="1") if numpy_run else None
+                for step in ("search",) if numpy_run else ("build", "search"):
                     cmd = [sys.executable, __file__, "--zipf-child", step, "--zipf-child-engine", name]
                     cmd += ["--zipf-work", str(work), "--queries", str(args.queries)]
-                    res = subprocess.run(cmd, capture_output=True, text=True)
+                    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
                     if res.returncode:
                         print(res.stderr[-2000:])
                         raise SystemExit(f"{name} {step} failed")
                     row.update(json.loads(res.stdout.strip().splitlines()[-1]))
+                if numpy_run:
+                    built = next(r for r in rows if r["docs"] == n and r["engine"] == "politecrawl")
+                    row.update({k: built[k] for k in ("build_s", "size_mb", "build_peak_rss_mb")})
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                shutil.rmtree(work, ignore_errors=True)
+                if name != "politecrawl" or "politecrawl-numpy" not in engines:
+                    shutil.rmtree(work, ignore_errors=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     sets = [s for s, _, _ in ZIPF_QUERY_SETS]
-    print("\np50 / p99 ms, top-10 with URLs (politecrawl also with snippets: +snip)")
+    print("\np50 / p99 ms, top-10 with URLs (politecrawl also with snippets, each query alternating: +snip)")
     print(
         "| docs | engine | build docs/s | size MB | build peak RSS MB | search peak RSS MB | " + " | ".join(sets) + " |"
     )
     print("|---" * (6 + len(sets)) + "|")
     for r in rows:
-        for snip in [False, True] if r["engine"] == "politecrawl" else [False]:
+        for snip in [False, True] if r["engine"].startswith("politecrawl") else [False]:
             cells = " | ".join("{:.2f} / {:.2f}".format(*r[s + ("+snippets" if snip else "")]) for s in sets)
             name = r["engine"] + (" +snip" if snip else "")
             head = (
@@ -631,6 +660,16 @@ def zipf_table(args) -> None:
         if "politecrawl" in by and "tantivy" in by:
             ratios = ", ".join(f"{s} {by['politecrawl'][s][0] / by['tantivy'][s][0]:.2f}x" for s in sets)
             print(f"  {n:,} docs: {ratios}")
+    print("\nwhat snippets add to politecrawl's p50, ms (target <= 0.2):")
+    for r in rows:
+        if r["engine"].startswith("politecrawl"):
+            added = ", ".join(f"{s} {r[s + '+snippets'][0] - r[s][0]:+.3f}" for s in sets)
+            print(f"  {r['docs']:,} docs, {r['engine']}: {added}")
+    for n in sizes:
+        by = {r["engine"]: r for r in rows if r["docs"] == n}
+        if "politecrawl" in by and "politecrawl-numpy" in by:
+            ratios = ", ".join(f"{s} {by['politecrawl-numpy'][s][0] / by['politecrawl'][s][0]:.1f}x" for s in sets)
+            print(f"  {n:,} docs: the numpy code's p50 over the kernels': {ratios}")
 
 
 def snippet_cost(base, queries, rounds: int) -> None:
@@ -751,9 +790,9 @@ def main(argv=None):
         "--known-item", action="store_true", help="only the known-item table (x1, both query kinds, no timing)"
     )
     ap.add_argument(
-        "--maxscore",
+        "--exhaustive",
         action="store_true",
-        help="also run politecrawl with MaxScore top-k pruning on (Searcher.top_k_pruning), same queries",
+        help="also run politecrawl with its top-k pruning off (Searcher.top_k_pruning = False), same queries",
     )
     ap.add_argument(
         "--zipf",
@@ -828,7 +867,7 @@ def main(argv=None):
     growth: dict[tuple[str, int], tuple[float, float]] = {}
     for scale in scales:
         docs = scaled(base, scale)
-        for engine in make_engines(args.snippets, only, args.maxscore, anchors):
+        for engine in make_engines(args.snippets, only, args.exhaustive, anchors):
             work = Path(tempfile.mkdtemp(prefix="bench-" + engine.name.replace("/", "-") + "-"))
             try:
                 t0 = time.perf_counter()

@@ -124,3 +124,18 @@ def test_fast_tokenizer_equals_regex_on_every_code_point():
         chunk = chars[i : i + 4096]
         assert tokenize(chunk) == _regex_tokenize(chunk)
         assert tokenize(" ".join(chunk)) == _regex_tokenize(" ".join(chunk))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(list("ab Ü1-_.:'\t") + ["site", "ﬁ", "\u0301", "\u3000", "ß"]), max_size=40).map("".join)
+)
+def test_plain_word_queries_parse_as_word_by_word(text):
+    """The fast path for queries of plain words gives what the word-by-word parser gives."""
+    from politecrawl.index.analysis import _OPERATORS, _clean, _parse, _parse_parts
+
+    q = _clean(text)
+    if _OPERATORS.search(q):
+        return
+    for analyzer in (Analyzer(), Analyzer(stop_words=True)):
+        assert _parse(q, analyzer) == _parse_parts(q, analyzer)

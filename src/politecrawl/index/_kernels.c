@@ -354,6 +354,41 @@ static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
     c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
 }
 
+/* The posting-by-posting part of a seek, one loop per pair of integer widths (the widths of a
+ * field's doc deltas and tfs: most often 1 or 2 bytes each). */
+#define SCAN(TD, TT)                                                  \
+    {                                                                 \
+        const TD *docs = (const TD *)c->f->docs.p;                    \
+        const TT *tfs = (const TT *)c->f->tfs.p;                      \
+        Py_ssize_t i = c->i, hi = c->hi;                              \
+        uint64_t doc = c->doc, pos = c->pos;                          \
+        while (doc < target) {                                        \
+            pos += tfs[i];                                            \
+            if (++i >= hi) break;                                     \
+            doc += docs[i];                                           \
+        }                                                             \
+        c->i = i;                                                     \
+        c->doc = doc;                                                 \
+        c->pos = pos;                                                 \
+    }
+#define SCAN_TFS(TD)                                                  \
+    switch (c->f->tfs.size) {                                         \
+        case 1: SCAN(TD, uint8_t) break;                              \
+        case 2: SCAN(TD, uint16_t) break;                             \
+        case 4: SCAN(TD, uint32_t) break;                             \
+        default: SCAN(TD, uint64_t) break;                            \
+    }
+
+static int scan_to(Cursor *c, uint64_t target) {
+    switch (c->f->docs.size) {
+        case 1: SCAN_TFS(uint8_t) break;
+        case 2: SCAN_TFS(uint16_t) break;
+        case 4: SCAN_TFS(uint32_t) break;
+        default: SCAN_TFS(uint64_t) break;
+    }
+    return c->i < c->hi && c->doc == target;
+}
+
 /* Moves forward to the first posting whose doc id is >= target; 1 if it is target.  Whole
  * blocks whose last doc is below target are skipped (found by galloping, then bisection), so a
  * seek reads at most one block's deltas. */
@@ -384,12 +419,7 @@ static int cursor_seek(Cursor *c, uint64_t target) {
             c->pos = blk(f, c->b0 + z, 1);
         }
     }
-    while (c->doc < target) {
-        c->pos += at(&c->f->tfs, c->i);
-        if (++c->i >= c->hi) return 0;
-        c->doc += at(&c->f->docs, c->i);
-    }
-    return c->doc == target;
+    return scan_to(c, target);
 }
 
 static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned char **out) {
@@ -766,11 +796,23 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                 /* BM25F.  The title's and the anchor's parts of the pseudo frequency go to
                  * s_part[0] and s_part[2] (kept zeroed), the title term to s_part[1]; then each body
                  * posting adds its own part between them: (title + body) + anchor is the numpy
-                 * code's order, and a missing part is an exact 0.0.  Documents without the term in
-                 * the body are done last. */
+                 * code's order, and a missing part is an exact 0.0.  Each pass zeroes the parts it
+                 * reads, so the documents without the term in the body are those of the title and
+                 * anchor lists whose parts are still set after the body's pass. */
                 double idf = c[0], tc = tnorm ? c[1] : 0.0;
                 double *pt = s_part[0], *bt = s_part[1], *pa = s_part[2];
                 const double *n0 = norm[0], *n1 = norm[1], *n2 = norm[2];
+                const uint32_t *db = s_docs[1], *tb = s_tfs[1];
+                if (!len[0] && !len[2]) { /* in bodies only: no parts to add */
+                    for (Py_ssize_t i = 0; i < len[1]; i++) {
+                        uint32_t d = db[i];
+                        double p = (double)tb[i] * n1[d], sc = score[d];
+                        s_touched[m] = (int32_t)d;
+                        m += sc == 0.0;
+                        score[d] = sc + idf * ((p * k1p1) / (p + k1));
+                    }
+                    goto scored;
+                }
                 for (Py_ssize_t i = 0; i < len[0]; i++) {
                     uint32_t d = s_docs[0][i];
                     double tf = (double)s_tfs[0][i];
@@ -781,7 +823,6 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                     uint32_t d = s_docs[2][i];
                     pa[d] = (double)s_tfs[2][i] * n2[d];
                 }
-                const uint32_t *db = s_docs[1], *tb = s_tfs[1];
                 for (Py_ssize_t i = 0; i < len[1]; i++) {
                     uint32_t d = db[i];
                     double p = (pt[d] + (double)tb[i] * n1[d]) + pa[d];
@@ -789,27 +830,23 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                     s_touched[m] = (int32_t)d;
                     m += sc == 0.0;
                     score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
-                    pt[d] = bt[d] = pa[d] = -1.0; /* done: the pass below skips it */
+                    pt[d] = bt[d] = pa[d] = 0.0;
                 }
                 for (int fi = 0; fi < N_FIELDS; fi += 2) {
                     for (Py_ssize_t i = 0; i < len[fi]; i++) {
                         uint32_t d = s_docs[fi][i];
-                        if (pt[d] < 0.0 || pa[d] < 0.0) continue; /* in the body, or done */
-                        double p = pt[d] + pa[d];                 /* title + anchor, or one + 0.0 */
+                        if (pt[d] == 0.0 && pa[d] == 0.0) continue; /* in the body, or done */
+                        double p = pt[d] + pa[d];                   /* title + anchor, or one + 0.0 */
                         double sc = score[d];
                         s_touched[m] = (int32_t)d;
                         m += sc == 0.0;
                         score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
-                        pt[d] = bt[d] = pa[d] = -1.0;
-                    }
-                }
-                for (int fi = 0; fi < N_FIELDS; fi++) /* back to zero for the next term */
-                    for (Py_ssize_t i = 0; i < len[fi]; i++) {
-                        uint32_t d = s_docs[fi][i];
                         pt[d] = bt[d] = pa[d] = 0.0;
                     }
+                }
             }
         }
+    scored:
         if (!prune || ti == n_terms - 1) continue;
         if (!pruning) {
             /* Can a document not matched yet still make the top k?  Asked (a pass over the

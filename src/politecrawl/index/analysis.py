@@ -219,7 +219,20 @@ def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
         return Query()
 
 
+#: Characters that make a query more than plain words: a phrase, an exclusion, a site: filter.
+_OPERATORS = re.compile(r'["]|(?:^|\s)-\S|site:', re.IGNORECASE)
+
+
 def _parse(q: str, analyzer: Analyzer) -> Query:
+    if not _OPERATORS.search(q):
+        # Plain words (most queries): the words' tokens are the whole query's tokens, which one
+        # call finds; the per-word loop costs a tokenizer call per word.
+        return Query(terms=list(dict.fromkeys(analyzer.tokenize(q)[:MAX_QUERY_TERMS])))
+    return _parse_parts(q, analyzer)
+
+
+def _parse_parts(q: str, analyzer: Analyzer) -> Query:
+    """``_parse`` word by word: phrases, exclusions and ``site:`` as they come."""
     terms: list[str] = []
     phrases: list[list[str]] = []
     excluded: list[str] = []
