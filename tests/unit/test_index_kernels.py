@@ -223,6 +223,26 @@ def test_term_lookup_finds_every_term_and_nothing_else(tmp_path):
 
 
 @needs_kernels
+def test_term_lookup_over_many_terms_with_shared_prefixes(tmp_path):
+    """More terms than one stride of the sampled prefix keys, many of them alike in their first
+    eight bytes: each found at its id, and none that is not there."""
+    rng = random.Random(3)
+    words = {f"samepref{rng.randrange(10**6)}" for _ in range(1500)} | {f"w{i}" for i in range(700)}
+    words |= {"sameprefi", "samepre", "zzzzzzzzzzzz", "ａ", "é" * 9, "a"}
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://a.example/", "", " ".join(sorted(words)))
+    [seg_dir] = path.glob("seg-*")
+    seg = Segment(seg_dir)
+    terms = seg.term_list()
+    assert len(terms) > 2000
+    for i, t in enumerate(terms):
+        assert seg.term_id(t) == i
+    for absent in ["samepref", "samepref0x", "sameprefz", "w", "w7000", "zzzzzzzzzzzzz", "", "b"]:
+        assert (absent in terms) == (seg.term_id(absent) is not None)
+
+
+@needs_kernels
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 400), max_size=12, unique=True), min_size=1, max_size=6), st.integers(1, 40))
 def test_best_window_compiled_equals_the_python_one(raw, width):
@@ -353,10 +373,14 @@ def test_a_sound_postings_object_scores_and_gathers():
 def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
     n_docs, terms, term_end, fields = _postings_args()
     term_ptr, docs, tfs, pos_ptr, positions = fields[1][:5]
-    if damage == "term pointer past the postings":
+    if damage == "term pointer past the postings":  # checked when the term is used, not on open
         fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions, *fields[1][5:])
+        p = compiled.Postings(n_docs, terms, term_end, fields)
+        assert p.df(0) == 2  # a sound term of the same segment still works
         with pytest.raises(ValueError):
-            compiled.Postings(n_docs, terms, term_end, fields)
+            p.df(1)
+        with pytest.raises(ValueError):
+            _top(p, ["banana"], [1.0, 0.0])
     elif damage == "doc id past the segment":
         fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions, *fields[1][5:])
         p = compiled.Postings(n_docs, terms, term_end, fields)
@@ -370,8 +394,9 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
         with pytest.raises(ValueError):
             compiled.gather([p], np.array([0], np.int64), 1, np.array([0], np.int32), np.array([2], np.int32), 100)
     else:
+        p = compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
         with pytest.raises(ValueError):
-            compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
+            p.lookup("banana")
     # and the scratch arrays are left clean: a sound query after the failure scores as before
     p = compiled.Postings(*_postings_args())
     _, _, docs_b, scores_b, count, _ = _top(p, ["apple", "banana"], [1.0, 0.0, 1.0, 0.0])

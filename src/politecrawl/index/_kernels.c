@@ -20,9 +20,11 @@
  *   Postings          one segment's postings (three fields), skip blocks and term dictionary
  *     .lookup(term)   term id by binary search in the sorted dictionary (no Python dict)
  *     .df(tid, live)  documents holding the term in one field or any
+ *   doc_freqs(...)    a query's document frequencies over every segment, in one call
  *   top(...)          the k best matches over every segment (BM25F + title term, BM25F, or
  *                     per-field BM25; MaxScore over the skip blocks' bounds), ties included
  *   gather(...)       the positions of the query terms in given documents, seeking by blocks
+ *   rank(...)         from top()'s matches to the page: sorted, the head reranked by proximity
  *   proximity(...)    term proximity: the closest neighbouring occurrences of query neighbours
  *   best_window(...)  the snippet window with the most distinct terms, then occurrences
  *   make_snippet(...) the snippet's text and highlights from the region around that window
@@ -187,11 +189,18 @@ static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
     return ((const uint32_t *)f->blocks.p)[row * 4 + col];
 }
 
+/* Every KEY_STRIDE-th term of the dictionary sampled as its first 8 bytes (a big-endian number,
+ * zero-padded): a lookup bisects this small array, then only the KEY_STRIDE terms between two
+ * samples -- a few cache lines -- instead of ~18 probes over the whole memory-mapped dictionary. */
+#define KEY_STRIDE 32
+
 typedef struct {
     PyObject_HEAD
     Field f[N_FIELDS];
     Arr terms, term_end;
     Py_ssize_t n_terms, n_docs;
+    uint64_t *keys; /* keys[j]: the prefix key of term j * KEY_STRIDE */
+    Py_ssize_t n_keys;
 } Postings;
 
 static void Postings_dealloc(Postings *self) {
@@ -206,7 +215,47 @@ static void Postings_dealloc(Postings *self) {
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
+    PyMem_Free(self->keys);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The first 8 bytes of a term as a big-endian number, zero-padded: ordered as the terms are
+ * (UTF-8 byte order; no term holds a zero byte). */
+static uint64_t prefix_key(const unsigned char *s, Py_ssize_t len) {
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++) k = (k << 8) | (i < len ? s[i] : 0);
+    return k;
+}
+
+/* Where term i is in the dictionary, checked against it. */
+static int term_at(Postings *self, Py_ssize_t i, Py_ssize_t *start, Py_ssize_t *len) {
+    uint64_t end = at(&self->term_end, i);
+    uint64_t first = i ? at(&self->term_end, i - 1) + 1 : 0;
+    if (end < first || end > (uint64_t)self->terms.n) return corrupt("term dictionary offsets");
+    *start = (Py_ssize_t)first;
+    *len = (Py_ssize_t)(end - first);
+    return 0;
+}
+
+/* Term `tid`'s postings, positions and skip blocks, checked against their arrays in each field:
+ * every function that reads a term's postings asks this first. */
+static int term_ok(Postings *self, Py_ssize_t tid) {
+    if (tid < 0 || tid >= self->n_terms) {
+        PyErr_SetString(PyExc_ValueError, "term id out of range");
+        return -1;
+    }
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        const Field *f = &self->f[fi];
+        uint64_t lo = at(&f->term_ptr, tid), hi = at(&f->term_ptr, tid + 1);
+        uint64_t p0 = at(&f->pos_ptr, tid), p1 = at(&f->pos_ptr, tid + 1);
+        uint64_t b0 = at(&f->block_ptr, tid), b1 = at(&f->block_ptr, tid + 1);
+        uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
+        if (hi < lo || hi > (uint64_t)f->docs.n) return corrupt("term pointers beyond the postings");
+        if (p1 < p0 || p1 > (uint64_t)f->positions.n) return corrupt("positions pointers beyond the positions");
+        if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / 4))
+            return corrupt("skip blocks do not match the postings");
+    }
+    return 0;
 }
 
 /* Postings(n_docs, terms, term_end, fields): `terms` the sorted dictionary (UTF-8 terms, one per
@@ -228,11 +277,6 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     self->n_docs = n_docs;
     if (arr_get(terms, &self->terms, "terms") < 0 || arr_get(term_end, &self->term_end, "term_end") < 0) return -1;
     self->n_terms = self->term_end.n;
-    for (Py_ssize_t i = 0; i < self->n_terms; i++) {
-        uint64_t end = at(&self->term_end, i);
-        uint64_t start = i ? at(&self->term_end, i - 1) + 1 : 0;
-        if (end < start || end > (uint64_t)self->terms.n) return corrupt("term dictionary offsets");
-    }
     PyObject *seq = PySequence_Fast(fields, "fields must be a sequence");
     if (!seq) return -1;
     if (PySequence_Fast_GET_SIZE(seq) != N_FIELDS) {
@@ -243,7 +287,10 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     for (int fi = 0; fi < N_FIELDS; fi++) {
         PyObject *arrays = PySequence_Fast_GET_ITEM(seq, fi);
         PyObject *a0, *a1, *a2, *a3, *a4, *a5, *a6;
-        if (!PyArg_ParseTuple(arrays, "OOOOOOO", &a0, &a1, &a2, &a3, &a4, &a5, &a6)) { Py_DECREF(seq); return -1; }
+        if (!PyArg_ParseTuple(arrays, "OOOOOOO", &a0, &a1, &a2, &a3, &a4, &a5, &a6)) {
+            Py_DECREF(seq);
+            return -1;
+        }
         Field *f = &self->f[fi];
         if (arr_get(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
             arr_get(a2, &f->tfs, "tfs") < 0 || arr_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
@@ -260,39 +307,45 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             Py_DECREF(seq);
             return corrupt("postings arrays of different lengths");
         }
-        uint64_t prev = 0, prev_pos = 0;
-        for (Py_ssize_t t = 0; t <= self->n_terms; t++) {
-            uint64_t p = at(&f->term_ptr, t), q = at(&f->pos_ptr, t);
-            if (p < prev || q < prev_pos) { Py_DECREF(seq); return corrupt("term pointers not ascending"); }
-            prev = p;
-            prev_pos = q;
-        }
-        if (prev != (uint64_t)f->docs.n || prev_pos > (uint64_t)f->positions.n) {
-            Py_DECREF(seq);
-            return corrupt("term pointers beyond the postings");
-        }
-        /* each term has the blocks its postings call for (segment.posting_blocks) */
-        for (Py_ssize_t t = 0; t < self->n_terms; t++) {
-            uint64_t count = at(&f->term_ptr, t + 1) - at(&f->term_ptr, t);
-            uint64_t want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
-            uint64_t b0 = at(&f->block_ptr, t), b1 = at(&f->block_ptr, t + 1);
-            if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / 4)) {
-                Py_DECREF(seq);
-                return corrupt("skip blocks do not match the postings");
-            }
-        }
     }
     Py_DECREF(seq);
+    /* The rest is checked term by term where a term is used (term_ok): opening a segment of a
+     * large index does not read all of it. */
+    self->n_keys = (self->n_terms + KEY_STRIDE - 1) / KEY_STRIDE;
+    self->keys = PyMem_Malloc((size_t)(self->n_keys ? self->n_keys : 1) * sizeof(uint64_t));
+    if (!self->keys) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < self->n_keys; j++) {
+        Py_ssize_t start, len;
+        if (term_at(self, j * KEY_STRIDE, &start, &len) < 0) return -1;
+        self->keys[j] = prefix_key(self->terms.p + start, len);
+    }
     return 0;
 }
 
+/* The id of the term `key` (len bytes, UTF-8), -1 if absent, -2 (ValueError) if the dictionary is
+ * damaged. */
 static Py_ssize_t lookup(Postings *self, const char *key, Py_ssize_t len) {
-    Py_ssize_t lo = 0, hi = self->n_terms;
+    uint64_t k = prefix_key((const unsigned char *)key, len);
+    /* the samples below k, and those above it: the term is between them */
+    Py_ssize_t a = 0, z = self->n_keys;
+    while (a < z) {
+        Py_ssize_t mid = a + (z - a) / 2;
+        if (self->keys[mid] < k) a = mid + 1; else z = mid;
+    }
+    Py_ssize_t lo = a > 0 ? (a - 1) * KEY_STRIDE : 0;
+    z = self->n_keys;
+    while (a < z) {
+        Py_ssize_t mid = a + (z - a) / 2;
+        if (self->keys[mid] <= k) a = mid + 1; else z = mid;
+    }
+    Py_ssize_t hi = a * KEY_STRIDE < self->n_terms ? a * KEY_STRIDE : self->n_terms;
     const char *blob = (const char *)self->terms.p;
     while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        Py_ssize_t start = mid ? (Py_ssize_t)at(&self->term_end, mid - 1) + 1 : 0;
-        Py_ssize_t mlen = (Py_ssize_t)at(&self->term_end, mid) - start;
+        Py_ssize_t mid = lo + (hi - lo) / 2, start, mlen;
+        if (term_at(self, mid, &start, &mlen) < 0) return -2;
         int c = memcmp(blob + start, key, (size_t)(mlen < len ? mlen : len));
         if (c == 0) c = (mlen > len) - (mlen < len);
         if (c == 0) return mid;
@@ -319,15 +372,14 @@ static PyObject *Postings_lookup(Postings *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "lookup() takes a str or bytes");
         return NULL;
     }
-    return PyLong_FromSsize_t(lookup(self, key, len));
+    Py_ssize_t tid = lookup(self, key, len);
+    if (tid == -2) return NULL;
+    return PyLong_FromSsize_t(tid);
 }
 
 /* The postings [lo, hi) of term `tid` in field `f`, checked. */
 static int term_range(Postings *self, const Field *f, Py_ssize_t tid, Py_ssize_t *lo, Py_ssize_t *hi) {
-    if (tid < 0 || tid >= self->n_terms) {
-        PyErr_SetString(PyExc_ValueError, "term id out of range");
-        return -1;
-    }
+    if (term_ok(self, tid) < 0) return -1;
     *lo = (Py_ssize_t)at(&f->term_ptr, tid);
     *hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
     return 0;
@@ -437,6 +489,34 @@ static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned
 
 /* df(tid, live=None, field=-1) -> int: documents (allowed by the byte mask `live`) holding term
  * `tid` in field `field` (0 title, 1 body, 2 anchor), or in any field. */
+/* The live documents (live: a byte mask or NULL) holding term `tid` in field `only` (0 title,
+ * 1 body, 2 anchor) or in any field (-1); -1 (ValueError) for a damaged segment. */
+static Py_ssize_t df_count(Postings *self, Py_ssize_t tid, const unsigned char *live, int only) {
+    if (scratch(self->n_docs) < 0) return -1;
+    uint32_t now = next_stamp();
+    Py_ssize_t count = 0;
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        if (only >= 0 && fi != only) continue;
+        const Field *f = &self->f[fi];
+        Py_ssize_t lo, hi;
+        if (term_range(self, f, tid, &lo, &hi) < 0) return -1;
+        uint64_t d = 0;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            d += at(&f->docs, i);
+            if (d >= (uint64_t)self->n_docs) return corrupt("doc id beyond the segment");
+            if (only >= 0) { /* one field: each posting is another document */
+                count += !live || live[d];
+                continue;
+            }
+            if (s_stamp[d] != now) {
+                s_stamp[d] = now;
+                if (!live || live[d]) count++;
+            }
+        }
+    }
+    return count;
+}
+
 static PyObject *Postings_df(Postings *self, PyObject *args) {
     Py_ssize_t tid;
     PyObject *live_obj = Py_None;
@@ -450,29 +530,9 @@ static PyObject *Postings_df(Postings *self, PyObject *args) {
     const unsigned char *live;
     int has_live = live_get(live_obj, &lv, self->n_docs, &live);
     if (has_live < 0) return NULL;
-    if (scratch(self->n_docs) < 0) goto fail;
-    uint32_t now = next_stamp();
-    Py_ssize_t count = 0;
-    for (int fi = 0; fi < N_FIELDS; fi++) {
-        if (only >= 0 && fi != only) continue;
-        const Field *f = &self->f[fi];
-        Py_ssize_t lo, hi;
-        if (term_range(self, f, tid, &lo, &hi) < 0) goto fail;
-        uint64_t d = 0;
-        for (Py_ssize_t i = lo; i < hi; i++) {
-            d += at(&f->docs, i);
-            if (d >= (uint64_t)self->n_docs) { corrupt("doc id beyond the segment"); goto fail; }
-            if (s_stamp[d] != now) {
-                s_stamp[d] = now;
-                if (!live || live[d]) count++;
-            }
-        }
-    }
+    Py_ssize_t count = df_count(self, tid, live, only);
     if (has_live) PyBuffer_Release(&lv);
-    return PyLong_FromSsize_t(count);
-fail:
-    if (has_live) PyBuffer_Release(&lv);
-    return NULL;
+    return count < 0 ? NULL : PyLong_FromSsize_t(count);
 }
 
 /* Postings [lo, hi) of a field, decoded into `docs` (absolute ids) and `tfs` (room for n_docs
@@ -954,8 +1014,15 @@ static Py_ssize_t *term_ids(PyObject *segs, PyObject *terms) {
         Py_ssize_t len = 0;
         const char *key = PyUnicode_Check(term) ? PyUnicode_AsUTF8AndSize(term, &len) : NULL;
         if (!key) PyErr_Clear(); /* not str, or a lone surrogate: no segment has it */
-        for (Py_ssize_t s = 0; s < S; s++)
-            out[s * T + t] = key ? lookup((Postings *)PySequence_Fast_GET_ITEM(segs, s), key, len) : -1;
+        for (Py_ssize_t s = 0; s < S; s++) {
+            Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+            Py_ssize_t tid = key ? lookup(p, key, len) : -1;
+            if (tid == -2 || (tid >= 0 && term_ok(p, tid) < 0)) {
+                PyMem_Free(out);
+                return NULL;
+            }
+            out[s * T + t] = tid;
+        }
     }
     return out;
 }
@@ -967,6 +1034,63 @@ static int check_segments(PyObject *segs) {
             return -1;
         }
     return 0;
+}
+
+/* doc_freqs(segments, lives, terms) -> bytes of int64 [len(terms) * 4]
+ *
+ * Per term, the live documents (`lives`: per segment a byte mask or None) of every segment
+ * holding it in any field, in the title, in the body and in the anchor text: the statistics a
+ * query's scores take, in one call. */
+static PyObject *k_doc_freqs(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *lives_obj, *terms_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &segs_obj, &lives_obj, &terms_obj)) return NULL;
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
+    PyObject *lives = segs ? PySequence_Fast(lives_obj, "lives must be a sequence") : NULL;
+    PyObject *terms = lives ? PySequence_Fast(terms_obj, "terms must be a sequence") : NULL;
+    PyObject *result = NULL;
+    Py_ssize_t *tids = NULL;
+    if (!terms) goto done;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), T = PySequence_Fast_GET_SIZE(terms);
+    if (check_segments(segs) < 0) goto done;
+    if (PySequence_Fast_GET_SIZE(lives) != S) {
+        PyErr_SetString(PyExc_ValueError, "lives: one per segment");
+        goto done;
+    }
+    if (!(tids = term_ids(segs, terms))) goto done;
+    result = PyBytes_FromStringAndSize(NULL, T * 4 * (Py_ssize_t)sizeof(int64_t));
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+    memset(out, 0, (size_t)(T * 4) * sizeof(int64_t));
+    for (Py_ssize_t s = 0; s < S; s++) {
+        Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+        Py_buffer lv;
+        const unsigned char *live;
+        int has_live = live_get(PySequence_Fast_GET_ITEM(lives, s), &lv, p->n_docs, &live);
+        if (has_live < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        for (Py_ssize_t t = 0; t < T && result; t++) {
+            Py_ssize_t tid = tids[s * T + t];
+            if (tid < 0) continue;
+            for (int only = -1; only < N_FIELDS; only++) {
+                Py_ssize_t c = df_count(p, tid, live, only);
+                if (c < 0) {
+                    Py_CLEAR(result);
+                    break;
+                }
+                out[t * 4 + only + 1] += c;
+            }
+        }
+        if (has_live) PyBuffer_Release(&lv);
+        if (!result) goto done;
+    }
+done:
+    PyMem_Free(tids);
+    Py_XDECREF(segs);
+    Py_XDECREF(lives);
+    Py_XDECREF(terms);
+    return result;
 }
 
 /* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune)
@@ -1117,41 +1241,17 @@ static int by_key(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static PyObject *k_gather(PyObject *mod, PyObject *args) {
-    PyObject *segs_obj, *tids_obj, *seg_obj, *doc_obj;
-    int field;
-    Py_ssize_t cap;
-    if (!PyArg_ParseTuple(args, "OOiOOn", &segs_obj, &tids_obj, &field, &seg_obj, &doc_obj, &cap)) return NULL;
-    if (field < 0 || field >= N_FIELDS || cap < 0) {
-        PyErr_SetString(PyExc_ValueError, "bad field or cap");
-        return NULL;
-    }
-    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
-    if (!segs) return NULL;
-    Py_buffer tv, sv, dv;
-    int have_t = 0, have_s = 0, have_d = 0;
-    PyObject *result = NULL, *starts_b = NULL, *pos_b = NULL;
-    int64_t *run_off = NULL, *run_len = NULL, *key = NULL;
-    Py_ssize_t *order = NULL;
-    if (check_segments(segs) < 0) goto done;
-    if (PyObject_GetBuffer(tids_obj, &tv, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    have_t = 1;
-    if (PyObject_GetBuffer(seg_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    have_s = 1;
-    if (PyObject_GetBuffer(doc_obj, &dv, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    have_d = 1;
-    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), nc = sv.len / 4;
-    if (dv.len != sv.len || tv.len % 8 || (S && (tv.len / 8) % S)) {
-        PyErr_SetString(PyExc_ValueError, "gather: mismatched arrays");
-        goto done;
-    }
-    Py_ssize_t T = S ? tv.len / 8 / S : 0, runs = nc * T;
-    const int64_t *tids = tv.buf;
-    const int32_t *cseg = sv.buf, *cdoc = dv.buf;
-    run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
-    order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
+/* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
+ * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out. */
+static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
+                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, PyObject **starts_out, PyObject **pos_out) {
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
+    int ok = -1;
+    PyObject *starts_b = NULL, *pos_b = NULL;
+    int64_t *run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    int64_t *key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
+    Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
     if (!run_off || !run_len || !key || !order) {
         PyErr_NoMemory();
         goto done;
@@ -1174,10 +1274,7 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
         for (Py_ssize_t t = 0; t < T; t++) {
             Py_ssize_t tid = (Py_ssize_t)tids[s * T + t];
             if (tid < 0) continue;
-            if (tid >= p->n_terms) {
-                PyErr_SetString(PyExc_ValueError, "term id out of range");
-                goto done;
-            }
+            if (term_ok(p, tid) < 0) goto done;
             uint64_t end = at(&f->pos_ptr, tid + 1);
             Cursor cur;
             cursor_init(&cur, f, tid);
@@ -1215,7 +1312,10 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
             pos[starts[r] + q] = v;
         }
     }
-    result = PyTuple_Pack(2, starts_b, pos_b);
+    *starts_out = starts_b;
+    *pos_out = pos_b;
+    starts_b = pos_b = NULL;
+    ok = 0;
 done:
     Py_XDECREF(starts_b);
     Py_XDECREF(pos_b);
@@ -1223,6 +1323,41 @@ done:
     PyMem_Free(run_len);
     PyMem_Free(key);
     PyMem_Free(order);
+    return ok;
+}
+
+static PyObject *k_gather(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *tids_obj, *seg_obj, *doc_obj;
+    int field;
+    Py_ssize_t cap;
+    if (!PyArg_ParseTuple(args, "OOiOOn", &segs_obj, &tids_obj, &field, &seg_obj, &doc_obj, &cap)) return NULL;
+    if (field < 0 || field >= N_FIELDS || cap < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad field or cap");
+        return NULL;
+    }
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
+    if (!segs) return NULL;
+    Py_buffer tv, sv, dv;
+    int have_t = 0, have_s = 0, have_d = 0;
+    PyObject *result = NULL, *starts_b = NULL, *pos_b = NULL;
+    if (check_segments(segs) < 0) goto done;
+    if (PyObject_GetBuffer(tids_obj, &tv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_t = 1;
+    if (PyObject_GetBuffer(seg_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_s = 1;
+    if (PyObject_GetBuffer(doc_obj, &dv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_d = 1;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs);
+    if (dv.len != sv.len || sv.len % 4 || tv.len % 8 || (S && (tv.len / 8) % S) || (!S && sv.len)) {
+        PyErr_SetString(PyExc_ValueError, "gather: mismatched arrays");
+        goto done;
+    }
+    Py_ssize_t T = S ? tv.len / 8 / S : 0;
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, &starts_b, &pos_b) < 0) goto done;
+    result = PyTuple_Pack(2, starts_b, pos_b);
+done:
+    Py_XDECREF(starts_b);
+    Py_XDECREF(pos_b);
     if (have_t) PyBuffer_Release(&tv);
     if (have_s) PyBuffer_Release(&sv);
     if (have_d) PyBuffer_Release(&dv);
@@ -1270,6 +1405,59 @@ static void runs_release(Runs *r) {
  * its order of operations:
  *     acc(t) = s(t) * idf(t + 1) + s(t - 1) * idf(t - 1)
  *     out(t) = weight * (((min(1, idf(t)) * acc) * k1p1) / (acc + k1))             */
+/* The proximity rows of nc candidates (out: float64 [nc * T]) from their runs; `head`, `end`
+ * (T each) and `close` (T - 1) are scratch. */
+static void proximity_rows(const int64_t *starts, const int64_t *pos, Py_ssize_t nc, Py_ssize_t T, Py_ssize_t cap,
+                           double rw, const double *idfs, double k1, double k1p1, double weight, double *out,
+                           Py_ssize_t *head, Py_ssize_t *end, double *close) {
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        Py_ssize_t present = 0;
+        for (Py_ssize_t t = 0; t < T; t++) {
+            head[t] = starts[c * T + t];
+            Py_ssize_t e = starts[c * T + t + 1];
+            end[t] = e - head[t] > cap ? head[t] + cap : e;
+            present += end[t] > head[t];
+        }
+        double *row = out + c * T;
+        if (present < 2) { /* no pair: every term's formula gives (+)0.0 */
+            for (Py_ssize_t t = 0; t < T; t++) row[t] = 0.0;
+            continue;
+        }
+        memset(close, 0, (size_t)(T - 1) * sizeof(double));
+        Py_ssize_t prev_t = -1;
+        int64_t prev_p = 0;
+        for (;;) {
+            Py_ssize_t best = -1;
+            int64_t bp = 0;
+            for (Py_ssize_t t = 0; t < T; t++)
+                if (head[t] < end[t] && (best < 0 || pos[head[t]] < bp)) {
+                    best = t;
+                    bp = pos[head[t]];
+                }
+            if (best < 0) break;
+            head[best]++;
+            Py_ssize_t step = best - prev_t;
+            if (prev_t >= 0 && (step == 1 || step == -1)) {
+                int64_t delta = bp - prev_p;
+                double dd = (double)(delta < 1 ? 1 : delta);
+                double v = 1.0 / (dd * dd);
+                if (step == -1) v *= rw;
+                Py_ssize_t a = step == 1 ? prev_t : best;
+                if (v > close[a]) close[a] = v;
+            }
+            prev_t = best;
+            prev_p = bp;
+        }
+        for (Py_ssize_t t = 0; t < T; t++) {
+            double acc = 0.0;
+            if (t < T - 1) acc += close[t] * idfs[t + 1];
+            if (t > 0) acc += close[t - 1] * idfs[t - 1];
+            double m = idfs[t] < 1.0 ? idfs[t] : 1.0;
+            row[t] = weight * (((m * acc) * k1p1) / (acc + k1));
+        }
+    }
+}
+
 static PyObject *k_proximity(PyObject *mod, PyObject *args) {
     PyObject *starts_obj, *pos_obj, *idfs_obj;
     Py_ssize_t nc, T, cap;
@@ -1303,44 +1491,8 @@ static PyObject *k_proximity(PyObject *mod, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    double *out = (double *)PyBytes_AS_STRING(out_b);
-    for (Py_ssize_t c = 0; c < nc; c++) {
-        for (Py_ssize_t t = 0; t < T; t++) {
-            head[t] = r.starts[c * T + t];
-            Py_ssize_t e = r.starts[c * T + t + 1];
-            end[t] = e - head[t] > cap ? head[t] + cap : e;
-        }
-        memset(close, 0, (size_t)(T - 1) * sizeof(double));
-        Py_ssize_t prev_t = -1;
-        int64_t prev_p = 0;
-        for (;;) {
-            Py_ssize_t best = -1;
-            int64_t bp = 0;
-            for (Py_ssize_t t = 0; t < T; t++)
-                if (head[t] < end[t] && (best < 0 || r.pos[head[t]] < bp)) { best = t; bp = r.pos[head[t]]; }
-            if (best < 0) break;
-            head[best]++;
-            Py_ssize_t step = best - prev_t;
-            if (prev_t >= 0 && (step == 1 || step == -1)) {
-                int64_t delta = bp - prev_p;
-                double dd = (double)(delta < 1 ? 1 : delta);
-                double v = 1.0 / (dd * dd);
-                if (step == -1) v *= rw;
-                Py_ssize_t a = step == 1 ? prev_t : best;
-                if (v > close[a]) close[a] = v;
-            }
-            prev_t = best;
-            prev_p = bp;
-        }
-        double *row = out + c * T;
-        for (Py_ssize_t t = 0; t < T; t++) {
-            double acc = 0.0;
-            if (t < T - 1) acc += close[t] * idfs[t + 1];
-            if (t > 0) acc += close[t - 1] * idfs[t - 1];
-            double m = idfs[t] < 1.0 ? idfs[t] : 1.0;
-            row[t] = weight * (((m * acc) * k1p1) / (acc + k1));
-        }
-    }
+    proximity_rows(r.starts, r.pos, nc, T, cap, rw, idfs, k1, k1p1, weight, (double *)PyBytes_AS_STRING(out_b), head,
+                   end, close);
 done:
     PyMem_Free(head);
     PyMem_Free(end);
@@ -1348,6 +1500,211 @@ done:
     if (has_idfs) PyBuffer_Release(&iv);
     runs_release(&r);
     return out_b;
+}
+
+/* -- rank: from the matches to the page ------------------------------------------------------ */
+
+typedef struct {
+    double score;
+    PyObject *url; /* borrowed from the segment's list of urls */
+    int32_t seg, doc;
+} Ranked;
+
+/* by score descending, then url, then place (search._rank sorts (-score, url, segment, doc));
+ * a url that does not compare sets the error checked after the sort */
+static int ranked_cmp(const void *a, const void *b) {
+    const Ranked *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    int c = PyUnicode_Compare(x->url, y->url);
+    if (c) return c;
+    if (x->seg != y->seg) return x->seg < y->seg ? -1 : 1;
+    return (x->doc > y->doc) - (x->doc < y->doc);
+}
+
+/* A row's sum, term by term in order (search._bonus sums in the same order). */
+static double row_sum(const double *row, Py_ssize_t T) {
+    double s = row[0];
+    for (Py_ssize_t t = 1; t < T; t++) s += row[t];
+    return s;
+}
+
+/* rank(segments, urls, term_ids, segs, docs, scores, order, start, end, proximity, snippet_cap)
+ *   -> (segs, docs, scores, starts, positions, head)
+ *
+ * The page [start:end] of the matches top() returned (segs, docs, scores as bytes; term_ids its
+ * ids of the terms in scoring order): sorted by score descending, then url (`urls`: per segment
+ * the list of its documents' urls); with `proximity` = (depth, cap, reversed_weight, body weight,
+ * title weight, idfs in query order, k1, k1p1), the first `depth` reranked with the term
+ * proximity bonus (search.Searcher.search; per field the rows of proximity(), the bonus the
+ * body's row sum plus the title's, each summed term by term).  `order`: for each term of the
+ * query, in the query's order, its index in the scoring order.  Returns the page's segment
+ * indexes (int32), docs (int32) and scores (float64); with snippet_cap > 0 the runs of their
+ * body positions (gather(), the query's terms in its order, the first snippet_cap of each), else
+ * None, None; and with proximity, the reranked head (segs, docs, body rows, title rows: what
+ * explain shows), else None. */
+static PyObject *k_rank(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *urls_obj, *order_obj, *prox;
+    Py_buffer tv, sv, dv, vv;
+    Py_ssize_t start, end, snippet_cap;
+    if (!PyArg_ParseTuple(args, "OOy*y*y*y*OnnOn", &segs_obj, &urls_obj, &tv, &sv, &dv, &vv, &order_obj, &start, &end,
+                          &prox, &snippet_cap))
+        return NULL;
+    PyObject *segs = NULL, *urls = NULL, *order_l = NULL, *result = NULL;
+    PyObject *out_seg = NULL, *out_doc = NULL, *out_score = NULL, *starts_b = NULL, *pos_b = NULL, *head = NULL;
+    PyObject *bstarts = NULL, *bpos = NULL, *tstarts = NULL, *tpos = NULL, *brows = NULL, *trows = NULL;
+    Ranked *ranked = NULL;
+    int64_t *tids_q = NULL;
+    int32_t *cseg = NULL, *cdoc = NULL;
+    Py_ssize_t *scratch_i = NULL;
+    double *close = NULL;
+    Py_buffer iv;
+    int has_idfs = 0;
+    if (!(segs = PySequence_Fast(segs_obj, "segments must be a sequence"))) goto done;
+    if (!(urls = PySequence_Fast(urls_obj, "urls must be a sequence"))) goto done;
+    if (!(order_l = PySequence_Fast(order_obj, "order must be a sequence"))) goto done;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), n = sv.len / 4, Tq = PySequence_Fast_GET_SIZE(order_l);
+    if (check_segments(segs) < 0) goto done;
+    if (PySequence_Fast_GET_SIZE(urls) != S || dv.len != sv.len || vv.len != n * 8 || tv.len % 8 ||
+        (S && (tv.len / 8) % S) || (!S && n)) {
+        PyErr_SetString(PyExc_ValueError, "rank: mismatched arrays");
+        goto done;
+    }
+    Py_ssize_t Ts = S ? tv.len / 8 / S : 0;
+    const int64_t *tids = tv.buf;
+    const int32_t *hseg = sv.buf, *hdoc = dv.buf;
+    const double *hscore = vv.buf;
+    /* the query's terms in its order: their ids in each segment */
+    tids_q = PyMem_Malloc((size_t)(S * Tq > 0 ? S * Tq : 1) * sizeof(int64_t));
+    ranked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Ranked));
+    if (!tids_q || !ranked) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < Tq; t++) {
+        Py_ssize_t o = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(order_l, t));
+        if (o == -1 && PyErr_Occurred()) goto done;
+        if (o < 0 || o >= Ts) {
+            PyErr_SetString(PyExc_ValueError, "rank: order out of range");
+            goto done;
+        }
+        for (Py_ssize_t s = 0; s < S; s++) tids_q[s * Tq + t] = tids[s * Ts + o];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (hseg[i] < 0 || hseg[i] >= S) {
+            PyErr_SetString(PyExc_ValueError, "rank: segment out of range");
+            goto done;
+        }
+        PyObject *list = PySequence_Fast_GET_ITEM(urls, hseg[i]);
+        if (!PyList_Check(list) || hdoc[i] < 0 || hdoc[i] >= PyList_GET_SIZE(list) ||
+            !PyUnicode_Check(PyList_GET_ITEM(list, hdoc[i]))) {
+            PyErr_SetString(PyExc_ValueError, "rank: a document without a url");
+            goto done;
+        }
+        ranked[i].score = hscore[i];
+        ranked[i].url = PyList_GET_ITEM(list, hdoc[i]);
+        ranked[i].seg = hseg[i];
+        ranked[i].doc = hdoc[i];
+    }
+    qsort(ranked, (size_t)n, sizeof(Ranked), ranked_cmp);
+    if (PyErr_Occurred()) goto done;
+    if (prox != Py_None && n && Tq >= 2) {
+        Py_ssize_t depth, cap;
+        double rw, w_body, w_title, k1, k1p1;
+        PyObject *idfs_obj;
+        if (!PyArg_ParseTuple(prox, "nndddOdd", &depth, &cap, &rw, &w_body, &w_title, &idfs_obj, &k1, &k1p1)) goto done;
+        const double *idfs;
+        if ((has_idfs = doubles_get(idfs_obj, &iv, Tq, "idfs", &idfs)) <= 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "idfs are required");
+            has_idfs = 0;
+            goto done;
+        }
+        Py_ssize_t nh = depth < n ? depth : n;
+        cseg = PyMem_Malloc((size_t)nh * sizeof(int32_t));
+        cdoc = PyMem_Malloc((size_t)nh * sizeof(int32_t));
+        scratch_i = PyMem_Malloc((size_t)(2 * Tq) * sizeof(Py_ssize_t));
+        close = PyMem_Malloc((size_t)Tq * sizeof(double));
+        if (!cseg || !cdoc || !scratch_i || !close) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nh; i++) {
+            cseg[i] = ranked[i].seg;
+            cdoc[i] = ranked[i].doc;
+        }
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, &bstarts, &bpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, &tstarts, &tpos) < 0) goto done;
+        brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
+        trows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
+        if (!brows || !trows) goto done;
+        double *br = (double *)PyBytes_AS_STRING(brows), *tr = (double *)PyBytes_AS_STRING(trows);
+        proximity_rows((int64_t *)PyBytes_AS_STRING(bstarts), (int64_t *)PyBytes_AS_STRING(bpos), nh, Tq, cap, rw, idfs,
+                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, close);
+        proximity_rows((int64_t *)PyBytes_AS_STRING(tstarts), (int64_t *)PyBytes_AS_STRING(tpos), nh, Tq, cap, rw, idfs,
+                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, close);
+        PyObject *hs = PyBytes_FromStringAndSize((const char *)cseg, nh * (Py_ssize_t)sizeof(int32_t));
+        PyObject *hd = PyBytes_FromStringAndSize((const char *)cdoc, nh * (Py_ssize_t)sizeof(int32_t));
+        if (!hs || !hd) {
+            Py_XDECREF(hs);
+            Py_XDECREF(hd);
+            goto done;
+        }
+        head = Py_BuildValue("(NNOO)", hs, hd, brows, trows);
+        if (!head) goto done;
+        /* the bonus is >= 0: the reranked head still scores at least as much as those below it */
+        for (Py_ssize_t i = 0; i < nh; i++)
+            ranked[i].score = ranked[i].score + (row_sum(br + i * Tq, Tq) + row_sum(tr + i * Tq, Tq));
+        qsort(ranked, (size_t)nh, sizeof(Ranked), ranked_cmp);
+        if (PyErr_Occurred()) goto done;
+    }
+    if (start < 0) start = 0;
+    if (end > n) end = n;
+    Py_ssize_t np_ = end > start ? end - start : 0;
+    out_seg = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
+    out_doc = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
+    out_score = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
+    if (!out_seg || !out_doc || !out_score) goto done;
+    int32_t *os = (int32_t *)PyBytes_AS_STRING(out_seg), *od = (int32_t *)PyBytes_AS_STRING(out_doc);
+    double *ov = (double *)PyBytes_AS_STRING(out_score);
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        os[i] = ranked[start + i].seg;
+        od[i] = ranked[start + i].doc;
+        ov[i] = ranked[start + i].score;
+    }
+    if (snippet_cap > 0 && Tq > 0) {
+        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, &starts_b, &pos_b) < 0) goto done;
+    } else {
+        starts_b = Py_NewRef(Py_None);
+        pos_b = Py_NewRef(Py_None);
+    }
+    result = Py_BuildValue("(OOOOOO)", out_seg, out_doc, out_score, starts_b, pos_b, head ? head : Py_None);
+done:
+    Py_XDECREF(segs);
+    Py_XDECREF(urls);
+    Py_XDECREF(order_l);
+    Py_XDECREF(out_seg);
+    Py_XDECREF(out_doc);
+    Py_XDECREF(out_score);
+    Py_XDECREF(starts_b);
+    Py_XDECREF(pos_b);
+    Py_XDECREF(head);
+    Py_XDECREF(bstarts);
+    Py_XDECREF(bpos);
+    Py_XDECREF(tstarts);
+    Py_XDECREF(tpos);
+    Py_XDECREF(brows);
+    Py_XDECREF(trows);
+    PyMem_Free(ranked);
+    PyMem_Free(tids_q);
+    PyMem_Free(cseg);
+    PyMem_Free(cdoc);
+    PyMem_Free(scratch_i);
+    PyMem_Free(close);
+    if (has_idfs) PyBuffer_Release(&iv);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&vv);
+    return result;
 }
 
 /* snippet.best_window on runs of positions: (term, occurrence) of the window's start in
@@ -2108,6 +2465,10 @@ static PyMethodDef module_methods[] = {
      "top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune) -> "
      "(term_ids, segs, docs, scores, count, postings_read)"},
     {"gather", k_gather, METH_VARARGS, "gather(segments, term_ids, field, segs, docs, cap) -> (starts, positions)"},
+    {"doc_freqs", k_doc_freqs, METH_VARARGS, "doc_freqs(segments, lives, terms) -> int64 [terms * 4]"},
+    {"rank", k_rank, METH_VARARGS,
+     "rank(segments, urls, term_ids, segs, docs, scores, order, start, end, proximity, snippet_cap) -> "
+     "(segs, docs, scores, starts, positions, head)"},
     {"proximity", k_proximity, METH_VARARGS,
      "proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight) -> scores"},
     {"best_window", k_best_window, METH_VARARGS, "best_window(positions, width, limit) -> (term, occurrence) or None"},
@@ -2138,8 +2499,8 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssssssss]", "Postings", "best_window", "gather", "make_snippet", "proximity", "snippet_at",
-                                  "snippet_hit", "top");
+    PyObject *all = Py_BuildValue("[ssssssssss]", "Postings", "best_window", "doc_freqs", "gather", "make_snippet",
+                                  "proximity", "rank", "snippet_at", "snippet_hit", "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -3,7 +3,18 @@ from collections.abc import Callable, Sequence
 
 from typing_extensions import Buffer
 
-__all__ = ["Postings", "best_window", "gather", "make_snippet", "proximity", "snippet_at", "snippet_hit", "top"]
+__all__ = [
+    "Postings",
+    "best_window",
+    "doc_freqs",
+    "gather",
+    "make_snippet",
+    "proximity",
+    "rank",
+    "snippet_at",
+    "snippet_hit",
+    "top",
+]
 
 class Postings:
     def __init__(
@@ -16,6 +27,7 @@ class Postings:
     def lookup(self, term: str | bytes) -> int: ...
     def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
 
+def doc_freqs(segments: Sequence[Postings], lives: Sequence[Buffer | None], terms: Sequence[str]) -> bytes: ...
 def top(
     segments: Sequence[Postings],
     terms: Sequence[str],
@@ -32,6 +44,19 @@ def top(
 def gather(
     segments: Sequence[Postings], term_ids: Buffer, field: int, segs: Buffer, docs: Buffer, cap: int
 ) -> tuple[bytes, bytes]: ...
+def rank(
+    segments: Sequence[Postings],
+    urls: Sequence[list[str]],
+    term_ids: Buffer,
+    segs: Buffer,
+    docs: Buffer,
+    scores: Buffer,
+    order: Sequence[int],
+    start: int,
+    end: int,
+    proximity: tuple[int, int, float, float, float, Buffer, float, float] | None,
+    snippet_cap: int,
+) -> tuple[bytes, bytes, bytes, bytes | None, bytes | None, tuple[bytes, bytes, bytes, bytes] | None]: ...
 def proximity(
     starts: Buffer,
     positions: Buffer,

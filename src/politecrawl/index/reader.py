@@ -265,6 +265,23 @@ class IndexReader:
             out.append(union_of_docs([p[f][0] for f in FIELDS], v.segment.doc_count, v.live))
         return out
 
+    def doc_freqs(self, terms: list[str]) -> None:
+        """Count the document frequencies of ``terms`` not counted yet (in any field and in each)
+        in one call of the compiled kernels, so that ``df`` finds them; nothing without them."""
+        compiled = kernels.compiled
+        missing = [t for t in terms if (t, None) not in self._df_cache]
+        if compiled is None or not missing:
+            return
+        segs = [v.segment.kernel for v in self.views]
+        try:
+            counts = compiled.doc_freqs(segs, [v.live for v in self.views], missing)
+        except ValueError as exc:  # a damaged segment file
+            raise SearchIndexError(f"{self.index_dir}: {exc}") from exc
+        rows = np.frombuffer(counts, dtype=np.int64).reshape(len(missing), 1 + len(FIELDS)).tolist()
+        for t, row in zip(missing, rows):
+            for field, n in zip((None, *FIELDS), row):
+                self._df_cache[(t, field)] = n
+
     def df(self, term: str, per_segment=None, field: str | None = None) -> int:
         """Live documents containing ``term`` (in ``field``, or in any field), across segments.
 

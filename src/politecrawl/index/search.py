@@ -110,6 +110,17 @@ def _flatten(matched: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndar
     )
 
 
+def _bonus(per_field: dict[str, np.ndarray]) -> np.ndarray:
+    """Each reranked candidate's proximity bonus from its rows per field (``_proximity``): each
+    field's row summed term by term in order, then the fields' sums in ``PROXIMITY_WEIGHTS``'s order
+    (the compiled ``rank`` adds them in that order too)."""
+    sums = [np.add.accumulate(per_field[f], axis=1)[:, -1] for f in PROXIMITY_WEIGHTS]
+    total = sums[0]
+    for more in sums[1:]:
+        total = total + more
+    return total
+
+
 def _rank(reader: IndexReader, matched: tuple[np.ndarray, np.ndarray, np.ndarray], depth: int) -> list[tuple]:
     """``(score, url, segment index, doc)`` of the ``depth`` best matches and every one tied with
     the last of them, by score descending then url ascending."""
@@ -213,7 +224,7 @@ class Searcher:
         self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
-        self._kernel_cache: tuple[list, list, list] | None = None
+        self._kernel_cache: tuple[list, list, list, list, np.ndarray] | None = None
         #: Top-k pruning in the compiled kernels (MaxScore over the skip blocks' bounds; module
         #: docstring). The hits and scores are the same either way; off, every match is scored.
         self.top_k_pruning = True
@@ -286,45 +297,13 @@ class Searcher:
         rerank = self.proximity and len(terms) > 1
         # The reranked set does not depend on the page asked for, so pages never overlap.
         depth = max(k, PROXIMITY_DEPTH) if rerank else k
-        compiled = kernels.compiled is not None
-        postings: dict = {}
-        tids = np.zeros((0, 0), dtype=np.int64)  # the kernels' term ids: [segment, term in query order]
-        if compiled:
-            matched, _, _, tids = self._match_compiled(reader, q, depth, query_order=terms)
+        if kernels.compiled is not None:
+            found = self._page_compiled(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
         else:
-            postings = {t: reader.postings(t) for t in terms}
-            matched = _flatten(self._match(reader, q, postings=postings))
-        if not len(matched[0]):
+            found = self._page_numpy(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+        if found is None:
             return []
-        ranked = _rank(reader, matched, depth)
-        proximity: dict[tuple[int, int], dict[str, list[float]]] = {}  # the reranked hits' parts, for explain
-        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}  # gathered for proximity
-        if rerank:
-            head = ranked[:PROXIMITY_DEPTH]
-            cands = [(si, d) for _, _, si, d in head]
-            if compiled:
-                cap = max(PROXIMITY_MAX_OCCURRENCES, MAX_POSITIONS) if snippets else PROXIMITY_MAX_OCCURRENCES
-                per_field = self._proximity_compiled(reader, terms, tids, cands, body_cap=cap, body_runs=body_runs)
-            else:
-                per_field = self._proximity(reader, postings, terms, cands)
-            bonus = sum(v.sum(axis=1) for v in per_field.values()).tolist()
-            if explain:
-                proximity = {
-                    (si, d): {f: v[i].tolist() for f, v in per_field.items()} for i, (_, _, si, d) in enumerate(head)
-                }
-            # The bonus is >= 0, so every reranked document still scores at least as much as
-            # those below the depth: the order stays by score.
-            # sorted by (-score, url): tuples compare in C, a key function per row would not
-            order = sorted((-(s + b), u, si, d) for (s, u, si, d), b in zip(head, bonus))
-            ranked[:PROXIMITY_DEPTH] = [(-s, u, si, d) for s, u, si, d in order]
-        ranked = ranked[(page - 1) * limit : k]
-        where = [(si, d) for _, _, si, d in ranked]
-        if not snippets:
-            hit_positions: list[list[np.ndarray]] = [[] for _ in where]
-        elif compiled:
-            hit_positions = self._body_positions_compiled(reader, len(terms), tids, where, body_runs)
-        else:
-            hit_positions = self._body_positions(reader, postings, terms, where)
+        ranked, hit_positions, proximity = found
         hits = []
         for (score, url, si, d), positions in zip(ranked, hit_positions):
             seg = reader.views[si].segment
@@ -339,6 +318,120 @@ class Searcher:
                 Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)
             )
         return hits
+
+    def _page_numpy(
+        self,
+        reader: IndexReader,
+        q: Query,
+        depth: int,
+        start: int,
+        end: int,
+        rerank: bool,
+        snippets: bool,
+        explain: bool,
+    ) -> tuple[list[tuple], list[list[np.ndarray]], dict] | None:
+        """The page ``[start:end]`` of the ranking with the numpy code: ``(score, url, segment index,
+        doc)`` per hit, its body positions per term (for snippets; empty without), and with
+        ``explain`` the reranked head's proximity rows. None if nothing matches."""
+        terms = q.positive_terms
+        postings = {t: reader.postings(t) for t in terms}
+        matched = _flatten(self._match(reader, q, postings=postings))
+        if not len(matched[0]):
+            return None
+        ranked = _rank(reader, matched, depth)
+        proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
+        if rerank:
+            head = ranked[:PROXIMITY_DEPTH]
+            per_field = self._proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
+            bonus = _bonus(per_field).tolist()
+            if explain:
+                proximity = {
+                    (si, d): {f: v[i].tolist() for f, v in per_field.items()} for i, (_, _, si, d) in enumerate(head)
+                }
+            # The bonus is >= 0, so every reranked document still scores at least as much as
+            # those below the depth: the order stays by score.
+            # sorted by (-score, url): tuples compare in C, a key function per row would not
+            order = sorted((-(s + b), u, si, d) for (s, u, si, d), b in zip(head, bonus))
+            ranked[:PROXIMITY_DEPTH] = [(-s, u, si, d) for s, u, si, d in order]
+        ranked = ranked[start:end]
+        where = [(si, d) for _, _, si, d in ranked]
+        positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
+        return ranked, positions, proximity
+
+    def _page_compiled(
+        self,
+        reader: IndexReader,
+        q: Query,
+        depth: int,
+        start: int,
+        end: int,
+        rerank: bool,
+        snippets: bool,
+        explain: bool,
+    ) -> tuple[list[tuple], list[list[np.ndarray]], dict] | None:
+        """``_page_numpy`` with the compiled kernels: ``top`` scores every segment, ``rank`` sorts,
+        reranks the head by term proximity and gathers the page's body positions."""
+        compiled = kernels.compiled
+        assert compiled is not None
+        (tids_b, seg_b, doc_b, score_b, _, _), ordered = self._top_compiled(reader, q, depth)
+        if not score_b:
+            return None
+        terms = q.positive_terms
+        prox = None
+        if rerank:
+            assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
+            idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
+            prox = (
+                PROXIMITY_DEPTH,
+                PROXIMITY_MAX_OCCURRENCES,
+                PROXIMITY_REVERSED,
+                PROXIMITY_WEIGHTS["body"],
+                PROXIMITY_WEIGHTS["title"],
+                idfs,
+                K1,
+                K1 + 1.0,
+            )
+        segs, _, _, urls, _ = self._kernel_inputs(reader)
+        try:
+            page_seg, page_doc, page_score, starts_b, pos_b, head = compiled.rank(
+                segs,
+                urls,
+                tids_b,
+                seg_b,
+                doc_b,
+                score_b,
+                [ordered.index(t) for t in terms],
+                start,
+                end,
+                prox,
+                MAX_POSITIONS if snippets else 0,
+            )
+        except ValueError as exc:  # a damaged segment file
+            raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+        si_list = np.frombuffer(page_seg, dtype=np.int32).tolist()
+        doc_list = np.frombuffer(page_doc, dtype=np.int32).tolist()
+        scores = np.frombuffer(page_score, dtype=np.float64).tolist()
+        ranked = [(v, urls[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
+        n_terms = len(terms)
+        positions: list[list[np.ndarray]] = [[] for _ in ranked]
+        if starts_b is not None:
+            run_starts = np.frombuffer(starts_b, dtype=np.int64).tolist()
+            pos = np.frombuffer(pos_b, dtype=np.int64)
+            for h in range(len(ranked)):
+                b = run_starts[h * n_terms : (h + 1) * n_terms + 1]
+                positions[h] = [pos[b[t] : b[t + 1]] for t in range(n_terms)]
+        proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
+        if explain and head is not None:
+            head_seg, head_doc, body_rows, title_rows = head
+            rows = {
+                f: np.frombuffer(b, dtype=np.float64).reshape(-1, n_terms)
+                for f, b in (("body", body_rows), ("title", title_rows))
+            }
+            for i, (si, d) in enumerate(
+                zip(np.frombuffer(head_seg, dtype=np.int32).tolist(), np.frombuffer(head_doc, dtype=np.int32).tolist())
+            ):
+                proximity[(si, d)] = {f: rows[f][i].tolist() for f in PROXIMITY_WEIGHTS}
+        return ranked, positions, proximity
 
     @staticmethod
     def _body_positions(
@@ -452,93 +545,11 @@ class Searcher:
             return out_doc[0], out_term[0], out_pos[0]
         return np.concatenate(out_doc), np.concatenate(out_term), np.concatenate(out_pos)
 
-    def _proximity_compiled(
-        self,
-        reader: IndexReader,
-        terms: list[str],
-        tids: np.ndarray,
-        cands: list[tuple[int, int]],
-        *,
-        body_cap: int,
-        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]],
-    ) -> dict[str, np.ndarray]:
-        """``_proximity`` with the compiled kernels: per field, one ``gather`` of every candidate's
-        positions (seeking through each term's skip blocks) and one ``proximity`` (the closeness of
-        query neighbours and ``bm25.proximity_scores``, in its order of operations).
-
-        The body's positions are gathered up to ``body_cap`` per term (``proximity`` reads the
-        first ``PROXIMITY_MAX_OCCURRENCES``) and left in ``body_runs`` ((segment index, doc) ->
-        (candidate index, run starts, positions)), where the snippets of the hits find theirs.
-        """
-        compiled = kernels.compiled
-        assert compiled is not None
-        n_terms = len(terms)
-        idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
-        segs = self._kernel_inputs(reader)[0]
-        cand_seg = np.array([si for si, _ in cands], dtype=np.int32)
-        cand_doc = np.array([d for _, d in cands], dtype=np.int32)
-        out = {}
-        for f, weight in PROXIMITY_WEIGHTS.items():
-            cap = body_cap if f == "body" else PROXIMITY_MAX_OCCURRENCES
-            try:
-                starts_b, pos_b = compiled.gather(segs, tids, FIELDS.index(f), cand_seg, cand_doc, cap)
-            except ValueError as exc:  # a damaged segment file
-                raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
-            rows = compiled.proximity(
-                starts_b,
-                pos_b,
-                len(cands),
-                n_terms,
-                PROXIMITY_MAX_OCCURRENCES,
-                PROXIMITY_REVERSED,
-                idfs,
-                K1,
-                K1 + 1.0,
-                weight,
-            )
-            out[f] = np.frombuffer(rows, dtype=np.float64).reshape(len(cands), n_terms)
-            if f == "body":
-                starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
-                for c, hit in enumerate(cands):
-                    body_runs[hit] = (c, starts, pos)
-        return out
-
-    def _body_positions_compiled(
-        self,
-        reader: IndexReader,
-        n_terms: int,
-        tids: np.ndarray,
-        hits: list[tuple[int, int]],
-        body_runs: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]],
-    ) -> list[list[np.ndarray]]:
-        """``_body_positions`` with the compiled kernels: the runs ``_proximity_compiled`` gathered
-        where it did (a reranked query's hits are among its candidates), else one ``gather`` of
-        the hits."""
-        compiled = kernels.compiled
-        assert compiled is not None
-        out: list[list[np.ndarray]] = [[] for _ in hits]
-        missing = [h for h, hit in enumerate(hits) if hit not in body_runs]
-        if missing:
-            segs = self._kernel_inputs(reader)[0]
-            cand_seg = np.array([hits[h][0] for h in missing], dtype=np.int32)
-            cand_doc = np.array([hits[h][1] for h in missing], dtype=np.int32)
-            try:
-                starts_b, pos_b = compiled.gather(segs, tids, FIELDS.index("body"), cand_seg, cand_doc, MAX_POSITIONS)
-            except ValueError as exc:  # a damaged segment file
-                raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
-            starts, pos = np.frombuffer(starts_b, dtype=np.int64), np.frombuffer(pos_b, dtype=np.int64)
-            for c, h in enumerate(missing):
-                body_runs[hits[h]] = (c, starts, pos)
-        for h, hit in enumerate(hits):
-            c, starts, pos = body_runs[hit]
-            bounds = starts[c * n_terms : (c + 1) * n_terms + 1].tolist()
-            out[h] = [pos[bounds[t] : bounds[t + 1]] for t in range(n_terms)]
-        return out
-
-    def _kernel_inputs(self, reader: IndexReader) -> tuple[list, list, list]:
+    def _kernel_inputs(self, reader: IndexReader) -> tuple[list, list, list, list, np.ndarray]:
         """What the kernels take of this generation, made once: each segment's ``Postings``, its
         norm arrays for this searcher's scoring (title, body, anchor, and the title term's or
-        None), and its live mask (None: all live)."""
+        None), its live mask (None: all live) and its documents' urls; and what they bound a
+        term's score with (b, then per field its weight and mean length, then ``TITLE_K1``)."""
         if self._kernel_cache is None:
             segs = [v.segment.kernel for v in reader.views]
             norms = []
@@ -548,7 +559,11 @@ class Searcher:
                 else:
                     title = self._norm(reader, si, "title", TITLE_K1) if self.scoring == "bm25f+title" else None
                     norms.append((*[self._norm(reader, si, f, None) for f in FIELDS], title))
-            self._kernel_cache = (segs, norms, [v.live for v in reader.views])
+            bound_params = np.array(
+                [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
+            )
+            lives, urls = [v.live for v in reader.views], [v.segment.urls for v in reader.views]
+            self._kernel_cache = (segs, norms, lives, urls, bound_params)
         return self._kernel_cache
 
     # -- matching and scoring -------------------------------------------------
@@ -563,6 +578,7 @@ class Searcher:
         pruned or not, and the compiled kernels) adds the same floats in the same order.
         """
         postings = postings or {}
+        reader.doc_freqs(terms)  # with the kernels, every statistic below in one call
         n_docs = reader.n_docs
         bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
         idfs: dict[str, float] = {}
@@ -590,16 +606,10 @@ class Searcher:
                 }
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
 
-    def _match_compiled(
-        self, reader: IndexReader, q: Query, k: int, *, query_order: list[str] | None = None
-    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int, int, np.ndarray]:
-        """``_match`` with the compiled kernels, one call over every segment: the allowed matches
-        whose score is among the ``k`` best (every one tied with the ``k``-th included; none for
-        ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
-        ``k = 0``: it never prunes); how many postings the kernels read; and each term's id in
-        each segment (int64 [segment, term], the terms in ``query_order``, or in the order their
-        scores are added).  Their top ``k`` is the top ``k`` of every match, and their scores are
-        the numpy code's to the last bit."""
+    def _top_compiled(self, reader: IndexReader, q: Query, k: int) -> tuple[tuple, list[str]]:
+        """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
+        ids, the matches as bytes, their count, the postings read), and the terms in the order
+        their scores are added."""
         compiled = kernels.compiled
         assert compiled is not None
         ordered, idfs, fidfs, _ = self._term_weights(reader, q.positive_terms)
@@ -608,14 +618,10 @@ class Searcher:
             mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]
         else:
             mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
-        # what the kernels bound a term's score with: b, per field its weight and mean length, TITLE_K1
-        bound_params = np.array(
-            [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
-        )
-        segs, norms, lives = self._kernel_inputs(reader)
+        segs, norms, lives, _, bound_params = self._kernel_inputs(reader)
         allowed = lives if not (q.excluded or q.site or q.phrases) else [self._allowed(v, q) for v in reader.views]
         try:
-            tids_b, seg_b, doc_b, score_b, count, read = compiled.top(
+            found = compiled.top(
                 segs,
                 ordered,
                 np.array(coef, dtype=np.float64),
@@ -630,15 +636,21 @@ class Searcher:
             )
         except ValueError as exc:  # a damaged segment file
             raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
-        tids = np.frombuffer(tids_b, dtype=np.int64).reshape(len(segs), len(ordered))
-        if query_order is not None and query_order != ordered:
-            tids = np.ascontiguousarray(tids[:, [ordered.index(t) for t in query_order]])
+        return found, ordered
+
+    def _match_compiled(self, reader: IndexReader, q: Query, k: int) -> tuple[tuple[np.ndarray, ...], int, int]:
+        """``_match`` with the compiled kernels, one call over every segment: the allowed matches
+        whose score is among the ``k`` best (every one tied with the ``k``-th included; none for
+        ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
+        ``k = 0``: it never prunes); and how many postings the kernels read.  Their top ``k`` is
+        the top ``k`` of every match, and their scores are the numpy code's to the last bit."""
+        (_, seg_b, doc_b, score_b, count, read), _ = self._top_compiled(reader, q, k)
         hits = (
             np.frombuffer(seg_b, dtype=np.int32),
             np.frombuffer(doc_b, dtype=np.int32),
             np.frombuffer(score_b, dtype=np.float64),
         )
-        return hits, count, read, tids
+        return hits, count, read
 
     def _allowed(self, view: SegmentView, q: Query) -> np.ndarray | None:
         """The segment's documents a match may be (live, holding no excluded term, on the
