@@ -2348,49 +2348,56 @@ static PyObject *snippet_of_start(Pieces *p, PyObject *distinct, Py_ssize_t wind
     return result;
 }
 
-/* snippet_hit(compressed, sync, positions, terms, distinct, decompress, window, lead,
+/* snippet_hit(compressed, sync, starts, positions, hit, terms, distinct, decompress, window, lead,
  *             max_occurrences, before_chars, scan_chars, width, prefer_before, scan_tokens,
  *             chars_per_token) -> (text, highlights) or None
  *
- * snippet.snippet_for_hit for a body stored in LZ4 pieces, whole: the window (best_window over
- * `positions`, those past scan_tokens dropped where there is no sync point), the sync point before
+ * snippet.snippet_for_hit for a body stored in LZ4 pieces, whole.  The hit's body positions are
+ * runs as gather() lays them out (bytes of int64: run (hit, t) is positions[starts[hit * T + t]
+ * : starts[hit * T + t + 1]], T the number of terms).  The window (best_window over them, those
+ * past scan_tokens dropped where there is no sync point), the sync point before
  * it, the pieces from there (`decompress` called on each), then snippet_at's work; or the start of
  * the body if no term is in it.  `sync`: the body's (byte, char, token) rows, int64; `terms` the
  * query's terms in order, `distinct` sorted and distinct.  None where the Python code has to do it
  * (a term with non-ASCII letters, text and tokens that disagree, a lower case of another length). */
 static PyObject *k_snippet_hit(PyObject *mod, PyObject *args) {
-    Py_buffer cv, sv;
-    PyObject *positions_obj, *terms_obj, *distinct, *decompress;
-    Py_ssize_t window, lead, max_occ, before_chars, scan_chars, width, prefer_before, scan_tokens;
+    Py_buffer cv, sv, rv, qv;
+    PyObject *terms_obj, *distinct, *decompress;
+    Py_ssize_t hit, window, lead, max_occ, before_chars, scan_chars, width, prefer_before, scan_tokens;
     double chars_per_token;
-    if (!PyArg_ParseTuple(args, "y*y*OOOOnnnnnnnnd", &cv, &sv, &positions_obj, &terms_obj, &distinct, &decompress,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nOOOnnnnnnnnd", &cv, &sv, &rv, &qv, &hit, &terms_obj, &distinct, &decompress,
                           &window, &lead, &max_occ, &before_chars, &scan_chars, &width, &prefer_before, &scan_tokens,
                           &chars_per_token))
         return NULL;
-    PyObject *result = NULL, *seq = NULL, *terms = NULL;
-    Py_buffer *views = NULL;
+    PyObject *result = NULL, *terms = NULL;
     const int64_t **pos = NULL;
-    Py_ssize_t *len = NULL, held = 0, found[2];
+    Py_ssize_t *len = NULL, found[2];
     Pieces p;
     memset(&p, 0, sizeof(p));
     const unsigned char *src = cv.buf;
-    const int64_t *rows = sv.buf;
-    Py_ssize_t n_rows = sv.len / 24;
-    if (!(seq = PySequence_Fast(positions_obj, "positions must be a sequence"))) goto done;
+    const int64_t *rows = sv.buf, *run_starts = rv.buf, *all_pos = qv.buf;
+    Py_ssize_t n_rows = sv.len / 24, n_starts = rv.len / 8, n_pos = qv.len / 8;
     if (!(terms = PySequence_Fast(terms_obj, "terms must be a sequence"))) goto done;
-    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq);
-    if (T != PySequence_Fast_GET_SIZE(terms) || sv.len % 24) {
-        PyErr_SetString(PyExc_ValueError, "snippet_hit: a run of positions per term, sync rows of three");
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(terms);
+    if (sv.len % 24 || hit < 0 || (hit + 1) * T >= n_starts || rv.len % 8 || qv.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "snippet_hit: sync rows of three, a run of positions per term and hit");
         goto done;
     }
-    views = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_buffer));
     pos = PyMem_Calloc((size_t)(T ? T : 1), sizeof(int64_t *));
     len = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
-    if (!views || !pos || !len) {
+    if (!pos || !len) {
         PyErr_NoMemory();
         goto done;
     }
-    if (positions_get(seq, views, &held, pos, len) < 0) goto done;
+    for (Py_ssize_t t = 0; t < T; t++) {
+        int64_t a = run_starts[hit * T + t], z = run_starts[hit * T + t + 1];
+        if (a < 0 || z < a || z > n_pos) {
+            PyErr_SetString(PyExc_ValueError, "snippet_hit: bad runs");
+            goto done;
+        }
+        pos[t] = all_pos + a;
+        len[t] = (Py_ssize_t)(z - a);
+    }
     if (!n_rows) /* reading from the start: how far is bounded */
         for (Py_ssize_t t = 0; t < T; t++)
             while (len[t] && pos[t][len[t] - 1] >= scan_tokens) len[t]--;
@@ -2447,16 +2454,15 @@ static PyObject *k_snippet_hit(PyObject *mod, PyObject *args) {
         r--;
     }
 done:
-    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
     PyMem_Free(pos);
     PyMem_Free(len);
     PyMem_Free(p.ends);
     PyMem_Free(p.data);
-    Py_XDECREF(seq);
     Py_XDECREF(terms);
     PyBuffer_Release(&cv);
     PyBuffer_Release(&sv);
+    PyBuffer_Release(&rv);
+    PyBuffer_Release(&qv);
     return result;
 }
 
@@ -2473,8 +2479,9 @@ static PyMethodDef module_methods[] = {
      "proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight) -> scores"},
     {"best_window", k_best_window, METH_VARARGS, "best_window(positions, width, limit) -> (term, occurrence) or None"},
     {"snippet_hit", k_snippet_hit, METH_VARARGS,
-     "snippet_hit(compressed, sync, positions, terms, distinct, decompress, window, lead, max_occurrences, "
-     "before_chars, scan_chars, width, prefer_before, scan_tokens, chars_per_token) -> (text, highlights) or None"},
+     "snippet_hit(compressed, sync, starts, positions, hit, terms, distinct, decompress, window, lead, "
+     "max_occurrences, before_chars, scan_chars, width, prefer_before, scan_tokens, chars_per_token) -> "
+     "(text, highlights) or None"},
     {"snippet_at", k_snippet_at, METH_VARARGS,
      "snippet_at(data, done, term, k, terms, window, lead, max_occurrences, before_chars, from_sync, scan_chars)"},
     {"make_snippet", k_make_snippet, METH_VARARGS,

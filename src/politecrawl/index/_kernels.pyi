@@ -98,7 +98,9 @@ def snippet_at(
 def snippet_hit(
     compressed: Buffer,
     sync: Buffer,
-    positions: Sequence[Buffer],
+    starts: Buffer,
+    positions: Buffer,
+    hit: int,
     terms: Sequence[str],
     distinct: Sequence[str],
     decompress: Callable[[memoryview], bytes],

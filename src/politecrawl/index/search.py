@@ -90,7 +90,7 @@ from .bm25 import (
     saturate,
 )
 from .reader import IndexReader, SegmentView, current_identity, local_commits, union_of_docs
-from .snippet import MAX_POSITIONS, snippet_for_hit
+from .snippet import MAX_POSITIONS, snippet_for_hit, snippet_from_runs
 
 __all__ = ["Hit", "Searcher"]
 
@@ -297,22 +297,33 @@ class Searcher:
         rerank = self.proximity and len(terms) > 1
         # The reranked set does not depend on the page asked for, so pages never overlap.
         depth = max(k, PROXIMITY_DEPTH) if rerank else k
+        # the hits' body positions: the compiled kernels' runs, or per hit and term (numpy)
+        runs: tuple[bytes, bytes] | None = None
+        positions: list[list[np.ndarray]] = []
         if kernels.compiled is not None:
-            found = self._page_compiled(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+            compiled_page = self._page_compiled(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+            if compiled_page is None:
+                return []
+            ranked, runs, proximity = compiled_page
         else:
-            found = self._page_numpy(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
-        if found is None:
-            return []
-        ranked, hit_positions, proximity = found
+            numpy_page = self._page_numpy(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+            if numpy_page is None:
+                return []
+            ranked, positions, proximity = numpy_page
+        distinct = tuple(sorted(set(terms)))
         hits = []
-        for (score, url, si, d), positions in zip(ranked, hit_positions):
+        for h, (score, url, si, d) in enumerate(ranked):
             seg = reader.views[si].segment
-            if snippets:
-                text, highlights = snippet_for_hit(
-                    seg.body_buffer(d), terms, positions, sync=seg.sync_points(d), codec=seg.body_codec
+            text: str = ""
+            highlights: tuple[tuple[int, int], ...] = ()
+            if snippets and runs is not None:
+                text, highlights = snippet_from_runs(
+                    seg.body_buffer(d), terms, distinct, runs, h, sync=seg.sync_points(d), codec=seg.body_codec
                 )
-            else:
-                text, highlights = "", ()
+            elif snippets:
+                text, highlights = snippet_for_hit(
+                    seg.body_buffer(d), terms, positions[h], sync=seg.sync_points(d), codec=seg.body_codec
+                )
             expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
             hits.append(
                 Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)
@@ -368,9 +379,10 @@ class Searcher:
         rerank: bool,
         snippets: bool,
         explain: bool,
-    ) -> tuple[list[tuple], list[list[np.ndarray]], dict] | None:
+    ) -> tuple[list[tuple], tuple[bytes, bytes] | None, dict] | None:
         """``_page_numpy`` with the compiled kernels: ``top`` scores every segment, ``rank`` sorts,
-        reranks the head by term proximity and gathers the page's body positions."""
+        reranks the head by term proximity and gathers the page's body positions, which come back
+        as the runs ``rank`` returns (for ``snippet_from_runs``; None without snippets)."""
         compiled = kernels.compiled
         assert compiled is not None
         (tids_b, seg_b, doc_b, score_b, _, _), ordered = self._top_compiled(reader, q, depth)
@@ -412,17 +424,11 @@ class Searcher:
         doc_list = np.frombuffer(page_doc, dtype=np.int32).tolist()
         scores = np.frombuffer(page_score, dtype=np.float64).tolist()
         ranked = [(v, urls[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
-        n_terms = len(terms)
-        positions: list[list[np.ndarray]] = [[] for _ in ranked]
-        if starts_b is not None:
-            run_starts = np.frombuffer(starts_b, dtype=np.int64).tolist()
-            pos = np.frombuffer(pos_b, dtype=np.int64)
-            for h in range(len(ranked)):
-                b = run_starts[h * n_terms : (h + 1) * n_terms + 1]
-                positions[h] = [pos[b[t] : b[t + 1]] for t in range(n_terms)]
+        runs = None if starts_b is None else (starts_b, pos_b)
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
         if explain and head is not None:
             head_seg, head_doc, body_rows, title_rows = head
+            n_terms = len(terms)
             rows = {
                 f: np.frombuffer(b, dtype=np.float64).reshape(-1, n_terms)
                 for f, b in (("body", body_rows), ("title", title_rows))
@@ -431,7 +437,7 @@ class Searcher:
                 zip(np.frombuffer(head_seg, dtype=np.int32).tolist(), np.frombuffer(head_doc, dtype=np.int32).tolist())
             ):
                 proximity[(si, d)] = {f: rows[f][i].tolist() for f in PROXIMITY_WEIGHTS}
-        return ranked, positions, proximity
+        return ranked, runs, proximity
 
     @staticmethod
     def _body_positions(

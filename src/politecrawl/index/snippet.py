@@ -67,6 +67,7 @@ __all__ = [
     "best_window",
     "make_snippet",
     "open_body",
+    "snippet_from_runs",
     "snippet_for_hit",
 ]
 
@@ -92,6 +93,7 @@ FIRST_CHUNK = 2048
 CHARS_PER_TOKEN = 7.0
 _WS_RE = re.compile(r"\s+")
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)
 
 
 @lru_cache(maxsize=256)
@@ -596,25 +598,27 @@ def snippet_for_hit(
     terms = list(terms)
     compiled = kernels.compiled
     if compiled is not None and codec == "lz4":  # the whole path in one compiled call, if it can
-        done = compiled.snippet_hit(
-            compressed,
-            _NO_SYNC if sync is None else sync,
-            positions,
-            terms,
-            tuple(sorted(set(terms))),
-            lz4.block.decompress,
-            window,
-            LEAD_CHARS,
-            MAX_OCCURRENCES,
-            _BEFORE_CHARS,
-            SCAN_CHARS,
-            WINDOW_TOKENS,
-            PREFER_BEFORE_TOKENS,
-            SCAN_TOKENS,
-            CHARS_PER_TOKEN,
-        )
+        lens = [len(p) for p in positions]
+        starts = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=starts[1:])
+        flat = np.concatenate(positions).astype(np.int64, copy=False) if positions else _NO_POSITIONS
+        done = _snippet_hit(compiled, compressed, sync, starts, flat, 0, terms, tuple(sorted(set(terms))), window)
         if done is not None:
-            return done  # type: ignore[no-any-return]
+            return done
+    return _python_snippet(compressed, terms, positions, window=window, sync=sync, codec=codec)
+
+
+def _python_snippet(
+    compressed: bytes | memoryview,
+    terms: list[str],
+    positions: list[np.ndarray],
+    *,
+    window: int,
+    sync: np.ndarray | None,
+    codec: str,
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``snippet_for_hit`` in Python, the compiled kernels used for its steps where they are."""
+    compiled = kernels.compiled
     seekable = sync is not None and len(sync) > 0
     if not seekable:  # reading from the start: how far is bounded
         positions = [p[: np.searchsorted(p, SCAN_TOKENS)] if len(p) and p[-1] >= SCAN_TOKENS else p for p in positions]
@@ -675,6 +679,67 @@ def snippet_for_hit(
         complete=complete,
         cut_before=r >= 0 or cut,
     )
+
+
+def _snippet_hit(
+    compiled: Any,
+    compressed: bytes | memoryview,
+    sync: np.ndarray | None,
+    starts: Any,
+    positions: Any,
+    hit: int,
+    terms: Sequence[str],
+    distinct: tuple[str, ...],
+    window: int,
+) -> tuple[str, tuple[tuple[int, int], ...]] | None:
+    """``compiled.snippet_hit`` with this module's settings (None: the Python code must do it)."""
+    return compiled.snippet_hit(  # type: ignore[no-any-return]
+        compressed,
+        _NO_SYNC if sync is None else sync,
+        starts,
+        positions,
+        hit,
+        terms,
+        distinct,
+        lz4.block.decompress,
+        window,
+        LEAD_CHARS,
+        MAX_OCCURRENCES,
+        _BEFORE_CHARS,
+        SCAN_CHARS,
+        WINDOW_TOKENS,
+        PREFER_BEFORE_TOKENS,
+        SCAN_TOKENS,
+        CHARS_PER_TOKEN,
+    )
+
+
+def snippet_from_runs(
+    compressed: bytes | memoryview,
+    terms: Sequence[str],
+    distinct: tuple[str, ...],
+    runs: tuple[bytes, bytes],
+    hit: int,
+    *,
+    window: int = WINDOW_CHARS,
+    sync: np.ndarray | None = None,
+    codec: str = "lz4",
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``snippet_for_hit`` with the hit's body positions as the compiled ``gather`` lays them out
+    (``runs``: its starts and positions, as bytes; the hit's index among those gathered):
+    straight to the compiled kernels for LZ4 bodies, with no array per term; ``distinct`` is
+    ``terms`` sorted and distinct."""
+    compiled = kernels.compiled
+    if compiled is not None and codec == "lz4":
+        done = _snippet_hit(compiled, compressed, sync, runs[0], runs[1], hit, terms, distinct, window)
+        if done is not None:
+            return done
+    starts = np.frombuffer(runs[0], dtype=np.int64)
+    pos = np.frombuffer(runs[1], dtype=np.int64)
+    n = len(terms)
+    bounds = starts[hit * n : (hit + 1) * n + 1].tolist()
+    positions = [pos[bounds[t] : bounds[t + 1]] for t in range(n)]
+    return _python_snippet(compressed, list(terms), positions, window=window, sync=sync, codec=codec)
 
 
 def _snippet_at(
