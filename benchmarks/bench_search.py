@@ -58,7 +58,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from politecrawl.index import IndexWriter, Searcher  # noqa: E402
+from politecrawl.index import IndexWriter, Searcher, kernels  # noqa: E402
 from politecrawl.index.bm25 import DEFAULT_SCORING  # noqa: E402
 
 WORD_RE = re.compile(r"[^\W_]+")
@@ -766,22 +766,29 @@ def query_parts(base, queries, scale: int, rounds: int = 3) -> None:
 
         S = search_mod.Searcher
         total = cum(S.search)
-        parts = [
-            ("scoring every match (Searcher._match)", cum(S._match)),
-            ("term proximity of the top 100 (Searcher._proximity)", cum(S._proximity)),
-            ("snippets: positions of the top 10 (Searcher._body_positions)", cum(S._body_positions)),
-            ("snippets: text (snippet_for_hit)", cum(snippet_mod.snippet_for_hit)),
-            ("reading the postings (IndexReader.postings)", cum(type(s._refresh()).postings)),
-            ("parsing the query (parse_query)", cum(search_mod.parse_query)),
-        ]
+        if kernels.compiled is not None:
+            parts = [
+                ("document frequencies (IndexReader.doc_freqs)", cum(type(s._refresh()).doc_freqs)),
+                ("scoring every segment (kernels top, with its call)", cum(S._top_compiled)),
+                ("ranking, proximity rerank, positions (kernels rank)", cum(S._page_compiled) - cum(S._top_compiled)),
+                ("snippets (snippet_from_runs)", cum(snippet_mod.snippet_from_runs)),
+                ("parsing the query (parse_query)", cum(search_mod.parse_query)),
+            ]
+        else:
+            parts = [
+                ("scoring every match (Searcher._match)", cum(S._match)),
+                ("term proximity of the top 100 (Searcher._proximity)", cum(S._proximity)),
+                ("snippets: positions of the top 10 (Searcher._body_positions)", cum(S._body_positions)),
+                ("snippets: text (snippet_for_hit)", cum(snippet_mod.snippet_for_hit)),
+                ("reading the postings (IndexReader.postings)", cum(type(s._refresh()).postings)),
+                ("parsing the query (parse_query)", cum(search_mod.parse_query)),
+            ]
+        print(f"search code: {kernels.describe()}")
         print(f"under cProfile: {total / n * 1000:.2f} ms per query with snippets; its parts:")
         for name, t in parts:
             print(f"  {name:<64} {t / n * 1000:6.3f} ms  {t / total:5.1%}")
         rest = total - sum(t for _, t in parts)
-        print(
-            f"  {'the rest (ranking the matches, URLs, titles, hits)':<64} "
-            f"{rest / n * 1000:6.3f} ms  {rest / total:5.1%}"
-        )
+        print(f"  {'the rest (URLs, titles, the hits)':<64} {rest / n * 1000:6.3f} ms  {rest / total:5.1%}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

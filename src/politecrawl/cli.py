@@ -86,8 +86,25 @@ class _Group(click.Group):
 db_option = click.option("--db", default=None, help=f"Store: SQLite file or postgresql:// URL. {_d('db')}")
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the version, and which search code runs (the compiled kernels or numpy)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from .index import kernels
+
+    click.echo(f"politecrawl {__version__} (search: {kernels.describe()})")
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="politecrawl")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which search code runs, and exit.",
+)
 @click.option(
     "--config",
     type=click.Path(dir_okay=False),

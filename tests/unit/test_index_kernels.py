@@ -37,6 +37,17 @@ def test_the_kernels_are_built():
     assert kernels.describe().startswith("compiled")
 
 
+def test_version_says_which_search_code_runs(monkeypatch):
+    from click.testing import CliRunner
+
+    from politecrawl.cli import cli
+
+    out = CliRunner().invoke(cli, ["--version"]).output
+    assert out.startswith("politecrawl ") and f"(search: {kernels.describe()})" in out
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert "search: numpy" in CliRunner().invoke(cli, ["--version"]).output
+
+
 @contextmanager
 def numpy_only():
     saved = kernels.compiled
