@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import os
 import random
 import re
@@ -201,11 +202,22 @@ class Politecrawl:
             self.name = f"politecrawl/{scoring}"
 
     def build(self, docs, workdir):
+        """One commit per ``indexing.BATCH`` pages, then a compaction: what ``politecrawl index``
+        does with a store's pages (a writer holds a transaction's documents until it commits, so
+        one transaction of a whole large corpus would hold all of it in memory)."""
+        from politecrawl.indexing import BATCH
+
         self.path = workdir / "pc.index"
         anchors = self.anchors or {}
+        docs = iter(docs)
+        while True:
+            batch = list(itertools.islice(docs, BATCH))
+            if not batch:
+                break
+            with IndexWriter(self.path) as w:
+                for url, title, body in batch:
+                    w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
         with IndexWriter(self.path) as w:
-            for url, title, body in docs:
-                w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
             w.compact()  # as 'politecrawl index' and the end of a crawl do
         self.open(workdir)
         return self.path

@@ -234,6 +234,24 @@ def test_term_lookup_finds_every_term_and_nothing_else(tmp_path):
 
 
 @needs_kernels
+def test_the_sampled_keys_are_the_kernels_and_a_segment_without_them_computes_the_same(tmp_path):
+    from politecrawl.index.segment import TERM_KEY_STRIDE
+
+    assert compiled.KEY_STRIDE == TERM_KEY_STRIDE
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://a.example/", "", " ".join(f"t{i}" for i in range(500)))
+    [seg_dir] = path.glob("seg-*")
+    stored = Segment(seg_dir)
+    ends, keys = np.load(seg_dir / "terms.end.npy"), np.load(seg_dir / "terms.keys.npy")
+    for name in ("terms.end.npy", "terms.keys.npy"):  # as a segment written before them
+        (seg_dir / name).unlink()
+    computed = Segment(seg_dir)
+    assert np.array_equal(computed._term_end, ends) and np.array_equal(computed._term_keys, keys)
+    assert [computed.term_id(t) for t in stored.term_list()] == list(range(500))
+
+
+@needs_kernels
 def test_term_lookup_over_many_terms_with_shared_prefixes(tmp_path):
     """More terms than one stride of the sampled prefix keys, many of them alike in their first
     eight bytes: each found at its id, and none that is not there."""
@@ -348,10 +366,12 @@ def _postings_args(n_docs=3):
         np.zeros(3, np.int64),
         np.zeros(0, np.uint8),
     )
+    keys = np.array([int.from_bytes(b"apple\0\0\0", "big")], dtype=np.uint64)
     return (
         n_docs,
         terms,
         term_end,
+        keys,
         [empty + no_blocks, (term_ptr, docs, tfs, pos_ptr, positions) + no_blocks, empty + no_blocks],
     )
 
@@ -382,11 +402,11 @@ def test_a_sound_postings_object_scores_and_gathers():
     ["term pointer past the postings", "doc id past the segment", "positions past the term's", "dictionary offsets"],
 )
 def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
-    n_docs, terms, term_end, fields = _postings_args()
+    n_docs, terms, term_end, keys, fields = _postings_args()
     term_ptr, docs, tfs, pos_ptr, positions = fields[1][:5]
     if damage == "term pointer past the postings":  # checked when the term is used, not on open
         fields[1] = (np.array([0, 2, 9], dtype=np.int64), docs, tfs, pos_ptr, positions, *fields[1][5:])
-        p = compiled.Postings(n_docs, terms, term_end, fields)
+        p = compiled.Postings(n_docs, terms, term_end, keys, fields)
         assert p.df(0) == 2  # a sound term of the same segment still works
         with pytest.raises(ValueError):
             p.df(1)
@@ -394,18 +414,18 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
             _top(p, ["banana"], [1.0, 0.0])
     elif damage == "doc id past the segment":
         fields[1] = (term_ptr, np.array([0, 200, 1], dtype=np.uint8), tfs, pos_ptr, positions, *fields[1][5:])
-        p = compiled.Postings(n_docs, terms, term_end, fields)
+        p = compiled.Postings(n_docs, terms, term_end, keys, fields)
         with pytest.raises(ValueError):
             _top(p, ["apple"], [1.0, 0.0])
         with pytest.raises(ValueError):
             p.df(0)
     elif damage == "positions past the term's":
         fields[1] = (term_ptr, docs, np.array([1, 9, 1], dtype=np.uint8), pos_ptr, positions, *fields[1][5:])
-        p = compiled.Postings(n_docs, terms, term_end, fields)
+        p = compiled.Postings(n_docs, terms, term_end, keys, fields)
         with pytest.raises(ValueError):
             compiled.gather([p], np.array([0], np.int64), 1, np.array([0], np.int32), np.array([2], np.int32), 100)
     else:
-        p = compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), fields)
+        p = compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), keys, fields)
         with pytest.raises(ValueError):
             p.lookup("banana")
     # and the scratch arrays are left clean: a sound query after the failure scores as before

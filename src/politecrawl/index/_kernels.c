@@ -199,7 +199,7 @@ typedef struct {
     Field f[N_FIELDS];
     Arr terms, term_end;
     Py_ssize_t n_terms, n_docs;
-    uint64_t *keys; /* keys[j]: the prefix key of term j * KEY_STRIDE */
+    Arr keys; /* keys[j]: the prefix key of term j * KEY_STRIDE (segment.term_keys) */
     Py_ssize_t n_keys;
 } Postings;
 
@@ -215,7 +215,7 @@ static void Postings_dealloc(Postings *self) {
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
-    PyMem_Free(self->keys);
+    arr_release(&self->keys);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -258,14 +258,15 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
     return 0;
 }
 
-/* Postings(n_docs, terms, term_end, fields): `terms` the sorted dictionary (UTF-8 terms, one per
- * line), `term_end[i]` where term i ends in it; `fields` three tuples (term_ptr, docs, tfs,
- * pos_ptr, positions, block_ptr, blocks) as segment.py stores them. */
+/* Postings(n_docs, terms, term_end, keys, fields): `terms` the sorted dictionary (UTF-8 terms, one
+ * per line), `term_end[i]` where term i ends in it, `keys` every KEY_STRIDE-th term's prefix key
+ * (segment.term_keys); `fields` three tuples (term_ptr, docs, tfs, pos_ptr, positions, block_ptr,
+ * blocks) as segment.py stores them. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_ssize_t n_docs;
-    PyObject *terms, *term_end, *fields;
-    static char *names[] = {"n_docs", "terms", "term_end", "fields", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "nOOO", names, &n_docs, &terms, &term_end, &fields)) return -1;
+    PyObject *terms, *term_end, *keys, *fields;
+    static char *names[] = {"n_docs", "terms", "term_end", "keys", "fields", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nOOOO", names, &n_docs, &terms, &term_end, &keys, &fields)) return -1;
     if (n_docs < 0 || n_docs > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "n_docs out of range");
         return -1;
@@ -311,17 +312,9 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_DECREF(seq);
     /* The rest is checked term by term where a term is used (term_ok): opening a segment of a
      * large index does not read all of it. */
+    if (arr_get(keys, &self->keys, "keys") < 0) return -1;
     self->n_keys = (self->n_terms + KEY_STRIDE - 1) / KEY_STRIDE;
-    self->keys = PyMem_Malloc((size_t)(self->n_keys ? self->n_keys : 1) * sizeof(uint64_t));
-    if (!self->keys) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t j = 0; j < self->n_keys; j++) {
-        Py_ssize_t start, len;
-        if (term_at(self, j * KEY_STRIDE, &start, &len) < 0) return -1;
-        self->keys[j] = prefix_key(self->terms.p + start, len);
-    }
+    if (self->keys.n != self->n_keys || self->keys.size != 8) return corrupt("term keys of the wrong length");
     return 0;
 }
 
@@ -333,13 +326,13 @@ static Py_ssize_t lookup(Postings *self, const char *key, Py_ssize_t len) {
     Py_ssize_t a = 0, z = self->n_keys;
     while (a < z) {
         Py_ssize_t mid = a + (z - a) / 2;
-        if (self->keys[mid] < k) a = mid + 1; else z = mid;
+        if (at(&self->keys, mid) < k) a = mid + 1; else z = mid;
     }
     Py_ssize_t lo = a > 0 ? (a - 1) * KEY_STRIDE : 0;
     z = self->n_keys;
     while (a < z) {
         Py_ssize_t mid = a + (z - a) / 2;
-        if (self->keys[mid] <= k) a = mid + 1; else z = mid;
+        if (at(&self->keys, mid) <= k) a = mid + 1; else z = mid;
     }
     Py_ssize_t hi = a * KEY_STRIDE < self->n_terms ? a * KEY_STRIDE : self->n_terms;
     const char *blob = (const char *)self->terms.p;
@@ -2503,6 +2496,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     Py_INCREF(&PostingsType);
     if (PyModule_AddObject(m, "Postings", (PyObject *)&PostingsType) < 0) {
         Py_DECREF(&PostingsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "KEY_STRIDE", KEY_STRIDE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -16,12 +16,15 @@ __all__ = [
     "top",
 ]
 
+KEY_STRIDE: int
+
 class Postings:
     def __init__(
         self,
         n_docs: int,
         terms: Buffer,
         term_end: Buffer,
+        keys: Buffer,
         fields: Sequence[tuple[Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer]],
     ) -> None: ...
     def lookup(self, term: str | bytes) -> int: ...

@@ -7,6 +7,9 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                          "field_lengths", "analyzer"}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
                         (tokens never contain a newline); term id = line number
+    terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
+    terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
+                                      lookup bisects first (both computed on open if absent)
     <field>.term_ptr.npy  int64[T+1]  postings of term t are [ptr[t], ptr[t+1])
     <field>.docs.npy      uint[P]     doc ids, delta-encoded within each term
                                       (the first of a term is absolute), so a
@@ -75,7 +78,18 @@ from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 
-__all__ = ["BLOCK", "FORMAT", "VERSION", "Segment", "merge_segments", "posting_blocks", "write_segment"]
+__all__ = [
+    "BLOCK",
+    "FORMAT",
+    "TERM_KEY_STRIDE",
+    "VERSION",
+    "Segment",
+    "merge_segments",
+    "posting_blocks",
+    "term_ends",
+    "term_keys",
+    "write_segment",
+]
 
 FORMAT = "politecrawl-segment"
 #: 3: stored bodies are LZ4 pieces; 2: zlib streams (still read, and written with
@@ -431,7 +445,12 @@ def _write_segment_files(
         _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
         _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        _write_bytes(tmp, "terms.txt", "\n".join(terms).encode("utf-8"))
+        blob = "\n".join(terms).encode("utf-8")
+        _write_bytes(tmp, "terms.txt", blob)
+        if terms:
+            ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+            _save(tmp, "terms.end.npy", ends)
+            _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
         docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
         _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
         header = {
@@ -641,9 +660,38 @@ def _load(path: Path) -> np.ndarray:
         raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
 
 
-def _load_terms(path: Path, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
-    """``terms.txt`` memory-mapped as bytes, and where each term ends in it (the offset of its
-    newline, or of the end of the file for the last)."""
+#: Every this many terms of the dictionary, the first 8 bytes of one are sampled into
+#: ``terms.keys.npy`` (``term_keys``): the compiled lookup bisects those, then this many terms.
+TERM_KEY_STRIDE = 32
+
+
+def term_ends(blob: np.ndarray) -> np.ndarray:
+    """Where each term of a dictionary (``terms.txt``: one per line) ends in it: the offset of its
+    newline, or the length of the blob for the last."""
+    ends = np.append(np.flatnonzero(blob == 0x0A), len(blob))
+    return ends.astype(np.uint32 if len(blob) < 2**32 else np.uint64)
+
+
+def term_keys(blob: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of every ``TERM_KEY_STRIDE``-th term as a big-endian number, zero-padded
+    (ordered as the terms are: UTF-8 byte order, and no term holds a zero byte)."""
+    picked = np.arange(0, len(ends), TERM_KEY_STRIDE)
+    if not len(picked):
+        return np.zeros(0, dtype=np.uint64)
+    ends64 = np.asarray(ends, dtype=np.int64)
+    starts = np.where(picked > 0, ends64[np.maximum(picked - 1, 0)] + 1, 0)
+    lens = ends64[picked] - starts
+    out = np.zeros((len(picked), 8), dtype=np.uint8)
+    for k in range(8):
+        has = lens > k
+        out[has, k] = blob[starts[has] + k]
+    return out.view(">u8").ravel().astype(np.uint64)
+
+
+def _load_terms(path: Path, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``terms.txt`` memory-mapped as bytes, where each term ends in it (``term_ends``) and the
+    sampled keys (``term_keys``): from the segment's files, or for a segment written before they
+    existed, computed (which reads the whole dictionary)."""
     try:
         size = path.stat().st_size
         blob = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray) if size else np.zeros(0, np.uint8)
@@ -654,11 +702,16 @@ def _load_terms(path: Path, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
     if not n_terms:
         if size:
             raise SearchIndexError(f"{path.parent}: term dictionary does not match header")
-        return blob, np.zeros(0, dtype=np.int64)
-    ends = np.append(np.flatnonzero(blob == 0x0A), len(blob)).astype(np.int64)
-    if len(ends) != n_terms:
+        return blob, np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint64)
+    try:
+        ends = _load(path.parent / "terms.end.npy")
+        keys = _load(path.parent / "terms.keys.npy")
+    except FileNotFoundError:
+        ends = term_ends(blob)
+        keys = term_keys(blob, ends)
+    if len(ends) != n_terms or len(keys) != -(-n_terms // TERM_KEY_STRIDE):
         raise SearchIndexError(f"{path.parent}: term dictionary does not match header")
-    return blob, ends
+    return blob, ends, keys
 
 
 class _TermList:
@@ -708,7 +761,7 @@ class Segment:
         # Python dict of a segment's terms held ~100 bytes per term, which over the dozens of
         # segments of a million-page index was most of a searching process's memory.
         self.n_terms: int = int(header["term_count"])
-        self._terms_blob, self._term_end = _load_terms(self.path / "terms.txt", self.n_terms)
+        self._terms_blob, self._term_end, self._term_keys = _load_terms(self.path / "terms.txt", self.n_terms)
         self._kernel: object | None = None
         self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
@@ -774,7 +827,9 @@ class Segment:
                 for fi, fp in enumerate(self.fields.values())
             ]
             try:
-                self._kernel = compiled.Postings(self.doc_count, self._terms_blob, self._term_end, arrays)
+                self._kernel = compiled.Postings(
+                    self.doc_count, self._terms_blob, self._term_end, self._term_keys, arrays
+                )
             except ValueError as exc:
                 raise SearchIndexError(f"{self.path}: {exc}") from exc
         return self._kernel
