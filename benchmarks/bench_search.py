@@ -177,8 +177,17 @@ def split_queries(docs, queries, n, max_df=0.05):
 
 
 def dir_size(path: Path) -> int:
+    """Bytes on disk of an engine's index. For politecrawl's, those of its current generation:
+    the folder also keeps the previous generation's segments until the next commit (for readers
+    that are still opening it), which a reader does not need."""
     if path.is_file():
         return path.stat().st_size
+    if (path / "CURRENT").is_file():
+        import json
+
+        gen = (path / "CURRENT").read_text().strip()
+        names = [e["name"] for e in json.loads((path / gen).read_text())["segments"]]
+        return (path / gen).stat().st_size + sum(dir_size(path / name) for name in names)
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
