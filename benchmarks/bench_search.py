@@ -611,6 +611,10 @@ def zipf_child(args) -> None:
             out[qname + "+snippets"] = [np.percentile(on, 50), np.percentile(on, 99)]
             out[qname + "+added"] = float(np.percentile(on, 50) - np.percentile(off, 50))
         out["search_peak_rss_mb"] = _vm("VmHWM")
+        # what of it is the process's own (anonymous) memory, and what the pages of mapped index
+        # files (the page cache's, given back under memory pressure), at the end of the step
+        out["search_rss_anon_mb"] = _vm("RssAnon")
+        out["search_rss_file_mb"] = _vm("RssFile")
     print(json.dumps(out), flush=True)
 
 
@@ -682,6 +686,10 @@ def zipf_table(args) -> None:
                 f"{r['build_peak_rss_mb']:.0f} | {r['search_peak_rss_mb']:.0f} |"
             )
             print(f"{head} {cells} |")
+    print("\nsearching, at the end: the process's own (anonymous) memory / mapped index file pages, MB")
+    for r in rows:
+        if "search_rss_anon_mb" in r:
+            print(f"  {r['docs']:,} docs, {r['engine']}: {r['search_rss_anon_mb']:.0f} / {r['search_rss_file_mb']:.0f}")
     print("\np50 ratio politecrawl / tantivy (target <= 2):")
     for n in sizes:
         by = {r["engine"]: r for r in rows if r["docs"] == n}
