@@ -20,39 +20,25 @@ Semantics of a query (see ``analysis.parse_query``):
   made with ``proximity=False``.  Only those documents' positions are read.
 
 Ranking is by score descending, ties broken by url ascending, so results are
-deterministic and pages never overlap.  Scores are accumulated per segment in
-numpy arrays, each term only over the documents that hold it (a term in many of
-a segment's documents over a dense array, which is cheaper there; the floats
-added are the same either way); the top ``page * limit`` are selected on a
-score threshold (all documents tied at the threshold are kept, then sorted by
-``(-score, url)``), which is exact: the threshold is bounded from below by the
-maxima of blocks of scores, so the partition runs over few of them
-(``_at_least_kth``).
+deterministic and pages never overlap.
 
-Top-k pruning (``Searcher.top_k_pruning``, **off** by default, see the
-measurement below; ``count`` never prunes): term-at-a-time MaxScore.  Each term has an upper bound on what it can
-add to any score (``idf * ((k1 + 1) + TITLE_BONUS * (TITLE_K1 + 1))`` in
-"bm25f+title", without the second part if the term is in no title; ``sum_f w_f * idf_f * (k1 + 1)``
-over the fields where it occurs in "fields"; since ``tf / (tf + k1 * B_f) < 1``).  Terms are added highest bound
-first; once at least k allowed documents (live, not excluded, on the site)
-already score more than the sum of the remaining terms' bounds, no other
-document can reach the top k, and the remaining (common, low-idf) terms are
-scored only on the documents matched so far.  Off for phrase queries.  Terms
-are summed in the same order with pruning on or off, so results and scores
-are bit-identical (hypothesis test against exhaustive scoring).
+Two implementations compute the same hits, scores (to the last bit) and snippets, and
+``tests/unit/test_index_kernels.py`` holds them to it:
 
-Measured (python3-doc x8 = 4240 pages, 19 queries of title words each in <= 5%
-of pages plus "in", the most common term, in 96% of pages;
-``benchmarks/bench_search.py --x8 --maxscore`` and an interleaved loop): it
-does not pay at this scale.  p50 0.22 ms pruned vs 0.22 ms exhaustive in the
-interleaved loop, 0.35 vs 0.21 ms in one noisy full benchmark run; the
-condition holds for only 3 of 19 queries, because the static bound is loose
-(a common word that is also in a few titles gets a large title idf), and
-scoring a 4240-posting list with numpy costs ~20 us anyway.  A first version
-that took theta with ``np.partition`` was 4x *slower* (0.6 ms per partition
-on the tie-heavy x8 scores).  What would pay at larger scale: per-term
-max-tf / min-length statistics stored in the segment (tight block-max bounds)
-and skip data so that a pruned posting list need not be decoded whole.
+* the compiled kernels (``_kernels``, where ``kernels.compiled`` is built): ``_page_compiled``
+  calls ``top`` (every segment scored; MaxScore over the skip blocks' bounds where it pays, with
+  ``top_k_pruning``, on by default) and ``rank`` (sorted by score then url, the head reranked by
+  proximity, the page's body positions), and each hit's snippet is one ``snippet_hit`` call;
+* the numpy code (``_page_numpy``): the reference, and what runs where the kernels were not
+  built.  Scores are accumulated per segment in numpy arrays, each term only over the
+  documents that hold it (a term in many of a segment's documents over a dense array, which is
+  cheaper there; the floats added are the same either way); the top ``page * limit`` are
+  selected on a score threshold (all documents tied at the threshold are kept, then sorted by
+  ``(-score, url)``), which is exact: the threshold is bounded from below by the maxima of
+  blocks of scores, so the partition runs over few of them (``_at_least_kth``).  It never
+  prunes.
+
+``count`` counts every match (the kernels with ``k = 0``, which never prune).
 
 ``Hit.snippet`` is plain text; ``Hit.highlights`` holds ``(start, end)``
 character offsets of matched terms in it (see ``snippet``).

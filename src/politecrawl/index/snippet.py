@@ -19,9 +19,14 @@ text with word boundaries; it does not re-apply NFKC, so a compatibility form
 (full-width letters, say) is found by the index but not highlighted.  Only the
 first ``SCAN_CHARS`` of a body are scanned (bound the work per hit).
 
-``snippet_for_hit`` is what a search uses: it works from a bounded window of the
-stored body instead of the whole of it.  The token positions of the query terms
-in the body (from the postings, no text needed) give the best window in token
+``snippet_for_hit`` (and ``snippet_from_runs``, with the positions as the compiled kernels
+gather them) is what a search uses: it works from a bounded window of the stored body instead
+of the whole of it. For a body stored in LZ4 pieces (``segment.BODY_CODEC``; ``PieceStream``)
+the whole path is one call of the compiled kernels (``snippet_hit``) where they are built; the
+code below is their reference and does what they hand back (a zlib body of an older segment,
+``BodyStream``; a word with non-ASCII letters; text whose tokens and characters disagree).
+
+The token positions of the query terms in the body (from the postings, no text needed) give the best window in token
 space (``best_window``: most distinct terms, then most occurrences, earliest,
 over ``WINDOW_TOKENS`` tokens) and which occurrence of which term starts it.
 The body is decompressed (``BodyStream``) from the last sync point before that
