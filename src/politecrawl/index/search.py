@@ -150,6 +150,20 @@ def _at_least_kth(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class _Page:
+    """What a search asks of the ranking: the hits ``[start:end]`` of the best ``depth`` (the
+    reranked head included), the head reranked by proximity or not, the hits' body positions for
+    snippets or not, the proximity rows for explain or not."""
+
+    depth: int
+    start: int
+    end: int
+    rerank: bool
+    snippets: bool
+    explain: bool
+
+
+@dataclass(frozen=True)
 class Hit:
     url: str
     title: str
@@ -286,13 +300,14 @@ class Searcher:
         # the hits' body positions: the compiled kernels' runs, or per hit and term (numpy)
         runs: tuple[bytes, bytes] | None = None
         positions: list[list[np.ndarray]] = []
+        want = _Page(depth=depth, start=(page - 1) * limit, end=k, rerank=rerank, snippets=snippets, explain=explain)
         if kernels.compiled is not None:
-            compiled_page = self._page_compiled(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+            compiled_page = self._page_compiled(reader, q, want)
             if compiled_page is None:
                 return []
             ranked, runs, proximity = compiled_page
         else:
-            numpy_page = self._page_numpy(reader, q, depth, (page - 1) * limit, k, rerank, snippets, explain)
+            numpy_page = self._page_numpy(reader, q, want)
             if numpy_page is None:
                 return []
             ranked, positions, proximity = numpy_page
@@ -317,31 +332,23 @@ class Searcher:
         return hits
 
     def _page_numpy(
-        self,
-        reader: IndexReader,
-        q: Query,
-        depth: int,
-        start: int,
-        end: int,
-        rerank: bool,
-        snippets: bool,
-        explain: bool,
+        self, reader: IndexReader, q: Query, want: _Page
     ) -> tuple[list[tuple], list[list[np.ndarray]], dict] | None:
-        """The page ``[start:end]`` of the ranking with the numpy code: ``(score, url, segment index,
-        doc)`` per hit, its body positions per term (for snippets; empty without), and with
-        ``explain`` the reranked head's proximity rows. None if nothing matches."""
+        """The page ``want`` asks for with the numpy code: ``(score, url, segment index, doc)`` per
+        hit, its body positions per term (for snippets; empty without), and for ``explain`` the
+        reranked head's proximity rows. None if nothing matches."""
         terms = q.positive_terms
         postings = {t: reader.postings(t) for t in terms}
         matched = _flatten(self._match(reader, q, postings=postings))
         if not len(matched[0]):
             return None
-        ranked = _rank(reader, matched, depth)
+        ranked = _rank(reader, matched, want.depth)
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
-        if rerank:
+        if want.rerank:
             head = ranked[:PROXIMITY_DEPTH]
             per_field = self._proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
             bonus = _bonus(per_field).tolist()
-            if explain:
+            if want.explain:
                 proximity = {
                     (si, d): {f: v[i].tolist() for f, v in per_field.items()} for i, (_, _, si, d) in enumerate(head)
                 }
@@ -350,33 +357,25 @@ class Searcher:
             # sorted by (-score, url): tuples compare in C, a key function per row would not
             order = sorted((-(s + b), u, si, d) for (s, u, si, d), b in zip(head, bonus))
             ranked[:PROXIMITY_DEPTH] = [(-s, u, si, d) for s, u, si, d in order]
-        ranked = ranked[start:end]
+        ranked = ranked[want.start : want.end]
         where = [(si, d) for _, _, si, d in ranked]
-        positions = self._body_positions(reader, postings, terms, where) if snippets else [[] for _ in where]
+        positions = self._body_positions(reader, postings, terms, where) if want.snippets else [[] for _ in where]
         return ranked, positions, proximity
 
     def _page_compiled(
-        self,
-        reader: IndexReader,
-        q: Query,
-        depth: int,
-        start: int,
-        end: int,
-        rerank: bool,
-        snippets: bool,
-        explain: bool,
+        self, reader: IndexReader, q: Query, want: _Page
     ) -> tuple[list[tuple], tuple[bytes, bytes] | None, dict] | None:
         """``_page_numpy`` with the compiled kernels: ``top`` scores every segment, ``rank`` sorts,
         reranks the head by term proximity and gathers the page's body positions, which come back
         as the runs ``rank`` returns (for ``snippet_from_runs``; None without snippets)."""
         compiled = kernels.compiled
         assert compiled is not None
-        (tids_b, seg_b, doc_b, score_b, _, _), ordered = self._top_compiled(reader, q, depth)
+        (tids_b, seg_b, doc_b, score_b, _, _), ordered = self._top_compiled(reader, q, want.depth)
         if not score_b:
             return None
         terms = q.positive_terms
         prox = None
-        if rerank:
+        if want.rerank:
             assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
             idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
             prox = (
@@ -399,10 +398,10 @@ class Searcher:
                 doc_b,
                 score_b,
                 [ordered.index(t) for t in terms],
-                start,
-                end,
+                want.start,
+                want.end,
                 prox,
-                MAX_POSITIONS if snippets else 0,
+                MAX_POSITIONS if want.snippets else 0,
             )
         except ValueError as exc:  # a damaged segment file
             raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
@@ -412,7 +411,7 @@ class Searcher:
         ranked = [(v, urls[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
         runs = None if starts_b is None else (starts_b, pos_b)
         proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
-        if explain and head is not None:
+        if want.explain and head is not None:
             head_seg, head_doc, body_rows, title_rows = head
             n_terms = len(terms)
             rows = {
