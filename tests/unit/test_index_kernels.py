@@ -201,6 +201,23 @@ def test_skip_blocks_of_a_segment_written_before_them_are_computed(tmp_path):
 
 
 @needs_kernels
+def test_terms_in_every_document_of_a_large_segment(tmp_path):
+    """Every document of a segment larger than the smallest scratch holds both terms, so a pass
+    meets documents already matched after all of them were (the edge of the kernels' lists)."""
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for i in range(1500):
+            w.add_document(f"http://a.example/{i}", "alpha" if i % 2 else "", "alpha beta " * (1 + i % 5))
+    fast = Searcher(path)
+    with numpy_only():
+        slow = Searcher(path)
+        want = [_hits(slow, q, limit=20) for q in ("alpha beta", "beta alpha", "alpha")]
+        want_count = slow.count("alpha beta")
+    assert [_hits(fast, q, limit=20) for q in ("alpha beta", "beta alpha", "alpha")] == want
+    assert fast.count("alpha beta") == want_count == 1500
+
+
+@needs_kernels
 def test_explain_is_the_same_with_the_kernels(tmp_path):
     path = tmp_path / "ix"
     with IndexWriter(path) as w:

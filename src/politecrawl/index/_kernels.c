@@ -146,7 +146,9 @@ static int scratch(Py_ssize_t n) {
     Py_ssize_t cap = n < 1024 ? 1024 : n;
     s_score = PyMem_Calloc((size_t)cap, sizeof(double));
     s_stamp = PyMem_Calloc((size_t)cap, sizeof(uint32_t));
-    s_touched = PyMem_Malloc((size_t)cap * sizeof(int32_t));
+    /* one more than the documents: a pass writes the next slot before it knows whether the
+     * document is new (s_touched[m] = d; m += score was 0), also when all of them are touched */
+    s_touched = PyMem_Malloc((size_t)(cap + 1) * sizeof(int32_t));
     int ok = s_score && s_stamp && s_touched;
     for (int i = 0; i < 3; i++) {
         s_part[i] = PyMem_Calloc((size_t)cap, sizeof(double));
