@@ -558,6 +558,25 @@ def _vm(key: str) -> float:
     return float("nan")
 
 
+def _mapped_files_mb(top: int = 8) -> dict[str, float]:
+    """This process's resident pages of mapped files, MB, summed by file name across an index's
+    segments (tantivy's files, named by segment id, by their extension): where ``RssFile`` goes."""
+    by: dict[str, int] = {}
+    name = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(maxsplit=5)
+        if head and "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line: range perms offset dev inode [path]
+            path = head[5] if len(head) == 6 else ""
+            name = None if not path.startswith("/") else Path(path).name
+            stem, dot, ext = name.partition(".") if name else ("", "", "")
+            if name and dot and len(stem) >= 16 and all(c in "0123456789abcdef" for c in stem):
+                name = "*." + ext
+        elif name and line.startswith("Rss:"):
+            by[name] = by.get(name, 0) + int(line.split()[1])
+    biggest = sorted(by.items(), key=lambda kv: -kv[1])[:top]
+    return {k: v / 1024 for k, v in biggest}
+
+
 def zipf_child(args) -> None:
     """One step of one engine, in its own process; prints one JSON line."""
     import json
@@ -615,6 +634,7 @@ def zipf_child(args) -> None:
         # files (the page cache's, given back under memory pressure), at the end of the step
         out["search_rss_anon_mb"] = _vm("RssAnon")
         out["search_rss_file_mb"] = _vm("RssFile")
+        out["search_rss_by_file_mb"] = _mapped_files_mb()
     print(json.dumps(out), flush=True)
 
 
@@ -690,6 +710,8 @@ def zipf_table(args) -> None:
     for r in rows:
         if "search_rss_anon_mb" in r:
             print(f"  {r['docs']:,} docs, {r['engine']}: {r['search_rss_anon_mb']:.0f} / {r['search_rss_file_mb']:.0f}")
+            files = ", ".join(f"{k} {v:.0f}" for k, v in r.get("search_rss_by_file_mb", {}).items())
+            print(f"    mapped pages by file (every segment's together): {files}")
     print("\np50 ratio politecrawl / tantivy (target <= 2):")
     for n in sizes:
         by = {r["engine"]: r for r in rows if r["docs"] == n}
