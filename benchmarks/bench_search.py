@@ -565,7 +565,8 @@ def _mapped_files_mb(top: int = 8) -> dict[str, float]:
     name = None
     for line in Path("/proc/self/smaps").read_text().splitlines():
         head = line.split(maxsplit=5)
-        if head and "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line: range perms offset dev inode [path]
+        # a mapping's first line: range, perms, offset, dev, inode [, path]; then "Key: value" lines
+        if head and "-" in head[0] and not head[0].endswith(":"):
             path = head[5] if len(head) == 6 else ""
             name = None if not path.startswith("/") else Path(path).name
             stem, dot, ext = name.partition(".") if name else ("", "", "")
