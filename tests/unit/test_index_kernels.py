@@ -343,7 +343,7 @@ def test_proximity_equals_the_numpy_formulas(n_cands, n_terms, seed, cap):
         max_size=150,
     ).map("".join),
     terms=st.lists(st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i"]), max_size=4),
-    window=st.integers(5, 60),
+    window=st.integers(1, 60),  # below 4: windows shorter than a match ("loop")
     lo=st.integers(0, 40),
     span=st.integers(0, 300),
     complete=st.booleans(),
@@ -416,7 +416,14 @@ def test_a_sound_postings_object_scores_and_gathers():
 @needs_kernels
 @pytest.mark.parametrize(
     "damage",
-    ["term pointer past the postings", "doc id past the segment", "positions past the term's", "dictionary offsets"],
+    [
+        "term pointer past the postings",
+        "doc id past the segment",
+        "positions past the term's",
+        "dictionary offsets",
+        "a posting with no occurrences",
+        "doc deltas wider than 32 bits",
+    ],
 )
 def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
     n_docs, terms, term_end, keys, fields = _postings_args()
@@ -441,6 +448,16 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
         p = compiled.Postings(n_docs, terms, term_end, keys, fields)
         with pytest.raises(ValueError):
             compiled.gather([p], np.array([0], np.int64), 1, np.array([0], np.int32), np.array([2], np.int32), 100)
+    elif damage == "a posting with no occurrences":  # would score 0.0 and count as new twice
+        fields[1] = (term_ptr, docs, np.array([0, 2, 1], dtype=np.uint8), pos_ptr, positions, *fields[1][5:])
+        p = compiled.Postings(n_docs, terms, term_end, keys, fields)
+        with pytest.raises(ValueError, match="no occurrences"):
+            _top(p, ["apple"], [1.0, 0.0])
+    elif damage == "doc deltas wider than 32 bits":  # their sum could wrap past the check on the last
+        wide = np.array([2**31, 2**64 - 2**31 + 1, 1], dtype=np.uint64)
+        fields[1] = (term_ptr, wide, tfs, pos_ptr, positions, *fields[1][5:])
+        with pytest.raises(ValueError, match="wider than 32 bits"):
+            compiled.Postings(n_docs, terms, term_end, keys, fields)
     else:
         p = compiled.Postings(n_docs, terms, np.array([5, 99], dtype=np.int64), keys, fields)
         with pytest.raises(ValueError):
@@ -465,3 +482,23 @@ def test_a_search_over_a_damaged_segment_is_a_search_index_error(tmp_path):
     np.save(seg_dir / "body.docs.npy", docs)
     with pytest.raises(SearchIndexError):
         Searcher(path).search("banana")
+
+
+@pytest.mark.parametrize("code", ["kernels", "numpy"])
+@pytest.mark.parametrize("offset", [-100, 10**9])
+def test_damaged_sync_points_of_a_stored_body_are_a_search_index_error(tmp_path, code, offset):
+    if code == "kernels" and compiled is None:
+        pytest.skip("the compiled kernels are not built (no C compiler)")
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        w.add_document("http://a.example/0", "", " ".join(f"word{i} filler" for i in range(3000)) + " needle")
+    [seg_dir] = path.glob("seg-*")
+    sync = np.load(seg_dir / "body_sync.npy")
+    assert len(sync) > 2
+    sync[:, 0] = offset  # byte offsets before the stored body, or past it
+    np.save(seg_dir / "body_sync.npy", sync)
+    with numpy_only() if code == "numpy" else contextmanager(lambda: (yield))():
+        searcher = Searcher(path)
+        assert [h.url for h in searcher.search("needle", snippets=False)] == ["http://a.example/0"]
+        with pytest.raises(SearchIndexError, match="the stored text of http://a.example/0"):
+            searcher.search("needle")

@@ -147,7 +147,10 @@ static int scratch(Py_ssize_t n) {
     s_score = PyMem_Calloc((size_t)cap, sizeof(double));
     s_stamp = PyMem_Calloc((size_t)cap, sizeof(uint32_t));
     /* one more than the documents: a pass writes the next slot before it knows whether the
-     * document is new (s_touched[m] = d; m += score was 0), also when all of them are touched */
+     * document is new (s_touched[m] = d; m += score was 0 and m < n), also when all of them are
+     * touched.  A document is new when its score is still 0.0: every posting adds more than 0
+     * (a tf of 0 is a corrupt segment; the searcher's coefficients are > 0), and m < n keeps the
+     * list in bounds whatever the values say. */
     s_touched = PyMem_Malloc((size_t)(cap + 1) * sizeof(int32_t));
     int ok = s_score && s_stamp && s_touched;
     for (int i = 0; i < 3; i++) {
@@ -301,6 +304,12 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
+        }
+        /* the writer stores these in 1, 2 or 4 bytes; wider values could wrap the sums that the
+         * bounds checks rely on (a doc id from its deltas, a position from the tfs) */
+        if (f->docs.size > 4 || f->tfs.size > 4 || f->positions.size > 4) {
+            Py_DECREF(seq);
+            return corrupt("postings wider than 32 bits");
         }
         if (f->block_ptr.n != self->n_terms + 1 || f->blocks.size != 4 || f->blocks.n % 4 != 0) {
             Py_DECREF(seq);
@@ -541,10 +550,13 @@ static PyObject *Postings_df(Postings *self, PyObject *args) {
             docs[i] = (uint32_t)d;                        \
         }                                                 \
     }
-#define DECODE_TFS(T)                                                 \
-    {                                                                 \
-        const T *src = (const T *)f->tfs.p + lo;                      \
-        for (Py_ssize_t i = 0; i < n; i++) tfs[i] = (uint32_t)src[i]; \
+#define DECODE_TFS(T)                                    \
+    {                                                    \
+        const T *src = (const T *)f->tfs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {             \
+            tfs[i] = (uint32_t)src[i];                   \
+            zero |= src[i] == 0;                         \
+        }                                                \
     }
 
 static Py_ssize_t decode(const Field *f, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t n_docs, uint32_t *docs,
@@ -555,17 +567,18 @@ static Py_ssize_t decode(const Field *f, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_
     switch (f->docs.size) {
         case 1: DECODE_DOCS(uint8_t) break;
         case 2: DECODE_DOCS(uint16_t) break;
-        case 4: DECODE_DOCS(uint32_t) break;
-        default: DECODE_DOCS(uint64_t) break;
+        default: DECODE_DOCS(uint32_t) break; /* at most 4 bytes (Postings_init) */
     }
-    /* deltas are >= 0, so the last id is the largest: checked before any is used */
+    /* deltas are >= 0 and at most 32 bits (their sum cannot wrap), so the last id is the
+     * largest: checked before any is used */
     if (n && d >= (uint64_t)n_docs) return corrupt("doc id beyond the segment");
+    int zero = 0;
     switch (f->tfs.size) {
         case 1: DECODE_TFS(uint8_t) break;
         case 2: DECODE_TFS(uint16_t) break;
-        case 4: DECODE_TFS(uint32_t) break;
-        default: DECODE_TFS(uint64_t) break;
+        default: DECODE_TFS(uint32_t) break; /* at most 4 bytes (Postings_init) */
     }
+    if (zero) return corrupt("a posting with no occurrences");
     return n;
 }
 
@@ -843,7 +856,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                         uint32_t d = docs[i];
                         double tf = (double)tfs[i], sc = score[d];
                         s_touched[m] = (int32_t)d;
-                        m += sc == 0.0;
+                        m += (sc == 0.0) & (m < n);
                         score[d] = sc + (cf * tf) / (tf + nf[d]);
                     }
                 }
@@ -863,7 +876,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                         uint32_t d = db[i];
                         double p = (double)tb[i] * n1[d], sc = score[d];
                         s_touched[m] = (int32_t)d;
-                        m += sc == 0.0;
+                        m += (sc == 0.0) & (m < n);
                         score[d] = sc + idf * ((p * k1p1) / (p + k1));
                     }
                     goto scored;
@@ -883,7 +896,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                     double p = (pt[d] + (double)tb[i] * n1[d]) + pa[d];
                     double sc = score[d];
                     s_touched[m] = (int32_t)d;
-                    m += sc == 0.0;
+                    m += (sc == 0.0) & (m < n);
                     score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
                     pt[d] = bt[d] = pa[d] = 0.0;
                 }
@@ -894,7 +907,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                         double p = pt[d] + pa[d];                   /* title + anchor, or one + 0.0 */
                         double sc = score[d];
                         s_touched[m] = (int32_t)d;
-                        m += sc == 0.0;
+                        m += (sc == 0.0) & (m < n);
                         score[d] = (sc + idf * ((p * k1p1) / (p + k1))) + bt[d];
                         pt[d] = bt[d] = pa[d] = 0.0;
                     }
@@ -1113,6 +1126,10 @@ static PyObject *k_top(PyObject *mod, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "unknown mode");
         return NULL;
     }
+    if (k > INT32_MAX) { /* more than a segment's documents; and the heap's size would wrap */
+        PyErr_SetString(PyExc_ValueError, "k out of range");
+        return NULL;
+    }
     PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
     PyObject *terms = segs ? PySequence_Fast(terms_obj, "terms must be a sequence") : NULL;
     PyObject *norms = terms ? PySequence_Fast(norms_obj, "norms must be a sequence") : NULL;
@@ -1279,7 +1296,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
                     continue;
                 }
                 uint64_t tf = at(&f->tfs, cur.i);
-                if (cur.pos + tf > end) {
+                if (cur.pos < at(&f->pos_ptr, tid) || cur.pos > end || tf > end - cur.pos) {
                     corrupt("positions beyond the term's");
                     goto done;
                 }
@@ -1468,7 +1485,7 @@ static PyObject *k_proximity(PyObject *mod, PyObject *args) {
     PyObject *out_b = NULL;
     Py_ssize_t *head = NULL, *end = NULL;
     double *close = NULL;
-    if (nc < 0 || T < 2 || r.n_runs != nc * T) {
+    if (nc < 0 || T < 2 || nc > PY_SSIZE_T_MAX / 8 / T || r.n_runs != nc * T) {
         PyErr_SetString(PyExc_ValueError, "runs do not match n_cands * n_terms (n_terms >= 2)");
         goto done;
     }
@@ -1969,7 +1986,7 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
         if (j > i && !--counts[matches[i].term]) distinct--;
     }
     Py_ssize_t start, end, c0 = 0, c1 = 0; /* chosen matches [c0, c1) */
-    if (n_matches) {
+    if (best_j > best_i) {
         Py_ssize_t first_start = matches[best_i].start, last_end = matches[best_j - 1].end;
         Py_ssize_t slack = window - (last_end - first_start);
         if (slack < 0) slack = 0;
@@ -2134,6 +2151,11 @@ static PyObject *snippet_at_core(const unsigned char *data, Py_ssize_t n, int do
         PyErr_SetString(PyExc_ValueError, "snippet_at: the term must be ASCII");
         goto out;
     }
+    if (k < 0 || window < 0 || lead < 0 || max_occ < 0 || before_chars < 0 || scan_chars < 0 ||
+        window > PY_SSIZE_T_MAX / 8 || before_chars > PY_SSIZE_T_MAX / 8) {
+        PyErr_SetString(PyExc_ValueError, "snippet_at: counts and lengths must be >= 0");
+        goto out;
+    }
     const unsigned char *key = PyUnicode_1BYTE_DATA(term);
     /* 1. the k-th occurrence: candidates where the first byte matches in either case (memchr) */
     Py_ssize_t b = -1, seen = 0;
@@ -2257,6 +2279,11 @@ typedef struct {
 static int pieces_open(Pieces *p, const unsigned char *src, Py_ssize_t n_src, const int64_t *rows, Py_ssize_t n_rows,
                        Py_ssize_t start, PyObject *decompress) {
     PyMem_Free(p->ends);
+    p->ends = NULL;
+    if (start < 0 || start > n_src) {
+        PyErr_SetString(PyExc_ValueError, "corrupt segment: sync points outside the body");
+        return -1;
+    }
     p->src = src;
     p->n_src = n_src;
     p->fed = start;
@@ -2426,7 +2453,8 @@ static PyObject *k_snippet_hit(PyObject *mod, PyObject *args) {
         }
         if (pieces_open(&p, src, cv.len, rows, n_rows, start, decompress) < 0) goto done;
         /* one step to about the window, from the token's distance */
-        Py_ssize_t est = (Py_ssize_t)(((double)(token - from_token) * cpt) * 1.1) + 2 * window + 128;
+        double guess = ((double)(token - from_token) * cpt) * 1.1; /* past the body: the whole body */
+        Py_ssize_t est = (guess >= 0.0 && guess < (double)cv.len ? (Py_ssize_t)guess : cv.len) + 2 * window + 128;
         if (pieces_grow(&p, est) < 0) goto done;
         for (;;) {
             PyObject *out = snippet_at_core(p.data, p.n, p.done, term, k, distinct, window, lead, max_occ, before_chars,

@@ -76,7 +76,7 @@ from .bm25 import (
     saturate,
 )
 from .reader import IndexReader, SegmentView, current_identity, local_commits, union_of_docs
-from .snippet import MAX_POSITIONS, snippet_for_hit, snippet_from_runs
+from .snippet import DAMAGED_TEXT_ERRORS, MAX_POSITIONS, snippet_for_hit, snippet_from_runs
 
 __all__ = ["Hit", "Searcher"]
 
@@ -317,14 +317,17 @@ class Searcher:
             seg = reader.views[si].segment
             text: str = ""
             highlights: tuple[tuple[int, int], ...] = ()
-            if snippets and runs is not None:
-                text, highlights = snippet_from_runs(
-                    seg.body_buffer(d), terms, distinct, runs, h, sync=seg.sync_points(d), codec=seg.body_codec
-                )
-            elif snippets:
-                text, highlights = snippet_for_hit(
-                    seg.body_buffer(d), terms, positions[h], sync=seg.sync_points(d), codec=seg.body_codec
-                )
+            try:
+                if snippets and runs is not None:
+                    text, highlights = snippet_from_runs(
+                        seg.body_buffer(d), terms, distinct, runs, h, sync=seg.sync_points(d), codec=seg.body_codec
+                    )
+                elif snippets:
+                    text, highlights = snippet_for_hit(
+                        seg.body_buffer(d), terms, positions[h], sync=seg.sync_points(d), codec=seg.body_codec
+                    )
+            except DAMAGED_TEXT_ERRORS as exc:
+                raise SearchIndexError(f"{reader.index_dir}: the stored text of {url}: {exc}") from exc
             expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
             hits.append(
                 Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)

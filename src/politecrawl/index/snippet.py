@@ -74,7 +74,12 @@ __all__ = [
     "open_body",
     "snippet_from_runs",
     "snippet_for_hit",
+    "DAMAGED_TEXT_ERRORS",
 ]
+
+#: What decompressing a damaged stored body raises (the kernels: ValueError for sync points
+#: outside the body), for the searcher to report as a damaged index.
+DAMAGED_TEXT_ERRORS: tuple[type[Exception], ...] = (ValueError, zlib.error, lz4.block.LZ4BlockError)
 
 WINDOW_CHARS = 200
 LEAD_CHARS = 40
@@ -181,12 +186,13 @@ def make_snippet(
         key = (len(counts), j - i, -start)
         if key > best:
             best, best_i, best_j = key, i, j
-        t = matches[i][2]
-        counts[t] -= 1
-        if not counts[t]:
-            del counts[t]
+        if j > i:  # else match i is longer than the window: it was never counted
+            t = matches[i][2]
+            counts[t] -= 1
+            if not counts[t]:
+                del counts[t]
 
-    if matches:
+    if best_j > best_i:  # a window holds a match (not so if every match is longer than the window)
         first_start, last_end = matches[best_i][0], matches[best_j - 1][1]
         slack = max(0, window - (last_end - first_start))
         start = max(0, first_start - min(LEAD_CHARS, slack))
@@ -301,6 +307,8 @@ class PieceStream(_Stream):
 
 def open_body(compressed: bytes | memoryview, codec: str, *, start: int = 0, stops: Sequence[int] = ()) -> _Stream:
     """The stream of a stored body in ``codec`` (``Segment.body_codec``)."""
+    if not 0 <= start <= len(compressed):
+        raise ValueError("corrupt segment: sync points outside the body")
     if codec == "lz4":
         return PieceStream(compressed, start=start, stops=stops)
     return BodyStream(compressed, start=start, stops=stops)
