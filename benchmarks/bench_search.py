@@ -848,7 +848,9 @@ def query_parts(base, queries, scale: int, rounds: int = 3) -> None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--x8", action="store_true", help="also run scale x8")
-    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument(
+        "--queries", type=int, help="queries per set (default: 300 on python3-doc, 200 per query set with --zipf)"
+    )
     ap.add_argument("--snippets", action="store_true", help="also time politecrawl with snippets")
     ap.add_argument("--synthetic", action="store_true", help="force the synthetic corpus")
     ap.add_argument("--engines", help="comma-separated engine names to run (default: all)")
@@ -882,6 +884,8 @@ def main(argv=None):
     ap.add_argument("--zipf-child-engine", help=argparse.SUPPRESS)
     ap.add_argument("--zipf-work", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.queries is None:
+        args.queries = 200 if args.zipf or args.zipf_child else 300
     if args.zipf_child:
         zipf_child(args)
         return
