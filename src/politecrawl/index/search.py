@@ -251,6 +251,11 @@ class Searcher:
             self._reader, self._norms, self._kernel_cache = reader, {}, None
         return self._reader
 
+    @property
+    def _title_bonus(self) -> float:
+        """The weight of the title's own BM25 term ("bm25f+title"; 0.0 in the other scorings)."""
+        return TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+
     def _norm(self, reader: IndexReader, si: int, f: str, k1: float | None) -> np.ndarray:
         """Per document of segment ``si``: ``k1 * B_f`` (a field's own BM25 saturation:
         "fields", the title term), or with ``k1=None`` ``w_f / B_f`` (BM25F's tf~).
@@ -574,7 +579,7 @@ class Searcher:
         postings = postings or {}
         reader.doc_freqs(terms)  # with the kernels, every statistic below in one call
         n_docs = reader.n_docs
-        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+        bonus = self._title_bonus
         idfs: dict[str, float] = {}
         fidfs: dict[tuple[str, str], float] = {}
         if self.scoring == "fields":
@@ -607,7 +612,7 @@ class Searcher:
         compiled = kernels.compiled
         assert compiled is not None
         ordered, idfs, fidfs, _ = self._term_weights(reader, q.positive_terms)
-        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+        bonus = self._title_bonus
         if self.scoring == "fields":
             mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]
         else:
@@ -651,6 +656,7 @@ class Searcher:
         ``site:``, holding every phrase) as a bool mask; None for all of them."""
         seg = view.segment
         mask = view.live
+        own = False  # mask is this call's own array (view.live is shared)
         for t in q.excluded:
             tid = seg.term_id(t)
             if tid is None:
@@ -658,7 +664,9 @@ class Searcher:
             for f in FIELDS:
                 docs = seg.fields[f].postings(tid)[0]
                 if len(docs):
-                    mask = np.ones(seg.doc_count, dtype=bool) if mask is None else mask.copy()
+                    if mask is None or not own:
+                        mask = np.ones(seg.doc_count, dtype=bool) if mask is None else mask.copy()
+                        own = True
                     mask[docs] = False
         if q.site is not None:
             site = seg.site_mask(q.site)
@@ -682,9 +690,8 @@ class Searcher:
         terms = q.positive_terms
         if postings is None:
             postings = {t: reader.postings(t) for t in terms}
-        bonus = TITLE_BONUS if self.scoring == "bm25f+title" else 0.0
+        bonus = self._title_bonus
         terms, idfs, fidfs, _ = self._term_weights(reader, terms, postings)
-        excluded = {t: reader.postings(t) for t in q.excluded}
         out = []
         for si, view in enumerate(reader.views):
             n = view.segment.doc_count
@@ -728,20 +735,9 @@ class Searcher:
                             / (tf + self._norm(reader, si, "title", TITLE_K1)[d])
                         )
             cand = scores > 0
-            if view.live is not None:
-                cand &= view.live
-            for ps in excluded.values():
-                p = ps[si]
-                if p is not None:
-                    for f in FIELDS:
-                        cand[p[f][0]] = False
-            if q.site is not None and cand.any():
-                cand &= view.segment.site_mask(q.site)
-            for phrase in q.phrases:
-                if not cand.any():
-                    break
-                tids = [view.segment.term_id(t) for t in phrase]
-                cand &= self._phrase_mask(view, [postings[t][si] for t in phrase], tids, n)
+            allowed = self._allowed(view, q)  # the documents a match may be: the kernels' too
+            if allowed is not None:
+                cand &= allowed
             docs = np.flatnonzero(cand)
             if len(docs):
                 out.append((si, docs, scores[docs]))

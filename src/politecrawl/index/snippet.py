@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -238,7 +239,7 @@ def make_snippet(
     return "".join(out), tuple(highlights)
 
 
-class _Stream:
+class _Stream(ABC):
     """What the snippet code reads of a stored body: ``data``, a prefix of its UTF-8 bytes (from a
     sync point or the start) that ``grow`` extends, and ``done`` once it holds all the rest."""
 
@@ -249,8 +250,10 @@ class _Stream:
         self._low = b""
         self.done = False
 
+    @abstractmethod
     def grow(self, at_least: int = 0) -> None:
-        raise NotImplementedError
+        """Decompress until ``data`` holds ``at_least`` bytes, or if it already does, some more
+        (``PieceStream``: a piece; ``BodyStream``: the next step); ``done`` once all of it."""
 
     @property
     def text(self) -> str:
