@@ -56,7 +56,6 @@ Deletions never touch a segment: they are tombstones in the generation file.
 
 from __future__ import annotations
 
-import codecs
 import itertools
 import json
 import os
@@ -77,6 +76,7 @@ from ..errors import SearchIndexError
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .snippet import open_body
 
 __all__ = [
     "BLOCK",
@@ -842,25 +842,10 @@ class Segment:
         """``body_bytes`` without the copy: a view of the mapping (a snippet reads a small part)."""
         return self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])].data
 
-    def body(self, doc: int, max_chars: int | None = None) -> str:
-        """Stored body text; with ``max_chars``, at least that prefix (cheaper)."""
-        data = bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
-        if not data:
-            return ""
-        if self.body_codec == "lz4":
-            bounds = [0, *(int(b) for b in self.sync_points(doc)[:, 0]), len(data)]
-            out: list[bytes] = []
-            got = 0
-            for a, z in zip(bounds, bounds[1:]):
-                out.append(lz4.block.decompress(data[a:z]))
-                got += len(out[-1])
-                if max_chars is not None and got >= 4 * max_chars:
-                    break
-            return b"".join(out).decode("utf-8", "surrogatepass")
-        if max_chars is None:
-            return zlib.decompress(data).decode("utf-8", "surrogatepass")
-        raw = zlib.decompressobj().decompress(data, 4 * max_chars)
-        return codecs.getincrementaldecoder("utf-8")("surrogatepass").decode(raw, final=False)
+    def body(self, doc: int) -> str:
+        """Stored body text, decompressed whole."""
+        stops = self.sync_points(doc)[:, 0].tolist()
+        return open_body(self.body_buffer(doc), self.body_codec, stops=stops).whole()
 
     def documents(self, doc_ids: Iterable[int]) -> Iterator[tuple[str, str, str]]:
         for d in doc_ids:

@@ -52,6 +52,7 @@ is not found where expected and the whole scanned prefix is used, as
 from __future__ import annotations
 
 import re
+import sys
 import zlib
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
@@ -254,6 +255,12 @@ class _Stream(ABC):
     def grow(self, at_least: int = 0) -> None:
         """Decompress until ``data`` holds ``at_least`` bytes, or if it already does, some more
         (``PieceStream``: a piece; ``BodyStream``: the next step); ``done`` once all of it."""
+
+    def whole(self) -> str:
+        """The rest of the body decompressed, and all of it as text."""
+        while not self.done:
+            self.grow(sys.maxsize)
+        return self.text
 
     @property
     def text(self) -> str:
