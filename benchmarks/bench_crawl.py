@@ -12,7 +12,7 @@ with every other setting at its default (``politecrawl.config.DEFAULTS``; no con
 POLITECRAWL_* variables). ``--concurrency N`` and ``--set NAME=VALUE`` (any setting, passed as
 POLITECRAWL_NAME) change that; every setting that differs from the defaults is printed first.
 
-The web (``python -m politecrawl.sandbox --realistic-pages``) runs in its own process, every
+The web (``python -m politecrawl.faces.sandbox --realistic-pages``) runs in its own process, every
 host on its own 127.x address: endless sites of 10–30 KB pages of varied markup (headings,
 lists, tables, inline elements, ``<script>`` and ``<style>`` blocks) with 6–30 links each, some
 to other hosts of the web and some off it (``--simple-pages``: the older one-paragraph pages).
@@ -86,7 +86,7 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     cmd = [
         sys.executable,
         "-m",
-        "politecrawl.sandbox",
+        "politecrawl.faces.sandbox",
         "--hosts",
         str(args.hosts),
         "--first-ip",
@@ -263,7 +263,7 @@ def rss_split(tree: TreeRun) -> dict:
 # --------------------------------------------------------------------------- politecrawl
 def _cli() -> list[str]:
     script = Path(sys.executable).with_name("politecrawl")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "politecrawl.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "politecrawl"]
 
 
 def crawl_flags(args) -> tuple[dict, dict]:

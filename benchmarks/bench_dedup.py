@@ -1,4 +1,4 @@
-"""Benchmark politecrawl.dedup: simhash() throughput, and the per-page CPU of dedup and urls.
+"""Benchmark politecrawl.content.dedup: simhash() throughput, and the per-page CPU of dedup and urls.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py            # simhash() on 200 texts
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --per-page --baseline 6e87f1f
@@ -10,7 +10,7 @@ The near-duplicate lookup is the store's: ``bench_near_dup_store.py`` measures i
 ``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
 call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
 normalize(raw, base) + trap_reason() + host_key() on the links of those pages. Pages:
-the benchmark web's (politecrawl.sandbox.bench_hosts, ASCII) and, when installed,
+the benchmark web's (politecrawl.faces.sandbox.bench_hosts, ASCII) and, when installed,
 python3-doc HTML pages (/usr/share/doc/python3*/html), both through parse_html.
 ``--baseline REV`` also times dedup.py and urls.py as of git revision REV on the same
 inputs and checks that every output (and every InvalidURL message) is identical.
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from politecrawl.dedup import simhash
+from politecrawl.content.dedup import simhash
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -145,8 +145,8 @@ def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[t
     """[(label, [(text, [(href, base), ...]), ...])]: parsed pages of ~20 KB of text."""
     import glob
 
-    from politecrawl.parse import parse_html
-    from politecrawl.sandbox import bench_hosts
+    from politecrawl.content.parse import parse_html
+    from politecrawl.faces.sandbox import bench_hosts
 
     hosts = bench_hosts(50, seed=seed)
     bench = []
@@ -202,8 +202,9 @@ def _link_outcomes(urls_module, links: list[tuple[str, str]]) -> list:
 
 def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) -> None:
     """us per call of simhash/text_fingerprint and per link of normalize+trap_reason+host_key."""
-    from politecrawl import dedup, urls
+    from politecrawl.content import dedup
     from politecrawl.errors import InvalidURL
+    from politecrawl.policy import urls
 
     versions = [("current", dedup, urls)]
     if baseline:

@@ -1,10 +1,10 @@
 """The search index's memory: peak RSS and docs/s of building it from N pages, and of searching it.
 
 For each size N a fresh process builds an index from N pages of the benchmark web
-(``politecrawl.sandbox.bench_hosts(realistic=True)``: what ``bench_crawl.py``'s web serves, 10-30 KB
+(``politecrawl.faces.sandbox.bench_hosts(realistic=True)``: what ``bench_crawl.py``'s web serves, 10-30 KB
 of varied markup; ``--simple-pages``: the older pages of ~20 KB of plain text), each parsed by
 ``parse_html`` as the crawl parses it, title and text indexed (no anchor text). It writes them as
-a crawl does (``politecrawl.indexing``): one ``IndexWriter`` commit per ``STOPPABLE_BATCH`` pages
+a crawl does (``politecrawl.crawl.indexing``): one ``IndexWriter`` commit per ``STOPPABLE_BATCH`` pages
 (the crawl's periodic updates), with the shipped ``WRITE_CHUNK_CHARS`` and
 ``MAX_SEGMENT_TOKENS``, then ``compact()`` (the end of a crawl). Pages are made on the fly, one
 batch at a time, so the process holds only the index's memory and one batch; docs/s counts the
@@ -92,8 +92,8 @@ class _Sampler:
 
 def _pages(n: int, simple: bool, seed: int):
     """(url, title, text) of ``n`` pages of the benchmark web, parsed as the crawl parses them."""
-    from politecrawl.parse import parse_html
-    from politecrawl.sandbox import bench_hosts
+    from politecrawl.content.parse import parse_html
+    from politecrawl.faces.sandbox import bench_hosts
 
     hosts = bench_hosts(100, realistic=not simple, seed=seed)
     for host in hosts:
@@ -113,9 +113,9 @@ def _du_mb(path: str) -> float:
 
 
 def _build(index_dir: str, n: int, simple: bool, seed: int, max_tokens: int, chunk_chars: int) -> dict:
+    from politecrawl.crawl.indexing import STOPPABLE_BATCH
     from politecrawl.index import IndexWriter
     from politecrawl.index import writer as writer_module
-    from politecrawl.indexing import STOPPABLE_BATCH
 
     # The writer reads the chunk size from its module at each commit: set it as a shipped default would be.
     writer_module.WRITE_CHUNK_CHARS = chunk_chars
@@ -161,8 +161,8 @@ def _build(index_dir: str, n: int, simple: bool, seed: int, max_tokens: int, chu
 
 
 def _search(index_dir: str, seed: int) -> dict:
+    from politecrawl.faces.sandbox import RealisticPages
     from politecrawl.index import Searcher
-    from politecrawl.sandbox import RealisticPages
 
     rng = random.Random(seed)
     words = RealisticPages.WORDS
@@ -243,8 +243,8 @@ def main() -> None:
     ap.add_argument("--child-search", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--index-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    from politecrawl.crawl.indexing import STOPPABLE_BATCH
     from politecrawl.index.writer import MAX_SEGMENT_TOKENS, WRITE_CHUNK_CHARS
-    from politecrawl.indexing import STOPPABLE_BATCH
 
     changed = args.max_segment_tokens is not None or args.write_chunk_chars is not None
     args.max_segment_tokens = args.max_segment_tokens or MAX_SEGMENT_TOKENS

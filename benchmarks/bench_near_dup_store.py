@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from politecrawl.dedup import hamming, to_signed64
+from politecrawl.content.dedup import hamming, to_signed64
 from politecrawl.store import open_store
 from politecrawl.store.common import simhash_blocks
 from politecrawl.store.sqlite import _near_duplicate

@@ -3,7 +3,7 @@
     POLITECRAWL_TEST_PG=postgresql://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_pg_cost.py [--hosts 300] [--min-delay 0.5] [--workers 2] [--seconds 40]
 
-One invocation crawls the same benchmark web (``python -m politecrawl.sandbox``: endless ~20 KB
+One invocation crawls the same benchmark web (``python -m politecrawl.faces.sandbox``: endless ~20 KB
 pages with 8 links each, every host on its own 127.x address, a fresh web per run) once with the
 SQLite store and once with the PostgreSQL store (``Crawler(settings).run(seeds, fleet_worker=True)``,
 as ``politecrawl worker`` runs). Every setting is the shipped default except the ones printed at the
@@ -52,7 +52,7 @@ from _proctree import rusage_cpu_s  # noqa: E402
 from bench_crawl import analyse, start_web, stop_web  # noqa: E402
 
 from politecrawl.config import Settings, load_settings  # noqa: E402
-from politecrawl.crawler import Crawler  # noqa: E402
+from politecrawl.crawl.crawler import Crawler  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -362,7 +362,7 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
     import psycopg
     from psycopg import sql
 
-    from politecrawl.response import URLOutcome
+    from politecrawl.policy.response import URLOutcome
     from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
 
     app = f"pc_cost_{uuid.uuid4().hex[:10]}"

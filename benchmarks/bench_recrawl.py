@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from politecrawl.config import load_settings
-from politecrawl.crawler import Crawler
-from politecrawl.sandbox import Sandbox, SandboxHost
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.faces.sandbox import Sandbox, SandboxHost
 
 WORDS = (
     "river mountain forest valley meadow harbour lantern orchard quarry thistle granite saffron copper "

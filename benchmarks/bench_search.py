@@ -91,9 +91,9 @@ def load_python_docs(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, 
     """
     from selectolax.lexbor import LexborHTMLParser
 
-    from politecrawl import urls as pc_urls
+    from politecrawl.content.parse import parse_html
     from politecrawl.errors import InvalidURL
-    from politecrawl.parse import parse_html
+    from politecrawl.policy import urls as pc_urls
 
     docs = []
     anchor_sets: dict[str, dict[str, None]] = {}
@@ -214,7 +214,7 @@ class Politecrawl:
         """One commit per ``indexing.BATCH`` pages, then a compaction: what ``politecrawl index``
         does with a store's pages (a writer holds a transaction's documents until it commits, so
         one transaction of a whole large corpus would hold all of it in memory)."""
-        from politecrawl.indexing import BATCH
+        from politecrawl.crawl.indexing import BATCH
 
         self.path = workdir / "pc.index"
         anchors = self.anchors or {}
@@ -433,8 +433,8 @@ def crawler_text_table(root: Path, docs) -> None:
     every row answers the same queries; only the indexed body changes."""
     from bench_extract import BEFORE, load_parse_at
 
-    from politecrawl import urls as pc_urls
-    from politecrawl.parse import parse_html
+    from politecrawl.content.parse import parse_html
+    from politecrawl.policy import urls as pc_urls
 
     before = load_parse_at(BEFORE)
     variants = {

@@ -93,7 +93,7 @@ def _worker(
 ) -> None:
     import random
 
-    from politecrawl.response import URLOutcome
+    from politecrawl.policy.response import URLOutcome
     from politecrawl.store import FetchLogEntry, NewURL, Outcome, PageRecord, open_store
 
     rng = random.Random(worker)

@@ -72,7 +72,7 @@ def run_crawl(
             cmd = [
                 sys.executable,
                 "-m",
-                "politecrawl.cli",
+                "politecrawl",
                 "crawl",
                 "--db",
                 str(Path(tmp) / "crawl.db"),
@@ -135,11 +135,11 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
 
     from _trapweb import _Site
 
-    from politecrawl import patterns as patterns_module
-    from politecrawl import urls
-    from politecrawl.dedup import simhash, text_fingerprint
-    from politecrawl.pages import PATTERN_LINKS, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
-    from politecrawl.parse import parse_html
+    from politecrawl.content.dedup import simhash, text_fingerprint
+    from politecrawl.content.parse import parse_html
+    from politecrawl.crawl.pages import PATTERN_LINKS, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
+    from politecrawl.patterns import site as patterns_module
+    from politecrawl.policy import urls
 
     pages: list[list[tuple]] = []
     for index in range(hosts):

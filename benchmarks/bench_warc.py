@@ -14,7 +14,7 @@ the writer built them before it serialised them itself.
 ``--export N``: a store of N pages (~3.5 KB of text each) and one of N/10, each exported to JSON
 Lines and CSV by the command line; peak RSS of each export (it must not grow with the store).
 
-Crawl: a benchmark web (``python -m politecrawl.sandbox``, every host on its own 127.x address,
+Crawl: a benchmark web (``python -m politecrawl.faces.sandbox``, every host on its own 127.x address,
 ~20 KB pages, the servers log every request; its own process, its CPU not counted) is crawled by the
 real crawl (``Crawler.run``: ``--workers`` worker processes and the indexing parent, as ``politecrawl
 crawl`` runs them) for ``--seconds``, without and with ``warc_dir``, interleaved in one invocation:
@@ -55,8 +55,8 @@ import zlib
 from pathlib import Path
 
 from politecrawl.config import load_settings
-from politecrawl.fetch import FetchResult
-from politecrawl.warc import WarcWriter, iter_files
+from politecrawl.net.fetch import FetchResult
+from politecrawl.net.warc import WarcWriter, iter_files
 
 
 # --------------------------------------------------------------------------- micro
@@ -67,7 +67,7 @@ class _WarcioBuilt(WarcWriter):
     def _build(self, result, kind):
         from warcio.statusandheaders import StatusAndHeaders
 
-        from politecrawl import warc
+        from politecrawl.net import warc
 
         b = self._builder
         url = result.url
@@ -118,8 +118,8 @@ def micro(
         (9, "zlib", ""),
     ),
 ) -> list[dict]:
-    from politecrawl import warc
-    from politecrawl.sandbox import _bench_text
+    from politecrawl.faces.sandbox import _bench_text
+    from politecrawl.net import warc
 
     rng = random.Random(1)
     bodies = [
@@ -236,7 +236,7 @@ def export_memory(n: int) -> list[dict]:
                 t0 = time.time()
                 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from this process.
                 script = (
-                    "import sys; from politecrawl.cli import main\n"
+                    "import sys; from politecrawl.faces.cli import main\n"
                     "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
                     "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
                     "print(hwm[0].split()[1], file=sys.stderr)"
@@ -301,7 +301,7 @@ def _count_writer_cpu(stats_file: str) -> None:
     """In a crawl worker: count the CPU (time.thread_time: the event loop's thread) and wall time
     spent in WarcWriter.write_exchange and in fetch._keep_exchange (what the fetcher copies for the
     archive), and at the writer's close add a line with them to ``stats_file``."""
-    from politecrawl import fetch
+    from politecrawl.net import fetch
 
     counts = {"exchanges": 0, "write_cpu_s": 0.0, "write_wall_s": 0.0, "keep_cpu_s": 0.0}
     write, keep, close = WarcWriter.write_exchange, fetch._keep_exchange, WarcWriter.close
@@ -388,7 +388,7 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     cmd = [
         sys.executable,
         "-m",
-        "politecrawl.sandbox",
+        "politecrawl.faces.sandbox",
         "--hosts",
         str(args.hosts),
         "--first-ip",
@@ -444,7 +444,7 @@ def analyse(records: list[dict], min_delay: float) -> dict:
 
 
 def crawl_once(args, tmp: Path, with_warc: bool, round_no: int) -> dict:
-    from politecrawl.crawler import Crawler
+    from politecrawl.crawl.crawler import Crawler
 
     log = tmp / f"web-{round_no}-{int(with_warc)}.jsonl"
     warc_dir = tmp / f"warc-{round_no}"

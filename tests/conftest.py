@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from politecrawl.config import load_settings
-from politecrawl.crawler import Crawler
-from politecrawl.sandbox import Sandbox
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.faces.sandbox import Sandbox
 
 import reliability as _reliability
 
@@ -67,7 +67,7 @@ def cli_env(extra: dict | None = None) -> dict:
 
 def cli_command(*args: str) -> list[str]:
     """The ``politecrawl`` command line with ``args``, run by this interpreter."""
-    return [sys.executable, "-m", "politecrawl.cli", *args]
+    return [sys.executable, "-m", "politecrawl", *args]
 
 
 def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | None = None):

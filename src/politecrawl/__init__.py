@@ -17,18 +17,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .index.search import Hit, Searcher
+    from politecrawl.index.search import Hit, Searcher
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["__version__", "Hit", "Searcher", "open_search"]
 
 
 def open_search(db: str = "politecrawl.db", *, index_dir: str | Path | None = None) -> "Searcher":
     """The searcher over the index of the crawl stored in ``db`` (the index lives beside it)."""
+    from politecrawl.crawl.indexing import index_dir_for
+    from politecrawl.index.search import Searcher
+
     from .config import load_settings
-    from .index.search import Searcher
-    from .indexing import index_dir_for
 
     directory = Path(index_dir) if index_dir is not None else index_dir_for(load_settings({"db": db}, env={}))
     return Searcher(directory)

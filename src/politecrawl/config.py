@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import __version__
+from ._version import __version__
 from .errors import ConfigError
 
 __all__ = ["Settings", "DEFAULTS", "load_settings", "parse_duration", "user_agent_string", "is_loopback_host"]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.robots import RobotsTxt, _normalize, _path_params_query, is_valid_product_token
+from politecrawl.policy.robots import RobotsTxt, _normalize, _path_params_query, is_valid_product_token
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots"
 FILES = ("google_cases.json", "google_spec_cases.json")

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from politecrawl import urls
+from politecrawl.content.parse import parse_html
+from politecrawl.content.sitemaps import parse_sitemap
 from politecrawl.errors import InvalidURL
 from politecrawl.index.analysis import parse_query
-from politecrawl.parse import parse_html
-from politecrawl.robots import RobotsTxt
-from politecrawl.sitemaps import parse_sitemap
+from politecrawl.policy import urls
+from politecrawl.policy.robots import RobotsTxt
 
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")),
@@ -306,9 +306,9 @@ def test_fuzz_web_api_query_handling(tmp_path, reliability):
 
     try:
         from politecrawl.config import load_settings
-        from politecrawl.web import create_app
+        from politecrawl.faces.web import create_app
     except ImportError:
-        pytest.skip("politecrawl.web has no create_app(settings) to test in-process")
+        pytest.skip("politecrawl.faces.web has no create_app(settings) to test in-process")
     app = create_app(load_settings({"db": str(tmp_path / "none.db")}, env={}))
     queries = [
         "",
@@ -352,10 +352,10 @@ ATHERIS_DRIVER = textwrap.dedent("""
     with atheris.instrument_imports():
         from politecrawl.errors import InvalidURL
         from politecrawl.index.analysis import parse_query
-        from politecrawl.parse import parse_html
-        from politecrawl.robots import RobotsTxt
-        from politecrawl.sitemaps import parse_sitemap
-        from politecrawl import urls
+        from politecrawl.content.parse import parse_html
+        from politecrawl.policy.robots import RobotsTxt
+        from politecrawl.content.sitemaps import parse_sitemap
+        from politecrawl.policy import urls
 
     def one(data: bytes) -> None:
         fdp = atheris.FuzzedDataProvider(data)

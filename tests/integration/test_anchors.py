@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from politecrawl.sandbox import SandboxHost
+from politecrawl.faces.sandbox import SandboxHost
 
 from conftest import crawl, run_cli
 
@@ -87,7 +87,7 @@ def test_a_refresh_pass_naming_more_pages_than_a_batch_reads_them_a_batch_at_a_t
 ):
     """The pages a pass of new anchor rows names are read batch by batch (their text at once
     would be the indexer's largest memory), and every one of them reaches the index."""
-    from politecrawl import indexing
+    from politecrawl.crawl import indexing
     from politecrawl.store.sqlite import SQLiteStore
 
     names = [f"zz{chr(97 + i)}marker" for i in range(12)]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.sandbox import Sandbox, SandboxHost
+from politecrawl.faces.sandbox import Sandbox, SandboxHost
 
 from conftest import run_cli
 

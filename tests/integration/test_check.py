@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from politecrawl.sandbox import SandboxHost
+from politecrawl.faces.sandbox import SandboxHost
 
 from conftest import crawl, run_cli
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from politecrawl.faces.sandbox import Sandbox, SandboxHost, demo_hosts, violations
 from politecrawl.index import Searcher
-from politecrawl.sandbox import Sandbox, SandboxHost, demo_hosts, violations
 from politecrawl.store import open_store
 
 from conftest import run_cli, start_cli
@@ -246,7 +246,7 @@ def test_check_command_passes_after_the_crash_loop(crashed):
 
 
 def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_factory, tmp_path):
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.faces.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.45", pages={"/": "<html><title>Seed</title><body>seed page</body></html>"})
     sb = sandbox_factory([host])
@@ -349,7 +349,7 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
 def test_a_killed_worker_not_yet_reaped_counts_as_dead():
     """A zombie (killed, its parent gone or slow to reap) holds no lease: a restart takes its
     hosts back at once instead of waiting for the lease to expire."""
-    from politecrawl.workers import _pid_alive
+    from politecrawl.crawl.pool import _pid_alive
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

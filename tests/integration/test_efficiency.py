@@ -10,10 +10,10 @@ import time
 
 import pytest
 
+from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
-from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.policy.urls import host_key
 from politecrawl.store import open_store
-from politecrawl.urls import host_key
 
 from conftest import crawl, run_cli
 

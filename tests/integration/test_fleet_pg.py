@@ -4,7 +4,7 @@ Needs ``POLITECRAWL_TEST_PG`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test`
 every case is skipped with that reason. Set: they run, and a database that cannot be reached
 fails them.
 
-Every case runs the real command line (``python -m politecrawl.cli``) in its own process
+Every case runs the real command line (``python -m politecrawl``) in its own process
 group, on its own schema (``?schema=pc_fleet_<random>``, dropped at the end) and with its own
 index folder in ``tmp_path``. The store URL also carries ``application_name=<schema>``, so a
 case can kill exactly its own server connections and nobody else's.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import open_store
 
 from conftest import run_cli
@@ -46,7 +46,7 @@ pytestmark = [
 # Crawler.release_dead_workers can tell (it only releases dead workers of its own machine).
 OTHER_MACHINE = (
     "import socket, sys; socket.gethostname = lambda: 'other-machine.test'; "
-    "from politecrawl.cli import main; main(sys.argv[1:])"
+    "from politecrawl.faces.cli import main; main(sys.argv[1:])"
 )
 
 
@@ -106,7 +106,7 @@ class Fleet:
         """Start a command in its own process group (a 'machine'); stopped at the end of the case."""
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
         full_env.update(self.env(env))
-        head = [sys.executable, "-c", OTHER_MACHINE] if other_machine else [sys.executable, "-m", "politecrawl.cli"]
+        head = [sys.executable, "-c", OTHER_MACHINE] if other_machine else [sys.executable, "-m", "politecrawl"]
         proc = subprocess.Popen(
             [*head, *args],
             cwd=str(self.tmp),

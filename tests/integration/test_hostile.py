@@ -24,7 +24,7 @@ import zlib
 
 import pytest
 
-from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
 from servers.raw import http_response, ok_robots_handler, reset
@@ -132,7 +132,7 @@ def crawl_measured(
     args = [
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl",
         "crawl",
         *seeds,
         "--db",

@@ -333,7 +333,7 @@ def _index_warnings(caplog) -> list[str]:
 
 def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, db_path):
     """The reported failure: a segment renamed into place just before a kill, in no generation."""
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.faces.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -353,7 +353,7 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
 
 
 def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.faces.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -375,8 +375,8 @@ def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
 
 
 def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_path, db_path, caplog):
-    from politecrawl.indexing import update_index
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.crawl.indexing import update_index
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     blocker = tmp_path / "not-a-folder"
@@ -404,9 +404,9 @@ def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_pat
 def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory, db_path, monkeypatch, caplog):
     import errno
 
+    from politecrawl.crawl.indexing import update_index
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.index import segment
-    from politecrawl.indexing import update_index
-    from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
@@ -443,8 +443,8 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
 
 
 def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, db_path):
-    from politecrawl.indexing import rebuild_index
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.crawl.indexing import rebuild_index
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "again"))
@@ -468,8 +468,8 @@ def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, d
 def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory, db_path, monkeypatch, caplog):
     import functools
 
-    from politecrawl import indexing
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.crawl import indexing
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "locked"))
@@ -496,7 +496,7 @@ def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory,
 
 
 def _update_once(db: str, ix: Path) -> None:
-    from politecrawl.indexing import update_index
+    from politecrawl.crawl.indexing import update_index
     from politecrawl.store import open_store
 
     store = open_store(db)
@@ -508,7 +508,7 @@ def _update_once(db: str, ix: Path) -> None:
 
 def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_path, db_path, reliability):
     """The whole path a crawl takes (store -> update_index -> commit), killed at each step."""
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(8, "resume"))
@@ -553,10 +553,10 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
     """The index's failure never stops a crawl, but a store that cannot be written does."""
     import errno
 
+    from politecrawl.crawl.indexing import update_index
     from politecrawl.errors import StoreError
+    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.index import segment
-    from politecrawl.indexing import update_index
-    from politecrawl.sandbox import SandboxHost
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
@@ -589,7 +589,7 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
 def test_an_update_told_to_stop_ends_within_a_batch_and_the_next_one_finishes(tmp_path):
     """A crawl's index update asks its stop between batches of STOPPABLE_BATCH pages: told to stop
     (a deadline, Ctrl-C), it ends after the batch under way, and a later update indexes the rest."""
-    from politecrawl.indexing import STOPPABLE_BATCH, update_index
+    from politecrawl.crawl.indexing import STOPPABLE_BATCH, update_index
     from politecrawl.store import NewURL, Outcome, PageRecord, RobotsUpdate, open_store
 
     db = str(tmp_path / "c.db")

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 
-from politecrawl.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli

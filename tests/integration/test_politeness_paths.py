@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from politecrawl.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
@@ -176,7 +176,7 @@ def test_one_bad_url_costs_its_host_nothing_but_itself(raw_servers, db_path, tmp
         [
             sys.executable,
             "-m",
-            "politecrawl.cli",
+            "politecrawl",
             "crawl",
             srv.url("/"),
             "--db",

@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 
-from politecrawl.sandbox import SandboxHost
+from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.store import open_store
 
 from conftest import cli_command, cli_env, crawl, run_cli
@@ -81,7 +81,7 @@ def test_seeds_from_a_file(sandbox_factory, db_path, tmp_path):
 def test_a_seed_that_redirects_to_another_host_is_crawled_there(sandbox_factory, db_path):
     """example.org -> www.example.org: the default --scope host follows the site where it moved,
     and no further (a link from there to a third host stays out)."""
-    from politecrawl.sandbox import Reply
+    from politecrawl.faces.sandbox import Reply
 
     other = SandboxHost("127.0.0.49", pages={"/": page("Elsewhere")})
     new = SandboxHost(
@@ -177,7 +177,7 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
 
 
 def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(sandbox_factory, db_path, tmp_path):
-    from politecrawl.sandbox import Reply
+    from politecrawl.faces.sandbox import Reply
 
     host = SandboxHost(
         "127.0.0.55",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from politecrawl.fetch import Fetcher
+from politecrawl.net.fetch import Fetcher
 
 from servers.raw import http_response
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
-from politecrawl.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
 from conftest import crawl
@@ -206,7 +206,7 @@ def test_unavailable_after_in_the_future_is_removed_later(sandbox_factory, db_pa
     crawl(db_path, [host.url("/")])
     assert Searcher(db_path + ".index").search("offer")
     time.sleep(3.5)
-    from politecrawl.indexing import update_index
+    from politecrawl.crawl.indexing import update_index
 
     store = open_store(db_path)
     update_index(store, __import__("pathlib").Path(db_path + ".index"))

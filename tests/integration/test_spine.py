@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from politecrawl.faces.sandbox import Reply, SandboxHost, violations
 from politecrawl.index import tokenize
-from politecrawl.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import NewURL, open_store
 
 from conftest import crawl, run_cli, start_cli

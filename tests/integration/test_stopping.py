@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
 from conftest import crawl, start_cli
@@ -98,8 +98,8 @@ def test_a_stopped_crawl_never_merges_past_the_running_crawls_cap(sandbox_factor
     one at the final compaction's cap made a long crawl's parent merge four of its segments at
     once after the deadline (seconds late, hundreds of MB). A crawl that ends by itself does end
     with the complete update, which compacts (the negative control: the spy sees that too)."""
-    import politecrawl.indexing as indexing
-    from politecrawl.crawler import CRAWL_MERGE_TOKENS
+    import politecrawl.crawl.indexing as indexing
+    from politecrawl.crawl.crawler import CRAWL_MERGE_TOKENS
     from politecrawl.index.writer import MAX_SEGMENT_TOKENS
 
     calls: list[dict] = []

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from politecrawl import urls
-from politecrawl.patterns import SitePatterns
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.policy import urls
 from politecrawl.store import open_store
 
 from conftest import run_cli

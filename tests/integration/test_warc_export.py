@@ -21,9 +21,9 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from politecrawl.sandbox import Reply, SandboxHost
+from politecrawl.faces.sandbox import Reply, SandboxHost
+from politecrawl.net.warc import OPEN_SUFFIX, iter_files
 from politecrawl.store import open_store
-from politecrawl.warc import OPEN_SUFFIX, iter_files
 
 from conftest import run_cli, start_cli
 
@@ -32,14 +32,14 @@ REPO = Path(__file__).resolve().parents[2]
 # The archived crawl, as a script: run in this process (exec) or in a child that gets SIGKILLed.
 CRAWL_SCRIPT = r'''
 import asyncio, json, sys, time
-from politecrawl import urls
+from politecrawl.policy import urls
 from politecrawl.config import load_settings, user_agent_string
-from politecrawl.crawler import Crawler
-from politecrawl.scope import CrawlScope
-from politecrawl.worker import PageBudget, Worker
-from politecrawl.fetch import Fetcher
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.policy.scope import CrawlScope
+from politecrawl.crawl.worker import PageBudget, Worker
+from politecrawl.net.fetch import Fetcher
 from politecrawl.store import NewURL, open_store
-from politecrawl.warc import WarcWriter
+from politecrawl.net.warc import WarcWriter
 
 
 def archived_crawl(db, seeds, warc_dir, **flags):
@@ -245,7 +245,7 @@ def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
 
 def test_export_streams_in_bounded_batches(tmp_path):
     """Keyset pagination: each read is one batch, whatever the store holds."""
-    from politecrawl.export import iter_pages
+    from politecrawl.faces.export import iter_pages
     from politecrawl.store import NewURL
 
     db = str(tmp_path / "big.db")

@@ -31,9 +31,9 @@ import pytest
 from aiohttp import web
 
 from politecrawl.config import Settings
+from politecrawl.faces.web import bot_page_html, create_app, highlight_snippet
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.store import open_store
-from politecrawl.web import bot_page_html, create_app, highlight_snippet
 
 # At import (collection) time: later, the module named conftest is another folder's.
 from conftest import crawl
@@ -428,7 +428,7 @@ def test_serve_reports_a_busy_port_as_a_politecrawl_error(tmp_path):
     import socket
 
     from politecrawl.errors import PolitecrawlError
-    from politecrawl.web import serve
+    from politecrawl.faces.web import serve
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -516,7 +516,7 @@ def test_highlight_snippet_escapes_every_piece(snippet, highlights, expected):
 def test_serve_prints_the_url_and_stops_cleanly(tmp_path, sig):
     db = _build(tmp_path)
     code = (
-        "from politecrawl.config import Settings; from politecrawl.web import serve; "
+        "from politecrawl.config import Settings; from politecrawl.faces.web import serve; "
         f"serve(Settings(db={str(db)!r}, port=0))"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -607,7 +607,7 @@ def test_browser_phone_screenshot(site, tmp_path):
 def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_factory, tmp_path):
     """Read from the store while (and after) a crawl runs: the rate chart, hosts and why they
     wait, what was filtered and why, the latest errors; the same at /api/status."""
-    from politecrawl.sandbox import Reply, SandboxHost
+    from politecrawl.faces.sandbox import Reply, SandboxHost
 
     pages = {
         "/": "<html><title>Home</title><body>"
@@ -637,7 +637,7 @@ def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_fa
 def test_browser_renders_the_status_page_with_its_chart_and_hosts(sandbox_factory, tmp_path):
     """The status page as a browser builds it: the rate chart is an SVG element with a line, the
     hosts and the filtered links are visible text, and the page fits a phone's width."""
-    from politecrawl.sandbox import SandboxHost
+    from politecrawl.faces.sandbox import SandboxHost
 
     pages = {
         "/": "<html><title>Home</title><body>"

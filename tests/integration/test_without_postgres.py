@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.sandbox import SandboxHost
+from politecrawl.faces.sandbox import SandboxHost
 
 from conftest import run_cli
 
@@ -94,7 +94,7 @@ def test_sqlite_crawl_search_status_serve_without_the_driver(no_driver, sandbox_
 
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.cli", "serve", "--db", db, "--port", "0"],
+        [sys.executable, "-m", "politecrawl", "serve", "--db", db, "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from politecrawl.errors import NotAStoreError
-from politecrawl.response import URLOutcome
+from politecrawl.policy.response import URLOutcome
 from politecrawl.store import (
     Claim,
     CrawlStatus,

@@ -1,4 +1,4 @@
-"""Tests for politecrawl.dedup: fingerprints and SimHash (the near-duplicate lookup is the store's)."""
+"""Tests for politecrawl.content.dedup: fingerprints and SimHash (the near-duplicate lookup is the store's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.dedup import (
+from politecrawl.content.dedup import (
     from_signed64,
     hamming,
     simhash,
@@ -257,7 +257,7 @@ def test_simhash_bit_counting_at_block_boundaries(words):
 
 
 def test_simhash_same_with_cold_warm_and_evicting_word_cache(monkeypatch):
-    from politecrawl import dedup
+    from politecrawl.content import dedup
 
     texts = [_article(seed, 500) + " Größe ΣΊΣΥΦΟΣ ﬁne" for seed in range(5)]
     expected = [_reference_simhash(t) for t in texts]
@@ -277,7 +277,7 @@ def test_unicode_facts_behind_the_fast_paths():
     import sys
     import unicodedata
 
-    from politecrawl import dedup
+    from politecrawl.content import dedup
 
     separators = set(string.punctuation) | set(" \t\n\r\x0b\x0c")
     for cp in range(sys.maxunicode + 1):

@@ -8,7 +8,7 @@ import logging
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from politecrawl.extract import (
+from politecrawl.content.extract import (
     MAX_TITLE_CHARS,
     extract,
     extract_pdf,
@@ -16,7 +16,7 @@ from politecrawl.extract import (
     is_extractable,
     media_type,
 )
-from politecrawl.parse import Page, RobotsDirectives
+from politecrawl.content.parse import Page, RobotsDirectives
 
 
 def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
@@ -116,10 +116,10 @@ def test_extract_pdf(pdf, title, text):
     ids=["encrypted-password", "html-labelled-pdf", "empty", "header-then-garbage", "header-only", "truncated"],
 )
 def test_unreadable_pdf_gives_empty_text_and_one_warning(body, caplog):
-    with caplog.at_level(logging.WARNING, logger="politecrawl.extract"):
+    with caplog.at_level(logging.WARNING, logger="politecrawl.content.extract"):
         page = extract_pdf(body, "http://h/bad.pdf")
     assert page == Page(title="", text="", base="http://h/bad.pdf")
-    ours = [r for r in caplog.records if r.name == "politecrawl.extract"]
+    ours = [r for r in caplog.records if r.name == "politecrawl.content.extract"]
     assert len(ours) == 1 and "http://h/bad.pdf" in ours[0].getMessage()
     assert "\n" not in ours[0].getMessage()
 

@@ -40,7 +40,7 @@ def test_the_kernels_are_built():
 def test_version_says_which_search_code_runs(monkeypatch):
     from click.testing import CliRunner
 
-    from politecrawl.cli import cli
+    from politecrawl.faces.cli import cli
 
     out = CliRunner().invoke(cli, ["--version"]).output
     assert out.startswith("politecrawl ") and f"(search: {kernels.describe()})" in out

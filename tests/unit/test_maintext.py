@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.parse import parse_html
+from politecrawl.content.parse import parse_html
 
 ARTICLE = "The quokka is a small macropod about the size of a domestic cat. " * 4
 
@@ -145,7 +145,7 @@ def test_the_duplicate_checks_compare_the_page_with_its_header_not_its_links() -
 
     The index gets the main content; the duplicate and novelty checks get the text with the
     header (pages as alike as a reader finds them), never the links around the page."""
-    from politecrawl.dedup import hamming, simhash
+    from politecrawl.content.dedup import hamming, simhash
 
     header = "<header><p>Site 2</p><ul>" + "".join(f"<li>Menu{i} section</li>" for i in range(40)) + "</ul></header>"
 

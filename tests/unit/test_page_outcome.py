@@ -9,11 +9,11 @@ import asyncio
 import pytest
 
 from politecrawl.config import load_settings
-from politecrawl.fetch import FetchResult
-from politecrawl.response import URLOutcome
-from politecrawl.scope import CrawlScope
+from politecrawl.crawl.worker import PageBudget, Worker
+from politecrawl.net.fetch import FetchResult
+from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Claim, ClaimKind, HostRobots, Outcome, URLKind, open_store
-from politecrawl.worker import PageBudget, Worker
 
 H = "http://a.test"
 T = 1_700_000_000.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.parse import Link, parse_html, refresh_url
+from politecrawl.content.parse import Link, parse_html, refresh_url
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for politecrawl.patterns: tables per piece, the crawl traps it exists for crawled by a small
+"""Tests for politecrawl.patterns.site: tables per piece, the crawl traps it exists for crawled by a small
 in-memory crawler (with a control site that must lose nothing), memory caps, JSON state, and
 hypothesis properties."""
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from politecrawl.dedup import simhash, text_fingerprint
-from politecrawl.patterns import (
+from politecrawl.content.dedup import simhash, text_fingerprint
+from politecrawl.patterns.site import (
     LONG_NOVEL_DISTANCE,
     MAX_TEMPLATE_LENGTH,
     NOVEL_DISTANCE,
@@ -28,7 +28,7 @@ from politecrawl.patterns import (
     segment_template,
     template,
 )
-from politecrawl.urls import host_key, normalize
+from politecrawl.policy.urls import host_key, normalize
 
 H = "http://site.test"
 

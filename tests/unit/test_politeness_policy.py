@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from politecrawl.politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from politecrawl.policy.politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
 
 P = DelayPolicy(
     min_delay=1.0,
@@ -112,7 +112,7 @@ def test_parse_retry_after_http_date():
 
 
 def test_a_hosts_own_settings_only_slow_it_down():
-    from politecrawl.politeness import policy_for_host
+    from politecrawl.policy.politeness import policy_for_host
 
     rows = (("docs.example.org", 5.0, None), ("fast.example.org", 0.1, None), ("[::1]", 2.0, None))
     assert policy_for_host(P, rows, "https://docs.example.org").min_delay == 5.0

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from politecrawl.crawl.worker import ReleaseBatcher
 from politecrawl.errors import StoreError
-from politecrawl.worker import ReleaseBatcher
 
 
 class RecordingStore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.response import URLOutcome, URLState, is_failure, judge
+from politecrawl.policy.response import URLOutcome, URLState, is_failure, judge
 
 U = "http://a.test/page"
 

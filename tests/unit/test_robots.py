@@ -1,4 +1,4 @@
-"""Unit tests of politecrawl.robots: the public API, table-driven, plus properties."""
+"""Unit tests of politecrawl.policy.robots: the public API, table-driven, plus properties."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from politecrawl import robots
-from politecrawl.robots import (
+from politecrawl.policy import robots
+from politecrawl.policy.robots import (
     RobotsFetchOutcome,
     RobotsTxt,
     is_valid_product_token,

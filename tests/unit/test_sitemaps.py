@@ -7,7 +7,7 @@ import gzip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.sitemaps import MAX_URLS, parse_sitemap
+from politecrawl.content.sitemaps import MAX_URLS, parse_sitemap
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

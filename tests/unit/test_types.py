@@ -29,12 +29,12 @@ STRICT_FLAGS = {
 }
 #: Modules without I/O that must stay strict (more may be added to the override, none removed).
 PURE = {
-    "politecrawl.politeness",
-    "politecrawl.response",
-    "politecrawl.patterns",
-    "politecrawl.robots",
-    "politecrawl.dedup",
-    "politecrawl.freshness",
+    "politecrawl.policy.politeness",
+    "politecrawl.policy.response",
+    "politecrawl.patterns.site",
+    "politecrawl.policy.robots",
+    "politecrawl.content.dedup",
+    "politecrawl.policy.freshness",
     "politecrawl.index.analysis",
     "politecrawl.index.bm25",
     "politecrawl.errors",
@@ -63,15 +63,18 @@ def test_strict_modules_are_strict_and_only_they(tmp_path):
     package = tmp_path / "politecrawl"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
-    for name in ("dedup", "cli"):
+    for folder in ("content", "faces"):
+        (package / folder).mkdir()
+        (package / folder / "__init__.py").write_text("", encoding="utf-8")
+    for name in ("content/dedup", "faces/cli"):
         (package / f"{name}.py").write_text("def double(x):\n    return x * 2\n", encoding="utf-8")
-    (package / "web.py").write_text("x: int = 'not an int'\n", encoding="utf-8")
+    (package / "faces/web.py").write_text("x: int = 'not an int'\n", encoding="utf-8")
     out = _mypy("--config-file", str(REPO / "pyproject.toml"), "--no-incremental", "politecrawl", cwd=tmp_path)
     errors = [l for l in out.stdout.splitlines() if ": error:" in l]
     assert out.returncode == 1, out.stdout + out.stderr
-    assert any(l.startswith("politecrawl/dedup.py:1:") and "missing a type annotation" in l for l in errors), errors
-    assert any(l.startswith("politecrawl/web.py:1:") and "Incompatible types" in l for l in errors), errors
-    assert not [l for l in errors if l.startswith("politecrawl/cli.py")], errors
+    assert any(l.startswith("politecrawl/content/dedup.py:1:") and "missing a type annotation" in l for l in errors), errors
+    assert any(l.startswith("politecrawl/faces/web.py:1:") and "Incompatible types" in l for l in errors), errors
+    assert not [l for l in errors if l.startswith("politecrawl/faces/cli.py")], errors
 
 
 def test_the_whole_package_is_checked():

@@ -1,4 +1,4 @@
-"""Tests for politecrawl.urls: one table per normalization rule, then properties."""
+"""Tests for politecrawl.policy.urls: one table per normalization rule, then properties."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.errors import InvalidURL
-from politecrawl.urls import (
+from politecrawl.policy.urls import (
     DEFAULT_STRIP_PARAMS,
     MAX_URL_BYTES,
     host_key,
@@ -675,7 +675,7 @@ _ANY_URL = st.one_of(
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(_ANY_URL)
 def test_property_simple_split_agrees_with_urlsplit(url):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     simple = urls._split_simple(url)
     if simple is not None:
@@ -703,7 +703,7 @@ def test_property_simple_split_agrees_with_urlsplit(url):
     ],
 )
 def test_simple_split_table(url):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     assert urls._split_simple(url) == _split_reference(url)
 
@@ -712,7 +712,7 @@ def test_simple_split_table(url):
     "url", ["HTTP://h/", "mailto:x", "x:y", " http://h/", "http://h/\t", "http://[::1]/", "http://bü.de/"]
 )
 def test_simple_split_leaves_the_rest_to_urlsplit(url):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     assert urls._split_simple(url) is None
 
@@ -720,7 +720,7 @@ def test_simple_split_leaves_the_rest_to_urlsplit(url):
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(_ANY_URL)
 def test_property_host_key_fast_path_agrees(url):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     assert _outcome(host_key, url) == _outcome(urls._host_key, url)
     try:
@@ -735,7 +735,7 @@ def test_property_host_key_fast_path_agrees(url):
     ["http://", "http://a:0/x", "http://[::1/x", "http://a b/", "http://a.com /x", "https://a..b/", "http://1.2.3/"],
 )
 def test_host_key_errors_name_the_whole_url(url):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     first = _outcome(host_key, url)
     assert first == _outcome(host_key, url) == _outcome(urls._host_key, url)  # errors are not cached
@@ -747,7 +747,7 @@ def _trap_reference(url, max_url_length=2000, max_query_params=5, max_repeated_s
     from collections import Counter
     from urllib.parse import urlsplit
 
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     if len(url) > max_url_length:
         return "url-too-long"
@@ -801,7 +801,7 @@ def test_cached_base_and_authority_keep_errors_and_results():
 
 @pytest.mark.parametrize("size", [100, 511, 512, 513, 4000])
 def test_long_netlocs_and_bases_skip_the_caches_with_the_same_results(size):
-    from politecrawl import urls
+    from politecrawl.policy import urls
 
     url = "http://" + "u" * size + "@Example.com:80/x"
     assert normalize(url) == "http://example.com/x"

@@ -20,8 +20,8 @@ from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.warc import OPEN_SUFFIX, WarcWriter, iter_files, recover_directory, scan_members
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.net.warc import OPEN_SUFFIX, WarcWriter, iter_files, recover_directory, scan_members
 
 
 def result(
@@ -163,7 +163,7 @@ def _warcio_exchange(w: WarcWriter, fetch: FetchResult, kind: str | None) -> byt
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from politecrawl import warc
+    from politecrawl.net import warc
 
     buf = io.BytesIO()
     b = WARCWriter(buf, gzip=False, warc_version="WARC/1.1")
@@ -280,7 +280,7 @@ def test_records_are_what_warcio_writes_for_the_same_exchange(tmp_path, monkeypa
 
 
 def test_digests_are_sha1_in_base32():
-    from politecrawl.warc import _sha1
+    from politecrawl.net.warc import _sha1
 
     for n in (0, 1, 19, 20, 21, 1_000):
         data = os.urandom(n)
@@ -384,8 +384,8 @@ def test_a_live_writers_file_is_left_alone(tmp_path):
 
 WRITER_SCRIPT = """
 import os, sys, time
-from politecrawl.fetch import FetchResult
-from politecrawl.warc import WarcWriter
+from politecrawl.net.fetch import FetchResult
+from politecrawl.net.warc import WarcWriter
 w = WarcWriter(sys.argv[1], max_bytes=300_000)
 body = os.urandom(16_384)  # incompressible: a file rotates every ~18 exchanges
 i = 0
@@ -479,7 +479,7 @@ def test_the_fetcher_hands_every_answer_to_the_recorder(tmp_path):
 
 
 def test_zlib_does_it_without_isal_and_at_high_levels(tmp_path, monkeypatch):
-    from politecrawl import warc
+    from politecrawl.net import warc
 
     for level, isal in ((1, None), (6, warc._isal_zlib), (9, None)):
         monkeypatch.setattr(warc, "_isal_zlib", isal)

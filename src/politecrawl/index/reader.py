@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SearchIndexError
+from politecrawl.errors import SearchIndexError
+
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS

@@ -53,7 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SearchIndexError
+from politecrawl.errors import SearchIndexError
+
 from . import kernels
 from .analysis import Query, parse_query
 from .bm25 import (

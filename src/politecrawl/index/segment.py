@@ -72,7 +72,8 @@ from pathlib import Path
 import lz4.block
 import numpy as np
 
-from ..errors import SearchIndexError
+from politecrawl.errors import SearchIndexError
+
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS

@@ -56,7 +56,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import SearchIndexError
+from politecrawl.errors import SearchIndexError
+
 from .analysis import Analyzer
 from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, note_commit, read_current_pointer
 from .segment import Segment, _fsync_dir, merge_segments, write_segment

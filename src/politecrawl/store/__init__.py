@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, Sequence
 
-from ..errors import InvalidURL, StoreError
-from ..response import URLOutcome
-from ..urls import host_key as _url_host_key
+from politecrawl.errors import InvalidURL, StoreError
+from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.urls import host_key as _url_host_key
 
 __all__ = [
     "ClaimKind",

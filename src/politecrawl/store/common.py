@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from ..politeness import WaitReason
+from politecrawl.policy.politeness import WaitReason
+
 from . import (
     Claim,
     ClaimKind,
@@ -406,7 +407,7 @@ def page_candidate(page: PageRecord) -> bool:
 
 
 def page_values(url_id: int, page: PageRecord, seq: int, duplicate_of: int | None, kind: str | None) -> tuple:
-    from ..dedup import to_signed64
+    from politecrawl.content.dedup import to_signed64
 
     blocks = simhash_blocks(page.simhash)
     signed = to_signed64(page.simhash) if page.simhash is not None else None

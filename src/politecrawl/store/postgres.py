@@ -57,9 +57,10 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from ..dedup import to_signed64
-from ..errors import NotAStoreError, StoreError
-from ..politeness import WaitReason
+from politecrawl.content.dedup import to_signed64
+from politecrawl.errors import NotAStoreError, StoreError
+from politecrawl.policy.politeness import WaitReason
+
 from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,

@@ -16,9 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..dedup import hamming
-from ..errors import NotAStoreError, StoreError
-from ..politeness import WaitReason
+from politecrawl.content.dedup import hamming
+from politecrawl.errors import NotAStoreError, StoreError
+from politecrawl.policy.politeness import WaitReason
+
 from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,

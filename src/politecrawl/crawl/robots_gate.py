@@ -8,15 +8,15 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from . import urls
-from .config import Settings
-from .errors import InvalidURL
-from .fetch import Fetcher, FetchResult
-from .politeness import WaitReason
-from .response import REDIRECT_STATUSES, URLOutcome
-from .robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
-from .store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
-from .store.common import ROBOTS_MAX_HOPS
+from politecrawl.config import Settings
+from politecrawl.errors import InvalidURL
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.policy import urls
+from politecrawl.policy.politeness import WaitReason
+from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome
+from politecrawl.policy.robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
+from politecrawl.store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
+from politecrawl.store.common import ROBOTS_MAX_HOPS
 
 __all__ = ["RobotsGate"]
 

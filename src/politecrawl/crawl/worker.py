@@ -20,12 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from urllib.parse import urlsplit
 
-from .config import Settings, user_agent_string
-from .errors import PolitecrawlError, StoreError
-from .fetch import Fetcher, FetchResult
-from .links import LinkFollower
-from .pages import PageHandler, wanted_type
-from .politeness import (
+from politecrawl.config import Settings, user_agent_string
+from politecrawl.errors import PolitecrawlError, StoreError
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.net.warc import ArchiveError
+from politecrawl.policy.politeness import (
     Decision,
     DelayPolicy,
     HostHistory,
@@ -35,12 +34,14 @@ from .politeness import (
     parse_retry_after,
     policy_for_host,
 )
-from .response import URLOutcome
-from .robots import RobotsTxt, product_token
+from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.robots import RobotsTxt, product_token
+from politecrawl.policy.scope import CrawlScope
+from politecrawl.store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
+
+from .links import LinkFollower
+from .pages import PageHandler, wanted_type
 from .robots_gate import RobotsGate
-from .scope import CrawlScope
-from .store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
-from .warc import ArchiveError
 
 __all__ = [
     "PageBudget",

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from politecrawl.dedup import hamming
+from politecrawl.content.dedup import hamming
 
 __all__ = [
     "LONG_NOVEL_DISTANCE",

@@ -19,13 +19,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .config import Settings, user_agent_string
-from .errors import PolitecrawlError, StoreError
-from .fetch import Fetcher
-from .logs import setup_logging
-from .scope import CrawlScope
-from .store import Store, is_postgres_url, open_store
-from .warc import WarcWriter
+from politecrawl.config import Settings, user_agent_string
+from politecrawl.errors import PolitecrawlError, StoreError
+from politecrawl.logs import setup_logging
+from politecrawl.net.fetch import Fetcher
+from politecrawl.net.warc import WarcWriter
+from politecrawl.policy.scope import CrawlScope
+from politecrawl.store import Store, is_postgres_url, open_store
+
 from .worker import STOP_GRACE, STORE_PATIENCE, PageBudget, Worker
 
 __all__ = [

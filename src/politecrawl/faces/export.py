@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from .errors import ConfigError, NotAStoreError, StoreError
+from politecrawl.errors import ConfigError, NotAStoreError, StoreError
 
 __all__ = ["EXPORT_FIELDS", "ExportReport", "export_pages", "iter_pages", "parse_since"]
 
@@ -170,12 +170,12 @@ def _sqlite_batches(path: str, since: float, batch: int) -> Iterator[list]:
 
 
 def _postgres_batches(url: str, since: float, batch: int) -> Iterator[list]:
-    from .store import require_postgres_driver
+    from politecrawl.store import require_postgres_driver
 
     require_postgres_driver()  # one line saying what to install, not an ImportError
     import psycopg
 
-    from .store.postgres import _parse_url  # the store's own reading of its URL (?schema=)
+    from politecrawl.store.postgres import _parse_url  # the store's own reading of its URL (?schema=)
 
     parsed = _parse_url(url)  # (conninfo, schema, URL without password, …)
     conninfo, schema, shown = parsed[0], parsed[1], parsed[2]

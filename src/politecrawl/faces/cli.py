@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__
-from .config import DEFAULTS, Settings, load_settings
-from .errors import PolitecrawlError
-from .logs import setup_logging
+from politecrawl._version import __version__
+from politecrawl.config import DEFAULTS, Settings, load_settings
+from politecrawl.errors import PolitecrawlError
+from politecrawl.logs import setup_logging
 
 if TYPE_CHECKING:  # the store package is imported by the commands that use it
-    from .store import Store
+    from politecrawl.store import Store
 
 __all__ = ["main", "cli"]
 
@@ -90,7 +90,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     """``--version``: the version, and which search code runs (the compiled kernels or numpy)."""
     if not value or ctx.resilient_parsing:
         return
-    from .index import kernels
+    from politecrawl.index import kernels
 
     click.echo(f"politecrawl {__version__} (search: {kernels.describe()})")
     ctx.exit()
@@ -217,8 +217,8 @@ def crawl(
     (requests in flight get 3 s, the rest are queued again). Exit status 3 if a
     worker process died.
     """
-    from .crawler import Crawler
-    from .scope import prepare_seeds
+    from politecrawl.crawl.crawler import Crawler
+    from politecrawl.policy.scope import prepare_seeds
 
     settings = _settings(ctx, **flags)
     if seeds_file is not None:
@@ -242,8 +242,8 @@ def crawl(
 def _read_seeds(fh: Any) -> list[str]:
     """Seed URLs from a file: one per line, blank lines and # comments ignored; a bad one is
     named with its file and line."""
-    from .errors import InvalidURL
-    from .scope import prepare_seeds
+    from politecrawl.errors import InvalidURL
+    from politecrawl.policy.scope import prepare_seeds
 
     name = getattr(fh, "name", "-")
     seeds = []
@@ -325,7 +325,7 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     database (a conflicting flag is refused). It does not index: run one
     'politecrawl index --follow' for the fleet. Seeds are added with 'politecrawl crawl SEED'.
     """
-    from .crawler import Crawler
+    from politecrawl.crawl.crawler import Crawler
 
     settings = _settings(ctx, **flags)
     report = _run_with_progress(Crawler(settings), (), quiet=quiet, explicit=_explicit(ctx, flags), fleet_worker=True)
@@ -349,8 +349,8 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
 @click.pass_context
 def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool, explain: bool, **flags: Any) -> None:
     """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75)."""
-    from .index import Searcher
-    from .indexing import index_dir_for
+    from politecrawl.crawl.indexing import index_dir_for
+    from politecrawl.index import Searcher
 
     settings = _settings(ctx, **flags)
     index_dir = index_dir_for(settings)
@@ -426,7 +426,7 @@ def _highlight(snippet: str, spans) -> str:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
     """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
-    from .store import open_store
+    from politecrawl.store import open_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
@@ -475,7 +475,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
 
 def _learned(store: Store, host: dict[str, Any]) -> list[str]:
     """The host's learned URL patterns, one short line per rule or budget (none learned yet: [])."""
-    from .patterns import SitePatterns
+    from politecrawl.patterns.site import SitePatterns
 
     _, state = store.host_patterns(host["host"])
     if not state:
@@ -499,9 +499,10 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
     rules); what the robots.txt in force says; its page (duplicate, alias, noindex, indexed);
     its host's wait and why; every request made for it and where the answer is archived.
     """
-    from .robots import product_token
-    from .scope import CrawlScope
-    from .store import open_store
+    from politecrawl.policy.robots import product_token
+    from politecrawl.policy.scope import CrawlScope
+    from politecrawl.store import open_store
+
     from .why import explain, render
 
     settings = _settings(ctx, **flags)
@@ -552,10 +553,10 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     the most requests ever open at once, requests inside a Retry-After window, and pages
     requested that the robots.txt in force at that moment disallowed (or before robots.txt).
     """
-    from .audit import audit as run_audit
-    from .politeness import DelayPolicy
-    from .robots import product_token
-    from .store import open_store
+    from politecrawl.policy.audit import audit as run_audit
+    from politecrawl.policy.politeness import DelayPolicy
+    from politecrawl.policy.robots import product_token
+    from politecrawl.store import open_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
@@ -650,10 +651,11 @@ def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, 
 @click.pass_context
 def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None:
     """Check the integrity of the store and the index; exit status 1 if a problem remains."""
+    from politecrawl.crawl.crawler import Crawler
+    from politecrawl.crawl.indexing import index_dir_for
+    from politecrawl.store import open_store
+
     from .check import check as run_check
-    from .crawler import Crawler
-    from .indexing import index_dir_for
-    from .store import open_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
@@ -700,8 +702,8 @@ def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None
 @click.pass_context
 def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **flags: Any) -> None:
     """Bring the search index up to date with the stored pages (a no-op when the crawl already did)."""
-    from .indexing import index_dir_for, rebuild_index, update_index
-    from .store import open_store
+    from politecrawl.crawl.indexing import index_dir_for, rebuild_index, update_index
+    from politecrawl.store import open_store
 
     settings = _settings(ctx, **flags)
     index_dir = index_dir_for(settings)

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import SearchIndexError
-from .index.reader import IndexReader
-from .indexing import indexable, rebuild_index
-from .store import Store
+from politecrawl.crawl.indexing import indexable, rebuild_index
+from politecrawl.errors import SearchIndexError
+from politecrawl.index.reader import IndexReader
+from politecrawl.store import Store
 
 __all__ = ["Problem", "CheckReport", "check"]
 

@@ -16,13 +16,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from . import urls
-from .config import Settings, user_agent_string
-from .errors import ConfigError
-from .scope import CrawlScope, check_contact, prepare_seeds
-from .store import CrawlStatus, NewURL, Store, open_store
-from .store.common import PAUSED_REASONS
-from .workers import StopSignal, _pid_alive, run_workers
+from politecrawl.config import Settings, user_agent_string
+from politecrawl.errors import ConfigError
+from politecrawl.policy import urls
+from politecrawl.policy.scope import CrawlScope, check_contact, prepare_seeds
+from politecrawl.store import CrawlStatus, NewURL, Store, open_store
+from politecrawl.store.common import PAUSED_REASONS
+
+from .pool import StopSignal, _pid_alive, run_workers
 
 __all__ = [
     "CrawlProgress",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import Settings
+    from politecrawl.config import Settings
 
 __all__ = [
     "WaitReason",

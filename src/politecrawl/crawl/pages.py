@@ -11,20 +11,22 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import extract, urls
-from .config import Settings
-from .dedup import simhash, text_fingerprint
-from .errors import InvalidURL
-from .fetch import Fetcher, FetchResult
-from .freshness import next_revisit
-from .parse import Page, combine, parse_html, robots_directives
-from .patterns import SitePatterns
-from .response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
-from .robots import RobotsTxt
+from politecrawl.config import Settings
+from politecrawl.content import extract
+from politecrawl.content.dedup import simhash, text_fingerprint
+from politecrawl.content.parse import Page, combine, parse_html, robots_directives
+from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
+from politecrawl.content.sitemaps import parse_sitemap
+from politecrawl.errors import InvalidURL
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.policy import urls
+from politecrawl.policy.freshness import next_revisit
+from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
+
 from .robots_gate import SITEMAP_PRIORITY
-from .sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
-from .sitemaps import parse_sitemap
-from .store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
 if TYPE_CHECKING:
     from .worker import PageBudget

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from politecrawl.config import Settings, is_loopback_host
+from politecrawl.errors import ConfigError, InvalidURL
+
 from . import urls
-from .config import Settings, is_loopback_host
-from .errors import ConfigError, InvalidURL
 
 __all__ = [
     "CrawlScope",

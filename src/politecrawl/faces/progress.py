@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from .store import CrawlStatus
+from politecrawl.store import CrawlStatus
 
 if TYPE_CHECKING:
-    from .crawler import CrawlProgress
+    from politecrawl.crawl.crawler import CrawlProgress
 
 __all__ = ["Progress", "format_status"]
 

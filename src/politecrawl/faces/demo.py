@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from .config import load_settings
-from .crawler import Crawler
-from .index import Searcher
-from .indexing import index_dir_for
+from politecrawl.config import load_settings
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.crawl.indexing import index_dir_for
+from politecrawl.index import Searcher
+
 from .progress import Progress
 from .sandbox import Sandbox, demo_hosts
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from . import urls
-from .config import Settings
-from .errors import InvalidURL
-from .patterns import SitePatterns
-from .scope import SCOPE_REDIRECT_HOSTS, CrawlScope
-from .store import NewURL, Outcome, URLKind
+from politecrawl.config import Settings
+from politecrawl.errors import InvalidURL
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.policy import urls
+from politecrawl.policy.scope import SCOPE_REDIRECT_HOSTS, CrawlScope
+from politecrawl.store import NewURL, Outcome, URLKind
 
 __all__ = ["LinkFollower"]
 

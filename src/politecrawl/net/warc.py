@@ -54,8 +54,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from . import __version__
-from .errors import PolitecrawlError
+from politecrawl._version import __version__
+from politecrawl.errors import PolitecrawlError
 
 
 class _OneShotDeflate(Protocol):
@@ -72,7 +72,8 @@ except ImportError:  # pragma: no cover - a platform without an isal wheel: zlib
     _isal_zlib = None
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import Settings
+    from politecrawl.config import Settings
+
     from .fetch import FetchResult
 
 __all__ = ["ArchiveError", "RecoveredFile", "WarcWriter", "iter_files", "recover_directory", "scan_members"]
@@ -350,7 +351,7 @@ class WarcWriter:
         fsync_on_close: bool = True,
     ) -> None:
         if not 0 <= gzip_level <= 9:
-            from .errors import ConfigError
+            from politecrawl.errors import ConfigError
 
             raise ConfigError(f"warc_gzip_level must be 0 to 9, got {gzip_level}")
         self.directory = Path(directory)
@@ -390,7 +391,7 @@ class WarcWriter:
         """The writer ``settings.warc_dir`` asks for (None: no archive)."""
         if not settings.warc_dir:
             return None
-        from .config import user_agent_string
+        from politecrawl.config import user_agent_string
 
         return cls(
             settings.warc_dir,

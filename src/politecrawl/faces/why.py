@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import urls
-from .errors import InvalidURL
-from .patterns import SitePatterns
-from .robots import RobotsTxt
+from politecrawl.errors import InvalidURL
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.policy import urls
+from politecrawl.policy.robots import RobotsTxt
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import Settings
-    from .scope import CrawlScope
+    from politecrawl.config import Settings
+    from politecrawl.policy.scope import CrawlScope
 
 __all__ = ["explain", "render"]
 

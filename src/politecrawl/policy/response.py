@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from politecrawl.errors import InvalidURL
+
 from . import urls
-from .errors import InvalidURL
 
 __all__ = ["URLState", "URLOutcome", "URLVerdict", "REDIRECT_STATUSES", "SLOW_DOWN_MAX_ATTEMPTS", "judge", "is_failure"]
 

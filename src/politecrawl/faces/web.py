@@ -38,15 +38,15 @@ import jinja2
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from . import __version__
-from .config import Settings, is_loopback_host, user_agent_string
-from .errors import PolitecrawlError, SearchIndexError, StoreError
-from .index import Searcher
-from .indexing import index_dir_for
-from .robots import product_token
+from politecrawl._version import __version__
+from politecrawl.config import Settings, is_loopback_host, user_agent_string
+from politecrawl.crawl.indexing import index_dir_for
+from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
+from politecrawl.index import Searcher
+from politecrawl.policy.robots import product_token
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .store import CrawlStatus
+    from politecrawl.store import CrawlStatus
 
 __all__ = ["create_app", "serve", "bot_page_html", "highlight_snippet", "openapi_document"]
 
@@ -402,7 +402,7 @@ async def _api_search(request: web.Request) -> web.Response:
 
 def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
     """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from .store import open_store
+    from politecrawl.store import open_store
 
     store = open_store(settings.db, create=False)
     try:
@@ -713,7 +713,7 @@ def _display_url(host: str, port: int) -> str:
 
 def serve(settings: Settings) -> None:
     """Serve ``create_app(settings)`` on ``settings.host:settings.port`` until Ctrl-C; prints the URL."""
-    from .store import is_postgres_url, require_postgres_driver
+    from politecrawl.store import is_postgres_url, require_postgres_driver
 
     if is_postgres_url(settings.db):
         require_postgres_driver()  # the status page reads the store: say now what to install, not on each request

@@ -29,12 +29,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import Settings
-from .errors import SearchIndexError
-from .index import IndexWriter
-from .index.reader import is_outdated, read_current_pointer
-from .index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
-from .store import Store
+from politecrawl.config import Settings
+from politecrawl.errors import SearchIndexError
+from politecrawl.index import IndexWriter
+from politecrawl.index.reader import is_outdated, read_current_pointer
+from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
+from politecrawl.store import Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
 
