@@ -36,7 +36,8 @@ from politecrawl.policy import urls
 from politecrawl.config import load_settings, user_agent_string
 from politecrawl.crawl.crawler import Crawler
 from politecrawl.policy.scope import CrawlScope
-from politecrawl.crawl.worker import PageBudget, Worker
+from politecrawl.crawl.budget import PageBudget
+from politecrawl.crawl.worker import Worker
 from politecrawl.net.fetch import Fetcher
 from politecrawl.store import NewURL, open_store
 from politecrawl.net.warc import WarcWriter

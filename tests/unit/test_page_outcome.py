@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from politecrawl.config import load_settings
-from politecrawl.crawl.worker import PageBudget, Worker
+from politecrawl.crawl.budget import PageBudget
+from politecrawl.crawl.worker import Worker
 from politecrawl.net.fetch import FetchResult
 from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.scope import CrawlScope

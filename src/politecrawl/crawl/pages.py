@@ -9,7 +9,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from politecrawl.config import Settings
 from politecrawl.content import extract
@@ -26,10 +26,8 @@ from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState,
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
+from .budget import PageBudget
 from .robots_gate import SITEMAP_PRIORITY
-
-if TYPE_CHECKING:
-    from .worker import PageBudget
 
 __all__ = ["PageHandler", "wanted_type"]
 

@@ -27,7 +27,8 @@ from politecrawl.net.warc import WarcWriter
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Store, is_postgres_url, open_store
 
-from .worker import STOP_GRACE, STORE_PATIENCE, PageBudget, Worker
+from .budget import PageBudget
+from .worker import STOP_GRACE, STORE_PATIENCE, Worker
 
 __all__ = [
     "StopSignal",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing as mp
 import os
 import socket
 import time
@@ -39,12 +38,12 @@ from politecrawl.policy.robots import RobotsTxt, product_token
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
 
+from .budget import PageBudget
 from .links import LinkFollower
 from .pages import PageHandler, wanted_type
 from .robots_gate import RobotsGate
 
 __all__ = [
-    "PageBudget",
     "ReleaseBatcher",
     "Worker",
     "host_level_failure",
@@ -100,28 +99,6 @@ def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
 def worker_id() -> str:
     """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class PageBudget:
-    """``--max-pages`` across this run's processes: a shared counter, taken before each page request."""
-
-    def __init__(self, limit: int | None, counter=None) -> None:
-        self.limit = limit
-        self.counter = counter if counter is not None else mp.get_context("spawn").Value("q", 0)
-
-    def take(self) -> bool:
-        if self.limit is None:
-            with self.counter.get_lock():
-                self.counter.value += 1
-            return True
-        with self.counter.get_lock():
-            if self.counter.value >= self.limit:
-                return False
-            self.counter.value += 1
-            return True
-
-    def exhausted(self) -> bool:
-        return self.limit is not None and self.counter.value >= self.limit
 
 
 class ReleaseBatcher:
