@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from politecrawl._version import __version__
-from politecrawl.config import DEFAULTS, Settings, load_settings
+from politecrawl.config import DEFAULTS, Settings, apply_stored_settings, load_settings
 from politecrawl.errors import PolitecrawlError
 from politecrawl.logs import setup_logging
 
@@ -509,11 +509,7 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
     store = open_store(settings.db, create=False)
     try:
         # The crawl's own rules, as stored with it (a flag here does not change what was decided).
-        stored = json.loads(store.get_meta("fleet_settings") or "{}")
-        known = {
-            k: (tuple(v) if isinstance(v, list) else v) for k, v in stored.items() if k in Settings.__dataclass_fields__
-        }
-        crawl_settings = settings.replace(**known)
+        crawl_settings = apply_stored_settings(settings, store.get_meta("fleet_settings"))
         seeds = tuple(json.loads(store.get_meta("seeds") or "[]"))
         scope = CrawlScope(
             crawl_settings.scope,
@@ -563,12 +559,13 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     try:
         agent = flags.get("user_agent") or store.get_meta("user_agent") or settings.user_agent
         # The crawl's own settings (stored with it) say what the hosts were owed beyond robots.txt.
-        crawl_settings = json.loads(store.get_meta("fleet_settings") or "{}")
-        known = {k: v for k, v in crawl_settings.items() if k in DelayPolicy.__dataclass_fields__}
-        policy = DelayPolicy.from_settings(settings.replace(**known))
-        host_settings = tuple(tuple(row) for row in crawl_settings.get("hosts", ()))
+        crawl_settings = apply_stored_settings(settings, store.get_meta("fleet_settings"))
         report = run_audit(
-            store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy, host_settings=host_settings
+            store.fetch_log(),
+            store.robots_versions(),
+            product_token(agent),
+            policy=DelayPolicy.from_settings(crawl_settings),
+            host_settings=crawl_settings.hosts,
         )
     finally:
         store.close()
