@@ -123,7 +123,7 @@ def bot_page(ctx: click.Context, output: str | None, **flags: Any) -> None:
 
     Host it at the URL you give as --contact, so the User-Agent points site owners to it.
     """
-    from .web import bot_page_html
+    from .web_pages import bot_page_html
 
     html = bot_page_html(_settings(ctx, **flags))
     if output:
