@@ -290,7 +290,7 @@ def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float
 
 
 def _main(argv: list[str] | None = None) -> None:
-    """``python -m politecrawl.sandbox``: serve a benchmark web in its own process.
+    """``python -m politecrawl.faces.sandbox``: serve a benchmark web in its own process.
 
     Prints one JSON line with the hosts' base URLs when ready; on SIGTERM or after --seconds,
     writes the request log (JSON lines) to --log and exits.
@@ -302,7 +302,7 @@ def _main(argv: list[str] | None = None) -> None:
 
     from .sandbox_sites import bench_hosts  # here, not at the top: sandbox_sites builds on this module
 
-    ap = argparse.ArgumentParser(prog="python -m politecrawl.sandbox")
+    ap = argparse.ArgumentParser(prog="python -m politecrawl.faces.sandbox")
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--first-ip", default="127.0.1.1")
     ap.add_argument("--seconds", type=float, default=300)
