@@ -10,7 +10,7 @@ The near-duplicate lookup is the store's: ``bench_near_dup_store.py`` measures i
 ``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
 call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
 normalize(raw, base) + trap_reason() + host_key() on the links of those pages. Pages:
-the benchmark web's (politecrawl.faces.sandbox.bench_hosts, ASCII) and, when installed,
+the benchmark web's (politecrawl.faces.sandbox_sites.bench_hosts, ASCII) and, when installed,
 python3-doc HTML pages (/usr/share/doc/python3*/html), both through parse_html.
 ``--baseline REV`` also times dedup.py and urls.py as of git revision REV on the same
 inputs and checks that every output (and every InvalidURL message) is identical.
@@ -146,7 +146,7 @@ def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[t
     import glob
 
     from politecrawl.content.parse import parse_html
-    from politecrawl.faces.sandbox import bench_hosts
+    from politecrawl.faces.sandbox_sites import bench_hosts
 
     hosts = bench_hosts(50, seed=seed)
     bench = []

@@ -118,7 +118,7 @@ def micro(
         (9, "zlib", ""),
     ),
 ) -> list[dict]:
-    from politecrawl.faces.sandbox import _bench_text
+    from politecrawl.faces.sandbox_sites import _bench_text
     from politecrawl.net import warc
 
     rng = random.Random(1)

@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import os
 import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ._version import __version__
 from .errors import ConfigError
 
-__all__ = ["Settings", "DEFAULTS", "load_settings", "parse_duration", "user_agent_string", "is_loopback_host"]
+__all__ = [
+    "Settings",
+    "DEFAULTS",
+    "load_settings",
+    "apply_stored_settings",
+    "parse_duration",
+    "user_agent_string",
+    "is_loopback_host",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +172,28 @@ DEFAULTS = Settings()
 _CHOICES = {"scope": ("host", "domain", "prefix", "any")}
 #: Settings that hold regular expressions: each is compiled when the settings are read.
 _PATTERNS = {"include", "exclude"}
+
+
+def apply_stored_settings(settings: Settings, stored: str | None, *, names: Iterable[str] | None = None) -> Settings:
+    """``settings`` with the settings stored with a crawl applied over them (all of them, or only
+    those in ``names``).
+
+    ``stored`` is the JSON text the store keeps them in (meta ``fleet_settings``; None or empty
+    before a crawl stored any): the text, not the store, so that the base layer needs no store.
+    Lists read back as the tuples ``Settings`` holds; a name this version does not know is skipped.
+    """
+    known = {f.name for f in fields(Settings)}
+    wanted = known if names is None else known & set(names)
+    changes: dict[str, Any] = {}
+    for name, value in json.loads(stored or "{}").items():
+        if name not in wanted:
+            continue
+        if name == "hosts":
+            value = tuple(tuple(row) for row in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        changes[name] = value
+    return settings.replace(**changes) if changes else settings
 
 
 def user_agent_string(settings: Settings) -> str:

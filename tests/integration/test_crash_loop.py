@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Sandbox, SandboxHost, demo_hosts, violations
+from politecrawl.faces.sandbox import Sandbox, SandboxHost, violations
+from politecrawl.faces.sandbox_sites import demo_hosts
 from politecrawl.index import Searcher
 from politecrawl.store import open_store
 

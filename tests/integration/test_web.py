@@ -31,7 +31,8 @@ import pytest
 from aiohttp import web
 
 from politecrawl.config import Settings
-from politecrawl.faces.web import bot_page_html, create_app, highlight_snippet
+from politecrawl.faces.web import create_app
+from politecrawl.faces.web_pages import bot_page_html, highlight_snippet
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.store import open_store
 

@@ -159,7 +159,7 @@ def test_site_owners_doc_gives_the_figures_the_bot_page_renders_on_the_defaults(
     from selectolax.lexbor import LexborHTMLParser
 
     from politecrawl.config import load_settings
-    from politecrawl.faces.web import bot_page_html
+    from politecrawl.faces.web_pages import bot_page_html
 
     def words(text: str) -> str:
         return " ".join(text.replace("`", "").split())

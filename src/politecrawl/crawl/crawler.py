@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from politecrawl.config import Settings, user_agent_string
+from politecrawl.config import Settings, apply_stored_settings, user_agent_string
 from politecrawl.errors import ConfigError
 from politecrawl.policy import urls
 from politecrawl.policy.scope import CrawlScope, check_contact, prepare_seeds
@@ -89,28 +89,24 @@ def reconcile_fleet_settings(
     the store; one given and different is refused (a fleet worker, or any crawl on a shared
     PostgreSQL store) — or, for a single-machine ``crawl`` on SQLite, becomes the new value.
     """
-    stored = json.loads(store.get_meta("fleet_settings") or "{}")
+    text = store.get_meta("fleet_settings")
+    stored = json.loads(text or "{}")  # in the stored form, to compare with what this process would store
     mine = _as_json({k: getattr(settings, k) for k in FLEET_SETTINGS})
     if not stored:
         store.set_meta("fleet_settings", json.dumps(mine))
         return settings
-    changes = {}
     for key in FLEET_SETTINGS:
         if key not in stored or stored[key] == mine[key]:
             continue
-        if key in explicit:
-            if not may_override:
-                flag = "--" + key.replace("_", "-")
-                raise ConfigError(
-                    f"{flag} {mine[key]!r} conflicts with this crawl's fleet-wide setting {key} = {stored[key]!r} "
-                    f"(every worker must agree); leave {flag} out to use it"
-                )
-        else:
-            value = stored[key]
-            if key == "hosts":
-                value = tuple(tuple(row) for row in value)
-            changes[key] = tuple(value) if isinstance(value, list) else value
-    result = settings.replace(**changes) if changes else settings
+        if key in explicit and not may_override:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(
+                f"{flag} {mine[key]!r} conflicts with this crawl's fleet-wide setting {key} = {stored[key]!r} "
+                f"(every worker must agree); leave {flag} out to use it"
+            )
+    # A setting given here that differs has become the new value (or was refused above); every
+    # other one is the crawl's.
+    result = apply_stored_settings(settings, text, names=[k for k in FLEET_SETTINGS if k not in explicit])
     final = _as_json({k: getattr(result, k) for k in FLEET_SETTINGS})
     if final != stored:
         store.set_meta("fleet_settings", json.dumps(final))

@@ -36,7 +36,7 @@ from politecrawl.index.reader import is_outdated, read_current_pointer
 from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
 from politecrawl.store import Store
 
-__all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]
+__all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls"]
 
 BATCH = 2_000
 #: Pages per batch of an update that may be told to stop (a crawl's): about a second of indexing.
@@ -67,6 +67,18 @@ def indexable(page: dict) -> bool:
         and page.get("alias_of") is None
         and bool(page["text"] or page["title"])
     )
+
+
+def indexed_urls(store: Store) -> set[str]:
+    """The URLs an index up to date with the store's mark (meta ``indexed_seq``) holds: the
+    ``indexable`` pages among those the updates have taken (a page changed since is left out)."""
+    indexed_seq = int(store.get_meta("indexed_seq") or 0)
+    urls: set[str] = set()
+    seq = 0
+    while seq < indexed_seq and (rows := store.pages_changed_since(seq, BATCH)):
+        urls.update(row["url"] for row in rows if row["seq"] <= indexed_seq and indexable(row))
+        seq = rows[-1]["seq"]
+    return urls
 
 
 class _IndexWriteFailed(SearchIndexError):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from politecrawl.crawl.indexing import indexable, rebuild_index
+from politecrawl.crawl.indexing import indexed_urls, rebuild_index
 from politecrawl.errors import SearchIndexError
 from politecrawl.index.reader import IndexReader
 from politecrawl.store import Store
@@ -68,17 +68,7 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
         )
 
     # The index against the store.
-    indexed_seq = int(store.get_meta("indexed_seq") or 0)
-    expected: set[str] = set()
-    seq = 0
-    while True:
-        rows = store.pages_changed_since(seq, 5_000)
-        if not rows:
-            break
-        for r in rows:
-            if r["seq"] <= indexed_seq and indexable(r):
-                expected.add(r["url"])
-        seq = rows[-1]["seq"]
+    expected = indexed_urls(store)
     report.figures["indexable_pages"] = len(expected)
     index_problem = None
     if not index_dir.exists():

@@ -13,7 +13,8 @@ from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.index import Searcher
 
 from .progress import Progress
-from .sandbox import Sandbox, demo_hosts
+from .sandbox import Sandbox
+from .sandbox_sites import demo_hosts
 
 __all__ = ["run_demo"]
 

@@ -5,6 +5,7 @@ serves its own robots.txt and pages; the ``Sandbox`` runs them all on one
 aiohttp server loop in a background thread and records every request with
 its start and end time and the client's connection, so tests can assert on
 what the hosts *received* (docs/architecture.md, "Checking from the outside").
+The sites it serves for the demo and the benchmarks are made in ``sandbox_sites``.
 
 Only 127.0.0.0/8 addresses are accepted: the sandbox never listens elsewhere.
 """
@@ -15,7 +16,6 @@ import asyncio
 import gzip
 import hashlib
 import ipaddress
-import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,13 +24,10 @@ from typing import Callable
 from aiohttp import web
 
 __all__ = [
-    "RealisticPages",
     "Reply",
     "RequestRecord",
     "Sandbox",
     "SandboxHost",
-    "bench_hosts",
-    "demo_hosts",
     "violations",
 ]
 
@@ -292,357 +289,8 @@ def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float
     return {"short_gaps": short_gaps, "max_open_per_host": max_open}
 
 
-# --------------------------------------------------------------------------- the demo web
-_TOPICS = {
-    "gardening": "soil compost seedlings tomato basil watering mulch pruning roses harvest greenhouse",
-    "astronomy": "telescope galaxy nebula orbit planet comet eclipse observatory stars jupiter saturn",
-    "cooking": "recipe bread oven flour butter garlic simmer sauce pasta roast spices kitchen",
-    "cycling": "bicycle gears chain saddle route climb helmet tyres commute mountain touring",
-    "music": "guitar piano melody chord rhythm concert orchestra jazz harmony violin tempo",
-}
-_COMMON = (
-    "the a of and to in is for on with that this as are by from it at be an or guide notes "
-    "about how why our your more new best simple practical tips"
-).split()
-
-
-def _paragraph(rng: random.Random, words: list[str], n: int) -> str:
-    out = []
-    for _ in range(n):
-        out.append(rng.choice(words) if rng.random() < 0.45 else rng.choice(_COMMON))
-    return " ".join(out).capitalize() + "."
-
-
-def demo_hosts(
-    n_hosts: int = 4,
-    pages_per_host: int = 10,
-    *,
-    seed: int = 7,
-    crawl_delay_host: int | None = 1,
-    crawl_delay: float = 1.0,
-    first_ip: int = 2,
-    cross_links: bool = True,
-) -> list[SandboxHost]:
-    """Real-looking interlinked sites on 127.0.0.<first_ip>…, each with its own robots.txt.
-
-    Host 0 disallows ``/private/``; host ``crawl_delay_host`` asks for a Crawl-delay.
-    Cross-host links point at the other hosts' home pages; ports are known only after start,
-    so links are written as ``{host:i}`` and filled in by a handler at request time.
-    """
-    rng = random.Random(seed)
-    topics = list(_TOPICS)
-    hosts: list[SandboxHost] = []
-    for i in range(n_hosts):
-        topic = topics[i % len(topics)]
-        words = _TOPICS[topic].split()
-        pages: dict[str, str] = {}
-        names = [f"/{topic}/{w}-{j}.html" for j, w in enumerate(rng.sample(words * 3, pages_per_host - 1))]
-        all_paths = ["/"] + names
-        for path in all_paths:
-            title = (
-                f"{topic.title()} — home"
-                if path == "/"
-                else f"{path.rsplit('/', 1)[1].split('-')[0].title()} {topic} notes"
-            )
-            links = rng.sample(all_paths, min(4, len(all_paths)))
-            if path == "/":
-                links = all_paths[1:]
-            anchors = "".join(f'<li><a href="{l}">{l.strip("/") or "home"}</a></li>' for l in links)
-            if cross_links and n_hosts > 1:
-                other = (i + 1) % n_hosts
-                anchors += f'<li><a href="{{host:{other}}}/">our friends</a></li>'
-            if i == 0 and path == "/":
-                anchors += '<li><a href="/private/admin.html">admin</a></li>'
-            body = " ".join(f"<p>{_paragraph(rng, words, 40)}</p>" for _ in range(4))
-            pages[path] = (
-                f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
-                f"<body><nav><ul>{anchors}</ul></nav><article><h1>{title}</h1>{body}</article>"
-                f"<script>var tracking = 'not text';</script></body></html>"
-            )
-        if i == 0:
-            pages["/private/admin.html"] = "<html><title>secret</title><body>never crawl me</body></html>"
-        robots = "User-agent: *\nDisallow: /private/\n" if i == 0 else "User-agent: *\nAllow: /\n"
-        if crawl_delay_host is not None and i == crawl_delay_host:
-            robots = f"User-agent: *\nCrawl-delay: {crawl_delay}\nDisallow: /private/\n"
-        hosts.append(SandboxHost(f"127.0.0.{first_ip + i}", robots=robots, pages={}))
-        hosts[-1]._raw_pages = pages  # type: ignore[attr-defined]
-
-    def make_handler(h: SandboxHost) -> Handler:
-        def handler(path: str) -> Reply | None:
-            if path == "/robots.txt":
-                return None
-            raw = h._raw_pages.get(path)  # type: ignore[attr-defined]
-            if raw is None:
-                return None
-            for j, other in enumerate(hosts):
-                raw = raw.replace(f"{{host:{j}}}", other.base)
-            return Reply(body=raw)
-
-        return handler
-
-    for h in hosts:
-        h.handler = make_handler(h)
-    return hosts
-
-
-# --------------------------------------------------------------------------- the benchmark web
-def _bench_text(rng: random.Random, n_words: int) -> str:
-    words = list(_COMMON) + [w for v in _TOPICS.values() for w in v.split()]
-    return " ".join(rng.choice(words) for _ in range(n_words))
-
-
-class RealisticPages:
-    """Pages like the web's for the benchmark web: 10–30 KB of varied markup, 6–30 links.
-
-    A page (its size drawn per page) has a ``<head>`` with meta tags, a ``<style>`` block and a
-    JSON-LD ``<script>``; a header with the site's navigation (the same on every page of a host,
-    as on the web); an article of sections — headings, paragraphs with inline ``<a>``, ``<em>``,
-    ``<strong>``, ``<code>``, ``<span>``, ``<abbr>``, lists, tables, blockquotes, figures,
-    ``<pre>`` —; a footer with links off the web (example*.org names, never crawled) and an
-    analytics ``<script>``. Links: to the host's own pages (new ones, /p/K+1 …, and the
-    navigation's), to other hosts of the web, and off it.
-
-    Sections come from a pool of 4,096 made once, so a request costs little CPU of the
-    machine the crawler shares; a page draws its own ~6–15 of them: pages are neither exact
-    nor near duplicates of one another (the crawler would pause a host serving those), while
-    the boilerplate is shared by a host's pages.
-    """
-
-    WORDS = (
-        list(_COMMON)
-        + [w for v in _TOPICS.values() for w in v.split()]
-        + "system value market report public local research history people process".split()
-    )
-    INLINE = ("em", "strong", "code", "b", "i", "abbr", "span", "mark")
-    SLOT = "\x00"  # where a section takes a link
-
-    def __init__(self, seed: int = 1) -> None:
-        rng = random.Random(seed * 7_919 + 13)
-        self.sentences = [self._sentence(rng) for _ in range(2_048)]
-        self.cells = [" ".join(rng.choice(self.WORDS) for _ in range(rng.randint(1, 3))) for _ in range(256)]
-        self.styles = [self._style(rng) for _ in range(8)]
-        self.scripts = [self._script(rng) for _ in range(8)]
-        self.sections = [self._section(rng) for _ in range(4_096)]
-
-    # -- pools --------------------------------------------------------------------
-    def _sentence(self, rng: random.Random) -> str:
-        out = []
-        for _ in range(rng.randint(8, 22)):
-            word = rng.choice(self.WORDS)
-            if rng.random() < 0.08:
-                tag = rng.choice(self.INLINE)
-                attrs = ' class="hl"' if tag == "span" else (' title="abbreviation"' if tag == "abbr" else "")
-                word = f"<{tag}{attrs}>{word}</{tag}>"
-            out.append(word)
-        return " ".join(out).capitalize() + rng.choice((".", ".", ".", "?", "!", ";"))
-
-    def _style(self, rng: random.Random) -> str:
-        rules = []
-        for _ in range(rng.randint(25, 45)):
-            sel = rng.choice(
-                (
-                    "body",
-                    ".site-header",
-                    "nav ul li",
-                    ".article h2",
-                    "table.data td",
-                    ".footer a",
-                    ".card",
-                    "#main",
-                    ".btn-primary:hover",
-                    "pre code",
-                    "blockquote p",
-                    ".hl",
-                )
-            )
-            props = "; ".join(
-                f"{rng.choice(('margin', 'padding', 'color', 'font-size', 'line-height', 'border'))}:"
-                f" {rng.randint(0, 40)}px"
-                for _ in range(rng.randint(2, 5))
-            )
-            rules.append(f"{sel} {{ {props} }}")
-        return "\n".join(rules)
-
-    def _script(self, rng: random.Random) -> str:
-        lines = ["(function(w, d) {", "  'use strict';"]
-        for j in range(rng.randint(20, 40)):
-            lines.append(
-                f"  var v{j} = d.querySelector('.c{rng.randint(0, 99)}'); "
-                f"if (v{j}) {{ v{j}.addEventListener('click', function(e) {{ w.dataLayer = w.dataLayer || []; "
-                f"w.dataLayer.push({{event: 'ev{j}', value: {rng.randint(0, 9999)}}}); }}); }}"
-            )
-        lines.append("})(window, document);")
-        return "\n".join(lines)
-
-    def _sentences(self, rng: random.Random, lo: int, hi: int) -> str:
-        return " ".join(self.sentences[rng.randrange(len(self.sentences))] for _ in range(rng.randint(lo, hi)))
-
-    def _section(self, rng: random.Random) -> str:
-        heading = " ".join(rng.choice(self.WORDS) for _ in range(rng.randint(2, 6))).capitalize()
-        out = [f"<section>\n<h2>{heading}</h2>\n"]
-        for _ in range(rng.randint(1, 3)):
-            slot = f" See {self.SLOT}." if rng.random() < 0.6 else ""
-            out.append(f"<p>{self._sentences(rng, 3, 7)}{slot}</p>\n")
-        kind = rng.random()
-        if kind < 0.3:
-            tag = rng.choice(("ul", "ol"))
-            items = "".join(
-                f"<li>{self.SLOT + ': ' if rng.random() < 0.3 else ''}{self._sentences(rng, 1, 1)}</li>"
-                for _ in range(rng.randint(3, 7))
-            )
-            out.append(f"<{tag}>{items}</{tag}>\n")
-        elif kind < 0.5:
-            cols = rng.randint(3, 5)
-            head = "".join(f'<th scope="col">{rng.choice(self.cells)}</th>' for _ in range(cols))
-            rows = "".join(
-                "<tr>"
-                + "".join(f"<td>{rng.randint(0, 9999) if c else rng.choice(self.cells)}</td>" for c in range(cols))
-                + "</tr>"
-                for _ in range(rng.randint(3, 8))
-            )
-            out.append(f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n')
-        elif kind < 0.6:
-            out.append(f"<blockquote><p>{self._sentences(rng, 1, 2)}</p><cite>Someone</cite></blockquote>\n")
-        elif kind < 0.7:
-            out.append(
-                f'<figure><img src="/img/{rng.randrange(10_000)}.jpg" alt="{rng.choice(self.cells)}" '
-                f'width="640" height="360"><figcaption>{self._sentences(rng, 1, 1)}</figcaption></figure>\n'
-            )
-        elif kind < 0.75:
-            out.append(
-                "<pre><code>for (let i = 0; i &lt; n; i++) {\n  total += values[i] * "
-                f"{rng.randint(2, 99)};\n}}</code></pre>\n"
-            )
-        out.append("</section>\n")
-        return "".join(out)
-
-    # -- one page -----------------------------------------------------------------
-    def page(self, host: int, k: int, hosts: list[SandboxHost]) -> str:
-        rng = random.Random(host * 1_000_003 + k)
-        target = rng.randint(10_000, 27_000)
-        n_links = rng.randint(6, 30)
-        n_other = min(len(hosts) - 1, rng.randint(0, 2))
-        n_off = rng.randint(1, 4)
-        n_new = max(1, n_links - 5 - n_other - n_off)  # 5: the logo's and the navigation's
-        words = self.WORDS
-        title = " ".join(rng.choice(words) for _ in range(rng.randint(3, 7))).title()
-        links = [f'<a href="/p/{k + j}">{rng.choice(words)} {rng.choice(words)}</a>' for j in range(1, n_new + 1)]
-        for _ in range(n_other):
-            o = rng.randrange(len(hosts))
-            o = o if o != host else (o + 1) % len(hosts)
-            links.append(f'<a href="{hosts[o].base}/p/{rng.randint(0, 50)}">a friend\'s page</a>')
-        rng.shuffle(links)
-        off = "".join(
-            f'<li><a href="https://www.example{rng.randint(0, 9)}.org/{rng.choice(words)}/'
-            f'{rng.randint(1, 999)}" rel="external">{rng.choice(words)}</a></li>'
-            for _ in range(n_off)
-        )
-        head = (
-            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{title} | Site {host}</title>\n"
-            f'<meta name="description" content="{" ".join(rng.choice(words) for _ in range(18))}">\n'
-            f'<link rel="stylesheet" href="/static/site-{host % 7}.css">\n'
-            f"<style>\n{self.styles[host % len(self.styles)]}\n</style>\n"
-            '<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Article", '
-            f'"headline": "{title}", "author": {{"@type": "Person", "name": "Author {host}"}}}}</script>\n'
-            '</head>\n<body class="page">\n<header class="site-header"><div class="logo">'
-            f'<a href="/">Site {host}</a></div>\n<nav aria-label="main"><ul>'
-            '<li><a href="/">Home</a></li><li><a href="/p/1">About</a></li>'
-            '<li><a href="/p/2">Archive</a></li><li><a href="/p/3">Contact</a></li></ul></nav></header>\n'
-            f'<main id="main"><article class="article">\n<h1>{title}</h1>\n'
-            f'<p class="byline">By <span class="author">Author {host}</span> · '
-            f'<time datetime="2024-03-{1 + k % 28:02d}">{1 + k % 28} March 2024</time></p>\n'
-        )
-        tail = (
-            f'</article>\n<aside class="card"><h3>Related</h3><p>{self._sentences(rng, 1, 2)}</p></aside>\n</main>\n'
-            f'<footer class="footer"><div class="cols"><ul class="elsewhere">{off}</ul>'
-            f"<p>© 2024 Site {host}. {self.sentences[host % len(self.sentences)]}</p></div></footer>\n"
-            f"<script>\n{self.scripts[(host + k) % len(self.scripts)]}\n</script>\n</body>\n</html>\n"
-        )
-        parts = [head]
-        size = len(head) + len(tail)
-        while size < target and len(parts) < 60:
-            pieces = self.sections[rng.randrange(len(self.sections))].split(self.SLOT)
-            chunk = [pieces[0]]
-            for piece in pieces[1:]:
-                chunk.append(links.pop() if links else "the notes")
-                chunk.append(piece)
-            parts.append("".join(chunk))
-            size += len(parts[-1])
-        if links:  # the links the sections did not place
-            parts.append('<ul class="more">' + "".join(f"<li>{a}</li>" for a in links) + "</ul>\n")
-        parts.append(tail)
-        return "".join(parts)
-
-
-def bench_hosts(
-    n_hosts: int,
-    *,
-    first_ip: str = "127.0.1.1",
-    page_bytes: int = 20_000,
-    links: int = 8,
-    slow_every: int = 0,
-    slow_delay: float = 0.2,
-    throttle_every: int = 0,
-    seed: int = 1,
-    realistic: bool = False,
-) -> list[SandboxHost]:
-    """Endless sites for throughput benchmarks: page /p/K links to /p/K+1 … /p/K+links, ~page_bytes each.
-
-    Every ``slow_every``-th host answers after ``slow_delay``; every ``throttle_every``-th host answers
-    each fifth page with 429 and ``Retry-After: 2``.
-
-    ``realistic``: pages like the web's instead (``RealisticPages``): 10–30 KB of varied markup —
-    a ``<style>`` and ``<script>`` blocks, navigation, headings, paragraphs with inline elements,
-    lists, tables —, 6–30 links of which some lead to other hosts of the web and some off it.
-    """
-    rng = random.Random(seed)
-    realistic_pages = RealisticPages(seed) if realistic else None
-    # Each page's text is 8 of 64 chunks in a page-specific order: distinct pages (no exact or
-    # near-duplicates for the crawler to pause a host over), built without per-request cost.
-    chunks = [_bench_text(rng, page_bytes // 48) for _ in range(64)]
-
-    def text_of(host: int, k: int) -> str:
-        pick = random.Random(host * 1_000_003 + k)
-        return " ".join(pick.sample(chunks, 8))
-
-    base = ipaddress.ip_address(first_ip)
-    hosts: list[SandboxHost] = []
-    for i in range(n_hosts):
-        ip = str(base + i)
-        throttled = throttle_every and i % throttle_every == 0
-        counter = {"n": 0}
-
-        def handler(path: str, _i=i, _throttled=throttled, _counter=counter) -> Reply | None:
-            if path == "/robots.txt":
-                return Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain")
-            if path == "/":
-                k = 0
-            elif path.startswith("/p/") and path[3:].isdigit():
-                k = int(path[3:])
-            else:
-                return Reply(status=404, body="not found")
-            if _throttled:
-                _counter["n"] += 1
-                if _counter["n"] % 5 == 0:
-                    return Reply(status=429, body="slow down", headers={"Retry-After": "2"})
-            if realistic_pages is not None:
-                return Reply(body=realistic_pages.page(_i, k, hosts))
-            anchors = "".join(f'<a href="/p/{k + j}">page {k + j}</a> ' for j in range(1, links + 1))
-            body = (
-                f"<!doctype html><html><head><title>Host {_i} page {k}</title></head><body><h1>Page {k}</h1>"
-                f"<p>{text_of(_i, k)}</p><nav>{anchors}</nav></body></html>"
-            )
-            return Reply(body=body)
-
-        delay = slow_delay if slow_every and i % slow_every == 0 else 0.0
-        hosts.append(SandboxHost(ip, handler=handler, delay=delay))
-    return hosts
-
-
 def _main(argv: list[str] | None = None) -> None:
-    """``python -m politecrawl.sandbox``: serve a benchmark web in its own process.
+    """``python -m politecrawl.faces.sandbox``: serve a benchmark web in its own process.
 
     Prints one JSON line with the hosts' base URLs when ready; on SIGTERM or after --seconds,
     writes the request log (JSON lines) to --log and exits.
@@ -652,7 +300,9 @@ def _main(argv: list[str] | None = None) -> None:
     import signal as _signal
     import sys
 
-    ap = argparse.ArgumentParser(prog="python -m politecrawl.sandbox")
+    from .sandbox_sites import bench_hosts  # here, not at the top: sandbox_sites builds on this module
+
+    ap = argparse.ArgumentParser(prog="python -m politecrawl.faces.sandbox")
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--first-ip", default="127.0.1.1")
     ap.add_argument("--seconds", type=float, default=300)

@@ -13,12 +13,15 @@ message (HTML page or JSON), a missing index or store is a 503 saying what to
 run, and an unexpected exception is logged and answered with a bare 500 page
 (no traceback).  Every piece of text from the index (titles, URLs, snippets)
 is escaped: templates autoescape, and snippets are assembled from escaped
-pieces around ``<mark>`` using the searcher's highlight offsets.
+pieces around ``<mark>`` using the searcher's highlight offsets (``web_pages``).
 
 The ``Searcher`` is opened once per application (it follows new index
 generations itself) and used from a worker thread under a lock, so a slow
 query does not stall the event loop; the store is opened per status request
 so the web server holds no crawl state of its own.
+
+Here: the application, its handlers and middleware, and ``serve``; what the pages are made of is
+in ``web_pages``, the API's limits and OpenAPI document in ``web_openapi``.
 """
 
 from __future__ import annotations
@@ -30,34 +33,27 @@ import signal
 import threading
 import time
 import unicodedata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
-import jinja2
 from aiohttp import web
-from markupsafe import Markup, escape
 
-from politecrawl._version import __version__
-from politecrawl.config import Settings, is_loopback_host, user_agent_string
+from politecrawl.config import Settings, is_loopback_host
 from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
 from politecrawl.index import Searcher
 from politecrawl.policy.robots import product_token
 
+from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
+from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
+
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.store import CrawlStatus
 
-__all__ = ["create_app", "serve", "bot_page_html", "highlight_snippet", "openapi_document"]
+__all__ = ["create_app", "serve"]
 
 log = logging.getLogger("politecrawl.web")
 
-#: Longest accepted query, in characters (after control characters are removed).
-MAX_QUERY_CHARS = 1_000
-#: Pages and page sizes a client may ask for (the searcher ranks page * limit hits).
-MAX_PAGE = 1_000
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 10
 #: Results per page of the HTML UI.
 HTML_LIMIT = 10
 #: aiohttp's default request-line cap is 8190 bytes, which a 1,000-character
@@ -66,10 +62,6 @@ HTML_LIMIT = 10
 MAX_REQUEST_LINE = 16 * 1024
 
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
-
-_HERE = Path(__file__).resolve().parent
-_TEMPLATES = _HERE / "templates"
-_STATIC = _HERE / "static"
 
 _SEARCHER = web.AppKey("searcher", object)
 _STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
@@ -113,110 +105,6 @@ def _int_param(request: web.Request, name: str, default: int, low: int, high: in
     if not low <= value <= high:
         raise _BadInput(f"{name} must be from {low} to {high}, not {value}.")
     return value
-
-
-# -- rendering helpers ----------------------------------------------------------
-
-
-def highlight_snippet(snippet: str, highlights) -> Markup:
-    """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>``.
-
-    Offsets are trusted only after checking: ranges are sorted, clipped to the
-    text, and overlapping or empty ones skipped, so bad offsets cost a
-    highlight, never the page.
-    """
-    out: list[str] = []
-    pos = 0
-    n = len(snippet)
-    for start, end in sorted((int(s), int(e)) for s, e in highlights):
-        start, end = max(start, pos), min(end, n)
-        if start >= end:
-            continue
-        out.append(str(escape(snippet[pos:start])))
-        out.append("<mark>" + str(escape(snippet[start:end])) + "</mark>")
-        pos = end
-    out.append(str(escape(snippet[pos:])))
-    return Markup("".join(out))
-
-
-def _safe_href(url: str) -> str | None:
-    """Only http(s) URLs become links: a ``javascript:`` URL in the index stays text."""
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:
-        return None
-    return url if scheme in ("http", "https") else None
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 3600 and seconds % 3600 == 0:
-        h = int(seconds // 3600)
-        return f"{h} hour{'s' if h != 1 else ''}"
-    if seconds >= 60 and seconds % 60 == 0:
-        m = int(seconds // 60)
-        return f"{m} minute{'s' if m != 1 else ''}"
-    s = f"{seconds:g}"
-    return f"{s} second{'s' if s != '1' else ''}"
-
-
-def _contact_href(contact: str | None) -> str | None:
-    if not contact:
-        return None
-    if contact.lower().startswith(("http://", "https://")):
-        return contact
-    if contact.lower().startswith("mailto:"):
-        return contact
-    if "@" in contact and " " not in contact and ":" not in contact:
-        return "mailto:" + contact
-    return None
-
-
-def _jinja_env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
-        autoescape=True,  # every template, whatever its extension
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-def _bot_context(settings: Settings) -> dict[str, Any]:
-    token = product_token(settings.user_agent) or settings.user_agent
-    mb = settings.max_page_bytes / (1024 * 1024)
-    return {
-        "bot_name": token,
-        "user_agent": user_agent_string(settings),
-        "contact": settings.contact,
-        "contact_href": _contact_href(settings.contact),
-        "version": __version__,
-        "max_page_mb": f"{mb:g} MB",
-        "host_budget": f"{settings.host_page_budget:,}" if settings.host_page_budget else "a configured number of",
-        "max_depth": settings.max_depth,
-        "per_ip": settings.per_ip_limit if settings.per_ip_limit else "(no limit set)",
-        "min_delay": _duration(settings.min_delay),
-        "adaptive": f"{settings.adaptive_factor:g}",
-        "max_adaptive": _duration(settings.max_adaptive_delay),
-        "max_crawl_delay": _duration(settings.max_crawl_delay),
-        "backoff_base": _duration(settings.backoff_base),
-        "backoff_cap": _duration(settings.backoff_cap),
-        "park_after": settings.park_after,
-        "park": _duration(settings.park_seconds),
-        "robots_ttl": _duration(settings.robots_ttl),
-        "follow_nofollow": settings.follow_nofollow,
-        "robots_slow": f"User-agent: {token}\nCrawl-delay: 10",
-        "robots_partial": f"User-agent: {token}\nDisallow: /private/",
-        "robots_block": f"User-agent: {token}\nDisallow: /",
-    }
-
-
-def bot_page_html(settings: Settings) -> str:
-    """The /bot page as a standalone HTML document (CSS inlined), e.g. to publish at the contact URL."""
-    env = _jinja_env()
-    css = Markup((_STATIC / "style.css").read_text(encoding="utf-8"))
-    return env.get_template("bot.html").render(
-        **_bot_context(settings), standalone=True, inline_css=css, query="", max_query=MAX_QUERY_CHARS
-    )
 
 
 # -- the application ------------------------------------------------------------
@@ -494,151 +382,6 @@ async def _bot(request: web.Request) -> web.Response:
     state = _state(request)
     html = state.render("bot.html", **_bot_context(state.settings), standalone=False)
     return web.Response(text=html, content_type="text/html", charset="utf-8")
-
-
-# -- OpenAPI ----------------------------------------------------------------------
-
-
-def openapi_document() -> dict:
-    """OpenAPI 3.1 description of the JSON API."""
-    error = {"$ref": "#/components/schemas/Error"}
-    err_resp = lambda text: {"description": text, "content": {"application/json": {"schema": error}}}  # noqa: E731
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "politecrawl search API",
-            "version": __version__,
-            "description": "Search the pages a politecrawl crawl has indexed (BM25 ranking).",
-        },
-        "paths": {
-            "/api/search": {
-                "get": {
-                    "operationId": "search",
-                    "summary": "Ranked search results",
-                    "description": (
-                        'Free-text terms are OR-ed; "quoted phrases" must occur; -term excludes; '
-                        "site:host restricts to a host and its subdomains. Control characters are removed."
-                    ),
-                    "parameters": [
-                        {
-                            "name": "q",
-                            "in": "query",
-                            "required": True,
-                            "description": "The query.",
-                            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                        },
-                        {
-                            "name": "page",
-                            "in": "query",
-                            "required": False,
-                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
-                        },
-                        {
-                            "name": "limit",
-                            "in": "query",
-                            "required": False,
-                            "description": "Hits per page.",
-                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-                        },
-                    ],
-                    "responses": {
-                        "200": {
-                            "description": "Results (possibly none).",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}},
-                        },
-                        "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
-                        "503": err_resp("No search index yet."),
-                    },
-                }
-            },
-            "/api/status": {
-                "get": {
-                    "operationId": "status",
-                    "summary": "Crawl figures from the store, plus index statistics",
-                    "responses": {
-                        "200": {
-                            "description": "Crawl status.",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}},
-                        },
-                        "503": err_resp("No crawl store yet."),
-                    },
-                }
-            },
-            "/api/openapi.json": {
-                "get": {
-                    "operationId": "openapi",
-                    "summary": "This document",
-                    "responses": {
-                        "200": {
-                            "description": "OpenAPI 3.1 document.",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
-                        }
-                    },
-                }
-            },
-        },
-        "components": {
-            "schemas": {
-                "Hit": {
-                    "type": "object",
-                    "required": ["url", "title", "score", "snippet", "highlights"],
-                    "properties": {
-                        "url": {"type": "string"},
-                        "title": {"type": "string"},
-                        "score": {"type": "number"},
-                        "snippet": {"type": "string", "description": "Plain text (not HTML)."},
-                        "highlights": {
-                            "type": "array",
-                            "description": "[start, end) character offsets of matched terms in snippet.",
-                            "items": {
-                                "type": "array",
-                                "items": {"type": "integer", "minimum": 0},
-                                "minItems": 2,
-                                "maxItems": 2,
-                            },
-                        },
-                    },
-                },
-                "SearchResults": {
-                    "type": "object",
-                    "required": ["query", "page", "limit", "total", "took_ms", "hits"],
-                    "properties": {
-                        "query": {"type": "string", "description": "The query as run (control characters removed)."},
-                        "page": {"type": "integer"},
-                        "limit": {"type": "integer"},
-                        "total": {"type": "integer", "description": "All matching documents."},
-                        "took_ms": {"type": "number"},
-                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
-                    },
-                },
-                "Status": {
-                    "type": "object",
-                    "description": "The store's crawl figures (pages_fetched, queued, hosts, requests, "
-                    "status_codes, …) and index statistics (null when there is no index).",
-                    "properties": {
-                        "pages_fetched": {"type": "integer"},
-                        "queued": {"type": "integer"},
-                        "hosts": {"type": "integer"},
-                        "requests": {"type": "integer"},
-                        "status_codes": {"type": "object", "additionalProperties": {"type": "integer"}},
-                        "index": {"type": ["object", "null"]},
-                    },
-                    "additionalProperties": True,
-                },
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "required": ["status", "message"],
-                            "properties": {"status": {"type": "integer"}, "message": {"type": "string"}},
-                        }
-                    },
-                },
-            }
-        },
-    }
 
 
 # -- middleware and app -------------------------------------------------------------

@@ -1,0 +1,163 @@
+"""What the JSON API accepts and its OpenAPI 3.1 description (``GET /api/openapi.json``).
+
+The limits are the API's published contract; the web UI validates its own parameters against
+the same ones.
+"""
+
+from __future__ import annotations
+
+from politecrawl._version import __version__
+
+__all__ = ["openapi_document"]
+
+#: Longest accepted query, in characters (after control characters are removed).
+MAX_QUERY_CHARS = 1_000
+#: Pages and page sizes a client may ask for (the searcher ranks page * limit hits).
+MAX_PAGE = 1_000
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 10
+
+
+# -- OpenAPI ----------------------------------------------------------------------
+
+
+def openapi_document() -> dict:
+    """OpenAPI 3.1 description of the JSON API."""
+    error = {"$ref": "#/components/schemas/Error"}
+    err_resp = lambda text: {"description": text, "content": {"application/json": {"schema": error}}}  # noqa: E731
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "politecrawl search API",
+            "version": __version__,
+            "description": "Search the pages a politecrawl crawl has indexed (BM25 ranking).",
+        },
+        "paths": {
+            "/api/search": {
+                "get": {
+                    "operationId": "search",
+                    "summary": "Ranked search results",
+                    "description": (
+                        'Free-text terms are OR-ed; "quoted phrases" must occur; -term excludes; '
+                        "site:host restricts to a host and its subdomains. Control characters are removed."
+                    ),
+                    "parameters": [
+                        {
+                            "name": "q",
+                            "in": "query",
+                            "required": True,
+                            "description": "The query.",
+                            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                        },
+                        {
+                            "name": "page",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
+                        },
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "required": False,
+                            "description": "Hits per page.",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                        },
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "Results (possibly none).",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}},
+                        },
+                        "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
+                        "503": err_resp("No search index yet."),
+                    },
+                }
+            },
+            "/api/status": {
+                "get": {
+                    "operationId": "status",
+                    "summary": "Crawl figures from the store, plus index statistics",
+                    "responses": {
+                        "200": {
+                            "description": "Crawl status.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}},
+                        },
+                        "503": err_resp("No crawl store yet."),
+                    },
+                }
+            },
+            "/api/openapi.json": {
+                "get": {
+                    "operationId": "openapi",
+                    "summary": "This document",
+                    "responses": {
+                        "200": {
+                            "description": "OpenAPI 3.1 document.",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                "Hit": {
+                    "type": "object",
+                    "required": ["url", "title", "score", "snippet", "highlights"],
+                    "properties": {
+                        "url": {"type": "string"},
+                        "title": {"type": "string"},
+                        "score": {"type": "number"},
+                        "snippet": {"type": "string", "description": "Plain text (not HTML)."},
+                        "highlights": {
+                            "type": "array",
+                            "description": "[start, end) character offsets of matched terms in snippet.",
+                            "items": {
+                                "type": "array",
+                                "items": {"type": "integer", "minimum": 0},
+                                "minItems": 2,
+                                "maxItems": 2,
+                            },
+                        },
+                    },
+                },
+                "SearchResults": {
+                    "type": "object",
+                    "required": ["query", "page", "limit", "total", "took_ms", "hits"],
+                    "properties": {
+                        "query": {"type": "string", "description": "The query as run (control characters removed)."},
+                        "page": {"type": "integer"},
+                        "limit": {"type": "integer"},
+                        "total": {"type": "integer", "description": "All matching documents."},
+                        "took_ms": {"type": "number"},
+                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
+                    },
+                },
+                "Status": {
+                    "type": "object",
+                    "description": "The store's crawl figures (pages_fetched, queued, hosts, requests, "
+                    "status_codes, …) and index statistics (null when there is no index).",
+                    "properties": {
+                        "pages_fetched": {"type": "integer"},
+                        "queued": {"type": "integer"},
+                        "hosts": {"type": "integer"},
+                        "requests": {"type": "integer"},
+                        "status_codes": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "index": {"type": ["object", "null"]},
+                    },
+                    "additionalProperties": True,
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["status", "message"],
+                            "properties": {"status": {"type": "integer"}, "message": {"type": "string"}},
+                        }
+                    },
+                },
+            }
+        },
+    }

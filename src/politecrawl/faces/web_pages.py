@@ -1,0 +1,130 @@
+"""What the web UI's pages are made of: the templates, escaped snippets with their highlights,
+result links, and the /bot page (``bot_page_html`` also writes it as a standalone file).
+
+Templates and the stylesheet are found beside this module (``templates/``, ``static/``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+from markupsafe import Markup, escape
+
+from politecrawl._version import __version__
+from politecrawl.config import Settings, user_agent_string
+from politecrawl.policy.robots import product_token
+
+from .web_openapi import MAX_QUERY_CHARS
+
+__all__ = ["bot_page_html", "highlight_snippet"]
+
+_HERE = Path(__file__).resolve().parent
+_TEMPLATES = _HERE / "templates"
+_STATIC = _HERE / "static"
+
+
+# -- rendering helpers ----------------------------------------------------------
+
+
+def highlight_snippet(snippet: str, highlights) -> Markup:
+    """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>``.
+
+    Offsets are trusted only after checking: ranges are sorted, clipped to the
+    text, and overlapping or empty ones skipped, so bad offsets cost a
+    highlight, never the page.
+    """
+    out: list[str] = []
+    pos = 0
+    n = len(snippet)
+    for start, end in sorted((int(s), int(e)) for s, e in highlights):
+        start, end = max(start, pos), min(end, n)
+        if start >= end:
+            continue
+        out.append(str(escape(snippet[pos:start])))
+        out.append("<mark>" + str(escape(snippet[start:end])) + "</mark>")
+        pos = end
+    out.append(str(escape(snippet[pos:])))
+    return Markup("".join(out))
+
+
+def _safe_href(url: str) -> str | None:
+    """Only http(s) URLs become links: a ``javascript:`` URL in the index stays text."""
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return None
+    return url if scheme in ("http", "https") else None
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        h = int(seconds // 3600)
+        return f"{h} hour{'s' if h != 1 else ''}"
+    if seconds >= 60 and seconds % 60 == 0:
+        m = int(seconds // 60)
+        return f"{m} minute{'s' if m != 1 else ''}"
+    s = f"{seconds:g}"
+    return f"{s} second{'s' if s != '1' else ''}"
+
+
+def _contact_href(contact: str | None) -> str | None:
+    if not contact:
+        return None
+    if contact.lower().startswith(("http://", "https://")):
+        return contact
+    if contact.lower().startswith("mailto:"):
+        return contact
+    if "@" in contact and " " not in contact and ":" not in contact:
+        return "mailto:" + contact
+    return None
+
+
+def _jinja_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        autoescape=True,  # every template, whatever its extension
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _bot_context(settings: Settings) -> dict[str, Any]:
+    token = product_token(settings.user_agent) or settings.user_agent
+    mb = settings.max_page_bytes / (1024 * 1024)
+    return {
+        "bot_name": token,
+        "user_agent": user_agent_string(settings),
+        "contact": settings.contact,
+        "contact_href": _contact_href(settings.contact),
+        "version": __version__,
+        "max_page_mb": f"{mb:g} MB",
+        "host_budget": f"{settings.host_page_budget:,}" if settings.host_page_budget else "a configured number of",
+        "max_depth": settings.max_depth,
+        "per_ip": settings.per_ip_limit if settings.per_ip_limit else "(no limit set)",
+        "min_delay": _duration(settings.min_delay),
+        "adaptive": f"{settings.adaptive_factor:g}",
+        "max_adaptive": _duration(settings.max_adaptive_delay),
+        "max_crawl_delay": _duration(settings.max_crawl_delay),
+        "backoff_base": _duration(settings.backoff_base),
+        "backoff_cap": _duration(settings.backoff_cap),
+        "park_after": settings.park_after,
+        "park": _duration(settings.park_seconds),
+        "robots_ttl": _duration(settings.robots_ttl),
+        "follow_nofollow": settings.follow_nofollow,
+        "robots_slow": f"User-agent: {token}\nCrawl-delay: 10",
+        "robots_partial": f"User-agent: {token}\nDisallow: /private/",
+        "robots_block": f"User-agent: {token}\nDisallow: /",
+    }
+
+
+def bot_page_html(settings: Settings) -> str:
+    """The /bot page as a standalone HTML document (CSS inlined), e.g. to publish at the contact URL."""
+    env = _jinja_env()
+    css = Markup((_STATIC / "style.css").read_text(encoding="utf-8"))
+    return env.get_template("bot.html").render(
+        **_bot_context(settings), standalone=True, inline_css=css, query="", max_query=MAX_QUERY_CHARS
+    )
