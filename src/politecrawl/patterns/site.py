@@ -48,13 +48,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from politecrawl.content.dedup import hamming
-
 __all__ = [
     "LONG_NOVEL_DISTANCE",
     "MAX_EVIDENCE_URL_LENGTH",
     "MAX_TEMPLATE_LENGTH",
-    "NEAR_DISTANCE",
     "NOVEL_DISTANCE",
     "THIN_WORDS",
     "AliasRule",
@@ -68,10 +65,6 @@ __all__ = [
     "segment_template",
     "template",
 ]
-
-#: Two SimHashes at most this many bits apart are the same text for novelty (the same
-#: threshold as the crawl's near-duplicate detection, Manku et al. 2007: k = 3 of 64).
-NEAR_DISTANCE = 3
 
 #: A *thin* page (fewer than :data:`THIN_WORDS` words, or of unknown length) within this many
 #: bits of an earlier page of its template brings no new text, for the template budgets (see
@@ -370,7 +363,7 @@ class TemplateBudget(_JSONState):
                 victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
                 del table[victim]
             stats = table[key] = TemplateStats()
-        novel = all(hamming(simhash, seen) > distance for seen in stats.sample)
+        novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
         # Only a young template's repeats can close it early: the links are not looked at
         # otherwise (they are the costly part).
         if not novel and stats.pages < self.min_pages and stats.novel == 1 and feeds():
@@ -930,7 +923,7 @@ class AliasRules(_JSONState):
             return False
         if simhash_a is None or simhash_b is None:
             return True
-        return hamming(simhash_a, simhash_b) <= self.canonical_distance
+        return (simhash_a ^ simhash_b).bit_count() <= self.canonical_distance
 
     def observe_links(self, links: Iterable[str]) -> None:
         """Learn from one fetched page's links which parameters tag links rather than name
