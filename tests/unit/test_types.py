@@ -31,7 +31,11 @@ STRICT_FLAGS = {
 PURE = {
     "politecrawl.policy.politeness",
     "politecrawl.policy.response",
+    "politecrawl.patterns.budget",
+    "politecrawl.patterns.sessions",
+    "politecrawl.patterns.shape",
     "politecrawl.patterns.site",
+    "politecrawl.patterns.state",
     "politecrawl.policy.robots",
     "politecrawl.content.dedup",
     "politecrawl.policy.freshness",
