@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.content.dedup import simhash, text_fingerprint
+from politecrawl.patterns.aliases import AliasRules
 from politecrawl.patterns.budget import LONG_NOVEL_DISTANCE, NOVEL_DISTANCE, THIN_WORDS, TemplateBudget
 from politecrawl.patterns.sessions import SessionTokens
 from politecrawl.patterns.shape import is_token, segment_template, template
-from politecrawl.patterns.site import AliasRules, SitePatterns
+from politecrawl.patterns.site import SitePatterns
 from politecrawl.patterns.state import MAX_TEMPLATE_LENGTH
 from politecrawl.policy.urls import host_key, normalize
 

@@ -31,6 +31,7 @@ STRICT_FLAGS = {
 PURE = {
     "politecrawl.policy.politeness",
     "politecrawl.policy.response",
+    "politecrawl.patterns.aliases",
     "politecrawl.patterns.budget",
     "politecrawl.patterns.sessions",
     "politecrawl.patterns.shape",
