@@ -38,6 +38,8 @@ PURE = {
     "politecrawl.patterns.site",
     "politecrawl.patterns.state",
     "politecrawl.policy.robots",
+    "politecrawl.policy.robots_fetch",
+    "politecrawl.policy.robots_match",
     "politecrawl.content.dedup",
     "politecrawl.policy.freshness",
     "politecrawl.index.analysis",

@@ -14,7 +14,8 @@ from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
 from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome
-from politecrawl.policy.robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots_fetch import RobotsFetchOutcome, outcome_for_status
 from politecrawl.store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
 from politecrawl.store.common import ROBOTS_MAX_HOPS
 

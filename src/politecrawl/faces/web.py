@@ -43,7 +43,7 @@ from politecrawl.config import Settings, is_loopback_host, user_agent_string
 from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
 from politecrawl.index import Searcher
-from politecrawl.policy.robots import product_token
+from politecrawl.policy.robots_fetch import product_token
 
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.store import CrawlStatus
