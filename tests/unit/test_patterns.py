@@ -21,7 +21,8 @@ from politecrawl.patterns.sessions import SessionTokens
 from politecrawl.patterns.shape import is_token, segment_template, template
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.patterns.state import MAX_TEMPLATE_LENGTH
-from politecrawl.policy.urls import host_key, normalize
+from politecrawl.policy.hosts import host_key
+from politecrawl.policy.urls import normalize
 
 H = "http://site.test"
 
