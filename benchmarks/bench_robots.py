@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing
 
-from politecrawl.policy.robots import RobotsTxt, _normalize, _normalize_path, _path_params_query  # noqa: E402
+from politecrawl.policy.robots import RobotsTxt  # noqa: E402
+from politecrawl.policy.robots_match import _normalize, _normalize_path, _path_params_query  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "robots"  # vendored, see PROVENANCE.md there
 USER_AGENT = "politecrawl/0.1 (+https://example.org/bot)"

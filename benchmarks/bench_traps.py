@@ -131,14 +131,17 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
     ``check`` (the page's URL checked before its fetch), ``observe``, ``write`` (the state
     encoded, by pages.py's write policy) and ``links`` (each link checked before it is queued)."""
     import functools
+    import importlib
+    import pkgutil
     import random
 
     from _trapweb import _Site
 
+    from politecrawl import patterns
     from politecrawl.content.dedup import simhash, text_fingerprint
     from politecrawl.content.parse import parse_html
     from politecrawl.crawl.pages import PATTERN_LINKS, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
-    from politecrawl.patterns import site as patterns_module
+    from politecrawl.patterns.site import SitePatterns
     from politecrawl.policy import urls
 
     pages: list[list[tuple]] = []
@@ -170,7 +173,11 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
                     seen.add(link)
                     queue.append(link)
         pages.append(host_pages)
-    caches = [f for f in vars(patterns_module).values() if isinstance(f, functools._lru_cache_wrapper)]
+    # Every cache of the patterns folder, cleared before each round: each round starts cold.
+    modules = [
+        importlib.import_module(info.name) for info in pkgutil.iter_modules(patterns.__path__, patterns.__name__ + ".")
+    ]
+    caches = {f for module in modules for f in vars(module).values() if isinstance(f, functools._lru_cache_wrapper)}
     clock = time.process_time
     best: dict[str, float] = {}
     for round_ in range(rounds):
@@ -190,7 +197,7 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
             entry = worker.get(host)
             t0 = clock()
             if entry is None or entry[0] < version:
-                state = patterns_module.SitePatterns.from_json(data) if data else patterns_module.SitePatterns()
+                state = SitePatterns.from_json(data) if data else SitePatterns()
                 entry = worker[host] = [version, state, 0]
             t1 = clock()
             entry[1].filter_link(url)

@@ -67,17 +67,19 @@ class _WarcioBuilt(WarcWriter):
     def _build(self, result, kind):
         from warcio.statusandheaders import StatusAndHeaders
 
-        from politecrawl.net import warc
+        from politecrawl.net import warc_records
 
         b = self._builder
         url = result.url
         common = [
-            ("WARC-Date", warc._warc_date(result.started_at)),
+            ("WARC-Date", warc_records._warc_date(result.started_at)),
             ("WARC-Warcinfo-ID", self._warcinfo_id),
             ("WARC-IP-Address", result.ip),
         ]
         resp_id = b._make_warc_id()
-        http = StatusAndHeaders(f"{result.status} {result.reason}", warc._recorded_headers(result), protocol="HTTP/1.1")
+        http = StatusAndHeaders(
+            f"{result.status} {result.reason}", warc_records._recorded_headers(result), protocol="HTTP/1.1"
+        )
         response = b.create_warc_record(
             url,
             "response",
@@ -102,7 +104,7 @@ class _WarcioBuilt(WarcWriter):
             self._buf.seek(0)
             self._buf.truncate()
             b.write_record(record)
-            gz = (warc._isal_zlib or zlib).compressobj(self.gzip_level, zlib.DEFLATED, 31)
+            gz = (warc_records._isal_zlib or zlib).compressobj(self.gzip_level, zlib.DEFLATED, 31)
             out.append(gz.compress(self._buf.getvalue()) + gz.flush())
         return out[0], out[1]
 
@@ -119,7 +121,7 @@ def micro(
     ),
 ) -> list[dict]:
     from politecrawl.faces.sandbox_sites import _bench_text
-    from politecrawl.net import warc
+    from politecrawl.net import warc_records
 
     rng = random.Random(1)
     bodies = [
@@ -130,11 +132,11 @@ def micro(
         for i in range(64)
     ]
     rows = []
-    isal = warc._isal_zlib
+    isal = warc_records._isal_zlib
     for level, lib, builder in variants:
         if lib == "isal" and isal is None:
             continue
-        warc._isal_zlib = isal if lib == "isal" else None
+        warc_records._isal_zlib = isal if lib == "isal" else None
         tmp = Path(tempfile.mkdtemp(prefix="bench-warc-"))
         try:
             w = (_WarcioBuilt if builder == "warcio" else WarcWriter)(tmp, gzip_level=level, fsync_on_close=False)
@@ -177,7 +179,7 @@ def micro(
             size = sum(p.stat().st_size for p in iter_files(tmp))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-            warc._isal_zlib = isal
+            warc_records._isal_zlib = isal
         rows.append(
             {
                 "records_by": builder or "politecrawl",

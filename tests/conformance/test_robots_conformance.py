@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.policy.robots import RobotsTxt, _normalize, _path_params_query, is_valid_product_token
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots_fetch import is_valid_product_token
+from politecrawl.policy.robots_match import _normalize, _path_params_query
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots"
 FILES = ("google_cases.json", "google_spec_cases.json")

@@ -24,7 +24,9 @@ from politecrawl.content.sitemaps import parse_sitemap
 from politecrawl.errors import InvalidURL
 from politecrawl.index.analysis import parse_query
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.traps import trap_reason
 
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")),
@@ -262,8 +264,8 @@ def test_fuzz_normalize_raises_only_invalid_url(raw, base):
     assert out.startswith(("http://", "https://"))
     # normalization is idempotent, and host_key / trap_reason accept whatever it returns
     assert urls.normalize(out) == out
-    urls.host_key(out)
-    urls.trap_reason(out, max_url_length=2000, max_query_params=5, max_repeated_segment=3)
+    host_key(out)
+    trap_reason(out, max_url_length=2000, max_query_params=5, max_repeated_segment=3)
 
 
 @FUZZ

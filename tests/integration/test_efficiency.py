@@ -12,7 +12,7 @@ import pytest
 
 from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
-from politecrawl.policy.urls import host_key
+from politecrawl.policy.hosts import host_key
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli

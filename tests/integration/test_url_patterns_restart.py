@@ -12,6 +12,7 @@ import random
 
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.store import open_store
 
 from conftest import run_cli
@@ -72,7 +73,7 @@ def test_learned_rules_survive_a_restart(raw_servers, tmp_path):
 
     store = open_store(db)
     try:
-        _, state = store.host_patterns(urls.host_key(srv.url("/")))
+        _, state = store.host_patterns(host_key(srv.url("/")))
     finally:
         store.close()
     assert state is not None

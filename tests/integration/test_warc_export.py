@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 CRAWL_SCRIPT = r'''
 import asyncio, json, sys, time
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.config import load_settings, user_agent_string
 from politecrawl.crawl.crawler import Crawler
 from politecrawl.policy.scope import CrawlScope
@@ -53,7 +54,7 @@ def archived_crawl(db, seeds, warc_dir, **flags):
         crawler.release_dead_workers(store)  # a killed run's leases
         scope = crawler.scope_for(store, seeds)
         now = time.time()
-        store.seed_urls([NewURL(u, urls.host_key(u), 0, 0) for u in scope.seeds], now)
+        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], now)
         store.requeue_due(now)
 
         async def run():

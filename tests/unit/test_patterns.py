@@ -1,4 +1,4 @@
-"""Tests for politecrawl.patterns.site: tables per piece, the crawl traps it exists for crawled by a small
+"""Tests for politecrawl.patterns: tables per piece, the crawl traps it exists for crawled by a small
 in-memory crawler (with a control site that must lose nothing), memory caps, JSON state, and
 hypothesis properties."""
 
@@ -15,20 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.content.dedup import simhash, text_fingerprint
-from politecrawl.patterns.site import (
-    LONG_NOVEL_DISTANCE,
-    MAX_TEMPLATE_LENGTH,
-    NOVEL_DISTANCE,
-    THIN_WORDS,
-    AliasRules,
-    SessionTokens,
-    SitePatterns,
-    TemplateBudget,
-    is_token,
-    segment_template,
-    template,
-)
-from politecrawl.policy.urls import host_key, normalize
+from politecrawl.patterns.aliases import AliasRules
+from politecrawl.patterns.budget import LONG_NOVEL_DISTANCE, NOVEL_DISTANCE, THIN_WORDS, TemplateBudget
+from politecrawl.patterns.sessions import SessionTokens
+from politecrawl.patterns.shape import is_token, segment_template, template
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.patterns.state import MAX_TEMPLATE_LENGTH
+from politecrawl.policy.hosts import host_key
+from politecrawl.policy.urls import normalize
 
 H = "http://site.test"
 

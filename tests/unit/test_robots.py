@@ -1,4 +1,5 @@
-"""Unit tests of politecrawl.policy.robots: the public API, table-driven, plus properties."""
+"""Unit tests of politecrawl.policy.robots, robots_match and robots_fetch: the public API, table-driven,
+plus properties."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from politecrawl.policy import robots
-from politecrawl.policy.robots import (
+from politecrawl.policy import robots, robots_match
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots_fetch import (
     RobotsFetchOutcome,
-    RobotsTxt,
     is_valid_product_token,
     outcome_for_status,
     product_token,
@@ -442,9 +443,9 @@ def _reference_allowed(rules: list[tuple[bool, str]], path: str) -> bool:
     characters, written encoded, and a ``$`` before a pattern's end too).
     """
     best = None
-    path = robots._normalize_path(path)
+    path = robots_match._normalize_path(path)
     for allow, pattern in rules:
-        pattern = robots._normalize(pattern)
+        pattern = robots_match._normalize(pattern)
         if pattern and _reference_matches(path, pattern):
             key = (len(pattern), allow)
             if best is None or key > best:
@@ -468,12 +469,12 @@ def test_matcher_agrees_with_reference(rules, path):
 @settings(max_examples=300)
 @given(st.text(alphabet="ab/?=.*$%4Fツ ", max_size=20))
 def test_normalization_is_idempotent_and_ascii(text):
-    once = robots._normalize(text)
+    once = robots_match._normalize(text)
     assert once.isascii()
-    assert robots._normalize(once) == once
-    path = robots._normalize_path(text)
+    assert robots_match._normalize(once) == once
+    path = robots_match._normalize_path(text)
     assert path.isascii() and "*" not in path and "$" not in path
-    assert robots._normalize_path(path) == path
+    assert robots_match._normalize_path(path) == path
 
 
 # -- RFC 9309's own examples -----------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests for politecrawl.policy.urls: one table per normalization rule, then properties."""
+"""Tests for politecrawl.policy.urls (and hosts, traps): one table per normalization rule, then properties."""
 
 from __future__ import annotations
 
@@ -7,18 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.errors import InvalidURL
-from politecrawl.policy.urls import (
-    DEFAULT_STRIP_PARAMS,
-    MAX_URL_BYTES,
-    host_key,
-    in_prefix,
-    normalize,
-    normalize_pair,
-    registrable_domain,
-    robots_url,
-    same_site,
-    trap_reason,
-)
+from politecrawl.policy.hosts import host_key, in_prefix, registrable_domain, robots_url, same_site
+from politecrawl.policy.traps import trap_reason
+from politecrawl.policy.urls import DEFAULT_STRIP_PARAMS, MAX_URL_BYTES, normalize, normalize_pair
 
 
 def _table(*rows):
@@ -720,14 +711,14 @@ def test_simple_split_leaves_the_rest_to_urlsplit(url):
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(_ANY_URL)
 def test_property_host_key_fast_path_agrees(url):
-    from politecrawl.policy import urls
+    from politecrawl.policy import hosts
 
-    assert _outcome(host_key, url) == _outcome(urls._host_key, url)
+    assert _outcome(host_key, url) == _outcome(hosts._host_key, url)
     try:
         once = normalize(url)
     except InvalidURL:
         return
-    assert host_key(once) == urls._host_key(once)
+    assert host_key(once) == hosts._host_key(once)
 
 
 @pytest.mark.parametrize(
@@ -735,10 +726,10 @@ def test_property_host_key_fast_path_agrees(url):
     ["http://", "http://a:0/x", "http://[::1/x", "http://a b/", "http://a.com /x", "https://a..b/", "http://1.2.3/"],
 )
 def test_host_key_errors_name_the_whole_url(url):
-    from politecrawl.policy import urls
+    from politecrawl.policy import hosts
 
     first = _outcome(host_key, url)
-    assert first == _outcome(host_key, url) == _outcome(urls._host_key, url)  # errors are not cached
+    assert first == _outcome(host_key, url) == _outcome(hosts._host_key, url)  # errors are not cached
     assert first[0] == "InvalidURL"
 
 
@@ -747,7 +738,7 @@ def _trap_reference(url, max_url_length=2000, max_query_params=5, max_repeated_s
     from collections import Counter
     from urllib.parse import urlsplit
 
-    from politecrawl.policy import urls
+    from politecrawl.policy import traps
 
     if len(url) > max_url_length:
         return "url-too-long"
@@ -758,9 +749,9 @@ def _trap_reference(url, max_url_length=2000, max_query_params=5, max_repeated_s
     counts = Counter(s for s in parts.path.split("/") if s)
     if counts and max(counts.values()) >= max_repeated_segment:
         return "repeated-path-segment"
-    if urls._SESSION_PATH_RE.search(parts.path):
+    if traps._SESSION_PATH_RE.search(parts.path):
         return "session-id"
-    if any(p.partition("=")[0].lower() in urls._SESSION_QUERY_KEYS for p in params):
+    if any(p.partition("=")[0].lower() in traps._SESSION_QUERY_KEYS for p in params):
         return "session-id"
     return None
 
@@ -801,11 +792,11 @@ def test_cached_base_and_authority_keep_errors_and_results():
 
 @pytest.mark.parametrize("size", [100, 511, 512, 513, 4000])
 def test_long_netlocs_and_bases_skip_the_caches_with_the_same_results(size):
-    from politecrawl.policy import urls
+    from politecrawl.policy import hosts
 
     url = "http://" + "u" * size + "@Example.com:80/x"
     assert normalize(url) == "http://example.com/x"
-    assert host_key(url) == urls._host_key(url) == "http://example.com"
+    assert host_key(url) == hosts._host_key(url) == "http://example.com"
     base = "http://example.com/" + "b" * size + "/c"
     assert normalize("d", base) == "http://example.com/" + "b" * size + "/d"
     with pytest.raises(InvalidURL):

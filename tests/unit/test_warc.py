@@ -163,25 +163,25 @@ def _warcio_exchange(w: WarcWriter, fetch: FetchResult, kind: str | None) -> byt
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from politecrawl.net import warc
+    from politecrawl.net import warc_records
 
     buf = io.BytesIO()
     b = WARCWriter(buf, gzip=False, warc_version="WARC/1.1")
     url = fetch.url
-    common = [("WARC-Date", warc._warc_date(fetch.started_at)), ("WARC-Warcinfo-ID", w._warcinfo_id)]
+    common = [("WARC-Date", warc_records._warc_date(fetch.started_at)), ("WARC-Warcinfo-ID", w._warcinfo_id)]
     if fetch.ip:
         common.append(("WARC-IP-Address", fetch.ip))
     resp_id = b._make_warc_id()
     http = StatusAndHeaders(
         f"{fetch.status} {fetch.reason or ''}".rstrip(),
-        warc._recorded_headers(fetch),
+        warc_records._recorded_headers(fetch),
         protocol=f"HTTP/{fetch.http_version}",
     )
     fields = [("WARC-Record-ID", resp_id), *common]
     if kind:
         fields.append(("Politecrawl-Kind", kind))
     if fetch.status == 304:
-        fields += [("WARC-Profile", warc.REVISIT_NOT_MODIFIED), ("WARC-Refers-To-Target-URI", url)]
+        fields += [("WARC-Profile", warc_records.REVISIT_NOT_MODIFIED), ("WARC-Refers-To-Target-URI", url)]
         response = b.create_warc_record(
             url, "revisit", payload=io.BytesIO(b""), length=0, http_headers=http, warc_headers_dict=dict(fields)
         )
@@ -280,7 +280,7 @@ def test_records_are_what_warcio_writes_for_the_same_exchange(tmp_path, monkeypa
 
 
 def test_digests_are_sha1_in_base32():
-    from politecrawl.net.warc import _sha1
+    from politecrawl.net.warc_records import _sha1
 
     for n in (0, 1, 19, 20, 21, 1_000):
         data = os.urandom(n)
@@ -479,10 +479,10 @@ def test_the_fetcher_hands_every_answer_to_the_recorder(tmp_path):
 
 
 def test_zlib_does_it_without_isal_and_at_high_levels(tmp_path, monkeypatch):
-    from politecrawl.net import warc
+    from politecrawl.net import warc_records
 
-    for level, isal in ((1, None), (6, warc._isal_zlib), (9, None)):
-        monkeypatch.setattr(warc, "_isal_zlib", isal)
+    for level, isal in ((1, None), (6, warc_records._isal_zlib), (9, None)):
+        monkeypatch.setattr(warc_records, "_isal_zlib", isal)
         folder = tmp_path / f"l{level}"
         w = WarcWriter(folder, gzip_level=level)
         w.write_exchange(result("/x", b"<html>" + b"text " * 1000 + b"</html>"))

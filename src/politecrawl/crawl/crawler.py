@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from politecrawl.config import Settings, apply_stored_settings, user_agent_string
 from politecrawl.errors import ConfigError
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.scope import CrawlScope, check_contact, prepare_seeds
 from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.common import PAUSED_REASONS
@@ -217,7 +218,7 @@ class Crawler:
             # All the crawl's seeds, not only this command line's: a run killed between recording
             # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
             requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
-            store.seed_urls([NewURL(u, urls.host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds], now)
+            store.seed_urls([NewURL(u, host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds], now)
             store.requeue_due(now)  # recrawl: pages whose revisit time has come
             before = store.status(now).requests
             # --max-time counts from the command's start (seeds, store, setup included): the time a

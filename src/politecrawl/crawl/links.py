@@ -12,7 +12,9 @@ from politecrawl.config import Settings
 from politecrawl.errors import InvalidURL
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.scope import SCOPE_REDIRECT_HOSTS, CrawlScope
+from politecrawl.policy.traps import trap_reason
 from politecrawl.store import NewURL, Outcome, URLKind
 
 __all__ = ["LinkFollower"]
@@ -117,7 +119,7 @@ class LinkFollower:
                 if anchors and raw in anchors and u != source:
                     found.update(dict.fromkeys((u, text) for text in anchors[raw]))
                 continue
-            host = urls.host_key(u)
+            host = host_key(u)
             if patterns is not None and host == patterns_host:
                 cleaned, _ = patterns.filter_link(u)
                 if cleaned is None:
@@ -133,7 +135,7 @@ class LinkFollower:
                     u = cleaned
                 if u in out:
                     continue
-            reason = urls.trap_reason(
+            reason = trap_reason(
                 u,
                 max_url_length=s.max_url_length,
                 max_query_params=s.max_query_params,

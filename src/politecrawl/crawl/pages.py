@@ -22,6 +22,7 @@ from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
 from politecrawl.policy.freshness import next_revisit
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
@@ -152,7 +153,7 @@ class PageHandler:
                     bytes=len(result.body),
                     alias_of=target,
                 )
-                target_host = urls.host_key(target)
+                target_host = host_key(target)
                 if (
                     claim.depth == 0
                     and target_host != claim.host
@@ -371,7 +372,7 @@ class PageHandler:
                 pair = normalized[link.href] = urls.normalize_pair(link.href, base=page.base)
             except InvalidURL:
                 continue
-            if urls.host_key(pair[0]) == claim.host:
+            if host_key(pair[0]) == claim.host:
                 links.append(pair[0])
         # Words counted by their separators: a C-level count, not a split of the whole text.
         words = page.compared_text.count(" ") + 1  # of the text the SimHash is of

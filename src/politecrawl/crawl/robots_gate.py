@@ -12,9 +12,11 @@ from politecrawl.config import Settings
 from politecrawl.errors import InvalidURL
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome
-from politecrawl.policy.robots import RobotsFetchOutcome, RobotsTxt, outcome_for_status
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots_fetch import RobotsFetchOutcome, outcome_for_status
 from politecrawl.store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
 from politecrawl.store.common import ROBOTS_MAX_HOPS
 
@@ -53,7 +55,7 @@ class RobotsGate:
             return None
         if target is None or target == result.url:
             return None
-        return NewURL(target, urls.host_key(target), 0, kind=URLKind.ROBOTS)
+        return NewURL(target, host_key(target), 0, kind=URLKind.ROBOTS)
 
     def _robots_answer(self, result: FetchResult, now: float) -> tuple[RobotsUpdate | None, RobotsTxt | None]:
         """What a robots.txt response says (RFC 9309 §2.3.1): rules, no rules, or unknown (None)."""

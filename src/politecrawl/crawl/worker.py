@@ -34,7 +34,8 @@ from politecrawl.policy.politeness import (
     policy_for_host,
 )
 from politecrawl.policy.response import URLOutcome
-from politecrawl.policy.robots import RobotsTxt, product_token
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
 

@@ -106,7 +106,7 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
     rules); what the robots.txt in force says; its page (duplicate, alias, noindex, indexed);
     its host's wait and why; every request made for it and where the answer is archived.
     """
-    from politecrawl.policy.robots import product_token
+    from politecrawl.policy.robots_fetch import product_token
     from politecrawl.policy.scope import CrawlScope
     from politecrawl.store import open_store
 
@@ -158,7 +158,7 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     """
     from politecrawl.policy.audit import audit as run_audit
     from politecrawl.policy.politeness import DelayPolicy
-    from politecrawl.policy.robots import product_token
+    from politecrawl.policy.robots_fetch import product_token
     from politecrawl.store import open_store
 
     settings = _settings(ctx, **flags)

@@ -42,7 +42,7 @@ from politecrawl.config import Settings, is_loopback_host
 from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
 from politecrawl.index import Searcher
-from politecrawl.policy.robots import product_token
+from politecrawl.policy.robots_fetch import product_token
 
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
 from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet

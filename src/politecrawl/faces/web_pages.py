@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from politecrawl._version import __version__
 from politecrawl.config import Settings, user_agent_string
-from politecrawl.policy.robots import product_token
+from politecrawl.policy.robots_fetch import product_token
 
 from .web_openapi import MAX_QUERY_CHARS
 

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from politecrawl.errors import InvalidURL
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
 from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.traps import trap_reason
 
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.config import Settings
@@ -51,12 +53,12 @@ def explain(
     except InvalidURL as exc:
         out["verdict"] = f"not a URL politecrawl can fetch: {exc}"
         return out
-    host = urls.host_key(url)
+    host = host_key(url)
     out.update(normalized=url, host=host)
     ev = evidence_for(url, host)
 
     # Would a link to it be followed?
-    trap = urls.trap_reason(
+    trap = trap_reason(
         url,
         max_url_length=settings.max_url_length,
         max_query_params=settings.max_query_params,

@@ -17,6 +17,7 @@ from politecrawl.config import Settings, is_loopback_host
 from politecrawl.errors import ConfigError, InvalidURL
 
 from . import urls
+from .hosts import host_key, in_prefix, same_site
 
 __all__ = [
     "CrawlScope",
@@ -60,7 +61,7 @@ class CrawlScope:
     _exclude: list[re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_seed_hosts", frozenset(urls.host_key(s) for s in self.seeds) | self.extra_hosts)
+        object.__setattr__(self, "_seed_hosts", frozenset(host_key(s) for s in self.seeds) | self.extra_hosts)
         object.__setattr__(self, "_prefixes", tuple(sorted({_path_prefix(s) for s in self.seeds})))
         object.__setattr__(self, "_include", [re.compile(p) for p in self.include])
         object.__setattr__(self, "_exclude", [re.compile(p) for p in self.exclude])
@@ -70,12 +71,12 @@ class CrawlScope:
             return True
         if self.mode == "prefix":
             # Below a seed's path, on the seed's host or a host it redirected to (same path there).
-            return host in self._seed_hosts and any(urls.in_prefix(url, host + prefix) for prefix in self._prefixes)
+            return host in self._seed_hosts and any(in_prefix(url, host + prefix) for prefix in self._prefixes)
         if host in self._seed_hosts:
             return True
         if self.mode == "host":
             return False
-        return any(urls.same_site(url, seed, "domain") for seed in (*self.seeds, *self.extra_hosts))
+        return any(same_site(url, seed, "domain") for seed in (*self.seeds, *self.extra_hosts))
 
     def filtered(self, url: str) -> str | None:
         """Why --include / --exclude turn ``url`` away (None: they let it through)."""

@@ -1,4 +1,7 @@
-"""URL normalization, host keys and crawler-trap heuristics. Pure: no I/O.
+"""URL normalization: one spelling for each URL. Pure: no I/O.
+
+Host keys and the crawl's site comparisons are :mod:`.hosts`'s, crawler-trap heuristics
+:mod:`.traps`'s.
 
 Every URL the crawler stores, compares or fetches goes through
 :func:`normalize` first, so "the same page" has one spelling (its key); the
@@ -66,8 +69,8 @@ here on the split parts because ``urljoin`` re-splits ``;params`` off the
 last segment and does not tell an empty query from no query. The common
 shapes (``http(s)://`` or no scheme, plain ASCII netloc) are split by a few
 string operations that give exactly ``urlsplit``'s parts; everything else
-goes to ``urlsplit``. Hosts, bases and host keys recur from link to link and
-are memoized (bounded caches; errors are never cached).
+goes to ``urlsplit``. Hosts and bases recur from link to link and are
+memoized (bounded caches; errors are never cached).
 
 Errors: anything unusable raises :class:`politecrawl.errors.InvalidURL` with a
 one-line message; nothing else is ever raised by :func:`normalize`.
@@ -78,8 +81,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections import Counter
-from typing import Literal
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import idna
@@ -89,14 +90,8 @@ from politecrawl.errors import InvalidURL
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
     "MAX_URL_BYTES",
-    "host_key",
-    "in_prefix",
     "normalize",
     "normalize_pair",
-    "registrable_domain",
-    "robots_url",
-    "same_site",
-    "trap_reason",
 ]
 
 #: Longest URL accepted, in UTF-8 bytes, before and after normalization.
@@ -530,199 +525,3 @@ def _short(text: str, limit: int = 80) -> str:
     """A one-line, bounded rendering of user input for error messages."""
     text = repr(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# --------------------------------------------------------------------------
-# host key, robots URL, scope
-# --------------------------------------------------------------------------
-
-
-def host_key(url: str) -> str:
-    """``scheme://host[:port]``: the politeness unit (RFC 9309 §2.3: robots.txt
-    applies per scheme, host and port). The default port is omitted.
-
-    Only the scheme and authority are normalized, so this is cheap and agrees
-    with :func:`normalize` for any input. Raises :class:`InvalidURL`.
-    """
-    # Fast path: the key of an ASCII ``http(s)://netloc`` + ``/``, ``?``, ``#`` or nothing is
-    # that of its ``http(s)://netloc`` prefix (the clean-up and split only touch what follows),
-    # and the same few prefixes recur: cached. The URLs normalize returns all qualify.
-    if type(url) is str and url.isascii() and len(url) <= MAX_URL_BYTES:
-        match = _HOST_PREFIX_RE.match(url)
-        if match is not None:
-            end = match.end()
-            if (end == len(url) or url[end] in "/?#") and end <= _CACHED_KEY_MAX:
-                try:
-                    return _prefix_host_key(match.group())
-                except InvalidURL:
-                    pass  # raised below, with the message for the whole URL
-    return _host_key(url)
-
-
-# ``http(s)://`` and a netloc without C0 controls, space, backslash or delimiters.
-_HOST_PREFIX_RE = re.compile(r"https?://[^/?#\\\x00-\x20]*")
-
-
-def _host_key(url: str) -> str:
-    scheme, netloc, _, _, has_authority = _split(_clean(url, "URL"))
-    if scheme not in _DEFAULT_PORTS:
-        raise InvalidURL(f"scheme not http/https: {_short(scheme)}")
-    if not has_authority:
-        raise InvalidURL(f"no host in URL: {_short(url)}")
-    return f"{scheme}://{_normalize_authority(scheme, netloc)}"
-
-
-_prefix_host_key = functools.lru_cache(maxsize=4096)(_host_key)
-
-
-def robots_url(url: str) -> str:
-    """Where the rules for ``url`` live (RFC 9309 §2.3): ``host_key + /robots.txt``."""
-    return host_key(url) + "/robots.txt"
-
-
-@functools.lru_cache(maxsize=1)
-def _public_suffix_list():
-    # Imported and loaded on first use (about 80 ms): most commands never compare sites.
-    # The list is the copy the package ships; nothing is downloaded at run time.
-    from publicsuffixlist import PublicSuffixList
-
-    return PublicSuffixList()
-
-
-@functools.lru_cache(maxsize=4096)
-def _site_of_authority(authority: str) -> str:
-    # The crawler asks once per link, and links share a handful of hosts: cached per authority.
-    if authority.startswith("["):  # IPv6 only matches itself
-        return authority[: authority.index("]") + 1]
-    host = authority.partition(":")[0]
-    if host.rpartition(".")[2].isdigit():  # normalized hosts ending in a number are IPv4
-        return host
-    # The private section counts (alice.github.io and bob.github.io are different owners).
-    # A host that is itself a public suffix (github.io, co.uk, localhost) is its own site.
-    return _public_suffix_list().privatesuffix(host) or host
-
-
-def registrable_domain(url: str) -> str:
-    """The site ``url`` belongs to for ``--scope domain``: its registrable domain.
-
-    That is the public suffix plus one label, by the Public Suffix List (ICANN and private
-    sections, as shipped by the ``publicsuffixlist`` package): ``a.example.co.uk`` ->
-    ``example.co.uk``, ``alice.github.io`` -> ``alice.github.io``. A host that is itself a
-    public suffix, a single label (``localhost``) or an IP address is its own site. Scheme and
-    port do not count. Raises :class:`InvalidURL`.
-    """
-    return _site_of_authority(host_key(url).partition("://")[2])
-
-
-def in_prefix(url: str, prefix_url: str) -> bool:
-    """Whether ``url`` is under the path prefix of ``prefix_url`` (``--scope prefix``).
-
-    Same :func:`host_key` (scheme, host and port), and the path of ``url`` starts with the
-    path of ``prefix_url`` up to and including its last ``/``: the seed
-    ``https://x.org/docs/intro.html`` covers ``/docs/`` and everything under it, the seed
-    ``https://x.org/docs`` the whole host. Both URLs are compared as :func:`normalize`
-    spells them, so ``/docs/../admin`` is not under ``/docs/`` and ``%7E`` is ``~``; the
-    query of either does not count. Raises :class:`InvalidURL`.
-    """
-    if host_key(url) != host_key(prefix_url):
-        return False
-    return _path_of(normalize(url)).startswith(_prefix_of(prefix_url))
-
-
-def _path_of(normalized: str) -> str:
-    # A normalized URL is scheme://authority/path[?query], the authority holds no '/'.
-    path = normalized[normalized.index("/", normalized.index("//") + 2) :]
-    return path.partition("?")[0]
-
-
-@functools.lru_cache(maxsize=256)
-def _prefix_of(prefix_url: str) -> str:
-    # The seed is the same for every link: normalized once.
-    path = _path_of(normalize(prefix_url))
-    return path[: path.rfind("/") + 1]
-
-
-def same_site(url: str, other: str, scope: Literal["host", "domain", "any"]) -> bool:
-    """Whether ``other`` is in the crawl scope of ``url``.
-
-    ``"host"``: same :func:`host_key` (scheme, host and port). ``"domain"``:
-    same :func:`registrable_domain` by the Public Suffix List, ignoring scheme
-    and port (``a.example.co.uk`` ~ ``b.example.co.uk``, ``alice.github.io``
-    !~ ``bob.github.io``); IP addresses only match themselves. ``"any"``:
-    always true. (``--scope prefix`` is not symmetric: see :func:`in_prefix`.)
-    Raises :class:`InvalidURL` for an unusable URL and ``ValueError`` for an
-    unknown scope.
-    """
-    if scope == "host":
-        return host_key(url) == host_key(other)
-    if scope == "domain":
-        return registrable_domain(url) == registrable_domain(other)
-    if scope == "any":
-        return True
-    raise ValueError(f"unknown scope {scope!r}: expected 'host', 'domain' or 'any'")
-
-
-# --------------------------------------------------------------------------
-# trap heuristics
-# --------------------------------------------------------------------------
-
-# Session ids in the path: ;jsessionid= (Java), PHPSESSID= (PHP), /sid=...,
-# ASP.NET cookieless "/(S(24 chars))/". Literal alternations only: linear.
-_SESSION_PATH_RE = re.compile(
-    r"[;/&](?:jsessionid|phpsessid|aspsessionid[a-z]*|sid|sessionid|session_id)="
-    r"|phpsessid="
-    r"|/\((?:[a-z]\([a-z0-9]{16,}\))+\)/",
-    re.IGNORECASE,
-)
-_SESSION_QUERY_KEYS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id"})
-
-
-def trap_reason(
-    url: str,
-    *,
-    max_url_length: int = 2000,
-    max_query_params: int = 5,
-    max_repeated_segment: int = 3,
-) -> str | None:
-    """``None`` if ``url`` looks crawlable, else a short reason.
-
-    Reasons: ``"url-too-long"`` (over ``max_url_length`` characters),
-    ``"too-many-query-params"`` (more than ``max_query_params``: faceted
-    navigation), ``"repeated-path-segment"`` (one segment occurring
-    ``max_repeated_segment`` times or more anywhere in the path: relative-link
-    loops such as ``/a/b/a/b/a/b``), ``"session-id"`` (a session id in the
-    path, or a session key in the query of an un-normalized URL). A URL alone
-    cannot reveal every trap (``/calendar?month=2999-12`` looks fine): the
-    depth and per-host budgets catch the rest. Raises :class:`InvalidURL` if
-    ``url`` cannot even be split.
-    """
-    if not isinstance(url, str):
-        raise InvalidURL(f"URL is not a string: {type(url).__name__}")
-    if len(url) > max_url_length:
-        return "url-too-long"
-    simple = _split_simple(url)
-    if simple is not None:
-        path, query = simple[2], simple[3] or ""
-    else:
-        try:
-            parts = urlsplit(url)
-        except ValueError as exc:
-            raise InvalidURL(f"unparsable URL: {_short(url)} ({exc})") from None
-        path, query = parts.path, parts.query
-    params = [p for p in query.split("&") if p] if query else []
-    if len(params) > max_query_params:
-        return "too-many-query-params"
-    segments = [s for s in path.split("/") if s]
-    # The most frequent segment occurs at most len(segments) times, and once when all differ.
-    if segments and len(segments) >= max_repeated_segment:
-        if len(set(segments)) == len(segments):
-            most = 1
-        else:
-            most = max(Counter(segments).values())
-        if most >= max_repeated_segment:
-            return "repeated-path-segment"
-    if ("=" in path or "(" in path) and _SESSION_PATH_RE.search(path):  # every match has one
-        return "session-id"
-    if any(p.partition("=")[0].lower() in _SESSION_QUERY_KEYS for p in params):
-        return "session-id"
-    return None

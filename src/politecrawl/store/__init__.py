@@ -25,8 +25,8 @@ from enum import StrEnum
 from typing import Any, Protocol, Sequence
 
 from politecrawl.errors import InvalidURL, StoreError
+from politecrawl.policy.hosts import host_key as _url_host_key
 from politecrawl.policy.response import URLOutcome
-from politecrawl.policy.urls import host_key as _url_host_key
 
 __all__ = [
     "ClaimKind",

@@ -1,0 +1,289 @@
+"""Template budgets: how many pages of one URL shape the crawl fetches. Pure.
+
+:class:`TemplateBudget` counts, per template (:func:`politecrawl.patterns.shape.template`),
+how many fetched pages were *novel* (no earlier page of the template within
+:data:`NOVEL_DISTANCE` bits of SimHash for a thin page, :data:`LONG_NOVEL_DISTANCE` for a
+longer one). A template whose second page repeats the first and links more of its own kind
+(an endless space generating itself) stops there; otherwise, once it has ``min_pages`` pages,
+it may go on only while the novel share of its last ``window`` pages stays at or above
+``min_novel_share``: calendars and facets stop after a page or two, a template that keeps
+producing new articles keeps going.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .shape import template
+from .state import _JSONState, _plain
+
+__all__ = [
+    "LONG_NOVEL_DISTANCE",
+    "NOVEL_DISTANCE",
+    "THIN_WORDS",
+    "TemplateBudget",
+    "TemplateStats",
+]
+
+#: A *thin* page (fewer than :data:`THIN_WORDS` words, or of unknown length) within this many
+#: bits of an earlier page of its template brings no new text, for the template budgets (see
+#: :class:`TemplateBudget`). Thin pages are where SimHash is noisy: on benchmarks/bench_traps.py's
+#: web, calendar months, facet listings and ever-growing "no items" pages of one host are 2 to
+#: 19 bits apart (a different product name or month is a few shingles of thirty), while
+#: distinct articles are 17 or more apart.
+NOVEL_DISTANCE = 16
+
+#: A page of at least :data:`THIN_WORDS` words is new unless it is within this many bits of an
+#: earlier page of its template. Longer texts have steadier SimHashes, and distinct long pages
+#: can be close when they share a small vocabulary (300 words drawn from 5: 9 bits apart and
+#: more), so the loose thin-page threshold would refuse a catalog of such real pages.
+LONG_NOVEL_DISTANCE = 6
+
+#: Pages with fewer words than this are thin (see :data:`NOVEL_DISTANCE`).
+THIN_WORDS = 100
+
+
+def _family(template_: str) -> str | None:
+    """The path part of a template with a query (``/shop?*``: facets of one listing share
+    it); for a path under a first segment, that segment (``/browse/**``: ever-growing paths
+    of literal words, each its own template, share it; so does the segment's own index page
+    ``/guide/``, so that a relative-link loop's first ``/guide/a/``, the index again, is
+    already no news)."""
+    path, sep, _ = template_.partition("?")
+    if sep:
+        return path + "?*"
+    first, sep, _ = path[1:].partition("/")
+    return f"/{first}/**" if sep else None
+
+
+@dataclass
+class TemplateStats:
+    """What the fetched pages of one template yielded."""
+
+    pages: int = 0  # pages observed
+    novel: int = 0  # of them, novel when observed
+    recent: list[int] = field(default_factory=list)  # 1 novel / 0 not, last ``window`` pages
+    sample: list[int] = field(default_factory=list)  # SimHashes of the last ``sample_size`` pages
+    last_seen: int = 0  # logical clock (observation count), for eviction
+    fed: int = 0  # pages not novel that linked more URLs of their own template or family
+
+    def novel_share(self) -> float:
+        return sum(self.recent) / len(self.recent) if self.recent else 1.0
+
+    def feeds_itself(self) -> bool:
+        """Whether only the first page was new and every later one, a repeat, linked more of
+        its own kind: an endless space that generates itself (calendar, facets, loops)."""
+        return self.novel == 1 and self.pages > 1 and self.fed >= self.pages - 1
+
+
+class TemplateBudget(_JSONState):
+    """Per-template budgets that shrink as the template's pages stop being new.
+
+    A page is *novel* when no page in its template's sample (the last ``sample_size``
+    SimHashes) is near it: within ``near_distance`` bits for a thin page, one of fewer than
+    ``thin_words`` words or of unknown length (:data:`NOVEL_DISTANCE`: looser than the
+    near-duplicate test, because thin pages of one template -- a calendar month, a facet
+    listing, a "no items" page -- differ by 2 to 19 bits), within ``long_distance`` bits for
+    a longer one (:data:`LONG_NOVEL_DISTANCE`: distinct long pages that share a small
+    vocabulary can be 9 bits apart, and the loose threshold would refuse them).
+
+    A template with fewer than ``min_pages`` observed pages is young and allowed, unless it
+    has ``early_pages`` and every one after the first was no news *and* linked more URLs of
+    its own template or family: a calendar month that repeats the previous one and links
+    the next, a facet listing that repeats the last and links 24 more combinations. That is
+    how an endless space grows, and it already tells after two pages; pages that repeat
+    without feeding themselves (two "out of stock" items linked from a listing) wait for
+    ``min_pages``. After ``min_pages`` a template is allowed while the novel share of its
+    last ``window`` pages is at least ``min_novel_share``. Templates
+    are also grouped by *family* (:func:`_family`: the path of a query template, ``/shop?*``;
+    the first segment of a longer path, ``/browse/**``): a young template in an exhausted
+    family is refused, because facets combine into more templates than any per-template
+    minimum could afford (5 filters give 32 name sets), and ever-growing paths make a new
+    template at every step.
+
+    Once refused, a template gets no more pages and stays refused: the budget only reopens
+    if pages of it are observed anyway (say from a sitemap) and turn out new.
+
+    Memory: at most ``max_templates`` templates and ``max_families`` families, each holding
+    ``sample_size`` fingerprints and ``window`` flags; when full, the template with the
+    fewest pages (then the least recently observed) is forgotten, so exhausted templates,
+    which have the most pages, are kept longest.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_pages: int = 5,
+        early_pages: int = 2,
+        window: int = 10,
+        min_novel_share: float = 0.25,
+        near_distance: int = NOVEL_DISTANCE,
+        long_distance: int = LONG_NOVEL_DISTANCE,
+        thin_words: int = THIN_WORDS,
+        sample_size: int = 64,
+        max_templates: int = 256,
+        max_families: int = 64,
+    ) -> None:
+        if min(min_pages, window, sample_size, max_templates, max_families) < 1:
+            raise ValueError("min_pages, window, sample_size, max_templates and max_families must be >= 1")
+        if not 2 <= early_pages:
+            raise ValueError(f"early_pages must be >= 2 (the first page is always new), got {early_pages}")
+        if not 0.0 <= min_novel_share <= 1.0:
+            raise ValueError(f"min_novel_share must be in [0, 1], got {min_novel_share}")
+        if not (0 <= near_distance < 64 and 0 <= long_distance < 64):
+            raise ValueError(f"near_distance and long_distance must be in 0..63, got {near_distance}, {long_distance}")
+        self.min_pages = min_pages
+        self.early_pages = early_pages
+        self.long_distance = long_distance
+        self.thin_words = thin_words
+        self.window = window
+        self.min_novel_share = min_novel_share
+        self.near_distance = near_distance
+        self.sample_size = sample_size
+        self.max_templates = max_templates
+        self.max_families = max_families
+        self.templates: dict[str, TemplateStats] = {}
+        self.families: dict[str, TemplateStats] = {}
+        self.clock = 0
+
+    def _update(
+        self,
+        table: dict[str, TemplateStats],
+        key: str,
+        simhash: int,
+        cap: int,
+        distance: int,
+        feeds: Callable[[], bool],
+    ) -> bool:
+        stats = table.get(key)
+        if stats is None:
+            if len(table) >= cap:
+                victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
+                del table[victim]
+            stats = table[key] = TemplateStats()
+        novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
+        # Only a young template's repeats can close it early: the links are not looked at
+        # otherwise (they are the costly part).
+        if not novel and stats.pages < self.min_pages and stats.novel == 1 and feeds():
+            stats.fed += 1
+        stats.pages += 1
+        stats.novel += novel
+        stats.recent.append(int(novel))
+        del stats.recent[: -self.window]
+        stats.sample.append(simhash)
+        del stats.sample[: -self.sample_size]
+        stats.last_seen = self.clock
+        return novel
+
+    def observe(self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = ()) -> bool:
+        """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``, ``words`` words
+        of text (None: unknown, judged as thin) and the URLs it links to; returns whether it
+        was novel in its template."""
+        if not 0 <= simhash < 1 << 64:
+            raise ValueError(f"simhash must be an unsigned 64-bit int, got {simhash}")
+        self.clock += 1
+        distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
+        key = template(url)
+        family = _family(key)
+        linked: list[tuple[str, str | None]] | None = None
+
+        def kinds() -> list[tuple[str, str | None]]:
+            nonlocal linked
+            if linked is None:
+                linked = [(t, _family(t)) for t in map(template, links)]
+            return linked
+
+        novel = self._update(
+            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds())
+        )
+        if family is not None:
+            self._update(
+                self.families,
+                family,
+                simhash,
+                self.max_families,
+                distance,
+                lambda: any(f == family for _, f in kinds()),
+            )
+        return novel
+
+    def _exhausted(self, stats: TemplateStats | None) -> bool:
+        if stats is None:
+            return False
+        if stats.pages >= self.min_pages:
+            return stats.novel_share() < self.min_novel_share
+        return stats.pages >= self.early_pages and stats.feeds_itself()
+
+    def allows(self, url: str) -> tuple[bool, str]:
+        """Whether another page of ``url``'s template may be fetched, and why."""
+        key = template(url)
+        stats = self.templates.get(key)
+        if stats is not None and self._exhausted(stats):
+            novel, total = sum(stats.recent), len(stats.recent)
+            return False, f"template {key} exhausted: {novel} of its last {total} pages new"
+        if stats is not None and stats.pages >= self.min_pages:
+            novel, total = sum(stats.recent), len(stats.recent)
+            return True, f"template {key}: {novel} of its last {total} pages new"
+        family = _family(key)
+        family_stats = self.families.get(family) if family is not None else None
+        if self._exhausted(family_stats):
+            assert family_stats is not None
+            novel, total = sum(family_stats.recent), len(family_stats.recent)
+            return False, f"template family {family} exhausted: {novel} of its last {total} pages new"
+        pages = stats.pages if stats is not None else 0
+        return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
+
+    def state_of(self, stats: TemplateStats) -> str:
+        """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
+        if self._exhausted(stats):
+            return "exhausted"
+        return "young" if stats.pages < self.min_pages else "open"
+
+    def describe(self) -> dict[str, list[dict[str, Any]]]:
+        """Every template and family with its counts and state, most pages first (for
+        ``status --hosts`` and ``why``): the fingerprints are left out."""
+
+        def rows(table: dict[str, TemplateStats]) -> list[dict[str, Any]]:
+            ordered = sorted(table.items(), key=lambda item: (-item[1].pages, item[0]))
+            return [
+                {
+                    "template": key,
+                    "state": self.state_of(stats),
+                    "pages": stats.pages,
+                    "novel": stats.novel,
+                    "recent_novel": sum(stats.recent),
+                    "recent": len(stats.recent),
+                }
+                for key, stats in ordered
+            ]
+
+        return {"templates": rows(self.templates), "families": rows(self.families)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": {
+                "min_pages": self.min_pages,
+                "early_pages": self.early_pages,
+                "window": self.window,
+                "min_novel_share": self.min_novel_share,
+                "near_distance": self.near_distance,
+                "long_distance": self.long_distance,
+                "thin_words": self.thin_words,
+                "sample_size": self.sample_size,
+                "max_templates": self.max_templates,
+                "max_families": self.max_families,
+            },
+            "clock": self.clock,
+            "templates": {k: _plain(v) for k, v in self.templates.items()},
+            "families": {k: _plain(v) for k, v in self.families.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TemplateBudget:
+        budget = cls(**data["config"])
+        budget.clock = int(data["clock"])
+        budget.templates = {k: TemplateStats(**v) for k, v in data["templates"].items()}
+        budget.families = {k: TemplateStats(**v) for k, v in data["families"].items()}
+        return budget
