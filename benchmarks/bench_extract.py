@@ -38,14 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_search import find_python_docs  # noqa: E402
 
-from politecrawl.content.dedup import hamming, simhash, text_fingerprint  # noqa: E402
+from politecrawl.content.dedup import NEAR_DISTANCE, hamming, simhash, text_fingerprint  # noqa: E402
 from politecrawl.content.parse import parse_html  # noqa: E402
 from politecrawl.faces.sandbox_sites import bench_hosts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 #: The last revision whose parse.py took the whole page's text (nav, footer, aside left out).
 BEFORE = "76ba464"
-NEAR_DISTANCE = 3
 
 
 def load_parse_at(rev: str) -> types.ModuleType:
