@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from politecrawl.policy.politeness import WaitReason
 
-from . import (
+from .api import (
     Claim,
     ClaimKind,
     CrawlStatus,

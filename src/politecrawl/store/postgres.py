@@ -61,7 +61,7 @@ from politecrawl.content.dedup import to_signed64
 from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
-from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
+from .api import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, PageRecord
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,

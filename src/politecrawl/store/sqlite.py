@@ -20,7 +20,7 @@ from politecrawl.content.dedup import hamming
 from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
-from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .api import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
 from .common import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
