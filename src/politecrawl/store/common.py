@@ -47,6 +47,7 @@ __all__ = [
     "record_page",
     "simhash_blocks",
     "RETRY_PRIORITY_STEP",
+    "YIELD_DECAY",
     "ROBOTS_MAX_HOPS",
     "ROBOTS_HOP_PRIORITY",
     "ROBOTS_HOP_WAIT",
@@ -440,11 +441,14 @@ def page_values(url_id: int, page: PageRecord, seq: int, duplicate_of: int | Non
 
 def simhash_blocks(fp: int | None) -> tuple[int | None, int | None, int | None, int | None]:
     """The four 16-bit blocks of a 64-bit SimHash: the near-duplicate index (pigeonhole: two
-    fingerprints within Hamming distance 3 agree on at least one block)."""
+    fingerprints within ``politecrawl.content.dedup.NEAR_DISTANCE`` bits agree on at least one block)."""
     if fp is None:
         return (None, None, None, None)
     return tuple((fp >> (16 * i)) & 0xFFFF for i in range(4))  # type: ignore[return-value]
 
+
+#: Weight kept by the yield counters per new page (an exponential window of ~20 pages).
+YIELD_DECAY = 0.95
 
 #: A URL that failed (reset, timeout, 5xx) goes back to the queue this much later in its host's
 #: order, so the host's other URLs go first and one bad URL is not retried back to back.

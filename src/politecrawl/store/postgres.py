@@ -57,7 +57,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from politecrawl.content.dedup import to_signed64
+from politecrawl.content.dedup import NEAR_DISTANCE, to_signed64
 from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
@@ -71,6 +71,7 @@ from .common import (
     INDEXER_PAGE_COLUMNS,
     PAGE_COLUMNS,
     PAGE_UPSERT,
+    YIELD_DECAY,
     Dialect,
     check_consistency,
     claim_from_host_row,
@@ -89,7 +90,6 @@ from .common import (
     simhash_blocks,
     wake_time_sql,
 )
-from .sqlite import NEAR_DISTANCE, YIELD_DECAY  # pure constants: one definition for both stores
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 

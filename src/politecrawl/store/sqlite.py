@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from politecrawl.content.dedup import hamming
+from politecrawl.content.dedup import NEAR_DISTANCE, hamming
 from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
@@ -26,6 +26,7 @@ from .common import (
     ANCHOR_TEXTS_SQL,
     CLAIM_RETURNING,
     INDEXER_PAGE_COLUMNS,
+    YIELD_DECAY,
     Dialect,
     check_consistency,
     claim_from_host_row,
@@ -84,12 +85,6 @@ WHERE id = (SELECT id FROM frontier
             ORDER BY priority, id LIMIT 1)
 RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
-
-
-#: Weight kept by the yield counters per new page (an exponential window of ~20 pages).
-YIELD_DECAY = 0.95
-#: SimHash near-duplicate distance (Hamming distance 3 of 64 bits).
-NEAR_DISTANCE = 3
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
