@@ -26,7 +26,7 @@ from politecrawl.store import (
 )
 from politecrawl.store import postgres as postgres_store
 from politecrawl.store import sqlite as sqlite_store
-from politecrawl.store.common import ANCHORS_PER_PAGE
+from politecrawl.store.reads import ANCHORS_PER_PAGE
 
 T = 1_700_000_000.0
 LEASE = 30.0

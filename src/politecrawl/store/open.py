@@ -35,8 +35,11 @@ def require_postgres_driver() -> None:
         ) from exc
 
 
-def open_store(url: str, *, create: bool = True) -> Store:
+def open_store(url: str, *, create: bool = True, read_only: bool = False) -> Store:
     """Open the store named by ``url``: a file path (SQLite) or a postgresql:// URL.
+
+    ``read_only``: the store is neither created nor upgraded, and refuses writes (a store of an
+    older schema is read as it is: ``export``).
 
     Only a postgresql:// URL imports the PostgreSQL driver; without it (an install without the
     ``postgres`` extra) this raises one StoreError saying what to install.
@@ -45,7 +48,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
         require_postgres_driver()
         from .postgres import PostgresStore
 
-        return PostgresStore(url, create=create)
+        return PostgresStore(url, create=create, read_only=read_only)
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(url, create=create)
+    return SQLiteStore(url, create=create, read_only=read_only)

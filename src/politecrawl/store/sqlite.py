@@ -21,27 +21,18 @@ from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
 from .api import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
-from .common import (
+from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim
+from .common import YIELD_DECAY, Dialect, wake_time_sql, yield_threshold
+from .page_writes import record_page, simhash_blocks
+from .reads import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
-    CLAIM_RETURNING,
     INDEXER_PAGE_COLUMNS,
-    YIELD_DECAY,
-    Dialect,
     check_consistency,
-    claim_from_host_row,
-    finish_claim,
     group_anchor_texts,
-    host_release_sets,
-    insert_fetch_log,
-    insert_robots_versions,
     read_status,
-    record_page,
-    release_url,
-    settle_robots,
-    simhash_blocks,
-    wake_time_sql,
 )
+from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
@@ -101,8 +92,10 @@ def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int
     return best
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False)
+def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:
+    # Read-only (export): SQLite itself refuses every write to the file.
+    target, uri = (f"{Path(path).resolve().as_uri()}?mode=ro", True) if read_only else (path, False)
+    db = sqlite3.connect(target, isolation_level=None, timeout=60.0, check_same_thread=False, uri=uri)
     db.execute("PRAGMA busy_timeout = 60000")
     db.execute("PRAGMA foreign_keys = OFF")
     return db
@@ -120,21 +113,26 @@ def _tune(db: sqlite3.Connection) -> None:
 class SQLiteStore:
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+    #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
+        """Open (or create) the store. ``read_only``: never created, upgraded or written (export)."""
         self.path = str(path)
         p = Path(self.path)
         if p.is_dir():
             raise StoreError(f"--db {self.path} is a directory, not a store file")
         if not p.exists():
-            if not create:
+            if not create or read_only:
                 raise StoreError(f"no store at {self.path} (run 'politecrawl crawl SEED' first)")
             if not p.parent.exists():
                 raise StoreError(f"cannot create store {self.path}: folder {p.parent} does not exist")
         self._lock = threading.RLock()
         try:
-            self._db = _connect(self.path)
-            self._check_or_create(create)
-            _tune(self._db)
+            self._db = _connect(self.path, read_only)
+            self._check_or_create(create, read_only)
+            if not read_only:
+                _tune(self._db)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
@@ -142,13 +140,16 @@ class SQLiteStore:
             raise StoreError(f"cannot open store {self.path}: {msg}") from exc
 
     # -- setup -------------------------------------------------------------------
-    def _check_or_create(self, create: bool) -> None:
+    def _check_or_create(self, create: bool, read_only: bool = False) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta"))
             if meta.get("app") != APP_ID:
                 raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
             version = int(meta.get("schema_version", "0"))
+            if read_only:
+                self.schema_version = version
+                return
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: "
@@ -158,7 +159,7 @@ class SQLiteStore:
             return
         if tables:
             raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
-        if not create:
+        if not create or read_only:
             raise StoreError(f"no store at {self.path}")
         self._migrate(0)
 
@@ -342,10 +343,7 @@ class SQLiteStore:
             " WHERE host = ? RETURNING recent_pages, recent_duplicates",
             (YIELD_DECAY, YIELD_DECAY, int(duplicate), host),
         ).fetchone()
-        # The decayed count reaches this after min_pages pages (a geometric series).
-        if pages >= (1 - YIELD_DECAY**check.min_pages) / (1 - YIELD_DECAY) * 0.999 and (
-            dups / pages >= check.max_duplicate_share
-        ):
+        if pages >= yield_threshold(check) and (dups / pages >= check.max_duplicate_share):
             db.execute(
                 f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = '{WaitReason.LOW_YIELD}',"
                 " recent_pages = 0, recent_duplicates = 0 WHERE host = ?",
