@@ -72,7 +72,9 @@ def test_strict_modules_are_strict_and_only_they(tmp_path):
     out = _mypy("--config-file", str(REPO / "pyproject.toml"), "--no-incremental", "politecrawl", cwd=tmp_path)
     errors = [l for l in out.stdout.splitlines() if ": error:" in l]
     assert out.returncode == 1, out.stdout + out.stderr
-    assert any(l.startswith("politecrawl/content/dedup.py:1:") and "missing a type annotation" in l for l in errors), errors
+    assert any(l.startswith("politecrawl/content/dedup.py:1:") and "missing a type annotation" in l for l in errors), (
+        errors
+    )
     assert any(l.startswith("politecrawl/faces/web.py:1:") and "Incompatible types" in l for l in errors), errors
     assert not [l for l in errors if l.startswith("politecrawl/faces/cli.py")], errors
 

@@ -76,9 +76,9 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
         if not rows:
             break
         for r in rows:
-            if r["seq"] <= indexed_seq and indexable(r):
-                expected.add(r["url"])
-        seq = rows[-1]["seq"]
+            if r.seq <= indexed_seq and indexable(r):
+                expected.add(r.url)
+        seq = rows[-1].seq
     report.figures["indexable_pages"] = len(expected)
     index_problem = None
     if not index_dir.exists():

@@ -437,7 +437,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         if show_hosts:
             host_list = [
                 {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1), "url_patterns": _learned(store, h)}
-                for h in store.hosts()
+                for h in (row.as_dict() for row in store.hosts())
             ]
     finally:
         store.close()
@@ -568,7 +568,11 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         policy = DelayPolicy.from_settings(settings.replace(**known))
         host_settings = tuple(tuple(row) for row in crawl_settings.get("hosts", ()))
         report = run_audit(
-            store.fetch_log(), store.robots_versions(), product_token(agent), policy=policy, host_settings=host_settings
+            [r.as_dict() for r in store.fetch_log()],
+            [v.as_dict() for v in store.robots_versions()],
+            product_token(agent),
+            policy=policy,
+            host_settings=host_settings,
         )
     finally:
         store.close()

@@ -23,11 +23,22 @@ page's seq ``postgres_frontier``'s. This module is the store those make, and its
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import psycopg
 
-from .api import CrawlStatus, HostRobots, NewURL
+from .api import (
+    Activity,
+    CrawlStatus,
+    ExportPage,
+    FetchLogRow,
+    HostRobots,
+    HostRow,
+    IndexerPage,
+    NewURL,
+    RobotsVersion,
+    URLEvidence,
+)
 from .common import wake_time_sql
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
@@ -38,7 +49,13 @@ from .reads import (
     ANCHOR_TEXTS_SQL,
     INDEXER_PAGE_COLUMNS,
     check_consistency,
+    export_batch,
     group_anchor_texts,
+    indexer_pages,
+    iter_export_pages,
+    read_fetch_log,
+    read_hosts,
+    read_robots_versions,
     read_status,
 )
 
@@ -123,7 +140,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
 
         return self._idempotent(tx, "requeue URLs due for a recrawl")
 
-    def url_evidence(self, url: str, host: str) -> dict:
+    def url_evidence(self, url: str, host: str) -> URLEvidence:
         """What the store knows about one URL (``politecrawl why``)."""
         from .evidence import url_evidence
 
@@ -139,7 +156,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         )
         return (row[0], row[1]) if row else (0, None)
 
-    def activity(self, now: float) -> dict:
+    def activity(self, now: float) -> Activity:
         """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
         from .evidence import activity
 
@@ -199,15 +216,8 @@ class PostgresStore(PostgresClaims, PostgresRelease):
     def status(self, now: float) -> CrawlStatus:
         return self._read(lambda conn: read_status(conn, self._dialect, now), "read the status")
 
-    def _dicts(self, query: str, params: tuple, what: str) -> list[dict]:
-        def read(conn: psycopg.Connection) -> list[dict]:
-            cur = conn.execute(query, params)
-            if cur.description is None:  # a statement without a result: every caller's is a SELECT
-                raise AssertionError(f"not a query: {query}")
-            cols = [c.name for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-        return self._read(read, what)
+    def _indexer_pages(self, query: str, params: tuple, what: str) -> list[IndexerPage]:
+        return self._read(lambda conn: indexer_pages(conn.execute(query, params).fetchall()), what)
 
     def _horizon(self, query: str, what: str) -> int:
         """A value read under the pages lock in exclusive mode: every writer holding it in shared
@@ -220,7 +230,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
 
         return self._read(tx, what)
 
-    def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
+    def pages_changed_since(self, seq: int, limit: int) -> list[IndexerPage]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first.
 
         Only up to the seq horizon: a page whose seq is below a committed one but whose
@@ -230,7 +240,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         )
         if horizon <= seq:
             return []
-        return self._dicts(
+        return self._indexer_pages(
             f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > %s AND seq <= %s ORDER BY seq LIMIT %s",
             (seq, horizon, limit),
             "read changed pages",
@@ -241,10 +251,10 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         where the indexer's anchor refresh stops."""
         return self._horizon("SELECT COALESCE(MAX(id), 0) FROM anchors", "read anchors")
 
-    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[dict]:
+    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[IndexerPage]:
         """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto],
         the first ``limit`` of them whose url_id is above ``after_url_id``, in url_id order."""
-        return self._dicts(
+        return self._indexer_pages(
             ANCHOR_TARGET_PAGES_SQL.format(ph="%s"), (after, upto, after_url_id, limit), "read anchor targets"
         )
 
@@ -311,22 +321,11 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             "write meta",
         )
 
-    def hosts(self) -> list[dict]:
-        return self._dicts(
-            "SELECT host, next_allowed_at, wait_reason, pending, robots_status, crawl_delay, response_time,"
-            " failures, pages_fetched, last_error, lease_owner FROM hosts ORDER BY host",
-            (),
-            "list hosts",
-        )
+    def hosts(self) -> list[HostRow]:
+        return self._read(read_hosts, "list hosts")
 
-    def fetch_log(self) -> list[dict]:
-        return self._dicts(
-            "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-            " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
-            " FROM fetch_log ORDER BY started_at, id",
-            (),
-            "read the fetch log",
-        )
+    def fetch_log(self) -> list[FetchLogRow]:
+        return self._read(read_fetch_log, "read the fetch log")
 
     def consistency(self, *, repair: bool = False) -> list[str]:
         """Problems found in the store (and repaired, with ``repair``): one line each. See SQLiteStore."""
@@ -338,17 +337,20 @@ class PostgresStore(PostgresClaims, PostgresRelease):
 
         return self._transaction(tx, "check the store")
 
-    def robots_versions(self) -> list[dict]:
+    def robots_versions(self) -> list[RobotsVersion]:
         """Every robots.txt version recorded, oldest first (for the audit)."""
-        rows = self._dicts(
-            "SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at, id",
-            (),
-            "read robots.txt versions",
+        return self._read(read_robots_versions, "read robots.txt versions")
+
+    def export_pages(self, since: float, batch: int) -> Iterator[ExportPage]:
+        """Every stored page fetched at or after ``since``, in url_id order, one short read per
+        ``batch`` pages (a crawl can go on writing meanwhile)."""
+        return iter_export_pages(
+            lambda after: self._read(
+                lambda conn: export_batch(conn, self._dialect, self.schema_version, after, since, batch),
+                "read pages for export",
+            ),
+            batch,
         )
-        for r in rows:
-            if r["body"] is not None:
-                r["body"] = bytes(r["body"])
-        return rows
 
     def robots_history(self, host: str) -> HostRobots:
         row = self._read(

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any, Iterator, Sequence
+
 from politecrawl.policy.politeness import WaitReason
 
-from .api import CrawlStatus
+from .api import CrawlStatus, ExportPage, FetchLogRow, HostRow, IndexerPage, RobotsVersion
 from .common import Dialect
 
 __all__ = [
+    "columns",
+    "read_hosts",
+    "read_fetch_log",
+    "read_robots_versions",
+    "indexer_pages",
+    "export_batch",
+    "iter_export_pages",
     "check_consistency",
     "INDEXER_PAGE_COLUMNS",
     "ANCHORS_PER_PAGE",
@@ -16,6 +26,75 @@ __all__ = [
     "group_anchor_texts",
     "read_status",
 ]
+
+
+def columns(row: type, prefix: str = "") -> str:
+    """The SELECT list of a row type: its fields, in order (so a row is ``row(*values)``)."""
+    return ", ".join(prefix + f.name for f in fields(row))
+
+
+def _blob(value: Any) -> bytes | None:
+    """A BLOB / bytea as bytes (psycopg reads bytea as memoryview)."""
+    return None if value is None else bytes(value)
+
+
+def read_hosts(conn) -> list[HostRow]:
+    """Every host's politeness state, by host."""
+    return [HostRow(*r) for r in conn.execute(f"SELECT {columns(HostRow)} FROM hosts ORDER BY host").fetchall()]
+
+
+def read_fetch_log(conn) -> list[FetchLogRow]:
+    """Every request logged, in the order they started."""
+    rows = conn.execute(f"SELECT {columns(FetchLogRow)} FROM fetch_log ORDER BY started_at, id").fetchall()
+    return [FetchLogRow(*r) for r in rows]
+
+
+def read_robots_versions(conn) -> list[RobotsVersion]:
+    """Every robots.txt version recorded, by host, oldest first."""
+    rows = conn.execute(f"SELECT {columns(RobotsVersion)} FROM robots_log ORDER BY host, fetched_at, id").fetchall()
+    return [RobotsVersion(host, fetched_at, status, _blob(body)) for host, fetched_at, status, body in rows]
+
+
+def indexer_pages(rows: Sequence[Sequence]) -> list[IndexerPage]:
+    """Rows of ``INDEXER_PAGE_COLUMNS`` as pages."""
+    return [IndexerPage(*r) for r in rows]
+
+
+#: Schema version from which pages have ``language`` and ``links`` (older stores export them empty).
+_EXPORT_LANGUAGE_LINKS = 4
+
+
+def _export_sql(ph: str, schema_version: int) -> str:
+    """One batch of pages for export, after a url_id, in url_id order (keyset pagination)."""
+    new = schema_version >= _EXPORT_LANGUAGE_LINKS
+    select = [
+        "p.url_id, p.url, p.final_url, p.status, p.content_type, p.fetched_at, p.title, p.text, p.bytes,"
+        " p.etag, p.last_modified, p.alias_of, d.url, p.noindex, p.noarchive",
+        "p.language" if new else "NULL",
+        "p.links" if new else "NULL",
+    ]
+    return (
+        f"SELECT {', '.join(select)} FROM pages p LEFT JOIN pages d ON d.url_id = p.duplicate_of"
+        f" WHERE p.url_id > {ph} AND p.fetched_at >= {ph} ORDER BY p.url_id LIMIT {ph}"
+    )
+
+
+def export_batch(conn, d: Dialect, schema_version: int, after: int, since: float, batch: int) -> list[ExportPage]:
+    """Up to ``batch`` pages fetched at or after ``since`` whose url_id is above ``after``."""
+    rows = conn.execute(_export_sql(d.ph, schema_version), (after, since, batch)).fetchall()
+    return [ExportPage(*r) for r in rows]
+
+
+def iter_export_pages(read_batch, batch: int) -> Iterator[ExportPage]:
+    """Every page ``read_batch(after)`` gives, one short read per batch: memory stays one batch
+    whatever the store's size, and a crawl can go on writing meanwhile."""
+    after = 0
+    while True:
+        pages = read_batch(after)
+        yield from pages
+        if len(pages) < batch:
+            return
+        after = pages[-1].url_id
 
 
 def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
@@ -73,7 +152,7 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
 
 # -- anchor text (both stores run the same SQL; ``{ph}`` is the placeholder) --------------------
 #: Columns of a page as the indexer reads it.
-INDEXER_PAGE_COLUMNS = "url_id, url, final_url, status, title, text, noindex, duplicate_of, alias_of, seq"
+INDEXER_PAGE_COLUMNS = columns(IndexerPage)
 #: Anchor texts kept per page for its anchor field: enough for a strong signal, bounded work.
 ANCHORS_PER_PAGE = 64
 

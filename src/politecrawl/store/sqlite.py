@@ -20,7 +20,22 @@ from politecrawl.content.dedup import NEAR_DISTANCE, hamming
 from politecrawl.errors import NotAStoreError, StoreError
 from politecrawl.policy.politeness import WaitReason
 
-from .api import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .api import (
+    Activity,
+    Claim,
+    CrawlStatus,
+    ExportPage,
+    FetchLogEntry,
+    FetchLogRow,
+    HostRobots,
+    HostRow,
+    IndexerPage,
+    NewURL,
+    Outcome,
+    RobotsVersion,
+    URLEvidence,
+    YieldCheck,
+)
 from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim
 from .common import YIELD_DECAY, Dialect, wake_time_sql, yield_threshold
 from .page_writes import record_page, simhash_blocks
@@ -29,7 +44,13 @@ from .reads import (
     ANCHOR_TEXTS_SQL,
     INDEXER_PAGE_COLUMNS,
     check_consistency,
+    export_batch,
     group_anchor_texts,
+    indexer_pages,
+    iter_export_pages,
+    read_fetch_log,
+    read_hosts,
+    read_robots_versions,
     read_status,
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
@@ -381,7 +402,7 @@ class SQLiteStore:
                 db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return len(rows)
 
-    def url_evidence(self, url: str, host: str) -> dict:
+    def url_evidence(self, url: str, host: str) -> URLEvidence:
         """What the store knows about one URL (``politecrawl why``)."""
         from .evidence import url_evidence
 
@@ -394,7 +415,7 @@ class SQLiteStore:
             row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
         return (row[0], row[1]) if row else (0, None)
 
-    def activity(self, now: float) -> dict:
+    def activity(self, now: float) -> Activity:
         """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
         from .evidence import activity
 
@@ -455,28 +476,27 @@ class SQLiteStore:
         with self._lock:
             return read_status(self._db, DIALECT, now)
 
-    def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
+    def pages_changed_since(self, seq: int, limit: int) -> list[IndexerPage]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         with self._lock:
-            return self._dicts(
-                f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            return indexer_pages(
+                self._db.execute(
+                    f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+                ).fetchall()
             )
-
-    def _dicts(self, query: str, params: Sequence) -> list[dict]:
-        cur = self._db.execute(query, params)
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def anchor_mark(self) -> int:
         """The newest anchor row's id (0: none): where the indexer's anchor refresh stops."""
         with self._lock:
             return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM anchors").fetchone()[0]
 
-    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[dict]:
+    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[IndexerPage]:
         """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto],
         the first ``limit`` of them whose url_id is above ``after_url_id``, in url_id order."""
         with self._lock:
-            return self._dicts(ANCHOR_TARGET_PAGES_SQL.format(ph="?"), (after, upto, after_url_id, limit))
+            return indexer_pages(
+                self._db.execute(ANCHOR_TARGET_PAGES_SQL.format(ph="?"), (after, upto, after_url_id, limit)).fetchall()
+            )
 
     def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]:
         """url -> the text of links pointing at it or at its aliases, oldest first, bounded per page."""
@@ -522,31 +542,27 @@ class SQLiteStore:
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def hosts(self) -> list[dict]:
+    def hosts(self) -> list[HostRow]:
         with self._lock:
-            cur = self._db.execute(
-                "SELECT host, next_allowed_at, wait_reason, pending, robots_status, crawl_delay, response_time,"
-                " failures, pages_fetched, last_error, lease_owner FROM hosts ORDER BY host"
-            )
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_hosts(self._db)
 
-    def fetch_log(self) -> list[dict]:
+    def fetch_log(self) -> list[FetchLogRow]:
         with self._lock:
-            cur = self._db.execute(
-                "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
-                " FROM fetch_log ORDER BY started_at, id"
-            )
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_fetch_log(self._db)
 
-    def robots_versions(self) -> list[dict]:
+    def robots_versions(self) -> list[RobotsVersion]:
         """Every robots.txt version recorded, oldest first (for the audit)."""
         with self._lock:
-            cur = self._db.execute("SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at")
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_robots_versions(self._db)
+
+    def export_pages(self, since: float, batch: int) -> Iterator[ExportPage]:
+        """Every stored page fetched at or after ``since``, in url_id order, read ``batch`` at a time."""
+
+        def read(after: int) -> list[ExportPage]:
+            with self._lock:
+                return export_batch(self._db, DIALECT, self.schema_version, after, since, batch)
+
+        return iter_export_pages(read, batch)
 
     def robots_history(self, host: str) -> HostRobots:
         with self._lock:
