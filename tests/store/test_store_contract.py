@@ -1017,6 +1017,34 @@ def test_foreign_database_is_not_a_store(store_factory):
         store_factory()
 
 
+def test_export_pages_streams_every_page_in_url_id_order_in_batches(store):
+    claims = sorted(_fetch_pages(store, 3), key=lambda c: c.url_id)
+    pages = list(store.export_pages(-1e308, 2))  # two batches: 2, then 1
+    assert [(p.url_id, p.url) for p in pages] == [(c.url_id, c.url) for c in claims]
+    assert list(store.export_pages(T + 1e6, 2)) == []  # fetched before the date: none
+
+
+def test_a_store_opened_read_only_is_neither_upgraded_nor_written(store_factory):
+    from politecrawl.errors import StoreError
+    from politecrawl.store import open_store
+
+    store = store_factory()
+    claims = sorted(_fetch_pages(store, 2), key=lambda c: c.url_id)
+    store.close()
+    store_factory.run(*_SCHEMA_4_UNDONE, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    reader = open_store(store_factory.url, create=False, read_only=True)
+    try:
+        # A store older than language and links exports them empty.
+        pages = list(reader.export_pages(-1e308, 10))
+        assert [(p.url, p.language, p.links) for p in pages] == [(c.url, None, None) for c in claims]
+        with pytest.raises(StoreError):
+            reader.set_meta("written", "no")
+    finally:
+        reader.close()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert store_factory.peek("SELECT COUNT(*) FROM meta WHERE key = 'written'") == [(0,)]
+
+
 # -- the race ---------------------------------------------------------------------------
 
 RACERS = 6
