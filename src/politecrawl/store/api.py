@@ -28,6 +28,7 @@ from politecrawl.policy.urls import host_key as _url_host_key
 __all__ = [
     "ClaimKind",
     "URLKind",
+    "DuplicateKind",
     "Claim",
     "CrawlStatus",
     "FetchLogEntry",
@@ -66,6 +67,13 @@ class URLKind(StrEnum):
     PAGE = "page"  # parsed, stored, indexed; its links followed
     SITEMAP = "sitemap"  # its URLs queued
     ROBOTS = "robots"  # a robots.txt URL another host's robots.txt redirected to, fetched for that host
+
+
+class DuplicateKind(StrEnum):
+    """How a page repeats an indexed one (``pages.duplicate_kind``)."""
+
+    EXACT = "exact"  # the same content fingerprint
+    NEAR = "near"  # a SimHash within ``politecrawl.content.dedup.NEAR_DISTANCE`` bits
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from .api import Claim, ClaimKind, HostRobots, URLKind
+from .common import PENDING_STATES
 
 __all__ = ["CLAIM_RETURNING", "claim_from_host_row", "finish_claim", "page_claim"]
 
@@ -70,7 +71,7 @@ def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: floa
     if url_row is None:
         # The pending counter disagreed with the frontier: repair it and let go.
         real = conn.execute(
-            f"SELECT COUNT(*) FROM frontier WHERE host = {ph} AND state IN ('queued', 'leased')", (host,)
+            f"SELECT COUNT(*) FROM frontier WHERE host = {ph} AND state IN {PENDING_STATES}", (host,)
         ).fetchone()[0]
         conn.execute(
             f"UPDATE hosts SET pending = {ph}, lease_owner = NULL, lease_expires_at = NULL WHERE host = {ph}",

@@ -12,12 +12,27 @@ store's connection (both have ``execute(sql, args)`` returning a cursor).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from politecrawl.policy.politeness import WaitReason
+from politecrawl.policy.response import URLState
 
-from .api import YieldCheck
+from .api import DuplicateKind, URLKind, YieldCheck
 
 __all__ = [
+    "sql_literal",
+    "QUEUED",
+    "LEASED",
+    "DONE",
+    "PENDING_STATES",
+    "ROBOTS_KIND",
+    "WAIT_CRAWL_DELAY",
+    "WAIT_LOW_YIELD",
+    "WAIT_PARKED",
+    "WAIT_ROBOTS_REDIRECT",
+    "WAIT_ROBOTS_UNREACHABLE",
+    "EXACT",
+    "NEAR",
     "Dialect",
     "PAUSED_REASONS",
     "wake_time_sql",
@@ -30,6 +45,30 @@ __all__ = [
     "ROBOTS_HOP_RETRY",
     "ROBOTS_ALLOW_ALL_TTL",
 ]
+
+
+def sql_literal(member: StrEnum) -> str:
+    """An enum member's value as an SQL string literal: the SQL is written from the enums, so a
+    renamed value cannot leave a statement comparing with the old one."""
+    if "'" in member.value:
+        raise ValueError(f"not a plain SQL literal: {member.value!r}")
+    return f"'{member.value}'"
+
+
+# -- the enums' values as the SQL writes them ------------------------------------------------
+QUEUED = sql_literal(URLState.QUEUED)
+LEASED = sql_literal(URLState.LEASED)
+DONE = sql_literal(URLState.DONE)
+#: The states a host's ``pending`` count counts (a URL not finished yet).
+PENDING_STATES = f"({QUEUED}, {LEASED})"
+ROBOTS_KIND = sql_literal(URLKind.ROBOTS)
+WAIT_CRAWL_DELAY = sql_literal(WaitReason.CRAWL_DELAY)
+WAIT_LOW_YIELD = sql_literal(WaitReason.LOW_YIELD)
+WAIT_PARKED = sql_literal(WaitReason.PARKED)
+WAIT_ROBOTS_REDIRECT = sql_literal(WaitReason.ROBOTS_REDIRECT)
+WAIT_ROBOTS_UNREACHABLE = sql_literal(WaitReason.ROBOTS_UNREACHABLE)
+EXACT = sql_literal(DuplicateKind.EXACT)
+NEAR = sql_literal(DuplicateKind.NEAR)
 
 
 @dataclass(frozen=True)
@@ -63,7 +102,7 @@ def wake_time_sql(d: Dialect) -> str:
     says when they are due.
     """
     P = d.p
-    paused = ", ".join(f"'{r}'" for r in PAUSED_REASONS)
+    paused = ", ".join(sql_literal(r) for r in PAUSED_REASONS)
     return (
         f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
         f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END), COUNT(*)"

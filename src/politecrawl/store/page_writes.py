@@ -6,7 +6,7 @@ from typing import Callable
 
 from politecrawl.content.dedup import to_signed64
 
-from .api import PageRecord
+from .api import DuplicateKind, PageRecord
 from .common import Dialect
 
 __all__ = [
@@ -48,11 +48,11 @@ def record_page(
             (page.fingerprint, url_id),
         ).fetchone()
         if row:
-            duplicate_of, kind = row[0], "exact"
+            duplicate_of, kind = row[0], DuplicateKind.EXACT
     if candidate and duplicate_of is None and page.simhash is not None:
         near = near_duplicate(page.simhash, url_id)
         if near is not None:
-            duplicate_of, kind = near, "near"
+            duplicate_of, kind = near, DuplicateKind.NEAR
     marks = ", ".join([ph] * len(PAGE_COLUMNS))
     conn.execute(
         f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}, indexed_at) VALUES ({marks}, NULL) {PAGE_UPSERT}",

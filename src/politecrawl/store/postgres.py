@@ -39,7 +39,7 @@ from .api import (
     RobotsVersion,
     URLEvidence,
 )
-from .common import wake_time_sql
+from .common import DONE, LEASED, QUEUED, wake_time_sql
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
 from .postgres_frontier import PAGES_LOCK, insert_frontier, insert_hosts, lock_hosts, unique_urls
@@ -110,7 +110,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             hosts = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT host FROM frontier WHERE state = 'done' AND next_fetch_at IS NOT NULL"
+                    f"SELECT DISTINCT host FROM frontier WHERE state = {DONE} AND next_fetch_at IS NOT NULL"
                     " AND next_fetch_at <= %s",
                     (now,),
                 )
@@ -122,7 +122,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             # became due after the SELECT above wait for the next call.
             lock_hosts(conn, hosts)
             rows = conn.execute(
-                "UPDATE frontier SET state = 'queued', attempts = 0 WHERE state = 'done'"
+                f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE state = {DONE}"
                 " AND next_fetch_at IS NOT NULL AND next_fetch_at <= %s AND host = ANY(%s::text[]) RETURNING host",
                 (now, hosts),
             ).fetchall()
@@ -174,7 +174,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         rows = self._read(
             lambda conn: conn.execute(
                 "SELECT DISTINCT lease_owner FROM hosts WHERE lease_owner IS NOT NULL"
-                " UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = 'leased' AND lease_owner IS NOT NULL"
+                f" UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = {LEASED} AND lease_owner IS NOT NULL"
             ).fetchall(),
             "list leased workers",
         )
@@ -204,8 +204,8 @@ class PostgresStore(PostgresClaims, PostgresRelease):
                 {"now": now, "min_delay": min_delay, "dead": dead},
             )
             cur = conn.execute(
-                "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
-                " WHERE state = 'leased' AND lease_owner = ANY(%s::text[])",
+                f"UPDATE frontier SET state = {QUEUED}, lease_owner = NULL, lease_expires_at = NULL"
+                f" WHERE state = {LEASED} AND lease_owner = ANY(%s::text[])",
                 (dead,),
             )
             return cur.rowcount

@@ -16,6 +16,7 @@ import psycopg
 
 from .api import Claim
 from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim, page_claim
+from .common import LEASED, PENDING_STATES, QUEUED
 from .postgres_connection import PostgresConnection
 
 __all__ = ["PostgresClaims", "claim_hosts_sql", "lease_url_sql", "lease_urls_sql"]
@@ -73,15 +74,15 @@ def lease_urls_sql(now: str) -> str:
 WITH pick AS (
   SELECT f.id FROM unnest(%(hosts)s::text[]) AS h(host)
   CROSS JOIN LATERAL (SELECT id FROM frontier
-                      WHERE frontier.host = h.host AND state IN ('queued', 'leased')
-                        AND (state = 'queued' OR lease_expires_at <= {now})
+                      WHERE frontier.host = h.host AND state IN {PENDING_STATES}
+                        AND (state = {QUEUED} OR lease_expires_at <= {now})
                       ORDER BY priority, id LIMIT 1
                       FOR UPDATE SKIP LOCKED) AS f)
-UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
+UPDATE frontier SET state = {LEASED}, lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                     attempts = attempts + 1
 FROM pick LEFT JOIN pages AS p ON p.url_id = pick.id
 WHERE frontier.id = pick.id
-  AND (frontier.state = 'queued' OR (frontier.state = 'leased' AND frontier.lease_expires_at <= {now}))
+  AND (frontier.state = {QUEUED} OR (frontier.state = {LEASED} AND frontier.lease_expires_at <= {now}))
 RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.attempts, frontier.revisit_interval,
           frontier.kind, frontier.request_url, p.etag, p.last_modified, p.fingerprint
 """
@@ -89,14 +90,14 @@ RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.att
 
 def lease_url_sql(now: str) -> str:
     return f"""
-UPDATE frontier SET state = 'leased', lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
+UPDATE frontier SET state = {LEASED}, lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                     attempts = attempts + 1
 WHERE id = (SELECT id FROM frontier
-            WHERE host = %(host)s AND state IN ('queued', 'leased')
-              AND (state = 'queued' OR lease_expires_at <= {now})
+            WHERE host = %(host)s AND state IN {PENDING_STATES}
+              AND (state = {QUEUED} OR lease_expires_at <= {now})
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
-  AND (state = 'queued' OR (state = 'leased' AND lease_expires_at <= {now}))
+  AND (state = {QUEUED} OR (state = {LEASED} AND lease_expires_at <= {now}))
 RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
 

@@ -12,6 +12,7 @@ from typing import Sequence
 import psycopg
 
 from .api import NewURL, PageRecord
+from .common import PENDING_STATES, QUEUED
 from .page_writes import page_candidate, simhash_blocks
 from .postgres_connection import the_row
 
@@ -98,9 +99,9 @@ def insert_frontier(
     ordered = sorted(urls, key=lambda u: u.url)
     if requeue:
         again = conn.execute(
-            "UPDATE frontier SET state = 'queued', attempts = 0, priority = t.p, kind = t.k"
+            f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = t.p, kind = t.k"
             " FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS t(u, p, k)"
-            " WHERE frontier.url = t.u AND frontier.state NOT IN ('queued', 'leased') RETURNING frontier.host",
+            f" WHERE frontier.url = t.u AND frontier.state NOT IN {PENDING_STATES} RETURNING frontier.host",
             ([u.url for u in ordered], [u.priority for u in ordered], [u.kind for u in ordered]),
         ).fetchall()
         for (host,) in again:

@@ -7,10 +7,9 @@ from typing import Any, Sequence
 import psycopg
 
 from politecrawl.content.dedup import NEAR_DISTANCE, to_signed64
-from politecrawl.policy.politeness import WaitReason
 
 from .api import Claim, FetchLogEntry, Outcome, PageRecord
-from .common import YIELD_DECAY, yield_threshold
+from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
 from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
 from .postgres_connection import PostgresConnection, the_row
 from .postgres_frontier import PAGE_SEQ, insert_frontier, insert_hosts, lock_hosts, page_lock_params, unique_urls
@@ -241,8 +240,8 @@ class PostgresRelease(PostgresConnection):
             f"""dup AS MATERIALIZED (SELECT
                   CASE WHEN %(candidate)s THEN ({exact}) END AS exact,
                   CASE WHEN %(near)s THEN ({_NEAR_DUPLICATE}) END AS near)""",
-            """pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
-                               CASE WHEN exact IS NOT NULL THEN 'exact' WHEN near IS NOT NULL THEN 'near' END AS kind
+            f"""pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
+                               CASE WHEN exact IS NOT NULL THEN {EXACT} WHEN near IS NOT NULL THEN {NEAR} END AS kind
                         FROM dup)""",
             f"""page AS (INSERT INTO pages ({", ".join(PAGE_COLUMNS)}, indexed_at)
                          SELECT {", ".join(select)}, NULL FROM pick
@@ -261,7 +260,7 @@ class PostgresRelease(PostgresConnection):
             ctes.append(f"""watch AS (UPDATE hosts SET
                   next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s)
                                     ELSE next_allowed_at END,
-                  wait_reason = CASE WHEN {pause} THEN '{WaitReason.LOW_YIELD}' ELSE wait_reason END,
+                  wait_reason = CASE WHEN {pause} THEN {WAIT_LOW_YIELD} ELSE wait_reason END,
                   recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
                   recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
                 WHERE host = %(host)s)""")

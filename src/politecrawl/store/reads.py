@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Iterator, Sequence
 
-from politecrawl.policy.politeness import WaitReason
+from politecrawl.policy.response import URLState
 
-from .api import CrawlStatus, ExportPage, FetchLogRow, HostRow, IndexerPage, RobotsVersion
-from .common import Dialect
+from .api import CrawlStatus, DuplicateKind, ExportPage, FetchLogRow, HostRow, IndexerPage, RobotsVersion
+from .common import DONE, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
 
 __all__ = [
     "columns",
@@ -105,8 +105,8 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
     """
     problems: list[str] = []
     wrong = conn.execute(
-        """SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
-           LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN ('queued', 'leased')
+        f"""SELECT h.host, h.pending, COALESCE(f.n, 0) FROM hosts h
+           LEFT JOIN (SELECT host, COUNT(*) AS n FROM frontier WHERE state IN {PENDING_STATES}
                       GROUP BY host) f ON f.host = h.host
            WHERE h.pending != COALESCE(f.n, 0) ORDER BY h.host"""
     ).fetchall()
@@ -131,7 +131,7 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
             )
             conn.execute(
                 "UPDATE hosts SET pending = (SELECT COUNT(*) FROM frontier f WHERE f.host = hosts.host"
-                " AND f.state IN ('queued', 'leased'))"
+                f" AND f.state IN {PENDING_STATES})"
             )
     pageless = conn.execute("SELECT COUNT(*) FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)").fetchone()[0]
     if pageless:
@@ -139,13 +139,13 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
         if repair:
             conn.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
     lost = conn.execute(
-        "SELECT id, host FROM frontier WHERE state = 'done' AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
+        f"SELECT id, host FROM frontier WHERE state = {DONE} AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
     ).fetchall()
     if lost:
         problems.append(f"{len(lost)} fetched URLs whose page is missing")
         if repair:  # fetch them again: they go back to the queue
             for url_id, host in lost:
-                conn.execute(f"UPDATE frontier SET state = 'queued', attempts = 0 WHERE id = {ph}", (url_id,))
+                conn.execute(f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE id = {ph}", (url_id,))
                 conn.execute(f"UPDATE hosts SET pending = pending + 1 WHERE host = {ph}", (host,))
     return problems
 
@@ -235,16 +235,16 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
     }
     span = (last - first) if first is not None and last is not None else 0.0
     return CrawlStatus(
-        pages_fetched=states.get("done", 0),
-        queued=states.get("queued", 0),
-        in_flight=states.get("leased", 0),
-        failed=states.get("failed", 0),
-        disallowed=states.get("disallowed", 0),
-        skipped=states.get("skipped", 0),
+        pages_fetched=states.get(URLState.DONE, 0),
+        queued=states.get(URLState.QUEUED, 0),
+        in_flight=states.get(URLState.LEASED, 0),
+        failed=states.get(URLState.FAILED, 0),
+        disallowed=states.get(URLState.DISALLOWED, 0),
+        skipped=states.get(URLState.SKIPPED, 0),
         pages_stored=count("SELECT COUNT(*) FROM pages"),
         duplicates=sum(dup_kinds.values()),
-        exact_duplicates=dup_kinds.get("exact", 0),
-        near_duplicates=dup_kinds.get("near", 0),
+        exact_duplicates=dup_kinds.get(DuplicateKind.EXACT, 0),
+        near_duplicates=dup_kinds.get(DuplicateKind.NEAR, 0),
         aliases=count("SELECT COUNT(*) FROM pages WHERE alias_of IS NOT NULL"),
         links_not_queued={str(k): int(v) for k, v in rows("SELECT reason, SUM(n) FROM link_stats GROUP BY reason")},
         hosts_waiting_by_reason={
@@ -256,7 +256,7 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
         hosts_active=count(f"SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > {now_p}"),
         hosts_waiting=count(f"SELECT COUNT(*) FROM hosts WHERE {waiting}"),
         hosts_parked=count(
-            f"SELECT COUNT(*) FROM hosts WHERE wait_reason = '{WaitReason.PARKED}' AND next_allowed_at > {now_p}"
+            f"SELECT COUNT(*) FROM hosts WHERE wait_reason = {WAIT_PARKED} AND next_allowed_at > {now_p}"
         ),
         requests=int(requests),
         status_codes={

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from politecrawl.policy.response import URLState
+
 from .api import Claim, ClaimKind, FetchLogEntry, NewURL, Outcome, RobotsUpdate, URLKind
 from .common import (
+    DONE,
+    LEASED,
+    QUEUED,
     RETRY_PRIORITY_STEP,
     ROBOTS_ALLOW_ALL_TTL,
     ROBOTS_HOP_PRIORITY,
     ROBOTS_HOP_RETRY,
     ROBOTS_HOP_WAIT,
+    ROBOTS_KIND,
     ROBOTS_MAX_HOPS,
+    WAIT_CRAWL_DELAY,
+    WAIT_ROBOTS_REDIRECT,
+    WAIT_ROBOTS_UNREACHABLE,
     Dialect,
 )
 
@@ -94,13 +103,13 @@ def release_url_statement(d: Dialect, claim: Claim, outcome: Outcome, now: float
     P = d.p
     if claim.url_id is None or outcome.url_state is None:
         return None
-    mine = f"id = {P('u_id')} AND lease_owner = {P('u_worker')} AND state = 'leased'"
+    mine = f"id = {P('u_id')} AND lease_owner = {P('u_worker')} AND state = {LEASED}"
     p: dict = {"u_id": claim.url_id, "u_worker": claim.worker, "u_outcome": outcome.url_outcome_text}
-    if outcome.url_state == "queued":
+    if outcome.url_state == URLState.QUEUED:
         # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
         p["u_step"] = RETRY_PRIORITY_STEP if outcome.fetch is not None else 0
         return (
-            "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+            f"UPDATE frontier SET state = {QUEUED}, lease_owner = NULL, lease_expires_at = NULL,"
             f" outcome = {P('u_outcome')}, priority = priority + {P('u_step')} WHERE {mine}",
             p,
             False,
@@ -209,8 +218,8 @@ def settle_robots(
         # A hop queued for this very URL (another host's robots.txt redirected here) has its
         # answer now: it is done, not fetched a second time.
         answered = conn.execute(
-            f"UPDATE frontier SET state = 'done', outcome = 'answered by the robots.txt fetch', finished_at = {ph}"
-            f" WHERE url = {ph} AND kind = 'robots' AND state = 'queued' RETURNING host",
+            f"UPDATE frontier SET state = {DONE}, outcome = 'answered by the robots.txt fetch', finished_at = {ph}"
+            f" WHERE url = {ph} AND kind = {ROBOTS_KIND} AND state = {QUEUED} RETURNING host",
             (now, outcome.robots_source),
         ).fetchall()
         for (host,) in answered:
@@ -236,7 +245,7 @@ def settle_robots(
         free_now = (
             "next_allowed_at"
             if is_claimer
-            else f"CASE WHEN wait_reason = 'robots-redirect' THEN {P('now')} + delay ELSE next_allowed_at END"
+            else f"CASE WHEN wait_reason = {WAIT_ROBOTS_REDIRECT} THEN {P('now')} + delay ELSE next_allowed_at END"
         )
         params = {"host": host, "now": now}
         if redirect is not None and hops + 1 <= ROBOTS_MAX_HOPS:
@@ -250,7 +259,7 @@ def settle_robots(
                 conn.execute(
                     f"UPDATE hosts SET robots_via = {P('via')}, robots_hops = {P('hops')},"
                     f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {P('wait')}),"
-                    f" wait_reason = 'robots-redirect' WHERE host = {P('host')}",
+                    f" wait_reason = {WAIT_ROBOTS_REDIRECT} WHERE host = {P('host')}",
                     {**params, "via": redirect.url, "hops": hops + 1, "wait": ROBOTS_HOP_WAIT},
                 )
                 hop_queued = True
@@ -267,14 +276,15 @@ def settle_robots(
                 continue
         if answer is not None and answer.status is not None:
             owed_with_rules = (
-                f"CASE WHEN wait_reason = 'robots-redirect'"
+                f"CASE WHEN wait_reason = {WAIT_ROBOTS_REDIRECT}"
                 f" THEN {P('now')} + {d.greatest}(delay, {P('cd0')}) ELSE next_allowed_at END"
             )
             conn.execute(
                 f"UPDATE hosts SET robots_status = {P('st')}, robots_body = {P('body')},"
                 f" robots_fetched_at = {P('fetched')}, robots_expires_at = {P('expires')},"
                 f" crawl_delay = {P('cd')}, robots_via = NULL, robots_hops = 0,"
-                f" wait_reason = CASE WHEN wait_reason = 'robots-redirect' THEN 'crawl-delay' ELSE wait_reason END,"
+                f" wait_reason = CASE WHEN wait_reason = {WAIT_ROBOTS_REDIRECT} THEN {WAIT_CRAWL_DELAY}"
+                " ELSE wait_reason END,"
                 # The rules' Crawl-delay is owed from the host's last request on (before now).
                 f" next_allowed_at = {free_now if is_claimer else owed_with_rules},"
                 f" delay = {d.greatest}(delay, {P('cd0')})"
@@ -295,7 +305,7 @@ def settle_robots(
             # copy serves meanwhile (RFC 9309 §2.4).
             conn.execute(
                 f"UPDATE hosts SET robots_via = NULL, robots_hops = 0, failures = failures + 1,"
-                f" wait_reason = 'robots-unreachable',"
+                f" wait_reason = {WAIT_ROBOTS_UNREACHABLE},"
                 f" robots_expires_at = CASE WHEN robots_status IS NULL THEN robots_expires_at"
                 f"   ELSE {d.greatest}(COALESCE(robots_expires_at, 0), {P('now')} + {P('retry')}) END,"
                 f" next_allowed_at = {d.greatest}(next_allowed_at, {P('now')} + {d.greatest}(2 * delay, {P('retry')}))"

@@ -18,7 +18,6 @@ from typing import Iterator, Sequence
 
 from politecrawl.content.dedup import NEAR_DISTANCE, hamming
 from politecrawl.errors import NotAStoreError, StoreError
-from politecrawl.policy.politeness import WaitReason
 
 from .api import (
     Activity,
@@ -37,7 +36,17 @@ from .api import (
     YieldCheck,
 )
 from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim
-from .common import YIELD_DECAY, Dialect, wake_time_sql, yield_threshold
+from .common import (
+    DONE,
+    LEASED,
+    PENDING_STATES,
+    QUEUED,
+    WAIT_LOW_YIELD,
+    YIELD_DECAY,
+    Dialect,
+    wake_time_sql,
+    yield_threshold,
+)
 from .page_writes import record_page, simhash_blocks
 from .reads import (
     ANCHOR_TARGET_PAGES_SQL,
@@ -88,12 +97,12 @@ RETURNING {CLAIM_RETURNING}
 
 _ANY_ELIGIBLE = f"SELECT 1 FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} LIMIT 1"
 
-_LEASE_URL = """
-UPDATE frontier SET state = 'leased', lease_owner = :worker, lease_expires_at = :expires,
+_LEASE_URL = f"""
+UPDATE frontier SET state = {LEASED}, lease_owner = :worker, lease_expires_at = :expires,
                     attempts = attempts + 1
 WHERE id = (SELECT id FROM frontier
-            WHERE host = :host AND state IN ('queued', 'leased')
-              AND (state = 'queued' OR lease_expires_at <= :now)
+            WHERE host = :host AND state IN {PENDING_STATES}
+              AND (state = {QUEUED} OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
 RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
@@ -256,8 +265,8 @@ class SQLiteStore:
             )
             if cur.rowcount != 1 and requeue:
                 cur = db.execute(
-                    "UPDATE frontier SET state = 'queued', attempts = 0, priority = ?, kind = ?"
-                    " WHERE url = ? AND state NOT IN ('queued', 'leased')",
+                    f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = ?, kind = ?"
+                    f" WHERE url = ? AND state NOT IN {PENDING_STATES}",
                     (new.priority, new.kind, new.url),
                 )
             if cur.rowcount == 1:
@@ -366,7 +375,7 @@ class SQLiteStore:
         ).fetchone()
         if pages >= yield_threshold(check) and (dups / pages >= check.max_duplicate_share):
             db.execute(
-                f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = '{WaitReason.LOW_YIELD}',"
+                f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = {WAIT_LOW_YIELD},"
                 " recent_pages = 0, recent_duplicates = 0 WHERE host = ?",
                 (check.pause_until, host),
             )
@@ -391,7 +400,7 @@ class SQLiteStore:
         """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
         with self._write() as db:
             rows = db.execute(
-                "UPDATE frontier SET state = 'queued', attempts = 0 WHERE state = 'done'"
+                f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE state = {DONE}"
                 " AND next_fetch_at IS NOT NULL AND next_fetch_at <= ? RETURNING host",
                 (now,),
             ).fetchall()
@@ -431,7 +440,7 @@ class SQLiteStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT DISTINCT lease_owner FROM hosts WHERE lease_owner IS NOT NULL"
-                " UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = 'leased' AND lease_owner IS NOT NULL"
+                f" UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = {LEASED} AND lease_owner IS NOT NULL"
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -448,8 +457,8 @@ class SQLiteStore:
         with self._write() as db:
             for w in workers:
                 n += db.execute(
-                    "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
-                    " WHERE state = 'leased' AND lease_owner = ?",
+                    f"UPDATE frontier SET state = {QUEUED}, lease_owner = NULL, lease_expires_at = NULL"
+                    f" WHERE state = {LEASED} AND lease_owner = ?",
                     (w,),
                 ).rowcount
                 db.execute(  # next_allowed_at holds lease expiry + delay since the claim: replace it
