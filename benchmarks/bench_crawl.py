@@ -376,7 +376,8 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     try:
         store = open_store(str(db), create=False)
         try:
-            fetch_log, hosts = store.fetch_log(), store.hosts()
+            fetch_log = [r.as_dict() for r in store.fetch_log()]
+            hosts = [h.as_dict() for h in store.hosts()]
         finally:
             store.close()
     except Exception as exc:  # noqa: BLE001 -- a diagnostic: the figures above stand without it

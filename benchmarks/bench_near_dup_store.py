@@ -20,7 +20,7 @@ from pathlib import Path
 
 from politecrawl.content.dedup import hamming, to_signed64
 from politecrawl.store import open_store
-from politecrawl.store.common import simhash_blocks
+from politecrawl.store.page_writes import simhash_blocks
 from politecrawl.store.sqlite import _near_duplicate
 
 

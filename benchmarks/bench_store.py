@@ -210,9 +210,9 @@ def _pg_connect(store_url: str, **kwargs):
     """A psycopg connection to the store's schema, as the store makes it."""
     import psycopg
 
-    from politecrawl.store.postgres import _parse_url
+    from politecrawl.store.postgres_connection import parse_url
 
-    conninfo, schema, _, _ = _parse_url(store_url)
+    conninfo, schema, _, _ = parse_url(store_url)
     return psycopg.connect(conninfo, options=f"-csearch_path={schema}", **kwargs)
 
 
@@ -267,12 +267,13 @@ def _claim_plans(store_url: str, per_ip: int) -> list[str]:
     from politecrawl.store import is_postgres_url
 
     if is_postgres_url(store_url):
-        from politecrawl.store import postgres as pg
+        from politecrawl.store.postgres_claims import claim_hosts_sql
+        from politecrawl.store.postgres_connection import DB_NOW, parse_url
 
         out = []
         with _pg_connect(store_url) as conn:
-            clock = pg._parse_url(store_url)[3]
-            sql = pg._claim_hosts_sql(per_ip > 0, "%(now)s" if clock == "caller" else pg.DB_NOW)
+            clock = parse_url(store_url)[3]
+            sql = claim_hosts_sql(per_ip > 0, "%(now)s" if clock == "caller" else DB_NOW)
             p = {**params, "n": 1, "lease": LEASE, "skip": []}
             for line in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, p):
                 out.append("  pg claim | " + line[0])

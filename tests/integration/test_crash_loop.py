@@ -188,7 +188,7 @@ def _unrecorded(crashed) -> list:
     log = crashed["log"]
     by_url: dict[str, list[float]] = {}
     for e in log:
-        by_url.setdefault(e["url"], []).append(e["started_at"])
+        by_url.setdefault(e.url, []).append(e.started_at)
     unmatched = []
     for r in crashed["sb"].requests():
         url = f"http://{r.host}{r.path}"
@@ -211,7 +211,7 @@ def test_no_page_fetched_twice_except_in_flight_at_a_kill(crashed, reliability):
             f"within {IN_FLIGHT_WINDOW}s (kills: {[round(k, 3) for k in kills]})"
         )
     # The fetch log itself never records a page twice (each host's robots.txt once: 24 h TTL).
-    urls = [e["url"] for e in crashed["log"] if e["status"] is not None]
+    urls = [e.url for e in crashed["log"] if e.status is not None]
     dupes = {u for u in urls if urls.count(u) > 1}
     assert dupes == set()
     refetched = len(crashed["sb"].requests()) - len({(r.host, r.path) for r in crashed["sb"].requests()})

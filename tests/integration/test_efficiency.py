@@ -277,7 +277,7 @@ def test_yield_monitoring_pauses_a_host_of_duplicates(sandbox_factory, db_path):
     store = open_store(db_path)
     row = store.hosts()[0]
     store.close()
-    assert row["wait_reason"] == "low-yield" and row["pending"] > 0  # its URLs are kept
+    assert row.wait_reason == "low-yield" and row.pending > 0  # its URLs are kept
 
 
 def test_printer_views_stop_being_fetched_once_their_rule_is_learned(sandbox_factory, db_path):

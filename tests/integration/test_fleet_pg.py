@@ -207,9 +207,9 @@ def test_six_worker_processes_race_for_one_fresh_host_one_request(fleet, sandbox
     assert [r.path for r in sb.requests(host)] == ["/robots.txt", "/race"]
     store = fleet.store()
     try:
-        assert [h["host"] for h in store.hosts()] == [host.base]
+        assert [h.host for h in store.hosts()] == [host.base]
         assert store.url_states() == {host.url("/race"): ("done", "http-200")}
-        workers = {r["worker"] for r in store.fetch_log()}
+        workers = {r.worker for r in store.fetch_log()}
     finally:
         store.close()
     assert len(workers) <= 2  # robots.txt and the page: at most two claims, whoever won them

@@ -25,7 +25,7 @@ import zlib
 import pytest
 
 from politecrawl.faces.sandbox import Reply, SandboxHost
-from politecrawl.store import open_store
+from politecrawl.store import FetchLogRow, open_store
 
 from servers.raw import http_response, ok_robots_handler, reset
 
@@ -192,7 +192,7 @@ def states(db: str) -> dict:
         store.close()
 
 
-def fetch_log(db: str) -> list[dict]:
+def fetch_log(db: str) -> list[FetchLogRow]:
     store = open_store(db, create=False)
     try:
         return store.fetch_log()
@@ -274,8 +274,8 @@ def test_gzip_bomb_is_cut_at_the_decompressed_cap(sandbox_factory, good_host, db
     check_run(run, "gzip bomb (256 MiB)", reliability)
     assert [r.path for r in sb.requests(host)].count("/bomb") == 1  # a truncated page is an answer, not retried
     assert states(db_path)[host.url("/bomb")] == ("done", "http-200 truncated")
-    entry = next(e for e in fetch_log(db_path) if e["url"] == host.url("/bomb"))
-    assert entry["bytes"] == cap and entry["error"] == "truncated"
+    entry = next(e for e in fetch_log(db_path) if e.url == host.url("/bomb"))
+    assert entry.bytes == cap and entry.error == "truncated"
     assert states(db_path)[host.url("/after")][0] == "done"
     assert_good_host_crawled(good_host)
 
@@ -345,8 +345,8 @@ def test_50mb_page_is_cut_at_max_page_bytes(sandbox_factory, good_host, db_path,
     check_run(run, "50 MB page", reliability)
     assert [r.path for r in sb.requests(host)].count("/huge") == 1
     assert states(db_path)[host.url("/huge")] == ("done", "http-200 truncated")
-    entry = next(e for e in fetch_log(db_path) if e["url"] == host.url("/huge"))
-    assert entry["bytes"] == cap
+    entry = next(e for e in fetch_log(db_path) if e.url == host.url("/huge"))
+    assert entry.bytes == cap
     assert states(db_path)[host.url("/after")][0] == "done"
     assert_good_host_crawled(good_host)
 
@@ -406,9 +406,9 @@ def test_10mb_robots_txt_is_read_up_to_its_cap(sandbox_factory, good_host, db_pa
     st = states(db_path)
     assert st[host.url("/private/x")] == ("disallowed", "disallowed by robots.txt")
     store = open_store(db_path, create=False)
-    row = {h["host"]: h for h in store.hosts()}[host.base]
+    row = {h.host: h for h in store.hosts()}[host.base]
     store.close()
-    assert row["robots_status"] == "parsed"
+    assert row.robots_status == "parsed"
     assert_good_host_crawled(good_host)
 
 
@@ -495,9 +495,9 @@ def test_server_that_accepts_and_never_answers(raw_servers, good_host, db_path, 
     reliability.record("mute host: robots.txt attempts in 15 s", len(mute.paths()))
     assert st[mute.url("/")][0] == "queued"  # kept for later
     store = open_store(db_path, create=False)
-    row = {h["host"]: h for h in store.hosts()}[mute.base]
+    row = {h.host: h for h in store.hosts()}[mute.base]
     store.close()
-    assert row["robots_status"] is None and row["wait_reason"] in ("robots-unreachable", "parked")
+    assert row.robots_status is None and row.wait_reason in ("robots-unreachable", "parked")
     assert_good_host_crawled(good_host)
 
 

@@ -69,7 +69,7 @@ def test_retry_after_http_date(sandbox_factory, db_path):
     # HTTP-dates have one-second resolution: at least 3 s of the 4 s window remain after the response.
     assert reqs[i + 1].started - reqs[i].ended >= 2.9
     store = open_store(db_path)
-    assert any(r["retry_until"] for r in store.fetch_log())
+    assert any(r.retry_until for r in store.fetch_log())
     store.close()
 
 
@@ -86,7 +86,7 @@ def test_slow_server_gets_adaptive_delay(sandbox_factory, db_path):
     store = open_store(db_path)
     row = store.hosts()[0]
     store.close()
-    assert row["wait_reason"] == "adaptive" and 0.28 < row["response_time"] < 0.5
+    assert row.wait_reason == "adaptive" and 0.28 < row.response_time < 0.5
 
 
 def test_503_backoff_grows_then_shrinks(sandbox_factory, db_path):

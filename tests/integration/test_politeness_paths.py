@@ -87,8 +87,8 @@ def test_robots_txt_redirected_to_another_host_is_asked_under_that_hosts_claim(s
         log = store.fetch_log()
     finally:
         store.close()
-    assert all(row["url"].startswith(row["host"] + "/") for row in log)
-    assert sum(1 for row in log if row["host"] == target.base) == len(at_target)
+    assert all(row.url.startswith(row.host + "/") for row in log)
+    assert sum(1 for row in log if row.host == target.base) == len(at_target)
     out = run_cli("audit", "--db", db_path, "--json")
     assert out.returncode == 0, out.stdout[-3000:]
 

@@ -69,7 +69,7 @@ def test_robots_timeout_defers_the_host(sandbox_factory, db_path):
     assert [r.path for r in sb.requests(host)] in ([], ["/robots.txt"])  # the server may log the abandoned one
     assert sb.arrivals(host, "/robots.txt") and not sb.arrivals(host, "/a")
     store = open_store(db_path)
-    assert store.hosts()[0]["robots_status"] is None
+    assert store.hosts()[0].robots_status is None
     store.close()
 
 
@@ -81,7 +81,7 @@ def test_large_robots_txt_is_read_up_to_the_cap(sandbox_factory, db_path):
     paths = [r.path for r in sb.requests(host)]
     assert "/a" in paths and "/private/b" not in paths
     store = open_store(db_path)
-    assert len(store.hosts()[0]["robots_status"] and store.robots_versions()[0]["body"]) <= 512 * 1024
+    assert len(store.hosts()[0].robots_status and store.robots_versions()[0].body) <= 512 * 1024
     store.close()
 
 

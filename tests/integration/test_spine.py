@@ -120,7 +120,7 @@ def test_crawl_delay_stored_and_min_delay_is_a_floor(sandbox_factory, db_path):
     gaps = [b.started - a.ended for a, b in zip(sb.requests(small), sb.requests(small)[1:])]
     assert min(gaps) < 0.6
     store = open_store(db_path)
-    delays = {h["host"]: h["crawl_delay"] for h in store.hosts()}
+    delays = {h.host: h.crawl_delay for h in store.hosts()}
     store.close()
     assert delays[small.base] == pytest.approx(0.1) and delays[large.base] == pytest.approx(0.6)
 
@@ -147,12 +147,12 @@ def test_unreachable_host_is_deferred_not_checked(sandbox_factory, db_path):
     dead = f"http://127.0.0.9:{port}"
     crawl(db_path, [dead + "/"], max_time=3, backoff_base=30)
     store = open_store(db_path)
-    row = {h["host"]: h for h in store.hosts()}[dead]
-    assert row["robots_status"] is None  # never recorded as checked
-    assert row["wait_reason"] == "robots-unreachable"
-    assert row["next_allowed_at"] > time.time() + 20  # deferred with backoff
+    row = {h.host: h for h in store.hosts()}[dead]
+    assert row.robots_status is None  # never recorded as checked
+    assert row.wait_reason == "robots-unreachable"
+    assert row.next_allowed_at > time.time() + 20  # deferred with backoff
     assert store.url_states()[dead + "/"][0] == "queued"  # its URL is kept
-    assert [(l["kind"], l["status"]) for l in store.fetch_log()] == [("robots", None)]
+    assert [(l.kind, l.status) for l in store.fetch_log()] == [("robots", None)]
     store.close()
 
 

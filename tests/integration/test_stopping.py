@@ -68,11 +68,11 @@ def test_max_time_ends_the_crawl_within_five_seconds_of_its_deadline(sandbox_fac
     store = open_store(db_path)
     try:
         states = store.url_states()
-        slow_host = next(h for h in store.hosts() if h["host"] == slow.base)
+        slow_host = next(h for h in store.hosts() if h.host == slow.base)
     finally:
         store.close()
     assert states[slow.url("/")][0] == "queued"  # cut short, queued again: not lost, not leased
-    assert slow_host["next_allowed_at"] >= sb.arrivals(slow, "/")[0] + 0.5  # and its host waits its delay
+    assert slow_host.next_allowed_at >= sb.arrivals(slow, "/")[0] + 0.5  # and its host waits its delay
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])

@@ -380,13 +380,13 @@ def test_crawl_flag_archives_a_real_crawl(sandbox_factory, tmp_path):
         log = store.fetch_log()
     finally:
         store.close()
-    assert log and all(row["warc_file"] and row["warc_offset"] is not None for row in log)
+    assert log and all(row.warc_file and row.warc_offset is not None for row in log)
     for row in log:
-        with open(warc_dir / row["warc_file"], "rb") as fh:
-            fh.seek(row["warc_offset"])
+        with open(warc_dir / row.warc_file, "rb") as fh:
+            fh.seek(row.warc_offset)
             record = next(iter(ArchiveIterator(fh)))
         assert record.rec_type in ("response", "revisit")
-        assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+        assert record.rec_headers.get_header("WARC-Target-URI") == row.url
 
 
 def test_crawl_flag_sigkill_then_resume(sandbox_factory, tmp_path):

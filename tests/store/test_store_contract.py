@@ -18,6 +18,7 @@ from politecrawl.store import (
     Claim,
     CrawlStatus,
     FetchLogEntry,
+    HostRow,
     NewURL,
     Outcome,
     PageRecord,
@@ -26,7 +27,7 @@ from politecrawl.store import (
 )
 from politecrawl.store import postgres as postgres_store
 from politecrawl.store import sqlite as sqlite_store
-from politecrawl.store.common import ANCHORS_PER_PAGE
+from politecrawl.store.reads import ANCHORS_PER_PAGE
 
 T = 1_700_000_000.0
 LEASE = 30.0
@@ -44,8 +45,8 @@ def fresh_robots(now: float) -> RobotsUpdate:
     return RobotsUpdate("allow-all", b"", now, now + DAY, None)
 
 
-def host_row(store, host: str) -> dict:
-    rows = [h for h in store.hosts() if h["host"] == host]
+def host_row(store, host: str) -> HostRow:
+    rows = [h for h in store.hosts() if h.host == host]
     assert len(rows) == 1, rows
     return rows[0]
 
@@ -92,8 +93,8 @@ def test_seed_is_insert_if_absent_and_counts_new_urls(store):
     assert store.seed_urls([], T) == 0
     assert set(store.url_states()) == {f"{A}/1", f"{A}/2", f"{A}/3", f"{B}/1"}
     assert all(s == ("queued", None) for s in store.url_states().values())
-    assert host_row(store, A)["pending"] == 3
-    assert host_row(store, B)["pending"] == 1
+    assert host_row(store, A).pending == 3
+    assert host_row(store, B).pending == 1
 
 
 def test_a_url_keyed_by_its_sorted_query_is_requested_as_the_link_spelled_it(store):
@@ -118,14 +119,14 @@ def test_a_url_keyed_by_its_sorted_query_is_requested_as_the_link_spelled_it(sto
 
 def test_hosts_are_seeded_once_and_reseeding_keeps_their_timing(store):
     store.seed_urls([url(A, "/1")], T)
-    assert host_row(store, A)["next_allowed_at"] == 0
+    assert host_row(store, A).next_allowed_at == 0
     pass_robots(store, "w1", T, next_at=T + 50)
     store.seed_urls([url(A, "/1"), url(A, "/2")], T + 1)
     hosts = store.hosts()
-    assert [h["host"] for h in hosts] == [A]
-    assert hosts[0]["next_allowed_at"] == T + 50  # a seed never resets politeness state
-    assert hosts[0]["robots_status"] == "allow-all"
-    assert hosts[0]["pending"] == 2
+    assert [h.host for h in hosts] == [A]
+    assert hosts[0].next_allowed_at == T + 50  # a seed never resets politeness state
+    assert hosts[0].robots_status == "allow-all"
+    assert hosts[0].pending == 2
 
 
 # -- claims ---------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def test_claim_is_none_while_the_host_lease_is_held(store):
     assert c is not None and c.kind == "page"
     assert store.claim("w2", T, LEASE) is None
     assert store.claim("w2", T + LEASE - 0.001, LEASE) is None
-    assert host_row(store, A)["lease_owner"] == "w1"
+    assert host_row(store, A).lease_owner == "w1"
 
 
 def test_claim_is_none_before_next_allowed_at_and_the_host_returns_after_the_delay(store):
@@ -182,7 +183,7 @@ def test_expired_lease_lets_another_worker_claim_the_host_and_its_leased_url(sto
     c2 = store.claim("w2", T + 10.0, LEASE)
     assert c2 is not None and c2.url == f"{A}/1" and c2.url_id == c1.url_id
     assert c2.attempts == 2
-    assert host_row(store, A)["lease_owner"] == "w2"
+    assert host_row(store, A).lease_owner == "w2"
 
 
 def test_release_done_finishes_the_url_and_decrements_pending(store):
@@ -192,8 +193,8 @@ def test_release_done_finishes_the_url_and_decrements_pending(store):
     store.release(c, page_outcome(c, T, next_at=T + 1), T + 0.2)
     assert store.url_states()[c.url] == ("done", "http-200")
     row = host_row(store, A)
-    assert row["pending"] == 1 and row["lease_owner"] is None and row["next_allowed_at"] == T + 1
-    assert row["pages_fetched"] == 1
+    assert row.pending == 1 and row.lease_owner is None and row.next_allowed_at == T + 1
+    assert row.pages_fetched == 1
 
 
 def test_release_keeps_the_urls_outcome_as_one_line_its_reason_then_its_notes(store):
@@ -217,7 +218,7 @@ def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
     rest = store.claim_many("w2", T, LEASE, 10)  # only the two left are eligible
     assert {c.host for c in rest} == set(hosts) - {c.host for c in claims}
     assert store.claim_many("w3", T, LEASE, 10) == []
-    assert all(host_row(store, h)["lease_owner"] in ("w1", "w2") for h in hosts)
+    assert all(host_row(store, h).lease_owner in ("w1", "w2") for h in hosts)
 
 
 def test_release_many_records_every_release(store):
@@ -233,9 +234,9 @@ def test_release_many_records_every_release(store):
         ]
     )
     assert {u: s for u, (s, _) in store.url_states().items()} == {f"{A}/1": "done", f"{B}/1": "done"}
-    assert host_row(store, A)["next_allowed_at"] == T + 5 and host_row(store, B)["next_allowed_at"] == T + 6
-    assert host_row(store, A)["lease_owner"] is None and host_row(store, B)["lease_owner"] is None
-    assert sorted(p["title"] for p in store.pages_changed_since(0, 10)) == ["a", "b"]
+    assert host_row(store, A).next_allowed_at == T + 5 and host_row(store, B).next_allowed_at == T + 6
+    assert host_row(store, A).lease_owner is None and host_row(store, B).lease_owner is None
+    assert sorted(p.title for p in store.pages_changed_since(0, 10)) == ["a", "b"]
     store.release_many([])
 
 
@@ -245,7 +246,7 @@ def test_release_queued_keeps_the_url_and_pending(store):
     c = store.claim("w1", T, LEASE)
     store.release(c, page_outcome(c, T, next_at=T + 3, state="queued"), T + 0.2)
     assert store.url_states()[c.url][0] == "queued"
-    assert host_row(store, A)["pending"] == 1
+    assert host_row(store, A).pending == 1
     again = store.claim("w2", T + 3, LEASE)
     assert again is not None and again.url == c.url and again.attempts == 2
 
@@ -259,17 +260,17 @@ def test_release_of_a_lost_lease_keeps_the_new_owner_and_the_later_time(store):
     # w1 comes back late: it must not free w2's lease, finish w2's URL or shorten anything.
     store.release(old, page_outcome(old, T, next_at=T + 12), T + 12)
     row = host_row(store, A)
-    assert row["lease_owner"] == "w2"
+    assert row.lease_owner == "w2"
     assert store.url_states()[old.url][0] == "leased"
-    assert row["pending"] == 1
+    assert row.pending == 1
     assert store.claim("w3", T + 13, LEASE) is None
     store.release(new, page_outcome(new, T + 11, next_at=T + 40), T + 12)
-    assert host_row(store, A)["next_allowed_at"] == T + 40
+    assert host_row(store, A).next_allowed_at == T + 40
     # A still later straggler with an earlier time cannot pull next_allowed_at back (MAX).
     store.release(old, page_outcome(old, T, next_at=T + 20), T + 20)
     row = host_row(store, A)
-    assert row["next_allowed_at"] == T + 40 and row["lease_owner"] is None
-    assert store.url_states()[old.url] == ("done", "http-200") and row["pending"] == 0
+    assert row.next_allowed_at == T + 40 and row.lease_owner is None
+    assert store.url_states()[old.url] == ("done", "http-200") and row.pending == 0
 
 
 def test_per_ip_limit_holds_across_hosts_sharing_an_address(store):
@@ -337,7 +338,7 @@ def test_release_leases_requeues_dead_workers_urls_and_holds_their_hosts(store):
     assert store.url_states()[a.url][0] == "queued"
     assert store.url_states()[b.url][0] == "leased"
     row = host_row(store, a.host)
-    assert row["lease_owner"] is None and row["next_allowed_at"] == T + 7
+    assert row.lease_owner is None and row.next_allowed_at == T + 7
     assert store.leased_workers() == ["alive"]
     assert store.claim("w2", T + 6.9, LEASE) is None  # no stampede on a dead worker's host
     again = store.claim("w2", T + 7, LEASE)
@@ -351,7 +352,7 @@ def test_a_dead_workers_host_waits_the_delay_it_is_owed(store):
     store.claim("dead", T + 100, LEASE)
     store.release_leases(["dead"], T + 101, 1.0)
     # The dead worker's request ended by T + 101 at the latest: 100 s from then, not min_delay.
-    assert host_row(store, A)["next_allowed_at"] == T + 201
+    assert host_row(store, A).next_allowed_at == T + 201
     assert store.claim("w2", T + 200.9, LEASE) is None
     assert store.claim("w2", T + 201, LEASE) is not None
 
@@ -361,11 +362,11 @@ def test_release_leases_keeps_a_later_next_allowed_at(store):
     pass_robots(store, "w1", T)
     c = store.claim("w1", T, LEASE)
     store.release(c, Outcome(next_allowed_at=T + 500, delay=1.0), T)
-    assert host_row(store, A)["next_allowed_at"] == T + 500
+    assert host_row(store, A).next_allowed_at == T + 500
     assert store.claim("dead2", T + 499, LEASE) is None
     store.claim("dead2", T + 500, LEASE)
     store.release_leases(["dead2"], T + 200)
-    assert host_row(store, A)["next_allowed_at"] == T + 500  # due at the claim: never sooner
+    assert host_row(store, A).next_allowed_at == T + 500  # due at the claim: never sooner
 
 
 def test_a_claim_moves_next_allowed_at_past_its_lease_plus_the_delay(store):
@@ -374,7 +375,7 @@ def test_a_claim_moves_next_allowed_at_past_its_lease_plus_the_delay(store):
     pass_robots(store, "w1", T, next_at=T + 10)  # delay 10 s
     c = store.claim("w1", T + 10, LEASE)
     assert c is not None and c.delay == 10
-    assert host_row(store, A)["next_allowed_at"] == T + 10 + LEASE + 10
+    assert host_row(store, A).next_allowed_at == T + 10 + LEASE + 10
     # The worker hangs: its lease runs out, but the host still waits its delay after that.
     assert store.claim("w2", T + 10 + LEASE + 9.9, LEASE) is None
     assert store.claim("w2", T + 10 + LEASE + 10, LEASE) is not None
@@ -387,7 +388,7 @@ def test_a_release_stamps_the_store_clock_plus_the_delay(store):
     c = store.claim("w1", T, LEASE)
     # The worker's idea of the response end is 5 s behind the store's clock at the release.
     store.release(c, Outcome(next_allowed_at=T + 3, delay=3.0, wait_reason="crawl-delay"), T + 5)
-    assert host_row(store, A)["next_allowed_at"] == T + 8
+    assert host_row(store, A).next_allowed_at == T + 8
 
 
 # -- pages ------------------------------------------------------------------------------
@@ -411,13 +412,13 @@ def _fetch_pages(store, n: int, *, host: str = A, **page_kw) -> list[Claim]:
 def test_pages_record_duplicates_and_follow_seq(store):
     c1, c2, c3 = _fetch_pages(store, 3, fingerprint="same", etag='"e1"')
     changed = store.pages_changed_since(0, 10)
-    assert [p["url_id"] for p in changed] == [c1.url_id, c2.url_id, c3.url_id]
-    seqs = [p["seq"] for p in changed]
+    assert [p.url_id for p in changed] == [c1.url_id, c2.url_id, c3.url_id]
+    seqs = [p.seq for p in changed]
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
-    assert changed[0]["duplicate_of"] is None
-    assert changed[1]["duplicate_of"] == c1.url_id and changed[2]["duplicate_of"] == c1.url_id
-    assert changed[0]["title"] == "page 0" and changed[0]["text"] == "text 0" and changed[0]["noindex"] == 0
-    assert store.pages_changed_since(seqs[0], 10)[0]["url_id"] == c2.url_id
+    assert changed[0].duplicate_of is None
+    assert changed[1].duplicate_of == c1.url_id and changed[2].duplicate_of == c1.url_id
+    assert changed[0].title == "page 0" and changed[0].text == "text 0" and changed[0].noindex == 0
+    assert store.pages_changed_since(seqs[0], 10)[0].url_id == c2.url_id
     assert len(store.pages_changed_since(0, 2)) == 2
     st = store.status(T + 10)
     assert st.pages_stored == 3 and st.duplicates == 2
@@ -431,8 +432,8 @@ def test_noindex_page_is_never_the_original_of_a_duplicate(store):
     c = store.claim("w1", T, LEASE)
     store.release(c, page_outcome(c, T, next_at=T, fingerprint="f"), T)
     pages = store.pages_changed_since(0, 10)
-    assert [p["noindex"] for p in pages] == [1, 0]
-    assert [p["duplicate_of"] for p in pages] == [None, None]
+    assert [p.noindex for p in pages] == [1, 0]
+    assert [p.duplicate_of for p in pages] == [None, None]
 
 
 def test_304_only_updates_fetched_at(store, store_factory):
@@ -461,13 +462,13 @@ def test_mark_indexed_and_a_changed_page_comes_back(store):
     store.mark_indexed([c1.url_id, c2.url_id], T + 5)
     store.mark_indexed([], T + 5)
     assert store.status(T + 5).indexed == 2
-    last = max(p["seq"] for p in store.pages_changed_since(0, 10))
+    last = max(p.seq for p in store.pages_changed_since(0, 10))
     assert store.pages_changed_since(last, 10) == []
     # The page changes (a refetch with a new body): a new seq and no longer indexed.
     store.release(c1, Outcome(page=PageRecord(c1.url, c1.url, 200, "text/html", T + 9, 5, title="new")), T + 9)
     changed = store.pages_changed_since(last, 10)
-    assert [(p["url_id"], p["title"]) for p in changed] == [(c1.url_id, "new")]
-    assert changed[0]["seq"] > last
+    assert [(p.url_id, p.title) for p in changed] == [(c1.url_id, "new")]
+    assert changed[0].seq > last
     assert store.status(T + 9).indexed == 1
 
 
@@ -507,12 +508,12 @@ def test_near_duplicate_within_distance_3_and_not_at_4(store):
             store, c, T + i, fingerprint="same" if name in ("orig", "exact") else f"fp-{name}", simhash=fp, title=name
         )
         texts[name] = c.url_id
-    pages = {p["title"]: p for p in store.pages_changed_since(0, 10)}
-    assert pages["orig"]["duplicate_of"] is None
-    assert pages["near3"]["duplicate_of"] == texts["orig"]
-    assert pages["far4-spread"]["duplicate_of"] is None
-    assert pages["far4-block"]["duplicate_of"] is None
-    assert pages["exact"]["duplicate_of"] == texts["orig"]
+    pages = {p.title: p for p in store.pages_changed_since(0, 10)}
+    assert pages["orig"].duplicate_of is None
+    assert pages["near3"].duplicate_of == texts["orig"]
+    assert pages["far4-spread"].duplicate_of is None
+    assert pages["far4-block"].duplicate_of is None
+    assert pages["exact"].duplicate_of == texts["orig"]
     st = store.status(T + 10)
     assert (st.duplicates, st.exact_duplicates, st.near_duplicates) == (2, 1, 1)
 
@@ -540,7 +541,7 @@ def test_duplicates_of_a_duplicate_point_at_the_original_only(store):
         c = store.claim("w1", T + i, LEASE)
         _fetch_one(store, c, T + i, fingerprint=f"f{i}", simhash=fp, title=str(i))
         ids.append(c.url_id)
-    pages = {p["title"]: p["duplicate_of"] for p in store.pages_changed_since(0, 10)}
+    pages = {p.title: p.duplicate_of for p in store.pages_changed_since(0, 10)}
     assert pages == {"0": None, "1": ids[0], "2": None}  # a duplicate is never an original
 
 
@@ -552,10 +553,10 @@ def test_alias_pages_are_never_duplicates_nor_originals(store):
     _fetch_one(store, c1, T + 1, fingerprint="same", simhash=SH, title="first real")
     c2 = store.claim("w1", T + 2, LEASE)
     _fetch_one(store, c2, T + 2, fingerprint="same", simhash=SH ^ 1, title="second real")
-    pages = {p["title"]: p for p in store.pages_changed_since(0, 10)}
-    assert pages["alias"]["alias_of"] == f"{A}/canonical" and pages["alias"]["duplicate_of"] is None
-    assert pages["first real"]["alias_of"] is None and pages["first real"]["duplicate_of"] is None
-    assert pages["second real"]["duplicate_of"] == c1.url_id
+    pages = {p.title: p for p in store.pages_changed_since(0, 10)}
+    assert pages["alias"].alias_of == f"{A}/canonical" and pages["alias"].duplicate_of is None
+    assert pages["first real"].alias_of is None and pages["first real"].duplicate_of is None
+    assert pages["second real"].duplicate_of == c1.url_id
     st = store.status(T + 3)
     assert st.aliases == 1 and st.duplicates == 1 and st.exact_duplicates == 1
 
@@ -583,8 +584,8 @@ def test_anchor_texts_are_kept_once_per_target_linking_host_and_wording(store):
     assert texts == {f"{A}/1": ["Getting started", "Tutorial"], f"{A}/2": ["Reference"]}
     assert store.anchor_mark() > mark1
     # Pages whose anchor text grew after mark1: /1 only (once it is stored; /0 and /1 are pages now).
-    assert [p["url"] for p in store.pages_with_new_anchors(mark1, store.anchor_mark(), 0, 100)] == [f"{A}/1"]
-    assert {p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)} == {f"{A}/1"}
+    assert [p.url for p in store.pages_with_new_anchors(mark1, store.anchor_mark(), 0, 100)] == [f"{A}/1"]
+    assert {p.url for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)} == {f"{A}/1"}
     assert store.pages_with_new_anchors(store.anchor_mark(), store.anchor_mark(), 0, 100) == []
 
 
@@ -601,7 +602,7 @@ def test_a_page_is_named_for_new_anchors_each_time_they_double_up_to_the_cap(sto
         before = store.anchor_mark()
         c = store.claim("w1", T + i, LEASE)
         _release_with_anchors(store, c, T + i, [(f"{A}/0", f"wording {i}")])
-        urls = [p["url"] for p in store.pages_with_new_anchors(before, store.anchor_mark(), 0, 100)]
+        urls = [p.url for p in store.pages_with_new_anchors(before, store.anchor_mark(), 0, 100)]
         named.append(urls == [f"{A}/0"])
         if indexed_with is not None:
             store.mark_indexed([c0.url_id], T + i, [indexed_with])
@@ -609,7 +610,7 @@ def test_a_page_is_named_for_new_anchors_each_time_they_double_up_to_the_cap(sto
     # The first rows are still in the range: 5 anchors now, indexed with 4: not yet.
     assert store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100) == []
     store.mark_indexed([c0.url_id], T + 9, [0])  # e.g. re-fetched and indexed before its anchors were read
-    assert [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)] == [f"{A}/0"]
+    assert [p.url for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)] == [f"{A}/0"]
     store.mark_indexed([c0.url_id], T + 9, [ANCHORS_PER_PAGE])  # the index holds all it keeps
     c = store.claim("w1", T + 9, LEASE)
     _release_with_anchors(store, c, T + 9, [(f"{A}/0", f"wording {n}") for n in range(6, 200)])
@@ -625,13 +626,13 @@ def test_anchors_of_an_alias_count_for_its_canonical_page(store):
     assert store.anchor_texts([f"{A}/2"]) == {f"{A}/2": ["the old name", "the new name"]}
     c2 = store.claim("w1", T + 2, LEASE)
     _fetch_one(store, c2, T + 2, title="canonical", text="y")
-    urls = [p["url"] for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)]
+    urls = [p.url for p in store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100)]
     assert urls == [f"{A}/0", f"{A}/2"]  # the alias itself is not indexable; the indexer skips it
     # Read a page of them at a time, by url_id after the last one read: the same pages, in order.
     first = store.pages_with_new_anchors(0, store.anchor_mark(), 0, 1)
-    rest = store.pages_with_new_anchors(0, store.anchor_mark(), first[-1]["url_id"], 1)
-    assert [p["url"] for p in first + rest] == urls
-    assert store.pages_with_new_anchors(0, store.anchor_mark(), rest[-1]["url_id"], 1) == []
+    rest = store.pages_with_new_anchors(0, store.anchor_mark(), first[-1].url_id, 1)
+    assert [p.url for p in first + rest] == urls
+    assert store.pages_with_new_anchors(0, store.anchor_mark(), rest[-1].url_id, 1) == []
 
 
 def test_anchors_survive_reopen_and_a_304_adds_none(store, reopen):
@@ -658,9 +659,9 @@ def test_yield_monitoring_pauses_a_host_of_duplicates(store):
         now += 1
         row = host_row(store, A)
         if i < 4:  # fewer pages than min_pages: never judged yet
-            assert row["next_allowed_at"] == now and row["wait_reason"] == "min-delay", (i, row)
+            assert row.next_allowed_at == now and row.wait_reason == "min-delay", (i, row)
     row = host_row(store, A)
-    assert row["next_allowed_at"] == T + 1000 and row["wait_reason"] == "low-yield"
+    assert row.next_allowed_at == T + 1000 and row.wait_reason == "low-yield"
     assert store.claim("w1", T + 999, LEASE) is None
     assert store.status(T + 10).hosts_waiting_by_reason == {"low-yield": 1}
     c = store.claim("w1", T + 1000, LEASE)
@@ -668,7 +669,7 @@ def test_yield_monitoring_pauses_a_host_of_duplicates(store):
     out = page_outcome(c, T + 1000, next_at=T + 1001, fingerprint="same", title="5")
     out.yield_check = check
     store.release(c, out, T + 1000)
-    assert host_row(store, A)["wait_reason"] == "min-delay"
+    assert host_row(store, A).wait_reason == "min-delay"
 
 
 def test_yield_monitoring_leaves_a_host_of_distinct_pages_alone(store):
@@ -683,7 +684,7 @@ def test_yield_monitoring_leaves_a_host_of_distinct_pages_alone(store):
         store.release(c, out, now)
         now += 1
     row = host_row(store, A)
-    assert row["wait_reason"] == "min-delay" and row["next_allowed_at"] == now
+    assert row.wait_reason == "min-delay" and row.next_allowed_at == now
     assert store.status(now).duplicates == 2  # pages 3 and 5 repeat page 1
 
 
@@ -697,14 +698,14 @@ def test_requeue_due_brings_recrawl_urls_back_with_their_interval_and_fingerprin
     store.release(c, out, T)
     other = store.claim("w1", T + 1, LEASE)
     store.release(other, page_outcome(other, T + 1, next_at=T + 2, title="no recrawl"), T + 1)  # next_fetch_at NULL
-    assert host_row(store, A)["pending"] == 0
+    assert host_row(store, A).pending == 0
     assert store.wake_time(T + 2, 1.0) is None
     assert store.requeue_due(T + 99.9) == 0
     assert store.requeue_due(T + 100) == 1
     assert store.requeue_due(T + 100) == 0  # queued now: not due twice
     assert store.url_states()[c.url][0] == "queued"
     assert store.url_states()[other.url][0] == "done"
-    assert host_row(store, A)["pending"] == 1
+    assert host_row(store, A).pending == 1
     again = store.claim("w1", T + 100, LEASE)
     assert again is not None and again.url == c.url
     assert again.attempts == 1  # attempts restart with each visit
@@ -717,7 +718,7 @@ def test_requeue_due_brings_recrawl_urls_back_with_their_interval_and_fingerprin
     assert store_factory.peek(
         f"SELECT state, next_fetch_at, revisit_interval, changes FROM frontier WHERE id = {int(c.url_id)}"
     ) == [("done", T + 300, 25.0, 2)]
-    assert host_row(store, A)["pending"] == 0
+    assert host_row(store, A).pending == 0
 
 
 def test_rejected_links_are_counted_per_host_and_reason_in_status(store):
@@ -762,12 +763,12 @@ def test_robots_versions_record_each_version_served(store):
         T + 3 * DAY,
     )
     versions = store.robots_versions()
-    assert [(v["host"], v["fetched_at"], v["status"], v["body"]) for v in versions] == [
+    assert [(v.host, v.fetched_at, v.status, v.body) for v in versions] == [
         (A, T, "parsed", v1),
         (A, T + DAY + 60, "parsed", v2),
         (A, T + 3 * DAY, "allow-all", None),
     ]
-    assert all(isinstance(v["body"], (bytes, type(None))) for v in versions)
+    assert all(isinstance(v.body, (bytes, type(None))) for v in versions)
 
 
 def test_host_address_is_stored_and_returned_with_the_claim(store):
@@ -833,22 +834,22 @@ def test_fetch_log_rows(store):
         T + 0.3,
     )
     rows = store.fetch_log()
-    assert [(r["url"], r["status"], r["error"]) for r in rows] == [
+    assert [(r.url, r.status, r.error) for r in rows] == [
         (f"{A}/robots.txt", 301, None),
         ("https://a.test/robots.txt", None, "timeout"),
     ]
     r = rows[1]
     assert (
-        r["host"],
-        r["kind"],
-        r["worker"],
-        r["started_at"],
-        r["ended_at"],
-        r["bytes"],
-        r["delay"],
-        r["retry_until"],
+        r.host,
+        r.kind,
+        r.worker,
+        r.started_at,
+        r.ended_at,
+        r.bytes,
+        r.delay,
+        r.retry_until,
     ) == (A, "robots", "w1", T + 0.2, T + 0.3, 0, 1.5, T + 60)
-    assert rows[0]["id"] < rows[1]["id"]
+    assert rows[0].id < rows[1].id
     assert store.status(T + 1).status_codes == {"301": 1, "no-answer": 1}
 
 
@@ -858,7 +859,7 @@ def test_robots_history_and_unknown_robots_keeps_the_cached_copy(store):
     body = b"User-agent: *\nDisallow: /private\n\xff"
     store.release(c, Outcome(next_allowed_at=T, robots=RobotsUpdate("parsed", body, T, T + DAY, 2.5)), T)
     assert store.robots_history(A).body == body and store.robots_history(A).status == "parsed"
-    assert host_row(store, A)["crawl_delay"] == 2.5
+    assert host_row(store, A).crawl_delay == 2.5
     # A later robots fetch that failed (5xx): status None keeps the cached copy, only the expiry moves.
     c = store.claim("w1", T + DAY, LEASE)
     assert c.kind == "robots"
@@ -878,10 +879,10 @@ def test_release_records_links_and_host_fields(store):
     out.failures = 0
     out.ip = "10.1.2.3"
     store.release(c, out, T + 1)
-    assert host_row(store, A)["pending"] == 1 and host_row(store, B)["pending"] == 1
+    assert host_row(store, A).pending == 1 and host_row(store, B).pending == 1
     row = host_row(store, A)
-    assert row["response_time"] == 0.25 and row["failures"] == 0 and row["last_error"] is None
-    assert row["wait_reason"] == "min-delay"
+    assert row.response_time == 0.25 and row.failures == 0 and row.last_error is None
+    assert row.wait_reason == "min-delay"
     assert pass_robots(store, "w1", T + 1, next_at=T + 100).host == B  # B (new, eligible at 0) first
     c = store.claim("w1", T + 4, LEASE)
     assert c.ip == "10.1.2.3" and c.ip_resolved_at == T + 1
@@ -893,7 +894,7 @@ def test_release_records_links_and_host_fields(store):
         T + 5,
     )
     row = host_row(store, A)
-    assert (row["failures"], row["last_error"], row["pending"]) == (2, "boom", 0)
+    assert (row.failures, row.last_error, row.pending) == (2, "boom", 0)
     assert store.url_states()[f"{A}/1"] == ("failed", "boom")
 
 
@@ -935,7 +936,7 @@ def test_reopen_keeps_everything(store, reopen):
     assert c2 is not None and c2.url == f"{A}/1"
     store.release(c2, page_outcome(c2, T + 3, next_at=T + 4, fingerprint="fp"), T + 3)
     pages = store.pages_changed_since(0, 10)
-    assert pages[-1]["duplicate_of"] == c.url_id and pages[-1]["seq"] > pages[0]["seq"]
+    assert pages[-1].duplicate_of == c.url_id and pages[-1].seq > pages[0].seq
     assert held.host == B
 
 
@@ -959,7 +960,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     )
     store = store_factory()
     assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
-    assert [p["title"] for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
+    assert [p.title for p in store.pages_changed_since(0, 10)] == ["page 0", "page 1"]
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
 
@@ -990,7 +991,7 @@ _SCHEMA_3_UNDONE = (
 def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_factory):
     store = store_factory()
     claims = _fetch_pages(store, 2)
-    before = host_row(store, claims[0].host)["next_allowed_at"]
+    before = host_row(store, claims[0].host).next_allowed_at
     store.close()
     extra = ("ALTER TABLE hosts DROP COLUMN claimed_at",) if store_factory.kind == "postgres" else ()
     store_factory.run(
@@ -999,7 +1000,7 @@ def test_a_version_2_store_is_upgraded_and_its_hosts_keep_their_timing(store_fac
     store = store_factory()
     assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
     row = host_row(store, claims[0].host)
-    assert row["next_allowed_at"] == before
+    assert row.next_allowed_at == before
     assert store_factory.peek("SELECT delay, robots_via, robots_hops, in_scope FROM hosts") == [(0, None, 0, 0)]
 
 
@@ -1014,6 +1015,34 @@ def test_foreign_database_is_not_a_store(store_factory):
     store_factory.make_foreign()
     with pytest.raises(NotAStoreError):
         store_factory()
+
+
+def test_export_pages_streams_every_page_in_url_id_order_in_batches(store):
+    claims = sorted(_fetch_pages(store, 3), key=lambda c: c.url_id)
+    pages = list(store.export_pages(-1e308, 2))  # two batches: 2, then 1
+    assert [(p.url_id, p.url) for p in pages] == [(c.url_id, c.url) for c in claims]
+    assert list(store.export_pages(T + 1e6, 2)) == []  # fetched before the date: none
+
+
+def test_a_store_opened_read_only_is_neither_upgraded_nor_written(store_factory):
+    from politecrawl.errors import StoreError
+    from politecrawl.store import open_store
+
+    store = store_factory()
+    claims = sorted(_fetch_pages(store, 2), key=lambda c: c.url_id)
+    store.close()
+    store_factory.run(*_SCHEMA_4_UNDONE, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    reader = open_store(store_factory.url, create=False, read_only=True)
+    try:
+        # A store older than language and links exports them empty.
+        pages = list(reader.export_pages(-1e308, 10))
+        assert [(p.url, p.language, p.links) for p in pages] == [(c.url, None, None) for c in claims]
+        with pytest.raises(StoreError):
+            reader.set_meta("written", "no")
+    finally:
+        reader.close()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert store_factory.peek("SELECT COUNT(*) FROM meta WHERE key = 'written'") == [(0,)]
 
 
 # -- the race ---------------------------------------------------------------------------
@@ -1053,8 +1082,8 @@ def test_six_processes_race_for_a_fresh_host_exactly_one_wins(store_factory):
     assert len(winners) == 1, got
     assert got[winners[0]] == ("http://fresh.test", "robots")
     hosts = store.hosts()
-    assert [h["host"] for h in hosts] == ["http://fresh.test"]
-    assert hosts[0]["pending"] == 1 and hosts[0]["lease_owner"] == winners[0]
+    assert [h.host for h in hosts] == ["http://fresh.test"]
+    assert hosts[0].pending == 1 and hosts[0].lease_owner == winners[0]
     assert store.url_states() == {"http://fresh.test/": ("queued", None)}
 
 
@@ -1072,7 +1101,7 @@ def test_postgres_store_recovers_after_its_connections_are_killed(pg_store_facto
     assert store_factory.kill_connections() >= 1
     c = store.claim("w1", T, LEASE)
     assert c is not None and c.kind == "robots"
-    assert host_row(store, A)["pending"] == 2
+    assert host_row(store, A).pending == 2
 
 
 def test_postgres_unreachable_is_a_one_line_store_error():
@@ -1185,9 +1214,9 @@ def test_concurrent_workers_never_share_a_host_and_never_deadlock(store_factory)
     # Bookkeeping survived the crossfire: pending equals the URLs still queued, seq values unique.
     states = store.url_states()
     for h in store.hosts():
-        queued = sum(1 for u, (s, _) in states.items() if u.startswith(h["host"] + "/") and s in ("queued", "leased"))
-        assert h["pending"] == queued, h
-    seqs = [p["seq"] for p in store.pages_changed_since(0, 100_000)]
+        queued = sum(1 for u, (s, _) in states.items() if u.startswith(h.host + "/") and s in ("queued", "leased"))
+        assert h.pending == queued, h
+    seqs = [p.seq for p in store.pages_changed_since(0, 100_000)]
     assert len(seqs) == len(set(seqs)) == store.status(time.time()).pages_stored
 
 
@@ -1289,7 +1318,7 @@ def test_consistency_finds_and_repairs_counters(store):
     assert len(problems) == 1 and "wrong pending count" in problems[0]
     assert store.consistency(repair=True) == problems
     assert store.consistency() == []
-    assert host_row(store, A)["pending"] == 2
+    assert host_row(store, A).pending == 2
 
 
 def test_consistency_repairs_orphan_hosts_pageless_pages_and_lost_urls(store_factory):
@@ -1309,7 +1338,7 @@ def test_consistency_repairs_orphan_hosts_pageless_pages_and_lost_urls(store_fac
     assert any("whose page is missing" in p for p in problems)
     assert store.consistency(repair=True) == problems
     assert store.consistency() == []
-    assert host_row(store, B)["pending"] == 1 and host_row(store, A)["pending"] == 1
+    assert host_row(store, B).pending == 1 and host_row(store, A).pending == 1
     assert store.url_states()[f"{A}/0"][0] == "queued"
 
 

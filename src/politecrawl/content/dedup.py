@@ -8,8 +8,7 @@
 
 The near-duplicate lookup itself is the store's (four 16-bit block indexes of
 the SimHash, the pigeonhole of Manku, Jain and Das Sarma, WWW 2007): two
-fingerprints within :data:`NEAR_DISTANCE` (3) bits agree exactly on at least
-one block.
+fingerprints within ``NEAR_DISTANCE`` (3) bits agree exactly on at least one block.
 
 Fingerprints are unsigned 64-bit ints (``0 <= fp < 2**64``). SQLite and
 PostgreSQL integers are *signed* 64-bit: store ``to_signed64(fp)`` and read
@@ -36,8 +35,9 @@ __all__ = [
     "to_signed64",
 ]
 
-#: Two SimHashes at most this many bits apart are near-duplicates (Manku, Jain and Das Sarma,
-#: WWW 2007: k = 3 of 64 bits).
+#: Two SimHashes at most this many bits apart are near-duplicates (Manku et al. 2007: k = 3 of
+#: 64 bits). The store's lookup relies on it being below four: a fingerprint within it agrees
+#: with the other on at least one of four 16-bit blocks.
 NEAR_DISTANCE = 3
 
 _U64 = 1 << 64

@@ -316,9 +316,7 @@ class Crawler:
             paused = [
                 h
                 for h in store.hosts()
-                if h["pending"]
-                and h["wait_reason"] in PAUSED_REASONS
-                and h["next_allowed_at"] > end + store.clock_offset
+                if h.pending and h.wait_reason in PAUSED_REASONS and h.next_allowed_at > end + store.clock_offset
             ]
             return CrawlReport(
                 requests=status.requests - before,
@@ -329,7 +327,7 @@ class Crawler:
                 failed_workers=s.workers - workers.clean,
                 worker_errors=workers.errors,
                 paused_hosts=len(paused),
-                paused_until=min((h["next_allowed_at"] for h in paused), default=None),
+                paused_until=min((h.next_allowed_at for h in paused), default=None),
                 unindexed=0 if fleet_worker else max(0, status.pages_stored - status.indexed),
             )
         finally:

@@ -34,7 +34,7 @@ from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
 from politecrawl.index.reader import is_outdated, read_current_pointer
 from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
-from politecrawl.store import Store
+from politecrawl.store import IndexerPage, Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls"]
 
@@ -58,14 +58,14 @@ def index_dir_for(settings: Settings) -> Path:
     return Path(settings.db + ".index")
 
 
-def indexable(page: dict) -> bool:
+def indexable(page: IndexerPage) -> bool:
     """Only successful, indexable, non-duplicate, canonical HTML pages with text enter the index and its statistics."""
     return (
-        200 <= page["status"] < 300
-        and not page["noindex"]
-        and page["duplicate_of"] is None
-        and page.get("alias_of") is None
-        and bool(page["text"] or page["title"])
+        200 <= page.status < 300
+        and not page.noindex
+        and page.duplicate_of is None
+        and page.alias_of is None
+        and bool(page.text or page.title)
     )
 
 
@@ -76,8 +76,8 @@ def indexed_urls(store: Store) -> set[str]:
     urls: set[str] = set()
     seq = 0
     while seq < indexed_seq and (rows := store.pages_changed_since(seq, BATCH)):
-        urls.update(row["url"] for row in rows if row["seq"] <= indexed_seq and indexable(row))
-        seq = rows[-1]["seq"]
+        urls.update(row.url for row in rows if row.seq <= indexed_seq and indexable(row))
+        seq = rows[-1].seq
     return urls
 
 
@@ -235,8 +235,8 @@ def _update(
         if not rows:
             break
         anchors = _write(store, index_dir, rows, deletes=True, merge_tokens=merge_tokens)
-        seq = rows[-1]["seq"]
-        store.mark_indexed([r["url_id"] for r in rows], time.time(), [anchors.get(r["url"], 0) for r in rows])
+        seq = rows[-1].seq
+        store.mark_indexed([r.url_id for r in rows], time.time(), [anchors.get(r.url, 0) for r in rows])
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
         progress[0] = seen
@@ -251,9 +251,9 @@ def _update(
         after_url_id = 0
         while named := store.pages_with_new_anchors(anchors_done, upto, after_url_id, batch):
             anchors = _write(store, index_dir, named, deletes=False, merge_tokens=merge_tokens)
-            done = [r for r in named if r["url"] in anchors]
-            store.mark_indexed([r["url_id"] for r in done], time.time(), [anchors[r["url"]] for r in done])
-            after_url_id = named[-1]["url_id"]
+            done = [r for r in named if r.url in anchors]
+            store.mark_indexed([r.url_id for r in done], time.time(), [anchors[r.url] for r in done])
+            after_url_id = named[-1].url_id
             if stopped() and len(named) == batch:
                 return  # this pass is not done: the next update takes it again, from its start
         anchors_done = upto
@@ -275,26 +275,26 @@ def _compact(index_dir: Path) -> None:
         writer.compact()
 
 
-def _write(store: Store, index_dir: Path, rows: list[dict], *, deletes: bool, merge_tokens: int) -> dict[str, int]:
+def _write(
+    store: Store, index_dir: Path, rows: list[IndexerPage], *, deletes: bool, merge_tokens: int
+) -> dict[str, int]:
     """Add the indexable pages of ``rows`` with their anchor text; delete the others if ``deletes``.
     Returns, per page added, how many anchor texts went in with it."""
     keep = [row for row in rows if indexable(row)]
     if not keep and not deletes:
         return {}
-    anchors = store.anchor_texts([row["url"] for row in keep]) if keep else {}
+    anchors = store.anchor_texts([row.url for row in keep]) if keep else {}
 
     def write() -> None:
         with IndexWriter(index_dir, max_segment_tokens=merge_tokens) as writer:
             for row in rows:
                 if indexable(row):
-                    writer.add_document(
-                        row["url"], row["title"] or "", row["text"] or "", " ".join(anchors.get(row["url"], ()))
-                    )
+                    writer.add_document(row.url, row.title or "", row.text or "", " ".join(anchors.get(row.url, ())))
                 elif deletes:
-                    writer.delete_document(row["url"])
+                    writer.delete_document(row.url)
 
     _index_op(index_dir, write)
-    return {row["url"]: len(anchors.get(row["url"], ())) for row in keep}
+    return {row.url: len(anchors.get(row.url, ())) for row in keep}
 
 
 def rebuild_index(store: Store, index_dir: Path) -> int:

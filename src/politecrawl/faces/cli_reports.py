@@ -44,7 +44,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         if show_hosts:
             host_list = [
                 {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1), "url_patterns": _learned(store, h)}
-                for h in store.hosts()
+                for h in (row.as_dict() for row in store.hosts())
             ]
     finally:
         store.close()
@@ -168,8 +168,8 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         # The crawl's own settings (stored with it) say what the hosts were owed beyond robots.txt.
         crawl_settings = apply_stored_settings(settings, store.get_meta("fleet_settings"))
         report = run_audit(
-            store.fetch_log(),
-            store.robots_versions(),
+            [r.as_dict() for r in store.fetch_log()],
+            [v.as_dict() for v in store.robots_versions()],
             product_token(agent),
             policy=DelayPolicy.from_settings(crawl_settings),
             host_settings=crawl_settings.hosts,

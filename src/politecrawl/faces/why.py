@@ -23,6 +23,7 @@ from politecrawl.policy.traps import trap_reason
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.config import Settings
     from politecrawl.policy.scope import CrawlScope
+    from politecrawl.store import URLEvidence
 
 __all__ = ["explain", "render"]
 
@@ -40,7 +41,7 @@ def _when(t: float | None, now: float) -> str | None:
 def explain(
     raw_url: str,
     *,
-    evidence_for: Callable[[str, str], dict[str, Any]],
+    evidence_for: Callable[[str, str], URLEvidence],
     scope: CrawlScope,
     settings: Settings,
     agent: str,
@@ -78,7 +79,7 @@ def explain(
         follow = "yes"
     out["links_followed"] = follow
 
-    row = ev["frontier"]
+    row = ev.frontier
     if row is None:
         out["verdict"] = (
             "not in the crawl: no crawled page linked to it (a link to it would be followed)"
@@ -87,47 +88,47 @@ def explain(
         )
     else:
         out["frontier"] = {
-            "state": row["state"],
-            "reason": row["outcome"],
-            "depth": row["depth"],
-            "requested_as": row["request_url"] or url,
-            "attempts": row["attempts"],
-            "kind": row["kind"],
-            "discovered": _when(row["discovered_at"], now),
-            "finished": _when(row["finished_at"], now),
-            "due_again": _when(row["next_fetch_at"], now),
+            "state": row.state,
+            "reason": row.outcome,
+            "depth": row.depth,
+            "requested_as": row.request_url or url,
+            "attempts": row.attempts,
+            "kind": row.kind,
+            "discovered": _when(row.discovered_at, now),
+            "finished": _when(row.finished_at, now),
+            "due_again": _when(row.next_fetch_at, now),
         }
-        out["verdict"] = f"{row['state']}" + (f": {row['outcome']}" if row["outcome"] else "")
+        out["verdict"] = f"{row.state}" + (f": {row.outcome}" if row.outcome else "")
 
-    h = ev["host"]
+    h = ev.host
     if h is not None:
         robots: dict[str, Any] = {
-            "status": h["robots_status"] or "unknown (not fetched yet, or unreadable)",
-            "fetched": _when(h["robots_fetched_at"], now),
-            "expires": _when(h["robots_expires_at"], now),
+            "status": h.robots_status or "unknown (not fetched yet, or unreadable)",
+            "fetched": _when(h.robots_fetched_at, now),
+            "expires": _when(h.robots_expires_at, now),
         }
-        if h["robots_via"]:
-            robots["redirect in progress"] = h["robots_via"]
-        if h["robots_status"] == "parsed" and h["robots_body"] is not None:
-            rules = RobotsTxt.parse(bytes(h["robots_body"]))
+        if h.robots_via:
+            robots["redirect in progress"] = h.robots_via
+        if h.robots_status == "parsed" and h.robots_body is not None:
+            rules = RobotsTxt.parse(h.robots_body)
             robots["allows this URL"] = rules.is_allowed(agent, url)
             robots["crawl_delay"] = rules.crawl_delay(agent)
-        elif h["robots_status"] == "allow-all":
+        elif h.robots_status == "allow-all":
             robots["allows this URL"] = True
         out["robots.txt"] = robots
         out["host_state"] = {
-            "next request": _when(h["next_allowed_at"], now) if h["next_allowed_at"] else "now",
-            "why it waits": h["wait_reason"],
-            "delay owed after a response (s)": h["delay"],
-            "in flight": bool(h["lease_owner"]),
-            "URLs queued": h["pending"],
-            "failures": h["failures"],
-            "last error": h["last_error"],
-            "joined the scope by a seed's redirect": bool(h["in_scope"]),
+            "next request": _when(h.next_allowed_at, now) if h.next_allowed_at else "now",
+            "why it waits": h.wait_reason,
+            "delay owed after a response (s)": h.delay,
+            "in flight": bool(h.lease_owner),
+            "URLs queued": h.pending,
+            "failures": h.failures,
+            "last error": h.last_error,
+            "joined the scope by a seed's redirect": bool(h.in_scope),
         }
-        if h["patterns"]:
+        if h.patterns:
             try:
-                patterns = SitePatterns.from_json(h["patterns"])
+                patterns = SitePatterns.from_json(h.patterns)
             except ValueError:
                 patterns = None
             if patterns is not None:
@@ -143,33 +144,33 @@ def explain(
                     "rules": patterns.summary(),
                     "learned": learned,
                 }
-    page = ev["page"]
+    page = ev.page
     if page is not None:
         out["page"] = {
-            "status": page["status"],
-            "content type": page["content_type"],
-            "fetched": _when(page["fetched_at"], now),
-            "title": page["title"],
+            "status": page.status,
+            "content type": page.content_type,
+            "fetched": _when(page.fetched_at, now),
+            "title": page.title,
             "duplicate of": (
-                f"{page['duplicate_url']} ({page['duplicate_kind']})" if page["duplicate_of"] is not None else None
+                f"{page.duplicate_url} ({page.duplicate_kind})" if page.duplicate_of is not None else None
             ),
-            "alias of (redirect or canonical)": page["alias_of"],
-            "noindex": bool(page["noindex"]),
-            "indexed": _when(page["indexed_at"], now),
+            "alias of (redirect or canonical)": page.alias_of,
+            "noindex": bool(page.noindex),
+            "indexed": _when(page.indexed_at, now),
         }
     out["requests"] = [
         {
-            "started": _when(r["started_at"], now),
-            "took_s": round(r["ended_at"] - r["started_at"], 3),
-            "status": r["status"],
-            "error": r["error"],
-            "bytes": r["bytes"],
-            "kind": r["kind"],
-            "host": r["host"],
-            "retry_after": r["retry_after"],
-            "archived": f"{r['warc_file']}@{r['warc_offset']}" if r["warc_file"] else None,
+            "started": _when(r.started_at, now),
+            "took_s": round(r.ended_at - r.started_at, 3),
+            "status": r.status,
+            "error": r.error,
+            "bytes": r.bytes,
+            "kind": r.kind,
+            "host": r.host,
+            "retry_after": r.retry_after,
+            "archived": f"{r.warc_file}@{r.warc_offset}" if r.warc_file else None,
         }
-        for r in ev["history"]
+        for r in ev.history
     ]
     return out
 

@@ -53,6 +53,7 @@ class WaitReason(StrEnum):
     PARKED = "parked"  # too many failures, or a Retry-After beyond the backoff cap
     ROBOTS_UNREACHABLE = "robots-unreachable"  # robots.txt could not be read: nothing is fetched
     LOW_YIELD = "low-yield"  # its recent pages were mostly duplicates
+    ROBOTS_REDIRECT = "robots-redirect"  # its robots.txt redirected to another host, fetched under that host's claim
 
 
 @dataclass(frozen=True, kw_only=True)

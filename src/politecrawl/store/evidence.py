@@ -1,63 +1,46 @@
-"""What the store knows about one URL, for ``politecrawl why``: the same reads on both stores."""
+"""What the store knows about one URL (``politecrawl why``) and the crawl's recent activity (the
+status page): the same reads on both stores, as typed rows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from .api import Activity, FrontierEvidence, HostEvidence, PageEvidence, RecentError, RequestEvidence, URLEvidence
 from .common import Dialect
+from .reads import columns
 
-__all__ = ["activity", "url_evidence"]
-
-
-def _rows(cur) -> list[dict]:
-    cols = [c[0] for c in cur.description]
-    return [dict(zip(cols, row)) for row in cur.fetchall()]
+__all__ = ["ACTIVITY_BUCKET", "ACTIVITY_BUCKETS", "activity", "url_evidence"]
 
 
-def url_evidence(conn, d: Dialect, url: str, host: str) -> dict:
+def url_evidence(conn, d: Dialect, url: str, host: str) -> URLEvidence:
     """The URL's frontier row, page, fetch history and host row (each None / empty if unknown)."""
     ph = d.ph
-    frontier = _rows(
-        conn.execute(
-            "SELECT id, url, host, depth, state, attempts, outcome, discovered_at, finished_at, next_fetch_at, kind,"
-            f" request_url FROM frontier WHERE url = {ph}",
-            (url,),
-        )
-    )
+    row = conn.execute(f"SELECT {columns(FrontierEvidence)} FROM frontier WHERE url = {ph}", (url,)).fetchone()
+    frontier = FrontierEvidence(*row) if row else None
     page = None
-    if frontier:
-        pages = _rows(
-            conn.execute(
-                "SELECT p.status, p.content_type, p.fetched_at, p.title, p.duplicate_of, p.duplicate_kind, p.alias_of,"
-                " p.noindex, p.indexed_at, f.url AS duplicate_url"
-                " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
-                f" WHERE p.url_id = {ph}",
-                (frontier[0]["id"],),
-            )
-        )
-        page = pages[0] if pages else None
+    if frontier is not None:
+        row = conn.execute(
+            f"SELECT {columns(PageEvidence, 'p.').replace('p.duplicate_url', 'f.url AS duplicate_url')}"
+            " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
+            f" WHERE p.url_id = {ph}",
+            (frontier.id,),
+        ).fetchone()
+        page = PageEvidence(*row) if row else None
     # The log has the URL as requested: the link's spelling where it differs from the key.
-    requested = (frontier[0]["request_url"] if frontier else None) or url
-    history = _rows(
-        conn.execute(
-            "SELECT host, kind, started_at, ended_at, status, bytes, error, response_seconds, retry_after, warc_file,"
-            f" warc_offset FROM fetch_log WHERE url IN ({ph}, {ph}) ORDER BY started_at",
+    requested = (frontier.request_url if frontier else None) or url
+    history = [
+        RequestEvidence(*r)
+        for r in conn.execute(
+            f"SELECT {columns(RequestEvidence)} FROM fetch_log WHERE url IN ({ph}, {ph}) ORDER BY started_at",
             (url, requested),
-        )
-    )
-    hosts = _rows(
-        conn.execute(
-            "SELECT host, next_allowed_at, wait_reason, delay, pending, robots_status, robots_body, robots_fetched_at,"
-            " robots_expires_at, robots_via, crawl_delay, response_time, failures, last_error, lease_owner, in_scope,"
-            " patterns"
-            f" FROM hosts WHERE host = {ph}",
-            (host,),
-        )
-    )
-    return {
-        "frontier": frontier[0] if frontier else None,
-        "page": page,
-        "history": history,
-        "host": hosts[0] if hosts else None,
-    }
+        ).fetchall()
+    ]
+    row = conn.execute(f"SELECT {columns(HostEvidence)} FROM hosts WHERE host = {ph}", (host,)).fetchone()
+    host_row = HostEvidence(*row) if row else None
+    if host_row is not None and host_row.robots_body is not None:
+        # psycopg reads bytea as a memoryview
+        host_row = replace(host_row, robots_body=bytes(host_row.robots_body))
+    return URLEvidence(frontier=frontier, page=page, history=history, host=host_row)
 
 
 #: The status page's chart: requests per bucket of this many seconds, over this many buckets.
@@ -65,7 +48,7 @@ ACTIVITY_BUCKET = 10
 ACTIVITY_BUCKETS = 60
 
 
-def activity(conn, d: Dialect, now: float) -> dict:
+def activity(conn, d: Dialect, now: float) -> Activity:
     """What a person watching a crawl wants beside the counters: requests per 10 s over the last
     10 minutes, and the latest errors (no answer, or a 4xx/5xx)."""
     ph = d.ph
@@ -80,10 +63,11 @@ def activity(conn, d: Dialect, now: float) -> dict:
         ).fetchall()
     }
     rate = [round(counts.get(i, 0) / ACTIVITY_BUCKET, 2) for i in range(ACTIVITY_BUCKETS)]
-    errors = _rows(
-        conn.execute(
-            "SELECT host, url, status, error, ended_at FROM fetch_log WHERE error IS NOT NULL OR status >= 400"
+    errors = [
+        RecentError(*r)
+        for r in conn.execute(
+            f"SELECT {columns(RecentError)} FROM fetch_log WHERE error IS NOT NULL OR status >= 400"
             " ORDER BY ended_at DESC LIMIT 10"
-        )
-    )
-    return {"rate_per_s": rate, "bucket_s": ACTIVITY_BUCKET, "recent_errors": errors}
+        ).fetchall()
+    ]
+    return Activity(rate_per_s=rate, bucket_s=ACTIVITY_BUCKET, recent_errors=errors)

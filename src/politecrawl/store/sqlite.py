@@ -16,31 +16,53 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from politecrawl.content.dedup import hamming
+from politecrawl.content.dedup import NEAR_DISTANCE, hamming
 from politecrawl.errors import NotAStoreError, StoreError
-from politecrawl.policy.politeness import WaitReason
 
-from . import Claim, CrawlStatus, FetchLogEntry, HostRobots, NewURL, Outcome, YieldCheck
+from .api import (
+    Activity,
+    Claim,
+    CrawlStatus,
+    ExportPage,
+    FetchLogEntry,
+    FetchLogRow,
+    HostRobots,
+    HostRow,
+    IndexerPage,
+    NewURL,
+    Outcome,
+    RobotsVersion,
+    URLEvidence,
+    YieldCheck,
+)
+from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim
 from .common import (
+    DONE,
+    LEASED,
+    PENDING_STATES,
+    QUEUED,
+    WAIT_LOW_YIELD,
+    YIELD_DECAY,
+    Dialect,
+    wake_time_sql,
+    yield_threshold,
+)
+from .page_writes import record_page, simhash_blocks
+from .reads import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
-    CLAIM_RETURNING,
     INDEXER_PAGE_COLUMNS,
-    Dialect,
     check_consistency,
-    claim_from_host_row,
-    finish_claim,
+    export_batch,
     group_anchor_texts,
-    host_release_sets,
-    insert_fetch_log,
-    insert_robots_versions,
+    indexer_pages,
+    iter_export_pages,
+    read_fetch_log,
+    read_hosts,
+    read_robots_versions,
     read_status,
-    record_page,
-    release_url,
-    settle_robots,
-    simhash_blocks,
-    wake_time_sql,
 )
+from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
@@ -75,21 +97,15 @@ RETURNING {CLAIM_RETURNING}
 
 _ANY_ELIGIBLE = f"SELECT 1 FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} LIMIT 1"
 
-_LEASE_URL = """
-UPDATE frontier SET state = 'leased', lease_owner = :worker, lease_expires_at = :expires,
+_LEASE_URL = f"""
+UPDATE frontier SET state = {LEASED}, lease_owner = :worker, lease_expires_at = :expires,
                     attempts = attempts + 1
 WHERE id = (SELECT id FROM frontier
-            WHERE host = :host AND state IN ('queued', 'leased')
-              AND (state = 'queued' OR lease_expires_at <= :now)
+            WHERE host = :host AND state IN {PENDING_STATES}
+              AND (state = {QUEUED} OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
 RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
 """
-
-
-#: Weight kept by the yield counters per new page (an exponential window of ~20 pages).
-YIELD_DECAY = 0.95
-#: SimHash near-duplicate distance (Hamming distance 3 of 64 bits).
-NEAR_DISTANCE = 3
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
@@ -106,8 +122,10 @@ def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int
     return best
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False)
+def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:
+    # Read-only (export): SQLite itself refuses every write to the file.
+    target, uri = (f"{Path(path).resolve().as_uri()}?mode=ro", True) if read_only else (path, False)
+    db = sqlite3.connect(target, isolation_level=None, timeout=60.0, check_same_thread=False, uri=uri)
     db.execute("PRAGMA busy_timeout = 60000")
     db.execute("PRAGMA foreign_keys = OFF")
     return db
@@ -125,21 +143,26 @@ def _tune(db: sqlite3.Connection) -> None:
 class SQLiteStore:
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+    #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
+        """Open (or create) the store. ``read_only``: never created, upgraded or written (export)."""
         self.path = str(path)
         p = Path(self.path)
         if p.is_dir():
             raise StoreError(f"--db {self.path} is a directory, not a store file")
         if not p.exists():
-            if not create:
+            if not create or read_only:
                 raise StoreError(f"no store at {self.path} (run 'politecrawl crawl SEED' first)")
             if not p.parent.exists():
                 raise StoreError(f"cannot create store {self.path}: folder {p.parent} does not exist")
         self._lock = threading.RLock()
         try:
-            self._db = _connect(self.path)
-            self._check_or_create(create)
-            _tune(self._db)
+            self._db = _connect(self.path, read_only)
+            self._check_or_create(create, read_only)
+            if not read_only:
+                _tune(self._db)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
@@ -147,13 +170,16 @@ class SQLiteStore:
             raise StoreError(f"cannot open store {self.path}: {msg}") from exc
 
     # -- setup -------------------------------------------------------------------
-    def _check_or_create(self, create: bool) -> None:
+    def _check_or_create(self, create: bool, read_only: bool = False) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta"))
             if meta.get("app") != APP_ID:
                 raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
             version = int(meta.get("schema_version", "0"))
+            if read_only:
+                self.schema_version = version
+                return
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: "
@@ -163,7 +189,7 @@ class SQLiteStore:
             return
         if tables:
             raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
-        if not create:
+        if not create or read_only:
             raise StoreError(f"no store at {self.path}")
         self._migrate(0)
 
@@ -239,8 +265,8 @@ class SQLiteStore:
             )
             if cur.rowcount != 1 and requeue:
                 cur = db.execute(
-                    "UPDATE frontier SET state = 'queued', attempts = 0, priority = ?, kind = ?"
-                    " WHERE url = ? AND state NOT IN ('queued', 'leased')",
+                    f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = ?, kind = ?"
+                    f" WHERE url = ? AND state NOT IN {PENDING_STATES}",
                     (new.priority, new.kind, new.url),
                 )
             if cur.rowcount == 1:
@@ -347,12 +373,9 @@ class SQLiteStore:
             " WHERE host = ? RETURNING recent_pages, recent_duplicates",
             (YIELD_DECAY, YIELD_DECAY, int(duplicate), host),
         ).fetchone()
-        # The decayed count reaches this after min_pages pages (a geometric series).
-        if pages >= (1 - YIELD_DECAY**check.min_pages) / (1 - YIELD_DECAY) * 0.999 and (
-            dups / pages >= check.max_duplicate_share
-        ):
+        if pages >= yield_threshold(check) and (dups / pages >= check.max_duplicate_share):
             db.execute(
-                f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = '{WaitReason.LOW_YIELD}',"
+                f"UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?), wait_reason = {WAIT_LOW_YIELD},"
                 " recent_pages = 0, recent_duplicates = 0 WHERE host = ?",
                 (check.pause_until, host),
             )
@@ -377,7 +400,7 @@ class SQLiteStore:
         """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
         with self._write() as db:
             rows = db.execute(
-                "UPDATE frontier SET state = 'queued', attempts = 0 WHERE state = 'done'"
+                f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE state = {DONE}"
                 " AND next_fetch_at IS NOT NULL AND next_fetch_at <= ? RETURNING host",
                 (now,),
             ).fetchall()
@@ -388,7 +411,7 @@ class SQLiteStore:
                 db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return len(rows)
 
-    def url_evidence(self, url: str, host: str) -> dict:
+    def url_evidence(self, url: str, host: str) -> URLEvidence:
         """What the store knows about one URL (``politecrawl why``)."""
         from .evidence import url_evidence
 
@@ -401,7 +424,7 @@ class SQLiteStore:
             row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
         return (row[0], row[1]) if row else (0, None)
 
-    def activity(self, now: float) -> dict:
+    def activity(self, now: float) -> Activity:
         """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
         from .evidence import activity
 
@@ -417,7 +440,7 @@ class SQLiteStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT DISTINCT lease_owner FROM hosts WHERE lease_owner IS NOT NULL"
-                " UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = 'leased' AND lease_owner IS NOT NULL"
+                f" UNION SELECT DISTINCT lease_owner FROM frontier WHERE state = {LEASED} AND lease_owner IS NOT NULL"
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -434,8 +457,8 @@ class SQLiteStore:
         with self._write() as db:
             for w in workers:
                 n += db.execute(
-                    "UPDATE frontier SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL"
-                    " WHERE state = 'leased' AND lease_owner = ?",
+                    f"UPDATE frontier SET state = {QUEUED}, lease_owner = NULL, lease_expires_at = NULL"
+                    f" WHERE state = {LEASED} AND lease_owner = ?",
                     (w,),
                 ).rowcount
                 db.execute(  # next_allowed_at holds lease expiry + delay since the claim: replace it
@@ -462,28 +485,27 @@ class SQLiteStore:
         with self._lock:
             return read_status(self._db, DIALECT, now)
 
-    def pages_changed_since(self, seq: int, limit: int) -> list[dict]:
+    def pages_changed_since(self, seq: int, limit: int) -> list[IndexerPage]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
         with self._lock:
-            return self._dicts(
-                f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            return indexer_pages(
+                self._db.execute(
+                    f"SELECT {INDEXER_PAGE_COLUMNS} FROM pages WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+                ).fetchall()
             )
-
-    def _dicts(self, query: str, params: Sequence) -> list[dict]:
-        cur = self._db.execute(query, params)
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def anchor_mark(self) -> int:
         """The newest anchor row's id (0: none): where the indexer's anchor refresh stops."""
         with self._lock:
             return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM anchors").fetchone()[0]
 
-    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[dict]:
+    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[IndexerPage]:
         """Pages (as ``pages_changed_since`` gives them) whose anchor text grew by rows in (after, upto],
         the first ``limit`` of them whose url_id is above ``after_url_id``, in url_id order."""
         with self._lock:
-            return self._dicts(ANCHOR_TARGET_PAGES_SQL.format(ph="?"), (after, upto, after_url_id, limit))
+            return indexer_pages(
+                self._db.execute(ANCHOR_TARGET_PAGES_SQL.format(ph="?"), (after, upto, after_url_id, limit)).fetchall()
+            )
 
     def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]:
         """url -> the text of links pointing at it or at its aliases, oldest first, bounded per page."""
@@ -529,31 +551,27 @@ class SQLiteStore:
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def hosts(self) -> list[dict]:
+    def hosts(self) -> list[HostRow]:
         with self._lock:
-            cur = self._db.execute(
-                "SELECT host, next_allowed_at, wait_reason, pending, robots_status, crawl_delay, response_time,"
-                " failures, pages_fetched, last_error, lease_owner FROM hosts ORDER BY host"
-            )
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_hosts(self._db)
 
-    def fetch_log(self) -> list[dict]:
+    def fetch_log(self) -> list[FetchLogRow]:
         with self._lock:
-            cur = self._db.execute(
-                "SELECT id, host, url, kind, worker, started_at, ended_at, status, bytes, error, delay, retry_until,"
-                " response_seconds, retry_after, warc_file, warc_offset, loop_lag"
-                " FROM fetch_log ORDER BY started_at, id"
-            )
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_fetch_log(self._db)
 
-    def robots_versions(self) -> list[dict]:
+    def robots_versions(self) -> list[RobotsVersion]:
         """Every robots.txt version recorded, oldest first (for the audit)."""
         with self._lock:
-            cur = self._db.execute("SELECT host, fetched_at, status, body FROM robots_log ORDER BY host, fetched_at")
-            cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            return read_robots_versions(self._db)
+
+    def export_pages(self, since: float, batch: int) -> Iterator[ExportPage]:
+        """Every stored page fetched at or after ``since``, in url_id order, read ``batch`` at a time."""
+
+        def read(after: int) -> list[ExportPage]:
+            with self._lock:
+                return export_batch(self._db, DIALECT, self.schema_version, after, since, batch)
+
+        return iter_export_pages(read, batch)
 
     def robots_history(self, host: str) -> HostRobots:
         with self._lock:

@@ -1,0 +1,558 @@
+"""The store's API: the records a crawl exchanges with it, its enums, and the ``Store`` protocol.
+
+The store is the single source of truth of a crawl. Frontier, hosts (politeness state), pages
+and the fetch log live there and nowhere else. Politeness state changes only through two atomic
+operations:
+
+* ``claim(worker, now)`` decides and reserves in one statement: a host whose
+  ``next_allowed_at`` has passed and whose lease is free, plus its next URL
+  (or a robots.txt fetch when the host's rules are unknown or stale);
+* ``release(claim, outcome)`` records everything one request produced (host
+  delay, robots cache, URL state, page, fetch log, discovered links) in one
+  transaction.
+
+Hosts are seeded unconditionally (insert-if-absent, ``next_allowed_at`` = 0)
+before they are claimed, so a lost race is "not yours now", never an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Iterator, Protocol, Sequence
+
+from politecrawl.errors import InvalidURL
+from politecrawl.policy.hosts import host_key as _url_host_key
+from politecrawl.policy.response import URLOutcome
+
+__all__ = [
+    "ClaimKind",
+    "URLKind",
+    "DuplicateKind",
+    "Claim",
+    "CrawlStatus",
+    "FetchLogEntry",
+    "HostRobots",
+    "NewURL",
+    "Outcome",
+    "PageRecord",
+    "RobotsUpdate",
+    "Store",
+    "YieldCheck",
+    "HostRow",
+    "FetchLogRow",
+    "RobotsVersion",
+    "IndexerPage",
+    "FrontierEvidence",
+    "PageEvidence",
+    "RequestEvidence",
+    "HostEvidence",
+    "URLEvidence",
+    "RecentError",
+    "Activity",
+    "ExportPage",
+]
+
+
+class ClaimKind(StrEnum):
+    """What a claim lets a worker do with its host."""
+
+    ROBOTS = "robots"  # fetch the host's robots.txt (or the next hop of its redirect)
+    PAGE = "page"  # fetch the host's next queued URL (``Claim.url``, of a ``URLKind``)
+
+
+class URLKind(StrEnum):
+    """What a queued URL is fetched as (``frontier.kind``), and what a request was (``fetch_log.kind``)."""
+
+    PAGE = "page"  # parsed, stored, indexed; its links followed
+    SITEMAP = "sitemap"  # its URLs queued
+    ROBOTS = "robots"  # a robots.txt URL another host's robots.txt redirected to, fetched for that host
+
+
+class DuplicateKind(StrEnum):
+    """How a page repeats an indexed one (``pages.duplicate_kind``)."""
+
+    EXACT = "exact"  # the same content fingerprint
+    NEAR = "near"  # a SimHash within ``politecrawl.content.dedup.NEAR_DISTANCE`` bits
+
+
+@dataclass(frozen=True)
+class NewURL:
+    """A normalized URL to queue (insert-if-absent)."""
+
+    url: str
+    host: str
+    depth: int
+    priority: int = 0
+    kind: URLKind = URLKind.PAGE
+    lastmod: str | None = None  # from a sitemap
+    #: The URL to request where it differs from the key ``url`` (urls.normalize_pair).
+    request_url: str | None = None
+
+
+@dataclass(frozen=True)
+class HostRobots:
+    """The host's cached robots.txt, as the store has it."""
+
+    status: str | None  # None: unknown | "parsed" | "allow-all"
+    body: bytes | None
+    fetched_at: float | None
+    expires_at: float | None
+
+    def fresh(self, now: float) -> bool:
+        return self.status is not None and self.expires_at is not None and self.expires_at > now
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Permission to make one request to one host, until ``lease_expires_at``."""
+
+    host: str
+    worker: str
+    kind: ClaimKind
+    claimed_at: float
+    lease_expires_at: float
+    robots: HostRobots
+    crawl_delay: float | None
+    response_time: float | None
+    failures: int
+    pages_fetched: int
+    ip: str | None = None
+    ip_resolved_at: float | None = None
+    url_id: int | None = None
+    url: str | None = None
+    #: The URL to request where it differs from the key ``url`` (the link's parameter order).
+    request_url: str | None = None
+    url_kind: URLKind = URLKind.PAGE
+    depth: int = 0
+    attempts: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+    fingerprint: str | None = None  # of the stored version, to tell whether a recrawl found a change
+    revisit_interval: float | None = None
+    #: The gap owed after this host's latest response, as the store knows it.
+    delay: float = 0.0
+    #: A robots.txt redirect in progress: the URL to fetch instead of /robots.txt, and hops so far.
+    robots_via: str | None = None
+    robots_hops: int = 0
+    #: Which version of the host's learned URL patterns the store has (0: none yet).
+    patterns_version: int = 0
+
+    @property
+    def fetch_url(self) -> str | None:
+        """The URL to request: the link's own spelling where it differs from the key."""
+        return self.request_url or self.url
+
+    @property
+    def robots_url(self) -> str:
+        """What a robots claim fetches: /robots.txt, or the next hop of a redirect on this host.
+
+        A hop on another host is never fetched under this host's claim (it is that host's
+        work); if its answer was lost, the chain starts again from /robots.txt.
+        """
+        if self.robots_via is not None and _same_host(self.robots_via, self.host):
+            return self.robots_via
+        return self.host + "/robots.txt"
+
+
+def _same_host(url: str, host: str) -> bool:
+    try:
+        return _url_host_key(url) == host
+    except InvalidURL:
+        return False
+
+
+@dataclass(frozen=True)
+class FetchLogEntry:
+    url: str
+    kind: URLKind
+    started_at: float
+    ended_at: float
+    status: int | None
+    bytes: int = 0
+    error: str | None = None
+    delay: float | None = None
+    retry_until: float | None = None
+    #: Evidence for the audit: seconds to the response headers as measured, how late the
+    #: worker's event loop was then (that much of the measure was the crawler's, not the
+    #: server's), and the raw Retry-After header.
+    response_seconds: float | None = None
+    loop_lag: float | None = None
+    retry_after: str | None = None
+    #: Where the response is archived (``crawl --warc``): file name and record offset.
+    warc_file: str | None = None
+    warc_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class RobotsUpdate:
+    status: str | None  # "parsed" | "allow-all" | None (unknown: keep the cached copy)
+    body: bytes | None
+    fetched_at: float | None
+    expires_at: float
+    crawl_delay: float | None
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    url: str
+    final_url: str
+    status: int
+    content_type: str | None
+    fetched_at: float
+    bytes: int
+    title: str | None = None
+    text: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    fingerprint: str | None = None
+    simhash: int | None = None  # unsigned 64-bit
+    alias_of: str | None = None  # canonical URL or redirect target: this page is not indexed itself
+    noindex: bool = False
+    noarchive: bool = False
+    unavailable_after: float | None = None
+    language: str | None = None  # declared: <html lang>, else Content-Language
+    links: tuple[str, ...] = ()  # outgoing links, normalized (export)
+
+
+@dataclass(frozen=True)
+class YieldCheck:
+    """Yield monitoring: pause a host whose recent pages are mostly duplicates."""
+
+    min_pages: int
+    max_duplicate_share: float
+    pause_until: float
+
+
+@dataclass
+class Outcome:
+    """Everything one claim produced, written by ``release`` in one transaction.
+
+    ``next_allowed_at`` None means no request was made: the host's timing is
+    left as it was (a disallowed URL costs the host nothing).
+    """
+
+    next_allowed_at: float | None = None
+    #: The gap owed after the response (seconds). The store stamps next_allowed_at with the
+    #: later of ``next_allowed_at`` and its own clock at release + ``delay``, and remembers it
+    #: so that a crash or an expired lease never brings the host back sooner.
+    delay: float | None = None
+    wait_reason: str | None = None
+    response_time: float | None = None
+    failures: int | None = None
+    host_error: str | None = None
+    ip: str | None = None  # the host's address, resolved by the worker (per-IP cap)
+    fetch: FetchLogEntry | None = None
+    robots: RobotsUpdate | None = None
+    url_state: str | None = None  # done | failed | disallowed | skipped | queued (retry)
+    url_outcome: URLOutcome | None = None
+    page: PageRecord | None = None
+    links: Sequence[NewURL] = field(default_factory=tuple)
+    anchors: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (target URL, link text) from this page
+    rejected_links: dict[str, int] = field(default_factory=dict)  # reason -> count (traps, scope, depth)
+    next_fetch_at: float | None = None  # recrawl: when this URL is due again
+    revisit_interval: float | None = None
+    changed: bool = False
+    yield_check: YieldCheck | None = None
+    #: A robots.txt answer: the URL fetched (hosts waiting on it take the answer too) …
+    robots_source: str | None = None
+    #: … what it said (None: unreachable; ignored when it redirected) …
+    robots_answer: RobotsUpdate | None = None
+    #: … or where it redirected (the next hop; a host other than the claim's is asked under its own claim).
+    robots_redirect: NewURL | None = None
+    #: Hosts that join the crawl's scope (a seed redirected to them).
+    scope_hosts: Sequence[str] = field(default_factory=tuple)
+    #: The host's learned URL patterns to store (JSON), when they changed enough to be worth a write.
+    patterns: str | None = None
+
+    def note(self, note: str) -> None:
+        """Add ``note`` to the URL's outcome (what the page was found to be besides its verdict)."""
+        if self.url_outcome is None:
+            raise ValueError(f"no outcome to add {note!r} to: the URL's verdict comes first")
+        self.url_outcome = self.url_outcome.with_note(note)
+
+    @property
+    def url_outcome_text(self) -> str | None:
+        """The URL's outcome as the store keeps it (the frontier's outcome column)."""
+        return None if self.url_outcome is None else str(self.url_outcome)
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    """The figures of a crawl at one moment, counted by the store (``store.status(now)``).
+
+    What ``politecrawl status`` prints, the progress line and the web status page show, and
+    ``status --json`` and ``/api/status`` carry (``as_dict``).
+    """
+
+    pages_fetched: int  # URLs done
+    queued: int
+    in_flight: int  # URLs leased to a worker now
+    failed: int
+    disallowed: int  # by robots.txt
+    skipped: int
+    pages_stored: int
+    duplicates: int
+    exact_duplicates: int
+    near_duplicates: int
+    aliases: int  # pages that are another's canonical or redirect alias (not indexed themselves)
+    links_not_queued: dict[str, int]  # reason -> links the filters dropped
+    hosts_waiting_by_reason: dict[str, int]  # wait reason -> hosts with work that wait
+    indexed: int
+    hosts: int
+    hosts_active: int  # leased now
+    hosts_waiting: int
+    hosts_parked: int
+    requests: int  # fetch log rows
+    status_codes: dict[str, int]  # HTTP status (or "no-answer") -> requests
+    bytes: int
+    rate_per_s_last_minute: float
+    rate_per_s_overall: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures by name (JSON-ready: numbers and string-keyed counts)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A row the store returns, with its columns as typed fields."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name (what JSON output prints)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HostRow(_Row):
+    """One host's politeness state (``Store.hosts``: ``status --hosts``, the crawl's end)."""
+
+    host: str
+    next_allowed_at: float
+    wait_reason: str | None
+    pending: int
+    robots_status: str | None
+    crawl_delay: float | None
+    response_time: float | None
+    failures: int
+    pages_fetched: int
+    last_error: str | None
+    lease_owner: str | None
+
+
+@dataclass(frozen=True)
+class FetchLogRow(_Row):
+    """One request as the fetch log has it (``Store.fetch_log``: the audit's evidence)."""
+
+    id: int
+    host: str
+    url: str
+    kind: str
+    worker: str
+    started_at: float
+    ended_at: float
+    status: int | None
+    bytes: int
+    error: str | None
+    delay: float | None
+    retry_until: float | None
+    response_seconds: float | None
+    retry_after: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    loop_lag: float | None
+
+
+@dataclass(frozen=True)
+class RobotsVersion(_Row):
+    """One robots.txt version a host served (``Store.robots_versions``)."""
+
+    host: str
+    fetched_at: float
+    status: str
+    body: bytes | None
+
+
+@dataclass(frozen=True)
+class IndexerPage(_Row):
+    """A stored page as the indexer reads it (``pages_changed_since``, ``pages_with_new_anchors``)."""
+
+    url_id: int
+    url: str
+    final_url: str
+    status: int
+    title: str | None
+    text: str | None
+    noindex: int
+    duplicate_of: int | None
+    alias_of: str | None
+    seq: int
+
+
+@dataclass(frozen=True)
+class FrontierEvidence(_Row):
+    """A URL's frontier row, for ``politecrawl why``."""
+
+    id: int
+    url: str
+    host: str
+    depth: int
+    state: str
+    attempts: int
+    outcome: str | None
+    discovered_at: float
+    finished_at: float | None
+    next_fetch_at: float | None
+    kind: str
+    request_url: str | None
+
+
+@dataclass(frozen=True)
+class PageEvidence(_Row):
+    """A URL's stored page, for ``politecrawl why`` (``duplicate_url``: the page it repeats)."""
+
+    status: int
+    content_type: str | None
+    fetched_at: float
+    title: str | None
+    duplicate_of: int | None
+    duplicate_kind: str | None
+    alias_of: str | None
+    noindex: int
+    indexed_at: float | None
+    duplicate_url: str | None
+
+
+@dataclass(frozen=True)
+class RequestEvidence(_Row):
+    """One request for a URL, from the fetch log, for ``politecrawl why``."""
+
+    host: str
+    kind: str
+    started_at: float
+    ended_at: float
+    status: int | None
+    bytes: int
+    error: str | None
+    response_seconds: float | None
+    retry_after: str | None
+    warc_file: str | None
+    warc_offset: int | None
+
+
+@dataclass(frozen=True)
+class HostEvidence(_Row):
+    """A URL's host row, for ``politecrawl why``."""
+
+    host: str
+    next_allowed_at: float
+    wait_reason: str | None
+    delay: float
+    pending: int
+    robots_status: str | None
+    robots_body: bytes | None
+    robots_fetched_at: float | None
+    robots_expires_at: float | None
+    robots_via: str | None
+    crawl_delay: float | None
+    response_time: float | None
+    failures: int
+    last_error: str | None
+    lease_owner: str | None
+    in_scope: int
+    patterns: str | None
+
+
+@dataclass(frozen=True)
+class URLEvidence(_Row):
+    """What the store knows about one URL (``Store.url_evidence``); None / empty where unknown."""
+
+    frontier: FrontierEvidence | None
+    page: PageEvidence | None
+    history: list[RequestEvidence]
+    host: HostEvidence | None
+
+
+@dataclass(frozen=True)
+class RecentError(_Row):
+    """A request that got no answer or a 4xx/5xx, for the status page."""
+
+    host: str
+    url: str
+    status: int | None
+    error: str | None
+    ended_at: float
+
+
+@dataclass(frozen=True)
+class Activity(_Row):
+    """Requests per second in buckets of ``bucket_s`` seconds, oldest first, and the latest errors."""
+
+    rate_per_s: list[float]
+    bucket_s: int
+    recent_errors: list[RecentError]
+
+
+@dataclass(frozen=True)
+class ExportPage(_Row):
+    """A stored page as ``export`` reads it (``duplicate_url``: the page it repeats; ``language``
+    and ``links`` None in a store older than schema 4)."""
+
+    url_id: int
+    url: str
+    final_url: str
+    status: int
+    content_type: str | None
+    fetched_at: float
+    title: str | None
+    text: str | None
+    bytes: int
+    etag: str | None
+    last_modified: str | None
+    alias_of: str | None
+    duplicate_url: str | None
+    noindex: int
+    noarchive: int
+    language: str | None
+    links: str | None
+
+
+class Store(Protocol):
+    """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
+
+    clock_offset: float  # seconds to add to this machine's clock to get the store's (DB) clock
+    parallelism: int  # calls it serves at once (its connections): a worker gives it as many threads
+
+    def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
+
+    def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None: ...
+    def claim_many(
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+    ) -> list[Claim]: ...
+    def release(self, claim: Claim, outcome: Outcome, now: float) -> None: ...
+    def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None: ...
+    def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None: ...
+    def wake_time(self, now: float, min_delay: float) -> float | None: ...
+    def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int: ...
+    def leased_workers(self) -> list[str]: ...
+    def scope_hosts(self) -> list[str]: ...
+    def url_evidence(self, url: str, host: str) -> URLEvidence: ...
+    def activity(self, now: float) -> Activity: ...
+    def host_patterns(self, host: str) -> tuple[int, str | None]: ...
+    def status(self, now: float) -> CrawlStatus: ...  # the crawl's figures at now (the store's clock)
+    def pages_changed_since(self, seq: int, limit: int) -> list[IndexerPage]: ...
+    def mark_indexed(self, url_ids: Sequence[int], now: float, anchors: Sequence[int] | None = None) -> None: ...
+    def anchor_mark(self) -> int: ...
+    def pages_with_new_anchors(self, after: int, upto: int, after_url_id: int, limit: int) -> list[IndexerPage]: ...
+    def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def hosts(self) -> list[HostRow]: ...
+    def fetch_log(self) -> list[FetchLogRow]: ...
+    def robots_versions(self) -> list[RobotsVersion]: ...
+    def url_states(self) -> dict[str, tuple[str, str | None]]: ...
+    def export_pages(self, since: float, batch: int) -> Iterator[ExportPage]: ...
+    def requeue_due(self, now: float) -> int: ...
+    def expire_unavailable(self, now: float) -> int: ...
+    def consistency(self, *, repair: bool = False) -> list[str]: ...
+    def close(self) -> None: ...

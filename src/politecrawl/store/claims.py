@@ -1,0 +1,104 @@
+"""What a claim returns, for both stores: the host row read back, and the page it leases."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from .api import Claim, ClaimKind, HostRobots, URLKind
+from .common import PENDING_STATES
+
+__all__ = ["CLAIM_RETURNING", "claim_from_host_row", "finish_claim", "page_claim"]
+
+
+#: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
+CLAIM_RETURNING = (
+    "host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
+    " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops,"
+    " patterns_version"
+)
+
+
+def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
+    """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
+    (
+        host,
+        r_status,
+        r_body,
+        r_fetched,
+        r_expires,
+        crawl_delay,
+        response_time,
+        failures,
+        fetched,
+        ip,
+        ip_at,
+        delay,
+        robots_via,
+        robots_hops,
+        patterns_version,
+    ) = row
+    return Claim(
+        kind=ClaimKind.ROBOTS,
+        host=host,
+        worker=worker,
+        claimed_at=now,
+        lease_expires_at=expires,
+        robots=HostRobots(r_status, None if r_body is None else bytes(r_body), r_fetched, r_expires),
+        crawl_delay=crawl_delay,
+        response_time=response_time,
+        failures=failures,
+        pages_fetched=fetched,
+        ip=ip,
+        ip_resolved_at=ip_at,
+        delay=delay or 0.0,
+        robots_via=robots_via,
+        robots_hops=robots_hops or 0,
+        patterns_version=patterns_version or 0,
+    )
+
+
+def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: float, ph: str) -> Claim | None:
+    """Inside the claim's transaction: a robots claim as it is, or lease the host's next URL.
+
+    ``conn`` is either store's connection (both have ``execute(sql, args).fetchone()``);
+    ``ph`` its placeholder (``?`` for sqlite3, ``%s`` for psycopg).
+    """
+    if not claim.robots.fresh(now):
+        return claim
+    host = claim.host
+    url_row = conn.execute(lease_url_sql, {**params, "host": host}).fetchone()
+    if url_row is None:
+        # The pending counter disagreed with the frontier: repair it and let go.
+        real = conn.execute(
+            f"SELECT COUNT(*) FROM frontier WHERE host = {ph} AND state IN {PENDING_STATES}", (host,)
+        ).fetchone()[0]
+        conn.execute(
+            f"UPDATE hosts SET pending = {ph}, lease_owner = NULL, lease_expires_at = NULL WHERE host = {ph}",
+            (real, host),
+        )
+        return None
+    cached = conn.execute(
+        f"SELECT etag, last_modified, fingerprint FROM pages WHERE url_id = {ph}", (url_row[0],)
+    ).fetchone()
+    return page_claim(claim, url_row, cached)
+
+
+def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
+    """The same claim for a page: the leased frontier row, and the stored version's validators."""
+    url_id, url, depth, attempts, revisit_interval, url_kind, request_url = url_row
+    etag, last_modified, fingerprint = cached if cached else (None, None, None)
+    return replace(
+        claim,
+        kind=ClaimKind.PAGE,
+        url_id=url_id,
+        url=url,
+        request_url=request_url,
+        url_kind=URLKind(url_kind),
+        depth=depth,
+        attempts=attempts,
+        etag=etag,
+        last_modified=last_modified,
+        fingerprint=fingerprint,
+        revisit_interval=revisit_interval,
+    )

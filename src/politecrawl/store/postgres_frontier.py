@@ -1,0 +1,157 @@
+"""Inserting URLs and hosts into the PostgreSQL store, and a page's seq in commit order.
+
+Every transaction takes the row locks of ``hosts`` in sorted host order before it touches
+``frontier``, so concurrent releases and seeds that share hosts wait for each other instead of
+deadlocking; the pages lock and a page's duplicate-check keys come last.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import psycopg
+
+from .api import NewURL, PageRecord
+from .common import PENDING_STATES, QUEUED
+from .page_writes import page_candidate, simhash_blocks
+from .postgres_connection import the_row
+
+__all__ = [
+    "PAGES_LOCK",
+    "PAGE_LOCKS",
+    "PAGE_SEQ",
+    "page_lock_params",
+    "insert_hosts",
+    "lock_hosts",
+    "insert_frontier",
+    "unique_urls",
+]
+
+# Advisory-lock key of the pages' seq order (pg_advisory_xact_lock takes a bigint: namespaced by hashtext).
+PAGES_LOCK = "politecrawl:pages-seq"
+
+# A page's seq, in one round trip: the pages lock in shared mode first (see _record_page), then the
+# duplicate-check keys in sorted order (each CTE needs the row of the one before it), then nextval.
+PAGE_LOCKS = """shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtext(%(pages)s)) AS x),
+     keyed AS MATERIALIZED (
+       SELECT count(pg_advisory_xact_lock(k.a, k.b)) AS n
+       FROM shared, (SELECT hashtext('politecrawl:dup:' || ns) AS a, hashtext(key) AS b
+                     FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS t(ns, key) ORDER BY 1, 2 OFFSET 0) AS k)"""
+PAGE_SEQ = f"WITH {PAGE_LOCKS} SELECT nextval('pages_seq_counter') FROM keyed"
+
+
+def page_lock_params(page: PageRecord) -> dict:
+    """PAGE_SEQ's parameters for a page about to be written.
+
+    The indexer reads "seq > last seen". nextval hands out numbers in call order, not commit
+    order: a page numbered 5 committing after page 6 was read would never be indexed. So a writer
+    takes seq under the pages lock in *shared* mode, held to COMMIT (writers do not wait for each
+    other), and a reader reads only up to a horizon taken under the same lock in exclusive mode
+    (PostgresStore._horizon): every seq up to it belongs to a finished transaction. The duplicate
+    checks must still see every earlier page that could match this one: those share its
+    fingerprint (exact) or one of its four SimHash blocks (near, pigeonhole), so a lock per
+    fingerprint and per block, held to COMMIT, orders exactly the pages that could be duplicates of
+    each other (taken in sorted key order: no deadlock between two such writers).
+    """
+    ns, keys = [], []
+    if page_candidate(page):
+        ns.append("fp")
+        keys.append(page.fingerprint)
+        if page.simhash is not None:
+            for i, block in enumerate(simhash_blocks(page.simhash)):
+                ns.append(f"sh{i}")
+                keys.append(str(block))
+    return {"pages": PAGES_LOCK, "ns": ns, "keys": keys}
+
+
+def insert_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
+    """Insert-if-absent, in sorted order. Known hosts are filtered out first so that the
+    insert never waits on a row another transaction is merely updating."""
+    # OFFSET 0 keeps NOT EXISTS a per-row probe of the primary key: as an anti join the planner
+    # may hash the whole table (it did, on a small table's statistics, for the frontier below).
+    conn.execute(
+        """INSERT INTO hosts (host, next_allowed_at)
+           SELECT h, 0 FROM unnest(%s::text[]) AS h
+           WHERE NOT EXISTS (SELECT 1 FROM hosts AS known WHERE known.host = h OFFSET 0)
+           ORDER BY h
+           ON CONFLICT (host) DO NOTHING""",
+        (hosts,),
+    )
+
+
+def lock_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
+    """Row-lock the hosts in sorted order: the one lock order every transaction follows."""
+    conn.execute("SELECT 1 FROM hosts WHERE host = ANY(%s::text[]) ORDER BY host FOR UPDATE", (hosts,)).fetchall()
+
+
+def insert_frontier(
+    conn: psycopg.Connection,
+    urls: Sequence[NewURL],
+    now: float,
+    *,
+    requeue: bool = False,
+    page: PageRecord | None = None,
+) -> tuple[int, int | None]:
+    """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new.
+    With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew).
+    Returns how many were new, and with ``page`` that page's seq, taken by the same statement
+    after its locks (PAGE_SEQ: every host lock of the transaction is held by then)."""
+    ordered = sorted(urls, key=lambda u: u.url)
+    if requeue:
+        again = conn.execute(
+            f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = t.p, kind = t.k"
+            " FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS t(u, p, k)"
+            f" WHERE frontier.url = t.u AND frontier.state NOT IN {PENDING_STATES} RETURNING frontier.host",
+            ([u.url for u in ordered], [u.priority for u in ordered], [u.kind for u in ordered]),
+        ).fetchall()
+        for (host,) in again:
+            conn.execute("UPDATE hosts SET pending = pending + 1 WHERE host = %s", (host,))
+    # One statement: the new URLs, and each host's pending count bumped by its new ones (the
+    # hosts are locked already). NOT EXISTS with OFFSET 0 stays a per-URL probe of the unique
+    # index: as an anti join, planned on the statistics of a young frontier, it became a hash
+    # of the whole frontier on every release (measured: most of the database's time per page).
+    # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
+    cur = conn.execute(
+        """WITH {locks}new AS (
+             INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)
+             SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r
+             FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
+                         %(m)s::text[], %(r)s::text[]) AS t(u, h, d, p, k, m, r)
+             WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
+             ORDER BY t.u
+             ON CONFLICT (url) DO NOTHING
+             RETURNING host),
+           per_host AS (SELECT host, COUNT(*) AS n FROM new GROUP BY host),
+           bumped AS (
+             UPDATE hosts SET pending = hosts.pending + per_host.n FROM per_host
+             WHERE hosts.host = ANY(%(hosts)s::text[]) AND hosts.host = per_host.host RETURNING 1)
+           SELECT (SELECT COUNT(*) FROM new), (SELECT COUNT(*) FROM bumped), {seq}""".format(
+            seq="(SELECT nextval('pages_seq_counter') FROM keyed)" if page is not None else "NULL",
+            locks=PAGE_LOCKS + ", " if page is not None else "",
+        ),
+        {
+            **(page_lock_params(page) if page is not None else {}),
+            "now": now,
+            "u": [u.url for u in ordered],
+            "h": [u.host for u in ordered],
+            "d": [u.depth for u in ordered],
+            "p": [u.priority for u in ordered],
+            "k": [u.kind for u in ordered],
+            "m": [u.lastmod for u in ordered],
+            "r": [u.request_url for u in ordered],
+            "hosts": sorted({u.host for u in ordered}),
+        },
+    )
+    row = the_row(cur)  # one row of counts (and the seq)
+    return int(row[0]), row[2]
+
+
+def unique_urls(urls: Sequence[NewURL]) -> list[NewURL]:
+    """First occurrence of each URL, as SQLite's row-by-row INSERT OR IGNORE would keep."""
+    seen: set[str] = set()
+    out = []
+    for u in urls:
+        if u.url not in seen:
+            seen.add(u.url)
+            out.append(u)
+    return out

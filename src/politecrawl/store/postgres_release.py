@@ -1,0 +1,274 @@
+"""The PostgreSQL store's release: everything one claim produced, in one transaction of a few statements."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import psycopg
+
+from politecrawl.content.dedup import NEAR_DISTANCE, to_signed64
+
+from .api import Claim, FetchLogEntry, Outcome, PageRecord
+from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
+from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
+from .postgres_connection import PostgresConnection, the_row
+from .postgres_frontier import PAGE_SEQ, insert_frontier, insert_hosts, lock_hosts, page_lock_params, unique_urls
+from .release import (
+    FETCH_LOG_COLUMNS,
+    fetch_log_values,
+    host_release_sets,
+    insert_fetch_log,
+    insert_robots_versions,
+    release_url_statement,
+    settle_robots,
+)
+
+__all__ = ["PostgresRelease"]
+
+# Near-duplicate lookup (pigeonhole, as in SQLiteStore): a fingerprint within NEAR_DISTANCE bits
+# shares at least one 16-bit block, so the OR of four block equalities (a BitmapOr over the four
+# partial indexes) finds every candidate; bit_count of the XOR then keeps the close ones.
+_NEAR_DUPLICATE = f"""
+SELECT url_id FROM pages
+WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
+  AND url_id <> %(url_id)s AND duplicate_of IS NULL AND noindex = 0 AND alias_of IS NULL
+  AND bit_count((simhash # %(fp)s)::bit(64)) <= {NEAR_DISTANCE}
+ORDER BY url_id LIMIT 1
+"""
+
+# The SQL type of each page column (a statement that inserts from a SELECT names them).
+_PAGE_TYPES = {
+    "url_id": "bigint",
+    "url": "text",
+    "final_url": "text",
+    "status": "bigint",
+    "content_type": "text",
+    "etag": "text",
+    "last_modified": "text",
+    "title": "text",
+    "text": "text",
+    "bytes": "bigint",
+    "fetched_at": "float8",
+    "fingerprint": "text",
+    "duplicate_of": "bigint",
+    "duplicate_kind": "text",
+    "alias_of": "text",
+    "simhash": "bigint",
+    "sh0": "integer",
+    "sh1": "integer",
+    "sh2": "integer",
+    "sh3": "integer",
+    "noindex": "integer",
+    "noarchive": "integer",
+    "unavailable_after": "float8",
+    "language": "text",
+    "links": "text",
+    "seq": "bigint",
+}
+
+
+class PostgresRelease(PostgresConnection):
+    """The release of ``PostgresStore``."""
+
+    def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
+        """Record what the claim produced and give the host back, in one transaction.
+
+        A page with links is four statements: lock (and insert) the hosts involved; the URL's
+        state, the fetch log row and the host row together; the new links with their hosts'
+        pending counts and the page's seq; the page with its duplicate checks, yield counts and
+        anchor text. The order of the locks is that of every other transaction (hosts sorted,
+        then frontier rows, then the pages lock and the duplicate-check keys last).
+        """
+        host_sets, p = host_release_sets(claim, outcome, now, self._dialect)
+        robots_version = None
+        if outcome.robots is not None and outcome.robots.status is not None:
+            r = outcome.robots
+            robots_version = (claim.host, r.fetched_at, r.status, r.body)
+        links = unique_urls(outcome.links)
+        url_id = claim.url_id
+        page = outcome.page if url_id is not None else None
+        # The page's seq is taken with the links (their statement runs after every host lock), or
+        # alone just before the page when there are none.
+        wants_seq = page is not None and page.status != 304
+
+        def tx(conn: psycopg.Connection) -> None:
+            sets = list(host_sets)
+            involved: set[str] = set()
+            plain = True  # every host to lock is the claimer's or a link's (insert-if-absent)
+            if outcome.robots_source is not None:
+                # Hosts waiting on this robots.txt answer are updated too: lock them in order.
+                waiting = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)
+                    ).fetchall()
+                }
+                if waiting - {claim.host}:
+                    plain = False
+                involved |= waiting
+                if outcome.robots_redirect is not None:
+                    plain = False
+                    insert_hosts(conn, [outcome.robots_redirect.host])
+                    involved.add(outcome.robots_redirect.host)
+            if outcome.scope_hosts:
+                plain = False
+                involved |= set(outcome.scope_hosts)
+            link_hosts = sorted({u.host for u in links})
+            if plain and link_hosts:
+                # Lock order: every host involved, in sorted order, inserted if new and locked by the
+                # same statement (ON CONFLICT DO UPDATE locks the row it finds, even when its WHERE
+                # updates nothing); then frontier rows. Claims lock a host then its URL: the orders agree.
+                conn.execute(
+                    """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
+                       ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
+                    (sorted(set(link_hosts) | {claim.host}),),
+                )
+            elif link_hosts or involved:
+                if link_hosts:
+                    insert_hosts(conn, link_hosts)
+                lock_hosts(conn, sorted(involved | set(link_hosts) | {claim.host}))
+            # The URL's new state, the fetch log row and the host row: one statement. The host's
+            # pending count drops if the URL finished and the frontier row was still ours.
+            params = dict(p)
+            ctes = []
+            statement = release_url_statement(self._dialect, claim, outcome, now)
+            if statement is not None:
+                url_sql, url_params, finishing = statement
+                ctes.append(f"url AS ({url_sql} RETURNING 1)")
+                params.update(url_params)
+                if finishing:
+                    sets.append(
+                        "pending = CASE WHEN EXISTS (SELECT 1 FROM url) THEN GREATEST(pending - 1, 0) ELSE pending END"
+                    )
+            if outcome.fetch is not None:
+                names = [f"f_{c}" for c in FETCH_LOG_COLUMNS]
+                ctes.append(
+                    f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) VALUES"
+                    f" ({', '.join(f'%({n})s' for n in names)}))"
+                )
+                params.update(zip(names, fetch_log_values(claim.host, claim.worker, outcome.fetch)))
+            with_ = f"WITH {', '.join(ctes)} " if ctes else ""
+            # The SET list is built from the fixed fragments above; every value is a parameter.
+            # The transaction's id comes back: should the COMMIT's answer be lost, it tells its fate.
+            row = conn.execute(
+                f"{with_}UPDATE hosts SET {', '.join(sets)} WHERE host = %(host)s RETURNING pg_current_xact_id()::text",
+                params,
+            ).fetchone()
+            if row is not None:
+                xid[:] = [row[0]]
+            versions = [robots_version] if robots_version is not None else []
+            versions += settle_robots(
+                conn,
+                self._dialect,
+                claim,
+                outcome,
+                now,
+                lambda new: insert_frontier(conn, new, now, requeue=True),
+            )
+            insert_robots_versions(conn, self._dialect, versions)
+            seq = None
+            if links:
+                _, seq = insert_frontier(conn, links, now, page=page if wants_seq else None)
+            if outcome.scope_hosts:
+                conn.execute(
+                    "UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])", (sorted(outcome.scope_hosts),)
+                )
+            if outcome.rejected_links:
+                # Rows of claim.host only, whose hosts row this transaction already holds: no new lock order.
+                reasons = sorted(outcome.rejected_links)
+                conn.execute(
+                    """INSERT INTO link_stats (host, reason, n)
+                       SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS t(r, n)
+                       ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
+                    (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
+                )
+            if page is not None and url_id is not None:  # (a page comes with its URL id: see above)
+                if page.status == 304:
+                    # Not modified: a new fetch time only — no re-parse, no re-index.
+                    conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, url_id))
+                else:
+                    if seq is None:
+                        seq = the_row(conn.execute(PAGE_SEQ, page_lock_params(page)))[0]
+                    self._record_page(conn, url_id, claim, outcome, page, seq)
+
+        xid: list = []
+        self._transaction(tx, "release a claim", xid=xid)
+
+    def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None:
+        """Each release in its own transaction: PostgreSQL takes them in parallel from the
+        worker's store threads, and a short transaction holds the pages lock briefly."""
+        for claim, outcome, now in releases:
+            self.release(claim, outcome, now)
+
+    def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
+        """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
+        self._transaction(lambda conn: insert_fetch_log(conn, self._dialect, host, worker, entry), "log a fetch")
+
+    @staticmethod
+    def _record_page(
+        conn: psycopg.Connection, url_id: int, claim: Claim, outcome: Outcome, page: PageRecord, seq: int
+    ) -> None:
+        """The page (replacing an older version) with its duplicate checks, the host's yield counts
+        and the page's anchor text: one statement, after the pages lock and the page's
+        duplicate-check keys are held (PAGE_SEQ), so its snapshot sees every earlier page that
+        could be its original. What SQLiteStore does in record_page, _watch_yield and the anchors
+        insert, with the same SQL fragments (common.PAGE_COLUMNS, PAGE_UPSERT, EXACT_DUPLICATE_WHERE).
+        """
+        values = page_values(url_id, page, seq, None, None)
+        params: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
+        candidate = page_candidate(page)
+        params.update(
+            url_id=url_id,
+            fprint=page.fingerprint,
+            candidate=candidate,
+            host=claim.host,
+            near=candidate and page.simhash is not None,
+        )
+        b0, b1, b2, b3 = simhash_blocks(page.simhash)
+        params.update(b0=b0, b1=b1, b2=b2, b3=b3, fp=None if page.simhash is None else to_signed64(page.simhash))
+        where = EXACT_DUPLICATE_WHERE.format(fp="%(fprint)s::text", url_id="%(url_id)s")
+        exact = f"SELECT url_id FROM pages WHERE {where} ORDER BY url_id LIMIT 1"
+        select = []
+        for i, col in enumerate(PAGE_COLUMNS):
+            if col == "duplicate_of":
+                select.append("pick.duplicate_of")
+            elif col == "duplicate_kind":
+                select.append("pick.kind")
+            else:
+                select.append(f"%(v{i})s::{_PAGE_TYPES[col]}")
+        ctes = [
+            f"""dup AS MATERIALIZED (SELECT
+                  CASE WHEN %(candidate)s THEN ({exact}) END AS exact,
+                  CASE WHEN %(near)s THEN ({_NEAR_DUPLICATE}) END AS near)""",
+            f"""pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
+                               CASE WHEN exact IS NOT NULL THEN {EXACT} WHEN near IS NOT NULL THEN {NEAR} END AS kind
+                        FROM dup)""",
+            f"""page AS (INSERT INTO pages ({", ".join(PAGE_COLUMNS)}, indexed_at)
+                         SELECT {", ".join(select)}, NULL FROM pick
+                         {PAGE_UPSERT}
+                         RETURNING duplicate_of)""",
+        ]
+        check = outcome.yield_check
+        if check is not None:
+            # Decayed counts of recent pages and duplicates; the host pauses when duplicates dominate
+            # (the counts then start again from 0), as SQLiteStore's two updates do. The host row is
+            # this transaction's already (its release UPDATE).
+            enough = yield_threshold(check)
+            pages = "(recent_pages * %(decay)s + 1)"
+            dups = "(recent_duplicates * %(decay)s + (SELECT (duplicate_of IS NOT NULL)::int FROM page))"
+            pause = f"({pages} >= %(enough)s AND {dups} / {pages} >= %(share)s)"
+            ctes.append(f"""watch AS (UPDATE hosts SET
+                  next_allowed_at = CASE WHEN {pause} THEN GREATEST(next_allowed_at, %(until)s)
+                                    ELSE next_allowed_at END,
+                  wait_reason = CASE WHEN {pause} THEN {WAIT_LOW_YIELD} ELSE wait_reason END,
+                  recent_pages = CASE WHEN {pause} THEN 0 ELSE {pages} END,
+                  recent_duplicates = CASE WHEN {pause} THEN 0 ELSE {dups} END
+                WHERE host = %(host)s)""")
+            params.update(decay=YIELD_DECAY, until=check.pause_until, enough=enough, share=check.max_duplicate_share)
+        if outcome.anchors:
+            # Under the pages lock (shared) that PAGE_SEQ took: see _horizon for the anchor ids' order.
+            ctes.append("""anchor AS (INSERT INTO anchors (target, source_host, text)
+                             SELECT t, %(host)s, x FROM unnest(%(a_t)s::text[], %(a_x)s::text[]) AS a(t, x)
+                             ON CONFLICT (target, source_host, text) DO NOTHING)""")
+            params.update(a_t=[t for t, _ in outcome.anchors], a_x=[x for _, x in outcome.anchors])
+        conn.execute(f"WITH {', '.join(ctes)} SELECT duplicate_of FROM page", params)
