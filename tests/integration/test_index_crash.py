@@ -33,7 +33,8 @@ import pytest
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
-from politecrawl.index.reader import IndexReader, load_generation, read_current_pointer
+from politecrawl.index.generation import load_generation, read_current_pointer
+from politecrawl.index.reader import IndexReader
 
 # At import (collection) time: later, the module named conftest is another folder's.
 from conftest import crawl

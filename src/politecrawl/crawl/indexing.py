@@ -32,7 +32,7 @@ from pathlib import Path
 from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
-from politecrawl.index.reader import is_outdated, read_current_pointer
+from politecrawl.index.generation import is_outdated, read_current_pointer
 from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
 from politecrawl.store import Store
 

@@ -76,7 +76,8 @@ from .bm25 import (
     proximity_scores,
     saturate,
 )
-from .reader import IndexReader, SegmentView, current_identity, local_commits, union_of_docs
+from .generation import current_identity, local_commits
+from .reader import IndexReader, SegmentView, union_of_docs
 from .snippet import DAMAGED_TEXT_ERRORS, MAX_POSITIONS, snippet_for_hit, snippet_from_runs
 
 __all__ = ["Hit", "Searcher"]

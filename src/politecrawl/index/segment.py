@@ -77,6 +77,7 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .generation import fsync_dir
 from .snippet import open_body
 
 __all__ = [
@@ -97,19 +98,6 @@ FORMAT = "politecrawl-segment"
 #: ``BODY_CODEC = "zlib"``), the anchor field.
 VERSION = 3
 READABLE_VERSIONS = (2, 3)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
@@ -466,9 +454,9 @@ def _write_segment_files(
             "analyzer": analyzer.to_json(),
         }
         _write_bytes(tmp, "header.json", json.dumps(header, indent=1).encode("utf-8"))
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         os.rename(tmp, seg_dir)
-        _fsync_dir(seg_dir.parent)
+        fsync_dir(seg_dir.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

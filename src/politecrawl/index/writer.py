@@ -59,16 +59,24 @@ from types import TracebackType
 from politecrawl.errors import SearchIndexError
 
 from .analysis import Analyzer
-from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, note_commit, read_current_pointer
-from .segment import Segment, _fsync_dir, merge_segments, write_segment
+from .generation import (
+    GENERATION_RE,
+    TMP_GENERATION_RE,
+    fsync_dir,
+    generation_number,
+    load_generation,
+    note_commit,
+    publish,
+    read_current_pointer,
+    write_generation,
+)
+from .segment import Segment, merge_segments, write_segment
 
 __all__ = ["IndexLockedError", "IndexWriter", "plan_compaction", "plan_merges"]
 
-_GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
-#: a segment being written (``segment._write_segment_files``) or a temp file of ``_write_atomic``
+#: a segment being written (``segment._write_segment_files``)
 _TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
-_TMP_GEN_RE = re.compile(r"^\.tmp-gen-(\d{6,})\.json-")
 
 
 class IndexLockedError(SearchIndexError):
@@ -237,15 +245,6 @@ def _remove(p: Path) -> None:
         raise SearchIndexError(f"cannot remove the leftover {p}: {exc.strerror or exc}") from exc
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class IndexWriter:
     """Exclusive writer of the index in ``index_dir`` (created if missing)."""
 
@@ -353,17 +352,17 @@ class IndexWriter:
             if m:
                 top_seg = max(top_seg, int(m.group(1)))
                 continue
-            m = _GEN_RE.match(e.name) or _TMP_GEN_RE.match(e.name)
+            m = GENERATION_RE.match(e.name) or TMP_GENERATION_RE.match(e.name)
             if m:
                 top_gen = max(top_gen, int(m.group(1)))
-                if _GEN_RE.match(e.name) and int(m.group(1)) < current_gen:
+                if GENERATION_RE.match(e.name) and int(m.group(1)) < current_gen:
                     older_gens.append(e.name)
         self._next_segment = max(self._next_segment, top_seg + 1)
         # The next commit writes generation max(...) + 1: not a number a leftover file had.
         self._generation_floor = max(current_gen, top_gen)
         keep_segs = {e["name"] for e in self._entries}
-        # older_gens holds only names _GEN_RE matched: gen-NNNNNN.json
-        previous = max(older_gens, key=lambda g: int(g[len("gen-") : -len(".json")]), default=None)
+        # older_gens holds only generation file names
+        previous = max(older_gens, key=lambda g: generation_number(g) or 0, default=None)
         if previous is not None:
             try:
                 keep_segs |= {e["name"] for e in load_generation(self.index_dir, previous)["segments"]}
@@ -371,8 +370,8 @@ class IndexWriter:
                 pass
         for e in entries:
             name = e.name
-            m = _GEN_RE.match(name)
-            if m and (int(m.group(1)) > current_gen or (name in older_gens and name != previous)):
+            number = generation_number(name)
+            if number is not None and (number > current_gen or (name in older_gens and name != previous)):
                 _remove(Path(e.path))
             elif _SEG_RE.match(name) and name not in keep_segs:
                 _remove(Path(e.path))
@@ -513,21 +512,17 @@ class IndexWriter:
 
         # 4. the generation file, then CURRENT
         gen = max(self._generation, self._generation_floor) + 1
-        gen_name = f"gen-{gen:06d}.json"
-        data = {
-            "format": INDEX_FORMAT,
-            "version": INDEX_VERSION,
-            "generation": gen,
-            "analyzer": self._analyzer.to_json(),
-            "next_segment": self._next_segment,
-            "segments": entries,
-        }
-        # Compact JSON: tombstone lists can be long, one line per id is not.
-        _write_atomic(self.index_dir / gen_name, json.dumps(data, separators=(",", ":")))
+        gen_name = write_generation(
+            self.index_dir,
+            gen,
+            analyzer=self._analyzer.to_json(),
+            next_segment=self._next_segment,
+            segments=entries,
+        )
         previous = read_current_pointer(self.index_dir)
-        _write_atomic(self.index_dir / "CURRENT", gen_name + "\n")
+        publish(self.index_dir, gen_name)
         self._published = True
-        _fsync_dir(self.index_dir)
+        fsync_dir(self.index_dir)
         self._generation, self._entries = gen, entries
         note_commit()
 
@@ -562,7 +557,7 @@ class IndexWriter:
         for p in self.index_dir.iterdir():
             name = p.name
             try:
-                if _GEN_RE.match(name) and name not in keep_gens:
+                if GENERATION_RE.match(name) and name not in keep_gens:
                     p.unlink()
                 elif _SEG_RE.match(name) and name not in keep_segs:
                     shutil.rmtree(p, ignore_errors=True)
