@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
+from politecrawl.index.merge_policy import plan_compaction, plan_merges
 from politecrawl.index.reader import IndexReader
-from politecrawl.index.writer import plan_compaction, plan_merges
 
 DOCS = [
     (

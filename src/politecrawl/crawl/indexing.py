@@ -33,7 +33,8 @@ from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
 from politecrawl.index.generation import is_outdated, read_current_pointer
-from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
+from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
+from politecrawl.index.writer import IndexLockedError
 from politecrawl.store import Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable"]

@@ -13,7 +13,7 @@ A commit
    added again or deleted in this transaction (segments stay immutable);
 2. writes the added documents as new segments (temp dir + atomic rename),
    one per ``WRITE_CHUNK_CHARS`` of text (usually one);
-3. applies the merge policy (``plan_merges``), which may rewrite several
+3. applies the merge policy (``merge_policy.plan_merges``), which may rewrite several
    segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
    indexer's memory stays bounded however large the index grows.  Merging concatenates the
    postings of the live documents (``segment.merge_segments``): no text is re-analysed, and the result equals
@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import re
 import shutil
@@ -70,9 +69,10 @@ from .generation import (
     read_current_pointer,
     write_generation,
 )
+from .merge_policy import MAX_SEGMENT_TOKENS, MERGE_FACTOR, plan_compaction, plan_merges
 from .segment import Segment, merge_segments, write_segment
 
-__all__ = ["IndexLockedError", "IndexWriter", "plan_compaction", "plan_merges"]
+__all__ = ["WRITE_CHUNK_CHARS", "IndexLockedError", "IndexWriter"]
 
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
 #: a segment being written (``segment._write_segment_files``)
@@ -81,83 +81,6 @@ _TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
 
 class IndexLockedError(SearchIndexError):
     """Another writer holds the index lock (and kept it longer than ``lock_timeout``)."""
-
-
-def plan_merges(
-    sizes: list[int],
-    deleted: list[int] | None = None,
-    *,
-    factor: int = 10,
-    tokens: list[int] | None = None,
-    max_tokens: int | None = None,
-) -> list[list[int]]:
-    """Tiered merge policy: which segments (by index) to merge into one.
-
-    ``sizes`` are live document counts.  Segments fall into tiers by order of
-    magnitude (``floor(log_factor(size))``); when a tier holds ``factor`` or
-    more segments, all of them are merged into one (which lands a tier up).
-    A segment whose documents are more than half tombstones is rewritten on
-    its own to reclaim space.  Pure function, so it can be tested by tables.
-
-    With ``tokens`` (live tokens per segment) and ``max_tokens``, no merge
-    produces more than ``max_tokens``: a tier's group is cut into runs that
-    fit, and a segment of at least ``max_tokens / 2`` is full and merged no
-    more (Lucene's TieredMergePolicy caps segments the same way).  Merging
-    costs memory in proportion to the result, so this bounds the indexer's
-    memory however large the index grows.
-    """
-    deleted = deleted or [0] * len(sizes)
-    full = set()
-    if tokens is not None and max_tokens is not None:
-        full = {i for i, t in enumerate(tokens) if t >= max_tokens / 2}
-    tiers: dict[int, list[int]] = {}
-    for i, size in enumerate(sizes):
-        if i not in full:
-            tiers.setdefault(int(math.log(max(size, 1), factor)), []).append(i)
-    groups = []
-    for _, idx in sorted(tiers.items()):
-        if len(idx) < factor:
-            continue
-        if tokens is None or max_tokens is None:
-            groups.append(idx)
-            continue
-        run: list[int] = []
-        total = 0
-        for i in idx:
-            if run and total + tokens[i] > max_tokens:
-                if len(run) > 1:
-                    groups.append(run)
-                run, total = [], 0
-            run.append(i)
-            total += tokens[i]
-        if len(run) > 1:
-            groups.append(run)
-    in_group = {i for g in groups for i in g}
-    for i, (size, dead) in enumerate(zip(sizes, deleted)):
-        if i not in in_group and dead > size:
-            groups.append([i])
-    return groups
-
-
-def plan_compaction(tokens: list[int], max_tokens: int) -> list[list[int]]:
-    """Runs of segments (by index) to merge so that few remain: the segments that are not full
-    (``< max_tokens / 2``, as in ``plan_merges``), in order, packed greedily into runs whose
-    total fits ``max_tokens``; runs of one are left alone. Pure, tested by tables."""
-    groups: list[list[int]] = []
-    run: list[int] = []
-    total = 0
-    for i, t in enumerate(tokens):
-        if t >= max_tokens / 2:
-            continue
-        if run and total + t > max_tokens:
-            if len(run) > 1:
-                groups.append(run)
-            run, total = [], 0
-        run.append(i)
-        total += t
-    if len(run) > 1:
-        groups.append(run)
-    return groups
 
 
 _FILE_MEMO: dict[tuple[str, str, int, int], object] = {}
@@ -197,11 +120,6 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
 #: complete update ends with ``compact()``. What it costs, measured:
 #: ``benchmarks/bench_index_memory.py`` (``--write-chunk-chars`` tries another size).
 WRITE_CHUNK_CHARS = 16_000_000
-#: No merge produces a segment of more tokens than this (see ``plan_merges``): a merge costs
-#: memory in proportion to its result, so without a cap each tier of merges would cost ten times
-#: the last and the peak would grow with the index. ``bench_index_memory.py
-#: --max-segment-tokens`` measures it with another cap.
-MAX_SEGMENT_TOKENS = 8_000_000
 
 
 def _chunks(items, max_chars: int):
@@ -253,7 +171,7 @@ class IndexWriter:
         index_dir: str | Path,
         *,
         lock_timeout: float = 30.0,
-        merge_factor: int = 10,
+        merge_factor: int = MERGE_FACTOR,
         stop_words: bool | None = None,
         max_segment_tokens: int = MAX_SEGMENT_TOKENS,
     ):
