@@ -1,7 +1,7 @@
 """The merge policy: which segments a commit merges into one, and how large a merge may get.
 
 Pure functions of the segments' sizes, tested by tables; ``writer.IndexWriter`` applies what
-they return (``segment.merge_segments`` does the merging).  Every commit applies
+they return (``segment_merge.merge_segments`` does the merging).  Every commit applies
 ``plan_merges`` (tiers by order of magnitude, Lucene's ``TieredMergePolicy`` in small);
 ``IndexWriter.compact`` adds ``plan_compaction`` (the end of a crawl or of ``politecrawl
 index``: fewer segments answer faster).  Neither produces a segment of more than

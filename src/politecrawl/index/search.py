@@ -76,9 +76,11 @@ from .bm25 import (
     proximity_scores,
     saturate,
 )
+from .bodies import DAMAGED_TEXT_ERRORS
 from .generation import current_identity, local_commits
 from .reader import IndexReader, SegmentView, union_of_docs
-from .snippet import DAMAGED_TEXT_ERRORS, MAX_POSITIONS, snippet_for_hit, snippet_from_runs
+from .snippet import MAX_POSITIONS
+from .snippet_hit import snippet_for_hit, snippet_from_runs
 
 __all__ = ["Hit", "Searcher"]
 

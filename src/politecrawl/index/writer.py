@@ -16,7 +16,7 @@ A commit
 3. applies the merge policy (``merge_policy.plan_merges``), which may rewrite several
    segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
    indexer's memory stays bounded however large the index grows.  Merging concatenates the
-   postings of the live documents (``segment.merge_segments``): no text is re-analysed, and the result equals
+   postings of the live documents (``segment_merge.merge_segments``): no text is re-analysed, and the result equals
    indexing those documents afresh (tested);
 4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
    ``CURRENT`` at it the same way, so readers see the old or the new
@@ -70,12 +70,14 @@ from .generation import (
     write_generation,
 )
 from .merge_policy import MAX_SEGMENT_TOKENS, MERGE_FACTOR, plan_compaction, plan_merges
-from .segment import Segment, merge_segments, write_segment
+from .segment import Segment
+from .segment_merge import merge_segments
+from .segment_write import write_segment
 
 __all__ = ["WRITE_CHUNK_CHARS", "IndexLockedError", "IndexWriter"]
 
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
-#: a segment being written (``segment._write_segment_files``)
+#: a segment being written (``segment_write.write_segment_files``)
 _TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
 
 
