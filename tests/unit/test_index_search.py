@@ -779,3 +779,12 @@ def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed
     else:
         expected = np.arange(n)
     assert np.array_equal(_at_least_kth(scores, k), expected)
+
+
+def test_mark_highlights_checks_the_offsets_for_every_face():
+    from politecrawl.index.snippet import mark_highlights
+
+    assert mark_highlights("a needle here", [(2, 8)], lambda s: f"[{s}]") == "a [needle] here"
+    # unsorted, overlapping, out of range and empty ranges cost a highlight, never the text
+    assert mark_highlights("short", [(3, 99), (-5, 1), (2, 2)], lambda s: f"[{s}]") == "[s]ho[rt]"
+    assert mark_highlights("a<b", [(0, 1)], lambda s: f"<{s}>", lambda s: s.replace("<", "&lt;")) == "<a>&lt;b"

@@ -21,13 +21,14 @@ first ``SCAN_CHARS`` of a body are scanned (bound the work per hit).
 
 A search's hits get theirs from ``snippet_hit`` (a bounded window of the stored body, found
 from the query terms' token positions); ``best_window`` is where in those positions it is.
+``mark_highlights`` renders a snippet's highlights, for every face that shows one.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "WINDOW_TOKENS",
     "best_window",
     "make_snippet",
+    "mark_highlights",
 ]
 
 WINDOW_CHARS = 200
@@ -299,3 +301,30 @@ def _best_window_np(positions: list[np.ndarray], width: int, limit: int) -> tupl
         if k < len(p) and p[k] == start:
             return i, k
     raise AssertionError("unreachable: the start is some term's position")
+
+
+def mark_highlights(
+    text: str,
+    highlights: Iterable[tuple[int, int]],
+    mark: Callable[[str], str],
+    plain: Callable[[str], str] = str,
+) -> str:
+    """``text`` with each ``(start, end)`` range of ``highlights`` passed through ``mark`` and the
+    pieces around them through ``plain``: how every face shows a hit's highlights (the web UI
+    escapes the pieces and wraps the ranges in ``<mark>``, the CLI makes them bold).
+
+    Offsets are trusted only after checking: ranges are sorted, clipped to the text, and
+    overlapping or empty ones skipped, so bad offsets cost a highlight, never the page.
+    """
+    out: list[str] = []
+    pos = 0
+    n = len(text)
+    for start, end in sorted((int(s), int(e)) for s, e in highlights):
+        start, end = max(start, pos), min(end, n)
+        if start >= end:
+            continue
+        out.append(plain(text[pos:start]))
+        out.append(mark(text[start:end]))
+        pos = end
+    out.append(plain(text[pos:]))
+    return "".join(out)
