@@ -416,11 +416,13 @@ _COMMON = ["the"] * 6 + ["a"] * 3 + ["of"] * 2  # draws skewed towards a few com
 
 def _exhaustive_ranking(searcher, q, k):
     """Reference top-k: every matching document scored, then sorted."""
+    from politecrawl.index import engine_numpy
     from politecrawl.index.analysis import parse_query
 
-    reader = searcher._refresh()
+    scorer = searcher._current()
+    reader = scorer.reader
     rows = []
-    for si, docs, sc in searcher._match(reader, parse_query(q, reader.analyzer)):
+    for si, docs, sc in engine_numpy.match(scorer, parse_query(q, reader.analyzer)):
         for d, v in zip(docs, sc):
             rows.append((-float(v), reader.views[si].segment.urls[d]))
     return [(u, -s) for s, u in sorted(rows)[:k]]
@@ -771,7 +773,7 @@ def test_best_window_of_one_term_is_the_earliest_densest_before_the_limit(raw, w
 @given(st.integers(0, 40_000), st.integers(1, 60), st.integers(1, 50), st.integers(0, 2**32 - 1))
 def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed):
     # Many ties (few distinct scores), as common words give: every score tied at the k-th is kept.
-    from politecrawl.index.search import _at_least_kth
+    from politecrawl.index.engine_numpy import _at_least_kth
 
     scores = np.random.default_rng(seed).integers(0, distinct, n).astype(np.float64) * 0.37
     if n > k:
