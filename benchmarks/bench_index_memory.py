@@ -244,7 +244,8 @@ def main() -> None:
     ap.add_argument("--index-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
     from politecrawl.crawl.indexing import STOPPABLE_BATCH
-    from politecrawl.index.writer import MAX_SEGMENT_TOKENS, WRITE_CHUNK_CHARS
+    from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
+    from politecrawl.index.writer import WRITE_CHUNK_CHARS
 
     changed = args.max_segment_tokens is not None or args.write_chunk_chars is not None
     args.max_segment_tokens = args.max_segment_tokens or MAX_SEGMENT_TOKENS

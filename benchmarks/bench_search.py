@@ -777,8 +777,8 @@ def query_parts(base, queries, scale: int, rounds: int = 3) -> None:
     import cProfile
     import pstats
 
+    from politecrawl.index import engine_compiled, engine_numpy, snippet_hit
     from politecrawl.index import search as search_mod
-    from politecrawl.index import snippet as snippet_mod
 
     work = Path(tempfile.mkdtemp(prefix="bench-query-parts-"))
     try:
@@ -816,22 +816,24 @@ def query_parts(base, queries, scale: int, rounds: int = 3) -> None:
                 if f == code.co_filename and name == code.co_name and line == code.co_firstlineno
             )
 
-        S = search_mod.Searcher
-        total = cum(S.search)
+        total = cum(search_mod.Searcher.search)
         if kernels.compiled is not None:
             parts = [
                 ("document frequencies (IndexReader.doc_freqs)", cum(type(s._refresh()).doc_freqs)),
-                ("scoring every segment (kernels top, with its call)", cum(S._top_compiled)),
-                ("ranking, proximity rerank, positions (kernels rank)", cum(S._page_compiled) - cum(S._top_compiled)),
-                ("snippets (snippet_from_runs)", cum(snippet_mod.snippet_from_runs)),
+                ("scoring every segment (kernels top, with its call)", cum(engine_compiled.top)),
+                (
+                    "ranking, proximity rerank, positions (kernels rank)",
+                    cum(engine_compiled.page) - cum(engine_compiled.top),
+                ),
+                ("snippets (snippet_from_runs)", cum(snippet_hit.snippet_from_runs)),
                 ("parsing the query (parse_query)", cum(search_mod.parse_query)),
             ]
         else:
             parts = [
-                ("scoring every match (Searcher._match)", cum(S._match)),
-                ("term proximity of the top 100 (Searcher._proximity)", cum(S._proximity)),
-                ("snippets: positions of the top 10 (Searcher._body_positions)", cum(S._body_positions)),
-                ("snippets: text (snippet_for_hit)", cum(snippet_mod.snippet_for_hit)),
+                ("scoring every match (engine_numpy.match)", cum(engine_numpy.match)),
+                ("term proximity of the top 100 (engine_numpy.proximity)", cum(engine_numpy.proximity)),
+                ("snippets: positions of the top 10 (engine_numpy.body_positions)", cum(engine_numpy.body_positions)),
+                ("snippets: text (snippet_for_hit)", cum(snippet_hit.snippet_for_hit)),
                 ("reading the postings (IndexReader.postings)", cum(type(s._refresh()).postings)),
                 ("parsing the query (parse_query)", cum(search_mod.parse_query)),
             ]

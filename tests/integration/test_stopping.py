@@ -100,7 +100,7 @@ def test_a_stopped_crawl_never_merges_past_the_running_crawls_cap(sandbox_factor
     with the complete update, which compacts (the negative control: the spy sees that too)."""
     import politecrawl.crawl.indexing as indexing
     from politecrawl.crawl.crawler import CRAWL_MERGE_TOKENS
-    from politecrawl.index.writer import MAX_SEGMENT_TOKENS
+    from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
 
     calls: list[dict] = []
     real = indexing.update_index

@@ -155,6 +155,7 @@ def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring)
     pruned search are those of the kernels without pruning and of the numpy code, and on a query
     of rare words with a word in every page it reads fewer postings (the negative control:
     the same query unpruned reads them all)."""
+    from politecrawl.index import engine_compiled
     from politecrawl.index.analysis import parse_query
 
     path = tmp_path / "ix"
@@ -171,10 +172,9 @@ def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring)
             assert got == _hits(unpruned, q, limit=limit), (q, limit)
             with numpy_only():
                 assert got == _hits(slow, q, limit=limit), (q, limit)
-    reader = pruned._refresh()
     q = parse_query("rare tenth the")
-    read_pruned = pruned._match_compiled(reader, q, 10)[2]
-    read_all = unpruned._match_compiled(reader, q, 10)[2]
+    read_pruned = engine_compiled.match(pruned._current(), q, 10, prune=pruned.top_k_pruning)[2]
+    read_all = engine_compiled.match(unpruned._current(), q, 10, prune=unpruned.top_k_pruning)[2]
     assert read_pruned < read_all / 2, (read_pruned, read_all)
 
 

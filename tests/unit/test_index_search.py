@@ -416,11 +416,13 @@ _COMMON = ["the"] * 6 + ["a"] * 3 + ["of"] * 2  # draws skewed towards a few com
 
 def _exhaustive_ranking(searcher, q, k):
     """Reference top-k: every matching document scored, then sorted."""
+    from politecrawl.index import engine_numpy
     from politecrawl.index.analysis import parse_query
 
-    reader = searcher._refresh()
+    scorer = searcher._current()
+    reader = scorer.reader
     rows = []
-    for si, docs, sc in searcher._match(reader, parse_query(q, reader.analyzer)):
+    for si, docs, sc in engine_numpy.match(scorer, parse_query(q, reader.analyzer)):
         for d, v in zip(docs, sc):
             rows.append((-float(v), reader.views[si].segment.urls[d]))
     return [(u, -s) for s, u in sorted(rows)[:k]]
@@ -482,11 +484,11 @@ def test_top_k_pruning_is_exact(tmp_path_factory, scoring):
 def test_body_stream_decodes_utf8_split_across_steps(monkeypatch):
     import zlib
 
-    from politecrawl.index import snippet
+    from politecrawl.index import bodies
 
-    monkeypatch.setattr(snippet, "FIRST_CHUNK", 7)  # tiny steps: sequences are cut everywhere
+    monkeypatch.setattr(bodies, "FIRST_CHUNK", 7)  # tiny steps: sequences are cut everywhere
     text = "".join(f"é{i}€😀ü " for i in range(400)) + "\udcff end"  # a lone surrogate is stored too
-    stream = snippet.BodyStream(zlib.compress(text.encode("utf-8", "surrogatepass"), 1))
+    stream = bodies.BodyStream(zlib.compress(text.encode("utf-8", "surrogatepass"), 1))
     sizes = []
     while not stream.done:
         stream.grow()
@@ -530,16 +532,16 @@ def _grown_lengths(monkeypatch):
     bytes decompressed in all so far."""
     import lz4.block
 
-    from politecrawl.index import snippet
+    from politecrawl.index import bodies
 
     lengths = []
-    real_grow = snippet.BodyStream.grow
+    real_grow = bodies.BodyStream.grow
 
     def grow(self, at_least=0):
         real_grow(self, at_least)
         lengths.append(len(self.text))
 
-    monkeypatch.setattr(snippet.BodyStream, "grow", grow)
+    monkeypatch.setattr(bodies.BodyStream, "grow", grow)
     real_decompress = lz4.block.decompress
 
     def decompress(data, *args, **kw):
@@ -609,11 +611,11 @@ def test_snippet_with_casefolding_that_tokens_and_text_disagree_on(tmp_path):
 
 @pytest.mark.parametrize("codec", ["lz4", "zlib"])
 def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch, codec):
-    from politecrawl.index import segment, snippet
+    from politecrawl.index import bodies
     from politecrawl.index.analysis import Analyzer
 
-    monkeypatch.setattr(segment, "SYNC_CHARS", 500)
-    monkeypatch.setattr(segment, "BODY_CODEC", codec)  # "zlib": a segment of format version 2
+    monkeypatch.setattr(bodies, "SYNC_CHARS", 500)
+    monkeypatch.setattr(bodies, "BODY_CODEC", codec)  # "zlib": a segment of format version 2
     words = ["naïve", "Straße", "ｆｕｌｌ", "x²", "don't", "a_b", "résumé", "\u00a0nbsp", "tab\there", "new\nline"]
     body = " ".join(words[i % len(words)] + str(i % 7) for i in range(3000))
     with IndexWriter(tmp_path / "ix") as w:
@@ -629,7 +631,7 @@ def test_long_bodies_have_sync_points_and_the_same_tokens(tmp_path, monkeypatch,
     for byte, char, token in sync.tolist():
         assert body[char].isspace()
         assert len(Analyzer().tokenize(body[:char])) == token
-        tail = snippet.open_body(seg.body_bytes(0), codec, start=byte, stops=stops)
+        tail = bodies.open_body(seg.body_bytes(0), codec, start=byte, stops=stops)
         tail.ensure(len(body))
         assert tail.text == body[char:]
 
@@ -646,13 +648,13 @@ def test_snippet_deep_in_a_long_body_starts_at_a_sync_point(tmp_path, monkeypatc
 
 
 def test_segments_without_sync_points_still_give_snippets(tmp_path, monkeypatch):
-    from politecrawl.index import segment
+    from politecrawl.index import bodies
 
     body = "filler words " * 1500 + "the rare needle is here " + "more filler " * 2000
-    monkeypatch.setattr(segment, "BODY_CODEC", "zlib")  # written as a version-2 segment
+    monkeypatch.setattr(bodies, "BODY_CODEC", "zlib")  # written as a version-2 segment
     with IndexWriter(tmp_path / "ix") as w:
         w.add_document("http://long/", "Long", body)
-    monkeypatch.setattr(segment, "BODY_CODEC", "lz4")
+    monkeypatch.setattr(bodies, "BODY_CODEC", "lz4")
     [seg_dir] = (tmp_path / "ix").glob("seg-*")
     for name in ("body_sync.npy", "body_sync_ptr.npy"):  # as a segment written by an older version
         (seg_dir / name).unlink()
@@ -670,13 +672,13 @@ def test_segments_without_sync_points_still_give_snippets(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("codec", ["lz4", "zlib"])
 def test_body_stream_from_a_sync_point_reads_piece_by_piece(codec):
-    from politecrawl.index import segment, snippet
+    from politecrawl.index import bodies
 
     body = "".join(f"wörd{i} é😀 " for i in range(3000))
     cuts = [c for c in range(500, len(body), 700) if body[c].isspace()] or [body.index(" ", 500)]
-    [(compressed, offsets)] = segment._compress_bodies([(body, cuts)], codec)
+    [(compressed, offsets)] = bodies.compress_bodies([(body, cuts)], codec)
     for start, char in [(0, 0)] + list(zip(offsets, cuts)):
-        stream = snippet.open_body(memoryview(compressed), codec, start=start, stops=offsets)
+        stream = bodies.open_body(memoryview(compressed), codec, start=start, stops=offsets)
         grown = 0
         while not stream.done:
             stream.grow(len(stream.data) + 300)  # steps that end inside pieces and characters
@@ -703,7 +705,7 @@ def test_snippets_do_not_depend_on_where_the_sync_points_are(tmp_path_factory, s
     # with a few, and in a segment of an older version that has none.
     import random
 
-    from politecrawl.index import segment
+    from politecrawl.index import bodies as stored
 
     rng = random.Random(seed)
     words = ["alpha", "beta", "Gamma", "délta", "x", "naïve", "ÉPSILON", "zeta,", "eta."] + ["w"] * 10
@@ -721,14 +723,14 @@ def test_snippets_do_not_depend_on_where_the_sync_points_are(tmp_path_factory, s
         (2048, "zlib", True),
     ):
         path = tmp_path_factory.mktemp("ix")
-        real = segment.SYNC_CHARS, segment.BODY_CODEC
-        segment.SYNC_CHARS, segment.BODY_CODEC = sync_chars, codec
+        real = stored.SYNC_CHARS, stored.BODY_CODEC
+        stored.SYNC_CHARS, stored.BODY_CODEC = sync_chars, codec
         try:
             with IndexWriter(path) as w:
                 for i, b in enumerate(bodies):
                     w.add_document(f"http://d/{i}", "t", b)
         finally:
-            segment.SYNC_CHARS, segment.BODY_CODEC = real
+            stored.SYNC_CHARS, stored.BODY_CODEC = real
         if drop:  # as a segment written before sync points existed
             for f in path.glob("seg-*/body_sync*.npy"):
                 f.unlink()
@@ -771,7 +773,7 @@ def test_best_window_of_one_term_is_the_earliest_densest_before_the_limit(raw, w
 @given(st.integers(0, 40_000), st.integers(1, 60), st.integers(1, 50), st.integers(0, 2**32 - 1))
 def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed):
     # Many ties (few distinct scores), as common words give: every score tied at the k-th is kept.
-    from politecrawl.index.search import _at_least_kth
+    from politecrawl.index.engine_numpy import _at_least_kth
 
     scores = np.random.default_rng(seed).integers(0, distinct, n).astype(np.float64) * 0.37
     if n > k:
@@ -779,3 +781,12 @@ def test_top_k_threshold_from_block_maxima_is_the_exact_one(n, k, distinct, seed
     else:
         expected = np.arange(n)
     assert np.array_equal(_at_least_kth(scores, k), expected)
+
+
+def test_mark_highlights_checks_the_offsets_for_every_face():
+    from politecrawl.index.snippet import mark_highlights
+
+    assert mark_highlights("a needle here", [(2, 8)], lambda s: f"[{s}]") == "a [needle] here"
+    # unsorted, overlapping, out of range and empty ranges cost a highlight, never the text
+    assert mark_highlights("short", [(3, 99), (-5, 1), (2, 2)], lambda s: f"[{s}]") == "[s]ho[rt]"
+    assert mark_highlights("a<b", [(0, 1)], lambda s: f"<{s}>", lambda s: s.replace("<", "&lt;")) == "<a>&lt;b"

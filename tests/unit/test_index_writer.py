@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher
+from politecrawl.index.merge_policy import plan_compaction, plan_merges
 from politecrawl.index.reader import IndexReader
-from politecrawl.index.writer import plan_compaction, plan_merges
 
 DOCS = [
     (
@@ -261,24 +261,24 @@ def test_leftovers_of_a_killed_commit_are_swept_and_numbers_never_reused(tmp_pat
 
 
 def test_failed_commit_removes_its_segments(tmp_path, monkeypatch):
-    from politecrawl.index import segment
+    from politecrawl.index import segment_write
 
     path = tmp_path / "ix"
     build(path, [DOCS[:1]])
     names = set(os.listdir(path))
-    real = segment._write_bytes
+    real = segment_write._write_bytes
 
     def full(dirpath, name, data):
         if name == "header.json" and "seg-000003" in str(dirpath):  # the merge of a commit
             raise OSError(28, "No space left on device")
         return real(dirpath, name, data)
 
-    monkeypatch.setattr(segment, "_write_bytes", full)
+    monkeypatch.setattr(segment_write, "_write_bytes", full)
     with pytest.raises(OSError):
         with IndexWriter(path, merge_factor=2) as w:
             w.add_document(*DOCS[5])
     assert set(os.listdir(path)) == names  # seg-000002 (written, then not merged) removed too
-    monkeypatch.setattr(segment, "_write_bytes", real)
+    monkeypatch.setattr(segment_write, "_write_bytes", real)
     build(path, [DOCS[5:6]], merge_factor=2)
     assert Searcher(path).stats()["N"] == 2
 
@@ -540,7 +540,9 @@ def test_merge_equals_fresh_write(docs, cuts, data):
     from pathlib import Path
 
     from politecrawl.index.analysis import Analyzer
-    from politecrawl.index.segment import Segment, merge_segments, write_segment
+    from politecrawl.index.segment import Segment
+    from politecrawl.index.segment_merge import merge_segments
+    from politecrawl.index.segment_write import write_segment
 
     docs = [(f"http://x/{i}", " ".join(t), " ".join(b), " ".join(a)) for i, (t, b, a) in enumerate(docs)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,8 +32,9 @@ from pathlib import Path
 from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
-from politecrawl.index.reader import is_outdated, read_current_pointer
-from politecrawl.index.writer import MAX_SEGMENT_TOKENS, IndexLockedError
+from politecrawl.index.generation import is_outdated, read_current_pointer
+from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
+from politecrawl.index.writer import IndexLockedError
 from politecrawl.store import IndexerPage, Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls"]

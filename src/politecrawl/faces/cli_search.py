@@ -81,13 +81,9 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
 
 
 def _highlight(snippet: str, spans) -> str:
-    out, last = [], 0
-    for a, b in spans:
-        out.append(snippet[last:a])
-        out.append(click.style(snippet[a:b], bold=True))
-        last = b
-    out.append(snippet[last:])
-    return "".join(out)
+    from politecrawl.index.snippet import mark_highlights
+
+    return mark_highlights(snippet, spans, lambda s: click.style(s, bold=True))
 
 
 # --------------------------------------------------------------------------- serve

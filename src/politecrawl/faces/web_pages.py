@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 
 from politecrawl._version import __version__
 from politecrawl.config import Settings, user_agent_string
+from politecrawl.index.snippet import mark_highlights
 from politecrawl.policy.robots_fetch import product_token
 
 from .web_openapi import MAX_QUERY_CHARS
@@ -30,24 +31,9 @@ _STATIC = _HERE / "static"
 
 
 def highlight_snippet(snippet: str, highlights) -> Markup:
-    """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>``.
-
-    Offsets are trusted only after checking: ranges are sorted, clipped to the
-    text, and overlapping or empty ones skipped, so bad offsets cost a
-    highlight, never the page.
-    """
-    out: list[str] = []
-    pos = 0
-    n = len(snippet)
-    for start, end in sorted((int(s), int(e)) for s, e in highlights):
-        start, end = max(start, pos), min(end, n)
-        if start >= end:
-            continue
-        out.append(str(escape(snippet[pos:start])))
-        out.append("<mark>" + str(escape(snippet[start:end])) + "</mark>")
-        pos = end
-    out.append(str(escape(snippet[pos:])))
-    return Markup("".join(out))
+    """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>`` (bad offsets cost a
+    highlight, never the page: ``mark_highlights``)."""
+    return Markup(mark_highlights(snippet, highlights, lambda s: f"<mark>{escape(s)}</mark>", lambda s: str(escape(s))))
 
 
 def _safe_href(url: str) -> str | None:

@@ -1,4 +1,4 @@
-# Types of the compiled kernels (_kernels.c, where each is described).
+# Types of the compiled kernels (_kernels.c and the parts it includes from _kernels_src/, where each is described).
 from collections.abc import Callable, Sequence
 
 from typing_extensions import Buffer

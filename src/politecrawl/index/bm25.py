@@ -194,6 +194,7 @@ __all__ = [
     "field_norm",
     "idf",
     "multifield_term_score",
+    "pseudo_tf_array",
     "PROXIMITY_DEPTH",
     "PROXIMITY_MAX_OCCURRENCES",
     "PROXIMITY_REVERSED",

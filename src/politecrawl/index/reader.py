@@ -1,16 +1,6 @@
 """Open the current generation of an index and compute whole-index statistics.
 
-An index directory holds::
-
-    CURRENT             the name of the current generation file (one line)
-    gen-NNNNNN.json     {"format": "politecrawl-index", "version": 1,
-                         "generation", "analyzer", "next_segment",
-                         "segments": [{"name", "doc_count", "deleted": [local ids]}]}
-    seg-NNNNNN/         immutable segments (see ``segment``)
-    LOCK                the writer lock (``fcntl.flock``); readers never take it
-
-A generation lists the live segments and, per segment, its tombstones: local
-doc ids that were deleted or replaced after the segment was written.
+The directory layout and the generation file are ``generation``'s; the segments, ``segment``'s.
 
 Statistics are summed across segments over *live* documents only: ``N``, the
 per-field total and average lengths, and ``df`` per term.  Scores must use
@@ -20,7 +10,6 @@ these, never one segment's own counts (Whoosh ``BM25FScorer``, tantivy
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -32,99 +21,18 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .generation import file_identity, load_generation, read_current_pointer
 from .segment import Segment
 
-__all__ = [
-    "INDEX_FORMAT",
-    "INDEX_VERSION",
-    "IndexReader",
-    "is_outdated",
-    "note_commit",
-    "read_current_pointer",
-    "union_of_docs",
-]
+__all__ = ["IndexReader", "SegmentView", "union_of_docs"]
 
-INDEX_FORMAT = "politecrawl-index"
-INDEX_VERSION = 2  # 2: segments with the anchor field
 _OPEN_RETRIES = 8
 
 
-_local_commits = 0
-
-
-def note_commit() -> None:
-    """Called by ``IndexWriter`` once a commit is published: searchers in this process then
-    look at ``CURRENT`` on their next query instead of waiting for their check interval."""
-    global _local_commits
-    _local_commits += 1
-
-
-def local_commits() -> int:
-    """How many commits writers of this process have published (any index)."""
-    return _local_commits
-
-
-def current_identity(index_dir: Path) -> tuple[int, int, int, int] | None:
-    """``os.stat`` identity of ``CURRENT`` (inode, size, mtime, ctime), None if absent.
-
-    A commit replaces ``CURRENT`` with a new file (``os.replace``), so the identity changes;
-    a freed inode may be reused within one timestamp tick, which is why ``Searcher`` also
-    re-reads the file itself at a bounded interval.
-    """
-    try:
-        st = os.stat(Path(index_dir) / "CURRENT")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SearchIndexError(f"cannot stat {index_dir}/CURRENT: {exc}") from exc
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def read_current_pointer(index_dir: Path) -> str | None:
-    """The current generation file name, or None for an index never committed."""
-    try:
-        name = (Path(index_dir) / "CURRENT").read_text("utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SearchIndexError(f"cannot read {index_dir}/CURRENT: {exc}") from exc
-    return name or None
-
-
-def is_outdated(index_dir: Path) -> bool:
-    """Whether the index was written by an older politecrawl (an older format version)."""
-    name = read_current_pointer(index_dir)
-    if name is None:
-        return False
-    try:
-        data = json.loads((Path(index_dir) / name).read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    version = data.get("version")
-    return data.get("format") == INDEX_FORMAT and isinstance(version, int) and version < INDEX_VERSION
-
-
-def load_generation(index_dir: Path, name: str) -> dict:
-    try:
-        data = json.loads((Path(index_dir) / name).read_text("utf-8"))
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise SearchIndexError(f"unreadable generation file {index_dir}/{name}: {exc}") from exc
-    if data.get("format") != INDEX_FORMAT or data.get("version") != INDEX_VERSION:
-        raise SearchIndexError(
-            f"{index_dir}/{name}: unsupported index format {data.get('format')!r} v{data.get('version')!r} "
-            f"(this code reads {INDEX_FORMAT} v{INDEX_VERSION}): rebuild it with 'politecrawl index --rebuild'"
-        )
-    return data
-
-
 def _dir_identity(path: Path) -> tuple[int, int, int]:
+    """(inode, mtime, ctime) of a segment directory, as ``Segment.identity`` holds it."""
     st = os.stat(path)  # FileNotFoundError: the generation was cleaned up, the caller retries
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-
-
-_file_identity = _dir_identity
 
 
 def union_of_docs(lists: list[np.ndarray], n: int, live: np.ndarray | None = None) -> np.ndarray:
@@ -203,7 +111,7 @@ class IndexReader:
             self.views: list[SegmentView] = []
         else:
             data = load_generation(self.index_dir, name)
-            self.generation_identity = _file_identity(self.index_dir / name)
+            self.generation_identity = file_identity(self.index_dir / name)
             self.generation = int(data["generation"])
             self.analyzer = Analyzer.from_json(data.get("analyzer", {}))
             views = []
@@ -236,7 +144,7 @@ class IndexReader:
         if name is None:
             return True
         try:
-            return _file_identity(self.index_dir / name) == self.generation_identity
+            return file_identity(self.index_dir / name) == self.generation_identity
         except FileNotFoundError:
             return False
 

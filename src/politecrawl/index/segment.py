@@ -39,118 +39,56 @@ for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the sma
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
 
-A body longer than ``SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
+A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
 full flush, ``Z_FULL_FLUSH``, of one zlib stream, from which raw deflate can
-start), so a snippet reads only the piece of a long body it shows.  The body's
+start), so a snippet reads only the piece of a long body it shows (``bodies``).  The body's
 tokens are the tokens of its pieces (a cut is never inside a token), which
 gives the token position at each sync point.  Version-2 segments written
 before sync points existed have no ``body_sync*`` files and are read from the
 start; a merge writes every body it copies from a version-2 segment in the
 current codec, cut where it was.
 
-Writing happens in a hidden temporary directory that is fsync'ed and then
-renamed into place, so a segment directory is either complete or absent.
-Deletions never touch a segment: they are tombstones in the generation file.
+This module reads and checks segments (``Segment``); ``segment_write`` writes them (in a
+hidden temporary directory that is fsync'ed and then renamed into place, so a segment
+directory is either complete or absent) and ``segment_merge`` merges them.  Deletions never
+touch a segment: they are tombstones in the generation file (``generation``).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import re
-import shutil
-import tempfile
-import zlib
 from bisect import bisect_left
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import lz4.block
 import numpy as np
 
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .analysis import Analyzer
 from .bm25 import FIELDS
-from .snippet import open_body
+from .bodies import open_body
 
 __all__ = [
     "BLOCK",
     "FORMAT",
+    "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
     "VERSION",
+    "FieldPostings",
     "Segment",
-    "merge_segments",
     "posting_blocks",
     "term_ends",
     "term_keys",
-    "write_segment",
 ]
 
 FORMAT = "politecrawl-segment"
 #: 3: stored bodies are LZ4 pieces; 2: zlib streams (still read, and written with
-#: ``BODY_CODEC = "zlib"``), the anchor field.
+#: ``bodies.BODY_CODEC = "zlib"``), the anchor field.
 VERSION = 3
 READABLE_VERSIONS = (2, 3)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
-    with open(dirpath / name, "wb") as fh:
-        np.save(fh, arr, allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _write_bytes(dirpath: Path, name: str, data: bytes) -> None:
-    with open(dirpath / name, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _smallest_uint(arr: np.ndarray) -> np.ndarray:
-    top = int(arr.max()) if len(arr) else 0
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dt).max:
-            return arr.astype(dt)
-    raise SearchIndexError("segment too large: a value does not fit in uint32")
-
-
-def _encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray, n_terms: int):
-    """Postings sorted by (term, doc) -> the arrays of one field (see module docstring).
-
-    ``positions`` are already delta-encoded within each posting, in posting order.
-    """
-    p_docs = p_docs.astype(np.int64, copy=False)
-    term_ptr = np.searchsorted(p_terms, np.arange(n_terms + 1), side="left").astype(np.int64)
-    # Delta-encode doc ids within each term; the first posting of a term stays absolute.
-    deltas = p_docs.copy()
-    if len(deltas):
-        deltas[1:] -= p_docs[:-1]
-        firsts = term_ptr[:-1][term_ptr[:-1] < term_ptr[1:]]
-        deltas[firsts] = p_docs[firsts]
-    p_bounds = np.zeros(len(tfs) + 1, dtype=np.int64)
-    np.cumsum(tfs, out=p_bounds[1:])
-    pos_ptr = p_bounds[term_ptr]
-    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
 
 
 #: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
@@ -204,397 +142,6 @@ def posting_blocks(
     abs_docs = summed[in_long] - np.repeat(term_base, counts[long_terms])
     out[:, 3] = np.minimum.reduceat(np.asarray(field_lens)[abs_docs], bounds)
     return block_ptr.astype(np.uint32), out
-
-
-def _stable_argsort(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` for non-negative keys < 2**32.
-
-    Two stable passes over 16-bit digits (LSD radix): numpy radix-sorts 16-bit
-    keys in linear time, ~5x faster than its merge sort on 1.6 M term ids.
-    """
-    keys = np.asarray(keys)
-    if len(keys) == 0 or int(keys.max()) <= 0xFFFF:
-        return np.argsort(keys.astype(np.uint16), kind="stable")
-    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
-
-
-def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, n_terms: int):
-    """Sort (term, doc, pos) triples into the postings arrays of one field.
-
-    The triples must come in (doc, pos) order, as the analyser produces them:
-    a stable sort on the term id then yields (term, doc, pos) order, which is
-    ~3x cheaper than a three-key ``lexsort``.
-    """
-    order = _stable_argsort(tids)
-    tids, docs, poss = tids[order], docs[order], poss[order]
-    if len(tids):
-        new_posting = np.empty(len(tids), dtype=bool)
-        new_posting[0] = True
-        new_posting[1:] = (tids[1:] != tids[:-1]) | (docs[1:] != docs[:-1])
-        starts = np.flatnonzero(new_posting)
-    else:
-        starts = np.zeros(0, dtype=np.int64)
-    tfs = np.diff(np.append(starts, len(tids)))
-    # Positions: delta-encoded within each posting, the first one absolute.
-    pos_deltas = poss.astype(np.int64)
-    if len(pos_deltas):
-        pos_deltas[1:] -= poss[:-1]
-        pos_deltas[starts] = poss[starts]
-    return _encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
-
-
-#: How new segments store bodies: "lz4", each piece between sync points (below) an LZ4 block
-#: of its own (size-prefixed), or "zlib", one zlib stream per body with a full flush at each sync
-#: point (segments of format version 2). A snippet decompresses the piece its window is in and
-#: perhaps the next: LZ4 does 2 KB of text in ~1.7 us where zlib takes ~10-13 us and zstd ~7,
-#: for a third more bytes than zlib's (docs/search.md, "Stored bodies in LZ4 pieces").
-BODY_CODEC = "lz4"
-# zlib bodies are compressed at this level: 1 is ~3x faster than the default 6 on the
-# python3-doc pages for ~15% more bytes; any level reads back the same.
-BODY_ZLIB_LEVEL = 1
-_FLUSH_IDS = 1 << 20
-
-
-#: A long body gets a sync point (a new LZ4 piece, or a full flush of its zlib stream) about every
-#: this many characters (see the module docstring). A snippet decompresses from the last sync
-#: point before its window, so this bounds what it reads; each point costs compression (a piece
-#: is compressed on its own), which docs/search.md measures against the time saved.
-SYNC_CHARS = 2048
-_SYNC_WS = re.compile(r"\s")
-
-
-def _sync_cuts(body: str) -> list[int]:
-    """Character offsets of a body's sync points: a whitespace character at or after each
-    multiple of ``SYNC_CHARS`` (none within 1,024 characters: that point is skipped)."""
-    cuts: list[int] = []
-    pos = SYNC_CHARS
-    n = len(body)
-    while pos < n:
-        m = _SYNC_WS.search(body, pos, pos + 1024)
-        if m is None:
-            pos += SYNC_CHARS
-            continue
-        cuts.append(m.start())
-        pos = m.start() + SYNC_CHARS
-    return cuts
-
-
-def _compress_bodies(bodies: list[tuple[str, list[int]]], codec: str) -> list[tuple[bytes, list[int]]]:
-    """Per ``(body, cuts)``: the compressed body and the byte offset of each cut in it."""
-    out: list[tuple[bytes, list[int]]] = []
-    if codec == "lz4":
-        for body, cuts in bodies:
-            if not body:
-                out.append((b"", []))
-                continue
-            blocks, offsets, size, prev = [], [], 0, 0
-            for cut in [*cuts, len(body)]:
-                if prev:
-                    offsets.append(size)
-                block = lz4.block.compress(body[prev:cut].encode("utf-8", "surrogatepass"), store_size=True)
-                blocks.append(block)
-                size += len(block)
-                prev = cut
-            out.append((b"".join(blocks), offsets))
-        return out
-    for body, cuts in bodies:
-        if not cuts:
-            out.append((zlib.compress(body.encode("utf-8", "surrogatepass"), BODY_ZLIB_LEVEL), []))
-            continue
-        z = zlib.compressobj(BODY_ZLIB_LEVEL)
-        parts, offsets, size, prev = [], [], 0, 0
-        for cut in cuts:
-            for part in (z.compress(body[prev:cut].encode("utf-8", "surrogatepass")), z.flush(zlib.Z_FULL_FLUSH)):
-                parts.append(part)
-                size += len(part)
-            offsets.append(size)
-            prev = cut
-        parts.append(z.compress(body[prev:].encode("utf-8", "surrogatepass")))
-        parts.append(z.flush())
-        out.append((b"".join(parts), offsets))
-    return out
-
-
-def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
-    """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
-
-    Returns the number of documents written.  ``seg_dir`` must not exist.
-    Title and body are stored (for results and snippets); anchor text is only
-    indexed.
-
-    Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
-    whose default factory hands out the next id; postings are then built with
-    numpy for the whole segment at once.  Bodies are compressed in a worker
-    thread (``zlib`` releases the GIL) while the next documents are analysed.
-    """
-    seg_dir = Path(seg_dir)
-    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    term_id = vocab.__getitem__
-    # Per field (in FIELDS order): token ids, tokens per document, flushed id chunks.
-    ids: list[list[int]] = [[] for _ in FIELDS]
-    field_lens: list[list[int]] = [[] for _ in FIELDS]
-    id_chunks: list[list[np.ndarray]] = [[] for _ in FIELDS]
-    per_field = list(zip(ids, field_lens, id_chunks))
-    urls: list[str] = []
-    titles: list[str] = []
-    pending: list[tuple[str, list[int]]] = []
-    sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
-    futures = []
-    tokenize = analyzer.tokenize
-    assert FIELDS == ("title", "body", "anchor")
-
-    def tokenize_body(body: str, cuts: list[int], tok_at: list[int]):
-        if not cuts:
-            return tokenize(body) if body else ()
-        toks: list[str] = []
-        prev = 0
-        for cut in cuts:  # cuts are whitespace: no token spans one
-            toks.extend(tokenize(body[prev:cut]))
-            tok_at.append(len(toks))
-            prev = cut
-        toks.extend(tokenize(body[prev:]))
-        return toks
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for url, title, body, anchor in documents:
-            urls.append(url)
-            titles.append(title)
-            cuts = _sync_cuts(body) if len(body) > SYNC_CHARS else []
-            tok_at: list[int] = []
-            sync_meta.append((cuts, tok_at))
-            pending.append((body, cuts))
-            if len(pending) >= 64:
-                futures.append(pool.submit(_compress_bodies, pending, BODY_CODEC))
-                pending = []
-            for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
-                if fi == 1:
-                    toks = tokenize_body(text, cuts, tok_at)
-                else:
-                    toks = tokenize(text) if text else ()
-                f_lens.append(len(toks))
-                f_ids.extend(map(term_id, toks))
-                if len(f_ids) > _FLUSH_IDS:
-                    # Python ints cost ~36 bytes each: keep the id lists short.
-                    f_chunks.append(np.array(f_ids, dtype=np.int64))
-                    f_ids.clear()
-        if pending:
-            futures.append(pool.submit(_compress_bodies, pending, BODY_CODEC))
-        n_docs = len(urls)
-        terms = sorted(vocab)
-        rank = np.empty(len(vocab), dtype=np.int32)
-        if terms:
-            rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
-        postings = {}
-        for fi, f in enumerate(FIELDS):
-            lens_f = np.array(field_lens[fi], dtype=np.int64)
-            total = int(lens_f.sum())
-            if total >= 2**31:
-                raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            id_chunks[fi].append(np.array(ids[fi], dtype=np.int64))
-            tids = rank[np.concatenate(id_chunks[fi])] if total else np.zeros(0, dtype=np.int32)
-            docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
-            starts = np.zeros(n_docs, dtype=np.int32)
-            if n_docs:
-                np.cumsum(lens_f[:-1], out=starts[1:])
-            poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
-            postings[f] = _build_field_postings(tids, docs, poss, len(terms))
-        compressed = [b for fut in futures for b in fut.result()]
-    bodies = [b for b, _ in compressed]
-    sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
-    doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
-    _write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer, sync)
-    return n_docs
-
-
-def _write_segment_files(
-    seg_dir: Path,
-    terms,
-    postings,
-    doc_lens,
-    urls,
-    titles,
-    bodies: list[bytes],
-    analyzer,
-    sync: list[list[tuple[int, int, int]]],
-) -> None:
-    n_docs = len(urls)
-    seg_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
-    try:
-        posting_counts = {}
-        for fi, f in enumerate(FIELDS):
-            term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
-            posting_counts[f] = int(len(tfs))
-            _save(tmp, f"{f}.term_ptr.npy", term_ptr)
-            _save(tmp, f"{f}.docs.npy", deltas)
-            _save(tmp, f"{f}.tfs.npy", tfs)
-            _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
-            _save(tmp, f"{f}.positions.npy", positions)
-            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
-            _save(tmp, f"{f}.block_ptr.npy", block_ptr)
-            _save(tmp, f"{f}.blocks.npy", blocks)
-        _save(tmp, "doc_lens.npy", doc_lens)
-        body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if bodies:
-            body_ptr[1:] = np.cumsum([len(b) for b in bodies])
-        _save(tmp, "body_ptr.npy", body_ptr)
-        sync_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if n_docs:
-            sync_ptr[1:] = np.cumsum([len(rows) for rows in sync])
-        rows = [r for doc_rows in sync for r in doc_rows]
-        _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
-        _save(tmp, "body_sync_ptr.npy", sync_ptr)
-        _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        blob = "\n".join(terms).encode("utf-8")
-        _write_bytes(tmp, "terms.txt", blob)
-        if terms:
-            ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
-            _save(tmp, "terms.end.npy", ends)
-            _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
-        docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
-        _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
-        header = {
-            "format": FORMAT,
-            "version": VERSION if BODY_CODEC == "lz4" else 2,
-            "body_codec": BODY_CODEC,
-            "doc_count": n_docs,
-            "term_count": len(terms),
-            "fields": list(FIELDS),
-            "posting_counts": posting_counts,
-            "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
-            "analyzer": analyzer.to_json(),
-        }
-        _write_bytes(tmp, "header.json", json.dumps(header, indent=1).encode("utf-8"))
-        _fsync_dir(tmp)
-        os.rename(tmp, seg_dir)
-        _fsync_dir(seg_dir.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def merge_segments(seg_dir: Path, sources: list[tuple["Segment", list[int]]], analyzer: Analyzer) -> int:
-    """Write the live documents of ``sources`` (segment, deleted ids) as one segment.
-
-    The result is the segment ``write_segment`` would build from the same live
-    documents in the same order (same terms, postings, positions, lengths and
-    stored texts; only the zlib level of bodies copied from older segments may
-    differ), but nothing is re-analysed: postings are decoded, filtered by the
-    live masks, renumbered and concatenated with numpy, and compressed bodies
-    are copied as they are.  Returns the number of documents written.
-    """
-    seg_dir = Path(seg_dir)
-    live_ids = []
-    for seg, deleted in sources:
-        live = np.ones(seg.doc_count, dtype=bool)
-        if deleted:
-            live[np.asarray(deleted, dtype=np.int64)] = False
-        live_ids.append(np.flatnonzero(live))
-    # Merged term dictionary: union of the terms with a live posting. Memory: the postings-level
-    # arrays of every field are decoded first (int32: a segment holds fewer than 2**31 tokens);
-    # the token-level positions, most of a merge's memory, are read one field at a time below.
-    decoded = []  # per source, per field: (local term ids, new doc ids, tfs, live mask or None: all live)
-    used_terms: set[str] = set()
-    source_terms: list[list[str]] = []
-    offset = 0
-    for (seg, _), ids in zip(sources, live_ids):
-        remap = np.full(seg.doc_count, -1, dtype=np.int64)
-        remap[ids] = offset + np.arange(len(ids))
-        offset += len(ids)
-        per_field = {}
-        used = np.zeros(seg.n_terms, dtype=bool)
-        for f in FIELDS:
-            fp = seg.fields[f]
-            term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
-            counts = np.diff(term_ptr)
-            deltas = np.asarray(fp.docs, dtype=np.int64)
-            cs = np.cumsum(deltas)
-            firsts = term_ptr[:-1][counts > 0]
-            base = cs[firsts] - deltas[firsts]
-            new_docs = remap[cs - np.repeat(base, counts[counts > 0])]
-            del deltas, cs
-            p_terms = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-            tfs = np.asarray(fp.tfs, dtype=np.int32)
-            keep = new_docs >= 0
-            kept: np.ndarray | None = None
-            if not keep.all():
-                kept = keep
-                p_terms, tfs, new_docs = p_terms[keep], tfs[keep], new_docs[keep]
-            used[p_terms] = True
-            per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, kept)
-        decoded.append(per_field)
-        terms_list = seg.term_list()
-        source_terms.append(terms_list)
-        used_terms.update(terms_list[i] for i in np.flatnonzero(used))
-    terms = sorted(used_terms)
-    gid = {t: i for i, t in enumerate(terms)}
-    maps = [np.fromiter((gid.get(t, -1) for t in ts), dtype=np.int32, count=len(ts)) for ts in source_terms]
-    postings = {}
-    for f in FIELDS:
-        parts = [(m[d[f][0]], d[f][1], d[f][2]) for m, d in zip(maps, decoded)]
-        g_terms = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
-        g_docs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
-        g_tfs = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int32)
-        del parts
-        # The live positions of each source in its posting order, in their stored (smallest) type;
-        # a source with every document live is read straight from its memory map.
-        pos_parts = []
-        for (seg, _), d in zip(sources, decoded):
-            fp = seg.fields[f]
-            kept = d[f][3]
-            positions = np.asarray(fp.positions)
-            if kept is not None:
-                positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
-            pos_parts.append(positions)
-        g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
-        del pos_parts
-        # Sources come in doc order and each is sorted by (term, doc): a stable
-        # sort on the term id gives (term, doc) order.
-        order = _stable_argsort(g_terms)
-        if len(order):
-            # Each posting's run of positions moves from where it starts in the sources to where
-            # it starts in the merged order: a gather of int32 offsets (fewer than 2**31 tokens).
-            starts = np.zeros(len(g_tfs), dtype=np.int64)
-            np.cumsum(g_tfs[:-1], out=starts[1:])
-            tf_o = g_tfs[order]
-            out_starts = np.zeros(len(tf_o), dtype=np.int64)
-            np.cumsum(tf_o[:-1], out=out_starts[1:])
-            gather = np.repeat((starts[order] - out_starts).astype(np.int32), tf_o)
-            del starts, out_starts
-            gather += np.arange(len(gather), dtype=np.int32)
-            g_pos = g_pos[gather]
-            del gather
-        postings[f] = _encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
-        del g_terms, g_docs, g_tfs, g_pos, order
-    urls: list[str] = []
-    titles: list[str] = []
-    bodies: list[bytes] = []
-    lens: list[np.ndarray] = []
-    sync: list[list[tuple[int, int, int]]] = []
-    for (seg, _), ids in zip(sources, live_ids):
-        urls.extend(seg.urls[i] for i in ids)
-        titles.extend(seg.titles[i] for i in ids)
-        ptr = np.asarray(seg.body_ptr, dtype=np.int64)
-        raw = seg._bodies
-        if seg.body_codec == BODY_CODEC:
-            # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-            bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
-            sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
-        else:
-            # Another codec (an older segment's zlib): compressed again, cut where it was, so the
-            # sync points keep their characters and token positions.
-            for i in ids:
-                rows = seg.sync_points(int(i)).tolist()
-                [(data, offsets)] = _compress_bodies([(seg.body(int(i)), [c for _, c, _ in rows])], BODY_CODEC)
-                bodies.append(data)
-                sync.append([(b, c, t) for b, (_, c, t) in zip(offsets, rows)])
-        lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
-    doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
-    _write_segment_files(
-        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer, sync
-    )
-    return len(urls)
 
 
 class FieldPostings:

@@ -13,10 +13,10 @@ A commit
    added again or deleted in this transaction (segments stay immutable);
 2. writes the added documents as new segments (temp dir + atomic rename),
    one per ``WRITE_CHUNK_CHARS`` of text (usually one);
-3. applies the merge policy (``plan_merges``), which may rewrite several
+3. applies the merge policy (``merge_policy.plan_merges``), which may rewrite several
    segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
    indexer's memory stays bounded however large the index grows.  Merging concatenates the
-   postings of the live documents (``segment.merge_segments``): no text is re-analysed, and the result equals
+   postings of the live documents (``segment_merge.merge_segments``): no text is re-analysed, and the result equals
    indexing those documents afresh (tested);
 4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
    ``CURRENT`` at it the same way, so readers see the old or the new
@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import re
 import shutil
@@ -59,97 +58,31 @@ from types import TracebackType
 from politecrawl.errors import SearchIndexError
 
 from .analysis import Analyzer
-from .reader import INDEX_FORMAT, INDEX_VERSION, load_generation, note_commit, read_current_pointer
-from .segment import Segment, _fsync_dir, merge_segments, write_segment
+from .generation import (
+    GENERATION_RE,
+    TMP_GENERATION_RE,
+    fsync_dir,
+    generation_number,
+    load_generation,
+    note_commit,
+    publish,
+    read_current_pointer,
+    write_generation,
+)
+from .merge_policy import MAX_SEGMENT_TOKENS, MERGE_FACTOR, plan_compaction, plan_merges
+from .segment import Segment
+from .segment_merge import merge_segments
+from .segment_write import write_segment
 
-__all__ = ["IndexLockedError", "IndexWriter", "plan_compaction", "plan_merges"]
+__all__ = ["WRITE_CHUNK_CHARS", "IndexLockedError", "IndexWriter"]
 
-_GEN_RE = re.compile(r"^gen-(\d{6,})\.json$")
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
-#: a segment being written (``segment._write_segment_files``) or a temp file of ``_write_atomic``
+#: a segment being written (``segment_write.write_segment_files``)
 _TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
-_TMP_GEN_RE = re.compile(r"^\.tmp-gen-(\d{6,})\.json-")
 
 
 class IndexLockedError(SearchIndexError):
     """Another writer holds the index lock (and kept it longer than ``lock_timeout``)."""
-
-
-def plan_merges(
-    sizes: list[int],
-    deleted: list[int] | None = None,
-    *,
-    factor: int = 10,
-    tokens: list[int] | None = None,
-    max_tokens: int | None = None,
-) -> list[list[int]]:
-    """Tiered merge policy: which segments (by index) to merge into one.
-
-    ``sizes`` are live document counts.  Segments fall into tiers by order of
-    magnitude (``floor(log_factor(size))``); when a tier holds ``factor`` or
-    more segments, all of them are merged into one (which lands a tier up).
-    A segment whose documents are more than half tombstones is rewritten on
-    its own to reclaim space.  Pure function, so it can be tested by tables.
-
-    With ``tokens`` (live tokens per segment) and ``max_tokens``, no merge
-    produces more than ``max_tokens``: a tier's group is cut into runs that
-    fit, and a segment of at least ``max_tokens / 2`` is full and merged no
-    more (Lucene's TieredMergePolicy caps segments the same way).  Merging
-    costs memory in proportion to the result, so this bounds the indexer's
-    memory however large the index grows.
-    """
-    deleted = deleted or [0] * len(sizes)
-    full = set()
-    if tokens is not None and max_tokens is not None:
-        full = {i for i, t in enumerate(tokens) if t >= max_tokens / 2}
-    tiers: dict[int, list[int]] = {}
-    for i, size in enumerate(sizes):
-        if i not in full:
-            tiers.setdefault(int(math.log(max(size, 1), factor)), []).append(i)
-    groups = []
-    for _, idx in sorted(tiers.items()):
-        if len(idx) < factor:
-            continue
-        if tokens is None or max_tokens is None:
-            groups.append(idx)
-            continue
-        run: list[int] = []
-        total = 0
-        for i in idx:
-            if run and total + tokens[i] > max_tokens:
-                if len(run) > 1:
-                    groups.append(run)
-                run, total = [], 0
-            run.append(i)
-            total += tokens[i]
-        if len(run) > 1:
-            groups.append(run)
-    in_group = {i for g in groups for i in g}
-    for i, (size, dead) in enumerate(zip(sizes, deleted)):
-        if i not in in_group and dead > size:
-            groups.append([i])
-    return groups
-
-
-def plan_compaction(tokens: list[int], max_tokens: int) -> list[list[int]]:
-    """Runs of segments (by index) to merge so that few remain: the segments that are not full
-    (``< max_tokens / 2``, as in ``plan_merges``), in order, packed greedily into runs whose
-    total fits ``max_tokens``; runs of one are left alone. Pure, tested by tables."""
-    groups: list[list[int]] = []
-    run: list[int] = []
-    total = 0
-    for i, t in enumerate(tokens):
-        if t >= max_tokens / 2:
-            continue
-        if run and total + t > max_tokens:
-            if len(run) > 1:
-                groups.append(run)
-            run, total = [], 0
-        run.append(i)
-        total += t
-    if len(run) > 1:
-        groups.append(run)
-    return groups
 
 
 _FILE_MEMO: dict[tuple[str, str, int, int], object] = {}
@@ -189,11 +122,6 @@ def _url_table(seg_dir: Path) -> dict[str, int]:
 #: complete update ends with ``compact()``. What it costs, measured:
 #: ``benchmarks/bench_index_memory.py`` (``--write-chunk-chars`` tries another size).
 WRITE_CHUNK_CHARS = 16_000_000
-#: No merge produces a segment of more tokens than this (see ``plan_merges``): a merge costs
-#: memory in proportion to its result, so without a cap each tier of merges would cost ten times
-#: the last and the peak would grow with the index. ``bench_index_memory.py
-#: --max-segment-tokens`` measures it with another cap.
-MAX_SEGMENT_TOKENS = 8_000_000
 
 
 def _chunks(items, max_chars: int):
@@ -237,15 +165,6 @@ def _remove(p: Path) -> None:
         raise SearchIndexError(f"cannot remove the leftover {p}: {exc.strerror or exc}") from exc
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class IndexWriter:
     """Exclusive writer of the index in ``index_dir`` (created if missing)."""
 
@@ -254,7 +173,7 @@ class IndexWriter:
         index_dir: str | Path,
         *,
         lock_timeout: float = 30.0,
-        merge_factor: int = 10,
+        merge_factor: int = MERGE_FACTOR,
         stop_words: bool | None = None,
         max_segment_tokens: int = MAX_SEGMENT_TOKENS,
     ):
@@ -353,17 +272,17 @@ class IndexWriter:
             if m:
                 top_seg = max(top_seg, int(m.group(1)))
                 continue
-            m = _GEN_RE.match(e.name) or _TMP_GEN_RE.match(e.name)
+            m = GENERATION_RE.match(e.name) or TMP_GENERATION_RE.match(e.name)
             if m:
                 top_gen = max(top_gen, int(m.group(1)))
-                if _GEN_RE.match(e.name) and int(m.group(1)) < current_gen:
+                if GENERATION_RE.match(e.name) and int(m.group(1)) < current_gen:
                     older_gens.append(e.name)
         self._next_segment = max(self._next_segment, top_seg + 1)
         # The next commit writes generation max(...) + 1: not a number a leftover file had.
         self._generation_floor = max(current_gen, top_gen)
         keep_segs = {e["name"] for e in self._entries}
-        # older_gens holds only names _GEN_RE matched: gen-NNNNNN.json
-        previous = max(older_gens, key=lambda g: int(g[len("gen-") : -len(".json")]), default=None)
+        # older_gens holds only generation file names
+        previous = max(older_gens, key=lambda g: generation_number(g) or 0, default=None)
         if previous is not None:
             try:
                 keep_segs |= {e["name"] for e in load_generation(self.index_dir, previous)["segments"]}
@@ -371,8 +290,8 @@ class IndexWriter:
                 pass
         for e in entries:
             name = e.name
-            m = _GEN_RE.match(name)
-            if m and (int(m.group(1)) > current_gen or (name in older_gens and name != previous)):
+            number = generation_number(name)
+            if number is not None and (number > current_gen or (name in older_gens and name != previous)):
                 _remove(Path(e.path))
             elif _SEG_RE.match(name) and name not in keep_segs:
                 _remove(Path(e.path))
@@ -513,21 +432,17 @@ class IndexWriter:
 
         # 4. the generation file, then CURRENT
         gen = max(self._generation, self._generation_floor) + 1
-        gen_name = f"gen-{gen:06d}.json"
-        data = {
-            "format": INDEX_FORMAT,
-            "version": INDEX_VERSION,
-            "generation": gen,
-            "analyzer": self._analyzer.to_json(),
-            "next_segment": self._next_segment,
-            "segments": entries,
-        }
-        # Compact JSON: tombstone lists can be long, one line per id is not.
-        _write_atomic(self.index_dir / gen_name, json.dumps(data, separators=(",", ":")))
+        gen_name = write_generation(
+            self.index_dir,
+            gen,
+            analyzer=self._analyzer.to_json(),
+            next_segment=self._next_segment,
+            segments=entries,
+        )
         previous = read_current_pointer(self.index_dir)
-        _write_atomic(self.index_dir / "CURRENT", gen_name + "\n")
+        publish(self.index_dir, gen_name)
         self._published = True
-        _fsync_dir(self.index_dir)
+        fsync_dir(self.index_dir)
         self._generation, self._entries = gen, entries
         note_commit()
 
@@ -562,7 +477,7 @@ class IndexWriter:
         for p in self.index_dir.iterdir():
             name = p.name
             try:
-                if _GEN_RE.match(name) and name not in keep_gens:
+                if GENERATION_RE.match(name) and name not in keep_gens:
                     p.unlink()
                 elif _SEG_RE.match(name) and name not in keep_segs:
                     shutil.rmtree(p, ignore_errors=True)

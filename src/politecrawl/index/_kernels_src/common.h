@@ -1,0 +1,155 @@
+/* What every part of the kernels uses: the CPython headers, checked views of the segments'
+ * arrays (Arr, doubles_get), the error for a damaged file, and the module's scratch arrays
+ * (shared: the GIL is held for the whole of a call).  Part of the unity build _kernels.c. */
+#ifndef POLITECRAWL_KERNELS_COMMON_H
+#define POLITECRAWL_KERNELS_COMMON_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#define N_FIELDS 3 /* title, body, anchor: bm25.FIELDS */
+
+/* -- arrays ------------------------------------------------------------------------------- */
+
+/* A one-dimensional, C-contiguous array of non-negative integers of 1, 2, 4 or 8 bytes. */
+typedef struct {
+    Py_buffer view;
+    const unsigned char *p;
+    Py_ssize_t n;
+    int size;
+    int held;
+} Arr;
+
+static int arr_get_nd(PyObject *obj, Arr *a, const char *what, int any_ndim) {
+    memset(a, 0, sizeof(*a));
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    a->held = 1;
+    int size = (int)a->view.itemsize;
+    const char *fmt = a->view.format ? a->view.format : "B";
+    while (*fmt == '<' || *fmt == '=' || *fmt == '@' || *fmt == '|') fmt++;
+    if ((a->view.ndim > 1 && !any_ndim) || !strchr("bBhHiIlLqQ?", *fmt) || fmt[0] == '\0' || fmt[1] != '\0' ||
+        (size != 1 && size != 2 && size != 4 && size != 8)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a one-dimensional integer array, not format %s", what,
+                     a->view.format ? a->view.format : "?");
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+        return -1;
+    }
+    a->p = (const unsigned char *)a->view.buf;
+    a->size = size;
+    a->n = a->view.len / size;
+    return 0;
+}
+
+static int arr_get(PyObject *obj, Arr *a, const char *what) { return arr_get_nd(obj, a, what, 0); }
+
+static void arr_release(Arr *a) {
+    if (a->held) PyBuffer_Release(&a->view);
+    a->held = 0;
+}
+
+static inline uint64_t at(const Arr *a, Py_ssize_t i) {
+    switch (a->size) {
+        case 1: return a->p[i];
+        case 2: return ((const uint16_t *)a->p)[i];
+        case 4: return ((const uint32_t *)a->p)[i];
+        default: return ((const uint64_t *)a->p)[i];
+    }
+}
+
+/* A read-only buffer of doubles (a float64 array) of at least `n` items, or NULL for None. */
+static int doubles_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what, const double **out) {
+    *out = NULL;
+    if (obj == Py_None) return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    const char *fmt = view->format ? view->format : "B";
+    while (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    if (view->itemsize != 8 || strcmp(fmt, "d") != 0 || view->len / 8 < n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected at least %zd float64 values", what, n);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *out = (const double *)view->buf;
+    return 1;
+}
+
+static int corrupt(const char *what) {
+    PyErr_Format(PyExc_ValueError, "corrupt segment: %s", what);
+    return -1;
+}
+
+/* -- scratch (the GIL is held) ---------------------------------------------------------------
+ *
+ * s_score is kept zeroed between calls (a score is > 0 once a term adds to it, which is how a
+ * document's first match is noticed); s_docs/s_tfs hold one term's postings of each field,
+ * decoded; s_stamp marks the documents a df() has counted. */
+
+static double *s_score, *s_part[3];
+static uint32_t *s_stamp, s_stamp_now;
+static int32_t *s_touched;
+static uint32_t *s_docs[N_FIELDS], *s_tfs[N_FIELDS];
+static Py_ssize_t s_cap;
+
+static void scratch_free(void) {
+    PyMem_Free(s_score);
+    PyMem_Free(s_stamp);
+    PyMem_Free(s_touched);
+    for (int i = 0; i < 3; i++) {
+        PyMem_Free(s_part[i]);
+        s_part[i] = NULL;
+    }
+    for (int i = 0; i < N_FIELDS; i++) {
+        PyMem_Free(s_docs[i]);
+        PyMem_Free(s_tfs[i]);
+        s_docs[i] = s_tfs[i] = NULL;
+    }
+    s_score = NULL;
+    s_stamp = NULL;
+    s_touched = NULL;
+    s_cap = 0;
+}
+
+static int scratch(Py_ssize_t n) {
+    if (n <= s_cap) return 0;
+    scratch_free();
+    Py_ssize_t cap = n < 1024 ? 1024 : n;
+    s_score = PyMem_Calloc((size_t)cap, sizeof(double));
+    s_stamp = PyMem_Calloc((size_t)cap, sizeof(uint32_t));
+    /* one more than the documents: a pass writes the next slot before it knows whether the
+     * document is new (s_touched[m] = d; m += score was 0 and m < n), also when all of them are
+     * touched.  A document is new when its score is still 0.0: every posting adds more than 0
+     * (a tf of 0 is a corrupt segment; the searcher's coefficients are > 0), and m < n keeps the
+     * list in bounds whatever the values say. */
+    s_touched = PyMem_Malloc((size_t)(cap + 1) * sizeof(int32_t));
+    int ok = s_score && s_stamp && s_touched;
+    for (int i = 0; i < 3; i++) {
+        s_part[i] = PyMem_Calloc((size_t)cap, sizeof(double));
+        ok = ok && s_part[i];
+    }
+    for (int i = 0; i < N_FIELDS; i++) {
+        s_docs[i] = PyMem_Malloc((size_t)cap * sizeof(uint32_t));
+        s_tfs[i] = PyMem_Malloc((size_t)cap * sizeof(uint32_t));
+        ok = ok && s_docs[i] && s_tfs[i];
+    }
+    if (!ok) {
+        scratch_free();
+        PyErr_NoMemory();
+        return -1;
+    }
+    s_stamp_now = 0;
+    s_cap = cap;
+    return 0;
+}
+
+static uint32_t next_stamp(void) {
+    if (++s_stamp_now == 0) { /* wrapped: start over */
+        memset(s_stamp, 0, (size_t)s_cap * sizeof(uint32_t));
+        s_stamp_now = 1;
+    }
+    return s_stamp_now;
+}
+
+#endif /* POLITECRAWL_KERNELS_COMMON_H */

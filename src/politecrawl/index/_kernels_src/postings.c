@@ -1,0 +1,423 @@
+/* One segment's postings as the kernels read them: the Postings type (three fields, skip blocks,
+ * the term dictionary and its lookup), a cursor that seeks through a term's postings by its
+ * skip blocks, document frequencies, and decoding a run of postings.  Part of the unity build
+ * _kernels.c (after common.h). */
+
+/* -- Postings ------------------------------------------------------------------------------ */
+
+#define BLOCK 128 /* postings per skip block: segment.BLOCK */
+
+typedef struct {
+    Arr term_ptr, docs, tfs, pos_ptr, positions;
+    Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
+                              start, largest tf, shortest field length) */
+} Field;
+
+static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
+    return ((const uint32_t *)f->blocks.p)[row * 4 + col];
+}
+
+/* Every KEY_STRIDE-th term of the dictionary sampled as its first 8 bytes (a big-endian number,
+ * zero-padded): a lookup bisects this small array, then only the KEY_STRIDE terms between two
+ * samples -- a few cache lines -- instead of ~18 probes over the whole memory-mapped dictionary. */
+#define KEY_STRIDE 32
+
+typedef struct {
+    PyObject_HEAD
+    Field f[N_FIELDS];
+    Arr terms, term_end;
+    Py_ssize_t n_terms, n_docs;
+    Arr keys; /* keys[j]: the prefix key of term j * KEY_STRIDE (segment.term_keys) */
+    Py_ssize_t n_keys;
+} Postings;
+
+static void Postings_dealloc(Postings *self) {
+    for (int i = 0; i < N_FIELDS; i++) {
+        arr_release(&self->f[i].term_ptr);
+        arr_release(&self->f[i].docs);
+        arr_release(&self->f[i].tfs);
+        arr_release(&self->f[i].pos_ptr);
+        arr_release(&self->f[i].positions);
+        arr_release(&self->f[i].block_ptr);
+        arr_release(&self->f[i].blocks);
+    }
+    arr_release(&self->terms);
+    arr_release(&self->term_end);
+    arr_release(&self->keys);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The first 8 bytes of a term as a big-endian number, zero-padded: ordered as the terms are
+ * (UTF-8 byte order; no term holds a zero byte). */
+static uint64_t prefix_key(const unsigned char *s, Py_ssize_t len) {
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++) k = (k << 8) | (i < len ? s[i] : 0);
+    return k;
+}
+
+/* Where term i is in the dictionary, checked against it. */
+static int term_at(Postings *self, Py_ssize_t i, Py_ssize_t *start, Py_ssize_t *len) {
+    uint64_t end = at(&self->term_end, i);
+    uint64_t first = i ? at(&self->term_end, i - 1) + 1 : 0;
+    if (end < first || end > (uint64_t)self->terms.n) return corrupt("term dictionary offsets");
+    *start = (Py_ssize_t)first;
+    *len = (Py_ssize_t)(end - first);
+    return 0;
+}
+
+/* Term `tid`'s postings, positions and skip blocks, checked against their arrays in each field:
+ * every function that reads a term's postings asks this first. */
+static int term_ok(Postings *self, Py_ssize_t tid) {
+    if (tid < 0 || tid >= self->n_terms) {
+        PyErr_SetString(PyExc_ValueError, "term id out of range");
+        return -1;
+    }
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        const Field *f = &self->f[fi];
+        uint64_t lo = at(&f->term_ptr, tid), hi = at(&f->term_ptr, tid + 1);
+        uint64_t p0 = at(&f->pos_ptr, tid), p1 = at(&f->pos_ptr, tid + 1);
+        uint64_t b0 = at(&f->block_ptr, tid), b1 = at(&f->block_ptr, tid + 1);
+        uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
+        if (hi < lo || hi > (uint64_t)f->docs.n) return corrupt("term pointers beyond the postings");
+        if (p1 < p0 || p1 > (uint64_t)f->positions.n) return corrupt("positions pointers beyond the positions");
+        if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / 4))
+            return corrupt("skip blocks do not match the postings");
+    }
+    return 0;
+}
+
+/* Postings(n_docs, terms, term_end, keys, fields): `terms` the sorted dictionary (UTF-8 terms, one
+ * per line), `term_end[i]` where term i ends in it, `keys` every KEY_STRIDE-th term's prefix key
+ * (segment.term_keys); `fields` three tuples (term_ptr, docs, tfs, pos_ptr, positions, block_ptr,
+ * blocks) as segment.py stores them. */
+static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
+    Py_ssize_t n_docs;
+    PyObject *terms, *term_end, *keys, *fields;
+    static char *names[] = {"n_docs", "terms", "term_end", "keys", "fields", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nOOOO", names, &n_docs, &terms, &term_end, &keys, &fields)) return -1;
+    if (n_docs < 0 || n_docs > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n_docs out of range");
+        return -1;
+    }
+    if (self->terms.held) {
+        PyErr_SetString(PyExc_RuntimeError, "Postings is initialised once");
+        return -1;
+    }
+    self->n_docs = n_docs;
+    if (arr_get(terms, &self->terms, "terms") < 0 || arr_get(term_end, &self->term_end, "term_end") < 0) return -1;
+    self->n_terms = self->term_end.n;
+    PyObject *seq = PySequence_Fast(fields, "fields must be a sequence");
+    if (!seq) return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != N_FIELDS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "expected three fields");
+        return -1;
+    }
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        PyObject *arrays = PySequence_Fast_GET_ITEM(seq, fi);
+        PyObject *a0, *a1, *a2, *a3, *a4, *a5, *a6;
+        if (!PyArg_ParseTuple(arrays, "OOOOOOO", &a0, &a1, &a2, &a3, &a4, &a5, &a6)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        Field *f = &self->f[fi];
+        if (arr_get(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
+            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+            arr_get(a4, &f->positions, "positions") < 0 || arr_get(a5, &f->block_ptr, "block_ptr") < 0 ||
+            arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        /* the writer stores these in 1, 2 or 4 bytes; wider values could wrap the sums that the
+         * bounds checks rely on (a doc id from its deltas, a position from the tfs) */
+        if (f->docs.size > 4 || f->tfs.size > 4 || f->positions.size > 4) {
+            Py_DECREF(seq);
+            return corrupt("postings wider than 32 bits");
+        }
+        if (f->block_ptr.n != self->n_terms + 1 || f->blocks.size != 4 || f->blocks.n % 4 != 0) {
+            Py_DECREF(seq);
+            return corrupt("skip blocks of the wrong shape");
+        }
+        if (f->term_ptr.n != self->n_terms + 1 || f->pos_ptr.n != self->n_terms + 1 || f->docs.n != f->tfs.n) {
+            Py_DECREF(seq);
+            return corrupt("postings arrays of different lengths");
+        }
+    }
+    Py_DECREF(seq);
+    /* The rest is checked term by term where a term is used (term_ok): opening a segment of a
+     * large index does not read all of it. */
+    if (arr_get(keys, &self->keys, "keys") < 0) return -1;
+    self->n_keys = (self->n_terms + KEY_STRIDE - 1) / KEY_STRIDE;
+    if (self->keys.n != self->n_keys || self->keys.size != 8) return corrupt("term keys of the wrong length");
+    return 0;
+}
+
+/* The id of the term `key` (len bytes, UTF-8), -1 if absent, -2 (ValueError) if the dictionary is
+ * damaged. */
+static Py_ssize_t lookup(Postings *self, const char *key, Py_ssize_t len) {
+    uint64_t k = prefix_key((const unsigned char *)key, len);
+    /* the samples below k, and those above it: the term is between them */
+    Py_ssize_t a = 0, z = self->n_keys;
+    while (a < z) {
+        Py_ssize_t mid = a + (z - a) / 2;
+        if (at(&self->keys, mid) < k) a = mid + 1; else z = mid;
+    }
+    Py_ssize_t lo = a > 0 ? (a - 1) * KEY_STRIDE : 0;
+    z = self->n_keys;
+    while (a < z) {
+        Py_ssize_t mid = a + (z - a) / 2;
+        if (at(&self->keys, mid) <= k) a = mid + 1; else z = mid;
+    }
+    Py_ssize_t hi = a * KEY_STRIDE < self->n_terms ? a * KEY_STRIDE : self->n_terms;
+    const char *blob = (const char *)self->terms.p;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2, start, mlen;
+        if (term_at(self, mid, &start, &mlen) < 0) return -2;
+        int c = memcmp(blob + start, key, (size_t)(mlen < len ? mlen : len));
+        if (c == 0) c = (mlen > len) - (mlen < len);
+        if (c == 0) return mid;
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return -1;
+}
+
+/* lookup(term: str | bytes) -> int: the term's id, -1 if the segment does not have it.  The
+ * dictionary is sorted by code point, which is the byte order of UTF-8. */
+static PyObject *Postings_lookup(Postings *self, PyObject *arg) {
+    const char *key;
+    Py_ssize_t len;
+    if (PyUnicode_Check(arg)) {
+        key = PyUnicode_AsUTF8AndSize(arg, &len);
+        if (!key) {  /* a lone surrogate: no such term */
+            PyErr_Clear();
+            return PyLong_FromLong(-1);
+        }
+    } else if (PyBytes_Check(arg)) {
+        key = PyBytes_AS_STRING(arg);
+        len = PyBytes_GET_SIZE(arg);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "lookup() takes a str or bytes");
+        return NULL;
+    }
+    Py_ssize_t tid = lookup(self, key, len);
+    if (tid == -2) return NULL;
+    return PyLong_FromSsize_t(tid);
+}
+
+/* The postings [lo, hi) of term `tid` in field `f`, checked. */
+static int term_range(Postings *self, const Field *f, Py_ssize_t tid, Py_ssize_t *lo, Py_ssize_t *hi) {
+    if (term_ok(self, tid) < 0) return -1;
+    *lo = (Py_ssize_t)at(&f->term_ptr, tid);
+    *hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    return 0;
+}
+
+/* -- a cursor over one term's postings in one field ----------------------------------------- */
+
+typedef struct {
+    const Field *f;
+    Py_ssize_t lo, hi; /* the term's postings */
+    Py_ssize_t b0, nb; /* its skip blocks: rows [b0, b0 + nb) (none for a short list) */
+    Py_ssize_t i;      /* the current posting (hi: past the end) */
+    uint64_t doc, pos; /* its doc id, and where its positions start */
+} Cursor;
+
+static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
+    c->f = f;
+    c->lo = (Py_ssize_t)at(&f->term_ptr, tid);
+    c->hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    c->b0 = (Py_ssize_t)at(&f->block_ptr, tid);
+    c->nb = (Py_ssize_t)at(&f->block_ptr, tid + 1) - c->b0;
+    c->i = c->lo;
+    c->pos = at(&f->pos_ptr, tid);
+    c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
+}
+
+/* The posting-by-posting part of a seek, one loop per pair of integer widths (the widths of a
+ * field's doc deltas and tfs: most often 1 or 2 bytes each). */
+#define SCAN(TD, TT)                                                  \
+    {                                                                 \
+        const TD *docs = (const TD *)c->f->docs.p;                    \
+        const TT *tfs = (const TT *)c->f->tfs.p;                      \
+        Py_ssize_t i = c->i, hi = c->hi;                              \
+        uint64_t doc = c->doc, pos = c->pos;                          \
+        while (doc < target) {                                        \
+            pos += tfs[i];                                            \
+            if (++i >= hi) break;                                     \
+            doc += docs[i];                                           \
+        }                                                             \
+        c->i = i;                                                     \
+        c->doc = doc;                                                 \
+        c->pos = pos;                                                 \
+    }
+#define SCAN_TFS(TD)                                                  \
+    switch (c->f->tfs.size) {                                         \
+        case 1: SCAN(TD, uint8_t) break;                              \
+        case 2: SCAN(TD, uint16_t) break;                             \
+        case 4: SCAN(TD, uint32_t) break;                             \
+        default: SCAN(TD, uint64_t) break;                            \
+    }
+
+static int scan_to(Cursor *c, uint64_t target) {
+    switch (c->f->docs.size) {
+        case 1: SCAN_TFS(uint8_t) break;
+        case 2: SCAN_TFS(uint16_t) break;
+        case 4: SCAN_TFS(uint32_t) break;
+        default: SCAN_TFS(uint64_t) break;
+    }
+    return c->i < c->hi && c->doc == target;
+}
+
+/* Moves forward to the first posting whose doc id is >= target; 1 if it is target.  Whole
+ * blocks whose last doc is below target are skipped (found by galloping, then bisection), so a
+ * seek reads at most one block's deltas. */
+static int cursor_seek(Cursor *c, uint64_t target) {
+    if (c->i >= c->hi) return 0;
+    if (c->doc >= target) return c->doc == target;
+    if (c->nb) {
+        const Field *f = c->f;
+        Py_ssize_t cur = (c->i - c->lo) / BLOCK;
+        if (blk(f, c->b0 + cur, 0) < target) {
+            Py_ssize_t a = cur, step = 1; /* last_doc(a) < target */
+            while (a + step < c->nb && blk(f, c->b0 + a + step, 0) < target) {
+                a += step;
+                step *= 2;
+            }
+            Py_ssize_t z = a + step < c->nb ? a + step : c->nb; /* last_doc(z) >= target, or z = nb */
+            while (z - a > 1) {
+                Py_ssize_t mid = a + (z - a) / 2;
+                if (blk(f, c->b0 + mid, 0) < target) a = mid; else z = mid;
+            }
+            if (z == c->nb) {
+                c->i = c->hi;
+                return 0;
+            }
+            /* block z: its first posting's delta is from the last doc of block z - 1 */
+            c->i = c->lo + z * BLOCK;
+            c->doc = (uint64_t)blk(f, c->b0 + z - 1, 0) + at(&f->docs, c->i);
+            c->pos = blk(f, c->b0 + z, 1);
+        }
+    }
+    return scan_to(c, target);
+}
+
+static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned char **out) {
+    *out = NULL;
+    if (obj == Py_None) return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len < n) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "mask shorter than the segment");
+        return -1;
+    }
+    *out = (const unsigned char *)view->buf;
+    return 1;
+}
+
+/* df(tid, live=None, field=-1) -> int: documents (allowed by the byte mask `live`) holding term
+ * `tid` in field `field` (0 title, 1 body, 2 anchor), or in any field. */
+/* The live documents (live: a byte mask or NULL) holding term `tid` in field `only` (0 title,
+ * 1 body, 2 anchor) or in any field (-1); -1 (ValueError) for a damaged segment. */
+static Py_ssize_t df_count(Postings *self, Py_ssize_t tid, const unsigned char *live, int only) {
+    if (scratch(self->n_docs) < 0) return -1;
+    uint32_t now = next_stamp();
+    Py_ssize_t count = 0;
+    for (int fi = 0; fi < N_FIELDS; fi++) {
+        if (only >= 0 && fi != only) continue;
+        const Field *f = &self->f[fi];
+        Py_ssize_t lo, hi;
+        if (term_range(self, f, tid, &lo, &hi) < 0) return -1;
+        uint64_t d = 0;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            d += at(&f->docs, i);
+            if (d >= (uint64_t)self->n_docs) return corrupt("doc id beyond the segment");
+            if (only >= 0) { /* one field: each posting is another document */
+                count += !live || live[d];
+                continue;
+            }
+            if (s_stamp[d] != now) {
+                s_stamp[d] = now;
+                if (!live || live[d]) count++;
+            }
+        }
+    }
+    return count;
+}
+
+static PyObject *Postings_df(Postings *self, PyObject *args) {
+    Py_ssize_t tid;
+    PyObject *live_obj = Py_None;
+    int only = -1;
+    if (!PyArg_ParseTuple(args, "n|Oi", &tid, &live_obj, &only)) return NULL;
+    if (only < -1 || only >= N_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "bad field");
+        return NULL;
+    }
+    Py_buffer lv;
+    const unsigned char *live;
+    int has_live = live_get(live_obj, &lv, self->n_docs, &live);
+    if (has_live < 0) return NULL;
+    Py_ssize_t count = df_count(self, tid, live, only);
+    if (has_live) PyBuffer_Release(&lv);
+    return count < 0 ? NULL : PyLong_FromSsize_t(count);
+}
+
+/* Postings [lo, hi) of a field, decoded into `docs` (absolute ids) and `tfs` (room for n_docs
+ * each): one loop per integer width, so that each is a tight loop.  Returns how many, or -1
+ * (ValueError) for more postings than documents or a doc id past the segment. */
+#define DECODE_DOCS(T)                                    \
+    {                                                     \
+        const T *src = (const T *)f->docs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {              \
+            d += src[i];                                  \
+            docs[i] = (uint32_t)d;                        \
+        }                                                 \
+    }
+#define DECODE_TFS(T)                                    \
+    {                                                    \
+        const T *src = (const T *)f->tfs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {             \
+            tfs[i] = (uint32_t)src[i];                   \
+            zero |= src[i] == 0;                         \
+        }                                                \
+    }
+
+static Py_ssize_t decode(const Field *f, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t n_docs, uint32_t *docs,
+                         uint32_t *tfs) {
+    Py_ssize_t n = hi - lo;
+    if (n > n_docs) return corrupt("more postings than documents");
+    uint64_t d = 0;
+    switch (f->docs.size) {
+        case 1: DECODE_DOCS(uint8_t) break;
+        case 2: DECODE_DOCS(uint16_t) break;
+        default: DECODE_DOCS(uint32_t) break; /* at most 4 bytes (Postings_init) */
+    }
+    /* deltas are >= 0 and at most 32 bits (their sum cannot wrap), so the last id is the
+     * largest: checked before any is used */
+    if (n && d >= (uint64_t)n_docs) return corrupt("doc id beyond the segment");
+    int zero = 0;
+    switch (f->tfs.size) {
+        case 1: DECODE_TFS(uint8_t) break;
+        case 2: DECODE_TFS(uint16_t) break;
+        default: DECODE_TFS(uint32_t) break; /* at most 4 bytes (Postings_init) */
+    }
+    if (zero) return corrupt("a posting with no occurrences");
+    return n;
+}
+
+static PyMethodDef Postings_methods[] = {
+    {"lookup", (PyCFunction)Postings_lookup, METH_O, "lookup(term) -> term id, or -1"},
+    {"df", (PyCFunction)Postings_df, METH_VARARGS, "df(term_id, live=None, field=-1) -> documents with the term"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PostingsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "politecrawl.index._kernels.Postings",
+    .tp_basicsize = sizeof(Postings),
+    .tp_dealloc = (destructor)Postings_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One segment's postings and term dictionary, for the kernels.",
+    .tp_methods = Postings_methods,
+    .tp_init = (initproc)Postings_init,
+    .tp_new = PyType_GenericNew,
+};

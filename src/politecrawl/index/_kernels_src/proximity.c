@@ -1,0 +1,279 @@
+/* Term proximity: gather (the query terms' positions in given documents, seeking by skip
+ * blocks) and proximity (the closeness of query neighbours, as bm25.pair_closeness and
+ * bm25.proximity_scores).  Part of the unity build _kernels.c (after top.c). */
+
+/* gather(segments, term_ids, field, segs, docs, cap) -> (starts, positions)
+ *
+ * The token positions of each query term in field `field` (0 title, 1 body, 2 anchor) of each
+ * document (segs[c], docs[c]) -- int32 arrays, distinct pairs, in any order: the first `cap` of
+ * each, ascending.  `term_ids` as top() returns them (int64 [segments * terms]).  Run (c, t) is
+ * positions[starts[c * T + t] : starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and
+ * positions int64, both as bytes.  Per segment and term, one cursor seeks the segment's
+ * documents in doc order (skipping the blocks between them); then one copy per run. */
+static const int64_t *sort_key; /* gather's sort: (segment << 32 | doc) per candidate */
+
+static int by_key(const void *a, const void *b) {
+    int64_t x = sort_key[*(const Py_ssize_t *)a], y = sort_key[*(const Py_ssize_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
+ * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out. */
+static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
+                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, PyObject **starts_out, PyObject **pos_out) {
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
+    int ok = -1;
+    PyObject *starts_b = NULL, *pos_b = NULL;
+    int64_t *run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
+    int64_t *key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
+    Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
+    if (!run_off || !run_len || !key || !order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        if (cseg[c] < 0 || cseg[c] >= S || cdoc[c] < 0) {
+            PyErr_SetString(PyExc_ValueError, "gather: candidate out of range");
+            goto done;
+        }
+        key[c] = ((int64_t)cseg[c] << 32) | cdoc[c];
+        order[c] = c;
+    }
+    sort_key = key;
+    qsort(order, (size_t)nc, sizeof(Py_ssize_t), by_key);
+    for (Py_ssize_t a = 0; a < nc;) { /* each segment's run of candidates, in doc order */
+        Py_ssize_t z = a, s = cseg[order[a]];
+        while (z < nc && cseg[order[z]] == s) z++;
+        Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+        const Field *f = &p->f[field];
+        for (Py_ssize_t t = 0; t < T; t++) {
+            Py_ssize_t tid = (Py_ssize_t)tids[s * T + t];
+            if (tid < 0) continue;
+            if (term_ok(p, tid) < 0) goto done;
+            uint64_t end = at(&f->pos_ptr, tid + 1);
+            Cursor cur;
+            cursor_init(&cur, f, tid);
+            for (Py_ssize_t j = a; j < z; j++) {
+                if (!cursor_seek(&cur, (uint64_t)cdoc[order[j]])) {
+                    if (cur.i >= cur.hi) break;
+                    continue;
+                }
+                uint64_t tf = at(&f->tfs, cur.i);
+                if (cur.pos < at(&f->pos_ptr, tid) || cur.pos > end || tf > end - cur.pos) {
+                    corrupt("positions beyond the term's");
+                    goto done;
+                }
+                Py_ssize_t r = order[j] * T + t;
+                run_off[r] = (int64_t)cur.pos;
+                run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
+            }
+        }
+        a = z;
+    }
+    starts_b = PyBytes_FromStringAndSize(NULL, (runs + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (!starts_b) goto done;
+    int64_t *starts = (int64_t *)PyBytes_AS_STRING(starts_b);
+    starts[0] = 0;
+    for (Py_ssize_t r = 0; r < runs; r++) starts[r + 1] = starts[r] + run_len[r];
+    pos_b = PyBytes_FromStringAndSize(NULL, starts[runs] * (Py_ssize_t)sizeof(int64_t));
+    if (!pos_b) goto done;
+    int64_t *pos = (int64_t *)PyBytes_AS_STRING(pos_b);
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        if (!run_len[r]) continue;
+        const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, cseg[r / T]))->f[field];
+        int64_t v = 0, o = run_off[r];
+        for (int64_t q = 0; q < run_len[r]; q++) {
+            v += (int64_t)at(&f->positions, o + q);
+            pos[starts[r] + q] = v;
+        }
+    }
+    *starts_out = starts_b;
+    *pos_out = pos_b;
+    starts_b = pos_b = NULL;
+    ok = 0;
+done:
+    Py_XDECREF(starts_b);
+    Py_XDECREF(pos_b);
+    PyMem_Free(run_off);
+    PyMem_Free(run_len);
+    PyMem_Free(key);
+    PyMem_Free(order);
+    return ok;
+}
+
+static PyObject *k_gather(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *tids_obj, *seg_obj, *doc_obj;
+    int field;
+    Py_ssize_t cap;
+    if (!PyArg_ParseTuple(args, "OOiOOn", &segs_obj, &tids_obj, &field, &seg_obj, &doc_obj, &cap)) return NULL;
+    if (field < 0 || field >= N_FIELDS || cap < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad field or cap");
+        return NULL;
+    }
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a sequence");
+    if (!segs) return NULL;
+    Py_buffer tv, sv, dv;
+    int have_t = 0, have_s = 0, have_d = 0;
+    PyObject *result = NULL, *starts_b = NULL, *pos_b = NULL;
+    if (check_segments(segs) < 0) goto done;
+    if (PyObject_GetBuffer(tids_obj, &tv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_t = 1;
+    if (PyObject_GetBuffer(seg_obj, &sv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_s = 1;
+    if (PyObject_GetBuffer(doc_obj, &dv, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_d = 1;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs);
+    if (dv.len != sv.len || sv.len % 4 || tv.len % 8 || (S && (tv.len / 8) % S) || (!S && sv.len)) {
+        PyErr_SetString(PyExc_ValueError, "gather: mismatched arrays");
+        goto done;
+    }
+    Py_ssize_t T = S ? tv.len / 8 / S : 0;
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, &starts_b, &pos_b) < 0) goto done;
+    result = PyTuple_Pack(2, starts_b, pos_b);
+done:
+    Py_XDECREF(starts_b);
+    Py_XDECREF(pos_b);
+    if (have_t) PyBuffer_Release(&tv);
+    if (have_s) PyBuffer_Release(&sv);
+    if (have_d) PyBuffer_Release(&dv);
+    Py_DECREF(segs);
+    return result;
+}
+
+/* -- runs of positions (the output of gather) ------------------------------------------------ */
+
+typedef struct {
+    Py_buffer sv, pv;
+    const int64_t *starts, *pos;
+    Py_ssize_t n_runs;
+} Runs;
+
+static int runs_get(PyObject *starts, PyObject *pos, Runs *r) {
+    if (PyObject_GetBuffer(starts, &r->sv, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (PyObject_GetBuffer(pos, &r->pv, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&r->sv); return -1; }
+    r->starts = (const int64_t *)r->sv.buf;
+    r->pos = (const int64_t *)r->pv.buf;
+    r->n_runs = r->sv.len / 8 - 1;
+    Py_ssize_t n_pos = r->pv.len / 8;
+    for (Py_ssize_t i = 0; i <= r->n_runs; i++)
+        if (r->starts[i] < 0 || r->starts[i] > n_pos || (i && r->starts[i] < r->starts[i - 1])) {
+            PyBuffer_Release(&r->sv);
+            PyBuffer_Release(&r->pv);
+            PyErr_SetString(PyExc_ValueError, "bad runs");
+            return -1;
+        }
+    return 0;
+}
+
+static void runs_release(Runs *r) {
+    PyBuffer_Release(&r->sv);
+    PyBuffer_Release(&r->pv);
+}
+
+/* proximity(starts, positions, n_cands, n_terms, cap, reversed_weight, idfs, k1, k1p1, weight)
+ *   -> bytes of float64 [n_cands * n_terms]
+ *
+ * Term proximity over the runs of gather (the first `cap` of each): per candidate, the
+ * occurrences of all terms merged by position; each two neighbouring occurrences of terms a,
+ * a + 1 at distance delta are worth 1 / delta**2 (reversed_weight times that for a + 1 then a),
+ * s(a) the best of them (bm25.pair_closeness); then per term, as bm25.proximity_scores and in
+ * its order of operations:
+ *     acc(t) = s(t) * idf(t + 1) + s(t - 1) * idf(t - 1)
+ *     out(t) = weight * (((min(1, idf(t)) * acc) * k1p1) / (acc + k1))             */
+/* The proximity rows of nc candidates (out: float64 [nc * T]) from their runs; `head`, `end`
+ * (T each) and `close` (T - 1) are scratch. */
+static void proximity_rows(const int64_t *starts, const int64_t *pos, Py_ssize_t nc, Py_ssize_t T, Py_ssize_t cap,
+                           double rw, const double *idfs, double k1, double k1p1, double weight, double *out,
+                           Py_ssize_t *head, Py_ssize_t *end, double *close) {
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        Py_ssize_t present = 0;
+        for (Py_ssize_t t = 0; t < T; t++) {
+            head[t] = starts[c * T + t];
+            Py_ssize_t e = starts[c * T + t + 1];
+            end[t] = e - head[t] > cap ? head[t] + cap : e;
+            present += end[t] > head[t];
+        }
+        double *row = out + c * T;
+        if (present < 2) { /* no pair: every term's formula gives (+)0.0 */
+            for (Py_ssize_t t = 0; t < T; t++) row[t] = 0.0;
+            continue;
+        }
+        memset(close, 0, (size_t)(T - 1) * sizeof(double));
+        Py_ssize_t prev_t = -1;
+        int64_t prev_p = 0;
+        for (;;) {
+            Py_ssize_t best = -1;
+            int64_t bp = 0;
+            for (Py_ssize_t t = 0; t < T; t++)
+                if (head[t] < end[t] && (best < 0 || pos[head[t]] < bp)) {
+                    best = t;
+                    bp = pos[head[t]];
+                }
+            if (best < 0) break;
+            head[best]++;
+            Py_ssize_t step = best - prev_t;
+            if (prev_t >= 0 && (step == 1 || step == -1)) {
+                int64_t delta = bp - prev_p;
+                double dd = (double)(delta < 1 ? 1 : delta);
+                double v = 1.0 / (dd * dd);
+                if (step == -1) v *= rw;
+                Py_ssize_t a = step == 1 ? prev_t : best;
+                if (v > close[a]) close[a] = v;
+            }
+            prev_t = best;
+            prev_p = bp;
+        }
+        for (Py_ssize_t t = 0; t < T; t++) {
+            double acc = 0.0;
+            if (t < T - 1) acc += close[t] * idfs[t + 1];
+            if (t > 0) acc += close[t - 1] * idfs[t - 1];
+            double m = idfs[t] < 1.0 ? idfs[t] : 1.0;
+            row[t] = weight * (((m * acc) * k1p1) / (acc + k1));
+        }
+    }
+}
+
+static PyObject *k_proximity(PyObject *mod, PyObject *args) {
+    PyObject *starts_obj, *pos_obj, *idfs_obj;
+    Py_ssize_t nc, T, cap;
+    double rw, k1, k1p1, weight;
+    if (!PyArg_ParseTuple(args, "OOnnndOddd", &starts_obj, &pos_obj, &nc, &T, &cap, &rw, &idfs_obj, &k1, &k1p1,
+                          &weight))
+        return NULL;
+    Runs r;
+    if (runs_get(starts_obj, pos_obj, &r) < 0) return NULL;
+    Py_buffer iv;
+    const double *idfs;
+    int has_idfs = 0;
+    PyObject *out_b = NULL;
+    Py_ssize_t *head = NULL, *end = NULL;
+    double *close = NULL;
+    if (nc < 0 || T < 2 || nc > PY_SSIZE_T_MAX / 8 / T || r.n_runs != nc * T) {
+        PyErr_SetString(PyExc_ValueError, "runs do not match n_cands * n_terms (n_terms >= 2)");
+        goto done;
+    }
+    if ((has_idfs = doubles_get(idfs_obj, &iv, T, "idfs", &idfs)) <= 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "idfs are required");
+        has_idfs = 0;
+        goto done;
+    }
+    out_b = PyBytes_FromStringAndSize(NULL, nc * T * (Py_ssize_t)sizeof(double));
+    head = PyMem_Malloc((size_t)T * sizeof(Py_ssize_t));
+    end = PyMem_Malloc((size_t)T * sizeof(Py_ssize_t));
+    close = PyMem_Malloc((size_t)(T - 1) * sizeof(double));
+    if (!out_b || !head || !end || !close) {
+        Py_CLEAR(out_b);
+        PyErr_NoMemory();
+        goto done;
+    }
+    proximity_rows(r.starts, r.pos, nc, T, cap, rw, idfs, k1, k1p1, weight, (double *)PyBytes_AS_STRING(out_b), head,
+                   end, close);
+done:
+    PyMem_Free(head);
+    PyMem_Free(end);
+    PyMem_Free(close);
+    if (has_idfs) PyBuffer_Release(&iv);
+    runs_release(&r);
+    return out_b;
+}

@@ -1,0 +1,208 @@
+/* rank: from top()'s matches to the page (sorted by score then url, the head reranked by term
+ * proximity, the page's body positions for its snippets).  Part of the unity build _kernels.c
+ * (after proximity.c). */
+
+/* -- rank: from the matches to the page ------------------------------------------------------ */
+
+typedef struct {
+    double score;
+    PyObject *url; /* borrowed from the segment's list of urls */
+    int32_t seg, doc;
+} Ranked;
+
+/* by score descending, then url, then place (engine_numpy._rank sorts (-score, url, segment, doc));
+ * a url that does not compare sets the error checked after the sort */
+static int ranked_cmp(const void *a, const void *b) {
+    const Ranked *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    int c = PyUnicode_Compare(x->url, y->url);
+    if (c) return c;
+    if (x->seg != y->seg) return x->seg < y->seg ? -1 : 1;
+    return (x->doc > y->doc) - (x->doc < y->doc);
+}
+
+/* A row's sum, term by term in order (engine_numpy._bonus sums in the same order). */
+static double row_sum(const double *row, Py_ssize_t T) {
+    double s = row[0];
+    for (Py_ssize_t t = 1; t < T; t++) s += row[t];
+    return s;
+}
+
+/* rank(segments, urls, term_ids, segs, docs, scores, order, start, end, proximity, snippet_cap)
+ *   -> (segs, docs, scores, starts, positions, head)
+ *
+ * The page [start:end] of the matches top() returned (segs, docs, scores as bytes; term_ids its
+ * ids of the terms in scoring order): sorted by score descending, then url (`urls`: per segment
+ * the list of its documents' urls); with `proximity` = (depth, cap, reversed_weight, body weight,
+ * title weight, idfs in query order, k1, k1p1), the first `depth` reranked with the term
+ * proximity bonus (engine_numpy.page; per field the rows of proximity(), the bonus the
+ * body's row sum plus the title's, each summed term by term).  `order`: for each term of the
+ * query, in the query's order, its index in the scoring order.  Returns the page's segment
+ * indexes (int32), docs (int32) and scores (float64); with snippet_cap > 0 the runs of their
+ * body positions (gather(), the query's terms in its order, the first snippet_cap of each), else
+ * None, None; and with proximity, the reranked head (segs, docs, body rows, title rows: what
+ * explain shows), else None. */
+static PyObject *k_rank(PyObject *mod, PyObject *args) {
+    PyObject *segs_obj, *urls_obj, *order_obj, *prox;
+    Py_buffer tv, sv, dv, vv;
+    Py_ssize_t start, end, snippet_cap;
+    if (!PyArg_ParseTuple(args, "OOy*y*y*y*OnnOn", &segs_obj, &urls_obj, &tv, &sv, &dv, &vv, &order_obj, &start, &end,
+                          &prox, &snippet_cap))
+        return NULL;
+    PyObject *segs = NULL, *urls = NULL, *order_l = NULL, *result = NULL;
+    PyObject *out_seg = NULL, *out_doc = NULL, *out_score = NULL, *starts_b = NULL, *pos_b = NULL, *head = NULL;
+    PyObject *bstarts = NULL, *bpos = NULL, *tstarts = NULL, *tpos = NULL, *brows = NULL, *trows = NULL;
+    Ranked *ranked = NULL;
+    int64_t *tids_q = NULL;
+    int32_t *cseg = NULL, *cdoc = NULL;
+    Py_ssize_t *scratch_i = NULL;
+    double *close = NULL;
+    Py_buffer iv;
+    int has_idfs = 0;
+    if (!(segs = PySequence_Fast(segs_obj, "segments must be a sequence"))) goto done;
+    if (!(urls = PySequence_Fast(urls_obj, "urls must be a sequence"))) goto done;
+    if (!(order_l = PySequence_Fast(order_obj, "order must be a sequence"))) goto done;
+    Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), n = sv.len / 4, Tq = PySequence_Fast_GET_SIZE(order_l);
+    if (check_segments(segs) < 0) goto done;
+    if (PySequence_Fast_GET_SIZE(urls) != S || dv.len != sv.len || vv.len != n * 8 || tv.len % 8 ||
+        (S && (tv.len / 8) % S) || (!S && n)) {
+        PyErr_SetString(PyExc_ValueError, "rank: mismatched arrays");
+        goto done;
+    }
+    Py_ssize_t Ts = S ? tv.len / 8 / S : 0;
+    const int64_t *tids = tv.buf;
+    const int32_t *hseg = sv.buf, *hdoc = dv.buf;
+    const double *hscore = vv.buf;
+    /* the query's terms in its order: their ids in each segment */
+    tids_q = PyMem_Malloc((size_t)(S * Tq > 0 ? S * Tq : 1) * sizeof(int64_t));
+    ranked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Ranked));
+    if (!tids_q || !ranked) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < Tq; t++) {
+        Py_ssize_t o = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(order_l, t));
+        if (o == -1 && PyErr_Occurred()) goto done;
+        if (o < 0 || o >= Ts) {
+            PyErr_SetString(PyExc_ValueError, "rank: order out of range");
+            goto done;
+        }
+        for (Py_ssize_t s = 0; s < S; s++) tids_q[s * Tq + t] = tids[s * Ts + o];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (hseg[i] < 0 || hseg[i] >= S) {
+            PyErr_SetString(PyExc_ValueError, "rank: segment out of range");
+            goto done;
+        }
+        PyObject *list = PySequence_Fast_GET_ITEM(urls, hseg[i]);
+        if (!PyList_Check(list) || hdoc[i] < 0 || hdoc[i] >= PyList_GET_SIZE(list) ||
+            !PyUnicode_Check(PyList_GET_ITEM(list, hdoc[i]))) {
+            PyErr_SetString(PyExc_ValueError, "rank: a document without a url");
+            goto done;
+        }
+        ranked[i].score = hscore[i];
+        ranked[i].url = PyList_GET_ITEM(list, hdoc[i]);
+        ranked[i].seg = hseg[i];
+        ranked[i].doc = hdoc[i];
+    }
+    qsort(ranked, (size_t)n, sizeof(Ranked), ranked_cmp);
+    if (PyErr_Occurred()) goto done;
+    if (prox != Py_None && n && Tq >= 2) {
+        Py_ssize_t depth, cap;
+        double rw, w_body, w_title, k1, k1p1;
+        PyObject *idfs_obj;
+        if (!PyArg_ParseTuple(prox, "nndddOdd", &depth, &cap, &rw, &w_body, &w_title, &idfs_obj, &k1, &k1p1)) goto done;
+        const double *idfs;
+        if ((has_idfs = doubles_get(idfs_obj, &iv, Tq, "idfs", &idfs)) <= 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "idfs are required");
+            has_idfs = 0;
+            goto done;
+        }
+        Py_ssize_t nh = depth < n ? depth : n;
+        cseg = PyMem_Malloc((size_t)nh * sizeof(int32_t));
+        cdoc = PyMem_Malloc((size_t)nh * sizeof(int32_t));
+        scratch_i = PyMem_Malloc((size_t)(2 * Tq) * sizeof(Py_ssize_t));
+        close = PyMem_Malloc((size_t)Tq * sizeof(double));
+        if (!cseg || !cdoc || !scratch_i || !close) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nh; i++) {
+            cseg[i] = ranked[i].seg;
+            cdoc[i] = ranked[i].doc;
+        }
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, &bstarts, &bpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, &tstarts, &tpos) < 0) goto done;
+        brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
+        trows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
+        if (!brows || !trows) goto done;
+        double *br = (double *)PyBytes_AS_STRING(brows), *tr = (double *)PyBytes_AS_STRING(trows);
+        proximity_rows((int64_t *)PyBytes_AS_STRING(bstarts), (int64_t *)PyBytes_AS_STRING(bpos), nh, Tq, cap, rw, idfs,
+                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, close);
+        proximity_rows((int64_t *)PyBytes_AS_STRING(tstarts), (int64_t *)PyBytes_AS_STRING(tpos), nh, Tq, cap, rw, idfs,
+                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, close);
+        PyObject *hs = PyBytes_FromStringAndSize((const char *)cseg, nh * (Py_ssize_t)sizeof(int32_t));
+        PyObject *hd = PyBytes_FromStringAndSize((const char *)cdoc, nh * (Py_ssize_t)sizeof(int32_t));
+        if (!hs || !hd) {
+            Py_XDECREF(hs);
+            Py_XDECREF(hd);
+            goto done;
+        }
+        head = Py_BuildValue("(NNOO)", hs, hd, brows, trows);
+        if (!head) goto done;
+        /* the bonus is >= 0: the reranked head still scores at least as much as those below it */
+        for (Py_ssize_t i = 0; i < nh; i++)
+            ranked[i].score = ranked[i].score + (row_sum(br + i * Tq, Tq) + row_sum(tr + i * Tq, Tq));
+        qsort(ranked, (size_t)nh, sizeof(Ranked), ranked_cmp);
+        if (PyErr_Occurred()) goto done;
+    }
+    if (start < 0) start = 0;
+    if (end > n) end = n;
+    Py_ssize_t np_ = end > start ? end - start : 0;
+    out_seg = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
+    out_doc = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
+    out_score = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
+    if (!out_seg || !out_doc || !out_score) goto done;
+    int32_t *os = (int32_t *)PyBytes_AS_STRING(out_seg), *od = (int32_t *)PyBytes_AS_STRING(out_doc);
+    double *ov = (double *)PyBytes_AS_STRING(out_score);
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        os[i] = ranked[start + i].seg;
+        od[i] = ranked[start + i].doc;
+        ov[i] = ranked[start + i].score;
+    }
+    if (snippet_cap > 0 && Tq > 0) {
+        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, &starts_b, &pos_b) < 0) goto done;
+    } else {
+        starts_b = Py_NewRef(Py_None);
+        pos_b = Py_NewRef(Py_None);
+    }
+    result = Py_BuildValue("(OOOOOO)", out_seg, out_doc, out_score, starts_b, pos_b, head ? head : Py_None);
+done:
+    Py_XDECREF(segs);
+    Py_XDECREF(urls);
+    Py_XDECREF(order_l);
+    Py_XDECREF(out_seg);
+    Py_XDECREF(out_doc);
+    Py_XDECREF(out_score);
+    Py_XDECREF(starts_b);
+    Py_XDECREF(pos_b);
+    Py_XDECREF(head);
+    Py_XDECREF(bstarts);
+    Py_XDECREF(bpos);
+    Py_XDECREF(tstarts);
+    Py_XDECREF(tpos);
+    Py_XDECREF(brows);
+    Py_XDECREF(trows);
+    PyMem_Free(ranked);
+    PyMem_Free(tids_q);
+    PyMem_Free(cseg);
+    PyMem_Free(cdoc);
+    PyMem_Free(scratch_i);
+    PyMem_Free(close);
+    if (has_idfs) PyBuffer_Release(&iv);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&vv);
+    return result;
+}

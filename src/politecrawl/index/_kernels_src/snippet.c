@@ -1,0 +1,350 @@
+/* Snippet windows, as snippet.py: best_window (where in the query terms' positions the window
+ * is) and make_snippet (the window's text and highlights in a region of text).  Part of the
+ * unity build _kernels.c (after rank.c). */
+
+/* snippet.best_window on runs of positions: (term, occurrence) of the window's start in
+ * out[0], out[1]; 0 if no term has a position, -1 (MemoryError) on failure. */
+static int best_window_core(const int64_t *const *pos, const Py_ssize_t *len, Py_ssize_t T, int64_t width,
+                            int64_t limit, Py_ssize_t out[2]) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t t = 0; t < T; t++) total += len[t];
+    if (!total) return 0;
+    int ok = -1;
+    Py_ssize_t *head = PyMem_Calloc((size_t)T, sizeof(Py_ssize_t));
+    Py_ssize_t *counts = PyMem_Calloc((size_t)T, sizeof(Py_ssize_t));
+    int64_t *occ_pos = PyMem_Malloc((size_t)total * sizeof(int64_t));
+    Py_ssize_t *occ_term = PyMem_Malloc((size_t)total * sizeof(Py_ssize_t));
+    if (!head || !counts || !occ_pos || !occ_term) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = 0;
+    for (;;) { /* merge by (position, term) */
+        Py_ssize_t best = -1;
+        int64_t bp = 0;
+        for (Py_ssize_t t = 0; t < T; t++)
+            if (head[t] < len[t] && (best < 0 || pos[t][head[t]] < bp)) {
+                best = t;
+                bp = pos[t][head[t]];
+            }
+        if (best < 0) break;
+        occ_pos[n] = bp;
+        occ_term[n++] = best;
+        head[best]++;
+    }
+    Py_ssize_t j = 0, distinct = 0, best_a = 0, bk0 = 0, bk1 = 0, bk2 = 0;
+    int have = 0;
+    for (Py_ssize_t a = 0; a < n; a++) {
+        int64_t start = occ_pos[a];
+        while (j < n && occ_pos[j] < start + width) {
+            if (!counts[occ_term[j]]++) distinct++;
+            j++;
+        }
+        Py_ssize_t early = start < limit, cnt = early ? j - a : 0;
+        if (!have || distinct > bk0 || (distinct == bk0 && (early > bk1 || (early == bk1 && cnt > bk2)))) {
+            have = 1;
+            bk0 = distinct;
+            bk1 = early;
+            bk2 = cnt;
+            best_a = a;
+        }
+        if (!--counts[occ_term[a]]) distinct--;
+    }
+    /* which occurrence of its term the window's start is */
+    out[0] = occ_term[best_a];
+    out[1] = 0;
+    for (Py_ssize_t a = 0; a < best_a; a++) out[1] += occ_term[a] == out[0];
+    ok = 1;
+done:
+    PyMem_Free(head);
+    PyMem_Free(counts);
+    PyMem_Free(occ_pos);
+    PyMem_Free(occ_term);
+    return ok;
+}
+
+/* Per term, its positions as int64 buffers (held in views[:*held]). */
+static int positions_get(PyObject *seq, Py_buffer *views, Py_ssize_t *held, const int64_t **pos, Py_ssize_t *len) {
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq);
+    for (*held = 0; *held < T; (*held)++) {
+        Py_buffer *v = &views[*held];
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, *held), v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+        const char *fmt = v->format ? v->format : "B";
+        while (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+        if (v->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
+            (*held)++;
+            PyErr_SetString(PyExc_ValueError, "positions must be int64 arrays");
+            return -1;
+        }
+        pos[*held] = v->buf;
+        len[*held] = v->len / 8;
+    }
+    return 0;
+}
+
+/* best_window(positions, width, limit) -> (term, occurrence) or None: snippet.best_window.
+ * `positions`: per query term, its ascending token positions in the body (int64 arrays, empty
+ * where the term is not in it).  The window of `width` tokens starting at each occurrence is
+ * scored by (distinct terms, starts before `limit`, occurrences if it does); the first of the best
+ * wins. */
+static PyObject *k_best_window(PyObject *mod, PyObject *args) {
+    PyObject *seq_obj;
+    int64_t width, limit;
+    if (!PyArg_ParseTuple(args, "OLL", &seq_obj, &width, &limit)) return NULL;
+    PyObject *seq = PySequence_Fast(seq_obj, "positions must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(seq), held = 0, found[2];
+    PyObject *result = NULL;
+    Py_buffer *views = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_buffer));
+    const int64_t **pos = PyMem_Calloc((size_t)(T ? T : 1), sizeof(int64_t *));
+    Py_ssize_t *len = PyMem_Calloc((size_t)(T ? T : 1), sizeof(Py_ssize_t));
+    if (!views || !pos || !len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (positions_get(seq, views, &held, pos, len) < 0) goto done;
+    int got = best_window_core(pos, len, T, width, limit, found);
+    if (got < 0) goto done;
+    result = got ? Py_BuildValue("(nn)", found[0], found[1]) : Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(pos);
+    PyMem_Free(len);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* -- make_snippet -------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t start, end, term;
+} Match;
+
+static int match_cmp(const void *a, const void *b) {
+    const Match *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return (x->term > y->term) - (x->term < y->term);
+}
+
+/* A growing array of code points, the snippet being written. */
+typedef struct {
+    Py_UCS4 *p;
+    Py_ssize_t n, cap;
+} Out;
+
+static int out_put(Out *o, Py_UCS4 c) {
+    if (o->n == o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 512;
+        Py_UCS4 *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(Py_UCS4));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        o->p = p;
+        o->cap = cap;
+    }
+    o->p[o->n++] = c;
+    return 0;
+}
+
+/* body[a:b] with each run of whitespace made one space (snippet._clean); with `lstrip`, the
+ * leading whitespace dropped.  Returns the code points written, -1 on error. */
+static Py_ssize_t out_clean(Out *o, int kind, const void *data, Py_ssize_t a, Py_ssize_t b, int lstrip) {
+    Py_ssize_t before = o->n;
+    int in_space = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (Py_UNICODE_ISSPACE(c)) {
+            in_space = 1;
+            continue;
+        }
+        if (in_space && !(lstrip && o->n == before)) {
+            if (out_put(o, ' ') < 0) return -1;
+        }
+        in_space = 0;
+        if (out_put(o, c) < 0) return -1;
+    }
+    if (in_space && !(lstrip && o->n == before)) {
+        if (out_put(o, ' ') < 0) return -1;
+    }
+    return o->n - before;
+}
+
+/* make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences)
+ *   -> (text, highlights)
+ *
+ * snippet.make_snippet after its first lines: `low` is body[lo:hi].lower() (the same length:
+ * the caller checks), `terms` the sorted distinct terms.  Occurrences of each term in `low`,
+ * word-bounded (by Python's isalnum, on `low`, and on `body` just outside the region), at most
+ * `max_occurrences` per term; the window of `window` characters with the most distinct terms,
+ * then occurrences, earliest first; `lead` characters of context before it if it has room; cut at
+ * spaces; whitespace runs collapsed; "… " and " …" marking cuts.  Highlights are (start, end)
+ * offsets of the occurrences in the text. */
+static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj, Py_ssize_t window, Py_ssize_t lo,
+                              Py_ssize_t hi, int complete, int cut_before, Py_ssize_t lead, Py_ssize_t max_occ) {
+    Py_ssize_t n_body = PyUnicode_GET_LENGTH(body), n_low = PyUnicode_GET_LENGTH(low);
+    if (lo < 0 || hi < lo || hi > n_body || n_low != hi - lo || window < 0 || lead < 0) {
+        PyErr_SetString(PyExc_ValueError, "make_snippet: low must be body[lo:hi].lower(), of the same length");
+        return NULL;
+    }
+    PyObject *terms = PySequence_Fast(terms_obj, "terms must be a sequence");
+    if (!terms) return NULL;
+    Py_ssize_t n_terms = PySequence_Fast_GET_SIZE(terms);
+    int bk = PyUnicode_KIND(body), lk = PyUnicode_KIND(low);
+    const void *bd = PyUnicode_DATA(body), *ld = PyUnicode_DATA(low);
+    PyObject *result = NULL;
+    Match *matches = NULL;
+    Py_ssize_t n_matches = 0, cap_matches = 0, *counts = NULL;
+    Out o = {NULL, 0, 0};
+    PyObject *hl = NULL;
+
+    int before = lo > 0 ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, lo - 1)) : 0;
+    int after = hi < n_body ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, hi)) : 0;
+    for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(terms, ti);
+        if (!PyUnicode_Check(t)) { PyErr_SetString(PyExc_TypeError, "terms must be str"); goto done; }
+        Py_ssize_t size = PyUnicode_GET_LENGTH(t);
+        int tk = PyUnicode_KIND(t);
+        const void *td = PyUnicode_DATA(t);
+        Py_ssize_t found = 0, start = 0;
+        while (found < max_occ) {
+            /* low.find(t, start) */
+            Py_ssize_t i = -1;
+            if (lk == PyUnicode_1BYTE_KIND && tk == PyUnicode_1BYTE_KIND && size > 0) {
+                const Py_UCS1 *L = ld, *key = td;
+                for (Py_ssize_t x = start; x + size <= n_low;) {
+                    const Py_UCS1 *p = memchr(L + x, key[0], (size_t)(n_low - size + 1 - x));
+                    if (!p) break;
+                    x = p - L;
+                    if (memcmp(L + x, key, (size_t)size) == 0) {
+                        i = x;
+                        break;
+                    }
+                    x++;
+                }
+            } else {
+                for (Py_ssize_t x = start; x + size <= n_low; x++) {
+                    Py_ssize_t y = 0;
+                    while (y < size && PyUnicode_READ(lk, ld, x + y) == PyUnicode_READ(tk, td, y)) y++;
+                    if (y == size) { i = x; break; }
+                }
+            }
+            if (i < 0) break;
+            Py_ssize_t j = i + size;
+            int left_ok = i == 0 ? !before : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, i - 1));
+            int right_ok = j == n_low ? !after : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, j));
+            if (left_ok && right_ok) {
+                if (n_matches == cap_matches) {
+                    Py_ssize_t cap = cap_matches ? 2 * cap_matches : 64;
+                    Match *mm = PyMem_Realloc(matches, (size_t)cap * sizeof(Match));
+                    if (!mm) { PyErr_NoMemory(); goto done; }
+                    matches = mm;
+                    cap_matches = cap;
+                }
+                matches[n_matches].start = lo + i;
+                matches[n_matches].end = lo + j;
+                matches[n_matches++].term = ti;
+                found++;
+            }
+            start = j;
+            if (size == 0) break; /* an empty term matches nowhere new */
+        }
+    }
+    qsort(matches, (size_t)n_matches, sizeof(Match), match_cmp);
+
+    /* two pointers: the best window by (distinct terms, occurrences, -start) */
+    Py_ssize_t best_i = 0, best_j = 0, bd0 = 0, bd1 = 0, bd2 = 0, j = 0, distinct = 0;
+    counts = PyMem_Calloc((size_t)(n_terms ? n_terms : 1), sizeof(Py_ssize_t));
+    if (!counts) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n_matches; i++) {
+        Py_ssize_t st = matches[i].start;
+        while (j < n_matches && matches[j].end - st <= window) {
+            if (!counts[matches[j].term]++) distinct++;
+            j++;
+        }
+        Py_ssize_t cnt = j - i;
+        if (distinct > bd0 || (distinct == bd0 && (cnt > bd1 || (cnt == bd1 && -st > bd2)))) {
+            bd0 = distinct; bd1 = cnt; bd2 = -st;
+            best_i = i; best_j = j;
+        }
+        if (j > i && !--counts[matches[i].term]) distinct--;
+    }
+    Py_ssize_t start, end, c0 = 0, c1 = 0; /* chosen matches [c0, c1) */
+    if (best_j > best_i) {
+        Py_ssize_t first_start = matches[best_i].start, last_end = matches[best_j - 1].end;
+        Py_ssize_t slack = window - (last_end - first_start);
+        if (slack < 0) slack = 0;
+        start = first_start - (lead < slack ? lead : slack);
+        if (start < 0) start = 0;
+        end = last_end > start + window ? last_end : start + window;
+        if (end > n_body) end = n_body;
+        c0 = best_i;
+        c1 = best_j;
+    } else {
+        start = lo;
+        end = lo + window < n_body ? lo + window : n_body;
+    }
+    /* snap to spaces, never cutting a highlighted word */
+    if (start > 0) {
+        Py_ssize_t stop = c1 > c0 ? matches[c0].start : end;
+        for (Py_ssize_t x = start; x < stop; x++)
+            if (PyUnicode_READ(bk, bd, x) == ' ') { start = x + 1; break; }
+    }
+    if (end < n_body) {
+        Py_ssize_t from = c1 > c0 ? matches[c1 - 1].end : start;
+        for (Py_ssize_t x = end - 1; x >= from && x >= 0; x--)
+            if (PyUnicode_READ(bk, bd, x) == ' ') {
+                if (x > start) end = x;
+                break;
+            }
+    }
+    Py_ssize_t prefix = 0;
+    if (start > 0 || cut_before) {
+        if (out_put(&o, 0x2026) < 0 || out_put(&o, ' ') < 0) goto done;
+        prefix = 2;
+    }
+    hl = PyList_New(0);
+    if (!hl) goto done;
+    Py_ssize_t cursor = start;
+    for (Py_ssize_t m = c0; m < c1; m++) {
+        Py_ssize_t ms = matches[m].start, me = matches[m].end;
+        if (ms < cursor || me > end) continue;
+        if (out_clean(&o, bk, bd, cursor, ms, o.n == prefix) < 0) goto done;
+        Py_ssize_t at_ = o.n;
+        for (Py_ssize_t x = ms; x < me; x++)
+            if (out_put(&o, PyUnicode_READ(bk, bd, x)) < 0) goto done;
+        PyObject *span = Py_BuildValue("(nn)", at_, o.n);
+        if (!span || PyList_Append(hl, span) < 0) { Py_XDECREF(span); goto done; }
+        Py_DECREF(span);
+        cursor = me;
+    }
+    if (out_clean(&o, bk, bd, cursor, end, o.n == prefix) < 0) goto done;
+    while (o.n > prefix && Py_UNICODE_ISSPACE(o.p[o.n - 1])) o.n--; /* the tail's rstrip */
+    if (end < n_body || !complete) {
+        if (out_put(&o, ' ') < 0 || out_put(&o, 0x2026) < 0) goto done;
+    }
+    static const Py_UCS4 nothing[1] = {0};
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, o.p ? o.p : nothing, o.n);
+    if (!text) goto done;
+    PyObject *spans = PyList_AsTuple(hl);
+    if (!spans) { Py_DECREF(text); goto done; }
+    result = PyTuple_Pack(2, text, spans);
+    Py_DECREF(text);
+    Py_DECREF(spans);
+done:
+    PyMem_Free(matches);
+    PyMem_Free(counts);
+    PyMem_Free(o.p);
+    Py_XDECREF(hl);
+    Py_DECREF(terms);
+    return result;
+}
+
+static PyObject *k_make_snippet(PyObject *mod, PyObject *args) {
+    PyObject *body, *low, *terms;
+    Py_ssize_t window, lo, hi, lead, max_occ;
+    int complete, cut_before;
+    if (!PyArg_ParseTuple(args, "UUOnnnppnn", &body, &low, &terms, &window, &lo, &hi, &complete, &cut_before, &lead,
+                          &max_occ))
+        return NULL;
+    return snippet_core(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occ);
+}

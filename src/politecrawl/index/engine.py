@@ -1,0 +1,166 @@
+"""What the two search engines share: which documents may match, how terms are weighted.
+
+``search.Searcher`` runs a query on one of two engines with the same results, scores (to the
+last bit) and snippets: ``engine_compiled`` (the compiled kernels, where they are built) and
+``engine_numpy`` (the reference, and what runs where they were not built).  Both take:
+
+* a ``Scorer``: one generation of the index scored one way (``scoring``), with the title
+  bonus, the per-document norms (made once per generation) and the terms' weights, in the
+  order both add them;
+* ``allowed``: the documents of a segment a match may be (live, no excluded term, on the
+  ``site:``, holding every phrase);
+* a ``Page``: what the search asks of the ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .analysis import Query
+from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
+from .reader import IndexReader, SegmentView
+
+__all__ = ["Page", "Scorer", "allowed", "phrase_mask"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a search asks of the ranking: the hits ``[start:end]`` of the best ``depth`` (the
+    reranked head included), the head reranked by proximity or not, the hits' body positions for
+    snippets or not, the proximity rows for explain or not."""
+
+    depth: int
+    start: int
+    end: int
+    rerank: bool
+    snippets: bool
+    explain: bool
+
+
+class Scorer:
+    """One generation of the index (``reader``) scored with ``scoring`` (``bm25.SCORINGS``): what
+    both engines take. A searcher makes a new one for each new generation, so what is cached
+    here is that generation's."""
+
+    def __init__(self, reader: IndexReader, scoring: str):
+        self.reader = reader
+        self.scoring = scoring
+        #: The weight of the title's own BM25 term ("bm25f+title"; 0.0 in the other scorings).
+        self.title_bonus = TITLE_BONUS if scoring == "bm25f+title" else 0.0
+        self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
+        #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
+        self.kernel_inputs: tuple[Any, ...] | None = None
+
+    def norm(self, si: int, f: str, k1: float | None) -> np.ndarray:
+        """Per document of segment ``si``: ``k1 * B_f`` (a field's own BM25 saturation:
+        "fields", the title term), or with ``k1=None`` ``w_f / B_f`` (BM25F's tf~).
+
+        Depends on the generation's avgdl, so the cache is the generation's (this object's).
+        """
+        key = (si, f, k1)
+        arr = self._norms.get(key)
+        if arr is None:
+            reader = self.reader
+            dl = np.asarray(reader.views[si].segment.doc_lens[:, FIELDS.index(f)], dtype=np.float64)
+            bf = field_norm(dl, reader.avgdl[f], b=B)
+            arr = FIELD_WEIGHTS[f] / bf if k1 is None else k1 * bf
+            self._norms[key] = arr
+        return arr
+
+    def term_weights(self, terms: list[str], postings: dict | None = None) -> tuple[list[str], dict, dict, dict]:
+        """(terms in the order their scores are added, idf per term, weighted idf per (term,
+        field) for "fields", each term's bound on what it adds to a score).
+
+        Terms are always added highest bound first (stable), so every way of scoring (numpy,
+        pruned or not, and the compiled kernels) adds the same floats in the same order.
+        """
+        postings = postings or {}
+        reader = self.reader
+        reader.doc_freqs(terms)  # with the kernels, every statistic below in one call
+        n_docs = reader.n_docs
+        bonus = self.title_bonus
+        idfs: dict[str, float] = {}
+        fidfs: dict[tuple[str, str], float] = {}
+        if self.scoring == "fields":
+            # weight * idf per (term, field), with per-field df over the whole index
+            fidfs = {
+                (t, f): FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings.get(t), f)) * (K1 + 1.0)
+                for t in terms
+                for f in FIELDS
+            }
+            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score.
+            # (fields where the term never occurs add nothing, whatever their idf).
+            bound = {t: sum(fidfs[(t, f)] for f in FIELDS if reader.df(t, postings.get(t), f)) for t in terms}
+        else:
+            idfs = {t: idf(n_docs, reader.df(t, postings.get(t))) for t in terms}
+            bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
+            if bonus:
+                # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
+                bound = {
+                    t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0)
+                    if reader.df(t, postings.get(t), "title")
+                    else bound[t]
+                    for t in terms
+                }
+        return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
+
+
+def allowed(view: SegmentView, q: Query) -> np.ndarray | None:
+    """The segment's documents a match may be (live, holding no excluded term, on the
+    ``site:``, holding every phrase) as a bool mask; None for all of them. Both engines filter
+    their matches with it, so they agree on which documents may match."""
+    seg = view.segment
+    mask = view.live
+    own = False  # mask is this call's own array (view.live is shared)
+    for t in q.excluded:
+        tid = seg.term_id(t)
+        if tid is None:
+            continue
+        for f in FIELDS:
+            docs = seg.fields[f].postings(tid)[0]
+            if len(docs):
+                if mask is None or not own:
+                    mask = np.ones(seg.doc_count, dtype=bool) if mask is None else mask.copy()
+                    own = True
+                mask[docs] = False
+    if q.site is not None:
+        site = seg.site_mask(q.site)
+        mask = site if mask is None else mask & site
+    for phrase in q.phrases:
+        if mask is not None and not mask.any():
+            break
+        tids = [seg.term_id(t) for t in phrase]
+        per_term = [None if tid is None else {f: seg.fields[f].postings(tid) for f in FIELDS} for tid in tids]
+        found = phrase_mask(view, per_term, tids, seg.doc_count)
+        mask = found if mask is None else mask & found
+    return mask
+
+
+def phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarray:
+    """Per document of the segment (``n``): whether it holds the phrase whose terms have the ids
+    ``tids`` and the per-field postings ``plist`` (None for a term the segment lacks), in one field."""
+    mask = np.zeros(n, dtype=bool)
+    if any(p is None for p in plist):
+        return mask
+    for f in FIELDS:
+        fp = view.segment.fields[f]
+        per_term = [p[f] for p in plist]
+        common = per_term[0][0]
+        for d, _, _ in per_term[1:]:
+            common = np.intersect1d(common, d, assume_unique=True)
+        for doc in common:
+            if mask[doc]:
+                continue
+            cur = None
+            for offset, ((d, _, lo), tid) in enumerate(zip(per_term, tids)):
+                k = int(np.searchsorted(d, doc))
+                pos = fp.positions_of(tid, lo + k) - offset
+                cur = pos if cur is None else np.intersect1d(cur, pos, assume_unique=True)
+                if not len(cur):
+                    break
+            if cur is not None and len(cur):
+                mask[doc] = True
+    return mask

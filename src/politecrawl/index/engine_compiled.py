@@ -1,0 +1,172 @@
+"""The compiled search engine: the searcher's inner loops in C (``_kernels``, where
+``kernels.compiled`` is built), with the numpy engine's (``engine_numpy``) results and scores
+to the last bit (``tests/unit/test_index_kernels.py``).
+
+``page`` calls ``top`` (every segment scored; MaxScore over the skip blocks' bounds where it
+pays, with ``Searcher.top_k_pruning``, on by default) and ``rank`` (sorted by score then url,
+the head reranked by proximity, the page's body positions); each hit's snippet is then one
+``snippet_hit`` call (``snippet_hit.snippet_from_runs``).  ``match`` with ``k = 0`` counts
+every match (it never prunes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from politecrawl.errors import SearchIndexError
+
+from . import kernels
+from .analysis import Query
+from .bm25 import (
+    FIELD_WEIGHTS,
+    FIELDS,
+    K1,
+    PROXIMITY_DEPTH,
+    PROXIMITY_MAX_OCCURRENCES,
+    PROXIMITY_REVERSED,
+    PROXIMITY_WEIGHTS,
+    TITLE_K1,
+    B,
+    idf,
+)
+from .engine import Page, Scorer, allowed
+from .snippet import MAX_POSITIONS
+
+__all__ = ["kernel_inputs", "match", "page", "top"]
+
+
+def page(
+    scorer: Scorer, q: Query, want: Page, *, prune: bool
+) -> tuple[list[tuple], tuple[bytes, bytes] | None, dict] | None:
+    """``engine_numpy.page`` with the compiled kernels: ``top`` scores every segment, ``rank`` sorts,
+    reranks the head by term proximity and gathers the page's body positions, which come back
+    as the runs ``rank`` returns (for ``snippet_from_runs``; None without snippets)."""
+    compiled = kernels.compiled
+    assert compiled is not None
+    reader = scorer.reader
+    (tids_b, seg_b, doc_b, score_b, _, _), ordered = top(scorer, q, want.depth, prune=prune)
+    if not score_b:
+        return None
+    terms = q.positive_terms
+    prox = None
+    if want.rerank:
+        assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
+        idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
+        prox = (
+            PROXIMITY_DEPTH,
+            PROXIMITY_MAX_OCCURRENCES,
+            PROXIMITY_REVERSED,
+            PROXIMITY_WEIGHTS["body"],
+            PROXIMITY_WEIGHTS["title"],
+            idfs,
+            K1,
+            K1 + 1.0,
+        )
+    segs, _, _, urls, _ = kernel_inputs(scorer)
+    try:
+        page_seg, page_doc, page_score, starts_b, pos_b, head = compiled.rank(
+            segs,
+            urls,
+            tids_b,
+            seg_b,
+            doc_b,
+            score_b,
+            [ordered.index(t) for t in terms],
+            want.start,
+            want.end,
+            prox,
+            MAX_POSITIONS if want.snippets else 0,
+        )
+    except ValueError as exc:  # a damaged segment file
+        raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+    si_list = np.frombuffer(page_seg, dtype=np.int32).tolist()
+    doc_list = np.frombuffer(page_doc, dtype=np.int32).tolist()
+    scores = np.frombuffer(page_score, dtype=np.float64).tolist()
+    ranked = [(v, urls[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
+    runs = None if starts_b is None else (starts_b, pos_b)
+    proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
+    if want.explain and head is not None:
+        head_seg, head_doc, body_rows, title_rows = head
+        n_terms = len(terms)
+        rows = {
+            f: np.frombuffer(b, dtype=np.float64).reshape(-1, n_terms)
+            for f, b in (("body", body_rows), ("title", title_rows))
+        }
+        for i, (si, d) in enumerate(
+            zip(np.frombuffer(head_seg, dtype=np.int32).tolist(), np.frombuffer(head_doc, dtype=np.int32).tolist())
+        ):
+            proximity[(si, d)] = {f: rows[f][i].tolist() for f in PROXIMITY_WEIGHTS}
+    return ranked, runs, proximity
+
+
+def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[str]]:
+    """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
+    ids, the matches as bytes, their count, the postings read), and the terms in the order
+    their scores are added. ``prune``: MaxScore over the skip blocks' bounds (never for
+    ``k = 0``); the hits and scores are the same either way."""
+    compiled = kernels.compiled
+    assert compiled is not None
+    reader = scorer.reader
+    ordered, idfs, fidfs, _ = scorer.term_weights(q.positive_terms)
+    bonus = scorer.title_bonus
+    if scorer.scoring == "fields":
+        mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]
+    else:
+        mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
+    segs, norms, lives, _, bound_params = kernel_inputs(scorer)
+    masks = lives if not (q.excluded or q.site or q.phrases) else [allowed(v, q) for v in reader.views]
+    try:
+        found = compiled.top(
+            segs,
+            ordered,
+            np.array(coef, dtype=np.float64),
+            mode,
+            norms,
+            masks,
+            k,
+            K1,
+            K1 + 1.0,
+            bound_params,
+            prune and k > 0,
+        )
+    except ValueError as exc:  # a damaged segment file
+        raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
+    return found, ordered
+
+
+def match(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple[np.ndarray, ...], int, int]:
+    """``engine_numpy.match`` with the compiled kernels, one call over every segment: the allowed matches
+    whose score is among the ``k`` best (every one tied with the ``k``-th included; none for
+    ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
+    ``k = 0``: it never prunes); and how many postings the kernels read.  Their top ``k`` is
+    the top ``k`` of every match, and their scores are the numpy code's to the last bit."""
+    (_, seg_b, doc_b, score_b, count, read), _ = top(scorer, q, k, prune=prune)
+    hits = (
+        np.frombuffer(seg_b, dtype=np.int32),
+        np.frombuffer(doc_b, dtype=np.int32),
+        np.frombuffer(score_b, dtype=np.float64),
+    )
+    return hits, count, read
+
+
+def kernel_inputs(scorer: Scorer) -> tuple[list, list, list, list, np.ndarray]:
+    """What the kernels take of this generation, made once: each segment's ``Postings``, its
+    norm arrays for this searcher's scoring (title, body, anchor, and the title term's or
+    None), its live mask (None: all live) and its documents' urls; and what they bound a
+    term's score with (b, then per field its weight and mean length, then ``TITLE_K1``)."""
+    if scorer.kernel_inputs is None:
+        reader = scorer.reader
+        segs = [v.segment.kernel for v in reader.views]
+        norms = []
+        for si in range(len(reader.views)):
+            if scorer.scoring == "fields":
+                norms.append((*[scorer.norm(si, f, K1) for f in FIELDS], None))
+            else:
+                title = scorer.norm(si, "title", TITLE_K1) if scorer.scoring == "bm25f+title" else None
+                norms.append((*[scorer.norm(si, f, None) for f in FIELDS], title))
+        bound_params = np.array(
+            [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
+        )
+        lives, urls = [v.live for v in reader.views], [v.segment.urls for v in reader.views]
+        scorer.kernel_inputs = (segs, norms, lives, urls, bound_params)
+    return scorer.kernel_inputs

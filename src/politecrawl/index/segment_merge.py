@@ -1,0 +1,142 @@
+"""Merging segments: the live documents of several segments written as one, without analysing
+their text again (``merge_policy`` decides which segments, ``writer.IndexWriter`` when).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import bodies as stored
+from .analysis import Analyzer
+from .bm25 import FIELDS
+from .segment import Segment
+from .segment_write import encode_postings, stable_argsort, write_segment_files
+
+__all__ = ["merge_segments"]
+
+
+def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], analyzer: Analyzer) -> int:
+    """Write the live documents of ``sources`` (segment, deleted ids) as one segment.
+
+    The result is the segment ``write_segment`` would build from the same live
+    documents in the same order (same terms, postings, positions, lengths and
+    stored texts; only the zlib level of bodies copied from older segments may
+    differ), but nothing is re-analysed: postings are decoded, filtered by the
+    live masks, renumbered and concatenated with numpy, and compressed bodies
+    are copied as they are.  Returns the number of documents written.
+    """
+    seg_dir = Path(seg_dir)
+    live_ids = []
+    for seg, deleted in sources:
+        live = np.ones(seg.doc_count, dtype=bool)
+        if deleted:
+            live[np.asarray(deleted, dtype=np.int64)] = False
+        live_ids.append(np.flatnonzero(live))
+    # Merged term dictionary: union of the terms with a live posting. Memory: the postings-level
+    # arrays of every field are decoded first (int32: a segment holds fewer than 2**31 tokens);
+    # the token-level positions, most of a merge's memory, are read one field at a time below.
+    decoded = []  # per source, per field: (local term ids, new doc ids, tfs, live mask or None: all live)
+    used_terms: set[str] = set()
+    source_terms: list[list[str]] = []
+    offset = 0
+    for (seg, _), ids in zip(sources, live_ids):
+        remap = np.full(seg.doc_count, -1, dtype=np.int64)
+        remap[ids] = offset + np.arange(len(ids))
+        offset += len(ids)
+        per_field = {}
+        used = np.zeros(seg.n_terms, dtype=bool)
+        for f in FIELDS:
+            fp = seg.fields[f]
+            term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
+            counts = np.diff(term_ptr)
+            deltas = np.asarray(fp.docs, dtype=np.int64)
+            cs = np.cumsum(deltas)
+            firsts = term_ptr[:-1][counts > 0]
+            base = cs[firsts] - deltas[firsts]
+            new_docs = remap[cs - np.repeat(base, counts[counts > 0])]
+            del deltas, cs
+            p_terms = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+            tfs = np.asarray(fp.tfs, dtype=np.int32)
+            keep = new_docs >= 0
+            kept: np.ndarray | None = None
+            if not keep.all():
+                kept = keep
+                p_terms, tfs, new_docs = p_terms[keep], tfs[keep], new_docs[keep]
+            used[p_terms] = True
+            per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, kept)
+        decoded.append(per_field)
+        terms_list = seg.term_list()
+        source_terms.append(terms_list)
+        used_terms.update(terms_list[i] for i in np.flatnonzero(used))
+    terms = sorted(used_terms)
+    gid = {t: i for i, t in enumerate(terms)}
+    maps = [np.fromiter((gid.get(t, -1) for t in ts), dtype=np.int32, count=len(ts)) for ts in source_terms]
+    postings = {}
+    for f in FIELDS:
+        parts = [(m[d[f][0]], d[f][1], d[f][2]) for m, d in zip(maps, decoded)]
+        g_terms = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+        g_docs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
+        g_tfs = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int32)
+        del parts
+        # The live positions of each source in its posting order, in their stored (smallest) type;
+        # a source with every document live is read straight from its memory map.
+        pos_parts = []
+        for (seg, _), d in zip(sources, decoded):
+            fp = seg.fields[f]
+            kept = d[f][3]
+            positions = np.asarray(fp.positions)
+            if kept is not None:
+                positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
+            pos_parts.append(positions)
+        g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
+        del pos_parts
+        # Sources come in doc order and each is sorted by (term, doc): a stable
+        # sort on the term id gives (term, doc) order.
+        order = stable_argsort(g_terms)
+        if len(order):
+            # Each posting's run of positions moves from where it starts in the sources to where
+            # it starts in the merged order: a gather of int32 offsets (fewer than 2**31 tokens).
+            starts = np.zeros(len(g_tfs), dtype=np.int64)
+            np.cumsum(g_tfs[:-1], out=starts[1:])
+            tf_o = g_tfs[order]
+            out_starts = np.zeros(len(tf_o), dtype=np.int64)
+            np.cumsum(tf_o[:-1], out=out_starts[1:])
+            gather = np.repeat((starts[order] - out_starts).astype(np.int32), tf_o)
+            del starts, out_starts
+            gather += np.arange(len(gather), dtype=np.int32)
+            g_pos = g_pos[gather]
+            del gather
+        postings[f] = encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
+        del g_terms, g_docs, g_tfs, g_pos, order
+    urls: list[str] = []
+    titles: list[str] = []
+    bodies: list[bytes] = []
+    lens: list[np.ndarray] = []
+    sync: list[list[tuple[int, int, int]]] = []
+    for (seg, _), ids in zip(sources, live_ids):
+        urls.extend(seg.urls[i] for i in ids)
+        titles.extend(seg.titles[i] for i in ids)
+        ptr = np.asarray(seg.body_ptr, dtype=np.int64)
+        raw = seg._bodies
+        if seg.body_codec == stored.BODY_CODEC:
+            # Compressed bodies are copied as they are, so are their sync points (none in old segments).
+            bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
+            sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
+        else:
+            # Another codec (an older segment's zlib): compressed again, cut where it was, so the
+            # sync points keep their characters and token positions.
+            for i in ids:
+                rows = seg.sync_points(int(i)).tolist()
+                [(data, offsets)] = stored.compress_bodies(
+                    [(seg.body(int(i)), [c for _, c, _ in rows])], stored.BODY_CODEC
+                )
+                bodies.append(data)
+                sync.append([(b, c, t) for b, (_, c, t) in zip(offsets, rows)])
+        lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
+    doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
+    write_segment_files(
+        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer, sync
+    )
+    return len(urls)

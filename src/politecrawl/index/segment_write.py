@@ -1,0 +1,271 @@
+"""Writing a segment (the format is ``segment``'s): documents analysed into postings, stored
+bodies compressed (``bodies``), every file fsync'ed in a hidden temporary directory that is
+then renamed into place, so a segment directory is either complete or absent.
+
+``write_segment`` analyses new documents; ``segment_merge.merge_segments`` writes the live
+documents of several segments through ``write_segment_files`` without analysing them again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from politecrawl.errors import SearchIndexError
+
+from . import bodies as stored
+from .analysis import Analyzer
+from .bm25 import FIELDS
+from .generation import fsync_dir
+from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys
+
+__all__ = ["encode_postings", "stable_argsort", "write_segment", "write_segment_files"]
+
+
+def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
+    with open(dirpath / name, "wb") as fh:
+        np.save(fh, arr, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_bytes(dirpath: Path, name: str, data: bytes) -> None:
+    with open(dirpath / name, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _smallest_uint(arr: np.ndarray) -> np.ndarray:
+    top = int(arr.max()) if len(arr) else 0
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return arr.astype(dt)
+    raise SearchIndexError("segment too large: a value does not fit in uint32")
+
+
+def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray, n_terms: int):
+    """Postings sorted by (term, doc) -> the arrays of one field (see module docstring).
+
+    ``positions`` are already delta-encoded within each posting, in posting order.
+    """
+    p_docs = p_docs.astype(np.int64, copy=False)
+    term_ptr = np.searchsorted(p_terms, np.arange(n_terms + 1), side="left").astype(np.int64)
+    # Delta-encode doc ids within each term; the first posting of a term stays absolute.
+    deltas = p_docs.copy()
+    if len(deltas):
+        deltas[1:] -= p_docs[:-1]
+        firsts = term_ptr[:-1][term_ptr[:-1] < term_ptr[1:]]
+        deltas[firsts] = p_docs[firsts]
+    p_bounds = np.zeros(len(tfs) + 1, dtype=np.int64)
+    np.cumsum(tfs, out=p_bounds[1:])
+    pos_ptr = p_bounds[term_ptr]
+    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for non-negative keys < 2**32.
+
+    Two stable passes over 16-bit digits (LSD radix): numpy radix-sorts 16-bit
+    keys in linear time, ~5x faster than its merge sort on 1.6 M term ids.
+    """
+    keys = np.asarray(keys)
+    if len(keys) == 0 or int(keys.max()) <= 0xFFFF:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, n_terms: int):
+    """Sort (term, doc, pos) triples into the postings arrays of one field.
+
+    The triples must come in (doc, pos) order, as the analyser produces them:
+    a stable sort on the term id then yields (term, doc, pos) order, which is
+    ~3x cheaper than a three-key ``lexsort``.
+    """
+    order = stable_argsort(tids)
+    tids, docs, poss = tids[order], docs[order], poss[order]
+    if len(tids):
+        new_posting = np.empty(len(tids), dtype=bool)
+        new_posting[0] = True
+        new_posting[1:] = (tids[1:] != tids[:-1]) | (docs[1:] != docs[:-1])
+        starts = np.flatnonzero(new_posting)
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+    tfs = np.diff(np.append(starts, len(tids)))
+    # Positions: delta-encoded within each posting, the first one absolute.
+    pos_deltas = poss.astype(np.int64)
+    if len(pos_deltas):
+        pos_deltas[1:] -= poss[:-1]
+        pos_deltas[starts] = poss[starts]
+    return encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
+
+
+_FLUSH_IDS = 1 << 20
+
+
+def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
+    """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
+
+    Returns the number of documents written.  ``seg_dir`` must not exist.
+    Title and body are stored (for results and snippets); anchor text is only
+    indexed.
+
+    Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
+    whose default factory hands out the next id; postings are then built with
+    numpy for the whole segment at once.  Bodies are compressed in a worker
+    thread (``zlib`` releases the GIL) while the next documents are analysed.
+    """
+    seg_dir = Path(seg_dir)
+    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    term_id = vocab.__getitem__
+    # Per field (in FIELDS order): token ids, tokens per document, flushed id chunks.
+    ids: list[list[int]] = [[] for _ in FIELDS]
+    field_lens: list[list[int]] = [[] for _ in FIELDS]
+    id_chunks: list[list[np.ndarray]] = [[] for _ in FIELDS]
+    per_field = list(zip(ids, field_lens, id_chunks))
+    urls: list[str] = []
+    titles: list[str] = []
+    pending: list[tuple[str, list[int]]] = []
+    sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
+    futures = []
+    tokenize = analyzer.tokenize
+    assert FIELDS == ("title", "body", "anchor")
+
+    def tokenize_body(body: str, cuts: list[int], tok_at: list[int]):
+        if not cuts:
+            return tokenize(body) if body else ()
+        toks: list[str] = []
+        prev = 0
+        for cut in cuts:  # cuts are whitespace: no token spans one
+            toks.extend(tokenize(body[prev:cut]))
+            tok_at.append(len(toks))
+            prev = cut
+        toks.extend(tokenize(body[prev:]))
+        return toks
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for url, title, body, anchor in documents:
+            urls.append(url)
+            titles.append(title)
+            cuts = stored.sync_cuts(body) if len(body) > stored.SYNC_CHARS else []
+            tok_at: list[int] = []
+            sync_meta.append((cuts, tok_at))
+            pending.append((body, cuts))
+            if len(pending) >= 64:
+                futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
+                pending = []
+            for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
+                if fi == 1:
+                    toks = tokenize_body(text, cuts, tok_at)
+                else:
+                    toks = tokenize(text) if text else ()
+                f_lens.append(len(toks))
+                f_ids.extend(map(term_id, toks))
+                if len(f_ids) > _FLUSH_IDS:
+                    # Python ints cost ~36 bytes each: keep the id lists short.
+                    f_chunks.append(np.array(f_ids, dtype=np.int64))
+                    f_ids.clear()
+        if pending:
+            futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
+        n_docs = len(urls)
+        terms = sorted(vocab)
+        rank = np.empty(len(vocab), dtype=np.int32)
+        if terms:
+            rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
+        postings = {}
+        for fi, f in enumerate(FIELDS):
+            lens_f = np.array(field_lens[fi], dtype=np.int64)
+            total = int(lens_f.sum())
+            if total >= 2**31:
+                raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
+            id_chunks[fi].append(np.array(ids[fi], dtype=np.int64))
+            tids = rank[np.concatenate(id_chunks[fi])] if total else np.zeros(0, dtype=np.int32)
+            docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
+            starts = np.zeros(n_docs, dtype=np.int32)
+            if n_docs:
+                np.cumsum(lens_f[:-1], out=starts[1:])
+            poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
+            postings[f] = _build_field_postings(tids, docs, poss, len(terms))
+        compressed = [b for fut in futures for b in fut.result()]
+    bodies = [b for b, _ in compressed]
+    sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
+    doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
+    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer, sync)
+    return n_docs
+
+
+def write_segment_files(
+    seg_dir: Path,
+    terms,
+    postings,
+    doc_lens,
+    urls,
+    titles,
+    bodies: list[bytes],
+    analyzer,
+    sync: list[list[tuple[int, int, int]]],
+) -> None:
+    n_docs = len(urls)
+    seg_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
+    try:
+        posting_counts = {}
+        for fi, f in enumerate(FIELDS):
+            term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
+            posting_counts[f] = int(len(tfs))
+            _save(tmp, f"{f}.term_ptr.npy", term_ptr)
+            _save(tmp, f"{f}.docs.npy", deltas)
+            _save(tmp, f"{f}.tfs.npy", tfs)
+            _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
+            _save(tmp, f"{f}.positions.npy", positions)
+            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
+            _save(tmp, f"{f}.block_ptr.npy", block_ptr)
+            _save(tmp, f"{f}.blocks.npy", blocks)
+        _save(tmp, "doc_lens.npy", doc_lens)
+        body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+        if bodies:
+            body_ptr[1:] = np.cumsum([len(b) for b in bodies])
+        _save(tmp, "body_ptr.npy", body_ptr)
+        sync_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+        if n_docs:
+            sync_ptr[1:] = np.cumsum([len(rows) for rows in sync])
+        rows = [r for doc_rows in sync for r in doc_rows]
+        _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
+        _save(tmp, "body_sync_ptr.npy", sync_ptr)
+        _write_bytes(tmp, "bodies.bin", b"".join(bodies))
+        blob = "\n".join(terms).encode("utf-8")
+        _write_bytes(tmp, "terms.txt", blob)
+        if terms:
+            ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+            _save(tmp, "terms.end.npy", ends)
+            _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
+        docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
+        _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
+        header = {
+            "format": FORMAT,
+            "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
+            "body_codec": stored.BODY_CODEC,
+            "doc_count": n_docs,
+            "term_count": len(terms),
+            "fields": list(FIELDS),
+            "posting_counts": posting_counts,
+            "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
+            "analyzer": analyzer.to_json(),
+        }
+        _write_bytes(tmp, "header.json", json.dumps(header, indent=1).encode("utf-8"))
+        fsync_dir(tmp)
+        os.rename(tmp, seg_dir)
+        fsync_dir(seg_dir.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
