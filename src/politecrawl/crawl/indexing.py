@@ -20,11 +20,7 @@ after a commit, so the next update retries from where the index is.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import re
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +30,7 @@ from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
 from politecrawl.index.generation import is_outdated, read_current_pointer
 from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
-from politecrawl.index.writer import IndexLockedError
+from politecrawl.index.writer import IndexLockedError, discard_index
 from politecrawl.store import IndexerPage, Store
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls"]
@@ -88,9 +84,6 @@ class _IndexWriteFailed(SearchIndexError):
 
 class _IndexDamaged(SearchIndexError):
     """The index cannot be read back (a missing, truncated or inconsistent file): rebuilding cures it."""
-
-
-_INDEX_ENTRY = re.compile(r"^(CURRENT|LOCK|gen-\d+\.json|seg-\d+|\.tmp-.*)$")
 
 
 def _index_op(index_dir: Path, op, *args):
@@ -166,7 +159,7 @@ def update_index(
             _update(store, index_dir, max_pages, compact, progress, stop, merge_tokens)
         except _IndexDamaged as exc:
             _warn(f"the search index in {index_dir} cannot be used, rebuilding it from the store: {exc}")
-            _index_op(index_dir, _discard_index, index_dir)
+            _index_op(index_dir, discard_index, index_dir)
             _update(store, index_dir, max_pages, compact, progress, stop, merge_tokens)
     except SearchIndexError as exc:
         if strict:
@@ -179,31 +172,6 @@ def update_index(
     if store.get_meta(INDEX_ERROR_KEY):
         store.set_meta(INDEX_ERROR_KEY, "")
     return progress[0]
-
-
-def _discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
-    """Remove the index in ``index_dir`` under its writer lock: ``CURRENT`` first (readers then
-    see an empty index, never a half-removed one), then its other entries. Only the index's own
-    entries go (an --index-dir may have been pointed at a folder that holds other files)."""
-    if not index_dir.is_dir():
-        return  # nothing there, or not a folder (writing will then fail, with a clear message)
-    fd = os.open(index_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + lock_timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise IndexLockedError(f"index {index_dir} is locked by another writer") from None
-                time.sleep(0.05)
-        entries = sorted(index_dir.iterdir(), key=lambda e: e.name != "CURRENT")
-        for e in entries:
-            if _INDEX_ENTRY.match(e.name) and e.name != "LOCK":
-                shutil.rmtree(e) if e.is_dir() and not e.is_symlink() else e.unlink()
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _update(
@@ -222,7 +190,7 @@ def _update(
     store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
     if _index_op(index_dir, is_outdated, index_dir):
         log.warning("the index in %s was written by an older politecrawl: rebuilding it from the store", index_dir)
-        _index_op(index_dir, _discard_index, index_dir)
+        _index_op(index_dir, discard_index, index_dir)
     # The store remembers how far the index got; a folder with no index yet (a new --index-dir,
     # a deleted one) starts from the beginning instead.
     fresh = _index_op(index_dir, read_current_pointer, index_dir) is None
@@ -300,6 +268,6 @@ def _write(
 
 def rebuild_index(store: Store, index_dir: Path) -> int:
     """Throw the index away and build it again from the store (e.g. after a tokenizer change)."""
-    _index_op(index_dir, _discard_index, index_dir)
+    _index_op(index_dir, discard_index, index_dir)
     store.set_meta("indexed_seq", "0")
     return update_index(store, index_dir, strict=True)

@@ -74,7 +74,7 @@ from .segment import Segment
 from .segment_merge import merge_segments
 from .segment_write import write_segment
 
-__all__ = ["WRITE_CHUNK_CHARS", "IndexLockedError", "IndexWriter"]
+__all__ = ["WRITE_CHUNK_CHARS", "IndexLockedError", "IndexWriter", "discard_index", "lock_index", "unlock_index"]
 
 _SEG_RE = re.compile(r"^seg-(\d{6,})$")
 #: a segment being written (``segment_write.write_segment_files``)
@@ -83,6 +83,51 @@ _TMP_SEG_RE = re.compile(r"^\.tmp-seg-(\d{6,})-")
 
 class IndexLockedError(SearchIndexError):
     """Another writer holds the index lock (and kept it longer than ``lock_timeout``)."""
+
+
+def lock_index(index_dir: Path, timeout: float) -> int:
+    """Take the index's writer lock (``flock`` on ``LOCK``: across processes, released if the
+    process dies), waiting at most ``timeout`` seconds; returns the descriptor that holds it
+    (``unlock_index`` gives it back)."""
+    fd = os.open(index_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise IndexLockedError(f"index {index_dir} is locked by another writer (waited {timeout:g}s)") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def unlock_index(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+#: The names an index puts in its folder (an --index-dir may hold other files too).
+_INDEX_ENTRY = re.compile(r"^(CURRENT|LOCK|gen-\d+\.json|seg-\d+|\.tmp-.*)$")
+
+
+def discard_index(index_dir: Path, lock_timeout: float = 30.0) -> None:
+    """Remove the index in ``index_dir`` under its writer lock: ``CURRENT`` first (readers then
+    see an empty index, never a half-removed one), then its other entries. Only the index's own
+    entries go (an --index-dir may have been pointed at a folder that holds other files)."""
+    if not index_dir.is_dir():
+        return  # nothing there, or not a folder (writing will then fail, with a clear message)
+    fd = lock_index(index_dir, lock_timeout)
+    try:
+        for e in sorted(index_dir.iterdir(), key=lambda e: e.name != "CURRENT"):
+            if _INDEX_ENTRY.match(e.name) and e.name != "LOCK":
+                shutil.rmtree(e) if e.is_dir() and not e.is_symlink() else e.unlink()
+    finally:
+        unlock_index(fd)  # releases the lock
 
 
 _FILE_MEMO: dict[tuple[str, str, int, int], object] = {}
@@ -198,30 +243,12 @@ class IndexWriter:
     # -- lock -------------------------------------------------------------
 
     def _acquire_lock(self, timeout: float) -> None:
-        fd = os.open(self.index_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise IndexLockedError(
-                        f"index {self.index_dir} is locked by another writer (waited {timeout:g}s)"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        self._lock_fd = fd
+        self._lock_fd = lock_index(self.index_dir, timeout)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            fd, self._lock_fd = self._lock_fd, None
+            unlock_index(fd)
 
     @property
     def closed(self) -> bool:
