@@ -5,6 +5,8 @@ loop runs the callback that reads the headers when it gets to it. Measured naive
 server looks slow, and the adaptive delay (10 × the response time) slows every host down for the
 crawler's own load. Here a real server answers at once while the fetching loop is blocked, and
 another server is slow while the loop is idle: the first must not count as slow, the second must.
+The same for a whole worker: its loop and its store stalled for 0.5 s while requests are open,
+and no host is recorded as slow or owed a longer delay; a really slow server still is.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+from politecrawl.config import load_settings, user_agent_string
+from politecrawl.crawl.budget import PageBudget
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.crawl.worker import Worker
+from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.net.fetch import Fetcher
+from politecrawl.policy.hosts import host_key
+from politecrawl.store import NewURL, open_store
 
 from servers.raw import http_response
 
@@ -69,3 +78,108 @@ def test_a_slow_server_on_an_idle_loop_is_counted_in_full(raw_servers):
     assert result.status == 200
     assert result.loop_lag < 0.05, result.loop_lag
     assert result.server_seconds >= 0.45, (result.response_seconds, result.loop_lag)
+
+
+# -- the whole worker: a stalled loop or store is not a slow server -----------------------------
+def _site(ip: str, *, delay: float = 0.0, pages: int = 12) -> SandboxHost:
+    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(pages))
+    return SandboxHost(
+        ip,
+        delay=delay,
+        pages={"/": f"<html><title>home</title><body>home {links}</body></html>"}
+        | {f"/p{i}": f"<html><title>p{i}</title><body>page {i}</body></html>" for i in range(pages)},
+    )
+
+
+class StallingStore:
+    """A store whose first group writes each take ``seconds`` (SQLite waiting for another
+    process's lock, a disk that stalls): everything else is the real store's."""
+
+    def __init__(self, store, seconds: float, times: int) -> None:
+        self._store, self.seconds, self.left = store, seconds, times
+
+    def release_many(self, releases):
+        if self.left > 0:
+            self.left -= 1
+            time.sleep(self.seconds)
+        return self._store.release_many(releases)
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+class StallingFetcher(Fetcher):
+    """Blocks its event loop for ``seconds`` 10 ms after ``stalls`` requests for a ``/p3`` were
+    sent (a long parse of another page), so the stall lands while those requests are open."""
+
+    def __init__(self, *, stalls: int, seconds: float = 0.5, **kw) -> None:
+        super().__init__(**kw)
+        self.stalls, self.seconds = stalls, seconds
+
+    async def get(self, url: str, **kw):
+        if self.stalls > 0 and url.endswith("/p3"):
+            self.stalls -= 1
+            asyncio.get_running_loop().call_later(0.01, time.sleep, self.seconds)
+        return await super().get(url, **kw)
+
+
+def _crawl_with_stalls(db: str, seeds: list[str], *, loop_stalls: int, store_stalls: int) -> None:
+    """One worker crawls ``seeds`` to the end; meanwhile its event loop is blocked for 0.5 s
+    ``loop_stalls`` times (a long parse) and its store for 0.5 s ``store_stalls`` times."""
+    settings = load_settings({"db": db, "workers": 1, "min_delay": 0.2, "max_depth": 1}, env={})
+    store = open_store(db)
+    try:
+        scope = Crawler(settings).scope_for(store, seeds)
+        now = time.time()
+        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], now)
+
+        async def run():
+            async with StallingFetcher(
+                stalls=loop_stalls,
+                clock=lambda: time.time() + store.clock_offset,
+                user_agent=user_agent_string(settings),
+                max_bytes=settings.max_page_bytes,
+                connect_timeout=settings.connect_timeout,
+                read_timeout=settings.read_timeout,
+                total_timeout=settings.total_timeout,
+            ) as fetcher:
+                stalling = StallingStore(store, 0.5, store_stalls)
+                await Worker(settings, stalling, fetcher, scope, PageBudget(None), asyncio.Event()).run()
+
+        asyncio.run(run())
+    finally:
+        store.close()
+
+
+def _recorded(db: str) -> tuple[dict[str, float], list]:
+    store = open_store(db, create=False)
+    try:
+        response_times = {h.host: h.response_time for h in store.hosts()}
+        return response_times, store.fetch_log()
+    finally:
+        store.close()
+
+
+def test_a_stalled_worker_does_not_slow_its_hosts(sandbox_factory, db_path):
+    # Servers that take 50 ms: with six of them a request is open nearly all the time, so the
+    # stalls land on open requests. Owed: max(0.2 s floor, 10 × 0.05 s) = 0.5 s.
+    hosts = [_site(f"127.0.0.{70 + i}", delay=0.05) for i in range(6)]
+    sandbox_factory(hosts)
+    _crawl_with_stalls(db_path, [h.url("/") for h in hosts], loop_stalls=4, store_stalls=3)
+    response_times, log = _recorded(db_path)
+    pages = [r for r in log if r.status == 200]
+    assert len(pages) >= 6 * 12, len(pages)  # the stalls happened while requests were open
+    assert max(r.response_seconds for r in pages) >= 0.4  # the loop's stall was seen by some request …
+    # … and taken out: no host's response time, and no delay owed, counts it (10 × 0.5 s = 5 s).
+    # (Counted, one 0.5 s stall would have made a host's smoothed time ≥ 0.2 s and its delay ≥ 2 s.)
+    assert max(response_times.values()) < 0.1, response_times
+    assert max(r.delay for r in pages) < 1.0, sorted(r.delay for r in pages)[-5:]
+
+
+def test_negative_control_a_slow_server_is_still_waited_ten_times_its_response(sandbox_factory, db_path):
+    slow = _site("127.0.0.80", delay=0.3, pages=3)
+    sandbox_factory([slow])
+    _crawl_with_stalls(db_path, [slow.url("/")], loop_stalls=0, store_stalls=0)
+    response_times, log = _recorded(db_path)
+    assert response_times[slow.base] >= 0.25, response_times
+    assert max(r.delay for r in log if r.status == 200) >= 2.5  # 10 × its ~0.3 s

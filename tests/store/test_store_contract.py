@@ -15,10 +15,12 @@ import pytest
 from politecrawl.errors import NotAStoreError
 from politecrawl.policy.response import URLOutcome
 from politecrawl.store import (
+    LOOP_LAG_META,
     Claim,
     CrawlStatus,
     FetchLogEntry,
     HostRow,
+    LoopLagHistogram,
     NewURL,
     Outcome,
     PageRecord,
@@ -807,6 +809,25 @@ def test_status_figures(store):
     assert st.rate_per_s_overall == round(3 / 0.2, 3)
     assert st.rate_per_s_last_minute == round(3 / 60, 3)
     assert isinstance(st, CrawlStatus) and st == store.status(T + 2)
+
+
+def test_status_shows_the_latest_runs_loop_lag(store):
+    # Each worker process reports a histogram of its loop's lateness; status merges those of the
+    # latest run (reports within LOOP_LAG_RUN_WINDOW of the newest) and leaves older runs out.
+    assert store.status(T).loop_lag == {}
+    old, a, b = LoopLagHistogram(), LoopLagHistogram(), LoopLagHistogram()
+    for _ in range(10):
+        old.add(5.0)  # an earlier run's worker, 5 s late: must not count
+    for _ in range(98):
+        a.add(0.0003)  # under 1 ms
+    a.add(0.006)  # bucket [4, 8) ms
+    b.add(0.030)  # bucket [16, 32) ms
+    old.at, a.at, b.at = T - 3600, T, T + 5
+    for wid, h in (("old", old), ("w1", a), ("w2", b)):
+        store.set_meta(LOOP_LAG_META + wid, h.to_json())
+    store.set_meta(LOOP_LAG_META + "broken", "{not json")  # a damaged report reads as empty
+    lag = store.status(T + 10).loop_lag
+    assert lag == {"ticks": 100, "p50_ms": 1.0, "p99_ms": 8.0, "max_ms": 30.0}, lag
 
 
 def test_meta_get_and_set(store):

@@ -37,7 +37,7 @@ from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
-from politecrawl.store import Claim, ClaimKind, FetchLogEntry, Outcome, Store, URLKind
+from politecrawl.store import LOOP_LAG_META, Claim, ClaimKind, FetchLogEntry, LoopLagHistogram, Outcome, Store, URLKind
 
 from .budget import PageBudget
 from .links import LinkFollower
@@ -80,6 +80,10 @@ ANCHORS_REMEMBERED = 200_000
 
 #: Seconds a finished claim waits for others to share its release transaction (SQLite).
 RELEASE_WINDOW = 0.01
+
+
+#: Seconds between two loop-lag reports of a worker process to the store.
+LOOP_LAG_REPORT_EVERY = 10.0
 
 
 #: Hosts claimed at most in one store call: when many hosts come due together, one transaction
@@ -167,11 +171,17 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
     ) -> None:
         self.idle_poll = idle_poll
         self._store_failing_since: float | None = None
-        # One thread per connection the store can use at once (none for SQLite's one connection).
+        # PostgreSQL: every store call on a thread per pooled connection (network round trips;
+        # the loop keeps fetching meanwhile, psycopg releases the GIL while it waits).
         parallelism = store.parallelism
         self._store_threads = (
             ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
         )
+        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). Measured with
+        # benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores): releases on a writer thread
+        # of their own, or every store call on one store thread, kept the loop freer but cost
+        # 5-15 % of the throughput — a claim then waited behind a group's commit, or for SQLite's
+        # lock that connection held — on a machine whose CPU, not its loop, is the bound.
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -186,6 +196,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._anchors_stored: set[int] = set()
         # SQLite: releases share transactions. PostgreSQL: each on a store thread, in parallel.
         self._batcher = ReleaseBatcher(store) if self._store_threads is None else None
+        # How late this process's loop runs, reported to the store (status, the progress line).
+        self.loop_lag = LoopLagHistogram()
+        fetcher.loop_lag.observer = self.loop_lag.add
         self._tasks: set[asyncio.Task] = set()
         # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
         # its fetch time is the version, so a refreshed file is never read from here stale.
@@ -198,12 +211,24 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._patterns: dict[str, list] = {}
 
     async def _call(self, fn, *args, **kwargs):
-        """Run a store call: inline for SQLite (one connection; measured faster than a thread
-        hand-off at 1,000 hosts), on the store's threads for PostgreSQL (network round trips:
-        the event loop keeps fetching meanwhile; psycopg releases the GIL while it waits)."""
+        """Run a store call: inline for SQLite (a claim or a read: short), on the store's threads
+        for PostgreSQL (network round trips: the event loop keeps fetching meanwhile)."""
         if self._store_threads is None:
             return fn(*args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
+
+    async def _report_loop_lag(self) -> None:
+        """Write this process's loop-lag histogram to the store (advisory: a failure is skipped)."""
+        self.loop_lag.at = self.now()
+        try:
+            await self._call(self.store.set_meta, LOOP_LAG_META + self.id, self.loop_lag.to_json())
+        except StoreError as exc:
+            log.debug("loop lag not reported: %s", exc)
+
+    async def _report_loop_lag_every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            await self._report_loop_lag()
 
     async def _release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         if self._batcher is None:
@@ -217,6 +242,18 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     # -- dispatcher ------------------------------------------------------------
     async def run(self) -> None:
+        reporter = asyncio.get_running_loop().create_task(self._report_loop_lag_every(LOOP_LAG_REPORT_EVERY))
+        try:
+            await self._run()
+        finally:
+            reporter.cancel()
+            await self._report_loop_lag()  # the last figures, so status shows the whole run
+            if self._store_threads is not None:
+                self._store_threads.shutdown(wait=True)
+        if self._fatal is not None:
+            raise self._fatal
+
+    async def _run(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
         while not self.stop.is_set():
             await slots.acquire()
@@ -273,10 +310,6 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 task.cancel()
             if late:
                 await asyncio.gather(*late, return_exceptions=True)
-        if self._store_threads is not None:
-            self._store_threads.shutdown(wait=True)
-        if self._fatal is not None:
-            raise self._fatal
 
     async def _store_trouble(self, exc: StoreError) -> None:
         """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""

@@ -69,6 +69,12 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
     if f.hosts_waiting_by_reason:
         click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f.hosts_waiting_by_reason.items())))
     click.echo(f"rate         {f.rate_per_s_last_minute}/s over the last minute, {f.rate_per_s_overall}/s overall")
+    if f.loop_lag:
+        lag = f.loop_lag
+        click.echo(
+            f"loop lag     p50 {lag['p50_ms']:g} ms, p99 {lag['p99_ms']:g} ms, max {lag['max_ms']:g} ms"
+            " (how late the workers' event loops ran, latest run)"
+        )
     if show_hosts:
         for h in host_list:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")

@@ -30,7 +30,9 @@ def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0
     return (
         f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
         f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
-        f"errors {errors} · disallowed {s.disallowed} · indexed {s.indexed} · {elapsed:.0f}s"
+        f"errors {errors} · disallowed {s.disallowed} · indexed {s.indexed} · "
+        + (f"loop lag p99 {s.loop_lag['p99_ms']:.0f} ms · " if s.loop_lag else "")
+        + f"{elapsed:.0f}s"
     )
 
 

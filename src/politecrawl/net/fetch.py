@@ -136,6 +136,8 @@ class LoopLag:
     def __init__(self, interval: float = 0.05, keep: int = 64) -> None:
         self.interval = interval
         self._ticks: deque[tuple[float, float]] = deque(maxlen=keep)  # (ran at, how late)
+        #: Called with each tick's lateness in seconds (the worker's loop-lag histogram).
+        self.observer: Callable[[float], None] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._due = 0.0
 
@@ -152,7 +154,10 @@ class LoopLag:
     def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         now = loop.time()
-        self._ticks.append((now, max(0.0, now - self._due)))
+        late = max(0.0, now - self._due)
+        self._ticks.append((now, late))
+        if self.observer is not None:
+            self.observer(late)
         self._due = now + self.interval
         self._handle = loop.call_at(self._due, self._tick)
 

@@ -9,6 +9,7 @@ the backends never import each other. Everything outside this folder uses the na
 from __future__ import annotations
 
 from .api import (
+    LOOP_LAG_META,
     Activity,
     Claim,
     ClaimKind,
@@ -21,6 +22,7 @@ from .api import (
     HostRobots,
     HostRow,
     IndexerPage,
+    LoopLagHistogram,
     NewURL,
     Outcome,
     PageEvidence,
@@ -37,6 +39,8 @@ from .api import (
 from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_postgres_driver
 
 __all__ = [
+    "LOOP_LAG_META",
+    "LoopLagHistogram",
     "Activity",
     "ExportPage",
     "FetchLogRow",

@@ -7,11 +7,23 @@ from typing import Any, Iterator, Sequence
 
 from politecrawl.policy.response import URLState
 
-from .api import CrawlStatus, DuplicateKind, ExportPage, FetchLogRow, HostRow, IndexerPage, RobotsVersion
+from .api import (
+    LOOP_LAG_META,
+    CrawlStatus,
+    DuplicateKind,
+    ExportPage,
+    FetchLogRow,
+    HostRow,
+    IndexerPage,
+    LoopLagHistogram,
+    RobotsVersion,
+)
 from .common import DONE, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
 
 __all__ = [
+    "LOOP_LAG_RUN_WINDOW",
     "columns",
+    "latest_loop_lag",
     "read_hosts",
     "read_fetch_log",
     "read_robots_versions",
@@ -213,7 +225,7 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
     """The crawl's figures at ``now`` (the store's clock), counted in one read: both stores run
     these statements, inside whatever read transaction the store gives ``conn``."""
     now_p, minute_p = d.p("now"), d.p("minute_ago")
-    args = {"now": now, "minute_ago": now - 60.0}
+    args = {"now": now, "minute_ago": now - 60.0, "lag_keys": LOOP_LAG_META + "%"}
 
     def rows(sql: str) -> list:
         return conn.execute(sql, args).fetchall()
@@ -234,6 +246,7 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
         )
     }
     span = (last - first) if first is not None and last is not None else 0.0
+    lag = latest_loop_lag([value for (value,) in rows(f"SELECT value FROM meta WHERE key LIKE {d.p('lag_keys')}")])
     return CrawlStatus(
         pages_fetched=states.get(URLState.DONE, 0),
         queued=states.get(URLState.QUEUED, 0),
@@ -266,4 +279,22 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
         bytes=int(total_bytes),  # PostgreSQL's SUM(bigint) is numeric
         rate_per_s_last_minute=round(count(f"SELECT COUNT(*) FROM fetch_log WHERE ended_at > {minute_p}") / 60.0, 3),
         rate_per_s_overall=round(int(requests) / span, 3) if span > 0 else 0.0,
+        loop_lag=lag.summary() if lag.ticks else {},
     )
+
+
+#: Reports at most this many seconds older than the newest belong to the same run of workers
+#: (each reports every ``LOOP_LAG_REPORT_EVERY`` seconds while it runs, and once at its end).
+LOOP_LAG_RUN_WINDOW = 120.0
+
+
+def latest_loop_lag(reports: list[str]) -> LoopLagHistogram:
+    """The workers' loop-lag reports merged: those of the latest run (a report within
+    ``LOOP_LAG_RUN_WINDOW`` of the newest), so an earlier run's workers do not count."""
+    histograms = [LoopLagHistogram.from_json(text) for text in reports]
+    newest = max((h.at for h in histograms), default=0.0)
+    merged = LoopLagHistogram()
+    for h in histograms:
+        if h.at >= newest - LOOP_LAG_RUN_WINDOW:
+            merged.merge(h)
+    return merged
