@@ -11,7 +11,7 @@ import pytest
 from politecrawl.config import load_settings
 from politecrawl.crawl.budget import PageBudget
 from politecrawl.crawl.worker import Worker
-from politecrawl.net.fetch import FetchResult
+from politecrawl.net.fetch import FetchResult, LoopLag
 from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Claim, ClaimKind, HostRobots, Outcome, URLKind, open_store
@@ -26,6 +26,7 @@ class Answers:
     def __init__(self, answers: dict[str, tuple[int, dict[str, str], bytes]]):
         self.answers = answers
         self.asked: list[str] = []
+        self.loop_lag = LoopLag()  # never started: the worker's histogram stays empty
 
     async def get(self, url, **_):
         self.asked.append(url)

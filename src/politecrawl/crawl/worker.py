@@ -180,7 +180,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). Measured with
         # benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores): releases on a writer thread
         # of their own, or every store call on one store thread, kept the loop freer but cost
-        # 5-15 % of the throughput — a claim then waited behind a group's commit, or for SQLite's
+        # 10-17 % of the throughput — a claim then waited behind a group's commit, or for SQLite's
         # lock that connection held — on a machine whose CPU, not its loop, is the bound.
         self.settings = settings
         self.store = store

@@ -9,7 +9,6 @@ the backends never import each other. Everything outside this folder uses the na
 from __future__ import annotations
 
 from .api import (
-    LOOP_LAG_META,
     Activity,
     Claim,
     ClaimKind,
@@ -22,7 +21,6 @@ from .api import (
     HostRobots,
     HostRow,
     IndexerPage,
-    LoopLagHistogram,
     NewURL,
     Outcome,
     PageEvidence,
@@ -36,6 +34,7 @@ from .api import (
     URLKind,
     YieldCheck,
 )
+from .loop_lag import LOOP_LAG_META, LoopLagHistogram
 from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_postgres_driver
 
 __all__ = [

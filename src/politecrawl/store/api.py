@@ -17,7 +17,6 @@ before they are claimed, so a lost race is "not yours now", never an error.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Iterator, Protocol, Sequence
@@ -32,8 +31,6 @@ __all__ = [
     "DuplicateKind",
     "Claim",
     "CrawlStatus",
-    "LOOP_LAG_META",
-    "LoopLagHistogram",
     "FetchLogEntry",
     "HostRobots",
     "NewURL",
@@ -278,77 +275,6 @@ class Outcome:
     def url_outcome_text(self) -> str | None:
         """The URL's outcome as the store keeps it (the frontier's outcome column)."""
         return None if self.url_outcome is None else str(self.url_outcome)
-
-
-#: Meta keys under which each worker process reports how late its event loop ran
-#: (``LOOP_LAG_META + worker id`` -> ``LoopLagHistogram.to_json()``).
-LOOP_LAG_META = "loop_lag:"
-
-
-@dataclass
-class LoopLagHistogram:
-    """How late a worker's event loop ran its timer ticks: counts by lateness in powers of two.
-
-    Bucket 0 holds lags under 1 ms; bucket ``i`` lags in [2**(i-1), 2**i) ms; the last bucket
-    everything from ~33 s up. A fixed-size summary, so a week-long crawl reports what a minute
-    does, and summaries of several processes add up bucket by bucket. Quantiles are read as the
-    bucket's upper bound: an overestimate by at most twice, never an underestimate.
-    """
-
-    BUCKETS = 17
-
-    counts: list[int] = field(default_factory=lambda: [0] * LoopLagHistogram.BUCKETS)
-    max_ms: float = 0.0
-    at: float = 0.0  # when it was reported (the store's clock)
-
-    def add(self, lag_seconds: float) -> None:
-        ms = max(0.0, lag_seconds * 1000.0)
-        self.counts[min(self.BUCKETS - 1, int(ms).bit_length())] += 1
-        self.max_ms = max(self.max_ms, ms)
-
-    def merge(self, other: "LoopLagHistogram") -> None:
-        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
-        self.max_ms = max(self.max_ms, other.max_ms)
-        self.at = max(self.at, other.at)
-
-    @property
-    def ticks(self) -> int:
-        return sum(self.counts)
-
-    def quantile_ms(self, q: float) -> float:
-        """The upper bound of the bucket holding quantile ``q`` (0 < q <= 1), capped at the maximum."""
-        n = self.ticks
-        if n == 0:
-            return 0.0
-        rank, seen = q * n, 0
-        for i, count in enumerate(self.counts):
-            seen += count
-            if seen >= rank:
-                return min(float(1 << i), self.max_ms) if i else min(1.0, self.max_ms)
-        return self.max_ms
-
-    def summary(self) -> dict[str, float]:
-        """``ticks``, ``p50_ms``, ``p99_ms``, ``max_ms``: what status and the progress line show."""
-        return {
-            "ticks": self.ticks,
-            "p50_ms": round(self.quantile_ms(0.5), 3),
-            "p99_ms": round(self.quantile_ms(0.99), 3),
-            "max_ms": round(self.max_ms, 3),
-        }
-
-    def to_json(self) -> str:
-        return json.dumps({"counts": self.counts, "max_ms": round(self.max_ms, 3), "at": self.at})
-
-    @classmethod
-    def from_json(cls, text: str) -> "LoopLagHistogram":
-        """A stored report; anything malformed reads as an empty histogram (a report is advisory)."""
-        try:
-            data = json.loads(text)
-            counts = [int(c) for c in data["counts"]][: cls.BUCKETS]
-            counts += [0] * (cls.BUCKETS - len(counts))
-            return cls(counts=counts, max_ms=float(data["max_ms"]), at=float(data.get("at", 0.0)))
-        except (ValueError, KeyError, TypeError):
-            return cls()
 
 
 @dataclass(frozen=True)

@@ -8,22 +8,19 @@ from typing import Any, Iterator, Sequence
 from politecrawl.policy.response import URLState
 
 from .api import (
-    LOOP_LAG_META,
     CrawlStatus,
     DuplicateKind,
     ExportPage,
     FetchLogRow,
     HostRow,
     IndexerPage,
-    LoopLagHistogram,
     RobotsVersion,
 )
 from .common import DONE, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
+from .loop_lag import LOOP_LAG_META, latest_loop_lag
 
 __all__ = [
-    "LOOP_LAG_RUN_WINDOW",
     "columns",
-    "latest_loop_lag",
     "read_hosts",
     "read_fetch_log",
     "read_robots_versions",
@@ -281,20 +278,3 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
         rate_per_s_overall=round(int(requests) / span, 3) if span > 0 else 0.0,
         loop_lag=lag.summary() if lag.ticks else {},
     )
-
-
-#: Reports at most this many seconds older than the newest belong to the same run of workers
-#: (each reports every ``LOOP_LAG_REPORT_EVERY`` seconds while it runs, and once at its end).
-LOOP_LAG_RUN_WINDOW = 120.0
-
-
-def latest_loop_lag(reports: list[str]) -> LoopLagHistogram:
-    """The workers' loop-lag reports merged: those of the latest run (a report within
-    ``LOOP_LAG_RUN_WINDOW`` of the newest), so an earlier run's workers do not count."""
-    histograms = [LoopLagHistogram.from_json(text) for text in reports]
-    newest = max((h.at for h in histograms), default=0.0)
-    merged = LoopLagHistogram()
-    for h in histograms:
-        if h.at >= newest - LOOP_LAG_RUN_WINDOW:
-            merged.merge(h)
-    return merged
