@@ -177,11 +177,12 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._store_threads = (
             ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
         )
-        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). Measured with
-        # benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores): releases on a writer thread
-        # of their own, or every store call on one store thread, kept the loop freer but cost
-        # 10-17 % of the throughput — a claim then waited behind a group's commit, or for SQLite's
-        # lock that connection held — on a machine whose CPU, not its loop, is the bound.
+        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). Tried with
+        # benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores, the CPU the bound): every
+        # store call on one store thread, or releases on a writer thread with a connection of its
+        # own, kept the loop freer but gave 0.53 and 0.58 of the bound against 0.64 and 0.65 for
+        # this code in the same sequences of runs: a claim waited behind a group's commit, or in
+        # SQLite's busy handler for the lock the other connection held.
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
