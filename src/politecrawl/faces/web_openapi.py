@@ -143,6 +143,12 @@ def openapi_document() -> dict:
                         "hosts": {"type": "integer"},
                         "requests": {"type": "integer"},
                         "status_codes": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "loop_lag": {
+                            "type": "object",
+                            "description": "How late the workers' event loops ran in the latest run: ticks, "
+                            "p50_ms, p99_ms, max_ms (empty before any worker reported).",
+                            "additionalProperties": {"type": "number"},
+                        },
                         "index": {"type": ["object", "null"]},
                     },
                     "additionalProperties": True,
