@@ -305,6 +305,14 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
     return out
 
 
+def _py_spy() -> str:
+    """py-spy's path: on PATH, or next to this Python (a virtualenv that is not activated)."""
+    found = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+    if found is None:
+        sys.exit("--profile needs py-spy (pip install py-spy): not found on PATH or next to " + sys.executable)
+    return found
+
+
 def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     log = tmp / "web.jsonl"
     web, info = start_web(args, log)
@@ -319,7 +327,7 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     env.update(env_settings)
     if args.profile:
         cmd = [
-            shutil.which("py-spy") or "py-spy",
+            _py_spy(),
             "record",
             "--subprocesses",
             "--format",
