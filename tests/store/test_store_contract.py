@@ -223,6 +223,23 @@ def test_claim_many_takes_distinct_eligible_hosts_each_with_its_lease(store):
     assert all(host_row(store, h).lease_owner in ("w1", "w2") for h in hosts)
 
 
+def test_a_claim_ahead_takes_the_hosts_due_within_the_window_and_says_when(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    soon = pass_robots(store, "w1", T, next_at=T + 0.03).host
+    later = pass_robots(store, "w1", T, next_at=T + 0.5).host
+    assert store.claim_many("w1", T, LEASE, 5) == []  # neither is due yet
+    claims = store.claim_many("w1", T, LEASE, 5, ahead=0.05)
+    assert [c.host for c in claims] == [soon]  # the other is due after the window
+    c = claims[0]
+    assert c.kind == "page" and c.not_before == T + 0.03
+    assert c.lease_expires_at == T + 0.05 + LEASE  # the lease covers the wait
+    assert host_row(store, soon).lease_owner == "w1"
+    assert store.claim_many("w2", T + 0.04, LEASE, 5, ahead=0.05) == []  # taken: nobody else gets it
+    # A host already due when claimed: its request may start at once (not_before is the claim's time).
+    due = store.claim_many("w2", T + 1, LEASE, 5, ahead=0.05)
+    assert [(d.host, d.not_before) for d in due] == [(later, T + 1)]
+
+
 def test_release_many_records_every_release(store):
     store.seed_urls([url(A, "/1"), url(B, "/1")], T)
     pass_robots(store, "w1", T)

@@ -88,7 +88,16 @@ LOOP_LAG_REPORT_EVERY = 10.0
 
 #: Hosts claimed at most in one store call: when many hosts come due together, one transaction
 #: claims several (each is still its own lease; politeness is per host).
-CLAIM_BATCH = 8
+CLAIM_BATCH = 32
+
+
+#: Seconds ahead of a host's next allowed time that a worker may claim it. The dispatcher wakes
+#: this much before the next host is due and claims, in one transaction, every host due within
+#: the window; each request then waits for its own host's time (``Claim.not_before``). Without
+#: it, hosts due a few milliseconds apart cost a transaction (and an empty claim and a wake-up
+#: query) each. The store knows the claim from the moment it is taken, so no other process can
+#: take the host meanwhile.
+CLAIM_AHEAD = 0.05
 
 
 def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
@@ -272,7 +281,13 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             want = min(CLAIM_BATCH, self.settings.concurrency - len(self._tasks))
             try:
                 claims = await self._call(
-                    self.store.claim_many, self.id, now, self.lease, want, per_ip_limit=self.settings.per_ip_limit
+                    self.store.claim_many,
+                    self.id,
+                    now,
+                    self.lease,
+                    want,
+                    per_ip_limit=self.settings.per_ip_limit,
+                    ahead=CLAIM_AHEAD,
                 )
                 self._store_failing_since = None
             except StoreError as exc:
@@ -301,7 +316,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 break  # nothing queued anywhere and nothing of ours in flight: done
             if self.budget.exhausted() and not self._tasks:
                 break
-            timeout = None if wake is None else max(0.0, wake - self.now())
+            timeout = None if wake is None else max(0.0, wake - CLAIM_AHEAD - self.now())
             await self._wait_for_change(timeout)
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
@@ -369,6 +384,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     async def _handle(self, claim: Claim) -> bool:
         try:
+            # Claimed ahead of the host's time (CLAIM_AHEAD): no request before it. (A loop: the
+            # sleep runs on the monotonic clock, the host's time is on the store's.)
+            while (early := claim.not_before - self.now()) > 0:
+                await asyncio.sleep(early)
             if not self.scope.is_seed_host(claim.host) and not (
                 self.scope.mode == "domain" and self.scope.allows(claim.host + "/", claim.host)
             ):

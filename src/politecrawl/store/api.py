@@ -137,6 +137,9 @@ class Claim:
     robots_hops: int = 0
     #: Which version of the host's learned URL patterns the store has (0: none yet).
     patterns_version: int = 0
+    #: No request to the host before this time: its next allowed time as the claim found it. A
+    #: claim taken ahead of time (``claim_many(ahead=…)``) waits for it; otherwise it has passed.
+    not_before: float = 0.0
 
     @property
     def fetch_url(self) -> str | None:
@@ -530,7 +533,7 @@ class Store(Protocol):
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None: ...
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
     ) -> list[Claim]: ...
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None: ...
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None: ...

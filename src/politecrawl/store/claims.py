@@ -19,8 +19,11 @@ CLAIM_RETURNING = (
 )
 
 
-def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: float) -> Claim:
-    """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``)."""
+def claim_from_host_row(
+    row: Sequence, *, worker: str, now: float, expires: float, not_before: float | None = None
+) -> Claim:
+    """A robots claim from the claim statement's RETURNING row (``CLAIM_RETURNING``);
+    ``not_before`` is the host's next allowed time before the claim moved it."""
     (
         host,
         r_status,
@@ -55,6 +58,7 @@ def claim_from_host_row(row: Sequence, *, worker: str, now: float, expires: floa
         robots_via=robots_via,
         robots_hops=robots_hops or 0,
         patterns_version=patterns_version or 0,
+        not_before=now if not_before is None else max(now, not_before),
     )
 
 

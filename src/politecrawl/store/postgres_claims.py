@@ -25,8 +25,11 @@ _IP_LOCK_PREFIX = "politecrawl:ip:"
 
 
 def _eligible(now: str) -> str:
-    """Work, delay passed, lease free. Used both to pick (subquery) and to reserve (outer WHERE)."""
-    return f"pending > 0 AND next_allowed_at <= {now} AND (lease_owner IS NULL OR lease_expires_at <= {now})"
+    """Work, delay ending within %(ahead)s seconds (``Claim.not_before``), lease free. Used both
+    to pick (subquery) and to reserve (outer WHERE)."""
+    return (
+        f"pending > 0 AND next_allowed_at <= {now} + %(ahead)s AND (lease_owner IS NULL OR lease_expires_at <= {now})"
+    )
 
 
 #: How many columns CLAIM_RETURNING names: the batched claim returns more after them.
@@ -123,15 +126,24 @@ class PostgresClaims(PostgresConnection):
         self._lease_urls = lease_urls_sql(now)
 
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
     ) -> list[Claim]:
         """Up to ``n`` claims, each exactly as ``claim`` makes it (its own host, lease and URL), in
         one transaction of a few statements: the hosts in one UPDATE (SKIP LOCKED: the other
-        workers pass by meanwhile), their next URLs in another."""
+        workers pass by meanwhile), their next URLs in another. With ``ahead``, also hosts whose
+        delay ends within that many seconds (``Claim.not_before``); their leases last that much longer."""
         if n <= 0:
             return []
-        expires = now + lease_seconds
-        params: dict[str, Any] = {"worker": worker, "lease": lease_seconds, "now": now, "per_ip": per_ip_limit, "n": n}
+        lease = lease_seconds + ahead
+        expires = now + lease
+        params: dict[str, Any] = {
+            "worker": worker,
+            "lease": lease,
+            "ahead": ahead,
+            "now": now,
+            "per_ip": per_ip_limit,
+            "n": n,
+        }
 
         def tx(conn: psycopg.Connection) -> list[Claim]:
             if per_ip_limit <= 0:
@@ -217,7 +229,10 @@ class PostgresClaims(PostgresConnection):
         """Robots claims as they are; for hosts whose robots.txt is fresh, lease their next URLs
         (one statement for all). In the order of the hosts' next_allowed_at."""
         rows = sorted(rows, key=lambda r: (r[_CLAIM_COLS], r[0]))
-        claims = [claim_from_host_row(r[:_CLAIM_COLS], worker=worker, now=now, expires=expires) for r in rows]
+        claims = [
+            claim_from_host_row(r[:_CLAIM_COLS], worker=worker, now=now, expires=expires, not_before=r[_CLAIM_COLS])
+            for r in rows
+        ]
         fresh = [c.host for c in claims if c.robots.fresh(now)]
         leased: dict[str, tuple] = {}
         if fresh:

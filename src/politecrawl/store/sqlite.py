@@ -73,10 +73,10 @@ _WAKE_TIME = wake_time_sql(DIALECT)
 SCHEMA_VERSION = 5
 APP_ID = "politecrawl"
 
-# A host is eligible when it has work, its delay has passed and nobody holds
-# its lease. The same condition sits in the subquery (to pick) and in the
-# outer WHERE (to reserve), so the UPDATE can only ever reserve an eligible host.
-_ELIGIBLE = "pending > 0 AND next_allowed_at <= :now AND (lease_owner IS NULL OR lease_expires_at <= :now)"
+# A host is eligible when it has work, its delay ends by :due (now, or a moment ahead: the
+# claim then waits for it, see Claim.not_before) and nobody holds its lease. The claim picks a
+# host and reserves it inside one write transaction (BEGIN IMMEDIATE: no other writer between).
+_ELIGIBLE = "pending > 0 AND next_allowed_at <= :due AND (lease_owner IS NULL OR lease_expires_at <= :now)"
 # A claimed host's next_allowed_at moves to its lease expiry plus the delay it is owed (the
 # release sets the real time): if the worker dies mid-request, the request ended by the lease
 # expiry at the latest, so the host is never asked again sooner than its delay after it. It also
@@ -87,11 +87,15 @@ _IP_FREE = """(:per_ip = 0 OR ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > :now) < :per_ip)"""
 
+# The pick reads the host's next_allowed_at as it is (the claim's not_before); the UPDATE's
+# RETURNING could only give the moved one.
+_PICK_HOST = (
+    f"SELECT host, next_allowed_at FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1"
+)
 _CLAIM_HOST = f"""
 UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires, next_allowed_at = :expires + delay,
                  claimed_at = :now
-WHERE host = (SELECT host FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1)
-  AND {_ELIGIBLE} AND {_IP_FREE}
+WHERE host = :host
 RETURNING {CLAIM_RETURNING}
 """
 
@@ -282,11 +286,12 @@ class SQLiteStore:
         return claims[0] if claims else None
 
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0
+        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
     ) -> list[Claim]:
-        """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction."""
-        expires = now + lease_seconds
-        params = {"worker": worker, "expires": expires, "now": now, "per_ip": per_ip_limit}
+        """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction; with
+        ``ahead``, also hosts whose delay ends within that many seconds (``Claim.not_before``)."""
+        expires = now + ahead + lease_seconds
+        params = {"worker": worker, "expires": expires, "now": now, "due": now + ahead, "per_ip": per_ip_limit}
         with self._lock:
             # A read first, outside any write transaction (WAL readers never wait): about a third
             # of the claims at 1,000 hosts find nothing eligible, and then take no write lock.
@@ -296,11 +301,17 @@ class SQLiteStore:
         claims: list[Claim] = []
         with self._write() as db:
             for _ in range(n):
-                row = db.execute(_CLAIM_HOST, params).fetchone()
-                if row is None:
+                picked = db.execute(_PICK_HOST, params).fetchone()
+                if picked is None:
                     break
+                row = db.execute(_CLAIM_HOST, {**params, "host": picked[0]}).fetchone()
                 claim = finish_claim(
-                    db, claim_from_host_row(row, worker=worker, now=now, expires=expires), _LEASE_URL, params, now, "?"
+                    db,
+                    claim_from_host_row(row, worker=worker, now=now, expires=expires, not_before=picked[1]),
+                    _LEASE_URL,
+                    params,
+                    now,
+                    "?",
                 )
                 if claim is not None:
                     claims.append(claim)

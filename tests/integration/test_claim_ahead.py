@@ -1,0 +1,99 @@
+"""Hosts claimed ahead of their time (``worker.CLAIM_AHEAD``): the dispatcher takes, in one store
+transaction, every host whose delay ends within the window, and each request still waits for its
+own host's time. Judged on what the servers received: no gap shorter than the delay."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+from politecrawl.config import load_settings, user_agent_string
+from politecrawl.crawl import worker as worker_module
+from politecrawl.crawl.budget import PageBudget
+from politecrawl.crawl.crawler import Crawler
+from politecrawl.crawl.worker import Worker
+from politecrawl.faces.sandbox import SandboxHost, violations
+from politecrawl.net.fetch import Fetcher
+from politecrawl.policy.hosts import host_key
+from politecrawl.store import NewURL, open_store
+
+DELAY = 0.5
+#: Wide enough that a claim taken ahead and not waited for is plainly early.
+AHEAD = 0.4
+
+
+def _site(ip: str, pages: int = 5) -> SandboxHost:
+    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(pages))
+    return SandboxHost(
+        ip,
+        pages={"/": f"<html><title>home</title><body>home {links}</body></html>"}
+        | {f"/p{i}": f"<html><title>p{i}</title><body>page {i}</body></html>" for i in range(pages)},
+    )
+
+
+class RecordingStore:
+    """The real store; records every claim_many's claims, and with ``forget_wait`` hands them
+    out as if they were due already (a worker that does not wait: the negative control)."""
+
+    def __init__(self, store, *, forget_wait: bool = False) -> None:
+        self._store, self.forget_wait = store, forget_wait
+        self.claimed: list[list] = []
+
+    def claim_many(self, worker, now, lease_seconds, n, **kw):
+        claims = self._store.claim_many(worker, now, lease_seconds, n, **kw)
+        if claims:
+            self.claimed.append([(now, c.not_before) for c in claims])
+        return [replace(c, not_before=now) for c in claims] if self.forget_wait else claims
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def _crawl(db: str, seeds: list[str], store_wrapper) -> RecordingStore:
+    settings = load_settings({"db": db, "workers": 1, "min_delay": DELAY, "max_depth": 1}, env={})
+    store = open_store(db)
+    try:
+        scope = Crawler(settings).scope_for(store, seeds)
+        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], time.time())
+        recording = store_wrapper(store)
+
+        async def run():
+            async with Fetcher(
+                user_agent=user_agent_string(settings),
+                max_bytes=settings.max_page_bytes,
+                connect_timeout=5,
+                read_timeout=5,
+                total_timeout=10,
+            ) as fetcher:
+                await Worker(settings, recording, fetcher, scope, PageBudget(None), asyncio.Event()).run()
+
+        asyncio.run(run())
+        return recording
+    finally:
+        store.close()
+
+
+def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sandbox_factory, db_path, monkeypatch):
+    monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
+    hosts = [_site(f"127.0.6.{40 + i}") for i in range(8)]
+    sb = sandbox_factory(hosts)
+    recording = _crawl(db_path, [h.url("/") for h in hosts], RecordingStore)
+    records = sb.requests()
+    assert len(records) == 8 * (1 + 1 + 5)  # robots.txt, the home page and 5 pages per host
+    found = violations(records, DELAY)
+    assert found == {"short_gaps": [], "max_open_per_host": 1}, found
+    # The window was used: claims taken before their host was due, several in one transaction.
+    early = [nb - now for batch in recording.claimed for now, nb in batch if nb > now]
+    assert len(early) >= 8 and max(early) > 0.1, early
+    assert max(len(batch) for batch in recording.claimed) >= 2, recording.claimed
+
+
+def test_negative_control_a_claim_taken_ahead_and_not_waited_for_is_early(sandbox_factory, db_path, monkeypatch):
+    monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
+    hosts = [_site(f"127.0.6.{50 + i}") for i in range(8)]
+    sb = sandbox_factory(hosts)
+    _crawl(db_path, [h.url("/") for h in hosts], lambda store: RecordingStore(store, forget_wait=True))
+    found = violations(sb.requests(), DELAY)
+    assert len(found["short_gaps"]) >= 8, found  # the servers see it
+    assert found["max_open_per_host"] == 1  # still one request at a time: only the wait was lost
