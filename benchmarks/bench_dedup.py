@@ -123,22 +123,40 @@ def bench_simhash(ntexts: int, size: int, seed: int) -> None:
 
 
 def _baseline_modules(rev: str) -> dict[str, object]:
-    """dedup.py and urls.py as of git revision ``rev``, loaded as stand-alone modules."""
+    """content/dedup.py and policy/{urls,traps,hosts}.py as of git revision ``rev``, loaded as
+    stand-alone modules: {"dedup": module, "urls": namespace of normalize, trap_reason, host_key}.
+
+    The policy modules import each other relatively (``from .urls import ...``): they are loaded
+    as a package of their own, so the baseline's traps and hosts use the baseline's urls."""
     import subprocess
+    import sys
     import types
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    modules = {}
-    for name in ("dedup", "urls"):
-        path = f"src/politecrawl/{name}.py"
+    package = f"_baseline_policy_{rev}"
+    sys.modules.setdefault(package, types.ModuleType(package))
+
+    def load(path: str, name: str, parent: str | None = None) -> types.ModuleType:
         source = subprocess.run(
             ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
         ).stdout
-        module = types.ModuleType(f"baseline_{name}")
+        module = types.ModuleType(name)
         module.__file__ = f"{rev}:{path}"
+        if parent:
+            module.__package__ = parent
+            sys.modules[name] = module  # before exec: a dataclass looks its module up there
         exec(compile(source, module.__file__, "exec"), module.__dict__)
-        modules[name] = module
-    return modules
+        return module
+
+    dedup = load("src/politecrawl/content/dedup.py", f"baseline_dedup_{rev}")
+    policy = {
+        name: load(f"src/politecrawl/policy/{name}.py", f"{package}.{name}", package)
+        for name in ("urls", "traps", "hosts")
+    }
+    urls = types.SimpleNamespace(
+        normalize=policy["urls"].normalize, trap_reason=policy["traps"].trap_reason, host_key=policy["hosts"].host_key
+    )
+    return {"dedup": dedup, "urls": urls}
 
 
 def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]]:
