@@ -135,10 +135,12 @@ def text_fingerprint(text: str) -> str:
     # The key hashes " ".join(_canonical_text(text).split()) as UTF-8. Without non-ASCII
     # whitespace, that is the folded UTF-8 with runs of spaces squeezed and the ends stripped:
     # C-level bytes operations instead of a str object per word (~3x faster on a 20 KB page).
+    # The squeezing in one C pass where _dedup.c is built: ~65 -> ~45 us per bench_hosts page
+    # (bench_dedup.py --per-page); a search for "  " alone took ~30 us.
     data = _folded_utf8(text)
     if data is not None:
         squeeze = _compiled_squeeze
-        if squeeze is not None:  # one pass (~6x faster than the search for "  " alone)
+        if squeeze is not None:
             data = squeeze(data)
         else:
             while b"  " in data:  # each pass halves every run of spaces
@@ -153,13 +155,16 @@ def text_fingerprint(text: str) -> str:
 # Cache of word -> 8-byte BLAKE2b digest of its case-folded form, shared across calls: the
 # frequent words of a crawl repeat on every page, and hashing each distinct word (~0.4 us a
 # call) was the largest cost. Bounded: emptied when full (~4 MiB); long words are not kept.
+# The numpy code's: the C loop keeps its own, with the same bounds, in C (_dedup.c).
 _WORD_DIGESTS: dict[bytes, bytes] = {}
 _WORD_CACHE_SIZE = 1 << 15
 _WORD_CACHE_MAX_LEN = 32
 
 
 def _word_digest(word: bytes) -> bytes:
-    """BLAKE2b-64 of a word (ASCII already lower-cased) after case folding."""
+    """BLAKE2b-64 of a word (ASCII already lower-cased) after case folding.
+
+    Also the C loop's (_dedup.c): it calls this back for each word it has not cached."""
     if not word.isascii():
         # Case folding maps each character on its own and never yields ASCII punctuation or
         # whitespace, so folding word by word equals folding the whole text first.
@@ -187,13 +192,16 @@ def simhash(text: str, *, shingle: int = 3) -> int:
     """64-bit SimHash of ``text`` over ``shingle``-word shingles.
 
     Words are the runs of the NFKC-normalized, case-folded text (as UTF-8) separated by
-    whitespace or ASCII punctuation (``string.punctuation``). Each
+    ASCII whitespace (what ``bytes.split()`` splits on: space, ``\t \n \v \f \r``) or ASCII
+    punctuation (``string.punctuation``). Each
     distinct word is hashed once with BLAKE2b-64; a shingle's hash combines
     its word hashes in order (``h = h * K ^ next``, wrapping) and finishes
-    with the SplitMix64 mixer, all vectorized with numpy. Bit *i* of the
+    with the SplitMix64 mixer. Bit *i* of the
     result is set when more than half of the shingles (counted with
     repetition) have bit *i* set. A text shorter than one shingle is a single
-    shingle; a text with no words hashes to 0.
+    shingle; a text with no words hashes to 0. After the words' bytes are made,
+    the rest runs in C (``_dedup.c``) where it is built, else vectorized with numpy
+    (:func:`_simhash_numpy`, the reference): the same value either way.
 
     Stored fingerprints depend on this exact definition: changing it means
     recomputing them. (Measured by benchmarks/bench_dedup.py on ~20 KB texts
@@ -201,7 +209,10 @@ def simhash(text: str, *, shingle: int = 3) -> int:
     shingle is hashed with BLAKE2b -- hashing dominated that version. Later,
     with the same output: word digests cached across calls, a one-pass
     vocabulary, per-word case folding and SWAR bit counting took it from 0.60
-    to 0.36 ms per bench_hosts page; see ``--per-page`` in that benchmark.)
+    to 0.36 ms per bench_hosts page; the per-word loop in C then took it to
+    about 0.085 ms (0.50 to 0.14 ms with one word in eight non-ASCII): numbers from
+    ``bench_dedup.py --per-page --baseline 114ed9e``, which times the C and numpy
+    code in one run.)
     """
     if shingle < 1:
         raise ValueError(f"shingle must be >= 1, got {shingle}")
