@@ -1,7 +1,7 @@
 """Benchmark politecrawl.content.dedup: simhash() throughput, and the per-page CPU of dedup and urls.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py            # simhash() on 200 texts
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --per-page --baseline 6e87f1f
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_dedup.py --per-page --baseline 114ed9e
 
 Reports, all from one run so the comparison is a ratio on the same machine:
 simhash() throughput on ~20 KB texts (vs BLAKE2b per shingle, and vs pure Python).
@@ -10,10 +10,14 @@ The near-duplicate lookup is the store's: ``bench_near_dup_store.py`` measures i
 ``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
 call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
 normalize(raw, base) + trap_reason() + host_key() on the links of those pages. Pages:
-the benchmark web's (politecrawl.faces.sandbox_sites.bench_hosts, ASCII) and, when installed,
-python3-doc HTML pages (/usr/share/doc/python3*/html), both through parse_html.
-``--baseline REV`` also times dedup.py and urls.py as of git revision REV on the same
-inputs and checks that every output (and every InvalidURL message) is identical.
+the benchmark web's (politecrawl.faces.sandbox_sites.bench_hosts, ASCII), the same texts with
+one word in eight made non-ASCII (accented, Greek, Cyrillic, CJK, upper and lower case) and,
+when installed, python3-doc HTML pages (/usr/share/doc/python3*/html), through parse_html.
+Each row names the code it timed: where the compiled loops (content/_dedup.c) are built, the
+current code is timed with them and without (its numpy fallback).
+``--baseline REV`` also times dedup.py and urls.py as of git revision REV (one since the
+layout move: content/, policy/) on the same inputs; every output (and every InvalidURL
+message) must be identical across the rows.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time
 
 import numpy as np
 
+from politecrawl.content import dedup
 from politecrawl.content.dedup import simhash
 
 _WORD_RE = re.compile(r"\w+")
@@ -96,8 +101,9 @@ def bench_simhash(ntexts: int, size: int, seed: int) -> None:
     t0 = time.perf_counter()
     fast = [simhash(t) for t in texts]
     elapsed = time.perf_counter() - t0
+    label = "simhash (" + _implementation(dedup) + "):"
     print(
-        f"simhash (words hashed once, numpy): {ntexts / elapsed:6,.0f} texts/s  {total / elapsed / 2**20:5.1f} MiB/s"
+        f"{label:35s} {ntexts / elapsed:6,.0f} texts/s  {total / elapsed / 2**20:5.1f} MiB/s"
         f"  ({elapsed / ntexts * 1e3:.2f} ms/text)"
     )
     t0 = time.perf_counter()
@@ -123,22 +129,40 @@ def bench_simhash(ntexts: int, size: int, seed: int) -> None:
 
 
 def _baseline_modules(rev: str) -> dict[str, object]:
-    """dedup.py and urls.py as of git revision ``rev``, loaded as stand-alone modules."""
+    """content/dedup.py and policy/{urls,traps,hosts}.py as of git revision ``rev``, loaded as
+    stand-alone modules: {"dedup": module, "urls": namespace of normalize, trap_reason, host_key}.
+
+    The policy modules import each other relatively (``from .urls import ...``): they are loaded
+    as a package of their own, so the baseline's traps and hosts use the baseline's urls."""
     import subprocess
+    import sys
     import types
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    modules = {}
-    for name in ("dedup", "urls"):
-        path = f"src/politecrawl/{name}.py"
+    package = f"_baseline_policy_{rev}"
+    sys.modules.setdefault(package, types.ModuleType(package))
+
+    def load(path: str, name: str, parent: str | None = None) -> types.ModuleType:
         source = subprocess.run(
             ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
         ).stdout
-        module = types.ModuleType(f"baseline_{name}")
+        module = types.ModuleType(name)
         module.__file__ = f"{rev}:{path}"
+        if parent:
+            module.__package__ = parent
+            sys.modules[name] = module  # before exec: a dataclass looks its module up there
         exec(compile(source, module.__file__, "exec"), module.__dict__)
-        modules[name] = module
-    return modules
+        return module
+
+    dedup = load("src/politecrawl/content/dedup.py", f"baseline_dedup_{rev}")
+    policy = {
+        name: load(f"src/politecrawl/policy/{name}.py", f"{package}.{name}", package)
+        for name in ("urls", "traps", "hosts")
+    }
+    urls = types.SimpleNamespace(
+        normalize=policy["urls"].normalize, trap_reason=policy["traps"].trap_reason, host_key=policy["hosts"].host_key
+    )
+    return {"dedup": dedup, "urls": urls}
 
 
 def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]]:
@@ -155,7 +179,7 @@ def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[t
         url = f"http://{host.ip}:8080/p/{k}"
         page = parse_html(host.handler(f"/p/{k}").body, url)
         bench.append((page.text, [(link.href, page.base) for link in page.links]))
-    sets = [("bench_hosts pages", bench)]
+    sets = [("bench_hosts pages", bench), ("bench_hosts, 1 word in 8 non-ASCII", _non_ascii(bench, seed))]
     docs = []
     seen = set()
     for path in sorted(glob.glob("/usr/share/doc/python3*/html/**/*.html", recursive=True)):
@@ -173,6 +197,23 @@ def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[t
     if docs:
         sets.append(("python3-doc pages", docs))
     return sets
+
+
+_NON_ASCII_WORDS = ["café", "Größe", "STRASSE", "naïve", "Ελλάδα", "ΣΊΣΥΦΟΣ", "Москва", "東京都", "İstanbul"]
+
+
+def _non_ascii(pages: list, seed: int) -> list:
+    """The pages with one word in eight replaced by a non-ASCII word (the links unchanged). The
+    words are NFKC already: a page that is not (a ligature, a no-break space) pays for
+    unicodedata.normalize in both functions, which this would time instead."""
+    rng = random.Random(seed)
+    out = []
+    for text, links in pages:
+        words = text.split(" ")
+        for i in range(0, len(words), 8):
+            words[i] = rng.choice(_NON_ASCII_WORDS) + str(rng.randrange(50))
+        out.append((" ".join(words), links))
+    return out
 
 
 def _best_us(run, items: list, repeat: int) -> float:
@@ -210,10 +251,12 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
 
     # The three functions timed per link, from the modules that define them.
     current = types.SimpleNamespace(normalize=urls.normalize, trap_reason=traps.trap_reason, host_key=hosts.host_key)
-    versions = [("current", dedup, current)]
+    versions = [(f"current ({_implementation(dedup)})", dedup, current)]
+    if dedup._compiled_simhash is not None:  # and the fallback, timed on the same pages
+        versions.insert(0, ("current (numpy)", _dedup_without_compiled_loops(), current))
     if baseline:
         old = _baseline_modules(baseline)
-        versions.insert(0, (f"baseline {baseline}", old["dedup"], old["urls"]))
+        versions.insert(0, (f"baseline {baseline} ({_implementation(old['dedup'])})", old["dedup"], old["urls"]))
     for label, pages in _page_sets(npages, seed):
         texts = [text for text, _ in pages]
         links = [link for _, page_links in pages for link in page_links]
@@ -251,7 +294,7 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
                 "host_key": _best_us(lambda items, f=host_key: [f(u) for u in items], normalized, repeat),
             }
             print(
-                f"  {name:22s}"
+                f"  {name:31s}"
                 + "  ".join(
                     f"{key} {value:7.1f} us" if key in ("simhash", "text_fingerprint") else f"{key} {value:5.2f} us"
                     for key, value in row.items()
@@ -260,9 +303,39 @@ def bench_per_page(npages: int, repeat: int, baseline: str | None, seed: int) ->
             results.append(
                 ([simhash_f(t) for t in texts], [fingerprint_f(t) for t in texts], _link_outcomes(urls_module, links))
             )
-        if len(results) == 2:
-            assert results[0] == results[1], "baseline and current outputs differ"
-            print("  outputs identical (simhash, text_fingerprint, normalize/trap_reason/host_key incl. errors)")
+        if len(results) > 1:
+            assert all(result == results[0] for result in results), "outputs differ"
+            print(
+                f"  outputs identical across the {len(results)} rows"
+                " (simhash, text_fingerprint, normalize/trap_reason/host_key incl. errors)"
+            )
+
+
+def _implementation(dedup_module) -> str:
+    """Which simhash/text_fingerprint code a dedup module runs: the compiled loops or numpy."""
+    if getattr(dedup_module, "_compiled_simhash", None) is not None:
+        return "C: content/_dedup.c"
+    return "numpy"
+
+
+def _dedup_without_compiled_loops():
+    """A second copy of the current dedup.py, loaded with POLITECRAWL_NO_KERNELS=1: its numpy code."""
+    import importlib.util
+
+    from politecrawl.content import dedup
+
+    spec = importlib.util.spec_from_file_location("politecrawl.content.dedup_numpy", dedup.__file__)
+    module = importlib.util.module_from_spec(spec)
+    saved = os.environ.get("POLITECRAWL_NO_KERNELS")
+    os.environ["POLITECRAWL_NO_KERNELS"] = "1"
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ["POLITECRAWL_NO_KERNELS"]
+        else:
+            os.environ["POLITECRAWL_NO_KERNELS"] = saved
+    return module
 
 
 def _try(normalize, raw: str, base: str) -> str | None:

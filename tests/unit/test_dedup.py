@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import random
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from politecrawl.content import dedup
 from politecrawl.content.dedup import (
     from_signed64,
     hamming,
@@ -17,6 +21,23 @@ from politecrawl.content.dedup import (
 )
 
 U64 = 2**64
+
+compiled_built = dedup._compiled_simhash is not None
+needs_compiled = pytest.mark.skipif(
+    not compiled_built, reason="politecrawl.content._dedup is not built (no C compiler)"
+)
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def implementation(request, monkeypatch):
+    """Runs a test with the compiled loops (_dedup.c) and again with the numpy and bytes code."""
+    if request.param == "numpy":
+        monkeypatch.setattr(dedup, "_compiled_simhash", None)
+        monkeypatch.setattr(dedup, "_compiled_squeeze", None)
+    elif not compiled_built:
+        pytest.skip("politecrawl.content._dedup is not built (no C compiler)")
+    return request.param
+
 
 # --------------------------------------------------------------------------
 # text_fingerprint
@@ -191,7 +212,7 @@ _PINNED = [
 
 
 @pytest.mark.parametrize(("text", "sh1", "sh3", "key"), _PINNED)
-def test_pinned_values(text, sh1, sh3, key):
+def test_pinned_values(text, sh1, sh3, key, implementation):
     assert simhash(text, shingle=1) == sh1
     assert simhash(text) == sh3
     assert text_fingerprint(text) == key
@@ -248,7 +269,7 @@ def test_property_matches_scalar_references(text, shingle):
 
 
 @pytest.mark.parametrize("words", [1, 2, 3, 254, 255, 256, 257, 509, 510, 511, 512])
-def test_simhash_bit_counting_at_block_boundaries(words):
+def test_simhash_bit_counting_at_block_boundaries(words, implementation):
     # The bit columns are counted 255 shingles at a time: sizes around multiples of 255.
     text = _article(words, words)
     assert simhash(text) == _reference_simhash(text)
@@ -257,8 +278,7 @@ def test_simhash_bit_counting_at_block_boundaries(words):
 
 
 def test_simhash_same_with_cold_warm_and_evicting_word_cache(monkeypatch):
-    from politecrawl.content import dedup
-
+    monkeypatch.setattr(dedup, "_compiled_simhash", None)  # the numpy code's cache (_dedup.c's below)
     texts = [_article(seed, 500) + " Größe ΣΊΣΥΦΟΣ ﬁne" for seed in range(5)]
     expected = [_reference_simhash(t) for t in texts]
     dedup._WORD_DIGESTS.clear()
@@ -269,6 +289,145 @@ def test_simhash_same_with_cold_warm_and_evicting_word_cache(monkeypatch):
     assert [simhash(t) for t in texts] == expected  # emptied while in use
     assert 0 < len(dedup._WORD_DIGESTS) <= 50
     assert [simhash(t) for t in texts] == expected
+
+
+# --------------------------------------------------------------------------
+# the compiled loops (_dedup.c) against the numpy and bytes code they replace
+# --------------------------------------------------------------------------
+
+
+def test_the_compiled_loops_are_built():
+    """CI builds them (.ci/run sets POLITECRAWL_REQUIRE_KERNELS, as for the searcher's kernels);
+    elsewhere their absence is a slower crawl, not an error."""
+    if not compiled_built:
+        if os.environ.get("POLITECRAWL_REQUIRE_KERNELS") or os.environ.get("CI"):
+            pytest.fail("politecrawl.content._dedup is required here: it was not built")
+        pytest.skip("politecrawl.content._dedup is not built (no C compiler)")
+    from politecrawl.content import _dedup
+
+    assert dedup._compiled_simhash is _dedup.simhash and dedup._compiled_squeeze is _dedup.squeeze_spaces
+
+
+def _numpy_simhash(text: str, shingle: int) -> int:
+    saved = dedup._compiled_simhash
+    dedup._compiled_simhash = None
+    try:
+        return simhash(text, shingle=shingle)
+    finally:
+        dedup._compiled_simhash = saved
+
+
+def _bytes_squeeze(data: bytes) -> bytes:
+    """text_fingerprint's squeezing without the compiled loop."""
+    while b"  " in data:
+        data = data.replace(b"  ", b" ")
+    return data.strip(b" ")
+
+
+# Words at the compiled cache's length bound (32 bytes) and past it, repeated within a text.
+_LONG_WORDS = st.sampled_from(["x" * 31, "y" * 32, "z" * 33, "Ä" * 16, "Ä" * 17, "long" * 20])
+_TEXTS_AND_LONG = st.one_of(
+    _TEXTS,
+    st.lists(st.tuples(st.one_of(_WORDISH, _LONG_WORDS), _SEPARATORS)).map(lambda p: "".join(a + b for a, b in p)),
+    st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0,.;!?-_'\"()[]{}<>/\\|@#$%^&*+=~`:aAbBzZéÉß\ud800"),
+)
+
+
+@needs_compiled
+@settings(max_examples=500)
+@given(_TEXTS_AND_LONG, st.integers(1, 5))
+def test_property_compiled_matches_numpy(text, shingle):
+    assert simhash(text, shingle=shingle) == _numpy_simhash(text, shingle)
+
+
+@needs_compiled
+@settings(max_examples=300)
+@given(
+    st.binary(max_size=200) | st.lists(st.sampled_from([b" ", b"  ", b"a", b"bc", b"\xc3\xa9", b"\t"])).map(b"".join)
+)
+def test_property_squeeze_matches_bytes_code(data):
+    from politecrawl.content import _dedup
+
+    assert _dedup.squeeze_spaces(data) == _bytes_squeeze(data)
+
+
+@needs_compiled
+def test_compiled_cache_is_bounded_and_calls_back_once_per_new_word(monkeypatch):
+    from politecrawl.content import _dedup
+
+    calls: list[bytes] = []
+
+    def counting_digest(word: bytes) -> bytes:
+        calls.append(word)
+        return dedup._word_digest(word)
+
+    _dedup.cache_clear()
+    text = "alpha beta alpha Größe GRÖSSE " + "x" * 40 + " " + "x" * 40
+    data = text.encode().translate(dedup._WORD_TABLE)
+    assert _dedup.simhash(data, 3, counting_digest) == _numpy_simhash(text, 3)
+    # each short word once, ASCII or not (the non-ASCII letters are folded by _word_digest, after
+    # the cache: "grÖsse" is a word of its own there); the word longer than CACHE_MAX_LEN at each
+    # occurrence
+    assert calls == [b"alpha", b"beta", "größe".encode(), "grÖsse".encode(), b"x" * 40, b"x" * 40]
+    assert _dedup.cache_len() == 4
+    calls.clear()
+    assert _dedup.simhash(data, 3, counting_digest) == _numpy_simhash(text, 3)
+    assert calls == [b"x" * 40, b"x" * 40]  # the short words from the cache
+
+    # Many distinct words: the cache empties when full and keeps giving the same values.
+    many = " ".join(f"w{i}" for i in range(_dedup.CACHE_SIZE + 5000))
+    for _ in range(2):
+        assert simhash(many) == _numpy_simhash(many, 3)
+        assert 0 < _dedup.cache_len() <= _dedup.CACHE_SIZE
+    assert simhash(text) == _numpy_simhash(text, 3)
+
+
+@needs_compiled
+def test_compiled_errors_propagate():
+    from politecrawl.content import _dedup
+
+    def failing(word: bytes) -> bytes:
+        raise RuntimeError("no digest")
+
+    _dedup.cache_clear()
+    with pytest.raises(RuntimeError, match="no digest"):
+        _dedup.simhash(b"some words here", 3, failing)
+    with pytest.raises(TypeError, match="8 bytes"):
+        _dedup.simhash(b"some words here", 3, lambda word: b"short")
+    with pytest.raises(TypeError, match="8 bytes"):
+        _dedup.simhash(b"some words here", 3, lambda word: "12345678")
+    with pytest.raises(ValueError):
+        _dedup.simhash(b"x", 0, dedup._word_digest)
+    with pytest.raises(TypeError):
+        _dedup.squeeze_spaces("text")
+    assert _dedup.cache_len() == 0  # nothing kept from the failed calls
+    assert _dedup.simhash(b"", 3, failing) == 0 and _dedup.simhash(b" \t ", 1, failing) == 0
+
+
+def _load_dedup_as(name: str) -> object:
+    """A fresh copy of dedup.py (the tests' module is left alone), imported now."""
+    spec = importlib.util.spec_from_file_location(f"politecrawl.content.{name}", dedup.__file__)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("how", ["not built", "POLITECRAWL_NO_KERNELS"])
+def test_falls_back_to_numpy_without_the_compiled_loops(monkeypatch, how):
+    if how == "not built":
+        monkeypatch.setitem(sys.modules, "politecrawl.content._dedup", None)  # its import raises ImportError
+    else:
+        monkeypatch.setenv("POLITECRAWL_NO_KERNELS", "1")
+    module = _load_dedup_as("dedup_without_compiled")
+    assert module._compiled_simhash is None and module._compiled_squeeze is None
+    numpy_calls = []
+    real = module._simhash_numpy
+    monkeypatch.setattr(module, "_simhash_numpy", lambda data, shingle: numpy_calls.append(data) or real(data, shingle))
+    for text, sh1, sh3, key in _PINNED:
+        assert module.simhash(text, shingle=1) == sh1 and module.simhash(text) == sh3
+        assert module.text_fingerprint(text) == key
+    assert len(numpy_calls) == 2 * len(_PINNED)
 
 
 def test_unicode_facts_behind_the_fast_paths():

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import string
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -39,6 +41,21 @@ __all__ = [
 #: 64 bits). The store's lookup relies on it being below four: a fingerprint within it agrees
 #: with the other on at least one of four 16-bit blocks.
 NEAR_DISTANCE = 3
+
+# The per-word loop of simhash and the space squeezing of text_fingerprint, compiled (_dedup.c):
+# optional, like the searcher's kernels (politecrawl.index.kernels): without a C compiler at install
+# time, or with POLITECRAWL_NO_KERNELS=1, the numpy and bytes code below runs, with the same results.
+# Read at call time, so a test can set them to None.
+_compiled_simhash: Callable[[bytes, int, Callable[[bytes], bytes]], int] | None
+_compiled_squeeze: Callable[[bytes], bytes] | None
+if os.environ.get("POLITECRAWL_NO_KERNELS", "") not in ("", "0"):
+    _compiled_simhash = _compiled_squeeze = None
+else:
+    try:
+        from ._dedup import simhash as _compiled_simhash
+        from ._dedup import squeeze_spaces as _compiled_squeeze
+    except ImportError:  # built without a C compiler
+        _compiled_simhash = _compiled_squeeze = None
 
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
@@ -118,11 +135,17 @@ def text_fingerprint(text: str) -> str:
     # The key hashes " ".join(_canonical_text(text).split()) as UTF-8. Without non-ASCII
     # whitespace, that is the folded UTF-8 with runs of spaces squeezed and the ends stripped:
     # C-level bytes operations instead of a str object per word (~3x faster on a 20 KB page).
+    # The squeezing in one C pass where _dedup.c is built: ~65 -> ~45 us per bench_hosts page
+    # (bench_dedup.py --per-page); a search for "  " alone took ~30 us.
     data = _folded_utf8(text)
     if data is not None:
-        while b"  " in data:  # each pass halves every run of spaces
-            data = data.replace(b"  ", b" ")
-        data = data.strip(b" ")
+        squeeze = _compiled_squeeze
+        if squeeze is not None:
+            data = squeeze(data)
+        else:
+            while b"  " in data:  # each pass halves every run of spaces
+                data = data.replace(b"  ", b" ")
+            data = data.strip(b" ")
     else:
         # surrogatepass: a lone surrogate from a broken page must not raise.
         data = " ".join(_canonical_text(text).split()).encode("utf-8", "surrogatepass")
@@ -132,13 +155,16 @@ def text_fingerprint(text: str) -> str:
 # Cache of word -> 8-byte BLAKE2b digest of its case-folded form, shared across calls: the
 # frequent words of a crawl repeat on every page, and hashing each distinct word (~0.4 us a
 # call) was the largest cost. Bounded: emptied when full (~4 MiB); long words are not kept.
+# The numpy code's: the C loop keeps its own, with the same bounds, in C (_dedup.c).
 _WORD_DIGESTS: dict[bytes, bytes] = {}
 _WORD_CACHE_SIZE = 1 << 15
 _WORD_CACHE_MAX_LEN = 32
 
 
 def _word_digest(word: bytes) -> bytes:
-    """BLAKE2b-64 of a word (ASCII already lower-cased) after case folding."""
+    """BLAKE2b-64 of a word (ASCII already lower-cased) after case folding.
+
+    Also the C loop's (_dedup.c): it calls this back for each word it has not cached."""
     if not word.isascii():
         # Case folding maps each character on its own and never yields ASCII punctuation or
         # whitespace, so folding word by word equals folding the whole text first.
@@ -166,13 +192,16 @@ def simhash(text: str, *, shingle: int = 3) -> int:
     """64-bit SimHash of ``text`` over ``shingle``-word shingles.
 
     Words are the runs of the NFKC-normalized, case-folded text (as UTF-8) separated by
-    whitespace or ASCII punctuation (``string.punctuation``). Each
+    ASCII whitespace (what ``bytes.split()`` splits on: space, ``\t \n \v \f \r``) or ASCII
+    punctuation (``string.punctuation``). Each
     distinct word is hashed once with BLAKE2b-64; a shingle's hash combines
     its word hashes in order (``h = h * K ^ next``, wrapping) and finishes
-    with the SplitMix64 mixer, all vectorized with numpy. Bit *i* of the
+    with the SplitMix64 mixer. Bit *i* of the
     result is set when more than half of the shingles (counted with
     repetition) have bit *i* set. A text shorter than one shingle is a single
-    shingle; a text with no words hashes to 0.
+    shingle; a text with no words hashes to 0. After the words' bytes are made,
+    the rest runs in C (``_dedup.c``) where it is built, else vectorized with numpy
+    (:func:`_simhash_numpy`, the reference): the same value either way.
 
     Stored fingerprints depend on this exact definition: changing it means
     recomputing them. (Measured by benchmarks/bench_dedup.py on ~20 KB texts
@@ -180,16 +209,31 @@ def simhash(text: str, *, shingle: int = 3) -> int:
     shingle is hashed with BLAKE2b -- hashing dominated that version. Later,
     with the same output: word digests cached across calls, a one-pass
     vocabulary, per-word case folding and SWAR bit counting took it from 0.60
-    to 0.36 ms per bench_hosts page; see ``--per-page`` in that benchmark.)
+    to 0.36 ms per bench_hosts page; the per-word loop in C then took it to
+    about 0.085 ms (0.50 to 0.14 ms with one word in eight non-ASCII): numbers from
+    ``bench_dedup.py --per-page --baseline 114ed9e``, which times the C and numpy
+    code in one run.)
     """
     if shingle < 1:
         raise ValueError(f"shingle must be >= 1, got {shingle}")
     if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    # Words: one C-level bytes.translate (punctuation -> space, ASCII lower case), then
-    # bytes.split — ~10x faster than a Unicode \w+ regex on a 20 KB page (0.06 vs 0.6 ms
-    # measured). Non-ASCII words are case-folded in _word_digest, once per distinct word.
-    words = text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE).split()
+    # Words: one C-level bytes.translate (punctuation -> space, ASCII lower case), then split on
+    # ASCII whitespace. Non-ASCII words are case-folded in _word_digest, once per distinct word.
+    data = text.encode("utf-8", "surrogatepass").translate(_WORD_TABLE)
+    compiled = _compiled_simhash
+    if compiled is not None:
+        # The rest in C, same definition (_dedup.c): words split without an object each, digests
+        # from its own cache, _word_digest called back for a word it has not seen.
+        return compiled(data, shingle, _word_digest)
+    return _simhash_numpy(data, shingle)
+
+
+def _simhash_numpy(data: bytes, shingle: int) -> int:
+    """simhash from its translated UTF-8 ``data``, with numpy: the reference of _dedup.c's and
+    the fallback where it is not built."""
+    # bytes.split — ~10x faster than a Unicode \w+ regex on a 20 KB page (0.06 vs 0.6 ms measured).
+    words = data.split()
     if not words:
         return 0
     # Word -> id in first-seen order, in one pass (a missing key takes the next id).

@@ -1,0 +1,279 @@
+/* SimHash's per-word loop and text_fingerprint's space squeezing, compiled:
+ * politecrawl.content._dedup.
+ *
+ * Why C: on a ~20 KB page the numpy simhash spent most of its time in Python-level steps, not in
+ * arithmetic: bytes.split (one bytes object per word, about half of it), the word -> id
+ * vocabulary dict, the digest cache lookups and some fifteen numpy calls, each with a fixed cost.
+ * Here a page's words are never made objects unless their digest is unknown.
+ *
+ * The definition is dedup.py's, bit for bit (stored fingerprints depend on it); dedup.py's numpy
+ * code stays the reference and the fallback where this module could not be built, and
+ * tests/unit/test_dedup.py compares the two.  What stays in Python: NFKC, encoding and the
+ * bytes.translate that makes punctuation spaces and ASCII lower case (each one C-level call
+ * already), and the digest of a word (dedup._word_digest: the case folding of a non-ASCII word
+ * and BLAKE2b-64 from hashlib), called back once for each word this module has not cached.
+ *
+ * The GIL is held throughout, so the cache needs no lock.
+ *
+ * Contents:
+ *   the word digest cache   word bytes -> 8-byte digest, open addressing, bounded
+ *   simhash(data, shingle, word_digest)   the words' digests, shingles, majority bits
+ *   squeeze_spaces(data)    runs of spaces made one, the ends stripped (text_fingerprint)
+ *   cache_len(), cache_clear()   for the tests
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- the word digest cache */
+
+/* Shared across calls because a crawl's frequent words repeat on every page.  Bounded as
+ * dedup.py's dict is: at most CACHE_SIZE words, emptied when full; longer words are not kept
+ * (they are rare, and seldom repeat across pages).  A long word repeated within one page is
+ * called back at each occurrence: no worse than a page of distinct words. */
+#define CACHE_MAX_LEN 32
+#define CACHE_SIZE (1 << 15)
+/* Twice as many slots as words: with linear probing, a lookup stays a probe or two. */
+#define CACHE_SLOTS (CACHE_SIZE * 2)
+/* Pages are written by strangers.  Whatever their words, a lookup gives up after this many
+ * slots (and the word is then not cached): words made to collide cost no more than uncached
+ * words, never a long scan. */
+#define MAX_PROBE 32
+
+typedef struct {
+    uint64_t digest;
+    uint32_t tag;  /* the high half of the word's hash: most mismatches end here, without memcmp */
+    uint8_t len;   /* 0: an empty slot (bytes.split never yields an empty word) */
+    char key[CACHE_MAX_LEN];
+} Slot;
+
+/* Static (zeroed, its pages touched only as they fill), 3 MiB: no allocation to fail or free. */
+static Slot cache[CACHE_SLOTS];
+static Py_ssize_t cache_used;
+
+/* SplitMix64's finalizer (Steele, Lea, Flood 2014): SimHash mixes each shingle hash with it, and
+ * the cache spreads FNV-1a's word hashes with it (FNV alone leaves the low bits, the slot
+ * index, poorly mixed for short words). */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xBF58476D1CE4E5B9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94D049BB133111EB);
+    x ^= x >> 31;
+    return x;
+}
+
+static inline uint64_t word_hash(const unsigned char *word, Py_ssize_t len) {
+    uint64_t h = UINT64_C(0xCBF29CE484222325);  /* FNV-1a 64 */
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h ^= word[i];
+        h *= UINT64_C(0x100000001B3);
+    }
+    return mix64(h);
+}
+
+/* The slot holding the word, or NULL. */
+static Slot *cache_find(const unsigned char *word, Py_ssize_t len, uint64_t hash) {
+    uint32_t tag = (uint32_t)(hash >> 32);
+    for (Py_ssize_t probe = 0; probe < MAX_PROBE; probe++) {
+        Slot *slot = &cache[(hash + (uint64_t)probe) & (CACHE_SLOTS - 1)];
+        if (slot->len == 0) return NULL;  /* nothing is ever removed: a gap ends the chain */
+        if (slot->tag == tag && slot->len == len && memcmp(slot->key, word, (size_t)len) == 0) return slot;
+    }
+    return NULL;
+}
+
+static void cache_clear_all(void) {
+    memset(cache, 0, sizeof cache);
+    cache_used = 0;
+}
+
+/* Keeps the word's digest if it fits; a word that finds no free slot within MAX_PROBE is not
+ * kept. */
+static void cache_add(const unsigned char *word, Py_ssize_t len, uint64_t hash, uint64_t digest) {
+    if (len > CACHE_MAX_LEN) return;
+    if (cache_used >= CACHE_SIZE) cache_clear_all();
+    for (Py_ssize_t probe = 0; probe < MAX_PROBE; probe++) {
+        Slot *slot = &cache[(hash + (uint64_t)probe) & (CACHE_SLOTS - 1)];
+        if (slot->len == 0) {
+            slot->digest = digest;
+            slot->tag = (uint32_t)(hash >> 32);
+            slot->len = (uint8_t)len;
+            memcpy(slot->key, word, (size_t)len);
+            cache_used++;
+            return;
+        }
+    }
+}
+
+/* numpy reads the digests as "<u8": little-endian whatever the machine. */
+static inline uint64_t load_le64(const unsigned char *p) {
+    uint64_t x = 0;
+    for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
+    return x;
+}
+
+/* The digest of one word: from the cache, else from word_digest(word) (a bytes of 8). */
+static int digest_of(const unsigned char *word, Py_ssize_t len, PyObject *word_digest, uint64_t *out) {
+    uint64_t hash = 0;
+    if (len <= CACHE_MAX_LEN) {
+        hash = word_hash(word, len);
+        const Slot *slot = cache_find(word, len, hash);
+        if (slot) {
+            *out = slot->digest;
+            return 0;
+        }
+    }
+    PyObject *arg = PyBytes_FromStringAndSize((const char *)word, len);
+    if (!arg) return -1;
+    PyObject *digest = PyObject_CallOneArg(word_digest, arg);
+    Py_DECREF(arg);
+    if (!digest) return -1;
+    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 8) {
+        PyErr_Format(PyExc_TypeError, "word_digest must return 8 bytes, not %R", digest);
+        Py_DECREF(digest);
+        return -1;
+    }
+    *out = load_le64((const unsigned char *)PyBytes_AS_STRING(digest));
+    Py_DECREF(digest);
+    /* Added after the call, not into a slot found before it: the callback runs Python code. */
+    cache_add(word, len, hash, *out);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- simhash */
+
+/* bytes.split()'s separators (Py_ISSPACE): space, \t, \n, \v, \f, \r.  Not \x1c-\x1f, which
+ * str.split() takes as whitespace but bytes.split() does not. */
+static inline int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* 2**64 / golden ratio, odd: combines a shingle's word hashes in order. */
+#define SHINGLE_K UINT64_C(0x9E3779B97F4A7C15)
+#define ONE_PER_BYTE UINT64_C(0x0101010101010101)
+
+/* Adds the 8 lanes' byte counters to the 64 bit counts: lane b, byte k counts bit 8k + b. */
+static void flush_lanes(uint64_t lanes[8], int64_t counts[64]) {
+    for (int b = 0; b < 8; b++) {
+        for (int k = 0; k < 8; k++) counts[8 * k + b] += (int64_t)((lanes[b] >> (8 * k)) & 0xFF);
+        lanes[b] = 0;
+    }
+}
+
+static PyObject *d_simhash(PyObject *self, PyObject *args) {
+    const unsigned char *data;
+    Py_ssize_t size, shingle;
+    PyObject *word_digest;
+    if (!PyArg_ParseTuple(args, "y#nO:simhash", &data, &size, &shingle, &word_digest)) return NULL;
+    if (shingle < 1) return PyErr_Format(PyExc_ValueError, "shingle must be >= 1, got %zd", shingle);
+    if (!PyCallable_Check(word_digest)) return PyErr_Format(PyExc_TypeError, "word_digest must be callable");
+
+    /* A word and its separator take two bytes at least. */
+    uint64_t *hashes = PyMem_Malloc(((size_t)size / 2 + 1) * sizeof *hashes);
+    if (!hashes) return PyErr_NoMemory();
+    Py_ssize_t n = 0;
+    const unsigned char *p = data, *end = data + size;
+    for (;;) {
+        while (p < end && is_space(*p)) p++;
+        if (p == end) break;
+        const unsigned char *word = p;
+        while (p < end && !is_space(*p)) p++;
+        if (digest_of(word, p - word, word_digest, &hashes[n]) < 0) {
+            PyMem_Free(hashes);
+            return NULL;
+        }
+        n++;
+    }
+    if (n == 0) {
+        PyMem_Free(hashes);
+        return PyLong_FromLong(0);
+    }
+
+    /* As dedup.py: a text shorter than one shingle is one shingle of all its words. */
+    Py_ssize_t count = n - shingle + 1 > 1 ? n - shingle + 1 : 1;
+    Py_ssize_t width = shingle < n ? shingle : n;
+    /* Majority bits counted as in dedup.py, SWAR: eight uint64 lanes of eight byte counters take
+     * one add per lane per shingle, flushed into exact counts before a byte can overflow. */
+    uint64_t lanes[8] = {0};
+    int64_t counts[64] = {0};
+    int pending = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint64_t h = hashes[i];
+        for (Py_ssize_t j = 1; j < width; j++) h = h * SHINGLE_K ^ hashes[i + j];  /* wraps mod 2**64 */
+        h = mix64(h);
+        for (int b = 0; b < 8; b++) lanes[b] += (h >> b) & ONE_PER_BYTE;
+        if (++pending == 255) {
+            flush_lanes(lanes, counts);
+            pending = 0;
+        }
+    }
+    flush_lanes(lanes, counts);
+    PyMem_Free(hashes);
+
+    uint64_t result = 0;
+    for (int bit = 0; bit < 64; bit++)
+        if (counts[bit] * 2 > count) result |= UINT64_C(1) << bit;
+    return PyLong_FromUnsignedLongLong(result);
+}
+
+/* ---------------------------------------------------------------- squeeze_spaces */
+
+/* text_fingerprint's " ".join(text.split()) on folded bytes whose whitespace is already spaces:
+ * one pass, where bytes.replace needed a search for "  " over the whole text and a pass per
+ * halving of the longest run. */
+static PyObject *d_squeeze_spaces(PyObject *self, PyObject *arg) {
+    if (!PyBytes_Check(arg)) return PyErr_Format(PyExc_TypeError, "squeeze_spaces needs bytes, not %.100s", Py_TYPE(arg)->tp_name);
+    const char *src = PyBytes_AS_STRING(arg);
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (!out) return NULL;
+    char *dst = PyBytes_AS_STRING(out), *w = dst;
+    /* Every byte is written, and kept (w advances) unless it is a space after a space: a run of
+     * spaces leaves one, the leading run none.  Branch-free: a test per byte that the CPU must
+     * guess at every word's end ran at a third of the speed. */
+    int after_space = 1;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        int space = src[i] == ' ';
+        *w = src[i];
+        w += !(space & after_space);
+        after_space = space;
+    }
+    if (w > dst && w[-1] == ' ') w--;  /* the trailing run's one space */
+    if (_PyBytes_Resize(&out, w - dst) < 0) return NULL;  /* it frees out on failure */
+    return out;
+}
+
+/* ---------------------------------------------------------------- for the tests */
+
+static PyObject *d_cache_len(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(cache_used); }
+
+static PyObject *d_cache_clear(PyObject *self, PyObject *unused) {
+    cache_clear_all();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"simhash", d_simhash, METH_VARARGS,
+     "simhash(data, shingle, word_digest) -> int: the SimHash of the words of data (translated UTF-8)"},
+    {"squeeze_spaces", d_squeeze_spaces, METH_O, "squeeze_spaces(data) -> bytes: runs of spaces made one, ends stripped"},
+    {"cache_len", d_cache_len, METH_NOARGS, "cache_len() -> int: words in the digest cache"},
+    {"cache_clear", d_cache_clear, METH_NOARGS, "cache_clear() -> None: empties the digest cache"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef dedup_module = {
+    PyModuleDef_HEAD_INIT, "_dedup", "SimHash's per-word loop, compiled (see the C source).", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__dedup(void) {
+    PyObject *m = PyModule_Create(&dedup_module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "CACHE_SIZE", CACHE_SIZE) < 0 ||
+        PyModule_AddIntConstant(m, "CACHE_MAX_LEN", CACHE_MAX_LEN) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
