@@ -2,6 +2,7 @@
 
     python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 90 --scrapy
     python benchmarks/bench_crawl.py --hosts 200 --min-delay 1 --seconds 60 --scrapy
+    python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 90 --answer-ms 100-300
     python benchmarks/bench_crawl.py --hosts 1000 --min-delay 2 --seconds 90 --profile /tmp/crawl.spy
 
 What is measured is what a user runs: the real CLI as a subprocess,
@@ -16,8 +17,9 @@ The web (``python -m politecrawl.faces.sandbox --realistic-pages``) runs in its 
 host on its own 127.x address: endless sites of 10–30 KB pages of varied markup (headings,
 lists, tables, inline elements, ``<script>`` and ``<style>`` blocks) with 6–30 links each, some
 to other hosts of the web and some off it (``--simple-pages``: the older one-paragraph pages).
-It logs every request. Printed, for politecrawl and (``--scrapy``) for Scrapy on a fresh copy of
-the same web:
+``--answer-ms 100-300``: every host answers after a time of its own drawn from that range, as
+servers on the web do (loopback answers in about a millisecond). It logs every request.
+Printed, for politecrawl and (``--scrapy``) for Scrapy on a fresh copy of the same web:
 
 * achieved requests/s in the steady state (from the first to the last request the servers saw,
   the first and last 15 % left out), the politeness bound (the sum over hosts of
@@ -97,9 +99,13 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
         str(log),
         "--slow-every",
         str(args.slow_every),
+        "--slow-delay",
+        str(getattr(args, "slow_delay", 0.2)),
         "--throttle-every",
         str(args.throttle_every),
     ]
+    if getattr(args, "answer_ms", None):
+        cmd += ["--answer-ms", args.answer_ms]
     if getattr(args, "realistic_pages", False):
         cmd.append("--realistic-pages")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_more_open_files)
@@ -160,7 +166,7 @@ def servers_view(records: list[dict], args) -> dict:
     measured = {int(ipaddress.ip_address(h.split(":")[0])) - first_ip: t for h, t in service.items() if t > 0}
     bound = 0.0
     for i in range(args.hosts):
-        nominal = args.slow_delay if args.slow_every and i % args.slow_every == 0 else 0.002
+        nominal = args.slow_delay if args.slow_every and i % args.slow_every == 0 else _nominal_answer(args)
         s = measured.get(i, nominal)
         d = max(args.min_delay, DEFAULTS.adaptive_factor * s)
         if args.throttle_every and i % args.throttle_every == 0:
@@ -303,6 +309,14 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
                 break
         out.append((t, fetched, indexed, round(max(0.0, t - when), 1)))
     return out
+
+
+def _nominal_answer(args) -> float:
+    """A host's answer time when the run saw none of its answers: the middle of --answer-ms."""
+    if not getattr(args, "answer_ms", None):
+        return 0.002
+    lo, hi = (float(x) / 1000 for x in args.answer_ms.split("-"))
+    return (lo + hi) / 2
 
 
 def _py_spy() -> str:
@@ -531,6 +545,11 @@ def main() -> None:
     ap.add_argument("--slow-every", type=int, default=0, help="every Nth host answers after --slow-delay")
     ap.add_argument("--slow-delay", type=float, default=0.2)
     ap.add_argument("--throttle-every", type=int, default=0, help="every Nth host answers 429 to each 5th page")
+    ap.add_argument(
+        "--answer-ms",
+        metavar="LO-HI",
+        help="every other host answers after its own time in [LO, HI] ms, like servers on the web (e.g. 100-300)",
+    )
     ap.add_argument("--scrapy", action="store_true", help="also run Scrapy on the same web")
     ap.add_argument("--profile", metavar="FILE", help="run the crawl under py-spy record --subprocesses into FILE")
     ap.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
@@ -541,7 +560,8 @@ def main() -> None:
     flags, env = crawl_flags(args)
     changed = changed_settings(flags, env, str(tmp / "bench.db"), tmp)
     print(
-        f"web: {args.hosts} hosts, {'simple' if args.simple_pages else 'realistic'} pages; "
+        f"web: {args.hosts} hosts, {'simple' if args.simple_pages else 'realistic'} pages"
+        f"{f', answers in {args.answer_ms} ms' if args.answer_ms else ''}; "
         f"machine: {os.cpu_count()} CPUs"
     )
     print("settings changed from the defaults (politecrawl.config.DEFAULTS):")

@@ -307,6 +307,10 @@ def _main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-ip", default="127.0.1.1")
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--slow-every", type=int, default=0)
+    ap.add_argument("--slow-delay", type=float, default=0.2)
+    ap.add_argument(
+        "--answer-ms", metavar="LO-HI", help="every other host answers after its own time in [LO, HI] ms (e.g. 100-300)"
+    )
     ap.add_argument("--throttle-every", type=int, default=0)
     ap.add_argument("--page-bytes", type=int, default=20_000)
     ap.add_argument(
@@ -317,13 +321,22 @@ def _main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--log", required=True)
     args = ap.parse_args(argv)
+    answer = None
+    if args.answer_ms:
+        try:
+            lo, hi = (float(x) / 1000 for x in args.answer_ms.split("-"))
+        except ValueError:
+            ap.error(f"--answer-ms: expected LO-HI in milliseconds (e.g. 100-300), got {args.answer_ms!r}")
+        answer = (lo, hi)
     hosts = bench_hosts(
         args.hosts,
         first_ip=args.first_ip,
         slow_every=args.slow_every,
+        slow_delay=args.slow_delay,
         throttle_every=args.throttle_every,
         page_bytes=args.page_bytes,
         realistic=args.realistic_pages,
+        answer_seconds=answer,
     )
     sb = Sandbox(hosts, max_seconds=args.seconds)
     sb.start()

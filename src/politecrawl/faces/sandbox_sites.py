@@ -308,11 +308,13 @@ def bench_hosts(
     throttle_every: int = 0,
     seed: int = 1,
     realistic: bool = False,
+    answer_seconds: tuple[float, float] | None = None,
 ) -> list[SandboxHost]:
     """Endless sites for throughput benchmarks: page /p/K links to /p/K+1 … /p/K+links, ~page_bytes each.
 
     Every ``slow_every``-th host answers after ``slow_delay``; every ``throttle_every``-th host answers
-    each fifth page with 429 and ``Retry-After: 2``.
+    each fifth page with 429 and ``Retry-After: 2``. ``answer_seconds=(lo, hi)``: every other host
+    answers after a time of its own, drawn uniformly from [lo, hi] (a web of real servers, not loopback).
 
     ``realistic``: pages like the web's instead (``RealisticPages``): 10–30 KB of varied markup —
     a ``<style>`` and ``<script>`` blocks, navigation, headings, paragraphs with inline elements,
@@ -358,5 +360,7 @@ def bench_hosts(
             return Reply(body=body)
 
         delay = slow_delay if slow_every and i % slow_every == 0 else 0.0
+        if answer_seconds is not None and not delay:
+            delay = random.Random(seed * 1_000_003 + i).uniform(*answer_seconds)
         hosts.append(SandboxHost(ip, handler=handler, delay=delay))
     return hosts
