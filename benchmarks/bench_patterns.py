@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import inspect
 import pkgutil
 import random
 import shutil
@@ -113,6 +114,7 @@ def replay(package: types.ModuleType, pages: list[list[Page]], rounds: int, eage
     site = importlib.import_module(package.__name__ + ".site")
     modules = [importlib.import_module(i.name) for i in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
     caches = {f for m in modules for f in vars(m).values() if isinstance(f, functools._lru_cache_wrapper)}
+    takes_previous = "previous" in inspect.signature(site.SitePatterns.from_json).parameters
     clock = time.process_time
     parts = ("read", "check", "observe", "write", "links")
     best: dict[str, float] = {}
@@ -137,7 +139,12 @@ def replay(package: types.ModuleType, pages: list[list[Page]], rounds: int, eage
             entry = worker.get(host)
             t0 = clock()
             if entry is None or entry[0] < version:
-                state = site.SitePatterns.from_json(data) if data else site.SitePatterns()
+                if not data:
+                    state = site.SitePatterns()
+                elif takes_previous:  # as crawl/pages.py: its older copy given up for the store's
+                    state = site.SitePatterns.from_json(data, previous=entry[1] if entry is not None else None)
+                else:
+                    state = site.SitePatterns.from_json(data)
                 entry = worker[host] = [version, state, 0]
             t1 = clock()
             patterns = entry[1]
