@@ -20,7 +20,7 @@ from politecrawl.patterns.budget import LONG_NOVEL_DISTANCE, NOVEL_DISTANCE, THI
 from politecrawl.patterns.sessions import SessionTokens
 from politecrawl.patterns.shape import is_token, segment_template, template
 from politecrawl.patterns.site import SitePatterns
-from politecrawl.patterns.state import MAX_TEMPLATE_LENGTH
+from politecrawl.patterns.state import MAX_TEMPLATE_LENGTH, _pack_simhashes, _unpack_simhashes
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.urls import normalize
 
@@ -959,6 +959,115 @@ def test_each_part_round_trips_alone():
         (patterns.aliases, AliasRules),
     ):
         assert cls.from_json(part.to_json()).to_json() == part.to_json()
+
+
+# The state of _observe_trap_mix as version 1 stored it (politecrawl before the compact layout:
+# SimHashes as JSON ints, template statistics as objects, the pages a list inside "aliases").
+_STATE_V1 = (
+    '{"version":1,"budget":{"config":{"min_pages":5,"early_pages":2,"window":10,"min_novel_share":0.25,"n'
+    'ear_distance":16,"long_distance":6,"thin_words":100,"sample_size":64,"max_templates":256,"max_famili'
+    'es":64},"clock":15,"templates":{"/s/{token}/p{num}.html":{"pages":2,"novel":1,"recent":[1,0],"sample'
+    '":[0,1048576],"last_seen":2,"fed":1},"/s/p{num}.html":{"pages":2,"novel":1,"recent":[1,0],"sample":['
+    '2097152,3145728],"last_seen":4,"fed":0},"/print/a{num}":{"pages":2,"novel":1,"recent":[1,0],"sample"'
+    ':[1099511627776,2199023255552],"last_seen":6,"fed":0},"/a{num}":{"pages":2,"novel":1,"recent":[1,0],'
+    '"sample":[3298534883328,4398046511104],"last_seen":8,"fed":0},"/cal/{num}":{"pages":7,"novel":1,"rec'
+    'ent":[1,0,0,0,0,0,0],"sample":[2,4,8,16,32,64,128],"last_seen":15,"fed":0}},"families":{"/s/**":{"pa'
+    'ges":4,"novel":1,"recent":[1,0,0,0],"sample":[0,1048576,2097152,3145728],"last_seen":4,"fed":3},"/pr'
+    'int/**":{"pages":2,"novel":1,"recent":[1,0],"sample":[1099511627776,2199023255552],"last_seen":6,"fe'
+    'd":0},"/cal/**":{"pages":7,"novel":1,"recent":[1,0,0,0,0,0,0],"sample":[2,4,8,16,32,64,128],"last_se'
+    'en":15,"fed":0}}},"sessions":{"config":{"min_values":3,"min_shared":2,"max_candidates":128,"max_link'
+    's":16,"max_rules":32},"rules":[{"kind":"path","context":"/s","examples":["a1b6589fc6ab0dc82cf1","a13'
+    '56a192b7913b04c54","a1da4b9237bacccdf19c"],"link":"http://site.test/s/*/p0.html","mount":false}],"ca'
+    'ndidates":{},"mounts":[]},"aliases":{"config":{"min_confirmed":3,"max_pages":1024,"max_rules":64,"ma'
+    'x_examples":4,"canonical_distance":12},"clock":15,"pages":[["http://site.test/s/a1e1822db470e60d090a'
+    '/p0.html","s0",null,0],["http://site.test/s/a1b7eb6c689c03721707/p1.html","s1",null,1048576],["http:'
+    '//site.test/s/a1a9334987ece78b6fe8/p2.html","s2",null,2097152],["http://site.test/s/a1c5b76da3e608d3'
+    '4edb/p3.html","s3",null,3145728],["http://site.test/print/a1","p1","http://site.test/a1",10995116277'
+    '76],["http://site.test/print/a2","p2","http://site.test/a2",2199023255552],["http://site.test/print/'
+    'a3","p3","http://site.test/a3",3298534883328],["http://site.test/print/a4","p4","http://site.test/a4'
+    '",4398046511104],["http://site.test/cal/1","c1",null,2],["http://site.test/cal/2","c2",null,4],["htt'
+    'p://site.test/cal/3","c3",null,8],["http://site.test/cal/4","c4",null,16],["http://site.test/cal/5",'
+    '"c5",null,32],["http://site.test/cal/6","c6",null,64],["http://site.test/cal/7","c7",null,128]],"rul'
+    'es":[{"kind":"prefix","arg":"/print","confirmed":4,"contradicted":0,"examples":[["http://site.test/p'
+    'rint/a1","http://site.test/a1"],["http://site.test/print/a2","http://site.test/a2"],["http://site.te'
+    'st/print/a3","http://site.test/a3"],["http://site.test/print/a4","http://site.test/a4"]],"counter_ex'
+    'amples":[],"last_seen":8,"declared":4,"verified":0,"shared":false}],"shared":[]}}'
+)
+
+
+def test_a_state_stored_by_version_1_still_loads():
+    patterns = SitePatterns()
+    _observe_trap_mix(patterns)
+    restored = SitePatterns.from_json(_STATE_V1)
+    assert restored.describe() == patterns.describe()
+    assert restored.to_json() == patterns.to_json()  # and is written in the current layout
+    for p in (patterns, restored):
+        p.observe_page(f"{H}/cal/100", 999, "c100", None, [])
+    assert restored.to_json() == patterns.to_json()
+
+
+def test_simhash_lists_pack_both_ways():
+    values = [0, 1, 2**64 - 1, 0x0123456789ABCDEF]
+    assert _pack_simhashes(values) == "".join(f"{v:016x}" for v in values)
+    assert _unpack_simhashes(_pack_simhashes(values)) == values
+    assert _pack_simhashes([]) == "" and _unpack_simhashes("") == []
+    for bad in ("abc", "zz" * 8):
+        with pytest.raises(ValueError):
+            _unpack_simhashes(bad)
+    with pytest.raises(ValueError):
+        _pack_simhashes([-1])
+
+
+_SHAPES = ("/a{n}", "/print/a{n}", "/a{n}/", "/a{n}?ref=x", "/cal/{n}")
+
+
+def _page_url(shape: int, n: int) -> str:
+    return H + _SHAPES[shape].format(n=n)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 1),  # the worker
+            st.integers(0, len(_SHAPES) - 1),
+            st.integers(0, 4),  # the page's number: URLs come back (moved, or replaced)
+            st.integers(0, 2),  # its content
+            st.booleans(),  # whether the state is written after it
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([4, 1024]),  # max_pages: 4 forgets pages
+)
+def test_property_state_moved_between_two_processes_is_read_as_written(steps, max_pages):
+    """Two processes take a host in turns; each reads the store's state when it is newer than its
+    copy (giving its copy up: from_json(..., previous=copy)), observes a page and maybe writes.
+    Whatever was taken over from the copy, the state read is the one a plain read of the same
+    text makes (same text again, same index of waiting pairs), and every text written is
+    ``to_dict()`` encoded."""
+    store: tuple[int, str] = (0, SitePatterns(aliases=AliasRules(max_pages=max_pages)).to_json())
+    copies: list[list] = [[-1, None], [-1, None]]
+    for worker, shape, n, content, write in steps:
+        copy = copies[worker]
+        version, text = store
+        if copy[0] < version:
+            plain = SitePatterns.from_json(text)
+            copy[1] = SitePatterns.from_json(text, previous=copy[1])
+            copy[0] = version
+            assert copy[1].to_json() == plain.to_json() == text
+            if copy[1].aliases._waiting is not None:  # taken over: what a rebuild makes
+                plain.aliases._rebuild_waiting()
+                assert copy[1].aliases._waiting == plain.aliases._waiting
+                assert copy[1].aliases._waiting_limit == plain.aliases._waiting_limit
+        patterns = copy[1]
+        url = _page_url(shape, n)
+        canonical = _page_url(0, n) if shape == 1 else None
+        patterns.observe_page(url, (n * 7919 + content) << 20, f"c{n}-{content}", canonical, [_page_url(0, n + 1)])
+        if write:
+            written = patterns.to_json()
+            assert written == json.dumps(patterns.to_dict(), separators=(",", ":"))
+            store = (version + 1, written)
+            copy[0] = version + 1
 
 
 def test_unknown_state_version_is_refused():

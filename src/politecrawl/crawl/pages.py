@@ -343,7 +343,9 @@ class PageHandler:
             patterns = SitePatterns()
             if data:
                 try:
-                    patterns = SitePatterns.from_json(data)
+                    # This process's older copy is given up for the store's: the pages they share
+                    # are taken over, not decoded again (SitePatterns.from_json).
+                    patterns = SitePatterns.from_json(data, previous=entry[1] if entry is not None else None)
                 except ValueError:  # written by another version: learn afresh
                     log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
             if len(self._patterns) >= PATTERNS_REMEMBERED:

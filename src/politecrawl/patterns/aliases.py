@@ -14,10 +14,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any
 
 from .shape import _literal, _Parts, _path_template, _split, segment_template
-from .state import MAX_EVIDENCE_URL_LENGTH, _JSONState, _plain
+from .state import _DECODER, MAX_EVIDENCE_URL_LENGTH, _changed, _encode, _JSONState, _plain
 
 __all__ = [
     "AliasRule",
@@ -123,6 +124,13 @@ def _removal_urls(url: str) -> tuple[tuple[str, str, str], ...]:
     return tuple((kind, arg, result.url()) for kind, arg, result in _removals(_split(url)))
 
 
+@functools.lru_cache(maxsize=16384)
+def _removal_targets(url: str) -> tuple[str, ...]:
+    """The distinct URLs the removals of ``url`` leave: the index of waiting pairs is rebuilt
+    from them whenever a state is read (see :func:`_removal_urls`)."""
+    return tuple(dict.fromkeys(target for _, _, target in _removal_urls(url)))
+
+
 def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
     segments = parts.segments
     if kind == "prefix":
@@ -177,6 +185,11 @@ class AliasRules(_JSONState):
     ``max_rules`` rules (candidates forgotten first, then the least confirmed) with
     ``max_examples`` example pairs each. The index of pairs still waiting for their shorter
     URL is derived from the pages and not stored.
+
+    ``pages`` is this object's own: only :meth:`observe` changes it, and the JSON text of the
+    pages is kept as it was last read or written, extended by the pages observed since (a host's
+    pages are mostly new ones, added at the end), so that writing the state after a page encodes
+    that page, not all of them again; see :meth:`pages_json` and :meth:`_take_pages`.
     """
 
     def __init__(
@@ -201,8 +214,18 @@ class AliasRules(_JSONState):
         self.pages: dict[str, list[Any]] = {}
         self._rules: dict[str, AliasRule] = {}
         self.clock = 0
-        self._waiting: dict[str, set[str]] = {}  # shorter URL not yet seen -> longer URLs
+        # Shorter URL not yet seen -> longer URLs; None: to be derived from the pages before its
+        # next use (a state read from the store is often replaced by a newer one before then).
+        self._waiting: dict[str, set[str]] | None = {}
         self._waiting_limit = 4 * max_pages
+        # Whether _waiting holds exactly what _rebuild_waiting would derive from the pages: true
+        # until a page is forgotten (its pairs are not taken out of the index), and then again
+        # after a rebuild.
+        self._waiting_exact = True
+        # The JSON text of the first _pages_counted pages (an object, in order), or None: a page
+        # was moved, replaced or forgotten since the text was made.
+        self._pages_text: str | None = "{}"
+        self._pages_counted = 0
         # Parameters seen with one value on links to SHARED_PARAM_PATHS paths of one page.
         self.shared: list[str] = []
         # The active rules in the order rewrite() tries them, and the templates of the addslash
@@ -282,10 +305,17 @@ class AliasRules(_JSONState):
             if len(rule.counter_examples) < self.max_examples and pair not in rule.counter_examples:
                 rule.counter_examples.append(pair)
 
-    def _index(self, url: str) -> None:
-        for _, _, target in _removal_urls(url):
-            if target not in self.pages:
-                self._waiting.setdefault(target, set()).add(url)
+    def _index(self, waiting: dict[str, set[str]], urls: Iterable[str]) -> None:
+        """Add the pairs of ``urls`` whose shorter URL is not a remembered page to ``waiting``."""
+        pages = self.pages
+        for url in urls:
+            for target in _removal_targets(url):
+                if target not in pages:
+                    sources = waiting.get(target)
+                    if sources is None:
+                        waiting[target] = {url}
+                    else:
+                        sources.add(url)
 
     def observe(self, url: str, content_key: str, canonical: str | None = None, simhash: int | None = None) -> None:
         """Record a fetched page: its normalized URL, its content key (the text fingerprint),
@@ -298,12 +328,19 @@ class AliasRules(_JSONState):
         record = [content_key, canonical, simhash]
         if self.pages.get(url) == record:
             self.pages[url] = self.pages.pop(url)  # recently seen; nothing new to learn
+            self._pages_text = None
             return
+        if self._waiting is None:
+            self._rebuild_waiting()
+        assert self._waiting is not None
         self.clock += 1
-        self.pages.pop(url, None)
+        if self.pages.pop(url, None) is not None:
+            self._pages_text = None
         self.pages[url] = record
         while len(self.pages) > self.max_pages:
             del self.pages[next(iter(self.pages))]
+            self._pages_text = None
+            self._waiting_exact = False
         parts = _split(url)
         # url as the longer URL of a pair.
         for kind, arg, target in _removal_urls(url):
@@ -352,8 +389,8 @@ class AliasRules(_JSONState):
 
     def _rebuild_waiting(self) -> None:
         self._waiting = {}
-        for url in self.pages:
-            self._index(url)
+        self._index(self._waiting, self.pages)
+        self._waiting_exact = True
         # Doubling: a rebuild costs O(pages), so it must not happen on every observation.
         self._waiting_limit = max(4 * self.max_pages, 2 * len(self._waiting))
 
@@ -389,29 +426,112 @@ class AliasRules(_JSONState):
         ordered = sorted(self._rules.values(), key=lambda r: (-r.confirmed, r.key))
         return [{"rule": r.key, "state": r.state(self.min_confirmed), **asdict(r)} for r in ordered]
 
-    def to_dict(self) -> dict[str, Any]:
+    def pages_json(self) -> str:
+        """The remembered pages as a JSON object (url: [content key, canonical, SimHash], in
+        order): the text last read or written, extended by the pages added since, or all of
+        them encoded again when one was moved, replaced or forgotten. The same text as
+        encoding ``pages`` whole."""
+        text, counted = self._pages_text, self._pages_counted
+        if text is None or counted > len(self.pages):
+            text, counted = "{}", 0
+        if counted < len(self.pages):
+            added = _encode(dict(islice(self.pages.items(), counted, None)))
+            text = added if counted == 0 else text[:-1] + "," + added[1:]
+        self._pages_text, self._pages_counted = text, len(self.pages)
+        return text
+
+    def _take_pages(
+        self, text: str, start: int
+    ) -> tuple[dict[str, list[Any]], list[str], int, dict[str, set[str]] | None] | None:
+        """When the pages object at ``start`` of ``text`` begins with this copy's pages (their text
+        as last read or written, none observed since): its pages (this copy's, then the text's
+        others, decoded alone), the URLs of those others, where the object ends in ``text`` and
+        this copy's index of waiting pairs if it is exact (else None). This copy gives its pages
+        and its index up to the caller (it is left without them). None when ``text`` does not
+        begin so: nothing is taken."""
+        known = self._pages_text
+        if known is None or known == "{}" or self._pages_counted != len(self.pages):
+            return None
+        cut = start + len(known) - 1  # where this copy's text has its closing brace
+        if not text.startswith(known[:-1], start):
+            return None
+        if text.startswith("}", cut):
+            added: dict[str, list[Any]] = {}
+            end = cut + 1
+        elif text.startswith(",", cut):
+            # The rest as an object of its own ("{" for the comma): text[cut + i] is rest[i].
+            added, end = _DECODER.raw_decode("{" + text[cut + 1 :])
+            end += cut
+            if not isinstance(added, dict) or not added.keys().isdisjoint(self.pages):
+                return None
+        else:
+            return None
+        pages, waiting = self.pages, self._waiting if self._waiting_exact else None
+        pages.update(added)
+        self.pages, self._pages_text, self._pages_counted, self._waiting = {}, "{}", 0, None
+        return pages, list(added), end, waiting
+
+    def _settings(self) -> dict[str, Any]:
         return {
-            "config": {
-                "min_confirmed": self.min_confirmed,
-                "max_pages": self.max_pages,
-                "max_rules": self.max_rules,
-                "max_examples": self.max_examples,
-                "canonical_distance": self.canonical_distance,
-            },
+            "min_confirmed": self.min_confirmed,
+            "max_pages": self.max_pages,
+            "max_rules": self.max_rules,
+            "max_examples": self.max_examples,
+            "canonical_distance": self.canonical_distance,
+        }
+
+    def to_dict(self, *, pages: bool = True) -> dict[str, Any]:
+        """The state as plain values; ``pages=False``: without the pages (see ``site.py``)."""
+        data = {
+            "config": _changed(self._settings(), _ALIAS_DEFAULTS),
             "clock": self.clock,
-            "pages": [[url, *record] for url, record in self.pages.items()],
             "rules": [_plain(rule) for rule in self._rules.values()],
             "shared": self.shared,
         }
+        if pages:
+            data["pages"] = dict(self.pages)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AliasRules:
+        """Back from :meth:`to_dict`, or from a version-1 state (its pages a list of
+        ``[url, content key, canonical, SimHash]``)."""
+        stored = data["pages"]
+        if isinstance(stored, dict):
+            return cls._restore(data, stored, None)
+        return cls._restore(data, {url: [key, canonical, simhash] for url, key, canonical, simhash in stored}, None)
+
+    @classmethod
+    def _restore(
+        cls,
+        data: dict[str, Any],
+        pages: dict[str, list[Any]],
+        text: str | None,
+        waiting: dict[str, set[str]] | None = None,
+        added: Iterable[str] = (),
+    ) -> AliasRules:
+        """The state of ``data`` (rules, clock, config) with ``pages``, whose JSON text is
+        ``text`` (None: unknown), and ``waiting``, the exact index of waiting pairs of these
+        pages but those of ``added`` (None: to be derived)."""
         aliases = cls(**data["config"])
         aliases.clock = int(data["clock"])
-        aliases.pages = {url: [key, canonical, simhash] for url, key, canonical, simhash in data["pages"]}
+        aliases.pages = pages
+        aliases._pages_text, aliases._pages_counted = text, len(pages)
         for item in data["rules"]:
             rule = AliasRule(**item)
             aliases._rules[rule.key] = rule
         aliases.shared = list(data.get("shared", []))
-        aliases._rebuild_waiting()
+        aliases._waiting = None
+        if waiting is not None:
+            # The pairs the added pages complete leave the index; their own ones join it: the
+            # index is then what a rebuild would make (the same as when it is kept up to date
+            # page by page, as long as no page is forgotten).
+            for url in added:
+                waiting.pop(url, None)
+            aliases._index(waiting, added)
+            aliases._waiting = waiting
+            aliases._waiting_limit = max(4 * aliases.max_pages, 2 * len(waiting))
         return aliases
+
+
+_ALIAS_DEFAULTS = AliasRules()._settings()

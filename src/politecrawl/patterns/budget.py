@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .shape import template
-from .state import _JSONState, _plain
+from .state import _changed, _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
     "LONG_NOVEL_DISTANCE",
@@ -68,6 +68,21 @@ class TemplateStats:
     sample: list[int] = field(default_factory=list)  # SimHashes of the last ``sample_size`` pages
     last_seen: int = 0  # logical clock (observation count), for eviction
     fed: int = 0  # pages not novel that linked more URLs of their own template or family
+
+    def to_row(self) -> list[Any]:
+        """The stored form: ``[pages, novel, recent, sample, last_seen, fed]``, the sample packed
+        (see :mod:`.state`)."""
+        return [self.pages, self.novel, self.recent.copy(), _pack_simhashes(self.sample), self.last_seen, self.fed]
+
+    @classmethod
+    def from_row(cls, row: list[Any] | dict[str, Any]) -> TemplateStats:
+        """Back from :meth:`to_row`, or from the field dict of a version-1 state."""
+        if isinstance(row, dict):
+            stats = cls(**row)
+            _pack_simhashes(stats.sample)  # 64-bit ints, or ValueError now rather than at the next write
+            return stats
+        pages, novel, recent, sample, last_seen, fed = row
+        return cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed)
 
     def novel_share(self) -> float:
         return sum(self.recent) / len(self.recent) if self.recent else 1.0
@@ -261,29 +276,35 @@ class TemplateBudget(_JSONState):
 
         return {"templates": rows(self.templates), "families": rows(self.families)}
 
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "min_pages": self.min_pages,
+            "early_pages": self.early_pages,
+            "window": self.window,
+            "min_novel_share": self.min_novel_share,
+            "near_distance": self.near_distance,
+            "long_distance": self.long_distance,
+            "thin_words": self.thin_words,
+            "sample_size": self.sample_size,
+            "max_templates": self.max_templates,
+            "max_families": self.max_families,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "config": {
-                "min_pages": self.min_pages,
-                "early_pages": self.early_pages,
-                "window": self.window,
-                "min_novel_share": self.min_novel_share,
-                "near_distance": self.near_distance,
-                "long_distance": self.long_distance,
-                "thin_words": self.thin_words,
-                "sample_size": self.sample_size,
-                "max_templates": self.max_templates,
-                "max_families": self.max_families,
-            },
+            "config": _changed(self._settings(), _BUDGET_DEFAULTS),
             "clock": self.clock,
-            "templates": {k: _plain(v) for k, v in self.templates.items()},
-            "families": {k: _plain(v) for k, v in self.families.items()},
+            "templates": {k: v.to_row() for k, v in self.templates.items()},
+            "families": {k: v.to_row() for k, v in self.families.items()},
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TemplateBudget:
         budget = cls(**data["config"])
         budget.clock = int(data["clock"])
-        budget.templates = {k: TemplateStats(**v) for k, v in data["templates"].items()}
-        budget.families = {k: TemplateStats(**v) for k, v in data["families"].items()}
+        budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
+        budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
         return budget
+
+
+_BUDGET_DEFAULTS = TemplateBudget()._settings()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .shape import _literal, _path_template, _split, is_token
-from .state import MAX_EVIDENCE_URL_LENGTH, _JSONState, _plain
+from .state import MAX_EVIDENCE_URL_LENGTH, _changed, _JSONState, _plain
 
 __all__ = [
     "SessionRule",
@@ -221,15 +221,18 @@ class SessionTokens(_JSONState):
         """``url`` without the learned session tokens (segment removed, parameter dropped)."""
         return self.strip_with_rules(url)[0]
 
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "min_values": self.min_values,
+            "min_shared": self.min_shared,
+            "max_candidates": self.max_candidates,
+            "max_links": self.max_links,
+            "max_rules": self.max_rules,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "config": {
-                "min_values": self.min_values,
-                "min_shared": self.min_shared,
-                "max_candidates": self.max_candidates,
-                "max_links": self.max_links,
-                "max_rules": self.max_rules,
-            },
+            "config": _changed(self._settings(), _SESSION_DEFAULTS),
             "rules": [_plain(rule) for rule in self.rules.values()],
             "candidates": self.candidates,
             "mounts": self.mounts,
@@ -244,3 +247,6 @@ class SessionTokens(_JSONState):
         tokens.candidates = {k: {r: list(v) for r, v in t.items()} for k, t in data["candidates"].items()}
         tokens.mounts = list(data.get("mounts", []))
         return tokens
+
+
+_SESSION_DEFAULTS = SessionTokens()._settings()

@@ -18,6 +18,7 @@ remove parts of a normalized URL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
@@ -26,14 +27,22 @@ from .aliases import AliasRules
 from .budget import TemplateBudget
 from .sessions import SessionTokens
 from .shape import _split
-from .state import _JSONState
+from .state import _DECODER, _encode, _JSONState
 
 __all__ = [
     "SitePatterns",
 ]
 
 # The JSON layout's version: a stored state of another version is refused, not misread.
-_STATE_VERSION = 1
+# Version 1 (read, not written): the alias rules' pages a list of [url, key, canonical, SimHash]
+# inside "aliases", template statistics as objects, SimHashes as JSON ints.
+_STATE_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+
+# Version 2 puts the alias rules' remembered pages first, so that their text is found without
+# parsing the rest: a reader keeps it to extend on its next write (AliasRules.pages_json), and a
+# process whose copy's pages text the stored one begins with decodes only the pages after it.
+_PAGES_FIRST = '{"version":2,"pages":'
 
 
 class SitePatterns(_JSONState):
@@ -185,17 +194,60 @@ class SitePatterns(_JSONState):
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": _STATE_VERSION,
+            "pages": dict(self.aliases.pages),
             "budget": self.budget.to_dict(),
             "sessions": self.sessions.to_dict(),
-            "aliases": self.aliases.to_dict(),
+            "aliases": self.aliases.to_dict(pages=False),
         }
+
+    def to_json(self) -> str:
+        """The state as compact JSON text: the text of ``to_dict()``, the pages' part reused
+        from the last read or write (see :meth:`AliasRules.pages_json`)."""
+        # The other parts in one encoding (each call of the encoder costs more than a small part).
+        others = _encode(
+            {
+                "budget": self.budget.to_dict(),
+                "sessions": self.sessions.to_dict(),
+                "aliases": self.aliases.to_dict(pages=False),
+            }
+        )
+        return _PAGES_FIRST + self.aliases.pages_json() + "," + others[1:]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SitePatterns:
-        if data.get("version") != _STATE_VERSION:
-            raise ValueError(f"unsupported patterns state version {data.get('version')!r}")
+        version = data.get("version")
+        if version not in _READABLE_VERSIONS:
+            raise ValueError(f"unsupported patterns state version {version!r}")
+        aliases = data["aliases"] if version == 1 else {**data["aliases"], "pages": data["pages"]}
         return cls(
             TemplateBudget.from_dict(data["budget"]),
             SessionTokens.from_dict(data["sessions"]),
-            AliasRules.from_dict(data["aliases"]),
+            AliasRules.from_dict(aliases),
+        )
+
+    @classmethod
+    def from_json(cls, text: str, previous: SitePatterns | None = None) -> SitePatterns:
+        """The state of ``text`` (ValueError if it is not one). ``previous``: this process's copy
+        of the host's state as it last read or wrote it, given up for this one: when the stored
+        pages begin with its pages, they are taken over with its index of waiting pairs, and
+        only the pages after them are decoded (one or two when another process had the host
+        for a page or two)."""
+        if not text.startswith(_PAGES_FIRST):
+            return cls.from_dict(json.loads(text))
+        start = len(_PAGES_FIRST)
+        taken = previous.aliases._take_pages(text, start) if previous is not None else None
+        if taken is not None:
+            pages, added, end, waiting = taken
+        else:
+            pages, end = _DECODER.raw_decode(text, start)
+            added, waiting = [], None
+            if not isinstance(pages, dict):
+                raise ValueError("the patterns state's pages are not an object")
+        if not text.startswith(",", end):
+            raise ValueError("the patterns state's pages are not followed by its other parts")
+        data = json.loads("{" + text[end + 1 :])
+        return cls(
+            TemplateBudget.from_dict(data["budget"]),
+            SessionTokens.from_dict(data["sessions"]),
+            AliasRules._restore(data["aliases"], pages, text[start:end], waiting, added),
         )
