@@ -1,0 +1,30 @@
+"""The benchmark web's hosts as the crawl benchmark asks for them (``bench_hosts``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from politecrawl.faces import sandbox
+from politecrawl.faces.sandbox_sites import bench_hosts
+
+
+def test_answer_seconds_gives_each_host_its_own_time_in_the_range():
+    hosts = bench_hosts(200, answer_seconds=(0.1, 0.3))
+    delays = [h.delay for h in hosts]
+    assert all(0.1 <= d <= 0.3 for d in delays)
+    assert len(set(delays)) == len(delays)  # each its own
+    assert min(delays) < 0.12 and max(delays) > 0.28  # spread over the range
+    assert [h.delay for h in bench_hosts(200, answer_seconds=(0.1, 0.3))] == delays  # the same web every run
+
+
+def test_slow_hosts_keep_their_slow_delay_and_loopback_answers_at_once_by_default():
+    hosts = bench_hosts(10, slow_every=5, slow_delay=0.7, answer_seconds=(0.1, 0.3))
+    assert [h.delay for h in hosts][::5] == [0.7, 0.7]
+    assert all(h.delay == 0.0 for h in bench_hosts(10))
+
+
+def test_the_sandbox_command_refuses_a_malformed_answer_range(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        sandbox._main(["--hosts", "1", "--answer-ms", "fast", "--log", str(tmp_path / "log")])
+    assert exit_.value.code == 2
+    assert "--answer-ms: expected LO-HI in milliseconds" in capsys.readouterr().err
