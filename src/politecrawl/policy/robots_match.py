@@ -233,6 +233,16 @@ def _literal_prefix(pattern: str) -> str:
     return pattern[:-1] if pattern.endswith("$") else pattern
 
 
+def _pattern_matches(pattern: str, path: str) -> bool:
+    """Does one normalized `pattern` match a normalized `path`? (Unindexed: for explaining.)"""
+    if not pattern:
+        return False  # an empty rule matches nothing (RFC 9309 §2.2.2)
+    prefix = _literal_prefix(pattern)
+    if not path.startswith(prefix):
+        return False
+    return prefix == pattern or _Wild(0, pattern).matches(path)
+
+
 def _best_first(entries: list[tuple[int, str, _Wild]]) -> tuple[tuple[int, str, _Wild], ...]:
     return tuple(sorted(entries, key=lambda entry: -entry[0]))
 
