@@ -8,11 +8,13 @@ are then requested, so the log check can fail.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from politecrawl.faces.sandbox import SandboxHost
 
-from conftest import crawl
+from conftest import crawl, run_cli
 
 # The links on the home page, as written there (raw and encoded), with the path the server sees.
 BLOCKED = {
@@ -72,3 +74,40 @@ def test_raw_characters_in_rules_hold_for_the_requests_sent(sandbox_factory, db_
         assert len(seen) == 2 + len(NEIGHBOURS), seen
     else:
         assert wire <= set(seen), seen  # the check above can fail: these requests do happen
+
+
+def _line_of(text: str) -> int:
+    return RULES.splitlines().index(text) + 1
+
+
+def test_why_cites_the_deciding_rule(sandbox_factory, db_path, tmp_path):
+    host = _site("127.0.8.3", RULES)
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], workers=1)
+
+    def why(link: str, *flags: str):
+        out = run_cli("why", host.url(link), "--db", db_path, *flags, cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout) if flags else out.stdout
+
+    star = f"line {_line_of('User-agent: *')}: User-agent: *"
+    rule = "Disallow: /collections*?f=[0]="
+    text = why("/collections/rings?f=[0]=gold")
+    assert "verdict: disallowed" in text
+    assert f"decided by: line {_line_of(rule)}: {rule} (group: {star})" in text, text
+    report = why("/collections/rings?f=%5B0%5D=silver", "--json")["robots.txt"]
+    assert report["allows this URL"] is False
+    assert report["rule"] == {
+        "line": _line_of(rule),
+        "text": rule,
+        "allow": False,
+        "group": [{"line": _line_of("User-agent: *"), "text": "User-agent: *"}],
+    }
+    allow = "Allow: /collections/rings?f=1"
+    assert f"decided by: line {_line_of(allow)}: {allow} (group: {star})" in why("/collections/rings?f=1")
+    cafe = why("/tags/caf%C3%A9/2", "--json")["robots.txt"]
+    assert (cafe["rule"]["line"], cafe["rule"]["text"]) == (_line_of("Disallow: /tags/café"), "Disallow: /tags/café")
+    free = why("/api/v/keys", "--json")["robots.txt"]
+    assert free["allows this URL"] is True and free["rule"] is None
+    assert free["decided by"] == "no rule matched: allowed"
+    assert "decided by: no rule matched: allowed" in why("/api/v/keys")
