@@ -13,6 +13,7 @@ Usage::
     rules.crawl_delay("politecrawl")       # float seconds or None
     rules.content_signals("politecrawl")   # {"search": False, ...} from Content-Signal lines
     rules.sitemaps                         # absolute sitemap URLs
+    explain(body, agent, url).describe()   # 'line 7: Disallow: /x (group: line 5: User-agent: *)'
 
 How a decision is made (RFC 9309 §2.2):
 
