@@ -18,6 +18,7 @@ from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.robots import explain as explain_robots
 from politecrawl.policy.traps import trap_reason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +51,7 @@ def explain(
     """The explanation as a dict (what ``--json`` prints). ``evidence_for(url, host)`` is the store's."""
     out: dict[str, Any] = {"url": raw_url}
     try:
-        url = urls.normalize(raw_url)
+        url, request = urls.normalize_pair(raw_url)
     except InvalidURL as exc:
         out["verdict"] = f"not a URL politecrawl can fetch: {exc}"
         return out
@@ -110,11 +111,25 @@ def explain(
         if h.robots_via:
             robots["redirect in progress"] = h.robots_via
         if h.robots_status == "parsed" and h.robots_body is not None:
-            rules = RobotsTxt.parse(h.robots_body)
-            robots["allows this URL"] = rules.is_allowed(agent, url)
-            robots["crawl_delay"] = rules.crawl_delay(agent)
+            # Judged as the crawl judges it: on the URL it requests (the link's parameter order).
+            asked = (row.request_url if row is not None else None) or request or url
+            verdict = explain_robots(h.robots_body, agent, asked)
+            robots["allows this URL"] = verdict.allowed
+            robots["decided by"] = verdict.describe()
+            robots["rule"] = (
+                None
+                if verdict.line is None
+                else {
+                    "line": verdict.line,
+                    "text": verdict.rule,
+                    "allow": verdict.allowed,
+                    "group": [{"line": n, "text": text} for n, text in verdict.group],
+                }
+            )
+            robots["crawl_delay"] = RobotsTxt.parse(h.robots_body).crawl_delay(agent)
         elif h.robots_status == "allow-all":
             robots["allows this URL"] = True
+            robots["decided by"] = "no rules (robots.txt unavailable: 4xx, or a redirect not followed): allowed"
         out["robots.txt"] = robots
         out["host_state"] = {
             "next request": _when(h.next_allowed_at, now) if h.next_allowed_at else "now",
@@ -189,7 +204,8 @@ def render(report: dict[str, Any]) -> str:
                 lines += [f"      {rule}" for rule in report["url_patterns"]["rules"]]
         if report.get(section):
             lines.append(f"  {section.replace('_', ' ')}:")
-            lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None]
+            # Nested values are for --json; the text has their one-line summaries (robots.txt's "decided by").
+            lines += [f"    {k}: {v}" for k, v in report[section].items() if v is not None and not isinstance(v, dict)]
     if report.get("requests"):
         lines.append(f"  requests ({len(report['requests'])}):")
         for r in report["requests"]:

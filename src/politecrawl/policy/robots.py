@@ -13,6 +13,7 @@ Usage::
     rules.crawl_delay("politecrawl")       # float seconds or None
     rules.content_signals("politecrawl")   # {"search": False, ...} from Content-Signal lines
     rules.sitemaps                         # absolute sitemap URLs
+    explain(body, agent, url).describe()   # 'line 7: Disallow: /x (group: line 5: User-agent: *)'
 
 How a decision is made (RFC 9309 §2.2):
 
@@ -68,10 +69,21 @@ import math
 from dataclasses import dataclass, field
 
 from .robots_fetch import _IDENTIFIER_CHARS, _WS, _as_text, product_token
-from .robots_match import _ALLOW_EVERYTHING, _normalize, _normalize_path, _path_params_query, _RuleSet, _utf8
+from .robots_match import (
+    _ALLOW_EVERYTHING,
+    _normalize,
+    _normalize_path,
+    _path_params_query,
+    _pattern_matches,
+    _RuleSet,
+    _score,
+    _utf8,
+)
 
 __all__ = [
     "RobotsTxt",
+    "RobotsVerdict",
+    "explain",
 ]
 
 # RFC 9309 §2.5: "The parsing limit MUST be at least 500 kibibytes [KiB]".
@@ -132,6 +144,8 @@ class _Group:
 
     agents: list[str] = field(default_factory=list)  # lower-case, may hold "*"
     rules: list[tuple[bool, str]] = field(default_factory=list)  # (allow, normalized pattern)
+    rule_lines: list[int] = field(default_factory=list)  # the line of each rule (1-based)
+    agent_lines: list[int] = field(default_factory=list)  # the lines of its user-agent records
     crawl_delay: float | None = None
     signals: dict[str, bool] = field(default_factory=dict)  # Content-Signal: use -> granted
 
@@ -244,7 +258,7 @@ def _parse_groups(body: bytes) -> tuple[list[_Group], list[str], dict[str, bool]
     seen_sitemaps: set[str] = set()
     current: _Group | None = None
     in_rules = False
-    for raw in _lines(body):
+    for line_number, raw in enumerate(_lines(body), 1):
         parsed = _key_value(raw)
         if parsed is None:
             continue
@@ -254,6 +268,7 @@ def _parse_groups(body: bytes) -> tuple[list[_Group], list[str], dict[str, bool]
                 current = _Group()
                 groups.append(current)
                 in_rules = False
+            current.agent_lines.append(line_number)
             agent = _robots_agent(value)
             if agent is not None:
                 current.agents.append(agent)
@@ -262,9 +277,12 @@ def _parse_groups(body: bytes) -> tuple[list[_Group], list[str], dict[str, bool]
                 continue
             in_rules = True
             if kind == _ALLOW:
-                current.rules.extend((True, p) for p in _allow_patterns(value))
+                patterns = _allow_patterns(value)
+                current.rules.extend((True, p) for p in patterns)
+                current.rule_lines.extend([line_number] * len(patterns))
             else:
                 current.rules.append((False, _normalize(value)))
+                current.rule_lines.append(line_number)
         elif kind == _SITEMAP:
             # Sitemaps belong to no group and may appear anywhere (§2.2.4).
             url = _normalize_sitemap(value)
@@ -376,6 +394,28 @@ class RobotsTxt:
             return True  # RFC 9309 §2.2.2: implicitly allowed
         return rules.allows(path)
 
+    def deciding_rule(self, user_agent: str, url: str) -> tuple[bool, int, list[int]] | None:
+        """The rule that decides :meth:`is_allowed`: (allow, its line, its group's user-agent lines).
+
+        None when no rule matches (allowed), and for ``/robots.txt`` itself. Unindexed -- every
+        rule of the agent's groups is tried -- so it is for explaining a decision, not the crawl's
+        hot path. Among equally specific rules (one score) the first in the file is cited.
+        """
+        if not isinstance(user_agent, str):
+            user_agent = _as_text(user_agent)
+        if not isinstance(url, str):
+            url = _as_text(url)
+        path = _normalize_path(_path_params_query(url))
+        if path == "/robots.txt":
+            return None
+        best: tuple[int, bool, int, list[int]] | None = None
+        for group in self._groups_for(user_agent):
+            for (allow, pattern), line in zip(group.rules, group.rule_lines):
+                score = _score(allow, pattern)
+                if (best is None or score > best[0]) and _pattern_matches(pattern, path):
+                    best = (score, allow, line, group.agent_lines)
+        return None if best is None else best[1:]
+
     def crawl_delay(self, user_agent: str) -> float | None:
         """Crawl-delay seconds for the agent's group(s), or None.
 
@@ -404,3 +444,65 @@ class RobotsTxt:
 
     def __repr__(self) -> str:
         return f"RobotsTxt(groups={len(self._groups)}, sitemaps={len(self.sitemaps)})"
+
+
+# --------------------------------------------------------------------------
+# Explaining a decision
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RobotsVerdict:
+    """A decision and the rule that made it, cited as written in the robots.txt file."""
+
+    allowed: bool
+    #: The deciding rule: its line number (1-based, as an editor counts) and its text as
+    #: written (the comment and surrounding blanks removed); None when no rule matched.
+    line: int | None = None
+    rule: str | None = None
+    #: The user-agent lines of the rule's group: (line number, text as written).
+    group: tuple[tuple[int, str], ...] = ()
+    #: True for ``/robots.txt`` itself, allowed whatever the rules say (RFC 9309 §2.2.2).
+    robots_txt: bool = False
+
+    def describe(self) -> str:
+        """One line: ``line 6: Disallow: /x (group: line 4: User-agent: *)``, or why no rule did."""
+        if self.robots_txt:
+            return "/robots.txt itself is always allowed (RFC 9309 §2.2.2)"
+        if self.line is None:
+            return "no rule matched: allowed"
+        agents = ", ".join(f"line {n}: {text}" for n, text in self.group)
+        return f"line {self.line}: {self.rule} (group: {agents})"
+
+
+def _line_text(raw: bytes) -> str:
+    hash_pos = raw.find(b"#")
+    if hash_pos >= 0:
+        raw = raw[:hash_pos]
+    return raw.decode("utf-8", "replace").strip(_WS)
+
+
+def explain(body: bytes | str, user_agent: str, url: str) -> RobotsVerdict:
+    """Why a robots.txt `body` allows or disallows `url` to `user_agent`: the verdict and its rule.
+
+    The verdict is :meth:`RobotsTxt.is_allowed`'s; the rule is the one that decides it
+    (:meth:`RobotsTxt.deciding_rule`). Parses `body` again: for reports, not for the crawl.
+    """
+    if isinstance(body, str):
+        body = _utf8(body)
+    elif not isinstance(body, bytes):
+        body = _utf8(_as_text(body))
+    rules = RobotsTxt.parse(body)
+    allowed = rules.is_allowed(user_agent, url)
+    decided = rules.deciding_rule(user_agent, url)
+    if decided is None:
+        robots_txt = _normalize_path(_path_params_query(url if isinstance(url, str) else _as_text(url)))
+        return RobotsVerdict(allowed, robots_txt=robots_txt == "/robots.txt")
+    _allow, line, agent_lines = decided
+    lines = _lines(body)
+    return RobotsVerdict(
+        allowed,
+        line,
+        _line_text(lines[line - 1]),
+        tuple((n, _line_text(lines[n - 1])) for n in agent_lines),
+    )

@@ -5,7 +5,15 @@
   UTF-8 ``%XX`` with upper-case hex, ``%XX`` of unreserved characters
   decoded, other ``%xx`` upper-cased, a stray ``%`` written as ``%25``.
   So ``/%7Efoo`` and ``/~foo`` are one, in rules and in URLs, while ``%2F``
-  stays distinct from ``/`` in the path. In the query, ``/ : ? @`` are data
+  stays distinct from ``/`` in the path.
+* The ASCII characters RFC 3986 never allows raw in a path or a query,
+  ``" < > [ \\ ] ^ ` { | }``, are encoded too (``[`` is ``%5B``): they mean
+  nothing there, their escape is their only valid spelling, and it is the one
+  the crawler sends (:func:`politecrawl.policy.urls.normalize`). So
+  ``Disallow: /collections*?f=[0]=`` matches ``/collections/x?f=%5B0%5D=rings``
+  and ``Disallow: /a%7Cb`` matches ``/a|b``. The reserved characters that do
+  mean something (``/ ? = & ; : @ + ! $ ' ( ) * ,``) are never conflated with
+  their escapes, except the four of the query below. In the query, ``/ : ? @`` are data
   and equal their escapes (§2.2.2's table: ``?baz=https://foo.bar`` is
   ``?baz=https%3A%2F%2Ffoo.bar``). A URL's ``*`` and ``$`` are characters,
   compared as ``%2A`` and ``%24``, which is how a rule spells them (§2.2.3).
@@ -41,10 +49,19 @@ _TOKEN_SPLIT = bytes(o if chr(o).isascii() and chr(o).isalnum() else 0x20 for o 
 # RFC 9309, Figure 4: /foo/bar/%62%61%7A is matched as /foo/bar/baz).
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
-# One %-escape (or a stray '%'), or a run of octets that must be escaped.
+# One %-escape (or a stray '%'), or a run of characters that must be escaped:
+# controls, space, non-ASCII and the ASCII characters RFC 3986 allows raw in
+# neither a path nor a query: " < > [ \ ] ^ ` { | }. The class keeps the rest of
+# printable ASCII raw: unreserved, reserved, '%' (the first branch's), '#'.
 # A character class and a fixed escape: linear, nothing to backtrack into.
 # Only ever applied to paths and patterns as text, never built from them.
-_NEEDS_WORK = re.compile(r"%(?:[0-9A-Fa-f]{2})?|[^\x21-\x7e]+")
+_NEEDS_WORK = re.compile(r"%(?:[0-9A-Fa-f]{2})?|[^!#-;=?-Z_a-z~]+")
+
+# Any character that makes normalization do something: the above, '%', and the
+# pattern characters '*' and '$' (a URL's are escaped, a rule's '$' only counts
+# last). Text without one is already canonical (the fast path: one C scan).
+_NOT_PLAIN = re.compile(r"[^!#&-)+-;=?-Z_a-z~]")
+_NOT_PLAIN_RULE = re.compile(r"[^!#&-;=?-Z_a-z~]")  # the same, but a rule's '*' is plain
 
 
 def _utf8(text: str) -> bytes:
@@ -73,7 +90,7 @@ def _normalize(text: str) -> str:
     so does a ``$`` before the end (written ``%24``, as a URL's ``$`` is: see
     :func:`_normalize_path`). The query is made canonical by :func:`_canonical_query`.
     """
-    if text.isascii() and text.isprintable() and " " not in text and "%" not in text and "$" not in text[:-1]:
+    if _NOT_PLAIN_RULE.search(text, 0, len(text) - text.endswith("$")) is None:
         return text  # the common case: nothing to do
     text = _NEEDS_WORK.sub(_escape_one, text)
     if "$" in text[:-1]:
@@ -91,14 +108,7 @@ def _normalize_path(text: str) -> str:
     matches ``/foo-$`` (RFC 9309 §2.2.3), while a pattern's ``*`` still matches
     anything.
     """
-    if (
-        text.isascii()
-        and text.isprintable()
-        and " " not in text
-        and "%" not in text
-        and "*" not in text
-        and "$" not in text
-    ):
+    if _NOT_PLAIN.search(text) is None:
         return text  # the common case: nothing to do
     text = _NEEDS_WORK.sub(_escape_one, text)
     if "*" in text or "$" in text:
@@ -221,6 +231,16 @@ def _literal_prefix(pattern: str) -> str:
     if star >= 0:
         return pattern[:star]
     return pattern[:-1] if pattern.endswith("$") else pattern
+
+
+def _pattern_matches(pattern: str, path: str) -> bool:
+    """Does one normalized `pattern` match a normalized `path`? (Unindexed: for explaining.)"""
+    if not pattern:
+        return False  # an empty rule matches nothing (RFC 9309 §2.2.2)
+    prefix = _literal_prefix(pattern)
+    if not path.startswith(prefix):
+        return False
+    return prefix == pattern or _Wild(0, pattern).matches(path)
 
 
 def _best_first(entries: list[tuple[int, str, _Wild]]) -> tuple[tuple[int, str, _Wild], ...]:
