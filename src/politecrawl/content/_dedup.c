@@ -275,5 +275,11 @@ PyMODINIT_FUNC PyInit__dedup(void) {
         Py_DECREF(m);
         return NULL;
     }
+    PyObject *all = Py_BuildValue("[ssss]", "cache_clear", "cache_len", "simhash", "squeeze_spaces");
+    if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
+        Py_XDECREF(all);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }
