@@ -124,8 +124,10 @@ def crawl_measured(
     cwd: str,
     min_delay: float = 0.05,
     max_time: float = 40,
+    workers: int | None = 1,
 ) -> Run:
-    """``politecrawl crawl`` in its own process group, bounded in time; returns its peak RSS."""
+    """``politecrawl crawl`` in its own process group, bounded in time; returns its peak RSS.
+    ``workers=None``: no ``--workers`` flag, the shipped default (one per core)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     full_env.update(BASE_ENV)
     full_env.update(env or {})
@@ -137,8 +139,7 @@ def crawl_measured(
         *seeds,
         "--db",
         db,
-        "--workers",
-        "1",
+        *(["--workers", str(workers)] if workers is not None else []),
         "-q",
         "--min-delay",
         str(min_delay),

@@ -162,3 +162,19 @@ def test_the_duplicate_checks_compare_the_page_with_its_header_not_its_links() -
     # Negative control: the main content alone makes the two listings far apart.
     assert hamming(simhash(a.text), simhash(b.text)) > 16
     assert hamming(simhash(a.compared_text), simhash(b.compared_text)) <= 16
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7])
+def test_squash_whitespace_in_pieces_is_split_and_join(monkeypatch, piece):
+    """A long text is squashed a piece at a time (bounded memory): the same as " ".join(split())."""
+    import random
+
+    from politecrawl.content import maintext
+
+    monkeypatch.setattr(maintext, "SPLIT_MAX_CHARS", 0)
+    monkeypatch.setattr(maintext, "_PIECE", piece)
+    rng = random.Random(piece)
+    alphabet = [" ", "\t", "\n", "\xa0", "\u2003", "a", "b", "é", "中"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert maintext.squash_whitespace(text) == " ".join(text.split()), repr(text)

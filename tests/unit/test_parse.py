@@ -96,3 +96,17 @@ def test_meta_refresh_counts_towards_max_links(max_links, hrefs):
 def test_meta_refresh_content_is_not_page_text():
     page = _page('<title>T</title><meta http-equiv="refresh" content="0; url=/next">', "<p>hello</p>")
     assert (page.title, page.text) == ("T", "hello")
+
+
+def test_a_page_is_parsed_up_to_max_parse_tags(monkeypatch):
+    """A flood of elements (a million links) is parsed up to its MAX_PARSE_TAGS-th "<" only: the
+    tree's memory is bounded by tags, not by the body cap (tests/integration/test_hostile_mix.py)."""
+    from politecrawl.content import parse
+
+    monkeypatch.setattr(parse, "MAX_PARSE_TAGS", 20)
+    html = "<p>first words</p>" + "".join(f'<a href="/l/{i}">w{i}</a>' for i in range(100)) + "<p>late words</p>"
+    page = parse_html(html, "http://example.org/", max_links=1000)
+    assert [link.href for link in page.links] == [f"/l/{i}" for i in range(9)]  # 2 + 9×2 tags, then a cut "<a"
+    assert "first words" in page.text and "late words" not in page.text
+    small = parse_html("<p>a</p><p>b</p>", "http://example.org/")
+    assert small.text == "a b"  # under the cap: the whole page

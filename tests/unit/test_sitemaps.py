@@ -62,3 +62,20 @@ def test_entity_expansion_is_refused():
 @given(st.binary(max_size=2000))
 def test_never_raises(data):
     parse_sitemap(data)
+
+
+def test_gzip_bomb_is_read_up_to_the_cap_a_piece_at_a_time():
+    """A sitemap that inflates past MAX_BYTES: read as a stream, cut at the cap, what came first kept."""
+    import zlib
+
+    from politecrawl.content.sitemaps import MAX_BYTES
+
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+    head = f"<urlset {NS}><url><loc>https://a.example/first</loc></url>".encode()
+    parts = [comp.compress(head)] + [comp.compress(b" " * (1 << 20)) for _ in range((MAX_BYTES >> 20) + 4)]
+    bomb = b"".join(parts + [comp.compress(b"</urlset>"), comp.flush()])
+    r = parse_sitemap(bomb)
+    assert r.truncated and [e.loc for e in r.urls] == ["https://a.example/first"]
+    fits = gzip.compress(head + b" " * (MAX_BYTES - len(head) - len(b"</urlset>")) + b"</urlset>")
+    exact = parse_sitemap(fits)  # exactly MAX_BYTES inflated: whole, not cut
+    assert not exact.truncated and exact.error is None and len(exact.urls) == 1

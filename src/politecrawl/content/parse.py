@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-from .maintext import main_text, remove, text_of
+from .maintext import main_text, remove, squash_whitespace, text_of
 
 __all__ = [
     "Link",
@@ -38,6 +38,12 @@ _INVISIBLE = "script, style, noscript, template, svg, head"  # one selector: one
 _AROUND = "nav, footer, aside"
 #: Text kept per page (the index needs no more; a 10 MB page of text is cut here).
 MAX_TEXT_CHARS = 1_000_000
+#: Tags parsed per page ("<" counted: opening and closing tags). lexbor's tree costs ~350 bytes
+#: per node while parse_html runs, so a page at the 10 MB body cap that is nothing but small
+#: elements (a million links, a flood of <p>) cost ~210 MB to parse, and one per worker at once
+#: broke the crawl's memory bound (tests/integration/test_hostile_mix.py). What follows the
+#: 200,000th "<" is not parsed: ~70 MB at most, and far more elements than a real page has.
+MAX_PARSE_TAGS = 200_000
 
 
 @dataclass(frozen=True)
@@ -222,8 +228,18 @@ def _visible_text(tree: LexborHTMLParser, main_content: bool) -> tuple[str | Non
     # Before main_text cuts the tree (and joins its inline elements): a space at every tag, as
     # the duplicate checks' stored fingerprints were made. (main_text drops these elements too.)
     remove(body.css(_AROUND))
-    around = " ".join(body.text(deep=True, separator=" ").split())
+    around = squash_whitespace(body.text(deep=True, separator=" "))
     return main_text(body), around
+
+
+def _cut_at_tags(text: str, max_tags: int) -> str:
+    """``text`` up to its ``max_tags``-th "<" (and the whole of it when it has no more)."""
+    if text.count("<") <= max_tags:
+        return text
+    at = -1
+    for _ in range(max_tags + 1):
+        at = text.find("<", at + 1)
+    return text[:at]
 
 
 def parse_html(
@@ -241,6 +257,7 @@ def parse_html(
     ``main_content=False``, every visible word of the page (what a benchmark compares it with).
     """
     text = body if isinstance(body, str) else decode_body(body, header_charset)
+    text = _cut_at_tags(text, MAX_PARSE_TAGS)
     try:
         tree = LexborHTMLParser(text)
     except Exception:  # pragma: no cover - lexbor accepts anything; defensive at the boundary

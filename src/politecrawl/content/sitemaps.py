@@ -39,10 +39,30 @@ class SitemapResult:
     error: str | None = None
 
 
-def _gunzip(body: bytes) -> bytes:
-    """Decompress at most MAX_BYTES + 1 bytes: a gzip bomb is cut off, not inflated."""
-    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    return d.decompress(body, MAX_BYTES + 1)
+class _Gunzipped:
+    """A gzip body as a file ``iterparse`` reads, inflated a piece at a time and at most MAX_BYTES:
+    a gzip bomb is cut off, never inflated whole. (zlib's one-shot ``decompress(body, MAX_BYTES)``
+    held the 50 MB, and twice that while it joined its output: a sitemap bomb cost ~100 MB.)"""
+
+    def __init__(self, body: bytes) -> None:
+        self._d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        self._tail = body
+        self.size = 0
+        self.truncated = False
+
+    def read(self, n: int = -1) -> bytes:
+        want = min(n if n > 0 else 1 << 16, MAX_BYTES - self.size)
+        if want <= 0:  # at the cap: is there more?
+            self.truncated = not self._d.eof and bool(self._d.decompress(self._tail, 1))
+            return b""
+        while not self._d.eof:
+            out = self._d.decompress(self._tail, want)
+            progress = len(self._tail) != len(self._d.unconsumed_tail) or out
+            self._tail = self._d.unconsumed_tail
+            if out or not progress:
+                self.size += len(out)
+                return out
+        return b""
 
 
 def _local(tag: str) -> str:
@@ -51,19 +71,19 @@ def _local(tag: str) -> str:
 
 def parse_sitemap(body: bytes) -> SitemapResult:
     """Parse one sitemap file (XML, optionally gzip-compressed)."""
-    if body[:2] == _GZIP_MAGIC:
-        try:
-            body = _gunzip(body)
-        except (zlib.error, OSError, EOFError) as exc:
-            return SitemapResult(kind="unknown", error=f"bad gzip: {exc}")
     result = SitemapResult(kind="unknown")
-    if len(body) > MAX_BYTES:
-        body = body[:MAX_BYTES]
-        result.truncated = True
+    source: _Gunzipped | io.BytesIO
+    if body[:2] == _GZIP_MAGIC:
+        source = _Gunzipped(body)
+    else:
+        if len(body) > MAX_BYTES:
+            body = body[:MAX_BYTES]
+            result.truncated = True
+        source = io.BytesIO(body)
     loc: str | None = None
     lastmod: str | None = None
     try:
-        for event, elem in ElementTree.iterparse(io.BytesIO(body), events=("start", "end")):
+        for event, elem in ElementTree.iterparse(source, events=("start", "end")):
             name = _local(elem.tag)
             if event == "start":
                 if result.kind == "unknown" and name in ("urlset", "sitemapindex"):
@@ -84,6 +104,10 @@ def parse_sitemap(body: bytes) -> SitemapResult:
                 elem.clear()  # keep memory flat on large files
     except ElementTree.ParseError as exc:
         result.error = f"invalid XML: {exc}"
+    except (zlib.error, OSError, EOFError) as exc:
+        result.error = f"bad gzip: {exc}"
+    if isinstance(source, _Gunzipped) and source.truncated:
+        result.truncated = True
     if result.kind == "unknown" and result.error is None:
         result.error = "not a sitemap (no <urlset> or <sitemapindex>)"
     return result
