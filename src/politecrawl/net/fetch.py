@@ -40,6 +40,12 @@ def _accept_encoding() -> str:
 
 ACCEPT_ENCODING = _accept_encoding()
 _CHUNK = 64 * 1024
+#: Bytes of a body any request reads freely. Past them a request reads on only while it holds one
+#: of the fetcher's LARGE_BODIES permits (the others wait, and TCP holds their servers back), so a
+#: worker's bodies in flight take at most concurrency × SMALL_BODY + LARGE_BODIES × the size cap,
+#: however many hosts send 10 MB pages at once: a large --concurrency stays cheap.
+SMALL_BODY = 512 * 1024
+LARGE_BODIES = 4
 #: Bytes per second a body must average, once it has had SLOW_BODY_GRACE seconds, or it is dropped.
 MIN_BODY_RATE = 2_048.0
 SLOW_BODY_GRACE = 5.0
@@ -196,6 +202,10 @@ class Fetcher:
         self.min_body_rate = MIN_BODY_RATE if min_body_rate is None else min_body_rate
         self.user_agent = user_agent
         self.max_bytes = max_bytes
+        self._large_bodies = asyncio.Semaphore(LARGE_BODIES)
+        #: The most bodies past SMALL_BODY read at once so far (what the permits bound; tests read it).
+        self.large_bodies_peak = 0
+        self._large_open = 0
         self.timeout = aiohttp.ClientTimeout(
             total=total_timeout, connect=connect_timeout, sock_connect=connect_timeout, sock_read=read_timeout
         )
@@ -265,6 +275,7 @@ class Fetcher:
         t0 = time.monotonic()
         loop_t0 = asyncio.get_running_loop().time()
         result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
+        large: asyncio.Semaphore | None = None  # the large-body permit, once this body needs one
         try:
             async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
                 result.response_seconds = time.monotonic() - t0
@@ -284,6 +295,13 @@ class Fetcher:
                     body_t0 = time.monotonic()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
+                        if large is None and SMALL_BODY < len(body) <= cap:
+                            waited = time.monotonic()
+                            await self._large_bodies.acquire()
+                            large = self._large_bodies  # held: released in the finally below
+                            body_t0 += time.monotonic() - waited  # our wait is not the server's slowness
+                            self._large_open += 1
+                            self.large_bodies_peak = max(self.large_bodies_peak, self._large_open)
                         elapsed = time.monotonic() - body_t0
                         if elapsed > SLOW_BODY_GRACE and len(body) < self.min_body_rate * elapsed:
                             # A body that trickles in (a few bytes every few seconds never trips the
@@ -335,6 +353,9 @@ class Fetcher:
             result.status = None
         finally:
             result.ended_at = self.clock()
+            if large is not None:
+                self._large_open -= 1
+                large.release()
         if result.status is None:
             result.body = b""
         elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
