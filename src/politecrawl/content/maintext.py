@@ -96,21 +96,28 @@ _BOILERPLATE = ", ".join(
 _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 
 
-def join_inline(root: LexborNode) -> None:
+def join_inline(root: LexborNode, unwrap: bool = True) -> None:
     """Unwrap the inline elements under ``root`` and merge the text nodes that meet, so that
     text read with a space between text nodes (:func:`text_of`) breaks words only where the
     page breaks lines. (Rather than a space put around every block element: a page has more
-    block elements than inline ones, and each insert is a call of its own.)"""
-    for node in root.css(_INLINE):
-        # delete_empty: an empty <span id=…> anchor left in place would split the words around it
-        node.unwrap(delete_empty=True)
+    block elements than inline ones, and each insert is a call of its own.)
+
+    ``unwrap=False`` leaves the inline elements in place (their edges then separate words too):
+    for a page whose inline elements nest deep (``parse_html`` tells from its markup,
+    :mod:`politecrawl.content.nesting`). An unwrap re-inserts the element's children, and
+    lexbor's insert walks each inserted subtree, so a chain of n nested inline elements costs
+    O(n²) to unwrap: 32,000 nested <span> ~15 s, 100,000 nested <b> minutes."""
+    if unwrap:
+        for node in root.css(_INLINE):
+            # delete_empty: an empty <span id=…> anchor left in place would split the words around it
+            node.unwrap(delete_empty=True)
     root.merge_text_nodes()
 
 
-def text_of(node: LexborNode) -> str:
+def text_of(node: LexborNode, unwrap: bool = True) -> str:
     """The text under ``node``, its inline elements joined (:func:`join_inline`, which cuts
     the tree), whitespace runs made one space."""
-    join_inline(node)
+    join_inline(node, unwrap)
     return squash_whitespace(node.text(deep=True, separator=" "))
 
 
@@ -144,13 +151,32 @@ def squash_whitespace(text: str) -> str:
     return "".join(out)
 
 
-def _is_banner(header: LexborNode) -> bool:
-    node = header.parent
-    while node is not None:
-        if node.tag in _SECTIONING:
-            return False
-        node = node.parent
-    return True
+def _banners(headers: list[LexborNode]) -> list[LexborNode]:
+    """The ``headers`` in no sectioning element: the site's banner. Each ancestor is looked at
+    once, whatever the number of headers under it (a walk up from every header cost O(depth)
+    a header: seconds for 100,000 headers under 500 nested elements; a selector such as
+    ``article header`` walks them too, in C)."""
+    sectioned: dict[int, bool] = {}  # mem_id -> in a sectioning element (itself or above)
+    banners = []
+    for header in headers:
+        path = []
+        node = header.parent
+        inside = False
+        while node is not None:
+            known = sectioned.get(node.mem_id)
+            if known is not None:
+                inside = known
+                break
+            if node.tag in _SECTIONING:
+                inside = True
+                break
+            path.append(node.mem_id)
+            node = node.parent
+        for mem_id in path:
+            sectioned[mem_id] = inside
+        if not inside:
+            banners.append(header)
+    return banners
 
 
 def _candidate(body: LexborNode) -> tuple[LexborNode, str]:
@@ -165,26 +191,20 @@ def _candidate(body: LexborNode) -> tuple[LexborNode, str]:
 
 
 def remove(nodes: list[LexborNode], keep: LexborNode | None = None) -> None:
-    """Remove ``nodes`` (and what they hold) from their tree, except ``keep``. Each is removed
-    once, and none from inside another: removing an element frees its descendants, which
-    must not be touched again."""
-    ids = {n.mem_id for n in nodes}
-    if keep is not None:
-        ids.discard(keep.mem_id)
-    outermost: dict[int, LexborNode] = {}
+    """Remove ``nodes`` (and what they hold) from their tree, except ``keep``.
+
+    Detached, not freed: lexbor frees them with the tree. A node inside another one detached
+    before it is then detached from that one, harmlessly; freeing instead, an element inside
+    another freed one would be touched after it was freed, and telling those apart took a walk
+    through each node's ancestors (O(depth) a node: minutes for a page of elements deep in
+    nested ones)."""
+    keep_id = keep.mem_id if keep is not None else None
     for node in nodes:
-        if node.mem_id not in ids or node.mem_id in outermost:
-            continue
-        parent = node.parent
-        while parent is not None and parent.mem_id not in ids:
-            parent = parent.parent
-        if parent is None:
-            outermost[node.mem_id] = node
-    for node in outermost.values():
-        node.decompose()
+        if node.mem_id != keep_id:
+            node.decompose(recursive=False)
 
 
-def main_text(body: LexborNode) -> str | None:
+def main_text(body: LexborNode, unwrap: bool = True) -> str | None:
     """The page's main content as text, or None when it holds no word: the caller then takes
     the whole visible text, from a tree this has not cut (:func:`text_of` of the body, parsed
     again). Removes the boilerplate it finds from the tree first, then joins inline elements:
@@ -197,8 +217,9 @@ def main_text(body: LexborNode) -> str | None:
     candidate, selector = _candidate(body)
     found = candidate.css(selector)
     if candidate.mem_id == body.mem_id:
-        found.extend(h for h in body.css("header") if _is_banner(h))
+        # a <header> is the site's banner unless it heads a section (its implicit ARIA role, HTML-AAM)
+        found.extend(_banners(body.css("header")))
     remove(found, keep=candidate)
-    text = text_of(candidate)
+    text = text_of(candidate, unwrap)
     # any() stops at the first letter: an article is not scanned through
     return text if any(c.isalnum() for c in text) else None

@@ -17,6 +17,7 @@ from urllib.parse import urljoin
 from selectolax.lexbor import LexborHTMLParser
 
 from .maintext import main_text, remove, squash_whitespace, text_of
+from .nesting import INLINE_LOAD_LIMIT, SCAN_MIN_TAGS, scan
 
 __all__ = [
     "Link",
@@ -216,25 +217,27 @@ def _parse_refresh(content: str) -> tuple[bool, str | None]:
     return True, rest or None
 
 
-def _visible_text(tree: LexborHTMLParser, main_content: bool) -> tuple[str | None, str]:
+def _visible_text(tree: LexborHTMLParser, main_content: bool, unwrap: bool = True) -> tuple[str | None, str]:
     """The text a reader sees: the main content, or with ``main_content=False`` the whole body
-    (None when the main content holds no word); and ``Page.dedup_text``."""
+    (None when the main content holds no word); and ``Page.dedup_text``. ``unwrap``: as for
+    :func:`politecrawl.content.maintext.join_inline`."""
     remove(tree.css(_INVISIBLE))
     body = tree.body
     if body is None:
         return "", ""
     if not main_content:
-        return text_of(body), ""
+        return text_of(body, unwrap), ""
     # Before main_text cuts the tree (and joins its inline elements): a space at every tag, as
     # the duplicate checks' stored fingerprints were made. (main_text drops these elements too.)
     remove(body.css(_AROUND))
     around = squash_whitespace(body.text(deep=True, separator=" "))
-    return main_text(body), around
+    return main_text(body, unwrap), around
 
 
-def _cut_at_tags(text: str, max_tags: int) -> str:
-    """``text`` up to its ``max_tags``-th "<" (and the whole of it when it has no more)."""
-    if text.count("<") <= max_tags:
+def _cut_at_tags(text: str, max_tags: int, tags: int) -> str:
+    """``text`` (which holds ``tags`` "<") up to its ``max_tags``-th "<" (and the whole of it
+    when it has no more)."""
+    if tags <= max_tags:
         return text
     at = -1
     for _ in range(max_tags + 1):
@@ -257,7 +260,17 @@ def parse_html(
     ``main_content=False``, every visible word of the page (what a benchmark compares it with).
     """
     text = body if isinstance(body, str) else decode_body(body, header_charset)
-    text = _cut_at_tags(text, MAX_PARSE_TAGS)
+    tags = text.count("<")
+    text = _cut_at_tags(text, MAX_PARSE_TAGS, tags)
+    # Deep nesting costs quadratic time (lexbor's parse, the unwrap of inline elements): a page
+    # with many tags is scanned, the start tags nested deeper than a browser builds dropped,
+    # and inline elements nested too deep left in place (content/nesting.py). Ordinary pages
+    # come out of the scan as they went in; most are not scanned at all.
+    unwrap = True
+    if tags > SCAN_MIN_TAGS:
+        nesting = scan(text)
+        text = nesting.text
+        unwrap = nesting.inline_load <= INLINE_LOAD_LIMIT
     try:
         tree = LexborHTMLParser(text)
     except Exception:  # pragma: no cover - lexbor accepts anything; defensive at the boundary
@@ -320,9 +333,9 @@ def parse_html(
         anchor = " ".join(a.text(deep=True).split())[:200]
         links.append(Link(href, rel is not None and "nofollow" in rel.lower().split(), anchor))
 
-    visible, compared = _visible_text(tree, main_content)
+    visible, compared = _visible_text(tree, main_content, unwrap)
     if visible is None:  # no main content: every visible word, from the page as it was
-        visible = _visible_text(LexborHTMLParser(text), False)[0] or ""
+        visible = _visible_text(LexborHTMLParser(text), False, unwrap)[0] or ""
     visible = visible[:MAX_TEXT_CHARS]
     return Page(
         title=title,
