@@ -130,18 +130,12 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
     docstring), in ms, by part: ``read`` (the state decoded after the other worker wrote it),
     ``check`` (the page's URL checked before its fetch), ``observe``, ``write`` (the state
     encoded, by pages.py's write policy) and ``links`` (each link checked before it is queued)."""
-    import functools
-    import importlib
-    import pkgutil
-    import random
-
     from _trapweb import _Site
 
     from politecrawl import patterns
     from politecrawl.content.dedup import simhash, text_fingerprint
     from politecrawl.content.parse import parse_html
     from politecrawl.crawl.pages import PATTERN_LINKS, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
-    from politecrawl.patterns.site import SitePatterns
     from politecrawl.policy import urls
 
     pages: list[list[tuple]] = []
@@ -173,55 +167,17 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
                     seen.add(link)
                     queue.append(link)
         pages.append(host_pages)
-    # Every cache of the patterns folder, cleared before each round: each round starts cold.
-    modules = [
-        importlib.import_module(info.name) for info in pkgutil.iter_modules(patterns.__path__, patterns.__name__ + ".")
-    ]
-    caches = {f for module in modules for f in vars(module).values() if isinstance(f, functools._lru_cache_wrapper)}
-    clock = time.process_time
-    best: dict[str, float] = {}
-    for round_ in range(rounds):
-        for cache in caches:
-            cache.cache_clear()
-        rng = random.Random(round_)
-        store: dict[int, tuple[int, str | None]] = {}
-        workers: list[dict[int, list]] = [{}, {}]
-        next_page = [0] * hosts
-        spent = dict.fromkeys(("read", "check", "observe", "write", "links"), 0.0)
-        while live := [h for h in range(hosts) if next_page[h] < len(pages[h])]:
-            host = rng.choice(live)
-            url, page_simhash, fingerprint, canonical, links, words = pages[host][next_page[host]]
-            next_page[host] += 1
-            version, data = store.get(host, (0, None))
-            worker = workers[rng.randrange(2)]
-            entry = worker.get(host)
-            t0 = clock()
-            if entry is None or entry[0] < version:
-                state = SitePatterns.from_json(data) if data else SitePatterns()
-                entry = worker[host] = [version, state, 0]
-            t1 = clock()
-            entry[1].filter_link(url)
-            entry[1].fetched_as(url)
-            t2 = clock()
-            entry[1].observe_page(url, page_simhash, fingerprint, canonical, links, words)
-            t3 = clock()
-            entry[2] += 1
-            if entry[2] >= PATTERNS_WRITE_EVERY or entry[1].budget.clock <= PATTERNS_EAGER_PAGES:
-                store[host] = (version + 1, entry[1].to_json())
-                entry[0], entry[2] = version + 1, 0
-            t4 = clock()
-            for link in dict.fromkeys(links):
-                entry[1].filter_link(link)
-            t5 = clock()
-            for part, spent_s in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
-                spent[part] += spent_s
-        spent["total"] = sum(spent.values())
-        best = {part: min(best.get(part, spent_s), spent_s) for part, spent_s in spent.items()}
-    count = sum(map(len, pages))
+    # The replay itself is bench_patterns.py's: two workers taking hosts at random, the state
+    # written by pages.py's policy and read back as pages.py reads it; each round starts cold.
+    from bench_patterns import replay
+
+    best = replay(patterns, pages, rounds, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY)["us_per_page"]
+    parts = ("read", "check", "observe", "write", "links")
     return {
-        "patterns_replay_pages": count,
+        "patterns_replay_pages": sum(map(len, pages)),
         "rounds": rounds,
-        **{f"{part}_ms_per_page": round(1000 * spent_s / count, 3) for part, spent_s in best.items()},
+        **{f"{part}_ms_per_page": round(best[part] / 1000, 3) for part in parts},
+        "total_ms_per_page": round(sum(best[part] for part in parts) / 1000, 3),
     }
 
 
