@@ -547,7 +547,8 @@ def test_invalid_utf8_and_lying_charsets(sandbox_factory, good_host, db_path, tm
 # --------------------------------------------------------------------------- deep nesting
 def test_deeply_nested_pages_do_not_stall_the_worker(sandbox_factory, db_path, tmp_path, reliability):
     """Pages of 100,000 nested elements (``<b>``, ``<span>``, ``<div>``, a ``<table>`` cell in a
-    cell, a few hundred KB each) took parse_html minutes each, on the worker's event loop: every
+    cell, a few hundred KB each) and a formatting-element copy bomb (``/copies``) took
+    parse_html seconds to minutes each, on the worker's event loop: every
     host the worker serves waited. Now each parses in well under a second (content/nesting.py):
     the good hosts' pages, crawled by the same worker meanwhile, are requested without a stall."""
     n = 100_000
@@ -557,6 +558,9 @@ def test_deeply_nested_pages_do_not_stall_the_worker(sandbox_factory, db_path, t
         "/div": "<div>x" * n,
         "/table": "<table><tr><td>x" * n,
         "/main": "<main><p>content</p>" + "<em>y" * n,
+        # a formatting-element copy bomb: 1,000 open <b> re-created in each of 4,000 blocks
+        # (lexbor built 4 million <b>: 8 s, 900 MB), 42 KB
+        "/copies": "<p>" + "".join(f"<b id={i}>" for i in range(1000)) + "x</p>" + "<p>x</p>" * 4000,
     }
     pages: dict[str, str | Reply] = {path: page(path, body) for path, body in nested.items()}
     pages["/"] = page("Nested home", "deep pages", list(nested))

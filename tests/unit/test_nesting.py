@@ -155,3 +155,82 @@ def test_without_the_guard_nesting_costs_quadratic_time() -> None:
         large = min(_seconds(step, 8_000) for _ in range(3))
         assert large / small > 6  # linear: 4; quadratic: 16
         assert large * (N / 8_000) ** 2 > BOUND_SECONDS
+
+
+# --------------------------------------------------------------------------- formatting copies
+def _open_b(n: int) -> str:
+    return "".join(f"<b id={i}>" for i in range(n))  # distinct attributes: past the "Noah's Ark"
+
+
+COPY_BOMBS = {
+    "b-42KB": "<p>" + _open_b(1000) + "x</p>" + "<p>x</p>" * 4000,
+    "b-under-5000-tags": "<p>" + _open_b(1000) + "x</p>" + "<p>x" * 3999,
+    "closed-after": "<p>" + _open_b(1000) + "x</p>" + "<p>x</p>" * 4000 + "</b>" * 1000,
+    "stray-ends": "<p>" + "".join(f"<b id={i}></i>" for i in range(1000)) + "<p>x" * 3999,
+    "a-font-i": "<div>"
+    + "".join(f"<a href=/{i}><font size={i}><i class=c{i}>" for i in range(1000))
+    + "x</div>"
+    + "<div>x</div>" * 50_000,
+    "no-attributes": "<p>" + "<b><i><u>" * 1000 + "x" + "<p>x" * 100_000,
+    "few-open-many-blocks": "<p>" + _open_b(60) + "x" + "<p>x" * 150_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(COPY_BOMBS))
+def test_formatting_copy_bombs_are_parsed_in_bounded_time(name: str) -> None:
+    html = COPY_BOMBS[name]
+    assert nesting.may_copy_too_much(html, html.count("<")) or html.count("<") > nesting.SCAN_MIN_TAGS
+    scanned = nesting.scan(html)
+    assert scanned.formatting_dropped > 0  # the guard acted (not timing alone)
+    start = time.perf_counter()
+    page = parse_html(html, "http://h/")
+    assert time.perf_counter() - start < BOUND_SECONDS
+    assert "x" in page.text
+    tree = LexborHTMLParser(scanned.text)
+    assert len(tree.css("b, i, u, font")) <= nesting.COPY_BUDGET + 60_000  # the copies lexbor built
+
+
+def test_the_copies_estimate_passing_the_budget_drops_every_open_formatting_tag() -> None:
+    scanned = nesting.scan("<p>" + "<b>" + "<i>" + "<p>x" * 100, copy_budget=50)
+    assert scanned.formatting_dropped == 2 and scanned.text == "<p>" + "<p>x" * 100
+    capped = nesting.scan("<p>" + _open_b(10) + "x", max_formatting=4)
+    assert capped.formatting_dropped == 6 and capped.text == "<p>" + _open_b(4) + "x"
+    assert nesting.scan("<p>" + "<a href=/x>" * 500 + "<p>x" * 100).formatting_dropped == 0  # one <a> is open
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<p><b>bold, never closed" + "<p>then more text" * 3000,  # one open <b>: copied in each block
+        "<table>" + "<tr><td><font face=arial size=2>cell" * 2000 + "</table>",  # old pages' <font> soup
+        "<table>" + "".join(f"<tr><td><font color=#{i % 20:02x}0000>c" for i in range(2000)) + "</table>",
+        "<p>" + "<b>x</b><i>y</i><code>z</code>" * 2000,
+        "<ul>" + "<li><a href=/a><em>l</em></a>" * 2000 + "</ul>",
+        "<font face=verdana><b><i>" + "<div>block</div>" * 3000 + "</i></b></font>",
+    ],
+)
+def test_formatting_left_open_in_ordinary_markup_is_kept(html: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert nesting.scan(html).formatting_dropped == 0
+    results = {}
+    for min_tags in (0, 10**9):  # every page scanned; none
+        monkeypatch.setattr(parse, "SCAN_MIN_TAGS", min_tags)
+        monkeypatch.setattr(parse, "may_copy_too_much", lambda text, tags: False)
+        results[min_tags] = [repr(parse_html(html, "http://h/", main_content=main)) for main in (True, False)]
+    assert results[0] == results[10**9]
+
+
+def test_ordinary_pages_are_not_checked_or_not_changed() -> None:
+    for html in _ordinary_pages():
+        tags = html.count("<")
+        assert tags > nesting.SCAN_MIN_TAGS or not nesting.may_copy_too_much(html, tags)
+        assert nesting.scan(html).formatting_dropped == 0
+
+
+def test_without_the_guard_formatting_copies_grow_with_open_elements_times_blocks() -> None:
+    """The negative control: lexbor re-creates every open <b> in every block, so elements
+    (and time, memory) grow as open × blocks: 200 × 1,000 make 200,000 <b> (the bombs' 1,000 ×
+    4,000 made 4 million, 8 s and 900 MB)."""
+    for n_open, blocks in ((100, 500), (200, 1000)):
+        tree = LexborHTMLParser("<p>" + _open_b(n_open) + "x</p>" + "<p>x</p>" * blocks)
+        assert len(tree.css("b")) >= n_open * blocks
+    assert 1000 * 4000 > 10 * nesting.COPY_BUDGET
