@@ -74,7 +74,6 @@ class PageHandler:
     _rules_for: Callable[[Claim], RobotsTxt]
     _page_budget: Callable[[str], int | None]
     _call: Callable[..., Awaitable[Any]]
-    _off_loop: Callable[..., Awaitable[Any]]
     _add_links: Callable[..., None]
     _follow_scope: Callable[[Outcome, str, str], bool]
     _canonical: Callable[..., str | None]
@@ -169,7 +168,7 @@ class PageHandler:
                     self._add_links([target], claim.depth, outcome)
             return outcome
         if is_sitemap:
-            await self._off_loop(self._sitemap, claim, result, outcome)
+            self._sitemap(claim, result, outcome)
             return outcome
         extracted = None
         if result.status == 200 and extract.is_extractable(result.content_type):
@@ -178,7 +177,7 @@ class PageHandler:
             extracted = await asyncio.to_thread(
                 extract.extract, result.body, fetch_url, result.headers.get("content-type")
             )
-        outcome.page = await self._off_loop(self._page_record, claim, result, outcome, extracted, patterns)
+        outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
         self._schedule_revisit(claim, outcome)
         return outcome
 
@@ -380,12 +379,7 @@ class PageHandler:
         # Words counted by their separators: a C-level count, not a split of the whole text.
         words = page.compared_text.count(" ") + 1  # of the text the SimHash is of
         patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
-        # This runs off the event loop (Worker._off_loop), where _site_patterns may meanwhile
-        # have let this host's entry go to make room: then the lessons are written at once.
-        entry = self._patterns.get(claim.host)
-        if entry is None or entry[1] is not patterns:
-            outcome.patterns = patterns.to_json()
-            return
+        entry = self._patterns[claim.host]
         entry[2] += 1
         if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
             outcome.patterns = patterns.to_json()

@@ -204,7 +204,6 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.lease = settings.effective_lease_seconds()
         self._changed = asyncio.Condition()
         self._anchors_stored: set[int] = set()
-        self._page_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pages")
         # SQLite: releases share transactions. PostgreSQL: each on a store thread, in parallel.
         self._batcher = ReleaseBatcher(store) if self._store_threads is None else None
         # How late this process's loop runs, reported to the store (status, the progress line).
@@ -227,14 +226,6 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         if self._store_threads is None:
             return fn(*args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
-
-    async def _off_loop(self, fn, *args):
-        """Run a page's CPU work (parsing, text, SimHash, links, what the patterns learn) on the
-        worker's page thread, one page at a time, so the event loop stays free to send each
-        request at its host's time and to read each answer as it comes: a request sent late, or
-        an answer read late, is time its host waits beyond its delay. (The thread takes the GIL
-        from the loop for at most the interpreter's switch interval, 5 ms, at a time.)"""
-        return await asyncio.get_running_loop().run_in_executor(self._page_thread, partial(fn, *args))
 
     async def _report_loop_lag(self) -> None:
         """Write this process's loop-lag histogram to the store (advisory: a failure is skipped)."""
@@ -267,7 +258,6 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         finally:
             reporter.cancel()
             await self._report_loop_lag()  # the last figures, so status shows the whole run
-            self._page_thread.shutdown(wait=True)
             if self._store_threads is not None:
                 self._store_threads.shutdown(wait=True)
         if self._fatal is not None:
