@@ -191,7 +191,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # store call on one store thread, or releases on a writer thread with a connection of its
         # own, kept the loop freer but gave 0.53 and 0.58 of the bound against 0.64 and 0.65 for
         # this code in the same sequences of runs: a claim waited behind a group's commit, or in
-        # SQLite's busy handler for the lock the other connection held.
+        # SQLite's busy handler for the lock the other connection held. Pages parsed on a thread of
+        # their own did worse too (0.62-0.68 against 0.74): the loop then waits for the GIL behind
+        # that thread, up to 5 ms for each of the hundreds of turns it takes a second.
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
