@@ -52,6 +52,40 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "crawl.db")
 
 
+def run_worker(settings, seeds, *, store_wrapper=None, fetcher_cls=None, **fetcher_kw):
+    """One ``Worker`` crawling ``seeds`` to the end in this process, as a worker process runs it
+    (seeds queued, their scope made), with its store wrapped by ``store_wrapper(store)`` and its
+    fetcher a ``fetcher_cls`` (``Fetcher.from_settings(settings, **fetcher_kw)``): what a test
+    changes of a worker's surroundings. Returns the Worker (its loop lag, its patterns …)."""
+    import asyncio
+    import time
+
+    from politecrawl.crawl.budget import PageBudget
+    from politecrawl.crawl.worker import Worker
+    from politecrawl.net.fetch import Fetcher
+    from politecrawl.policy.hosts import host_key
+    from politecrawl.store import NewURL, open_store
+
+    store = open_store(settings.db)
+    try:
+        scope = Crawler(settings).scope_for(store, seeds)
+        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], time.time())
+        wrapped = store if store_wrapper is None else store_wrapper(store)
+
+        async def run() -> Worker:
+            fetcher = (fetcher_cls or Fetcher).from_settings(
+                settings, clock=lambda: time.time() + store.clock_offset, **fetcher_kw
+            )
+            async with fetcher:
+                worker = Worker(settings, wrapped, fetcher, scope, PageBudget(None), asyncio.Event())
+                await worker.run()
+                return worker
+
+        return asyncio.run(run())
+    finally:
+        store.close()
+
+
 def crawl(db: str, seeds, **flags):
     """Run a whole crawl in-process (its workers are real processes); returns the report."""
     settings = load_settings({"db": db, "workers": 2, "min_delay": 0.05, "max_time": 60, **flags}, env={})

@@ -20,6 +20,7 @@ _spec.loader.exec_module(_root)  # type: ignore[union-attr]
 
 REPO = _root.REPO
 crawl = _root.crawl
+run_worker = _root.run_worker
 run_cli = _root.run_cli
 start_cli = _root.start_cli
 cli_command = _root.cli_command

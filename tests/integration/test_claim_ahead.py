@@ -4,19 +4,13 @@ own host's time. Judged on what the servers received: no gap shorter than the de
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import replace
 
-from politecrawl.config import load_settings, user_agent_string
+from politecrawl.config import load_settings
 from politecrawl.crawl import worker as worker_module
-from politecrawl.crawl.budget import PageBudget
-from politecrawl.crawl.crawler import Crawler
-from politecrawl.crawl.worker import Worker
 from politecrawl.faces.sandbox import SandboxHost, violations
-from politecrawl.net.fetch import Fetcher
-from politecrawl.policy.hosts import host_key
-from politecrawl.store import NewURL, open_store
+
+from conftest import run_worker
 
 DELAY = 0.5
 #: Wide enough that a claim taken ahead and not waited for is plainly early.
@@ -52,26 +46,7 @@ class RecordingStore:
 
 def _crawl(db: str, seeds: list[str], store_wrapper) -> RecordingStore:
     settings = load_settings({"db": db, "workers": 1, "min_delay": DELAY, "max_depth": 1}, env={})
-    store = open_store(db)
-    try:
-        scope = Crawler(settings).scope_for(store, seeds)
-        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], time.time())
-        recording = store_wrapper(store)
-
-        async def run():
-            async with Fetcher(
-                user_agent=user_agent_string(settings),
-                max_bytes=settings.max_page_bytes,
-                connect_timeout=5,
-                read_timeout=5,
-                total_timeout=10,
-            ) as fetcher:
-                await Worker(settings, recording, fetcher, scope, PageBudget(None), asyncio.Event()).run()
-
-        asyncio.run(run())
-        return recording
-    finally:
-        store.close()
+    return run_worker(settings, seeds, store_wrapper=store_wrapper).store
 
 
 def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sandbox_factory, db_path, monkeypatch):

@@ -14,15 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from politecrawl.config import load_settings, user_agent_string
-from politecrawl.crawl.budget import PageBudget
-from politecrawl.crawl.crawler import Crawler
-from politecrawl.crawl.worker import Worker
+from politecrawl.config import load_settings
 from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.net.fetch import Fetcher
-from politecrawl.policy.hosts import host_key
-from politecrawl.store import NewURL, open_store
+from politecrawl.store import open_store
 
+from conftest import run_worker
 from servers.raw import http_response
 
 BODY = b"<html><title>t</title><body>ok</body></html>"
@@ -127,28 +124,13 @@ def _crawl_with_stalls(db: str, seeds: list[str], *, loop_stalls: int, store_sta
     """One worker crawls ``seeds`` to the end; meanwhile its event loop is blocked for 0.5 s
     ``loop_stalls`` times (a long parse) and its store for 0.5 s ``store_stalls`` times."""
     settings = load_settings({"db": db, "workers": 1, "min_delay": 0.2, "max_depth": 1}, env={})
-    store = open_store(db)
-    try:
-        scope = Crawler(settings).scope_for(store, seeds)
-        now = time.time()
-        store.seed_urls([NewURL(u, host_key(u), 0, 0) for u in scope.seeds], now)
-
-        async def run():
-            async with StallingFetcher(
-                stalls=loop_stalls,
-                clock=lambda: time.time() + store.clock_offset,
-                user_agent=user_agent_string(settings),
-                max_bytes=settings.max_page_bytes,
-                connect_timeout=settings.connect_timeout,
-                read_timeout=settings.read_timeout,
-                total_timeout=settings.total_timeout,
-            ) as fetcher:
-                stalling = StallingStore(store, 0.5, store_stalls)
-                await Worker(settings, stalling, fetcher, scope, PageBudget(None), asyncio.Event()).run()
-
-        asyncio.run(run())
-    finally:
-        store.close()
+    run_worker(
+        settings,
+        seeds,
+        store_wrapper=lambda store: StallingStore(store, 0.5, store_stalls),
+        fetcher_cls=StallingFetcher,
+        stalls=loop_stalls,
+    )
 
 
 def _recorded(db: str) -> tuple[dict[str, float], list]:

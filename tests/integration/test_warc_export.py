@@ -34,7 +34,7 @@ CRAWL_SCRIPT = r'''
 import asyncio, json, sys, time
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
-from politecrawl.config import load_settings, user_agent_string
+from politecrawl.config import load_settings
 from politecrawl.crawl.crawler import Crawler
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.crawl.budget import PageBudget
@@ -60,10 +60,9 @@ def archived_crawl(db, seeds, warc_dir, **flags):
         async def run():
             warc = WarcWriter.from_settings(settings)
             try:
-                async with Fetcher(clock=lambda: time.time() + store.clock_offset,
-                                   user_agent=user_agent_string(settings), max_bytes=settings.max_page_bytes,
-                                   connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
-                                   total_timeout=settings.total_timeout, recorder=warc) as fetcher:
+                async with Fetcher.from_settings(
+                    settings, clock=lambda: time.time() + store.clock_offset, recorder=warc
+                ) as fetcher:
                     await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages),
                                  asyncio.Event()).run()
             finally:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from politecrawl.config import Settings, user_agent_string
+from politecrawl.config import Settings
 from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.logs import setup_logging
 from politecrawl.net.fetch import Fetcher
@@ -142,15 +142,8 @@ async def _worker_async(
     warc = None
     try:
         warc = WarcWriter.from_settings(settings)  # None without --warc; finishes dead writers' files
-        async with Fetcher(
-            clock=lambda: time.time() + store.clock_offset,
-            user_agent=user_agent_string(settings),
-            max_bytes=settings.max_page_bytes,
-            connect_timeout=settings.connect_timeout,
-            read_timeout=settings.read_timeout,
-            total_timeout=settings.total_timeout,
-            ca_bundle=settings.ca_bundle,
-            recorder=warc,
+        async with Fetcher.from_settings(
+            settings, clock=lambda: time.time() + store.clock_offset, recorder=warc
         ) as fetcher:
             await Worker(
                 settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop, idle_poll=idle_poll

@@ -22,9 +22,12 @@ import ssl
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Self
 
 import aiohttp
+
+if TYPE_CHECKING:
+    from politecrawl.config import Settings
 
 __all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING"]
 
@@ -215,6 +218,22 @@ class Fetcher:
         # as OpenSSL does), or against ca_bundle when given (a site behind a private CA).
         self._ssl = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
         self.loop_lag = LoopLag()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kw) -> Self:
+        """The fetcher ``settings`` asks for (User-Agent, body cap, timeouts, CA bundle); ``kw``
+        adds the rest (``clock``, ``recorder``, ``session`` …)."""
+        from politecrawl.config import user_agent_string
+
+        return cls(
+            user_agent=user_agent_string(settings),
+            max_bytes=settings.max_page_bytes,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            total_timeout=settings.total_timeout,
+            ca_bundle=settings.ca_bundle,
+            **kw,
+        )
 
     async def __aenter__(self) -> "Fetcher":
         self.loop_lag.start()
