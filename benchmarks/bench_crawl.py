@@ -69,6 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _proctree import TreeRun, run_tree  # noqa: E402
 
 from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
+from politecrawl.faces.sandbox_sites import answer_range  # noqa: E402
 
 
 # --------------------------------------------------------------------------- the web
@@ -311,11 +312,20 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
     return out
 
 
+def _answer_ms(text: str) -> str:
+    """--answer-ms as given, once it reads as LO-HI (a bad value is one line from argparse)."""
+    try:
+        answer_range(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected LO-HI in milliseconds (e.g. 100-300): {exc}") from None
+    return text
+
+
 def _nominal_answer(args) -> float:
     """A host's answer time when the run saw none of its answers: the middle of --answer-ms."""
     if not getattr(args, "answer_ms", None):
         return 0.002
-    lo, hi = (float(x) / 1000 for x in args.answer_ms.split("-"))
+    lo, hi = answer_range(args.answer_ms)
     return (lo + hi) / 2
 
 
@@ -547,6 +557,7 @@ def main() -> None:
     ap.add_argument("--throttle-every", type=int, default=0, help="every Nth host answers 429 to each 5th page")
     ap.add_argument(
         "--answer-ms",
+        type=_answer_ms,
         metavar="LO-HI",
         help="every other host answers after its own time in [LO, HI] ms, like servers on the web (e.g. 100-300)",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from politecrawl.faces import sandbox
-from politecrawl.faces.sandbox_sites import bench_hosts
+from politecrawl.faces.sandbox_sites import answer_range, bench_hosts
 
 
 def test_answer_seconds_gives_each_host_its_own_time_in_the_range():
@@ -28,3 +28,10 @@ def test_the_sandbox_command_refuses_a_malformed_answer_range(capsys, tmp_path):
         sandbox._main(["--hosts", "1", "--answer-ms", "fast", "--log", str(tmp_path / "log")])
     assert exit_.value.code == 2
     assert "--answer-ms: expected LO-HI in milliseconds" in capsys.readouterr().err
+
+
+def test_answer_range_reads_milliseconds_low_first():
+    assert answer_range("100-300") == (0.1, 0.3)
+    for bad in ("300-100", "fast", "100", "-5-10"):
+        with pytest.raises(ValueError):
+            answer_range(bad)

@@ -300,7 +300,7 @@ def _main(argv: list[str] | None = None) -> None:
     import signal as _signal
     import sys
 
-    from .sandbox_sites import bench_hosts  # here, not at the top: sandbox_sites builds on this module
+    from .sandbox_sites import answer_range, bench_hosts  # here, not at the top: sandbox_sites builds on this module
 
     ap = argparse.ArgumentParser(prog="python -m politecrawl.faces.sandbox")
     ap.add_argument("--hosts", type=int, default=200)
@@ -324,10 +324,9 @@ def _main(argv: list[str] | None = None) -> None:
     answer = None
     if args.answer_ms:
         try:
-            lo, hi = (float(x) / 1000 for x in args.answer_ms.split("-"))
+            answer = answer_range(args.answer_ms)
         except ValueError:
             ap.error(f"--answer-ms: expected LO-HI in milliseconds (e.g. 100-300), got {args.answer_ms!r}")
-        answer = (lo, hi)
     hosts = bench_hosts(
         args.hosts,
         first_ip=args.first_ip,

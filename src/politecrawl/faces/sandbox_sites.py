@@ -10,7 +10,7 @@ import random
 
 from .sandbox import Handler, Reply, SandboxHost
 
-__all__ = ["RealisticPages", "bench_hosts", "demo_hosts"]
+__all__ = ["RealisticPages", "answer_range", "bench_hosts", "demo_hosts"]
 
 
 # --------------------------------------------------------------------------- the demo web
@@ -295,6 +295,16 @@ class RealisticPages:
             parts.append('<ul class="more">' + "".join(f"<li>{a}</li>" for a in links) + "</ul>\n")
         parts.append(tail)
         return "".join(parts)
+
+
+def answer_range(text: str) -> tuple[float, float]:
+    """``"100-300"`` (milliseconds) as ``(0.1, 0.3)`` seconds: ``--answer-ms``'s value. ValueError
+    when it is not two numbers, low first."""
+    lo, sep, hi = text.partition("-")
+    low, high = float(lo) / 1000, float(hi) / 1000
+    if not sep or not 0 <= low <= high:
+        raise ValueError(f"not LO-HI in milliseconds: {text!r}")
+    return low, high
 
 
 def bench_hosts(
