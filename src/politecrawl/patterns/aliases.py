@@ -18,7 +18,7 @@ from itertools import islice
 from typing import Any
 
 from .shape import _literal, _Parts, _path_template, _split, segment_template
-from .state import _DECODER, MAX_EVIDENCE_URL_LENGTH, _changed, _encode, _JSONState, _plain
+from .state import _DECODER, MAX_EVIDENCE_URL_LENGTH, _encode, _JSONState, _plain
 
 __all__ = [
     "AliasRule",
@@ -191,6 +191,8 @@ class AliasRules(_JSONState):
     pages are mostly new ones, added at the end), so that writing the state after a page encodes
     that page, not all of them again; see :meth:`pages_json` and :meth:`_take_pages`.
     """
+
+    SETTINGS = ("min_confirmed", "max_pages", "max_rules", "max_examples", "canonical_distance")
 
     def __init__(
         self,
@@ -471,19 +473,10 @@ class AliasRules(_JSONState):
         self.pages, self._pages_text, self._pages_counted, self._waiting = {}, "{}", 0, None
         return pages, list(added), end, waiting
 
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "min_confirmed": self.min_confirmed,
-            "max_pages": self.max_pages,
-            "max_rules": self.max_rules,
-            "max_examples": self.max_examples,
-            "canonical_distance": self.canonical_distance,
-        }
-
     def to_dict(self, *, pages: bool = True) -> dict[str, Any]:
         """The state as plain values; ``pages=False``: without the pages (see ``site.py``)."""
         data = {
-            "config": _changed(self._settings(), _ALIAS_DEFAULTS),
+            "config": self._changed_settings(),
             "clock": self.clock,
             "rules": [_plain(rule) for rule in self._rules.values()],
             "shared": self.shared,
@@ -532,6 +525,3 @@ class AliasRules(_JSONState):
             aliases._waiting = waiting
             aliases._waiting_limit = max(4 * aliases.max_pages, 2 * len(waiting))
         return aliases
-
-
-_ALIAS_DEFAULTS = AliasRules()._settings()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .shape import template
-from .state import _changed, _JSONState, _pack_simhashes, _unpack_simhashes
+from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
     "LONG_NOVEL_DISTANCE",
@@ -126,6 +126,19 @@ class TemplateBudget(_JSONState):
     fewest pages (then the least recently observed) is forgotten, so exhausted templates,
     which have the most pages, are kept longest.
     """
+
+    SETTINGS = (
+        "min_pages",
+        "early_pages",
+        "window",
+        "min_novel_share",
+        "near_distance",
+        "long_distance",
+        "thin_words",
+        "sample_size",
+        "max_templates",
+        "max_families",
+    )
 
     def __init__(
         self,
@@ -276,23 +289,9 @@ class TemplateBudget(_JSONState):
 
         return {"templates": rows(self.templates), "families": rows(self.families)}
 
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "min_pages": self.min_pages,
-            "early_pages": self.early_pages,
-            "window": self.window,
-            "min_novel_share": self.min_novel_share,
-            "near_distance": self.near_distance,
-            "long_distance": self.long_distance,
-            "thin_words": self.thin_words,
-            "sample_size": self.sample_size,
-            "max_templates": self.max_templates,
-            "max_families": self.max_families,
-        }
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "config": _changed(self._settings(), _BUDGET_DEFAULTS),
+            "config": self._changed_settings(),
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
@@ -305,6 +304,3 @@ class TemplateBudget(_JSONState):
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
         return budget
-
-
-_BUDGET_DEFAULTS = TemplateBudget()._settings()

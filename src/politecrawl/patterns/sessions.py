@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .shape import _literal, _path_template, _split, is_token
-from .state import MAX_EVIDENCE_URL_LENGTH, _changed, _JSONState, _plain
+from .state import MAX_EVIDENCE_URL_LENGTH, _JSONState, _plain
 
 __all__ = [
     "SessionRule",
@@ -100,6 +100,8 @@ class SessionTokens(_JSONState):
     Memory: at most ``max_candidates`` candidates, each with ``max_links`` links of at most
     ``min_values`` values; at most ``max_rules`` rules with ``min_values`` example values.
     """
+
+    SETTINGS = ("min_values", "min_shared", "max_candidates", "max_links", "max_rules")
 
     def __init__(
         self,
@@ -221,18 +223,9 @@ class SessionTokens(_JSONState):
         """``url`` without the learned session tokens (segment removed, parameter dropped)."""
         return self.strip_with_rules(url)[0]
 
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "min_values": self.min_values,
-            "min_shared": self.min_shared,
-            "max_candidates": self.max_candidates,
-            "max_links": self.max_links,
-            "max_rules": self.max_rules,
-        }
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "config": _changed(self._settings(), _SESSION_DEFAULTS),
+            "config": self._changed_settings(),
             "rules": [_plain(rule) for rule in self.rules.values()],
             "candidates": self.candidates,
             "mounts": self.mounts,
@@ -247,6 +240,3 @@ class SessionTokens(_JSONState):
         tokens.candidates = {k: {r: list(v) for r, v in t.items()} for k, t in data["candidates"].items()}
         tokens.mounts = list(data.get("mounts", []))
         return tokens
-
-
-_SESSION_DEFAULTS = SessionTokens()._settings()

@@ -54,11 +54,8 @@ def _unpack_simhashes(text: str) -> list[int]:
     return list(struct.unpack(f">{len(text) // 16}Q", bytes.fromhex(text)))
 
 
-def _changed(settings: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """The settings that differ from the class's defaults: what a stored state records of its
-    configuration (usually nothing: the defaults are what the crawler uses), read back as the
-    constructor's keyword arguments."""
-    return {name: value for name, value in settings.items() if defaults[name] != value}
+# Each state class's settings as a fresh instance has them, read once per class.
+_DEFAULT_SETTINGS: dict[type, dict[str, Any]] = {}
 
 
 def _plain(obj: Any) -> dict[str, Any]:
@@ -70,6 +67,21 @@ def _plain(obj: Any) -> dict[str, Any]:
 class _JSONState(ABC):
     """``to_json``/``from_json`` over a class's ``to_dict``/``from_dict`` (an abstract base: a
     subclass that lacks either cannot be instantiated)."""
+
+    #: The constructor's keyword arguments a stored state records, when they differ from a
+    #: fresh instance's (:meth:`_changed_settings`).
+    SETTINGS: tuple[str, ...] = ()
+
+    def _changed_settings(self) -> dict[str, Any]:
+        """The settings that differ from the class's defaults: what a stored state records of its
+        configuration (usually nothing: the defaults are what the crawler uses), read back as the
+        constructor's keyword arguments."""
+        cls = type(self)
+        defaults = _DEFAULT_SETTINGS.get(cls)
+        if defaults is None:
+            fresh = cls()
+            defaults = _DEFAULT_SETTINGS[cls] = {name: getattr(fresh, name) for name in cls.SETTINGS}
+        return {name: value for name in cls.SETTINGS if (value := getattr(self, name)) != defaults[name]}
 
     @abstractmethod
     def to_dict(self) -> dict[str, Any]:
