@@ -1275,17 +1275,22 @@ def test_postgres_transaction_on_a_dying_connection_is_retried_once_on_a_fresh_o
 
 
 class _ConnectionKiller:
-    """Terminates a store's server connections every ``period`` seconds, in a thread, while in use."""
+    """Terminates a store's server connections every ``period`` seconds, in a thread, for
+    ``seconds`` (a failover, an administrator's loop) or until the block ends."""
 
-    def __init__(self, target, period: float) -> None:
+    def __init__(self, target, period: float, seconds: float) -> None:
         import threading
 
         self.target, self.period, self.kills = target, period, 0
+        self._until = time.monotonic() + seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period):
+        # Ends by itself: a store call still retrying then gets through, as it would once the
+        # database is back (under load a connect and a transaction can outlast the period, so a
+        # killer that went on until the call returned could keep it failing for good).
+        while not self._stop.wait(self.period) and time.monotonic() < self._until:
             self.kills += self.target.kill_connections()
 
     def __enter__(self) -> _ConnectionKiller:
@@ -1302,7 +1307,7 @@ def test_postgres_store_opens_and_works_while_its_connections_are_killed_again_a
     """A worker started during a database restart or a failover: it waits, it does not give up."""
     pg_store_factory().close()  # the schema exists: what follows is a worker opening it
     opened = 0
-    with _ConnectionKiller(pg_store_factory, 0.02) as killer:
+    with _ConnectionKiller(pg_store_factory, 0.02, seconds=3.0) as killer:
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:
             store = pg_store_factory()  # any step of an open may meet a killed connection
