@@ -20,7 +20,6 @@ import asyncio
 import os
 import ssl
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Self
 
@@ -142,13 +141,13 @@ class LoopLag:
     ``FetchResult.loop_lag`` keeps it beside the raw measure, and the fetch log keeps both.
     """
 
-    def __init__(self, interval: float = 0.05, keep: int = 64) -> None:
+    def __init__(self, interval: float = 0.05) -> None:
         self.interval = interval
-        self._ticks: deque[tuple[float, float]] = deque(maxlen=keep)  # (ran at, how late)
         #: Called with each tick's lateness in seconds (the worker's loop-lag histogram).
         self.observer: Callable[[float], None] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._due = 0.0
+        self._late_total = 0.0  # the lateness of every tick that has run, summed
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -164,21 +163,27 @@ class LoopLag:
         loop = asyncio.get_running_loop()
         now = loop.time()
         late = max(0.0, now - self._due)
-        self._ticks.append((now, late))
+        self._late_total += late
         if self.observer is not None:
             self.observer(late)
         self._due = now + self.interval
         self._handle = loop.call_at(self._due, self._tick)
 
-    def since(self, start: float) -> float:
-        """How far behind the loop ran since ``start`` (``loop.time()``): the latest tick's lag
-        among those that ran since then, or how overdue the next tick is now (a response read
-        in the same loop iteration as a late tick is read before the tick runs)."""
+    def mark(self) -> float:
+        """The loop's lateness so far, summed (a clock that runs only while the loop is late):
+        ``since(mark())`` at the end of a request is how late the loop ran meanwhile."""
         if self._handle is None:
             return 0.0
-        overdue = asyncio.get_running_loop().time() - self._due
-        late = [lag for ran, lag in self._ticks if ran >= start]
-        return max(overdue, max(late, default=0.0), 0.0)
+        # The next tick is overdue by now - due: that part of its lateness has already happened.
+        return self._late_total + max(0.0, asyncio.get_running_loop().time() - self._due)
+
+    def since(self, mark: float) -> float:
+        """How late the loop ran since ``mark`` (from ``mark()``): every late stretch in between,
+        summed. A request open across several stalls, a tick running between them, was late by
+        all of them; the largest alone would leave the rest counted as the server's time."""
+        if self._handle is None:
+            return 0.0
+        return max(0.0, self.mark() - mark)
 
 
 class Fetcher:
@@ -292,13 +297,13 @@ class Fetcher:
             headers["If-Modified-Since"] = last_modified
         started = self.clock()
         t0 = time.monotonic()
-        loop_t0 = asyncio.get_running_loop().time()
+        lag_mark = self.loop_lag.mark()
         result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
         large: asyncio.Semaphore | None = None  # the large-body permit, once this body needs one
         try:
             async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
                 result.response_seconds = time.monotonic() - t0
-                result.loop_lag = min(self.loop_lag.since(loop_t0), result.response_seconds)
+                result.loop_lag = min(self.loop_lag.since(lag_mark), result.response_seconds)
                 result.status = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
                 result.header_values = {k: resp.headers.getall(k) for k in REPEATED_HEADERS if k in resp.headers}
