@@ -153,9 +153,11 @@ def test_a_stalled_worker_does_not_slow_its_hosts(sandbox_factory, db_path):
     assert len(pages) >= 6 * 12, len(pages)  # the stalls happened while requests were open
     assert max(r.response_seconds for r in pages) >= 0.4  # the loop's stall was seen by some request …
     # … and taken out: no host's response time, and no delay owed, counts it (10 × 0.5 s = 5 s).
-    # (Counted, one 0.5 s stall would have made a host's smoothed time ≥ 0.2 s and its delay ≥ 2 s.)
+    # (Counted, one 0.5 s stall would have made a host's smoothed time ≥ 0.2 s and its delay ≥ 2 s.
+    # The ticker sees a stall from the first tick it delays, up to 50 ms after it began, and a
+    # loaded machine slows the servers' own 50 ms too: hence 1.5 s, not the 0.5 s owed.)
     assert max(response_times.values()) < 0.1, response_times
-    assert max(r.delay for r in pages) < 1.0, sorted(r.delay for r in pages)[-5:]
+    assert max(r.delay for r in pages) < 1.5, sorted(r.delay for r in pages)[-5:]
 
 
 def test_negative_control_a_slow_server_is_still_waited_ten_times_its_response(sandbox_factory, db_path):
