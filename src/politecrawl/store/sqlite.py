@@ -135,13 +135,29 @@ def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:
     return db
 
 
+#: WAL pages written before a commit copies them back into the database (SQLite's default: 1,000).
+WAL_AUTOCHECKPOINT_PAGES = 10_000
+#: A WAL file larger than this after a checkpoint is cut back to it.
+WAL_SIZE_LIMIT = 64 << 20
+
+
 def _tune(db: sqlite3.Connection) -> None:
     """WAL (readers never block the writer) and NORMAL sync (no fsync per commit; safe in WAL).
+
+    Checkpoints ten times rarer than SQLite's default: a crawl rewrites the same pages (the
+    hosts table, the frontier's indexes) in every commit, and a checkpoint copies each page
+    once however often it was written since the last one, and pays two fsyncs. At the default
+    a worker paid a checkpoint every few seconds inline on its event loop, and a store call
+    that landed on one waited for its fsyncs (``benchmarks/bench_store.py --procs 2
+    --page-bytes 20000`` shows the claim rate and its p99 either way). The WAL then grows to
+    ~40 MB between checkpoints; ``WAL_SIZE_LIMIT`` keeps it from staying larger.
 
     Only once the file is known to be a politecrawl store: switching another program's
     database to WAL would change its file."""
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
+    db.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+    db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
 
 
 class SQLiteStore:
