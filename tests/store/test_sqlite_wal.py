@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from politecrawl.store.sqlite import WAL_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT, SQLiteStore
+from politecrawl.store.sqlite import SQLiteStore
+from politecrawl.store.sqlite_connection import WAL_AUTOCHECKPOINT_PAGES, WAL_SIZE_LIMIT
 
 
 def _fill(db: sqlite3.Connection, commits: int) -> None:

@@ -404,9 +404,12 @@ def test_compiled_errors_propagate():
     assert _dedup.simhash(b"", 3, failing) == 0 and _dedup.simhash(b" \t ", 1, failing) == 0
 
 
-def _load_dedup_as(name: str) -> object:
-    """A fresh copy of dedup.py (the tests' module is left alone), imported now."""
-    spec = importlib.util.spec_from_file_location(f"politecrawl.content.{name}", dedup.__file__)
+def _load_compiled_as(name: str) -> object:
+    """A fresh copy of content/compiled.py (which loads _dedup.c; the tests' module is left
+    alone), imported now."""
+    from politecrawl.content import compiled
+
+    spec = importlib.util.spec_from_file_location(f"politecrawl.content.{name}", compiled.__file__)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -419,8 +422,11 @@ def test_falls_back_to_numpy_without_the_compiled_loops(monkeypatch, how):
         monkeypatch.setitem(sys.modules, "politecrawl.content._dedup", None)  # its import raises ImportError
     else:
         monkeypatch.setenv("POLITECRAWL_NO_KERNELS", "1")
-    module = _load_dedup_as("dedup_without_compiled")
-    assert module._compiled_simhash is None and module._compiled_squeeze is None
+    loaded = _load_compiled_as("compiled_without_c")
+    assert loaded.simhash is None and loaded.squeeze_spaces is None and loaded.squash_whitespace is None
+    monkeypatch.setattr(dedup, "_compiled_simhash", loaded.simhash)
+    monkeypatch.setattr(dedup, "_compiled_squeeze", loaded.squeeze_spaces)
+    module = dedup
     numpy_calls = []
     real = module._simhash_numpy
     monkeypatch.setattr(module, "_simhash_numpy", lambda data, shingle: numpy_calls.append(data) or real(data, shingle))

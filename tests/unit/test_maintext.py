@@ -169,8 +169,9 @@ def test_squash_whitespace_in_pieces_is_split_and_join(monkeypatch, piece):
     """A long text is squashed a piece at a time (bounded memory): the same as " ".join(split())."""
     import random
 
-    from politecrawl.content import maintext
+    from politecrawl.content import compiled, maintext
 
+    monkeypatch.setattr(compiled, "squash_whitespace", None)  # the Python code's pieces
     monkeypatch.setattr(maintext, "SPLIT_MAX_CHARS", 0)
     monkeypatch.setattr(maintext, "_PIECE", piece)
     rng = random.Random(piece)
@@ -178,3 +179,33 @@ def test_squash_whitespace_in_pieces_is_split_and_join(monkeypatch, piece):
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
         assert maintext.squash_whitespace(text) == " ".join(text.split()), repr(text)
+
+
+#: Every character str.split() splits on (str.isspace), and neighbours that look alike but are not.
+_UNICODE_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+_NOT_SPACES = ["\u200b", "\u2060", "\ufeff", "\x00", "_"]
+
+
+@pytest.mark.parametrize("widest", ["\xe9", "\u4e2d", "\U0001f600"])  # the three kinds of str
+def test_the_compiled_squash_is_split_and_join(widest):
+    """_dedup.c's squash_whitespace gives " ".join(text.split()) for every whitespace character
+    and every kind of str, as a canonical str (the narrowest kind: == and hash agree)."""
+    import random
+    import sys
+
+    from politecrawl.content import compiled
+
+    if compiled.squash_whitespace is None:
+        pytest.skip("politecrawl.content._dedup is not built (no C compiler)")
+    rng = random.Random(widest)
+    alphabet = _UNICODE_SPACES + _NOT_SPACES + ["a", "b", widest]
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        got, want = compiled.squash_whitespace(text), " ".join(text.split())
+        assert got == want and hash(got) == hash(want), repr(text)
+        assert sys.getsizeof(got) == sys.getsizeof(want), repr(text)  # the same kind: canonical
+    # Wide whitespace around narrow words gives a narrow str.
+    narrow = compiled.squash_whitespace("\u3000 ab\u2003cd\U0001f600"[:-1])
+    assert narrow == "ab cd" and sys.getsizeof(narrow) == sys.getsizeof("ab cd")
+    with pytest.raises(TypeError):
+        compiled.squash_whitespace(b"bytes")  # type: ignore[arg-type]

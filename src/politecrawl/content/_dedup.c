@@ -1,4 +1,4 @@
-/* SimHash's per-word loop and text_fingerprint's space squeezing, compiled:
+/* SimHash's per-word loop, text_fingerprint's space squeezing and page text's whitespace, compiled:
  * politecrawl.content._dedup.
  *
  * Why C: on a ~20 KB page the numpy simhash spent most of its time in Python-level steps, not in
@@ -18,6 +18,7 @@
  * Contents:
  *   the word digest cache   word bytes -> 8-byte digest, open addressing, bounded
  *   simhash(data, shingle, word_digest)   the words' digests, shingles, majority bits
+ *   squash_whitespace(text)   maintext's " ".join(text.split()) on a str, no object per word
  *   squeeze_spaces(data)    runs of spaces made one, the ends stripped (text_fingerprint)
  *   cache_len(), cache_clear()   for the tests
  */
@@ -244,6 +245,54 @@ static PyObject *d_squeeze_spaces(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* ---------------------------------------------------------------- squash_whitespace */
+
+/* maintext.squash_whitespace: " ".join(text.split()) in one pass over the str, without the str
+ * object per word that str.split makes (~60 bytes each, the whole text's worth at once). The
+ * same whitespace as str.split: Py_UNICODE_ISSPACE. The words are copied into a buffer of the
+ * input's kind; PyUnicode_FromKindAndData then makes the canonical str (the narrowest kind that
+ * holds it, as every str must be for == and hashing to agree). */
+#define SQUASH_LOOP(TYPE)                                    \
+    do {                                                     \
+        const TYPE *in = (const TYPE *)src;                  \
+        TYPE *out = (TYPE *)buf;                             \
+        for (Py_ssize_t i = 0; i < n; i++) {                 \
+            Py_UCS4 ch = in[i];                              \
+            if (Py_UNICODE_ISSPACE(ch)) {                    \
+                gap = w > 0;                                 \
+                continue;                                    \
+            }                                                \
+            if (gap) {                                       \
+                out[w++] = ' ';                              \
+                gap = 0;                                     \
+            }                                                \
+            out[w++] = (TYPE)ch;                             \
+        }                                                    \
+    } while (0)
+
+static PyObject *d_squash_whitespace(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "squash_whitespace needs str, not %.100s", Py_TYPE(arg)->tp_name);
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(arg) < 0) return NULL;
+#endif
+    int kind = PyUnicode_KIND(arg);
+    const void *src = PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    void *buf = PyMem_Malloc(n > 0 ? (size_t)n * (size_t)kind : 1);
+    if (!buf) return PyErr_NoMemory();
+    Py_ssize_t w = 0;
+    int gap = 0;
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND: SQUASH_LOOP(Py_UCS1); break;
+    case PyUnicode_2BYTE_KIND: SQUASH_LOOP(Py_UCS2); break;
+    default: SQUASH_LOOP(Py_UCS4); break;
+    }
+    PyObject *result = PyUnicode_FromKindAndData(kind, buf, w);
+    PyMem_Free(buf);
+    return result;
+}
+
 /* ---------------------------------------------------------------- for the tests */
 
 static PyObject *d_cache_len(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(cache_used); }
@@ -257,13 +306,15 @@ static PyMethodDef module_methods[] = {
     {"simhash", d_simhash, METH_VARARGS,
      "simhash(data, shingle, word_digest) -> int: the SimHash of the words of data (translated UTF-8)"},
     {"squeeze_spaces", d_squeeze_spaces, METH_O, "squeeze_spaces(data) -> bytes: runs of spaces made one, ends stripped"},
+    {"squash_whitespace", d_squash_whitespace, METH_O,
+     "squash_whitespace(text) -> str: \" \".join(text.split()), without a str per word"},
     {"cache_len", d_cache_len, METH_NOARGS, "cache_len() -> int: words in the digest cache"},
     {"cache_clear", d_cache_clear, METH_NOARGS, "cache_clear() -> None: empties the digest cache"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef dedup_module = {
-    PyModuleDef_HEAD_INIT, "_dedup", "SimHash's per-word loop, compiled (see the C source).", -1, module_methods,
+    PyModuleDef_HEAD_INIT, "_dedup", "The per-word loops of SimHash and of page text, compiled (see the C source).", -1, module_methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -275,7 +326,7 @@ PyMODINIT_FUNC PyInit__dedup(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssss]", "cache_clear", "cache_len", "simhash", "squeeze_spaces");
+    PyObject *all = Py_BuildValue("[sssss]", "cache_clear", "cache_len", "simhash", "squash_whitespace", "squeeze_spaces");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

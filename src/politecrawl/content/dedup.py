@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import string
 import unicodedata
 from collections import defaultdict
-from collections.abc import Callable
 from typing import cast
 
 import numpy as np
+
+from . import compiled
 
 __all__ = [
     "NEAR_DISTANCE",
@@ -42,20 +42,11 @@ __all__ = [
 #: with the other on at least one of four 16-bit blocks.
 NEAR_DISTANCE = 3
 
-# The per-word loop of simhash and the space squeezing of text_fingerprint, compiled (_dedup.c):
-# optional, like the searcher's kernels (politecrawl.index.kernels): without a C compiler at install
-# time, or with POLITECRAWL_NO_KERNELS=1, the numpy and bytes code below runs, with the same results.
+# The per-word loop of simhash and the space squeezing of text_fingerprint, compiled (_dedup.c,
+# optional: see .compiled; without it the numpy and bytes code below runs, with the same results).
 # Read at call time, so a test can set them to None.
-_compiled_simhash: Callable[[bytes, int, Callable[[bytes], bytes]], int] | None
-_compiled_squeeze: Callable[[bytes], bytes] | None
-if os.environ.get("POLITECRAWL_NO_KERNELS", "") not in ("", "0"):
-    _compiled_simhash = _compiled_squeeze = None
-else:
-    try:
-        from ._dedup import simhash as _compiled_simhash
-        from ._dedup import squeeze_spaces as _compiled_squeeze
-    except ImportError:  # built without a C compiler
-        _compiled_simhash = _compiled_squeeze = None
+_compiled_simhash = compiled.simhash
+_compiled_squeeze = compiled.squeeze_spaces
 
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)

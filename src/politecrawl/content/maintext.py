@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborNode
 
+from . import compiled
+
 __all__ = [
     "INLINE_ELEMENTS",
     "join_inline",
@@ -129,11 +131,17 @@ _PIECE = 1 << 16
 def squash_whitespace(text: str) -> str:
     """Whitespace runs made one space, none at the ends: ``" ".join(text.split())``.
 
+    In one pass in C where ``_dedup.c`` is built (:mod:`.compiled`): split and join are a
+    worker's largest cost of a page's text, run twice a page over text full of the markup's
+    whitespace.
     str.split (and re.sub alike) makes a str object per word, ~60 bytes each: the 10 MB of text
     of a page at the body cap cost ~180 MB at once, and two workers doing it together broke the
-    crawl's memory bound (tests/integration/test_hostile_mix.py). A long text is squashed in
-    pieces of 64 Ki characters, a word cut at a piece's edge joined again: the words of one
-    piece at a time, then the result."""
+    crawl's memory bound (tests/integration/test_hostile_mix.py). Without the C loop, a long text
+    is squashed in pieces of 64 Ki characters, a word cut at a piece's edge joined again: the
+    words of one piece at a time, then the result."""
+    squash = compiled.squash_whitespace
+    if squash is not None:
+        return squash(text)
     if len(text) <= SPLIT_MAX_CHARS:
         return " ".join(text.split())
     out: list[str] = []

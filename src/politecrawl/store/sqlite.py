@@ -63,6 +63,7 @@ from .reads import (
     read_status,
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
+from .sqlite_connection import connect, tune
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
@@ -126,40 +127,6 @@ def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int
     return best
 
 
-def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:
-    # Read-only (export): SQLite itself refuses every write to the file.
-    target, uri = (f"{Path(path).resolve().as_uri()}?mode=ro", True) if read_only else (path, False)
-    db = sqlite3.connect(target, isolation_level=None, timeout=60.0, check_same_thread=False, uri=uri)
-    db.execute("PRAGMA busy_timeout = 60000")
-    db.execute("PRAGMA foreign_keys = OFF")
-    return db
-
-
-#: WAL pages written before a commit copies them back into the database (SQLite's default: 1,000).
-WAL_AUTOCHECKPOINT_PAGES = 10_000
-#: A WAL file larger than this after a checkpoint is cut back to it.
-WAL_SIZE_LIMIT = 64 << 20
-
-
-def _tune(db: sqlite3.Connection) -> None:
-    """WAL (readers never block the writer) and NORMAL sync (no fsync per commit; safe in WAL).
-
-    Checkpoints ten times rarer than SQLite's default: a crawl rewrites the same pages (the
-    hosts table, the frontier's indexes) in every commit, and a checkpoint copies each page
-    once however often it was written since the last one, and pays two fsyncs. At the default
-    a worker paid a checkpoint every few seconds inline on its event loop, and a store call
-    that landed on one waited for its fsyncs (``benchmarks/bench_store.py --procs 2
-    --page-bytes 20000`` shows the claim rate and its p99 either way). The WAL then grows to
-    ~40 MB between checkpoints; ``WAL_SIZE_LIMIT`` keeps it from staying larger.
-
-    Only once the file is known to be a politecrawl store: switching another program's
-    database to WAL would change its file."""
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
-    db.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
-    db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-
-
 class SQLiteStore:
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
@@ -179,10 +146,10 @@ class SQLiteStore:
                 raise StoreError(f"cannot create store {self.path}: folder {p.parent} does not exist")
         self._lock = threading.RLock()
         try:
-            self._db = _connect(self.path, read_only)
+            self._db = connect(self.path, read_only)
             self._check_or_create(create, read_only)
             if not read_only:
-                _tune(self._db)
+                tune(self._db)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
