@@ -1194,7 +1194,8 @@ def test_a_version_4_postgres_store_gets_the_ready_index_in_the_claims_order(pg_
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'hosts_ready' AND schemaname = current_schema()"
     )
     assert "(next_allowed_at, host) WHERE (pending > 0)" in definition
-    assert pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(pg_store_factory)
+    version = pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'")
+    assert version == _current_version(pg_store_factory)
     store.seed_urls([url(A, "/9")], T + 100)
     assert store.claim("w9", T + 100, LEASE) is not None  # the claim still finds its host
 

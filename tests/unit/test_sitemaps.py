@@ -273,3 +273,42 @@ def test_negative_control_a_tree_parser_pays_for_the_same_bombs(name):
             pass
 
     assert _peak(tree_parse, BOMBS[name]) > 40 * (1 << 20)
+
+
+# -- which URLs a sitemap may list (policy.sitemap_scope) -----------------------------------------
+
+OWNER = "http://a.example"
+
+
+@pytest.mark.parametrize(
+    "url, sitemap, allowed",
+    [
+        ("http://a.example/deep/page", "http://a.example/sitemap.xml", True),  # its own host
+        ("http://a.example/other/page", "http://a.example/blog/sitemap.xml", True),  # owner: any path
+        ("http://a.example/x", "http://hub.example/maps/a.xml", True),  # cross-submitted for a.example
+        ("http://hub.example/maps/page", "http://hub.example/maps/a.xml", True),  # the location rule
+        ("http://hub.example/other/page", "http://hub.example/maps/a.xml", False),  # above the file's folder
+        ("https://hub.example/maps/page", "http://hub.example/maps/a.xml", False),  # another scheme
+        ("http://b.example/x", "http://hub.example/maps/a.xml", False),  # a host that vouched for nothing
+        ("http://b.example/x", "http://a.example/sitemap.xml", False),
+    ],
+)
+def test_entries_a_sitemap_may_list(url, sitemap, allowed):
+    from politecrawl.policy.sitemap_scope import entry_allowed
+
+    assert entry_allowed(url, sitemap, OWNER) is allowed
+
+
+@pytest.mark.parametrize(
+    "url, index, allowed",
+    [
+        ("http://a.example/s/1.xml", "http://a.example/sitemap_index.xml", True),
+        ("http://hub.example/other/2.xml", "http://hub.example/maps/index.xml", True),  # the index's own host
+        ("http://a.example/s/3.xml", "http://hub.example/maps/index.xml", True),  # the owner's
+        ("http://b.example/s/4.xml", "http://hub.example/maps/index.xml", False),
+    ],
+)
+def test_sitemaps_an_index_may_name(url, index, allowed):
+    from politecrawl.policy.sitemap_scope import nested_allowed
+
+    assert nested_allowed(url, index, OWNER) is allowed
