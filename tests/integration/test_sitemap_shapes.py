@@ -14,7 +14,7 @@ import time
 from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
 
-from conftest import crawl
+from conftest import crawl, run_cli
 from servers.raw import http_response
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -272,3 +272,24 @@ def test_sitemap_xml_is_tried_once_per_host_where_robots_txt_names_none(sandbox_
     again = paths(sb, host)[before:]
     assert "/robots.txt" in again and "/later" in again  # the restart had its chance to guess
     assert "/sitemap.xml" not in again
+
+
+def test_no_guess_sitemap_flag_turns_the_guess_off(sandbox_factory, tmp_path):
+    host = SandboxHost("127.0.0.3")
+    sb = sandbox_factory([host])
+    serve(host, "User-agent: *\n", {"/sitemap.xml": urlset(host.url("/guessed-page"))}, ["/guessed-page"])
+    db = str(tmp_path / "off.db")
+    # The flag beats the environment, which asks for the guess.
+    out = run_cli(
+        "crawl",
+        host.url("/"),
+        "--db",
+        db,
+        "--min-delay",
+        "0.05",
+        "--no-guess-sitemap",
+        "-q",
+        env={"POLITECRAWL_GUESS_SITEMAP": "true"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert paths(sb, host) == ["/robots.txt", "/"]
