@@ -288,7 +288,9 @@ OWNER = "http://a.example"
         ("http://a.example/x", "http://hub.example/maps/a.xml", True),  # cross-submitted for a.example
         ("http://hub.example/maps/page", "http://hub.example/maps/a.xml", True),  # the location rule
         ("http://hub.example/other/page", "http://hub.example/maps/a.xml", False),  # above the file's folder
-        ("https://hub.example/maps/page", "http://hub.example/maps/a.xml", False),  # another scheme
+        ("https://hub.example/maps/page", "http://hub.example/maps/a.xml", False),  # the location rule is exact
+        ("https://a.example/deep/page", "https://a.example/sitemaps/all.xml", True),  # owner by name: any scheme
+        ("http://a.example:8080/x", "http://hub.example/maps/a.xml", True),  # … and port
         ("http://b.example/x", "http://hub.example/maps/a.xml", False),  # a host that vouched for nothing
         ("http://b.example/x", "http://a.example/sitemap.xml", False),
     ],
@@ -305,7 +307,9 @@ def test_entries_a_sitemap_may_list(url, sitemap, allowed):
         ("http://a.example/s/1.xml", "http://a.example/sitemap_index.xml", True),
         ("http://hub.example/other/2.xml", "http://hub.example/maps/index.xml", True),  # the index's own host
         ("http://a.example/s/3.xml", "http://hub.example/maps/index.xml", True),  # the owner's
+        ("https://a.example/s/5.xml", "http://hub.example/maps/index.xml", True),
         ("http://b.example/s/4.xml", "http://hub.example/maps/index.xml", False),
+        ("https://hub.example/s/6.xml", "http://hub.example/maps/index.xml", False),  # its host is exact
     ],
 )
 def test_sitemaps_an_index_may_name(url, index, allowed):

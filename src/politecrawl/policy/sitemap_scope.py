@@ -19,24 +19,34 @@ owner of the one that led to it. Hence:
 * an index's entry is taken when it is on the index's own host ("A Sitemap index file can only
   specify Sitemaps that are found on the same site as the Sitemap index file") or on the owner.
 
+The owner is compared by host name: a robots.txt proves control of the name, whatever the scheme
+or port. A site's ``http://`` robots.txt (often a redirect to the ``https://`` one) that names
+``https://…/sitemaps/all.xml`` vouches for its ``https://`` pages; the location rule, which needs
+no proof, stays exact (scheme, host and port).
+
 A redirect's target is read like the sitemap that redirected (its owner kept): a cross-host
 redirect gives the target no more authority than a cross-submission would.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from .hosts import host_key, in_prefix
 
 __all__ = ["entry_allowed", "nested_allowed"]
 
 
+def _name(url: str) -> str | None:
+    return urlsplit(url).hostname
+
+
 def entry_allowed(url: str, sitemap_url: str, owner: str) -> bool:
     """Whether the sitemap at ``sitemap_url``, read for the host ``owner`` (a :func:`host_key`), may
     list the page ``url`` (both normalized)."""
-    return host_key(url) == owner or in_prefix(url, sitemap_url)
+    return _name(url) == _name(owner) or in_prefix(url, sitemap_url)
 
 
 def nested_allowed(url: str, index_url: str, owner: str) -> bool:
     """Whether the sitemap index at ``index_url``, read for ``owner``, may name the sitemap ``url``."""
-    host = host_key(url)
-    return host == owner or host == host_key(index_url)
+    return _name(url) == _name(owner) or host_key(url) == host_key(index_url)
