@@ -86,15 +86,23 @@ def run_worker(settings, seeds, *, store_wrapper=None, fetcher_cls=None, **fetch
         store.close()
 
 
+#: Settings every test crawl starts from, unless the test gives its own. The guess of /sitemap.xml
+#: (on by default) is off: most tests count each host's requests exactly, and the guess adds one;
+#: the tests of the guess turn it on.
+TEST_DEFAULTS = {"workers": 2, "min_delay": 0.05, "max_time": 60, "guess_sitemap": False}
+
+
 def crawl(db: str, seeds, **flags):
     """Run a whole crawl in-process (its workers are real processes); returns the report."""
-    settings = load_settings({"db": db, "workers": 2, "min_delay": 0.05, "max_time": 60, **flags}, env={})
+    settings = load_settings({"db": db, **TEST_DEFAULTS, **flags}, env={})
     return Crawler(settings).run(seeds)
 
 
 def cli_env(extra: dict | None = None) -> dict:
-    """This process's environment without POLITECRAWL_* settings (a user's clean shell), plus ``extra``."""
+    """This process's environment without POLITECRAWL_* settings (a user's clean shell), plus ``extra``;
+    the guess of /sitemap.xml is off, as in ``TEST_DEFAULTS``, unless ``extra`` turns it on."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
+    env["POLITECRAWL_GUESS_SITEMAP"] = "false"
     env.update(extra or {})
     return env
 

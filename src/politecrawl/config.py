@@ -81,8 +81,8 @@ class Settings:
     """Queue links marked rel=nofollow (off: they are not followed)."""
     sitemaps: bool = True
     """Fetch the sitemaps robots.txt lists and queue their URLs (before discovered links)."""
-    guess_sitemap: bool = False
-    """Also try /sitemap.xml on hosts whose robots.txt lists no sitemap."""
+    guess_sitemap: bool = True
+    """Try /sitemap.xml, once per host, on hosts whose robots.txt lists no sitemap."""
     max_url_length: int = 2_000
     """Longer URLs are not queued (a crawl-trap defence)."""
     max_query_params: int = 5

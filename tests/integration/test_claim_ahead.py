@@ -55,7 +55,8 @@ def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sa
     sb = sandbox_factory(hosts)
     recording = _crawl(db_path, [h.url("/") for h in hosts], RecordingStore)
     records = sb.requests()
-    assert len(records) == 8 * (1 + 1 + 5)  # robots.txt, the home page and 5 pages per host
+    # Per host: robots.txt, /sitemap.xml (robots.txt names none: tried, 404), the home page and 5 pages.
+    assert len(records) == 8 * (1 + 1 + 1 + 5)
     found = violations(records, DELAY)
     assert found == {"short_gaps": [], "max_open_per_host": 1}, found
     # The window was used: claims taken before their host was due, several in one transaction.

@@ -103,6 +103,8 @@ BASE_ENV = {
     "POLITECRAWL_READ_TIMEOUT": "2",
     "POLITECRAWL_CONNECT_TIMEOUT": "2",
     "POLITECRAWL_ADAPTIVE_FACTOR": "0",
+    # Each host's requests are counted exactly: no guess of /sitemap.xml (conftest.TEST_DEFAULTS).
+    "POLITECRAWL_GUESS_SITEMAP": "false",
 }
 
 

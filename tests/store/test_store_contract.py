@@ -25,6 +25,7 @@ from politecrawl.store import (
     Outcome,
     PageRecord,
     RobotsUpdate,
+    URLKind,
     YieldCheck,
 )
 from politecrawl.store import postgres as postgres_store
@@ -117,6 +118,31 @@ def test_a_url_keyed_by_its_sorted_query_is_requested_as_the_link_spelled_it(sto
     store.release(c2, page_outcome(c2, T + 1, next_at=T + 1), T + 1)
     c3 = store.claim("w1", T + 2, LEASE)
     assert c3 is not None and c3.url == c3.fetch_url == f"{A}/plain" and c3.request_url is None
+
+
+def test_a_sitemap_comes_back_with_the_host_it_is_read_for(store):
+    # Seeded, and queued by a release; leased with other hosts (claim_many) and alone (claim).
+    owner = "http://owner.test"
+    store.seed_urls([NewURL(f"{A}/sitemap.xml", A, 0, -2, kind=URLKind.SITEMAP, sitemap_for=owner), url(B, "/")], T)
+    pass_robots(store, "w1", T)
+    pass_robots(store, "w1", T)
+    claims = {c.host: c for c in store.claim_many("w1", T, LEASE, 5)}
+    sm = claims[A]
+    assert (sm.url_kind, sm.sitemap_for, claims[B].url_kind, claims[B].sitemap_for) == (
+        URLKind.SITEMAP,
+        owner,
+        URLKind.PAGE,
+        None,
+    )
+    outcome = page_outcome(sm, T, next_at=T + 1)
+    outcome.links = [NewURL(f"{A}/nested.xml", A, 1, -2, kind=URLKind.SITEMAP, sitemap_for=owner)]
+    store.release(sm, outcome, T)
+    nested = store.claim("w1", T + 1, LEASE)
+    assert nested is not None and (nested.url, nested.url_kind, nested.sitemap_for) == (
+        f"{A}/nested.xml",
+        URLKind.SITEMAP,
+        owner,
+    )
 
 
 def test_hosts_are_seeded_once_and_reseeding_keeps_their_timing(store):
@@ -1003,8 +1029,9 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
 
 
 #: Statements that turn a schema-4 store back into what schema 3 wrote (and take out the
-#: anchor count of SQLite's schema 5, PostgreSQL's 6).
+#: anchor count of SQLite's schema 5, PostgreSQL's 6, and the sitemap owner of SQLite's 6, PostgreSQL's 7).
 _SCHEMA_4_UNDONE = (
+    "ALTER TABLE frontier DROP COLUMN sitemap_for",
     "ALTER TABLE pages DROP COLUMN indexed_anchors",
     "ALTER TABLE frontier DROP COLUMN request_url",
     "ALTER TABLE pages DROP COLUMN language",
@@ -1167,7 +1194,8 @@ def test_a_version_4_postgres_store_gets_the_ready_index_in_the_claims_order(pg_
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'hosts_ready' AND schemaname = current_schema()"
     )
     assert "(next_allowed_at, host) WHERE (pending > 0)" in definition
-    assert pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == [("6",)]
+    version = pg_store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'")
+    assert version == _current_version(pg_store_factory)
     store.seed_urls([url(A, "/9")], T + 100)
     assert store.claim("w9", T + 100, LEASE) is not None  # the claim still finds its host
 

@@ -142,6 +142,22 @@ def test_a_broken_sitemap_says_so_and_keeps_what_it_could_read(decide):
     assert broken.startswith("broken sitemap: ") and listed == "sitemap: 1 urls, 0 sitemaps"
 
 
+def test_a_sitemap_that_redirects_is_queued_as_a_sitemap_for_the_same_host(decide):
+    outcome, _ = decide(
+        "/sitemap.xml", {"/sitemap.xml": (301, {"location": "/sitemap_index.xml"}, b"")}, kind=URLKind.SITEMAP
+    )
+    [target] = outcome.links
+    assert (target.url, target.kind, target.sitemap_for, target.depth) == (
+        f"{H}/sitemap_index.xml",
+        URLKind.SITEMAP,
+        H,
+        1,
+    )
+    assert outcome.page is None  # not a page: no alias recorded
+    page, _ = decide("/old", {"/old": (301, {"location": "/new"}, b"")})
+    assert [(link.url, link.kind) for link in page.links] == [(f"{H}/new", URLKind.PAGE)]  # the control
+
+
 def test_a_note_needs_a_verdict_first():
     with pytest.raises(ValueError):
         Outcome().note("noindex")

@@ -70,6 +70,7 @@ FLEET_SETTINGS = (
     "host_page_budget",
     "hosts",
     "follow_nofollow",
+    "guess_sitemap",
 )
 
 

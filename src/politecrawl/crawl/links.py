@@ -6,7 +6,7 @@ turned away is counted by reason. A seed that redirects to another host widens t
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 from politecrawl.config import Settings
 from politecrawl.errors import InvalidURL
@@ -81,6 +81,8 @@ class LinkFollower:
         patterns_host: str | None = None,
         collect: list[str] | None = None,
         normalized: dict[str, tuple[str, str | None]] | None = None,
+        sitemap_for: str | None = None,
+        check: Callable[[str], str | None] | None = None,
     ) -> None:
         """Resolve, normalize, and scope-, depth- and trap-check discovered URLs into ``outcome.links``.
 
@@ -88,12 +90,18 @@ class LinkFollower:
         (raw href -> link texts) of links that are kept go to ``outcome.anchors``, except those
         pointing back at ``source``, the page itself. ``collect`` receives every valid URL, kept or
         not (the page's outgoing links, for export). ``normalized`` holds links already
-        normalized against ``base`` (raw href -> key and request URL).
+        normalized against ``base`` (raw href -> key and request URL). ``check(url)`` is one more
+        test of each normalized URL: the reason it is turned away, or None.
+
+        Sitemaps (``kind`` SITEMAP, read for the host ``sitemap_for``) are not pages: the crawl's
+        scope, URL filters and --max-depth apply to the URLs they list, not to the files (a
+        prefix crawl of /docs/ still reads the host's /sitemap.xml); the caller bounds their nesting.
         """
         s = self.settings
         rejected = outcome.rejected_links
         new_depth = depth if redirect else depth + 1
-        too_deep = new_depth > self.scope.max_depth
+        is_sitemap = kind == URLKind.SITEMAP
+        too_deep = new_depth > self.scope.max_depth and not is_sitemap
         if too_deep:
             rejected["max-depth"] = rejected.get("max-depth", 0) + len(candidates)
             if collect is None:
@@ -141,9 +149,11 @@ class LinkFollower:
                 max_query_params=s.max_query_params,
                 max_repeated_segment=s.max_repeated_segment,
             )
-            if reason is None and not self.scope.allows(u, host):
+            if reason is None and check is not None:
+                reason = check(u)
+            if reason is None and not is_sitemap and not self.scope.allows(u, host):
                 reason = "out-of-scope"
-            if reason is None:
+            if reason is None and not is_sitemap:
                 reason = self.scope.filtered(u)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
@@ -156,6 +166,7 @@ class LinkFollower:
                 kind=kind,
                 lastmod=lastmods.get(raw) if lastmods else None,
                 request_url=request,
+                sitemap_for=sitemap_for,
             )
             if anchors and raw in anchors and u != source:
                 found.update(dict.fromkeys((u, text) for text in anchors[raw]))

@@ -25,6 +25,7 @@ from politecrawl.policy.freshness import next_revisit
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
 from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.sitemap_scope import entry_allowed, nested_allowed
 from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
 from .budget import PageBudget
@@ -45,8 +46,10 @@ PATTERNS_REMEMBERED = 2_000
 PATTERNS_WRITE_EVERY = 8
 #: Links per page the patterns learn from.
 PATTERN_LINKS = 200
-#: Nested sitemap indexes followed at most this deep.
-SITEMAP_MAX_DEPTH = 3
+#: Sitemaps are read at most this many steps from the one robots.txt named (or /sitemap.xml):
+#: each step an index's entry or a redirect. Sites nest indexes two or three deep
+#: (/sitemap.xml -> /sitemap_index.xml -> per-section index -> per-month files).
+SITEMAP_MAX_DEPTH = 5
 
 
 def _content_language(header: str | None) -> str | None:
@@ -118,6 +121,7 @@ class PageHandler:
             max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None,
             kind=claim.url_kind,
             wanted=None if is_sitemap else wanted_type,
+            keep_partial=is_sitemap,
         )
         outcome = self._timing(claim, result, URLKind.PAGE)
         status = result.status
@@ -132,11 +136,20 @@ class PageHandler:
             truncated=result.truncated,
         )
         outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
+        if is_sitemap and result.partial and outcome.url_outcome is not None:
+            # The connection broke mid-file: the entries that came before the break are kept
+            # (the file is asked for again like any failed URL).
+            self._sitemap(claim, result.partial, outcome, complete=False)
         if status is None or verdict.state is not URLState.DONE:
             return outcome
         if result.unwanted_type:
             outcome.url_state = URLState.SKIPPED
             outcome.url_outcome = URLOutcome(f"http-{status} {result.content_type}: not downloaded (nothing to index)")
+            return outcome
+        if status in REDIRECT_STATUSES and is_sitemap:
+            # /sitemap.xml -> /sitemap_index.xml: the target is read as a sitemap, for the same host.
+            if verdict.redirect_to is not None:
+                self._nested_sitemaps(claim, [verdict.redirect_to], outcome)
             return outcome
         if status in REDIRECT_STATUSES:
             target = verdict.redirect_to
@@ -168,7 +181,8 @@ class PageHandler:
                     self._add_links([target], claim.depth, outcome)
             return outcome
         if is_sitemap:
-            self._sitemap(claim, result, outcome)
+            if 200 <= status < 300:
+                self._sitemap(claim, result.body, outcome, complete=not result.truncated)
             return outcome
         extracted = None
         if result.status == 200 and extract.is_extractable(result.content_type):
@@ -283,36 +297,52 @@ class PageHandler:
             links=tuple(dict.fromkeys(outgoing)),
         )
 
-    def _sitemap(self, claim: Claim, result: FetchResult, outcome: Outcome) -> None:
-        """Queue a sitemap's URLs (scoped and trap-checked like links; robots-checked when claimed)."""
-        if result.status is None or not (200 <= result.status < 300):
-            return
-        parsed = parse_sitemap(result.body)
+    def _sitemap(self, claim: Claim, body: bytes, outcome: Outcome, *, complete: bool) -> None:
+        """Queue a sitemap's URLs: those it may list for the host it is read for (sitemaps.org's
+        location and cross-submission rules), scoped and trap-checked like links, robots-checked
+        when claimed. They stand in for seeds (depth 0): the site itself lists them."""
+        assert claim.fetch_url is not None  # a page claim
+        parsed = parse_sitemap(body, complete=complete)
         if parsed.error:
             outcome.note(f"broken sitemap: {parsed.error}"[:300])
+        here, owner = claim.fetch_url, claim.sitemap_for or claim.host
         if parsed.urls:
             self._add_links(
                 [e.loc for e in parsed.urls],
-                claim.depth,
+                0,
                 outcome,
                 redirect=True,
+                base=here,  # a feed's links may be relative
                 priority=SITEMAP_PRIORITY + 1,
                 lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod},
+                check=lambda url: None if entry_allowed(url, here, owner) else "sitemap-foreign",
             )
         if parsed.sitemaps:
-            if claim.depth + 1 > SITEMAP_MAX_DEPTH:
-                outcome.rejected_links["sitemap-depth"] = len(parsed.sitemaps)
-            else:
-                self._add_links(
-                    [e.loc for e in parsed.sitemaps],
-                    claim.depth + 1,
-                    outcome,
-                    redirect=True,
-                    kind=URLKind.SITEMAP,
-                    priority=SITEMAP_PRIORITY,
-                )
-        truncated = " (truncated)" if parsed.truncated else ""
-        outcome.note(f"sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps{truncated}")
+            self._nested_sitemaps(claim, [e.loc for e in parsed.sitemaps], outcome, index=here)
+        shape = f" ({parsed.kind})" if parsed.kind in ("feed", "text") else ""
+        truncated = " (truncated)" if parsed.truncated or not complete else ""
+        outcome.note(f"sitemap: {len(parsed.urls)} urls, {len(parsed.sitemaps)} sitemaps{shape}{truncated}")
+
+    def _nested_sitemaps(self, claim: Claim, locs: list[str], outcome: Outcome, *, index: str | None = None) -> None:
+        """Queue the sitemaps an index names (on its own host or the owner's), or a redirect's
+        target (``index`` None: anywhere), one step further from robots.txt, for the same host."""
+        owner = claim.sitemap_for or claim.host
+        if claim.depth + 1 > SITEMAP_MAX_DEPTH:
+            outcome.rejected_links["sitemap-depth"] = outcome.rejected_links.get("sitemap-depth", 0) + len(locs)
+            return
+        self._add_links(
+            locs,
+            claim.depth + 1,
+            outcome,
+            redirect=True,
+            base=claim.fetch_url,
+            kind=URLKind.SITEMAP,
+            priority=SITEMAP_PRIORITY,
+            sitemap_for=owner,
+            check=None
+            if index is None
+            else lambda url: None if nested_allowed(url, index, owner) else "sitemap-foreign",
+        )
 
     def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
         """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""

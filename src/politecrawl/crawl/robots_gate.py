@@ -30,6 +30,26 @@ ROBOTS_MAX_BYTES = 512 * 1024
 ROBOTS_OUTAGE_RETRY = 3_600.0
 #: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
 SITEMAP_PRIORITY = -2
+#: Other hosts whose sitemaps one robots.txt may have read for it (sitemaps.org cross-submission):
+#: each is a robots.txt and a sitemap requested from a host outside the crawl's scope.
+SITEMAP_OTHER_HOSTS = 8
+
+
+def _sitemaps_to_read(listed: list[str], host: str) -> list[str]:
+    """The sitemaps robots.txt names, those on other hosts on at most SITEMAP_OTHER_HOSTS hosts."""
+    others: set[str] = set()
+    kept = []
+    for url in listed:
+        try:
+            other = host_key(url)
+        except InvalidURL:
+            continue
+        if other != host:
+            if other not in others and len(others) >= SITEMAP_OTHER_HOSTS:
+                continue
+            others.add(other)
+        kept.append(url)
+    return kept
 
 
 class RobotsGate:
@@ -106,11 +126,22 @@ class RobotsGate:
         if update is None:
             outcome.host_error = result.error or f"robots.txt answered {result.status}"
         if self.settings.sitemaps and update is not None:
-            sitemaps = list(rules.sitemaps) if rules is not None else []
+            sitemaps = _sitemaps_to_read(rules.sitemaps, claim.host) if rules is not None else []
             if not sitemaps and self.settings.guess_sitemap:
+                # The conventional place. Tried once per host: the URL's frontier row remembers it
+                # (queued only if absent), so neither a restart nor the next robots.txt read asks again.
                 sitemaps = [claim.host + "/sitemap.xml"]
-            # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered links.
-            self._add_links(sitemaps, 0, outcome, redirect=True, kind=URLKind.SITEMAP, priority=SITEMAP_PRIORITY)
+            # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered
+            # links, and read for this host wherever they live (policy.sitemap_scope).
+            self._add_links(
+                sitemaps,
+                0,
+                outcome,
+                redirect=True,
+                kind=URLKind.SITEMAP,
+                priority=SITEMAP_PRIORITY,
+                sitemap_for=claim.host,
+            )
         return outcome
 
     async def _robots_hop(self, claim: Claim) -> Outcome:

@@ -95,6 +95,11 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     "--host-page-budget", type=int, default=None, help=f"At most N pages from one host. {_d('host_page_budget')}"
 )
 @click.option(
+    "--guess-sitemap/--no-guess-sitemap",
+    default=None,
+    help="Try /sitemap.xml (once per host) where robots.txt names no sitemap. [default: try]",
+)
+@click.option(
     "--warc",
     "warc_dir",
     default=None,

@@ -101,6 +101,8 @@ def _bot_context(settings: Settings) -> dict[str, Any]:
         "park": _duration(settings.park_seconds),
         "robots_ttl": _duration(settings.robots_ttl),
         "follow_nofollow": settings.follow_nofollow,
+        "sitemaps": settings.sitemaps,
+        "guess_sitemap": settings.sitemaps and settings.guess_sitemap,
         "robots_slow": f"User-agent: {token}\nCrawl-delay: 10",
         "robots_partial": f"User-agent: {token}\nDisallow: /private/",
         "robots_block": f"User-agent: {token}\nDisallow: /",

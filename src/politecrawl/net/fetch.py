@@ -83,6 +83,9 @@ class FetchResult:
     header_values: dict[str, list[str]] = field(default_factory=dict)
     #: the body was not read: its content type (from the headers) is not one the caller wants
     unwanted_type: bool = False
+    #: with ``get(keep_partial=True)``: what arrived of a 2xx body before the connection broke
+    #: (``status`` is then None and ``body`` empty, as for any failure)
+    partial: bytes = b""
     #: seconds from sending the request to the response headers, as this process measured them
     #: (a large body over a slow link is not the server being slow) …
     response_seconds: float | None = None
@@ -279,11 +282,14 @@ class Fetcher:
         max_bytes: int | None = None,
         kind: str | None = None,
         wanted: Callable[[str], bool] | None = None,
+        keep_partial: bool = False,
     ) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
         the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is
-        closed right after the headers and the body is not downloaded (``unwanted_type``)."""
+        closed right after the headers and the body is not downloaded (``unwanted_type``).
+        ``keep_partial``: a 2xx body cut short by the network is kept in ``partial`` (a sitemap's
+        entries before the cut are worth having; a page's half text is not)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
         assert self._session is not None, "use 'async with Fetcher(...)'"
         headers = {
@@ -300,11 +306,13 @@ class Fetcher:
         lag_mark = self.loop_lag.mark()
         result = FetchResult(url=url, status=None, started_at=started, ended_at=started)
         large: asyncio.Semaphore | None = None  # the large-body permit, once this body needs one
+        body = bytearray()
+        answered = None  # the status, once the headers came
         try:
             async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
                 result.response_seconds = time.monotonic() - t0
                 result.loop_lag = min(self.loop_lag.since(lag_mark), result.response_seconds)
-                result.status = resp.status
+                result.status = answered = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
                 result.header_values = {k: resp.headers.getall(k) for k in REPEATED_HEADERS if k in resp.headers}
                 if self.recorder is not None:
@@ -315,7 +323,6 @@ class Fetcher:
                     result.unwanted_type = True
                     resp.close()
                 elif resp.status != 304:
-                    body = bytearray()
                     body_t0 = time.monotonic()
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
@@ -382,6 +389,8 @@ class Fetcher:
                 large.release()
         if result.status is None:
             result.body = b""
+            if keep_partial and answered is not None and 200 <= answered < 300:
+                result.partial = bytes(body)
         elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
             result.warc = self.recorder.record(result, kind)
         return result

@@ -88,6 +88,9 @@ class NewURL:
     lastmod: str | None = None  # from a sitemap
     #: The URL to request where it differs from the key ``url`` (urls.normalize_pair).
     request_url: str | None = None
+    #: A sitemap's: the host it is read for (whose robots.txt named it, directly or through an
+    #: index or a redirect); the URLs it may list depend on it (policy.sitemap_scope).
+    sitemap_for: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ class Claim:
     #: The URL to request where it differs from the key ``url`` (the link's parameter order).
     request_url: str | None = None
     url_kind: URLKind = URLKind.PAGE
+    #: A sitemap's: the host it is read for (None: its own host; NewURL.sitemap_for).
+    sitemap_for: str | None = None
     depth: int = 0
     attempts: int = 0
     etag: str | None = None

@@ -90,7 +90,7 @@ def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: floa
 
 def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Claim:
     """The same claim for a page: the leased frontier row, and the stored version's validators."""
-    url_id, url, depth, attempts, revisit_interval, url_kind, request_url = url_row
+    url_id, url, depth, attempts, revisit_interval, url_kind, request_url, sitemap_for = url_row
     etag, last_modified, fingerprint = cached if cached else (None, None, None)
     return replace(
         claim,
@@ -99,6 +99,7 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
         url=url,
         request_url=request_url,
         url_kind=URLKind(url_kind),
+        sitemap_for=sitemap_for,
         depth=depth,
         attempts=attempts,
         etag=etag,

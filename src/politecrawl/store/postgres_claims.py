@@ -87,7 +87,7 @@ FROM pick LEFT JOIN pages AS p ON p.url_id = pick.id
 WHERE frontier.id = pick.id
   AND (frontier.state = {QUEUED} OR (frontier.state = {LEASED} AND frontier.lease_expires_at <= {now}))
 RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.attempts, frontier.revisit_interval,
-          frontier.kind, frontier.request_url, p.etag, p.last_modified, p.fingerprint
+          frontier.kind, frontier.request_url, frontier.sitemap_for, p.etag, p.last_modified, p.fingerprint
 """
 
 
@@ -101,7 +101,7 @@ WHERE id = (SELECT id FROM frontier
             ORDER BY priority, id LIMIT 1
             FOR UPDATE SKIP LOCKED)
   AND (state = {QUEUED} OR (state = {LEASED} AND lease_expires_at <= {now}))
-RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
+RETURNING id, url, depth, attempts, revisit_interval, kind, request_url, sitemap_for
 """
 
 
@@ -250,5 +250,5 @@ class PostgresClaims(PostgresConnection):
                 if again is not None:
                     out.append(again)
                 continue
-            out.append(page_claim(claim, lease[1:8], lease[8:11]))
+            out.append(page_claim(claim, lease[1:9], lease[9:12]))
         return out

@@ -113,10 +113,10 @@ def insert_frontier(
     # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
     cur = conn.execute(
         """WITH {locks}new AS (
-             INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)
-             SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r
+             INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url, sitemap_for)
+             SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r, t.s
              FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
-                         %(m)s::text[], %(r)s::text[]) AS t(u, h, d, p, k, m, r)
+                         %(m)s::text[], %(r)s::text[], %(s)s::text[]) AS t(u, h, d, p, k, m, r, s)
              WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
              ORDER BY t.u
              ON CONFLICT (url) DO NOTHING
@@ -139,6 +139,7 @@ def insert_frontier(
             "k": [u.kind for u in ordered],
             "m": [u.lastmod for u in ordered],
             "r": [u.request_url for u in ordered],
+            "s": [u.sitemap_for for u in ordered],
             "hosts": sorted({u.host for u in ordered}),
         },
     )

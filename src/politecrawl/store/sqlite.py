@@ -71,7 +71,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
 _WAKE_TIME = wake_time_sql(DIALECT)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APP_ID = "politecrawl"
 
 # A host is eligible when it has work, its delay ends by :due (now, or a moment ahead: the
@@ -109,7 +109,7 @@ WHERE id = (SELECT id FROM frontier
             WHERE host = :host AND state IN {PENDING_STATES}
               AND (state = {QUEUED} OR lease_expires_at <= :now)
             ORDER BY priority, id LIMIT 1)
-RETURNING id, url, depth, attempts, revisit_interval, kind, request_url
+RETURNING id, url, depth, attempts, revisit_interval, kind, request_url, sitemap_for
 """
 
 
@@ -246,9 +246,10 @@ class SQLiteStore:
             db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
         for new in urls:
             cur = db.execute(
-                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (new.url, new.host, new.depth, new.priority, now, new.kind, new.lastmod, new.request_url),
+                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod,"
+                " request_url, sitemap_for) VALUES (:url, :host, :depth, :priority, :now, :kind, :lastmod,"
+                " :request_url, :sitemap_for)",
+                {**vars(new), "now": now},
             )
             if cur.rowcount != 1 and requeue:
                 cur = db.execute(
