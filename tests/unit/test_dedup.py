@@ -502,3 +502,22 @@ def test_to_signed64_range(bad):
 def test_from_signed64_range(bad):
     with pytest.raises(ValueError):
         from_signed64(bad)
+
+
+@settings(max_examples=500)
+@given(
+    st.text(max_size=80)
+    | st.lists(
+        st.sampled_from(["a", "B", " ", "\t", "é", "É", "ß", "ẞ", "Σ", "ς", "ﬁ", "“", "’", "東", "İ", "Ǆ", "\u00a0"])
+    ).map("".join)
+)
+def test_property_the_folded_bytes_are_the_canonical_text(text):
+    """_folded_utf8's shortcuts (ASCII folded by a table; the non-ASCII characters left alone
+    when each is its own case fold, else the whole text case-folded) give the definition:
+    NFKC, casefold, whitespace runs made one space."""
+    folded = dedup._folded_utf8(text)
+    canonical = dedup._canonical_text(text)
+    if folded is None:  # non-ASCII whitespace: the caller splits the str instead
+        assert any(ch.isspace() and not ch.isascii() for ch in canonical)
+        return
+    assert folded == canonical.encode("utf-8", "surrogatepass").translate(dedup._FOLD_SPACE_TABLE)
