@@ -127,6 +127,13 @@ def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int
     return best
 
 
+#: One URL into the frontier, unless it is there already (its key is the URL).
+_INSERT_URL = (
+    "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url,"
+    " sitemap_for) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 class SQLiteStore:
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
@@ -240,27 +247,43 @@ class SQLiteStore:
     @staticmethod
     def _insert_urls(db: sqlite3.Connection, urls: Sequence[NewURL], now: float, *, requeue: bool = False) -> int:
         """Insert-if-absent; with ``requeue``, a URL already finished is queued again (a robots.txt
-        hop asked for anew)."""
-        added: dict[str, int] = {}
-        for host in sorted({new.host for new in urls}):  # seed hosts first, unconditionally (insert-if-absent)
-            db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
+        hop asked for anew). A page's links go in one ``executemany`` per host: its rowcount is
+        how many were new, which the host's pending count needs, at one call's cost, not a
+        statement's from Python per link."""
+        rows: dict[str, list[tuple]] = {}
         for new in urls:
-            cur = db.execute(
-                "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod,"
-                " request_url, sitemap_for) VALUES (:url, :host, :depth, :priority, :now, :kind, :lastmod,"
-                " :request_url, :sitemap_for)",
-                {**vars(new), "now": now},
-            )
-            if cur.rowcount != 1 and requeue:
-                cur = db.execute(
-                    f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = ?, kind = ?"
-                    f" WHERE url = ? AND state NOT IN {PENDING_STATES}",
-                    (new.priority, new.kind, new.url),
+            rows.setdefault(new.host, []).append(
+                (
+                    new.url,
+                    new.host,
+                    new.depth,
+                    new.priority,
+                    now,
+                    new.kind,
+                    new.lastmod,
+                    new.request_url,
+                    new.sitemap_for,
                 )
-            if cur.rowcount == 1:
-                added[new.host] = added.get(new.host, 0) + 1
+            )
+        for host in sorted(rows):  # seed hosts first, unconditionally (insert-if-absent)
+            db.execute("INSERT OR IGNORE INTO hosts (host, next_allowed_at) VALUES (?, 0)", (host,))
+        added: dict[str, int] = {}
+        for host, values in rows.items():
+            if not requeue:
+                added[host] = db.executemany(_INSERT_URL, values).rowcount
+                continue
+            for row in values:
+                cur = db.execute(_INSERT_URL, row)
+                if cur.rowcount != 1:
+                    cur = db.execute(
+                        f"UPDATE frontier SET state = {QUEUED}, attempts = 0, priority = ?, kind = ?"
+                        f" WHERE url = ? AND state NOT IN {PENDING_STATES}",
+                        (row[3], row[5], row[0]),
+                    )
+                added[host] = added.get(host, 0) + (cur.rowcount == 1)
         for host, n in added.items():
-            db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
+            if n:
+                db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return sum(added.values())
 
     # -- the claim ---------------------------------------------------------------
