@@ -18,16 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from politecrawl.errors import InvalidURL
 
-from .urls import (
-    _CACHED_KEY_MAX,
-    _DEFAULT_PORTS,
-    MAX_URL_BYTES,
-    _clean,
-    _normalize_authority,
-    _short,
-    _split,
-    normalize,
-)
+from .urls import _CACHED_KEY_MAX, MAX_URL_BYTES, normalize
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
@@ -68,12 +59,8 @@ _HOST_PREFIX_RE = re.compile(r"https?://[^/?#\\\x00-\x20]*")
 
 
 def _host_key(url: str) -> str:
-    scheme, netloc, _, _, has_authority = _split(_clean(url, "URL"))
-    if scheme not in _DEFAULT_PORTS:
-        raise InvalidURL(f"scheme not http/https: {_short(scheme)}")
-    if not has_authority:
-        raise InvalidURL(f"no host in URL: {_short(url)}")
-    return f"{scheme}://{_normalize_authority(scheme, netloc)}"
+    key = normalize(url)
+    return key[: key.index("/", key.index("://") + 3)]
 
 
 _prefix_host_key = functools.lru_cache(maxsize=4096)(_host_key)
