@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
-from servers.raw import ok_robots_handler
-
 from conftest import crawl
+from servers.raw import ok_robots_handler
 
 # (href as written in the page, the request target a browser sends for it). The page is
 # /dir/page on the same server; PORT is filled in once the server has one.
