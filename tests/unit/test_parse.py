@@ -110,3 +110,23 @@ def test_a_page_is_parsed_up_to_max_parse_tags(monkeypatch):
     assert "first words" in page.text and "late words" not in page.text
     small = parse_html("<p>a</p><p>b</p>", "http://example.org/")
     assert small.text == "a b"  # under the cap: the whole page
+
+
+def test_hrefs_are_trimmed_as_browsers_trim_them():
+    # C0 controls and spaces go; a no-break space (or any other Unicode space) is part of the link.
+    page = _page("", '<a href=" \t/a\n ">A</a><a href="\u00a0/b\u00a0">B</a><a href="\u2003c">C</a>')
+    assert [link.href for link in page.links] == ["/a", "\u00a0/b\u00a0", "\u2003c"]
+
+
+@pytest.mark.parametrize(
+    ("base_href", "expected"),
+    [
+        ("http://h/other/", "http://h/other/"),
+        ("///other.example/x/", "http://other.example/x/"),  # a browser's reading, not RFC 3986's
+        ("\\\\other.example\\y\\", "http://other.example/y/"),
+        ("  sub/ ", "http://h/dir/sub/"),
+        ("http://[", "http://h/dir/page"),  # unparsable: the page's own URL stays the base
+    ],
+)
+def test_base_href_is_resolved_as_browsers_resolve_it(base_href, expected):
+    assert _page(f'<base href="{base_href}">').base == expected

@@ -63,6 +63,9 @@ def _disallowed(rule: str, url: str) -> bool:
         ("/a+b", "/a%2Bb", False),
         ("/q?x=a%26b", "/q?x=a&b", False),
         ("/a;b", "/a%3Bb", False),
+        ("/it's", "/it%27s", False),  # in a path "'" and %27 stay distinct ...
+        ("/q?x=it's", "/q?x=it%27s", True),  # ... in a query they are one (browsers escape it)
+        ("/q?x=it%27s", "/q?x=it's", True),
         # '*' and '$' stay special in rules, and plain in URLs
         ("/x*[y]$", "/x/1%5By%5D", True),
         ("/x*[y]$", "/x/1%5By%5D/z", False),
@@ -84,6 +87,8 @@ def test_raw_and_encoded_spellings(rule, path, matches):
         ("/café", "/café/menu"),
         ("/a b", "/a b"),
         ("/^", "/^x"),
+        ("/search?q=it's", "/search?q=it's"),  # requested as ?q=it%27s, as browsers request it
+        ("/*'", "/search?q='x'"),
     ],
 )
 def test_the_request_the_crawler_sends_is_disallowed(rule, link):

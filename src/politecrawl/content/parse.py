@@ -12,8 +12,8 @@ import email.utils
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from urllib.parse import urljoin
 
+from ada_url import join_url
 from selectolax.lexbor import LexborHTMLParser
 
 from .maintext import main_text, remove, squash_whitespace, text_of
@@ -32,6 +32,9 @@ __all__ = [
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
 _WS = re.compile(r"\s+")
+# What browsers trim from an href before reading it as a URL: C0 controls and space, not every
+# Unicode space (a no-break space is part of the link, and is sent as %C2%A0).
+_URL_TRIM = "".join(chr(c) for c in range(0x21))
 #: Elements whose text is not visible page text.
 _INVISIBLE = "script, style, noscript, template, svg, head"  # one selector: one walk of the tree
 #: Left out of the text the duplicate and novelty checks compare (``Page.dedup_text``): the
@@ -287,10 +290,10 @@ def parse_html(
     base = base_url
     base_node = tree.css_first("base[href]")
     if base_node is not None:
-        href = (base_node.attributes.get("href") or "").strip()
+        href = (base_node.attributes.get("href") or "").strip(_URL_TRIM)
         if href:
-            try:
-                base = urljoin(base_url, href)
+            try:  # resolved as browsers resolve it (the WHATWG URL Standard)
+                base = join_url(base_url, href)
             except ValueError:
                 base = base_url
 
@@ -307,7 +310,7 @@ def parse_html(
         rels = (link.attributes.get("rel") or "").lower().split()
         if "canonical" in rels:
             try:
-                canonical = urljoin(base, (link.attributes.get("href") or "").strip())
+                canonical = join_url(base, (link.attributes.get("href") or "").strip(_URL_TRIM))
             except ValueError:
                 canonical = None
             break
@@ -329,7 +332,7 @@ def parse_html(
     for a in tree.css("a[href]"):
         if len(links) >= max_links:
             break
-        href = (a.attributes.get("href") or "").strip()
+        href = (a.attributes.get("href") or "").strip(_URL_TRIM)
         if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
             continue
         rel = a.attributes.get("rel")

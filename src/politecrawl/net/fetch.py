@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Self
 
 import aiohttp
+from yarl import URL
 
 if TYPE_CHECKING:
     from politecrawl.config import Settings
@@ -309,7 +310,10 @@ class Fetcher:
         body = bytearray()
         answered = None  # the status, once the headers came
         try:
-            async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
+            # The URL is sent exactly as given (it is a normalized request form): left to yarl,
+            # escapes it deems unneeded would be decoded ('%27' sent as "'", '%40' as '@'), and the
+            # server would get another URL than the one robots.txt was checked for and a browser sends.
+            async with self._session.get(URL(url, encoded=True), headers=headers, allow_redirects=False) as resp:
                 result.response_seconds = time.monotonic() - t0
                 result.loop_lag = min(self.loop_lag.since(lag_mark), result.response_seconds)
                 result.status = answered = resp.status

@@ -5,9 +5,9 @@
 * :func:`registrable_domain`, :func:`in_prefix` and :func:`same_site` -- the crawl's scopes:
   ``domain`` by the Public Suffix List, ``prefix`` under a seed's path, ``host``.
 
-Only the scheme and authority are normalized, by the code :func:`politecrawl.policy.urls.normalize`
-uses, so a host key agrees with ``normalize`` for any input. Host keys and sites recur from link
-to link and are memoized (bounded caches; errors are never cached).
+A host key is the start of what :func:`politecrawl.policy.urls.normalize` makes of the URL, so
+the two agree for any input. Host keys and sites recur from link to link and are memoized
+(bounded caches; errors are never cached).
 """
 
 from __future__ import annotations
@@ -18,16 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from politecrawl.errors import InvalidURL
 
-from .urls import (
-    _CACHED_KEY_MAX,
-    _DEFAULT_PORTS,
-    MAX_URL_BYTES,
-    _clean,
-    _normalize_authority,
-    _short,
-    _split,
-    normalize,
-)
+from .urls import _CACHED_KEY_MAX, MAX_URL_BYTES, normalize
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
@@ -45,12 +36,13 @@ def host_key(url: str) -> str:
     """``scheme://host[:port]``: the politeness unit (RFC 9309 §2.3: robots.txt
     applies per scheme, host and port). The default port is omitted.
 
-    Only the scheme and authority are normalized, so this is cheap and agrees
-    with :func:`normalize` for any input. Raises :class:`InvalidURL`.
+    The scheme and authority of :func:`normalize`'s result, so it agrees with
+    :func:`normalize` for any input. Raises :class:`InvalidURL`.
     """
     # Fast path: the key of an ASCII ``http(s)://netloc`` + ``/``, ``?``, ``#`` or nothing is
-    # that of its ``http(s)://netloc`` prefix (the clean-up and split only touch what follows),
-    # and the same few prefixes recur: cached. The URLs normalize returns all qualify.
+    # that of its ``http(s)://netloc`` prefix (a browser's parser ends the authority there and
+    # reads it alone), and the same few prefixes recur: cached. The URLs normalize returns all
+    # qualify.
     if type(url) is str and url.isascii() and len(url) <= MAX_URL_BYTES:
         match = _HOST_PREFIX_RE.match(url)
         if match is not None:
@@ -68,12 +60,8 @@ _HOST_PREFIX_RE = re.compile(r"https?://[^/?#\\\x00-\x20]*")
 
 
 def _host_key(url: str) -> str:
-    scheme, netloc, _, _, has_authority = _split(_clean(url, "URL"))
-    if scheme not in _DEFAULT_PORTS:
-        raise InvalidURL(f"scheme not http/https: {_short(scheme)}")
-    if not has_authority:
-        raise InvalidURL(f"no host in URL: {_short(url)}")
-    return f"{scheme}://{_normalize_authority(scheme, netloc)}"
+    key = normalize(url)
+    return key[: key.index("/", key.index("://") + 3)]
 
 
 _prefix_host_key = functools.lru_cache(maxsize=4096)(_host_key)

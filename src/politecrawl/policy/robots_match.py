@@ -13,9 +13,11 @@
   ``Disallow: /collections*?f=[0]=`` matches ``/collections/x?f=%5B0%5D=rings``
   and ``Disallow: /a%7Cb`` matches ``/a|b``. The reserved characters that do
   mean something (``/ ? = & ; : @ + ! $ ' ( ) * ,``) are never conflated with
-  their escapes, except the four of the query below. In the query, ``/ : ? @`` are data
+  their escapes, except five in the query. In the query, ``/ : ? @`` are data
   and equal their escapes (§2.2.2's table: ``?baz=https://foo.bar`` is
-  ``?baz=https%3A%2F%2Ffoo.bar``). A URL's ``*`` and ``$`` are characters,
+  ``?baz=https%3A%2F%2Ffoo.bar``), and so is ``'``: browsers, and the crawler with them,
+  send the ``'`` a page writes in a query as ``%27``, so a rule written as the page spells
+  the URL still applies to the request. A URL's ``*`` and ``$`` are characters,
   compared as ``%2A`` and ``%24``, which is how a rule spells them (§2.2.3).
 * URLs are percent-normalized here (a departure from Google's matcher, which
   requires callers to do it), so ``/foo/bar/ツ`` matches ``Allow: /foo/bar/%E3%83%84``
@@ -119,12 +121,14 @@ def _normalize_path(text: str) -> str:
 # In a query, these reserved characters are data, never delimiters (RFC 3986 §3.4 allows
 # them raw there): their escapes and the characters themselves are one. RFC 9309 §2.2.2's
 # own example matches /foo/bar?baz=https://foo.bar and /foo/bar?baz=https%3A%2F%2Ffoo.bar
-# alike. In the path they stay distinct: /a%2Fb is not /a/b.
-_QUERY_DATA_ESCAPES = (("%2F", "/"), ("%3A", ":"), ("%3F", "?"), ("%40", "@"))
+# alike. "'" joins them because the WHATWG URL Standard escapes it in an http(s) query: the
+# crawler requests ?q=it%27s for a link written ?q=it's, which a rule written like the link
+# must still match. In the path they stay distinct: /a%2Fb is not /a/b.
+_QUERY_DATA_ESCAPES = (("%2F", "/"), ("%3A", ":"), ("%3F", "?"), ("%40", "@"), ("%27", "'"))
 
 
 def _canonical_query(text: str) -> str:
-    """Decode ``%2F %3A %3F %40`` after the first ``?`` of normalized text.
+    """Decode ``%2F %3A %3F %40 %27`` after the first ``?`` of normalized text.
 
     Decoded rather than encoded so that a ``*`` before the query still spans a
     ``/`` inside it (``/*/print`` keeps matching ``/p?next=/print``).

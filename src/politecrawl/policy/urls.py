@@ -3,89 +3,66 @@
 Host keys and the crawl's site comparisons are :mod:`.hosts`'s, crawler-trap heuristics
 :mod:`.traps`'s.
 
-Every URL the crawler stores, compares or fetches goes through
-:func:`normalize` first, so "the same page" has one spelling (its key); the
-request keeps the link's parameter order (rule 10). The rules,
-applied in this order (RFC 3986 §6.2.2 syntax-based normalization plus our
-crawl policy; departures from RFC 3986 are marked *policy*):
+Every URL the crawler stores, compares or fetches goes through :func:`normalize` first, so "the
+same page" has one spelling (its key); the request keeps the link's parameter order (rule 9).
+A link is first read exactly as a browser reads it, then the crawler's policy is applied to the
+result. The rules, in this order (departures from what a browser would request are marked
+*policy*; ``docs/urls.md`` lists them with the web-platform-tests cases they decide):
 
-1. **Bounded input.** A URL (or base) over :data:`MAX_URL_BYTES` (8 KiB of
-   UTF-8) is rejected before parsing, and so is a result over that size, so
-   the work is linear and ``normalize`` stays idempotent. Strings that are not
-   valid Unicode (lone surrogates) are rejected.
-2. **Browser clean-up** (WHATWG URL Standard, basic URL parser): leading and
-   trailing C0 controls and spaces are stripped, ASCII tab/CR/LF removed
-   anywhere, and ``\\`` before the query is read as ``/`` -- links in the wild
-   rely on what browsers do.
-3. **Resolution** against ``base`` by RFC 3986 §5.2.2 (strict: a reference
-   with a scheme is absolute, so ``http:foo`` is not relative).
-4. **Scheme** lower-cased; only ``http`` and ``https`` are accepted.
-5. **Userinfo is dropped** (*policy*): the crawler never sends credentials
-   and must not store them.
-6. **Host** lower-cased; percent-escapes in it decoded. IPv4 must be strict
-   dotted-quad (``127.1``, ``0x7f.0.0.1``, ``010.0.0.1`` are rejected: every
-   resolver reads them differently); IPv6 is written compressed in brackets,
-   zone ids rejected. A single trailing dot is removed (*policy*:
-   ``example.com.`` and ``example.com`` are one politeness unit).
-   *IDNA decision:* a non-ASCII host is mapped with UTS #46 (non-transitional,
-   as browsers do) and each non-ASCII label converted to an A-label
-   (punycode) by the ``idna`` package (IDNA 2008); if ``idna`` rejects it the
-   URL is invalid -- we do **not** fall back to Python's ``idna`` codec, which
-   implements the obsolete IDNA 2003 and maps some names (``ß``, ``ς``) to a
-   *different* host. Pure-ASCII labels do not go through IDNA at all: they
-   are checked against a permissive DNS alphabet ``[a-z0-9_-]{1,63}``, so
-   real-world names with underscores (``my_host.example.com``) stay usable.
-   ``xn--`` labels must decode and are re-encoded canonically.
-7. **Port**: must be decimal 1-65535; the default port (80 for http, 443 for
-   https) and an empty port (``host:``) are omitted.
-8. **Percent-encoding** in path and query: hex digits upper-cased; escapes of
-   unreserved characters (ALPHA DIGIT ``-._~``, RFC 3986 §2.3) decoded;
-   every character not allowed raw in that component (space, ``"``, ``<``,
-   non-ASCII, a ``%`` not starting an escape, ...) encoded as UTF-8
-   (§2.1, §2.4). Reserved characters are never decoded (``%2F`` stays).
-9. **Path**: ``;name=value`` path parameters whose name is in
-   ``strip_params`` are removed (``/a;jsessionid=XYZ`` -> ``/a``); then ``.``
-   and ``..`` segments are removed (§5.2.4); case is kept; an empty path
-   becomes ``/``. *Trailing slash*: kept exactly as given -- ``/a`` and
-   ``/a/`` are different resources -- except for the empty path.
-10. **Query**: split on ``&``; empty pairs dropped; parameters whose key is
-    in ``strip_params`` (case-insensitive, see :data:`DEFAULT_STRIP_PARAMS`)
-    dropped; in the *key* the rest are stably sorted by key then value (``a``
-    sorts before ``a=``; both are kept distinct, blank values ``a=`` are
-    kept); an empty query (``?`` alone, or nothing left) is dropped. ``+`` is
-    left as is: it means a space only to HTML forms, not to RFC 3986.
-    *Key and request:* sorting is a dedup policy, not a safe rewrite -- some
-    servers read parameters in order -- so :func:`normalize_pair` also
-    returns the URL to request, with the parameters in the link's order and
-    every other rule applied; the frontier is keyed by the sorted form and
-    fetches the request form.
-11. **Fragment** dropped: it is never sent to the server.
+1. **Bounded input.** A URL (or base) over :data:`MAX_URL_BYTES` (8 KiB of UTF-8) is rejected
+   before parsing, and so is a result over that size, so the work is linear and ``normalize``
+   stays idempotent.
+2. **Resolution as browsers do it**: the WHATWG URL Standard's parser (:mod:`.whatwg`) reads
+   the link against ``base``: leading and trailing C0 controls and spaces stripped (a no-break
+   space is not one of them), tab/CR/LF removed anywhere, ``\\`` read as ``/``, any number of
+   slashes before an http(s) host (``///host/p``), ``http:foo`` relative to an http base, IPv4
+   in every form browsers accept (``127.1``, ``0x7f.1``) written as a dotted quad, hosts mapped
+   by UTS #46 and IDNA 2008 (non-transitional: ``faß.de`` is not ``fass.de``), IPv6 compressed,
+   dot segments removed, and every character the standard does not allow raw percent-encoded
+   (``'`` in an http query becomes ``%27``). A link the standard rejects is invalid.
+3. **Scheme**: only ``http`` and ``https`` results are kept (*policy*: nothing else is fetched).
+4. **Userinfo is dropped** (*policy*): the crawler never sends credentials and must not store
+   them; ``https://user:pa[ss]@host/`` is requested as ``https://host/``.
+5. **Host** (*policy*): a single trailing dot is removed (``example.com.`` and ``example.com``
+   are one politeness unit); a name must be one DNS could resolve: labels of
+   ``[a-z0-9_-]{1,63}`` (underscores are real-world), none empty, at most 253 characters, and
+   an ``xn--`` label must decode (IDNA 2008) -- the standard accepts hosts such as ``a..b`` or
+   ``!$&`` that no resolver does.
+6. **Port**: the default port is omitted (as the standard does); port 0 is refused (*policy*:
+   nothing can be fetched from it).
+7. **Percent-encoding** in path and query (*policy*, RFC 3986 §6.2.2): hex digits upper-cased;
+   escapes of unreserved characters (ALPHA DIGIT ``-._~``) decoded; characters RFC 3986 never
+   allows raw that browsers still send raw (``| ^ [ ] { } \\`` and backtick in a query, ``|``
+   ``[ ]`` in a path) and a ``%`` that starts no escape are encoded. Reserved characters are
+   never decoded (``%2F`` stays).
+8. **Path**: ``;name=value`` path parameters whose name is in ``strip_params`` are removed
+   (``/a;jsessionid=XYZ`` -> ``/a``), and dot segments that this leaves removed; case is kept;
+   the trailing slash is kept exactly as given (``/a`` and ``/a/`` are different resources).
+9. **Query** (*policy*): split on ``&``; empty pairs dropped; parameters whose key is in
+   ``strip_params`` (case-insensitive, see :data:`DEFAULT_STRIP_PARAMS`) dropped; in the *key*
+   the rest are stably sorted by key then value (``a`` sorts before ``a=``; both are kept
+   distinct, blank values ``a=`` are kept); an empty query (``?`` alone, or nothing left) is
+   dropped. ``+`` is left as is. *Key and request:* sorting is a dedup policy, not a safe
+   rewrite -- some servers read parameters in order -- so :func:`normalize_pair` also returns
+   the URL to request, with the parameters in the link's order and every other rule applied;
+   the frontier is keyed by the sorted form and fetches the request form.
+10. **Fragment** dropped: it is never sent to the server.
 
-Parsing uses the standard library's ``urllib.parse.urlsplit`` rather than
-``yarl``: it only splits, with no normalization of its own, so the policy
-above is entirely ours and is not silently changed by a library upgrade
-(``yarl`` re-quotes and re-encodes hosts by its own rules). Resolution is done
-here on the split parts because ``urljoin`` re-splits ``;params`` off the
-last segment and does not tell an empty query from no query. The common
-shapes (``http(s)://`` or no scheme, plain ASCII netloc) are split by a few
-string operations that give exactly ``urlsplit``'s parts; everything else
-goes to ``urlsplit``. Hosts and bases recur from link to link and are
-memoized (bounded caches; errors are never cached).
-
-Errors: anything unusable raises :class:`politecrawl.errors.InvalidURL` with a
-one-line message; nothing else is ever raised by :func:`normalize`.
+Errors: anything unusable raises :class:`politecrawl.errors.InvalidURL` with a one-line message;
+nothing else is ever raised by :func:`normalize`. Hosts are checked through a bounded cache
+(errors are never cached).
 """
 
 from __future__ import annotations
 
 import functools
-import ipaddress
 import re
-from urllib.parse import SplitResult, unquote, urlsplit
 
 import idna
 
 from politecrawl.errors import InvalidURL
+
+from .whatwg import resolve
 
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
@@ -146,14 +123,9 @@ def _pct_pattern(safe: str) -> re.Pattern[str]:
 _PATH_PCT_RE = _pct_pattern(_PATH_SAFE)
 _QUERY_PCT_RE = _pct_pattern(_QUERY_SAFE)
 
-# Permissive DNS alphabet for ASCII labels (underscores are real-world).
+# Permissive DNS alphabet for the labels of a name (underscores are real-world).
 _ASCII_LABEL_RE = re.compile(r"[a-z0-9_-]{1,63}")
-# WHATWG "ends in a number": such hosts are IPv4 attempts, never names.
-_NUMERIC_LABEL_RE = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
 _MAX_HOST_LENGTH = 253  # RFC 1035 §2.3.4 (255 octets on the wire)
-
-_WHATWG_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
-_TAB_NEWLINE_RE = re.compile(r"[\t\n\r]")
 
 
 # --------------------------------------------------------------------------
@@ -193,97 +165,156 @@ def normalize_pair(
     return _normalize(url, base, strip_params)
 
 
-def _normalize(url: str, base: str | None, strip_params: frozenset[str]) -> tuple[str, str | None]:
+def _normalize(
+    url: str, base: str | None, strip_params: frozenset[str], *, shortcut: bool = True
+) -> tuple[str, str | None]:
     if strip_params is DEFAULT_STRIP_PARAMS:
         strip = _DEFAULT_STRIP
     else:
         strip = _compile_strip(strip_params if isinstance(strip_params, frozenset) else frozenset(strip_params))
-    ref = _clean(url, "URL")
-    parts = _split(ref)
-    if base is not None:
-        # The links of a page share its base: its parts are cached.
-        if type(base) is str and len(base) <= _CACHED_KEY_MAX:
-            base_parts = _base_parts(base)
-        else:
-            base_parts = _split(_clean(base, "base URL"))
-        parts = _resolve(parts, base_parts)
-    scheme, netloc, path, query, has_authority = parts
+    # Up to a quarter of the limit in characters, any str is within it in UTF-8.
+    if type(url) is not str or len(url) > _SURELY_SHORT:
+        _check_input(url, "URL")
+    if base is not None and (type(base) is not str or len(base) > _SURELY_SHORT):
+        _check_input(base, "base URL")
+    parts = _plain(url, base) if shortcut else None
+    prefix, path, query = parts if parts is not None else _parsed(url, base)
 
-    if not scheme:
-        raise InvalidURL(f"no scheme in URL: {_short(url)}")
-    if scheme not in _DEFAULT_PORTS:
-        raise InvalidURL(f"scheme not http/https: {_short(scheme)}")
-    if not has_authority:
-        raise InvalidURL(f"no host in URL: {_short(url)}")
-    authority = _normalize_authority(scheme, netloc)
+    if ";" in path:
+        path = _remove_dot_segments(_strip_path_params(path, strip))
+    key_query, request_query = _normalize_query(query, strip)
 
-    path = _PATH_PCT_RE.sub(_pct_repl, path)
-    path = _strip_path_params(path, strip)
-    path = _remove_dot_segments(path) or "/"
-    query, request_query = _normalize_query(query, strip)
-
-    result = f"{scheme}://{authority}{path}"
+    result = prefix + path
     request = None
     if request_query is not None:
         request = f"{result}?{request_query}"
-    if query:
-        result += "?" + query
+    if key_query:
+        result += "?" + key_query
     if len(result) > MAX_URL_BYTES:  # ASCII now: chars == bytes
         raise InvalidURL(f"URL longer than {MAX_URL_BYTES} bytes after normalization")
     return result, request
 
 
-# Split parts: scheme, netloc, path, query, has_authority.
-_Parts = tuple[str, str, str, str | None, bool]
+# Parts of a link on the way to its key: "scheme://authority" (checked), the path (escapes
+# normalized), the query as written (None without a '?').
+_Parts = tuple[str, str, str | None]
 
 
-def _clean(url: object, what: str) -> str:
-    """Bound, validate and apply the WHATWG pre-parse clean-up."""
+def _parsed(url: str, base: str | None) -> _Parts:
+    """The parts of ``url`` read by the WHATWG parser against ``base``; raises InvalidURL."""
+    href = resolve(url, base)
+    if href is None:
+        raise InvalidURL(_why_unparsable(url, base))
+    scheme, sep, rest = href.partition("://")
+    if scheme not in _DEFAULT_PORTS or not sep:
+        raise InvalidURL(f"scheme not http/https: {_short(href.partition(':')[0])}")
+    # An http(s) href is scheme://[userinfo@]host[:port]/path[?query][#fragment], with '/', '?',
+    # '#' and '@' escaped wherever they are not these delimiters.
+    slash = rest.find("/")
+    path, has_query, query = rest[slash:].partition("#")[0].partition("?")
+    prefix = f"{scheme}://{_authority(rest[:slash].rpartition('@')[2])}"
+    return prefix, _PATH_PCT_RE.sub(_pct_repl, path), query if has_query else None
+
+
+# The common links -- a path of characters that no parser changes, a plain query, maybe a
+# fragment -- are put together here instead: for them the WHATWG parse only joins strings, and
+# calling the parser costs more than the rest of a link's normalization (benchmarks/bench_urls.py
+# times both). The scheme and host of an absolute link and the base of a relative one still go
+# through the parser, once each (cached). tests/unit/test_urls.py holds the two ways to the same
+# results on generated links.
+_PLAIN_PATH = r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]"
+_PLAIN_TAIL = r"(?:\?([A-Za-z0-9\-._~!$&()*+,;=:@/?]*))?(?:#.*)?"  # a "'" in a query is escaped
+_PLAIN_ABSOLUTE_RE = re.compile(r"(https?://[^/\\?#\s]*)(/" + _PLAIN_PATH + "*)" + _PLAIN_TAIL, re.DOTALL)
+# Not "//host" and no ':' before the first '/' (that would be a scheme).
+_PLAIN_RELATIVE_RE = re.compile(r"(?!//)(?![^/?#]*:)(" + _PLAIN_PATH + "+)" + _PLAIN_TAIL, re.DOTALL)
+_DOT_SEGMENT_RE = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+
+
+def _plain(url: str, base: str | None) -> _Parts | None:
+    """:func:`_parsed`'s parts of a plain link, or None for any other (or where it would raise)."""
+    if not url.isascii():
+        return None
+    if url.startswith(("http://", "https://")):
+        match = _PLAIN_ABSOLUTE_RE.fullmatch(url)
+        if match is None or len(match.group(1)) > _CACHED_KEY_MAX:
+            return None
+        if base is not None and (len(base) > _CACHED_KEY_MAX or _plain_base(base) is None):
+            return None  # the parser fails a link on a base it cannot read, absolute or not
+        prefix = _plain_prefix(match.group(1))
+        path, query = match.group(2, 3)
+    elif base is not None and len(base) <= _CACHED_KEY_MAX:
+        match = _PLAIN_RELATIVE_RE.fullmatch(url)
+        if match is None:
+            return None
+        known = _plain_base(base)
+        if known is None:
+            return None
+        prefix, directory = known
+        path, query = match.group(1, 2)
+        if path[0] != "/":
+            path = directory + path
+    else:
+        return None
+    if prefix is None or ("." in path and _DOT_SEGMENT_RE.search(path)):
+        return None
+    return prefix, path, query
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_prefix(prefix: str) -> str | None:
+    """``scheme://authority`` of an absolute link as :func:`_parsed` makes it, or None."""
+    try:
+        parts = _parsed(prefix + "/", None)
+    except InvalidURL:
+        return None
+    return parts[0] if parts[1] == "/" and parts[2] is None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_base(base: str) -> tuple[str, str] | None:
+    """The prefix and the directory (up to its last '/', escapes normalized) of a base."""
+    try:
+        prefix, path, _ = _parsed(base, None)
+    except InvalidURL:
+        return None
+    return prefix, path[: path.rfind("/") + 1]
+
+
+_SURELY_SHORT = MAX_URL_BYTES // 4  # UTF-8 takes at most 4 bytes a character
+
+
+def _check_input(url: object, what: str) -> None:
+    """Bound the work before parsing."""
     if not isinstance(url, str):
         raise InvalidURL(f"{what} is not a string: {type(url).__name__}")
-    if len(url) > MAX_URL_BYTES:
+    if len(url) > MAX_URL_BYTES or (not url.isascii() and _utf8_size(url) > MAX_URL_BYTES):
         raise InvalidURL(f"{what} longer than {MAX_URL_BYTES} bytes")
-    if not url.isascii():  # ASCII: valid, and one byte per character
-        try:
-            size = len(url.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise InvalidURL(f"{what} is not valid Unicode") from None
-        if size > MAX_URL_BYTES:
-            raise InvalidURL(f"{what} longer than {MAX_URL_BYTES} bytes")
-    url = url.strip(_WHATWG_STRIP)
-    if "\t" in url or "\n" in url or "\r" in url:
-        url = _TAB_NEWLINE_RE.sub("", url)
-    # WHATWG: in special schemes '\' is a path separator (before ? and #).
-    if "\\" in url:
-        cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
-        url = url[:cut].replace("\\", "/") + url[cut:]
-    return url
 
 
-def _split(url: str) -> _Parts:
-    parts = _split_simple(url)
-    if parts is not None:
-        return parts
-    try:
-        s: SplitResult = urlsplit(url)
-    except ValueError as exc:  # bad IPv6 brackets, NFKC netloc tricks
-        raise InvalidURL(f"unparsable URL: {_short(url)} ({exc})") from None
-    # urlsplit cannot tell "no query" from "empty query", nor "no authority"
-    # from "empty authority"; RFC 3986 resolution needs both.
-    rest = url[len(s.scheme) + 1 :] if s.scheme else url
-    no_fragment = rest.split("#", 1)[0]
-    query = s.query if "?" in no_fragment else None
-    return s.scheme.lower(), s.netloc, s.path, query, rest.startswith("//")
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _split_simple(url: str) -> _Parts | None:
-    """:func:`_split` without ``urlsplit`` for the common URLs, or None for the others.
+def _why_unparsable(url: str, base: str | None) -> str:
+    """The message for a link the WHATWG parser rejects (only computed on failure)."""
+    if base is not None:
+        base_href = resolve(base)
+        if base_href is None:
+            return f"invalid base URL: {_short(base)}"
+        scheme = base_href.partition(":")[0]
+        if scheme not in _DEFAULT_PORTS and resolve(url) is None:
+            return f"scheme not http/https: {_short(scheme)}"
+    return f"unparsable URL: {_short(url)}"
 
-    Covered: no C0 control or space in front, no tab/CR/LF (both removed by
-    :func:`_clean`), and either a lower-case ``http://``/``https://`` prefix or no
-    scheme at all (no ``:``, or a first character that cannot start one), and an
-    ASCII netloc without brackets. For these, ``urlsplit`` only cuts at the first
-    ``/?#`` after ``//``, the first ``#`` and then the first ``?`` -- done here
+
+def _split_simple(url: str) -> tuple[str, str, str, str | None, bool] | None:
+    """``urlsplit``'s parts (scheme, netloc, path, query or None, has authority) for the common
+    URLs, or None for the others; :mod:`.traps` reads normalized URLs' paths and queries with it.
+
+    Covered: no C0 control or space in front, no tab/CR/LF, and either a lower-case
+    ``http://``/``https://`` prefix or no scheme at all (no ``:``, or a first character that
+    cannot start one), and an ASCII netloc without brackets. For these, ``urlsplit`` only cuts
+    at the first ``/?#`` after ``//``, the first ``#`` and then the first ``?`` -- done here
     without its per-call overhead (and checked against it in the tests).
     """
     if (url and url[0] <= " ") or "\t" in url or "\n" in url or "\r" in url:
@@ -313,122 +344,47 @@ def _split_simple(url: str) -> _Parts | None:
     return scheme, netloc, path, query if has_query else None, has_authority
 
 
-@functools.lru_cache(maxsize=256)
-def _base_parts(base: str) -> _Parts:
-    return _split(_clean(base, "base URL"))
-
-
-def _resolve(ref: _Parts, base: _Parts) -> _Parts:
-    """RFC 3986 §5.2.2 (strict); dot segments are removed later."""
-    r_scheme, r_netloc, r_path, r_query, r_auth = ref
-    if r_scheme:
-        return ref
-    b_scheme, b_netloc, b_path, b_query, b_auth = base
-    if r_auth:
-        return b_scheme, r_netloc, r_path, r_query, True
-    if not r_path:
-        return b_scheme, b_netloc, b_path, r_query if r_query is not None else b_query, b_auth
-    if r_path.startswith("/"):
-        path = r_path
-    elif b_auth and not b_path:  # §5.2.3 merge
-        path = "/" + r_path
-    else:
-        path = b_path[: b_path.rfind("/") + 1] + r_path
-    return b_scheme, b_netloc, path, r_query, b_auth
-
-
-# Longest netloc, host-key prefix or base URL kept in a cache (a long userinfo would make
-# each entry large).
+# Longest host-key prefix kept in :mod:`.hosts`' cache (a long userinfo would make each entry
+# large).
 _CACHED_KEY_MAX = 512
 
 
-def _normalize_authority(scheme: str, netloc: str) -> str:
-    """``host[:port]`` normalized; userinfo dropped; raises InvalidURL."""
-    if len(netloc) <= _CACHED_KEY_MAX:
-        return _normalize_authority_cached(scheme, netloc)
-    return _normalize_authority_uncached(scheme, netloc)
+@functools.lru_cache(maxsize=4096)
+def _authority(hostport: str) -> str:
+    """``host[:port]`` of a WHATWG href, checked against the crawler's host policy.
 
-
-def _normalize_authority_uncached(scheme: str, netloc: str) -> str:
-    hostport = netloc.rpartition("@")[2]
-    if hostport.startswith("["):
-        close = hostport.find("]")
-        if close < 0:
-            raise InvalidURL(f"unterminated IPv6 address: {_short(netloc)}")
-        host, rest = hostport[: close + 1], hostport[close + 1 :]
-        if rest and not rest.startswith(":"):
-            raise InvalidURL(f"junk after IPv6 address: {_short(netloc)}")
-        port = rest[1:]
+    The same few hosts recur on every page: cached. Errors are not cached (raised anew, with the
+    same message).
+    """
+    if hostport.startswith("["):  # IPv6, already compressed by the parser
+        host, _, port = hostport.partition("]")
+        host += "]"
+        port = port[1:]
     else:
         host, _, port = hostport.partition(":")
-    host = _normalize_host(host)
-    if port:
-        if not (port.isascii() and port.isdigit()) or len(port.lstrip("0")) > 5:
-            raise InvalidURL(f"invalid port: {_short(port)}")
-        number = int(port)
-        if not 0 < number <= 65535:
-            raise InvalidURL(f"port out of range: {number}")
-        if number != _DEFAULT_PORTS[scheme]:
-            return f"{host}:{number}"
-    return host
+        host = _check_host(host)
+    if port == "0":
+        raise InvalidURL("port 0 in URL")
+    return f"{host}:{port}" if port else host
 
 
-# The same few hosts recur on every page (host names, IDNA, IP addresses are checked each time
-# otherwise). Errors are not cached: they are raised anew, with the same message.
-_normalize_authority_cached = functools.lru_cache(maxsize=4096)(_normalize_authority_uncached)
-
-
-def _normalize_host(host: str) -> str:
-    if not host:
-        raise InvalidURL("no host in URL")
-    if host.startswith("["):
-        inner = host[1:-1]
-        if "%" in inner or not inner.isascii():  # zone ids are local-only
-            raise InvalidURL(f"invalid IPv6 address: {_short(host)}")
-        try:
-            return f"[{ipaddress.IPv6Address(inner).compressed}]"
-        except ValueError:
-            raise InvalidURL(f"invalid IPv6 address: {_short(host)}") from None
-    if "%" in host:
-        try:
-            host = unquote(host, errors="strict")
-        except UnicodeDecodeError:
-            raise InvalidURL(f"invalid percent-encoding in host: {_short(host)}") from None
-    if host.isascii():
-        host = host.lower()
-    else:
-        try:  # UTS #46 mapping: case fold, width, dots like U+3002
-            host = idna.uts46_remap(host, std3_rules=False, transitional=False)
-        except (idna.IDNAError, UnicodeError, ValueError, IndexError):
-            raise InvalidURL(f"invalid IDNA host: {_short(host)}") from None
+def _check_host(host: str) -> str:
     if host.endswith("."):
         host = host[:-1]
     if not host:
         raise InvalidURL("empty host")
-    labels = host.split(".")
-    last = labels[-1]
-    if last.isascii() and _NUMERIC_LABEL_RE.fullmatch(last):
-        try:
-            return str(ipaddress.IPv4Address(host))
-        except ValueError:
-            raise InvalidURL(f"invalid IPv4 address: {_short(host)}") from None
-    out = []
-    for label in labels:
-        if label.isascii():
-            if not _ASCII_LABEL_RE.fullmatch(label):
-                raise InvalidURL(f"invalid host: {_short(host)}")
-            if label.startswith("xn--"):
-                label = _canonical_alabel(label, host)
-        else:
-            try:
-                label = idna.alabel(label).decode("ascii")
-            except (idna.IDNAError, UnicodeError, ValueError, IndexError):
-                raise InvalidURL(f"invalid IDNA host: {_short(host)}") from None
-        out.append(label)
-    result = ".".join(out)
-    if len(result) > _MAX_HOST_LENGTH:
+    if len(host) > _MAX_HOST_LENGTH:
         raise InvalidURL(f"host longer than {_MAX_HOST_LENGTH} characters")
-    return result
+    last = host.rpartition(".")[2]
+    if last.isdigit():  # the parser wrote an IPv4 address (it rejects other numeric hosts)
+        return host
+    for label in host.split("."):
+        if not _ASCII_LABEL_RE.fullmatch(label):
+            raise InvalidURL(f"host not a DNS name: {_short(host)}")
+    if "xn--" in host:  # punycode must decode (IDNA 2008), and is written canonically
+        labels = host.split(".")
+        host = ".".join(_canonical_alabel(label, host) if label.startswith("xn--") else label for label in labels)
+    return host
 
 
 def _canonical_alabel(label: str, host: str) -> str:
