@@ -263,7 +263,7 @@ def _bulk_prepare(store_url: str, hosts: int, per_host: int) -> None:
 def _claim_plans(store_url: str, per_ip: int) -> list[str]:
     """EXPLAIN (QUERY PLAN) of the host claim and the URL lease, as the store runs them."""
     now = time.time()
-    params = {"worker": "explain", "expires": now + LEASE, "now": now, "per_ip": per_ip, "host": _host(0)}
+    params = {"worker": "explain", "expires": now + LEASE, "now": now, "due": now, "per_ip": per_ip, "host": _host(0)}
     from politecrawl.store import is_postgres_url
 
     if is_postgres_url(store_url):
@@ -281,19 +281,21 @@ def _claim_plans(store_url: str, per_ip: int) -> list[str]:
         return out
     import sqlite3
 
-    from politecrawl.store import sqlite as lite
+    from politecrawl.store import sqlite as store_module
+    from politecrawl.store import sqlite_claims as lite
 
     db = sqlite3.connect(store_url)
     try:
         out = []
         for name, sql in (
-            ("claim", lite._CLAIM_HOST),
-            ("any eligible", lite._ANY_ELIGIBLE),
-            ("lease URL", lite._LEASE_URL),
+            ("pick", lite.PICK_HOST),
+            ("claim", lite.CLAIM_HOST),
+            ("any eligible", lite.ANY_ELIGIBLE),
+            ("lease URL", lite.LEASE_URL),
         ):
             for row in db.execute("EXPLAIN QUERY PLAN " + sql, params):
                 out.append(f"  sqlite {name} | {row[3]}")
-        for row in db.execute("EXPLAIN QUERY PLAN " + lite._WAKE_TIME, {"now": now, "min_delay": 1.0}):
+        for row in db.execute("EXPLAIN QUERY PLAN " + store_module._WAKE_TIME, {"now": now, "min_delay": 1.0}):
             out.append(f"  sqlite wake_time | {row[3]}")
         return out
     finally:

@@ -35,7 +35,7 @@ from .api import (
     URLEvidence,
     YieldCheck,
 )
-from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim
+from .claims import claim_from_host_row, finish_claim
 from .common import (
     DONE,
     LEASED,
@@ -63,6 +63,7 @@ from .reads import (
     read_status,
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
+from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
 from .sqlite_connection import connect, tune
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
@@ -73,44 +74,6 @@ _WAKE_TIME = wake_time_sql(DIALECT)
 
 SCHEMA_VERSION = 6
 APP_ID = "politecrawl"
-
-# A host is eligible when it has work, its delay ends by :due (now, or a moment ahead: the
-# claim then waits for it, see Claim.not_before) and nobody holds its lease. The claim picks a
-# host and reserves it inside one write transaction (BEGIN IMMEDIATE: no other writer between).
-_ELIGIBLE = "pending > 0 AND next_allowed_at <= :due AND (lease_owner IS NULL OR lease_expires_at <= :now)"
-# A claimed host's next_allowed_at moves to its lease expiry plus the delay it is owed (the
-# release sets the real time): if the worker dies mid-request, the request ended by the lease
-# expiry at the latest, so the host is never asked again sooner than its delay after it. It also
-# keeps the eligible-host scan (hosts_ready, in next_allowed_at order) from stepping over every
-# host in flight on each claim — with 1,000 hosts that scan was the crawl's bottleneck.
-# Per-IP cap: hosts sharing an address (virtual hosts on one server) share :per_ip open requests.
-_IP_FREE = """(:per_ip = 0 OR ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
-               WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
-                 AND other.lease_expires_at > :now) < :per_ip)"""
-
-# The pick reads the host's next_allowed_at as it is (the claim's not_before); the UPDATE's
-# RETURNING could only give the moved one.
-_PICK_HOST = (
-    f"SELECT host, next_allowed_at FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} ORDER BY next_allowed_at LIMIT 1"
-)
-_CLAIM_HOST = f"""
-UPDATE hosts SET lease_owner = :worker, lease_expires_at = :expires, next_allowed_at = :expires + delay,
-                 claimed_at = :now
-WHERE host = :host
-RETURNING {CLAIM_RETURNING}
-"""
-
-_ANY_ELIGIBLE = f"SELECT 1 FROM hosts WHERE {_ELIGIBLE} AND {_IP_FREE} LIMIT 1"
-
-_LEASE_URL = f"""
-UPDATE frontier SET state = {LEASED}, lease_owner = :worker, lease_expires_at = :expires,
-                    attempts = attempts + 1
-WHERE id = (SELECT id FROM frontier
-            WHERE host = :host AND state IN {PENDING_STATES}
-              AND (state = {QUEUED} OR lease_expires_at <= :now)
-            ORDER BY priority, id LIMIT 1)
-RETURNING id, url, depth, attempts, revisit_interval, kind, request_url, sitemap_for
-"""
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
@@ -303,19 +266,19 @@ class SQLiteStore:
             # A read first, outside any write transaction (WAL readers never wait): about a third
             # of the claims at 1,000 hosts find nothing eligible, and then take no write lock.
             # If a host becomes eligible right after this read, the dispatcher's wake-up finds it.
-            if self._db.execute(_ANY_ELIGIBLE, params).fetchone() is None:
+            if self._db.execute(ANY_ELIGIBLE, params).fetchone() is None:
                 return []
         claims: list[Claim] = []
         with self._write() as db:
             for _ in range(n):
-                picked = db.execute(_PICK_HOST, params).fetchone()
+                picked = db.execute(PICK_HOST, params).fetchone()
                 if picked is None:
                     break
-                row = db.execute(_CLAIM_HOST, {**params, "host": picked[0]}).fetchone()
+                row = db.execute(CLAIM_HOST, {**params, "host": picked[0]}).fetchone()
                 claim = finish_claim(
                     db,
                     claim_from_host_row(row, worker=worker, now=now, expires=expires, not_before=picked[1]),
-                    _LEASE_URL,
+                    LEASE_URL,
                     params,
                     now,
                     "?",
