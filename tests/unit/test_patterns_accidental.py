@@ -1,0 +1,50 @@
+"""The learned patterns' answers to accidental traps, with their controls: a space that runs dry
+after a few real pages (a pager past its last page)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from politecrawl.patterns.budget import TemplateBudget, TemplateStats
+
+H = "http://site.test"
+
+
+# (what the template's pages are, how many new pages it has, whether each repeat links the
+# next page, pages fetched before it is refused)
+@pytest.mark.parametrize(
+    ("name", "novel", "feeds", "fetched"),
+    [
+        # A pager past its last page: three real pages, then "no more posts" with an "older" link.
+        ("few new pages, then repeats that feed themselves", 3, True, 5),
+        # Controls: repeats linked from elsewhere, or a template with many new pages, are left
+        # to the novel share of the last 10 pages (at most 2 new of them).
+        ("few new pages, then repeats linked from elsewhere", 3, False, 11),
+        ("many new pages, then repeats that feed themselves", 8, True, 16),
+    ],
+)
+def test_budget_closes_a_space_that_ran_dry(name, novel, feeds, fetched):
+    budget = TemplateBudget()
+    rng = random.Random(7)
+    fingerprints = [rng.getrandbits(64) for _ in range(novel)]
+    count = 0
+    for i in range(40):
+        url = f"{H}/blog/?page={i + 1}"
+        if not budget.allows(url)[0]:
+            break
+        fp = fingerprints[i] if i < novel else fingerprints[-1]
+        links = [f"{H}/blog/?page={i + 2}"] if feeds else [f"{H}/"]
+        budget.observe(url, fp, 40, links)
+        count += 1
+    assert count == fetched, name
+
+
+def test_a_run_of_repeats_is_stored_and_derived_for_rows_stored_before_it():
+    stats = TemplateStats(pages=3, novel=1, recent=[1, 0, 0], sample=[1, 1, 1], last_seen=3, fed=2, run=2)
+    assert TemplateStats.from_row(stats.to_row()) == stats
+    # A row of six fields (stored before runs were counted): every repeat fed it, so the run
+    # is all of them; otherwise it is not known and starts at 0.
+    assert TemplateStats.from_row(stats.to_row()[:6]).run == 2
+    assert TemplateStats.from_row([5, 2, [1, 1, 0, 0, 0], "", 5, 0]).run == 0
