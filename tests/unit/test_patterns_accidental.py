@@ -1,5 +1,6 @@
 """The learned patterns' answers to accidental traps, with their controls: a space that runs dry
-after a few real pages (a pager past its last page)."""
+after a few real pages (a pager past its last page), and a relative link nested under any path
+(tail alias rules)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 
 import pytest
 
+from politecrawl.patterns.aliases import AliasRules
 from politecrawl.patterns.budget import TemplateBudget, TemplateStats
 
 H = "http://site.test"
@@ -48,3 +50,34 @@ def test_a_run_of_repeats_is_stored_and_derived_for_rows_stored_before_it():
     # is all of them; otherwise it is not known and starts at 0.
     assert TemplateStats.from_row(stats.to_row()[:6]).run == 2
     assert TemplateStats.from_row([5, 2, [1, 1, 0, 0, 0], "", 5, 0]).run == 0
+
+
+def _contact_pages(rules: AliasRules, prefixes: list[str], texts: list[str]) -> None:
+    rules.observe(f"{H}/help/contact/", "contact")
+    for prefix, text in zip(prefixes, texts):
+        rules.observe(f"{H}{prefix}/help/contact/", text)
+
+
+def test_alias_tail_rule_learns_a_relative_link_nested_under_any_path():
+    rules = AliasRules()
+    _contact_pages(rules, ["/docs", "/docs/install", "/about/2024"], ["contact"] * 3)
+    assert [r.key for r in rules.active()] == ["tail:/help/contact/"]
+    assert rules.rewrite(f"{H}/blog/any-post-7/help/contact/")[0] == f"{H}/help/contact/"
+    assert rules.rewrite(f"{H}/help/contact/?x=1")[0] == f"{H}/help/contact/?x=1"  # the tail itself
+    assert rules.rewrite(f"{H}/docs/install/")[0] == f"{H}/docs/install/"
+
+
+def test_alias_tail_rule_dropped_when_one_nesting_is_another_page():
+    rules = AliasRules()
+    _contact_pages(rules, ["/docs", "/docs/install", "/sales"], ["contact", "contact", "sales team"])
+    assert rules.active() == []
+    assert rules.rewrite(f"{H}/blog/post/help/contact/")[0] == f"{H}/blog/post/help/contact/"
+
+
+def test_alias_tail_rule_needs_the_same_text_not_a_declaration():
+    rules = AliasRules()
+    rules.observe(f"{H}/help/contact/", "contact")
+    for n, prefix in enumerate(["/docs", "/docs/install", "/about/2024"]):
+        # Every page declares the contact page canonical, but its text is its own.
+        rules.observe(f"{H}{prefix}/help/contact/", f"text {n}", f"{H}/help/contact/")
+    assert "tail:/help/contact/" not in [r.key for r in rules.active()]
