@@ -1,6 +1,7 @@
-"""The learned patterns' answers to accidental traps, with their controls: a space that runs dry
-after a few real pages (a pager past its last page), and a relative link nested under any path
-(tail alias rules)."""
+"""The learned patterns' answers to three accidental traps, with their controls: a space that
+runs dry after a few real pages (a pager past its last page), a relative link nested under any
+path (tail alias rules), and a page that repeats another page's text under a new URL (its links
+are not followed: ``SitePatterns.observe_page`` says so)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from politecrawl.patterns.aliases import AliasRules
 from politecrawl.patterns.budget import TemplateBudget, TemplateStats
+from politecrawl.patterns.site import SitePatterns
 
 H = "http://site.test"
 
@@ -81,3 +83,22 @@ def test_alias_tail_rule_needs_the_same_text_not_a_declaration():
         # Every page declares the contact page canonical, but its text is its own.
         rules.observe(f"{H}{prefix}/help/contact/", f"text {n}", f"{H}/help/contact/")
     assert "tail:/help/contact/" not in [r.key for r in rules.active()]
+
+
+def test_a_page_repeating_another_pages_text_is_told_apart():
+    patterns = SitePatterns()
+    assert patterns.observe_page(f"{H}/news/gone.html", 1, "not found") is None
+    # A soft 404 again, under another URL: the first URL is named.
+    assert patterns.observe_page(f"{H}/guides/made-up.html", 2, "not found") == f"{H}/news/gone.html"
+    # The same URL again (a recrawl) or a page without text repeats nothing.
+    assert patterns.observe_page(f"{H}/news/gone.html", 1, "not found") is None
+    assert patterns.observe_page(f"{H}/empty", 3, "") is None
+    assert patterns.observe_page(f"{H}/empty-too", 3, "") is None
+    # A page whose text an earlier page had, and which that page declared its canonical: its
+    # links are the site's own.
+    patterns.observe_page(f"{H}/print/a1", 4, "article 1", f"{H}/a1")
+    assert patterns.observe_page(f"{H}/a1", 4, "article 1") is None
+    # What was remembered survives the state's round trip (either earlier URL is the answer).
+    restored = SitePatterns.from_json(patterns.to_json())
+    repeated = restored.observe_page(f"{H}/reviews/made-up.html", 5, "not found")
+    assert repeated in (f"{H}/news/gone.html", f"{H}/guides/made-up.html")
