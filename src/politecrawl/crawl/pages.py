@@ -246,10 +246,13 @@ class PageHandler:
         fingerprint = text_fingerprint(compared) if compared else None
         page_simhash = simhash(compared) if compared else None
         normalized: dict[str, tuple[str, str | None]] = {}
+        repeats = None  # the URL this page's text was fetched under before (SitePatterns.repeat_of)
         if patterns is not None and page_simhash is not None:
-            self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome, normalized)
+            repeats = self._learn(claim, patterns, page, page_simhash, fingerprint, alias_of, outcome, normalized)
+        if repeats is not None:
+            outcome.note(f"text of {repeats}: links not followed")
         outgoing: list[str] = []
-        if not nofollow:
+        if not nofollow and repeats is None:
             followed = [l for l in page.links if self.settings.follow_nofollow or not l.nofollow]
             texts: dict[str, list[str]] = {}
             for link in followed:
@@ -393,10 +396,11 @@ class PageHandler:
         alias_of: str | None,
         outcome: Outcome,
         normalized: dict[str, tuple[str, str | None]],
-    ) -> None:
+    ) -> str | None:
         """Teach the host's patterns one fetched page; every few pages, store what was learned.
         The links it normalizes go into ``normalized`` (raw href -> key and request URL), so
-        that queueing them does not normalize them again."""
+        that queueing them does not normalize them again. Returns the URL the page's text was
+        fetched under before, if any (its links are then not followed)."""
         assert claim.url is not None  # a page claim
         links = []
         for link in page.links[:PATTERN_LINKS]:
@@ -408,9 +412,10 @@ class PageHandler:
                 links.append(pair[0])
         # Words counted by their separators: a C-level count, not a split of the whole text.
         words = page.compared_text.count(" ") + 1  # of the text the SimHash is of
-        patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
+        repeats = patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1
         if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
             outcome.patterns = patterns.to_json()
             entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0
+        return repeats

@@ -1,12 +1,13 @@
 """Alias rules: removals from a URL that keep leading to the same content. Pure.
 
 :class:`AliasRules` -- "Do not crawl in the DUST" (Bar-Yossef, Keidar, Schonfeld, WWW 2007)
-restricted to removals: a path prefix, one path segment, the trailing slash or a query
-parameter whose removal keeps leading to the same content (or to the declared canonical URL)
-becomes a rewrite rule once it has enough confirming pairs and no contradiction (or one pair
-where a canonical declaration and the texts agree); the one addition is the trailing slash,
-where the site declares the slashed URL canonical. Rewritten URLs keep the normalized form of
-:func:`politecrawl.policy.urls.normalize`, since they only remove parts of a normalized URL.
+restricted to removals: a path prefix, one path segment, the leading segments before a
+tail, the trailing slash or a query parameter whose removal keeps leading to the same content
+(or to the declared canonical URL) becomes a rewrite rule once it has enough confirming pairs
+and no contradiction (or one pair where a canonical declaration and the texts agree); the one
+addition is the trailing slash, where the site declares the slashed URL canonical. Rewritten
+URLs keep the normalized form of :func:`politecrawl.policy.urls.normalize`, since they only
+remove parts of a normalized URL.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ __all__ = [
 @dataclass
 class AliasRule:
     """A removal that keeps leading to the same content: ``kind`` is ``"prefix"`` (the
-    literal leading path ``arg`` such as ``/print``), ``"segment"`` (``arg`` = ``"i:tmpl"``:
+    literal leading path ``arg`` such as ``/print``), ``"tail"`` (every segment before the
+    path ``arg`` such as ``/help/contact/``, which is kept), ``"segment"`` (``arg`` = ``"i:tmpl"``:
     the segment at index ``i`` whose template is ``tmpl``), ``"slash"`` (the trailing slash),
     ``"param"`` (the query parameter named ``arg``), or the one addition, ``"addslash"`` (a
     trailing slash added to paths whose template is ``arg``, learned from pages that declare
@@ -109,6 +111,12 @@ def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
             if not segment or (i == 0 and _literal(segment)):  # a literal first one: "prefix"
                 continue
             found.append(("segment", f"{i}:{segment_template(segment)}", parts.without_segments(i, i + 1)))
+    # Every leading segment down to a tail: a relative link that lost its leading slash
+    # (``help/contact/`` on /docs/x/) under a router that answers any nesting by its last
+    # segments makes /docs/x/help/contact/ the same page as /help/contact/, whatever x is.
+    for i in range(1, min(_MAX_POSITIONS, len(segments) - 1) + 1):
+        if segments[i]:  # a tail of at least one segment, not the trailing slash alone
+            found.append(("tail", "/" + "/".join(segments[i:]), parts.without_segments(0, i)))
     for name in list(dict.fromkeys(parts.names()))[:_MAX_PARAMS]:
         found.append(("param", name, parts.without_param(name)))
     return found
@@ -137,6 +145,10 @@ def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
         prefix = tuple(arg[1:].split("/"))
         if len(segments) > len(prefix) and segments[: len(prefix)] == prefix:
             return parts.without_segments(0, len(prefix))
+    elif kind == "tail":
+        tail = tuple(arg[1:].split("/"))
+        if len(segments) > len(tail) and segments[-len(tail) :] == tail:
+            return parts.without_segments(0, len(segments) - len(tail))
     elif kind == "slash":
         if len(segments) >= 2 and segments[-1] == "":
             return parts.without_segments(len(segments) - 1, len(segments))
@@ -159,14 +171,16 @@ class AliasRules(_JSONState):
 
     Each observed page is remembered as (content key, declared canonical URL, SimHash). A
     *pair* is two observed URLs ``a`` and ``b = R(a)`` for a removal ``R`` (a literal path
-    prefix, one path segment, the trailing slash, one query parameter), or ``a`` and its
-    declared canonical ``b = R(a)``. It *confirms* ``R`` when both have the same content key,
-    or when one declares the other canonical (or both the same canonical) and their SimHashes,
-    when both are known, are at most ``canonical_distance`` bits apart; otherwise it
-    *contradicts* ``R``. The distance check is there because canonicals are often wrong in a
-    way that would lose pages (every ``?page=N`` declaring ``/list`` canonical): like search
-    engines, a declaration is believed for another layout of the same text (a printer view
-    is a few bits away), not for a different document (about 32 bits away).
+    prefix, one path segment, the segments before a tail, the trailing slash, one query
+    parameter), or ``a`` and its declared canonical ``b = R(a)``. It *confirms* ``R`` when both
+    have the same content key, or when one declares the other canonical (or both the same
+    canonical) and their SimHashes, when both are known, are at most ``canonical_distance``
+    bits apart; otherwise it *contradicts* ``R`` (a tail rule is judged by the content keys
+    alone: it rewrites URLs under any leading path). The distance check is there because
+    canonicals are often wrong in a way that would lose pages (every ``?page=N`` declaring
+    ``/list`` canonical): like search engines, a declaration is believed for another layout of
+    the same text (a printer view is a few bits away), not for a different document (about 32
+    bits away).
 
     A rule with ``min_confirmed`` confirmations and no contradiction is active; a
     contradiction drops it for good (it is kept, with its evidence, so that it is not learned
@@ -247,6 +261,12 @@ class AliasRules(_JSONState):
             return True
         distance: int = (simhash_a ^ simhash_b).bit_count()  # records are list[Any]: the type is said here
         return distance <= self.canonical_distance
+
+    def _same_text(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` had the same text. A tail rule is judged by that alone: it
+        rewrites URLs under any leading path, so a canonical declaration (sites declare one
+        page canonical for many) is not evidence enough for it."""
+        return bool(self.pages[a][0] == self.pages[b][0])
 
     def observe_links(self, links: Iterable[str]) -> None:
         """Learn from one fetched page's links which parameters tag links rather than name
@@ -353,10 +373,13 @@ class AliasRules(_JSONState):
                     if not self._same(url, target):
                         self._evidence("addslash", _path_template(_split(target).segments), target, url, False)
                     continue
+                if kind == "tail":
+                    self._evidence(kind, arg, url, target, self._same_text(url, target))
+                    continue
                 declared = canonical == target
                 self._evidence(kind, arg, url, target, self._same(url, target), declared=declared, verified=declared)
             else:
-                if canonical == target:  # declared: evidence now, checked when target is fetched
+                if canonical == target and kind != "tail":  # declared: evidence now, checked when target is fetched
                     self._evidence(kind, arg, url, target, True, declared=True)
                 self._waiting.setdefault(target, set()).add(url)
         # url as the shorter URL of pairs whose longer URL came first.
@@ -373,7 +396,7 @@ class AliasRules(_JSONState):
                 continue
             for kind, arg, target in _removal_urls(source):
                 if target == url and not (kind == "slash" and canonical == source):
-                    self._evidence(kind, arg, source, url, same)
+                    self._evidence(kind, arg, source, url, self._same_text(source, url) if kind == "tail" else same)
         # url declares itself with a trailing slash canonical (/post/3 -> /post/3/): the site
         # wants the slash, so the rule adds it (a removal rule would index the alias).
         if (

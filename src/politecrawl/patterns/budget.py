@@ -4,7 +4,9 @@
 how many fetched pages were *novel* (no earlier page of the template within
 :data:`NOVEL_DISTANCE` bits of SimHash for a thin page, :data:`LONG_NOVEL_DISTANCE` for a
 longer one). A template whose second page repeats the first and links more of its own kind
-(an endless space generating itself) stops there; otherwise, once it has ``min_pages`` pages,
+(an endless space generating itself) stops there, and so does one whose few new pages were
+followed by two such repeats in a row (the space past a pager's last page or a calendar's
+events); otherwise, once it has ``min_pages`` pages,
 it may go on only while the novel share of its last ``window`` pages stays at or above
 ``min_novel_share``: calendars and facets stop after a page or two, a template that keeps
 producing new articles keeps going.
@@ -68,11 +70,13 @@ class TemplateStats:
     sample: list[int] = field(default_factory=list)  # SimHashes of the last ``sample_size`` pages
     last_seen: int = 0  # logical clock (observation count), for eviction
     fed: int = 0  # pages not novel that linked more URLs of their own template or family
+    run: int = 0  # the latest pages in a row that were not novel and linked more of their kind
 
     def to_row(self) -> list[Any]:
-        """The stored form: ``[pages, novel, recent, sample, last_seen, fed]``, the sample packed
-        (see :mod:`.state`)."""
-        return [self.pages, self.novel, self.recent.copy(), _pack_simhashes(self.sample), self.last_seen, self.fed]
+        """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]``, the sample
+        packed (see :mod:`.state`)."""
+        sample = _pack_simhashes(self.sample)
+        return [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
 
     @classmethod
     def from_row(cls, row: list[Any] | dict[str, Any]) -> TemplateStats:
@@ -80,9 +84,14 @@ class TemplateStats:
         if isinstance(row, dict):
             stats = cls(**row)
             _pack_simhashes(stats.sample)  # 64-bit ints, or ValueError now rather than at the next write
-            return stats
-        pages, novel, recent, sample, last_seen, fed = row
-        return cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed)
+        else:
+            pages, novel, recent, sample, last_seen, fed, *run = row
+            stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *run)
+        if ("run" not in row) if isinstance(row, dict) else len(row) == 6:
+            # Stored before runs were counted: a template whose every repeat fed it ends in a run
+            # of them all; of any other, the run is not known and starts again.
+            stats.run = stats.fed if stats.feeds_itself() else 0
+        return stats
 
     def novel_share(self) -> float:
         return sum(self.recent) / len(self.recent) if self.recent else 1.0
@@ -91,6 +100,12 @@ class TemplateStats:
         """Whether only the first page was new and every later one, a repeat, linked more of
         its own kind: an endless space that generates itself (calendar, facets, loops)."""
         return self.novel == 1 and self.pages > 1 and self.fed >= self.pages - 1
+
+    def ran_dry(self, repeats: int, few: int) -> bool:
+        """Whether, after at most ``few`` new pages, the latest ``repeats`` pages in a row were
+        repeats that linked more of their own kind: a space that went on generating itself once
+        its real pages ran out (a pager past its last page, a calendar past its events)."""
+        return self.run >= repeats and self.novel <= few
 
 
 class TemplateBudget(_JSONState):
@@ -110,8 +125,11 @@ class TemplateBudget(_JSONState):
     the next, a facet listing that repeats the last and links 24 more combinations. That is
     how an endless space grows, and it already tells after two pages; pages that repeat
     without feeding themselves (two "out of stock" items linked from a listing) wait for
-    ``min_pages``. After ``min_pages`` a template is allowed while the novel share of its
-    last ``window`` pages is at least ``min_novel_share``. Templates
+    ``min_pages``. A template that had a few new pages (at most ``min_pages``) and then
+    ``early_pages`` repeats in a row, each linking more of its own kind, is refused too, at
+    any age: a pager past its last page ("no more posts", and an "older" link), a calendar
+    past its events. After ``min_pages`` a template is otherwise allowed while the novel
+    share of its last ``window`` pages is at least ``min_novel_share``. Templates
     are also grouped by *family* (:func:`_family`: the path of a query template, ``/shop?*``;
     the first segment of a longer path, ``/browse/**``): a young template in an exhausted
     family is refused, because facets combine into more templates than any per-template
@@ -192,10 +210,12 @@ class TemplateBudget(_JSONState):
                 del table[victim]
             stats = table[key] = TemplateStats()
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
-        # Only a young template's repeats can close it early: the links are not looked at
-        # otherwise (they are the costly part).
-        if not novel and stats.pages < self.min_pages and stats.novel == 1 and feeds():
+        # Only the repeats of a template with few new pages can close it early: the links are
+        # not looked at otherwise (they are the costly part).
+        feeding = not novel and stats.novel <= self.min_pages and feeds()
+        if feeding and stats.pages < self.min_pages and stats.novel == 1:
             stats.fed += 1
+        stats.run = stats.run + 1 if feeding else 0
         stats.pages += 1
         stats.novel += novel
         stats.recent.append(int(novel))
@@ -240,6 +260,8 @@ class TemplateBudget(_JSONState):
     def _exhausted(self, stats: TemplateStats | None) -> bool:
         if stats is None:
             return False
+        if stats.ran_dry(self.early_pages, self.min_pages):
+            return True
         if stats.pages >= self.min_pages:
             return stats.novel_share() < self.min_novel_share
         return stats.pages >= self.early_pages and stats.feeds_itself()

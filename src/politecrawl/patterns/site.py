@@ -9,7 +9,8 @@ puts them together for one host to decide, before a link is queued, whether to r
 strip it or drop it: one ``observe_page`` for each fetched page and one ``filter_link`` for
 each found link apply the alias rules (:mod:`.aliases`), then the session tokens
 (:mod:`.sessions`), then the template budgets (:mod:`.budget`), all over URL shapes
-(:mod:`.shape`); the state round-trips through JSON (:mod:`.state`).
+(:mod:`.shape`); the state round-trips through JSON (:mod:`.state`). ``observe_page`` also says
+when a page repeats the text of another URL of the host, whose links are then best left alone.
 
 URLs given to it are expected to be :func:`politecrawl.policy.urls.normalize` d (one
 spelling, query sorted, fragment dropped); rewritten URLs keep that form, since they only
@@ -71,6 +72,9 @@ class SitePatterns(_JSONState):
         # pages, not stored), for the session rules in force when it was built.
         self._stripped: dict[str, str] = {}
         self._stripped_rules = 0
+        # The first remembered URL of each content key (derived from the remembered pages,
+        # not stored; built when first needed).
+        self._by_content: dict[str, str] | None = None
 
     def fetched_as(self, url: str) -> str | None:
         """The URL under which the page at ``url`` was already fetched, if a session rule
@@ -102,6 +106,22 @@ class SitePatterns(_JSONState):
                 reasons.append(f"alias rule {rule.key} ({rule.confirmed} confirming pairs)")
         return url, reasons
 
+    def repeat_of(self, url: str, content_key: str) -> str | None:
+        """Another URL of this host already fetched with the content ``content_key``, unless it
+        declared ``url`` its canonical; None if there is none (or the key is empty)."""
+        if not content_key:
+            return None
+        if self._by_content is None or len(self._by_content) > 2 * self.aliases.max_pages:
+            self._by_content = {}
+            for page, record in self.aliases.pages.items():
+                if record[0]:
+                    self._by_content.setdefault(record[0], page)
+        earlier = self._by_content.get(content_key)
+        if earlier is None or earlier == url:
+            return None
+        declared = self.aliases.pages.get(earlier)
+        return None if declared is not None and declared[1] == url else earlier
+
     def observe_page(
         self,
         url: str,
@@ -110,10 +130,19 @@ class SitePatterns(_JSONState):
         canonical: str | None = None,
         links: Iterable[str] = (),
         words: int | None = None,
-    ) -> None:
+    ) -> str | None:
         """Learn from one fetched page: its normalized URL, 64-bit SimHash, content key (text
         fingerprint), declared canonical URL, the normalized URLs it links to and the number
-        of words of its text (None: unknown)."""
+        of words of its text (None: unknown).
+
+        Returns the URL under which the same text was fetched before (:meth:`repeat_of`), if
+        any. The page's links are then best not followed: a page that repeats another's text
+        under a new URL has its links generated around that text -- a soft 404's suggestions
+        of more URLs that do not exist, a relative link nested once more, fresh session ids or
+        cache-busting values -- while the first page's links were followed already."""
+        repeat = self.repeat_of(url, content_key)
+        if content_key and self._by_content is not None:
+            self._by_content.setdefault(content_key, url)
         links = list(links)
         self.aliases.observe_links(links)
         self.aliases.observe(url, content_key, canonical, simhash)
@@ -125,6 +154,7 @@ class SitePatterns(_JSONState):
         # Budgets count pages under the URL filter_link would give them, so that what is
         # counted and what is checked are one template.
         self.budget.observe(self.clean(url)[0], simhash, words, links)
+        return repeat
 
     def filter_link(self, url: str) -> tuple[str | None, str]:
         """The URL to queue for ``url`` (rewritten and stripped), or None to drop it, and why."""
