@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from politecrawl.config import Settings, user_agent_string
-from politecrawl.errors import PolitecrawlError, StoreError
+from politecrawl.errors import CommitUnknownError, PolitecrawlError, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.net.warc import ArchiveError
 from politecrawl.policy.politeness import (
@@ -124,7 +124,8 @@ class ReleaseBatcher:
     its time per page when each release was alone). Politeness does not move: a host keeps its
     lease until its release is written, and its next allowed time counts from the response, not
     from the release. If the shared transaction fails (it is all or none), each release is retried
-    alone, so one bad release fails only its own ``release()`` call.
+    alone, so one bad release fails only its own ``release()`` call; unless the store cannot tell
+    whether it committed (``CommitUnknownError``): then none is written again.
 
     ``call``: None runs the store calls inline (SQLite: short, local); else an async function that
     runs one store call elsewhere (PostgreSQL: on a store thread, the loop fetching meanwhile), and
@@ -173,6 +174,8 @@ class ReleaseBatcher:
         try:
             self.store.release_many([(c, o, n) for c, o, n, _ in batch])
             return [None] * len(batch)
+        except CommitUnknownError as exc:
+            return [exc] * len(batch)  # maybe written: not again (each lease runs out if not)
         except Exception:
             results: list[BaseException | None] = []
             for c, o, n, _ in batch:
@@ -189,6 +192,8 @@ class ReleaseBatcher:
         try:
             await self._callf(self.store.release_many, [(c, o, n) for c, o, n, _ in batch])
             results = [None] * len(batch)
+        except CommitUnknownError as exc:
+            results = [exc] * len(batch)
         except Exception:
             results = []
             for c, o, n, _ in batch:
