@@ -26,7 +26,8 @@ endless web never runs out). Printed per store:
 * for SQLite, the CPU of the crawler's processes per page (the store runs inside them);
 * then (--breakdown-pages) the store alone, without HTTP: the database CPU per page of a claim and
   a release with nothing but the URL state, fetch log and host row, then with 8 new links, a 20 KB
-  page, both, and both with 8 anchor texts — where the database's time per page goes.
+  page, both, and both with 8 anchor texts — where the database's time per page goes; each release
+  alone, then the releases of each claim of up to 8 hosts in one ``release_many``.
 
 The web, the crawler and the database share this machine's cores: compare the two stores within one
 invocation, not with figures from another time.
@@ -352,10 +353,12 @@ def crawl_once(kind: str, args, tmp: Path) -> dict:
     return out
 
 
-def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
+def store_breakdown(pg: str, pages: int, batched: bool = False, **parts: bool) -> tuple[float, float]:
     """The store alone, one process, no HTTP: claims of up to 8 hosts and releases that write what
     ``parts`` says (a ~20 KB page with fingerprint and SimHash, 8 new links, 8 anchor texts), on
-    300 hosts with no delay. Returns (database CPU-ms per page of the backends serving it, pages/s)."""
+    300 hosts with no delay; each release alone, or (``batched``) the releases of each claim in one
+    ``release_many``, as a worker's ReleaseBatcher sends them. Returns (database CPU-ms per page of
+    the backends serving it, pages/s)."""
     import random
 
     import bench_store
@@ -394,6 +397,7 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
             if not claims:
                 time.sleep(0.005)
                 continue
+            batch = []
             for c in claims:
                 out = Outcome(
                     next_allowed_at=now,
@@ -419,8 +423,13 @@ def store_breakdown(pg: str, pages: int, **parts: bool) -> tuple[float, float]:
                     out.links = [NewURL(f"{c.host}/{done}-{k}", c.host, 1, 1) for k in range(8)]
                 if parts.get("anchors"):
                     out.anchors = [(f"{c.host}/{done}-{k}", f"page {k}") for k in range(8)]
-                store.release(c, out, now)
+                batch.append((c, out, now))
                 done += 1
+            if batched:
+                store.release_many(batch)
+            else:
+                for release in batch:
+                    store.release(*release)
         pids |= backends()  # (none are born meanwhile: the pool holds its connections)
         cpu, elapsed = (ticks(pids) - c0) / CLK_TCK, time.time() - t0
     finally:
@@ -525,7 +534,8 @@ def main() -> None:
     if args.pg and args.breakdown_pages > 0:
         print(
             f"\nwhere the database's CPU per page goes (the store alone, one process, {args.breakdown_pages} pages"
-            " each, no HTTP; the backends serving it):"
+            " each, no HTTP; the backends serving it; each release alone, then the releases of each claim"
+            " of up to 8 hosts in one release_many, as the workers send them):"
         )
         steps = [
             ("claim + release: URL state, fetch log, host row", {}),
@@ -536,7 +546,11 @@ def main() -> None:
         ]
         for label, parts in steps:
             ms, rate = store_breakdown(args.pg, args.breakdown_pages, **parts)
-            print(f"  {label:48} {ms:5.2f} CPU-ms/page  ({rate:.0f} pages/s)", flush=True)
+            ms_b, rate_b = store_breakdown(args.pg, args.breakdown_pages, batched=True, **parts)
+            print(
+                f"  {label:48} {ms:5.2f} CPU-ms/page ({rate:.0f} pages/s); batched {ms_b:5.2f} ({rate_b:.0f} pages/s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
     ├── ConfigError                  bad settings, flags or config file (exit 2)
     ├── InvalidURL                   a URL that cannot be crawled (bad seed, bad link)
     ├── StoreError                   the store cannot be opened or used
-    │   └── NotAStoreError           the file/database is not a politecrawl store
+    │   ├── NotAStoreError           the file/database is not a politecrawl store
+    │   └── CommitUnknownError       a write whose COMMIT's answer was lost: applied or not, unknown
     └── SearchIndexError             the search index is missing or corrupt
 
 Third-party errors are mapped to these at the boundary with ``raise … from``;
@@ -19,6 +20,7 @@ __all__ = [
     "InvalidURL",
     "StoreError",
     "NotAStoreError",
+    "CommitUnknownError",
     "SearchIndexError",
 ]
 
@@ -41,6 +43,11 @@ class StoreError(PolitecrawlError):
 
 class NotAStoreError(StoreError):
     """The file or database exists but is not a politecrawl store."""
+
+
+class CommitUnknownError(StoreError):
+    """A write whose COMMIT's answer was lost and whose fate the database could not tell: it may
+    have been applied, so it is not written again (a second fetch-log row would be a lie)."""
 
 
 class SearchIndexError(PolitecrawlError):

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from politecrawl.crawl.worker import ReleaseBatcher
-from politecrawl.errors import StoreError
+from politecrawl.errors import CommitUnknownError, StoreError
 
 
 class RecordingStore:
@@ -78,3 +78,36 @@ def test_a_cancelled_release_does_not_break_the_others():
 
     asyncio.run(main())
     assert store.calls == [("many", ["a", "b"])]  # written anyway: the page was fetched
+
+
+def test_a_batch_whose_commit_is_unknown_is_not_written_again():
+    # Written or not, nobody can tell: a second write would log every request twice.
+    class UnknownCommit(RecordingStore):
+        def release_many(self, releases):
+            super().release_many(releases)
+            raise CommitUnknownError("cannot release claims (written or not: unknown)")
+
+    store = UnknownCommit()
+    results = run(store, ["a", "b"])
+    assert all(isinstance(r, CommitUnknownError) for r in results)
+    assert store.calls == [("many", ["a", "b"])]
+
+
+def test_batches_go_to_the_store_elsewhere_when_given_a_call():
+    # PostgreSQL: the batch runs on a store thread (here: an async stand-in that records it).
+    store = RecordingStore(bad={"b"})
+    ran = []
+
+    async def call(fn, *args):
+        ran.append(fn.__name__)
+        return fn(*args)
+
+    async def main():
+        batcher = ReleaseBatcher(store, 0.01, call=call)
+        results = await asyncio.gather(*(batcher.release(c, None, 0.0) for c in "abc"), return_exceptions=True)
+        await batcher.drain()
+        return results
+
+    results = asyncio.run(main())
+    assert results[0] is None and results[2] is None and isinstance(results[1], StoreError)
+    assert ran == ["release_many", "release", "release", "release"]

@@ -17,10 +17,11 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from politecrawl.config import Settings, user_agent_string
-from politecrawl.errors import PolitecrawlError, StoreError
+from politecrawl.errors import CommitUnknownError, PolitecrawlError, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.net.warc import ArchiveError
 from politecrawl.policy.politeness import (
@@ -78,7 +79,7 @@ IP_TTL = 3_600.0
 ANCHORS_REMEMBERED = 200_000
 
 
-#: Seconds a finished claim waits for others to share its release transaction (SQLite).
+#: Seconds a finished claim waits for others to share its release transaction.
 RELEASE_WINDOW = 0.01
 
 
@@ -118,18 +119,28 @@ def worker_id() -> str:
 class ReleaseBatcher:
     """Releases finishing within ``window`` seconds of each other share one store transaction.
 
-    For SQLite, where a write transaction costs a lock and a commit whatever it holds.
-    Politeness does not move: a host keeps its lease until its release is written, and its
-    next allowed time counts from the response, not from the release. If the shared
-    transaction fails, each release is retried alone, so one bad release fails only its own
-    ``release()`` call.
+    A transaction costs the store a commit and a few statements whatever it holds: SQLite a lock
+    and a WAL write, PostgreSQL the fixed cost of each statement and commit on the server (most of
+    its time per page when each release was alone). Politeness does not move: a host keeps its
+    lease until its release is written, and its next allowed time counts from the response, not
+    from the release. If the shared transaction fails (it is all or none), each release is retried
+    alone, so one bad release fails only its own ``release()`` call; unless the store cannot tell
+    whether it committed (``CommitUnknownError``): then none is written again.
+
+    ``call``: None runs the store calls inline (SQLite: short, local); else an async function that
+    runs one store call elsewhere (PostgreSQL: on a store thread, the loop fetching meanwhile), and
+    batches then go to the store in parallel with each other.
     """
 
-    def __init__(self, store: Store, window: float = RELEASE_WINDOW) -> None:
+    def __init__(
+        self, store: Store, window: float = RELEASE_WINDOW, call: Callable[..., Awaitable[Any]] | None = None
+    ) -> None:
         self.store = store
         self.window = window
+        self._callf = call
         self._waiting: list[tuple[Claim, Outcome, float, asyncio.Future]] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._writing: set[asyncio.Task] = set()
 
     async def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         loop = asyncio.get_running_loop()
@@ -140,20 +151,61 @@ class ReleaseBatcher:
         await done
 
     def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         self._timer = None
         batch, self._waiting = self._waiting, []
-        results: list[BaseException | None]
+        if not batch:
+            return
+        if self._callf is None:
+            self._settle(batch, self._write(batch))
+            return
+        task = asyncio.get_running_loop().create_task(self._write_elsewhere(batch))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def drain(self) -> None:
+        """Write what is waiting now, and wait for every batch on its way (before the store closes)."""
+        self.flush()
+        if self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
+
+    def _write(self, batch: list) -> list[BaseException | None]:
         try:
             self.store.release_many([(c, o, n) for c, o, n, _ in batch])
-            results = [None] * len(batch)
+            return [None] * len(batch)
+        except CommitUnknownError as exc:
+            return [exc] * len(batch)  # maybe written: not again (each lease runs out if not)
         except Exception:
-            results = []
+            results: list[BaseException | None] = []
             for c, o, n, _ in batch:
                 try:
                     self.store.release(c, o, n)
                     results.append(None)
                 except Exception as exc:
                     results.append(exc)
+            return results
+
+    async def _write_elsewhere(self, batch: list) -> None:
+        assert self._callf is not None
+        results: list[BaseException | None]
+        try:
+            await self._callf(self.store.release_many, [(c, o, n) for c, o, n, _ in batch])
+            results = [None] * len(batch)
+        except CommitUnknownError as exc:
+            results = [exc] * len(batch)
+        except Exception:
+            results = []
+            for c, o, n, _ in batch:
+                try:
+                    await self._callf(self.store.release, c, o, n)
+                    results.append(None)
+                except Exception as exc:
+                    results.append(exc)
+        self._settle(batch, results)
+
+    @staticmethod
+    def _settle(batch: list, results: list[BaseException | None]) -> None:
         for (*_, done), error in zip(batch, results):
             if done.done():  # its task was cancelled meanwhile
                 continue
@@ -206,8 +258,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.lease = settings.effective_lease_seconds()
         self._changed = asyncio.Condition()
         self._anchors_stored: set[int] = set()
-        # SQLite: releases share transactions. PostgreSQL: each on a store thread, in parallel.
-        self._batcher = ReleaseBatcher(store) if self._store_threads is None else None
+        # Releases share transactions: inline for SQLite, on the store threads for PostgreSQL.
+        self._batcher = ReleaseBatcher(store, call=None if self._store_threads is None else self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add
@@ -243,10 +295,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             await self._report_loop_lag()
 
     async def _release(self, claim: Claim, outcome: Outcome, now: float) -> None:
-        if self._batcher is None:
-            await self._call(self.store.release, claim, outcome, now)
-        else:
-            await self._batcher.release(claim, outcome, now)
+        await self._batcher.release(claim, outcome, now)
 
     def now(self) -> float:
         """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
@@ -259,6 +308,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             await self._run()
         finally:
             reporter.cancel()
+            await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
             await self._report_loop_lag()  # the last figures, so status shows the whole run
             if self._store_threads is not None:
                 self._store_threads.shutdown(wait=True)

@@ -44,7 +44,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from politecrawl.errors import NotAStoreError, StoreError
+from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
 from .common import Dialect
 
@@ -277,6 +277,11 @@ class PostgresConnection:
                     # A deadlock's other party, or a server coming back: 0.05, 0.1, 0.2 … 1 s apart.
                     time.sleep(min(0.05 * 2 ** (attempt - 1), 1.0))
                     continue
+                if transient and not safe:
+                    # The COMMIT may have been applied: whoever retries this would write it twice.
+                    raise CommitUnknownError(
+                        f"PostgreSQL store {self.url}: cannot {what} (written or not: unknown): {_one_line(exc)}"
+                    ) from exc
                 raise StoreError(f"PostgreSQL store {self.url}: cannot {what}: {_one_line(exc)}") from exc
             finally:
                 if conn is not None:

@@ -13,6 +13,7 @@ from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
 from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
 from .postgres_connection import PostgresConnection, the_row
 from .postgres_frontier import PAGE_SEQ, insert_frontier, insert_hosts, lock_hosts, page_lock_params, unique_urls
+from .postgres_release_batch import release_batch
 from .release import (
     FETCH_LOG_COLUMNS,
     fetch_log_values,
@@ -195,10 +196,34 @@ class PostgresRelease(PostgresConnection):
         self._transaction(tx, "release a claim", xid=xid)
 
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None:
-        """Each release in its own transaction: PostgreSQL takes them in parallel from the
-        worker's store threads, and a short transaction holds the pages lock briefly."""
-        for claim, outcome, now in releases:
-            self.release(claim, outcome, now)
+        """Several releases in one transaction (all or none): the fixed cost of a transaction and
+        of each statement is paid once for the batch (postgres_release_batch)."""
+        if len(releases) <= 1:
+            for claim, outcome, now in releases:
+                self.release(claim, outcome, now)
+            return
+        # Rounds of distinct hosts: a batch's set-based host update changes each host once. A host
+        # twice in one batch (a lease that ran out and was claimed again by the same process) is
+        # rare; its second round locks after the first round's frontier rows and pages lock, an
+        # order a deadlock could come of, which the database detects and _run retries.
+        rounds: list[list[tuple[Claim, Outcome, float]]] = []
+        for release in releases:
+            host = release[0].host
+            for r in rounds:
+                if all(c.host != host for c, _, _ in r):
+                    r.append(release)
+                    break
+            else:
+                rounds.append([release])
+
+        def tx(conn: psycopg.Connection) -> None:
+            for r in rounds:
+                tid = release_batch(conn, self._dialect, r, self._record_page)
+                if tid is not None and not xid:
+                    xid[:] = [tid]
+
+        xid: list = []
+        self._transaction(tx, "release claims", xid=xid)
 
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
         """Record one request that is not the end of a claim (a robots.txt redirect hop)."""
