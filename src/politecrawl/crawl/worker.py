@@ -187,21 +187,13 @@ class ReleaseBatcher:
             return results
 
     async def _write_elsewhere(self, batch: list) -> None:
+        """``_write`` on a store thread: the batch and, if it fails, its releases one by one."""
         assert self._callf is not None
         results: list[BaseException | None]
         try:
-            await self._callf(self.store.release_many, [(c, o, n) for c, o, n, _ in batch])
-            results = [None] * len(batch)
-        except CommitUnknownError as exc:
+            results = await self._callf(self._write, batch)
+        except Exception as exc:  # the thread could not run it (its pool shut down): each call fails
             results = [exc] * len(batch)
-        except Exception:
-            results = []
-            for c, o, n, _ in batch:
-                try:
-                    await self._callf(self.store.release, c, o, n)
-                    results.append(None)
-                except Exception as exc:
-                    results.append(exc)
         self._settle(batch, results)
 
     @staticmethod
