@@ -11,7 +11,7 @@ from typing import Sequence
 
 import psycopg
 
-from .api import NewURL, PageRecord
+from .api import Claim, NewURL, Outcome, PageRecord
 from .common import PENDING_STATES, QUEUED
 from .page_writes import page_candidate, simhash_blocks
 from .postgres_connection import the_row
@@ -23,6 +23,7 @@ __all__ = [
     "page_lock_params",
     "insert_hosts",
     "lock_hosts",
+    "lock_release_hosts",
     "insert_frontier",
     "unique_urls",
 ]
@@ -82,6 +83,51 @@ def insert_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
 def lock_hosts(conn: psycopg.Connection, hosts: list[str]) -> None:
     """Row-lock the hosts in sorted order: the one lock order every transaction follows."""
     conn.execute("SELECT 1 FROM hosts WHERE host = ANY(%s::text[]) ORDER BY host FOR UPDATE", (hosts,)).fetchall()
+
+
+def lock_release_hosts(
+    conn: psycopg.Connection, releases: Sequence[tuple[Claim, Outcome, float]], links: Sequence[NewURL]
+) -> None:
+    """Every host the releases touch (their claimers', their links', hosts waiting on a robots.txt
+    answer, hosts put in scope), inserted if new and locked in sorted order: the lock order every
+    transaction follows (hosts sorted, then frontier rows). One claimer with nothing else to lock
+    takes its row with its own update."""
+    involved: set[str] = set()
+    new_hosts = {u.host for u in links}
+    plain = True  # every host to lock is a claimer's or a link's (insert-if-absent)
+    for claim, outcome, _ in releases:
+        if outcome.robots_source is not None:
+            # Hosts waiting on this robots.txt answer are updated too.
+            waiting = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)
+                ).fetchall()
+            }
+            plain = plain and not (waiting - {claim.host})
+            involved |= waiting
+            if outcome.robots_redirect is not None:
+                plain = False
+                new_hosts.add(outcome.robots_redirect.host)
+                involved.add(outcome.robots_redirect.host)
+        if outcome.scope_hosts:
+            plain = False
+            involved |= set(outcome.scope_hosts)
+    claimers = {c.host for c, _, _ in releases}
+    if plain and not new_hosts and not involved and len(claimers) == 1:
+        return
+    if plain:
+        # One statement inserts and locks (ON CONFLICT DO UPDATE locks the row it finds, even
+        # when its WHERE updates nothing), for one release as for a batch.
+        conn.execute(
+            """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
+               ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
+            (sorted(new_hosts | claimers),),
+        )
+    else:
+        if new_hosts:
+            insert_hosts(conn, sorted(new_hosts))
+        lock_hosts(conn, sorted(involved | new_hosts | claimers))
 
 
 def insert_frontier(

@@ -12,7 +12,7 @@ from .api import Claim, FetchLogEntry, Outcome, PageRecord
 from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
 from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
 from .postgres_connection import PostgresConnection, the_row
-from .postgres_frontier import PAGE_SEQ, insert_frontier, insert_hosts, lock_hosts, page_lock_params, unique_urls
+from .postgres_frontier import PAGE_SEQ, insert_frontier, lock_release_hosts, page_lock_params, unique_urls
 from .postgres_release_batch import release_batch
 from .release import (
     FETCH_LOG_COLUMNS,
@@ -94,40 +94,7 @@ class PostgresRelease(PostgresConnection):
 
         def tx(conn: psycopg.Connection) -> None:
             sets = list(host_sets)
-            involved: set[str] = set()
-            plain = True  # every host to lock is the claimer's or a link's (insert-if-absent)
-            if outcome.robots_source is not None:
-                # Hosts waiting on this robots.txt answer are updated too: lock them in order.
-                waiting = {
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)
-                    ).fetchall()
-                }
-                if waiting - {claim.host}:
-                    plain = False
-                involved |= waiting
-                if outcome.robots_redirect is not None:
-                    plain = False
-                    insert_hosts(conn, [outcome.robots_redirect.host])
-                    involved.add(outcome.robots_redirect.host)
-            if outcome.scope_hosts:
-                plain = False
-                involved |= set(outcome.scope_hosts)
-            link_hosts = sorted({u.host for u in links})
-            if plain and link_hosts:
-                # Lock order: every host involved, in sorted order, inserted if new and locked by the
-                # same statement (ON CONFLICT DO UPDATE locks the row it finds, even when its WHERE
-                # updates nothing); then frontier rows. Claims lock a host then its URL: the orders agree.
-                conn.execute(
-                    """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
-                       ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
-                    (sorted(set(link_hosts) | {claim.host}),),
-                )
-            elif link_hosts or involved:
-                if link_hosts:
-                    insert_hosts(conn, link_hosts)
-                lock_hosts(conn, sorted(involved | set(link_hosts) | {claim.host}))
+            lock_release_hosts(conn, [(claim, outcome, now)], links)
             # The URL's new state, the fetch log row and the host row: one statement. The host's
             # pending count drops if the URL finished and the frontier row was still ours.
             params = dict(p)

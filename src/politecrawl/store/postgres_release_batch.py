@@ -25,8 +25,7 @@ from .postgres_frontier import (
     PAGE_LOCKS,
     PAGES_LOCK,
     insert_frontier,
-    insert_hosts,
-    lock_hosts,
+    lock_release_hosts,
     page_lock_params,
     unique_urls,
 )
@@ -165,44 +164,6 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
     return xid
 
 
-def _lock_hosts(conn: psycopg.Connection, releases: Sequence[Release], links: list[NewURL]) -> None:
-    """Every host the batch touches, inserted if new and locked, in sorted order."""
-    involved: set[str] = set()
-    new_hosts = {u.host for u in links}
-    plain = True  # every host to lock is a claimer's or a link's (insert-if-absent)
-    for claim, outcome, _ in releases:
-        if outcome.robots_source is not None:
-            # Hosts waiting on this robots.txt answer are updated too.
-            waiting = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT host FROM hosts WHERE robots_via = %s", (outcome.robots_source,)
-                ).fetchall()
-            }
-            plain = plain and not (waiting - {claim.host})
-            involved |= waiting
-            if outcome.robots_redirect is not None:
-                plain = False
-                new_hosts.add(outcome.robots_redirect.host)
-                involved.add(outcome.robots_redirect.host)
-        if outcome.scope_hosts:
-            plain = False
-            involved |= set(outcome.scope_hosts)
-    claimers = {c.host for c, _, _ in releases}
-    if plain:
-        # One statement inserts and locks (ON CONFLICT DO UPDATE locks the row it finds, even
-        # when its WHERE updates nothing), as PostgresRelease.release does for one.
-        conn.execute(
-            """INSERT INTO hosts (host, next_allowed_at) SELECT h, 0 FROM unnest(%s::text[]) AS h ORDER BY h
-               ON CONFLICT (host) DO UPDATE SET host = excluded.host WHERE false""",
-            (sorted(new_hosts | claimers),),
-        )
-    else:
-        if new_hosts:
-            insert_hosts(conn, sorted(new_hosts))
-        lock_hosts(conn, sorted(involved | new_hosts | claimers))
-
-
 def _page_seqs(conn: psycopg.Connection, pages: list[PageRecord]) -> list[int]:
     """One seq per page, in order, taken after the pages lock and every page's duplicate-check
     keys (all of them sorted together: PAGE_LOCKS orders them)."""
@@ -229,7 +190,7 @@ def release_batch(
     """Every release of the batch, inside the caller's transaction (their hosts all distinct).
     Returns the transaction's id."""
     links = unique_urls([u for _, o, _ in releases for u in o.links])
-    _lock_hosts(conn, releases, links)
+    lock_release_hosts(conn, releases, links)
     xid = _write_rows(conn, d, releases)
     for claim, outcome, now in releases:
         versions = []
