@@ -22,13 +22,8 @@ from typing import Callable
 from politecrawl.config import Settings
 from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.logs import setup_logging
-from politecrawl.net.fetch import Fetcher
-from politecrawl.net.warc import WarcWriter
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import Store, is_postgres_url, open_store
-
-from .budget import PageBudget
-from .worker import STOP_GRACE, STORE_PATIENCE, Worker
 
 __all__ = [
     "StopSignal",
@@ -65,6 +60,12 @@ class StopSignal:
     def __getstate__(self):  # workers only need the read end
         return {"_r": self._r, "_w": None, "_sent": False}
 
+
+#: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
+STOP_GRACE = 3.0
+
+#: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
+STORE_PATIENCE = 60.0
 
 #: Worker processes run this much nicer than the crawl's parent, which indexes: on a machine the
 #: workers saturate, the index would otherwise fall further behind the crawl the faster it goes
@@ -131,6 +132,15 @@ async def _open_store_patiently(db: str) -> Store:
 async def _worker_async(
     settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None, deadline: float | None = None
 ) -> None:
+    # Imported here, in the worker process: the crawl's parent imports this module to start the
+    # workers and never fetches or parses, so it does not load the HTTP client, the HTML parser
+    # and the archive writer (~20 MB of its memory).
+    from politecrawl.net.fetch import Fetcher
+    from politecrawl.net.warc import WarcWriter
+
+    from .budget import PageBudget
+    from .worker import Worker
+
     store = await _open_store_patiently(settings.db)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -43,6 +43,7 @@ from politecrawl.store import LOOP_LAG_META, Claim, ClaimKind, FetchLogEntry, Lo
 from .budget import PageBudget
 from .links import LinkFollower
 from .pages import PageHandler, wanted_type
+from .pool import STOP_GRACE, STORE_PATIENCE
 from .robots_gate import RobotsGate
 
 __all__ = [
@@ -56,16 +57,8 @@ __all__ = [
 log = logging.getLogger("politecrawl.worker")
 
 
-#: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
-STOP_GRACE = 3.0
-
-
 #: Seconds between two looks at the hosts other processes added to the scope.
 SCOPE_REFRESH = 2.0
-
-
-#: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
-STORE_PATIENCE = 60.0
 
 
 #: Seconds a host's resolved IP is trusted for the per-IP cap.
