@@ -24,6 +24,7 @@ __all__ = [
     "insert_hosts",
     "lock_hosts",
     "lock_release_hosts",
+    "record_host_notes",
     "insert_frontier",
     "unique_urls",
 ]
@@ -128,6 +129,22 @@ def lock_release_hosts(
         if new_hosts:
             insert_hosts(conn, sorted(new_hosts))
         lock_hosts(conn, sorted(involved | new_hosts | claimers))
+
+
+def record_host_notes(conn: psycopg.Connection, claim: Claim, outcome: Outcome) -> None:
+    """What a release says of hosts beyond its own row: the hosts it put in scope, and the count
+    of links it turned away by reason (rows of the claimer's host only, whose hosts row the
+    transaction already holds: no new lock order)."""
+    if outcome.scope_hosts:
+        conn.execute("UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])", (sorted(outcome.scope_hosts),))
+    if outcome.rejected_links:
+        reasons = sorted(outcome.rejected_links)
+        conn.execute(
+            """INSERT INTO link_stats (host, reason, n)
+               SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS t(r, n)
+               ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
+            (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
+        )
 
 
 def insert_frontier(

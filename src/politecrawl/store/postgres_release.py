@@ -12,7 +12,14 @@ from .api import Claim, FetchLogEntry, Outcome, PageRecord
 from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
 from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
 from .postgres_connection import PostgresConnection, the_row
-from .postgres_frontier import PAGE_SEQ, insert_frontier, lock_release_hosts, page_lock_params, unique_urls
+from .postgres_frontier import (
+    PAGE_SEQ,
+    insert_frontier,
+    lock_release_hosts,
+    page_lock_params,
+    record_host_notes,
+    unique_urls,
+)
 from .postgres_release_batch import release_batch
 from .release import (
     FETCH_LOG_COLUMNS,
@@ -137,19 +144,7 @@ class PostgresRelease(PostgresConnection):
             seq = None
             if links:
                 _, seq = insert_frontier(conn, links, now, page=page if wants_seq else None)
-            if outcome.scope_hosts:
-                conn.execute(
-                    "UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])", (sorted(outcome.scope_hosts),)
-                )
-            if outcome.rejected_links:
-                # Rows of claim.host only, whose hosts row this transaction already holds: no new lock order.
-                reasons = sorted(outcome.rejected_links)
-                conn.execute(
-                    """INSERT INTO link_stats (host, reason, n)
-                       SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS t(r, n)
-                       ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
-                    (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
-                )
+            record_host_notes(conn, claim, outcome)
             if page is not None and url_id is not None:  # (a page comes with its URL id: see above)
                 if page.status == 304:
                     # Not modified: a new fetch time only — no re-parse, no re-index.

@@ -27,6 +27,7 @@ from .postgres_frontier import (
     insert_frontier,
     lock_release_hosts,
     page_lock_params,
+    record_host_notes,
     unique_urls,
 )
 from .release import (
@@ -199,16 +200,7 @@ def release_batch(
             versions.append((claim.host, r.fetched_at, r.status, r.body))
         versions += settle_robots(conn, d, claim, outcome, now, partial(_requeue, conn, now=now))
         insert_robots_versions(conn, d, versions)
-        if outcome.scope_hosts:
-            conn.execute("UPDATE hosts SET in_scope = 1 WHERE host = ANY(%s::text[])", (sorted(outcome.scope_hosts),))
-        if outcome.rejected_links:
-            reasons = sorted(outcome.rejected_links)
-            conn.execute(
-                """INSERT INTO link_stats (host, reason, n)
-                   SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS t(r, n)
-                   ON CONFLICT (host, reason) DO UPDATE SET n = link_stats.n + excluded.n""",
-                (claim.host, reasons, [int(outcome.rejected_links[r]) for r in reasons]),
-            )
+        record_host_notes(conn, claim, outcome)
     if links:
         # The new links of every page at once (discovered at the batch's last release time).
         insert_frontier(conn, links, max(now for _, _, now in releases))
