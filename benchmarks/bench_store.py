@@ -263,17 +263,28 @@ def _bulk_prepare(store_url: str, hosts: int, per_host: int) -> None:
 def _claim_plans(store_url: str, per_ip: int) -> list[str]:
     """EXPLAIN (QUERY PLAN) of the host claim and the URL lease, as the store runs them."""
     now = time.time()
-    params = {"worker": "explain", "expires": now + LEASE, "now": now, "due": now, "per_ip": per_ip, "host": _host(0)}
+    from politecrawl.store.common import affinity_params
+
+    params = {
+        "worker": "explain",
+        "expires": now + LEASE,
+        "now": now,
+        "due": now,
+        "per_ip": per_ip,
+        "host": _host(0),
+        **affinity_params(None),
+    }
     from politecrawl.store import is_postgres_url
 
     if is_postgres_url(store_url):
         from politecrawl.store.postgres_claims import claim_hosts_sql
-        from politecrawl.store.postgres_connection import DB_NOW, parse_url
+        from politecrawl.store.postgres_connection import DB_NOW, parse_url, postgres_dialect
 
         out = []
         with _pg_connect(store_url) as conn:
             clock = parse_url(store_url)[3]
-            sql = claim_hosts_sql(per_ip > 0, "%(now)s" if clock == "caller" else DB_NOW)
+            now_sql = "%(now)s" if clock == "caller" else DB_NOW
+            sql = claim_hosts_sql(per_ip > 0, postgres_dialect(now_sql))
             p = {**params, "n": 1, "lease": LEASE, "skip": []}
             for line in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, p):
                 out.append("  pg claim | " + line[0])
@@ -295,7 +306,8 @@ def _claim_plans(store_url: str, per_ip: int) -> list[str]:
         ):
             for row in db.execute("EXPLAIN QUERY PLAN " + sql, params):
                 out.append(f"  sqlite {name} | {row[3]}")
-        for row in db.execute("EXPLAIN QUERY PLAN " + store_module._WAKE_TIME, {"now": now, "min_delay": 1.0}):
+        wake_params = {"now": now, "min_delay": 1.0, **affinity_params(None)}
+        for row in db.execute("EXPLAIN QUERY PLAN " + store_module._WAKE_TIME, wake_params):
             out.append(f"  sqlite wake_time | {row[3]}")
         return out
     finally:

@@ -58,6 +58,11 @@ class Settings:
     needs is the bound × the time per request (1,000 hosts at a 2 s delay answering in 300 ms:
     ~150), and cheap: a slot only holds a host that is due, and a body past 512 KB is read by at
     most 4 requests of a worker at once (``net.fetch.LARGE_BODIES``)."""
+    host_affinity: bool = True
+    """Each worker process keeps to its own share of the hosts, and takes another's host only
+    when it is overdue (its worker is stopped or behind): a host's connection, robots.txt rules
+    and learned URL patterns stay in one process instead of being rebuilt in each. Politeness
+    does not depend on it (every claim is atomic in the store)."""
     max_pages: int | None = None
     """Stop after this many page requests in this run (robots.txt not counted)."""
     max_time: float | None = None

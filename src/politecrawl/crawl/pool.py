@@ -94,6 +94,7 @@ def _worker_process(
     idle_poll: float | None = None,
     deadline: float | None = None,
     errors=None,
+    share: tuple[int, int] = (0, 1),
 ) -> None:
     """Entry point of one worker process. A failure that is not one page's (the store or the
     disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
@@ -106,7 +107,7 @@ def _worker_process(
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline))
+        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline, share))
     except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
         if errors is not None:
             errors.put(f"worker {os.getpid()}: {exc}")
@@ -130,16 +131,23 @@ async def _open_store_patiently(db: str) -> Store:
 
 
 async def _worker_async(
-    settings: Settings, scope: CrawlScope, stop_event, counter, idle_poll: float | None, deadline: float | None = None
+    settings: Settings,
+    scope: CrawlScope,
+    stop_event,
+    counter,
+    idle_poll: float | None,
+    deadline: float | None = None,
+    share: tuple[int, int] = (0, 1),
 ) -> None:
     # Imported here, in the worker process: the crawl's parent imports this module to start the
     # workers and never fetches or parses, so it does not load the HTTP client, the HTML parser
     # and the archive writer (~20 MB of its memory).
     from politecrawl.net.fetch import Fetcher
     from politecrawl.net.warc import WarcWriter
+    from politecrawl.store import HostAffinity
 
     from .budget import PageBudget
-    from .worker import Worker
+    from .worker import AFFINITY_GRACE, Worker
 
     store = await _open_store_patiently(settings.db)
     stop = asyncio.Event()
@@ -155,8 +163,18 @@ async def _worker_async(
         async with Fetcher.from_settings(
             settings, clock=lambda: time.time() + store.clock_offset, recorder=warc
         ) as fetcher:
+            # This process's share of the hosts (each host's state then stays in one process).
+            index, count = share
+            affinity = HostAffinity(index, count, AFFINITY_GRACE) if count > 1 and settings.host_affinity else None
             await Worker(
-                settings, store, fetcher, scope, PageBudget(settings.max_pages, counter), stop, idle_poll=idle_poll
+                settings,
+                store,
+                fetcher,
+                scope,
+                PageBudget(settings.max_pages, counter),
+                stop,
+                idle_poll=idle_poll,
+                affinity=affinity,
             ).run()
     finally:
         if warc is not None:
@@ -187,7 +205,7 @@ def run_workers(
     procs = [
         ctx.Process(
             target=_worker_process,
-            args=(settings, scope_args, stop_event, counter, idle_poll, deadline, errors),
+            args=(settings, scope_args, stop_event, counter, idle_poll, deadline, errors, (i, settings.workers)),
             daemon=False,
             name=f"politecrawl-worker-{i}",
         )

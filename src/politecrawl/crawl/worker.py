@@ -38,7 +38,17 @@ from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
-from politecrawl.store import LOOP_LAG_META, Claim, ClaimKind, FetchLogEntry, LoopLagHistogram, Outcome, Store, URLKind
+from politecrawl.store import (
+    LOOP_LAG_META,
+    Claim,
+    ClaimKind,
+    FetchLogEntry,
+    HostAffinity,
+    LoopLagHistogram,
+    Outcome,
+    Store,
+    URLKind,
+)
 
 from .budget import PageBudget
 from .links import LinkFollower
@@ -47,6 +57,7 @@ from .pool import STOP_GRACE, STORE_PATIENCE
 from .robots_gate import RobotsGate
 
 __all__ = [
+    "AFFINITY_GRACE",
     "ReleaseBatcher",
     "Worker",
     "host_level_failure",
@@ -74,6 +85,12 @@ ANCHORS_REMEMBERED = 200_000
 
 #: Seconds a finished claim waits for others to share its release transaction.
 RELEASE_WINDOW = 0.01
+
+
+#: Seconds a host of another worker's share must be overdue before this worker takes it
+#: (``HostAffinity``): longer than the loop of a busy worker runs late, so the owner normally
+#: claims its hosts itself; short against the delays, so a stopped worker's hosts are not held up.
+AFFINITY_GRACE = 0.25
 
 
 #: Seconds between two loop-lag reports of a worker process to the store.
@@ -214,8 +231,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         *,
         wid: str | None = None,
         idle_poll: float | None = None,
+        affinity: HostAffinity | None = None,
     ) -> None:
         self.idle_poll = idle_poll
+        self.affinity = affinity
         self._store_failing_since: float | None = None
         # PostgreSQL: every store call on a thread per pooled connection (network round trips;
         # the loop keeps fetching meanwhile, psycopg releases the GIL while it waits).
@@ -325,6 +344,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                     want,
                     per_ip_limit=self.settings.per_ip_limit,
                     ahead=CLAIM_AHEAD,
+                    affinity=self.affinity,
                 )
                 self._store_failing_since = None
             except StoreError as exc:
@@ -341,7 +361,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 continue
             slots.release()
             try:
-                wake = await self._call(self.store.wake_time, now, self.settings.min_delay)
+                wake = await self._call(self.store.wake_time, now, self.settings.min_delay, self.affinity)
             except StoreError as exc:
                 await self._store_trouble(exc)
                 continue

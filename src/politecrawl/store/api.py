@@ -51,6 +51,7 @@ __all__ = [
     "RecentError",
     "Activity",
     "ExportPage",
+    "HostAffinity",
 ]
 
 
@@ -528,6 +529,27 @@ class ExportPage(_Row):
     links: str | None
 
 
+@dataclass(frozen=True)
+class HostAffinity:
+    """Which hosts a claimer takes first: the ``index``-th of ``count`` shares of the hosts.
+
+    A claimer with an affinity takes a host of its own share as soon as the host is due, and a
+    host of another share only once that host is ``grace`` seconds overdue (its own claimer is
+    stopped, or behind): each host stays with one worker process, which keeps its connection
+    open, its robots.txt parsed and its learned URL patterns in memory, instead of reading them
+    back from the store every time the host changes process. Politeness does not depend on it:
+    every claim is still atomic in the store, whoever takes the host.
+    """
+
+    index: int
+    count: int
+    grace: float
+
+    def __post_init__(self) -> None:
+        if not (self.count >= 1 and 0 <= self.index < self.count and self.grace >= 0):
+            raise ValueError(f"not an affinity: share {self.index} of {self.count}, grace {self.grace}")
+
+
 class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
@@ -538,12 +560,20 @@ class Store(Protocol):
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None: ...
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
+        self,
+        worker: str,
+        now: float,
+        lease_seconds: float,
+        n: int,
+        *,
+        per_ip_limit: int = 0,
+        ahead: float = 0.0,
+        affinity: HostAffinity | None = None,
     ) -> list[Claim]: ...
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None: ...
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None: ...
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None: ...
-    def wake_time(self, now: float, min_delay: float) -> float | None: ...
+    def wake_time(self, now: float, min_delay: float, affinity: HostAffinity | None = None) -> float | None: ...
     def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int: ...
     def leased_workers(self) -> list[str]: ...
     def scope_hosts(self) -> list[str]: ...

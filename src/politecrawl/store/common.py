@@ -17,9 +17,11 @@ from enum import StrEnum
 from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.response import URLState
 
-from .api import DuplicateKind, URLKind, YieldCheck
+from .api import DuplicateKind, HostAffinity, URLKind, YieldCheck
 
 __all__ = [
+    "affinity_params",
+    "affinity_sql",
     "sql_literal",
     "QUEUED",
     "LEASED",
@@ -84,6 +86,10 @@ class Dialect:
     greatest: str  # two-argument maximum: MAX (SQLite) | GREATEST (PostgreSQL)
     now: str  # the store's clock inside a statement (uses the named parameter "now" or not)
     least: str = "MIN"  # two-argument minimum: MIN (SQLite) | LEAST (PostgreSQL)
+    # A host row's share number, a non-negative integer fixed for the row's life (HostAffinity):
+    # SQLite's rowid, PostgreSQL's hash of the host name (shifted into the non-negative range).
+    host_share: str = "rowid"
+    modulo: str = "%"  # the remainder operator (PostgreSQL's "%" written "%%" among its placeholders)
 
     def p(self, name: str) -> str:
         """A named placeholder."""
@@ -94,18 +100,38 @@ class Dialect:
 PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD)
 
 
+def affinity_params(affinity: HostAffinity | None) -> dict[str, float]:
+    """The parameters of ``affinity_sql``; without an affinity, values that make it always true."""
+    if affinity is None:
+        return {"share_count": 1, "share_index": 0, "share_grace": 0.0}
+    return {"share_count": affinity.count, "share_index": affinity.index, "share_grace": affinity.grace}
+
+
+def affinity_sql(d: Dialect, now: str) -> str:
+    """A claim's ``HostAffinity``: the host is in the claimer's share, or ``grace`` seconds overdue."""
+    P = d.p
+    return (
+        f"({d.host_share} {d.modulo} {P('share_count')} = {P('share_index')}"
+        f" OR next_allowed_at <= {now} - {P('share_grace')})"
+    )
+
+
 def wake_time_sql(d: Dialect) -> str:
     """The earliest moment a host with work can become eligible, and how many hosts have work.
 
     A host whose lease is held cannot become eligible before its holder releases it plus
     ``min_delay`` — or before the lease runs out. Paused hosts do not count: the crawl ends and
-    says when they are due.
+    says when they are due. For a claimer with an affinity (``affinity_params``), another share's
+    host becomes eligible ``grace`` seconds later.
     """
     P = d.p
     paused = ", ".join(sql_literal(r) for r in PAUSED_REASONS)
     return (
         f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
-        f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END), COUNT(*)"
+        f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END"
+        f" + CASE WHEN {d.host_share} {d.modulo} {P('share_count')} = {P('share_index')}"
+        f" THEN 0 ELSE {P('share_grace')} END),"
+        " COUNT(*)"
         f" FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ({paused})"
         " OR lease_owner IS NOT NULL)"
     )

@@ -32,6 +32,7 @@ from .api import (
     CrawlStatus,
     ExportPage,
     FetchLogRow,
+    HostAffinity,
     HostRobots,
     HostRow,
     IndexerPage,
@@ -39,7 +40,7 @@ from .api import (
     RobotsVersion,
     URLEvidence,
 )
-from .common import DONE, LEASED, QUEUED, wake_time_sql
+from .common import DONE, LEASED, QUEUED, affinity_params, wake_time_sql
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
 from .postgres_frontier import PAGES_LOCK, insert_frontier, insert_hosts, lock_hosts, unique_urls
@@ -86,7 +87,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         return self._idempotent(tx, "seed URLs")  # insert-if-absent: a second run adds nothing
 
     # -- scheduling --------------------------------------------------------------
-    def wake_time(self, now: float, min_delay: float) -> float | None:
+    def wake_time(self, now: float, min_delay: float, affinity: HostAffinity | None = None) -> float | None:
         """Earliest moment a host with work can become eligible; None when no work is left.
 
         A host whose lease is held cannot become eligible before its holder
@@ -95,7 +96,9 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         ends and says when they are due.
         """
         row = self._read(
-            lambda conn: the_row(conn.execute(self._wake_time, {"now": now, "min_delay": min_delay})),
+            lambda conn: the_row(
+                conn.execute(self._wake_time, {"now": now, "min_delay": min_delay, **affinity_params(affinity)})
+            ),
             "compute the wake time",
         )
         earliest, count = row

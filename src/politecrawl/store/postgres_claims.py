@@ -14,9 +14,9 @@ from typing import Any
 
 import psycopg
 
-from .api import Claim
+from .api import Claim, HostAffinity
 from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim, page_claim
-from .common import LEASED, PENDING_STATES, QUEUED
+from .common import LEASED, PENDING_STATES, QUEUED, Dialect, affinity_params, affinity_sql
 from .postgres_connection import PostgresConnection
 
 __all__ = ["PostgresClaims", "claim_hosts_sql", "lease_url_sql", "lease_urls_sql"]
@@ -36,7 +36,7 @@ def _eligible(now: str) -> str:
 _CLAIM_COLS = len(CLAIM_RETURNING.split(","))
 
 
-def claim_hosts_sql(per_ip: bool, now: str) -> str:
+def claim_hosts_sql(per_ip: bool, d: Dialect) -> str:
     """Several hosts in one statement, each with its own lease, as ``lease_url_sql`` claims one.
 
     The candidates are locked with SKIP LOCKED (no claimer waits for another) in the order of
@@ -45,6 +45,7 @@ def claim_hosts_sql(per_ip: bool, now: str) -> str:
     order of the claims), and everything the claim changed, so that a claim turned down by the
     per-IP re-check is undone exactly (as a savepoint's rollback would).
     """
+    now = d.now
     ip_free = f"""(hosts.ip IS NULL OR (SELECT COUNT(*) FROM hosts AS other
                WHERE other.ip = hosts.ip AND other.lease_owner IS NOT NULL
                  AND other.lease_expires_at > {now}) < %(per_ip)s)"""
@@ -53,7 +54,7 @@ def claim_hosts_sql(per_ip: bool, now: str) -> str:
 WITH cand AS (SELECT host AS c_host, next_allowed_at AS was_next, claimed_at AS was_claimed,
                      lease_owner AS was_owner, lease_expires_at AS was_expires
               FROM hosts
-              WHERE {_eligible(now)} {ip_clause}
+              WHERE {_eligible(now)} AND {affinity_sql(d, now)} {ip_clause}
               ORDER BY next_allowed_at, host LIMIT %(n)s
               FOR UPDATE SKIP LOCKED)
 UPDATE hosts SET lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
@@ -121,17 +122,26 @@ class PostgresClaims(PostgresConnection):
         """The claim statements, with the store's clock (``Dialect.now``) in them."""
         now = self._dialect.now
         self._lease_url = lease_url_sql(now)
-        self._claim_hosts = claim_hosts_sql(per_ip=False, now=now)
-        self._claim_hosts_per_ip = claim_hosts_sql(per_ip=True, now=now)
+        self._claim_hosts = claim_hosts_sql(per_ip=False, d=self._dialect)
+        self._claim_hosts_per_ip = claim_hosts_sql(per_ip=True, d=self._dialect)
         self._lease_urls = lease_urls_sql(now)
 
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
+        self,
+        worker: str,
+        now: float,
+        lease_seconds: float,
+        n: int,
+        *,
+        per_ip_limit: int = 0,
+        ahead: float = 0.0,
+        affinity: HostAffinity | None = None,
     ) -> list[Claim]:
         """Up to ``n`` claims, each exactly as ``claim`` makes it (its own host, lease and URL), in
         one transaction of a few statements: the hosts in one UPDATE (SKIP LOCKED: the other
         workers pass by meanwhile), their next URLs in another. With ``ahead``, also hosts whose
-        delay ends within that many seconds (``Claim.not_before``); their leases last that much longer."""
+        delay ends within that many seconds (``Claim.not_before``); their leases last that much longer.
+        With ``affinity``, other shares' hosts only once they are overdue (``HostAffinity``)."""
         if n <= 0:
             return []
         lease = lease_seconds + ahead
@@ -143,6 +153,7 @@ class PostgresClaims(PostgresConnection):
             "now": now,
             "per_ip": per_ip_limit,
             "n": n,
+            **affinity_params(affinity),
         }
 
         def tx(conn: psycopg.Connection) -> list[Claim]:

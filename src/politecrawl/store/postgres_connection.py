@@ -48,7 +48,7 @@ from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
 from .common import Dialect
 
-__all__ = ["APP_ID", "DB_NOW", "SCHEMA_VERSION", "PostgresConnection", "parse_url", "the_row"]
+__all__ = ["APP_ID", "DB_NOW", "SCHEMA_VERSION", "PostgresConnection", "parse_url", "postgres_dialect", "the_row"]
 
 SCHEMA_VERSION = 7
 APP_ID = "politecrawl"
@@ -138,6 +138,19 @@ def parse_url(url: str) -> tuple[str, str | None, str, str]:
     return conninfo, schema, shown, clock
 
 
+def postgres_dialect(now: str) -> Dialect:
+    """The SQL PostgreSQL's statements differ by (``common.Dialect``); ``now``: its clock inside a
+    statement. A host's share (``HostAffinity``) is its name's hash, shifted into the non-negative range."""
+    return Dialect(
+        ph="%s",
+        greatest="GREATEST",
+        least="LEAST",
+        now=now,
+        host_share="(hashtext(host)::bigint + 2147483648)",
+        modulo="%%",
+    )
+
+
 class PostgresConnection:
     """The pool of a PostgreSQL store and how its operations run: read, retried, or once."""
 
@@ -155,7 +168,7 @@ class PostgresConnection:
         # ``?clock=caller`` uses the callers' ``now`` instead: for simulations and tests that
         # run on a clock of their own.
         now = "%(now)s" if clock == "caller" else DB_NOW
-        self._dialect = Dialect(ph="%s", greatest="GREATEST", least="LEAST", now=now)
+        self._dialect = postgres_dialect(now)
         kwargs: dict[str, Any] = {"autocommit": True}
         options = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
         # Parsed from a string, a value is a string (ConnParam's int is for keyword arguments).

@@ -26,6 +26,7 @@ from .api import (
     ExportPage,
     FetchLogEntry,
     FetchLogRow,
+    HostAffinity,
     HostRobots,
     HostRow,
     IndexerPage,
@@ -43,7 +44,7 @@ from .common import (
     QUEUED,
     WAIT_LOW_YIELD,
     YIELD_DECAY,
-    Dialect,
+    affinity_params,
     wake_time_sql,
     yield_threshold,
 )
@@ -64,12 +65,11 @@ from .reads import (
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
-from .sqlite_connection import connect, tune
+from .sqlite_connection import DIALECT, connect, tune
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
-DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
 _WAKE_TIME = wake_time_sql(DIALECT)
 
 SCHEMA_VERSION = 6
@@ -256,12 +256,28 @@ class SQLiteStore:
         return claims[0] if claims else None
 
     def claim_many(
-        self, worker: str, now: float, lease_seconds: float, n: int, *, per_ip_limit: int = 0, ahead: float = 0.0
+        self,
+        worker: str,
+        now: float,
+        lease_seconds: float,
+        n: int,
+        *,
+        per_ip_limit: int = 0,
+        ahead: float = 0.0,
+        affinity: HostAffinity | None = None,
     ) -> list[Claim]:
         """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction; with
-        ``ahead``, also hosts whose delay ends within that many seconds (``Claim.not_before``)."""
+        ``ahead``, also hosts whose delay ends within that many seconds (``Claim.not_before``);
+        with ``affinity``, other shares' hosts only once they are overdue (``HostAffinity``)."""
         expires = now + ahead + lease_seconds
-        params = {"worker": worker, "expires": expires, "now": now, "due": now + ahead, "per_ip": per_ip_limit}
+        params = {
+            "worker": worker,
+            "expires": expires,
+            "now": now,
+            "due": now + ahead,
+            "per_ip": per_ip_limit,
+            **affinity_params(affinity),
+        }
         with self._lock:
             # A read first, outside any write transaction (WAL readers never wait): about a third
             # of the claims at 1,000 hosts find nothing eligible, and then take no write lock.
@@ -362,7 +378,7 @@ class SQLiteStore:
             )
 
     # -- scheduling --------------------------------------------------------------
-    def wake_time(self, now: float, min_delay: float) -> float | None:
+    def wake_time(self, now: float, min_delay: float, affinity: HostAffinity | None = None) -> float | None:
         """Earliest moment a host with work can become eligible; None when no work is left.
 
         A host whose lease is held cannot become eligible before its holder
@@ -371,7 +387,9 @@ class SQLiteStore:
         ends and says when they are due.
         """
         with self._lock:
-            row = self._db.execute(_WAKE_TIME, {"now": now, "min_delay": min_delay}).fetchone()
+            row = self._db.execute(
+                _WAKE_TIME, {"now": now, "min_delay": min_delay, **affinity_params(affinity)}
+            ).fetchone()
         earliest, count = row
         if not count:
             return None

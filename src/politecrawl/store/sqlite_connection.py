@@ -5,7 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-__all__ = ["WAL_AUTOCHECKPOINT_PAGES", "WAL_SIZE_LIMIT", "connect", "tune"]
+from .common import Dialect
+
+__all__ = ["DIALECT", "WAL_AUTOCHECKPOINT_PAGES", "WAL_SIZE_LIMIT", "connect", "tune"]
+
+#: The SQL SQLite's statements differ by (``common.Dialect``): the caller's clock, as ``:now``.
+DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
 
 
 def connect(path: str, read_only: bool = False) -> sqlite3.Connection:
