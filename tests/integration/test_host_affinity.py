@@ -9,6 +9,8 @@ it are what the affinity keeps together."""
 from __future__ import annotations
 
 from politecrawl.faces.sandbox import SandboxHost, violations
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.store import open_store
 
 from conftest import crawl
 
@@ -51,3 +53,20 @@ def test_without_affinity_hosts_pass_between_workers(sandbox_factory, db_path):
     both workers' connections."""
     counts = _connections_per_host(sandbox_factory, db_path, host_affinity=False)
     assert sum(1 for n in counts if n > 1) >= HOSTS // 2, counts
+
+
+def test_lessons_kept_in_one_process_are_in_the_store_after_the_crawl(sandbox_factory, db_path):
+    """A host that stays with one worker has its learned URL patterns written every few pages,
+    not after each: what it learned since its last write is saved when the worker stops."""
+    host = SandboxHost("127.0.31.100", pages=_chain(4))  # 5 pages: fewer than one write's worth
+    sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=DELAY, workers=2)
+    store = open_store(db_path)
+    try:
+        [row] = store.hosts()
+        version, state = store.host_patterns(row.host)
+    finally:
+        store.close()
+    assert version >= 1 and state is not None
+    learned = SitePatterns.from_json(state)
+    assert sorted(learned.aliases.pages) == sorted([host.url("/")] + [host.url(f"/p{i}") for i in range(4)])

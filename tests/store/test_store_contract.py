@@ -1433,3 +1433,19 @@ def test_a_hosts_learned_url_patterns_are_kept_and_versioned(store):
     store.release(c2, Outcome(next_allowed_at=T + 2, delay=1.0, url_state="done"), T + 1)
     assert store.host_patterns(A) == (1, '{"v": 1}')  # not written: unchanged
     assert store.host_patterns("http://nowhere.test") == (0, None)
+
+
+def test_learned_url_patterns_saved_outside_a_release_only_over_the_version_their_writer_read(store):
+    store.seed_urls([url(A, "/1"), url(B, "/1")], T)
+    assert store.save_host_patterns([]) == 0
+    # Both hosts as their writer read them (version 0): both written, each a version further.
+    assert store.save_host_patterns([(A, 0, '{"a": 1}'), (B, 0, '{"b": 1}')]) == 2
+    assert store.host_patterns(A) == (1, '{"a": 1}') and store.host_patterns(B) == (1, '{"b": 1}')
+    # A writer holding version 0 of A is behind (someone wrote version 1 since): not written.
+    assert store.save_host_patterns([(A, 0, '{"stale": 1}'), (B, 1, '{"b": 2}')]) == 1
+    assert store.host_patterns(A) == (1, '{"a": 1}') and store.host_patterns(B) == (2, '{"b": 2}')
+    # A claim sees the saved version (a process holding an older copy reads the store's).
+    pass_robots(store, "w1", T)
+    pass_robots(store, "w1", T)
+    claims = {c.host: c for c in store.claim_many("w1", T, LEASE, 2)}
+    assert claims[A].patterns_version == 1 and claims[B].patterns_version == 2

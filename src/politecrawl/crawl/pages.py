@@ -17,7 +17,7 @@ from politecrawl.content.dedup import simhash, text_fingerprint
 from politecrawl.content.parse import Page, combine, parse_html, robots_directives
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from politecrawl.content.sitemaps import parse_sitemap
-from politecrawl.errors import InvalidURL
+from politecrawl.errors import InvalidURL, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
@@ -36,8 +36,12 @@ __all__ = ["PageHandler", "wanted_type"]
 log = logging.getLogger("politecrawl.pages")
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-#: ... except while the host is new: its first this many observed pages are each written at once
-#: (a small state then), so that a worker that takes the host over next learns from all of them.
+#: ... except while the host is new and passes between processes (another process wrote its state
+#: since this one read it: machines of a fleet share a host): its first this many observed pages
+#: are each written at once (a small state then), so that whoever takes the host over next learns
+#: from all of them. A host that stays with one process (``HostAffinity``) is written every
+#: ``PATTERNS_WRITE_EVERY`` pages from the start: only a crash, or a worker running late enough for
+#: another to take the host, loses the lessons of its last few pages.
 PATTERNS_EAGER_PAGES = 48
 #: Hosts whose learned URL patterns a worker keeps in memory.
 PATTERNS_REMEMBERED = 2_000
@@ -372,6 +376,8 @@ class PageHandler:
         """The host's learned URL patterns: this process's copy, or the store's if newer."""
         entry = self._patterns.get(claim.host)
         if entry is None or entry[0] < claim.patterns_version:
+            # Another process wrote the host's state since this one last did: the host is shared.
+            shared = entry is not None or claim.patterns_version > 0
             version, data = await self._call(self.store.host_patterns, claim.host)
             patterns = SitePatterns()
             if data:
@@ -382,9 +388,26 @@ class PageHandler:
                 except ValueError:  # written by another version: learn afresh
                     log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
             if len(self._patterns) >= PATTERNS_REMEMBERED:
-                self._patterns.pop(next(iter(self._patterns)))
-            entry = self._patterns[claim.host] = [version, patterns, 0]
+                forgotten = next(iter(self._patterns))
+                await self._save_patterns([(forgotten, self._patterns.pop(forgotten))])
+            entry = self._patterns[claim.host] = [version, patterns, 0, shared]
         return entry[1]
+
+    async def _save_patterns(self, entries: list[tuple[str, list]] | None = None) -> None:
+        """Write the lessons of ``entries`` (host, memo entry; default: every host this process
+        remembers) that are not in the store yet: before the process forgets them (a host put out
+        of memory, the worker stopping). Skipped for a host another process wrote meanwhile (its
+        copy is newer); a store failure loses only these lessons, which the pages teach again."""
+        unsaved = [(host, e) for host, e in (list(self._patterns.items()) if entries is None else entries) if e[2]]
+        if not unsaved:
+            return
+        try:
+            await self._call(self.store.save_host_patterns, [(host, e[0], e[1].to_json()) for host, e in unsaved])
+        except StoreError as exc:
+            log.warning("learned URL patterns of %d hosts not saved: %s", len(unsaved), exc)
+            return
+        for _, entry in unsaved:
+            entry[0], entry[2] = entry[0] + 1, 0
 
     def _learn(
         self,
@@ -415,7 +438,7 @@ class PageHandler:
         repeats = patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1
-        if entry[2] >= PATTERNS_WRITE_EVERY or patterns.budget.clock <= PATTERNS_EAGER_PAGES:
+        if entry[2] >= PATTERNS_WRITE_EVERY or (entry[3] and patterns.budget.clock <= PATTERNS_EAGER_PAGES):
             outcome.patterns = patterns.to_json()
             entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0
         return repeats

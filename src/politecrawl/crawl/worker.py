@@ -274,8 +274,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._scope_read_at = float("-inf")
         self._fatal: BaseException | None = None
         # Each host's learned URL patterns (store version, patterns, pages observed since the
-        # last write). A host has one request open at a time, so its claim holder is the only
-        # writer; a newer version in the store (another process had the host) is read again.
+        # last write, whether another process wrote them too). A host has one request open at a
+        # time, so its claim holder is the only writer; a newer version in the store (another
+        # process had the host) is read again.
         self._patterns: dict[str, list] = {}
 
     async def _call(self, fn, *args, **kwargs):
@@ -313,6 +314,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         finally:
             reporter.cancel()
             await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
+            await self._save_patterns()  # what was learned since each host's last write
             await self._report_loop_lag()  # the last figures, so status shows the whole run
             if self._store_threads is not None:
                 self._store_threads.shutdown(wait=True)

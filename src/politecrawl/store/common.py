@@ -22,6 +22,7 @@ from .api import DuplicateKind, HostAffinity, URLKind, YieldCheck
 __all__ = [
     "affinity_params",
     "affinity_sql",
+    "save_patterns_sql",
     "sql_literal",
     "QUEUED",
     "LEASED",
@@ -113,6 +114,16 @@ def affinity_sql(d: Dialect, now: str) -> str:
     return (
         f"({d.host_share} {d.modulo} {P('share_count')} = {P('share_index')}"
         f" OR next_allowed_at <= {now} - {P('share_grace')})"
+    )
+
+
+def save_patterns_sql(d: Dialect) -> str:
+    """A host's learned URL patterns written outside a release (a worker stopping, or forgetting the
+    host), only if nobody wrote them since the writer read them (the version it holds)."""
+    ph = d.ph
+    return (
+        f"UPDATE hosts SET patterns = {ph}, patterns_version = patterns_version + 1"
+        f" WHERE host = {ph} AND patterns_version = {ph}"
     )
 
 

@@ -40,7 +40,7 @@ from .api import (
     RobotsVersion,
     URLEvidence,
 )
-from .common import DONE, LEASED, QUEUED, affinity_params, wake_time_sql
+from .common import DONE, LEASED, QUEUED, affinity_params, save_patterns_sql, wake_time_sql
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
 from .postgres_frontier import PAGES_LOCK, insert_frontier, insert_hosts, lock_hosts, unique_urls
@@ -69,6 +69,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False) -> None:
         super().__init__(url, create=create, read_only=read_only)
         self._wake_time = wake_time_sql(self._dialect)
+        self._save_patterns = save_patterns_sql(self._dialect)
         self._prepare_claims()
 
     # -- frontier ----------------------------------------------------------------
@@ -158,6 +159,21 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             "read a host's URL patterns",
         )
         return (row[0], row[1]) if row else (0, None)
+
+    def save_host_patterns(self, saved: Sequence[tuple[str, int, str]]) -> int:
+        """Write hosts' learned URL patterns, each (host, the version its writer holds, JSON), where
+        the stored version is still that one; returns how many were written. (Run twice after a
+        lost COMMIT, the second run finds the versions moved on and writes nothing.)"""
+        if not saved:
+            return 0
+
+        def tx(conn: psycopg.Connection) -> int:
+            written = 0
+            for host, version, data in sorted(saved):  # hosts locked in one order: no deadlock
+                written += conn.execute(self._save_patterns, (data, host, version)).rowcount
+            return written
+
+        return self._idempotent(tx, "save hosts' URL patterns")
 
     def activity(self, now: float) -> Activity:
         """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""

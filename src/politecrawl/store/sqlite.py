@@ -45,6 +45,7 @@ from .common import (
     WAIT_LOW_YIELD,
     YIELD_DECAY,
     affinity_params,
+    save_patterns_sql,
     wake_time_sql,
     yield_threshold,
 )
@@ -71,6 +72,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
 _WAKE_TIME = wake_time_sql(DIALECT)
+_SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
 SCHEMA_VERSION = 6
 APP_ID = "politecrawl"
@@ -422,6 +424,14 @@ class SQLiteStore:
         with self._lock:
             row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
         return (row[0], row[1]) if row else (0, None)
+
+    def save_host_patterns(self, saved: Sequence[tuple[str, int, str]]) -> int:
+        """Write hosts' learned URL patterns, each (host, the version its writer holds, JSON), where
+        the stored version is still that one; returns how many were written."""
+        if not saved:
+            return 0
+        with self._write() as db:
+            return db.executemany(_SAVE_PATTERNS, [(data, host, version) for host, version, data in saved]).rowcount
 
     def activity(self, now: float) -> Activity:
         """Requests per 10 s over the last 10 minutes and the latest errors (the status page)."""
