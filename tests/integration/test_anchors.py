@@ -114,3 +114,25 @@ def test_a_refresh_pass_naming_more_pages_than_a_batch_reads_them_a_batch_at_a_t
     for i, name in enumerate(names):
         hits = {h["url"]: h for h in search(db_path, name)}
         assert scoring_fields(hits[host.url(f"/t{i}")]) == {"anchor"}, name
+
+
+def test_a_link_repeated_on_every_page_is_fetched_once_and_keeps_every_text(sandbox_factory, db_path):
+    """A worker does not send a link its releases already stored to the store again (site-wide
+    navigation), but the texts of the later pages' links to it still count."""
+    n = 6
+    pages = {"/": page("Home", "start", {"/p0": "first", "/about": "about text 0"})}
+    for i in range(n):
+        links = {"/about": f"about text {i + 1}", "/": "home"}
+        if i + 1 < n:
+            links[f"/p{i + 1}"] = "next"
+        pages[f"/p{i}"] = page(f"P{i}", f"page {i}", links)
+    pages["/about"] = page("About", "who we are")
+    host = SandboxHost("127.0.0.2", pages=pages)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], workers=1)
+    paths = [r.path for r in sb.requests(host)]
+    assert sorted(paths) == sorted(["/robots.txt", "/", "/about", *(f"/p{i}" for i in range(n))])
+    db = sqlite3.connect(db_path)
+    texts = {t for (t,) in db.execute("SELECT text FROM anchors WHERE target = ?", (host.url("/about"),))}
+    db.close()
+    assert texts == {f"about text {i}" for i in range(n + 1)}

@@ -65,3 +65,25 @@ def test_lateness_before_the_mark_is_not_counted():
 def test_a_stopped_clock_says_nothing():
     lag = LoopLag()
     assert lag.mark() == 0.0 and lag.since(0.0) == 0.0
+
+
+def test_recent_lateness_rises_with_a_stall_and_falls_back_when_the_loop_keeps_time():
+    """``LoopLag.recent``: how late the loop runs lately (what a worker adds to its grace before
+    taking another worker's hosts, ``crawl.pool.AFFINITY_GRACE``)."""
+
+    async def run() -> tuple[float, float, float]:
+        lag = LoopLag(interval=0.01)
+        lag.start()
+        await asyncio.sleep(0.05)
+        calm = lag.recent
+        time.sleep(0.3)  # a stall: the next tick is 0.3 s late
+        await asyncio.sleep(0.005)
+        stalled = lag.recent
+        await asyncio.sleep(0.5)  # dozens of ticks on time
+        after = lag.recent
+        lag.stop()
+        return calm, stalled, after
+
+    calm, stalled, after = asyncio.run(run())
+    assert calm < 0.02 and stalled >= 0.05, (calm, stalled)
+    assert after < stalled / 10, (stalled, after)

@@ -6,7 +6,7 @@ turned away is counted by reason. A seed that redirects to another host widens t
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from politecrawl.config import Settings
 from politecrawl.errors import InvalidURL
@@ -17,9 +17,39 @@ from politecrawl.policy.scope import SCOPE_REDIRECT_HOSTS, CrawlScope
 from politecrawl.policy.traps import trap_reason
 from politecrawl.store import NewURL, Outcome, URLKind
 
-__all__ = ["LinkFollower"]
+__all__ = ["ANCHORS_REMEMBERED", "LINKS_REMEMBERED", "LinkFollower", "Remembered"]
 
 log = logging.getLogger("politecrawl.links")
+
+
+#: Anchor texts a worker remembers having stored (by the hash of host, target and text), so
+#: site-wide navigation repeated on every page of a host is sent to the store once.
+ANCHORS_REMEMBERED = 200_000
+
+#: Page links a worker remembers its releases having stored: site-wide navigation, repeated on
+#: every page of a host, is then not normalized, filtered, checked and sent to the store again
+#: (the store would ignore it: insert-if-absent). Most links a crawl finds are such repeats.
+LINKS_REMEMBERED = 100_000
+
+
+class Remembered:
+    """The hashes of what this process's releases stored, up to ``cap`` (then all forgotten at
+    once: what is sent again is ignored by the store). Hashes, not the values: a quarter of the
+    memory, and a 64-bit collision only leaves one link or anchor row unsent."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._keys: set[int] = set()
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._keys
+
+    def add(self, keys: Iterable[int]) -> None:
+        """Remember ``keys``, once the release that stored them has committed (a link remembered
+        before a release that then failed would never be sent again)."""
+        if len(self._keys) > self.cap:
+            self._keys.clear()
+        self._keys.update(keys)
 
 
 class LinkFollower:
@@ -27,6 +57,11 @@ class LinkFollower:
 
     settings: Settings
     scope: CrawlScope
+    _links_stored: Remembered
+
+    def _remember_links(self, outcome: Outcome) -> None:
+        """The page links ``outcome`` stored (its release has committed)."""
+        self._links_stored.add(hash(new.url) for new in outcome.links if new.kind == URLKind.PAGE)
 
     def _follow_scope(self, outcome: Outcome, source_host: str, target_host: str) -> bool:
         """A seed host redirected to another host: that host is part of the seed's site.
@@ -108,6 +143,10 @@ class LinkFollower:
                 return
         out: dict[str, NewURL] = {new.url: new for new in outcome.links}
         found: dict[tuple[str, str], None] = {}
+        # A page's links already stored by this process go no further (nothing would change: the
+        # checks are the same, the store keeps the first), except their anchor texts. Not for
+        # redirects, sitemap entries or checked links, which the store or the check treat apart.
+        stored = self._links_stored if kind == URLKind.PAGE and not redirect and check is None else None
         for raw in dict.fromkeys(candidates):
             known = normalized.get(raw) if normalized else None
             if known is not None:
@@ -123,7 +162,7 @@ class LinkFollower:
                 collect.append(u)
                 if too_deep:
                     continue
-            if u in out:
+            if u in out or (stored is not None and hash(u) in stored):
                 if anchors and raw in anchors and u != source:
                     found.update(dict.fromkeys((u, text) for text in anchors[raw]))
                 continue

@@ -17,18 +17,23 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from politecrawl.config import Settings
 from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.logs import setup_logging
 from politecrawl.policy.scope import CrawlScope
-from politecrawl.store import Store, is_postgres_url, open_store
+from politecrawl.store import HostAffinity, Store, is_postgres_url, open_store
+
+if TYPE_CHECKING:  # the parent never loads the HTTP client (the workers' entry point does)
+    from politecrawl.net.fetch import LoopLag
 
 __all__ = [
+    "AFFINITY_GRACE",
     "StopSignal",
     "WorkersResult",
     "run_workers",
+    "share_of_hosts",
 ]
 
 log = logging.getLogger("politecrawl.workers")
@@ -61,6 +66,14 @@ class StopSignal:
         return {"_r": self._r, "_w": None, "_sent": False}
 
 
+#: Seconds a host of another worker's share must be overdue before this worker takes it
+#: (``HostAffinity``), on top of how late this worker's own loop runs lately: a worker as busy as
+#: the host's owner would not fetch it sooner (on a saturated machine every loop runs late, and
+#: hosts taken over then cost both processes and bought nothing); an idle one takes a stopped or
+#: overloaded worker's hosts after these two seconds, and a dead worker's at once (``share_of_hosts``).
+AFFINITY_GRACE = 2.0
+
+
 #: Seconds requests in flight get to finish when the crawl stops (--max-time, Ctrl-C, SIGTERM).
 STOP_GRACE = 3.0
 
@@ -86,6 +99,22 @@ def _raise_open_files_limit() -> None:
             log.debug("open files limit stays at %d", soft)
 
 
+def share_of_hosts(
+    index: int, count: int, loop_lag: LoopLag, peer_died: Callable[[], bool]
+) -> Callable[[], HostAffinity | None]:
+    """Worker ``index`` of ``count``'s share of the hosts (``HostAffinity``), as it stands at each
+    claim: its grace ``AFFINITY_GRACE`` plus how late its loop runs lately, and none at all once
+    ``peer_died()`` (a worker of this crawl died: the survivors share its hosts as they come due,
+    instead of each waiting out the grace)."""
+
+    def now() -> HostAffinity | None:
+        if peer_died():
+            return None
+        return HostAffinity(index, count, AFFINITY_GRACE + loop_lag.recent)
+
+    return now
+
+
 def _worker_process(
     settings: Settings,
     scope_args: tuple,
@@ -95,6 +124,7 @@ def _worker_process(
     deadline: float | None = None,
     errors=None,
     share: tuple[int, int] = (0, 1),
+    peer_died=None,
 ) -> None:
     """Entry point of one worker process. A failure that is not one page's (the store or the
     disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
@@ -107,7 +137,9 @@ def _worker_process(
     level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
     setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(_worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline, share))
+        asyncio.run(
+            _worker_async(settings, CrawlScope(*scope_args), stop_event, counter, idle_poll, deadline, share, peer_died)
+        )
     except PolitecrawlError as exc:  # the store or the disk failed: say so in one line, not a traceback
         if errors is not None:
             errors.put(f"worker {os.getpid()}: {exc}")
@@ -138,16 +170,16 @@ async def _worker_async(
     idle_poll: float | None,
     deadline: float | None = None,
     share: tuple[int, int] = (0, 1),
+    peer_died=None,
 ) -> None:
     # Imported here, in the worker process: the crawl's parent imports this module to start the
     # workers and never fetches or parses, so it does not load the HTTP client, the HTML parser
     # and the archive writer (~20 MB of its memory).
     from politecrawl.net.fetch import Fetcher
     from politecrawl.net.warc import WarcWriter
-    from politecrawl.store import HostAffinity
 
     from .budget import PageBudget
-    from .worker import AFFINITY_GRACE, Worker
+    from .worker import Worker
 
     store = await _open_store_patiently(settings.db)
     stop = asyncio.Event()
@@ -165,7 +197,10 @@ async def _worker_async(
         ) as fetcher:
             # This process's share of the hosts (each host's state then stays in one process).
             index, count = share
-            affinity = HostAffinity(index, count, AFFINITY_GRACE) if count > 1 and settings.host_affinity else None
+            affinity = None
+            if count > 1 and settings.host_affinity:
+                died = (lambda: bool(peer_died.value)) if peer_died is not None else (lambda: False)
+                affinity = share_of_hosts(index, count, fetcher.loop_lag, died)
             await Worker(
                 settings,
                 store,
@@ -201,11 +236,22 @@ def run_workers(
     errors = ctx.SimpleQueue()
     stop_event = stop_event or StopSignal()
     counter = counter if counter is not None else ctx.Value("q", 0)
+    peer_died = ctx.Value("b", 0, lock=False)  # set once a worker dies: the others drop their shares
     scope_args = scope.args()
     procs = [
         ctx.Process(
             target=_worker_process,
-            args=(settings, scope_args, stop_event, counter, idle_poll, deadline, errors, (i, settings.workers)),
+            args=(
+                settings,
+                scope_args,
+                stop_event,
+                counter,
+                idle_poll,
+                deadline,
+                errors,
+                (i, settings.workers),
+                peer_died,
+            ),
             daemon=False,
             name=f"politecrawl-worker-{i}",
         )
@@ -223,6 +269,7 @@ def run_workers(
             for i, p in enumerate(procs):
                 if p.exitcode not in (None, 0) and i not in died:
                     died.add(i)
+                    peer_died.value = 1
                     if on_worker_died:
                         on_worker_died()
             if on_tick:

@@ -51,13 +51,12 @@ from politecrawl.store import (
 )
 
 from .budget import PageBudget
-from .links import LinkFollower
+from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembered
 from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
 from .robots_gate import RobotsGate
 
 __all__ = [
-    "AFFINITY_GRACE",
     "ReleaseBatcher",
     "Worker",
     "host_level_failure",
@@ -76,21 +75,8 @@ SCOPE_REFRESH = 2.0
 IP_TTL = 3_600.0
 
 
-#: Anchor texts a worker remembers having stored, so site-wide navigation repeated on every
-#: page of a host is sent to the store once (the store ignores repeats anyway; this saves the writes).
-#: Remembered by the hash of (host, target, text), a quarter of the memory of the strings (a
-#: 64-bit collision would only leave one anchor row unsent).
-ANCHORS_REMEMBERED = 200_000
-
-
 #: Seconds a finished claim waits for others to share its release transaction.
 RELEASE_WINDOW = 0.01
-
-
-#: Seconds a host of another worker's share must be overdue before this worker takes it
-#: (``HostAffinity``): longer than the loop of a busy worker runs late, so the owner normally
-#: claims its hosts itself; short against the delays, so a stopped worker's hosts are not held up.
-AFFINITY_GRACE = 0.25
 
 
 #: Seconds between two loop-lag reports of a worker process to the store.
@@ -231,10 +217,11 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         *,
         wid: str | None = None,
         idle_poll: float | None = None,
-        affinity: HostAffinity | None = None,
+        affinity: Callable[[], HostAffinity | None] | None = None,
     ) -> None:
         self.idle_poll = idle_poll
-        self.affinity = affinity
+        # This worker's share of the hosts as it stands at a claim (crawl.pool.share_of_hosts).
+        self._affinity: Callable[[], HostAffinity | None] = affinity or (lambda: None)
         self._store_failing_since: float | None = None
         # PostgreSQL: every store call on a thread per pooled connection (network round trips;
         # the loop keeps fetching meanwhile, psycopg releases the GIL while it waits).
@@ -261,7 +248,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.policy = DelayPolicy.from_settings(settings)
         self.lease = settings.effective_lease_seconds()
         self._changed = asyncio.Condition()
-        self._anchors_stored: set[int] = set()
+        self._anchors_stored = Remembered(ANCHORS_REMEMBERED)
+        self._links_stored = Remembered(LINKS_REMEMBERED)
         # Releases share transactions: inline for SQLite, on the store threads for PostgreSQL.
         self._batcher = ReleaseBatcher(store, call=None if self._store_threads is None else self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
@@ -346,7 +334,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                     want,
                     per_ip_limit=self.settings.per_ip_limit,
                     ahead=CLAIM_AHEAD,
-                    affinity=self.affinity,
+                    affinity=self._affinity(),
                 )
                 self._store_failing_since = None
             except StoreError as exc:
@@ -363,7 +351,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 continue
             slots.release()
             try:
-                wake = await self._call(self.store.wake_time, now, self.settings.min_delay, self.affinity)
+                wake = await self._call(self.store.wake_time, now, self.settings.min_delay, self._affinity())
             except StoreError as exc:
                 await self._store_trouble(exc)
                 continue
@@ -494,10 +482,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             fresh = [key for key, _ in keyed if key not in known]
             outcome.anchors = [anchor for key, anchor in keyed if key not in known]
         await self._release(claim, outcome, self.now())
-        if fresh:
-            if len(self._anchors_stored) > ANCHORS_REMEMBERED:
-                self._anchors_stored.clear()
-            self._anchors_stored.update(fresh)
+        self._anchors_stored.add(fresh)
+        self._remember_links(outcome)
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info(

@@ -152,6 +152,8 @@ class LoopLag:
         self._handle: asyncio.TimerHandle | None = None
         self._due = 0.0
         self._late_total = 0.0  # the lateness of every tick that has run, summed
+        #: How late the loop runs lately: a moving average of the ticks' lateness (a fifth each).
+        self.recent = 0.0
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -168,6 +170,7 @@ class LoopLag:
         now = loop.time()
         late = max(0.0, now - self._due)
         self._late_total += late
+        self.recent += 0.2 * (late - self.recent)
         if self.observer is not None:
             self.observer(late)
         self._due = now + self.interval
