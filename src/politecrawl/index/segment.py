@@ -2,7 +2,7 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 3, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 4, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer"}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
@@ -26,10 +26,14 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                                       length of the field (``posting_blocks``; computed on
                                       open for segments written before they existed)
     doc_lens.npy        uint32[n, F]  tokens per document and field
-    docs.json           {"urls": [...], "titles": [...]}  (local doc id = index)
+    urls.bin            the documents' URLs, UTF-8, concatenated (``doc_table``; version 4)
+    urls.end.npy        uint[n]       where each URL ends in urls.bin (local doc id = index)
+    titles.bin, titles.end.npy        the titles, alike
+    docs.json           {"urls": [...], "titles": [...]} instead of those four (versions 2, 3)
     bodies.bin          the stored body texts, compressed, concatenated: per document its
                         pieces between sync points, each an LZ4 block with its size in front
-                        (version 3), or one zlib stream (version 2)
+                        (versions 3 and 4), or one zlib stream (version 2); read with
+                        ``os.pread``, a document at a time, never mapped
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
     body_sync.npy       int64[S, 3]   sync points of long bodies: (byte offset in the doc's
                                       stream, character offset, body token position)
@@ -37,7 +41,10 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
 for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
-back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
+back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.bin`` are
+memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
+around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
+many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
@@ -59,6 +66,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -70,6 +78,7 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .bm25 import FIELDS
 from .bodies import open_body
+from .doc_table import TextTable
 
 __all__ = [
     "BLOCK",
@@ -85,10 +94,11 @@ __all__ = [
 ]
 
 FORMAT = "politecrawl-segment"
-#: 3: stored bodies are LZ4 pieces; 2: zlib streams (still read, and written with
-#: ``bodies.BODY_CODEC = "zlib"``), the anchor field.
-VERSION = 3
-READABLE_VERSIONS = (2, 3)
+#: 4: URLs and titles as blobs (``doc_table``) instead of ``docs.json``; 3: stored bodies are LZ4
+#: pieces; 2: zlib streams (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the
+#: anchor field.
+VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
 
 
 #: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
@@ -302,7 +312,7 @@ class Segment:
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
-        #: "lz4" (version 3) or "zlib" (version 2): how the stored bodies are compressed
+        #: "lz4" (versions 3 and 4) or "zlib" (version 2): how the stored bodies are compressed
         self.body_codec = "lz4" if header["version"] >= 3 else "zlib"
         self.doc_count: int = int(header["doc_count"])
         # The term dictionary stays in its file, memory-mapped, and is searched by bisection: a
@@ -314,19 +324,28 @@ class Segment:
         self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
-        docs = json.loads((self.path / "docs.json").read_bytes().decode("utf-8", "surrogatepass"))
-        self.urls: list[str] = docs["urls"]
-        self.titles: list[str] = docs["titles"]
-        if len(self.urls) != self.doc_count or self.doc_lens.shape[0] != self.doc_count:
+        if header["version"] >= 4:
+            self.urls = TextTable.load(self.path, "urls", self.doc_count)
+            self.titles = TextTable.load(self.path, "titles", self.doc_count)
+        else:  # formats 2 and 3: the lists in docs.json, held as the same tables
+            docs = json.loads((self.path / "docs.json").read_bytes().decode("utf-8", "surrogatepass"))
+            self.urls = TextTable.from_strings(docs["urls"])
+            self.titles = TextTable.from_strings(docs["titles"])
+        if len(self.urls) != self.doc_count or len(self.titles) != self.doc_count:
             raise SearchIndexError(f"{self.path}: document table does not match header")
-        body_size = int(self.body_ptr[-1]) if self.doc_count else 0
-        # A plain ndarray view of the mapping, as in ``_load``: slicing an ``np.memmap`` builds a
-        # memmap object each time (a tenth of a snippet's own time).
-        self._bodies = (
-            np.memmap(self.path / "bodies.bin", dtype=np.uint8, mode="r").view(np.ndarray)
-            if body_size
-            else np.zeros(0, np.uint8)
-        )
+        if self.doc_lens.shape[0] != self.doc_count or len(self.body_ptr) != self.doc_count + 1:
+            raise SearchIndexError(f"{self.path}: document table does not match header")
+        # Stored bodies are read with pread, a hit's at a time, not through a mapping: each first
+        # touch of a mapped page maps the 64 KB around it (the kernel's fault-around), so over a
+        # million pages the snippets' scattered reads kept most of bodies.bin resident.
+        try:
+            self._bodies_fd = os.open(self.path / "bodies.bin", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise SearchIndexError(f"unreadable segment file {self.path / 'bodies.bin'}: {exc}") from exc
+        weakref.finalize(self, os.close, self._bodies_fd)
+        self._bodies_size = os.fstat(self._bodies_fd).st_size
         self._hosts: list[str] | None = None
         self._site_masks: dict[str, np.ndarray] = {}
         if (self.path / "body_sync_ptr.npy").exists():
@@ -384,11 +403,20 @@ class Segment:
 
     def body_bytes(self, doc: int) -> bytes:
         """The stored body of ``doc``, still compressed (``body_codec``)."""
-        return bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
+        return self.stored_bytes(int(self.body_ptr[doc]), int(self.body_ptr[doc + 1]))
 
-    def body_buffer(self, doc: int) -> memoryview:
-        """``body_bytes`` without the copy: a view of the mapping (a snippet reads a small part)."""
-        return self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])].data
+    def body_buffer(self, doc: int) -> bytes:
+        """``body_bytes`` (what a snippet reads a small part of)."""
+        return self.body_bytes(doc)
+
+    def stored_bytes(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``bodies.bin`` (one document's, or a merge's run of them)."""
+        if not 0 <= start <= end <= self._bodies_size:
+            raise SearchIndexError(f"{self.path}: stored body pointers beyond bodies.bin")
+        data = os.pread(self._bodies_fd, end - start, start)
+        if len(data) != end - start:
+            raise SearchIndexError(f"{self.path}: bodies.bin is shorter than its pointers")
+        return data
 
     def body(self, doc: int) -> str:
         """Stored body text, decompressed whole."""

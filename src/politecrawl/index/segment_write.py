@@ -25,6 +25,7 @@ from politecrawl.errors import SearchIndexError
 from . import bodies as stored
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys
 
@@ -249,8 +250,14 @@ def write_segment_files(
             ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
             _save(tmp, "terms.end.npy", ends)
             _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
-        docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
-        _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
+        if stored.BODY_CODEC == "lz4":
+            for name, strings in (("urls", urls), ("titles", titles)):
+                data, ends = encode_strings(strings)
+                _write_bytes(tmp, f"{name}.bin", data)
+                _save(tmp, f"{name}.end.npy", ends)
+        else:  # format 2, as it was written
+            docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
+            _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
         header = {
             "format": FORMAT,
             "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
