@@ -132,18 +132,20 @@ def _mapped_paths() -> set[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
-def test_stored_bodies_are_read_without_a_mapping(tmp_path):
+@pytest.mark.skipif(kernels.compiled is None, reason="the numpy code maps the positions")
+def test_stored_bodies_and_positions_are_read_without_a_mapping(tmp_path):
     index = tmp_path / "ix"
     with IndexWriter(index) as w:
         for url, title, body in _docs():
             w.add_document(url, title, body)
     searcher = Searcher(index)
-    hits = searcher.search("same words", limit=20)
-    assert all(h.snippet and "same" in h.snippet for h in hits)
+    hits = searcher.search("same words", limit=20)  # two words: the proximity rerank reads positions
+    assert all(h.snippet and [h.snippet[a:b] for a, b in h.highlights] == ["same", "words"] for h in hits)
     seg_dir = _segment_dir(index)
     mapped = _mapped_paths()
     assert str(seg_dir / "urls.bin") in mapped  # the control: this process's mappings are visible
     assert str(seg_dir / "bodies.bin") not in mapped
+    assert not {str(seg_dir / f"{f}.positions.npy") for f in ("title", "body", "anchor")} & mapped
     seg = searcher._refresh().views[0].segment
     assert seg.body(0) == "the same words here"
     with pytest.raises(SearchIndexError):
@@ -163,3 +165,18 @@ def test_bodies_shorter_than_their_pointers_are_a_search_index_error(tmp_path):
         fh.truncate(3)
     with pytest.raises(SearchIndexError):
         Segment(copy).body(0)
+
+
+def test_a_positions_file_shorter_than_its_header_is_a_search_index_error(tmp_path):
+    index = tmp_path / "ix"
+    with IndexWriter(index) as w:
+        w.add_document("http://x/", "t", "some words " * 50)
+    copy = tmp_path / "copy"
+    shutil.copytree(_segment_dir(index), copy)
+    fp = Segment(copy).fields["body"]
+    _, _, size, count = fp.positions_file()  # the control: whole, its layout reads
+    assert size == 1 and count == 100
+    with open(copy / "body.positions.npy", "r+b") as fh:
+        fh.truncate(fh.seek(0, 2) - 1)
+    with pytest.raises(SearchIndexError):
+        Segment(copy).fields["body"].positions_file()

@@ -155,18 +155,51 @@ def posting_blocks(
 
 
 class FieldPostings:
-    """Memory-mapped postings of one field of one segment."""
+    """Memory-mapped postings of one field of one segment; its positions are mapped only when the
+    numpy code or a merge asks for them (``positions``): the compiled kernels read them with
+    ``pread`` (``positions_file``)."""
 
-    __slots__ = ("term_ptr", "docs", "tfs", "pos_ptr", "positions", "_dir", "_field", "_blocks")
+    __slots__ = (
+        "term_ptr",
+        "docs",
+        "tfs",
+        "pos_ptr",
+        "_positions",
+        "_pos_file",
+        "_dir",
+        "_field",
+        "_blocks",
+        "__weakref__",
+    )
 
     def __init__(self, seg_dir: Path, field: str):
         self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
         self.docs = _load(seg_dir / f"{field}.docs.npy")
         self.tfs = _load(seg_dir / f"{field}.tfs.npy")
         self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
-        self.positions = _load(seg_dir / f"{field}.positions.npy")
         self._dir, self._field = seg_dir, field
+        self._positions: np.ndarray | None = None
+        self._pos_file: tuple[int, int, int, int] | None = None
         self._blocks: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The positions, memory-mapped (on first use)."""
+        if self._positions is None:
+            self._positions = _load(self._dir / f"{self._field}.positions.npy")
+        return self._positions
+
+    def positions_file(self) -> tuple[int, int, int, int]:
+        """``(fd, byte offset, bytes per position, count)`` of the positions file, for the kernels'
+        ``pread`` (``_kernels.Postings``, which holds this object); the descriptor is closed when
+        this object goes."""
+        if self._pos_file is None:
+            path = self._dir / f"{self._field}.positions.npy"
+            offset, dtype, count = _npy_layout(path)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            weakref.finalize(self, os.close, fd)
+            self._pos_file = (fd, offset, dtype.itemsize, count)
+        return self._pos_file
 
     def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
@@ -205,6 +238,28 @@ _NO_TFS = np.zeros(0, dtype=np.uint8)
 _NO_TFS.flags.writeable = False
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
 _NO_SYNC.flags.writeable = False
+
+
+def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
+    """Where the data of a one-dimensional ``.npy`` file of unsigned integers starts, their dtype
+    and count, from its header (checked against the file's size)."""
+    try:
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            offset = fh.tell()
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
+    native = dtype.byteorder in ("=", "|") or dtype.byteorder == ("<" if np.little_endian else ">")
+    if len(shape) != 1 or fortran or dtype.kind != "u" or not native:
+        raise SearchIndexError(f"corrupt segment file {path}: not an array of unsigned integers")
+    if offset + shape[0] * dtype.itemsize > size:
+        raise SearchIndexError(f"corrupt segment file {path}: shorter than its header says")
+    return offset, dtype, int(shape[0])
 
 
 def _load(path: Path) -> np.ndarray:
@@ -390,7 +445,7 @@ class Segment:
             return None
         if self._kernel is None:
             arrays = [
-                (fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, fp.positions, *fp.blocks(self.doc_lens[:, fi]))
+                (fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, (*fp.positions_file(), fp), *fp.blocks(self.doc_lens[:, fi]))
                 for fi, fp in enumerate(self.fields.values())
             ]
             try:

@@ -6,9 +6,11 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N_FIELDS 3 /* title, body, anchor: bm25.FIELDS */
 
