@@ -1,5 +1,6 @@
-"""Segment format 4: URLs and titles as blobs (doc_table), stored bodies read with pread, and
-segments of format 3 (docs.json) still read and merged into format 4."""
+"""Segment format 4: URLs and titles as blobs (doc_table), one per-term table of pointers,
+stored bodies and positions read with pread, and segments of format 3 (docs.json, a file per
+pointer array) still read and merged into format 4."""
 
 import json
 import shutil
@@ -11,6 +12,7 @@ import pytest
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher, kernels
+from politecrawl.index.bm25 import FIELDS
 from politecrawl.index.doc_table import TextTable, encode_strings
 from politecrawl.index.segment import Segment
 
@@ -60,13 +62,19 @@ def _segment_dir(index: Path) -> Path:
 
 
 def _as_format_3(seg_dir: Path) -> None:
-    """A format-4 segment rewritten as format 3 wrote it: the same files, but the URLs and titles
-    in docs.json (format 4 changed nothing else)."""
+    """A format-4 segment rewritten as format 3 wrote it: the URLs and titles in docs.json, and a
+    file per field and pointer array (term_ptr and pos_ptr int64, block_ptr uint32) instead of
+    the per-term table (format 4 changed nothing else)."""
     seg = Segment(seg_dir)
     docs = {"urls": list(seg.urls), "titles": list(seg.titles)}
+    table = np.load(seg_dir / "terms.ptr.npy")
     del seg
     (seg_dir / "docs.json").write_bytes(json.dumps(docs, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    for name in ("urls.bin", "urls.end.npy", "titles.bin", "titles.end.npy"):
+    for fi, f in enumerate(FIELDS):
+        np.save(seg_dir / f"{f}.term_ptr.npy", table[:, 3 * fi].astype(np.int64))
+        np.save(seg_dir / f"{f}.pos_ptr.npy", table[:, 3 * fi + 1].astype(np.int64))
+        np.save(seg_dir / f"{f}.block_ptr.npy", table[:, 3 * fi + 2].astype(np.uint32))
+    for name in ("urls.bin", "urls.end.npy", "titles.bin", "titles.end.npy", "terms.ptr.npy"):
         (seg_dir / name).unlink()
     header = json.loads((seg_dir / "header.json").read_text("utf-8"))
     header["version"] = 3
@@ -90,6 +98,9 @@ def test_format_4_writes_blobs_and_ties_are_ordered_by_url_in_both_engines(tmp_p
     seg_dir = _segment_dir(index)
     assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == 4
     assert (seg_dir / "urls.bin").exists() and not (seg_dir / "docs.json").exists()
+    table = np.load(seg_dir / "terms.ptr.npy")
+    assert table.dtype == np.uint32 and table.shape[1] == 3 * len(FIELDS)
+    assert not list(seg_dir.glob("*.*_ptr.npy"))  # no file per field and pointer array
     hits = _hits(index, "same words")
     # Python's str order (code points) is the order of the hits, whose scores all tie.
     assert [h[0] for h in hits] == sorted(u for u, _, _ in _docs())
@@ -119,7 +130,7 @@ def test_a_format_3_segment_is_read_and_merged_into_format_4(tmp_path):
         w.compact()
     seg_dir = _segment_dir(old)
     assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == 4
-    assert not (seg_dir / "docs.json").exists()
+    assert not (seg_dir / "docs.json").exists() and (seg_dir / "terms.ptr.npy").exists()
     with IndexWriter(new) as w:
         w.add_document("http://x/new", "other", "unrelated text")
         w.compact()
@@ -145,7 +156,7 @@ def test_stored_bodies_and_positions_are_read_without_a_mapping(tmp_path):
     mapped = _mapped_paths()
     assert str(seg_dir / "urls.bin") in mapped  # the control: this process's mappings are visible
     assert str(seg_dir / "bodies.bin") not in mapped
-    assert not {str(seg_dir / f"{f}.positions.npy") for f in ("title", "body", "anchor")} & mapped
+    assert str(seg_dir / "body.positions.npy") not in mapped
     seg = searcher._refresh().views[0].segment
     assert seg.body(0) == "the same words here"
     with pytest.raises(SearchIndexError):

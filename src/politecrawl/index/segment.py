@@ -10,17 +10,21 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
-    <field>.term_ptr.npy  int64[T+1]  postings of term t are [ptr[t], ptr[t+1])
+    terms.ptr.npy       uint32[T+1, 9] the per-term table (``term_table``): per field of
+                                      ``FIELDS``, the columns term_ptr, pos_ptr and block_ptr
+                                      below, a row per term (format 4; before it, a file
+                                      ``<field>.<name>.npy`` for each, term_ptr and pos_ptr int64)
+    <field>.term_ptr      [T+1]       postings of term t are [ptr[t], ptr[t+1])
     <field>.docs.npy      uint[P]     doc ids, delta-encoded within each term
                                       (the first of a term is absolute), so a
                                       term's doc ids are ``np.cumsum(slice)``
     <field>.tfs.npy       uint[P]     term frequency per posting
-    <field>.pos_ptr.npy   int64[T+1]  positions of term t start at pos_ptr[t];
+    <field>.pos_ptr       [T+1]       positions of term t start at pos_ptr[t];
                                       posting p of t (lo <= p < hi) starts
                                       ``sum(tfs[lo:p])`` later and has tfs[p]
     <field>.positions.npy uint[Q]     token positions, delta-encoded within each
                                       posting (the first is absolute)
-    <field>.block_ptr.npy uint32[T+1] term t's skip blocks are rows [ptr[t], ptr[t+1]) of
+    <field>.block_ptr     [T+1]       term t's skip blocks are rows [ptr[t], ptr[t+1]) of
     <field>.blocks.npy    uint32[B,4] one row per BLOCK postings of a long list: last doc id,
                                       where its positions start, largest tf, shortest
                                       length of the field (``posting_blocks``; computed on
@@ -45,6 +49,8 @@ back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.b
 memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
 around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
 many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
+The compiled kernels read ``<field>.positions.npy`` with ``pread`` too (the proximity rerank
+reads a few positions of each of 100 documents per term); the numpy code and merges map it.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
@@ -85,11 +91,13 @@ __all__ = [
     "FORMAT",
     "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
+    "TERM_TABLE_COLUMNS",
     "VERSION",
     "FieldPostings",
     "Segment",
     "posting_blocks",
     "term_ends",
+    "term_table",
     "term_keys",
 ]
 
@@ -99,6 +107,20 @@ FORMAT = "politecrawl-segment"
 #: anchor field.
 VERSION = 4
 READABLE_VERSIONS = (2, 3, 4)
+
+
+#: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
+#: posting, its first position and its first skip block (``term_table``).
+TERM_TABLE_COLUMNS = 3 * len(FIELDS)
+
+
+def term_table(pointers: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """``terms.ptr.npy``: per field ``(term_ptr, pos_ptr, block_ptr)`` (each ``[T+1]``) as the
+    uint32 columns of one table, a row per term (and the end row)."""
+    columns = [np.asarray(c, dtype=np.int64) for ptrs in pointers for c in ptrs]
+    if any(len(c) and int(c.max()) >= 2**32 for c in columns):
+        raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
+    return np.stack(columns, axis=1).astype(np.uint32) if columns else np.zeros((0, 0), np.uint32)
 
 
 #: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
@@ -172,15 +194,24 @@ class FieldPostings:
         "__weakref__",
     )
 
-    def __init__(self, seg_dir: Path, field: str):
-        self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
+    def __init__(self, seg_dir: Path, field: str, table: np.ndarray | None = None):
+        """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
+        field's pointers; None for a segment written before it, with a file per pointer array."""
+        fi = FIELDS.index(field)
+        if table is not None:
+            self.term_ptr = table[:, 3 * fi]
+            self.pos_ptr = table[:, 3 * fi + 1]
+        else:
+            self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
+            self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
         self.docs = _load(seg_dir / f"{field}.docs.npy")
         self.tfs = _load(seg_dir / f"{field}.tfs.npy")
-        self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
         self._dir, self._field = seg_dir, field
         self._positions: np.ndarray | None = None
         self._pos_file: tuple[int, int, int, int] | None = None
         self._blocks: tuple[np.ndarray, np.ndarray] | None = None
+        if table is not None:
+            self._blocks = (table[:, 3 * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
 
     @property
     def positions(self) -> np.ndarray:
@@ -376,7 +407,12 @@ class Segment:
         self.n_terms: int = int(header["term_count"])
         self._terms_blob, self._term_end, self._term_keys = _load_terms(self.path / "terms.txt", self.n_terms)
         self._kernel: object | None = None
-        self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}
+        # One row per term of every field's pointers (postings, positions, skip blocks), 4 bytes
+        # each: a term looked up touches one place instead of one in each of nine files.
+        table = _load(self.path / "terms.ptr.npy") if (self.path / "terms.ptr.npy").exists() else None
+        if table is not None and table.shape != (self.n_terms + 1, TERM_TABLE_COLUMNS):
+            raise SearchIndexError(f"{self.path}: per-term table does not match header")
+        self.fields = {f: FieldPostings(self.path, f, table) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
         if header["version"] >= 4:
@@ -444,9 +480,19 @@ class Segment:
         if compiled is None:
             return None
         if self._kernel is None:
+            # The body's positions are read with pread; the title's and the anchor's stay mapped:
+            # they are a small part of the whole (titles are a few words), and the proximity rerank
+            # reads the title's as often as the body's, a system call each where they are apart.
             arrays = [
-                (fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, (*fp.positions_file(), fp), *fp.blocks(self.doc_lens[:, fi]))
-                for fi, fp in enumerate(self.fields.values())
+                (
+                    fp.term_ptr,
+                    fp.docs,
+                    fp.tfs,
+                    fp.pos_ptr,
+                    (*fp.positions_file(), fp) if f == "body" else fp.positions,
+                    *fp.blocks(self.doc_lens[:, fi]),
+                )
+                for fi, (f, fp) in enumerate(self.fields.items())
             ]
             try:
                 self._kernel = compiled.Postings(

@@ -185,9 +185,9 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             Py_DECREF(seq);
             return -1;
         }
-        if (arr_get(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
-            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
-            arr_get(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+        if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
+            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+            arr_get_strided(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
         }
