@@ -36,9 +36,12 @@ static int by_file_place(const void *a, const void *b) {
 }
 
 /* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
- * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out. */
+ * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out.
+ * `pairs_only`: a candidate with fewer than two of the terms in the field gets empty runs (its
+ * positions are not read): the proximity rows need a pair, and are 0.0 without one. */
 static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
-                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, PyObject **starts_out, PyObject **pos_out) {
+                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, int pairs_only, PyObject **starts_out,
+                       PyObject **pos_out) {
     Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
     int ok = -1;
     PyObject *starts_b = NULL, *pos_b = NULL;
@@ -92,6 +95,13 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
         }
         a = z;
     }
+    if (pairs_only)
+        for (Py_ssize_t c = 0; c < nc; c++) {
+            Py_ssize_t present = 0;
+            for (Py_ssize_t t = 0; t < T; t++) present += run_len[c * T + t] > 0;
+            if (present < 2)
+                for (Py_ssize_t t = 0; t < T; t++) run_len[c * T + t] = 0;
+        }
     starts_b = PyBytes_FromStringAndSize(NULL, (runs + 1) * (Py_ssize_t)sizeof(int64_t));
     if (!starts_b) goto done;
     int64_t *starts = (int64_t *)PyBytes_AS_STRING(starts_b);
@@ -195,7 +205,7 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
         goto done;
     }
     Py_ssize_t T = S ? tv.len / 8 / S : 0;
-    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, &starts_b, &pos_b) < 0) goto done;
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, &starts_b, &pos_b) < 0) goto done;
     result = PyTuple_Pack(2, starts_b, pos_b);
 done:
     Py_XDECREF(starts_b);

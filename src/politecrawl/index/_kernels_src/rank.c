@@ -154,8 +154,8 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             cseg[i] = ranked[i].seg;
             cdoc[i] = ranked[i].doc;
         }
-        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, &bstarts, &bpos) < 0) goto done;
-        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, &tstarts, &tpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, &bstarts, &bpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, &tstarts, &tpos) < 0) goto done;
         brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         trows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         if (!brows || !trows) goto done;
@@ -194,7 +194,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         ov[i] = ranked[start + i].score;
     }
     if (snippet_cap > 0 && Tq > 0) {
-        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, &starts_b, &pos_b) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, &starts_b, &pos_b) < 0) goto done;
     } else {
         starts_b = Py_NewRef(Py_None);
         pos_b = Py_NewRef(Py_None);
