@@ -2,6 +2,7 @@
 stored bodies and positions read with pread, and segments of format 3 (docs.json, a file per
 pointer array) still read and merged into format 4."""
 
+import gc
 import json
 import shutil
 from contextlib import contextmanager
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from politecrawl.errors import SearchIndexError
-from politecrawl.index import IndexWriter, Searcher, kernels
+from politecrawl.index import IndexWriter, Searcher, kernels, segment
 from politecrawl.index.bm25 import FIELDS
 from politecrawl.index.doc_table import TextTable, encode_strings
 from politecrawl.index.segment import Segment
@@ -144,7 +145,8 @@ def _mapped_paths() -> set[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
 @pytest.mark.skipif(kernels.compiled is None, reason="the numpy code maps the positions")
-def test_stored_bodies_and_positions_are_read_without_a_mapping(tmp_path):
+def test_stored_bodies_and_positions_are_read_without_a_mapping(tmp_path, monkeypatch):
+    monkeypatch.setattr(segment, "POSITIONS_MAP_BUDGET", 0)  # past the budget: the body's positions are read
     index = tmp_path / "ix"
     with IndexWriter(index) as w:
         for url, title, body in _docs():
@@ -191,3 +193,23 @@ def test_a_positions_file_shorter_than_its_header_is_a_search_index_error(tmp_pa
         fh.truncate(fh.seek(0, 2) - 1)
     with pytest.raises(SearchIndexError):
         Segment(copy).fields["body"].positions_file()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+@pytest.mark.skipif(kernels.compiled is None, reason="the numpy code maps the positions")
+def test_body_positions_within_the_budget_are_mapped_until_their_segment_goes(tmp_path, monkeypatch):
+    index = tmp_path / "ix"
+    with IndexWriter(index) as w:
+        for url, title, body in _docs():
+            w.add_document(url, title, body)
+    _, _, size, count = Segment(_segment_dir(index)).fields["body"].positions_file()
+    nbytes = size * count
+    monkeypatch.setattr(segment, "POSITIONS_MAP_BUDGET", segment._positions_mapped + nbytes)  # room for one
+    first, second = Searcher(index), Searcher(tmp_path / "ix")
+    want = [(h.url, h.snippet) for h in first.search("same words", limit=20)]
+    assert str(_segment_dir(index) / "body.positions.npy") in _mapped_paths()
+    assert segment._positions_mapped == segment.POSITIONS_MAP_BUDGET  # the budget is spent
+    assert [(h.url, h.snippet) for h in second.search("same words", limit=20)] == want  # read with pread
+    del first
+    gc.collect()
+    assert segment._positions_mapped == segment.POSITIONS_MAP_BUDGET - nbytes  # given back

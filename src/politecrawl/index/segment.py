@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
@@ -89,6 +90,7 @@ from .doc_table import TextTable
 __all__ = [
     "BLOCK",
     "FORMAT",
+    "POSITIONS_MAP_BUDGET",
     "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
     "TERM_TABLE_COLUMNS",
@@ -269,6 +271,36 @@ _NO_TFS = np.zeros(0, dtype=np.uint8)
 _NO_TFS.flags.writeable = False
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
 _NO_SYNC.flags.writeable = False
+
+
+#: Bytes of the body's positions that the kernels of one process read through a mapping, segment
+#: by segment as they open; the positions of the segments past it are read with ``pread``. Mapped,
+#: a query's scattered reads cost nothing once the pages are in, but each first touch keeps the
+#: 64 KB around it (the kernel's fault-around), so a large index's positions became resident
+#: (601 MB at a million pages); read, each run of positions is a system call, several hundred for
+#: a long query of common words (+0.2 ms at 8,000 pages, docs/search.md). The budget keeps the
+#: speed of a small index and bounds what a large one keeps resident.
+POSITIONS_MAP_BUDGET = 16 * 2**20
+_positions_mapped = 0
+_positions_lock = threading.Lock()
+
+
+def _reserve_positions_map(owner: object, nbytes: int) -> bool:
+    """Whether ``nbytes`` more of mapped positions fit in ``POSITIONS_MAP_BUDGET``; if so they
+    are counted until ``owner`` goes."""
+    global _positions_mapped
+    with _positions_lock:
+        if _positions_mapped + nbytes > POSITIONS_MAP_BUDGET:
+            return False
+        _positions_mapped += nbytes
+    weakref.finalize(owner, _release_positions_map, nbytes)
+    return True
+
+
+def _release_positions_map(nbytes: int) -> None:
+    global _positions_mapped
+    with _positions_lock:
+        _positions_mapped -= nbytes
 
 
 def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
@@ -480,16 +512,21 @@ class Segment:
         if compiled is None:
             return None
         if self._kernel is None:
-            # The body's positions are read with pread; the title's and the anchor's stay mapped:
-            # they are a small part of the whole (titles are a few words), and the proximity rerank
-            # reads the title's as often as the body's, a system call each where they are apart.
+            # The body's positions are read with pread past the mapping budget; the title's and the
+            # anchor's stay mapped: they are a small part of the whole (titles are a few words),
+            # and the proximity rerank reads the title's as often as the body's.
+            body = self.fields["body"]
+            _, _, size, count = body.positions_file()
+            body_positions = (
+                body.positions if _reserve_positions_map(self, size * count) else (*body.positions_file(), body)
+            )
             arrays = [
                 (
                     fp.term_ptr,
                     fp.docs,
                     fp.tfs,
                     fp.pos_ptr,
-                    (*fp.positions_file(), fp) if f == "body" else fp.positions,
+                    body_positions if f == "body" else fp.positions,
                     *fp.blocks(self.doc_lens[:, fi]),
                 )
                 for fi, (f, fp) in enumerate(self.fields.items())
