@@ -49,8 +49,9 @@ back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.b
 memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
 around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
 many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
-The compiled kernels read ``<field>.positions.npy`` with ``pread`` too (the proximity rerank
-reads a few positions of each of 100 documents per term); the numpy code and merges map it.
+The compiled kernels read ``body.positions.npy`` with ``pread`` too, past the first
+``POSITIONS_MAP_BUDGET`` bytes of it a process maps (the proximity rerank reads a few positions
+of each of 100 documents per term); the numpy code and merges map it.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
@@ -99,14 +100,15 @@ __all__ = [
     "Segment",
     "posting_blocks",
     "term_ends",
-    "term_table",
     "term_keys",
+    "term_table",
 ]
 
 FORMAT = "politecrawl-segment"
-#: 4: URLs and titles as blobs (``doc_table``) instead of ``docs.json``; 3: stored bodies are LZ4
-#: pieces; 2: zlib streams (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the
-#: anchor field.
+#: 4: URLs and titles as blobs (``doc_table``) instead of ``docs.json``, and one per-term table of
+#: pointers (``terms.ptr.npy``; a segment without it, as the first code writing version 4 wrote
+#: them, is read from a file per pointer array); 3: stored bodies are LZ4 pieces; 2: zlib streams
+#: (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the anchor field.
 VERSION = 4
 READABLE_VERSIONS = (2, 3, 4)
 
@@ -179,9 +181,10 @@ def posting_blocks(
 
 
 class FieldPostings:
-    """Memory-mapped postings of one field of one segment; its positions are mapped only when the
-    numpy code or a merge asks for them (``positions``): the compiled kernels read them with
-    ``pread`` (``positions_file``)."""
+    """Memory-mapped postings of one field of one segment; its positions are mapped only when they
+    are asked for (``positions``: the numpy code, a merge, the kernels within
+    ``POSITIONS_MAP_BUDGET``); past the budget the kernels read the body's with ``pread``
+    (``positions_file``)."""
 
     __slots__ = (
         "term_ptr",
