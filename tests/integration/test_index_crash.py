@@ -361,8 +361,8 @@ def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
     crawl(db_path, [host.url("/")])
     index_dir = Path(db_path + ".index")
     seg = load_generation(index_dir, read_current_pointer(index_dir))["segments"][0]["name"]
-    docs = index_dir / seg / "docs.json"
-    docs.write_bytes(docs.read_bytes()[:20])  # truncated: the writer cannot read the url table
+    ends = index_dir / seg / "urls.end.npy"
+    ends.write_bytes(ends.read_bytes()[:20])  # truncated: the writer cannot read the url table
     host2 = SandboxHost("127.0.0.3", pages=_site(4, "second"))
     sandbox_factory([host2])
     with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):

@@ -503,8 +503,8 @@ def _segment_contents(seg):
 
     out = {
         "terms": seg.term_list(),
-        "urls": seg.urls,
-        "titles": seg.titles,
+        "urls": list(seg.urls),
+        "titles": list(seg.titles),
         "bodies": [seg.body(i) for i in range(seg.doc_count)],
         "doc_lens": np.asarray(seg.doc_lens).tolist(),
         "sync": [seg.sync_points(i).tolist() for i in range(seg.doc_count)],

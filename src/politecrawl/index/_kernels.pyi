@@ -49,7 +49,7 @@ def gather(
 ) -> tuple[bytes, bytes]: ...
 def rank(
     segments: Sequence[Postings],
-    urls: Sequence[list[str]],
+    urls: Sequence[tuple[Buffer, Buffer]],
     term_ids: Buffer,
     segs: Buffer,
     docs: Buffer,

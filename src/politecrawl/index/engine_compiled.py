@@ -66,7 +66,7 @@ def page(
     try:
         page_seg, page_doc, page_score, starts_b, pos_b, head = compiled.rank(
             segs,
-            urls,
+            [(t.blob, t.ends) for t in urls],
             tids_b,
             seg_b,
             doc_b,

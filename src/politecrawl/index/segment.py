@@ -2,7 +2,7 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 3, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 4, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer"}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
@@ -10,26 +10,34 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
-    <field>.term_ptr.npy  int64[T+1]  postings of term t are [ptr[t], ptr[t+1])
+    terms.ptr.npy       uint32[T+1, 9] the per-term table (``term_table``): per field of
+                                      ``FIELDS``, the columns term_ptr, pos_ptr and block_ptr
+                                      below, a row per term (format 4; before it, a file
+                                      ``<field>.<name>.npy`` for each, term_ptr and pos_ptr int64)
+    <field>.term_ptr      [T+1]       postings of term t are [ptr[t], ptr[t+1])
     <field>.docs.npy      uint[P]     doc ids, delta-encoded within each term
                                       (the first of a term is absolute), so a
                                       term's doc ids are ``np.cumsum(slice)``
     <field>.tfs.npy       uint[P]     term frequency per posting
-    <field>.pos_ptr.npy   int64[T+1]  positions of term t start at pos_ptr[t];
+    <field>.pos_ptr       [T+1]       positions of term t start at pos_ptr[t];
                                       posting p of t (lo <= p < hi) starts
                                       ``sum(tfs[lo:p])`` later and has tfs[p]
     <field>.positions.npy uint[Q]     token positions, delta-encoded within each
                                       posting (the first is absolute)
-    <field>.block_ptr.npy uint32[T+1] term t's skip blocks are rows [ptr[t], ptr[t+1]) of
+    <field>.block_ptr     [T+1]       term t's skip blocks are rows [ptr[t], ptr[t+1]) of
     <field>.blocks.npy    uint32[B,4] one row per BLOCK postings of a long list: last doc id,
                                       where its positions start, largest tf, shortest
                                       length of the field (``posting_blocks``; computed on
                                       open for segments written before they existed)
     doc_lens.npy        uint32[n, F]  tokens per document and field
-    docs.json           {"urls": [...], "titles": [...]}  (local doc id = index)
+    urls.bin            the documents' URLs, UTF-8, concatenated (``doc_table``; version 4)
+    urls.end.npy        uint[n]       where each URL ends in urls.bin (local doc id = index)
+    titles.bin, titles.end.npy        the titles, alike
+    docs.json           {"urls": [...], "titles": [...]} instead of those four (versions 2, 3)
     bodies.bin          the stored body texts, compressed, concatenated: per document its
                         pieces between sync points, each an LZ4 block with its size in front
-                        (version 3), or one zlib stream (version 2)
+                        (versions 3 and 4), or one zlib stream (version 2); read with
+                        ``os.pread``, a document at a time, never mapped
     body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
     body_sync.npy       int64[S, 3]   sync points of long bodies: (byte offset in the doc's
                                       stream, character offset, body token position)
@@ -37,7 +45,13 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
 for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
-back with ``np.load(mmap_mode="r")``; ``bodies.bin`` is memory-mapped too.
+back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.bin`` are
+memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
+around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
+many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
+The compiled kernels read ``body.positions.npy`` with ``pread`` too, past the first
+``POSITIONS_MAP_BUDGET`` bytes of it a process maps (the proximity rerank reads a few positions
+of each of 100 documents per term); the numpy code and merges map it.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
@@ -59,6 +73,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -70,25 +86,45 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .bm25 import FIELDS
 from .bodies import open_body
+from .doc_table import TextTable
 
 __all__ = [
     "BLOCK",
     "FORMAT",
+    "POSITIONS_MAP_BUDGET",
     "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
+    "TERM_TABLE_COLUMNS",
     "VERSION",
     "FieldPostings",
     "Segment",
     "posting_blocks",
     "term_ends",
     "term_keys",
+    "term_table",
 ]
 
 FORMAT = "politecrawl-segment"
-#: 3: stored bodies are LZ4 pieces; 2: zlib streams (still read, and written with
-#: ``bodies.BODY_CODEC = "zlib"``), the anchor field.
-VERSION = 3
-READABLE_VERSIONS = (2, 3)
+#: 4: URLs and titles as blobs (``doc_table``) instead of ``docs.json``, and one per-term table of
+#: pointers (``terms.ptr.npy``; a segment without it, as the first code writing version 4 wrote
+#: them, is read from a file per pointer array); 3: stored bodies are LZ4 pieces; 2: zlib streams
+#: (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the anchor field.
+VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
+
+
+#: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
+#: posting, its first position and its first skip block (``term_table``).
+TERM_TABLE_COLUMNS = 3 * len(FIELDS)
+
+
+def term_table(pointers: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """``terms.ptr.npy``: per field ``(term_ptr, pos_ptr, block_ptr)`` (each ``[T+1]``) as the
+    uint32 columns of one table, a row per term (and the end row)."""
+    columns = [np.asarray(c, dtype=np.int64) for ptrs in pointers for c in ptrs]
+    if any(len(c) and int(c.max()) >= 2**32 for c in columns):
+        raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
+    return np.stack(columns, axis=1).astype(np.uint32) if columns else np.zeros((0, 0), np.uint32)
 
 
 #: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
@@ -145,18 +181,61 @@ def posting_blocks(
 
 
 class FieldPostings:
-    """Memory-mapped postings of one field of one segment."""
+    """Memory-mapped postings of one field of one segment; its positions are mapped only when they
+    are asked for (``positions``: the numpy code, a merge, the kernels within
+    ``POSITIONS_MAP_BUDGET``); past the budget the kernels read the body's with ``pread``
+    (``positions_file``)."""
 
-    __slots__ = ("term_ptr", "docs", "tfs", "pos_ptr", "positions", "_dir", "_field", "_blocks")
+    __slots__ = (
+        "term_ptr",
+        "docs",
+        "tfs",
+        "pos_ptr",
+        "_positions",
+        "_pos_file",
+        "_dir",
+        "_field",
+        "_blocks",
+        "__weakref__",
+    )
 
-    def __init__(self, seg_dir: Path, field: str):
-        self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
+    def __init__(self, seg_dir: Path, field: str, table: np.ndarray | None = None):
+        """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
+        field's pointers; None for a segment written before it, with a file per pointer array."""
+        fi = FIELDS.index(field)
+        if table is not None:
+            self.term_ptr = table[:, 3 * fi]
+            self.pos_ptr = table[:, 3 * fi + 1]
+        else:
+            self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
+            self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
         self.docs = _load(seg_dir / f"{field}.docs.npy")
         self.tfs = _load(seg_dir / f"{field}.tfs.npy")
-        self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
-        self.positions = _load(seg_dir / f"{field}.positions.npy")
         self._dir, self._field = seg_dir, field
+        self._positions: np.ndarray | None = None
+        self._pos_file: tuple[int, int, int, int] | None = None
         self._blocks: tuple[np.ndarray, np.ndarray] | None = None
+        if table is not None:
+            self._blocks = (table[:, 3 * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The positions, memory-mapped (on first use)."""
+        if self._positions is None:
+            self._positions = _load(self._dir / f"{self._field}.positions.npy")
+        return self._positions
+
+    def positions_file(self) -> tuple[int, int, int, int]:
+        """``(fd, byte offset, bytes per position, count)`` of the positions file, for the kernels'
+        ``pread`` (``_kernels.Postings``, which holds this object); the descriptor is closed when
+        this object goes."""
+        if self._pos_file is None:
+            path = self._dir / f"{self._field}.positions.npy"
+            offset, dtype, count = _npy_layout(path)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            weakref.finalize(self, os.close, fd)
+            self._pos_file = (fd, offset, dtype.itemsize, count)
+        return self._pos_file
 
     def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
@@ -195,6 +274,58 @@ _NO_TFS = np.zeros(0, dtype=np.uint8)
 _NO_TFS.flags.writeable = False
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
 _NO_SYNC.flags.writeable = False
+
+
+#: Bytes of the body's positions that the kernels of one process read through a mapping, segment
+#: by segment as they open; the positions of the segments past it are read with ``pread``. Mapped,
+#: a query's scattered reads cost nothing once the pages are in, but each first touch keeps the
+#: 64 KB around it (the kernel's fault-around), so a large index's positions became resident
+#: (601 MB at a million pages); read, each run of positions is a system call, several hundred for
+#: a long query of common words (+0.2 ms at 8,000 pages, docs/search.md). The budget keeps the
+#: speed of a small index and bounds what a large one keeps resident.
+POSITIONS_MAP_BUDGET = 16 * 2**20
+_positions_mapped = 0
+_positions_lock = threading.Lock()
+
+
+def _reserve_positions_map(owner: object, nbytes: int) -> bool:
+    """Whether ``nbytes`` more of mapped positions fit in ``POSITIONS_MAP_BUDGET``; if so they
+    are counted until ``owner`` goes."""
+    global _positions_mapped
+    with _positions_lock:
+        if _positions_mapped + nbytes > POSITIONS_MAP_BUDGET:
+            return False
+        _positions_mapped += nbytes
+    weakref.finalize(owner, _release_positions_map, nbytes)
+    return True
+
+
+def _release_positions_map(nbytes: int) -> None:
+    global _positions_mapped
+    with _positions_lock:
+        _positions_mapped -= nbytes
+
+
+def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
+    """Where the data of a one-dimensional ``.npy`` file of unsigned integers starts, their dtype
+    and count, from its header (checked against the file's size)."""
+    try:
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            offset = fh.tell()
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
+    native = dtype.byteorder in ("=", "|") or dtype.byteorder == ("<" if np.little_endian else ">")
+    if len(shape) != 1 or fortran or dtype.kind != "u" or not native:
+        raise SearchIndexError(f"corrupt segment file {path}: not an array of unsigned integers")
+    if offset + shape[0] * dtype.itemsize > size:
+        raise SearchIndexError(f"corrupt segment file {path}: shorter than its header says")
+    return offset, dtype, int(shape[0])
 
 
 def _load(path: Path) -> np.ndarray:
@@ -302,7 +433,7 @@ class Segment:
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
-        #: "lz4" (version 3) or "zlib" (version 2): how the stored bodies are compressed
+        #: "lz4" (versions 3 and 4) or "zlib" (version 2): how the stored bodies are compressed
         self.body_codec = "lz4" if header["version"] >= 3 else "zlib"
         self.doc_count: int = int(header["doc_count"])
         # The term dictionary stays in its file, memory-mapped, and is searched by bisection: a
@@ -311,22 +442,36 @@ class Segment:
         self.n_terms: int = int(header["term_count"])
         self._terms_blob, self._term_end, self._term_keys = _load_terms(self.path / "terms.txt", self.n_terms)
         self._kernel: object | None = None
-        self.fields = {f: FieldPostings(self.path, f) for f in FIELDS}
+        # One row per term of every field's pointers (postings, positions, skip blocks), 4 bytes
+        # each: a term looked up touches one place instead of one in each of nine files.
+        table = _load(self.path / "terms.ptr.npy") if (self.path / "terms.ptr.npy").exists() else None
+        if table is not None and table.shape != (self.n_terms + 1, TERM_TABLE_COLUMNS):
+            raise SearchIndexError(f"{self.path}: per-term table does not match header")
+        self.fields = {f: FieldPostings(self.path, f, table) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
-        docs = json.loads((self.path / "docs.json").read_bytes().decode("utf-8", "surrogatepass"))
-        self.urls: list[str] = docs["urls"]
-        self.titles: list[str] = docs["titles"]
-        if len(self.urls) != self.doc_count or self.doc_lens.shape[0] != self.doc_count:
+        if header["version"] >= 4:
+            self.urls = TextTable.load(self.path, "urls", self.doc_count)
+            self.titles = TextTable.load(self.path, "titles", self.doc_count)
+        else:  # formats 2 and 3: the lists in docs.json, held as the same tables
+            docs = json.loads((self.path / "docs.json").read_bytes().decode("utf-8", "surrogatepass"))
+            self.urls = TextTable.from_strings(docs["urls"])
+            self.titles = TextTable.from_strings(docs["titles"])
+        if len(self.urls) != self.doc_count or len(self.titles) != self.doc_count:
             raise SearchIndexError(f"{self.path}: document table does not match header")
-        body_size = int(self.body_ptr[-1]) if self.doc_count else 0
-        # A plain ndarray view of the mapping, as in ``_load``: slicing an ``np.memmap`` builds a
-        # memmap object each time (a tenth of a snippet's own time).
-        self._bodies = (
-            np.memmap(self.path / "bodies.bin", dtype=np.uint8, mode="r").view(np.ndarray)
-            if body_size
-            else np.zeros(0, np.uint8)
-        )
+        if self.doc_lens.shape[0] != self.doc_count or len(self.body_ptr) != self.doc_count + 1:
+            raise SearchIndexError(f"{self.path}: document table does not match header")
+        # Stored bodies are read with pread, a hit's at a time, not through a mapping: each first
+        # touch of a mapped page maps the 64 KB around it (the kernel's fault-around), so over a
+        # million pages the snippets' scattered reads kept most of bodies.bin resident.
+        try:
+            self._bodies_fd = os.open(self.path / "bodies.bin", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise SearchIndexError(f"unreadable segment file {self.path / 'bodies.bin'}: {exc}") from exc
+        weakref.finalize(self, os.close, self._bodies_fd)
+        self._bodies_size = os.fstat(self._bodies_fd).st_size
         self._hosts: list[str] | None = None
         self._site_masks: dict[str, np.ndarray] = {}
         if (self.path / "body_sync_ptr.npy").exists():
@@ -370,9 +515,24 @@ class Segment:
         if compiled is None:
             return None
         if self._kernel is None:
+            # The body's positions are read with pread past the mapping budget; the title's and the
+            # anchor's stay mapped: they are a small part of the whole (titles are a few words),
+            # and the proximity rerank reads the title's as often as the body's.
+            body = self.fields["body"]
+            _, _, size, count = body.positions_file()
+            body_positions = (
+                body.positions if _reserve_positions_map(self, size * count) else (*body.positions_file(), body)
+            )
             arrays = [
-                (fp.term_ptr, fp.docs, fp.tfs, fp.pos_ptr, fp.positions, *fp.blocks(self.doc_lens[:, fi]))
-                for fi, fp in enumerate(self.fields.values())
+                (
+                    fp.term_ptr,
+                    fp.docs,
+                    fp.tfs,
+                    fp.pos_ptr,
+                    body_positions if f == "body" else fp.positions,
+                    *fp.blocks(self.doc_lens[:, fi]),
+                )
+                for fi, (f, fp) in enumerate(self.fields.items())
             ]
             try:
                 self._kernel = compiled.Postings(
@@ -384,11 +544,20 @@ class Segment:
 
     def body_bytes(self, doc: int) -> bytes:
         """The stored body of ``doc``, still compressed (``body_codec``)."""
-        return bytes(self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])])
+        return self.stored_bytes(int(self.body_ptr[doc]), int(self.body_ptr[doc + 1]))
 
-    def body_buffer(self, doc: int) -> memoryview:
-        """``body_bytes`` without the copy: a view of the mapping (a snippet reads a small part)."""
-        return self._bodies[int(self.body_ptr[doc]) : int(self.body_ptr[doc + 1])].data
+    def body_buffer(self, doc: int) -> bytes:
+        """``body_bytes`` (what a snippet reads a small part of)."""
+        return self.body_bytes(doc)
+
+    def stored_bytes(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``bodies.bin`` (one document's, or a merge's run of them)."""
+        if not 0 <= start <= end <= self._bodies_size:
+            raise SearchIndexError(f"{self.path}: stored body pointers beyond bodies.bin")
+        data = os.pread(self._bodies_fd, end - start, start)
+        if len(data) != end - start:
+            raise SearchIndexError(f"{self.path}: bodies.bin is shorter than its pointers")
+        return data
 
     def body(self, doc: int) -> str:
         """Stored body text, decompressed whole."""

@@ -116,13 +116,14 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     lens: list[np.ndarray] = []
     sync: list[list[tuple[int, int, int]]] = []
     for (seg, _), ids in zip(sources, live_ids):
-        urls.extend(seg.urls[i] for i in ids)
-        titles.extend(seg.titles[i] for i in ids)
+        seg_urls, seg_titles = list(seg.urls), list(seg.titles)
+        urls.extend(seg_urls[i] for i in ids)
+        titles.extend(seg_titles[i] for i in ids)
         ptr = np.asarray(seg.body_ptr, dtype=np.int64)
-        raw = seg._bodies
         if seg.body_codec == stored.BODY_CODEC:
             # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-            bodies.extend(bytes(raw[ptr[i] : ptr[i + 1]]) for i in ids)
+            raw = seg.stored_bytes(int(ptr[0]), int(ptr[-1]))
+            bodies.extend(raw[ptr[i] : ptr[i + 1]] for i in ids)
             sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
         else:
             # Another codec (an older segment's zlib): compressed again, cut where it was, so the

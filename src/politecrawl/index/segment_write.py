@@ -25,8 +25,9 @@ from politecrawl.errors import SearchIndexError
 from . import bodies as stored
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .doc_table import encode_strings
 from .generation import fsync_dir
-from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys
+from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
 
 __all__ = ["encode_postings", "stable_argsort", "write_segment", "write_segment_files"]
 
@@ -220,17 +221,23 @@ def write_segment_files(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
         posting_counts = {}
+        pointers = []
         for fi, f in enumerate(FIELDS):
             term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
             posting_counts[f] = int(len(tfs))
-            _save(tmp, f"{f}.term_ptr.npy", term_ptr)
             _save(tmp, f"{f}.docs.npy", deltas)
             _save(tmp, f"{f}.tfs.npy", tfs)
-            _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
             _save(tmp, f"{f}.positions.npy", positions)
             block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
-            _save(tmp, f"{f}.block_ptr.npy", block_ptr)
             _save(tmp, f"{f}.blocks.npy", blocks)
+            pointers.append((term_ptr, pos_ptr, block_ptr))
+        if stored.BODY_CODEC == "lz4":
+            _save(tmp, "terms.ptr.npy", term_table(pointers))
+        else:  # format 2, as it was written: a file per pointer array
+            for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
+                _save(tmp, f"{f}.term_ptr.npy", term_ptr)
+                _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
+                _save(tmp, f"{f}.block_ptr.npy", block_ptr)
         _save(tmp, "doc_lens.npy", doc_lens)
         body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
         if bodies:
@@ -249,8 +256,14 @@ def write_segment_files(
             ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
             _save(tmp, "terms.end.npy", ends)
             _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
-        docs_json = json.dumps({"urls": urls, "titles": titles}, ensure_ascii=False)
-        _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
+        if stored.BODY_CODEC == "lz4":
+            for name, strings in (("urls", urls), ("titles", titles)):
+                data, ends = encode_strings(strings)
+                _write_bytes(tmp, f"{name}.bin", data)
+                _save(tmp, f"{name}.end.npy", ends)
+        else:  # format 2, as it was written
+            docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
+            _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
         header = {
             "format": FORMAT,
             "version": VERSION if stored.BODY_CODEC == "lz4" else 2,

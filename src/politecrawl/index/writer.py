@@ -52,12 +52,14 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
 from politecrawl.errors import SearchIndexError
 
 from .analysis import Analyzer
+from .doc_table import TextTable
 from .generation import (
     GENERATION_RE,
     TMP_GENERATION_RE,
@@ -147,17 +149,26 @@ def _memo_by_file(path: Path, load):
 
 
 def _read_url_table(docs: Path) -> dict[str, int]:
-    urls = json.loads(docs.read_bytes().decode("utf-8", "surrogatepass"))["urls"]
+    if docs.name == "urls.bin":
+        urls: Iterable[str] = TextTable.load(docs.parent, "urls", _read_doc_count(docs.parent / "header.json"))
+    else:
+        urls = json.loads(docs.read_bytes().decode("utf-8", "surrogatepass"))["urls"]
     return {u: i for i, u in enumerate(urls)}
 
 
+def _read_doc_count(header: Path) -> int:
+    return int(json.loads(header.read_text("utf-8"))["doc_count"])
+
+
 def _url_table(seg_dir: Path) -> dict[str, int]:
-    """url -> doc id of one segment, read from its docs.json only.
+    """url -> doc id of one segment, read from its url table only (``urls.bin``, or ``docs.json``
+    before format 4).
 
     A commit must find the old versions of replaced urls; loading whole segments
     (term dictionaries) for that made every commit cost O(index).
     """
-    return _memo_by_file(seg_dir / "docs.json", _read_url_table)
+    blob = seg_dir / "urls.bin"
+    return _memo_by_file(blob if blob.exists() else seg_dir / "docs.json", _read_url_table)
 
 
 #: Text (characters of title, body and anchor) per newly written segment. Writing a segment

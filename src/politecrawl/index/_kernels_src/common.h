@@ -6,26 +6,30 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N_FIELDS 3 /* title, body, anchor: bm25.FIELDS */
 
 /* -- arrays ------------------------------------------------------------------------------- */
 
-/* A one-dimensional, C-contiguous array of non-negative integers of 1, 2, 4 or 8 bytes. */
+/* A one-dimensional array of non-negative integers of 1, 2, 4 or 8 bytes: C-contiguous, or
+ * (arr_get_strided) a column of a table, `stride` bytes from one item to the next. */
 typedef struct {
     Py_buffer view;
     const unsigned char *p;
     Py_ssize_t n;
+    Py_ssize_t stride;
     int size;
     int held;
 } Arr;
 
-static int arr_get_nd(PyObject *obj, Arr *a, const char *what, int any_ndim) {
+static int arr_get_flags(PyObject *obj, Arr *a, const char *what, int any_ndim, int flags) {
     memset(a, 0, sizeof(*a));
-    if (PyObject_GetBuffer(obj, &a->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (PyObject_GetBuffer(obj, &a->view, flags | PyBUF_FORMAT) < 0) return -1;
     a->held = 1;
     int size = (int)a->view.itemsize;
     const char *fmt = a->view.format ? a->view.format : "B";
@@ -41,10 +45,30 @@ static int arr_get_nd(PyObject *obj, Arr *a, const char *what, int any_ndim) {
     a->p = (const unsigned char *)a->view.buf;
     a->size = size;
     a->n = a->view.len / size;
+    a->stride = size;
+    if (a->view.strides && a->view.ndim == 1) {
+        if (a->view.strides[0] < size) {
+            PyErr_Format(PyExc_ValueError, "%s: items overlap or run backwards", what);
+            PyBuffer_Release(&a->view);
+            a->held = 0;
+            return -1;
+        }
+        a->n = a->view.shape[0];
+        a->stride = a->view.strides[0];
+    }
     return 0;
 }
 
+static int arr_get_nd(PyObject *obj, Arr *a, const char *what, int any_ndim) {
+    return arr_get_flags(obj, a, what, any_ndim, PyBUF_C_CONTIGUOUS);
+}
+
 static int arr_get(PyObject *obj, Arr *a, const char *what) { return arr_get_nd(obj, a, what, 0); }
+
+/* A one-dimensional array that may be a column of a table (segment.TermTable), read with at() only. */
+static int arr_get_strided(PyObject *obj, Arr *a, const char *what) {
+    return arr_get_flags(obj, a, what, 0, PyBUF_STRIDES);
+}
 
 static void arr_release(Arr *a) {
     if (a->held) PyBuffer_Release(&a->view);
@@ -52,11 +76,12 @@ static void arr_release(Arr *a) {
 }
 
 static inline uint64_t at(const Arr *a, Py_ssize_t i) {
+    const unsigned char *q = a->p + i * a->stride;
     switch (a->size) {
-        case 1: return a->p[i];
-        case 2: return ((const uint16_t *)a->p)[i];
-        case 4: return ((const uint32_t *)a->p)[i];
-        default: return ((const uint64_t *)a->p)[i];
+        case 1: return *q;
+        case 2: return *(const uint16_t *)q;
+        case 4: return *(const uint32_t *)q;
+        default: return *(const uint64_t *)q;
     }
 }
 

@@ -11,7 +11,46 @@ typedef struct {
     Arr term_ptr, docs, tfs, pos_ptr, positions;
     Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
                               start, largest tf, shortest field length) */
+    /* positions read with pread (pos_fd >= 0; positions.n and .size set, no buffer held): from
+     * byte pos_off of the file, positions.size bytes each.  A mapping's scattered first touches
+     * each mapped the 64 KB around them (the kernel's fault-around), so the proximity rerank's
+     * reads kept most of a large index's positions resident. */
+    int pos_fd;
+    int64_t pos_off;
+    PyObject *pos_owner; /* what keeps pos_fd open: a reference held while this lives */
 } Field;
+
+/* Positions [o, o + n) of field `f`, as stored (positions.size bytes each), into `out`: from the
+ * buffer, or read with pread; -1 (ValueError) if the file is shorter than they are. */
+static int positions_read(const Field *f, int64_t o, int64_t n, unsigned char *out) {
+    size_t size = (size_t)f->positions.size, want = (size_t)n * size;
+    if (o < 0 || n < 0 || o + n > (int64_t)f->positions.n) return corrupt("positions beyond the positions");
+    if (f->pos_fd < 0) {
+        memcpy(out, f->positions.p + (size_t)o * size, want);
+        return 0;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(f->pos_fd, out + got, want - got, (off_t)(f->pos_off + (int64_t)((size_t)o * size + got)));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        if (r == 0) return corrupt("positions file shorter than its header says");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static inline uint64_t item_at(const unsigned char *p, int size, Py_ssize_t i) {
+    switch (size) {
+        case 1: return p[i];
+        case 2: return ((const uint16_t *)p)[i];
+        case 4: return ((const uint32_t *)p)[i];
+        default: return ((const uint64_t *)p)[i];
+    }
+}
 
 static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
     return ((const uint32_t *)f->blocks.p)[row * 4 + col];
@@ -40,6 +79,7 @@ static void Postings_dealloc(Postings *self) {
         arr_release(&self->f[i].positions);
         arr_release(&self->f[i].block_ptr);
         arr_release(&self->f[i].blocks);
+        Py_CLEAR(self->f[i].pos_owner);
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
@@ -89,7 +129,9 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
 /* Postings(n_docs, terms, term_end, keys, fields): `terms` the sorted dictionary (UTF-8 terms, one
  * per line), `term_end[i]` where term i ends in it, `keys` every KEY_STRIDE-th term's prefix key
  * (segment.term_keys); `fields` three tuples (term_ptr, docs, tfs, pos_ptr, positions, block_ptr,
- * blocks) as segment.py stores them. */
+ * blocks) as segment.py stores them, `positions` an array or a tuple (fd, byte offset, bytes per
+ * position, count, owner) of a file to read them from with pread (FieldPostings.positions_file):
+ * `owner`, which keeps the descriptor open, is held while this object lives. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_ssize_t n_docs;
     PyObject *terms, *term_end, *keys, *fields;
@@ -121,10 +163,31 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             return -1;
         }
         Field *f = &self->f[fi];
-        if (arr_get(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
-            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
-            arr_get(a4, &f->positions, "positions") < 0 || arr_get(a5, &f->block_ptr, "block_ptr") < 0 ||
-            arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+        f->pos_fd = -1;
+        if (PyTuple_Check(a4)) {
+            int fd, size;
+            long long off, count;
+            PyObject *owner;
+            if (!PyArg_ParseTuple(a4, "iLiLO", &fd, &off, &size, &count, &owner)) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            if (fd < 0 || off < 0 || count < 0 || (size != 1 && size != 2 && size != 4)) {
+                Py_DECREF(seq);
+                return corrupt("positions file of the wrong shape");
+            }
+            f->pos_fd = fd;
+            f->pos_off = off;
+            f->pos_owner = Py_NewRef(owner);
+            f->positions.size = size;
+            f->positions.n = (Py_ssize_t)count;
+        } else if (arr_get(a4, &f->positions, "positions") < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
+            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+            arr_get_strided(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
         }

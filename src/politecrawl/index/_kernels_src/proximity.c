@@ -9,7 +9,8 @@
  * each, ascending.  `term_ids` as top() returns them (int64 [segments * terms]).  Run (c, t) is
  * positions[starts[c * T + t] : starts[c * T + t + 1]]; `starts` is int64[len(docs) * T + 1] and
  * positions int64, both as bytes.  Per segment and term, one cursor seeks the segment's
- * documents in doc order (skipping the blocks between them); then one copy per run. */
+ * documents in doc order (skipping the blocks between them); then the runs are read in the
+ * order they are in the files, those near each other in one read (RUN_GAP). */
 static const int64_t *sort_key; /* gather's sort: (segment << 32 | doc) per candidate */
 
 static int by_key(const void *a, const void *b) {
@@ -17,10 +18,30 @@ static int by_key(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Runs of positions closer together than this many bytes in a file are read in one piece: a
+ * pread costs about as much as copying a few KB. */
+#define RUN_GAP 4096
+
+/* A run of positions to read: its place in the files (segment, offset) and in the output. */
+typedef struct {
+    int64_t off;
+    int32_t seg;
+    Py_ssize_t r;
+} RunPlace;
+
+static int by_file_place(const void *a, const void *b) {
+    const RunPlace *x = a, *y = b;
+    if (x->seg != y->seg) return x->seg < y->seg ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
 /* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
- * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out. */
+ * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out.
+ * `pairs_only`: a candidate with fewer than two of the terms in the field gets empty runs (its
+ * positions are not read): the proximity rows need a pair, and are 0.0 without one. */
 static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
-                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, PyObject **starts_out, PyObject **pos_out) {
+                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, int pairs_only, PyObject **starts_out,
+                       PyObject **pos_out) {
     Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
     int ok = -1;
     PyObject *starts_b = NULL, *pos_b = NULL;
@@ -28,7 +49,10 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
     int64_t *key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
     Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
-    if (!run_off || !run_len || !key || !order) {
+    RunPlace *places = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(RunPlace));
+    unsigned char *buf = NULL;
+    size_t buf_cap = 0;
+    if (!run_off || !run_len || !key || !order || !places) {
         PyErr_NoMemory();
         goto done;
     }
@@ -71,6 +95,13 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
         }
         a = z;
     }
+    if (pairs_only)
+        for (Py_ssize_t c = 0; c < nc; c++) {
+            Py_ssize_t present = 0;
+            for (Py_ssize_t t = 0; t < T; t++) present += run_len[c * T + t] > 0;
+            if (present < 2)
+                for (Py_ssize_t t = 0; t < T; t++) run_len[c * T + t] = 0;
+        }
     starts_b = PyBytes_FromStringAndSize(NULL, (runs + 1) * (Py_ssize_t)sizeof(int64_t));
     if (!starts_b) goto done;
     int64_t *starts = (int64_t *)PyBytes_AS_STRING(starts_b);
@@ -79,14 +110,57 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     pos_b = PyBytes_FromStringAndSize(NULL, starts[runs] * (Py_ssize_t)sizeof(int64_t));
     if (!pos_b) goto done;
     int64_t *pos = (int64_t *)PyBytes_AS_STRING(pos_b);
-    for (Py_ssize_t r = 0; r < runs; r++) {
-        if (!run_len[r]) continue;
-        const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, cseg[r / T]))->f[field];
-        int64_t v = 0, o = run_off[r];
-        for (int64_t q = 0; q < run_len[r]; q++) {
-            v += (int64_t)at(&f->positions, o + q);
-            pos[starts[r] + q] = v;
+    /* The runs in file order, per segment: runs less than RUN_GAP bytes apart are read together
+     * (one pread where a file is read with pread, instead of one a run). */
+    Py_ssize_t nr = 0;
+    for (Py_ssize_t r = 0; r < runs; r++)
+        if (run_len[r]) {
+            places[nr].off = run_off[r];
+            places[nr].seg = cseg[r / T];
+            places[nr++].r = r;
         }
+    qsort(places, (size_t)nr, sizeof(RunPlace), by_file_place);
+    for (Py_ssize_t a = 0; a < nr;) {
+        Py_ssize_t r0 = places[a].r;
+        const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, places[a].seg))->f[field];
+        int size = f->positions.size;
+        int64_t lo = run_off[r0], hi = lo + run_len[r0];
+        Py_ssize_t z = a + 1;
+        while (z < nr && places[z].seg == places[a].seg && (places[z].off - hi) * size < RUN_GAP) {
+            int64_t e = places[z].off + run_len[places[z].r];
+            if (e > hi) hi = e;
+            z++;
+        }
+        const unsigned char *base;
+        if (f->pos_fd < 0) {
+            if (hi > (int64_t)f->positions.n) {
+                corrupt("positions beyond the positions");
+                goto done;
+            }
+            base = f->positions.p + (size_t)lo * (size_t)size;
+        } else {
+            size_t need = (size_t)(hi - lo) * (size_t)size;
+            if (need > buf_cap) {
+                unsigned char *grown = PyMem_Realloc(buf, need);
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                buf = grown;
+                buf_cap = need;
+            }
+            if (positions_read(f, lo, hi - lo, buf) < 0) goto done;
+            base = buf;
+        }
+        for (Py_ssize_t j = a; j < z; j++) {
+            Py_ssize_t r = places[j].r;
+            int64_t v = 0, o = run_off[r] - lo;
+            for (int64_t q = 0; q < run_len[r]; q++) {
+                v += (int64_t)item_at(base, size, o + q);
+                pos[starts[r] + q] = v;
+            }
+        }
+        a = z;
     }
     *starts_out = starts_b;
     *pos_out = pos_b;
@@ -99,6 +173,8 @@ done:
     PyMem_Free(run_len);
     PyMem_Free(key);
     PyMem_Free(order);
+    PyMem_Free(places);
+    PyMem_Free(buf);
     return ok;
 }
 
@@ -129,7 +205,7 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
         goto done;
     }
     Py_ssize_t T = S ? tv.len / 8 / S : 0;
-    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, &starts_b, &pos_b) < 0) goto done;
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, &starts_b, &pos_b) < 0) goto done;
     result = PyTuple_Pack(2, starts_b, pos_b);
 done:
     Py_XDECREF(starts_b);

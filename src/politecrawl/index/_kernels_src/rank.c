@@ -6,17 +6,20 @@
 
 typedef struct {
     double score;
-    PyObject *url; /* borrowed from the segment's list of urls */
+    const unsigned char *url; /* its UTF-8 bytes in the segment's url blob (doc_table) */
+    Py_ssize_t url_len;
     int32_t seg, doc;
 } Ranked;
 
 /* by score descending, then url, then place (engine_numpy._rank sorts (-score, url, segment, doc));
- * a url that does not compare sets the error checked after the sort */
+ * urls compare by their UTF-8 bytes, which order as their code points do (as Python compares str) */
 static int ranked_cmp(const void *a, const void *b) {
     const Ranked *x = a, *y = b;
     if (x->score != y->score) return x->score > y->score ? -1 : 1;
-    int c = PyUnicode_Compare(x->url, y->url);
-    if (c) return c;
+    Py_ssize_t m = x->url_len < y->url_len ? x->url_len : y->url_len;
+    int c = m ? memcmp(x->url, y->url, (size_t)m) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    if (x->url_len != y->url_len) return x->url_len < y->url_len ? -1 : 1;
     if (x->seg != y->seg) return x->seg < y->seg ? -1 : 1;
     return (x->doc > y->doc) - (x->doc < y->doc);
 }
@@ -33,7 +36,7 @@ static double row_sum(const double *row, Py_ssize_t T) {
  *
  * The page [start:end] of the matches top() returned (segs, docs, scores as bytes; term_ids its
  * ids of the terms in scoring order): sorted by score descending, then url (`urls`: per segment
- * the list of its documents' urls); with `proximity` = (depth, cap, reversed_weight, body weight,
+ * its documents' urls as doc_table.TextTable holds them, a pair (UTF-8 blob, where each ends)); with `proximity` = (depth, cap, reversed_weight, body weight,
  * title weight, idfs in query order, k1, k1p1), the first `depth` reranked with the term
  * proximity bonus (engine_numpy.page; per field the rows of proximity(), the bonus the
  * body's row sum plus the title's, each summed term by term).  `order`: for each term of the
@@ -53,6 +56,8 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     PyObject *out_seg = NULL, *out_doc = NULL, *out_score = NULL, *starts_b = NULL, *pos_b = NULL, *head = NULL;
     PyObject *bstarts = NULL, *bpos = NULL, *tstarts = NULL, *tpos = NULL, *brows = NULL, *trows = NULL;
     Ranked *ranked = NULL;
+    Arr *ublob = NULL, *uends = NULL;
+    Py_ssize_t n_url_arrs = 0;
     int64_t *tids_q = NULL;
     int32_t *cseg = NULL, *cdoc = NULL;
     Py_ssize_t *scratch_i = NULL;
@@ -76,9 +81,22 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     /* the query's terms in its order: their ids in each segment */
     tids_q = PyMem_Malloc((size_t)(S * Tq > 0 ? S * Tq : 1) * sizeof(int64_t));
     ranked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Ranked));
-    if (!tids_q || !ranked) {
+    ublob = PyMem_Calloc((size_t)(S ? S : 1), sizeof(Arr));
+    uends = PyMem_Calloc((size_t)(S ? S : 1), sizeof(Arr));
+    if (!tids_q || !ranked || !ublob || !uends) {
         PyErr_NoMemory();
         goto done;
+    }
+    for (Py_ssize_t s = 0; s < S; s++) {
+        PyObject *blob_o, *ends_o;
+        n_url_arrs = s + 1; /* released at done, also when acquired in part (arr_release) */
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(urls, s), "OO", &blob_o, &ends_o)) goto done;
+        if (arr_get(blob_o, &ublob[s], "url blob") < 0) goto done;
+        if (arr_get(ends_o, &uends[s], "url ends") < 0) goto done;
+        if (ublob[s].size != 1) {
+            PyErr_SetString(PyExc_ValueError, "rank: url blobs are bytes");
+            goto done;
+        }
     }
     for (Py_ssize_t t = 0; t < Tq; t++) {
         Py_ssize_t o = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(order_l, t));
@@ -94,14 +112,19 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "rank: segment out of range");
             goto done;
         }
-        PyObject *list = PySequence_Fast_GET_ITEM(urls, hseg[i]);
-        if (!PyList_Check(list) || hdoc[i] < 0 || hdoc[i] >= PyList_GET_SIZE(list) ||
-            !PyUnicode_Check(PyList_GET_ITEM(list, hdoc[i]))) {
+        const Arr *ends = &uends[hseg[i]];
+        if (hdoc[i] < 0 || hdoc[i] >= ends->n) {
             PyErr_SetString(PyExc_ValueError, "rank: a document without a url");
             goto done;
         }
+        uint64_t u0 = hdoc[i] ? at(ends, hdoc[i] - 1) : 0, u1 = at(ends, hdoc[i]);
+        if (u1 < u0 || u1 > (uint64_t)ublob[hseg[i]].n) {
+            corrupt("url offsets beyond the url blob");
+            goto done;
+        }
         ranked[i].score = hscore[i];
-        ranked[i].url = PyList_GET_ITEM(list, hdoc[i]);
+        ranked[i].url = ublob[hseg[i]].p + u0;
+        ranked[i].url_len = (Py_ssize_t)(u1 - u0);
         ranked[i].seg = hseg[i];
         ranked[i].doc = hdoc[i];
     }
@@ -131,8 +154,8 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             cseg[i] = ranked[i].seg;
             cdoc[i] = ranked[i].doc;
         }
-        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, &bstarts, &bpos) < 0) goto done;
-        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, &tstarts, &tpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, &bstarts, &bpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, &tstarts, &tpos) < 0) goto done;
         brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         trows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         if (!brows || !trows) goto done;
@@ -171,7 +194,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         ov[i] = ranked[start + i].score;
     }
     if (snippet_cap > 0 && Tq > 0) {
-        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, &starts_b, &pos_b) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, &starts_b, &pos_b) < 0) goto done;
     } else {
         starts_b = Py_NewRef(Py_None);
         pos_b = Py_NewRef(Py_None);
@@ -194,6 +217,12 @@ done:
     Py_XDECREF(brows);
     Py_XDECREF(trows);
     PyMem_Free(ranked);
+    for (Py_ssize_t s = 0; s < n_url_arrs; s++) {
+        arr_release(&ublob[s]);
+        arr_release(&uends[s]);
+    }
+    PyMem_Free(ublob);
+    PyMem_Free(uends);
     PyMem_Free(tids_q);
     PyMem_Free(cseg);
     PyMem_Free(cdoc);
