@@ -4,10 +4,11 @@ All state is plain data (ints, strings, lists, dicts) and round-trips through JS
 (``to_json()`` / ``from_json()``), so it can live in the crawl store and be shared by every
 process; every collection is capped (see each class), so a hostile site cannot grow it.
 
-Moving the state costs CPU on every page of a young host (it is written after each of its first
-pages, and read back whenever another process had the host), so its layout is made cheap to
-move: SimHash lists as one hex string (:func:`_pack_simhashes`: one C call each way, where JSON
-turns each 64-bit int to and from decimal digits), records as lists rather than objects with
+Moving the state costs CPU (it is written every few pages of a host, after each of a young host's
+pages while the host passes between processes, and read back whenever another process wrote it),
+so its layout is made cheap to move: SimHash lists as one hex string (:func:`_pack_simhashes`:
+one C call each way, where JSON turns each 64-bit int to and from decimal digits), records as
+lists rather than objects with
 their field names, and the largest part, the alias rules' remembered pages, as a JSON object
 that ``json`` decodes straight into the dict it is in memory (see ``site.py`` for how its text
 is reused).
