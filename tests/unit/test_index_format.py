@@ -5,11 +5,11 @@ pointer array) still read and merged into format 4."""
 import gc
 import json
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_index_kernels import numpy_only
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher, kernels, segment
@@ -20,16 +20,6 @@ from politecrawl.index.segment import Segment
 # Strings whose code point order is not their UTF-16 order (U+FFFF < U+10000), a lone surrogate
 # (kept by surrogatepass), an empty one, a newline, and a shorter string that sorts after a longer.
 STRINGS = ["http://x/b", "http://x/aa", "", "naïve\nline", "http://x/\uffff", "http://x/\U00010000", "a\udc80z"]
-
-
-@contextmanager
-def numpy_only():
-    saved = kernels.compiled
-    kernels.compiled = None
-    try:
-        yield
-    finally:
-        kernels.compiled = saved
 
 
 def test_text_table_round_trips_every_string(tmp_path):
