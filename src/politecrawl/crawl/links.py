@@ -28,7 +28,7 @@ ANCHORS_REMEMBERED = 200_000
 
 #: Page links a worker remembers its releases having stored: site-wide navigation, repeated on
 #: every page of a host, is then not normalized, filtered, checked and sent to the store again
-#: (the store would ignore it: insert-if-absent). Most links a crawl finds are such repeats.
+#: (the store would ignore it: insert-if-absent).
 LINKS_REMEMBERED = 100_000
 
 
