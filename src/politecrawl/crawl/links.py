@@ -58,9 +58,21 @@ class LinkFollower:
     settings: Settings
     scope: CrawlScope
     _links_stored: Remembered
+    _anchors_stored: Remembered
 
-    def _remember_links(self, outcome: Outcome) -> None:
-        """The page links ``outcome`` stored (its release has committed)."""
+    def _drop_stored_anchors(self, host: str, outcome: Outcome) -> list[int]:
+        """Leave out of ``outcome`` the anchor texts this process's releases already stored;
+        returns the keys of those it keeps, for :meth:`_remember_stored` once it committed."""
+        if not outcome.anchors:
+            return []
+        known = self._anchors_stored
+        keyed = [(hash((host, url, text)), (url, text)) for url, text in outcome.anchors]
+        outcome.anchors = [anchor for key, anchor in keyed if key not in known]
+        return [key for key, _ in keyed if key not in known]
+
+    def _remember_stored(self, outcome: Outcome, anchor_keys: list[int]) -> None:
+        """The page links and anchor texts ``outcome`` stored (its release has committed)."""
+        self._anchors_stored.add(anchor_keys)
         self._links_stored.add(hash(new.url) for new in outcome.links if new.kind == URLKind.PAGE)
 
     def _follow_scope(self, outcome: Outcome, source_host: str, target_host: str) -> bool:

@@ -475,15 +475,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 url_state="failed" if claim.url_id is not None else None,
                 url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
-        fresh: list[int] = []  # the hashes of the anchors this release stores
-        if outcome.anchors:
-            known = self._anchors_stored
-            keyed = [(hash((claim.host, u, t)), (u, t)) for u, t in outcome.anchors]
-            fresh = [key for key, _ in keyed if key not in known]
-            outcome.anchors = [anchor for key, anchor in keyed if key not in known]
+        anchor_keys = self._drop_stored_anchors(claim.host, outcome)
         await self._release(claim, outcome, self.now())
-        self._anchors_stored.add(fresh)
-        self._remember_links(outcome)
+        self._remember_stored(outcome, anchor_keys)
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info(
