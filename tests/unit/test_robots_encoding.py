@@ -157,7 +157,7 @@ def _verdict(rules: list[tuple[bool, str]], path: str) -> bool:
     return RobotsTxt.parse(body).is_allowed(UA, "https://h" + path)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(_rules_and_url())
 def test_verdict_does_not_depend_on_spelling(spellings):
     (rules_a, path_a), (rules_b, path_b) = spellings
@@ -167,7 +167,7 @@ def test_verdict_does_not_depend_on_spelling(spellings):
     assert _verdict(rules_b, path_a) is verdict
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_rules_and_url())
 def test_verdict_on_the_link_is_the_verdict_on_the_request(spellings):
     """What the crawler sends (normalize_pair's request form) is judged as the link itself."""

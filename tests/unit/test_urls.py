@@ -423,7 +423,7 @@ def urlish(draw):
     return url
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, suppress_health_check=[HealthCheck.too_slow])
 @given(urlish(), st.sampled_from([None, "http://example.com/a/b?q", "https://h:8443/x/", "g", "mailto:x"]))
 def test_property_urlish(url, base):
     _check(url, base)
