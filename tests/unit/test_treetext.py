@@ -108,16 +108,24 @@ def test_edge_cases_read_alike(html: str) -> None:
     assert_same(f"<html><head><title>T</title></head><body>{html}</body></html>")
 
 
-def test_the_sandbox_pages_read_alike() -> None:
-    hosts = bench_hosts(25, realistic=True)
+def sandbox_pages(n_hosts: int, pages: int) -> list[bytes]:
+    """Pages 0, 1, … of the crawl benchmark's web (``RealisticPages``), host after host."""
+    hosts = bench_hosts(n_hosts, realistic=True)
     for host in hosts:
         host.port = 8000  # links to other hosts name it; nothing is served
-    for k in range(4):
+    bodies = []
+    for k in range(pages):
         for host in hosts:
             assert host.handler is not None
             reply = host.handler(f"/p/{k}")
             assert reply is not None and isinstance(reply.body, str)
-            assert_same(reply.body.encode())
+            bodies.append(reply.body.encode())
+    return bodies
+
+
+def test_the_sandbox_pages_read_alike() -> None:
+    for body in sandbox_pages(25, 4):
+        assert_same(body)
 
 
 @pytest.mark.parametrize("tag", ["span", "b", "a", "div"])
@@ -186,16 +194,22 @@ def test_property_any_markup_reads_alike(tokens: list[str]) -> None:
 
 
 @needs_walk
-def test_the_comparison_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The negative control: a walk that puts a space at inline elements' edges too (as if
-    they were blocks) is told apart from the reference, on the edge cases and on the sandbox's
-    pages alike."""
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        b"",  # a space at inline elements' edges too, as if they were blocks
+        b"\xff" * 64,  # every element joined as if inline: no space at block edges
+    ],
+)
+def test_the_comparison_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch, wrong: bytes) -> None:
+    """The negative control: a walk that joins text nodes at the wrong places is told apart
+    from the reference, on the edge cases and on the sandbox's pages alike."""
     right = treetext.read
 
-    def spaced_at_inline_edges(node: LexborNode, inline: bytes, merge: bool) -> str:
-        return right(node, b"", merge)
+    def wrong_join(node: LexborNode, inline: bytes, merge: bool) -> str:
+        return right(node, wrong if merge else inline, merge)
 
-    monkeypatch.setattr(treetext, "read", spaced_at_inline_edges)
+    monkeypatch.setattr(treetext, "read", wrong_join)
     caught = 0
     for html in CASES:
         try:
@@ -203,8 +217,9 @@ def test_the_comparison_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) ->
         except AssertionError:
             caught += 1
     assert caught >= 10
-    with pytest.raises(AssertionError):
-        assert_same("<p>un<em>believ</em>able</p>")
+    for body in sandbox_pages(3, 1):
+        with pytest.raises(AssertionError):
+            assert_same(body)
 
 
 @needs_walk
