@@ -193,6 +193,36 @@ def test_property_any_markup_reads_alike(tokens: list[str]) -> None:
     assert_same("".join(tokens))
 
 
+#: Every character str.split() takes for whitespace, and bytes that are not UTF-8: a tree parsed
+#: from bytes may hold them, a character's bytes split between text nodes that inline markup
+#: separates (b"\xe2\x80<b>\x80" is U+2000 once the text nodes meet).
+_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+_MALFORMED = [b"\xe2\x80", b"\xed\xa0\x80", b"\xf0\x90\x80", b"\xc2", b"\x80", b"\xff", b"\xe0\x80\x80", b"\xc0\xa0"]
+_PIECES = [c.encode() for c in _SPACES + ["a", "\xe9", "\u4e2d", "\U0001f600", "\u200b", "\ufeff"]]
+_PIECES += [b"<b>", b"</b>", b"<p>", b"<!--c-->", b"<span></span>", b"&nbsp;", b"&#x2003;", b"&#xD800;", b"&#0;"]
+
+
+@needs_walk
+def test_trees_from_malformed_bytes_read_alike() -> None:
+    """maintext on a tree parse_html did not build (parse_html hands lexbor a str)."""
+    rng = random.Random(7)
+    walk = compiled.tree_text
+    pages = [b"<body>x\xe2\x80<b>\x80</b>\xe2\x80</p>\x80 y"]  # U+2000 across text nodes, and not
+    for _ in range(3_000):
+        pieces = [rng.choice(_MALFORMED) if rng.random() < 0.25 else rng.choice(_PIECES) for _ in range(20)]
+        pages.append(b"<body>" + b"".join(pieces))
+    for html in pages:
+        walked = LexborHTMLParser(html).body
+        assert walked is not None
+        texts = (maintext.text_of(walked), maintext.spaced_text(walked))
+        with unwrapping():
+            spaced = LexborHTMLParser(html).body
+            joined = LexborHTMLParser(html).body
+            assert spaced is not None and joined is not None and compiled.tree_text is None
+            assert texts == (maintext.text_of(joined), maintext.spaced_text(spaced)), html
+        assert compiled.tree_text is walk
+
+
 @needs_walk
 @pytest.mark.parametrize(
     "wrong",
