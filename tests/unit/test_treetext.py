@@ -288,3 +288,10 @@ def test_the_walk_leaves_the_tree_as_it_is() -> None:
     before = body.html
     assert maintext.text_of(body) == "abc"
     assert body.html == before
+
+
+@needs_walk
+def test_names_lexbor_does_not_know_get_no_tag_id() -> None:
+    """Their ids are each document's own: another page could give the same id to another name."""
+    assert treetext.tag_ids(["b", "x-custom"]) is None
+    assert treetext.tag_ids(["b"]) is not None

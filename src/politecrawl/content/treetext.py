@@ -66,6 +66,19 @@ def _layout_matches() -> bool:
 _layout: bool | None = None
 
 
+def _ids(names: list[str], before: str) -> list[int] | None:
+    """The tag ids of elements ``names``, as lexbor gives them in a document where the markup
+    ``before`` comes first; None when one is not a plausible tag id."""
+    fields = compiled.node_fields
+    assert fields is not None
+    tree = LexborHTMLParser(f"<body><p>{before}" + "".join(f"<{name}></{name}>" for name in names) + "</p></body>")
+    elements = tree.css("p *")[before.count("<") // 2 :]
+    if [node.tag for node in elements] != names:
+        return None
+    ids = [fields(node.mem_id)[1] for node in elements]
+    return ids if max(ids, default=0) < _MAX_TAG_ID else None
+
+
 def tag_ids(names: Iterable[str]) -> bytes | None:
     """The tag ids of the elements ``names`` as a bitmap for :func:`read` (bit ``id % 8`` of
     byte ``id // 8``), or None when the walk cannot run: then read the text through selectolax."""
@@ -80,12 +93,10 @@ def tag_ids(names: Iterable[str]) -> bytes | None:
     if not _layout:
         return None
     names = list(names)
-    tree = LexborHTMLParser("<body><p>" + "".join(f"<{name}></{name}>" for name in names) + "</p></body>")
-    elements = tree.css("p *")
-    if [node.tag for node in elements] != names:
-        return None
-    ids = [compiled.node_fields(node.mem_id)[1] for node in elements]
-    if max(ids, default=0) >= _MAX_TAG_ID:
+    ids = _ids(names, "")
+    # A name lexbor does not know gets an id of its document's own, which another page may give
+    # to another name: the ids must not change with elements lexbor does not know before them.
+    if ids is None or ids != _ids(names, "<x-probe-one></x-probe-one><x-probe-two></x-probe-two>"):
         return None
     bitmap = bytearray(max(ids, default=0) // 8 + 1)
     for tag_id in ids:
