@@ -11,11 +11,11 @@ nesting costs the walk no more than a flat page.
 
 The C code reads lexbor's nodes at the address selectolax gives as ``LexborNode.mem_id``, with
 lexbor's struct layout declared in C. That the installed selectolax's lexbor has that layout
-is checked once (:func:`tag_ids`), on a probe document, against selectolax's own answers; every
-address the check reads is compared with selectolax's before the C code follows one. When the
-check fails, or the C module is not built or is turned off (:mod:`.compiled`), :func:`tag_ids`
-gives None and the callers unwrap as before, with the same text (tests/unit/test_treetext.py
-compares the two).
+is checked once (:func:`tag_ids`), on a probe document, against selectolax's own answers: no
+read at a ``mem_id`` that is not a plausible address, and every address the check reads compared
+with selectolax's before the C code follows one. When the check fails, or the C module is not
+built or is turned off (:mod:`.compiled`), :func:`tag_ids` gives None and the callers unwrap as
+before, with the same text (tests/unit/test_treetext.py compares the two).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ _PROBE_TEXT = "probe, text"
 #: Tag ids above this are not an HTML element's (lexbor numbers its known tags from 0, a few
 #: hundred of them): a larger one means the layout is not the one declared.
 _MAX_TAG_ID = 1 << 16
+#: No node lies in the first 64 KiB of the address space (never mapped, on Linux at least).
+_MIN_ADDRESS = 1 << 16
 
 
 def _address(node: LexborNode | None) -> int:
@@ -51,6 +53,10 @@ def _layout_matches() -> bool:
     text = p.child if p is not None else None
     comment = text.next if text is not None else None
     if p is None or text is None or comment is None or comment.next is None:
+        return False
+    # Before the first read: addresses, or selectolax's mem_id has changed its meaning.
+    addresses = [node.mem_id for node in (body, p, text, comment, comment.next) if node is not None]
+    if len(set(addresses)) != 5 or any(a < _MIN_ADDRESS or a % 8 for a in addresses):
         return False
     element = fields(p.mem_id)
     if element[0] != _ELEMENT or element[2:] != (_address(p.parent), _address(p.next), text.mem_id, -1):
