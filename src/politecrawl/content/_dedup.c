@@ -1,5 +1,5 @@
-/* SimHash's per-word loop, text_fingerprint's space squeezing and page text's whitespace, compiled:
- * politecrawl.content._dedup.
+/* SimHash's per-word loop, text_fingerprint's space squeezing, page text's whitespace and the walk
+ * that reads a parsed page's text, compiled: politecrawl.content._dedup.
  *
  * Why C: on a ~20 KB page the numpy simhash spent most of its time in Python-level steps, not in
  * arithmetic: bytes.split (one bytes object per word, about half of it), the word -> id
@@ -20,6 +20,8 @@
  *   simhash(data, shingle, word_digest)   the words' digests, shingles, majority bits
  *   squash_whitespace(text)   maintext's " ".join(text.split()) on a str, no object per word
  *   squeeze_spaces(data)    runs of spaces made one, the ends stripped (text_fingerprint)
+ *   tree_text(node, inline, merge)   the text under a lexbor node, read in one walk (treetext.py)
+ *   node_fields(node), node_data(node)   a node's fields, for treetext.py's check of the layout
  *   cache_len(), cache_clear()   for the tests
  */
 #define PY_SSIZE_T_CLEAN
@@ -293,6 +295,146 @@ static PyObject *d_squash_whitespace(PyObject *self, PyObject *arg) {
     return result;
 }
 
+/* ---------------------------------------------------------------- tree_text */
+
+/* A lexbor DOM node and a text node's data, as lexbor declares them (lexbor/dom/interfaces/node.h
+ * and character_data.h; selectolax's lexbor.pxd repeats them).  selectolax hands out the
+ * address of a node as LexborNode.mem_id; treetext.py checks this layout against selectolax's
+ * own answers on a probe document before it calls anything here, and every pointer it reads
+ * before this code follows one. */
+typedef struct lxb_node lxb_node;
+struct lxb_node {
+    void *events;
+    uintptr_t local_name; /* the tag id for elements: one id per name, whatever the namespace */
+    uintptr_t prefix;
+    uintptr_t ns;
+    void *owner_document;
+    lxb_node *next;
+    lxb_node *prev;
+    lxb_node *parent;
+    lxb_node *first_child;
+    lxb_node *last_child;
+    void *user;
+    int type; /* lxb_dom_node_type_t, a C enum */
+};
+
+typedef struct {
+    lxb_node node;
+    unsigned char *data;
+    size_t length;
+} lxb_char_data;
+
+#define NODE_ELEMENT 1
+#define NODE_TEXT 3
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buffer;
+
+static int buffer_add(Buffer *b, const void *data, size_t len) {
+    if (b->len + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + len) cap *= 2;
+        char *grown = PyMem_Realloc(b->data, cap);
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return 0;
+}
+
+static inline int in_set(const unsigned char *set, Py_ssize_t set_len, uintptr_t id) {
+    return id / 8 < (uintptr_t)set_len && (set[id / 8] >> (id % 8)) & 1;
+}
+
+static lxb_node *node_arg(PyObject *arg) {
+    void *p = PyLong_AsVoidPtr(arg);
+    if (!p && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a node's address cannot be 0");
+    return p;
+}
+
+/* What maintext's unwrap path reads, without changing the tree: there the elements of
+ * `inline` (a bitmap of tag ids) under the root are unwrapped, the text nodes that then meet
+ * merged, and the text nodes read with a space between them.  Here the text nodes are read in
+ * document order, with a space before one when, since the last, the walk entered or left a
+ * node that is not an element of `inline` (another element, a comment): exactly where the
+ * unwrapped tree has a text node's end.  merge=False: a space between every two text nodes
+ * (selectolax's text(separator=" ") of the tree as it is).  Then whitespace squashed as
+ * squash_whitespace does.  Bytes decoded as selectolax decodes them (UTF-8, bad bytes
+ * replaced), from the same bytes.  Iterative: a deep tree costs no stack. */
+static PyObject *d_tree_text(PyObject *self, PyObject *args) {
+    PyObject *root_arg;
+    const unsigned char *set;
+    Py_ssize_t set_len;
+    int merge;
+    if (!PyArg_ParseTuple(args, "Oy#p:tree_text", &root_arg, &set, &set_len, &merge)) return NULL;
+    lxb_node *root = node_arg(root_arg);
+    if (!root) return NULL;
+    /* unwrap_inline matches the root too (a selector matches the node it is run on): unwrapped,
+     * its text goes to its parent, and nothing is left under it. */
+    if (root->type == NODE_ELEMENT && in_set(set, set_len, root->local_name)) return PyUnicode_FromStringAndSize("", 0);
+
+    Buffer out = {NULL, 0, 0};
+    int started = 0, edge = 0;
+    lxb_node *node = root->first_child;
+    while (node) {
+        if (node->type == NODE_TEXT) {
+            const lxb_char_data *text = (const lxb_char_data *)node;
+            if (text->data) {
+                if (started && (edge || !merge) && buffer_add(&out, " ", 1) < 0) goto fail;
+                if (buffer_add(&out, text->data, text->length) < 0) goto fail;
+                started = 1;
+                edge = 0;
+            }
+        } else {
+            if (!(node->type == NODE_ELEMENT && in_set(set, set_len, node->local_name))) edge = 1;
+            if (node->first_child) {
+                node = node->first_child;
+                continue;
+            }
+        }
+        while (node != root && !node->next) {
+            node = node->parent;
+            if (node != root && !(node->type == NODE_ELEMENT && in_set(set, set_len, node->local_name))) edge = 1;
+        }
+        if (node == root) break;
+        node = node->next;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(out.data ? out.data : "", (Py_ssize_t)out.len, "replace");
+    PyMem_Free(out.data);
+    if (!text) return NULL;
+    PyObject *squashed = d_squash_whitespace(self, text);
+    Py_DECREF(text);
+    return squashed;
+fail:
+    PyMem_Free(out.data);
+    return NULL;
+}
+
+/* (type, local_name, parent, next, first_child, the data's length or -1 when not text) */
+static PyObject *d_node_fields(PyObject *self, PyObject *arg) {
+    const lxb_node *node = node_arg(arg);
+    if (!node) return NULL;
+    Py_ssize_t length = node->type == NODE_TEXT ? (Py_ssize_t)((const lxb_char_data *)node)->length : -1;
+    return Py_BuildValue("(iKKKKn)", node->type, (unsigned long long)node->local_name, (unsigned long long)(uintptr_t)node->parent,
+                         (unsigned long long)(uintptr_t)node->next, (unsigned long long)(uintptr_t)node->first_child, length);
+}
+
+/* A text node's data, as bytes. */
+static PyObject *d_node_data(PyObject *self, PyObject *arg) {
+    const lxb_node *node = node_arg(arg);
+    if (!node) return NULL;
+    if (node->type != NODE_TEXT) return PyErr_Format(PyExc_ValueError, "not a text node");
+    const lxb_char_data *text = (const lxb_char_data *)node;
+    return PyBytes_FromStringAndSize(text->data ? (const char *)text->data : "", text->data ? (Py_ssize_t)text->length : 0);
+}
+
 /* ---------------------------------------------------------------- for the tests */
 
 static PyObject *d_cache_len(PyObject *self, PyObject *unused) { return PyLong_FromSsize_t(cache_used); }
@@ -308,6 +450,10 @@ static PyMethodDef module_methods[] = {
     {"squeeze_spaces", d_squeeze_spaces, METH_O, "squeeze_spaces(data) -> bytes: runs of spaces made one, ends stripped"},
     {"squash_whitespace", d_squash_whitespace, METH_O,
      "squash_whitespace(text) -> str: \" \".join(text.split()), without a str per word"},
+    {"tree_text", d_tree_text, METH_VARARGS,
+     "tree_text(node, inline, merge) -> str: the text under a lexbor node's address, squashed (treetext.py)"},
+    {"node_fields", d_node_fields, METH_O, "node_fields(node) -> tuple: a lexbor node's fields (treetext.py's check)"},
+    {"node_data", d_node_data, METH_O, "node_data(node) -> bytes: a lexbor text node's data (treetext.py's check)"},
     {"cache_len", d_cache_len, METH_NOARGS, "cache_len() -> int: words in the digest cache"},
     {"cache_clear", d_cache_clear, METH_NOARGS, "cache_clear() -> None: empties the digest cache"},
     {NULL, NULL, 0, NULL},
@@ -326,7 +472,8 @@ PyMODINIT_FUNC PyInit__dedup(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssss]", "cache_clear", "cache_len", "simhash", "squash_whitespace", "squeeze_spaces");
+    PyObject *all = Py_BuildValue("[ssssssss]", "cache_clear", "cache_len", "node_data", "node_fields", "simhash", "squash_whitespace",
+                                  "squeeze_spaces", "tree_text");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

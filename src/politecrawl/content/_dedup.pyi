@@ -1,7 +1,16 @@
-# Types of the compiled dedup and page-text loops (_dedup.c, where each is described).
+# Types of the compiled dedup, page-text and tree-text loops (_dedup.c, where each is described).
 from collections.abc import Callable
 
-__all__ = ["cache_clear", "cache_len", "simhash", "squash_whitespace", "squeeze_spaces"]
+__all__ = [
+    "cache_clear",
+    "cache_len",
+    "node_data",
+    "node_fields",
+    "simhash",
+    "squash_whitespace",
+    "squeeze_spaces",
+    "tree_text",
+]
 
 CACHE_SIZE: int
 CACHE_MAX_LEN: int
@@ -9,5 +18,8 @@ CACHE_MAX_LEN: int
 def simhash(data: bytes, shingle: int, word_digest: Callable[[bytes], bytes], /) -> int: ...
 def squeeze_spaces(data: bytes, /) -> bytes: ...
 def squash_whitespace(text: str, /) -> str: ...
+def tree_text(node: int, inline: bytes, merge: bool, /) -> str: ...
+def node_fields(node: int, /) -> tuple[int, int, int, int, int, int]: ...
+def node_data(node: int, /) -> bytes: ...
 def cache_len() -> int: ...
 def cache_clear() -> None: ...

@@ -1,7 +1,8 @@
 """A parsed HTML page's own text: words as a reader sees them, from its main content.
 
-Pure: a selectolax tree in (which it cuts: inline elements unwrapped, boilerplate removed), a
-string out; ``parse_html`` calls it on the tree it already parsed. Two rules:
+Pure: a selectolax tree in (which it cuts: boilerplate removed, and inline elements unwrapped
+where the compiled walk of :mod:`.treetext` does not run), a string out; ``parse_html`` calls it
+on the tree it already parsed. Two rules:
 
 * **Words are split where a browser breaks a line, and only there.** Inline markup
   (``a``, ``code``, ``span``, ``em`` …) never adds a space: syntax highlighting wraps each
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborNode
 
-from . import compiled
+from . import compiled, treetext
 
 __all__ = [
     "INLINE_ELEMENTS",
     "join_inline",
     "main_text",
     "remove",
+    "spaced_text",
     "squash_whitespace",
     "text_of",
 ]
@@ -75,6 +77,8 @@ INLINE_ELEMENTS = (
     "wbr",
 )
 _INLINE = ", ".join(INLINE_ELEMENTS)
+#: Their tag ids for the walk in C (:mod:`.treetext`), or None where it does not run.
+_INLINE_IDS = treetext.tag_ids(INLINE_ELEMENTS)
 
 #: The page saying where its main content is.
 _LANDMARK = "main, [role=main]"
@@ -117,9 +121,20 @@ def join_inline(root: LexborNode, unwrap: bool = True) -> None:
 
 
 def text_of(node: LexborNode, unwrap: bool = True) -> str:
-    """The text under ``node``, its inline elements joined (:func:`join_inline`, which cuts
-    the tree), whitespace runs made one space."""
+    """The text under ``node``, its inline elements joined (:func:`join_inline`), whitespace
+    runs made one space. Read by one walk of the tree in C where that runs (:mod:`.treetext`:
+    the tree is left as it is), else through :func:`join_inline` (which cuts the tree)."""
+    if _INLINE_IDS is not None and compiled.tree_text is not None:
+        return treetext.read(node, _INLINE_IDS if unwrap else b"", merge=True)
     join_inline(node, unwrap)
+    return squash_whitespace(node.text(deep=True, separator=" "))
+
+
+def spaced_text(node: LexborNode) -> str:
+    """The text under ``node`` with a space between every two text nodes (at every tag, and
+    where a removed element was), whitespace runs made one space."""
+    if _INLINE_IDS is not None and compiled.tree_text is not None:
+        return treetext.read(node, b"", merge=False)
     return squash_whitespace(node.text(deep=True, separator=" "))
 
 

@@ -62,7 +62,9 @@ MAX_DEPTH = 512
 SCAN_MIN_TAGS = 5_000
 #: Above this :attr:`Nesting.inline_load`, ``join_inline`` would cost more than ~0.1 s (its
 #: unwrap costs ~10 ns per node per inline ancestor): the page's inline elements are left in
-#: place instead. An ordinary page loads a few per node (a <span> in a <code> in an <a>).
+#: place instead. An ordinary page loads a few per node (a <span> in a <code> in an <a>). The
+#: compiled walk that reads the text without unwrapping (content/treetext.py) costs no more on
+#: such a page, but follows the same limit: both ways read a page alike.
 INLINE_LOAD_LIMIT = 10_000_000
 #: Formatting elements open at once (the scan's "list of active formatting elements") beyond
 #: which a formatting start tag is dropped. Real pages hold a handful (``<a><code>``, ``<b><i>``,

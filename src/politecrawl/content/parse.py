@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from ada_url import join_url
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from .maintext import main_text, remove, squash_whitespace, text_of
+from .maintext import main_text, remove, spaced_text, text_of
 from .nesting import INLINE_LOAD_LIMIT, SCAN_MIN_TAGS, may_copy_too_much, scan
 
 __all__ = [
@@ -235,7 +235,7 @@ def _visible_text(tree: LexborHTMLParser, main_content: bool, unwrap: bool = Tru
     # Before main_text cuts the tree (and joins its inline elements): a space at every tag, as
     # the duplicate checks' stored fingerprints were made. (main_text drops these elements too.)
     remove(body.css(_AROUND))
-    around = squash_whitespace(body.text(deep=True, separator=" "))
+    around = spaced_text(body)
     return main_text(body, unwrap), around
 
 
