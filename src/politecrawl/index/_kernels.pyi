@@ -5,6 +5,7 @@ from typing_extensions import Buffer
 
 __all__ = [
     "Postings",
+    "Vocabulary",
     "best_window",
     "doc_freqs",
     "gather",
@@ -13,6 +14,7 @@ __all__ = [
     "rank",
     "snippet_at",
     "snippet_hit",
+    "tokens",
     "top",
 ]
 
@@ -117,3 +119,9 @@ def snippet_hit(
     scan_tokens: int,
     chars_per_token: float,
 ) -> tuple[str, tuple[tuple[int, int], ...]] | None: ...
+def tokens(text: str, max_len: int, stop: frozenset[str] | set[str] | None = None) -> list[str]: ...
+
+class Vocabulary:
+    def term_ids(self, text: str, max_len: int, stop: frozenset[str] | set[str] | None = None) -> bytes: ...
+    def terms(self) -> list[str]: ...
+    def __len__(self) -> int: ...

@@ -8,12 +8,10 @@ documents of several segments through ``write_segment_files`` without analysing 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
 import tempfile
-from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -111,9 +109,6 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
     return encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
 
 
-_FLUSH_IDS = 1 << 20
-
-
 def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
     """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
 
@@ -121,38 +116,24 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     Title and body are stored (for results and snippets); anchor text is only
     indexed.
 
-    Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
-    whose default factory hands out the next id; postings are then built with
-    numpy for the whole segment at once.  Bodies are compressed in a worker
-    thread (``zlib`` releases the GIL) while the next documents are analysed.
+    Each field's tokens go straight to int32 ids in the segment's vocabulary
+    (``Analyzer.term_ids``: 4 bytes a token, where a Python int costs ~36); postings are then
+    built with numpy for the whole segment at once.  Bodies are compressed in a worker
+    thread while the next documents are analysed.
     """
     seg_dir = Path(seg_dir)
-    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    term_id = vocab.__getitem__
-    # Per field (in FIELDS order): token ids, tokens per document, flushed id chunks.
-    ids: list[list[int]] = [[] for _ in FIELDS]
+    vocab = analyzer.vocabulary()
+    term_ids = analyzer.term_ids
+    # Per field (in FIELDS order): the documents' ids (int32 bytes), tokens per document.
+    id_chunks: list[list[bytes]] = [[] for _ in FIELDS]
     field_lens: list[list[int]] = [[] for _ in FIELDS]
-    id_chunks: list[list[np.ndarray]] = [[] for _ in FIELDS]
-    per_field = list(zip(ids, field_lens, id_chunks))
     urls: list[str] = []
     titles: list[str] = []
     pending: list[tuple[str, list[int]]] = []
     sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
     futures = []
-    tokenize = analyzer.tokenize
     assert FIELDS == ("title", "body", "anchor")
-
-    def tokenize_body(body: str, cuts: list[int], tok_at: list[int]):
-        if not cuts:
-            return tokenize(body) if body else ()
-        toks: list[str] = []
-        prev = 0
-        for cut in cuts:  # cuts are whitespace: no token spans one
-            toks.extend(tokenize(body[prev:cut]))
-            tok_at.append(len(toks))
-            prev = cut
-        toks.extend(tokenize(body[prev:]))
-        return toks
+    (title_ids, body_ids, anchor_ids), (title_lens, body_lens, anchor_lens) = id_chunks, field_lens
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         for url, title, body, anchor in documents:
@@ -165,32 +146,44 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             if len(pending) >= 64:
                 futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
                 pending = []
-            for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
-                if fi == 1:
-                    toks = tokenize_body(text, cuts, tok_at)
-                else:
-                    toks = tokenize(text) if text else ()
-                f_lens.append(len(toks))
-                f_ids.extend(map(term_id, toks))
-                if len(f_ids) > _FLUSH_IDS:
-                    # Python ints cost ~36 bytes each: keep the id lists short.
-                    f_chunks.append(np.array(f_ids, dtype=np.int64))
-                    f_ids.clear()
+            ids = term_ids(title, vocab)
+            title_ids.append(ids)
+            title_lens.append(len(ids) >> 2)
+            n = 0
+            prev = 0
+            for cut in cuts:  # cuts are whitespace: no token spans one
+                ids = term_ids(body[prev:cut], vocab)
+                body_ids.append(ids)
+                n += len(ids) >> 2
+                tok_at.append(n)
+                prev = cut
+            ids = term_ids(body[prev:] if prev else body, vocab)
+            body_ids.append(ids)
+            body_lens.append(n + (len(ids) >> 2))
+            ids = term_ids(anchor, vocab)
+            anchor_ids.append(ids)
+            anchor_lens.append(len(ids) >> 2)
         if pending:
             futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
         n_docs = len(urls)
-        terms = sorted(vocab)
-        rank = np.empty(len(vocab), dtype=np.int32)
-        if terms:
-            rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
+        by_id = vocab.terms()
+        # rank[id]: the term's place in sorted order, its id in the segment
+        order = sorted(range(len(by_id)), key=by_id.__getitem__)
+        terms = [by_id[i] for i in order]
+        del by_id
+        rank = np.empty(len(terms), dtype=np.int32)
+        rank[np.array(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+        del order
         postings = {}
         for fi, f in enumerate(FIELDS):
             lens_f = np.array(field_lens[fi], dtype=np.int64)
             total = int(lens_f.sum())
             if total >= 2**31:
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            id_chunks[fi].append(np.array(ids[fi], dtype=np.int64))
-            tids = rank[np.concatenate(id_chunks[fi])] if total else np.zeros(0, dtype=np.int32)
+            local = np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32)
+            id_chunks[fi].clear()
+            tids = rank[local] if total else np.zeros(0, dtype=np.int32)
+            del local
             docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
             starts = np.zeros(n_docs, dtype=np.int32)
             if n_docs:
