@@ -10,6 +10,7 @@ __all__ = [
     "doc_freqs",
     "gather",
     "make_snippet",
+    "merge_terms",
     "proximity",
     "rank",
     "snippet_at",
@@ -125,3 +126,5 @@ class Vocabulary:
     def term_ids(self, text: str, max_len: int, stop: frozenset[str] | set[str] | None = None) -> bytes: ...
     def terms(self) -> list[str]: ...
     def __len__(self) -> int: ...
+
+def merge_terms(sources: list[tuple[Buffer, Buffer, Buffer]]) -> tuple[bytes, int, list[bytes]]: ...

@@ -243,10 +243,13 @@ def write_segment_files(
         _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
         _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        blob = "\n".join(terms).encode("utf-8")
+        # the dictionary: sorted terms, or (a merge's) already a blob of them, one per line
+        blob = terms if isinstance(terms, bytes) else "\n".join(terms).encode("utf-8")
         _write_bytes(tmp, "terms.txt", blob)
-        if terms:
+        n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
+        if blob:
             ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+            n_terms = len(ends)
             _save(tmp, "terms.end.npy", ends)
             _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
         if stored.BODY_CODEC == "lz4":
@@ -262,7 +265,7 @@ def write_segment_files(
             "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
             "body_codec": stored.BODY_CODEC,
             "doc_count": n_docs,
-            "term_count": len(terms),
+            "term_count": n_terms,
             "fields": list(FIELDS),
             "posting_counts": posting_counts,
             "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
