@@ -127,6 +127,16 @@ class Vocabulary(dict[str, int]):
         """The terms in id order."""
         return list(self)
 
+    def sorted_terms(self) -> tuple[bytes, bytes]:
+        """The terms sorted, one per line (UTF-8: a segment's ``terms.txt``), and each term id's
+        place in that order (int32, native byte order)."""
+        by_id = list(self)
+        order = sorted(range(len(by_id)), key=by_id.__getitem__)
+        rank = array("i", bytes(4 * len(order)))
+        for place, term_id in enumerate(order):
+            rank[term_id] = place
+        return "\n".join([by_id[i] for i in order]).encode("utf-8"), rank.tobytes()
+
 
 @dataclass(frozen=True)
 class Analyzer:

@@ -166,14 +166,10 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
         if pending:
             futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
         n_docs = len(urls)
-        by_id = vocab.terms()
-        # rank[id]: the term's place in sorted order, its id in the segment
-        order = sorted(range(len(by_id)), key=by_id.__getitem__)
-        terms = [by_id[i] for i in order]
-        del by_id
-        rank = np.empty(len(terms), dtype=np.int32)
-        rank[np.array(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
-        del order
+        # terms.txt, and rank[id]: the term's place in sorted order, its id in the segment
+        terms, rank_bytes = vocab.sorted_terms()
+        rank = np.frombuffer(rank_bytes, dtype=np.int32)
+        n_terms = len(rank)
         postings = {}
         for fi, f in enumerate(FIELDS):
             lens_f = np.array(field_lens[fi], dtype=np.int64)
@@ -189,7 +185,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             if n_docs:
                 np.cumsum(lens_f[:-1], out=starts[1:])
             poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
-            postings[f] = _build_field_postings(tids, docs, poss, len(terms))
+            postings[f] = _build_field_postings(tids, docs, poss, n_terms)
         compressed = [b for fut in futures for b in fut.result()]
     bodies = [b for b, _ in compressed]
     sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
@@ -200,7 +196,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
 
 def write_segment_files(
     seg_dir: Path,
-    terms,
+    terms: bytes,
     postings,
     doc_lens,
     urls,
@@ -243,8 +239,7 @@ def write_segment_files(
         _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
         _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        # the dictionary: sorted terms, or (a merge's) already a blob of them, one per line
-        blob = terms if isinstance(terms, bytes) else "\n".join(terms).encode("utf-8")
+        blob = terms  # the sorted terms, one per line
         _write_bytes(tmp, "terms.txt", blob)
         n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
         if blob:

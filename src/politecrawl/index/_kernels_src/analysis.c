@@ -340,12 +340,62 @@ static PyObject *Vocabulary_terms(Vocabulary *v, PyObject *unused) {
     return out;
 }
 
+static const Vocabulary *sorting; /* qsort has no context argument; the GIL is held */
+
+static int cmp_term_ids(const void *a, const void *b) {
+    Py_ssize_t na, nb;
+    const char *ka = key_bytes(sorting, sorting->id_key[*(const int32_t *)a], &na);
+    const char *kb = key_bytes(sorting, sorting->id_key[*(const int32_t *)b], &nb);
+    int c = memcmp(ka, kb, (size_t)(na < nb ? na : nb));
+    return c ? c : (na > nb) - (na < nb);
+}
+
+/* sorted_terms() -> (blob, rank): the terms sorted (UTF-8 byte order, which is code point
+ * order: Python's sorted() of the str), one per line, as a segment's terms.txt; and per term id
+ * its place in that order (int32 bytes). */
+static PyObject *Vocabulary_sorted_terms(Vocabulary *v, PyObject *unused) {
+    Py_ssize_t n = v->n_terms;
+    int32_t *order = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (!order) return PyErr_NoMemory();
+    for (Py_ssize_t t = 0; t < n; t++) order[t] = (int32_t)t;
+    sorting = v;
+    qsort(order, (size_t)n, sizeof(int32_t), cmp_term_ids);
+    sorting = NULL;
+    PyObject *rank = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, n ? (Py_ssize_t)v->arena_len + n - 1 : 0);
+    PyObject *out = NULL;
+    if (rank && blob) {
+        int32_t *r = (int32_t *)PyBytes_AS_STRING(rank);
+        char *o = PyBytes_AS_STRING(blob);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t len;
+            const char *kb = key_bytes(v, v->id_key[order[i]], &len);
+            if (i) *o++ = '\n';
+            memcpy(o, kb, (size_t)len);
+            o += len;
+            r[order[i]] = (int32_t)i;
+        }
+        /* stop words are keys too: the blob holds the terms only */
+        if (_PyBytes_Resize(&blob, (Py_ssize_t)(o - PyBytes_AS_STRING(blob))) == 0)
+            out = Py_BuildValue("(NN)", blob, rank);
+        else
+            Py_DECREF(rank);
+    } else {
+        Py_XDECREF(rank);
+        Py_XDECREF(blob);
+    }
+    PyMem_Free(order);
+    return out;
+}
+
 static Py_ssize_t Vocabulary_len(Vocabulary *v) { return v->n_terms; }
 
 static PyMethodDef Vocabulary_methods[] = {
     {"term_ids", (PyCFunction)Vocabulary_term_ids, METH_VARARGS,
      "term_ids(text, max_len, stop=None) -> int32 ids (bytes) of the words of normalized text"},
     {"terms", (PyCFunction)Vocabulary_terms, METH_NOARGS, "terms() -> the terms, in id order"},
+    {"sorted_terms", (PyCFunction)Vocabulary_sorted_terms, METH_NOARGS,
+     "sorted_terms() -> (the terms sorted, one per line: bytes; each term id's place: int32 bytes)"},
     {NULL, NULL, 0, NULL},
 };
 
