@@ -7,6 +7,7 @@ __all__ = [
     "Postings",
     "Vocabulary",
     "best_window",
+    "build_postings",
     "doc_freqs",
     "gather",
     "make_snippet",
@@ -129,3 +130,6 @@ class Vocabulary:
     def __len__(self) -> int: ...
 
 def merge_terms(sources: list[tuple[Buffer, Buffer, Buffer]]) -> tuple[bytes, int, list[bytes]]: ...
+def build_postings(
+    ids: Buffer, rank: Buffer, lens: Buffer, n_terms: int
+) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...

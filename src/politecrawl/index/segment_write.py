@@ -21,6 +21,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import bodies as stored
+from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .doc_table import encode_strings
@@ -109,6 +110,27 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
     return encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
 
 
+def _field_postings(local: np.ndarray, rank: np.ndarray, lens: np.ndarray, n_terms: int):
+    """One field's postings arrays from its tokens' vocabulary ids (``local``, document after
+    document; ``rank``: vocabulary id -> term id; ``lens``: tokens per document): the compiled
+    counting sort (``build_postings``), or the numpy sort it replaces, with the same arrays."""
+    compiled = kernels.compiled
+    if compiled is not None:
+        out = compiled.build_postings(local, rank, lens, n_terms)
+        term_ptr, deltas, tfs, pos_ptr, positions = (
+            np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(out)
+        )
+        return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+    n_docs, total = len(lens), len(local)
+    tids = rank[local] if total else np.zeros(0, dtype=np.int32)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens)
+    starts = np.zeros(n_docs, dtype=np.int32)
+    if n_docs:
+        np.cumsum(lens[:-1], out=starts[1:])
+    poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens)
+    return _build_field_postings(tids, docs, poss, n_terms)
+
+
 def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
     """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
 
@@ -178,14 +200,8 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
             local = np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32)
             id_chunks[fi].clear()
-            tids = rank[local] if total else np.zeros(0, dtype=np.int32)
+            postings[f] = _field_postings(local, rank, lens_f, n_terms)
             del local
-            docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
-            starts = np.zeros(n_docs, dtype=np.int32)
-            if n_docs:
-                np.cumsum(lens_f[:-1], out=starts[1:])
-            poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
-            postings[f] = _build_field_postings(tids, docs, poss, n_terms)
         compressed = [b for fut in futures for b in fut.result()]
     bodies = [b for b, _ in compressed]
     sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
