@@ -37,6 +37,7 @@
  *   snippet_hit(...)  a hit's snippet from its stored LZ4 pieces, whole (decompression called back)
  *   tokens(...)       normalized text cut into words, as analysis.Analyzer.tokenize does
  *   build_postings(...) a new segment's postings of one field, from its tokens' term ids
+ *   merge_postings(...) a merge's postings of one field, from its sources'
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
@@ -52,7 +53,7 @@
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
  *   analysis.c        tokens, Vocabulary
  *   merge_terms.c     merge_terms
- *   build_postings.c  build_postings
+ *   build_postings.c  build_postings, merge_postings
  */
 #include "_kernels_src/common.h"
 
@@ -89,6 +90,8 @@ static PyMethodDef module_methods[] = {
      "make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences) -> (text, highlights)"},
     {"build_postings", k_build_postings, METH_VARARGS,
      "build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"merge_postings", k_merge_postings, METH_VARARGS,
+     "merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
     {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
@@ -121,9 +124,9 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings", "doc_freqs", "gather",
-                                  "make_snippet", "merge_terms", "proximity", "rank", "snippet_at", "snippet_hit",
-                                  "tokens", "top");
+    PyObject *all = Py_BuildValue("[sssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
+                                  "doc_freqs", "gather", "make_snippet", "merge_postings", "merge_terms", "proximity",
+                                  "rank", "snippet_at", "snippet_hit", "tokens", "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

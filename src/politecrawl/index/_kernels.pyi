@@ -11,6 +11,7 @@ __all__ = [
     "doc_freqs",
     "gather",
     "make_snippet",
+    "merge_postings",
     "merge_terms",
     "proximity",
     "rank",
@@ -132,4 +133,7 @@ class Vocabulary:
 def merge_terms(sources: list[tuple[Buffer, Buffer, Buffer]]) -> tuple[bytes, int, list[bytes]]: ...
 def build_postings(
     ids: Buffer, rank: Buffer, lens: Buffer, n_terms: int
+) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+def merge_postings(
+    terms: Buffer, docs: Buffer, tfs: Buffer, positions: list[Buffer], n_terms: int
 ) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...

@@ -13,7 +13,7 @@ from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
-from .segment_write import encode_postings, stable_argsort, write_segment_files
+from .segment_write import encode_postings, encoded_postings, stable_argsort, write_segment_files
 
 __all__ = ["merge_segments", "merge_terms"]
 
@@ -118,6 +118,12 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             if kept is not None:
                 positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
             pos_parts.append(positions)
+        compiled = kernels.compiled
+        if compiled is not None:  # the same arrays by a counting sort, the positions not concatenated first
+            out = compiled.merge_postings(g_terms, g_docs, g_tfs, pos_parts, n_terms)
+            del g_terms, g_docs, g_tfs, pos_parts
+            postings[f] = encoded_postings(out)
+            continue
         g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
         del pos_parts
         # Sources come in doc order and each is sorted by (term, doc): a stable

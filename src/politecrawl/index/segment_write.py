@@ -28,7 +28,7 @@ from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
 
-__all__ = ["encode_postings", "stable_argsort", "write_segment", "write_segment_files"]
+__all__ = ["encode_postings", "encoded_postings", "stable_argsort", "write_segment", "write_segment_files"]
 
 
 def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
@@ -69,6 +69,15 @@ def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, po
     p_bounds = np.zeros(len(tfs) + 1, dtype=np.int64)
     np.cumsum(tfs, out=p_bounds[1:])
     pos_ptr = p_bounds[term_ptr]
+    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+
+
+def encoded_postings(arrays: tuple[bytes, bytes, bytes, bytes, bytes]):
+    """``encode_postings``' result from what the compiled ``build_postings`` and
+    ``merge_postings`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
+    term_ptr, deltas, tfs, pos_ptr, positions = (
+        np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(arrays)
+    )
     return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
 
 
@@ -116,11 +125,7 @@ def _field_postings(local: np.ndarray, rank: np.ndarray, lens: np.ndarray, n_ter
     counting sort (``build_postings``), or the numpy sort it replaces, with the same arrays."""
     compiled = kernels.compiled
     if compiled is not None:
-        out = compiled.build_postings(local, rank, lens, n_terms)
-        term_ptr, deltas, tfs, pos_ptr, positions = (
-            np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(out)
-        )
-        return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+        return encoded_postings(compiled.build_postings(local, rank, lens, n_terms))
     n_docs, total = len(lens), len(local)
     tids = rank[local] if total else np.zeros(0, dtype=np.int32)
     docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens)

@@ -1,4 +1,5 @@
-/* A new segment's postings of one field, compiled: build_postings(...).
+/* A segment's postings of one field grouped by term, compiled: build_postings(...) for a new
+ * segment, merge_postings(...) for a merge.
  *
  * The writer has the field's tokens as term ids in document order (Vocabulary.term_ids) and
  * needs them grouped by term, then by document: the postings (doc ids delta-encoded within a
@@ -135,5 +136,119 @@ done:
     arr_release(&ids);
     arr_release(&rank);
     arr_release(&lens);
+    return result;
+}
+
+/* merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
+ *
+ * A merge's postings of one field: its sources' live postings one source after the other (each
+ * sorted by term, then document; the sources in document order), with the merged term ids and
+ * document ids (int32 terms, docs, tfs), and each source's positions in its posting order (a list
+ * of unsigned integer arrays, delta-encoded within each posting as stored).  The same counting
+ * sort by term, each posting's run of positions moved with it; the arrays are those of
+ * segment_merge's numpy code (a stable sort on the term, then gathers), as build_postings'. */
+static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
+    PyObject *terms_o, *docs_o, *tfs_o, *parts_o;
+    Py_ssize_t n_terms;
+    if (!PyArg_ParseTuple(args, "OOOO!n", &terms_o, &docs_o, &tfs_o, &PyList_Type, &parts_o, &n_terms)) return NULL;
+    Py_ssize_t n_parts = PyList_GET_SIZE(parts_o);
+    Arr terms, docs, tfs_in;
+    Arr *parts = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(Arr));
+    if (!parts) return PyErr_NoMemory();
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *tok_ptr = NULL, *post_ptr = NULL, *fill = NULL;
+    int32_t *last_doc = NULL;
+    PyObject *term_ptr_b = NULL, *deltas_b = NULL, *tfs_b = NULL, *pos_ptr_b = NULL, *positions_b = NULL;
+    if (arr_get(terms_o, &terms, "terms") < 0) goto free_parts;
+    if (arr_get(docs_o, &docs, "docs") < 0) goto release_terms;
+    if (arr_get(tfs_o, &tfs_in, "tfs") < 0) goto release_docs;
+    for (; held < n_parts; held++)
+        if (arr_get(PyList_GET_ITEM(parts_o, held), &parts[held], "positions") < 0) goto done;
+    Py_ssize_t n = terms.n;
+    if (terms.size != 4 || docs.size != 4 || tfs_in.size != 4 || docs.n != n || tfs_in.n != n || n_terms < 0) {
+        PyErr_SetString(PyExc_ValueError, "merge_postings: int32 terms, docs and tfs of one length each");
+        goto done;
+    }
+    const int32_t *tp = (const int32_t *)terms.p, *dp = (const int32_t *)docs.p, *fp = (const int32_t *)tfs_in.p;
+    size_t nt = (size_t)n_terms + 1;
+    tok_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    post_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    fill = PyMem_Malloc(nt * sizeof(int64_t));
+    last_doc = PyMem_Malloc(nt * sizeof(int32_t));
+    if (!tok_ptr || !post_ptr || !fill || !last_doc) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_pos = 0;
+    for (Py_ssize_t j = 0; j < n_parts; j++) n_pos += parts[j].n;
+    int64_t total = 0;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (tp[p] < 0 || tp[p] >= n_terms || fp[p] <= 0 || dp[p] < 0) {
+            PyErr_SetString(PyExc_ValueError, "merge_postings: a term id, document id or frequency out of range");
+            goto done;
+        }
+        post_ptr[tp[p] + 1]++;
+        tok_ptr[tp[p] + 1] += fp[p];
+        total += fp[p];
+    }
+    if (total != n_pos || total >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "merge_postings: the frequencies do not add up to the positions");
+        goto done;
+    }
+    for (size_t t = 1; t < nt; t++) {
+        tok_ptr[t] += tok_ptr[t - 1];
+        post_ptr[t] += post_ptr[t - 1];
+    }
+    term_ptr_b = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    pos_ptr_b = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    deltas_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    tfs_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    positions_b = PyBytes_FromStringAndSize(NULL, n_pos * 4);
+    if (!term_ptr_b || !pos_ptr_b || !deltas_b || !tfs_b || !positions_b) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(deltas_b), *tfs = (uint32_t *)PyBytes_AS_STRING(tfs_b);
+    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(positions_b);
+    memcpy(fill, post_ptr, nt * sizeof(int64_t));
+    for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
+    Py_ssize_t j = 0, o = 0; /* the positions part and offset in it of the next posting's run */
+    for (Py_ssize_t p = 0; p < n; p++) {
+        int32_t t = tp[p], d = dp[p], tf = fp[p];
+        int64_t q = fill[t]++;
+        deltas[q] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
+        last_doc[t] = d;
+        tfs[q] = (uint32_t)tf;
+        while (j < n_parts && o == parts[j].n) {
+            j++;
+            o = 0;
+        }
+        if (j >= n_parts || o + tf > parts[j].n) {
+            PyErr_SetString(PyExc_ValueError, "merge_postings: a posting's positions run past its source's");
+            goto done;
+        }
+        uint32_t *out = positions + tok_ptr[t];
+        tok_ptr[t] += tf;
+        const Arr *a = &parts[j];
+        for (int32_t k = 0; k < tf; k++) out[k] = (uint32_t)at(a, o + k);
+        o += tf;
+    }
+    result = Py_BuildValue("(OOOOO)", term_ptr_b, deltas_b, tfs_b, pos_ptr_b, positions_b);
+done:
+    Py_XDECREF(term_ptr_b);
+    Py_XDECREF(deltas_b);
+    Py_XDECREF(tfs_b);
+    Py_XDECREF(pos_ptr_b);
+    Py_XDECREF(positions_b);
+    PyMem_Free(tok_ptr);
+    PyMem_Free(post_ptr);
+    PyMem_Free(fill);
+    PyMem_Free(last_doc);
+    for (Py_ssize_t k = 0; k < held; k++) arr_release(&parts[k]);
+    arr_release(&tfs_in);
+release_docs:
+    arr_release(&docs);
+release_terms:
+    arr_release(&terms);
+free_parts:
+    PyMem_Free(parts);
     return result;
 }

@@ -6,7 +6,7 @@
  * time once the postings are numpy's.  The sources' dictionaries (terms.txt: UTF-8, one term per
  * line) are already sorted in UTF-8 byte order, which is the code point order Python sorts str
  * in, so this merges them as they lie, without decoding.  The result is the Python code's
- * (segment_merge._merge_terms_python, compared in tests/unit/test_index_merge_terms.py).
+ * (segment_merge._merge_terms_python, compared in tests/unit/test_index_merge_kernels.py).
  * Part of the unity build _kernels.c. */
 
 typedef struct {
