@@ -165,7 +165,9 @@ class Analyzer:
         if isinstance(vocab, Vocabulary):
             return array("i", map(vocab.__getitem__, self.tokenize_python(text))).tobytes()
         stop = ENGLISH_STOP_WORDS if self.stop_words else None
-        return vocab.term_ids(_normalize(text), MAX_TOKEN_LEN, stop)
+        if text.isascii():  # normalizing ASCII is lower-casing it, which the kernel does as it reads
+            return vocab.term_ids(text, MAX_TOKEN_LEN, stop, True)
+        return vocab.term_ids(_normalize(text), MAX_TOKEN_LEN, stop, False)
 
     def tokenize_python(self, text: str) -> list[str]:
         """``tokenize`` without the compiled kernels: the reference they are tested against."""

@@ -105,16 +105,25 @@ static PyObject *k_tokens(PyObject *self, PyObject *args) {
 /* Terms are keys: their UTF-8 bytes, one after the other in `arena` (key k ends at key_end[k]).
  * A key is a term (key_id[k] = its id) or, with stop words, a stop word (key_id[k] = -1: looked
  * up like a term, never given an id, so the vocabulary holds only the terms of some token).
- * The table is open addressing, linear probing; a slot holds the key's hash (high 32 bits) and
- * key + 1 (low 32 bits; 0 = empty), so most probes that miss never read the arena. */
+ * The table is open addressing, linear probing, at most half full.  A slot holds the key's
+ * first 8 bytes (`head`), its hash and its value: the term id + 1, or for a stop word
+ * STOP_FLAG | key + 1 (0: empty).  A key of at most 8 bytes is its head, zero-padded; a longer
+ * one's head ends in 0xFF, a byte UTF-8 never holds, so no short key's head equals it.  So a
+ * word of at most 8 bytes (most words) is found from its slot alone, without reading the arena. */
+#define STOP_FLAG 0x80000000u
+
+typedef struct {
+    uint64_t head;
+    uint32_t hash, value;
+} Slot;
+
 typedef struct {
     PyObject_HEAD
-    uint64_t *slots;
+    Slot *slots;
     Py_ssize_t mask, n_keys, keys_cap;
     char *arena;
     size_t arena_len, arena_cap;
     uint32_t *key_end;
-    int32_t *key_id;
     int32_t *id_key; /* term id -> key */
     Py_ssize_t n_terms;
     /* scratch: one token's UTF-8 bytes, and the ids of one call */
@@ -128,7 +137,6 @@ static void Vocabulary_dealloc(Vocabulary *v) {
     PyMem_Free(v->slots);
     PyMem_Free(v->arena);
     PyMem_Free(v->key_end);
-    PyMem_Free(v->key_id);
     PyMem_Free(v->id_key);
     PyMem_Free(v->word);
     PyMem_Free(v->ids);
@@ -153,15 +161,26 @@ static uint32_t word_hash(const unsigned char *p, Py_ssize_t n) {
     return (uint32_t)(h >> 32);
 }
 
+static inline uint64_t word_head(const unsigned char *w, Py_ssize_t n) {
+    uint64_t head = 0;
+    if (n <= 8) {
+        memcpy(&head, w, (size_t)n);
+    } else {
+        memcpy(&head, w, 7);
+        head |= (uint64_t)0xFF << 56;
+    }
+    return head;
+}
+
 static int vocab_grow_table(Vocabulary *v) {
     Py_ssize_t size = v->slots ? 2 * (v->mask + 1) : 1024;
-    uint64_t *slots = PyMem_Calloc((size_t)size, sizeof(uint64_t));
+    Slot *slots = PyMem_Calloc((size_t)size, sizeof(Slot));
     if (!slots) return -1;
     for (Py_ssize_t i = 0; v->slots && i <= v->mask; i++) {
-        uint64_t e = v->slots[i];
-        if (!e) continue;
-        Py_ssize_t j = (Py_ssize_t)(e >> 32) & (size - 1);
-        while (slots[j]) j = (j + 1) & (size - 1);
+        Slot e = v->slots[i];
+        if (!e.value) continue;
+        Py_ssize_t j = (Py_ssize_t)e.hash & (size - 1);
+        while (slots[j].value) j = (j + 1) & (size - 1);
         slots[j] = e;
     }
     PyMem_Free(v->slots);
@@ -174,11 +193,9 @@ static int vocab_grow_keys(Vocabulary *v) {
     Py_ssize_t cap = v->keys_cap ? 2 * v->keys_cap : 1024;
     uint32_t *end = PyMem_Realloc(v->key_end, (size_t)cap * sizeof(uint32_t));
     if (end) v->key_end = end;
-    int32_t *kid = PyMem_Realloc(v->key_id, (size_t)cap * sizeof(int32_t));
-    if (kid) v->key_id = kid;
     int32_t *idk = PyMem_Realloc(v->id_key, (size_t)cap * sizeof(int32_t));
     if (idk) v->id_key = idk;
-    if (!end || !kid || !idk) return -1;
+    if (!end || !idk) return -1;
     v->keys_cap = cap;
     return 0;
 }
@@ -189,17 +206,23 @@ static inline const char *key_bytes(const Vocabulary *v, Py_ssize_t k, Py_ssize_
     return v->arena + start;
 }
 
+static inline Py_ssize_t slot_key(const Vocabulary *v, uint32_t value) {
+    return value & STOP_FLAG ? (Py_ssize_t)(value & ~STOP_FLAG) - 1 : v->id_key[value - 1];
+}
+
 /* The id of the word (UTF-8 bytes), added if new; -1 for a stop word, -2 on error. */
 static int64_t vocab_id(Vocabulary *v, const unsigned char *w, Py_ssize_t n, PyObject *stop) {
     uint32_t h = word_hash(w, n);
+    uint64_t head = word_head(w, n);
     Py_ssize_t j = h & v->mask;
     for (;;) {
-        uint64_t e = v->slots[j];
-        if (!e) break;
-        if ((uint32_t)(e >> 32) == h) {
-            Py_ssize_t k = (Py_ssize_t)(uint32_t)e - 1, len;
-            const char *kb = key_bytes(v, k, &len);
-            if (len == n && memcmp(kb, w, (size_t)n) == 0) return v->key_id[k];
+        Slot *e = &v->slots[j];
+        if (!e->value) break;
+        if (e->hash == h && e->head == head) {
+            if (n <= 8) return e->value & STOP_FLAG ? -1 : (int64_t)e->value - 1;
+            Py_ssize_t len;
+            const char *kb = key_bytes(v, slot_key(v, e->value), &len);
+            if (len == n && memcmp(kb, w, (size_t)n) == 0) return e->value & STOP_FLAG ? -1 : (int64_t)e->value - 1;
         }
         j = (j + 1) & v->mask;
     }
@@ -230,13 +253,14 @@ static int64_t vocab_id(Vocabulary *v, const unsigned char *w, Py_ssize_t n, PyO
     Py_ssize_t k = v->n_keys++;
     v->key_end[k] = (uint32_t)v->arena_len;
     int32_t id = -1;
+    uint32_t value = STOP_FLAG | (uint32_t)(k + 1);
     if (!is_stop) {
         id = (int32_t)v->n_terms++;
         v->id_key[id] = (int32_t)k;
+        value = (uint32_t)id + 1;
     }
-    v->key_id[k] = id;
-    v->slots[j] = ((uint64_t)h << 32) | (uint64_t)(k + 1);
-    if (2 * v->n_keys > v->mask && vocab_grow_table(v) < 0) goto nomem; /* at most half full */
+    v->slots[j] = (Slot){head, h, value};
+    if (2 * v->n_keys > v->mask && vocab_grow_table(v) < 0) goto nomem;
     return id;
 nomem:
     PyErr_NoMemory();
@@ -244,17 +268,20 @@ nomem:
 }
 
 /* A token's UTF-8 bytes in v->word (tokens are letters and digits: never a surrogate). */
+static int grow_word(Vocabulary *v, Py_ssize_t need) {
+    char *w = PyMem_Realloc(v->word, (size_t)need);
+    if (!w) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->word = w;
+    v->word_cap = need;
+    return 0;
+}
+
 static int word_utf8(Vocabulary *v, int kind, const void *data, Py_ssize_t s, Py_ssize_t e) {
     Py_ssize_t need = 4 * (e - s);
-    if (need > v->word_cap) {
-        char *w = PyMem_Realloc(v->word, (size_t)need);
-        if (!w) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        v->word = w;
-        v->word_cap = need;
-    }
+    if (need > v->word_cap && grow_word(v, need) < 0) return -1;
     unsigned char *o = (unsigned char *)v->word;
     for (Py_ssize_t i = s; i < e; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -277,12 +304,24 @@ static int word_utf8(Vocabulary *v, int kind, const void *data, Py_ssize_t s, Py
     return (int)(o - (unsigned char *)v->word);
 }
 
-/* term_ids(text, max_len, stop=None) -> bytes: the ids of the words of text (see the top of this
- * file), int32 in native order; new terms are added. */
+/* term_ids(text, max_len, stop, lower) -> bytes: the ids of the words of text (see the top of
+ * this file), int32 in native order; new terms are added.  lower: text is ASCII and not yet
+ * normalized, which for ASCII is lower-casing it (analysis._normalize), done here word by word. */
 static PyObject *Vocabulary_term_ids(Vocabulary *v, PyObject *args) {
     PyObject *text, *stop;
     Py_ssize_t max_len;
-    if (parse_text_args(args, &text, &max_len, &stop) < 0) return NULL;
+    int lower;
+    if (!PyArg_ParseTuple(args, "UnOp", &text, &max_len, &stop, &lower)) return NULL;
+    if (stop == Py_None) {
+        stop = NULL;
+    } else if (!PyAnySet_Check(stop)) {
+        PyErr_SetString(PyExc_TypeError, "stop words: expected a set or a frozenset, or None");
+        return NULL;
+    }
+    if (lower && !PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "term_ids: only ASCII text is lower-cased here");
+        return NULL;
+    }
     if (!v->slots && vocab_grow_table(v) < 0) return PyErr_NoMemory();
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
@@ -303,7 +342,12 @@ static PyObject *Vocabulary_term_ids(Vocabulary *v, PyObject *args) {
         }
         if (i == s || i - s > max_len) continue;
         int64_t id;
-        if (ascii) {
+        if (ascii && lower) {
+            if (i - s > v->word_cap && grow_word(v, i - s) < 0) return NULL;
+            unsigned char *o = (unsigned char *)v->word;
+            for (Py_ssize_t c = s; c < i; c++) o[c - s] = b[c] >= 'A' && b[c] <= 'Z' ? b[c] + 32 : b[c];
+            id = vocab_id(v, o, i - s, stop);
+        } else if (ascii) {
             id = vocab_id(v, b + s, i - s, stop);
         } else {
             int len = word_utf8(v, kind, data, s, i);
@@ -392,7 +436,7 @@ static Py_ssize_t Vocabulary_len(Vocabulary *v) { return v->n_terms; }
 
 static PyMethodDef Vocabulary_methods[] = {
     {"term_ids", (PyCFunction)Vocabulary_term_ids, METH_VARARGS,
-     "term_ids(text, max_len, stop=None) -> int32 ids (bytes) of the words of normalized text"},
+     "term_ids(text, max_len, stop, lower) -> int32 ids (bytes) of the words of normalized text"},
     {"terms", (PyCFunction)Vocabulary_terms, METH_NOARGS, "terms() -> the terms, in id order"},
     {"sorted_terms", (PyCFunction)Vocabulary_sorted_terms, METH_NOARGS,
      "sorted_terms() -> (the terms sorted, one per line: bytes; each term id's place: int32 bytes)"},
