@@ -145,8 +145,8 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
 
     Each field's tokens go straight to int32 ids in the segment's vocabulary
     (``Analyzer.term_ids``: 4 bytes a token, where a Python int costs ~36); postings are then
-    built with numpy for the whole segment at once.  Bodies are compressed in a worker
-    thread while the next documents are analysed.
+    built for the whole segment at once (``_field_postings``).  Bodies are compressed in a
+    worker thread while the next documents are analysed.
     """
     seg_dir = Path(seg_dir)
     vocab = analyzer.vocabulary()
