@@ -198,3 +198,21 @@ def test_a_segment_written_with_either_vocabulary_is_the_same_bytes(tmp_path: Pa
         assert names == sorted(p.name for p in b.iterdir())
         for n in names:
             assert (a / n).read_bytes() == (b / n).read_bytes(), n
+
+
+@needs_kernels
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("abz09éßİ中한\U0001d400 ")), max_size=12), max_size=60))
+def test_both_vocabularies_sort_their_terms_alike(texts):
+    """``sorted_terms``: the compiled one sorts by the first 8 bytes, then the rest; the Python
+    one with ``sorted()``. Words sharing 8 bytes and prefixes of each other included."""
+    texts = texts + [t * 3 for t in texts]
+    a = Analyzer()
+    with python_only():
+        pv = a.vocabulary()
+        for t in texts:
+            a.term_ids(t, pv)
+    cv = a.vocabulary()
+    for t in texts:
+        a.term_ids(t, cv)
+    assert cv.sorted_terms() == pv.sorted_terms()
