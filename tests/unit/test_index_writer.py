@@ -24,6 +24,12 @@ DOCS = [
 ]
 
 
+def term_list(seg) -> list[str]:
+    """Every term of a segment, in id order."""
+    blob, ends = seg.term_dictionary()
+    return bytes(blob).decode("utf-8").split("\n") if len(ends) else []
+
+
 def build(path, batches, **kw):
     for batch in batches:
         with IndexWriter(path, **kw) as w:
@@ -502,7 +508,7 @@ def _segment_contents(seg):
     from politecrawl.index.bm25 import FIELDS
 
     out = {
-        "terms": seg.term_list(),
+        "terms": term_list(seg),
         "urls": list(seg.urls),
         "titles": list(seg.titles),
         "bodies": [seg.body(i) for i in range(seg.doc_count)],

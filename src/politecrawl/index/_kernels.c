@@ -1,4 +1,4 @@
-/* The searcher's inner loops, compiled: politecrawl.index._kernels.
+/* The searcher's inner loops, and the writer's word splitting, compiled: politecrawl.index._kernels.
  *
  * Why C: a query's work is many small steps (per term, per segment, per field, per hit), and in
  * numpy each step is a call whose fixed cost (a few microseconds) is most of the step.  The
@@ -35,6 +35,12 @@
  *   snippet_at(...)   a hit's snippet from its decompressed body: the occurrence, the region,
  *                     make_snippet
  *   snippet_hit(...)  a hit's snippet from its stored LZ4 pieces, whole (decompression called back)
+ *   tokens(...)       normalized text cut into words, as analysis.Analyzer.tokenize does
+ *   build_postings(...) a new segment's postings of one field, from its tokens' term ids
+ *   merge_postings(...) a merge's postings of one field, from its sources'
+ *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
+ *   Vocabulary        a segment's terms while it is written
+ *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
  *
  * The parts, in the order they are included:
  *   common.h          the CPython headers, checked views of arrays, the scratch arrays
@@ -45,6 +51,9 @@
  *   rank.c            rank
  *   snippet.c         best_window, make_snippet
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
+ *   analysis.c        tokens, Vocabulary
+ *   merge_terms.c     merge_terms
+ *   build_postings.c  build_postings, merge_postings
  */
 #include "_kernels_src/common.h"
 
@@ -55,6 +64,9 @@
 #include "_kernels_src/rank.c"
 #include "_kernels_src/snippet.c"
 #include "_kernels_src/snippet_hit.c"
+#include "_kernels_src/analysis.c"
+#include "_kernels_src/merge_terms.c"
+#include "_kernels_src/build_postings.c"
 
 static PyMethodDef module_methods[] = {
     {"top", k_top, METH_VARARGS,
@@ -76,6 +88,12 @@ static PyMethodDef module_methods[] = {
      "snippet_at(data, done, term, k, terms, window, lead, max_occurrences, before_chars, from_sync, scan_chars)"},
     {"make_snippet", k_make_snippet, METH_VARARGS,
      "make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences) -> (text, highlights)"},
+    {"build_postings", k_build_postings, METH_VARARGS,
+     "build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"merge_postings", k_merge_postings, METH_VARARGS,
+     "merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
+    {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -87,7 +105,7 @@ static struct PyModuleDef kernels_module = {
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) {
-    if (PyType_Ready(&PostingsType) < 0) return NULL;
+    if (PyType_Ready(&PostingsType) < 0 || PyType_Ready(&VocabularyType) < 0) return NULL;
     PyObject *m = PyModule_Create(&kernels_module);
     if (!m) return NULL;
     Py_INCREF(&PostingsType);
@@ -96,12 +114,19 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
+    Py_INCREF(&VocabularyType);
+    if (PyModule_AddObject(m, "Vocabulary", (PyObject *)&VocabularyType) < 0) {
+        Py_DECREF(&VocabularyType);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddIntConstant(m, "KEY_STRIDE", KEY_STRIDE) < 0) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[ssssssssss]", "Postings", "best_window", "doc_freqs", "gather", "make_snippet",
-                                  "proximity", "rank", "snippet_at", "snippet_hit", "top");
+    PyObject *all = Py_BuildValue("[sssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
+                                  "doc_freqs", "gather", "make_snippet", "merge_postings", "merge_terms", "proximity",
+                                  "rank", "snippet_at", "snippet_hit", "tokens", "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -5,14 +5,19 @@ from typing_extensions import Buffer
 
 __all__ = [
     "Postings",
+    "Vocabulary",
     "best_window",
+    "build_postings",
     "doc_freqs",
     "gather",
     "make_snippet",
+    "merge_postings",
+    "merge_terms",
     "proximity",
     "rank",
     "snippet_at",
     "snippet_hit",
+    "tokens",
     "top",
 ]
 
@@ -117,3 +122,18 @@ def snippet_hit(
     scan_tokens: int,
     chars_per_token: float,
 ) -> tuple[str, tuple[tuple[int, int], ...]] | None: ...
+def tokens(text: str, max_len: int, stop: frozenset[str] | set[str] | None = None) -> list[str]: ...
+
+class Vocabulary:
+    def term_ids(self, text: str, max_len: int, stop: frozenset[str] | set[str] | None, lower: bool) -> bytes: ...
+    def terms(self) -> list[str]: ...
+    def sorted_terms(self) -> tuple[bytes, bytes]: ...
+    def __len__(self) -> int: ...
+
+def merge_terms(sources: list[tuple[Buffer, Buffer, Buffer]]) -> tuple[bytes, int, list[bytes]]: ...
+def build_postings(
+    ids: Buffer, rank: Buffer, lens: Buffer, n_terms: int
+) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+def merge_postings(
+    terms: Buffer, docs: Buffer, tfs: Buffer, positions: list[Buffer], n_terms: int
+) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...

@@ -22,6 +22,10 @@ English-only policy applied to a multilingual crawl.
 Positions are indexes into the token list *after* stop-word removal, so a
 phrase query analysed by the same analyzer lines up with the document.
 
+Steps 3 to 6 run in C where the compiled kernels are built (``kernels.compiled.tokens``, and
+``kernels.compiled.Vocabulary``: the segment writer's per-token loop); the Python code below is
+the reference they are tested against, character for character, and the fallback without them.
+
 ``parse_query(q)`` turns user input into a ``Query``; it never raises.
 """
 
@@ -29,7 +33,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import kernels
+
+if TYPE_CHECKING:
+    from ._kernels import Vocabulary as CompiledVocabulary
 
 __all__ = [
     "ENGLISH_STOP_WORDS",
@@ -37,6 +48,7 @@ __all__ = [
     "MAX_TOKEN_LEN",
     "Analyzer",
     "Query",
+    "Vocabulary",
     "parse_query",
     "tokenize",
 ]
@@ -102,6 +114,30 @@ def _split_words(text: str) -> list[str]:
     return data.translate(_ASCII_SEP).decode("utf-8", "surrogatepass").split()
 
 
+class Vocabulary(dict[str, int]):
+    """A segment's terms while it is written: term -> id, a term not seen before gets the next
+    id, ``len(self)`` (the ids are the terms' order of first appearance). The compiled
+    ``kernels.compiled.Vocabulary`` does the same in a hash table of UTF-8 bytes."""
+
+    def __missing__(self, term: str) -> int:
+        n = self[term] = len(self)
+        return n
+
+    def terms(self) -> list[str]:
+        """The terms in id order."""
+        return list(self)
+
+    def sorted_terms(self) -> tuple[bytes, bytes]:
+        """The terms sorted, one per line (UTF-8: a segment's ``terms.txt``), and each term id's
+        place in that order (int32, native byte order)."""
+        by_id = list(self)
+        order = sorted(range(len(by_id)), key=by_id.__getitem__)
+        rank = array("i", bytes(4 * len(order)))
+        for place, term_id in enumerate(order):
+            rank[term_id] = place
+        return "\n".join([by_id[i] for i in order]).encode("utf-8"), rank.tobytes()
+
+
 @dataclass(frozen=True)
 class Analyzer:
     """Tokenizer settings; the default is the one documented in the module."""
@@ -109,6 +145,32 @@ class Analyzer:
     stop_words: bool = False
 
     def tokenize(self, text: str) -> list[str]:
+        compiled = kernels.compiled
+        if compiled is not None:
+            tokens: list[str] = compiled.tokens(
+                _normalize(text), MAX_TOKEN_LEN, ENGLISH_STOP_WORDS if self.stop_words else None
+            )
+            return tokens
+        return self.tokenize_python(text)
+
+    def vocabulary(self) -> Vocabulary | CompiledVocabulary:
+        """A new, empty vocabulary for ``term_ids``: the compiled one where the kernels are built."""
+        compiled = kernels.compiled
+        return Vocabulary() if compiled is None else compiled.Vocabulary()
+
+    def term_ids(self, text: str, vocab: Vocabulary | CompiledVocabulary) -> bytes:
+        """The ids in ``vocab`` of ``tokenize(text)``, int32 in native byte order; new terms
+        are added to ``vocab``. The writer's per-token loop: the compiled vocabulary makes no
+        list of tokens, no Python int per token and no str for a term it already holds."""
+        if isinstance(vocab, Vocabulary):
+            return array("i", map(vocab.__getitem__, self.tokenize_python(text))).tobytes()
+        stop = ENGLISH_STOP_WORDS if self.stop_words else None
+        if text.isascii():  # normalizing ASCII is lower-casing it, which the kernel does as it reads
+            return vocab.term_ids(text, MAX_TOKEN_LEN, stop, True)
+        return vocab.term_ids(_normalize(text), MAX_TOKEN_LEN, stop, False)
+
+    def tokenize_python(self, text: str) -> list[str]:
+        """``tokenize`` without the compiled kernels: the reference they are tested against."""
         tokens = _split_words(_normalize(text))
         if self.stop_words:
             return [t for t in tokens if len(t) <= MAX_TOKEN_LEN and t not in ENGLISH_STOP_WORDS]

@@ -1,10 +1,12 @@
-"""Whether the searcher's compiled inner loops (``_kernels``, built from ``_kernels.c``) are in use.
+"""Whether the compiled inner loops (``_kernels``, built from ``_kernels.c``) of the searcher and
+of the index writer are in use.
 
 They are an optional part of the build: where no C compiler was at hand when politecrawl was
-installed, ``compiled`` is None and the searcher runs the numpy code they replace, with the same
-results, more slowly. ``POLITECRAWL_NO_KERNELS=1`` in the environment turns them off (to compare,
-or to rule them out). The modules that use them read ``kernels.compiled`` at call time, so a test
-can switch them off by setting it.
+installed, ``compiled`` is None and the searcher and the writer run the Python and numpy code they
+replace, with the same results (the same tokens, the same segment files), more slowly.
+``POLITECRAWL_NO_KERNELS=1`` in the environment turns them off (to compare, or to rule them
+out). The modules that use them read ``kernels.compiled`` at call time, so a test can switch them
+off by setting it.
 """
 
 from __future__ import annotations

@@ -501,11 +501,9 @@ class Segment:
         i = bisect_left(terms, key)
         return i if i < len(terms) and terms[i] == key else None
 
-    def term_list(self) -> list[str]:
-        """Every term, in id order (for merges: a segment's whole dictionary as Python strings)."""
-        if not self.n_terms:
-            return []
-        return bytes(self._terms_blob).decode("utf-8").split("\n")
+    def term_dictionary(self) -> tuple[np.ndarray, np.ndarray]:
+        """``terms.txt`` (UTF-8, a term per line, in id order) and where each term ends in it."""
+        return self._terms_blob, self._term_end
 
     @property
     def kernel(self):

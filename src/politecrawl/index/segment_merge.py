@@ -9,12 +9,45 @@ from pathlib import Path
 import numpy as np
 
 from . import bodies as stored
+from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
-from .segment_write import encode_postings, stable_argsort, write_segment_files
+from .segment_write import encode_postings, encoded_postings, stable_argsort, write_segment_files
 
-__all__ = ["merge_segments"]
+__all__ = ["merge_segments", "merge_terms"]
+
+
+def merge_terms(
+    dictionaries: list[tuple[np.ndarray, np.ndarray]], used: list[np.ndarray]
+) -> tuple[bytes, int, list[np.ndarray]]:
+    """The sorted union of the used terms of several dictionaries (each a ``terms.txt`` blob and
+    where its terms end; ``used``: a flag per term) as a ``terms.txt`` blob, its term count, and
+    per dictionary an int32 map from its term ids to the union's (-1 where not used).
+
+    The compiled ``merge_terms`` merges the blobs as bytes (UTF-8 order is code point order);
+    ``_merge_terms_python`` is its reference and fallback."""
+    compiled = kernels.compiled
+    if compiled is None:
+        return _merge_terms_python(dictionaries, used)
+    blob, n_terms, maps = compiled.merge_terms([(b, e, u) for (b, e), u in zip(dictionaries, used)])
+    return blob, n_terms, [np.frombuffer(m, dtype=np.int32) for m in maps]
+
+
+def _merge_terms_python(
+    dictionaries: list[tuple[np.ndarray, np.ndarray]], used: list[np.ndarray]
+) -> tuple[bytes, int, list[np.ndarray]]:
+    source_terms = [bytes(blob).decode("utf-8").split("\n") if len(ends) else [] for blob, ends in dictionaries]
+    union: set[str] = set()
+    for terms_list, u in zip(source_terms, used):
+        union.update(terms_list[i] for i in np.flatnonzero(u))
+    terms = sorted(union)
+    gid = {t: i for i, t in enumerate(terms)}
+    maps = [
+        np.fromiter((gid[t] if u[i] else -1 for i, t in enumerate(ts)), dtype=np.int32, count=len(ts))
+        for ts, u in zip(source_terms, used)
+    ]
+    return "\n".join(terms).encode("utf-8"), len(terms), maps
 
 
 def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], analyzer: Analyzer) -> int:
@@ -38,8 +71,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     # arrays of every field are decoded first (int32: a segment holds fewer than 2**31 tokens);
     # the token-level positions, most of a merge's memory, are read one field at a time below.
     decoded = []  # per source, per field: (local term ids, new doc ids, tfs, live mask or None: all live)
-    used_terms: set[str] = set()
-    source_terms: list[list[str]] = []
+    used_terms = []  # per source: which of its terms have a live posting
     offset = 0
     for (seg, _), ids in zip(sources, live_ids):
         remap = np.full(seg.doc_count, -1, dtype=np.int64)
@@ -67,12 +99,8 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             used[p_terms] = True
             per_field[f] = (p_terms, new_docs.astype(np.int32), tfs, kept)
         decoded.append(per_field)
-        terms_list = seg.term_list()
-        source_terms.append(terms_list)
-        used_terms.update(terms_list[i] for i in np.flatnonzero(used))
-    terms = sorted(used_terms)
-    gid = {t: i for i, t in enumerate(terms)}
-    maps = [np.fromiter((gid.get(t, -1) for t in ts), dtype=np.int32, count=len(ts)) for ts in source_terms]
+        used_terms.append(used)
+    terms, n_terms, maps = merge_terms([seg.term_dictionary() for seg, _ in sources], used_terms)
     postings = {}
     for f in FIELDS:
         parts = [(m[d[f][0]], d[f][1], d[f][2]) for m, d in zip(maps, decoded)]
@@ -90,6 +118,12 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             if kept is not None:
                 positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
             pos_parts.append(positions)
+        compiled = kernels.compiled
+        if compiled is not None:  # the same arrays by a counting sort, the positions not concatenated first
+            out = compiled.merge_postings(g_terms, g_docs, g_tfs, pos_parts, n_terms)
+            del g_terms, g_docs, g_tfs, pos_parts
+            postings[f] = encoded_postings(out)
+            continue
         g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
         del pos_parts
         # Sources come in doc order and each is sorted by (term, doc): a stable
@@ -108,7 +142,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             gather += np.arange(len(gather), dtype=np.int32)
             g_pos = g_pos[gather]
             del gather
-        postings[f] = encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, len(terms))
+        postings[f] = encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, n_terms)
         del g_terms, g_docs, g_tfs, g_pos, order
     urls: list[str] = []
     titles: list[str] = []

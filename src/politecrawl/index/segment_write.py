@@ -8,12 +8,10 @@ documents of several segments through ``write_segment_files`` without analysing 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
 import tempfile
-from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,13 +21,14 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import bodies as stored
+from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
 
-__all__ = ["encode_postings", "stable_argsort", "write_segment", "write_segment_files"]
+__all__ = ["encode_postings", "encoded_postings", "stable_argsort", "write_segment", "write_segment_files"]
 
 
 def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
@@ -73,6 +72,15 @@ def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, po
     return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
 
 
+def encoded_postings(arrays: tuple[bytes, bytes, bytes, bytes, bytes]):
+    """``encode_postings``' result from what the compiled ``build_postings`` and
+    ``merge_postings`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
+    term_ptr, deltas, tfs, pos_ptr, positions = (
+        np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(arrays)
+    )
+    return term_ptr, _smallest_uint(deltas), _smallest_uint(tfs), pos_ptr, _smallest_uint(positions)
+
+
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
     """``np.argsort(keys, kind="stable")`` for non-negative keys < 2**32.
 
@@ -111,7 +119,21 @@ def _build_field_postings(tids: np.ndarray, docs: np.ndarray, poss: np.ndarray, 
     return encode_postings(tids[starts], docs[starts], tfs, pos_deltas, n_terms)
 
 
-_FLUSH_IDS = 1 << 20
+def _field_postings(local: np.ndarray, rank: np.ndarray, lens: np.ndarray, n_terms: int):
+    """One field's postings arrays from its tokens' vocabulary ids (``local``, document after
+    document; ``rank``: vocabulary id -> term id; ``lens``: tokens per document): the compiled
+    counting sort (``build_postings``), or the numpy sort it replaces, with the same arrays."""
+    compiled = kernels.compiled
+    if compiled is not None:
+        return encoded_postings(compiled.build_postings(local, rank, lens, n_terms))
+    n_docs, total = len(lens), len(local)
+    tids = rank[local] if total else np.zeros(0, dtype=np.int32)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens)
+    starts = np.zeros(n_docs, dtype=np.int32)
+    if n_docs:
+        np.cumsum(lens[:-1], out=starts[1:])
+    poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens)
+    return _build_field_postings(tids, docs, poss, n_terms)
 
 
 def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
@@ -121,38 +143,24 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     Title and body are stored (for results and snippets); anchor text is only
     indexed.
 
-    Tokens are mapped to ids by one C-level ``map`` over a ``defaultdict``
-    whose default factory hands out the next id; postings are then built with
-    numpy for the whole segment at once.  Bodies are compressed in a worker
-    thread (``zlib`` releases the GIL) while the next documents are analysed.
+    Each field's tokens go straight to int32 ids in the segment's vocabulary
+    (``Analyzer.term_ids``: 4 bytes a token, where a Python int costs ~36); postings are then
+    built for the whole segment at once (``_field_postings``).  Bodies are compressed in a
+    worker thread while the next documents are analysed.
     """
     seg_dir = Path(seg_dir)
-    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    term_id = vocab.__getitem__
-    # Per field (in FIELDS order): token ids, tokens per document, flushed id chunks.
-    ids: list[list[int]] = [[] for _ in FIELDS]
+    vocab = analyzer.vocabulary()
+    term_ids = analyzer.term_ids
+    # Per field (in FIELDS order): the documents' ids (int32 bytes), tokens per document.
+    id_chunks: list[list[bytes]] = [[] for _ in FIELDS]
     field_lens: list[list[int]] = [[] for _ in FIELDS]
-    id_chunks: list[list[np.ndarray]] = [[] for _ in FIELDS]
-    per_field = list(zip(ids, field_lens, id_chunks))
     urls: list[str] = []
     titles: list[str] = []
     pending: list[tuple[str, list[int]]] = []
     sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
     futures = []
-    tokenize = analyzer.tokenize
     assert FIELDS == ("title", "body", "anchor")
-
-    def tokenize_body(body: str, cuts: list[int], tok_at: list[int]):
-        if not cuts:
-            return tokenize(body) if body else ()
-        toks: list[str] = []
-        prev = 0
-        for cut in cuts:  # cuts are whitespace: no token spans one
-            toks.extend(tokenize(body[prev:cut]))
-            tok_at.append(len(toks))
-            prev = cut
-        toks.extend(tokenize(body[prev:]))
-        return toks
+    (title_ids, body_ids, anchor_ids), (title_lens, body_lens, anchor_lens) = id_chunks, field_lens
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         for url, title, body, anchor in documents:
@@ -165,38 +173,40 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             if len(pending) >= 64:
                 futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
                 pending = []
-            for fi, (text, (f_ids, f_lens, f_chunks)) in enumerate(zip((title, body, anchor), per_field)):
-                if fi == 1:
-                    toks = tokenize_body(text, cuts, tok_at)
-                else:
-                    toks = tokenize(text) if text else ()
-                f_lens.append(len(toks))
-                f_ids.extend(map(term_id, toks))
-                if len(f_ids) > _FLUSH_IDS:
-                    # Python ints cost ~36 bytes each: keep the id lists short.
-                    f_chunks.append(np.array(f_ids, dtype=np.int64))
-                    f_ids.clear()
+            ids = term_ids(title, vocab)
+            title_ids.append(ids)
+            title_lens.append(len(ids) >> 2)
+            n = 0
+            prev = 0
+            for cut in cuts:  # cuts are whitespace: no token spans one
+                ids = term_ids(body[prev:cut], vocab)
+                body_ids.append(ids)
+                n += len(ids) >> 2
+                tok_at.append(n)
+                prev = cut
+            ids = term_ids(body[prev:] if prev else body, vocab)
+            body_ids.append(ids)
+            body_lens.append(n + (len(ids) >> 2))
+            ids = term_ids(anchor, vocab)
+            anchor_ids.append(ids)
+            anchor_lens.append(len(ids) >> 2)
         if pending:
             futures.append(pool.submit(stored.compress_bodies, pending, stored.BODY_CODEC))
         n_docs = len(urls)
-        terms = sorted(vocab)
-        rank = np.empty(len(vocab), dtype=np.int32)
-        if terms:
-            rank[np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
+        # terms.txt, and rank[id]: the term's place in sorted order, its id in the segment
+        terms, rank_bytes = vocab.sorted_terms()
+        rank = np.frombuffer(rank_bytes, dtype=np.int32)
+        n_terms = len(rank)
         postings = {}
         for fi, f in enumerate(FIELDS):
             lens_f = np.array(field_lens[fi], dtype=np.int64)
             total = int(lens_f.sum())
             if total >= 2**31:
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            id_chunks[fi].append(np.array(ids[fi], dtype=np.int64))
-            tids = rank[np.concatenate(id_chunks[fi])] if total else np.zeros(0, dtype=np.int32)
-            docs = np.repeat(np.arange(n_docs, dtype=np.int32), lens_f)
-            starts = np.zeros(n_docs, dtype=np.int32)
-            if n_docs:
-                np.cumsum(lens_f[:-1], out=starts[1:])
-            poss = np.arange(total, dtype=np.int32) - np.repeat(starts, lens_f)
-            postings[f] = _build_field_postings(tids, docs, poss, len(terms))
+            local = np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32)
+            id_chunks[fi].clear()
+            postings[f] = _field_postings(local, rank, lens_f, n_terms)
+            del local
         compressed = [b for fut in futures for b in fut.result()]
     bodies = [b for b, _ in compressed]
     sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
@@ -207,7 +217,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
 
 def write_segment_files(
     seg_dir: Path,
-    terms,
+    terms: bytes,
     postings,
     doc_lens,
     urls,
@@ -250,10 +260,12 @@ def write_segment_files(
         _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
         _save(tmp, "body_sync_ptr.npy", sync_ptr)
         _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        blob = "\n".join(terms).encode("utf-8")
+        blob = terms  # the sorted terms, one per line
         _write_bytes(tmp, "terms.txt", blob)
-        if terms:
+        n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
+        if blob:
             ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+            n_terms = len(ends)
             _save(tmp, "terms.end.npy", ends)
             _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
         if stored.BODY_CODEC == "lz4":
@@ -269,7 +281,7 @@ def write_segment_files(
             "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
             "body_codec": stored.BODY_CODEC,
             "doc_count": n_docs,
-            "term_count": len(terms),
+            "term_count": n_terms,
             "fields": list(FIELDS),
             "posting_counts": posting_counts,
             "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},

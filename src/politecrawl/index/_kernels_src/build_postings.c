@@ -1,0 +1,254 @@
+/* A segment's postings of one field grouped by term, compiled: build_postings(...) for a new
+ * segment, merge_postings(...) for a merge.
+ *
+ * The writer has the field's tokens as term ids in document order (Vocabulary.term_ids) and
+ * needs them grouped by term, then by document: the postings (doc ids delta-encoded within a
+ * term, term frequencies) and each posting's positions (delta-encoded within the posting).  The
+ * numpy code (segment_write._build_field_postings) sorts the tokens by term (two stable radix
+ * passes), then finds postings and deltas with a gather and a cumsum per array; here it is a
+ * counting sort, two passes over the tokens.  The arrays are the numpy code's, value for value
+ * (tests/unit/test_index_tokens.py writes a segment both ways and compares the files).
+ * Part of the unity build _kernels.c. */
+
+/* build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
+ *
+ * ids: int32, the field's tokens as vocabulary ids, document after document; rank: int32, a
+ * vocabulary id's term id in the segment (< n_terms); lens: int64, each document's tokens.
+ * Out (bytes): term_ptr and pos_ptr int64 [n_terms + 1], the first posting and position of each
+ * term; doc_deltas, tfs uint32 [postings]; positions uint32 [tokens]. */
+static PyObject *k_build_postings(PyObject *self, PyObject *args) {
+    PyObject *ids_o, *rank_o, *lens_o;
+    Py_ssize_t n_terms;
+    if (!PyArg_ParseTuple(args, "OOOn", &ids_o, &rank_o, &lens_o, &n_terms)) return NULL;
+    Arr ids, rank, lens;
+    if (arr_get(ids_o, &ids, "ids") < 0) return NULL;
+    if (arr_get(rank_o, &rank, "rank") < 0) {
+        arr_release(&ids);
+        return NULL;
+    }
+    if (arr_get(lens_o, &lens, "lens") < 0) {
+        arr_release(&ids);
+        arr_release(&rank);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int64_t *tok_ptr = NULL, *post_ptr = NULL, *cur = NULL;
+    int32_t *last_doc = NULL;
+    uint32_t *last_pos = NULL, *tids = NULL;
+    PyObject *term_ptr_b = NULL, *deltas_b = NULL, *tfs_b = NULL, *pos_ptr_b = NULL, *positions_b = NULL;
+    Py_ssize_t n = ids.n, n_docs = lens.n;
+    if (ids.size != 4 || rank.size != 4 || lens.size != 8 || n_terms < 0 || n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "build_postings: int32 ids and rank, int64 lens, fewer than 2**31 tokens");
+        goto done;
+    }
+    size_t nt = (size_t)n_terms + 1;
+    tok_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    post_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    cur = PyMem_Malloc(nt * sizeof(int64_t));
+    last_doc = PyMem_Malloc(nt * sizeof(int32_t));
+    last_pos = PyMem_Malloc(nt * sizeof(uint32_t));
+    tids = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint32_t));
+    if (!tok_ptr || !post_ptr || !cur || !last_doc || !last_pos || !tids) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
+    /* pass 1: tokens and postings per term */
+    const int32_t *idp = (const int32_t *)ids.p, *rk = (const int32_t *)rank.p;
+    const int64_t *lp = (const int64_t *)lens.p;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        int64_t len = lp[d];
+        if (len < 0 || len > n - i) {
+            PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
+            goto done;
+        }
+        for (Py_ssize_t end = i + (Py_ssize_t)len; i < end; i++) {
+            int32_t v = idp[i];
+            if (v < 0 || v >= rank.n || rk[v] < 0 || rk[v] >= n_terms) {
+                PyErr_SetString(PyExc_ValueError, "build_postings: a term id out of range");
+                goto done;
+            }
+            uint32_t t = (uint32_t)rk[v];
+            tids[i] = t;
+            tok_ptr[t + 1]++;
+            if (last_doc[t] != (int32_t)d) {
+                last_doc[t] = (int32_t)d;
+                post_ptr[t + 1]++;
+            }
+        }
+    }
+    if (i != n) {
+        PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
+        goto done;
+    }
+    for (size_t t = 1; t < nt; t++) {
+        tok_ptr[t] += tok_ptr[t - 1];
+        post_ptr[t] += post_ptr[t - 1];
+    }
+    Py_ssize_t n_post = (Py_ssize_t)post_ptr[nt - 1];
+    term_ptr_b = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    pos_ptr_b = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    deltas_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    tfs_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    positions_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    if (!term_ptr_b || !pos_ptr_b || !deltas_b || !tfs_b || !positions_b) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(deltas_b), *tfs = (uint32_t *)PyBytes_AS_STRING(tfs_b);
+    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(positions_b);
+    /* pass 2: each token to its term's next position; a new posting at a new document. cur[t]:
+     * the term's current posting; tok_ptr[t] (advancing): where its next position goes. */
+    for (size_t t = 0; t < nt; t++) {
+        last_doc[t] = -1;
+        cur[t] = post_ptr[t] - 1;
+    }
+    i = 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        uint32_t pos = 0;
+        for (Py_ssize_t end = i + (Py_ssize_t)lp[d]; i < end; i++, pos++) {
+            uint32_t t = tids[i];
+            if (last_doc[t] != (int32_t)d) {
+                int64_t p = ++cur[t];
+                /* doc ids delta-encoded within the term, the first absolute */
+                deltas[p] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
+                tfs[p] = 0;
+                last_doc[t] = (int32_t)d;
+                positions[tok_ptr[t]++] = pos; /* a posting's first position is absolute */
+            } else {
+                positions[tok_ptr[t]++] = pos - last_pos[t];
+            }
+            tfs[cur[t]]++;
+            last_pos[t] = pos;
+        }
+    }
+    result = Py_BuildValue("(OOOOO)", term_ptr_b, deltas_b, tfs_b, pos_ptr_b, positions_b);
+done:
+    Py_XDECREF(term_ptr_b);
+    Py_XDECREF(deltas_b);
+    Py_XDECREF(tfs_b);
+    Py_XDECREF(pos_ptr_b);
+    Py_XDECREF(positions_b);
+    PyMem_Free(tok_ptr);
+    PyMem_Free(post_ptr);
+    PyMem_Free(cur);
+    PyMem_Free(last_doc);
+    PyMem_Free(last_pos);
+    PyMem_Free(tids);
+    arr_release(&ids);
+    arr_release(&rank);
+    arr_release(&lens);
+    return result;
+}
+
+/* merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
+ *
+ * A merge's postings of one field: its sources' live postings one source after the other (each
+ * sorted by term, then document; the sources in document order), with the merged term ids and
+ * document ids (int32 terms, docs, tfs), and each source's positions in its posting order (a list
+ * of unsigned integer arrays, delta-encoded within each posting as stored).  The same counting
+ * sort by term, each posting's run of positions moved with it; the arrays are those of
+ * segment_merge's numpy code (a stable sort on the term, then gathers), as build_postings'. */
+static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
+    PyObject *terms_o, *docs_o, *tfs_o, *parts_o;
+    Py_ssize_t n_terms;
+    if (!PyArg_ParseTuple(args, "OOOO!n", &terms_o, &docs_o, &tfs_o, &PyList_Type, &parts_o, &n_terms)) return NULL;
+    Py_ssize_t n_parts = PyList_GET_SIZE(parts_o);
+    Arr terms, docs, tfs_in;
+    Arr *parts = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(Arr));
+    if (!parts) return PyErr_NoMemory();
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *tok_ptr = NULL, *post_ptr = NULL, *fill = NULL;
+    int32_t *last_doc = NULL;
+    PyObject *term_ptr_b = NULL, *deltas_b = NULL, *tfs_b = NULL, *pos_ptr_b = NULL, *positions_b = NULL;
+    if (arr_get(terms_o, &terms, "terms") < 0) goto free_parts;
+    if (arr_get(docs_o, &docs, "docs") < 0) goto release_terms;
+    if (arr_get(tfs_o, &tfs_in, "tfs") < 0) goto release_docs;
+    for (; held < n_parts; held++)
+        if (arr_get(PyList_GET_ITEM(parts_o, held), &parts[held], "positions") < 0) goto done;
+    Py_ssize_t n = terms.n;
+    if (terms.size != 4 || docs.size != 4 || tfs_in.size != 4 || docs.n != n || tfs_in.n != n || n_terms < 0) {
+        PyErr_SetString(PyExc_ValueError, "merge_postings: int32 terms, docs and tfs of one length each");
+        goto done;
+    }
+    const int32_t *tp = (const int32_t *)terms.p, *dp = (const int32_t *)docs.p, *fp = (const int32_t *)tfs_in.p;
+    size_t nt = (size_t)n_terms + 1;
+    tok_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    post_ptr = PyMem_Calloc(nt, sizeof(int64_t));
+    fill = PyMem_Malloc(nt * sizeof(int64_t));
+    last_doc = PyMem_Malloc(nt * sizeof(int32_t));
+    if (!tok_ptr || !post_ptr || !fill || !last_doc) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_pos = 0;
+    for (Py_ssize_t j = 0; j < n_parts; j++) n_pos += parts[j].n;
+    int64_t total = 0;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (tp[p] < 0 || tp[p] >= n_terms || fp[p] <= 0 || dp[p] < 0) {
+            PyErr_SetString(PyExc_ValueError, "merge_postings: a term id, document id or frequency out of range");
+            goto done;
+        }
+        post_ptr[tp[p] + 1]++;
+        tok_ptr[tp[p] + 1] += fp[p];
+        total += fp[p];
+    }
+    if (total != n_pos || total >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "merge_postings: the frequencies do not add up to the positions");
+        goto done;
+    }
+    for (size_t t = 1; t < nt; t++) {
+        tok_ptr[t] += tok_ptr[t - 1];
+        post_ptr[t] += post_ptr[t - 1];
+    }
+    term_ptr_b = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    pos_ptr_b = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    deltas_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    tfs_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    positions_b = PyBytes_FromStringAndSize(NULL, n_pos * 4);
+    if (!term_ptr_b || !pos_ptr_b || !deltas_b || !tfs_b || !positions_b) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(deltas_b), *tfs = (uint32_t *)PyBytes_AS_STRING(tfs_b);
+    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(positions_b);
+    memcpy(fill, post_ptr, nt * sizeof(int64_t));
+    for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
+    Py_ssize_t j = 0, o = 0; /* the positions part and offset in it of the next posting's run */
+    for (Py_ssize_t p = 0; p < n; p++) {
+        int32_t t = tp[p], d = dp[p], tf = fp[p];
+        int64_t q = fill[t]++;
+        deltas[q] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
+        last_doc[t] = d;
+        tfs[q] = (uint32_t)tf;
+        while (j < n_parts && o == parts[j].n) {
+            j++;
+            o = 0;
+        }
+        if (j >= n_parts || o + tf > parts[j].n) {
+            PyErr_SetString(PyExc_ValueError, "merge_postings: a posting's positions run past its source's");
+            goto done;
+        }
+        uint32_t *out = positions + tok_ptr[t];
+        tok_ptr[t] += tf;
+        const Arr *a = &parts[j];
+        for (int32_t k = 0; k < tf; k++) out[k] = (uint32_t)at(a, o + k);
+        o += tf;
+    }
+    result = Py_BuildValue("(OOOOO)", term_ptr_b, deltas_b, tfs_b, pos_ptr_b, positions_b);
+done:
+    Py_XDECREF(term_ptr_b);
+    Py_XDECREF(deltas_b);
+    Py_XDECREF(tfs_b);
+    Py_XDECREF(pos_ptr_b);
+    Py_XDECREF(positions_b);
+    PyMem_Free(tok_ptr);
+    PyMem_Free(post_ptr);
+    PyMem_Free(fill);
+    PyMem_Free(last_doc);
+    for (Py_ssize_t k = 0; k < held; k++) arr_release(&parts[k]);
+    arr_release(&tfs_in);
+release_docs:
+    arr_release(&docs);
+release_terms:
+    arr_release(&terms);
+free_parts:
+    PyMem_Free(parts);
+    return result;
+}

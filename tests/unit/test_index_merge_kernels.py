@@ -1,0 +1,88 @@
+"""A merge in C against the Python code it replaces: the term dictionary (``merge_terms`` against
+``segment_merge._merge_terms_python``, on dictionaries as segments hold them: sorted, a term per
+line, terms of every UTF-8 length, some shared, some unused) and the postings
+(``merge_postings`` against the numpy sort: the merged segment's files, byte for byte)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.index import kernels
+from politecrawl.index.analysis import Analyzer
+from politecrawl.index.segment import Segment, term_ends
+from politecrawl.index.segment_merge import _merge_terms_python, merge_segments, merge_terms
+from politecrawl.index.segment_write import write_segment
+
+needs_kernels = pytest.mark.skipif(kernels.compiled is None, reason="the compiled kernels are not built")
+
+_WORDS = st.text(alphabet=st.sampled_from(list("abz09éßİ中한\U0001d400ǅ")), min_size=1, max_size=6)
+
+
+def _dictionary(terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    blob = np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8)
+    return blob, term_ends(blob) if len(blob) else np.zeros(0, dtype=np.uint32)
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(_WORDS, st.booleans()), max_size=30), max_size=6))
+def test_compiled_merge_equals_the_python_one(sources):
+    dictionaries, used = [], []
+    for source in sources:
+        unique = dict(sorted(source))  # a segment's terms: sorted, each once
+        dictionaries.append(_dictionary(list(unique)))
+        used.append(np.array(list(unique.values()), dtype=bool))
+    blob, n, maps = merge_terms(dictionaries, used)
+    p_blob, p_n, p_maps = _merge_terms_python(dictionaries, used)
+    assert (blob, n) == (p_blob, p_n)
+    assert [m.tolist() for m in maps] == [m.tolist() for m in p_maps]
+    expected = sorted({t for d, u in zip(dictionaries, used) for t, k in zip(_terms(d), u) if k})
+    assert (blob.decode("utf-8").split("\n") if n else []) == expected
+
+
+def _terms(d: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    return bytes(d[0]).decode("utf-8").split("\n") if len(d[1]) else []
+
+
+@needs_kernels
+def test_a_damaged_dictionary_raises():
+    blob = np.frombuffer(b"a\nb", dtype=np.uint8)
+    with pytest.raises(ValueError):
+        merge_terms([(blob, np.array([1, 9], dtype=np.uint32))], [np.ones(2, dtype=bool)])
+
+
+@needs_kernels
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_merge_with_the_kernels_writes_the_bytes_of_one_without(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(rng.choice([5, 300, 3000]))] + ["é", "中文", "ß", "x" * 60]
+    sources = []
+    for k in range(rng.randint(1, 5)):
+        docs = [
+            (
+                f"https://example.org/{k}/{i}",
+                " ".join(rng.choices(words, k=rng.randint(0, 6))),
+                " ".join(rng.choices(words, k=rng.randint(0, rng.choice([10, 400, 3000])))),
+                " ".join(rng.choices(words, k=rng.randint(0, 3))),
+            )
+            for i in range(rng.randint(1, 60))
+        ]
+        write_segment(tmp_path / f"s{k}", docs, Analyzer())
+        deleted = sorted(rng.sample(range(len(docs)), rng.randint(0, len(docs) // 2)))
+        sources.append((Segment(tmp_path / f"s{k}"), deleted))
+    merge_segments(tmp_path / "compiled", sources, Analyzer())
+    saved = kernels.compiled
+    kernels.compiled = None
+    try:
+        merge_segments(tmp_path / "python", sources, Analyzer())
+    finally:
+        kernels.compiled = saved
+    names = sorted(p.name for p in (tmp_path / "compiled").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "python").iterdir())
+    for name in names:
+        assert (tmp_path / "compiled" / name).read_bytes() == (tmp_path / "python" / name).read_bytes(), name
