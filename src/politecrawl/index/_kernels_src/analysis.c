@@ -26,6 +26,25 @@ static const unsigned char ascii_word[128] = {
 
 static inline int is_word_char(Py_UCS4 ch) { return ch < 128 ? ascii_word[ch] : Py_UNICODE_ISALNUM(ch); }
 
+/* The next word of `data` (n characters of `kind`; `ascii`: one byte each) from *i: its start,
+ * with *i moved past its end (start == *i: no word left). The one scan both tokens() and
+ * Vocabulary.term_ids() run, so they split text alike. */
+static inline Py_ssize_t next_word(int ascii, int kind, const void *data, Py_ssize_t n, Py_ssize_t *i) {
+    Py_ssize_t at = *i, s;
+    if (ascii) {
+        const unsigned char *b = (const unsigned char *)data;
+        while (at < n && !ascii_word[b[at]]) at++;
+        s = at;
+        while (at < n && ascii_word[b[at]]) at++;
+    } else {
+        while (at < n && !is_word_char(PyUnicode_READ(kind, data, at))) at++;
+        s = at;
+        while (at < n && is_word_char(PyUnicode_READ(kind, data, at))) at++;
+    }
+    *i = at;
+    return s;
+}
+
 /* Called with each token in order; returns 0, or -1 with an exception set. */
 typedef int (*token_sink)(PyObject *token, void *state);
 
@@ -37,17 +56,7 @@ static int split_words(PyObject *text, Py_ssize_t max_len, PyObject *stop, token
     int ascii = PyUnicode_IS_ASCII(text);
     Py_ssize_t i = 0;
     while (i < n) {
-        Py_ssize_t s;
-        if (ascii) {
-            const unsigned char *b = (const unsigned char *)data;
-            while (i < n && !ascii_word[b[i]]) i++;
-            s = i;
-            while (i < n && ascii_word[b[i]]) i++;
-        } else {
-            while (i < n && !is_word_char(PyUnicode_READ(kind, data, i))) i++;
-            s = i;
-            while (i < n && is_word_char(PyUnicode_READ(kind, data, i))) i++;
-        }
+        Py_ssize_t s = next_word(ascii, kind, data, n, &i);
         if (i == s || i - s > max_len) continue;
         PyObject *tok;
         if (ascii) { /* the common case, without PyUnicode_Substring's checks */
@@ -330,16 +339,7 @@ static PyObject *Vocabulary_term_ids(Vocabulary *v, PyObject *args) {
     const unsigned char *b = (const unsigned char *)data;
     Py_ssize_t count = 0, i = 0;
     while (i < n) {
-        Py_ssize_t s;
-        if (ascii) {
-            while (i < n && !ascii_word[b[i]]) i++;
-            s = i;
-            while (i < n && ascii_word[b[i]]) i++;
-        } else {
-            while (i < n && !is_word_char(PyUnicode_READ(kind, data, i))) i++;
-            s = i;
-            while (i < n && is_word_char(PyUnicode_READ(kind, data, i))) i++;
-        }
+        Py_ssize_t s = next_word(ascii, kind, data, n, &i);
         if (i == s || i - s > max_len) continue;
         int64_t id;
         if (ascii && lower) {
