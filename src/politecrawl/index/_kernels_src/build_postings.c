@@ -10,6 +10,35 @@
  * (tests/unit/test_index_tokens.py writes a segment both ways and compares the files).
  * Part of the unity build _kernels.c. */
 
+/* The five arrays both functions return, as bytes: term_ptr and pos_ptr (int64, copied from the
+ * counting sort's prefix sums), doc_deltas and tfs (uint32, n_post), positions (uint32, n_pos). */
+typedef struct {
+    PyObject *term_ptr, *deltas, *tfs, *pos_ptr, *positions;
+} PostingsOut;
+
+static int postings_out_new(PostingsOut *o, const int64_t *post_ptr, const int64_t *tok_ptr, size_t nt,
+                            Py_ssize_t n_post, Py_ssize_t n_pos) {
+    o->term_ptr = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    o->pos_ptr = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
+    o->deltas = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    o->tfs = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    o->positions = PyBytes_FromStringAndSize(NULL, n_pos * 4);
+    return o->term_ptr && o->pos_ptr && o->deltas && o->tfs && o->positions ? 0 : -1;
+}
+
+/* (term_ptr, doc_deltas, tfs, pos_ptr, positions): new references, the struct's still its own. */
+static PyObject *postings_out_tuple(const PostingsOut *o) {
+    return Py_BuildValue("(OOOOO)", o->term_ptr, o->deltas, o->tfs, o->pos_ptr, o->positions);
+}
+
+static void postings_out_clear(PostingsOut *o) {
+    Py_CLEAR(o->term_ptr);
+    Py_CLEAR(o->deltas);
+    Py_CLEAR(o->tfs);
+    Py_CLEAR(o->pos_ptr);
+    Py_CLEAR(o->positions);
+}
+
 /* build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
  *
  * ids: int32, the field's tokens as vocabulary ids, document after document; rank: int32, a
@@ -35,7 +64,7 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
     int64_t *tok_ptr = NULL, *post_ptr = NULL, *cur = NULL;
     int32_t *last_doc = NULL;
     uint32_t *last_pos = NULL, *tids = NULL;
-    PyObject *term_ptr_b = NULL, *deltas_b = NULL, *tfs_b = NULL, *pos_ptr_b = NULL, *positions_b = NULL;
+    PostingsOut out = {NULL, NULL, NULL, NULL, NULL};
     Py_ssize_t n = ids.n, n_docs = lens.n;
     if (ids.size != 4 || rank.size != 4 || lens.size != 8 || n_terms < 0 || n >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "build_postings: int32 ids and rank, int64 lens, fewer than 2**31 tokens");
@@ -87,14 +116,9 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
         post_ptr[t] += post_ptr[t - 1];
     }
     Py_ssize_t n_post = (Py_ssize_t)post_ptr[nt - 1];
-    term_ptr_b = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
-    pos_ptr_b = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
-    deltas_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
-    tfs_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
-    positions_b = PyBytes_FromStringAndSize(NULL, n * 4);
-    if (!term_ptr_b || !pos_ptr_b || !deltas_b || !tfs_b || !positions_b) goto done;
-    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(deltas_b), *tfs = (uint32_t *)PyBytes_AS_STRING(tfs_b);
-    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(positions_b);
+    if (postings_out_new(&out, post_ptr, tok_ptr, nt, n_post, n) < 0) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
+    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
     /* pass 2: each token to its term's next position; a new posting at a new document. cur[t]:
      * the term's current posting; tok_ptr[t] (advancing): where its next position goes. */
     for (size_t t = 0; t < nt; t++) {
@@ -120,13 +144,9 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
             last_pos[t] = pos;
         }
     }
-    result = Py_BuildValue("(OOOOO)", term_ptr_b, deltas_b, tfs_b, pos_ptr_b, positions_b);
+    result = postings_out_tuple(&out);
 done:
-    Py_XDECREF(term_ptr_b);
-    Py_XDECREF(deltas_b);
-    Py_XDECREF(tfs_b);
-    Py_XDECREF(pos_ptr_b);
-    Py_XDECREF(positions_b);
+    postings_out_clear(&out);
     PyMem_Free(tok_ptr);
     PyMem_Free(post_ptr);
     PyMem_Free(cur);
@@ -159,7 +179,7 @@ static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int64_t *tok_ptr = NULL, *post_ptr = NULL, *fill = NULL;
     int32_t *last_doc = NULL;
-    PyObject *term_ptr_b = NULL, *deltas_b = NULL, *tfs_b = NULL, *pos_ptr_b = NULL, *positions_b = NULL;
+    PostingsOut out = {NULL, NULL, NULL, NULL, NULL};
     if (arr_get(terms_o, &terms, "terms") < 0) goto free_parts;
     if (arr_get(docs_o, &docs, "docs") < 0) goto release_terms;
     if (arr_get(tfs_o, &tfs_in, "tfs") < 0) goto release_docs;
@@ -200,14 +220,9 @@ static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
         tok_ptr[t] += tok_ptr[t - 1];
         post_ptr[t] += post_ptr[t - 1];
     }
-    term_ptr_b = PyBytes_FromStringAndSize((const char *)post_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
-    pos_ptr_b = PyBytes_FromStringAndSize((const char *)tok_ptr, (Py_ssize_t)(nt * sizeof(int64_t)));
-    deltas_b = PyBytes_FromStringAndSize(NULL, n * 4);
-    tfs_b = PyBytes_FromStringAndSize(NULL, n * 4);
-    positions_b = PyBytes_FromStringAndSize(NULL, n_pos * 4);
-    if (!term_ptr_b || !pos_ptr_b || !deltas_b || !tfs_b || !positions_b) goto done;
-    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(deltas_b), *tfs = (uint32_t *)PyBytes_AS_STRING(tfs_b);
-    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(positions_b);
+    if (postings_out_new(&out, post_ptr, tok_ptr, nt, n, n_pos) < 0) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
+    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
     memcpy(fill, post_ptr, nt * sizeof(int64_t));
     for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
     Py_ssize_t j = 0, o = 0; /* the positions part and offset in it of the next posting's run */
@@ -231,13 +246,9 @@ static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
         for (int32_t k = 0; k < tf; k++) out[k] = (uint32_t)at(a, o + k);
         o += tf;
     }
-    result = Py_BuildValue("(OOOOO)", term_ptr_b, deltas_b, tfs_b, pos_ptr_b, positions_b);
+    result = postings_out_tuple(&out);
 done:
-    Py_XDECREF(term_ptr_b);
-    Py_XDECREF(deltas_b);
-    Py_XDECREF(tfs_b);
-    Py_XDECREF(pos_ptr_b);
-    Py_XDECREF(positions_b);
+    postings_out_clear(&out);
     PyMem_Free(tok_ptr);
     PyMem_Free(post_ptr);
     PyMem_Free(fill);
