@@ -15,12 +15,12 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_index_kernels import numpy_only  # the compiled kernels off: the Python code runs
 
 from politecrawl.index import IndexWriter, kernels
 from politecrawl.index.analysis import ENGLISH_STOP_WORDS, MAX_TOKEN_LEN, Analyzer, Vocabulary, _normalize
@@ -64,22 +64,12 @@ def regex_tokens(text: str, stop_words: bool = False) -> list[str]:
     ]
 
 
-@contextmanager
-def python_only():
-    saved = kernels.compiled
-    kernels.compiled = None
-    try:
-        yield
-    finally:
-        kernels.compiled = saved
-
-
 def all_ways(text: str, stop_words: bool = False) -> dict[str, list[str]]:
     """The tokens of ``text`` every way there is: the regex, the Python code, the compiled
     ``tokens``, and through each vocabulary (ids mapped back to their terms)."""
     a = Analyzer(stop_words=stop_words)
     out = {"regex": regex_tokens(text, stop_words), "python": a.tokenize_python(text)}
-    with python_only():
+    with numpy_only():
         out["tokenize without kernels"] = a.tokenize(text)
         vocab = a.vocabulary()
         assert isinstance(vocab, Vocabulary)
@@ -122,7 +112,7 @@ def test_the_corpus_together_and_through_one_vocabulary():
     first appearance, and the same terms."""
     a = Analyzer()
     texts = CORPUS * 2 + [" ".join(CORPUS)]
-    with python_only():
+    with numpy_only():
         pv = a.vocabulary()
         p_ids = [_ids(a.term_ids(t, pv)) for t in texts]
     if compiled is None:
@@ -184,7 +174,7 @@ def test_a_segment_written_with_either_vocabulary_is_the_same_bytes(tmp_path: Pa
         for name, use_python in (("compiled", False), ("python", True)):
             path = tmp_path / f"{name}-{stop_words}"
             if use_python:
-                with python_only(), IndexWriter(path, stop_words=stop_words) as w:
+                with numpy_only(), IndexWriter(path, stop_words=stop_words) as w:
                     for d in docs:
                         w.add_document(*d)
             else:
@@ -208,7 +198,7 @@ def test_both_vocabularies_sort_their_terms_alike(texts):
     one with ``sorted()``. Words sharing 8 bytes and prefixes of each other included."""
     texts = texts + [t * 3 for t in texts]
     a = Analyzer()
-    with python_only():
+    with numpy_only():
         pv = a.vocabulary()
         for t in texts:
             a.term_ids(t, pv)
