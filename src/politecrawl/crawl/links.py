@@ -6,6 +6,7 @@ turned away is counted by reason. A seed that redirects to another host widens t
 from __future__ import annotations
 
 import logging
+from array import array
 from typing import Callable, Iterable, Sequence
 
 from politecrawl.config import Settings
@@ -23,33 +24,42 @@ log = logging.getLogger("politecrawl.links")
 
 
 #: Anchor texts a worker remembers having stored (by the hash of host, target and text), so
-#: site-wide navigation repeated on every page of a host is sent to the store once.
-ANCHORS_REMEMBERED = 200_000
+#: site-wide navigation repeated on every page of a host is sent to the store once: slots of
+#: its table (8 bytes each, 4 MB).
+ANCHORS_REMEMBERED = 1 << 19
 
 #: Page links a worker remembers its releases having stored: site-wide navigation, repeated on
 #: every page of a host, is then not normalized, filtered, checked and sent to the store again
-#: (the store would ignore it: insert-if-absent).
-LINKS_REMEMBERED = 100_000
+#: (the store would ignore it: insert-if-absent). Slots of its table (2 MB).
+LINKS_REMEMBERED = 1 << 18
 
 
 class Remembered:
-    """The hashes of what this process's releases stored, up to ``cap`` (then all forgotten at
-    once: what is sent again is ignored by the store). Hashes, not the values: a quarter of the
-    memory, and a 64-bit collision only leaves one link or anchor row unsent."""
+    """The hashes of what this process's releases stored, in a fixed table of ``slots`` 64-bit
+    entries: a direct-mapped cache, where a key lives in the slot its low bits name and a later
+    key for that slot pushes it out. Forgetting costs little: what is sent again, the store
+    ignores. Hashes, not the values, and no Python object per key: a set of ints held ~140
+    bytes a key, grew with the crawl to its cap, and the memory freed when it was emptied stayed
+    with the process; this table is its size from the start to the end of a crawl. A 64-bit
+    collision only leaves one link or anchor row unsent."""
 
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._keys: set[int] = set()
+    def __init__(self, slots: int) -> None:
+        if slots <= 0 or slots & (slots - 1):
+            raise ValueError(f"slots must be a power of two, not {slots}")
+        self._mask = slots - 1
+        self._table = array("q", bytes(8 * slots))  # 0: an empty slot, so the key 0 is kept as 1
 
     def __contains__(self, key: int) -> bool:
-        return key in self._keys
+        key = key or 1
+        return self._table[key & self._mask] == key
 
     def add(self, keys: Iterable[int]) -> None:
         """Remember ``keys``, once the release that stored them has committed (a link remembered
         before a release that then failed would never be sent again)."""
-        if len(self._keys) > self.cap:
-            self._keys.clear()
-        self._keys.update(keys)
+        table, mask = self._table, self._mask
+        for key in keys:
+            key = key or 1
+            table[key & mask] = key
 
 
 class LinkFollower:
