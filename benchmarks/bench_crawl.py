@@ -565,6 +565,9 @@ def main() -> None:
     ap.add_argument("--profile", metavar="FILE", help="run the crawl under py-spy record --subprocesses into FILE")
     ap.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     ap.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the temporary directory (the store, the server logs) and say where"
+    )
     args = ap.parse_args()
     args.realistic_pages = not args.simple_pages
     tmp = Path(tempfile.mkdtemp(prefix="politecrawl-bench-"))
@@ -593,7 +596,10 @@ def main() -> None:
             if scrapy_row is not None:
                 rows.append(scrapy_row)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(rows, indent=1, ensure_ascii=False))
     if args.json:
         Path(args.json).write_text(
