@@ -179,9 +179,11 @@ async def _worker_async(
     from politecrawl.net.warc import WarcWriter
 
     from .budget import PageBudget
+    from .gc_policy import tune_gc
     from .worker import Worker
 
     store = await _open_store_patiently(settings.db)
+    tune_gc()  # everything is imported and open: see crawl.gc_policy
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -16,6 +16,8 @@ __all__ = ["crawl", "worker", "index_cmd"]
 
 def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     """Run a crawl with its progress display; Ctrl-C / SIGTERM finish the requests in flight, then stop."""
+    from politecrawl.crawl.gc_policy import tune_gc
+
     from .progress import Progress
 
     s = crawler.settings
@@ -27,6 +29,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    tune_gc()  # this process indexes while the crawl runs: see crawl.gc_policy
     with progress:
         if progress.interval is None:  # -q: no figures to count
             return crawler.run(seeds, **run_kwargs)
