@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from politecrawl.crawl.worker import ReleaseBatcher
+from politecrawl.crawl.release_batch import ReleaseBatcher
 from politecrawl.errors import StoreError
 from politecrawl.policy.response import URLOutcome
 from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate

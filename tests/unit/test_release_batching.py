@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from politecrawl.crawl.worker import ReleaseBatcher
+from politecrawl.crawl.release_batch import ReleaseBatcher
 from politecrawl.errors import CommitUnknownError, StoreError
 
 

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import replace
+from functools import partial
 from typing import Any, Callable
 
 from politecrawl.config import Settings
@@ -30,6 +31,7 @@ from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldC
 
 from .budget import PageBudget
 from .robots_gate import SITEMAP_PRIORITY
+from .turns import Turns
 
 __all__ = ["PageHandler", "wanted_type"]
 
@@ -77,6 +79,7 @@ class PageHandler:
     budget: PageBudget
     stop: asyncio.Event
     _patterns: dict[str, list]
+    _turns: Turns
     _timing: Callable[..., Outcome]
     _rules_for: Callable[[Claim], RobotsTxt]
     _page_budget: Callable[[str], int | None]
@@ -195,7 +198,8 @@ class PageHandler:
             extracted = await asyncio.to_thread(
                 extract.extract, result.body, fetch_url, result.headers.get("content-type")
             )
-        outcome.page = self._page_record(claim, result, outcome, extracted, patterns)
+        # Parsing, fingerprints and links: milliseconds of CPU, in a loop turn of their own.
+        outcome.page = await self._turns.run(partial(self._page_record, claim, result, outcome, extracted, patterns))
         self._schedule_revisit(claim, outcome)
         return outcome
 

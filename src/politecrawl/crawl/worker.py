@@ -17,11 +17,11 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, Awaitable, Callable
+from typing import Callable
 from urllib.parse import urlsplit
 
 from politecrawl.config import Settings, user_agent_string
-from politecrawl.errors import CommitUnknownError, PolitecrawlError, StoreError
+from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.net.warc import ArchiveError
 from politecrawl.policy.politeness import (
@@ -54,10 +54,11 @@ from .budget import PageBudget
 from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembered
 from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
+from .release_batch import ReleaseBatcher
 from .robots_gate import RobotsGate
+from .turns import Turns
 
 __all__ = [
-    "ReleaseBatcher",
     "Worker",
     "host_level_failure",
     "wanted_type",
@@ -75,10 +76,6 @@ SCOPE_REFRESH = 2.0
 IP_TTL = 3_600.0
 
 
-#: Seconds a finished claim waits for others to share its release transaction.
-RELEASE_WINDOW = 0.01
-
-
 #: Seconds between two loop-lag reports of a worker process to the store.
 LOOP_LAG_REPORT_EVERY = 10.0
 
@@ -86,6 +83,10 @@ LOOP_LAG_REPORT_EVERY = 10.0
 #: Hosts claimed at most in one store call: when many hosts come due together, one transaction
 #: claims several (each is still its own lease; politeness is per host).
 CLAIM_BATCH = 32
+
+#: Steps waiting for their turn of the loop (``Turns``: a page's parsing, a group of releases)
+#: above which the dispatcher starts no new request: a few milliseconds of work each.
+TURNS_HOLD_AT = 8
 
 
 #: Seconds ahead of a host's next allowed time that a worker may claim it. The dispatcher wakes
@@ -110,97 +111,6 @@ def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
 def worker_id() -> str:
     """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class ReleaseBatcher:
-    """Releases finishing within ``window`` seconds of each other share one store transaction.
-
-    A transaction costs the store a commit and a few statements whatever it holds: SQLite a lock
-    and a WAL write, PostgreSQL the fixed cost of each statement and commit on the server (most of
-    its time per page when each release was alone). Politeness does not move: a host keeps its
-    lease until its release is written, and its next allowed time counts from the response, not
-    from the release. If the shared transaction fails (it is all or none), each release is retried
-    alone, so one bad release fails only its own ``release()`` call; unless the store cannot tell
-    whether it committed (``CommitUnknownError``): then none is written again.
-
-    ``call``: None runs the store calls inline (SQLite: short, local); else an async function that
-    runs one store call elsewhere (PostgreSQL: on a store thread, the loop fetching meanwhile), and
-    batches then go to the store in parallel with each other.
-    """
-
-    def __init__(
-        self, store: Store, window: float = RELEASE_WINDOW, call: Callable[..., Awaitable[Any]] | None = None
-    ) -> None:
-        self.store = store
-        self.window = window
-        self._callf = call
-        self._waiting: list[tuple[Claim, Outcome, float, asyncio.Future]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._writing: set[asyncio.Task] = set()
-
-    async def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        self._waiting.append((claim, outcome, now, done))
-        if self._timer is None:
-            self._timer = loop.call_later(self.window, self.flush)
-        await done
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = None
-        batch, self._waiting = self._waiting, []
-        if not batch:
-            return
-        if self._callf is None:
-            self._settle(batch, self._write(batch))
-            return
-        task = asyncio.get_running_loop().create_task(self._write_elsewhere(batch))
-        self._writing.add(task)
-        task.add_done_callback(self._writing.discard)
-
-    async def drain(self) -> None:
-        """Write what is waiting now, and wait for every batch on its way (before the store closes)."""
-        self.flush()
-        if self._writing:
-            await asyncio.gather(*self._writing, return_exceptions=True)
-
-    def _write(self, batch: list) -> list[BaseException | None]:
-        try:
-            self.store.release_many([(c, o, n) for c, o, n, _ in batch])
-            return [None] * len(batch)
-        except CommitUnknownError as exc:
-            return [exc] * len(batch)  # maybe written: not again (each lease runs out if not)
-        except Exception:
-            results: list[BaseException | None] = []
-            for c, o, n, _ in batch:
-                try:
-                    self.store.release(c, o, n)
-                    results.append(None)
-                except Exception as exc:
-                    results.append(exc)
-            return results
-
-    async def _write_elsewhere(self, batch: list) -> None:
-        """``_write`` on a store thread: the batch and, if it fails, its releases one by one."""
-        assert self._callf is not None
-        results: list[BaseException | None]
-        try:
-            results = await self._callf(self._write, batch)
-        except Exception as exc:  # the thread could not run it (its pool shut down): each call fails
-            results = [exc] * len(batch)
-        self._settle(batch, results)
-
-    @staticmethod
-    def _settle(batch: list, results: list[BaseException | None]) -> None:
-        for (*_, done), error in zip(batch, results):
-            if done.done():  # its task was cancelled meanwhile
-                continue
-            if error is None:
-                done.set_result(None)
-            else:
-                done.set_exception(error)
 
 
 class Worker(PageHandler, RobotsGate, LinkFollower):
@@ -236,7 +146,12 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # this code in the same sequences of runs: a claim waited behind a group's commit, or in
         # SQLite's busy handler for the lock the other connection held. Pages parsed on a thread of
         # their own did worse too (0.62-0.68 against 0.74): the loop then waits for the GIL behind
-        # that thread, up to 5 ms for each of the hundreds of turns it takes a second.
+        # that thread, up to 5 ms for each of the hundreds of turns it takes a second. Also tried:
+        # a write that found another process's lock taken failed at once and was tried again on
+        # the loop every 2 ms (SQLite's busy handler blocks the loop, in sleeps of up to 100 ms):
+        # each worker then held ~30 MB more, for no more throughput and no less CPU per page;
+        # and checkpoints left to the parent: its passive checkpoints never caught up with the
+        # workers' writes, and the write-ahead log grew to 400 MB.
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -250,8 +165,12 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._changed = asyncio.Condition()
         self._anchors_stored = Remembered(ANCHORS_REMEMBERED)
         self._links_stored = Remembered(LINKS_REMEMBERED)
-        # Releases share transactions: inline for SQLite, on the store threads for PostgreSQL.
-        self._batcher = ReleaseBatcher(store, call=None if self._store_threads is None else self._call)
+        # Each page's CPU-heavy step, and (SQLite) each group of releases, in a loop turn of its
+        # own; the dispatcher claims no more while more than TURNS_HOLD_AT of them wait.
+        self._turns = Turns(TURNS_HOLD_AT)
+        # Releases share transactions: in a turn of their own for SQLite, on the store threads
+        # for PostgreSQL.
+        self._batcher = ReleaseBatcher(store, call=self._in_a_turn if self._store_threads is None else self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add
@@ -273,6 +192,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         if self._store_threads is None:
             return fn(*args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
+
+    async def _in_a_turn(self, fn, *args):
+        """A store write inline (SQLite) in a turn of the loop of its own (``Turns``)."""
+        return await self._turns.run(partial(fn, *args))
 
     async def _report_loop_lag(self) -> None:
         """Write this process's loop-lag histogram to the store (advisory: a failure is skipped)."""
@@ -316,6 +239,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             if self.stop.is_set():
                 slots.release()
                 break
+            # Pages wait for their turn: more requests now would only make them wait longer.
+            await self._turns.short()
             now = self.now()
             try:
                 await self._refresh_scope(every=SCOPE_REFRESH)
@@ -476,7 +401,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
         anchor_keys = self._drop_stored_anchors(claim.host, outcome)
-        await self._release(claim, outcome, self.now())
+        # The host's delay counts from the response's end as this process saw it, not from now:
+        # the page may have waited for its turn of the loop since. (A PostgreSQL fleet stamps
+        # the delay with the database's clock at the release: machines' clocks may differ.)
+        await self._release(claim, outcome, outcome.fetch.ended_at if outcome.fetch is not None else self.now())
         self._remember_stored(outcome, anchor_keys)
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
