@@ -99,11 +99,6 @@ _INSERT_URL = (
 )
 
 
-#: Pages ``mark_indexed`` marks per transaction: an UPDATE rewrites the row, text too, as workers
-#: wait for the lock. Pages left unmarked by a failure are indexed again (``indexed_seq`` is later).
-MARK_CHUNK = 50
-
-
 class SQLiteStore:
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
@@ -535,15 +530,15 @@ class SQLiteStore:
     def mark_indexed(self, url_ids: Sequence[int], now: float, anchors: Sequence[int] | None = None) -> None:
         """Record that these pages are in the index, each with ``anchors[i]`` anchor texts (default
         none); noarchive pages' text is dropped now (not kept beyond it)."""
+        if not url_ids:
+            return
         counts = anchors if anchors is not None else [0] * len(url_ids)
-        marks = [(now, int(n), i) for i, n in zip(url_ids, counts, strict=True)]
-        for start in range(0, len(marks), MARK_CHUNK):
-            chunk = marks[start : start + MARK_CHUNK]
-            with self._write() as db:
-                db.executemany("UPDATE pages SET indexed_at = ?, indexed_anchors = ? WHERE url_id = ?", chunk)
-                db.executemany(
-                    "UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(m[2],) for m in chunk]
-                )
+        with self._write() as db:
+            db.executemany(
+                "UPDATE pages SET indexed_at = ?, indexed_anchors = ? WHERE url_id = ?",
+                [(now, int(n), i) for i, n in zip(url_ids, counts, strict=True)],
+            )
+            db.executemany("UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(i,) for i in url_ids])
 
     def expire_unavailable(self, now: float) -> int:
         """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
