@@ -4,9 +4,9 @@ the loop late for its sockets and timers.
 asyncio runs, in each turn of its loop, every callback that was ready when the turn began. A
 crawl worker has a hundred requests or more open; when many answers arrive together, their
 pages' parsing (milliseconds each) all landed in one turn, and every socket read, timer and
-request start of the process waited behind them: the loop ran hundreds of milliseconds late,
-that lateness was counted into every response the worker timed and every request it started
-late, and it fed itself (a long turn gathers more answers for the next). Here the steps wait in
+request start of the process waited behind them: at 1,000 hosts the loop ran 64–128 ms late
+at the median and a second at p99, every answer was read late and every request started late,
+and it fed itself (a long turn gathers more answers for the next). Here the steps wait in
 line and one runs per turn; the loop polls its sockets between two of them. How many steps wait
 (``backlog``) tells the dispatcher when to hold back new requests, so the line stays short.
 """
