@@ -66,7 +66,7 @@ from .reads import (
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
-from .sqlite_connection import DIALECT, connect, tune
+from .sqlite_connection import DIALECT, begin_immediate, connect, tune
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
@@ -168,7 +168,7 @@ class SQLiteStore:
         """One write transaction holding SQLite's write lock from the first statement."""
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                begin_immediate(self._db)
             except sqlite3.OperationalError as exc:
                 raise StoreError(f"store {self.path} is locked or unwritable: {exc}") from exc
             try:
