@@ -86,7 +86,8 @@ class ReleaseBatcher:
             return results
 
     async def _write_elsewhere(self, batch: list) -> None:
-        """``_write`` on a store thread: the batch and, if it fails, its releases one by one."""
+        """``_write`` through ``call`` (a store thread, or a turn of the loop): the batch and, if
+        it fails, its releases one by one."""
         assert self._callf is not None
         results: list[BaseException | None]
         try:

@@ -8,18 +8,30 @@ from pathlib import Path
 
 from .common import Dialect
 
-__all__ = ["DIALECT", "LOCK_POLL", "WAL_AUTOCHECKPOINT_PAGES", "WAL_SIZE_LIMIT", "begin_immediate", "connect", "tune"]
+__all__ = [
+    "BUSY_TIMEOUT",
+    "DIALECT",
+    "LOCK_POLL",
+    "WAL_AUTOCHECKPOINT_PAGES",
+    "WAL_SIZE_LIMIT",
+    "begin_immediate",
+    "connect",
+    "tune",
+]
 
 #: The SQL SQLite's statements differ by (``common.Dialect``): the caller's clock, as ``:now``.
 DIALECT = Dialect(ph="?", greatest="MAX", now=":now")
+
+#: Seconds a statement waits for another process's lock before it fails.
+BUSY_TIMEOUT = 60.0
 
 
 def connect(path: str, read_only: bool = False) -> sqlite3.Connection:
     """A connection to the store file that waits up to a minute for another process's lock."""
     # Read-only (export): SQLite itself refuses every write to the file.
     target, uri = (f"{Path(path).resolve().as_uri()}?mode=ro", True) if read_only else (path, False)
-    db = sqlite3.connect(target, isolation_level=None, timeout=60.0, check_same_thread=False, uri=uri)
-    db.execute("PRAGMA busy_timeout = 60000")
+    db = sqlite3.connect(target, isolation_level=None, timeout=BUSY_TIMEOUT, check_same_thread=False, uri=uri)
+    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     db.execute("PRAGMA foreign_keys = OFF")
     return db
 
@@ -28,15 +40,15 @@ def connect(path: str, read_only: bool = False) -> sqlite3.Connection:
 LOCK_POLL = 0.0005
 
 
-def begin_immediate(db: sqlite3.Connection, patience: float = 60.0) -> None:
+def begin_immediate(db: sqlite3.Connection) -> None:
     """``BEGIN IMMEDIATE``, tried again every ``LOCK_POLL`` seconds while another process holds
-    the write lock, for up to ``patience`` seconds. SQLite's own busy handler sleeps in steps that
+    the write lock, for up to ``BUSY_TIMEOUT`` seconds. SQLite's own busy handler sleeps in steps that
     grow to 100 ms: with a crawl's processes each holding the lock a few milliseconds at a time,
     a worker waited 40 ms on average, and its event loop with it (measured: 120 waits of over
     10 ms per worker in 90 s, 5 s in all, on a store in memory as on disk)."""
     db.execute("PRAGMA busy_timeout = 0")
     try:
-        give_up = time.monotonic() + patience
+        give_up = time.monotonic() + BUSY_TIMEOUT
         while True:
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -46,7 +58,7 @@ def begin_immediate(db: sqlite3.Connection, patience: float = 60.0) -> None:
                     raise
             time.sleep(LOCK_POLL)
     finally:
-        db.execute("PRAGMA busy_timeout = 60000")
+        db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
 
 
 #: WAL pages written before a commit copies them back into the database (SQLite's default: 1,000).
