@@ -6,6 +6,12 @@ it reads /proc, so it needs no third-party package.
 * Memory: every ``every`` seconds, the RSS (and PSS, which counts a page shared by several
   processes once, split between them) of the command's process and all its descendants is
   read and summed; the peak of those sums is reported, with the largest single process.
+* Writes: the bytes the tree handed to ``write``-like system calls on files and pipes (``wchar``
+  of /proc/PID/io; not socket sends), summed over its live processes at each sample, the largest
+  sum kept. A parent that reaps a child adds the child's counts to its own, so the sum stays
+  whole as workers exit, and one process's count alone would not; ``written`` (each process's
+  own, for a split by kind) comes from the last sample before any process of the tree exited.
+  The store's WAL and database pages are most of a crawl's.
 * CPU: ``os.wait4`` on the command gives its user + system time including every descendant
   it waited for (the crawl joins its worker processes), so nothing is lost between samples;
   the samples also give each process's share (by its command line).
@@ -94,6 +100,17 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15)
 
 
+def _written(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/io") as fh:
+            for line in fh:
+                if line.startswith("wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -116,6 +133,9 @@ class TreeRun:
     machine_busy_s: float = 0.0  # the whole machine's busy CPU seconds during the run
     #: pid -> (command line, CPU seconds at its last sample, its peak RSS)
     processes: dict[int, tuple[str, float, int]] = field(default_factory=dict)
+    peak_written_sum: int = 0  # bytes written (``wchar``) by the tree
+    #: pid -> bytes it had written, at the last sample with all of the tree's processes alive
+    written: dict[int, int] = field(default_factory=dict)
 
     def summary(self) -> dict:
         mb = 1024 * 1024
@@ -128,6 +148,7 @@ class TreeRun:
             "largest_process_rss_mb": round(self.peak_rss_one / mb),
             "processes": self.peak_processes,
             "rss_samples": self.samples,
+            "written_mb": round(self.peak_written_sum / mb),
         }
 
 
@@ -143,6 +164,7 @@ def run_tree(cmd: list[str], *, every: float = 0.5, timeout: float | None = None
         while not stop.is_set():
             total = total_pss = 0
             alive = 0
+            written: dict[int, int] = {}
             for pid in descendants(proc.pid):
                 try:
                     rss = _rss(pid)
@@ -156,11 +178,15 @@ def run_tree(cmd: list[str], *, every: float = 0.5, timeout: float | None = None
                 name, _, peak = result.processes.get(pid, (None, 0.0, 0))
                 result.processes[pid] = (name or _cmdline(pid), cpu, max(peak, rss))
                 result.peak_rss_one = max(result.peak_rss_one, rss)
+                written[pid] = _written(pid)
             if alive:
                 result.samples += 1
                 result.peak_rss_sum = max(result.peak_rss_sum, total)
                 result.peak_pss_sum = max(result.peak_pss_sum, total_pss)
                 result.peak_processes = max(result.peak_processes, alive)
+                result.peak_written_sum = max(result.peak_written_sum, sum(written.values()))
+                if written.keys() >= result.written.keys():
+                    result.written = written
             stop.wait(every)
 
     sampler = threading.Thread(target=sample, name="tree-sampler", daemon=True)

@@ -214,6 +214,8 @@ def analyse_tree(records: list[dict], args, label: str, tree: TreeRun, web_cpu: 
         "cpu_s": round(tree.cpu_s, 1),
         "cpu_s_per_100_pages": round(100 * tree.cpu_s / max(1, view["pages_200"]), 3),
         **{k: v for k, v in tree.summary().items() if k != "cpu_s"},
+        # What the tree wrote to files per page stored: mostly the store's WAL and its checkpoints.
+        "written_kb_per_page": round(tree.peak_written_sum / 1024 / max(1, view["pages_200"]), 1),
         "web_server_cpu_s": round(web_cpu, 1),
         # From starting the command: its first and last request, and its exit.
         "first_request_after_start_s": round(first - tree.started_at, 1),
@@ -256,6 +258,14 @@ def process_split(tree: TreeRun) -> dict:
     out: dict[str, float] = {}
     for _, (command, cpu, _) in tree.processes.items():
         out[_kind(command)] = round(out.get(_kind(command), 0.0) + cpu, 1)
+    return out
+
+
+def written_split(tree: TreeRun) -> dict:
+    """MB each kind of process wrote to files (until the first of them exited)."""
+    out: dict[str, float] = {}
+    for pid, (command, _, _) in tree.processes.items():
+        out[_kind(command)] = round(out.get(_kind(command), 0.0) + tree.written.get(pid, 0) / 1024 / 1024, 1)
     return out
 
 
@@ -383,6 +393,7 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         row["py_spy_cpu_s_left_out"] = round(spy_cpu, 1)
     row["cpu_split_s"] = process_split(tree)
     row["peak_rss_mb_by_process"] = rss_split(tree)
+    row["written_mb_by_process"] = written_split(tree)
 
     def cli_json(*more: str) -> dict:
         proc = subprocess.run(
