@@ -489,7 +489,8 @@ def test_304_only_updates_fetched_at(store, store_factory):
     store.release(c1, Outcome(page=PageRecord(c1.url, c1.url, 304, None, T + 50, 0)), T + 50)
     assert store.pages_changed_since(0, 10) == before  # same seq, status, title, text: nothing to re-index
     assert store_factory.peek(
-        f"SELECT status, etag, fetched_at, indexed_at FROM pages WHERE url_id = {int(c1.url_id)}"
+        "SELECT p.status, p.etag, p.fetched_at, m.indexed_at FROM pages p JOIN page_marks m ON m.url_id = p.url_id"
+        f" WHERE p.url_id = {int(c1.url_id)}"
     ) == [(200, '"v1"', T + 50, T + 2)]
 
 
@@ -1028,9 +1029,20 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
 
+#: Statements that turn a store back into what SQLite's schema 6, PostgreSQL's 7 wrote: the
+#: index's marks in the page rows.
+_MARKS_UNDONE = (
+    "UPDATE pages SET indexed_at = (SELECT m.indexed_at FROM page_marks m WHERE m.url_id = pages.url_id),"
+    " indexed_anchors = COALESCE((SELECT m.anchors FROM page_marks m WHERE m.url_id = pages.url_id), 0)",
+    "DROP INDEX pages_duplicates",
+    "DROP TABLE page_marks",
+)
+
 #: Statements that turn a schema-4 store back into what schema 3 wrote (and take out the
-#: anchor count of SQLite's schema 5, PostgreSQL's 6, and the sitemap owner of SQLite's 6, PostgreSQL's 7).
+#: anchor count of SQLite's schema 5, PostgreSQL's 6, the sitemap owner of SQLite's 6, PostgreSQL's 7,
+#: and the marks' table).
 _SCHEMA_4_UNDONE = (
+    *_MARKS_UNDONE,
     "ALTER TABLE frontier DROP COLUMN sitemap_for",
     "ALTER TABLE pages DROP COLUMN indexed_anchors",
     "ALTER TABLE frontier DROP COLUMN request_url",
@@ -1087,6 +1099,31 @@ def test_export_pages_streams_every_page_in_url_id_order_in_batches(store):
     pages = list(store.export_pages(-1e308, 2))  # two batches: 2, then 1
     assert [(p.url_id, p.url) for p in pages] == [(c.url_id, c.url) for c in claims]
     assert list(store.export_pages(T + 1e6, 2)) == []  # fetched before the date: none
+
+
+def test_a_store_with_the_marks_in_its_page_rows_keeps_them_when_upgraded(store_factory):
+    """The index's marks moved from the page rows to ``page_marks``: an upgraded store still
+    knows which pages are indexed and with how many anchor texts, so the indexer neither
+    indexes them again nor re-indexes them for anchors that have not doubled."""
+    store = store_factory()
+    _claims(store, 3)
+    c0 = store.claim("w1", T, LEASE)
+    _fetch_one(store, c0, T, title="target", text="x")
+    c1 = store.claim("w1", T + 1, LEASE)
+    _release_with_anchors(store, c1, T + 1, [(f"{A}/0", "one"), (f"{A}/0", "two")])
+    store.mark_indexed([c0.url_id, c1.url_id], T + 2, [2, 0])
+    store.close()
+    old = "6" if store_factory.kind == "sqlite" else "7"
+    store_factory.run(*_MARKS_UNDONE, f"UPDATE meta SET value = '{old}' WHERE key = 'schema_version'")
+    assert store_factory.peek("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL") == [(2,)]
+    store = store_factory()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
+    assert store.status(T + 3).indexed == 2
+    assert store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100) == []  # 2 anchors, indexed with 2
+    c2 = store.claim("w1", T + 2, LEASE)
+    before = store.anchor_mark()
+    _release_with_anchors(store, c2, T + 2, [(f"{A}/0", "three"), (f"{A}/0", "four")])
+    assert [p.url for p in store.pages_with_new_anchors(before, store.anchor_mark(), 0, 100)] == [f"{A}/0"]
 
 
 def test_a_store_opened_read_only_is_neither_upgraded_nor_written(store_factory):

@@ -12,6 +12,15 @@ from .reads import columns
 __all__ = ["ACTIVITY_BUCKET", "ACTIVITY_BUCKETS", "activity", "url_evidence"]
 
 
+#: A page's columns for ``why``: the duplicated page's URL from its frontier row, the index's mark
+#: from ``page_marks``.
+_PAGE_EVIDENCE_COLUMNS = (
+    columns(PageEvidence, "p.")
+    .replace("p.duplicate_url", "f.url AS duplicate_url")
+    .replace("p.indexed_at", "m.indexed_at")
+)
+
+
 def url_evidence(conn, d: Dialect, url: str, host: str) -> URLEvidence:
     """The URL's frontier row, page, fetch history and host row (each None / empty if unknown)."""
     ph = d.ph
@@ -20,8 +29,8 @@ def url_evidence(conn, d: Dialect, url: str, host: str) -> URLEvidence:
     page = None
     if frontier is not None:
         row = conn.execute(
-            f"SELECT {columns(PageEvidence, 'p.').replace('p.duplicate_url', 'f.url AS duplicate_url')}"
-            " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of"
+            f"SELECT {_PAGE_EVIDENCE_COLUMNS}"
+            " FROM pages p LEFT JOIN frontier f ON f.id = p.duplicate_of LEFT JOIN page_marks m ON m.url_id = p.url_id"
             f" WHERE p.url_id = {ph}",
             (frontier.id,),
         ).fetchone()

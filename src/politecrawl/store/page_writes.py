@@ -13,6 +13,8 @@ __all__ = [
     "record_page",
     "PAGE_COLUMNS",
     "PAGE_UPSERT",
+    "UNMARK_INDEXED",
+    "MARK_INDEXED_UPSERT",
     "EXACT_DUPLICATE_WHERE",
     "page_candidate",
     "page_values",
@@ -55,13 +57,14 @@ def record_page(
             duplicate_of, kind = near, DuplicateKind.NEAR
     marks = ", ".join([ph] * len(PAGE_COLUMNS))
     conn.execute(
-        f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}, indexed_at) VALUES ({marks}, NULL) {PAGE_UPSERT}",
+        f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}) VALUES ({marks}) {PAGE_UPSERT}",
         page_values(url_id, page, seq, duplicate_of, kind),
     )
+    conn.execute(UNMARK_INDEXED.format(url_id=ph), (url_id,))
     return duplicate_of is not None
 
 
-#: A page row's columns (then ``indexed_at``, NULL: not indexed yet), in ``page_values`` order.
+#: A page row's columns, in ``page_values`` order.
 PAGE_COLUMNS = (
     "url_id",
     "url",
@@ -100,7 +103,12 @@ PAGE_UPSERT = """ON CONFLICT (url_id) DO UPDATE SET
              simhash = excluded.simhash, sh0 = excluded.sh0, sh1 = excluded.sh1, sh2 = excluded.sh2,
              sh3 = excluded.sh3, noindex = excluded.noindex, noarchive = excluded.noarchive,
              unavailable_after = excluded.unavailable_after, language = excluded.language,
-             links = excluded.links, indexed_at = NULL, seq = excluded.seq"""
+             links = excluded.links, seq = excluded.seq"""
+#: Marking a page indexed replaces its earlier mark (``page_marks``; the mark is a row of its own
+#: because any change to a page row writes the page's text again).
+MARK_INDEXED_UPSERT = "ON CONFLICT (url_id) DO UPDATE SET indexed_at = excluded.indexed_at, anchors = excluded.anchors"
+#: A new version of a page is not in the index yet (its mark keeps the anchors it was indexed with).
+UNMARK_INDEXED = "UPDATE page_marks SET indexed_at = NULL WHERE url_id = {url_id} AND indexed_at IS NOT NULL"
 #: The exact-duplicate lookup: an indexable original with the same content fingerprint.
 EXACT_DUPLICATE_WHERE = (
     "fingerprint = {fp} AND duplicate_of IS NULL AND url_id != {url_id} AND noindex = 0 AND alias_of IS NULL"

@@ -41,6 +41,7 @@ from .api import (
     URLEvidence,
 )
 from .common import DONE, LEASED, QUEUED, affinity_params, save_patterns_sql, wake_time_sql
+from .page_writes import MARK_INDEXED_UPSERT
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
 from .postgres_frontier import PAGES_LOCK, insert_frontier, insert_hosts, lock_hosts, unique_urls
@@ -290,15 +291,16 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             return
         counts = anchors if anchors is not None else [0] * len(url_ids)
         by_id = dict(sorted((int(i), int(n)) for i, n in zip(url_ids, counts, strict=True)))
-        self._idempotent(
-            lambda conn: conn.execute(
-                "UPDATE pages SET indexed_at = %s, indexed_anchors = m.n,"
-                " text = CASE WHEN noarchive = 1 THEN NULL ELSE text END"
-                " FROM unnest(%s::bigint[], %s::integer[]) AS m(id, n) WHERE url_id = m.id",
+
+        def tx(conn: psycopg.Connection) -> None:
+            conn.execute(
+                "INSERT INTO page_marks (url_id, indexed_at, anchors)"
+                f" SELECT m.id, %s, m.n FROM unnest(%s::bigint[], %s::integer[]) AS m(id, n) {MARK_INDEXED_UPSERT}",
                 (now, list(by_id), list(by_id.values())),
-            ),
-            "mark pages indexed",
-        )
+            )
+            conn.execute("UPDATE pages SET text = NULL WHERE url_id = ANY(%s) AND noarchive = 1", (list(by_id),))
+
+        self._idempotent(tx, "mark pages indexed")
 
     def expire_unavailable(self, now: float) -> int:
         """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""

@@ -50,7 +50,7 @@ from .common import Dialect
 
 __all__ = ["APP_ID", "DB_NOW", "SCHEMA_VERSION", "PostgresConnection", "parse_url", "postgres_dialect", "the_row"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")

@@ -10,7 +10,15 @@ from politecrawl.content.dedup import NEAR_DISTANCE, to_signed64
 
 from .api import Claim, FetchLogEntry, Outcome, PageRecord
 from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
-from .page_writes import EXACT_DUPLICATE_WHERE, PAGE_COLUMNS, PAGE_UPSERT, page_candidate, page_values, simhash_blocks
+from .page_writes import (
+    EXACT_DUPLICATE_WHERE,
+    PAGE_COLUMNS,
+    PAGE_UPSERT,
+    UNMARK_INDEXED,
+    page_candidate,
+    page_values,
+    simhash_blocks,
+)
 from .postgres_connection import PostgresConnection, the_row
 from .postgres_frontier import (
     PAGE_SEQ,
@@ -230,10 +238,11 @@ class PostgresRelease(PostgresConnection):
             f"""pick AS (SELECT COALESCE(exact, near) AS duplicate_of,
                                CASE WHEN exact IS NOT NULL THEN {EXACT} WHEN near IS NOT NULL THEN {NEAR} END AS kind
                         FROM dup)""",
-            f"""page AS (INSERT INTO pages ({", ".join(PAGE_COLUMNS)}, indexed_at)
-                         SELECT {", ".join(select)}, NULL FROM pick
+            f"""page AS (INSERT INTO pages ({", ".join(PAGE_COLUMNS)})
+                         SELECT {", ".join(select)} FROM pick
                          {PAGE_UPSERT}
                          RETURNING duplicate_of)""",
+            f"unmark AS ({UNMARK_INDEXED.format(url_id='%(url_id)s')})",
         ]
         check = outcome.yield_check
         if check is not None:

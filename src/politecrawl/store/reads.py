@@ -166,11 +166,16 @@ INDEXER_PAGE_COLUMNS = columns(IndexerPage)
 ANCHORS_PER_PAGE = 64
 
 #: A page is re-indexed for its anchor text when the anchors the index would take with it are at
-#: least this many times those it was indexed with (``pages.indexed_anchors``; from none: one).
+#: least this many times those it was indexed with (``page_marks.anchors``; from none: one).
 #: Each page is then re-indexed for anchors a handful of times over a crawl (1, 2, 4 … 64), not
 #: once for every link to it found later; re-indexing a page for each new link cost a long
 #: crawl's indexer three times the work of indexing the new pages.
 ANCHOR_GROWTH = 2
+
+#: How many anchor texts page ``pages`` was indexed with (0: none, or never indexed).
+_INDEXED_ANCHORS = "COALESCE((SELECT m.anchors FROM page_marks m WHERE m.url_id = pages.url_id), 0)"
+#: Page ``pages``'s current version is in the index.
+_INDEXED = "EXISTS (SELECT 1 FROM page_marks m WHERE m.url_id = pages.url_id AND m.indexed_at IS NOT NULL)"
 
 #: How many anchor texts the index would take with page ``pages`` now, counted up to the cap.
 _ANCHORS_NOW = (
@@ -192,9 +197,9 @@ ANCHOR_TARGET_PAGES_SQL = (
     "           JOIN frontier f2 ON f2.url = p.alias_of)"
     f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
     " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
-    " AND (noarchive = 0 OR indexed_at IS NULL) AND url_id > {ph}"
-    f" AND indexed_anchors < {ANCHORS_PER_PAGE}"
-    f" AND {_ANCHORS_NOW} >= CASE WHEN indexed_anchors = 0 THEN 1 ELSE {ANCHOR_GROWTH} * indexed_anchors END"
+    f" AND (noarchive = 0 OR NOT {_INDEXED}) AND url_id > {{ph}}"
+    f" AND {_INDEXED_ANCHORS} < {ANCHORS_PER_PAGE}"
+    f" AND {_ANCHORS_NOW} >= CASE WHEN {_INDEXED_ANCHORS} = 0 THEN 1 ELSE {ANCHOR_GROWTH} * {_INDEXED_ANCHORS} END"
     " ORDER BY url_id LIMIT {ph}"
 )
 
@@ -261,7 +266,7 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
             str(k): int(v)
             for k, v in rows(f"SELECT wait_reason, COUNT(*) FROM hosts WHERE {waiting} GROUP BY wait_reason")
         },
-        indexed=count("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL"),
+        indexed=count("SELECT COUNT(*) FROM page_marks WHERE indexed_at IS NOT NULL"),
         hosts=count("SELECT COUNT(*) FROM hosts"),
         hosts_active=count(f"SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > {now_p}"),
         hosts_waiting=count(f"SELECT COUNT(*) FROM hosts WHERE {waiting}"),

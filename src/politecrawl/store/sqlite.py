@@ -49,7 +49,7 @@ from .common import (
     wake_time_sql,
     yield_threshold,
 )
-from .page_writes import record_page, simhash_blocks
+from .page_writes import MARK_INDEXED_UPSERT, record_page, simhash_blocks
 from .reads import (
     ANCHOR_TARGET_PAGES_SQL,
     ANCHOR_TEXTS_SQL,
@@ -74,7 +74,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 _WAKE_TIME = wake_time_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APP_ID = "politecrawl"
 
 
@@ -535,8 +535,8 @@ class SQLiteStore:
         counts = anchors if anchors is not None else [0] * len(url_ids)
         with self._write() as db:
             db.executemany(
-                "UPDATE pages SET indexed_at = ?, indexed_anchors = ? WHERE url_id = ?",
-                [(now, int(n), i) for i, n in zip(url_ids, counts, strict=True)],
+                f"INSERT INTO page_marks (url_id, indexed_at, anchors) VALUES (?, ?, ?) {MARK_INDEXED_UPSERT}",
+                [(i, now, int(n)) for i, n in zip(url_ids, counts, strict=True)],
             )
             db.executemany("UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(i,) for i in url_ids])
 
