@@ -223,7 +223,9 @@ def _update(
             done = [r for r in named if r.url in anchors]
             store.mark_indexed([r.url_id for r in done], time.time(), [anchors[r.url] for r in done])
             after_url_id = named[-1].url_id
-            if stopped() and len(named) == batch:
+            if len(named) < batch:
+                break  # the range's last pages: asking again would read all its anchor rows once more
+            if stopped():
                 return  # this pass is not done: the next update takes it again, from its start
         anchors_done = upto
         store.set_meta("indexed_anchor_id", str(anchors_done))
