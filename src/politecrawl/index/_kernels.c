@@ -38,6 +38,7 @@
  *   tokens(...)       normalized text cut into words, as analysis.Analyzer.tokenize does
  *   build_postings(...) a new segment's postings of one field, from its tokens' term ids
  *   merge_postings(...) a merge's postings of one field, from its sources'
+ *   posting_blocks(...) a field's skip blocks, from its postings
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
@@ -54,6 +55,7 @@
  *   analysis.c        tokens, Vocabulary
  *   merge_terms.c     merge_terms
  *   build_postings.c  build_postings, merge_postings
+ *   skip_blocks.c     posting_blocks
  */
 #include "_kernels_src/common.h"
 
@@ -67,6 +69,7 @@
 #include "_kernels_src/analysis.c"
 #include "_kernels_src/merge_terms.c"
 #include "_kernels_src/build_postings.c"
+#include "_kernels_src/skip_blocks.c"
 
 static PyMethodDef module_methods[] = {
     {"top", k_top, METH_VARARGS,
@@ -92,6 +95,8 @@ static PyMethodDef module_methods[] = {
      "build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
     {"merge_postings", k_merge_postings, METH_VARARGS,
      "merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"posting_blocks", k_posting_blocks, METH_VARARGS,
+     "posting_blocks(term_ptr, docs, tfs, field_lens, block) -> (block_ptr, blocks)"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
     {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
@@ -124,9 +129,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
-                                  "doc_freqs", "gather", "make_snippet", "merge_postings", "merge_terms", "proximity",
-                                  "rank", "snippet_at", "snippet_hit", "tokens", "top");
+    PyObject *all = Py_BuildValue("[ssssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
+                                  "doc_freqs", "gather", "make_snippet", "merge_postings", "merge_terms",
+                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "tokens",
+                                  "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -13,6 +13,7 @@ __all__ = [
     "make_snippet",
     "merge_postings",
     "merge_terms",
+    "posting_blocks",
     "proximity",
     "rank",
     "snippet_at",
@@ -137,3 +138,6 @@ def build_postings(
 def merge_postings(
     terms: Buffer, docs: Buffer, tfs: Buffer, positions: list[Buffer], n_terms: int
 ) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+def posting_blocks(
+    term_ptr: Buffer, docs: Buffer, tfs: Buffer, field_lens: Buffer, block: int
+) -> tuple[bytes, bytes]: ...
