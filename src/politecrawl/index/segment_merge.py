@@ -13,7 +13,7 @@ from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
-from .segment_write import encode_postings, encoded_postings, stable_argsort, write_segment_files
+from .segment_write import encode_postings, encoded_postings, stable_argsort, stored_bodies, write_segment_files
 
 __all__ = ["merge_segments", "merge_terms"]
 
@@ -146,32 +146,57 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
         del g_terms, g_docs, g_tfs, g_pos, order
     urls: list[str] = []
     titles: list[str] = []
-    bodies: list[bytes] = []
     lens: list[np.ndarray] = []
-    sync: list[list[tuple[int, int, int]]] = []
     for (seg, _), ids in zip(sources, live_ids):
         seg_urls, seg_titles = list(seg.urls), list(seg.titles)
         urls.extend(seg_urls[i] for i in ids)
         titles.extend(seg_titles[i] for i in ids)
-        ptr = np.asarray(seg.body_ptr, dtype=np.int64)
-        if seg.body_codec == stored.BODY_CODEC:
-            # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-            raw = seg.stored_bytes(int(ptr[0]), int(ptr[-1]))
-            bodies.extend(raw[ptr[i] : ptr[i + 1]] for i in ids)
-            sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
-        else:
-            # Another codec (an older segment's zlib): compressed again, cut where it was, so the
-            # sync points keep their characters and token positions.
-            for i in ids:
-                rows = seg.sync_points(int(i)).tolist()
-                [(data, offsets)] = stored.compress_bodies(
-                    [(seg.body(int(i)), [c for _, c, _ in rows])], stored.BODY_CODEC
-                )
-                bodies.append(data)
-                sync.append([(b, c, t) for b, (_, c, t) in zip(offsets, rows)])
         lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
     doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
+    bodies = stored_bodies([_live_bodies(seg, ids) for (seg, _), ids in zip(sources, live_ids)])
     write_segment_files(
-        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer, sync
+        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer
     )
     return len(urls)
+
+
+def _live_bodies(seg: Segment, ids: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """The stored bodies of a source's live documents ``ids`` (ascending), as ``stored_bodies``
+    takes them. Bodies in the current codec are copied as they are, and so are their sync points
+    (none in old segments): a source's whole run when every document is live, else masked."""
+    n = seg.doc_count
+    if seg.body_codec != stored.BODY_CODEC:
+        return _recompressed_bodies(seg, ids)
+    ptr = np.asarray(seg.body_ptr, dtype=np.int64)
+    raw = seg.stored_bytes(int(ptr[0]), int(ptr[-1]))
+    lengths = np.diff(ptr)
+    if seg.body_sync_ptr is None or seg.body_sync is None:
+        sync, counts = np.zeros((0, 3), np.int64), np.zeros(n, np.int64)
+    else:
+        sync_ptr = np.asarray(seg.body_sync_ptr, dtype=np.int64)
+        sync = np.asarray(seg.body_sync, dtype=np.int64)[sync_ptr[0] : sync_ptr[-1]]
+        counts = np.diff(sync_ptr)
+    if len(ids) == n:
+        return raw, lengths, sync, counts
+    live = np.zeros(n, dtype=bool)
+    live[ids] = True
+    kept_bytes = np.frombuffer(raw, dtype=np.uint8)[np.repeat(live, lengths)].tobytes()
+    return kept_bytes, lengths[live], sync[np.repeat(live, counts)], counts[live]
+
+
+def _recompressed_bodies(seg: Segment, ids: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """A source in another codec (an older segment's zlib): each live body compressed again, cut
+    where it was, so the sync points keep their characters and token positions."""
+    blobs: list[bytes] = []
+    lengths: list[int] = []
+    rows: list[list[int]] = []
+    counts: list[int] = []
+    for i in ids:
+        doc_rows = seg.sync_points(int(i)).tolist()
+        [(data, offsets)] = stored.compress_bodies([(seg.body(int(i)), [c for _, c, _ in doc_rows])], stored.BODY_CODEC)
+        blobs.append(data)
+        lengths.append(len(data))
+        rows.extend([b, c, t] for b, (_, c, t) in zip(offsets, doc_rows))
+        counts.append(len(doc_rows))
+    sync = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    return b"".join(blobs), np.array(lengths, dtype=np.int64), sync, np.array(counts, dtype=np.int64)

@@ -8,6 +8,7 @@ documents of several segments through ``write_segment_files`` without analysing 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,7 +30,57 @@ from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
 
-__all__ = ["encode_postings", "encoded_postings", "stable_argsort", "write_segment", "write_segment_files"]
+__all__ = [
+    "StoredBodies",
+    "encode_postings",
+    "encoded_postings",
+    "stable_argsort",
+    "stored_bodies",
+    "write_segment",
+    "write_segment_files",
+]
+
+
+class StoredBodies(NamedTuple):
+    """A segment's stored bodies as its files hold them: ``bodies.bin`` (``blob``), ``body_ptr.npy``
+    (``ptr``, int64[n+1]), ``body_sync.npy`` (``sync``, int64[S, 3]) and ``body_sync_ptr.npy``
+    (``sync_ptr``, int64[n+1]). Arrays, not a list per document: a merge copies a source's
+    bodies and sync points as runs, without a Python step per document."""
+
+    blob: bytes
+    ptr: np.ndarray
+    sync: np.ndarray
+    sync_ptr: np.ndarray
+
+
+def _pointers(lengths: np.ndarray) -> np.ndarray:
+    """int64[n+1]: where each of ``n`` runs of these lengths starts, and the end."""
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    return ptr
+
+
+def stored_bodies(parts: list[tuple[bytes, np.ndarray, np.ndarray, np.ndarray]]) -> StoredBodies:
+    """The ``StoredBodies`` of runs of documents, each ``(blob, body lengths, sync rows, sync rows
+    per document)``, one after the other."""
+    blob = b"".join(p[0] for p in parts)
+    lengths = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    sync = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, 3), np.int64)
+    counts = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
+    sync = np.ascontiguousarray(sync, dtype=np.int64).reshape(len(sync), 3)
+    return StoredBodies(blob, _pointers(lengths), sync, _pointers(counts))
+
+
+def compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list[tuple[list[int], list[int]]]):
+    """``stored_bodies``' part for bodies just compressed: per document ``(data, byte offsets of
+    its cuts)`` and ``(character offsets of its cuts, token positions at them)``."""
+    lengths = np.fromiter(map(len, (data for data, _ in compressed)), dtype=np.int64, count=len(compressed))
+    counts = np.fromiter(map(len, (cuts for cuts, _ in sync_meta)), dtype=np.int64, count=len(sync_meta))
+    sync = np.empty((int(counts.sum()), 3), dtype=np.int64)
+    sync[:, 0] = list(itertools.chain.from_iterable(offsets for _, offsets in compressed))
+    sync[:, 1] = list(itertools.chain.from_iterable(cuts for cuts, _ in sync_meta))
+    sync[:, 2] = list(itertools.chain.from_iterable(tok_at for _, tok_at in sync_meta))
+    return b"".join(data for data, _ in compressed), lengths, sync, counts
 
 
 def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
@@ -208,10 +260,9 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             postings[f] = _field_postings(local, rank, lens_f, n_terms)
             del local
         compressed = [b for fut in futures for b in fut.result()]
-    bodies = [b for b, _ in compressed]
-    sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
+    bodies = stored_bodies([compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
-    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer, sync)
+    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
     return n_docs
 
 
@@ -222,9 +273,8 @@ def write_segment_files(
     doc_lens,
     urls,
     titles,
-    bodies: list[bytes],
+    bodies: StoredBodies,
     analyzer,
-    sync: list[list[tuple[int, int, int]]],
 ) -> None:
     n_docs = len(urls)
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -249,17 +299,12 @@ def write_segment_files(
                 _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
                 _save(tmp, f"{f}.block_ptr.npy", block_ptr)
         _save(tmp, "doc_lens.npy", doc_lens)
-        body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if bodies:
-            body_ptr[1:] = np.cumsum([len(b) for b in bodies])
-        _save(tmp, "body_ptr.npy", body_ptr)
-        sync_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if n_docs:
-            sync_ptr[1:] = np.cumsum([len(rows) for rows in sync])
-        rows = [r for doc_rows in sync for r in doc_rows]
-        _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
-        _save(tmp, "body_sync_ptr.npy", sync_ptr)
-        _write_bytes(tmp, "bodies.bin", b"".join(bodies))
+        if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
+            raise SearchIndexError("stored bodies that are not one per document")
+        _save(tmp, "body_ptr.npy", bodies.ptr)
+        _save(tmp, "body_sync.npy", bodies.sync)
+        _save(tmp, "body_sync_ptr.npy", bodies.sync_ptr)
+        _write_bytes(tmp, "bodies.bin", bodies.blob)
         blob = terms  # the sorted terms, one per line
         _write_bytes(tmp, "terms.txt", blob)
         n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
