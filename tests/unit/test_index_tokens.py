@@ -206,3 +206,24 @@ def test_both_vocabularies_sort_their_terms_alike(texts):
     for t in texts:
         a.term_ids(t, cv)
     assert cv.sorted_terms() == pv.sorted_terms()
+
+
+@needs_kernels
+def test_both_vocabularies_sort_many_terms_alike():
+    """Thousands of terms: one letter in front of all (a byte the radix sort skips), lengths of
+    1 to 20 bytes, many sharing their first 8 bytes, in scripts of 1 to 4 bytes a character."""
+    import random
+
+    rng = random.Random(3)
+    alphabet = list("abcxyz0189éßİ中한\U0001d400")
+    words = ["w" + "".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(6000)]
+    words += ["wprefixed" + "".join(rng.choices("ab中", k=rng.randint(0, 4))) for _ in range(300)]
+    text = " ".join(words)
+    a = Analyzer()
+    with numpy_only():
+        pv = a.vocabulary()
+        a.term_ids(text, pv)
+    cv = a.vocabulary()
+    a.term_ids(text, cv)
+    assert len(cv) > 5000
+    assert cv.sorted_terms() == pv.sorted_terms()

@@ -403,10 +403,38 @@ static int cmp_sort_items(const void *a, const void *b) {
     return c ? c : (na > nb) - (na < nb);
 }
 
+/* Sort `n` items by head, then (a tie: two terms of more than 7 bytes that share their first 8)
+ * by their bytes: an LSD radix sort of the heads a byte at a time (a pass is skipped where every
+ * head has the same byte there, as the first byte of most words of one script), then a qsort of
+ * each run of equal heads.  *items may be swapped for the scratch array; -1: out of memory. */
+static int sort_items(const Vocabulary *v, SortItem **items, Py_ssize_t n) {
+    SortItem *a = *items, *b = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(SortItem));
+    if (!b) return -1;
+    for (int shift = 0; shift < 64; shift += 8) {
+        Py_ssize_t count[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) count[((a[i].head >> shift) & 0xFF) + 1]++;
+        if (n && count[((a[0].head >> shift) & 0xFF) + 1] == n) continue; /* one byte for all */
+        for (int d = 1; d < 257; d++) count[d] += count[d - 1];
+        for (Py_ssize_t i = 0; i < n; i++) b[count[(a[i].head >> shift) & 0xFF]++] = a[i];
+        SortItem *t = a;
+        a = b;
+        b = t;
+    }
+    PyMem_Free(b);
+    *items = a;
+    sorting = v;
+    for (Py_ssize_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && a[j].head == a[i].head;) j++;
+        if (j - i > 1) qsort(a + i, (size_t)(j - i), sizeof(SortItem), cmp_sort_items);
+    }
+    sorting = NULL;
+    return 0;
+}
+
 /* sorted_terms() -> (blob, rank): the terms sorted (UTF-8 byte order, which is code point
  * order: Python's sorted() of the str), one per line, as a segment's terms.txt; and per term id
- * its place in that order (int32 bytes).  Sorted by their first 8 bytes, held with the ids, so
- * most comparisons read no term. */
+ * its place in that order (int32 bytes).  Sorted by their first 8 bytes, held with the ids
+ * (sort_items), so most terms are placed without reading them. */
 static PyObject *Vocabulary_sorted_terms(Vocabulary *v, PyObject *unused) {
     Py_ssize_t n = v->n_terms;
     SortItem *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(SortItem));
@@ -418,9 +446,10 @@ static PyObject *Vocabulary_sorted_terms(Vocabulary *v, PyObject *unused) {
         for (Py_ssize_t c = 0; c < 8; c++) head = (head << 8) | (c < len ? kb[c] : 0);
         items[t] = (SortItem){head, (int32_t)t};
     }
-    sorting = v;
-    qsort(items, (size_t)n, sizeof(SortItem), cmp_sort_items);
-    sorting = NULL;
+    if (sort_items(v, &items, n) < 0) {
+        PyMem_Free(items);
+        return PyErr_NoMemory();
+    }
     PyObject *rank = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     PyObject *blob = PyBytes_FromStringAndSize(NULL, n ? (Py_ssize_t)v->arena_len + n - 1 : 0);
     PyObject *out = NULL;
