@@ -29,6 +29,7 @@ from .bm25 import FIELDS
 from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
+from .synced_files import SyncedFiles
 
 __all__ = [
     "StoredBodies",
@@ -81,20 +82,6 @@ def compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list
     sync[:, 1] = list(itertools.chain.from_iterable(cuts for cuts, _ in sync_meta))
     sync[:, 2] = list(itertools.chain.from_iterable(tok_at for _, tok_at in sync_meta))
     return b"".join(data for data, _ in compressed), lengths, sync, counts
-
-
-def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
-    with open(dirpath / name, "wb") as fh:
-        np.save(fh, arr, allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _write_bytes(dirpath: Path, name: str, data: bytes) -> None:
-    with open(dirpath / name, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def _smallest_uint(arr: np.ndarray) -> np.ndarray:
@@ -276,66 +263,75 @@ def write_segment_files(
     bodies: StoredBodies,
     analyzer,
 ) -> None:
-    n_docs = len(urls)
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
-        posting_counts = {}
-        pointers = []
-        for fi, f in enumerate(FIELDS):
-            term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
-            posting_counts[f] = int(len(tfs))
-            _save(tmp, f"{f}.docs.npy", deltas)
-            _save(tmp, f"{f}.tfs.npy", tfs)
-            _save(tmp, f"{f}.positions.npy", positions)
-            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
-            _save(tmp, f"{f}.blocks.npy", blocks)
-            pointers.append((term_ptr, pos_ptr, block_ptr))
-        if stored.BODY_CODEC == "lz4":
-            _save(tmp, "terms.ptr.npy", term_table(pointers))
-        else:  # format 2, as it was written: a file per pointer array
-            for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
-                _save(tmp, f"{f}.term_ptr.npy", term_ptr)
-                _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
-                _save(tmp, f"{f}.block_ptr.npy", block_ptr)
-        _save(tmp, "doc_lens.npy", doc_lens)
-        if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
-            raise SearchIndexError("stored bodies that are not one per document")
-        _save(tmp, "body_ptr.npy", bodies.ptr)
-        _save(tmp, "body_sync.npy", bodies.sync)
-        _save(tmp, "body_sync_ptr.npy", bodies.sync_ptr)
-        _write_bytes(tmp, "bodies.bin", bodies.blob)
-        blob = terms  # the sorted terms, one per line
-        _write_bytes(tmp, "terms.txt", blob)
-        n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
-        if blob:
-            ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
-            n_terms = len(ends)
-            _save(tmp, "terms.end.npy", ends)
-            _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
-        if stored.BODY_CODEC == "lz4":
-            for name, strings in (("urls", urls), ("titles", titles)):
-                data, ends = encode_strings(strings)
-                _write_bytes(tmp, f"{name}.bin", data)
-                _save(tmp, f"{name}.end.npy", ends)
-        else:  # format 2, as it was written
-            docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
-            _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
-        header = {
-            "format": FORMAT,
-            "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
-            "body_codec": stored.BODY_CODEC,
-            "doc_count": n_docs,
-            "term_count": n_terms,
-            "fields": list(FIELDS),
-            "posting_counts": posting_counts,
-            "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
-            "analyzer": analyzer.to_json(),
-        }
-        _write_bytes(tmp, "header.json", json.dumps(header, indent=1).encode("utf-8"))
+        with SyncedFiles(tmp) as files:
+            _write_files(files, terms, postings, doc_lens, urls, titles, bodies, analyzer)
         fsync_dir(tmp)
         os.rename(tmp, seg_dir)
         fsync_dir(seg_dir.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_files(
+    files: SyncedFiles, terms: bytes, postings, doc_lens, urls, titles, bodies: StoredBodies, analyzer
+) -> None:
+    """Every file of a segment (``segment`` has the format), each made durable while the next is
+    written."""
+    n_docs = len(urls)
+    posting_counts = {}
+    pointers = []
+    for fi, f in enumerate(FIELDS):
+        term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
+        posting_counts[f] = int(len(tfs))
+        files.save(f"{f}.docs.npy", deltas)
+        files.save(f"{f}.tfs.npy", tfs)
+        files.save(f"{f}.positions.npy", positions)
+        block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
+        files.save(f"{f}.blocks.npy", blocks)
+        pointers.append((term_ptr, pos_ptr, block_ptr))
+    if stored.BODY_CODEC == "lz4":
+        files.save("terms.ptr.npy", term_table(pointers))
+    else:  # format 2, as it was written: a file per pointer array
+        for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
+            files.save(f"{f}.term_ptr.npy", term_ptr)
+            files.save(f"{f}.pos_ptr.npy", pos_ptr)
+            files.save(f"{f}.block_ptr.npy", block_ptr)
+    files.save("doc_lens.npy", doc_lens)
+    if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
+        raise SearchIndexError("stored bodies that are not one per document")
+    files.save("body_ptr.npy", bodies.ptr)
+    files.save("body_sync.npy", bodies.sync)
+    files.save("body_sync_ptr.npy", bodies.sync_ptr)
+    files.write("bodies.bin", bodies.blob)
+    blob = terms  # the sorted terms, one per line
+    files.write("terms.txt", blob)
+    n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
+    if blob:
+        ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+        n_terms = len(ends)
+        files.save("terms.end.npy", ends)
+        files.save("terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
+    if stored.BODY_CODEC == "lz4":
+        for name, strings in (("urls", urls), ("titles", titles)):
+            data, ends = encode_strings(strings)
+            files.write(f"{name}.bin", data)
+            files.save(f"{name}.end.npy", ends)
+    else:  # format 2, as it was written
+        docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
+        files.write("docs.json", docs_json.encode("utf-8", "surrogatepass"))
+    header = {
+        "format": FORMAT,
+        "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
+        "body_codec": stored.BODY_CODEC,
+        "doc_count": n_docs,
+        "term_count": n_terms,
+        "fields": list(FIELDS),
+        "posting_counts": posting_counts,
+        "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
+        "analyzer": analyzer.to_json(),
+    }
+    files.write("header.json", json.dumps(header, indent=1).encode("utf-8"))
