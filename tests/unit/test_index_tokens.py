@@ -227,3 +227,19 @@ def test_both_vocabularies_sort_many_terms_alike():
     a.term_ids(text, cv)
     assert len(cv) > 5000
     assert cv.sorted_terms() == pv.sorted_terms()
+
+
+#: Every ASCII character, and words of lengths around the 8 bytes the compiled vocabulary reads
+#: at once (1, 7, 8, 9, 15, 16) and around the longest token (64, 65), upper and lower case.
+_ASCII_PIECES = [chr(c) for c in range(128)] + [
+    w for n in (1, 7, 8, 9, 15, 16, 64, 65) for w in ("a" * n, "Zq9" * (n // 3) + "x" * (n % 3), "THE"[: min(n, 3)])
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ASCII_PIECES), max_size=120).map("".join), st.booleans())
+def test_random_ascii_text(text, stop_words):
+    """ASCII text, which the compiled vocabulary reads 8 bytes at a time where it can: the same
+    tokens and ids as the regex and the Python code, at every offset from the text's end."""
+    assert_all_equal(text, stop_words)
+    assert_all_equal(text + "the end", stop_words)
