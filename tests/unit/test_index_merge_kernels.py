@@ -1,7 +1,8 @@
 """A merge in C against the Python code it replaces: the term dictionary (``merge_terms`` against
 ``segment_merge._merge_terms_python``, on dictionaries as segments hold them: sorted, a term per
-line, terms of every UTF-8 length, some shared, some unused) and the postings
-(``merge_postings`` against the numpy sort: the merged segment's files, byte for byte)."""
+line, terms of every UTF-8 length, some shared, some unused) and the postings (``live_terms`` and
+``merge_sources`` against the numpy decoding and sort: the merged segment's files, byte for byte;
+a damaged source raises); and the stored bodies a merge copies."""
 
 from __future__ import annotations
 
@@ -125,3 +126,33 @@ def test_a_merge_copies_the_live_bodies_and_sync_points_of_a_fresh_write(tmp_pat
     for name in ("bodies.bin", "body_ptr.npy", "body_sync.npy", "body_sync_ptr.npy"):
         assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
     assert [merged.body(i) for i in range(merged.doc_count)] == [d[2] for d in live]
+
+
+@needs_kernels
+@pytest.mark.parametrize(
+    "term_ptr, docs, tfs, n_positions, postings_damaged",
+    [
+        ([0, 2], [1, 1], [1, 1], 2, False),  # the control: a sound source
+        ([0, 2, 1], [1, 1], [1, 1], 2, True),  # pointers out of order
+        ([0, 2], [1, 9], [1, 1], 2, True),  # a doc id past the source's documents
+        ([0, 2], [1, 1], [1, 0], 2, True),  # a tf of 0
+        ([0, 2], [1, 1], [1, 3], 2, False),  # more positions than the source holds
+    ],
+)
+def test_a_damaged_source_raises_instead_of_reading_past_its_arrays(term_ptr, docs, tfs, n_positions, postings_damaged):
+    compiled = kernels.compiled
+    assert compiled is not None
+    arrays = [np.array(a, dtype=np.uint32) for a in (term_ptr, docs, tfs)]
+    doc_map = np.arange(4, dtype=np.int32)
+    term_map = np.arange(len(term_ptr) - 1, dtype=np.int32)
+    source = (*arrays, doc_map, np.zeros(n_positions, np.uint8), term_map)
+    if postings_damaged:
+        with pytest.raises(ValueError):
+            compiled.live_terms(*arrays, doc_map)
+    else:
+        assert compiled.live_terms(*arrays, doc_map) == b"\x01"
+    if sum(tfs) == n_positions and not postings_damaged:
+        compiled.merge_sources([source], len(term_map))
+    else:
+        with pytest.raises(ValueError):
+            compiled.merge_sources([source], len(term_map))

@@ -113,7 +113,7 @@ def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, po
 
 def encoded_postings(arrays: tuple[bytes, bytes, bytes, bytes, bytes]):
     """``encode_postings``' result from what the compiled ``build_postings`` and
-    ``merge_postings`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
+    ``merge_sources`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
     term_ptr, deltas, tfs, pos_ptr, positions = (
         np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(arrays)
     )

@@ -1,5 +1,5 @@
-/* A segment's postings of one field grouped by term, compiled: build_postings(...) for a new
- * segment, merge_postings(...) for a merge.
+/* A new segment's postings of one field grouped by term, compiled: build_postings(...) (a
+ * merge's are merge_sources.c's, with the same PostingsOut).
  *
  * The writer has the field's tokens as term ids in document order (Vocabulary.term_ids) and
  * needs them grouped by term, then by document: the postings (doc ids delta-encoded within a
@@ -10,7 +10,7 @@
  * (tests/unit/test_index_tokens.py writes a segment both ways and compares the files).
  * Part of the unity build _kernels.c. */
 
-/* The five arrays both functions return, as bytes: term_ptr and pos_ptr (int64, copied from the
+/* The five arrays build_postings and merge_sources return, as bytes: term_ptr and pos_ptr (int64, copied from the
  * counting sort's prefix sums), doc_deltas and tfs (uint32, n_post), positions (uint32, n_pos). */
 typedef struct {
     PyObject *term_ptr, *deltas, *tfs, *pos_ptr, *positions;
@@ -156,110 +156,5 @@ done:
     arr_release(&ids);
     arr_release(&rank);
     arr_release(&lens);
-    return result;
-}
-
-/* merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
- *
- * A merge's postings of one field: its sources' live postings one source after the other (each
- * sorted by term, then document; the sources in document order), with the merged term ids and
- * document ids (int32 terms, docs, tfs), and each source's positions in its posting order (a list
- * of unsigned integer arrays, delta-encoded within each posting as stored).  The same counting
- * sort by term, each posting's run of positions moved with it; the arrays are those of
- * segment_merge's numpy code (a stable sort on the term, then gathers), as build_postings'. */
-static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
-    PyObject *terms_o, *docs_o, *tfs_o, *parts_o;
-    Py_ssize_t n_terms;
-    if (!PyArg_ParseTuple(args, "OOOO!n", &terms_o, &docs_o, &tfs_o, &PyList_Type, &parts_o, &n_terms)) return NULL;
-    Py_ssize_t n_parts = PyList_GET_SIZE(parts_o);
-    Arr terms, docs, tfs_in;
-    Arr *parts = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(Arr));
-    if (!parts) return PyErr_NoMemory();
-    int held = 0;
-    PyObject *result = NULL;
-    int64_t *tok_ptr = NULL, *post_ptr = NULL, *fill = NULL;
-    int32_t *last_doc = NULL;
-    PostingsOut out = {NULL, NULL, NULL, NULL, NULL};
-    if (arr_get(terms_o, &terms, "terms") < 0) goto free_parts;
-    if (arr_get(docs_o, &docs, "docs") < 0) goto release_terms;
-    if (arr_get(tfs_o, &tfs_in, "tfs") < 0) goto release_docs;
-    for (; held < n_parts; held++)
-        if (arr_get(PyList_GET_ITEM(parts_o, held), &parts[held], "positions") < 0) goto done;
-    Py_ssize_t n = terms.n;
-    if (terms.size != 4 || docs.size != 4 || tfs_in.size != 4 || docs.n != n || tfs_in.n != n || n_terms < 0) {
-        PyErr_SetString(PyExc_ValueError, "merge_postings: int32 terms, docs and tfs of one length each");
-        goto done;
-    }
-    const int32_t *tp = (const int32_t *)terms.p, *dp = (const int32_t *)docs.p, *fp = (const int32_t *)tfs_in.p;
-    size_t nt = (size_t)n_terms + 1;
-    tok_ptr = PyMem_Calloc(nt, sizeof(int64_t));
-    post_ptr = PyMem_Calloc(nt, sizeof(int64_t));
-    fill = PyMem_Malloc(nt * sizeof(int64_t));
-    last_doc = PyMem_Malloc(nt * sizeof(int32_t));
-    if (!tok_ptr || !post_ptr || !fill || !last_doc) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t n_pos = 0;
-    for (Py_ssize_t j = 0; j < n_parts; j++) n_pos += parts[j].n;
-    int64_t total = 0;
-    for (Py_ssize_t p = 0; p < n; p++) {
-        if (tp[p] < 0 || tp[p] >= n_terms || fp[p] <= 0 || dp[p] < 0) {
-            PyErr_SetString(PyExc_ValueError, "merge_postings: a term id, document id or frequency out of range");
-            goto done;
-        }
-        post_ptr[tp[p] + 1]++;
-        tok_ptr[tp[p] + 1] += fp[p];
-        total += fp[p];
-    }
-    if (total != n_pos || total >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "merge_postings: the frequencies do not add up to the positions");
-        goto done;
-    }
-    for (size_t t = 1; t < nt; t++) {
-        tok_ptr[t] += tok_ptr[t - 1];
-        post_ptr[t] += post_ptr[t - 1];
-    }
-    if (postings_out_new(&out, post_ptr, tok_ptr, nt, n, n_pos) < 0) goto done;
-    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
-    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
-    memcpy(fill, post_ptr, nt * sizeof(int64_t));
-    for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
-    Py_ssize_t j = 0, o = 0; /* the positions part and offset in it of the next posting's run */
-    for (Py_ssize_t p = 0; p < n; p++) {
-        int32_t t = tp[p], d = dp[p], tf = fp[p];
-        int64_t q = fill[t]++;
-        deltas[q] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
-        last_doc[t] = d;
-        tfs[q] = (uint32_t)tf;
-        while (j < n_parts && o == parts[j].n) {
-            j++;
-            o = 0;
-        }
-        if (j >= n_parts || o + tf > parts[j].n) {
-            PyErr_SetString(PyExc_ValueError, "merge_postings: a posting's positions run past its source's");
-            goto done;
-        }
-        uint32_t *out = positions + tok_ptr[t];
-        tok_ptr[t] += tf;
-        const Arr *a = &parts[j];
-        for (int32_t k = 0; k < tf; k++) out[k] = (uint32_t)at(a, o + k);
-        o += tf;
-    }
-    result = postings_out_tuple(&out);
-done:
-    postings_out_clear(&out);
-    PyMem_Free(tok_ptr);
-    PyMem_Free(post_ptr);
-    PyMem_Free(fill);
-    PyMem_Free(last_doc);
-    for (Py_ssize_t k = 0; k < held; k++) arr_release(&parts[k]);
-    arr_release(&tfs_in);
-release_docs:
-    arr_release(&docs);
-release_terms:
-    arr_release(&terms);
-free_parts:
-    PyMem_Free(parts);
     return result;
 }
