@@ -12,7 +12,9 @@
  * buffers (numpy arrays, memory maps, bytes) and results go out as bytes objects that the
  * caller views with numpy.frombuffer.
  *
- * The GIL is held throughout, so the module's scratch arrays need no lock.  Every index read
+ * The GIL is held throughout, so the module's scratch arrays need no lock (build_postings lets it
+ * go for its two passes, which touch only arrays of their own: the writer's body compression
+ * thread runs meanwhile).  Every index read
  * from a segment file is checked against the array it indexes: a damaged file raises
  * ValueError, never reads out of bounds.
  *

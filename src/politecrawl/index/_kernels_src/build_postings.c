@@ -39,6 +39,63 @@ static void postings_out_clear(PostingsOut *o) {
     Py_CLEAR(o->positions);
 }
 
+/* build_postings' pass 1: each token's term id (tids), and per term its tokens and postings
+ * counted at [t + 1] of tok_ptr and post_ptr (zeroed; last_doc all -1).  NULL, or what is wrong
+ * with the arguments.  Touches no Python object: run without the GIL. */
+static const char *count_tokens(const Arr *ids, const Arr *rank, const Arr *lens, Py_ssize_t n_terms, uint32_t *tids,
+                                int64_t *tok_ptr, int64_t *post_ptr, int32_t *last_doc) {
+    const int32_t *idp = (const int32_t *)ids->p, *rk = (const int32_t *)rank->p;
+    const int64_t *lp = (const int64_t *)lens->p;
+    Py_ssize_t i = 0, n = ids->n;
+    for (Py_ssize_t d = 0; d < lens->n; d++) {
+        int64_t len = lp[d];
+        if (len < 0 || len > n - i) return "the documents' lengths do not add up to the tokens";
+        for (Py_ssize_t end = i + (Py_ssize_t)len; i < end; i++) {
+            int32_t v = idp[i];
+            if (v < 0 || v >= rank->n || rk[v] < 0 || rk[v] >= n_terms) return "a term id out of range";
+            uint32_t t = (uint32_t)rk[v];
+            tids[i] = t;
+            tok_ptr[t + 1]++;
+            if (last_doc[t] != (int32_t)d) {
+                last_doc[t] = (int32_t)d;
+                post_ptr[t + 1]++;
+            }
+        }
+    }
+    return i == n ? NULL : "the documents' lengths do not add up to the tokens";
+}
+
+/* build_postings' pass 2: each token to its term's next position; a new posting at a new
+ * document.  cur[t]: the term's current posting; tok_ptr[t] (advancing): where its next
+ * position goes.  Touches no Python object: run without the GIL. */
+static void place_tokens(const int64_t *lp, Py_ssize_t n_docs, const uint32_t *tids, const int64_t *post_ptr,
+                         int64_t *tok_ptr, int64_t *cur, int32_t *last_doc, uint32_t *last_pos, size_t nt,
+                         uint32_t *deltas, uint32_t *tfs, uint32_t *positions) {
+    for (size_t t = 0; t < nt; t++) {
+        last_doc[t] = -1;
+        cur[t] = post_ptr[t] - 1;
+    }
+    Py_ssize_t i = 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        uint32_t pos = 0;
+        for (Py_ssize_t end = i + (Py_ssize_t)lp[d]; i < end; i++, pos++) {
+            uint32_t t = tids[i];
+            if (last_doc[t] != (int32_t)d) {
+                int64_t p = ++cur[t];
+                /* doc ids delta-encoded within the term, the first absolute */
+                deltas[p] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
+                tfs[p] = 0;
+                last_doc[t] = (int32_t)d;
+                positions[tok_ptr[t]++] = pos; /* a posting's first position is absolute */
+            } else {
+                positions[tok_ptr[t]++] = pos - last_pos[t];
+            }
+            tfs[cur[t]]++;
+            last_pos[t] = pos;
+        }
+    }
+}
+
 /* build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
  *
  * ids: int32, the field's tokens as vocabulary ids, document after document; rank: int32, a
@@ -82,33 +139,14 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
         goto done;
     }
     for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
-    /* pass 1: tokens and postings per term */
-    const int32_t *idp = (const int32_t *)ids.p, *rk = (const int32_t *)rank.p;
-    const int64_t *lp = (const int64_t *)lens.p;
-    Py_ssize_t i = 0;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        int64_t len = lp[d];
-        if (len < 0 || len > n - i) {
-            PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
-            goto done;
-        }
-        for (Py_ssize_t end = i + (Py_ssize_t)len; i < end; i++) {
-            int32_t v = idp[i];
-            if (v < 0 || v >= rank.n || rk[v] < 0 || rk[v] >= n_terms) {
-                PyErr_SetString(PyExc_ValueError, "build_postings: a term id out of range");
-                goto done;
-            }
-            uint32_t t = (uint32_t)rk[v];
-            tids[i] = t;
-            tok_ptr[t + 1]++;
-            if (last_doc[t] != (int32_t)d) {
-                last_doc[t] = (int32_t)d;
-                post_ptr[t + 1]++;
-            }
-        }
-    }
-    if (i != n) {
-        PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
+    /* pass 1: tokens and postings per term; without the GIL (only this call's arrays), so the
+     * writer's body compression thread runs meanwhile */
+    const char *wrong;
+    Py_BEGIN_ALLOW_THREADS
+    wrong = count_tokens(&ids, &rank, &lens, n_terms, tids, tok_ptr, post_ptr, last_doc);
+    Py_END_ALLOW_THREADS
+    if (wrong) {
+        PyErr_Format(PyExc_ValueError, "build_postings: %s", wrong);
         goto done;
     }
     for (size_t t = 1; t < nt; t++) {
@@ -119,31 +157,10 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
     if (postings_out_new(&out, post_ptr, tok_ptr, nt, n_post, n) < 0) goto done;
     uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
     uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
-    /* pass 2: each token to its term's next position; a new posting at a new document. cur[t]:
-     * the term's current posting; tok_ptr[t] (advancing): where its next position goes. */
-    for (size_t t = 0; t < nt; t++) {
-        last_doc[t] = -1;
-        cur[t] = post_ptr[t] - 1;
-    }
-    i = 0;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        uint32_t pos = 0;
-        for (Py_ssize_t end = i + (Py_ssize_t)lp[d]; i < end; i++, pos++) {
-            uint32_t t = tids[i];
-            if (last_doc[t] != (int32_t)d) {
-                int64_t p = ++cur[t];
-                /* doc ids delta-encoded within the term, the first absolute */
-                deltas[p] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
-                tfs[p] = 0;
-                last_doc[t] = (int32_t)d;
-                positions[tok_ptr[t]++] = pos; /* a posting's first position is absolute */
-            } else {
-                positions[tok_ptr[t]++] = pos - last_pos[t];
-            }
-            tfs[cur[t]]++;
-            last_pos[t] = pos;
-        }
-    }
+    Py_BEGIN_ALLOW_THREADS
+    place_tokens((const int64_t *)lens.p, n_docs, tids, post_ptr, tok_ptr, cur, last_doc, last_pos, nt, deltas, tfs,
+                 positions);
+    Py_END_ALLOW_THREADS
     result = postings_out_tuple(&out);
 done:
     postings_out_clear(&out);
