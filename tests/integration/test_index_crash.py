@@ -407,7 +407,7 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
 
     from politecrawl.crawl.indexing import update_index
     from politecrawl.faces.sandbox import SandboxHost
-    from politecrawl.index import segment_write
+    from politecrawl.index.synced_files import SyncedFiles
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
@@ -418,14 +418,14 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
     store = open_store(db_path)
     try:
         store.set_meta("indexed_seq", "0")  # as if the pages were new to the index
-        real = segment_write._write_bytes
+        real = SyncedFiles.write
 
-        def full(dirpath, name, data):
+        def full(files, name, data):
             if name == "bodies.bin":
                 raise OSError(errno.ENOSPC, "No space left on device")
-            return real(dirpath, name, data)
+            return real(files, name, data)
 
-        monkeypatch.setattr(segment_write, "_write_bytes", full)
+        monkeypatch.setattr(SyncedFiles, "write", full)
         with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
             assert update_index(store, index_dir) == 0
         warnings = _index_warnings(caplog)
@@ -434,7 +434,7 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
         assert not [p for p in index_dir.iterdir() if p.name.startswith(".tmp-")]
         assert store.get_meta("indexed_seq") == "0"  # the store's mark did not move
         assert "No space left on device" in store.get_meta("index_error")  # recorded for status
-        monkeypatch.setattr(segment_write, "_write_bytes", real)
+        monkeypatch.setattr(SyncedFiles, "write", real)
         assert update_index(store, index_dir) == 7
         assert store.get_meta("index_error") == ""  # cleared by an update that succeeded
     finally:
@@ -557,7 +557,7 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
     from politecrawl.crawl.indexing import update_index
     from politecrawl.errors import StoreError
     from politecrawl.faces.sandbox import SandboxHost
-    from politecrawl.index import segment_write
+    from politecrawl.index.synced_files import SyncedFiles
     from politecrawl.store import open_store
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
@@ -577,7 +577,7 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
         def set_meta(self, key, value):
             raise StoreError(f"cannot write store {db_path}: database or disk is full")
 
-    monkeypatch.setattr(segment_write, "_write_bytes", full)
+    monkeypatch.setattr(SyncedFiles, "write", full)
     store = open_store(db_path)
     try:
         store.set_meta("indexed_seq", "0")

@@ -1,7 +1,8 @@
 """A merge in C against the Python code it replaces: the term dictionary (``merge_terms`` against
 ``segment_merge._merge_terms_python``, on dictionaries as segments hold them: sorted, a term per
-line, terms of every UTF-8 length, some shared, some unused) and the postings
-(``merge_postings`` against the numpy sort: the merged segment's files, byte for byte)."""
+line, terms of every UTF-8 length, some shared, some unused) and the postings (``live_terms`` and
+``merge_sources`` against the numpy decoding and sort: the merged segment's files, byte for byte;
+a damaged source raises); and the stored bodies a merge copies."""
 
 from __future__ import annotations
 
@@ -86,3 +87,72 @@ def test_a_merge_with_the_kernels_writes_the_bytes_of_one_without(tmp_path, seed
     assert names == sorted(p.name for p in (tmp_path / "python").iterdir())
     for name in names:
         assert (tmp_path / "compiled" / name).read_bytes() == (tmp_path / "python" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("source_codec", ["lz4", "zlib"])
+def test_a_merge_copies_the_live_bodies_and_sync_points_of_a_fresh_write(tmp_path, monkeypatch, source_codec):
+    """Long bodies (sync points every few hundred characters), sources with and without
+    tombstones, in the current codec (copied as runs of bytes) or an older one (compressed
+    again): the merged segment's stored-body files are the bytes of the live documents written
+    afresh."""
+    import random
+
+    from politecrawl.index import bodies
+
+    monkeypatch.setattr(bodies, "SYNC_CHARS", 300)
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(400)] + ["é", "中文"]
+    sources, live = [], []
+    for k in range(3):
+        docs = [
+            (
+                f"https://example.org/{k}/{i}",
+                " ".join(rng.choices(words, k=3)),
+                " ".join(rng.choices(words, k=rng.choice([0, 5, 200, 900]))),
+                "",
+            )
+            for i in range(rng.randint(5, 30))
+        ]
+        monkeypatch.setattr(bodies, "BODY_CODEC", source_codec if k != 1 else "lz4")
+        write_segment(tmp_path / f"s{k}", docs, Analyzer())
+        deleted = [] if k == 0 else sorted(rng.sample(range(len(docs)), len(docs) // 3))
+        sources.append((Segment(tmp_path / f"s{k}"), deleted))
+        live += [d for i, d in enumerate(docs) if i not in deleted]
+    monkeypatch.setattr(bodies, "BODY_CODEC", "lz4")
+    merge_segments(tmp_path / "merged", sources, Analyzer())
+    write_segment(tmp_path / "fresh", live, Analyzer())
+    merged = Segment(tmp_path / "merged")
+    assert merged.body_sync is not None and len(merged.body_sync) > 20
+    for name in ("bodies.bin", "body_ptr.npy", "body_sync.npy", "body_sync_ptr.npy"):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    assert [merged.body(i) for i in range(merged.doc_count)] == [d[2] for d in live]
+
+
+@needs_kernels
+@pytest.mark.parametrize(
+    "term_ptr, docs, tfs, n_positions, postings_damaged",
+    [
+        ([0, 2], [1, 1], [1, 1], 2, False),  # the control: a sound source
+        ([0, 2, 1], [1, 1], [1, 1], 2, True),  # pointers out of order
+        ([0, 2], [1, 9], [1, 1], 2, True),  # a doc id past the source's documents
+        ([0, 2], [1, 1], [1, 0], 2, True),  # a tf of 0
+        ([0, 2], [1, 1], [1, 3], 2, False),  # more positions than the source holds
+    ],
+)
+def test_a_damaged_source_raises_instead_of_reading_past_its_arrays(term_ptr, docs, tfs, n_positions, postings_damaged):
+    compiled = kernels.compiled
+    assert compiled is not None
+    arrays = [np.array(a, dtype=np.uint32) for a in (term_ptr, docs, tfs)]
+    doc_map = np.arange(4, dtype=np.int32)
+    term_map = np.arange(len(term_ptr) - 1, dtype=np.int32)
+    source = (*arrays, doc_map, np.zeros(n_positions, np.uint8), term_map)
+    if postings_damaged:
+        with pytest.raises(ValueError):
+            compiled.live_terms(*arrays, doc_map)
+    else:
+        assert compiled.live_terms(*arrays, doc_map) == b"\x01"
+    if sum(tfs) == n_positions and not postings_damaged:
+        compiled.merge_sources([source], len(term_map))
+    else:
+        with pytest.raises(ValueError):
+            compiled.merge_sources([source], len(term_map))

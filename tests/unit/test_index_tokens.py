@@ -206,3 +206,40 @@ def test_both_vocabularies_sort_their_terms_alike(texts):
     for t in texts:
         a.term_ids(t, cv)
     assert cv.sorted_terms() == pv.sorted_terms()
+
+
+@needs_kernels
+def test_both_vocabularies_sort_many_terms_alike():
+    """Thousands of terms: one letter in front of all (a byte the radix sort skips), lengths of
+    1 to 20 bytes, many sharing their first 8 bytes, in scripts of 1 to 4 bytes a character."""
+    import random
+
+    rng = random.Random(3)
+    alphabet = list("abcxyz0189éßİ中한\U0001d400")
+    words = ["w" + "".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(6000)]
+    words += ["wprefixed" + "".join(rng.choices("ab中", k=rng.randint(0, 4))) for _ in range(300)]
+    text = " ".join(words)
+    a = Analyzer()
+    with numpy_only():
+        pv = a.vocabulary()
+        a.term_ids(text, pv)
+    cv = a.vocabulary()
+    a.term_ids(text, cv)
+    assert len(cv) > 5000
+    assert cv.sorted_terms() == pv.sorted_terms()
+
+
+#: Every ASCII character, and words of lengths around the 8 bytes the compiled vocabulary reads
+#: at once (1, 7, 8, 9, 15, 16) and around the longest token (64, 65), upper and lower case.
+_ASCII_PIECES = [chr(c) for c in range(128)] + [
+    w for n in (1, 7, 8, 9, 15, 16, 64, 65) for w in ("a" * n, "Zq9" * (n // 3) + "x" * (n % 3), "THE"[: min(n, 3)])
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ASCII_PIECES), max_size=120).map("".join), st.booleans())
+def test_random_ascii_text(text, stop_words):
+    """ASCII text, which the compiled vocabulary reads 8 bytes at a time where it can: the same
+    tokens and ids as the regex and the Python code, at every offset from the text's end."""
+    assert_all_equal(text, stop_words)
+    assert_all_equal(text + "the end", stop_words)

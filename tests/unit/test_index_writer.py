@@ -267,24 +267,24 @@ def test_leftovers_of_a_killed_commit_are_swept_and_numbers_never_reused(tmp_pat
 
 
 def test_failed_commit_removes_its_segments(tmp_path, monkeypatch):
-    from politecrawl.index import segment_write
+    from politecrawl.index.synced_files import SyncedFiles
 
     path = tmp_path / "ix"
     build(path, [DOCS[:1]])
     names = set(os.listdir(path))
-    real = segment_write._write_bytes
+    real = SyncedFiles.write
 
-    def full(dirpath, name, data):
-        if name == "header.json" and "seg-000003" in str(dirpath):  # the merge of a commit
+    def full(files, name, data):
+        if name == "header.json" and "seg-000003" in str(files.directory):  # the merge of a commit
             raise OSError(28, "No space left on device")
-        return real(dirpath, name, data)
+        return real(files, name, data)
 
-    monkeypatch.setattr(segment_write, "_write_bytes", full)
+    monkeypatch.setattr(SyncedFiles, "write", full)
     with pytest.raises(OSError):
         with IndexWriter(path, merge_factor=2) as w:
             w.add_document(*DOCS[5])
     assert set(os.listdir(path)) == names  # seg-000002 (written, then not merged) removed too
-    monkeypatch.setattr(segment_write, "_write_bytes", real)
+    monkeypatch.setattr(SyncedFiles, "write", real)
     build(path, [DOCS[5:6]], merge_factor=2)
     assert Searcher(path).stats()["N"] == 2
 

@@ -12,7 +12,9 @@
  * buffers (numpy arrays, memory maps, bytes) and results go out as bytes objects that the
  * caller views with numpy.frombuffer.
  *
- * The GIL is held throughout, so the module's scratch arrays need no lock.  Every index read
+ * The GIL is held throughout, so the module's scratch arrays need no lock (build_postings lets it
+ * go for its two passes, which touch only arrays of their own: the writer's body compression
+ * thread runs meanwhile).  Every index read
  * from a segment file is checked against the array it indexes: a damaged file raises
  * ValueError, never reads out of bounds.
  *
@@ -37,7 +39,9 @@
  *   snippet_hit(...)  a hit's snippet from its stored LZ4 pieces, whole (decompression called back)
  *   tokens(...)       normalized text cut into words, as analysis.Analyzer.tokenize does
  *   build_postings(...) a new segment's postings of one field, from its tokens' term ids
- *   merge_postings(...) a merge's postings of one field, from its sources'
+ *   live_terms(...)   which of a merge's source's terms have a posting of a live document
+ *   merge_sources(...) a merge's postings of one field, from its sources' files as they are
+ *   posting_blocks(...) a field's skip blocks, from its postings
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
@@ -53,7 +57,9 @@
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
  *   analysis.c        tokens, Vocabulary
  *   merge_terms.c     merge_terms
- *   build_postings.c  build_postings, merge_postings
+ *   build_postings.c  build_postings
+ *   merge_sources.c   live_terms, merge_sources
+ *   skip_blocks.c     posting_blocks
  */
 #include "_kernels_src/common.h"
 
@@ -67,6 +73,8 @@
 #include "_kernels_src/analysis.c"
 #include "_kernels_src/merge_terms.c"
 #include "_kernels_src/build_postings.c"
+#include "_kernels_src/merge_sources.c"
+#include "_kernels_src/skip_blocks.c"
 
 static PyMethodDef module_methods[] = {
     {"top", k_top, METH_VARARGS,
@@ -90,8 +98,12 @@ static PyMethodDef module_methods[] = {
      "make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences) -> (text, highlights)"},
     {"build_postings", k_build_postings, METH_VARARGS,
      "build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
-    {"merge_postings", k_merge_postings, METH_VARARGS,
-     "merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"live_terms", k_live_terms, METH_VARARGS, "live_terms(term_ptr, docs, tfs, doc_map) -> bytes, 1 per live term"},
+    {"merge_sources", k_merge_sources, METH_VARARGS,
+     "merge_sources([(term_ptr, docs, tfs, doc_map, positions, term_map), ...], n_terms) -> "
+     "(term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
+    {"posting_blocks", k_posting_blocks, METH_VARARGS,
+     "posting_blocks(term_ptr, docs, tfs, field_lens, block) -> (block_ptr, blocks)"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
     {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
@@ -124,9 +136,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
-                                  "doc_freqs", "gather", "make_snippet", "merge_postings", "merge_terms", "proximity",
-                                  "rank", "snippet_at", "snippet_hit", "tokens", "top");
+    PyObject *all = Py_BuildValue("[sssssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
+                                  "doc_freqs", "gather", "live_terms", "make_snippet", "merge_sources", "merge_terms",
+                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "tokens",
+                                  "top");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

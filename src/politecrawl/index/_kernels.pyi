@@ -10,9 +10,11 @@ __all__ = [
     "build_postings",
     "doc_freqs",
     "gather",
+    "live_terms",
     "make_snippet",
-    "merge_postings",
+    "merge_sources",
     "merge_terms",
+    "posting_blocks",
     "proximity",
     "rank",
     "snippet_at",
@@ -134,6 +136,10 @@ def merge_terms(sources: list[tuple[Buffer, Buffer, Buffer]]) -> tuple[bytes, in
 def build_postings(
     ids: Buffer, rank: Buffer, lens: Buffer, n_terms: int
 ) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
-def merge_postings(
-    terms: Buffer, docs: Buffer, tfs: Buffer, positions: list[Buffer], n_terms: int
+def live_terms(term_ptr: Buffer, docs: Buffer, tfs: Buffer, doc_map: Buffer) -> bytes: ...
+def merge_sources(
+    sources: list[tuple[Buffer, Buffer, Buffer, Buffer, Buffer, Buffer]], n_terms: int
 ) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+def posting_blocks(
+    term_ptr: Buffer, docs: Buffer, tfs: Buffer, field_lens: Buffer, block: int
+) -> tuple[bytes, bytes]: ...

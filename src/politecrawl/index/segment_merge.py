@@ -13,7 +13,7 @@ from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
 from .segment import Segment
-from .segment_write import encode_postings, encoded_postings, stable_argsort, write_segment_files
+from .segment_write import encode_postings, encoded_postings, stable_argsort, stored_bodies, write_segment_files
 
 __all__ = ["merge_segments", "merge_terms"]
 
@@ -56,9 +56,10 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     The result is the segment ``write_segment`` would build from the same live
     documents in the same order (same terms, postings, positions, lengths and
     stored texts; only the zlib level of bodies copied from older segments may
-    differ), but nothing is re-analysed: postings are decoded, filtered by the
-    live masks, renumbered and concatenated with numpy, and compressed bodies
-    are copied as they are.  Returns the number of documents written.
+    differ), but nothing is re-analysed: the postings of live documents are renumbered and
+    grouped by merged term from the sources' stored arrays (``_merge_postings_compiled``, or
+    its numpy reference), and compressed bodies are copied as they are.  Returns the number of
+    documents written.
     """
     seg_dir = Path(seg_dir)
     live_ids = []
@@ -67,6 +68,57 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
         if deleted:
             live[np.asarray(deleted, dtype=np.int64)] = False
         live_ids.append(np.flatnonzero(live))
+    compiled = kernels.compiled
+    if compiled is not None:
+        terms, postings = _merge_postings_compiled(compiled, sources, live_ids)
+    else:
+        terms, postings = _merge_postings_numpy(sources, live_ids)
+    urls: list[str] = []
+    titles: list[str] = []
+    lens: list[np.ndarray] = []
+    for (seg, _), ids in zip(sources, live_ids):
+        seg_urls, seg_titles = list(seg.urls), list(seg.titles)
+        urls.extend(seg_urls[i] for i in ids)
+        titles.extend(seg_titles[i] for i in ids)
+        lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
+    doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
+    bodies = stored_bodies([_live_bodies(seg, ids) for (seg, _), ids in zip(sources, live_ids)])
+    write_segment_files(
+        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer
+    )
+    return len(urls)
+
+
+def _merge_postings_compiled(compiled, sources: list[tuple[Segment, list[int]]], live_ids: list[np.ndarray]):
+    """The merged dictionary and each field's postings arrays, by the compiled ``live_terms`` and
+    ``merge_sources``: the sources' stored arrays read as they are, nothing decoded in numpy."""
+    doc_maps = []
+    offset = 0
+    for (seg, _), ids in zip(sources, live_ids):
+        doc_map = np.full(seg.doc_count, -1, dtype=np.int32)
+        doc_map[ids] = offset + np.arange(len(ids), dtype=np.int32)
+        offset += len(ids)
+        doc_maps.append(doc_map)
+    used_terms = []
+    for (seg, _), doc_map in zip(sources, doc_maps):
+        used = np.zeros(seg.n_terms, dtype=bool)
+        for f in FIELDS:
+            fp = seg.fields[f]
+            used |= np.frombuffer(compiled.live_terms(fp.term_ptr, fp.docs, fp.tfs, doc_map), dtype=bool)
+        used_terms.append(used)
+    terms, n_terms, maps = merge_terms([seg.term_dictionary() for seg, _ in sources], used_terms)
+    postings = {}
+    for f in FIELDS:
+        fields = [seg.fields[f] for seg, _ in sources]
+        out = compiled.merge_sources(
+            [(fp.term_ptr, fp.docs, fp.tfs, m, fp.positions, t) for fp, m, t in zip(fields, doc_maps, maps)], n_terms
+        )
+        postings[f] = encoded_postings(out)
+    return terms, postings
+
+
+def _merge_postings_numpy(sources: list[tuple[Segment, list[int]]], live_ids: list[np.ndarray]):
+    """``_merge_postings_compiled`` in numpy: its reference, and its fallback."""
     # Merged term dictionary: union of the terms with a live posting. Memory: the postings-level
     # arrays of every field are decoded first (int32: a segment holds fewer than 2**31 tokens);
     # the token-level positions, most of a merge's memory, are read one field at a time below.
@@ -118,12 +170,6 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             if kept is not None:
                 positions = positions[np.repeat(kept, np.asarray(fp.tfs, dtype=np.int32))]
             pos_parts.append(positions)
-        compiled = kernels.compiled
-        if compiled is not None:  # the same arrays by a counting sort, the positions not concatenated first
-            out = compiled.merge_postings(g_terms, g_docs, g_tfs, pos_parts, n_terms)
-            del g_terms, g_docs, g_tfs, pos_parts
-            postings[f] = encoded_postings(out)
-            continue
         g_pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
         del pos_parts
         # Sources come in doc order and each is sorted by (term, doc): a stable
@@ -144,34 +190,46 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
             del gather
         postings[f] = encode_postings(g_terms[order], g_docs[order], g_tfs[order], g_pos, n_terms)
         del g_terms, g_docs, g_tfs, g_pos, order
-    urls: list[str] = []
-    titles: list[str] = []
-    bodies: list[bytes] = []
-    lens: list[np.ndarray] = []
-    sync: list[list[tuple[int, int, int]]] = []
-    for (seg, _), ids in zip(sources, live_ids):
-        seg_urls, seg_titles = list(seg.urls), list(seg.titles)
-        urls.extend(seg_urls[i] for i in ids)
-        titles.extend(seg_titles[i] for i in ids)
-        ptr = np.asarray(seg.body_ptr, dtype=np.int64)
-        if seg.body_codec == stored.BODY_CODEC:
-            # Compressed bodies are copied as they are, so are their sync points (none in old segments).
-            raw = seg.stored_bytes(int(ptr[0]), int(ptr[-1]))
-            bodies.extend(raw[ptr[i] : ptr[i + 1]] for i in ids)
-            sync.extend([(int(b), int(c), int(t)) for b, c, t in seg.sync_points(int(i))] for i in ids)
-        else:
-            # Another codec (an older segment's zlib): compressed again, cut where it was, so the
-            # sync points keep their characters and token positions.
-            for i in ids:
-                rows = seg.sync_points(int(i)).tolist()
-                [(data, offsets)] = stored.compress_bodies(
-                    [(seg.body(int(i)), [c for _, c, _ in rows])], stored.BODY_CODEC
-                )
-                bodies.append(data)
-                sync.append([(b, c, t) for b, (_, c, t) in zip(offsets, rows)])
-        lens.append(np.asarray(seg.doc_lens, dtype=np.uint32)[ids])
-    doc_lens = np.concatenate(lens) if lens else np.zeros((0, len(FIELDS)), np.uint32)
-    write_segment_files(
-        seg_dir, terms, postings, doc_lens.reshape(len(urls), len(FIELDS)), urls, titles, bodies, analyzer, sync
-    )
-    return len(urls)
+    return terms, postings
+
+
+def _live_bodies(seg: Segment, ids: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """The stored bodies of a source's live documents ``ids`` (ascending), as ``stored_bodies``
+    takes them. Bodies in the current codec are copied as they are, and so are their sync points
+    (none in old segments): a source's whole run when every document is live, else masked."""
+    n = seg.doc_count
+    if seg.body_codec != stored.BODY_CODEC:
+        return _recompressed_bodies(seg, ids)
+    ptr = np.asarray(seg.body_ptr, dtype=np.int64)
+    raw = seg.stored_bytes(int(ptr[0]), int(ptr[-1]))
+    lengths = np.diff(ptr)
+    if seg.body_sync_ptr is None or seg.body_sync is None:
+        sync, counts = np.zeros((0, 3), np.int64), np.zeros(n, np.int64)
+    else:
+        sync_ptr = np.asarray(seg.body_sync_ptr, dtype=np.int64)
+        sync = np.asarray(seg.body_sync, dtype=np.int64)[sync_ptr[0] : sync_ptr[-1]]
+        counts = np.diff(sync_ptr)
+    if len(ids) == n:
+        return raw, lengths, sync, counts
+    live = np.zeros(n, dtype=bool)
+    live[ids] = True
+    kept_bytes = np.frombuffer(raw, dtype=np.uint8)[np.repeat(live, lengths)].tobytes()
+    return kept_bytes, lengths[live], sync[np.repeat(live, counts)], counts[live]
+
+
+def _recompressed_bodies(seg: Segment, ids: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """A source in another codec (an older segment's zlib): each live body compressed again, cut
+    where it was, so the sync points keep their characters and token positions."""
+    blobs: list[bytes] = []
+    lengths: list[int] = []
+    rows: list[list[int]] = []
+    counts: list[int] = []
+    for i in ids:
+        doc_rows = seg.sync_points(int(i)).tolist()
+        [(data, offsets)] = stored.compress_bodies([(seg.body(int(i)), [c for _, c, _ in doc_rows])], stored.BODY_CODEC)
+        blobs.append(data)
+        lengths.append(len(data))
+        rows.extend([b, c, t] for b, (_, c, t) in zip(offsets, doc_rows))
+        counts.append(len(doc_rows))
+    sync = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    return b"".join(blobs), np.array(lengths, dtype=np.int64), sync, np.array(counts, dtype=np.int64)

@@ -8,6 +8,7 @@ documents of several segments through ``write_segment_files`` without analysing 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,22 +29,59 @@ from .bm25 import FIELDS
 from .doc_table import encode_strings
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
+from .synced_files import SyncedFiles
 
-__all__ = ["encode_postings", "encoded_postings", "stable_argsort", "write_segment", "write_segment_files"]
+__all__ = [
+    "StoredBodies",
+    "encode_postings",
+    "encoded_postings",
+    "stable_argsort",
+    "stored_bodies",
+    "write_segment",
+    "write_segment_files",
+]
 
 
-def _save(dirpath: Path, name: str, arr: np.ndarray) -> None:
-    with open(dirpath / name, "wb") as fh:
-        np.save(fh, arr, allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
+class StoredBodies(NamedTuple):
+    """A segment's stored bodies as its files hold them: ``bodies.bin`` (``blob``), ``body_ptr.npy``
+    (``ptr``, int64[n+1]), ``body_sync.npy`` (``sync``, int64[S, 3]) and ``body_sync_ptr.npy``
+    (``sync_ptr``, int64[n+1]). Arrays, not a list per document: a merge copies a source's
+    bodies and sync points as runs, without a Python step per document."""
+
+    blob: bytes
+    ptr: np.ndarray
+    sync: np.ndarray
+    sync_ptr: np.ndarray
 
 
-def _write_bytes(dirpath: Path, name: str, data: bytes) -> None:
-    with open(dirpath / name, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+def _pointers(lengths: np.ndarray) -> np.ndarray:
+    """int64[n+1]: where each of ``n`` runs of these lengths starts, and the end."""
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    return ptr
+
+
+def stored_bodies(parts: list[tuple[bytes, np.ndarray, np.ndarray, np.ndarray]]) -> StoredBodies:
+    """The ``StoredBodies`` of runs of documents, each ``(blob, body lengths, sync rows, sync rows
+    per document)``, one after the other."""
+    blob = b"".join(p[0] for p in parts)
+    lengths = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    sync = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, 3), np.int64)
+    counts = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
+    sync = np.ascontiguousarray(sync, dtype=np.int64).reshape(len(sync), 3)
+    return StoredBodies(blob, _pointers(lengths), sync, _pointers(counts))
+
+
+def compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list[tuple[list[int], list[int]]]):
+    """``stored_bodies``' part for bodies just compressed: per document ``(data, byte offsets of
+    its cuts)`` and ``(character offsets of its cuts, token positions at them)``."""
+    lengths = np.fromiter(map(len, (data for data, _ in compressed)), dtype=np.int64, count=len(compressed))
+    counts = np.fromiter(map(len, (cuts for cuts, _ in sync_meta)), dtype=np.int64, count=len(sync_meta))
+    sync = np.empty((int(counts.sum()), 3), dtype=np.int64)
+    sync[:, 0] = list(itertools.chain.from_iterable(offsets for _, offsets in compressed))
+    sync[:, 1] = list(itertools.chain.from_iterable(cuts for cuts, _ in sync_meta))
+    sync[:, 2] = list(itertools.chain.from_iterable(tok_at for _, tok_at in sync_meta))
+    return b"".join(data for data, _ in compressed), lengths, sync, counts
 
 
 def _smallest_uint(arr: np.ndarray) -> np.ndarray:
@@ -74,7 +113,7 @@ def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, po
 
 def encoded_postings(arrays: tuple[bytes, bytes, bytes, bytes, bytes]):
     """``encode_postings``' result from what the compiled ``build_postings`` and
-    ``merge_postings`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
+    ``merge_sources`` return: term_ptr and pos_ptr int64, the rest uint32 in the smallest type."""
     term_ptr, deltas, tfs, pos_ptr, positions = (
         np.frombuffer(b, dtype=np.int64 if k in (0, 3) else np.uint32) for k, b in enumerate(arrays)
     )
@@ -208,10 +247,9 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             postings[f] = _field_postings(local, rank, lens_f, n_terms)
             del local
         compressed = [b for fut in futures for b in fut.result()]
-    bodies = [b for b, _ in compressed]
-    sync = [list(zip(offsets, cuts, tok_at)) for (_, offsets), (cuts, tok_at) in zip(compressed, sync_meta)]
+    bodies = stored_bodies([compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
-    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer, sync)
+    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
     return n_docs
 
 
@@ -222,75 +260,78 @@ def write_segment_files(
     doc_lens,
     urls,
     titles,
-    bodies: list[bytes],
+    bodies: StoredBodies,
     analyzer,
-    sync: list[list[tuple[int, int, int]]],
 ) -> None:
-    n_docs = len(urls)
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
-        posting_counts = {}
-        pointers = []
-        for fi, f in enumerate(FIELDS):
-            term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
-            posting_counts[f] = int(len(tfs))
-            _save(tmp, f"{f}.docs.npy", deltas)
-            _save(tmp, f"{f}.tfs.npy", tfs)
-            _save(tmp, f"{f}.positions.npy", positions)
-            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
-            _save(tmp, f"{f}.blocks.npy", blocks)
-            pointers.append((term_ptr, pos_ptr, block_ptr))
-        if stored.BODY_CODEC == "lz4":
-            _save(tmp, "terms.ptr.npy", term_table(pointers))
-        else:  # format 2, as it was written: a file per pointer array
-            for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
-                _save(tmp, f"{f}.term_ptr.npy", term_ptr)
-                _save(tmp, f"{f}.pos_ptr.npy", pos_ptr)
-                _save(tmp, f"{f}.block_ptr.npy", block_ptr)
-        _save(tmp, "doc_lens.npy", doc_lens)
-        body_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if bodies:
-            body_ptr[1:] = np.cumsum([len(b) for b in bodies])
-        _save(tmp, "body_ptr.npy", body_ptr)
-        sync_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        if n_docs:
-            sync_ptr[1:] = np.cumsum([len(rows) for rows in sync])
-        rows = [r for doc_rows in sync for r in doc_rows]
-        _save(tmp, "body_sync.npy", np.array(rows, dtype=np.int64).reshape(len(rows), 3))
-        _save(tmp, "body_sync_ptr.npy", sync_ptr)
-        _write_bytes(tmp, "bodies.bin", b"".join(bodies))
-        blob = terms  # the sorted terms, one per line
-        _write_bytes(tmp, "terms.txt", blob)
-        n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
-        if blob:
-            ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
-            n_terms = len(ends)
-            _save(tmp, "terms.end.npy", ends)
-            _save(tmp, "terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
-        if stored.BODY_CODEC == "lz4":
-            for name, strings in (("urls", urls), ("titles", titles)):
-                data, ends = encode_strings(strings)
-                _write_bytes(tmp, f"{name}.bin", data)
-                _save(tmp, f"{name}.end.npy", ends)
-        else:  # format 2, as it was written
-            docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
-            _write_bytes(tmp, "docs.json", docs_json.encode("utf-8", "surrogatepass"))
-        header = {
-            "format": FORMAT,
-            "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
-            "body_codec": stored.BODY_CODEC,
-            "doc_count": n_docs,
-            "term_count": n_terms,
-            "fields": list(FIELDS),
-            "posting_counts": posting_counts,
-            "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
-            "analyzer": analyzer.to_json(),
-        }
-        _write_bytes(tmp, "header.json", json.dumps(header, indent=1).encode("utf-8"))
+        with SyncedFiles(tmp) as files:
+            _write_files(files, terms, postings, doc_lens, urls, titles, bodies, analyzer)
         fsync_dir(tmp)
         os.rename(tmp, seg_dir)
         fsync_dir(seg_dir.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_files(
+    files: SyncedFiles, terms: bytes, postings, doc_lens, urls, titles, bodies: StoredBodies, analyzer
+) -> None:
+    """Every file of a segment (``segment`` has the format), each made durable while the next is
+    written."""
+    n_docs = len(urls)
+    posting_counts = {}
+    pointers = []
+    for fi, f in enumerate(FIELDS):
+        term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
+        posting_counts[f] = int(len(tfs))
+        files.save(f"{f}.docs.npy", deltas)
+        files.save(f"{f}.tfs.npy", tfs)
+        files.save(f"{f}.positions.npy", positions)
+        block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
+        files.save(f"{f}.blocks.npy", blocks)
+        pointers.append((term_ptr, pos_ptr, block_ptr))
+    if stored.BODY_CODEC == "lz4":
+        files.save("terms.ptr.npy", term_table(pointers))
+    else:  # format 2, as it was written: a file per pointer array
+        for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
+            files.save(f"{f}.term_ptr.npy", term_ptr)
+            files.save(f"{f}.pos_ptr.npy", pos_ptr)
+            files.save(f"{f}.block_ptr.npy", block_ptr)
+    files.save("doc_lens.npy", doc_lens)
+    if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
+        raise SearchIndexError("stored bodies that are not one per document")
+    files.save("body_ptr.npy", bodies.ptr)
+    files.save("body_sync.npy", bodies.sync)
+    files.save("body_sync_ptr.npy", bodies.sync_ptr)
+    files.write("bodies.bin", bodies.blob)
+    blob = terms  # the sorted terms, one per line
+    files.write("terms.txt", blob)
+    n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
+    if blob:
+        ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
+        n_terms = len(ends)
+        files.save("terms.end.npy", ends)
+        files.save("terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
+    if stored.BODY_CODEC == "lz4":
+        for name, strings in (("urls", urls), ("titles", titles)):
+            data, ends = encode_strings(strings)
+            files.write(f"{name}.bin", data)
+            files.save(f"{name}.end.npy", ends)
+    else:  # format 2, as it was written
+        docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
+        files.write("docs.json", docs_json.encode("utf-8", "surrogatepass"))
+    header = {
+        "format": FORMAT,
+        "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
+        "body_codec": stored.BODY_CODEC,
+        "doc_count": n_docs,
+        "term_count": n_terms,
+        "fields": list(FIELDS),
+        "posting_counts": posting_counts,
+        "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
+        "analyzer": analyzer.to_json(),
+    }
+    files.write("header.json", json.dumps(header, indent=1).encode("utf-8"))

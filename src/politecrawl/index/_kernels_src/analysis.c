@@ -11,7 +11,10 @@
  * words go straight into the segment's vocabulary (a hash table of their UTF-8 bytes: a new term
  * gets the next id) and come out as int32 ids.  No str is made for a word already in it, nor a
  * list of tokens, nor a Python int per token: making a str per token cost about as much as the
- * rest of the writer's per-token work.  Part of the unity build _kernels.c. */
+ * rest of the writer's per-token work.  In ASCII text a word shorter than 8 bytes (most words)
+ * is found, lower-cased and looked up from one 8-byte read (SWAR_WORDS): a loop per byte, with
+ * its mispredicted exit at every word's end, cost more than the lookup itself.
+ * Part of the unity build _kernels.c. */
 
 /* ASCII letters and digits: str.isalnum() on the first 128 code points. */
 static const unsigned char ascii_word[128] = {
@@ -152,24 +155,6 @@ static void Vocabulary_dealloc(Vocabulary *v) {
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
 
-static uint32_t word_hash(const unsigned char *p, Py_ssize_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p, (size_t)n);
-    h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 29;
-    h *= 0xFF51AFD7ED558CCDULL;
-    return (uint32_t)(h >> 32);
-}
-
 static inline uint64_t word_head(const unsigned char *w, Py_ssize_t n) {
     uint64_t head = 0;
     if (n <= 8) {
@@ -179,6 +164,30 @@ static inline uint64_t word_head(const unsigned char *w, Py_ssize_t n) {
         head |= (uint64_t)0xFF << 56;
     }
     return head;
+}
+
+/* A word's hash: of its head alone for a word of at most 8 bytes (the head holds all of it:
+ * the bytes are not read again), of all its bytes for a longer one. */
+static inline uint32_t word_hash(const unsigned char *p, Py_ssize_t n, uint64_t head) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    if (n <= 8) {
+        h = (h ^ head) * 0xC4CEB9FE1A85EC53ULL;
+    } else {
+        while (n >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+            h ^= h >> 32;
+            p += 8;
+            n -= 8;
+        }
+        uint64_t w = 0;
+        memcpy(&w, p, (size_t)n);
+        h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
+    }
+    h ^= h >> 29;
+    h *= 0xFF51AFD7ED558CCDULL;
+    return (uint32_t)(h >> 32);
 }
 
 static int vocab_grow_table(Vocabulary *v) {
@@ -219,10 +228,10 @@ static inline Py_ssize_t slot_key(const Vocabulary *v, uint32_t value) {
     return value & STOP_FLAG ? (Py_ssize_t)(value & ~STOP_FLAG) - 1 : v->id_key[value - 1];
 }
 
-/* The id of the word (UTF-8 bytes), added if new; -1 for a stop word, -2 on error. */
-static int64_t vocab_id(Vocabulary *v, const unsigned char *w, Py_ssize_t n, PyObject *stop) {
-    uint32_t h = word_hash(w, n);
-    uint64_t head = word_head(w, n);
+/* The id of the word (UTF-8 bytes, `head` its word_head), added if new; -1 for a stop word, -2
+ * on error. */
+static int64_t vocab_id_head(Vocabulary *v, const unsigned char *w, Py_ssize_t n, uint64_t head, PyObject *stop) {
+    uint32_t h = word_hash(w, n, head);
     Py_ssize_t j = h & v->mask;
     for (;;) {
         Slot *e = &v->slots[j];
@@ -275,6 +284,28 @@ nomem:
     PyErr_NoMemory();
     return -2;
 }
+
+static int64_t vocab_id(Vocabulary *v, const unsigned char *w, Py_ssize_t n, PyObject *stop) {
+    return vocab_id_head(v, w, n, word_head(w, n), stop);
+}
+
+/* -- ASCII text eight bytes at a time ------------------------------------------------------- */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define SWAR_WORDS 1
+#define BYTES(c) (0x0101010101010101ULL * (uint64_t)(c))
+
+/* Per byte of x (8 bytes of ASCII text, each < 0x80): 0x80 where it is in [lo, hi]. Neither sum
+ * carries into the next byte. */
+static inline uint64_t bytes_in(uint64_t x, unsigned lo, unsigned hi) {
+    return (x + BYTES(0x80 - lo)) & ~(x + BYTES(0x7F - hi)) & BYTES(0x80);
+}
+
+/* 0x80 in each byte of x that is an ASCII letter or digit (ascii_word). */
+static inline uint64_t word_bytes(uint64_t x) {
+    return bytes_in(x, '0', '9') | bytes_in(x | BYTES(0x20), 'a', 'z');
+}
+#endif
 
 /* A token's UTF-8 bytes in v->word (tokens are letters and digits: never a surrogate). */
 static int grow_word(Vocabulary *v, Py_ssize_t need) {
@@ -339,19 +370,48 @@ static PyObject *Vocabulary_term_ids(Vocabulary *v, PyObject *args) {
     const unsigned char *b = (const unsigned char *)data;
     Py_ssize_t count = 0, i = 0;
     while (i < n) {
-        Py_ssize_t s = next_word(ascii, kind, data, n, &i);
-        if (i == s || i - s > max_len) continue;
-        int64_t id;
-        if (ascii && lower) {
-            if (i - s > v->word_cap && grow_word(v, i - s) < 0) return NULL;
-            unsigned char *o = (unsigned char *)v->word;
-            for (Py_ssize_t c = s; c < i; c++) o[c - s] = b[c] >= 'A' && b[c] <= 'Z' ? b[c] + 32 : b[c];
-            id = vocab_id(v, o, i - s, stop);
-        } else if (ascii) {
-            id = vocab_id(v, b + s, i - s, stop);
-        } else {
-            int len = word_utf8(v, kind, data, s, i);
-            id = len < 0 ? -2 : vocab_id(v, (const unsigned char *)v->word, len, stop);
+        int64_t id = -3; /* not found yet */
+#ifdef SWAR_WORDS
+        /* ASCII with 8 bytes to read: the next word found, and if it is shorter than 8 bytes,
+         * lower-cased and made its head at once, without a step per byte (most words). */
+        if (ascii && i + 8 <= n) {
+            uint64_t x, found;
+            memcpy(&x, b + i, 8);
+            found = word_bytes(x);
+            if (!found) {
+                i += 8;
+                continue;
+            }
+            i += __builtin_ctzll(found) >> 3;
+            if (i + 8 <= n) {
+                memcpy(&x, b + i, 8);
+                uint64_t ends = ~word_bytes(x) & BYTES(0x80);
+                if (ends) {
+                    Py_ssize_t len = __builtin_ctzll(ends) >> 3; /* 1 to 7: b[i] is a word byte */
+                    i += len;
+                    if (len > max_len) continue;
+                    if (lower) x |= bytes_in(x, 'A', 'Z') >> 2;
+                    uint64_t head = x & ((1ULL << (8 * len)) - 1);
+                    id = vocab_id_head(v, (const unsigned char *)&head, len, head, stop);
+                }
+            }
+            /* else a word of 8 bytes or more, or near the end: a byte at a time, below */
+        }
+#endif
+        if (id == -3) {
+            Py_ssize_t s = next_word(ascii, kind, data, n, &i);
+            if (i == s || i - s > max_len) continue;
+            if (ascii && lower) {
+                if (i - s > v->word_cap && grow_word(v, i - s) < 0) return NULL;
+                unsigned char *o = (unsigned char *)v->word;
+                for (Py_ssize_t c = s; c < i; c++) o[c - s] = b[c] >= 'A' && b[c] <= 'Z' ? b[c] + 32 : b[c];
+                id = vocab_id(v, o, i - s, stop);
+            } else if (ascii) {
+                id = vocab_id(v, b + s, i - s, stop);
+            } else {
+                int len = word_utf8(v, kind, data, s, i);
+                id = len < 0 ? -2 : vocab_id(v, (const unsigned char *)v->word, len, stop);
+            }
         }
         if (id == -2) return NULL;
         if (id < 0) continue; /* a stop word */
@@ -403,10 +463,38 @@ static int cmp_sort_items(const void *a, const void *b) {
     return c ? c : (na > nb) - (na < nb);
 }
 
+/* Sort `n` items by head, then (a tie: two terms of more than 7 bytes that share their first 8)
+ * by their bytes: an LSD radix sort of the heads a byte at a time (a pass is skipped where every
+ * head has the same byte there, as the first byte of most words of one script), then a qsort of
+ * each run of equal heads.  *items may be swapped for the scratch array; -1: out of memory. */
+static int sort_items(const Vocabulary *v, SortItem **items, Py_ssize_t n) {
+    SortItem *a = *items, *b = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(SortItem));
+    if (!b) return -1;
+    for (int shift = 0; shift < 64; shift += 8) {
+        Py_ssize_t count[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) count[((a[i].head >> shift) & 0xFF) + 1]++;
+        if (n && count[((a[0].head >> shift) & 0xFF) + 1] == n) continue; /* one byte for all */
+        for (int d = 1; d < 257; d++) count[d] += count[d - 1];
+        for (Py_ssize_t i = 0; i < n; i++) b[count[(a[i].head >> shift) & 0xFF]++] = a[i];
+        SortItem *t = a;
+        a = b;
+        b = t;
+    }
+    PyMem_Free(b);
+    *items = a;
+    sorting = v;
+    for (Py_ssize_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && a[j].head == a[i].head;) j++;
+        if (j - i > 1) qsort(a + i, (size_t)(j - i), sizeof(SortItem), cmp_sort_items);
+    }
+    sorting = NULL;
+    return 0;
+}
+
 /* sorted_terms() -> (blob, rank): the terms sorted (UTF-8 byte order, which is code point
  * order: Python's sorted() of the str), one per line, as a segment's terms.txt; and per term id
- * its place in that order (int32 bytes).  Sorted by their first 8 bytes, held with the ids, so
- * most comparisons read no term. */
+ * its place in that order (int32 bytes).  Sorted by their first 8 bytes, held with the ids
+ * (sort_items), so most terms are placed without reading them. */
 static PyObject *Vocabulary_sorted_terms(Vocabulary *v, PyObject *unused) {
     Py_ssize_t n = v->n_terms;
     SortItem *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(SortItem));
@@ -418,9 +506,10 @@ static PyObject *Vocabulary_sorted_terms(Vocabulary *v, PyObject *unused) {
         for (Py_ssize_t c = 0; c < 8; c++) head = (head << 8) | (c < len ? kb[c] : 0);
         items[t] = (SortItem){head, (int32_t)t};
     }
-    sorting = v;
-    qsort(items, (size_t)n, sizeof(SortItem), cmp_sort_items);
-    sorting = NULL;
+    if (sort_items(v, &items, n) < 0) {
+        PyMem_Free(items);
+        return PyErr_NoMemory();
+    }
     PyObject *rank = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     PyObject *blob = PyBytes_FromStringAndSize(NULL, n ? (Py_ssize_t)v->arena_len + n - 1 : 0);
     PyObject *out = NULL;

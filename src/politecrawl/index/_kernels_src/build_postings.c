@@ -1,5 +1,5 @@
-/* A segment's postings of one field grouped by term, compiled: build_postings(...) for a new
- * segment, merge_postings(...) for a merge.
+/* A new segment's postings of one field grouped by term, compiled: build_postings(...) (a
+ * merge's are merge_sources.c's, with the same PostingsOut).
  *
  * The writer has the field's tokens as term ids in document order (Vocabulary.term_ids) and
  * needs them grouped by term, then by document: the postings (doc ids delta-encoded within a
@@ -10,7 +10,7 @@
  * (tests/unit/test_index_tokens.py writes a segment both ways and compares the files).
  * Part of the unity build _kernels.c. */
 
-/* The five arrays both functions return, as bytes: term_ptr and pos_ptr (int64, copied from the
+/* The five arrays build_postings and merge_sources return, as bytes: term_ptr and pos_ptr (int64, copied from the
  * counting sort's prefix sums), doc_deltas and tfs (uint32, n_post), positions (uint32, n_pos). */
 typedef struct {
     PyObject *term_ptr, *deltas, *tfs, *pos_ptr, *positions;
@@ -37,6 +37,63 @@ static void postings_out_clear(PostingsOut *o) {
     Py_CLEAR(o->tfs);
     Py_CLEAR(o->pos_ptr);
     Py_CLEAR(o->positions);
+}
+
+/* build_postings' pass 1: each token's term id (tids), and per term its tokens and postings
+ * counted at [t + 1] of tok_ptr and post_ptr (zeroed; last_doc all -1).  NULL, or what is wrong
+ * with the arguments.  Touches no Python object: run without the GIL. */
+static const char *count_tokens(const Arr *ids, const Arr *rank, const Arr *lens, Py_ssize_t n_terms, uint32_t *tids,
+                                int64_t *tok_ptr, int64_t *post_ptr, int32_t *last_doc) {
+    const int32_t *idp = (const int32_t *)ids->p, *rk = (const int32_t *)rank->p;
+    const int64_t *lp = (const int64_t *)lens->p;
+    Py_ssize_t i = 0, n = ids->n;
+    for (Py_ssize_t d = 0; d < lens->n; d++) {
+        int64_t len = lp[d];
+        if (len < 0 || len > n - i) return "the documents' lengths do not add up to the tokens";
+        for (Py_ssize_t end = i + (Py_ssize_t)len; i < end; i++) {
+            int32_t v = idp[i];
+            if (v < 0 || v >= rank->n || rk[v] < 0 || rk[v] >= n_terms) return "a term id out of range";
+            uint32_t t = (uint32_t)rk[v];
+            tids[i] = t;
+            tok_ptr[t + 1]++;
+            if (last_doc[t] != (int32_t)d) {
+                last_doc[t] = (int32_t)d;
+                post_ptr[t + 1]++;
+            }
+        }
+    }
+    return i == n ? NULL : "the documents' lengths do not add up to the tokens";
+}
+
+/* build_postings' pass 2: each token to its term's next position; a new posting at a new
+ * document.  cur[t]: the term's current posting; tok_ptr[t] (advancing): where its next
+ * position goes.  Touches no Python object: run without the GIL. */
+static void place_tokens(const int64_t *lp, Py_ssize_t n_docs, const uint32_t *tids, const int64_t *post_ptr,
+                         int64_t *tok_ptr, int64_t *cur, int32_t *last_doc, uint32_t *last_pos, size_t nt,
+                         uint32_t *deltas, uint32_t *tfs, uint32_t *positions) {
+    for (size_t t = 0; t < nt; t++) {
+        last_doc[t] = -1;
+        cur[t] = post_ptr[t] - 1;
+    }
+    Py_ssize_t i = 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        uint32_t pos = 0;
+        for (Py_ssize_t end = i + (Py_ssize_t)lp[d]; i < end; i++, pos++) {
+            uint32_t t = tids[i];
+            if (last_doc[t] != (int32_t)d) {
+                int64_t p = ++cur[t];
+                /* doc ids delta-encoded within the term, the first absolute */
+                deltas[p] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
+                tfs[p] = 0;
+                last_doc[t] = (int32_t)d;
+                positions[tok_ptr[t]++] = pos; /* a posting's first position is absolute */
+            } else {
+                positions[tok_ptr[t]++] = pos - last_pos[t];
+            }
+            tfs[cur[t]]++;
+            last_pos[t] = pos;
+        }
+    }
 }
 
 /* build_postings(ids, rank, lens, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
@@ -82,33 +139,14 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
         goto done;
     }
     for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
-    /* pass 1: tokens and postings per term */
-    const int32_t *idp = (const int32_t *)ids.p, *rk = (const int32_t *)rank.p;
-    const int64_t *lp = (const int64_t *)lens.p;
-    Py_ssize_t i = 0;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        int64_t len = lp[d];
-        if (len < 0 || len > n - i) {
-            PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
-            goto done;
-        }
-        for (Py_ssize_t end = i + (Py_ssize_t)len; i < end; i++) {
-            int32_t v = idp[i];
-            if (v < 0 || v >= rank.n || rk[v] < 0 || rk[v] >= n_terms) {
-                PyErr_SetString(PyExc_ValueError, "build_postings: a term id out of range");
-                goto done;
-            }
-            uint32_t t = (uint32_t)rk[v];
-            tids[i] = t;
-            tok_ptr[t + 1]++;
-            if (last_doc[t] != (int32_t)d) {
-                last_doc[t] = (int32_t)d;
-                post_ptr[t + 1]++;
-            }
-        }
-    }
-    if (i != n) {
-        PyErr_SetString(PyExc_ValueError, "build_postings: the documents' lengths do not add up to the tokens");
+    /* pass 1: tokens and postings per term; without the GIL (only this call's arrays), so the
+     * writer's body compression thread runs meanwhile */
+    const char *wrong;
+    Py_BEGIN_ALLOW_THREADS
+    wrong = count_tokens(&ids, &rank, &lens, n_terms, tids, tok_ptr, post_ptr, last_doc);
+    Py_END_ALLOW_THREADS
+    if (wrong) {
+        PyErr_Format(PyExc_ValueError, "build_postings: %s", wrong);
         goto done;
     }
     for (size_t t = 1; t < nt; t++) {
@@ -119,31 +157,10 @@ static PyObject *k_build_postings(PyObject *self, PyObject *args) {
     if (postings_out_new(&out, post_ptr, tok_ptr, nt, n_post, n) < 0) goto done;
     uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
     uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
-    /* pass 2: each token to its term's next position; a new posting at a new document. cur[t]:
-     * the term's current posting; tok_ptr[t] (advancing): where its next position goes. */
-    for (size_t t = 0; t < nt; t++) {
-        last_doc[t] = -1;
-        cur[t] = post_ptr[t] - 1;
-    }
-    i = 0;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        uint32_t pos = 0;
-        for (Py_ssize_t end = i + (Py_ssize_t)lp[d]; i < end; i++, pos++) {
-            uint32_t t = tids[i];
-            if (last_doc[t] != (int32_t)d) {
-                int64_t p = ++cur[t];
-                /* doc ids delta-encoded within the term, the first absolute */
-                deltas[p] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
-                tfs[p] = 0;
-                last_doc[t] = (int32_t)d;
-                positions[tok_ptr[t]++] = pos; /* a posting's first position is absolute */
-            } else {
-                positions[tok_ptr[t]++] = pos - last_pos[t];
-            }
-            tfs[cur[t]]++;
-            last_pos[t] = pos;
-        }
-    }
+    Py_BEGIN_ALLOW_THREADS
+    place_tokens((const int64_t *)lens.p, n_docs, tids, post_ptr, tok_ptr, cur, last_doc, last_pos, nt, deltas, tfs,
+                 positions);
+    Py_END_ALLOW_THREADS
     result = postings_out_tuple(&out);
 done:
     postings_out_clear(&out);
@@ -156,110 +173,5 @@ done:
     arr_release(&ids);
     arr_release(&rank);
     arr_release(&lens);
-    return result;
-}
-
-/* merge_postings(terms, docs, tfs, positions, n_terms) -> (term_ptr, doc_deltas, tfs, pos_ptr, positions)
- *
- * A merge's postings of one field: its sources' live postings one source after the other (each
- * sorted by term, then document; the sources in document order), with the merged term ids and
- * document ids (int32 terms, docs, tfs), and each source's positions in its posting order (a list
- * of unsigned integer arrays, delta-encoded within each posting as stored).  The same counting
- * sort by term, each posting's run of positions moved with it; the arrays are those of
- * segment_merge's numpy code (a stable sort on the term, then gathers), as build_postings'. */
-static PyObject *k_merge_postings(PyObject *self, PyObject *args) {
-    PyObject *terms_o, *docs_o, *tfs_o, *parts_o;
-    Py_ssize_t n_terms;
-    if (!PyArg_ParseTuple(args, "OOOO!n", &terms_o, &docs_o, &tfs_o, &PyList_Type, &parts_o, &n_terms)) return NULL;
-    Py_ssize_t n_parts = PyList_GET_SIZE(parts_o);
-    Arr terms, docs, tfs_in;
-    Arr *parts = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(Arr));
-    if (!parts) return PyErr_NoMemory();
-    int held = 0;
-    PyObject *result = NULL;
-    int64_t *tok_ptr = NULL, *post_ptr = NULL, *fill = NULL;
-    int32_t *last_doc = NULL;
-    PostingsOut out = {NULL, NULL, NULL, NULL, NULL};
-    if (arr_get(terms_o, &terms, "terms") < 0) goto free_parts;
-    if (arr_get(docs_o, &docs, "docs") < 0) goto release_terms;
-    if (arr_get(tfs_o, &tfs_in, "tfs") < 0) goto release_docs;
-    for (; held < n_parts; held++)
-        if (arr_get(PyList_GET_ITEM(parts_o, held), &parts[held], "positions") < 0) goto done;
-    Py_ssize_t n = terms.n;
-    if (terms.size != 4 || docs.size != 4 || tfs_in.size != 4 || docs.n != n || tfs_in.n != n || n_terms < 0) {
-        PyErr_SetString(PyExc_ValueError, "merge_postings: int32 terms, docs and tfs of one length each");
-        goto done;
-    }
-    const int32_t *tp = (const int32_t *)terms.p, *dp = (const int32_t *)docs.p, *fp = (const int32_t *)tfs_in.p;
-    size_t nt = (size_t)n_terms + 1;
-    tok_ptr = PyMem_Calloc(nt, sizeof(int64_t));
-    post_ptr = PyMem_Calloc(nt, sizeof(int64_t));
-    fill = PyMem_Malloc(nt * sizeof(int64_t));
-    last_doc = PyMem_Malloc(nt * sizeof(int32_t));
-    if (!tok_ptr || !post_ptr || !fill || !last_doc) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t n_pos = 0;
-    for (Py_ssize_t j = 0; j < n_parts; j++) n_pos += parts[j].n;
-    int64_t total = 0;
-    for (Py_ssize_t p = 0; p < n; p++) {
-        if (tp[p] < 0 || tp[p] >= n_terms || fp[p] <= 0 || dp[p] < 0) {
-            PyErr_SetString(PyExc_ValueError, "merge_postings: a term id, document id or frequency out of range");
-            goto done;
-        }
-        post_ptr[tp[p] + 1]++;
-        tok_ptr[tp[p] + 1] += fp[p];
-        total += fp[p];
-    }
-    if (total != n_pos || total >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "merge_postings: the frequencies do not add up to the positions");
-        goto done;
-    }
-    for (size_t t = 1; t < nt; t++) {
-        tok_ptr[t] += tok_ptr[t - 1];
-        post_ptr[t] += post_ptr[t - 1];
-    }
-    if (postings_out_new(&out, post_ptr, tok_ptr, nt, n, n_pos) < 0) goto done;
-    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(out.deltas), *tfs = (uint32_t *)PyBytes_AS_STRING(out.tfs);
-    uint32_t *positions = (uint32_t *)PyBytes_AS_STRING(out.positions);
-    memcpy(fill, post_ptr, nt * sizeof(int64_t));
-    for (size_t t = 0; t < nt; t++) last_doc[t] = -1;
-    Py_ssize_t j = 0, o = 0; /* the positions part and offset in it of the next posting's run */
-    for (Py_ssize_t p = 0; p < n; p++) {
-        int32_t t = tp[p], d = dp[p], tf = fp[p];
-        int64_t q = fill[t]++;
-        deltas[q] = last_doc[t] < 0 ? (uint32_t)d : (uint32_t)(d - last_doc[t]);
-        last_doc[t] = d;
-        tfs[q] = (uint32_t)tf;
-        while (j < n_parts && o == parts[j].n) {
-            j++;
-            o = 0;
-        }
-        if (j >= n_parts || o + tf > parts[j].n) {
-            PyErr_SetString(PyExc_ValueError, "merge_postings: a posting's positions run past its source's");
-            goto done;
-        }
-        uint32_t *out = positions + tok_ptr[t];
-        tok_ptr[t] += tf;
-        const Arr *a = &parts[j];
-        for (int32_t k = 0; k < tf; k++) out[k] = (uint32_t)at(a, o + k);
-        o += tf;
-    }
-    result = postings_out_tuple(&out);
-done:
-    postings_out_clear(&out);
-    PyMem_Free(tok_ptr);
-    PyMem_Free(post_ptr);
-    PyMem_Free(fill);
-    PyMem_Free(last_doc);
-    for (Py_ssize_t k = 0; k < held; k++) arr_release(&parts[k]);
-    arr_release(&tfs_in);
-release_docs:
-    arr_release(&docs);
-release_terms:
-    arr_release(&terms);
-free_parts:
-    PyMem_Free(parts);
     return result;
 }

@@ -5,7 +5,7 @@
 
 /* -- Postings ------------------------------------------------------------------------------ */
 
-#define BLOCK 128 /* postings per skip block: segment.BLOCK */
+#define BLOCK 128 /* postings per skip block: skip_blocks.BLOCK */
 
 typedef struct {
     Arr term_ptr, docs, tfs, pos_ptr, positions;
