@@ -72,7 +72,7 @@ def stored_bodies(parts: list[tuple[bytes, np.ndarray, np.ndarray, np.ndarray]])
     return StoredBodies(blob, _pointers(lengths), sync, _pointers(counts))
 
 
-def compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list[tuple[list[int], list[int]]]):
+def _compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list[tuple[list[int], list[int]]]):
     """``stored_bodies``' part for bodies just compressed: per document ``(data, byte offsets of
     its cuts)`` and ``(character offsets of its cuts, token positions at them)``."""
     lengths = np.fromiter(map(len, (data for data, _ in compressed)), dtype=np.int64, count=len(compressed))
@@ -247,7 +247,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
             postings[f] = _field_postings(local, rank, lens_f, n_terms)
             del local
         compressed = [b for fut in futures for b in fut.result()]
-    bodies = stored_bodies([compressed_bodies(compressed, sync_meta)])
+    bodies = stored_bodies([_compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
     write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
     return n_docs

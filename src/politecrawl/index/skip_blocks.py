@@ -13,7 +13,7 @@ import numpy as np
 
 from . import kernels
 
-__all__ = ["BLOCK", "posting_blocks"]
+__all__ = ["BLOCK", "posting_blocks", "posting_blocks_numpy"]
 
 #: Postings per skip block: a long posting list (more than this many) is cut into blocks of this
 #: many, each with its last doc id, where its positions start, its largest tf and its shortest
