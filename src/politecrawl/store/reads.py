@@ -172,10 +172,9 @@ ANCHORS_PER_PAGE = 64
 #: crawl's indexer three times the work of indexing the new pages.
 ANCHOR_GROWTH = 2
 
-#: How many anchor texts page ``pages`` was indexed with (0: none, or never indexed).
-_INDEXED_ANCHORS = "COALESCE((SELECT m.anchors FROM page_marks m WHERE m.url_id = pages.url_id), 0)"
-#: Page ``pages``'s current version is in the index.
-_INDEXED = "EXISTS (SELECT 1 FROM page_marks m WHERE m.url_id = pages.url_id AND m.indexed_at IS NOT NULL)"
+#: How many anchor texts page ``pages`` was indexed with (0: none, or never indexed), from its
+#: mark ``m`` (``page_marks``, joined once).
+_INDEXED_ANCHORS = "COALESCE(m.anchors, 0)"
 
 #: How many anchor texts the index would take with page ``pages`` now, counted up to the cap.
 _ANCHORS_NOW = (
@@ -195,9 +194,9 @@ ANCHOR_TARGET_PAGES_SQL = (
     " direct AS (SELECT f.id AS url_id FROM t JOIN frontier f ON f.url = t.target),"
     " canon AS (SELECT f2.id AS url_id FROM direct d JOIN pages p ON p.url_id = d.url_id"
     "           JOIN frontier f2 ON f2.url = p.alias_of)"
-    f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages"
+    f" SELECT {INDEXER_PAGE_COLUMNS} FROM pages LEFT JOIN page_marks m USING (url_id)"
     " WHERE url_id IN (SELECT url_id FROM direct UNION SELECT url_id FROM canon)"
-    f" AND (noarchive = 0 OR NOT {_INDEXED}) AND url_id > {{ph}}"
+    " AND (noarchive = 0 OR m.indexed_at IS NULL) AND url_id > {ph}"
     f" AND {_INDEXED_ANCHORS} < {ANCHORS_PER_PAGE}"
     f" AND {_ANCHORS_NOW} >= CASE WHEN {_INDEXED_ANCHORS} = 0 THEN 1 ELSE {ANCHOR_GROWTH} * {_INDEXED_ANCHORS} END"
     " ORDER BY url_id LIMIT {ph}"
