@@ -151,7 +151,10 @@ def servers_view(records: list[dict], args) -> dict:
     for host, recs in by_host.items():
         recs.sort(key=lambda r: r["started"])
         for a, b in zip(recs, recs[1:]):
-            e2s, s2s = b["started"] - a["ended"], b["started"] - a["started"]
+            # From the earlier stamp of the answer's end, as the sandbox judges (its server thread
+            # can be preempted between the last write and the clock read, which made a polite
+            # crawl look short by the preemption): a gap is short only if short by both stamps.
+            e2s, s2s = b["started"] - (a.get("sending") or a["ended"]), b["started"] - a["started"]
             end_to_start.append(e2s)
             start_to_start.append(s2s)
             short_end += e2s < args.min_delay - tolerance
