@@ -139,6 +139,31 @@ def _removal_targets(url: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(target for _, _, target in _removal_urls(url)))
 
 
+#: The index of pairs waiting for their shorter URL: shorter URL -> its longer URL, or the set of
+#: them when there are several. Most shorter URLs wait for one page: a set for each (~200 bytes)
+#: was most of what a host's patterns held in memory per remembered page.
+_Waiting = dict[str, "str | set[str]"]
+
+
+def _wait(waiting: _Waiting, target: str, url: str) -> None:
+    """Note in ``waiting`` that ``url`` waits for ``target``."""
+    sources = waiting.get(target)
+    if sources is None:
+        waiting[target] = url
+    elif isinstance(sources, str):
+        if sources != url:
+            waiting[target] = {sources, url}
+    else:
+        sources.add(url)
+
+
+def _sources(sources: str | set[str] | None) -> list[str]:
+    """The URLs of an entry of a ``_Waiting`` index, in order."""
+    if sources is None:
+        return []
+    return [sources] if isinstance(sources, str) else sorted(sources)
+
+
 def _apply(kind: str, arg: str, parts: _Parts) -> _Parts | None:
     segments = parts.segments
     if kind == "prefix":
@@ -232,7 +257,7 @@ class AliasRules(_JSONState):
         self.clock = 0
         # Shorter URL not yet seen -> longer URLs; None: to be derived from the pages before its
         # next use (a state read from the store is often replaced by a newer one before then).
-        self._waiting: dict[str, set[str]] | None = {}
+        self._waiting: _Waiting | None = {}
         self._waiting_limit = 4 * max_pages
         # Whether _waiting holds exactly what _rebuild_waiting would derive from the pages: true
         # until a page is forgotten (its pairs are not taken out of the index), and then again
@@ -327,17 +352,13 @@ class AliasRules(_JSONState):
             if len(rule.counter_examples) < self.max_examples and pair not in rule.counter_examples:
                 rule.counter_examples.append(pair)
 
-    def _index(self, waiting: dict[str, set[str]], urls: Iterable[str]) -> None:
+    def _index(self, waiting: _Waiting, urls: Iterable[str]) -> None:
         """Add the pairs of ``urls`` whose shorter URL is not a remembered page to ``waiting``."""
         pages = self.pages
         for url in urls:
             for target in _removal_targets(url):
                 if target not in pages:
-                    sources = waiting.get(target)
-                    if sources is None:
-                        waiting[target] = {url}
-                    else:
-                        sources.add(url)
+                    _wait(waiting, target, url)
 
     def observe(self, url: str, content_key: str, canonical: str | None = None, simhash: int | None = None) -> None:
         """Record a fetched page: its normalized URL, its content key (the text fingerprint),
@@ -381,9 +402,9 @@ class AliasRules(_JSONState):
             else:
                 if canonical == target and kind != "tail":  # declared: evidence now, checked when target is fetched
                     self._evidence(kind, arg, url, target, True, declared=True)
-                self._waiting.setdefault(target, set()).add(url)
+                _wait(self._waiting, target, url)
         # url as the shorter URL of pairs whose longer URL came first.
-        for source in sorted(self._waiting.pop(url, ())):
+        for source in _sources(self._waiting.pop(url, None)):
             if source not in self.pages:
                 continue  # forgotten
             same = self._same(source, url)
@@ -465,9 +486,7 @@ class AliasRules(_JSONState):
         self._pages_text, self._pages_counted = text, len(self.pages)
         return text
 
-    def _take_pages(
-        self, text: str, start: int
-    ) -> tuple[dict[str, list[Any]], list[str], int, dict[str, set[str]] | None] | None:
+    def _take_pages(self, text: str, start: int) -> tuple[dict[str, list[Any]], list[str], int, _Waiting | None] | None:
         """When the pages object at ``start`` of ``text`` begins with this copy's pages (their text
         as last read or written, none observed since): its pages (this copy's, then the text's
         others, decoded alone), the URLs of those others, where the object ends in ``text`` and
@@ -523,7 +542,7 @@ class AliasRules(_JSONState):
         data: dict[str, Any],
         pages: dict[str, list[Any]],
         text: str | None,
-        waiting: dict[str, set[str]] | None = None,
+        waiting: _Waiting | None = None,
         added: Iterable[str] = (),
     ) -> AliasRules:
         """The state of ``data`` (rules, clock, config) with ``pages``, whose JSON text is
