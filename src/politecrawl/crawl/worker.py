@@ -139,19 +139,27 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._store_threads = (
             ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
         )
-        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). Tried with
-        # benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores, the CPU the bound): every
-        # store call on one store thread, or releases on a writer thread with a connection of its
-        # own, kept the loop freer but gave 0.53 and 0.58 of the bound against 0.64 and 0.65 for
-        # this code in the same sequences of runs: a claim waited behind a group's commit, or in
-        # SQLite's busy handler for the lock the other connection held. Pages parsed on a thread of
-        # their own did worse too (0.62-0.68 against 0.74): the loop then waits for the GIL behind
-        # that thread, up to 5 ms for each of the hundreds of turns it takes a second. Also tried:
-        # a write that found another process's lock taken failed at once and was tried again on
-        # the loop every 2 ms (SQLite's busy handler blocks the loop, in sleeps of up to 100 ms):
-        # each worker then held ~30 MB more, for no more throughput and no less CPU per page;
-        # and checkpoints left to the parent: its passive checkpoints never caught up with the
-        # workers' writes, and the write-ahead log grew to 400 MB.
+        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). What makes the loop
+        # late (a thread sampling the loop's stack whenever it stalled over 30 ms): COMMITs whose
+        # write to the WAL waited on the disk (the thread in uninterruptible sleep), and the CPU
+        # (the process runnable, not running: a saturated machine, the workers at niceness 3).
+        # Tried with benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores), each against
+        # this code in the same sequences of runs:
+        # - every store call on one store thread: loop lag p99 32-64 ms against 256, but
+        #   0.90-0.93 of the bound against 0.93-0.96 and 0.33-0.36 CPU-s per 100 pages against
+        #   0.30-0.32 (the calls' Python contends with the loop for the GIL);
+        # - the statements inline and only each COMMIT on a thread, one call at a time: p99
+        #   64 ms, the worst stall 80-160 ms against 340-600, but the workers' CPU per page 5-11 %
+        #   up and the share 1-5 % down in every pair;
+        # - each worker checkpointing on a thread of its own: the loop as late, the write-ahead
+        #   log at 200 MB; checkpoints left to the parent: its passive checkpoints never caught
+        #   up with the workers' writes, and the log grew to 400 MB;
+        # - releases on a writer thread with a connection of its own: a claim waited in SQLite's
+        #   busy handler for the lock the other connection held;
+        # - a write that found another process's lock taken failed at once and was tried again
+        #   on the loop every 2 ms: each worker held ~30 MB more, for no more throughput;
+        # - pages parsed on a thread of their own (0.62-0.68 against 0.74): the loop then waits
+        #   for the GIL behind that thread, up to 5 ms for each of its hundreds of turns a second.
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
