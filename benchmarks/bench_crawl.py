@@ -42,6 +42,10 @@ Scrapy runs like for like: ROBOTSTXT_OBEY, DOWNLOAD_DELAY = --min-delay with
 RANDOMIZE_DOWNLOAD_DELAY = False, AutoThrottle off, one request per domain at a time; it
 fetches and extracts links only (no storage, no dedup, no index).
 
+``--stalls MS`` samples, in every process of the crawl, where its event loop's thread is whenever
+the loop runs more than MS late (and whether it is running, waiting for a core or for the disk),
+and prints the stalled seconds by place (``benchmarks/_stalls.py``; it costs a little CPU too).
+
 ``--profile FILE`` runs the crawl under ``py-spy record --subprocesses`` (the whole tree) and
 prints where the CPU goes (benchmarks/_profile.py); py-spy's own CPU is not in the figures, but
 its sampling slows the crawl a little, so take throughput figures from a run without it.
@@ -67,6 +71,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _proctree import TreeRun, run_tree  # noqa: E402
+from _stalls import SITECUSTOMIZE as STALLS_SITECUSTOMIZE  # noqa: E402
+from _stalls import summarize as summarize_stalls  # noqa: E402
 
 from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
 from politecrawl.faces.sandbox_sites import answer_range  # noqa: E402
@@ -362,6 +368,15 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         cmd += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLITECRAWL_")}
     env.update(env_settings)
+    stalls_dir = tmp / "stalls"
+    if args.stalls:
+        # Where the event loops stall (benchmarks/_stalls.py): a sitecustomize on the crawl's path.
+        (tmp / "site").mkdir()
+        (tmp / "site" / "sitecustomize.py").write_text(STALLS_SITECUSTOMIZE)
+        stalls_dir.mkdir()
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp / "site"), env.get("PYTHONPATH")]))
+        env["PC_BENCH_STALLS_DIR"] = str(stalls_dir)
+        env["PC_BENCH_STALLS_MS"] = str(args.stalls)
     if args.profile:
         cmd = [
             _py_spy(),
@@ -394,6 +409,9 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     row["exit_status"] = tree.returncode
     if args.profile:
         row["py_spy_cpu_s_left_out"] = round(spy_cpu, 1)
+    if args.stalls:
+        row["loop_stalls"] = summarize_stalls(stalls_dir)
+        env.pop("PC_BENCH_STALLS_DIR")  # not the status and audit commands below
     row["cpu_split_s"] = process_split(tree)
     row["peak_rss_mb_by_process"] = rss_split(tree)
     row["written_mb_by_process"] = written_split(tree)
@@ -578,6 +596,13 @@ def main() -> None:
     ap.add_argument("--scrapy", action="store_true", help="also run Scrapy on the same web")
     ap.add_argument("--profile", metavar="FILE", help="run the crawl under py-spy record --subprocesses into FILE")
     ap.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
+    ap.add_argument(
+        "--stalls",
+        metavar="MS",
+        type=float,
+        help="sample where each event loop of the crawl is while it runs over MS late (benchmarks/_stalls.py);"
+        " slows the crawl a little",
+    )
     ap.add_argument("--json", metavar="FILE", help="also write the rows to FILE")
     ap.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (the store, the server logs) and say where"
