@@ -588,6 +588,25 @@ def test_alias_longer_first_then_shorter():
     assert aliases.rewrite(f"{H}/post/5?ref=y")[0] == f"{H}/post/5"
 
 
+def test_alias_shorter_url_waited_for_by_several_pages_confirms_each():
+    # /post/N?ref=a and /post/N?from=b both wait for /post/N (one waiting page is kept as its
+    # URL, two as a set): when /post/N comes, each pair counts, and the index is what a rebuild
+    # of it from the remembered pages makes.
+    aliases = AliasRules()
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}?ref=a", f"c{n}")
+        aliases.observe(f"{H}/post/{n}?from=b", f"c{n}")
+    incremental = aliases._waiting
+    aliases._rebuild_waiting()
+    assert incremental == aliases._waiting
+    assert isinstance(incremental[f"{H}/post/1"], set) and len(incremental[f"{H}/post/1"]) == 2
+    for n in range(1, 4):
+        aliases.observe(f"{H}/post/{n}", f"c{n}")
+    confirmed = {r["rule"]: r["confirmed"] for r in aliases.rules()}
+    assert confirmed["param:ref"] == 3 and confirmed["param:from"] == 3
+    assert aliases.rewrite(f"{H}/post/9?from=z")[0] == f"{H}/post/9"
+
+
 def test_alias_contradiction_drops_rule_for_good():
     aliases = AliasRules()
     for n in range(1, 4):
