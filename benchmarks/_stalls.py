@@ -8,7 +8,8 @@ stack every 5 ms, with the thread's scheduler state from ``/proc`` (R: running o
 core, S: sleeping, e.g. on a lock, D: uninterruptible, e.g. on the disk). Each process writes its
 stalls to ``PC_BENCH_STALLS_DIR`` when its loop ends; ``summarize`` adds them up by where the
 loop thread was most often in each stall. The sampling thread takes the GIL every 5 ms, so take
-throughput figures from a run without it.
+throughput figures from a run without it; and the crawl's processes then load this
+``sitecustomize`` in place of any other on their path.
 """
 
 from __future__ import annotations
