@@ -40,7 +40,6 @@ _WATCHED = set()  # ids of the loops watched (asyncio.run runs a loop's run_fore
 
 
 def _watch(loop):
-    stalls = _STALLS
     if id(loop) in _WATCHED:
         return _dump
     _WATCHED.add(id(loop))
@@ -68,7 +67,7 @@ def _watch(loop):
                 frame = sys._current_frames().get(main_id)
                 seen[f"[{state()}] {_where(frame)}"] += 1
             elif seen is not None:
-                stalls.append((beat[0] - began, seen.most_common(3)))
+                _STALLS.append((beat[0] - began, seen.most_common(3)))
                 seen = None
 
     heartbeat()
@@ -99,14 +98,15 @@ if _DIR:
 def summarize(folder: Path, top: int = 8) -> dict:
     """The stalls the crawl's processes wrote to ``folder``: how many, their seconds, the longest,
     and the seconds by where the loop thread was most often in each (the top ``top``)."""
+    files = list(folder.glob("stalls-*.json"))
     stalls: list[tuple[float, list]] = []
-    for path in folder.glob("stalls-*.json"):
+    for path in files:
         stalls += [(seconds, where) for seconds, where in json.loads(path.read_text())]
     by_where: Counter[str] = Counter()
     for seconds, where in stalls:
         by_where[where[0][0] if where else "?"] += seconds
     return {
-        "processes": len(list(folder.glob("stalls-*.json"))),
+        "processes": len(files),
         "stalls": len(stalls),
         "stalled_s": round(sum(seconds for seconds, _ in stalls), 2),
         "longest_ms": round(1000 * max((seconds for seconds, _ in stalls), default=0.0)),

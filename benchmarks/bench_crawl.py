@@ -144,6 +144,14 @@ def _ms(x: float | None) -> float | None:
     return None if x is None else round(1000 * x, 1)
 
 
+def answer_end(record: dict) -> float:
+    """When an answer ended, as the servers' log says, for judging the gap after it: the earlier of
+    its two stamps, as the sandbox judges (its server thread can be preempted between the last
+    write and the clock read, which made a polite crawl look short by the preemption), so a gap
+    is short only if short by both."""
+    return record.get("sending") or record["ended"]
+
+
 def servers_view(records: list[dict], args) -> dict:
     """What the servers saw: throughput against the bound, page sizes, gaps, overlaps."""
     by_host: dict[str, list[dict]] = {}
@@ -157,10 +165,7 @@ def servers_view(records: list[dict], args) -> dict:
     for host, recs in by_host.items():
         recs.sort(key=lambda r: r["started"])
         for a, b in zip(recs, recs[1:]):
-            # From the earlier stamp of the answer's end, as the sandbox judges (its server thread
-            # can be preempted between the last write and the clock read, which made a polite
-            # crawl look short by the preemption): a gap is short only if short by both stamps.
-            e2s, s2s = b["started"] - (a.get("sending") or a["ended"]), b["started"] - a["started"]
+            e2s, s2s = b["started"] - answer_end(a), b["started"] - a["started"]
             end_to_start.append(e2s)
             start_to_start.append(s2s)
             short_end += e2s < args.min_delay - tolerance
