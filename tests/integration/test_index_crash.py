@@ -418,14 +418,14 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
     store = open_store(db_path)
     try:
         store.set_meta("indexed_seq", "0")  # as if the pages were new to the index
-        real = SyncedFiles.write
+        real = SyncedFiles.write_pieces
 
-        def full(files, name, data):
+        def full(files, name, pieces):
             if name == "bodies.bin":
                 raise OSError(errno.ENOSPC, "No space left on device")
-            return real(files, name, data)
+            return real(files, name, pieces)
 
-        monkeypatch.setattr(SyncedFiles, "write", full)
+        monkeypatch.setattr(SyncedFiles, "write_pieces", full)
         with caplog.at_level(logging.WARNING, logger="politecrawl.indexing"):
             assert update_index(store, index_dir) == 0
         warnings = _index_warnings(caplog)
@@ -434,7 +434,7 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
         assert not [p for p in index_dir.iterdir() if p.name.startswith(".tmp-")]
         assert store.get_meta("indexed_seq") == "0"  # the store's mark did not move
         assert "No space left on device" in store.get_meta("index_error")  # recorded for status
-        monkeypatch.setattr(SyncedFiles, "write", real)
+        monkeypatch.setattr(SyncedFiles, "write_pieces", real)
         assert update_index(store, index_dir) == 7
         assert store.get_meta("index_error") == ""  # cleared by an update that succeeded
     finally:

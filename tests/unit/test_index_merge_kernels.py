@@ -156,3 +156,90 @@ def test_a_damaged_source_raises_instead_of_reading_past_its_arrays(term_ptr, do
     else:
         with pytest.raises(ValueError):
             compiled.merge_sources([source], len(term_map))
+
+
+def _sources_with_tombstones(tmp_path, seed, n_sources=3, vocabulary=2000, body_words=600):
+    import random
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocabulary)] + ["é", "中文", "ß"]
+    sources = []
+    for k in range(n_sources):
+        docs = [
+            (
+                f"https://example.org/{k}/{i}",
+                " ".join(rng.choices(words, k=rng.randint(0, 5))),
+                " ".join(rng.choices(words[: rng.choice([50, vocabulary])], k=rng.randint(0, body_words))),
+                " ".join(rng.choices(words, k=rng.randint(0, 3))),
+            )
+            for i in range(rng.randint(20, 80))
+        ]
+        write_segment(tmp_path / f"s{k}", docs, Analyzer())
+        deleted = sorted(rng.sample(range(len(docs)), rng.randint(0, len(docs) // 3)))
+        sources.append((Segment(tmp_path / f"s{k}"), deleted))
+    return sources
+
+
+@pytest.mark.parametrize("with_kernels", [True, False])
+def test_a_merge_in_runs_of_a_few_terms_writes_the_bytes_of_one_run(tmp_path, monkeypatch, with_kernels):
+    """A merge makes and writes its postings a run of terms at a time and copies the stored bodies
+    a run of bytes at a time: with runs of a few postings (many runs, terms of one source and of
+    several, tombstones) the segment's files are those of a merge in one run."""
+    from politecrawl.index import segment_merge
+
+    if with_kernels and kernels.compiled is None:
+        pytest.skip("the compiled kernels are not built")
+    if not with_kernels:
+        monkeypatch.setattr(kernels, "compiled", None)
+    sources = _sources_with_tombstones(tmp_path, seed=4)
+    calls: list[int] = []
+    real = segment_merge.merge_sources
+
+    def counted(parts, n_terms):
+        calls.append(n_terms)
+        return real(parts, n_terms)
+
+    monkeypatch.setattr(segment_merge, "merge_sources", counted)
+    merge_segments(tmp_path / "one-run", sources, Analyzer())
+    assert len(calls) == 3  # the control: one run per field
+    calls.clear()
+    monkeypatch.setattr(segment_merge, "MERGE_RUN_ITEMS", 40)
+    monkeypatch.setattr(segment_merge, "BODY_RUN_BYTES", 100)
+    merge_segments(tmp_path / "runs", sources, Analyzer())
+    assert len(calls) > 100
+    names = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "one-run").iterdir())
+    for name in names:
+        assert (tmp_path / "runs" / name).read_bytes() == (tmp_path / "one-run" / name).read_bytes(), name
+
+
+@needs_kernels
+def test_a_merge_holds_one_run_of_postings_not_all_of_them(tmp_path, monkeypatch):
+    """What a merge allocates at its peak (tracemalloc sees numpy's and the kernels' memory) is a
+    run's, not the merged segment's: with runs of 20,000 items (and stored bodies copied 20 KB at
+    a time) it stays under a quarter of the peak of a merge in one run (the negative control),
+    which holds more than 4 bytes a token."""
+    import tracemalloc
+
+    from politecrawl.index import segment_merge
+
+    sources = _sources_with_tombstones(tmp_path, seed=9, n_sources=6, vocabulary=300, body_words=3000)
+    tokens = sum(seg.header["field_lengths"]["body"] for seg, _ in sources)
+    merge_segments(tmp_path / "first", sources, Analyzer())  # what a first read caches is not counted
+
+    def peak(name: str) -> int:
+        tracemalloc.start()
+        try:
+            merge_segments(tmp_path / name, sources, Analyzer())
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    monkeypatch.setattr(segment_merge, "MERGE_RUN_ITEMS", 10**9)
+    monkeypatch.setattr(segment_merge, "BODY_RUN_BYTES", 10**9)
+    whole = peak("one-run")
+    monkeypatch.setattr(segment_merge, "MERGE_RUN_ITEMS", 20_000)
+    monkeypatch.setattr(segment_merge, "BODY_RUN_BYTES", 20_000)
+    runs = peak("runs")
+    assert whole > 4 * tokens, (whole, tokens)  # the control: a position is 4 bytes as merged
+    assert runs < whole / 4, (runs, whole)

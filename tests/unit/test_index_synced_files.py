@@ -59,3 +59,32 @@ def test_an_fsync_that_fails_fails_the_segment_and_leaves_nothing(tmp_path, monk
 
     monkeypatch.setattr(synced_files.os, "fsync", real_fsync)
     assert write_segment(tmp_path / "seg-000001", DOCS, Analyzer()) == len(DOCS)
+
+
+@pytest.mark.parametrize(
+    "rows, dtype, columns",
+    [
+        ([np.arange(5), np.arange(300, 307), np.zeros(0, np.int64)], np.uint16, None),
+        ([np.arange(8).reshape(2, 4), np.arange(12).reshape(3, 4)], np.uint32, 4),
+        ([], np.uint8, None),  # no rows at all
+    ],
+)
+def test_a_streamed_array_is_the_file_np_save_writes_for_its_rows(tmp_path, rows, dtype, columns):
+    with SyncedFiles(tmp_path) as files:
+        out = files.stream("a.npy", np.dtype(dtype), columns)
+        for part in rows:
+            out.append(part)
+        out.close()
+    whole = np.concatenate(rows).astype(dtype) if rows else np.zeros(0, dtype)
+    np.save(tmp_path / "b.npy", whole)
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+    assert np.array_equal(np.load(tmp_path / "a.npy"), whole)
+
+
+def test_a_streamed_array_refuses_values_its_type_does_not_hold(tmp_path):
+    with SyncedFiles(tmp_path) as files:
+        out = files.stream("a.npy", np.dtype(np.uint8))
+        out.append(np.array([1, 255]))  # the control: they fit
+        with pytest.raises(ValueError, match="does not fit"):
+            out.append(np.array([256]))
+        out.abandon()

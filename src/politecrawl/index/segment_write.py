@@ -26,15 +26,17 @@ from . import bodies as stored
 from . import kernels
 from .analysis import Analyzer
 from .bm25 import FIELDS
-from .doc_table import encode_strings
+from .doc_table import TextTable
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
 from .synced_files import SyncedFiles
 
 __all__ = [
+    "PostingRuns",
     "StoredBodies",
     "encode_postings",
     "encoded_postings",
+    "smallest_uint",
     "stable_argsort",
     "stored_bodies",
     "write_segment",
@@ -43,15 +45,33 @@ __all__ = [
 
 
 class StoredBodies(NamedTuple):
-    """A segment's stored bodies as its files hold them: ``bodies.bin`` (``blob``), ``body_ptr.npy``
-    (``ptr``, int64[n+1]), ``body_sync.npy`` (``sync``, int64[S, 3]) and ``body_sync_ptr.npy``
-    (``sync_ptr``, int64[n+1]). Arrays, not a list per document: a merge copies a source's
-    bodies and sync points as runs, without a Python step per document."""
+    """A segment's stored bodies as its files hold them: ``bodies.bin`` (``pieces``: its bytes, in
+    order, read as they are written: a merge copies its sources' runs without holding them all),
+    ``body_ptr.npy`` (``ptr``, int64[n+1]), ``body_sync.npy`` (``sync``, int64[S, 3]) and
+    ``body_sync_ptr.npy`` (``sync_ptr``, int64[n+1]). Arrays, not a list per document: a merge
+    copies a source's bodies and sync points as runs, without a Python step per document."""
 
-    blob: bytes
+    pieces: Iterable[bytes]
     ptr: np.ndarray
     sync: np.ndarray
     sync_ptr: np.ndarray
+
+
+class PostingRuns(NamedTuple):
+    """One field's postings as a segment writes them: ``runs`` of consecutive terms, each
+    ``(term_ptr, doc_deltas, tfs, pos_ptr, positions)`` as ``encode_postings`` makes them for its
+    terms alone (pointers from 0), in term order; and the types the files store the doc deltas,
+    tfs and positions in (``dtypes``), known before the first run: a merge makes its runs one
+    after the other, and writes each before it makes the next."""
+
+    dtypes: tuple[np.dtype, np.dtype, np.dtype]
+    runs: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+    @classmethod
+    def whole(cls, postings: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> PostingRuns:
+        """A field's postings held whole (a new segment's), in the types they come in."""
+        _, deltas, tfs, _, positions = postings
+        return cls((deltas.dtype, tfs.dtype, positions.dtype), [postings])
 
 
 def _pointers(lengths: np.ndarray) -> np.ndarray:
@@ -61,15 +81,15 @@ def _pointers(lengths: np.ndarray) -> np.ndarray:
     return ptr
 
 
-def stored_bodies(parts: list[tuple[bytes, np.ndarray, np.ndarray, np.ndarray]]) -> StoredBodies:
-    """The ``StoredBodies`` of runs of documents, each ``(blob, body lengths, sync rows, sync rows
-    per document)``, one after the other."""
-    blob = b"".join(p[0] for p in parts)
+def stored_bodies(parts: list[tuple[Iterable[bytes], np.ndarray, np.ndarray, np.ndarray]]) -> StoredBodies:
+    """The ``StoredBodies`` of runs of documents, each ``(bytes of their bodies, body lengths, sync
+    rows, sync rows per document)``, one after the other."""
+    pieces = itertools.chain.from_iterable(p[0] for p in parts)
     lengths = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
     sync = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, 3), np.int64)
     counts = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
     sync = np.ascontiguousarray(sync, dtype=np.int64).reshape(len(sync), 3)
-    return StoredBodies(blob, _pointers(lengths), sync, _pointers(counts))
+    return StoredBodies(pieces, _pointers(lengths), sync, _pointers(counts))
 
 
 def _compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: list[tuple[list[int], list[int]]]):
@@ -81,15 +101,19 @@ def _compressed_bodies(compressed: list[tuple[bytes, list[int]]], sync_meta: lis
     sync[:, 0] = list(itertools.chain.from_iterable(offsets for _, offsets in compressed))
     sync[:, 1] = list(itertools.chain.from_iterable(cuts for cuts, _ in sync_meta))
     sync[:, 2] = list(itertools.chain.from_iterable(tok_at for _, tok_at in sync_meta))
-    return b"".join(data for data, _ in compressed), lengths, sync, counts
+    return [b"".join(data for data, _ in compressed)], lengths, sync, counts
+
+
+def smallest_uint(top: int) -> np.dtype:
+    """The smallest of uint8/16/32 that holds ``top`` (a segment's arrays are stored in it)."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    raise SearchIndexError("segment too large: a value does not fit in uint32")
 
 
 def _smallest_uint(arr: np.ndarray) -> np.ndarray:
-    top = int(arr.max()) if len(arr) else 0
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dt).max:
-            return arr.astype(dt)
-    raise SearchIndexError("segment too large: a value does not fit in uint32")
+    return arr.astype(smallest_uint(int(arr.max()) if len(arr) else 0))
 
 
 def encode_postings(p_terms: np.ndarray, p_docs: np.ndarray, tfs: np.ndarray, positions: np.ndarray, n_terms: int):
@@ -244,24 +268,25 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
                 raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
             local = np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32)
             id_chunks[fi].clear()
-            postings[f] = _field_postings(local, rank, lens_f, n_terms)
+            postings[f] = PostingRuns.whole(_field_postings(local, rank, lens_f, n_terms))
             del local
         compressed = [b for fut in futures for b in fut.result()]
     bodies = stored_bodies([_compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
-    write_segment_files(seg_dir, terms, postings, doc_lens, urls, titles, bodies, analyzer)
+    urls_table, titles_table = TextTable.from_strings(urls), TextTable.from_strings(titles)
+    write_segment_files(seg_dir, terms, postings, doc_lens, urls_table, titles_table, bodies, analyzer)
     return n_docs
 
 
 def write_segment_files(
     seg_dir: Path,
     terms: bytes,
-    postings,
-    doc_lens,
-    urls,
-    titles,
+    postings: dict[str, PostingRuns],
+    doc_lens: np.ndarray,
+    urls: TextTable,
+    titles: TextTable,
     bodies: StoredBodies,
-    analyzer,
+    analyzer: Analyzer,
 ) -> None:
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
@@ -276,8 +301,56 @@ def write_segment_files(
         raise
 
 
+def _write_field(
+    files: SyncedFiles, field: str, postings: PostingRuns, field_lens: np.ndarray
+) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One field's postings files, run after run, with their skip blocks: its posting count and
+    its pointers ``(term_ptr, pos_ptr, block_ptr)``, int64[T+1] each."""
+    deltas_dt, tfs_dt, positions_dt = postings.dtypes
+    outs = [
+        files.stream(f"{field}.docs.npy", deltas_dt),
+        files.stream(f"{field}.tfs.npy", tfs_dt),
+        files.stream(f"{field}.positions.npy", positions_dt),
+        files.stream(f"{field}.blocks.npy", np.dtype(np.uint32), 4),
+    ]
+    docs_out, tfs_out, positions_out, blocks_out = outs
+    starts: list[list[np.ndarray]] = [[], [], []]  # each run's term_ptr, pos_ptr, block_ptr, less its end
+    try:
+        for term_ptr, deltas, tfs, pos_ptr, positions in postings.runs:
+            block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, field_lens)
+            if positions_out.rows and len(blocks):  # a block's positions start in this run's
+                if positions_out.rows + int(blocks[:, 1].max()) >= 2**32:
+                    raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
+                blocks = blocks.copy()
+                blocks[:, 1] += positions_out.rows
+            for column, ptr, base in zip(starts, (term_ptr, pos_ptr, block_ptr), (docs_out, positions_out, blocks_out)):
+                column.append(np.asarray(ptr[:-1], dtype=np.int64) + base.rows)
+            docs_out.append(deltas)
+            tfs_out.append(tfs)
+            positions_out.append(positions)
+            blocks_out.append(blocks)
+        ends = [out.rows for out in (docs_out, positions_out, blocks_out)]
+        for out in outs:
+            out.close()
+    except BaseException:
+        for out in outs:
+            out.abandon()
+        raise
+    term_ptr, pos_ptr, block_ptr = (
+        np.concatenate([*column, np.array([end], dtype=np.int64)]) for column, end in zip(starts, ends)
+    )
+    return ends[0], (term_ptr, pos_ptr, block_ptr)
+
+
 def _write_files(
-    files: SyncedFiles, terms: bytes, postings, doc_lens, urls, titles, bodies: StoredBodies, analyzer
+    files: SyncedFiles,
+    terms: bytes,
+    postings: dict[str, PostingRuns],
+    doc_lens: np.ndarray,
+    urls: TextTable,
+    titles: TextTable,
+    bodies: StoredBodies,
+    analyzer: Analyzer,
 ) -> None:
     """Every file of a segment (``segment`` has the format), each made durable while the next is
     written."""
@@ -285,28 +358,22 @@ def _write_files(
     posting_counts = {}
     pointers = []
     for fi, f in enumerate(FIELDS):
-        term_ptr, deltas, tfs, pos_ptr, positions = postings[f]
-        posting_counts[f] = int(len(tfs))
-        files.save(f"{f}.docs.npy", deltas)
-        files.save(f"{f}.tfs.npy", tfs)
-        files.save(f"{f}.positions.npy", positions)
-        block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, doc_lens[:, fi])
-        files.save(f"{f}.blocks.npy", blocks)
-        pointers.append((term_ptr, pos_ptr, block_ptr))
+        posting_counts[f], field_pointers = _write_field(files, f, postings[f], doc_lens[:, fi])
+        pointers.append(field_pointers)
     if stored.BODY_CODEC == "lz4":
         files.save("terms.ptr.npy", term_table(pointers))
     else:  # format 2, as it was written: a file per pointer array
         for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
             files.save(f"{f}.term_ptr.npy", term_ptr)
             files.save(f"{f}.pos_ptr.npy", pos_ptr)
-            files.save(f"{f}.block_ptr.npy", block_ptr)
+            files.save(f"{f}.block_ptr.npy", block_ptr.astype(np.uint32))
     files.save("doc_lens.npy", doc_lens)
     if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
         raise SearchIndexError("stored bodies that are not one per document")
     files.save("body_ptr.npy", bodies.ptr)
     files.save("body_sync.npy", bodies.sync)
     files.save("body_sync_ptr.npy", bodies.sync_ptr)
-    files.write("bodies.bin", bodies.blob)
+    files.write_pieces("bodies.bin", bodies.pieces)
     blob = terms  # the sorted terms, one per line
     files.write("terms.txt", blob)
     n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
@@ -316,10 +383,9 @@ def _write_files(
         files.save("terms.end.npy", ends)
         files.save("terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
     if stored.BODY_CODEC == "lz4":
-        for name, strings in (("urls", urls), ("titles", titles)):
-            data, ends = encode_strings(strings)
-            files.write(f"{name}.bin", data)
-            files.save(f"{name}.end.npy", ends)
+        for name, table in (("urls", urls), ("titles", titles)):
+            files.write(f"{name}.bin", table.blob.data)
+            files.save(f"{name}.end.npy", table.ends)
     else:  # format 2, as it was written
         docs_json = json.dumps({"urls": list(urls), "titles": list(titles)}, ensure_ascii=False)
         files.write("docs.json", docs_json.encode("utf-8", "surrogatepass"))
