@@ -424,6 +424,24 @@ def test_plan_compaction_table(tokens, max_tokens, expected):
     assert plan_compaction(tokens, max_tokens) == expected
 
 
+@pytest.mark.parametrize(
+    "sizes, max_docs, expected",
+    [
+        ([10, 20, 30], 100, [[0, 1, 2]]),  # the control: every cap met, one merge
+        ([30, 30, 30, 30], 100, [[0, 1, 2]]),  # the fourth would make 120 documents
+        ([10, 60, 10], 100, [[0, 2]]),  # 60 >= 100 / 2 documents: full, skipped
+    ],
+)
+def test_plan_compaction_never_exceeds_max_docs(sizes, max_docs, expected):
+    assert plan_compaction([1] * len(sizes), 1000, sizes, max_docs) == expected
+
+
+def test_plan_merges_never_exceeds_max_docs():
+    assert plan_merges([30] * 4, factor=4, max_docs=200) == [[0, 1, 2, 3]]  # the control: it fits
+    assert plan_merges([30] * 4, factor=4, max_docs=100) == [[0, 1, 2]]
+    assert plan_merges([60] * 4, factor=4, max_docs=100) == []  # each is full
+
+
 def test_compact_merges_small_segments_and_search_is_unchanged(tmp_path):
     compacted, single = tmp_path / "compacted", tmp_path / "single"
     build(single, [DOCS])

@@ -14,8 +14,8 @@ A commit
 2. writes the added documents as new segments (temp dir + atomic rename),
    one per ``WRITE_CHUNK_CHARS`` of text (usually one);
 3. applies the merge policy (``merge_policy.plan_merges``), which may rewrite several
-   segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens: the
-   indexer's memory stays bounded however large the index grows.  Merging concatenates the
+   segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens or
+   ``MAX_SEGMENT_DOCS`` documents; a merge's memory does not grow with its result.  Merging concatenates the
    postings of the live documents (``segment_merge.merge_segments``): no text is re-analysed, and the result equals
    indexing those documents afresh (tested);
 4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
@@ -71,7 +71,7 @@ from .generation import (
     read_current_pointer,
     write_generation,
 )
-from .merge_policy import MAX_SEGMENT_TOKENS, MERGE_FACTOR, plan_compaction, plan_merges
+from .merge_policy import MAX_SEGMENT_DOCS, MAX_SEGMENT_TOKENS, MERGE_FACTOR, plan_compaction, plan_merges
 from .segment import Segment
 from .segment_merge import merge_segments
 from .segment_write import write_segment
@@ -232,10 +232,12 @@ class IndexWriter:
         merge_factor: int = MERGE_FACTOR,
         stop_words: bool | None = None,
         max_segment_tokens: int = MAX_SEGMENT_TOKENS,
+        max_segment_docs: int = MAX_SEGMENT_DOCS,
     ):
         self.index_dir = Path(index_dir)
         self.merge_factor = merge_factor
         self.max_segment_tokens = max_segment_tokens
+        self.max_segment_docs = max_segment_docs
         try:
             self.index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -355,7 +357,7 @@ class IndexWriter:
 
     def compact(self) -> None:
         """At commit, also merge the segments that are not full into as few as fit under
-        ``max_segment_tokens`` (fewer segments answer faster). For the end of a crawl or of
+        ``max_segment_tokens`` and ``max_segment_docs`` (fewer segments answer faster). For the end of a crawl or of
         ``politecrawl index``: during a crawl the tiered policy alone keeps rewriting low."""
         self._check_open()
         self._compact = True
@@ -444,7 +446,7 @@ class IndexWriter:
             n = write_segment(self.index_dir / name, ((u, t, b, a) for u, (t, b, a) in chunk), self._analyzer)
             entries.append({"name": name, "doc_count": n, "deleted": []})
 
-        # 3. merges, none larger than MAX_SEGMENT_TOKENS
+        # 3. merges, none larger than MAX_SEGMENT_TOKENS and MAX_SEGMENT_DOCS
         def live_tokens() -> list[int]:
             return [
                 _token_count(self.index_dir / e["name"])
@@ -460,10 +462,12 @@ class IndexWriter:
             factor=self.merge_factor,
             tokens=live_tokens(),
             max_tokens=self.max_segment_tokens,
+            max_docs=self.max_segment_docs,
         )
         entries = self._merge(entries, groups, seg)
         if self._compact:
-            compaction = plan_compaction(live_tokens(), self.max_segment_tokens)
+            sizes = [e["doc_count"] - len(e["deleted"]) for e in entries]
+            compaction = plan_compaction(live_tokens(), self.max_segment_tokens, sizes, self.max_segment_docs)
             if not (compaction or groups or self._pending or self._tombstone_urls) and self._generation:
                 return  # nothing to compact and nothing else changed: no new generation
             entries = self._merge(entries, compaction, seg)
