@@ -36,9 +36,10 @@ __all__ = [
 log = logging.getLogger("politecrawl.crawler")
 
 
-#: The largest segment a running crawl's index updates merge into: a merge's memory grows with
-#: its tokens (about 34 bytes each), and the workers share the machine. The final compaction,
-#: once the workers are gone, merges these into segments up to the index's own cap.
+#: The largest segment a running crawl's index updates merge into: a merge's work grows with its
+#: tokens, and the workers share the machine, so the parent indexes in short bursts and a stop
+#: is not held up by a long merge. The final compaction, once the workers are gone, merges these
+#: into segments up to the index's own caps.
 CRAWL_MERGE_TOKENS = 2_000_000
 
 #: Pages the crawl still indexes when it is stopped early (one batch, well under a second's work

@@ -141,7 +141,7 @@ def update_index(
     pages crawled after them); ``max_pages`` bounds the first part only. ``compact`` (by
     default: when ``max_pages`` is None, a complete update) then merges the segments
     that are not full into as few as the size cap allows. ``merge_tokens`` caps the segments the
-    update's own merges write (a merge's memory grows with it: a running crawl passes a lower cap
+    update's own merges write (a merge's work grows with it: a running crawl passes a lower cap
     than the final compaction, which runs once the workers are gone).
 
     Never raises because of the index (a crawl calls this): an index that cannot be read back

@@ -62,7 +62,7 @@ def _merge_terms_python(
 
 
 #: About how many postings and positions a merge holds at once: it makes and writes a field's
-#: merged postings a run of terms at a time (``_posting_runs``), so that its memory is this and a
+#: merged postings a run of terms at a time (``_field_runs``), so that its memory is this and a
 #: few arrays of a row per document or term, however large the segments it merges.
 MERGE_RUN_ITEMS = 4_000_000
 
