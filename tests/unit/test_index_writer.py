@@ -461,6 +461,25 @@ def test_compact_merges_small_segments_and_search_is_unchanged(tmp_path):
     assert Searcher(compacted).stats()["generation"] == generation + 1
 
 
+def test_a_compaction_stops_at_the_document_cap_and_search_is_unchanged(tmp_path):
+    capped, single = tmp_path / "capped", tmp_path / "single"
+    build(single, [DOCS])
+    batches = [DOCS[i : i + 5] for i in range(0, 40, 5)]
+    build(capped, batches, merge_factor=100, max_segment_docs=16)
+    with IndexWriter(capped, max_segment_docs=16) as w:
+        w.compact()
+    sizes = sorted(v.segment.doc_count for v in IndexReader(capped).views)
+    assert sizes == [10, 15, 15], sizes  # eight of 5 in runs of three (a fourth makes 20), two left
+    for q in ("zeta", "odd lorem", '"body words"'):
+        a = [(h.url, h.score) for h in Searcher(single).search(q, limit=50)]
+        b = [(h.url, h.score) for h in Searcher(capped).search(q, limit=50)]
+        assert [x[0] for x in a] == [x[0] for x in b]
+        assert [x[1] for x in a] == pytest.approx([x[1] for x in b], rel=1e-12)
+    with IndexWriter(capped, max_segment_docs=64) as w:  # the control: under a larger cap, one segment
+        w.compact()
+    assert [v.segment.doc_count for v in IndexReader(capped).views] == [40]
+
+
 def test_segments_stay_under_the_size_caps_and_search_is_unchanged(tmp_path, monkeypatch):
     from politecrawl.index import writer as writer_mod
 
