@@ -12,8 +12,10 @@ time inside the writer only (not making or parsing pages).
 
 A thread samples the process's RSS every 20 ms; printed: the RSS before the first page (Python,
 numpy, the page generator), the peak while indexing (and of its anonymous part, "anon": RSS less
-the file pages mapped in) and while compacting, ``getrusage``'s maxrss (the kernel's peak, which
-the sampler can miss by a few MB), the index on disk and its segments. Then another fresh process
+the file pages mapped in) and while compacting (with its anonymous part: a merge maps the files
+of the segments it reads), ``getrusage``'s maxrss (the kernel's peak, which the sampler can miss
+by a few MB), the index folder on disk, the current generation's segments in it ("live": the
+folder keeps the previous generation's until the next commit) and their number. Then another fresh process
 opens it with ``Searcher`` and runs 200 top-10 queries (two or three words of the pages'
 vocabulary, snippets on): RSS before opening, after opening, peak over the queries, each with its
 anonymous part, and the median query time. The segments are memory-mapped, so the pages of them a
@@ -112,6 +114,16 @@ def _du_mb(path: str) -> float:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 1e6
 
 
+def _live_mb(index_dir: str) -> float:
+    """The current generation's segments: the folder also keeps the previous generation's until
+    the next commit (for readers still opening it), which ``_du_mb`` counts."""
+    with open(os.path.join(index_dir, "CURRENT")) as f:
+        gen = f.read().strip()
+    with open(os.path.join(index_dir, gen)) as f:
+        names = [e["name"] for e in json.load(f)["segments"]]
+    return sum(_du_mb(os.path.join(index_dir, name)) for name in names)
+
+
 def _build(index_dir: str, n: int, simple: bool, seed: int, max_tokens: int, chunk_chars: int) -> dict:
     from politecrawl.crawl.indexing import STOPPABLE_BATCH
     from politecrawl.index import IndexWriter
@@ -154,8 +166,10 @@ def _build(index_dir: str, n: int, simple: bool, seed: int, max_tokens: int, chu
         "index_peak_mb": sampler.peak.get("index", 0.0),
         "index_anon_mb": sampler.anon.get("index", 0.0),
         "compact_peak_mb": sampler.peak.get("compact", 0.0),
+        "compact_anon_mb": sampler.anon.get("compact", 0.0),
         "maxrss_mb": _maxrss_mb(),
         "disk_mb": _du_mb(index_dir),
+        "live_mb": _live_mb(index_dir),
         "segment_dirs": segments,
     }
 
@@ -262,8 +276,8 @@ def main() -> None:
     )
     print(
         f"{'pages':>7} {'text KB':>7} | {'docs/s':>6} {'base':>5} {'index':>6} {'(anon)':>6} {'compact':>7}"
-        f" {'maxrss':>6} | {'disk MB':>7} {'segs':>4} | search: {'before':>6} {'open':>5} {'(anon)':>6}"
-        f" {'queries':>7} {'(anon)':>6} {'p50 ms':>6}"
+        f" {'(anon)':>6} {'maxrss':>6} | {'disk MB':>7} {'live':>5} {'segs':>4} | search: {'before':>6}"
+        f" {'open':>5} {'(anon)':>6} {'queries':>7} {'(anon)':>6} {'p50 ms':>6}"
     )
     flag = ["--simple-pages"] if args.simple_pages else []
     flag += [
@@ -291,7 +305,8 @@ def main() -> None:
         print(
             f"{b['pages']:>7,} {b['text_kb_per_page']:>7.1f} | {b['docs_per_s']:>6.0f} {b['base_mb']:>5.0f}"
             f" {b['index_peak_mb']:>6.0f} {b['index_anon_mb']:>6.0f} {b['compact_peak_mb']:>7.0f}"
-            f" {b['maxrss_mb']:>6.0f} | {b['disk_mb']:>7.0f} {s['segments'] or 0:>4} | search:"
+            f" {b['compact_anon_mb']:>6.0f} {b['maxrss_mb']:>6.0f} | {b['disk_mb']:>7.0f} {b['live_mb']:>5.0f}"
+            f" {s['segments'] or 0:>4} | search:"
             f" {s['before_mb']:>6.0f} {s['open_mb']:>5.0f} {s['open_anon_mb']:>6.0f} {s['query_peak_mb']:>7.0f}"
             f" {s['query_anon_mb']:>6.0f} {s['p50_ms']:>6.2f}",
             flush=True,

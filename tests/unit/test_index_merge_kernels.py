@@ -243,3 +243,24 @@ def test_a_merge_holds_one_run_of_postings_not_all_of_them(tmp_path, monkeypatch
     runs = peak("runs")
     assert whole > 4 * tokens, (whole, tokens)  # the control: a position is 4 bytes as merged
     assert runs < whole / 4, (runs, whole)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_a_merge_refuses_a_source_whose_body_pointers_are_out_of_order(tmp_path, damaged):
+    """Bodies are copied as byte ranges of runs of live documents: a source whose pointers go
+    backwards would be copied short, and its damage carried into the merged segment."""
+    from politecrawl.errors import SearchIndexError
+
+    write_segment(tmp_path / "s", [(f"u{i}", "t", f"body number {i} " * 20, "") for i in range(6)], Analyzer())
+    ptr = np.load(tmp_path / "s" / "body_ptr.npy")
+    if damaged:
+        ptr[2] = ptr[3] + 5  # the second body ends after the third starts
+        np.save(tmp_path / "s" / "body_ptr.npy", ptr)
+    source = [(Segment(tmp_path / "s"), [0])]
+    if not damaged:  # the control: the same merge of a sound source
+        merge_segments(tmp_path / "m", source, Analyzer())
+        assert [Segment(tmp_path / "m").body(i) for i in range(5)] == [f"body number {i} " * 20 for i in range(1, 6)]
+        return
+    with pytest.raises(SearchIndexError, match="out of order"):
+        merge_segments(tmp_path / "m", source, Analyzer())
+    assert not (tmp_path / "m").exists()

@@ -44,7 +44,9 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     body_sync_ptr.npy   int64[n+1]    doc i's sync points are rows [ptr[i], ptr[i+1])
 
 for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
-of uint8/16/32 that holds their values (the dtype is in the .npy header).  Arrays are ``np.save`` files read
+of uint8/16/32 that holds their values (the dtype is in the .npy header; a merge, which writes
+them before it has seen them all, takes the doc deltas' from its document count and the tfs' and
+positions' from its sources', which can be wider).  Arrays are ``np.save`` files read
 back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.bin`` are
 memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
 around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from politecrawl.errors import SearchIndexError
+
 from . import bodies as stored
 from . import kernels
 from .analysis import Analyzer
@@ -76,7 +78,8 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     The result is the segment ``write_segment`` would build from the same live
     documents in the same order (same terms, postings, positions, lengths and
     stored texts; only the zlib level of bodies copied from older segments may
-    differ, and the doc deltas' type is the one the merged document count needs), but nothing
+    differ, and the arrays' types: the doc deltas in the one the merged document count needs,
+    tfs and positions in the widest of the sources', chosen before the first run), but nothing
     is re-analysed: the postings of live documents are renumbered and grouped by merged term
     from the sources' stored arrays, a run of terms at a time (``merge_sources``: the compiled
     kernel, or its numpy reference), and compressed bodies are copied as they are, a run of
@@ -267,6 +270,8 @@ def _live_strings(tables: list[tuple[TextTable, np.ndarray]]) -> TextTable:
     for table, ids in tables:
         ends = np.asarray(table.ends, dtype=np.int64)
         sizes = np.diff(ends, prepend=0)
+        if (sizes < 0).any() or (len(ends) and ends[-1] != len(table.blob)):
+            raise SearchIndexError("document strings out of order")
         if len(ids) == len(ends):
             blobs.append(np.asarray(table.blob))
             lengths.append(sizes)
@@ -290,6 +295,8 @@ def _live_bodies(seg: Segment, ids: np.ndarray) -> tuple[Iterable[bytes], np.nda
         return _recompressed_bodies(seg, ids)
     ptr = np.asarray(seg.body_ptr, dtype=np.int64)
     lengths = np.diff(ptr)
+    if len(ptr) and (ptr[0] < 0 or (lengths < 0).any()):
+        raise SearchIndexError(f"{seg.path}: stored body pointers out of order")
     if seg.body_sync_ptr is None or seg.body_sync is None:
         sync, counts = np.zeros((0, 3), np.int64), np.zeros(n, np.int64)
     else:

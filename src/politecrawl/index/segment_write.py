@@ -29,7 +29,7 @@ from .bm25 import FIELDS
 from .doc_table import TextTable
 from .generation import fsync_dir
 from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
-from .synced_files import SyncedFiles
+from .synced_files import StreamedArray, SyncedFiles
 
 __all__ = [
     "PostingRuns",
@@ -307,15 +307,17 @@ def _write_field(
     """One field's postings files, run after run, with their skip blocks: its posting count and
     its pointers ``(term_ptr, pos_ptr, block_ptr)``, int64[T+1] each."""
     deltas_dt, tfs_dt, positions_dt = postings.dtypes
-    outs = [
-        files.stream(f"{field}.docs.npy", deltas_dt),
-        files.stream(f"{field}.tfs.npy", tfs_dt),
-        files.stream(f"{field}.positions.npy", positions_dt),
-        files.stream(f"{field}.blocks.npy", np.dtype(np.uint32), 4),
-    ]
-    docs_out, tfs_out, positions_out, blocks_out = outs
+    outs: list[StreamedArray] = []  # open, not yet handed to the fsync thread
     starts: list[list[np.ndarray]] = [[], [], []]  # each run's term_ptr, pos_ptr, block_ptr, less its end
     try:
+        for name, dtype, columns in (
+            ("docs", deltas_dt, None),
+            ("tfs", tfs_dt, None),
+            ("positions", positions_dt, None),
+            ("blocks", np.dtype(np.uint32), 4),
+        ):
+            outs.append(files.stream(f"{field}.{name}.npy", dtype, columns))
+        docs_out, tfs_out, positions_out, blocks_out = outs
         for term_ptr, deltas, tfs, pos_ptr, positions in postings.runs:
             block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, field_lens)
             if positions_out.rows and len(blocks):  # a block's positions start in this run's
@@ -330,8 +332,9 @@ def _write_field(
             positions_out.append(positions)
             blocks_out.append(blocks)
         ends = [out.rows for out in (docs_out, positions_out, blocks_out)]
-        for out in outs:
-            out.close()
+        while outs:
+            outs[0].close()
+            outs.pop(0)
     except BaseException:
         for out in outs:
             out.abandon()
