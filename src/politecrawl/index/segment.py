@@ -10,7 +10,7 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
-    terms.ptr.npy       uint32[T+1, 9] the per-term table (``term_table``): per field of
+    terms.ptr.npy       uint32[T+1, 9] the per-term table: per field of
                                       ``FIELDS``, the columns term_ptr, pos_ptr and block_ptr
                                       below, a row per term (format 4; before it, a file
                                       ``<field>.<name>.npy`` for each, term_ptr and pos_ptr int64)
@@ -104,7 +104,6 @@ __all__ = [
     "posting_blocks",
     "term_ends",
     "term_keys",
-    "term_table",
 ]
 
 FORMAT = "politecrawl-segment"
@@ -117,17 +116,8 @@ READABLE_VERSIONS = (2, 3, 4)
 
 
 #: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
-#: posting, its first position and its first skip block (``term_table``).
+#: posting, its first position and its first skip block (``segment_write._write_field``).
 TERM_TABLE_COLUMNS = 3 * len(FIELDS)
-
-
-def term_table(pointers: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """``terms.ptr.npy``: per field ``(term_ptr, pos_ptr, block_ptr)`` (each ``[T+1]``) as the
-    uint32 columns of one table, a row per term (and the end row)."""
-    columns = [np.asarray(c, dtype=np.int64) for ptrs in pointers for c in ptrs]
-    if any(len(c) and int(c.max()) >= 2**32 for c in columns):
-        raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
-    return np.stack(columns, axis=1).astype(np.uint32) if columns else np.zeros((0, 0), np.uint32)
 
 
 class FieldPostings:

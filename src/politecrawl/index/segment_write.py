@@ -28,7 +28,7 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .doc_table import TextTable
 from .generation import fsync_dir
-from .segment import FORMAT, VERSION, posting_blocks, term_ends, term_keys, term_table
+from .segment import FORMAT, TERM_TABLE_COLUMNS, VERSION, posting_blocks, term_ends, term_keys
 from .synced_files import StreamedArray, SyncedFiles
 
 __all__ = [
@@ -302,13 +302,15 @@ def write_segment_files(
 
 
 def _write_field(
-    files: SyncedFiles, field: str, postings: PostingRuns, field_lens: np.ndarray
-) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """One field's postings files, run after run, with their skip blocks: its posting count and
-    its pointers ``(term_ptr, pos_ptr, block_ptr)``, int64[T+1] each."""
+    files: SyncedFiles, field: str, postings: PostingRuns, field_lens: np.ndarray, pointers: np.ndarray
+) -> int:
+    """One field's postings files, run after run, with their skip blocks; its pointers, per term
+    where its postings, positions and skip blocks start (and the end row), go into ``pointers``
+    (its three columns of the per-term table) as the runs come. Returns its posting count."""
     deltas_dt, tfs_dt, positions_dt = postings.dtypes
     outs: list[StreamedArray] = []  # open, not yet handed to the fsync thread
-    starts: list[list[np.ndarray]] = [[], [], []]  # each run's term_ptr, pos_ptr, block_ptr, less its end
+    top = np.iinfo(pointers.dtype).max
+    row = 0
     try:
         for name, dtype, columns in (
             ("docs", deltas_dt, None),
@@ -325,13 +327,20 @@ def _write_field(
                     raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
                 blocks = blocks.copy()
                 blocks[:, 1] += positions_out.rows
-            for column, ptr, base in zip(starts, (term_ptr, pos_ptr, block_ptr), (docs_out, positions_out, blocks_out)):
-                column.append(np.asarray(ptr[:-1], dtype=np.int64) + base.rows)
+            k = len(term_ptr) - 1
+            for j, (ptr, base) in enumerate(zip((term_ptr, pos_ptr, block_ptr), (docs_out, positions_out, blocks_out))):
+                if base.rows + int(ptr[-1]) > top:
+                    raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
+                pointers[row : row + k, j] = np.asarray(ptr[:-1], dtype=np.int64) + base.rows
+            row += k
             docs_out.append(deltas)
             tfs_out.append(tfs)
             positions_out.append(positions)
             blocks_out.append(blocks)
-        ends = [out.rows for out in (docs_out, positions_out, blocks_out)]
+        if row != len(pointers) - 1:
+            raise SearchIndexError(f"{field} postings for {row} terms of {len(pointers) - 1}")
+        pointers[row] = (docs_out.rows, positions_out.rows, blocks_out.rows)
+        n_postings = docs_out.rows
         while outs:
             outs[0].close()
             outs.pop(0)
@@ -339,10 +348,7 @@ def _write_field(
         for out in outs:
             out.abandon()
         raise
-    term_ptr, pos_ptr, block_ptr = (
-        np.concatenate([*column, np.array([end], dtype=np.int64)]) for column, end in zip(starts, ends)
-    )
-    return ends[0], (term_ptr, pos_ptr, block_ptr)
+    return n_postings
 
 
 def _write_files(
@@ -358,18 +364,24 @@ def _write_files(
     """Every file of a segment (``segment`` has the format), each made durable while the next is
     written."""
     n_docs = len(urls)
+    blob = terms  # the sorted terms, one per line
+    # (no term is empty: an empty blob has none, any other one line more than newlines)
+    ends = term_ends(np.frombuffer(blob, dtype=np.uint8)) if blob else np.zeros(0, np.uint32)
+    n_terms = len(ends)
+    # The per-term table: per field, where each term's postings, positions and skip blocks start,
+    # filled as each field's runs are written (format 2 kept them as int64 files of their own).
+    format_4 = stored.BODY_CODEC == "lz4"
+    term_table = np.zeros((n_terms + 1, TERM_TABLE_COLUMNS), dtype=np.uint32 if format_4 else np.int64)
     posting_counts = {}
-    pointers = []
     for fi, f in enumerate(FIELDS):
-        posting_counts[f], field_pointers = _write_field(files, f, postings[f], doc_lens[:, fi])
-        pointers.append(field_pointers)
-    if stored.BODY_CODEC == "lz4":
-        files.save("terms.ptr.npy", term_table(pointers))
+        posting_counts[f] = _write_field(files, f, postings[f], doc_lens[:, fi], term_table[:, 3 * fi : 3 * fi + 3])
+    if format_4:
+        files.save("terms.ptr.npy", term_table)
     else:  # format 2, as it was written: a file per pointer array
-        for f, (term_ptr, pos_ptr, block_ptr) in zip(FIELDS, pointers):
-            files.save(f"{f}.term_ptr.npy", term_ptr)
-            files.save(f"{f}.pos_ptr.npy", pos_ptr)
-            files.save(f"{f}.block_ptr.npy", block_ptr.astype(np.uint32))
+        for fi, f in enumerate(FIELDS):
+            files.save(f"{f}.term_ptr.npy", term_table[:, 3 * fi].copy())
+            files.save(f"{f}.pos_ptr.npy", term_table[:, 3 * fi + 1].copy())
+            files.save(f"{f}.block_ptr.npy", term_table[:, 3 * fi + 2].astype(np.uint32))
     files.save("doc_lens.npy", doc_lens)
     if len(bodies.ptr) != n_docs + 1 or len(bodies.sync_ptr) != n_docs + 1:
         raise SearchIndexError("stored bodies that are not one per document")
@@ -377,12 +389,8 @@ def _write_files(
     files.save("body_sync.npy", bodies.sync)
     files.save("body_sync_ptr.npy", bodies.sync_ptr)
     files.write_pieces("bodies.bin", bodies.pieces)
-    blob = terms  # the sorted terms, one per line
     files.write("terms.txt", blob)
-    n_terms = 0  # (no term is empty: an empty blob has none, any other one line more than newlines)
     if blob:
-        ends = term_ends(np.frombuffer(blob, dtype=np.uint8))
-        n_terms = len(ends)
         files.save("terms.end.npy", ends)
         files.save("terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
     if stored.BODY_CODEC == "lz4":
