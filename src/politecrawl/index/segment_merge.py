@@ -65,8 +65,11 @@ def _merge_terms_python(
 
 #: About how many postings and positions a merge holds at once: it makes and writes a field's
 #: merged postings a run of terms at a time (``_field_runs``), so that its memory is this and a
-#: few arrays of a row per document or term, however large the segments it merges.
-MERGE_RUN_ITEMS = 4_000_000
+#: few arrays of a row per document or term, however large the segments it merges. A run's
+#: arrays, as the kernel makes them and as they are cast for their files, take some 20 bytes an
+#: item: runs of 4 M made the compaction of 20,000 crawled pages peak at 110 MB of the process's
+#: own memory, runs of 1 M at 87, as fast (``bench_index_memory.py``).
+MERGE_RUN_ITEMS = 1_000_000
 
 #: A run of stored bodies a merge copies at once (bytes).
 BODY_RUN_BYTES = 16 << 20
