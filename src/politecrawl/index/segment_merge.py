@@ -21,6 +21,7 @@ from .doc_table import TextTable
 from .segment import FieldPostings, Segment
 from .segment_write import (
     PostingRuns,
+    SegmentParts,
     encode_postings,
     smallest_uint,
     stable_argsort,
@@ -117,7 +118,8 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     urls = _live_strings([(seg.urls, ids) for (seg, _), ids in zip(sources, live_ids)])
     titles = _live_strings([(seg.titles, ids) for (seg, _), ids in zip(sources, live_ids)])
     bodies = stored_bodies([_live_bodies(seg, ids) for (seg, _), ids in zip(sources, live_ids)])
-    write_segment_files(seg_dir, terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies, analyzer)
+    parts = SegmentParts(terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies)
+    write_segment_files(seg_dir, parts, analyzer)
     return n_docs
 
 

@@ -33,6 +33,7 @@ from .synced_files import StreamedArray, SyncedFiles
 
 __all__ = [
     "PostingRuns",
+    "SegmentParts",
     "StoredBodies",
     "encode_postings",
     "encoded_postings",
@@ -72,6 +73,19 @@ class PostingRuns(NamedTuple):
         """A field's postings held whole (a new segment's), in the types they come in."""
         _, deltas, tfs, _, positions = postings
         return cls((deltas.dtype, tfs.dtype, positions.dtype), [postings])
+
+
+class SegmentParts(NamedTuple):
+    """What a segment's files hold, as ``write_segment_files`` takes it: the sorted dictionary
+    (``terms.txt``), each field's postings, the documents' field lengths, URLs, titles and stored
+    bodies. A new segment's are held whole; a merge's postings and bodies come in runs."""
+
+    terms: bytes
+    postings: dict[str, PostingRuns]
+    doc_lens: np.ndarray
+    urls: TextTable
+    titles: TextTable
+    bodies: StoredBodies
 
 
 def _pointers(lengths: np.ndarray) -> np.ndarray:
@@ -274,25 +288,16 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     bodies = stored_bodies([_compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
     urls_table, titles_table = TextTable.from_strings(urls), TextTable.from_strings(titles)
-    write_segment_files(seg_dir, terms, postings, doc_lens, urls_table, titles_table, bodies, analyzer)
+    write_segment_files(seg_dir, SegmentParts(terms, postings, doc_lens, urls_table, titles_table, bodies), analyzer)
     return n_docs
 
 
-def write_segment_files(
-    seg_dir: Path,
-    terms: bytes,
-    postings: dict[str, PostingRuns],
-    doc_lens: np.ndarray,
-    urls: TextTable,
-    titles: TextTable,
-    bodies: StoredBodies,
-    analyzer: Analyzer,
-) -> None:
+def write_segment_files(seg_dir: Path, parts: SegmentParts, analyzer: Analyzer) -> None:
     seg_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + seg_dir.name + "-", dir=seg_dir.parent))
     try:
         with SyncedFiles(tmp) as files:
-            _write_files(files, terms, postings, doc_lens, urls, titles, bodies, analyzer)
+            _write_files(files, parts, analyzer)
         fsync_dir(tmp)
         os.rename(tmp, seg_dir)
         fsync_dir(seg_dir.parent)
@@ -351,20 +356,11 @@ def _write_field(
     return n_postings
 
 
-def _write_files(
-    files: SyncedFiles,
-    terms: bytes,
-    postings: dict[str, PostingRuns],
-    doc_lens: np.ndarray,
-    urls: TextTable,
-    titles: TextTable,
-    bodies: StoredBodies,
-    analyzer: Analyzer,
-) -> None:
+def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) -> None:
     """Every file of a segment (``segment`` has the format), each made durable while the next is
     written."""
+    blob, postings, doc_lens, urls, titles, bodies = parts  # blob: the sorted terms, one per line
     n_docs = len(urls)
-    blob = terms  # the sorted terms, one per line
     # (no term is empty: an empty blob has none, any other one line more than newlines)
     ends = term_ends(np.frombuffer(blob, dtype=np.uint8)) if blob else np.zeros(0, np.uint32)
     n_terms = len(ends)
