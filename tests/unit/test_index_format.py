@@ -203,3 +203,15 @@ def test_body_positions_within_the_budget_are_mapped_until_their_segment_goes(tm
     del first
     gc.collect()
     assert segment._positions_mapped == segment.POSITIONS_MAP_BUDGET - nbytes  # given back
+
+
+def test_a_text_table_reads_ends_of_either_byte_order():
+    from politecrawl.index.doc_table import TextTable, encode_strings
+
+    strings = ["https://example.org/a", "", "é中", "https://example.org/last"]
+    data, ends = encode_strings(strings)
+    blob = np.frombuffer(data, dtype=np.uint8)
+    for order in ("<", ">"):  # the control: this machine's order
+        table = TextTable(blob, ends.astype(ends.dtype.newbyteorder(order)))
+        assert [table[i] for i in range(len(strings))] == strings
+        assert table[-1] == strings[-1]

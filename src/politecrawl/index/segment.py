@@ -268,6 +268,11 @@ def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
     return offset, dtype, int(shape[0])
 
 
+def _ints(arr: np.ndarray) -> memoryview:
+    """A 1-D integer array as a memoryview in native byte order (the same memory when it is)."""
+    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("=")).data
+
+
 def _load(path: Path) -> np.ndarray:
     """A memory-mapped array, as a plain ``ndarray`` view of the mapping: slicing an ``np.memmap``
     builds a memmap object each time, which was a third of a query's time on a 6-segment index."""
@@ -419,13 +424,19 @@ class Segment:
             self.body_sync: np.ndarray | None = _load(self.path / "body_sync.npy")
         else:  # written before sync points existed
             self.body_sync_ptr = self.body_sync = None
+        # A hit's body and sync points are found through memoryviews of the pointers: indexing
+        # one gives a Python int at once, where numpy makes a scalar object first, per hit.
+        self._body_ends = _ints(self.body_ptr)
+        self._sync_ends = None if self.body_sync_ptr is None else _ints(self.body_sync_ptr)
 
     def sync_points(self, doc: int) -> np.ndarray:
         """``(byte offset, character offset, token position)`` rows of ``doc``'s sync points
         (shape ``(k, 3)``, ascending; empty for a short body or an older segment)."""
-        if self.body_sync_ptr is None or self.body_sync is None:
+        ends = self._sync_ends
+        if ends is None or self.body_sync is None:
             return _NO_SYNC
-        return self.body_sync[int(self.body_sync_ptr[doc]) : int(self.body_sync_ptr[doc + 1])]
+        start, end = ends[doc], ends[doc + 1]
+        return self.body_sync[start:end] if end > start else _NO_SYNC
 
     def term_id(self, term: str) -> int | None:
         """The term's id in this segment (its line in ``terms.txt``), None if it has none."""
@@ -482,7 +493,7 @@ class Segment:
 
     def body_bytes(self, doc: int) -> bytes:
         """The stored body of ``doc``, still compressed (``body_codec``)."""
-        return self.stored_bytes(int(self.body_ptr[doc]), int(self.body_ptr[doc + 1]))
+        return self.stored_bytes(self._body_ends[doc], self._body_ends[doc + 1])
 
     def body_buffer(self, doc: int) -> bytes:
         """``body_bytes`` (what a snippet reads a small part of)."""
