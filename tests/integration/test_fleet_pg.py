@@ -145,12 +145,14 @@ class Fleet:
 
     def close(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(10)
+            # The whole group, even when its first process has ended: a machine's worker
+            # processes can outlive it, and would go on reconnecting to the server (the restart
+            # test, last, counts the server's other clients and would find them).
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
         from psycopg import sql
 
         with self.connect() as conn:
