@@ -123,10 +123,12 @@ def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
 
 
 # A host's remembered pages are indexed again whenever its state is read from the store (another
-# worker had the host): the same URLs, so their removals are cached. An entry holds every URL the
-# removals leave (about 2 KB, so up to ~30 MB of a worker); a cache smaller than the remembered
-# pages of the hosts a worker alternates between is recomputed on every read of their state.
-@functools.lru_cache(maxsize=16384)
+# worker had the host): the same URLs, so the URLs their removals leave are cached
+# (``_removal_targets``, about 1 KB an entry). The removals with their kinds (``_removal_urls``,
+# about 1.5 KB an entry) are asked for once per observed page, which is almost always a new URL,
+# and again only for a page whose shorter URL turns up: a large cache of them held tens of MB of a
+# worker on a long crawl and was hardly ever hit, so it keeps only the latest pages.
+@functools.lru_cache(maxsize=1024)
 def _removal_urls(url: str) -> tuple[tuple[str, str, str], ...]:
     """(kind, arg, the URL it leaves) for every removal of ``url`` (see :func:`_removals`)."""
     return tuple((kind, arg, result.url()) for kind, arg, result in _removals(_split(url)))
