@@ -98,6 +98,30 @@ def test_delete_and_tombstones(tmp_path):
     assert gen["segments"][0]["deleted"] == [3]
 
 
+@pytest.mark.parametrize("colliding", [False, True], ids=["own-hashes", "one-hash-for-every-url"])
+def test_replacing_and_deleting_tombstone_exactly_the_urls_named(tmp_path, monkeypatch, colliding):
+    """A commit finds the old versions of replaced and deleted URLs by their hashes, then confirms
+    each against the segment's URL table: with every URL hashed alike (the worst collisions), only
+    the documents of the URLs named are tombstoned."""
+    from politecrawl.index import writer as writer_module
+
+    if colliding:
+        monkeypatch.setattr(writer_module, "_url_hash", lambda url: 7)
+        monkeypatch.setattr(writer_module, "_FILE_MEMO", {})
+    path = tmp_path / "ix"
+    build(path, [DOCS[:10], DOCS[10:20]])
+    with IndexWriter(path) as w:
+        w.add_document(DOCS[4][0], "replaced", "replacement words")
+        w.add_document(DOCS[15][0], "replaced", "replacement words")
+        w.delete_document(DOCS[12][0])
+        w.delete_document("http://never-indexed/")
+    s = Searcher(path)
+    assert s.stats()["N"] == 19  # 20 documents, one deleted; the two replaced are there once
+    urls = {h.url for h in s.search("body", limit=100)}
+    assert urls == {u for u, *_ in DOCS[:20]} - {DOCS[4][0], DOCS[15][0], DOCS[12][0]}
+    assert {h.url for h in s.search("replacement", limit=10)} == {DOCS[4][0], DOCS[15][0]}
+
+
 def test_delete_then_add_in_same_transaction(tmp_path):
     path = tmp_path / "ix"
     build(path, [DOCS[:2]])
