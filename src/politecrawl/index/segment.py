@@ -89,6 +89,7 @@ from . import kernels
 from .bm25 import FIELDS
 from .bodies import open_body
 from .doc_table import TextTable
+from .packed_postings import PADDING, unpack
 from .skip_blocks import BLOCK, posting_blocks
 
 __all__ = [
@@ -98,6 +99,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
     "TERM_TABLE_COLUMNS",
+    "TERM_TABLE_COLUMNS_V4",
     "VERSION",
     "FieldPostings",
     "Segment",
@@ -111,13 +113,19 @@ FORMAT = "politecrawl-segment"
 #: pointers (``terms.ptr.npy``; a segment without it, as the first code writing version 4 wrote
 #: them, is read from a file per pointer array); 3: stored bodies are LZ4 pieces; 2: zlib streams
 #: (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the anchor field.
-VERSION = 4
-READABLE_VERSIONS = (2, 3, 4)
+#: 5: each field's doc ids and tfs bit-packed in blocks of ``BLOCK`` postings
+#: (``packed_postings``), a fourth column per field in the per-term table (where a term's blocks
+#: start) and a fifth in the skip blocks (where each block starts).
+VERSION = 5
+READABLE_VERSIONS = (2, 3, 4, 5)
 
 
 #: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
-#: posting, its first position and its first skip block (``segment_write._write_field``).
-TERM_TABLE_COLUMNS = 3 * len(FIELDS)
+#: posting, its first position, its first skip block and (format 5) where its packed blocks start
+#: (``segment_write._write_field``).
+TERM_TABLE_COLUMNS = 4 * len(FIELDS)
+#: ... and in format 4, without the last.
+TERM_TABLE_COLUMNS_V4 = 3 * len(FIELDS)
 
 
 class FieldPostings:
@@ -130,6 +138,10 @@ class FieldPostings:
         "term_ptr",
         "docs",
         "tfs",
+        "packed",
+        "pack_ptr",
+        "tf_max",
+        "n_docs",
         "pos_ptr",
         "_positions",
         "_pos_file",
@@ -139,24 +151,72 @@ class FieldPostings:
         "__weakref__",
     )
 
-    def __init__(self, seg_dir: Path, field: str, table: np.ndarray | None = None):
+    def __init__(
+        self, seg_dir: Path, field: str, table: np.ndarray | None = None, n_docs: int = 0, tf_max: int | None = None
+    ):
         """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
-        field's pointers; None for a segment written before it, with a file per pointer array."""
+        field's pointers; None for a segment written before it, with a file per pointer array.
+        A table of ``TERM_TABLE_COLUMNS`` is format 5's: the doc ids and tfs are packed
+        (``packed``, ``pack_ptr``; ``docs`` and ``tfs`` are None), ``n_docs`` the segment's
+        document count and ``tf_max`` the field's largest tf (from the header)."""
         fi = FIELDS.index(field)
+        per = 4 if table is not None and table.shape[1] == TERM_TABLE_COLUMNS else 3
         if table is not None:
-            self.term_ptr = table[:, 3 * fi]
-            self.pos_ptr = table[:, 3 * fi + 1]
+            self.term_ptr = table[:, per * fi]
+            self.pos_ptr = table[:, per * fi + 1]
         else:
             self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
             self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
-        self.docs = _load(seg_dir / f"{field}.docs.npy")
-        self.tfs = _load(seg_dir / f"{field}.tfs.npy")
+        self.n_docs = n_docs
+        self.docs: np.ndarray | None
+        self.tfs: np.ndarray | None
+        self.packed: np.ndarray | None
+        self.pack_ptr: np.ndarray | None
+        if per == 4:
+            assert table is not None
+            self.docs = self.tfs = None
+            self.packed = _load(seg_dir / f"{field}.postings.npy")
+            self.pack_ptr = table[:, per * fi + 3]
+            self.tf_max = int(tf_max or 0)
+            if self.packed.dtype != np.uint8 or self.packed.ndim != 1 or len(self.packed) < PADDING:
+                raise SearchIndexError(f"corrupt segment file {seg_dir / f'{field}.postings.npy'}: not packed postings")
+        else:
+            self.docs = _load(seg_dir / f"{field}.docs.npy")
+            self.tfs = _load(seg_dir / f"{field}.tfs.npy")
+            self.packed = self.pack_ptr = None
+            self.tf_max = int(np.iinfo(self.tfs.dtype).max) if self.tfs.dtype.kind == "u" else 2**32 - 1
         self._dir, self._field = seg_dir, field
         self._positions: np.ndarray | None = None
         self._pos_file: tuple[int, int, int, int] | None = None
         self._blocks: tuple[np.ndarray, np.ndarray] | None = None
         if table is not None:
-            self._blocks = (table[:, 3 * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
+            self._blocks = (table[:, per * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
+            if self._blocks[1].ndim != 2 or self._blocks[1].shape[1] != (5 if per == 4 else 4):
+                raise SearchIndexError(f"corrupt segment file {seg_dir / f'{field}.blocks.npy'}: wrong shape")
+
+    def run(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Doc deltas (the first of each term absolute) and tfs of terms ``[lo, hi)``, as format 4
+        stores them: slices of its arrays, or decoded from the packed blocks (``unpack``)."""
+        if self.packed is None:
+            assert self.docs is not None and self.tfs is not None
+            p0, p1 = int(self.term_ptr[lo]), int(self.term_ptr[hi])
+            return self.docs[p0:p1], self.tfs[p0:p1]
+        assert self.pack_ptr is not None
+        try:
+            return unpack(self.packed, self.pack_ptr[lo : hi + 1], self.term_ptr[lo : hi + 1], self.n_docs)
+        except SearchIndexError as exc:
+            raise SearchIndexError(f"{self._dir}: {self._field}: {exc}") from exc
+
+    @property
+    def tfs_dtype(self) -> np.dtype:
+        """The smallest unsigned type that holds every tf of this field (what a merge writes them in
+        where it writes format 2)."""
+        if self.tfs is not None:
+            return self.tfs.dtype
+        for dt in (np.uint8, np.uint16, np.uint32):
+            if self.tf_max <= np.iinfo(dt).max:
+                return np.dtype(dt)
+        return np.dtype(np.uint32)
 
     @property
     def positions(self) -> np.ndarray:
@@ -188,7 +248,8 @@ class FieldPostings:
                     _load(self._dir / f"{self._field}.blocks.npy"),
                 )
             except FileNotFoundError:
-                self._blocks = posting_blocks(self.term_ptr, self.docs, self.tfs, field_lens)
+                docs, tfs = self.run(0, len(self.term_ptr) - 1)
+                self._blocks = posting_blocks(self.term_ptr, docs, tfs, field_lens)
         return self._blocks
 
     def range(self, term_id: int) -> tuple[int, int]:
@@ -199,13 +260,15 @@ class FieldPostings:
         lo, hi = self.range(term_id)
         if lo == hi:  # common: a body word absent from this segment's titles or anchors
             return _NO_DOCS, _NO_TFS, lo
-        return self.docs[lo:hi].cumsum(dtype=np.int64), self.tfs[lo:hi], lo
+        docs, tfs = self.run(term_id, term_id + 1)
+        return docs.cumsum(dtype=np.int64), tfs, lo
 
     def positions_of(self, term_id: int, posting: int) -> np.ndarray:
         """Absolute positions (int64, ascending) of one posting of ``term_id``."""
         lo = int(self.term_ptr[term_id])
-        start = int(self.pos_ptr[term_id]) + int(np.sum(self.tfs[lo:posting], dtype=np.int64))
-        return np.cumsum(self.positions[start : start + int(self.tfs[posting])], dtype=np.int64)
+        tfs = self.run(term_id, term_id + 1)[1]
+        start = int(self.pos_ptr[term_id]) + int(np.sum(tfs[: posting - lo], dtype=np.int64))
+        return np.cumsum(self.positions[start : start + int(tfs[posting - lo])], dtype=np.int64)
 
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)
@@ -390,9 +453,13 @@ class Segment:
         # One row per term of every field's pointers (postings, positions, skip blocks), 4 bytes
         # each: a term looked up touches one place instead of one in each of nine files.
         table = _load(self.path / "terms.ptr.npy") if (self.path / "terms.ptr.npy").exists() else None
-        if table is not None and table.shape != (self.n_terms + 1, TERM_TABLE_COLUMNS):
+        columns = TERM_TABLE_COLUMNS if header["version"] >= 5 else TERM_TABLE_COLUMNS_V4
+        if table is not None and table.shape != (self.n_terms + 1, columns):
             raise SearchIndexError(f"{self.path}: per-term table does not match header")
-        self.fields = {f: FieldPostings(self.path, f, table) for f in FIELDS}
+        if header["version"] >= 5 and table is None:
+            raise SearchIndexError(f"{self.path}: per-term table missing")
+        tf_max = header.get("tf_max", {})
+        self.fields = {f: FieldPostings(self.path, f, table, self.doc_count, tf_max.get(f)) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
         if header["version"] >= 4:
@@ -475,8 +542,7 @@ class Segment:
             arrays = [
                 (
                     fp.term_ptr,
-                    fp.docs,
-                    fp.tfs,
+                    *((fp.docs, fp.tfs) if fp.packed is None else (fp.packed, fp.pack_ptr)),
                     fp.pos_ptr,
                     body_positions if f == "body" else fp.positions,
                     *fp.blocks(self.doc_lens[:, fi]),
