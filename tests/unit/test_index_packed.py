@@ -189,3 +189,77 @@ def test_a_damaged_packed_file_fails_a_merge(tmp_path):
     with pytest.raises(SearchIndexError), IndexWriter(path) as w:
         w.add_document("http://a.example/new", "", "cherry")
         w.compact()
+
+
+@needs_kernels
+def test_a_block_pointer_near_2_64_is_refused_not_read_before_the_file():
+    """unpack_block checked ``off + 2 > len``: a pointer of 2**64 - 1 (an int64 -1 read as uint64)
+    wrapped that sum to 1 and read the byte before the buffer. The sound pointer (the negative
+    control) decodes."""
+    from politecrawl.index._kernels import unpack_postings
+
+    term_ptr, deltas, tfs = _postings([([3, 9], [1, 2])])
+    packed, pack_ptr, _ = pack_postings_numpy(term_ptr, deltas, tfs)
+    whole = np.concatenate([packed, np.zeros(PADDING, np.uint8)])
+    d, f = unpack_postings(whole, pack_ptr.astype(np.uint64), term_ptr.astype(np.uint64), 10, BLOCK)
+    assert np.frombuffer(d, np.uint32).tolist() == [3, 6] and np.frombuffer(f, np.uint32).tolist() == [1, 2]
+    for bad in (2**64 - 1, 2**64 - 2, 2**64 - 100, len(packed) + 1):
+        ptr = np.array([bad, bad], dtype=np.uint64)
+        with pytest.raises(ValueError, match="beyond their file"):
+            unpack_postings(whole, ptr, term_ptr.astype(np.uint64), 10, BLOCK)
+        with pytest.raises(SearchIndexError):
+            unpack_numpy(whole, ptr, term_ptr, 10)
+    with pytest.raises(ValueError):  # a negative document count
+        unpack_postings(whole, pack_ptr, term_ptr, -1, BLOCK)
+
+
+def _damaged_table(tmp_path: Path, column: int, value: int) -> Path:
+    """An index whose per-term table (as int64, which the loader takes) holds ``value`` in the
+    body's ``column`` (0 term_ptr, 3 pack_ptr) of the term "banana"."""
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for i in range(300):
+            w.add_document(f"http://a.example/{i}", "", "apple banana " * (1 + i % 3))
+    [seg_dir] = path.glob("seg-*")
+    table = np.load(seg_dir / "terms.ptr.npy").astype(np.int64)
+    tid = Searcher(path)._refresh().views[0].segment.term_id("banana")
+    table[tid, 4 * 1 + column] = value
+    np.save(seg_dir / "terms.ptr.npy", table)
+    return path
+
+
+@pytest.mark.parametrize("code", ["kernels", "numpy"])
+@pytest.mark.parametrize("where", ["pack_ptr -1", "term_ptr past the next"])
+def test_damaged_term_pointers_are_a_search_index_error_in_a_search_and_a_merge(tmp_path, code, where):
+    """A merge decodes a source with unpack (the path that read before the file with a pack_ptr of
+    -1); the numpy decoder cut its blocks before it checked the pointers' order (a ValueError,
+    "negative dimensions")."""
+    if code == "kernels" and kernels.compiled is None:
+        pytest.skip("the compiled kernels are not built (no C compiler)")
+    column, value = (3, -1) if where == "pack_ptr -1" else (0, 10**6)
+    path = _damaged_table(tmp_path, column, value)
+    with pytest.MonkeyPatch.context() as m:
+        if code == "numpy":
+            m.setattr(kernels, "compiled", None)
+        with pytest.raises(SearchIndexError):
+            Searcher(path).search("banana")
+        with pytest.raises(SearchIndexError), IndexWriter(path) as w:
+            w.add_document("http://a.example/new", "", "cherry")
+            w.compact()
+
+
+def test_a_sound_table_read_as_int64_searches_and_merges(tmp_path):
+    """The negative control of the damaged-pointer test: the same int64 table, undamaged."""
+    path = tmp_path / "ix"
+    for lo in (0, 150):  # two segments, for the compaction to merge
+        with IndexWriter(path) as w:
+            for i in range(lo, lo + 150):
+                w.add_document(f"http://a.example/{i}", "", "apple banana " * (1 + i % 3))
+    for seg_dir in path.glob("seg-*"):
+        np.save(seg_dir / "terms.ptr.npy", np.load(seg_dir / "terms.ptr.npy").astype(np.int64))
+    want = _hits(Searcher(path), "banana", limit=5)
+    with numpy_only():
+        assert _hits(Searcher(path), "banana", limit=5) == want
+    with IndexWriter(path) as w:
+        w.compact()
+    assert len(Searcher(path)._refresh().views) == 1 and _hits(Searcher(path), "banana", limit=5) == want

@@ -144,17 +144,23 @@ def unpack(packed: np.ndarray, pack_ptr: np.ndarray, term_ptr: np.ndarray, n_doc
 
 def unpack_numpy(packed: np.ndarray, pack_ptr: np.ndarray, term_ptr: np.ndarray, n_docs: int):
     """``unpack`` in numpy (the reference)."""
-    term_ptr = np.asarray(term_ptr, dtype=np.int64)
-    pack_ptr = np.asarray(pack_ptr, dtype=np.int64)
-    base = int(term_ptr[0]) if len(term_ptr) else 0
-    starts, ns, _ = _blocks_of(term_ptr - base)
-    n_post = int(term_ptr[-1]) - base if len(term_ptr) else 0
-    if len(pack_ptr) != len(term_ptr) or (n_post and int(np.diff(term_ptr).max()) > n_docs):
-        raise SearchIndexError("corrupt segment: more postings than documents")
-    if len(pack_ptr) and int(pack_ptr[-1]) > len(packed):
-        raise SearchIndexError("corrupt segment: packed postings beyond their file")
+    # int64 as the kernel reads them (uint64 wrapped: a value past 2**63 is as damaged as it)
+    term_ptr = np.asarray(term_ptr).astype(np.int64)
+    pack_ptr = np.asarray(pack_ptr).astype(np.int64)
+    # the pointers first: the blocks below are cut from them
+    if len(pack_ptr) != len(term_ptr) or len(packed) < PADDING:
+        raise SearchIndexError("corrupt segment: packed postings of the wrong shape")
     if np.any(np.diff(term_ptr) < 0) or np.any(np.diff(pack_ptr) < 0):
         raise SearchIndexError("corrupt segment: packed postings pointers out of order")
+    if len(term_ptr) and (int(term_ptr[0]) < 0 or int(pack_ptr[0]) < 0):
+        raise SearchIndexError("corrupt segment: packed postings pointers out of order")
+    base = int(term_ptr[0]) if len(term_ptr) else 0
+    n_post = int(term_ptr[-1]) - base if len(term_ptr) else 0
+    if n_post and int(np.diff(term_ptr).max()) > n_docs:
+        raise SearchIndexError("corrupt segment: more postings than documents")
+    if len(pack_ptr) and int(pack_ptr[-1]) > len(packed) - PADDING:
+        raise SearchIndexError("corrupt segment: packed postings beyond their file")
+    starts, ns, _ = _blocks_of(term_ptr - base)
     # Each block's byte offset: the blocks of a term follow one another from its pack_ptr.
     counts = np.diff(term_ptr)
     per_term = (counts + BLOCK - 1) // BLOCK

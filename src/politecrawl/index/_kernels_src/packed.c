@@ -26,7 +26,8 @@ static inline Py_ssize_t packed_bytes(Py_ssize_t n, int b) { return (n * b + 7) 
  * or a tf of 0 (a wrapped tf - 1). */
 static int unpack_block(const unsigned char *p, uint64_t len, uint64_t off, Py_ssize_t n, uint64_t base,
                         uint32_t *docs, uint32_t *tfs, uint64_t *end) {
-    if (off + 2 > len) return corrupt("packed postings beyond their file");
+    /* not off + 2 > len: an offset near 2**64 (a damaged int64 pointer read as uint64) would wrap */
+    if (off > len || len - off < 2) return corrupt("packed postings beyond their file");
     int bd = p[off], bt = p[off + 1];
     if (bd > 32 || bt > 32) return corrupt("a packed width over 32 bits");
     uint64_t dstart = off + 2, tstart = dstart + (uint64_t)packed_bytes(n, bd);
@@ -184,7 +185,8 @@ static PyObject *k_unpack_postings(PyObject *self, PyObject *args) {
     if (arr_get(p_o, &p, "packed") < 0) return NULL;
     if (arr_get_strided(pp_o, &pp, "pack_ptr") < 0) goto release_p;
     if (arr_get_strided(tp_o, &tp, "term_ptr") < 0) goto release_pp;
-    if (p.size != 1 || p.n < PACK_PADDING || tp.n < 1 || pp.n != tp.n || block <= 0 || block > 4096) {
+    if (p.size != 1 || p.n < PACK_PADDING || tp.n < 1 || pp.n != tp.n || block <= 0 || block > 4096 ||
+        n_docs < 0) {
         PyErr_SetString(PyExc_ValueError, "corrupt segment: packed postings of the wrong shape");
         goto done;
     }
