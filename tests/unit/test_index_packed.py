@@ -263,3 +263,32 @@ def test_a_sound_table_read_as_int64_searches_and_merges(tmp_path):
     with IndexWriter(path) as w:
         w.compact()
     assert len(Searcher(path)._refresh().views) == 1 and _hits(Searcher(path), "banana", limit=5) == want
+
+
+class _Huge:
+    """Packed postings that claim 4 GB (what a field of a segment past its caps could reach)."""
+
+    def __len__(self) -> int:
+        return 2**32
+
+
+def test_packed_postings_past_4_gb_are_refused_at_write_time(tmp_path, monkeypatch):
+    """The per-term table's pack_ptr and the skip blocks' byte offsets are uint32: a field whose
+    packed postings would pass 2**32 - 1 bytes is refused, by name, before anything is written
+    past the limit (not wrapped offsets). The caps (``merge_policy``) are parameters and a single
+    commit is not capped, so no bound keeps a segment under it; the negative control writes."""
+    from politecrawl.index.analysis import Analyzer
+    from politecrawl.index.segment_write import write_segment
+
+    docs = [(f"http://a.example/{i}", "t", "apple banana " * 3, "") for i in range(200)]
+    write_segment(tmp_path / "fine", docs, Analyzer())
+    real = segment_write.pack_postings
+
+    def huge(term_ptr, deltas, tfs):
+        _, ptr, offs = real(term_ptr, deltas, tfs)
+        return _Huge(), ptr, offs
+
+    monkeypatch.setattr(segment_write, "pack_postings", huge)
+    with pytest.raises(SearchIndexError, match="title's packed postings pass 4294967295 bytes"):
+        write_segment(tmp_path / "huge", docs, Analyzer())
+    assert not (tmp_path / "huge").exists() and not list(tmp_path.glob(".tmp-*"))

@@ -353,8 +353,11 @@ def _write_field(
             if packed:
                 data, pack_ptr, block_offs = pack_postings(term_ptr, deltas, tfs)
                 base = outs[2].rows
-                if base + len(data) >= 2**32:
-                    raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
+                if base + len(data) > top:  # where each term and block starts: uint32 pointers
+                    raise SearchIndexError(
+                        f"segment too large: {field}'s packed postings pass {top} bytes, "
+                        "and a pointer into them does not fit in 32 bits"
+                    )
                 with_offsets = np.empty((len(blocks), 5), dtype=np.uint32)
                 with_offsets[:, :4] = blocks
                 with_offsets[:, 4] = block_offs + base
