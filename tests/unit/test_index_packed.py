@@ -22,6 +22,9 @@ from politecrawl.index.packed_postings import (
 from politecrawl.index.skip_blocks import BLOCK
 
 QUERIES = ["the", "rare the", "third tenth", "tenth guide page", "filler rare", "nothing here", "third"]
+# phrases (positions found through the packed tfs), an exclusion, a title-only phrase
+PHRASES = ['"the filler"', '"filler the" rare', "third -tenth", '"guide page"', '"the third" filler']
+SCORINGS = ["bm25f+title", "fields", "bm25f"]
 
 
 def _postings(lists: list[tuple[list[int], list[int]]]):
@@ -100,7 +103,18 @@ def _all_hits(path: Path) -> dict:
     for q in QUERIES:
         out[q] = _hits(Searcher(path), q, limit=20)
         out[q, "page 2"] = _hits(Searcher(path), q, limit=10, page=2)
+    for scoring in SCORINGS:
+        searcher = Searcher(path, scoring=scoring)
+        for q in QUERIES[:3] + PHRASES:
+            out[q, scoring] = [(*_hit, h.explanation) for _hit, h in _explained(searcher, q)]
+            out[q, scoring, "count"] = searcher.count(q)
     return out
+
+
+def _explained(searcher: Searcher, q: str) -> list:
+    """Hits with ``explain`` (the ``why`` explanation: per term and field tf, idf, score parts)."""
+    hits = searcher.search(q, limit=15, explain=True)
+    return [((h.url, h.title, h.score, h.snippet, h.highlights), h) for h in hits]
 
 
 def test_formats_4_and_5_search_the_same_with_either_engine(tmp_path, monkeypatch):
@@ -108,6 +122,8 @@ def test_formats_4_and_5_search_the_same_with_either_engine(tmp_path, monkeypatc
     assert _versions(v4) == {4} and _versions(v5) == {5}
     want = _all_hits(v4)
     assert any(len(h) == 20 for h in want.values())  # long lists: seeks through several blocks
+    assert all(want[q, s] for q in PHRASES for s in SCORINGS)  # the phrases match something
+    assert all(h[-1] for q in PHRASES for s in SCORINGS for h in want[q, s])  # explained
     assert _all_hits(v5) == want
     with numpy_only():
         assert _all_hits(v5) == want
