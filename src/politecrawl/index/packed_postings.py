@@ -21,7 +21,7 @@ block row, so a seek decodes one block. tantivy packs its postings the same way 
 a width per block).
 
 ``unpack`` returns the format-4 arrays (doc deltas, the first of a term absolute; tfs) for a run
-of terms, which merges, the numpy engine and the checks read; the compiled kernels decode the
+of terms, which merges and the numpy engine read; the compiled kernels decode the
 blocks themselves (``_kernels_src/packed.c``). The numpy code here is the reference and the
 fallback, byte for byte.
 """

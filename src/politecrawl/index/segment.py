@@ -52,7 +52,7 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 for each field of ``FIELDS`` (title, body, anchor).  Format 5's packed doc ids and tfs took
 the body's 2.3 bytes a posting (uint16 deltas, uint8 tfs) to about 1.2 at 100,000 Zipf documents
 (``docs/search.md``, "Segment format 5"); the kernels decode a block of 128 where a seek lands.
-The numpy code, merges and checks read them as format 4's arrays (``FieldPostings.run``).
+The numpy code and merges read them as format 4's arrays (``FieldPostings.run``).
 ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header; a merge, which writes
 them before it has seen them all, takes the doc deltas' from its document count and the tfs' and
