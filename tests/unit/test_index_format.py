@@ -1,6 +1,7 @@
-"""Segment format 4: URLs and titles as blobs (doc_table), one per-term table of pointers,
+"""Segment formats 4 and 5: URLs and titles as blobs (doc_table), one per-term table of pointers,
 stored bodies and positions read with pread, and segments of format 3 (docs.json, a file per
-pointer array) still read and merged into format 4."""
+pointer array) still read and merged into the current format (5: packed postings, whose own
+tests are test_index_packed.py)."""
 
 import gc
 import json
@@ -12,7 +13,7 @@ import pytest
 from test_index_kernels import numpy_only
 
 from politecrawl.errors import SearchIndexError
-from politecrawl.index import IndexWriter, Searcher, kernels, segment
+from politecrawl.index import IndexWriter, Searcher, kernels, segment, segment_write
 from politecrawl.index.bm25 import FIELDS
 from politecrawl.index.doc_table import TextTable, encode_strings
 from politecrawl.index.segment import Segment
@@ -81,16 +82,18 @@ def _hits(index: Path, q: str) -> list[tuple]:
     return [(h.url, h.title, h.score, h.snippet, h.highlights) for h in Searcher(index).search(q, limit=20)]
 
 
-def test_format_4_writes_blobs_and_ties_are_ordered_by_url_in_both_engines(tmp_path):
+@pytest.mark.parametrize("version", [4, 5])
+def test_format_4_writes_blobs_and_ties_are_ordered_by_url_in_both_engines(tmp_path, monkeypatch, version):
+    monkeypatch.setattr(segment_write, "WRITE_VERSION", version)
     index = tmp_path / "ix"
     with IndexWriter(index) as w:
         for url, title, body in _docs():
             w.add_document(url, title, body)
     seg_dir = _segment_dir(index)
-    assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == 4
+    assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == version
     assert (seg_dir / "urls.bin").exists() and not (seg_dir / "docs.json").exists()
     table = np.load(seg_dir / "terms.ptr.npy")
-    assert table.dtype == np.uint32 and table.shape[1] == 3 * len(FIELDS)
+    assert table.dtype == np.uint32 and table.shape[1] == (3 if version == 4 else 4) * len(FIELDS)
     assert not list(seg_dir.glob("*.*_ptr.npy"))  # no file per field and pointer array
     hits = _hits(index, "same words")
     # Python's str order (code points) is the order of the hits, whose scores all tie.
@@ -103,12 +106,15 @@ def test_format_4_writes_blobs_and_ties_are_ordered_by_url_in_both_engines(tmp_p
         assert _hits(index, "same words") == hits
 
 
-def test_a_format_3_segment_is_read_and_merged_into_format_4(tmp_path):
+def test_a_format_3_segment_is_read_and_merged_into_the_current_format(tmp_path, monkeypatch):
     old, new = tmp_path / "old", tmp_path / "new"
     for index in (old, new):
-        with IndexWriter(index) as w:
-            for url, title, body in _docs():
-                w.add_document(url, title, body)
+        with monkeypatch.context() as m:
+            if index == old:  # format 3 is format 4 with other files for some of it
+                m.setattr(segment_write, "WRITE_VERSION", 4)
+            with IndexWriter(index) as w:
+                for url, title, body in _docs():
+                    w.add_document(url, title, body)
     _as_format_3(_segment_dir(old))
     assert json.loads((_segment_dir(old) / "header.json").read_text("utf-8"))["version"] == 3
     queries = ["same words", "title ünïcode", "here"]
@@ -116,11 +122,11 @@ def test_a_format_3_segment_is_read_and_merged_into_format_4(tmp_path):
     assert {q: _hits(old, q) for q in queries} == expected
     with numpy_only():
         assert {q: _hits(old, q) for q in queries} == expected
-    with IndexWriter(old) as w:  # a merge rewrites it into format 4
+    with IndexWriter(old) as w:  # a merge rewrites it into the current format
         w.add_document("http://x/new", "other", "unrelated text")
         w.compact()
     seg_dir = _segment_dir(old)
-    assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == 4
+    assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == segment.VERSION
     assert not (seg_dir / "docs.json").exists() and (seg_dir / "terms.ptr.npy").exists()
     with IndexWriter(new) as w:
         w.add_document("http://x/new", "other", "unrelated text")

@@ -197,10 +197,12 @@ def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring)
 
 
 @needs_kernels
-def test_skip_blocks_of_a_segment_written_before_them_are_computed(tmp_path):
+def test_skip_blocks_of_a_segment_written_before_them_are_computed(tmp_path, monkeypatch):
     """Segments written before the block files existed get the same blocks computed on open."""
+    from politecrawl.index import segment_write
     from politecrawl.index.segment import BLOCK
 
+    monkeypatch.setattr(segment_write, "WRITE_VERSION", 4)  # the format those files became part of
     path = tmp_path / "ix"
     _long_lists_index(path, n_docs=900)
     want = {q: _hits(Searcher(path), q, limit=20) for q in ("rare the", "third tenth")}
@@ -495,7 +497,10 @@ def test_damaged_postings_raise_instead_of_reading_out_of_bounds(damage):
 
 
 @needs_kernels
-def test_a_search_over_a_damaged_segment_is_a_search_index_error(tmp_path):
+def test_a_search_over_a_damaged_segment_is_a_search_index_error(tmp_path, monkeypatch):
+    from politecrawl.index import segment_write
+
+    monkeypatch.setattr(segment_write, "WRITE_VERSION", 4)  # format 5's: test_index_packed.py
     path = tmp_path / "ix"
     with IndexWriter(path) as w:
         for i in range(5):

@@ -576,10 +576,17 @@ def _segment_contents(seg):
         "doc_lens": np.asarray(seg.doc_lens).tolist(),
         "sync": [seg.sync_points(i).tolist() for i in range(seg.doc_count)],
     }
-    for f in FIELDS:
+    for fi, f in enumerate(FIELDS):
         fp = seg.fields[f]
-        for name in ("term_ptr", "docs", "tfs", "pos_ptr", "positions"):
-            arr = np.asarray(getattr(fp, name))
+        # format 5 holds no docs/tfs arrays (None): its packed bytes and pointers, and the
+        # doc deltas and tfs decoded from them, are what a merge must write as a fresh write does
+        docs, tfs = fp.run(0, len(fp.term_ptr) - 1)
+        arrays = {"term_ptr": fp.term_ptr, "docs": docs, "tfs": tfs, "pos_ptr": fp.pos_ptr}
+        arrays |= {"positions": fp.positions, "blocks": fp.blocks(seg.doc_lens[:, fi])[1]}
+        if fp.packed is not None:
+            arrays |= {"packed": fp.packed, "pack_ptr": fp.pack_ptr}
+        for name, arr in arrays.items():
+            arr = np.asarray(arr)
             out[f"{f}.{name}"] = (str(arr.dtype), arr.tolist())
     return out
 
@@ -627,4 +634,6 @@ def test_merge_equals_fresh_write(docs, cuts, data):
         n = merge_segments(tmp / "merged", sources, Analyzer())
         write_segment(tmp / "fresh", live, Analyzer())
         assert n == len(live)
-        assert _segment_contents(Segment(tmp / "merged")) == _segment_contents(Segment(tmp / "fresh"))
+        merged = Segment(tmp / "merged")
+        assert merged.header["version"] == 5 and merged.fields["body"].packed is not None  # packed compared
+        assert _segment_contents(merged) == _segment_contents(Segment(tmp / "fresh"))

@@ -42,12 +42,15 @@
  *   live_terms(...)   which of a merge's source's terms have a posting of a live document
  *   merge_sources(...) a merge's postings of one field, from its sources' files as they are
  *   posting_blocks(...) a field's skip blocks, from its postings
+ *   pack_postings(...)  a run of terms' postings bit-packed in blocks (format 5)
+ *   unpack_postings(...) ... and decoded back into doc deltas and tfs
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
  *
  * The parts, in the order they are included:
  *   common.h          the CPython headers, checked views of arrays, the scratch arrays
+ *   packed.c          format 5's bit-packed blocks: unpack_block, pack_postings, unpack_postings
  *   postings.c        Postings (lookup, df), a cursor over a term's postings, decoding them
  *   scoring.c         one segment scored: the terms' bounds, the heap of the k best, the matches
  *   top.c             doc_freqs, top
@@ -63,6 +66,7 @@
  */
 #include "_kernels_src/common.h"
 
+#include "_kernels_src/packed.c"
 #include "_kernels_src/postings.c"
 #include "_kernels_src/scoring.c"
 #include "_kernels_src/top.c"
@@ -104,6 +108,10 @@ static PyMethodDef module_methods[] = {
      "(term_ptr, doc_deltas, tfs, pos_ptr, positions)"},
     {"posting_blocks", k_posting_blocks, METH_VARARGS,
      "posting_blocks(term_ptr, docs, tfs, field_lens, block) -> (block_ptr, blocks)"},
+    {"pack_postings", k_pack_postings, METH_VARARGS,
+     "pack_postings(term_ptr, deltas, tfs, block) -> (packed, pack_ptr, block_offsets)"},
+    {"unpack_postings", k_unpack_postings, METH_VARARGS,
+     "unpack_postings(packed, pack_ptr, term_ptr, n_docs, block) -> (deltas, tfs)"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
     {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
@@ -136,10 +144,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssssssssssssssss]", "Postings", "Vocabulary", "best_window", "build_postings",
-                                  "doc_freqs", "gather", "live_terms", "make_snippet", "merge_sources", "merge_terms",
-                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "tokens",
-                                  "top");
+    PyObject *all = Py_BuildValue("[sssssssssssssssssss]", "Postings", "Vocabulary", "best_window",
+                                  "build_postings", "doc_freqs", "gather", "live_terms", "make_snippet",
+                                  "merge_sources", "merge_terms", "pack_postings", "posting_blocks", "proximity",
+                                  "rank", "snippet_at", "snippet_hit", "tokens", "top", "unpack_postings");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -14,6 +14,7 @@ __all__ = [
     "make_snippet",
     "merge_sources",
     "merge_terms",
+    "pack_postings",
     "posting_blocks",
     "proximity",
     "rank",
@@ -21,6 +22,7 @@ __all__ = [
     "snippet_hit",
     "tokens",
     "top",
+    "unpack_postings",
 ]
 
 KEY_STRIDE: int
@@ -142,4 +144,8 @@ def merge_sources(
 ) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
 def posting_blocks(
     term_ptr: Buffer, docs: Buffer, tfs: Buffer, field_lens: Buffer, block: int
+) -> tuple[bytes, bytes]: ...
+def pack_postings(term_ptr: Buffer, deltas: Buffer, tfs: Buffer, block: int) -> tuple[bytes, bytes, bytes]: ...
+def unpack_postings(
+    packed: Buffer, pack_ptr: Buffer, term_ptr: Buffer, n_docs: int, block: int
 ) -> tuple[bytes, bytes]: ...

@@ -2,33 +2,39 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 4, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 5, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
-                         "field_lengths", "analyzer"}
+                         "field_lengths", "analyzer", "tf_max" (format 5: per field)}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
                         (tokens never contain a newline); term id = line number
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
-    terms.ptr.npy       uint32[T+1, 9] the per-term table: per field of
-                                      ``FIELDS``, the columns term_ptr, pos_ptr and block_ptr
-                                      below, a row per term (format 4; before it, a file
+    terms.ptr.npy       uint32[T+1, 12] the per-term table: per field of
+                                      ``FIELDS``, the columns term_ptr, pos_ptr, block_ptr and
+                                      pack_ptr below, a row per term (format 5; format 4: the
+                                      first three, [T+1, 9]; before it, a file
                                       ``<field>.<name>.npy`` for each, term_ptr and pos_ptr int64)
     <field>.term_ptr      [T+1]       postings of term t are [ptr[t], ptr[t+1])
-    <field>.docs.npy      uint[P]     doc ids, delta-encoded within each term
+    <field>.postings.npy  uint8[]     (format 5) the doc ids and tfs, bit-packed in blocks of
+                                      ``BLOCK`` postings (``packed_postings`` has the layout),
+                                      ending in ``PADDING`` zero bytes; term t's blocks start at
+                                      byte ``pack_ptr[t]``, one after the other
+    <field>.docs.npy      uint[P]     (formats 2-4) doc ids, delta-encoded within each term
                                       (the first of a term is absolute), so a
                                       term's doc ids are ``np.cumsum(slice)``
-    <field>.tfs.npy       uint[P]     term frequency per posting
+    <field>.tfs.npy       uint[P]     (formats 2-4) term frequency per posting
     <field>.pos_ptr       [T+1]       positions of term t start at pos_ptr[t];
                                       posting p of t (lo <= p < hi) starts
                                       ``sum(tfs[lo:p])`` later and has tfs[p]
     <field>.positions.npy uint[Q]     token positions, delta-encoded within each
                                       posting (the first is absolute)
     <field>.block_ptr     [T+1]       term t's skip blocks are rows [ptr[t], ptr[t+1]) of
-    <field>.blocks.npy    uint32[B,4] one row per BLOCK postings of a long list: last doc id,
+    <field>.blocks.npy    uint32[B,5] one row per BLOCK postings of a long list: last doc id,
                                       where its positions start, largest tf, shortest
                                       length of the field (``posting_blocks``; computed on
-                                      open for segments written before they existed)
+                                      open for segments written before they existed) and
+                                      (format 5) the byte in postings.npy where it starts
     doc_lens.npy        uint32[n, F]  tokens per document and field
     urls.bin            the documents' URLs, UTF-8, concatenated (``doc_table``; version 4)
     urls.end.npy        uint[n]       where each URL ends in urls.bin (local doc id = index)
@@ -43,7 +49,11 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
                                       stream, character offset, body token position)
     body_sync_ptr.npy   int64[n+1]    doc i's sync points are rows [ptr[i], ptr[i+1])
 
-for each field of ``FIELDS`` (title, body, anchor).  ``uint`` arrays use the smallest
+for each field of ``FIELDS`` (title, body, anchor).  Format 5's packed doc ids and tfs took
+the body's 2.3 bytes a posting (uint16 deltas, uint8 tfs) to about 1.2 at 100,000 Zipf documents
+(``docs/search.md``, "Segment format 5"); the kernels decode a block of 128 where a seek lands.
+The numpy code and merges read them as format 4's arrays (``FieldPostings.run``).
+``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header; a merge, which writes
 them before it has seen them all, takes the doc deltas' from its document count and the tfs' and
 positions' from its sources', which can be wider).  Arrays are ``np.save`` files read
@@ -89,6 +99,7 @@ from . import kernels
 from .bm25 import FIELDS
 from .bodies import open_body
 from .doc_table import TextTable
+from .field_postings import TERM_TABLE_COLUMNS, TERM_TABLE_COLUMNS_V4, FieldPostings, _load
 from .skip_blocks import BLOCK, posting_blocks
 
 __all__ = [
@@ -98,6 +109,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "TERM_KEY_STRIDE",
     "TERM_TABLE_COLUMNS",
+    "TERM_TABLE_COLUMNS_V4",
     "VERSION",
     "FieldPostings",
     "Segment",
@@ -111,107 +123,13 @@ FORMAT = "politecrawl-segment"
 #: pointers (``terms.ptr.npy``; a segment without it, as the first code writing version 4 wrote
 #: them, is read from a file per pointer array); 3: stored bodies are LZ4 pieces; 2: zlib streams
 #: (still read, and written with ``bodies.BODY_CODEC = "zlib"``), the anchor field.
-VERSION = 4
-READABLE_VERSIONS = (2, 3, 4)
+#: 5: each field's doc ids and tfs bit-packed in blocks of ``BLOCK`` postings
+#: (``packed_postings``), a fourth column per field in the per-term table (where a term's blocks
+#: start) and a fifth in the skip blocks (where each block starts).
+VERSION = 5
+READABLE_VERSIONS = (2, 3, 4, 5)
 
 
-#: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
-#: posting, its first position and its first skip block (``segment_write._write_field``).
-TERM_TABLE_COLUMNS = 3 * len(FIELDS)
-
-
-class FieldPostings:
-    """Memory-mapped postings of one field of one segment; its positions are mapped only when they
-    are asked for (``positions``: the numpy code, a merge, the kernels within
-    ``POSITIONS_MAP_BUDGET``); past the budget the kernels read the body's with ``pread``
-    (``positions_file``)."""
-
-    __slots__ = (
-        "term_ptr",
-        "docs",
-        "tfs",
-        "pos_ptr",
-        "_positions",
-        "_pos_file",
-        "_dir",
-        "_field",
-        "_blocks",
-        "__weakref__",
-    )
-
-    def __init__(self, seg_dir: Path, field: str, table: np.ndarray | None = None):
-        """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
-        field's pointers; None for a segment written before it, with a file per pointer array."""
-        fi = FIELDS.index(field)
-        if table is not None:
-            self.term_ptr = table[:, 3 * fi]
-            self.pos_ptr = table[:, 3 * fi + 1]
-        else:
-            self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
-            self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
-        self.docs = _load(seg_dir / f"{field}.docs.npy")
-        self.tfs = _load(seg_dir / f"{field}.tfs.npy")
-        self._dir, self._field = seg_dir, field
-        self._positions: np.ndarray | None = None
-        self._pos_file: tuple[int, int, int, int] | None = None
-        self._blocks: tuple[np.ndarray, np.ndarray] | None = None
-        if table is not None:
-            self._blocks = (table[:, 3 * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
-
-    @property
-    def positions(self) -> np.ndarray:
-        """The positions, memory-mapped (on first use)."""
-        if self._positions is None:
-            self._positions = _load(self._dir / f"{self._field}.positions.npy")
-        return self._positions
-
-    def positions_file(self) -> tuple[int, int, int, int]:
-        """``(fd, byte offset, bytes per position, count)`` of the positions file, for the kernels'
-        ``pread`` (``_kernels.Postings``, which holds this object); the descriptor is closed when
-        this object goes."""
-        if self._pos_file is None:
-            path = self._dir / f"{self._field}.positions.npy"
-            offset, dtype, count = _npy_layout(path)
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            weakref.finalize(self, os.close, fd)
-            self._pos_file = (fd, offset, dtype.itemsize, count)
-        return self._pos_file
-
-    def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
-        segment written before they existed, computed once (``field_lens``: this field's length
-        per document)."""
-        if self._blocks is None:
-            try:
-                self._blocks = (
-                    _load(self._dir / f"{self._field}.block_ptr.npy"),
-                    _load(self._dir / f"{self._field}.blocks.npy"),
-                )
-            except FileNotFoundError:
-                self._blocks = posting_blocks(self.term_ptr, self.docs, self.tfs, field_lens)
-        return self._blocks
-
-    def range(self, term_id: int) -> tuple[int, int]:
-        return int(self.term_ptr[term_id]), int(self.term_ptr[term_id + 1])
-
-    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """(doc ids, term frequencies, index of the first posting)."""
-        lo, hi = self.range(term_id)
-        if lo == hi:  # common: a body word absent from this segment's titles or anchors
-            return _NO_DOCS, _NO_TFS, lo
-        return self.docs[lo:hi].cumsum(dtype=np.int64), self.tfs[lo:hi], lo
-
-    def positions_of(self, term_id: int, posting: int) -> np.ndarray:
-        """Absolute positions (int64, ascending) of one posting of ``term_id``."""
-        lo = int(self.term_ptr[term_id])
-        start = int(self.pos_ptr[term_id]) + int(np.sum(self.tfs[lo:posting], dtype=np.int64))
-        return np.cumsum(self.positions[start : start + int(self.tfs[posting])], dtype=np.int64)
-
-
-_NO_DOCS = np.zeros(0, dtype=np.int64)
-_NO_DOCS.flags.writeable = False
-_NO_TFS = np.zeros(0, dtype=np.uint8)
-_NO_TFS.flags.writeable = False
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
 _NO_SYNC.flags.writeable = False
 
@@ -246,42 +164,9 @@ def _release_positions_map(nbytes: int) -> None:
         _positions_mapped -= nbytes
 
 
-def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
-    """Where the data of a one-dimensional ``.npy`` file of unsigned integers starts, their dtype
-    and count, from its header (checked against the file's size)."""
-    try:
-        with open(path, "rb") as fh:
-            major, _ = np.lib.format.read_magic(fh)
-            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-            shape, fortran, dtype = read_header(fh)
-            offset = fh.tell()
-            size = os.fstat(fh.fileno()).st_size
-    except FileNotFoundError:
-        raise
-    except (ValueError, OSError) as exc:
-        raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
-    native = dtype.byteorder in ("=", "|") or dtype.byteorder == ("<" if np.little_endian else ">")
-    if len(shape) != 1 or fortran or dtype.kind != "u" or not native:
-        raise SearchIndexError(f"corrupt segment file {path}: not an array of unsigned integers")
-    if offset + shape[0] * dtype.itemsize > size:
-        raise SearchIndexError(f"corrupt segment file {path}: shorter than its header says")
-    return offset, dtype, int(shape[0])
-
-
 def _ints(arr: np.ndarray) -> memoryview:
     """A 1-D integer array as a memoryview in native byte order (the same memory when it is)."""
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("=")).data
-
-
-def _load(path: Path) -> np.ndarray:
-    """A memory-mapped array, as a plain ``ndarray`` view of the mapping: slicing an ``np.memmap``
-    builds a memmap object each time, which was a third of a query's time on a 6-segment index."""
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
-    except FileNotFoundError:
-        raise
-    except (ValueError, OSError) as exc:
-        raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
 
 
 #: Every this many terms of the dictionary, the first 8 bytes of one are sampled into
@@ -390,9 +275,13 @@ class Segment:
         # One row per term of every field's pointers (postings, positions, skip blocks), 4 bytes
         # each: a term looked up touches one place instead of one in each of nine files.
         table = _load(self.path / "terms.ptr.npy") if (self.path / "terms.ptr.npy").exists() else None
-        if table is not None and table.shape != (self.n_terms + 1, TERM_TABLE_COLUMNS):
+        columns = TERM_TABLE_COLUMNS if header["version"] >= 5 else TERM_TABLE_COLUMNS_V4
+        if table is not None and table.shape != (self.n_terms + 1, columns):
             raise SearchIndexError(f"{self.path}: per-term table does not match header")
-        self.fields = {f: FieldPostings(self.path, f, table) for f in FIELDS}
+        if header["version"] >= 5 and table is None:
+            raise SearchIndexError(f"{self.path}: per-term table missing")
+        tf_max = header.get("tf_max", {})
+        self.fields = {f: FieldPostings(self.path, f, table, self.doc_count, tf_max.get(f)) for f in FIELDS}
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
         if header["version"] >= 4:
@@ -475,8 +364,7 @@ class Segment:
             arrays = [
                 (
                     fp.term_ptr,
-                    fp.docs,
-                    fp.tfs,
+                    *((fp.docs, fp.tfs) if fp.packed is None else (fp.packed, fp.pack_ptr)),
                     fp.pos_ptr,
                     body_positions if f == "body" else fp.positions,
                     *fp.blocks(self.doc_lens[:, fi]),

@@ -108,8 +108,7 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     for (seg, _), doc_map in zip(sources, doc_maps):
         used = np.zeros(seg.n_terms, dtype=bool)
         for f in FIELDS:
-            fp = seg.fields[f]
-            used |= live_terms(fp.term_ptr, fp.docs, fp.tfs, doc_map)
+            used |= _field_live_terms(seg.fields[f], doc_map)
         used_terms.append(used)
     terms, n_terms, maps = merge_terms([seg.term_dictionary() for seg, _ in sources], used_terms)
     postings = {f: _field_runs([seg.fields[f] for seg, _ in sources], doc_maps, maps, n_terms, n_docs) for f in FIELDS}
@@ -131,6 +130,22 @@ def live_terms(term_ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, doc_map:
     if compiled is None:
         return _live_terms_numpy(term_ptr, docs, tfs, doc_map)
     return np.frombuffer(compiled.live_terms(term_ptr, docs, tfs, doc_map), dtype=bool)
+
+
+def _field_live_terms(fp: FieldPostings, doc_map: np.ndarray) -> np.ndarray:
+    """``live_terms`` of a source's field: of its arrays at once, or (format 5) of its packed
+    postings decoded about ``MERGE_RUN_ITEMS`` postings at a time."""
+    if fp.docs is not None and fp.tfs is not None:
+        return live_terms(fp.term_ptr, fp.docs, fp.tfs, doc_map)
+    n_terms = len(fp.term_ptr) - 1
+    term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
+    cuts = np.searchsorted(term_ptr, np.arange(MERGE_RUN_ITEMS, int(term_ptr[-1]), MERGE_RUN_ITEMS))
+    bounds = np.unique(np.concatenate([[0], np.minimum(cuts, n_terms), [n_terms]])).tolist()
+    parts = [np.zeros(0, dtype=bool)]
+    for a, b in zip(bounds, bounds[1:]):
+        docs, tfs = fp.run(a, b)
+        parts.append(live_terms(term_ptr[a : b + 1] - term_ptr[a], docs, tfs, doc_map))
+    return np.concatenate(parts)
 
 
 def merge_sources(sources: list[tuple], n_terms: int):
@@ -167,7 +182,7 @@ def _field_runs(
     source's (its dictionary and the merged one are both sorted)."""
     dtypes = (
         smallest_uint(max(n_docs - 1, 0)),
-        _widest_uint([fp.tfs.dtype for fp in fields]),
+        _widest_uint([fp.tfs_dtype for fp in fields]),
         _widest_uint([fp.positions.dtype for fp in fields]),
     )
 
@@ -191,14 +206,13 @@ def _field_runs(
             parts = []
             for fp, doc_map, term_map, terms_reach in zip(fields, doc_maps, maps, reach):
                 lo, hi = (int(x) for x in np.searchsorted(terms_reach, [a, b]))
-                p0, p1 = int(fp.term_ptr[lo]), int(fp.term_ptr[hi])
+                p0 = int(fp.term_ptr[lo])
                 q0, q1 = int(fp.pos_ptr[lo]), int(fp.pos_ptr[hi])
                 run_map = term_map[lo:hi]
                 parts.append(
                     (
                         np.asarray(fp.term_ptr[lo : hi + 1], dtype=np.int64) - p0,
-                        fp.docs[p0:p1],
-                        fp.tfs[p0:p1],
+                        *fp.run(lo, hi),
                         doc_map,
                         fp.positions[q0:q1],
                         np.where(run_map >= 0, run_map - a, -1).astype(np.int32),

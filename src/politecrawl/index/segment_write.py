@@ -28,10 +28,20 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .doc_table import TextTable
 from .generation import fsync_dir
-from .segment import FORMAT, TERM_TABLE_COLUMNS, VERSION, posting_blocks, term_ends, term_keys
+from .packed_postings import PADDING, pack_postings
+from .segment import (
+    FORMAT,
+    TERM_TABLE_COLUMNS,
+    TERM_TABLE_COLUMNS_V4,
+    VERSION,
+    posting_blocks,
+    term_ends,
+    term_keys,
+)
 from .synced_files import StreamedArray, SyncedFiles
 
 __all__ = [
+    "WRITE_VERSION",
     "PostingRuns",
     "SegmentParts",
     "StoredBodies",
@@ -43,6 +53,11 @@ __all__ = [
     "write_segment",
     "write_segment_files",
 ]
+
+
+#: The segment format written with LZ4 bodies (``bodies.BODY_CODEC``): ``VERSION``, or 4 (doc
+#: deltas and tfs as arrays, not packed) for tests and comparisons that set it.
+WRITE_VERSION = VERSION
 
 
 class StoredBodies(NamedTuple):
@@ -308,23 +323,25 @@ def write_segment_files(seg_dir: Path, parts: SegmentParts, analyzer: Analyzer) 
 
 def _write_field(
     files: SyncedFiles, field: str, postings: PostingRuns, field_lens: np.ndarray, pointers: np.ndarray
-) -> int:
+) -> tuple[int, int]:
     """One field's postings files, run after run, with their skip blocks; its pointers, per term
-    where its postings, positions and skip blocks start (and the end row), go into ``pointers``
-    (its three columns of the per-term table) as the runs come. Returns its posting count."""
+    where its postings, positions and skip blocks start and (format 5, four columns) where its
+    packed blocks start, and the end row, go into ``pointers`` (its columns of the per-term table)
+    as the runs come. Returns its posting count and its largest tf."""
     deltas_dt, tfs_dt, positions_dt = postings.dtypes
+    packed = pointers.shape[1] == 4  # format 5: doc ids and tfs bit-packed (packed_postings)
     outs: list[StreamedArray] = []  # open, not yet handed to the fsync thread
     top = np.iinfo(pointers.dtype).max
-    row = 0
+    row = n_postings = tf_max = 0
     try:
-        for name, dtype, columns in (
-            ("docs", deltas_dt, None),
-            ("tfs", tfs_dt, None),
-            ("positions", positions_dt, None),
-            ("blocks", np.dtype(np.uint32), 4),
-        ):
+        streams = [("positions", positions_dt, None), ("blocks", np.dtype(np.uint32), 5 if packed else 4)]
+        if packed:
+            streams.append(("postings", np.dtype(np.uint8), None))
+        else:
+            streams += [("docs", deltas_dt, None), ("tfs", tfs_dt, None)]
+        for name, dtype, columns in streams:
             outs.append(files.stream(f"{field}.{name}.npy", dtype, columns))
-        docs_out, tfs_out, positions_out, blocks_out = outs
+        positions_out, blocks_out = outs[:2]
         for term_ptr, deltas, tfs, pos_ptr, positions in postings.runs:
             block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, field_lens)
             if positions_out.rows and len(blocks):  # a block's positions start in this run's
@@ -332,20 +349,43 @@ def _write_field(
                     raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
                 blocks = blocks.copy()
                 blocks[:, 1] += positions_out.rows
+            ptrs = [(term_ptr, n_postings), (pos_ptr, positions_out.rows), (block_ptr, blocks_out.rows)]
+            if packed:
+                data, pack_ptr, block_offs = pack_postings(term_ptr, deltas, tfs)
+                base = outs[2].rows
+                if base + len(data) > top:  # where each term and block starts: uint32 pointers
+                    raise SearchIndexError(
+                        f"segment too large: {field}'s packed postings pass {top} bytes, "
+                        "and a pointer into them does not fit in 32 bits"
+                    )
+                with_offsets = np.empty((len(blocks), 5), dtype=np.uint32)
+                with_offsets[:, :4] = blocks
+                with_offsets[:, 4] = block_offs + base
+                blocks = with_offsets
+                ptrs.append((pack_ptr, base))
             k = len(term_ptr) - 1
-            for j, (ptr, base) in enumerate(zip((term_ptr, pos_ptr, block_ptr), (docs_out, positions_out, blocks_out))):
-                if base.rows + int(ptr[-1]) > top:
+            for j, (ptr, start) in enumerate(ptrs):
+                if start + int(ptr[-1]) > top:
                     raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
-                pointers[row : row + k, j] = np.asarray(ptr[:-1], dtype=np.int64) + base.rows
+                pointers[row : row + k, j] = np.asarray(ptr[:-1], dtype=np.int64) + start
             row += k
-            docs_out.append(deltas)
-            tfs_out.append(tfs)
+            n_postings += int(term_ptr[-1])
+            if len(tfs):
+                tf_max = max(tf_max, int(np.max(tfs)))
             positions_out.append(positions)
             blocks_out.append(blocks)
+            if packed:
+                outs[2].append(data)
+            else:
+                outs[2].append(deltas)
+                outs[3].append(tfs)
         if row != len(pointers) - 1:
             raise SearchIndexError(f"{field} postings for {row} terms of {len(pointers) - 1}")
-        pointers[row] = (docs_out.rows, positions_out.rows, blocks_out.rows)
-        n_postings = docs_out.rows
+        ends = [n_postings, positions_out.rows, blocks_out.rows]
+        if packed:
+            ends.append(outs[2].rows)
+            outs[2].append(np.zeros(PADDING, dtype=np.uint8))  # what a decoder's 8-byte reads may touch
+        pointers[row] = ends
         while outs:
             outs[0].close()
             outs.pop(0)
@@ -353,7 +393,7 @@ def _write_field(
         for out in outs:
             out.abandon()
         raise
-    return n_postings
+    return n_postings, tf_max
 
 
 def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) -> None:
@@ -367,10 +407,15 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
     # The per-term table: per field, where each term's postings, positions and skip blocks start,
     # filled as each field's runs are written (format 2 kept them as int64 files of their own).
     format_4 = stored.BODY_CODEC == "lz4"
-    term_table = np.zeros((n_terms + 1, TERM_TABLE_COLUMNS), dtype=np.uint32 if format_4 else np.int64)
-    posting_counts = {}
+    version = WRITE_VERSION if format_4 else 2
+    per = 4 if version >= 5 else 3  # columns per field
+    columns = TERM_TABLE_COLUMNS if version >= 5 else TERM_TABLE_COLUMNS_V4
+    term_table = np.zeros((n_terms + 1, columns), dtype=np.uint32 if format_4 else np.int64)
+    posting_counts, tf_max = {}, {}
     for fi, f in enumerate(FIELDS):
-        posting_counts[f] = _write_field(files, f, postings[f], doc_lens[:, fi], term_table[:, 3 * fi : 3 * fi + 3])
+        posting_counts[f], tf_max[f] = _write_field(
+            files, f, postings[f], doc_lens[:, fi], term_table[:, per * fi : per * fi + per]
+        )
     if format_4:
         files.save("terms.ptr.npy", term_table)
     else:  # format 2, as it was written: a file per pointer array
@@ -398,7 +443,7 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
         files.write("docs.json", docs_json.encode("utf-8", "surrogatepass"))
     header = {
         "format": FORMAT,
-        "version": VERSION if stored.BODY_CODEC == "lz4" else 2,
+        "version": version,
         "body_codec": stored.BODY_CODEC,
         "doc_count": n_docs,
         "term_count": n_terms,
@@ -407,4 +452,6 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
         "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
         "analyzer": analyzer.to_json(),
     }
+    if version >= 5:
+        header["tf_max"] = tf_max  # the type a merge writes them in where it writes format 2
     files.write("header.json", json.dumps(header, indent=1).encode("utf-8"))

@@ -10,7 +10,14 @@
 typedef struct {
     Arr term_ptr, docs, tfs, pos_ptr, positions;
     Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
-                              start, largest tf, shortest field length) */
+                              start, largest tf, shortest field length[, where its packed block
+                              starts]) */
+    /* format 5 (packed: blocks has 5 columns): doc ids and tfs bit-packed (packed.c) in `packed`,
+     * term t's blocks from byte pack_ptr[t]; docs and tfs are not held.  n_post: the postings. */
+    int packed_fmt, bcols;
+    Arr packed, pack_ptr;
+    Py_ssize_t n_post;
+    uint64_t packed_len; /* packed.n less the padding */
     /* positions read with pread (pos_fd >= 0; positions.n and .size set, no buffer held): from
      * byte pos_off of the file, positions.size bytes each.  A mapping's scattered first touches
      * each mapped the 64 KB around them (the kernel's fault-around), so the proximity rerank's
@@ -53,7 +60,7 @@ static inline uint64_t item_at(const unsigned char *p, int size, Py_ssize_t i) {
 }
 
 static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
-    return ((const uint32_t *)f->blocks.p)[row * 4 + col];
+    return ((const uint32_t *)f->blocks.p)[row * f->bcols + col];
 }
 
 /* Every KEY_STRIDE-th term of the dictionary sampled as its first 8 bytes (a big-endian number,
@@ -79,6 +86,8 @@ static void Postings_dealloc(Postings *self) {
         arr_release(&self->f[i].positions);
         arr_release(&self->f[i].block_ptr);
         arr_release(&self->f[i].blocks);
+        arr_release(&self->f[i].packed);
+        arr_release(&self->f[i].pack_ptr);
         Py_CLEAR(self->f[i].pos_owner);
     }
     arr_release(&self->terms);
@@ -118,10 +127,15 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
         uint64_t p0 = at(&f->pos_ptr, tid), p1 = at(&f->pos_ptr, tid + 1);
         uint64_t b0 = at(&f->block_ptr, tid), b1 = at(&f->block_ptr, tid + 1);
         uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
-        if (hi < lo || hi > (uint64_t)f->docs.n) return corrupt("term pointers beyond the postings");
+        if (hi < lo || hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
         if (p1 < p0 || p1 > (uint64_t)f->positions.n) return corrupt("positions pointers beyond the positions");
-        if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / 4))
+        if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / f->bcols))
             return corrupt("skip blocks do not match the postings");
+        if (f->packed_fmt) {
+            uint64_t o0 = at(&f->pack_ptr, tid), o1 = at(&f->pack_ptr, tid + 1);
+            if (o1 < o0 || o1 > f->packed_len) return corrupt("packed postings pointers beyond their file");
+            if (count > (uint64_t)self->n_docs) return corrupt("more postings than documents");
+        }
     }
     return 0;
 }
@@ -129,7 +143,8 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
 /* Postings(n_docs, terms, term_end, keys, fields): `terms` the sorted dictionary (UTF-8 terms, one
  * per line), `term_end[i]` where term i ends in it, `keys` every KEY_STRIDE-th term's prefix key
  * (segment.term_keys); `fields` three tuples (term_ptr, docs, tfs, pos_ptr, positions, block_ptr,
- * blocks) as segment.py stores them, `positions` an array or a tuple (fd, byte offset, bytes per
+ * blocks) as segment.py stores them -- format 5's with blocks of 5 columns and (packed, pack_ptr)
+ * in place of (docs, tfs) -- `positions` an array or a tuple (fd, byte offset, bytes per
  * position, count, owner) of a file to read them from with pread (FieldPostings.positions_file):
  * `owner`, which keeps the descriptor open, is held while this object lives. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
@@ -185,9 +200,15 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             Py_DECREF(seq);
             return -1;
         }
-        if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get(a1, &f->docs, "docs") < 0 ||
-            arr_get(a2, &f->tfs, "tfs") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+        if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
             arr_get_strided(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        f->bcols = f->blocks.view.ndim == 2 ? (int)f->blocks.view.shape[1] : 4;
+        f->packed_fmt = f->bcols == 5;
+        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || arr_get_strided(a2, &f->pack_ptr, "pack_ptr") < 0)
+                          : (arr_get(a1, &f->docs, "docs") < 0 || arr_get(a2, &f->tfs, "tfs") < 0)) {
             Py_DECREF(seq);
             return -1;
         }
@@ -197,13 +218,25 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             Py_DECREF(seq);
             return corrupt("postings wider than 32 bits");
         }
-        if (f->block_ptr.n != self->n_terms + 1 || f->blocks.size != 4 || f->blocks.n % 4 != 0) {
+        if (f->block_ptr.n != self->n_terms + 1 || f->blocks.size != 4 || (f->bcols != 4 && f->bcols != 5) ||
+            f->blocks.n % f->bcols != 0) {
             Py_DECREF(seq);
             return corrupt("skip blocks of the wrong shape");
         }
-        if (f->term_ptr.n != self->n_terms + 1 || f->pos_ptr.n != self->n_terms + 1 || f->docs.n != f->tfs.n) {
+        if (f->term_ptr.n != self->n_terms + 1 || f->pos_ptr.n != self->n_terms + 1 ||
+            (!f->packed_fmt && f->docs.n != f->tfs.n)) {
             Py_DECREF(seq);
             return corrupt("postings arrays of different lengths");
+        }
+        if (f->packed_fmt) {
+            if (f->packed.size != 1 || f->packed.n < PACK_PADDING || f->pack_ptr.n != self->n_terms + 1) {
+                Py_DECREF(seq);
+                return corrupt("packed postings of the wrong shape");
+            }
+            f->packed_len = (uint64_t)(f->packed.n - PACK_PADDING);
+            f->n_post = (Py_ssize_t)at(&f->term_ptr, self->n_terms);
+        } else {
+            f->n_post = f->docs.n;
         }
     }
     Py_DECREF(seq);
@@ -283,9 +316,26 @@ typedef struct {
     Py_ssize_t b0, nb; /* its skip blocks: rows [b0, b0 + nb) (none for a short list) */
     Py_ssize_t i;      /* the current posting (hi: past the end) */
     uint64_t doc, pos; /* its doc id, and where its positions start */
+    /* format 5: the block of the current posting, decoded (from posting bs) */
+    Py_ssize_t bs;
+    uint64_t off0; /* where the term's first block starts */
+    uint32_t bdocs[BLOCK], btfs[BLOCK];
 } Cursor;
 
-static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
+/* Decodes block z of the cursor's term (format 5) into its buffer. */
+static int cursor_load(Cursor *c, Py_ssize_t z) {
+    const Field *f = c->f;
+    Py_ssize_t s = c->lo + z * BLOCK, n = c->hi - s < BLOCK ? c->hi - s : BLOCK;
+    uint64_t off = c->nb ? blk(f, c->b0 + z, 4) : c->off0, base = z ? (uint64_t)blk(f, c->b0 + z - 1, 0) + 1 : 0, end;
+    if (z && !c->nb) return corrupt("a short list of more than one block");
+    if (unpack_block(f->packed.p, f->packed_len, off, n, base, c->bdocs, c->btfs, &end) < 0) return -1;
+    c->bs = s;
+    return 0;
+}
+
+/* A cursor at the first posting of term `tid` (checked with term_ok); -1 (ValueError) for a
+ * damaged block. */
+static int cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
     c->f = f;
     c->lo = (Py_ssize_t)at(&f->term_ptr, tid);
     c->hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
@@ -293,7 +343,39 @@ static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
     c->nb = (Py_ssize_t)at(&f->block_ptr, tid + 1) - c->b0;
     c->i = c->lo;
     c->pos = at(&f->pos_ptr, tid);
-    c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
+    c->bs = -1;
+    if (!f->packed_fmt) {
+        c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
+        return 0;
+    }
+    c->off0 = at(&f->pack_ptr, tid);
+    c->doc = 0;
+    if (c->lo < c->hi) {
+        if (cursor_load(c, 0) < 0) return -1;
+        c->doc = c->bdocs[0];
+    }
+    return 0;
+}
+
+/* The tf of the cursor's current posting (i < hi). */
+static inline uint64_t cursor_tf(const Cursor *c) {
+    return c->f->packed_fmt ? c->btfs[c->i - c->bs] : at(&c->f->tfs, c->i);
+}
+
+/* scan_to over format 5's blocks: within the decoded block, and on into the next. */
+static int scan_packed(Cursor *c, uint64_t target) {
+    Py_ssize_t i = c->i, hi = c->hi;
+    uint64_t doc = c->doc, pos = c->pos;
+    while (doc < target) {
+        pos += c->btfs[i - c->bs];
+        if (++i >= hi) break;
+        if (i - c->bs == BLOCK && cursor_load(c, (i - c->lo) / BLOCK) < 0) return -1;
+        doc = c->bdocs[i - c->bs];
+    }
+    c->i = i;
+    c->doc = doc;
+    c->pos = pos;
+    return c->i < c->hi && c->doc == target;
 }
 
 /* The posting-by-posting part of a seek, one loop per pair of integer widths (the widths of a
@@ -322,6 +404,7 @@ static void cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
     }
 
 static int scan_to(Cursor *c, uint64_t target) {
+    if (c->f->packed_fmt) return scan_packed(c, target);
     switch (c->f->docs.size) {
         case 1: SCAN_TFS(uint8_t) break;
         case 2: SCAN_TFS(uint16_t) break;
@@ -331,9 +414,10 @@ static int scan_to(Cursor *c, uint64_t target) {
     return c->i < c->hi && c->doc == target;
 }
 
-/* Moves forward to the first posting whose doc id is >= target; 1 if it is target.  Whole
- * blocks whose last doc is below target are skipped (found by galloping, then bisection), so a
- * seek reads at most one block's deltas. */
+/* Moves forward to the first posting whose doc id is >= target; 1 if it is target, -1
+ * (ValueError) for a damaged packed block.  Whole blocks whose last doc is below target are
+ * skipped (found by galloping, then bisection), so a seek reads (format 5: decodes) at most one
+ * block's deltas. */
 static int cursor_seek(Cursor *c, uint64_t target) {
     if (c->i >= c->hi) return 0;
     if (c->doc >= target) return c->doc == target;
@@ -357,7 +441,12 @@ static int cursor_seek(Cursor *c, uint64_t target) {
             }
             /* block z: its first posting's delta is from the last doc of block z - 1 */
             c->i = c->lo + z * BLOCK;
-            c->doc = (uint64_t)blk(f, c->b0 + z - 1, 0) + at(&f->docs, c->i);
+            if (f->packed_fmt) {
+                if (cursor_load(c, z) < 0) return -1;
+                c->doc = c->bdocs[0];
+            } else {
+                c->doc = (uint64_t)blk(f, c->b0 + z - 1, 0) + at(&f->docs, c->i);
+            }
             c->pos = blk(f, c->b0 + z, 1);
         }
     }
@@ -377,6 +466,59 @@ static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned
     return 1;
 }
 
+/* Term `tid`'s postings of a field (checked with term_ok), decoded into `docs` (absolute ids) and `tfs` (room for n_docs
+ * each): one loop per integer width, so that each is a tight loop.  Returns how many, or -1
+ * (ValueError) for more postings than documents or a doc id past the segment. */
+#define DECODE_DOCS(T)                                    \
+    {                                                     \
+        const T *src = (const T *)f->docs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {              \
+            d += src[i];                                  \
+            docs[i] = (uint32_t)d;                        \
+        }                                                 \
+    }
+#define DECODE_TFS(T)                                    \
+    {                                                    \
+        const T *src = (const T *)f->tfs.p + lo;         \
+        for (Py_ssize_t i = 0; i < n; i++) {             \
+            tfs[i] = (uint32_t)src[i];                   \
+            zero |= src[i] == 0;                         \
+        }                                                \
+    }
+
+static Py_ssize_t decode(const Field *f, Py_ssize_t tid, Py_ssize_t n_docs, uint32_t *docs, uint32_t *tfs) {
+    Py_ssize_t lo = (Py_ssize_t)at(&f->term_ptr, tid), hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    Py_ssize_t n = hi - lo;
+    if (n > n_docs) return corrupt("more postings than documents");
+    if (f->packed_fmt) { /* block after block, each from the end of the one before */
+        uint64_t off = at(&f->pack_ptr, tid), base = 0;
+        for (Py_ssize_t s = 0; s < n; s += BLOCK) {
+            Py_ssize_t k = n - s < BLOCK ? n - s : BLOCK;
+            if (unpack_block(f->packed.p, f->packed_len, off, k, base, docs + s, tfs + s, &off) < 0) return -1;
+            base = (uint64_t)docs[s + k - 1] + 1;
+        }
+        if (n && base > (uint64_t)n_docs) return corrupt("doc id beyond the segment");
+        return n;
+    }
+    uint64_t d = 0;
+    switch (f->docs.size) {
+        case 1: DECODE_DOCS(uint8_t) break;
+        case 2: DECODE_DOCS(uint16_t) break;
+        default: DECODE_DOCS(uint32_t) break; /* at most 4 bytes (Postings_init) */
+    }
+    /* deltas are >= 0 and at most 32 bits (their sum cannot wrap), so the last id is the
+     * largest: checked before any is used */
+    if (n && d >= (uint64_t)n_docs) return corrupt("doc id beyond the segment");
+    int zero = 0;
+    switch (f->tfs.size) {
+        case 1: DECODE_TFS(uint8_t) break;
+        case 2: DECODE_TFS(uint16_t) break;
+        default: DECODE_TFS(uint32_t) break; /* at most 4 bytes (Postings_init) */
+    }
+    if (zero) return corrupt("a posting with no occurrences");
+    return n;
+}
+
 /* df(tid, live=None, field=-1) -> int: documents (allowed by the byte mask `live`) holding term
  * `tid` in field `field` (0 title, 1 body, 2 anchor), or in any field. */
 /* The live documents (live: a byte mask or NULL) holding term `tid` in field `only` (0 title,
@@ -388,12 +530,11 @@ static Py_ssize_t df_count(Postings *self, Py_ssize_t tid, const unsigned char *
     for (int fi = 0; fi < N_FIELDS; fi++) {
         if (only >= 0 && fi != only) continue;
         const Field *f = &self->f[fi];
-        Py_ssize_t lo, hi;
-        if (term_range(self, f, tid, &lo, &hi) < 0) return -1;
-        uint64_t d = 0;
-        for (Py_ssize_t i = lo; i < hi; i++) {
-            d += at(&f->docs, i);
-            if (d >= (uint64_t)self->n_docs) return corrupt("doc id beyond the segment");
+        if (term_ok(self, tid) < 0) return -1;
+        Py_ssize_t n = decode(f, tid, self->n_docs, s_docs[0], s_tfs[0]);
+        if (n < 0) return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t d = s_docs[0][i];
             if (only >= 0) { /* one field: each posting is another document */
                 count += !live || live[d];
                 continue;
@@ -423,49 +564,6 @@ static PyObject *Postings_df(Postings *self, PyObject *args) {
     Py_ssize_t count = df_count(self, tid, live, only);
     if (has_live) PyBuffer_Release(&lv);
     return count < 0 ? NULL : PyLong_FromSsize_t(count);
-}
-
-/* Postings [lo, hi) of a field, decoded into `docs` (absolute ids) and `tfs` (room for n_docs
- * each): one loop per integer width, so that each is a tight loop.  Returns how many, or -1
- * (ValueError) for more postings than documents or a doc id past the segment. */
-#define DECODE_DOCS(T)                                    \
-    {                                                     \
-        const T *src = (const T *)f->docs.p + lo;         \
-        for (Py_ssize_t i = 0; i < n; i++) {              \
-            d += src[i];                                  \
-            docs[i] = (uint32_t)d;                        \
-        }                                                 \
-    }
-#define DECODE_TFS(T)                                    \
-    {                                                    \
-        const T *src = (const T *)f->tfs.p + lo;         \
-        for (Py_ssize_t i = 0; i < n; i++) {             \
-            tfs[i] = (uint32_t)src[i];                   \
-            zero |= src[i] == 0;                         \
-        }                                                \
-    }
-
-static Py_ssize_t decode(const Field *f, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t n_docs, uint32_t *docs,
-                         uint32_t *tfs) {
-    Py_ssize_t n = hi - lo;
-    if (n > n_docs) return corrupt("more postings than documents");
-    uint64_t d = 0;
-    switch (f->docs.size) {
-        case 1: DECODE_DOCS(uint8_t) break;
-        case 2: DECODE_DOCS(uint16_t) break;
-        default: DECODE_DOCS(uint32_t) break; /* at most 4 bytes (Postings_init) */
-    }
-    /* deltas are >= 0 and at most 32 bits (their sum cannot wrap), so the last id is the
-     * largest: checked before any is used */
-    if (n && d >= (uint64_t)n_docs) return corrupt("doc id beyond the segment");
-    int zero = 0;
-    switch (f->tfs.size) {
-        case 1: DECODE_TFS(uint8_t) break;
-        case 2: DECODE_TFS(uint16_t) break;
-        default: DECODE_TFS(uint32_t) break; /* at most 4 bytes (Postings_init) */
-    }
-    if (zero) return corrupt("a posting with no occurrences");
-    return n;
 }
 
 static PyMethodDef Postings_methods[] = {

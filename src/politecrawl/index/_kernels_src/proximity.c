@@ -77,13 +77,15 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             if (term_ok(p, tid) < 0) goto done;
             uint64_t end = at(&f->pos_ptr, tid + 1);
             Cursor cur;
-            cursor_init(&cur, f, tid);
+            if (cursor_init(&cur, f, tid) < 0) goto done;
             for (Py_ssize_t j = a; j < z; j++) {
-                if (!cursor_seek(&cur, (uint64_t)cdoc[order[j]])) {
+                int found = cursor_seek(&cur, (uint64_t)cdoc[order[j]]);
+                if (found < 0) goto done;
+                if (!found) {
                     if (cur.i >= cur.hi) break;
                     continue;
                 }
-                uint64_t tf = at(&f->tfs, cur.i);
+                uint64_t tf = cursor_tf(&cur);
                 if (cur.pos < at(&f->pos_ptr, tid) || cur.pos > end || tf > end - cur.pos) {
                     corrupt("positions beyond the term's");
                     goto done;

@@ -59,12 +59,14 @@ static double term_bound(Postings *self, Py_ssize_t tid, int mode, const double 
                     if (t > title) title = t;
                 }
             }
-        } else {
-            uint64_t d = 0;
-            for (Py_ssize_t i = lo; i < hi; i++) {
-                d += at(&f->docs, i);
-                if (d >= (uint64_t)self->n_docs) return -1.0;
-                double tf = (double)at(&f->tfs, i);
+        } else { /* a short list: at most BLOCK postings */
+            uint32_t ds[BLOCK], ts[BLOCK];
+            if (hi - lo > BLOCK) return -1.0;
+            Py_ssize_t got = decode(f, tid, self->n_docs, ds, ts);
+            if (got < 0) return -1.0;
+            for (Py_ssize_t i = 0; i < got; i++) {
+                uint32_t d = ds[i];
+                double tf = (double)ts[i];
                 double v = mode == MODE_FIELDS ? (c[fi] * tf) / (tf + norm[fi][d]) : tf * norm[fi][d];
                 if (v > part[fi]) part[fi] = v;
                 if (fi == 0 && tc != 0.0) {
@@ -85,18 +87,22 @@ static double term_bound(Postings *self, Py_ssize_t tid, int mode, const double 
 }
 
 /* Adds term `tid`'s score to the documents `docs` (ascending) that hold it: the arithmetic of the
- * exhaustive pass, in its order, found by seeking through the skip blocks. */
-static void score_some(Postings *self, Py_ssize_t tid, int mode, const double *c, const double *const *norm,
+ * exhaustive pass, in its order, found by seeking through the skip blocks.  -1 (ValueError) for
+ * a damaged packed block. */
+static int score_some(Postings *self, Py_ssize_t tid, int mode, const double *c, const double *const *norm,
                        const double *tnorm, double k1, double k1p1, const int32_t *docs, Py_ssize_t n, double *score) {
     Cursor cur[N_FIELDS];
-    for (int fi = 0; fi < N_FIELDS; fi++) cursor_init(&cur[fi], &self->f[fi], tid);
+    for (int fi = 0; fi < N_FIELDS; fi++)
+        if (cursor_init(&cur[fi], &self->f[fi], tid) < 0) return -1;
     double tc = mode == MODE_FIELDS ? 0.0 : (tnorm ? c[1] : 0.0);
     for (Py_ssize_t j = 0; j < n; j++) {
         uint64_t d = (uint64_t)docs[j];
         double tf[N_FIELDS];
         int any = 0;
         for (int fi = 0; fi < N_FIELDS; fi++) {
-            tf[fi] = cursor_seek(&cur[fi], d) ? (double)at(&cur[fi].f->tfs, cur[fi].i) : 0.0;
+            int found = cursor_seek(&cur[fi], d);
+            if (found < 0) return -1;
+            tf[fi] = found ? (double)cursor_tf(&cur[fi]) : 0.0;
             any |= tf[fi] > 0.0;
         }
         if (!any) continue;
@@ -110,6 +116,7 @@ static void score_some(Postings *self, Py_ssize_t tid, int mode, const double *c
         double bt = tf[0] > 0.0 && tc != 0.0 ? (tc * tf[0]) / (tf[0] + tnorm[d]) : 0.0;
         score[d] = (score[d] + c[0] * ((p * k1p1) / (p + k1))) + bt;
     }
+    return 0;
 }
 
 /* A seek through a term's postings costs about this many postings of a whole pass over them. */
@@ -242,13 +249,12 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
         /* Seeking costs several times a posting of a whole pass: the documents still in the
          * running are sought only when they are few against the term's postings. */
         if (pruning && n_keep * SEEK_COST < plen[ti]) {
-            score_some(self, tid, mode, c, norm, tnorm, k1, k1p1, keep, n_keep, score);
+            if (score_some(self, tid, mode, c, norm, tnorm, k1, k1p1, keep, n_keep, score) < 0) goto cleanup;
             postings_read += n_keep;
         } else {
             Py_ssize_t len[N_FIELDS];
             for (int fi = 0; fi < N_FIELDS; fi++) {
-                Py_ssize_t lo = (Py_ssize_t)at(&self->f[fi].term_ptr, tid), hi = (Py_ssize_t)at(&self->f[fi].term_ptr, tid + 1);
-                if ((len[fi] = decode(&self->f[fi], lo, hi, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
+                if ((len[fi] = decode(&self->f[fi], tid, n, s_docs[fi], s_tfs[fi])) < 0) goto cleanup;
                 postings_read += len[fi];
             }
             if (mode == MODE_FIELDS) {

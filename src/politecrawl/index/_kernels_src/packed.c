@@ -1,0 +1,236 @@
+/* Bit-packed postings (segment format 5, packed_postings.py has the layout): a block of up to
+ * BLOCK postings is two width bytes, then its doc gaps (doc - previous doc - 1; a term's first:
+ * its doc id), then its tfs - 1, each run little-endian bits, byte-aligned.  unpack_block decodes
+ * one block (the searcher's cursor and whole-list decode, postings.c); pack_postings and
+ * unpack_postings are packed_postings.py's kernels (the writer, merges, the numpy engine), byte
+ * for byte its numpy code's.  Part of the unity build _kernels.c (after common.h). */
+
+#define PACK_PADDING 8 /* zero bytes at the end of a packed file: packed_postings.PADDING */
+
+/* `b` bits (b <= 32) from bit `bit` of `p`: one unaligned 8-byte read (the file's padding keeps
+ * it inside the file). */
+static inline uint64_t bits_at(const unsigned char *p, uint64_t bit, int b) {
+    uint64_t w;
+    memcpy(&w, p + (bit >> 3), 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return (w >> (bit & 7)) & ((UINT64_C(1) << b) - 1);
+}
+
+static inline Py_ssize_t packed_bytes(Py_ssize_t n, int b) { return (n * b + 7) / 8; }
+
+/* Decodes the block at byte `off` of `p` (`len` bytes before the padding) holding `n` postings
+ * into docs (absolute: `base` is the doc id its first gap counts from, 0 at a term's start) and
+ * tfs; its end goes to *end.  -1 (ValueError) for a block past the file, a width over 32 bits
+ * or a tf of 0 (a wrapped tf - 1). */
+static int unpack_block(const unsigned char *p, uint64_t len, uint64_t off, Py_ssize_t n, uint64_t base,
+                        uint32_t *docs, uint32_t *tfs, uint64_t *end) {
+    /* not off + 2 > len: an offset near 2**64 (a damaged int64 pointer read as uint64) would wrap */
+    if (off > len || len - off < 2) return corrupt("packed postings beyond their file");
+    int bd = p[off], bt = p[off + 1];
+    if (bd > 32 || bt > 32) return corrupt("a packed width over 32 bits");
+    uint64_t dstart = off + 2, tstart = dstart + (uint64_t)packed_bytes(n, bd);
+    *end = tstart + (uint64_t)packed_bytes(n, bt);
+    if (*end > len) return corrupt("packed postings beyond their file");
+    const unsigned char *dp = p + dstart, *tp = p + tstart;
+    uint64_t d = base;
+    if (bd == 0) { /* consecutive documents: a common word's dense blocks */
+        for (Py_ssize_t i = 0; i < n; i++) docs[i] = (uint32_t)(d + (uint64_t)i);
+        d += (uint64_t)n;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            d += bits_at(dp, (uint64_t)i * (uint64_t)bd, bd);
+            docs[i] = (uint32_t)d;
+            d++;
+        }
+    }
+    /* the last id must fit 32 bits (gaps >= 0: it is the largest); the caller checks it against
+     * the segment's documents */
+    if (n && d - 1 > UINT32_MAX) return corrupt("doc id beyond 32 bits");
+    if (bt == 0) {
+        for (Py_ssize_t i = 0; i < n; i++) tfs[i] = 1;
+    } else {
+        int zero = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t tf = (uint32_t)(bits_at(tp, (uint64_t)i * (uint64_t)bt, bt) + 1);
+            tfs[i] = tf;
+            zero |= tf == 0;
+        }
+        if (zero) return corrupt("a posting with no occurrences");
+    }
+    return 0;
+}
+
+/* The bits of `v` (0 for 0). */
+static inline int bit_width(uint64_t v) {
+    int b = 0;
+    while (v) {
+        b++;
+        v >>= 1;
+    }
+    return b;
+}
+
+/* ORs `b` bits of `v` in at bit `bit` of `p` (zeroed, with 8 bytes of room past the run). */
+static inline void bits_put(unsigned char *p, uint64_t bit, uint64_t v) {
+    uint64_t w;
+    memcpy(&w, p + (bit >> 3), 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+    w |= v << (bit & 7);
+    w = __builtin_bswap64(w);
+#else
+    w |= v << (bit & 7);
+#endif
+    memcpy(p + (bit >> 3), &w, 8);
+}
+
+/* pack_postings(term_ptr, deltas, tfs, block) -> (packed, pack_ptr, block_offsets): bytes (uint8),
+ * int64 [T+1] (where each term's blocks start) and int64 [B] (where each block of a list of more
+ * than `block` postings starts, in skip-block order); term_ptr from 0, deltas the first of a term
+ * absolute.  packed_postings.pack_postings. */
+static PyObject *k_pack_postings(PyObject *self, PyObject *args) {
+    PyObject *tp_o, *d_o, *t_o;
+    Py_ssize_t block;
+    if (!PyArg_ParseTuple(args, "OOOn", &tp_o, &d_o, &t_o, &block)) return NULL;
+    Arr tp, dl, tf;
+    PyObject *result = NULL, *packed_b = NULL, *ptr_b = NULL, *offs_b = NULL;
+    unsigned char *buf = NULL;
+    if (arr_get_strided(tp_o, &tp, "term_ptr") < 0) return NULL;
+    if (arr_get_strided(d_o, &dl, "deltas") < 0) goto release_tp;
+    if (arr_get_strided(t_o, &tf, "tfs") < 0) goto release_dl;
+    Py_ssize_t n_terms = tp.n ? tp.n - 1 : 0, n_post = dl.n;
+    if (block <= 0 || block > 4096 || tf.n != n_post || (tp.n && (at(&tp, 0) != 0 || at(&tp, n_terms) != (uint64_t)n_post))) {
+        PyErr_SetString(PyExc_ValueError, "pack_postings: pointers that do not match the postings");
+        goto done;
+    }
+    /* at most 2 bytes of widths and 8 of values a posting, and a block's rounding */
+    Py_ssize_t n_blocks = 0, n_long = 0;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        uint64_t lo = at(&tp, t), hi = at(&tp, t + 1);
+        if (hi < lo || hi > (uint64_t)n_post) {
+            PyErr_SetString(PyExc_ValueError, "pack_postings: pointers out of order");
+            goto done;
+        }
+        Py_ssize_t nb = (Py_ssize_t)((hi - lo + (uint64_t)block - 1) / (uint64_t)block);
+        n_blocks += nb;
+        if (hi - lo > (uint64_t)block) n_long += nb;
+    }
+    size_t cap = (size_t)n_blocks * 4 + (size_t)n_post * 8 + 16;
+    buf = PyMem_Calloc(cap, 1);
+    ptr_b = PyBytes_FromStringAndSize(NULL, (n_terms + 1) * (Py_ssize_t)sizeof(int64_t));
+    offs_b = PyBytes_FromStringAndSize(NULL, n_long * (Py_ssize_t)sizeof(int64_t));
+    if (!buf || !ptr_b || !offs_b) {
+        if (!buf) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *pack_ptr = (int64_t *)PyBytes_AS_STRING(ptr_b), *offs = (int64_t *)PyBytes_AS_STRING(offs_b);
+    uint64_t out = 0;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        Py_ssize_t lo = (Py_ssize_t)at(&tp, t), hi = (Py_ssize_t)at(&tp, t + 1);
+        pack_ptr[t] = (int64_t)out;
+        for (Py_ssize_t s = lo; s < hi; s += block) {
+            Py_ssize_t e = s + block < hi ? s + block : hi, n = e - s;
+            uint64_t gmax = 0, tmax = 0;
+            for (Py_ssize_t i = s; i < e; i++) {
+                uint64_t d = at(&dl, i), f = at(&tf, i);
+                if ((i > lo && d == 0) || f == 0 || d > UINT32_MAX || f > UINT32_MAX) {
+                    PyErr_SetString(PyExc_ValueError, "pack_postings: doc ids out of order, or a tf of 0");
+                    goto done;
+                }
+                uint64_t g = i > lo ? d - 1 : d;
+                if (g > gmax) gmax = g;
+                if (f - 1 > tmax) tmax = f - 1;
+            }
+            int bd = bit_width(gmax), bt = bit_width(tmax);
+            if (hi - lo > block) offs[k++] = (int64_t)out;
+            buf[out] = (unsigned char)bd;
+            buf[out + 1] = (unsigned char)bt;
+            uint64_t dstart = out + 2, tstart = dstart + (uint64_t)packed_bytes(n, bd);
+            for (Py_ssize_t i = s; i < e; i++) {
+                uint64_t d = at(&dl, i), g = i > lo ? d - 1 : d;
+                if (bd) bits_put(buf + dstart, (uint64_t)(i - s) * (uint64_t)bd, g);
+                if (bt) bits_put(buf + tstart, (uint64_t)(i - s) * (uint64_t)bt, at(&tf, i) - 1);
+            }
+            out = tstart + (uint64_t)packed_bytes(n, bt);
+        }
+    }
+    pack_ptr[n_terms] = (int64_t)out;
+    packed_b = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)out);
+    if (packed_b) result = PyTuple_Pack(3, packed_b, ptr_b, offs_b);
+done:
+    PyMem_Free(buf);
+    Py_XDECREF(packed_b);
+    Py_XDECREF(ptr_b);
+    Py_XDECREF(offs_b);
+    arr_release(&tf);
+release_dl:
+    arr_release(&dl);
+release_tp:
+    arr_release(&tp);
+    return result;
+}
+
+/* unpack_postings(packed, pack_ptr, term_ptr, n_docs, block) -> (deltas, tfs): bytes of uint32, the
+ * doc deltas (the first of a term absolute) and tfs of terms [0, T) of a run, whose pointers
+ * (T+1 rows, absolute) are pack_ptr and term_ptr.  packed_postings.unpack. */
+static PyObject *k_unpack_postings(PyObject *self, PyObject *args) {
+    PyObject *p_o, *pp_o, *tp_o;
+    Py_ssize_t n_docs, block;
+    if (!PyArg_ParseTuple(args, "OOOnn", &p_o, &pp_o, &tp_o, &n_docs, &block)) return NULL;
+    Arr p, pp, tp;
+    PyObject *result = NULL, *d_b = NULL, *t_b = NULL;
+    if (arr_get(p_o, &p, "packed") < 0) return NULL;
+    if (arr_get_strided(pp_o, &pp, "pack_ptr") < 0) goto release_p;
+    if (arr_get_strided(tp_o, &tp, "term_ptr") < 0) goto release_pp;
+    if (p.size != 1 || p.n < PACK_PADDING || tp.n < 1 || pp.n != tp.n || block <= 0 || block > 4096 ||
+        n_docs < 0) {
+        PyErr_SetString(PyExc_ValueError, "corrupt segment: packed postings of the wrong shape");
+        goto done;
+    }
+    Py_ssize_t n_terms = tp.n - 1;
+    uint64_t base_ptr = at(&tp, 0), len = (uint64_t)(p.n - PACK_PADDING);
+    if (at(&tp, n_terms) < base_ptr || at(&tp, n_terms) - base_ptr > (uint64_t)PY_SSIZE_T_MAX / 8) {
+        corrupt("term pointers out of order");
+        goto done;
+    }
+    Py_ssize_t n_post = (Py_ssize_t)(at(&tp, n_terms) - base_ptr);
+    d_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    t_b = PyBytes_FromStringAndSize(NULL, n_post * 4);
+    if (!d_b || !t_b) goto done;
+    uint32_t *deltas = (uint32_t *)PyBytes_AS_STRING(d_b), *tfs = (uint32_t *)PyBytes_AS_STRING(t_b);
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        uint64_t lo = at(&tp, t), hi = at(&tp, t + 1), off = at(&pp, t);
+        if (hi < lo || hi - base_ptr > (uint64_t)n_post || hi - lo > (uint64_t)n_docs) {
+            corrupt("term pointers out of order, or more postings than documents");
+            goto done;
+        }
+        uint64_t prev = 0; /* the doc id the next gap counts from */
+        for (uint64_t s = lo; s < hi; s += (uint64_t)block) {
+            Py_ssize_t n = (Py_ssize_t)(hi - s < (uint64_t)block ? hi - s : (uint64_t)block);
+            uint32_t *d = deltas + (s - base_ptr), *f = tfs + (s - base_ptr);
+            if (unpack_block(p.p, len, off, n, prev, d, f, &off) < 0) goto done;
+            uint64_t last = d[n - 1];
+            if (last >= (uint64_t)n_docs) {
+                corrupt("doc id beyond the segment");
+                goto done;
+            }
+            /* absolute ids back to deltas, the first of the term absolute */
+            for (Py_ssize_t i = n - 1; i > 0; i--) d[i] -= d[i - 1];
+            if (s > lo) d[0] = (uint32_t)(d[0] - (prev - 1));
+            prev = last + 1;
+        }
+    }
+    result = PyTuple_Pack(2, d_b, t_b);
+done:
+    Py_XDECREF(d_b);
+    Py_XDECREF(t_b);
+    arr_release(&tp);
+release_pp:
+    arr_release(&pp);
+release_p:
+    arr_release(&p);
+    return result;
+}
