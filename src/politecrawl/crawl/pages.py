@@ -45,8 +45,15 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 #: ``PATTERNS_WRITE_EVERY`` pages from the start: only a crash, or a worker running late enough for
 #: another to take the host, loses the lessons of its last few pages.
 PATTERNS_EAGER_PAGES = 48
-#: Hosts whose learned URL patterns a worker keeps in memory.
+#: Hosts whose learned URL patterns a worker keeps in memory ...
 PATTERNS_REMEMBERED = 2_000
+#: ... and their remembered pages, all hosts together (``AliasRules.pages``: up to 1,024 a host, about
+#: 600 bytes each with what is derived from them). Past either, the hosts asked for longest ago are
+#: written to the store and forgotten, and read back if claimed again: without this bound a long
+#: crawl of many hosts could keep PATTERNS_REMEMBERED hosts of 1,024 pages each, over 1 GB a worker.
+PATTERNS_PAGES_REMEMBERED = 200_000
+#: The remembered pages are counted once per this many hosts' patterns asked for.
+PATTERNS_COUNT_EVERY = 1_024
 #: A host's learned patterns are written to the store after this many observed pages (a write per
 #: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
 PATTERNS_WRITE_EVERY = 8
@@ -79,6 +86,8 @@ class PageHandler:
     budget: PageBudget
     stop: asyncio.Event
     _patterns: dict[str, list]
+    _patterns_in_use: set[str]
+    _patterns_asked: int
     _turns: Turns
     _timing: Callable[..., Outcome]
     _rules_for: Callable[[Claim], RobotsTxt]
@@ -90,6 +99,12 @@ class PageHandler:
     store: Store
 
     async def _page(self, claim: Claim) -> Outcome:
+        try:
+            return await self._fetch_page(claim)
+        finally:
+            self._patterns_in_use.discard(claim.host)  # its patterns may be forgotten again
+
+    async def _fetch_page(self, claim: Claim) -> Outcome:
         assert claim.url is not None
         s = self.settings
         fetch_url = claim.fetch_url
@@ -377,7 +392,9 @@ class PageHandler:
         outcome.next_fetch_at = page.fetched_at + interval
 
     async def _site_patterns(self, claim: Claim) -> SitePatterns:
-        """The host's learned URL patterns: this process's copy, or the store's if newer."""
+        """The host's learned URL patterns: this process's copy, or the store's if newer. The host
+        is in use until its page is done (``_page``): its patterns are not forgotten meanwhile."""
+        self._patterns_in_use.add(claim.host)
         entry = self._patterns.get(claim.host)
         if entry is None or entry[0] < claim.patterns_version:
             # Another process wrote the host's state since this one last did: the host is shared.
@@ -391,11 +408,30 @@ class PageHandler:
                     patterns = SitePatterns.from_json(data, previous=entry[1] if entry is not None else None)
                 except ValueError:  # written by another version: learn afresh
                     log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
-            if len(self._patterns) >= PATTERNS_REMEMBERED:
-                forgotten = next(iter(self._patterns))
-                await self._save_patterns([(forgotten, self._patterns.pop(forgotten))])
-            entry = self._patterns[claim.host] = [version, patterns, 0, shared]
+            entry = [version, patterns, 0, shared]
+        self._patterns.pop(claim.host, None)
+        self._patterns[claim.host] = entry  # last: the memo's order is least recently asked first
+        self._patterns_asked += 1
+        if len(self._patterns) > PATTERNS_REMEMBERED or self._patterns_asked % PATTERNS_COUNT_EVERY == 0:
+            await self._forget_patterns()
         return entry[1]
+
+    async def _forget_patterns(self) -> None:
+        """Write and forget the hosts asked for longest ago, but those in use, while more than
+        PATTERNS_REMEMBERED hosts or PATTERNS_PAGES_REMEMBERED remembered pages are kept."""
+        hosts = len(self._patterns)
+        pages = sum(len(e[1].aliases.pages) for e in self._patterns.values())
+        forgotten = []
+        for host, entry in self._patterns.items():
+            if hosts <= PATTERNS_REMEMBERED and pages <= PATTERNS_PAGES_REMEMBERED:
+                break
+            if host not in self._patterns_in_use:
+                forgotten.append((host, entry))
+                hosts -= 1
+                pages -= len(entry[1].aliases.pages)
+        for host, _ in forgotten:
+            del self._patterns[host]
+        await self._save_patterns(forgotten)
 
     async def _save_patterns(self, entries: list[tuple[str, list]] | None = None) -> None:
         """Write the lessons of ``entries`` (host, memo entry; default: every host this process

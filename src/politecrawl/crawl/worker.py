@@ -193,6 +193,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # time, so its claim holder is the only writer; a newer version in the store (another
         # process had the host) is read again.
         self._patterns: dict[str, list] = {}
+        self._patterns_in_use: set[str] = set()  # hosts whose page is being handled
+        self._patterns_asked = 0
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call: inline for SQLite (a claim or a read: short), on the store's threads
