@@ -11,7 +11,7 @@ import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl.crawler import Crawler
-from politecrawl.faces.sandbox import Sandbox
+from politecrawl.faces.sandbox import Sandbox, SandboxHost
 
 import reliability as _reliability
 
@@ -50,6 +50,16 @@ def sandbox_factory():
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "crawl.db")
+
+
+def star_site(ip: str, pages: int, body=lambda i: f"page {i}") -> SandboxHost:
+    """A host whose home page links to ``pages`` pages, /p0 ... (each with ``body(i)`` as its text)."""
+    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(pages))
+    return SandboxHost(
+        ip,
+        pages={"/": f"<html><title>home</title><body>home {links}</body></html>"}
+        | {f"/p{i}": f"<html><title>p{i}</title><body>{body(i)}</body></html>" for i in range(pages)},
+    )
 
 
 def run_worker(settings, seeds, *, store_wrapper=None, fetcher_cls=None, **fetcher_kw):

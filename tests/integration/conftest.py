@@ -21,6 +21,7 @@ _spec.loader.exec_module(_root)  # type: ignore[union-attr]
 REPO = _root.REPO
 crawl = _root.crawl
 run_worker = _root.run_worker
+star_site = _root.star_site
 run_cli = _root.run_cli
 start_cli = _root.start_cli
 cli_command = _root.cli_command

@@ -8,22 +8,13 @@ from dataclasses import replace
 
 from politecrawl.config import load_settings
 from politecrawl.crawl import worker as worker_module
-from politecrawl.faces.sandbox import SandboxHost, violations
+from politecrawl.faces.sandbox import violations
 
-from conftest import run_worker
+from conftest import run_worker, star_site
 
 DELAY = 0.5
 #: Wide enough that a claim taken ahead and not waited for is plainly early.
 AHEAD = 0.4
-
-
-def _site(ip: str, pages: int = 5) -> SandboxHost:
-    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(pages))
-    return SandboxHost(
-        ip,
-        pages={"/": f"<html><title>home</title><body>home {links}</body></html>"}
-        | {f"/p{i}": f"<html><title>p{i}</title><body>page {i}</body></html>" for i in range(pages)},
-    )
 
 
 class RecordingStore:
@@ -51,7 +42,7 @@ def _crawl(db: str, seeds: list[str], store_wrapper) -> RecordingStore:
 
 def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sandbox_factory, db_path, monkeypatch):
     monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
-    hosts = [_site(f"127.0.6.{40 + i}") for i in range(8)]
+    hosts = [star_site(f"127.0.6.{40 + i}", 5) for i in range(8)]
     sb = sandbox_factory(hosts)
     recording = _crawl(db_path, [h.url("/") for h in hosts], RecordingStore)
     records = sb.requests()
@@ -67,7 +58,7 @@ def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sa
 
 def test_negative_control_a_claim_taken_ahead_and_not_waited_for_is_early(sandbox_factory, db_path, monkeypatch):
     monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
-    hosts = [_site(f"127.0.6.{50 + i}") for i in range(8)]
+    hosts = [star_site(f"127.0.6.{50 + i}", 5) for i in range(8)]
     sb = sandbox_factory(hosts)
     _crawl(db_path, [h.url("/") for h in hosts], lambda store: RecordingStore(store, forget_wait=True))
     found = violations(sb.requests(), DELAY)

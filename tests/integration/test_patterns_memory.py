@@ -5,16 +5,17 @@ store at the end. Judged on what the servers received and what the store holds."
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl import pages as pages_module
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy.hosts import host_key
 from politecrawl.store import open_store
 
-from conftest import run_worker
+from conftest import run_worker, star_site
 
 HOSTS = 6
 PAGES = 12
@@ -23,15 +24,6 @@ PAGES = 12
 def _text(ip: str, i: int) -> str:
     """A page's own words, new on every page: no template of the host stops yielding new text."""
     return " ".join(f"w{ip.replace('.', '')}p{i}k{k}" for k in range(60))
-
-
-def _site(ip: str) -> SandboxHost:
-    links = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(PAGES))
-    return SandboxHost(
-        ip,
-        pages={"/": f"<html><title>home</title><body>home {links}</body></html>"}
-        | {f"/p{i}": f"<html><title>p{i}</title><body>{_text(ip, i)}</body></html>" for i in range(PAGES)},
-    )
 
 
 class CountingStore:
@@ -62,7 +54,8 @@ def _crawl(sandbox_factory, db_path, monkeypatch, budget: int | None):
     if budget is not None:
         monkeypatch.setattr(pages_module, "PATTERNS_PAGES_REMEMBERED", budget)
         monkeypatch.setattr(pages_module, "PATTERNS_COUNT_EVERY", 1)
-    hosts = [_site(f"127.0.73.{10 + i}") for i in range(HOSTS)]
+    ips = [f"127.0.73.{10 + i}" for i in range(HOSTS)]
+    hosts = [star_site(ip, PAGES, partial(_text, ip)) for ip in ips]
     sb = sandbox_factory(hosts)
     counting: list[CountingStore] = []
 
