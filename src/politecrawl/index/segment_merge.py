@@ -88,8 +88,19 @@ def merge_segments(seg_dir: Path, sources: list[tuple[Segment, list[int]]], anal
     from the sources' stored arrays, a run of terms at a time (``merge_sources``: the compiled
     kernel, or its numpy reference), and compressed bodies are copied as they are, a run of
     bytes at a time. Returns the number of documents written.
+
+    A source whose files opened but do not hold together (a posting's positions past the end of
+    its file, say) is a SearchIndexError naming the sources, as a damaged segment is when read.
     """
-    seg_dir = Path(seg_dir)
+    try:
+        return _merge_live_documents(Path(seg_dir), sources, analyzer)
+    except (ValueError, IndexError) as exc:
+        names = ", ".join(seg.path.name for seg, _ in sources)
+        raise SearchIndexError(f"cannot merge {names}: a source does not hold together ({exc})") from exc
+
+
+def _merge_live_documents(seg_dir: Path, sources: list[tuple[Segment, list[int]]], analyzer: Analyzer) -> int:
+    """``merge_segments``, without its one error type."""
     live_ids = []
     doc_maps = []
     offset = 0
