@@ -3,6 +3,7 @@
 import json
 import multiprocessing
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,6 +121,27 @@ def test_replacing_and_deleting_tombstone_exactly_the_urls_named(tmp_path, monke
     urls = {h.url for h in s.search("body", limit=100)}
     assert urls == {u for u, *_ in DOCS[:20]} - {DOCS[4][0], DOCS[15][0], DOCS[12][0]}
     assert {h.url for h in s.search("replacement", limit=10)} == {DOCS[4][0], DOCS[15][0]}
+
+
+def test_the_url_tables_of_removed_segments_are_let_go(tmp_path):
+    """A commit reads each segment's url table (it maps the segment's URL file) and keeps it for the
+    next; a segment a merge removed is let go with it, so its deleted files hold no disk space and
+    no pages of the process."""
+    from politecrawl.index import writer as writer_module
+
+    path = tmp_path / "ix"
+    build(path, [DOCS[:10], DOCS[10:20], DOCS[20:30]])
+    with IndexWriter(path) as w:
+        w.add_document(DOCS[4][0], "replaced", "replacement words")  # reads every segment's table
+    held = {Path(key[1]).parent for key in writer_module._FILE_MEMO if str(path) in key[1]}
+    assert len(held) >= 3
+    with IndexWriter(path) as w:
+        w.compact()
+    with IndexWriter(path) as w:  # the generation before the compaction goes, and its segments
+        w.add_document("http://new.example/", "new", "new words")
+    held = {Path(key[1]).parent for key in writer_module._FILE_MEMO if str(path) in key[1]}
+    assert held and not [seg for seg in held if not seg.exists()]
+    assert Searcher(path).stats()["N"] == 31
 
 
 def test_delete_then_add_in_same_transaction(tmp_path):

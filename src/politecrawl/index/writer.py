@@ -150,6 +150,14 @@ def _memo_by_file(path: Path, load):
     return value
 
 
+def _forget_files(seg_dir: Path) -> None:
+    """Drop what ``_memo_by_file`` holds of a removed segment: a url table maps the segment's URL
+    file, which would otherwise keep the deleted file's pages and disk space."""
+    inside = str(seg_dir) + os.sep
+    for key in [k for k in _FILE_MEMO if k[1].startswith(inside)]:
+        del _FILE_MEMO[key]
+
+
 #: A URL's key in a ``_UrlTable``: Python's string hash (the tables live in this process only).
 _url_hash = hash
 
@@ -157,7 +165,7 @@ _url_hash = hash
 class _UrlTable:
     """url -> doc id of one segment, in 12 bytes a document: the URLs' hashes, sorted, with their
     doc ids, and the segment's URL table (``TextTable``, memory-mapped) to confirm a match. A dict
-    of the URLs, kept for every segment of the index a crawl's parent writes to, cost ~150 bytes a
+    of the URLs, kept for every segment of the index a crawl's parent writes to, cost ~166 bytes a
     page and grew with the index."""
 
     __slots__ = ("_hashes", "_docs", "_urls")
@@ -557,6 +565,7 @@ class IndexWriter:
                     p.unlink()
                 elif _SEG_RE.match(name) and name not in keep_segs:
                     shutil.rmtree(p, ignore_errors=True)
+                    _forget_files(p)
                 elif name.startswith(".tmp-"):
                     # Only the lock holder writes temp files, so these are leftovers of a crash.
                     shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()

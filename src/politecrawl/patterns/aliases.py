@@ -126,7 +126,7 @@ def _removals(parts: _Parts) -> list[tuple[str, str, _Parts]]:
 # worker had the host): the same URLs, so the URLs their removals leave are cached
 # (``_removal_targets``, about 1 KB an entry). The removals with their kinds (``_removal_urls``,
 # about 1.5 KB an entry) are asked for once per observed page, which is almost always a new URL,
-# and again only for a page whose shorter URL turns up: a large cache of them held tens of MB of a
+# and again only for a page whose shorter URL turns up: a large cache of them held about 10 MB of a
 # worker on a long crawl and was hardly ever hit, so it keeps only the latest pages.
 @functools.lru_cache(maxsize=1024)
 def _removal_urls(url: str) -> tuple[tuple[str, str, str], ...]:
