@@ -1341,13 +1341,15 @@ def test_postgres_transaction_on_a_dying_connection_is_retried_once_on_a_fresh_o
 
 class _ConnectionKiller:
     """Terminates a store's server connections every ``period`` seconds, in a thread, for
-    ``seconds`` (a failover, an administrator's loop) or until the block ends."""
+    ``seconds`` (a failover, an administrator's loop) -- and on until ``at_least`` of them were
+    killed, for at most three times as long -- or until the block ends."""
 
-    def __init__(self, target, period: float, seconds: float) -> None:
+    def __init__(self, target, period: float, seconds: float, at_least: int = 0) -> None:
         import threading
 
-        self.target, self.period, self.kills = target, period, 0
-        self._until = time.monotonic() + seconds
+        self.target, self.period, self.kills, self.at_least = target, period, 0, at_least
+        start = time.monotonic()
+        self._until, self._latest = start + seconds, start + 3 * seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -1355,7 +1357,10 @@ class _ConnectionKiller:
         # Ends by itself: a store call still retrying then gets through, as it would once the
         # database is back (under load a connect and a transaction can outlast the period, so a
         # killer that went on until the call returned could keep it failing for good).
-        while not self._stop.wait(self.period) and time.monotonic() < self._until:
+        while not self._stop.wait(self.period):
+            now = time.monotonic()
+            if now >= self._latest or (now >= self._until and self.kills >= self.at_least):
+                break
             self.kills += self.target.kill_connections()
 
     def running(self) -> bool:
@@ -1375,11 +1380,12 @@ def test_postgres_store_opens_and_works_while_its_connections_are_killed_again_a
     """A worker started during a database restart or a failover: it waits, it does not give up."""
     pg_store_factory().close()  # the schema exists: what follows is a worker opening it
     opened = opened_while_killing = 0
-    with _ConnectionKiller(pg_store_factory, 0.02, seconds=3.0) as killer:
-        deadline = time.monotonic() + 3.0
+    # A busy machine has fewer connections up to kill in 3 s (a store waits a little before it
+    # connects again): the killer goes on until 10 have been killed, as a longer failover would.
+    with _ConnectionKiller(pg_store_factory, 0.02, seconds=3.0, at_least=10) as killer:
         # Three opens at least: on a loaded machine one open under the kills can take a second or
-        # more (each retry waits a little), and the killer stops after its 3 s, as a failover ends.
-        while time.monotonic() < deadline or opened < 3:
+        # more (each retry waits a little), and the killer stops by itself, as a failover ends.
+        while killer.running() or opened < 3:
             under_kills = killer.running()
             store = pg_store_factory()  # any step of an open may meet a killed connection
             store.seed_urls([url(A, f"/{opened}")], T)
