@@ -112,10 +112,9 @@ class FieldPostings:
         where it writes format 2)."""
         if self.tfs is not None:
             return self.tfs.dtype
-        for dt in (np.uint8, np.uint16, np.uint32):
-            if self.tf_max <= np.iinfo(dt).max:
-                return np.dtype(dt)
-        return np.dtype(np.uint32)
+        from .segment_write import smallest_uint  # it imports the segment, which imports this
+
+        return smallest_uint(self.tf_max)
 
     @property
     def positions(self) -> np.ndarray:

@@ -148,10 +148,8 @@ def _field_live_terms(fp: FieldPostings, doc_map: np.ndarray) -> np.ndarray:
     postings decoded about ``MERGE_RUN_ITEMS`` postings at a time."""
     if fp.docs is not None and fp.tfs is not None:
         return live_terms(fp.term_ptr, fp.docs, fp.tfs, doc_map)
-    n_terms = len(fp.term_ptr) - 1
     term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
-    cuts = np.searchsorted(term_ptr, np.arange(MERGE_RUN_ITEMS, int(term_ptr[-1]), MERGE_RUN_ITEMS))
-    bounds = np.unique(np.concatenate([[0], np.minimum(cuts, n_terms), [n_terms]])).tolist()
+    bounds = _run_bounds(term_ptr[1:])
     parts = [np.zeros(0, dtype=bool)]
     for a, b in zip(bounds, bounds[1:]):
         docs, tfs = fp.run(a, b)
@@ -184,6 +182,15 @@ def _widest_uint(dtypes: list[np.dtype]) -> np.dtype:
     return smallest_uint(top)
 
 
+def _run_bounds(ends: np.ndarray) -> list[int]:
+    """Where runs of terms of about ``MERGE_RUN_ITEMS`` items start, and the end (``ends``: the
+    items through each term, cumulative); a term with more items is a run of its own."""
+    n_terms = len(ends)
+    last = int(ends[-1]) if n_terms else 0
+    cuts = np.searchsorted(ends, np.arange(MERGE_RUN_ITEMS, last, MERGE_RUN_ITEMS))
+    return np.unique(np.concatenate([[0], np.minimum(cuts + 1, n_terms), [n_terms]])).astype(np.int64).tolist()
+
+
 def _field_runs(
     fields: list[FieldPostings], doc_maps: list[np.ndarray], maps: list[np.ndarray], n_terms: int, n_docs: int
 ) -> PostingRuns:
@@ -208,11 +215,8 @@ def _field_runs(
             counts = np.diff(np.asarray(fp.term_ptr, dtype=np.int64)) + np.diff(np.asarray(fp.pos_ptr, dtype=np.int64))
             items += np.bincount(term_map[kept], weights=counts[kept], minlength=n_terms).astype(np.int64)
             reach.append(np.minimum.accumulate(np.where(kept, term_map, n_terms)[::-1])[::-1])
-        total = np.cumsum(items)
-        last = int(total[-1]) if n_terms else 0
-        cuts = np.searchsorted(total, np.arange(MERGE_RUN_ITEMS, last, MERGE_RUN_ITEMS))
-        bounds = np.unique(np.concatenate([[0], np.minimum(cuts + 1, n_terms), [n_terms]])).tolist()
-        del items, total
+        bounds = _run_bounds(np.cumsum(items))
+        del items
         for a, b in zip(bounds, bounds[1:]):
             parts = []
             for fp, doc_map, term_map, terms_reach in zip(fields, doc_maps, maps, reach):
