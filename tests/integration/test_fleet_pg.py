@@ -169,7 +169,42 @@ class Fleet:
                 ).fetchone()
             ):
                 time.sleep(0.05)
+            left = conn.execute(
+                "SELECT client_port FROM pg_stat_activity WHERE application_name = %s", (self.schema,)
+            ).fetchall()
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+        # Connections that came back after being terminated: a process of this case still runs
+        # (outside its process group) or a store it opened in this process was never closed.
+        # Either would reconnect under the next cases; name the process rather than leave it.
+        holders = [_connection_holder(port) for (port,) in left]
+        assert not holders, f"connections of {self.schema} outlived the case: {holders}"
+
+
+def _connection_holder(client_port: int | None) -> str:
+    """The local process holding the loopback TCP connection from ``client_port`` (pid and command line)."""
+    if client_port is None or client_port < 0:
+        return "a Unix-socket client"
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                for line in list(f)[1:]:
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) == client_port:
+                        inodes.add(fields[9])
+        except OSError:
+            continue
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            if any(f"socket:[{inode}]" in links for inode in inodes):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                who = "this test process" if int(pid) == os.getpid() else f"pid {pid}"
+                return f"port {client_port}: {who} ({cmd[:120]})"
+        except OSError:
+            continue
+    return f"port {client_port}: no local process found"
 
 
 @pytest.fixture
@@ -458,14 +493,17 @@ def _other_clients(fleet: Fleet, patience: float = 10.0) -> list[str]:
         while True:
             rows = conn.execute(
                 "SELECT coalesce(application_name, ''), coalesce(state, ''),"
-                " round(extract(epoch FROM now() - backend_start)::numeric, 1)"
+                " round(extract(epoch FROM now() - backend_start)::numeric, 1), client_port"
                 " FROM pg_stat_activity"
                 " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
                 " AND coalesce(application_name, '') <> %s",
                 (fleet.schema,),
             ).fetchall()
             if not rows or time.time() > deadline:
-                return [f"{name or '?'} ({state or '?'}, {age} s old)" for name, state, age in rows]
+                return [
+                    f"{name or '?'} ({state or '?'}, {age} s old; {_connection_holder(port)})"
+                    for name, state, age, port in rows
+                ]
             time.sleep(0.2)
 
 
