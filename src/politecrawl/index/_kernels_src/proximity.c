@@ -52,6 +52,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     RunPlace *places = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(RunPlace));
     unsigned char *buf = NULL;
     size_t buf_cap = 0;
+    PosScratch ps = {0};
     if (!run_off || !run_len || !key || !order || !places) {
         PyErr_NoMemory();
         goto done;
@@ -125,7 +126,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     for (Py_ssize_t a = 0; a < nr;) {
         Py_ssize_t r0 = places[a].r;
         const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, places[a].seg))->f[field];
-        int size = f->positions.size;
+        int size = f->pos_size;
         int64_t lo = run_off[r0], hi = lo + run_len[r0];
         Py_ssize_t z = a + 1;
         while (z < nr && places[z].seg == places[a].seg && (places[z].off - hi) * size < RUN_GAP) {
@@ -133,34 +134,35 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             if (e > hi) hi = e;
             z++;
         }
-        const unsigned char *base;
-        if (f->pos_fd < 0) {
-            if (hi > (int64_t)f->positions.n) {
+        const unsigned char *base = NULL;
+        const uint32_t *vals = NULL; /* format 6: the values, decoded */
+        if (f->pos_packed) {
+            if (packed_positions_read(f, lo, hi, &ps, &vals) < 0) goto done;
+        } else if (f->positions.fd < 0) {
+            if (hi > (int64_t)f->pos_count) {
                 corrupt("positions beyond the positions");
                 goto done;
             }
-            base = f->positions.p + (size_t)lo * (size_t)size;
+            base = f->positions.a.p + (size_t)lo * (size_t)size;
         } else {
             size_t need = (size_t)(hi - lo) * (size_t)size;
-            if (need > buf_cap) {
-                unsigned char *grown = PyMem_Realloc(buf, need);
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                buf = grown;
-                buf_cap = need;
-            }
-            if (positions_read(f, lo, hi - lo, buf) < 0) goto done;
+            if (grow((void **)&buf, &buf_cap, need) < 0) goto done;
+            if (src_read(&f->positions, lo, hi - lo, buf) < 0) goto done;
             base = buf;
         }
         for (Py_ssize_t j = a; j < z; j++) {
             Py_ssize_t r = places[j].r;
             int64_t v = 0, o = run_off[r] - lo;
-            for (int64_t q = 0; q < run_len[r]; q++) {
-                v += (int64_t)item_at(base, size, o + q);
-                pos[starts[r] + q] = v;
-            }
+            if (vals)
+                for (int64_t q = 0; q < run_len[r]; q++) {
+                    v += (int64_t)vals[o + q];
+                    pos[starts[r] + q] = v;
+                }
+            else
+                for (int64_t q = 0; q < run_len[r]; q++) {
+                    v += (int64_t)item_at(base, size, o + q);
+                    pos[starts[r] + q] = v;
+                }
         }
         a = z;
     }
@@ -177,6 +179,7 @@ done:
     PyMem_Free(order);
     PyMem_Free(places);
     PyMem_Free(buf);
+    pos_scratch_free(&ps);
     return ok;
 }
 
