@@ -363,3 +363,29 @@ def test_queries_of_the_format_5_tests_match_something_in_format_6(tmp_path, mon
     """The negative control of the comparison above: the queries it compares find documents."""
     v6 = _index(tmp_path / "v6", 6, monkeypatch)
     assert all(_hits(Searcher(v6), q, limit=5) for q in QUERIES if q != "nothing here")
+
+
+def test_a_field_of_many_chunks_reads_the_same_mapped_read_and_in_numpy(tmp_path):
+    """More chunks than the kernels read of a chunk table at once (its window, 1,024 entries):
+    runs far apart in the file, read with pread, find their entries as runs near each other do."""
+    path = tmp_path / "ix"
+    words = [f"v{k}" for k in range(400)]
+    with IndexWriter(path) as w:
+        for i in range(2500):
+            body = " ".join(words[(i * 13 + k * k) % 400] for k in range(100 + i % 60))
+            w.add_document(f"http://many.example/{i}", f"t{i % 7}", body)
+    [view] = Searcher(path)._refresh().views
+    assert len(view.segment.fields["body"].pos_chunks) > 2 * 1024
+    queries = ["v1 v4", "v9 v16 v25", "v0 v1 v2 v3", '"v1 v4"', "v399 v100"]
+
+    def hits():
+        return {q: _hits(Searcher(path), q, limit=30) for q in queries}
+
+    with numpy_only():
+        want = hits()
+    assert all(want.values())
+    if kernels.compiled is not None:
+        for budget in (0, 2**40):
+            with positions_map_budget(budget):
+                assert hits() == want, budget
+            gc.collect()

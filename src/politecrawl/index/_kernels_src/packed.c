@@ -244,19 +244,21 @@ release_p:
 
 #define POS_CHUNK 128 /* positions per chunk: packed_positions.CHUNK */
 
-/* A chunk of `n` positions at `p`, `size` bytes as the chunk table says (with 8 bytes readable
- * past them: the file's padding, or a reader's zeroed tail), decoded into `out`.  -1
- * (ValueError) for a width over 32 bits or a size that is not the one the width gives. */
-static int unpack_pos_chunk(const unsigned char *p, uint64_t size, Py_ssize_t n, uint32_t *out) {
+/* Values [a, z) of a chunk of `n` positions at `p`, `size` bytes as the chunk table says (with 8
+ * bytes readable past them: the file's padding, or a reader's zeroed tail), decoded into `out`
+ * (z - a of them; a value has the chunk's width, so those before `a` are skipped, not decoded).
+ * -1 (ValueError) for a width over 32 bits or a size that is not the one the width gives. */
+static int unpack_pos_chunk(const unsigned char *p, uint64_t size, Py_ssize_t n, Py_ssize_t a, Py_ssize_t z,
+                            uint32_t *out) {
     if (size < 1) return corrupt("positions chunk table out of order or beyond its file");
     int b = p[0];
     if (b > 32) return corrupt("a packed width over 32 bits");
     if (size - 1 != (uint64_t)packed_bytes(n, b)) return corrupt("a positions chunk of the wrong size");
     if (b == 0) {
-        memset(out, 0, (size_t)n * sizeof(uint32_t));
+        memset(out, 0, (size_t)(z - a) * sizeof(uint32_t));
         return 0;
     }
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = (uint32_t)bits_at(p + 1, (uint64_t)i * (uint64_t)b, b);
+    for (Py_ssize_t i = a; i < z; i++) out[i - a] = (uint32_t)bits_at(p + 1, (uint64_t)i * (uint64_t)b, b);
     return 0;
 }
 
@@ -340,7 +342,7 @@ static PyObject *k_unpack_positions(PyObject *self, PyObject *args) {
     }
     out_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(hi - lo) * 4);
     if (!out_b) goto done;
-    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(out_b), vals[4096];
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(out_b);
     uint64_t len = (uint64_t)(p.n - PACK_PADDING);
     for (long long c = lo / chunk; hi > lo && c <= (hi - 1) / chunk; c++) {
         uint64_t off = at(&t, (Py_ssize_t)c), end = at(&t, (Py_ssize_t)c + 1);
@@ -351,12 +353,12 @@ static PyObject *k_unpack_positions(PyObject *self, PyObject *args) {
             goto done;
         }
         long long first = c * chunk, n = count - first < chunk ? count - first : chunk;
-        if (unpack_pos_chunk(p.p + off, end - off, (Py_ssize_t)n, vals) < 0) {
+        long long a = lo > first ? lo : first, z = hi < first + n ? hi : first + n;
+        if (unpack_pos_chunk(p.p + off, end - off, (Py_ssize_t)n, (Py_ssize_t)(a - first), (Py_ssize_t)(z - first),
+                             out + (a - lo)) < 0) {
             Py_CLEAR(out_b);
             goto done;
         }
-        long long a = lo > first ? lo : first, z = hi < first + n ? hi : first + n;
-        memcpy(out + (a - lo), vals + (a - first), (size_t)(z - a) * sizeof(uint32_t));
     }
 done:
     arr_release(&t);

@@ -135,9 +135,20 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             z++;
         }
         const unsigned char *base = NULL;
-        const uint32_t *vals = NULL; /* format 6: the values, decoded */
-        if (f->pos_packed) {
-            if (packed_positions_read(f, lo, hi, &ps, &vals) < 0) goto done;
+        if (f->pos_packed) { /* format 6: the group's chunks read once, each run's values decoded */
+            if (packed_chunks_fetch(f, lo, hi, &ps) < 0) goto done;
+            for (Py_ssize_t j = a; j < z; j++) {
+                Py_ssize_t r = places[j].r;
+                const uint32_t *vals;
+                if (packed_values(f, &ps, run_off[r], run_off[r] + run_len[r], &vals) < 0) goto done;
+                int64_t v = 0;
+                for (int64_t q = 0; q < run_len[r]; q++) {
+                    v += (int64_t)vals[q];
+                    pos[starts[r] + q] = v;
+                }
+            }
+            a = z;
+            continue;
         } else if (f->positions.fd < 0) {
             if (hi > (int64_t)f->pos_count) {
                 corrupt("positions beyond the positions");
@@ -153,16 +164,10 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
         for (Py_ssize_t j = a; j < z; j++) {
             Py_ssize_t r = places[j].r;
             int64_t v = 0, o = run_off[r] - lo;
-            if (vals)
-                for (int64_t q = 0; q < run_len[r]; q++) {
-                    v += (int64_t)vals[o + q];
-                    pos[starts[r] + q] = v;
-                }
-            else
-                for (int64_t q = 0; q < run_len[r]; q++) {
-                    v += (int64_t)item_at(base, size, o + q);
-                    pos[starts[r] + q] = v;
-                }
+            for (int64_t q = 0; q < run_len[r]; q++) {
+                v += (int64_t)item_at(base, size, o + q);
+                pos[starts[r] + q] = v;
+            }
         }
         a = z;
     }
