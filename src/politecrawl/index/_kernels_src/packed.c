@@ -300,8 +300,22 @@ static PyObject *k_pack_positions(PyObject *self, PyObject *args) {
         int b = bit_width(top);
         offs[c] = (int64_t)out;
         buf[out] = (unsigned char)b;
+        /* the values' bits gathered in a word and written 4 bytes at a time (bits_put's
+         * read-modify-write of 8 bytes a value made this a tenth of a build's time) */
+        unsigned char *o = buf + out + 1;
+        uint64_t acc = 0;
+        int held = 0;
         if (b)
-            for (Py_ssize_t i = s; i < e; i++) bits_put(buf + out + 1, (uint64_t)(i - s) * (uint64_t)b, at(&v, i));
+            for (Py_ssize_t i = s; i < e; i++) {
+                acc |= at(&v, i) << held; /* held < 32 and b <= 32: within 64 bits */
+                held += b;
+                if (held >= 32) {
+                    for (int q = 0; q < 4; q++) *o++ = (unsigned char)(acc >> (8 * q));
+                    acc >>= 32;
+                    held -= 32;
+                }
+            }
+        for (; held > 0; held -= 8, acc >>= 8) *o++ = (unsigned char)acc;
         out += 1 + (uint64_t)packed_bytes(e - s, b);
     }
     packed_b = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)out);
