@@ -78,6 +78,11 @@ static int src_read(const Src *s, int64_t o, int64_t n, unsigned char *out) {
 
 typedef struct {
     Arr term_ptr, docs, tfs, pos_ptr;
+    /* formats 2-5: the positions as stored, pos_size bytes each; format 6 (pos_packed): their
+     * chunks (packed.c), the bytes here and the chunk table in `pos_chunks`, pos_len bytes before
+     * the padding, pos_size the bytes format 5 would store a position in (what the reads of
+     * nearby runs are grouped by).  pos_count: the field's positions. */
+    Src positions;
     Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
                               start, largest tf, shortest field length[, where its packed block
                               starts]) */
@@ -87,11 +92,7 @@ typedef struct {
     Arr packed, pack_ptr;
     Py_ssize_t n_post;
     uint64_t packed_len; /* packed.n less the padding */
-    /* formats 2-5: the positions as stored, pos_size bytes each; format 6 (pos_packed): their
-     * chunks (packed.c), the bytes in `positions` and the chunk table in `pos_chunks`, pos_len
-     * bytes before the padding, pos_size the bytes format 5 would store a position in (what the
-     * reads of nearby runs are grouped by). pos_count: the field's positions. */
-    Src positions, pos_chunks;
+    Src pos_chunks;
     int pos_packed, pos_size;
     uint64_t pos_count, pos_len;
 } Field;
