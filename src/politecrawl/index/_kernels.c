@@ -55,10 +55,11 @@
  *   packed.c          format 5's bit-packed blocks: unpack_block, pack_postings, unpack_postings;
  *                     format 6's chunks of positions: unpack_pos_chunk, pack_positions,
  *                     unpack_positions
+ *   positions.c       an array read through a mapping or with pread, a packed reader's scratch
  *   postings.c        Postings (lookup, df), a cursor over a term's postings, decoding them
  *   scoring.c         one segment scored: the terms' bounds, the heap of the k best, the matches
  *   top.c             doc_freqs, top
- *   proximity.c       gather, proximity
+ *   proximity.c       gather (and its reader of format 6's chunks), proximity
  *   rank.c            rank
  *   snippet.c         best_window, make_snippet
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
@@ -71,6 +72,7 @@
 #include "_kernels_src/common.h"
 
 #include "_kernels_src/packed.c"
+#include "_kernels_src/positions.c"
 #include "_kernels_src/postings.c"
 #include "_kernels_src/scoring.c"
 #include "_kernels_src/top.c"

@@ -203,9 +203,9 @@ class FieldPostings:
     def positions_map_cost(self) -> int:
         """Bytes the positions count for against ``POSITIONS_MAP_BUDGET``: their file's (formats
         2-5), or what format 5 would have stored (format 6), so that a segment is mapped or read
-        as the same segment in format 5 was: packed, more would fit, and each mapped page is
-        touched by more runs, which kept more of them resident (a search's RSS rose 104 -> 119
-        MB at 100,000 documents when packed positions were counted at their packed size)."""
+        as the same segment in format 5 was: counted packed, more segments' would be mapped, and
+        a mapping's fault-around keeps more of them resident (an earlier version of format 6
+        measured a search's peak RSS at 119 MB instead of 104 at 100,000 documents)."""
         if self.pos_packed:
             return self.positions_count * self.positions_dtype.itemsize
         _, _, size, count = self.positions_file()
