@@ -303,6 +303,29 @@ def test_damaged_packed_positions_fail_a_merge(tmp_path, code, how):
                 w.compact()
 
 
+@pytest.mark.parametrize("code", ["kernels mapped", "kernels read", "numpy"])
+@pytest.mark.parametrize("end", [None, 10**6, 2**63 - 1], ids=["control", "past the table", "near 2**63"])
+def test_a_positions_count_that_does_not_match_the_chunk_table_is_a_search_index_error(tmp_path, code, end):
+    """The body's positions count is the per-term table's end row (its pos_ptr column): one the
+    chunk table does not have chunks for, or one near 2**63 (which a count of chunks computed from
+    it would wrap), is refused before a chunk is read; the control is the same table, as int64."""
+    if code != "numpy" and kernels.compiled is None:
+        pytest.skip("the compiled kernels are not built (no C compiler)")
+    path = _damageable(tmp_path)
+    [seg_dir] = path.glob("seg-*")
+    table = np.load(seg_dir / "terms.ptr.npy").astype(np.int64)
+    if end is not None:
+        table[-1, 4 * 1 + 1] = end  # the body's pos_ptr column
+    np.save(seg_dir / "terms.ptr.npy", table)
+    with positions_map_budget(0 if code == "kernels read" else 2**40):
+        with numpy_only() if code == "numpy" else contextlib.nullcontext():
+            if end is None:
+                _searches(path)
+            else:
+                with pytest.raises(SearchIndexError):
+                    _searches(path)
+
+
 @needs_kernels
 def test_a_chunk_pointer_near_2_64_is_refused_not_read_before_the_file():
     """A table entry of 2**64 - 1 (an int64 -1 read as uint64) must not wrap a bounds check into a

@@ -217,6 +217,8 @@ class FieldPostings:
         position in format 5)``, the packed file and its table each mapped or read alike."""
         if not self.pos_packed:
             return self.positions if mapped else (*self.positions_file(), self)
+        if not 0 <= self.positions_count < 2**32:  # a per-term table's pointer (and a C long long)
+            raise SearchIndexError(f"{self._dir}: {self._field}: corrupt segment: a positions count past 32 bits")
         if mapped:
             packed: object = self.positions
             chunks: object = self.pos_chunks

@@ -159,7 +159,9 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
                 Py_DECREF(seq);
                 return -1;
             }
-            if (f->positions.a.size != 1 || f->positions.a.n < PACK_PADDING || count < 0 ||
+            /* count first: a damaged one near 2**63 must not wrap the chunk count below */
+            if (count < 0 || count > (long long)(PY_SSIZE_T_MAX / 8) || f->positions.a.size != 1 ||
+                f->positions.a.n < PACK_PADDING ||
                 (size != 1 && size != 2 && size != 4) ||
                 f->pos_chunks.a.n != (Py_ssize_t)((count + POS_CHUNK - 1) / POS_CHUNK) + 1) {
                 Py_DECREF(seq);
