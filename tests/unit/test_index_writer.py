@@ -607,6 +607,8 @@ def _segment_contents(seg):
         arrays |= {"positions": fp.positions, "blocks": fp.blocks(seg.doc_lens[:, fi])[1]}
         if fp.packed is not None:
             arrays |= {"packed": fp.packed, "pack_ptr": fp.pack_ptr}
+        if fp.pos_packed:  # format 6: the packed positions above, their chunk table, their values
+            arrays |= {"pos_chunks": fp.pos_chunks, "position values": fp.position_values(0, fp.positions_count)}
         for name, arr in arrays.items():
             arr = np.asarray(arr)
             out[f"{f}.{name}"] = (str(arr.dtype), arr.tolist())
@@ -657,5 +659,6 @@ def test_merge_equals_fresh_write(docs, cuts, data):
         write_segment(tmp / "fresh", live, Analyzer())
         assert n == len(live)
         merged = Segment(tmp / "merged")
-        assert merged.header["version"] == 5 and merged.fields["body"].packed is not None  # packed compared
+        assert merged.header["version"] == 6 and merged.fields["body"].packed is not None  # packed compared
+        assert merged.fields["body"].pos_packed
         assert _segment_contents(merged) == _segment_contents(Segment(tmp / "fresh"))

@@ -44,17 +44,22 @@
  *   posting_blocks(...) a field's skip blocks, from its postings
  *   pack_postings(...)  a run of terms' postings bit-packed in blocks (format 5)
  *   unpack_postings(...) ... and decoded back into doc deltas and tfs
+ *   pack_positions(...) a field's positions bit-packed in chunks (format 6)
+ *   unpack_positions(...) ... and a range of them decoded back
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
  *
  * The parts, in the order they are included:
  *   common.h          the CPython headers, checked views of arrays, the scratch arrays
- *   packed.c          format 5's bit-packed blocks: unpack_block, pack_postings, unpack_postings
+ *   packed.c          format 5's bit-packed blocks: unpack_block, pack_postings, unpack_postings;
+ *                     format 6's chunks of positions: unpack_pos_chunk, pack_positions,
+ *                     unpack_positions
+ *   positions.c       an array read through a mapping or with pread, a packed reader's scratch
  *   postings.c        Postings (lookup, df), a cursor over a term's postings, decoding them
  *   scoring.c         one segment scored: the terms' bounds, the heap of the k best, the matches
  *   top.c             doc_freqs, top
- *   proximity.c       gather, proximity
+ *   proximity.c       gather (and its reader of format 6's chunks), proximity
  *   rank.c            rank
  *   snippet.c         best_window, make_snippet
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
@@ -67,6 +72,7 @@
 #include "_kernels_src/common.h"
 
 #include "_kernels_src/packed.c"
+#include "_kernels_src/positions.c"
 #include "_kernels_src/postings.c"
 #include "_kernels_src/scoring.c"
 #include "_kernels_src/top.c"
@@ -112,6 +118,9 @@ static PyMethodDef module_methods[] = {
      "pack_postings(term_ptr, deltas, tfs, block) -> (packed, pack_ptr, block_offsets)"},
     {"unpack_postings", k_unpack_postings, METH_VARARGS,
      "unpack_postings(packed, pack_ptr, term_ptr, n_docs, block) -> (deltas, tfs)"},
+    {"pack_positions", k_pack_positions, METH_VARARGS, "pack_positions(values, chunk) -> (packed, chunk_offsets)"},
+    {"unpack_positions", k_unpack_positions, METH_VARARGS,
+     "unpack_positions(packed, chunks, count, lo, hi, chunk) -> positions [lo, hi) as uint32"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
     {"tokens", k_tokens, METH_VARARGS, "tokens(text, max_len, stop=None) -> list[str]"},
     {NULL, NULL, 0, NULL},
@@ -144,10 +153,11 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssssssssssssssssss]", "Postings", "Vocabulary", "best_window",
+    PyObject *all = Py_BuildValue("[sssssssssssssssssssss]", "Postings", "Vocabulary", "best_window",
                                   "build_postings", "doc_freqs", "gather", "live_terms", "make_snippet",
-                                  "merge_sources", "merge_terms", "pack_postings", "posting_blocks", "proximity",
-                                  "rank", "snippet_at", "snippet_hit", "tokens", "top", "unpack_postings");
+                                  "merge_sources", "merge_terms", "pack_positions", "pack_postings",
+                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "tokens", "top",
+                                  "unpack_positions", "unpack_postings");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

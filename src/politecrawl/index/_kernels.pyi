@@ -14,6 +14,7 @@ __all__ = [
     "make_snippet",
     "merge_sources",
     "merge_terms",
+    "pack_positions",
     "pack_postings",
     "posting_blocks",
     "proximity",
@@ -22,6 +23,7 @@ __all__ = [
     "snippet_hit",
     "tokens",
     "top",
+    "unpack_positions",
     "unpack_postings",
 ]
 
@@ -149,3 +151,5 @@ def pack_postings(term_ptr: Buffer, deltas: Buffer, tfs: Buffer, block: int) -> 
 def unpack_postings(
     packed: Buffer, pack_ptr: Buffer, term_ptr: Buffer, n_docs: int, block: int
 ) -> tuple[bytes, bytes]: ...
+def pack_positions(values: Buffer, chunk: int) -> tuple[bytes, bytes]: ...
+def unpack_positions(packed: Buffer, chunks: Buffer, count: int, lo: int, hi: int, chunk: int) -> bytes: ...

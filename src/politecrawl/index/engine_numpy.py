@@ -165,7 +165,7 @@ def body_positions(
                     start = base + ends[k] - int(tfs[k])
                     n = min(int(tfs[k]), MAX_POSITIONS)  # a prefix of the deltas: a prefix of the positions
                     # np.add.accumulate: np.cumsum's dispatch costs more than the sum of a few
-                    out[h].append(np.add.accumulate(fp.positions[start : start + n], dtype=np.int64))
+                    out[h].append(np.add.accumulate(fp.position_values(start, start + n), dtype=np.int64))
                 else:
                     out[h].append(_NO_POSITIONS)
     return out
@@ -230,7 +230,8 @@ def _occurrences(
         n = np.concatenate(lens)
         run = np.cumsum(n) - n  # where each run starts in the gathered array
         deltas = np.asarray(
-            fp.positions[np.repeat(np.concatenate(starts) - run, n) + np.arange(int(run[-1] + n[-1]))], np.int64
+            fp.position_values_at(np.repeat(np.concatenate(starts) - run, n) + np.arange(int(run[-1] + n[-1]))),
+            np.int64,
         )
         summed = np.cumsum(deltas)
         out_pos.append(summed - np.repeat(summed[run] - deltas[run], n))

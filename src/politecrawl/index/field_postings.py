@@ -1,6 +1,7 @@
 """One field's postings of one segment, memory-mapped (``FieldPostings``; ``segment`` has the
 format and opens them): format 4's arrays of doc deltas and tfs, or format 5's bit-packed blocks
-(``packed_postings``), read as the same arrays.
+(``packed_postings``), read as the same arrays; the positions as an array (formats 2-5), or
+format 6's bit-packed chunks (``packed_positions``), read as the same values.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from .bm25 import FIELDS
+from .packed_positions import CHUNK, unpack_chunks_numpy, unpack_positions
 from .packed_postings import PADDING, unpack
 from .skip_blocks import posting_blocks
 
@@ -29,9 +31,9 @@ TERM_TABLE_COLUMNS_V4 = 3 * len(FIELDS)
 
 class FieldPostings:
     """Memory-mapped postings of one field of one segment; its positions are mapped only when they
-    are asked for (``positions``: the numpy code, a merge, the kernels within
-    ``POSITIONS_MAP_BUDGET``); past the budget the kernels read the body's with ``pread``
-    (``positions_file``)."""
+    are asked for (``positions``, read through ``position_values``: the numpy code, a merge, the
+    kernels within ``POSITIONS_MAP_BUDGET``); past the budget the kernels read the body's with
+    ``pread`` (``kernel_positions``)."""
 
     __slots__ = (
         "term_ptr",
@@ -42,8 +44,12 @@ class FieldPostings:
         "tf_max",
         "n_docs",
         "pos_ptr",
+        "pos_packed",
+        "_pos_dtype",
         "_positions",
+        "_pos_chunks",
         "_pos_file",
+        "_chunks_file",
         "_dir",
         "_field",
         "_blocks",
@@ -51,13 +57,21 @@ class FieldPostings:
     )
 
     def __init__(
-        self, seg_dir: Path, field: str, table: np.ndarray | None = None, n_docs: int = 0, tf_max: int | None = None
+        self,
+        seg_dir: Path,
+        field: str,
+        table: np.ndarray | None = None,
+        n_docs: int = 0,
+        tf_max: int | None = None,
+        positions_dtype: str | None = None,
     ):
         """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
         field's pointers; None for a segment written before it, with a file per pointer array.
         A table of ``TERM_TABLE_COLUMNS`` is format 5's: the doc ids and tfs are packed
         (``packed``, ``pack_ptr``; ``docs`` and ``tfs`` are None), ``n_docs`` the segment's
-        document count and ``tf_max`` the field's largest tf (from the header)."""
+        document count and ``tf_max`` the field's largest tf (from the header).
+        ``positions_dtype`` (format 6, from the header): the positions are packed
+        (``pos_packed``), and this is the type format 5 would have stored them in."""
         fi = FIELDS.index(field)
         per = 4 if table is not None and table.shape[1] == TERM_TABLE_COLUMNS else 3
         if table is not None:
@@ -85,8 +99,19 @@ class FieldPostings:
             self.packed = self.pack_ptr = None
             self.tf_max = int(np.iinfo(self.tfs.dtype).max) if self.tfs.dtype.kind == "u" else 2**32 - 1
         self._dir, self._field = seg_dir, field
+        self.pos_packed = positions_dtype is not None
+        self._pos_dtype: np.dtype | None = None
+        if positions_dtype is not None:
+            try:
+                self._pos_dtype = np.dtype(positions_dtype)
+            except TypeError as exc:
+                raise SearchIndexError(f"{seg_dir}: {field}: positions of type {positions_dtype!r}") from exc
+            if self._pos_dtype.kind != "u" or self._pos_dtype.itemsize not in (1, 2, 4):
+                raise SearchIndexError(f"{seg_dir}: {field}: positions of type {positions_dtype!r}")
         self._positions: np.ndarray | None = None
+        self._pos_chunks: np.ndarray | None = None
         self._pos_file: tuple[int, int, int, int] | None = None
+        self._chunks_file: tuple[int, int, int, int] | None = None
         self._blocks: tuple[np.ndarray, np.ndarray] | None = None
         if table is not None:
             self._blocks = (table[:, per * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
@@ -118,22 +143,109 @@ class FieldPostings:
 
     @property
     def positions(self) -> np.ndarray:
-        """The positions, memory-mapped (on first use)."""
+        """The positions file, memory-mapped (on first use): the positions (formats 2-5), or
+        format 6's packed chunks (read them with ``position_values``)."""
         if self._positions is None:
             self._positions = _load(self._dir / f"{self._field}.positions.npy")
+            if self.pos_packed and (self._positions.dtype != np.uint8 or len(self._positions) < PADDING):
+                raise SearchIndexError(f"corrupt segment file {self._dir / f'{self._field}.positions.npy'}: not packed")
         return self._positions
 
+    @property
+    def pos_chunks(self) -> np.ndarray:
+        """Format 6's chunk table, memory-mapped (on first use)."""
+        if self._pos_chunks is None:
+            self._pos_chunks = _load(self._dir / f"{self._field}.pos_chunks.npy")
+        return self._pos_chunks
+
+    @property
+    def positions_count(self) -> int:
+        """The field's positions (the per-term table's end row)."""
+        return int(self.pos_ptr[-1])
+
+    @property
+    def positions_dtype(self) -> np.dtype:
+        """The type the positions are (formats 2-5), or format 5 would have stored them in (format
+        6): what a merge writes them in, what a segment's are counted at against the budget."""
+        if self._pos_dtype is not None:
+            return self._pos_dtype
+        return self.positions.dtype
+
+    def position_values(self, lo: int, hi: int) -> np.ndarray:
+        """Positions ``[lo, hi)`` as formats 2-5 store them (each posting's delta-encoded, its
+        first absolute): a slice of the array, or (format 6) decoded from the chunks that hold
+        them."""
+        if not self.pos_packed:
+            return self.positions[lo:hi]
+        try:
+            return unpack_positions(self.positions, self.pos_chunks, self.positions_count, lo, hi)
+        except SearchIndexError as exc:
+            raise SearchIndexError(f"{self._dir}: {self._field}: {exc}") from exc
+
+    def position_values_at(self, where: np.ndarray) -> np.ndarray:
+        """``position_values`` at the indices ``where`` (int64, any order): format 6 decodes each
+        chunk they fall in once (the numpy engine's gather of a query's runs)."""
+        if not self.pos_packed:
+            return self.positions[where]
+        where = np.asarray(where, dtype=np.int64)
+        if not len(where):
+            return np.zeros(0, dtype=np.uint32)
+        count = self.positions_count
+        if int(where.min()) < 0 or int(where.max()) >= count:
+            raise SearchIndexError(f"{self._dir}: {self._field}: corrupt segment: positions beyond the positions")
+        ids, row = np.unique(where // CHUNK, return_inverse=True)
+        try:
+            chunks = unpack_chunks_numpy(self.positions, self.pos_chunks, count, ids)
+        except SearchIndexError as exc:
+            raise SearchIndexError(f"{self._dir}: {self._field}: {exc}") from exc
+        return chunks[row.ravel(), where % CHUNK]
+
+    def positions_map_cost(self) -> int:
+        """Bytes the positions count for against ``POSITIONS_MAP_BUDGET``: their file's (formats
+        2-5), or what format 5 would have stored (format 6), so that a segment is mapped or read
+        as the same segment in format 5 was: counted packed, more segments' would be mapped, and
+        a mapping's fault-around keeps more of them resident (an earlier version of format 6
+        measured a search's peak RSS at 119 MB instead of 104 at 100,000 documents)."""
+        if self.pos_packed:
+            return self.positions_count * self.positions_dtype.itemsize
+        _, _, size, count = self.positions_file()
+        return size * count
+
+    def kernel_positions(self, mapped: bool) -> object:
+        """The positions as ``_kernels.Postings`` takes them: mapped (an array) or read with
+        ``pread`` (``positions_file``); format 6's as ``(packed, chunk table, count, bytes per
+        position in format 5)``, the packed file and its table each mapped or read alike."""
+        if not self.pos_packed:
+            return self.positions if mapped else (*self.positions_file(), self)
+        if not 0 <= self.positions_count < 2**32:  # a per-term table's pointer (and a C long long)
+            raise SearchIndexError(f"{self._dir}: {self._field}: corrupt segment: a positions count past 32 bits")
+        if mapped:
+            packed: object = self.positions
+            chunks: object = self.pos_chunks
+        else:
+            packed, chunks = (*self.positions_file(), self), (*self._chunks_layout(), self)
+        return (packed, chunks, self.positions_count, self.positions_dtype.itemsize)
+
     def positions_file(self) -> tuple[int, int, int, int]:
-        """``(fd, byte offset, bytes per position, count)`` of the positions file, for the kernels'
-        ``pread`` (``_kernels.Postings``, which holds this object); the descriptor is closed when
-        this object goes."""
+        """``(fd, byte offset, bytes per position, count)`` of the positions file (format 6: of its
+        packed bytes), for the kernels' ``pread`` (``_kernels.Postings``, which holds this
+        object); the descriptor is closed when this object goes."""
         if self._pos_file is None:
-            path = self._dir / f"{self._field}.positions.npy"
-            offset, dtype, count = _npy_layout(path)
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            weakref.finalize(self, os.close, fd)
-            self._pos_file = (fd, offset, dtype.itemsize, count)
+            self._pos_file = self._open_layout(f"{self._field}.positions.npy")
         return self._pos_file
+
+    def _chunks_layout(self) -> tuple[int, int, int, int]:
+        """``positions_file`` of format 6's chunk table."""
+        if self._chunks_file is None:
+            self._chunks_file = self._open_layout(f"{self._field}.pos_chunks.npy")
+        return self._chunks_file
+
+    def _open_layout(self, name: str) -> tuple[int, int, int, int]:
+        path = self._dir / name
+        offset, dtype, count = _npy_layout(path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        weakref.finalize(self, os.close, fd)
+        return (fd, offset, dtype.itemsize, count)
 
     def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
@@ -166,7 +278,7 @@ class FieldPostings:
         lo = int(self.term_ptr[term_id])
         tfs = self.run(term_id, term_id + 1)[1]
         start = int(self.pos_ptr[term_id]) + int(np.sum(tfs[: posting - lo], dtype=np.int64))
-        return np.cumsum(self.positions[start : start + int(tfs[posting - lo])], dtype=np.int64)
+        return np.cumsum(self.position_values(start, start + int(tfs[posting - lo])), dtype=np.int64)
 
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)

@@ -2,9 +2,10 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 5, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 6, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
-                         "field_lengths", "analyzer", "tf_max" (format 5: per field)}
+                         "field_lengths", "analyzer", "tf_max" (formats 5, 6: per field),
+                         "positions_dtype" (format 6: per field)}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
                         (tokens never contain a newline); term id = line number
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
@@ -27,8 +28,17 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     <field>.pos_ptr       [T+1]       positions of term t start at pos_ptr[t];
                                       posting p of t (lo <= p < hi) starts
                                       ``sum(tfs[lo:p])`` later and has tfs[p]
-    <field>.positions.npy uint[Q]     token positions, delta-encoded within each
-                                      posting (the first is absolute)
+    <field>.positions.npy uint[Q]     (formats 2-5) token positions, delta-encoded within
+                                      each posting (the first is absolute)
+                                      uint8[]  (format 6) the same values bit-packed in chunks
+                                      of ``packed_positions.CHUNK``, whatever postings they
+                                      belong to (``packed_positions`` has the layout), ending
+                                      in ``PADDING`` zero bytes; position q is value q % CHUNK
+                                      of chunk q // CHUNK, so every pointer to a position is
+                                      format 5's; "positions_dtype" in the header is the type
+                                      format 5 would have stored them in
+    <field>.pos_chunks.npy uint32[C+1] (format 6) where each chunk starts in positions.npy,
+                                      and where the last ends
     <field>.block_ptr     [T+1]       term t's skip blocks are rows [ptr[t], ptr[t+1]) of
     <field>.blocks.npy    uint32[B,5] one row per BLOCK postings of a long list: last doc id,
                                       where its positions start, largest tf, shortest
@@ -52,7 +62,9 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 for each field of ``FIELDS`` (title, body, anchor).  Format 5's packed doc ids and tfs took
 the body's 2.3 bytes a posting (uint16 deltas, uint8 tfs) to about 1.2 at 100,000 Zipf documents
 (``docs/search.md``, "Segment format 5"); the kernels decode a block of 128 where a seek lands.
-The numpy code and merges read them as format 4's arrays (``FieldPostings.run``).
+The numpy code and merges read them as format 4's arrays (``FieldPostings.run``). Format 6's
+packed positions (``docs/search.md``, "Segment format 6") are read as format 5's values
+(``FieldPostings.position_values``); the kernels decode the chunks that hold a run.
 ``uint`` arrays use the smallest
 of uint8/16/32 that holds their values (the dtype is in the .npy header; a merge, which writes
 them before it has seen them all, takes the doc deltas' from its document count and the tfs' and
@@ -61,9 +73,10 @@ back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.b
 memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
 around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
 many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
-The compiled kernels read ``body.positions.npy`` with ``pread`` too, past the first
-``POSITIONS_MAP_BUDGET`` bytes of it a process maps (the proximity rerank reads a few positions
-of each of 100 documents per term); the numpy code and merges map it.
+The compiled kernels read ``body.positions.npy`` (and format 6's ``body.pos_chunks.npy``) with
+``pread`` too, past the first ``POSITIONS_MAP_BUDGET`` bytes of it a process maps, counted at
+format 5's size (the proximity rerank reads a few positions of each of 100 documents per term);
+the numpy code and merges map it.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a
@@ -126,8 +139,10 @@ FORMAT = "politecrawl-segment"
 #: 5: each field's doc ids and tfs bit-packed in blocks of ``BLOCK`` postings
 #: (``packed_postings``), a fourth column per field in the per-term table (where a term's blocks
 #: start) and a fifth in the skip blocks (where each block starts).
-VERSION = 5
-READABLE_VERSIONS = (2, 3, 4, 5)
+#: 6: each field's positions bit-packed in chunks of ``packed_positions.CHUNK`` with a chunk table
+#: (``<field>.pos_chunks.npy``), and the type format 5 would store them in in the header.
+VERSION = 6
+READABLE_VERSIONS = (2, 3, 4, 5, 6)
 
 
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
@@ -281,7 +296,15 @@ class Segment:
         if header["version"] >= 5 and table is None:
             raise SearchIndexError(f"{self.path}: per-term table missing")
         tf_max = header.get("tf_max", {})
-        self.fields = {f: FieldPostings(self.path, f, table, self.doc_count, tf_max.get(f)) for f in FIELDS}
+        # format 6: the type format 5 would store each field's positions in (packed, they are not)
+        pos_dtypes = header.get("positions_dtype") if header["version"] >= 6 else {}
+        if header["version"] >= 6 and not (
+            isinstance(pos_dtypes, dict) and all(isinstance(pos_dtypes.get(f), str) for f in FIELDS)
+        ):
+            raise SearchIndexError(f"{self.path}: positions types missing from the header")
+        self.fields = {
+            f: FieldPostings(self.path, f, table, self.doc_count, tf_max.get(f), pos_dtypes.get(f)) for f in FIELDS
+        }
         self.doc_lens = _load(self.path / "doc_lens.npy")
         self.body_ptr = _load(self.path / "body_ptr.npy")
         if header["version"] >= 4:
@@ -356,17 +379,15 @@ class Segment:
             # The body's positions are read with pread past the mapping budget; the title's and the
             # anchor's stay mapped: they are a small part of the whole (titles are a few words),
             # and the proximity rerank reads the title's as often as the body's.
-            body = self.fields["body"]
-            _, _, size, count = body.positions_file()
-            body_positions = (
-                body.positions if _reserve_positions_map(self, size * count) else (*body.positions_file(), body)
-            )
+            # Packed positions (format 6) count at format 5's size: the same segment is mapped or
+            # read as it was (``FieldPostings.positions_map_cost``).
+            mapped = _reserve_positions_map(self, self.fields["body"].positions_map_cost())
             arrays = [
                 (
                     fp.term_ptr,
                     *((fp.docs, fp.tfs) if fp.packed is None else (fp.packed, fp.pack_ptr)),
                     fp.pos_ptr,
-                    body_positions if f == "body" else fp.positions,
+                    fp.kernel_positions(mapped or f != "body"),
                     *fp.blocks(self.doc_lens[:, fi]),
                 )
                 for fi, (f, fp) in enumerate(self.fields.items())

@@ -201,7 +201,7 @@ def _field_runs(
     dtypes = (
         smallest_uint(max(n_docs - 1, 0)),
         _widest_uint([fp.tfs_dtype for fp in fields]),
-        _widest_uint([fp.positions.dtype for fp in fields]),
+        _widest_uint([fp.positions_dtype for fp in fields]),
     )
 
     def runs():
@@ -229,7 +229,7 @@ def _field_runs(
                         np.asarray(fp.term_ptr[lo : hi + 1], dtype=np.int64) - p0,
                         *fp.run(lo, hi),
                         doc_map,
-                        fp.positions[q0:q1],
+                        fp.position_values(q0, q1),
                         np.where(run_map >= 0, run_map - a, -1).astype(np.int32),
                     )
                 )

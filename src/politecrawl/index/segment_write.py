@@ -28,6 +28,7 @@ from .analysis import Analyzer
 from .bm25 import FIELDS
 from .doc_table import TextTable
 from .generation import fsync_dir
+from .packed_positions import CHUNK, pack_positions
 from .packed_postings import PADDING, pack_postings
 from .segment import (
     FORMAT,
@@ -55,8 +56,9 @@ __all__ = [
 ]
 
 
-#: The segment format written with LZ4 bodies (``bodies.BODY_CODEC``): ``VERSION``, or 4 (doc
-#: deltas and tfs as arrays, not packed) for tests and comparisons that set it.
+#: The segment format written with LZ4 bodies (``bodies.BODY_CODEC``): ``VERSION``, or 5
+#: (positions as arrays, not packed) or 4 (doc deltas and tfs as arrays too) for tests and
+#: comparisons that set it.
 WRITE_VERSION = VERSION
 
 
@@ -321,35 +323,83 @@ def write_segment_files(seg_dir: Path, parts: SegmentParts, analyzer: Analyzer) 
         raise
 
 
+class _PackedPositions:
+    """Format 6's positions of one field as its runs come: packed a multiple of ``CHUNK`` at a
+    time (a chunk may hold positions of two runs; the rest waits for the next run), into the
+    positions file and its chunk table."""
+
+    def __init__(self, field: str, data: StreamedArray, chunks: StreamedArray, top: int):
+        self.field, self.data, self.chunks, self.top = field, data, chunks, top
+        self.rest = np.zeros(0, dtype=np.uint32)
+
+    def append(self, positions: np.ndarray) -> None:
+        values = np.concatenate([self.rest, positions]) if len(self.rest) else positions
+        whole = len(values) // CHUNK * CHUNK
+        self._pack(values[:whole])
+        self.rest = np.array(values[whole:], dtype=np.uint32)
+
+    def close(self) -> None:
+        """Packs the rest (the field's last chunk, shorter), writes where it ends and the padding."""
+        self._pack(self.rest)
+        self.rest = self.rest[:0]
+        self.chunks.append(np.array([self.data.rows], dtype=np.uint32))
+        self.data.append(np.zeros(PADDING, dtype=np.uint8))  # what a decoder's 8-byte reads may touch
+
+    def _pack(self, values: np.ndarray) -> None:
+        if not len(values):
+            return
+        data, offsets = pack_positions(values)
+        base = self.data.rows
+        if base + len(data) > self.top:  # where each chunk starts: uint32 pointers
+            raise SearchIndexError(
+                f"segment too large: {self.field}'s packed positions pass {self.top} bytes, "
+                "and a pointer into them does not fit in 32 bits"
+            )
+        self.chunks.append((offsets + base).astype(np.uint32))
+        self.data.append(data)
+
+
 def _write_field(
-    files: SyncedFiles, field: str, postings: PostingRuns, field_lens: np.ndarray, pointers: np.ndarray
+    files: SyncedFiles,
+    field: str,
+    postings: PostingRuns,
+    field_lens: np.ndarray,
+    pointers: np.ndarray,
+    packed_positions: bool = False,
 ) -> tuple[int, int]:
     """One field's postings files, run after run, with their skip blocks; its pointers, per term
     where its postings, positions and skip blocks start and (format 5, four columns) where its
     packed blocks start, and the end row, go into ``pointers`` (its columns of the per-term table)
-    as the runs come. Returns its posting count and its largest tf."""
+    as the runs come; ``packed_positions`` (format 6): the positions bit-packed in chunks
+    (``packed_positions``). Returns its posting count and its largest tf."""
     deltas_dt, tfs_dt, positions_dt = postings.dtypes
     packed = pointers.shape[1] == 4  # format 5: doc ids and tfs bit-packed (packed_postings)
     outs: list[StreamedArray] = []  # open, not yet handed to the fsync thread
     top = np.iinfo(pointers.dtype).max
-    row = n_postings = tf_max = 0
+    row = n_postings = n_positions = tf_max = 0
     try:
-        streams = [("positions", positions_dt, None), ("blocks", np.dtype(np.uint32), 5 if packed else 4)]
+        streams = [
+            ("positions", np.dtype(np.uint8) if packed_positions else positions_dt, None),
+            ("blocks", np.dtype(np.uint32), 5 if packed else 4),
+        ]
         if packed:
             streams.append(("postings", np.dtype(np.uint8), None))
         else:
             streams += [("docs", deltas_dt, None), ("tfs", tfs_dt, None)]
+        if packed_positions:
+            streams.append(("pos_chunks", np.dtype(np.uint32), None))
         for name, dtype, columns in streams:
             outs.append(files.stream(f"{field}.{name}.npy", dtype, columns))
         positions_out, blocks_out = outs[:2]
+        chunked = _PackedPositions(field, positions_out, outs[-1], 2**32 - 1) if packed_positions else None
         for term_ptr, deltas, tfs, pos_ptr, positions in postings.runs:
             block_ptr, blocks = posting_blocks(term_ptr, deltas, tfs, field_lens)
-            if positions_out.rows and len(blocks):  # a block's positions start in this run's
-                if positions_out.rows + int(blocks[:, 1].max()) >= 2**32:
+            if n_positions and len(blocks):  # a block's positions start in this run's
+                if n_positions + int(blocks[:, 1].max()) >= 2**32:
                     raise SearchIndexError("segment too large: a pointer does not fit in 32 bits")
                 blocks = blocks.copy()
-                blocks[:, 1] += positions_out.rows
-            ptrs = [(term_ptr, n_postings), (pos_ptr, positions_out.rows), (block_ptr, blocks_out.rows)]
+                blocks[:, 1] += n_positions
+            ptrs = [(term_ptr, n_postings), (pos_ptr, n_positions), (block_ptr, blocks_out.rows)]
             if packed:
                 data, pack_ptr, block_offs = pack_postings(term_ptr, deltas, tfs)
                 base = outs[2].rows
@@ -370,9 +420,13 @@ def _write_field(
                 pointers[row : row + k, j] = np.asarray(ptr[:-1], dtype=np.int64) + start
             row += k
             n_postings += int(term_ptr[-1])
+            n_positions += len(positions)
             if len(tfs):
                 tf_max = max(tf_max, int(np.max(tfs)))
-            positions_out.append(positions)
+            if chunked is not None:
+                chunked.append(positions)
+            else:
+                positions_out.append(positions)
             blocks_out.append(blocks)
             if packed:
                 outs[2].append(data)
@@ -381,10 +435,12 @@ def _write_field(
                 outs[3].append(tfs)
         if row != len(pointers) - 1:
             raise SearchIndexError(f"{field} postings for {row} terms of {len(pointers) - 1}")
-        ends = [n_postings, positions_out.rows, blocks_out.rows]
+        ends = [n_postings, n_positions, blocks_out.rows]
         if packed:
             ends.append(outs[2].rows)
             outs[2].append(np.zeros(PADDING, dtype=np.uint8))  # what a decoder's 8-byte reads may touch
+        if chunked is not None:
+            chunked.close()
         pointers[row] = ends
         while outs:
             outs[0].close()
@@ -414,7 +470,7 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
     posting_counts, tf_max = {}, {}
     for fi, f in enumerate(FIELDS):
         posting_counts[f], tf_max[f] = _write_field(
-            files, f, postings[f], doc_lens[:, fi], term_table[:, per * fi : per * fi + per]
+            files, f, postings[f], doc_lens[:, fi], term_table[:, per * fi : per * fi + per], version >= 6
         )
     if format_4:
         files.save("terms.ptr.npy", term_table)
@@ -454,4 +510,8 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
     }
     if version >= 5:
         header["tf_max"] = tf_max  # the type a merge writes them in where it writes format 2
+    if version >= 6:
+        # the type format 5 stores them in: what a merge of this segment writes format 5's in, and
+        # what they count for against positions' mapping budget (segment.POSITIONS_MAP_BUDGET)
+        header["positions_dtype"] = {f: str(np.dtype(postings[f].dtypes[2])) for f in FIELDS}
     files.write("header.json", json.dumps(header, indent=1).encode("utf-8"))

@@ -8,7 +8,12 @@
 #define BLOCK 128 /* postings per skip block: skip_blocks.BLOCK */
 
 typedef struct {
-    Arr term_ptr, docs, tfs, pos_ptr, positions;
+    Arr term_ptr, docs, tfs, pos_ptr;
+    /* formats 2-5: the positions as stored, pos_size bytes each; format 6 (pos_packed): their
+     * chunks (packed.c), the bytes here and the chunk table in `pos_chunks`, pos_len bytes before
+     * the padding, pos_size the bytes format 5 would store a position in (what the reads of
+     * nearby runs are grouped by).  pos_count: the field's positions. */
+    Src positions;
     Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
                               start, largest tf, shortest field length[, where its packed block
                               starts]) */
@@ -18,46 +23,10 @@ typedef struct {
     Arr packed, pack_ptr;
     Py_ssize_t n_post;
     uint64_t packed_len; /* packed.n less the padding */
-    /* positions read with pread (pos_fd >= 0; positions.n and .size set, no buffer held): from
-     * byte pos_off of the file, positions.size bytes each.  A mapping's scattered first touches
-     * each mapped the 64 KB around them (the kernel's fault-around), so the proximity rerank's
-     * reads kept most of a large index's positions resident. */
-    int pos_fd;
-    int64_t pos_off;
-    PyObject *pos_owner; /* what keeps pos_fd open: a reference held while this lives */
+    Src pos_chunks;
+    int pos_packed, pos_size;
+    uint64_t pos_count, pos_len;
 } Field;
-
-/* Positions [o, o + n) of field `f`, as stored (positions.size bytes each), into `out`: from the
- * buffer, or read with pread; -1 (ValueError) if the file is shorter than they are. */
-static int positions_read(const Field *f, int64_t o, int64_t n, unsigned char *out) {
-    size_t size = (size_t)f->positions.size, want = (size_t)n * size;
-    if (o < 0 || n < 0 || o + n > (int64_t)f->positions.n) return corrupt("positions beyond the positions");
-    if (f->pos_fd < 0) {
-        memcpy(out, f->positions.p + (size_t)o * size, want);
-        return 0;
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(f->pos_fd, out + got, want - got, (off_t)(f->pos_off + (int64_t)((size_t)o * size + got)));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
-        if (r == 0) return corrupt("positions file shorter than its header says");
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-static inline uint64_t item_at(const unsigned char *p, int size, Py_ssize_t i) {
-    switch (size) {
-        case 1: return p[i];
-        case 2: return ((const uint16_t *)p)[i];
-        case 4: return ((const uint32_t *)p)[i];
-        default: return ((const uint64_t *)p)[i];
-    }
-}
 
 static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
     return ((const uint32_t *)f->blocks.p)[row * f->bcols + col];
@@ -83,12 +52,12 @@ static void Postings_dealloc(Postings *self) {
         arr_release(&self->f[i].docs);
         arr_release(&self->f[i].tfs);
         arr_release(&self->f[i].pos_ptr);
-        arr_release(&self->f[i].positions);
+        src_release(&self->f[i].positions);
+        src_release(&self->f[i].pos_chunks);
         arr_release(&self->f[i].block_ptr);
         arr_release(&self->f[i].blocks);
         arr_release(&self->f[i].packed);
         arr_release(&self->f[i].pack_ptr);
-        Py_CLEAR(self->f[i].pos_owner);
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
@@ -128,7 +97,7 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
         uint64_t b0 = at(&f->block_ptr, tid), b1 = at(&f->block_ptr, tid + 1);
         uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
         if (hi < lo || hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
-        if (p1 < p0 || p1 > (uint64_t)f->positions.n) return corrupt("positions pointers beyond the positions");
+        if (p1 < p0 || p1 > f->pos_count) return corrupt("positions pointers beyond the positions");
         if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / f->bcols))
             return corrupt("skip blocks do not match the postings");
         if (f->packed_fmt) {
@@ -146,7 +115,9 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
  * blocks) as segment.py stores them -- format 5's with blocks of 5 columns and (packed, pack_ptr)
  * in place of (docs, tfs) -- `positions` an array or a tuple (fd, byte offset, bytes per
  * position, count, owner) of a file to read them from with pread (FieldPostings.positions_file):
- * `owner`, which keeps the descriptor open, is held while this object lives. */
+ * `owner`, which keeps the descriptor open, is held while this object lives; format 6's a tuple
+ * (packed, chunks, count, size): its packed file and chunk table, each an array or such a file,
+ * its positions and the bytes format 5 would store one in (FieldPostings.kernel_positions). */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_ssize_t n_docs;
     PyObject *terms, *term_end, *keys, *fields;
@@ -178,27 +149,35 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             return -1;
         }
         Field *f = &self->f[fi];
-        f->pos_fd = -1;
-        if (PyTuple_Check(a4)) {
-            int fd, size;
-            long long off, count;
-            PyObject *owner;
-            if (!PyArg_ParseTuple(a4, "iLiLO", &fd, &off, &size, &count, &owner)) {
+        f->positions.fd = f->pos_chunks.fd = -1;
+        if (PyTuple_Check(a4) && PyTuple_GET_SIZE(a4) == 4) { /* format 6: (packed, chunks, count, size) */
+            PyObject *pk, *ch;
+            long long count;
+            int size;
+            if (!PyArg_ParseTuple(a4, "OOLi", &pk, &ch, &count, &size) || src_get(pk, &f->positions, "packed positions") < 0 ||
+                src_get(ch, &f->pos_chunks, "positions chunk table") < 0) {
                 Py_DECREF(seq);
                 return -1;
             }
-            if (fd < 0 || off < 0 || count < 0 || (size != 1 && size != 2 && size != 4)) {
+            /* count first: a damaged one near 2**63 must not wrap the chunk count below */
+            if (count < 0 || count > (long long)(PY_SSIZE_T_MAX / 8) || f->positions.a.size != 1 ||
+                f->positions.a.n < PACK_PADDING ||
+                (size != 1 && size != 2 && size != 4) ||
+                f->pos_chunks.a.n != (Py_ssize_t)((count + POS_CHUNK - 1) / POS_CHUNK) + 1) {
                 Py_DECREF(seq);
-                return corrupt("positions file of the wrong shape");
+                return corrupt("packed positions of the wrong shape");
             }
-            f->pos_fd = fd;
-            f->pos_off = off;
-            f->pos_owner = Py_NewRef(owner);
-            f->positions.size = size;
-            f->positions.n = (Py_ssize_t)count;
-        } else if (arr_get(a4, &f->positions, "positions") < 0) {
-            Py_DECREF(seq);
-            return -1;
+            f->pos_packed = 1;
+            f->pos_size = size;
+            f->pos_count = (uint64_t)count;
+            f->pos_len = (uint64_t)(f->positions.a.n - PACK_PADDING);
+        } else {
+            if (src_get(a4, &f->positions, "positions") < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            f->pos_size = f->positions.a.size;
+            f->pos_count = (uint64_t)f->positions.a.n;
         }
         if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
             arr_get_strided(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
@@ -214,7 +193,7 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
         }
         /* the writer stores these in 1, 2 or 4 bytes; wider values could wrap the sums that the
          * bounds checks rely on (a doc id from its deltas, a position from the tfs) */
-        if (f->docs.size > 4 || f->tfs.size > 4 || f->positions.size > 4) {
+        if (f->docs.size > 4 || f->tfs.size > 4 || f->pos_size > 4) {
             Py_DECREF(seq);
             return corrupt("postings wider than 32 bits");
         }

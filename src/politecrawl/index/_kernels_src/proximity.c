@@ -2,6 +2,68 @@
  * blocks) and proximity (the closeness of query neighbours, as bm25.pair_closeness and
  * bm25.proximity_scores).  Part of the unity build _kernels.c (after top.c). */
 
+/* Format 6: the chunks that hold positions [lo, hi) of field `f` (lo < hi), into `s`: their table
+ * entries, checked (within the file, each not before the one it follows) before any byte they
+ * point at is read, and their bytes (where the field is read with pread: the table a window of
+ * TABLE_WINDOW entries at a time, and one pread of the bytes). */
+static int packed_chunks_fetch(const Field *f, int64_t lo, int64_t hi, PosScratch *s) {
+    if (lo < 0 || hi <= lo || (uint64_t)hi > f->pos_count) return corrupt("positions beyond the positions");
+    uint64_t c0 = (uint64_t)lo / POS_CHUNK, k = (uint64_t)(hi - 1) / POS_CHUNK - c0 + 1;
+    if (grow((void **)&s->tab, &s->tcap, (size_t)(k + 1) * sizeof(uint64_t)) < 0) return -1;
+    const Src *ct = &f->pos_chunks;
+    if (ct->fd < 0) {
+        for (uint64_t j = 0; j <= k; j++) s->tab[j] = at(&ct->a, (Py_ssize_t)(c0 + j));
+    } else {
+        if (s->wsrc != ct || c0 < s->w0 || c0 + k + 1 > s->w0 + s->wn) {
+            uint64_t n = (uint64_t)ct->a.n, wn = k + 1 > TABLE_WINDOW ? k + 1 : TABLE_WINDOW;
+            if (c0 >= n || k + 1 > n - c0) return corrupt("positions beyond the positions");
+            if (wn > n - c0) wn = n - c0;
+            if (grow((void **)&s->win, &s->wcap, (size_t)wn * (size_t)ct->a.size) < 0) return -1;
+            s->wsrc = NULL;
+            if (src_read(ct, (int64_t)c0, (int64_t)wn, s->win) < 0) return -1;
+            s->wsrc = ct;
+            s->w0 = c0;
+            s->wn = wn;
+        }
+        for (uint64_t j = 0; j <= k; j++) s->tab[j] = item_at(s->win, ct->a.size, (Py_ssize_t)(c0 - s->w0 + j));
+    }
+    for (uint64_t j = 0; j < k; j++) /* the end first: a difference taken after it cannot wrap */
+        if (s->tab[j + 1] > f->pos_len || s->tab[j] > s->tab[j + 1])
+            return corrupt("positions chunk table out of order or beyond its file");
+    if (f->positions.fd < 0) {
+        s->base = f->positions.a.p + s->tab[0]; /* the file's padding follows its last chunk */
+    } else {
+        size_t need = (size_t)(s->tab[k] - s->tab[0]);
+        if (grow((void **)&s->bytes, &s->bcap, need + PACK_PADDING) < 0) return -1;
+        if (src_read(&f->positions, (int64_t)s->tab[0], (int64_t)need, s->bytes) < 0) return -1;
+        memset(s->bytes + need, 0, PACK_PADDING); /* what bits_at's 8-byte reads may touch */
+        s->base = s->bytes;
+    }
+    s->c0 = c0;
+    s->k = k;
+    return 0;
+}
+
+/* The stored values (each posting's position deltas) of positions [a, z) of field `f`, within
+ * the range packed_chunks_fetch fetched into `s`, decoded into s->vals (*out): only the chunks
+ * they fall in are decoded (their widths and sizes checked), and of those only these values. */
+static int packed_values(const Field *f, PosScratch *s, int64_t a, int64_t z, const uint32_t **out) {
+    if (a < 0 || z < a || (uint64_t)a < s->c0 * POS_CHUNK || (uint64_t)z > (s->c0 + s->k) * POS_CHUNK ||
+        (uint64_t)z > f->pos_count)
+        return corrupt("positions beyond the positions");
+    if (grow((void **)&s->vals, &s->vcap, (size_t)(z - a + 1) * sizeof(uint32_t)) < 0) return -1;
+    *out = s->vals;
+    for (uint64_t c = (uint64_t)a / POS_CHUNK; z > a && c <= (uint64_t)(z - 1) / POS_CHUNK; c++) {
+        uint64_t j = c - s->c0, first = c * POS_CHUNK;
+        uint64_t n = f->pos_count - first < POS_CHUNK ? f->pos_count - first : POS_CHUNK;
+        uint64_t x = (uint64_t)a > first ? (uint64_t)a : first, y = (uint64_t)z < first + n ? (uint64_t)z : first + n;
+        if (unpack_pos_chunk(s->base + (s->tab[j] - s->tab[0]), s->tab[j + 1] - s->tab[j], (Py_ssize_t)n,
+                             (Py_ssize_t)(x - first), (Py_ssize_t)(y - first), s->vals + (x - (uint64_t)a)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* gather(segments, term_ids, field, segs, docs, cap) -> (starts, positions)
  *
  * The token positions of each query term in field `field` (0 title, 1 body, 2 anchor) of each
@@ -52,6 +114,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     RunPlace *places = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(RunPlace));
     unsigned char *buf = NULL;
     size_t buf_cap = 0;
+    PosScratch ps = {0};
     if (!run_off || !run_len || !key || !order || !places) {
         PyErr_NoMemory();
         goto done;
@@ -125,7 +188,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     for (Py_ssize_t a = 0; a < nr;) {
         Py_ssize_t r0 = places[a].r;
         const Field *f = &((Postings *)PySequence_Fast_GET_ITEM(segs, places[a].seg))->f[field];
-        int size = f->positions.size;
+        int size = f->pos_size;
         int64_t lo = run_off[r0], hi = lo + run_len[r0];
         Py_ssize_t z = a + 1;
         while (z < nr && places[z].seg == places[a].seg && (places[z].off - hi) * size < RUN_GAP) {
@@ -133,25 +196,31 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             if (e > hi) hi = e;
             z++;
         }
-        const unsigned char *base;
-        if (f->pos_fd < 0) {
-            if (hi > (int64_t)f->positions.n) {
+        const unsigned char *base = NULL;
+        if (f->pos_packed) { /* format 6: the group's chunks read once, each run's values decoded */
+            if (packed_chunks_fetch(f, lo, hi, &ps) < 0) goto done;
+            for (Py_ssize_t j = a; j < z; j++) {
+                Py_ssize_t r = places[j].r;
+                const uint32_t *vals;
+                if (packed_values(f, &ps, run_off[r], run_off[r] + run_len[r], &vals) < 0) goto done;
+                int64_t v = 0;
+                for (int64_t q = 0; q < run_len[r]; q++) {
+                    v += (int64_t)vals[q];
+                    pos[starts[r] + q] = v;
+                }
+            }
+            a = z;
+            continue;
+        } else if (f->positions.fd < 0) {
+            if (hi > (int64_t)f->pos_count) {
                 corrupt("positions beyond the positions");
                 goto done;
             }
-            base = f->positions.p + (size_t)lo * (size_t)size;
+            base = f->positions.a.p + (size_t)lo * (size_t)size;
         } else {
             size_t need = (size_t)(hi - lo) * (size_t)size;
-            if (need > buf_cap) {
-                unsigned char *grown = PyMem_Realloc(buf, need);
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                buf = grown;
-                buf_cap = need;
-            }
-            if (positions_read(f, lo, hi - lo, buf) < 0) goto done;
+            if (grow((void **)&buf, &buf_cap, need) < 0) goto done;
+            if (src_read(&f->positions, lo, hi - lo, buf) < 0) goto done;
             base = buf;
         }
         for (Py_ssize_t j = a; j < z; j++) {
@@ -177,6 +246,7 @@ done:
     PyMem_Free(order);
     PyMem_Free(places);
     PyMem_Free(buf);
+    pos_scratch_free(&ps);
     return ok;
 }
 
