@@ -139,7 +139,13 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
         host_sets = list(sets)
         if url_sql is not None:
             # release_url_statement's UPDATE, its parameters read from the rows (one WHERE: the lease still ours).
-            ctes.append(f"url AS ({url_sql.replace(' WHERE ', ' FROM v WHERE ', 1)} RETURNING frontier.host)")
+            # The ids again as an array: the planner, which cannot know how many rows v has, then
+            # finds them by the primary key (joined to v, it scanned every leased URL of the
+            # frontier, dead versions included, in each batch).
+            ctes.append(
+                f"url AS ({url_sql.replace(' WHERE ', ' FROM v WHERE ', 1)}"
+                f" AND frontier.id = ANY(%(g{i}_u_id)s::bigint[]) RETURNING frontier.host)"
+            )
             if finishing:
                 # The host's pending count drops if its URL finished and the frontier row was still ours.
                 host_sets.append(
@@ -154,10 +160,12 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
             ctes.append(
                 f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) SELECT * FROM unnest({arrays}))"
             )
-        # The SET lists are the shared fixed fragments; every value is a column of v.
+        # The SET lists are the shared fixed fragments; every value is a column of v. The hosts
+        # again as an array, as the ids above: found by the primary key, not by a scan of the
+        # table (a few hundred rows, but every update leaves a dead version until a vacuum).
         row = conn.execute(
             f"WITH {', '.join(ctes)} UPDATE hosts SET {', '.join(host_sets)} FROM v WHERE hosts.host = v.x_host"
-            " RETURNING pg_current_xact_id()::text",
+            f" AND hosts.host = ANY(%(g{i}_host)s::text[]) RETURNING pg_current_xact_id()::text",
             params,
         ).fetchone()
         if row is not None:
