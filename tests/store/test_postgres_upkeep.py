@@ -1,4 +1,4 @@
-"""The PostgreSQL store's upkeep of its own tables (PostgresConnection._maintain)."""
+"""The PostgreSQL store's upkeep of its own tables and plans (PostgresConnection._maintain, _configure)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,19 @@ def test_read_only_postgres_store_never_maintains(pg_store_factory):
         assert store._maintained_at == float("-inf")
     finally:
         store.close()
+
+
+def test_postgres_store_connections_send_ints_as_int8_and_keep_one_plan(pg_store_factory):
+    """psycopg types an int by its value: without this, one statement was prepared (and planned)
+    once per combination of int2/int4/int8 parameters."""
+    from psycopg.adapt import PyFormat
+
+    store = pg_store_factory()
+    conn = store._pool.getconn()
+    try:
+        for value in (1, 40_000, 2**40):
+            assert conn.adapters.get_dumper(int, PyFormat.BINARY)(int).oid == 20  # int8
+            assert conn.execute("SELECT pg_typeof(%s)::text", (value,)).fetchone()[0] == "bigint"
+        assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_generic_plan"
+    finally:
+        store._pool.putconn(conn)

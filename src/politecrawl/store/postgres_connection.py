@@ -44,6 +44,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+from psycopg.types.numeric import Int8BinaryDumper, Int8Dumper
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
@@ -241,9 +242,24 @@ class PostgresConnection:
 
     # -- plumbing ----------------------------------------------------------------
     def _configure(self, conn: psycopg.Connection) -> None:
-        """Each new pooled connection: lz4 for TOAST when the server has it (see __init__)."""
+        """Each new pooled connection: lz4 for TOAST when the server has it (see __init__), and
+        one plan per statement.
+
+        psycopg prepares a statement run five times on a connection, once per combination of
+        its parameters' types, and it types a Python int by its value (int2, int4 or int8): a
+        page's four SimHash blocks alone made 16 prepared versions of the page's statement, each
+        planned anew for its first five runs and after every change of the tables' statistics.
+        Every int goes as int8 here (the statements cast where a column is narrower). And the
+        server keeps one generic plan per statement, not a plan per run: the releases' arrays
+        made it plan most runs again for their sizes (a fifth of the database's CPU per page,
+        bench_pg_cost.py under perf). The generic plans follow the tables as they grow: each
+        ANALYZE of ``_maintain`` makes every connection plan again.
+        """
         if self._toast_lz4:
             conn.execute("SET default_toast_compression = lz4")
+        conn.adapters.register_dumper(int, Int8Dumper)
+        conn.adapters.register_dumper(int, Int8BinaryDumper)
+        conn.execute("SET plan_cache_mode = force_generic_plan")
 
     def _live_connection(self) -> psycopg.Connection:
         """A pooled connection that answers; dead ones go back to the pool, which replaces them.
