@@ -102,6 +102,12 @@ class _Rows(Dialect):
     def p(self, name: str) -> str:
         return f"v.x_{name}"
 
+    def filter_only(self, condition: str) -> str:
+        # Not a condition an index can serve: the planner, which cannot tell how many rows v has
+        # nor (without fresh statistics) how few URLs are leased, otherwise read every 'leased'
+        # entry of frontier_state, dead versions included, instead of the batch's ids.
+        return f"(CASE WHEN {condition} THEN true ELSE false END)"
+
 
 def _array(values: list, sql_type: str) -> list:
     # Text as plain str: an enum member would otherwise pick the array's element type.
