@@ -54,7 +54,7 @@ from .budget import PageBudget
 from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembered
 from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
-from .release_batch import ReleaseBatcher
+from .release_batch import RELEASE_WINDOW_SHARED, ReleaseBatcher
 from .robots_gate import RobotsGate
 from .turns import Turns
 
@@ -178,7 +178,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._turns = Turns(TURNS_HOLD_AT)
         # Releases share transactions: in a turn of their own for SQLite, on the store threads
         # for PostgreSQL.
-        self._batcher = ReleaseBatcher(store, call=self._in_a_turn if self._store_threads is None else self._call)
+        if self._store_threads is None:
+            self._batcher = ReleaseBatcher(store, call=self._in_a_turn)
+        else:
+            self._batcher = ReleaseBatcher(store, window=RELEASE_WINDOW_SHARED, call=self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add

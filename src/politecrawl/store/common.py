@@ -96,6 +96,11 @@ class Dialect:
         """A named placeholder."""
         return f":{name}" if self.ph == "?" else f"%({name})s"
 
+    def filter_only(self, condition: str) -> str:
+        """``condition`` where a row found by its key is checked, never a way to find rows: as
+        written here; a dialect whose planner could take it for one says it otherwise."""
+        return condition
+
 
 #: Wait reasons of hosts paused for long (their URLs are kept; they do not keep a run alive).
 PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD)

@@ -73,6 +73,9 @@ _IP = [c.strip() for c in CLAIM_RETURNING.split(",")].index("ip")
 
 # The next URL of each of several claimed hosts (their robots.txt fresh), leased in one statement,
 # with the stored version's validators: per host what _lease_url_sql and finish_claim do for one.
+# The picked ids are given to the UPDATE as an array too, and its re-check of their state is a
+# CASE, which no index serves: joined to pick alone, the planner (which cannot tell how many rows
+# pick has) scanned every queued and leased URL of the frontier.
 def lease_urls_sql(now: str) -> str:
     return f"""
 WITH pick AS (
@@ -85,8 +88,9 @@ WITH pick AS (
 UPDATE frontier SET state = {LEASED}, lease_owner = %(worker)s, lease_expires_at = {now} + %(lease)s,
                     attempts = attempts + 1
 FROM pick LEFT JOIN pages AS p ON p.url_id = pick.id
-WHERE frontier.id = pick.id
-  AND (frontier.state = {QUEUED} OR (frontier.state = {LEASED} AND frontier.lease_expires_at <= {now}))
+WHERE frontier.id = pick.id AND frontier.id = ANY(ARRAY(SELECT id FROM pick))
+  AND (CASE WHEN frontier.state = {QUEUED} THEN true
+            WHEN frontier.state = {LEASED} THEN frontier.lease_expires_at <= {now} ELSE false END)
 RETURNING frontier.host, frontier.id, frontier.url, frontier.depth, frontier.attempts, frontier.revisit_interval,
           frontier.kind, frontier.request_url, frontier.sitemap_for, p.etag, p.last_modified, p.fingerprint
 """

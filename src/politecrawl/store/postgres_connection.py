@@ -33,8 +33,10 @@ are read-only, and a store of an older schema is read as it is.
 
 from __future__ import annotations
 
+import logging
 import re
 import select
+import threading
 import time
 from importlib import resources
 from typing import Any, Callable, TypeVar
@@ -42,6 +44,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+from psycopg.types.numeric import Int8BinaryDumper, Int8Dumper
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
@@ -73,6 +76,32 @@ _OPEN_PATIENCE = 15.0
 _RETRY_SQLSTATES = {"40001", "40P01"}
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+log = logging.getLogger("politecrawl.store")
+
+#: Seconds between two looks of one store (one process) at whether its tables need a vacuum or
+#: fresh statistics (``PostgresConnection._maintain``).
+MAINTAIN_EVERY = 1.0
+
+#: The store's tables (what ``_maintain`` may vacuum or analyze: not another application's
+#: tables in a shared schema).
+_STORE_TABLES = (
+    "hosts",
+    "frontier",
+    "pages",
+    "page_marks",
+    "anchors",
+    "fetch_log",
+    "robots_log",
+    "link_stats",
+    "meta",
+)
+
+# What the store's tables look like to the statistics collector: rows, dead rows, and the row
+# count the planner last recorded (-1: never).
+_TABLE_STATS = """SELECT s.relname, s.n_live_tup, s.n_dead_tup, c.reltuples
+FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
+WHERE s.schemaname = current_schema() AND s.relname = ANY(%s::text[])"""
 
 #: The database's own clock inside a statement. statement_timestamp() is the start of the
 #: statement: a claim compares with a moment no later than the claim itself, and a release
@@ -163,6 +192,9 @@ class PostgresConnection:
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False) -> None:
         conninfo, self._schema, self.url, clock = parse_url(url)
+        self._read_only = read_only
+        self._maintained_at = time.monotonic()
+        self._maintaining = threading.Lock()
         # The database's clock decides every comparison and stamp of politeness state, inside the
         # statement, so two machines never disagree on a gap by their clocks' or offsets' error.
         # ``?clock=caller`` uses the callers' ``now`` instead: for simulations and tests that
@@ -210,9 +242,24 @@ class PostgresConnection:
 
     # -- plumbing ----------------------------------------------------------------
     def _configure(self, conn: psycopg.Connection) -> None:
-        """Each new pooled connection: lz4 for TOAST when the server has it (see __init__)."""
+        """Each new pooled connection: lz4 for TOAST when the server has it (see __init__), and
+        one plan per statement.
+
+        psycopg prepares a statement run five times on a connection, once per combination of
+        its parameters' types, and it types a Python int by its value (int2, int4 or int8): a
+        page's four SimHash blocks alone made 16 prepared versions of the page's statement, each
+        planned anew for its first five runs and after every change of the tables' statistics.
+        Every int goes as int8 here (the statements cast where a column is narrower). And the
+        server keeps one generic plan per statement, not a plan per run: the releases' arrays
+        made it plan most runs again for their sizes (a fifth of the database's CPU per page,
+        bench_pg_cost.py under perf). The generic plans follow the tables as they grow: each
+        ANALYZE of ``_maintain`` makes every connection plan again.
+        """
         if self._toast_lz4:
             conn.execute("SET default_toast_compression = lz4")
+        conn.adapters.register_dumper(int, Int8Dumper)
+        conn.adapters.register_dumper(int, Int8BinaryDumper)
+        conn.execute("SET plan_cache_mode = force_generic_plan")
 
     def _live_connection(self) -> psycopg.Connection:
         """A pooled connection that answers; dead ones go back to the pool, which replaces them.
@@ -333,6 +380,55 @@ class PostgresConnection:
     def _read(self, fn: Callable[[psycopg.Connection], _T], what: str) -> _T:
         """Reads: one consistent snapshot per call, always safe to retry."""
         return self._run(fn, what, transaction=True, idempotent=True)
+
+    def _maintain(self) -> None:
+        """Vacuum and analyze the store's tables that need it, at most every ``MAINTAIN_EVERY``
+        seconds per store; called after writes. Best effort: a failure (not the tables' owner,
+        the server going away) is logged and the crawl goes on.
+
+        A crawl changes its tables far faster than autovacuum looks at them (once a minute by
+        default, and it may be off): each host row is updated several times a second (a claim, a
+        release, its links' pending count), so the small hosts table grew by a dead version per
+        update and every claim, wake-up and release scanned them (benchmarks/bench_pg_cost.py:
+        a 300-host table of 20 MB after 40 s, most of the database's CPU per page). And the
+        plans a connection keeps for its prepared statements were made on the statistics of
+        young tables (an empty pages table: a sequential scan for each page's near-duplicate
+        check, which stayed as the pages table grew): an ANALYZE each time a table has doubled
+        gives the planner the real sizes and makes every connection plan its statements again.
+        VACUUM and ANALYZE with SKIP_LOCKED: one at a time per table across the fleet, nobody
+        waits for another's.
+        """
+        if self._read_only or time.monotonic() - self._maintained_at < MAINTAIN_EVERY:
+            return
+        if not self._maintaining.acquire(blocking=False):
+            return  # another thread of this store is at it
+        try:
+            self._maintained_at = time.monotonic()
+            conn = self._live_connection()
+            try:
+                vacuum, analyze = [], []
+                for name, live, dead, tuples in conn.execute(_TABLE_STATS, (list(_STORE_TABLES),)):
+                    # More dead rows than live ones (and a few hundred): on hosts, a second of
+                    # claims and releases; a growing frontier or pages table does not get there.
+                    if dead > 500 + live:
+                        vacuum.append(name)
+                    # Twice the rows the planner last counted: plans made then may no longer fit.
+                    if live > 50 + 2 * max(tuples, 0.0):
+                        analyze.append(name)
+                for name in sorted(vacuum):
+                    conn.execute(sql.SQL("VACUUM (SKIP_LOCKED) {}").format(sql.Identifier(name)))
+                if analyze:
+                    conn.execute(
+                        sql.SQL("ANALYZE (SKIP_LOCKED) {}").format(
+                            sql.SQL(", ").join(sql.Identifier(n) for n in sorted(analyze))
+                        )
+                    )
+            finally:
+                self._pool.putconn(conn)
+        except psycopg.Error as exc:
+            log.debug("store maintenance skipped: %s", _one_line(exc))
+        finally:
+            self._maintaining.release()
 
     @staticmethod
     def _measure_clock_offset(conn: psycopg.Connection) -> float:

@@ -164,6 +164,7 @@ class PostgresRelease(PostgresConnection):
 
         xid: list = []
         self._transaction(tx, "release a claim", xid=xid)
+        self._maintain()
 
     def release_many(self, releases: Sequence[tuple[Claim, Outcome, float]]) -> None:
         """Several releases in one transaction (all or none): the fixed cost of a transaction and
@@ -194,6 +195,7 @@ class PostgresRelease(PostgresConnection):
 
         xid: list = []
         self._transaction(tx, "release claims", xid=xid)
+        self._maintain()
 
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None:
         """Record one request that is not the end of a claim (a robots.txt redirect hop)."""

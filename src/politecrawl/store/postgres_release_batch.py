@@ -102,6 +102,12 @@ class _Rows(Dialect):
     def p(self, name: str) -> str:
         return f"v.x_{name}"
 
+    def filter_only(self, condition: str) -> str:
+        # Not a condition an index can serve: the planner, which cannot tell how many rows v has
+        # nor (without fresh statistics) how few URLs are leased, otherwise read every 'leased'
+        # entry of frontier_state, dead versions included, instead of the batch's ids.
+        return f"(CASE WHEN {condition} THEN true ELSE false END)"
+
 
 def _array(values: list, sql_type: str) -> list:
     # Text as plain str: an enum member would otherwise pick the array's element type.
@@ -139,7 +145,13 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
         host_sets = list(sets)
         if url_sql is not None:
             # release_url_statement's UPDATE, its parameters read from the rows (one WHERE: the lease still ours).
-            ctes.append(f"url AS ({url_sql.replace(' WHERE ', ' FROM v WHERE ', 1)} RETURNING frontier.host)")
+            # The ids again as an array: the planner, which cannot know how many rows v has, then
+            # finds them by the primary key (joined to v, it scanned every leased URL of the
+            # frontier, dead versions included, in each batch).
+            ctes.append(
+                f"url AS ({url_sql.replace(' WHERE ', ' FROM v WHERE ', 1)}"
+                f" AND frontier.id = ANY(%(g{i}_u_id)s::bigint[]) RETURNING frontier.host)"
+            )
             if finishing:
                 # The host's pending count drops if its URL finished and the frontier row was still ours.
                 host_sets.append(
@@ -154,10 +166,12 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
             ctes.append(
                 f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) SELECT * FROM unnest({arrays}))"
             )
-        # The SET lists are the shared fixed fragments; every value is a column of v.
+        # The SET lists are the shared fixed fragments; every value is a column of v. The hosts
+        # again as an array, as the ids above: found by the primary key, not by a scan of the
+        # table (a few hundred rows, but every update leaves a dead version until a vacuum).
         row = conn.execute(
             f"WITH {', '.join(ctes)} UPDATE hosts SET {', '.join(host_sets)} FROM v WHERE hosts.host = v.x_host"
-            " RETURNING pg_current_xact_id()::text",
+            f" AND hosts.host = ANY(%(g{i}_host)s::text[]) RETURNING pg_current_xact_id()::text",
             params,
         ).fetchone()
         if row is not None:

@@ -103,7 +103,7 @@ def release_url_statement(d: Dialect, claim: Claim, outcome: Outcome, now: float
     P = d.p
     if claim.url_id is None or outcome.url_state is None:
         return None
-    mine = f"id = {P('u_id')} AND lease_owner = {P('u_worker')} AND state = {LEASED}"
+    mine = f"id = {P('u_id')} AND lease_owner = {P('u_worker')} AND {d.filter_only(f'state = {LEASED}')}"
     p: dict = {"u_id": claim.url_id, "u_worker": claim.worker, "u_outcome": outcome.url_outcome_text}
     if outcome.url_state == URLState.QUEUED:
         # A retry goes to the back of the host's queue; a URL never asked (a stop) keeps its place.
