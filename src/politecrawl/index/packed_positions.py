@@ -29,7 +29,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .packed_postings import PADDING
+from .packed_postings import PADDING, bit_widths
 
 __all__ = [
     "CHUNK",
@@ -72,15 +72,6 @@ def pack_positions(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(packed, np.uint8), np.frombuffer(offs, np.int64)
 
 
-def _bit_widths(values: np.ndarray) -> np.ndarray:
-    """Bits needed for each value (0 for 0), values < 2**32."""
-    v = np.asarray(values, dtype=np.int64)
-    out = np.zeros(len(v), dtype=np.int64)
-    for s in range(33):
-        out += (v >> s) > 0
-    return out
-
-
 def pack_positions_numpy(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pack_positions`` in numpy (the reference)."""
     values = np.asarray(values)
@@ -103,7 +94,7 @@ def _pack_piece(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n_chunks = chunk_count(len(v))
     starts = np.arange(n_chunks, dtype=np.int64) * CHUNK
     ns = np.minimum(len(v) - starts, CHUNK)
-    widths = _bit_widths(np.maximum.reduceat(v, starts))
+    widths = bit_widths(np.maximum.reduceat(v, starts))
     size = 1 + (ns * widths + 7) // 8
     offs = np.zeros(n_chunks + 1, dtype=np.int64)
     np.cumsum(size, out=offs[1:])

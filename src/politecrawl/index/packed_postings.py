@@ -35,7 +35,7 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .skip_blocks import BLOCK
 
-__all__ = ["PADDING", "pack_postings", "pack_postings_numpy", "unpack", "unpack_numpy"]
+__all__ = ["PADDING", "bit_widths", "pack_postings", "pack_postings_numpy", "unpack", "unpack_numpy"]
 
 #: Zero bytes at the end of a packed file: a decoder reads 8 bytes from where a value starts.
 PADDING = 8
@@ -43,7 +43,7 @@ PADDING = 8
 _U64 = np.uint64
 
 
-def _bit_widths(values: np.ndarray) -> np.ndarray:
+def bit_widths(values: np.ndarray) -> np.ndarray:
     """Bits needed for each value (0 for 0), values < 2**32."""
     v = np.asarray(values, dtype=np.int64)
     out = np.zeros(len(v), dtype=np.int64)
@@ -98,8 +98,8 @@ def pack_postings_numpy(term_ptr: np.ndarray, deltas: np.ndarray, tfs: np.ndarra
     tf1 = tfs - 1
     starts, ns, long_block = _blocks_of(term_ptr)
     if len(starts):
-        bd = _bit_widths(np.maximum.reduceat(gaps, starts))
-        bt = _bit_widths(np.maximum.reduceat(tf1, starts))
+        bd = bit_widths(np.maximum.reduceat(gaps, starts))
+        bt = bit_widths(np.maximum.reduceat(tf1, starts))
     else:
         bd = bt = np.zeros(0, np.int64)
     dbytes, tbytes = (ns * bd + 7) // 8, (ns * bt + 7) // 8
