@@ -238,7 +238,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
         for (Py_ssize_t ti = 1; ti < n_terms; ti++) upto[ti] += upto[ti - 1];
     }
 
-    double *score = s_score;
+    double *score = s_score, retry_rest = INFINITY;
     for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
         Py_ssize_t tid = tids[ti];
         if (tid < 0) continue;
@@ -344,7 +344,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
              * documents matched so far) only if it could be no -- a match can already score more
              * than the rest together, or the floor is above them -- and if enough postings are
              * left to be worth it. */
-            if (!((rest[ti] < upto[ti] || rest[ti] < floor) && left[ti] > 2 * m)) continue;
+            if (!((rest[ti] < upto[ti] || rest[ti] < floor) && left[ti] > 2 * m && rest[ti] <= retry_rest)) continue;
             double theta;
             if (rest[ti] < floor) {
                 theta = floor;
@@ -375,11 +375,14 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                 }
             }
             if (n_keep * SEEK_COST >= left[ti]) {
-                /* too many still in the running for seeking to pay: score every match, and do
-                 * not ask again (the pass over the matches would cost as much each time) */
+                /* too many still in the running for seeking to pay: score the next term
+                 * exhaustively, and ask again only once the bounds left are at most half these
+                 * (the pass over the matches costs about as much each time).  Giving up for good
+                 * here scored a long query's last terms, common words of small bounds and most of
+                 * its postings, on every match, when few documents could still use them. */
                 PyMem_Free(bits);
                 n_keep = 0;
-                prune = 0;
+                retry_rest = rest[ti] * 0.5;
                 continue;
             }
             keep = PyMem_Malloc((size_t)(n_keep ? n_keep : 1) * sizeof(int32_t));
