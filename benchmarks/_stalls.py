@@ -103,12 +103,17 @@ def summarize(folder: Path, top: int = 8) -> dict:
     for path in files:
         stalls += [(seconds, where) for seconds, where in json.loads(path.read_text())]
     by_where: Counter[str] = Counter()
+    by_state: Counter[str] = Counter()
     for seconds, where in stalls:
         by_where[where[0][0] if where else "?"] += seconds
+        # The scheduler state the loop thread was most often in: R running or waiting for a core,
+        # S sleeping (a lock), D the disk.
+        by_state[where[0][0][1:2] if where else "?"] += seconds
     return {
         "processes": len(files),
         "stalls": len(stalls),
         "stalled_s": round(sum(seconds for seconds, _ in stalls), 2),
         "longest_ms": round(1000 * max((seconds for seconds, _ in stalls), default=0.0)),
+        "stalled_s_by_state": {state: round(seconds, 2) for state, seconds in by_state.most_common()},
         "stalled_s_by_where": {where: round(seconds, 2) for where, seconds in by_where.most_common(top)},
     }

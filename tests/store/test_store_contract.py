@@ -1492,3 +1492,16 @@ def test_learned_url_patterns_saved_outside_a_release_only_over_the_version_thei
     pass_robots(store, "w1", T)
     claims = {c.host: c for c in store.claim_many("w1", T, LEASE, 2)}
     assert claims[A].patterns_version == 1 and claims[B].patterns_version == 2
+
+
+def test_a_store_kept_up_while_its_workers_defer_goes_on_claiming_and_releasing(store):
+    """``upkeep()`` (held by the crawl's parent) and ``defer_upkeep()`` (called by each worker)
+    change no claim or release: the store answers the same with them as without."""
+    store.defer_upkeep()
+    with store.upkeep():
+        store.seed_urls([url(A, "/")], T)
+        pass_robots(store, "w1", T)
+        c = store.claim("w1", T + 10, LEASE)
+        assert c is not None and c.url == f"{A}/"
+        store.release(c, page_outcome(c, T + 11, next_at=T + 12), T + 11)
+    assert host_row(store, A).next_allowed_at == T + 12

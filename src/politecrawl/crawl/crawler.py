@@ -268,18 +268,19 @@ class Crawler:
                     on_progress(CrawlProgress(status, elapsed=t - started, run_requests=status.requests - before))
 
             try:
-                workers = run_workers(
-                    s,
-                    scope,
-                    stop_event=self.stop_event,
-                    counter=counter,
-                    on_tick=tick,
-                    # A worker that died holds leases no one else may touch until they expire
-                    # (minutes): the others take its hosts now, each after the delay it is owed.
-                    on_worker_died=lambda: self.release_dead_workers(store),
-                    deadline=deadline,
-                    idle_poll=FLEET_IDLE_POLL if fleet_worker or continuous else None,
-                )
+                with store.upkeep():
+                    workers = run_workers(
+                        s,
+                        scope,
+                        stop_event=self.stop_event,
+                        counter=counter,
+                        on_tick=tick,
+                        # A worker that died holds leases no one else may touch until they expire
+                        # (minutes): the others take its hosts now, each after the delay it is owed.
+                        on_worker_died=lambda: self.release_dead_workers(store),
+                        deadline=deadline,
+                        idle_poll=FLEET_IDLE_POLL if fleet_worker or continuous else None,
+                    )
             finally:
                 indexer.shutdown(wait=True)
             if indexing:

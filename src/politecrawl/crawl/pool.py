@@ -183,6 +183,7 @@ async def _worker_async(
     from .worker import Worker
 
     store = await _open_store_patiently(settings.db)
+    store.defer_upkeep()  # the crawl's parent keeps it (Crawler.run): never on this loop
     tune_gc()  # everything is imported and open: see crawl.gc_policy
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

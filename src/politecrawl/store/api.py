@@ -17,6 +17,7 @@ before they are claimed, so a lost race is "not yours now", never an error.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Iterator, Protocol, Sequence
@@ -598,3 +599,8 @@ class Store(Protocol):
     def expire_unavailable(self, now: float) -> int: ...
     def consistency(self, *, repair: bool = False) -> list[str]: ...
     def close(self) -> None: ...
+
+    # A crawl's parent keeps the store's upkeep on a thread of its own while the workers run
+    # (SQLite: WAL checkpoints); each worker process defers to it, so its event loop never pays it.
+    def upkeep(self) -> AbstractContextManager[object]: ...
+    def defer_upkeep(self) -> None: ...

@@ -23,6 +23,7 @@ page's seq ``postgres_frontier``'s. This module is the store those make, and its
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Iterator, Sequence
 
 import psycopg
@@ -72,6 +73,16 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         self._wake_time = wake_time_sql(self._dialect)
         self._save_patterns = save_patterns_sql(self._dialect)
         self._prepare_claims()
+
+    # -- upkeep ------------------------------------------------------------------
+    def upkeep(self) -> nullcontext[None]:
+        """Nothing on a thread of the crawl's parent: the server keeps its own log, and the
+        tables' vacuuming rides on the workers' store threads (``PostgresConnection._maintain``),
+        never on their event loops."""
+        return nullcontext()
+
+    def defer_upkeep(self) -> None:
+        """Nothing to defer: see ``upkeep``."""
 
     # -- frontier ----------------------------------------------------------------
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
