@@ -5,9 +5,11 @@ every process of the crawl that runs an asyncio loop, a ``sitecustomize`` (``SIT
 put on the crawl's PYTHONPATH) starts a heartbeat callback on the loop every 5 ms and a thread
 that, whenever the heartbeat is more than ``PC_BENCH_STALLS_MS`` late, samples the loop thread's
 stack every 5 ms, with the thread's scheduler state from ``/proc`` (R: running or waiting for a
-core, S: sleeping, e.g. on a lock, D: uninterruptible, e.g. on the disk). Each process writes its
-stalls to ``PC_BENCH_STALLS_DIR`` when its loop ends; ``summarize`` adds them up by where the
-loop thread was most often in each stall. The sampling thread takes the GIL every 5 ms, so take
+core, S: sleeping, e.g. on a lock, D: uninterruptible, e.g. on the disk), and the thread's
+``/proc`` schedstat at the start and end of each stall (time on a core, time runnable but waiting
+for one: R alone does not tell the two apart). Each process writes its stalls to
+``PC_BENCH_STALLS_DIR`` when its loop ends; ``summarize`` adds them up by where the loop thread
+was most often in each stall. The sampling thread takes the GIL every 5 ms, so take
 throughput figures from a run without it; and the crawl's processes then load this
 ``sitecustomize`` in place of any other on their path.
 """
@@ -43,11 +45,12 @@ def _watch(loop):
     if id(loop) in _WATCHED:
         return _dump
     _WATCHED.add(id(loop))
-    beat = [time.monotonic()]
+    beat = [time.monotonic(), (0, 0)]
     main_id, main_tid = threading.get_ident(), threading.get_native_id()
 
     def heartbeat():
         beat[0] = time.monotonic()
+        beat[1] = schedstat()  # the stall that may follow counts from here
         loop.call_later(0.005, heartbeat)
 
     def state():
@@ -57,17 +60,27 @@ def _watch(loop):
         except OSError:
             return "?"
 
+    def schedstat():
+        # The loop thread's nanoseconds on a core and waiting for one (runnable, not running).
+        try:
+            with open(f"/proc/self/task/{main_tid}/schedstat") as fh:
+                ran, waited = fh.read().split()[:2]
+                return int(ran), int(waited)
+        except (OSError, ValueError):
+            return 0, 0
+
     def sampler():
-        seen, began = None, 0.0
+        seen, began, at_start = None, 0.0, (0, 0)
         while True:
             time.sleep(0.005)
             if time.monotonic() - beat[0] > _THRESHOLD:
                 if seen is None:
-                    seen, began = collections.Counter(), beat[0]
+                    seen, began, at_start = collections.Counter(), beat[0], beat[1]
                 frame = sys._current_frames().get(main_id)
                 seen[f"[{state()}] {_where(frame)}"] += 1
             elif seen is not None:
-                _STALLS.append((beat[0] - began, seen.most_common(3)))
+                ran, waited = (b - a for a, b in zip(at_start, schedstat()))
+                _STALLS.append((beat[0] - began, seen.most_common(3), ran / 1e9, waited / 1e9))
                 seen = None
 
     heartbeat()
@@ -78,7 +91,7 @@ def _watch(loop):
 def _dump():
     path = os.path.join(_DIR, f"stalls-{os.getpid()}.json")
     with open(path, "w") as fh:
-        json.dump([[seconds, where] for seconds, where in _STALLS], fh)
+        json.dump([list(stall) for stall in _STALLS], fh)
 
 
 if _DIR:
@@ -99,21 +112,28 @@ def summarize(folder: Path, top: int = 8) -> dict:
     """The stalls the crawl's processes wrote to ``folder``: how many, their seconds, the longest,
     and the seconds by where the loop thread was most often in each (the top ``top``)."""
     files = list(folder.glob("stalls-*.json"))
-    stalls: list[tuple[float, list]] = []
+    stalls: list[list] = []
     for path in files:
-        stalls += [(seconds, where) for seconds, where in json.loads(path.read_text())]
+        stalls += json.loads(path.read_text())
     by_where: Counter[str] = Counter()
     by_state: Counter[str] = Counter()
-    for seconds, where in stalls:
+    for seconds, where, *_ in stalls:
         by_where[where[0][0] if where else "?"] += seconds
         # The scheduler state the loop thread was most often in: R running or waiting for a core,
         # S sleeping (a lock), D the disk.
         by_state[where[0][0][1:2] if where else "?"] += seconds
+    # From the thread's schedstat, read at the heartbeat before each stall and after it ended (up
+    # to 5 ms after): how much of it the thread ran on a core, and how much it was runnable but
+    # waiting for one (the machine's other processes had the cores).
+    ran = sum(stall[2] for stall in stalls if len(stall) > 2)
+    waited = sum(stall[3] for stall in stalls if len(stall) > 3)
     return {
         "processes": len(files),
         "stalls": len(stalls),
-        "stalled_s": round(sum(seconds for seconds, _ in stalls), 2),
-        "longest_ms": round(1000 * max((seconds for seconds, _ in stalls), default=0.0)),
+        "stalled_s": round(sum(stall[0] for stall in stalls), 2),
+        "longest_ms": round(1000 * max((stall[0] for stall in stalls), default=0.0)),
+        "ran_s": round(ran, 2),
+        "waited_for_a_core_s": round(waited, 2),
         "stalled_s_by_state": {state: round(seconds, 2) for state, seconds in by_state.most_common()},
         "stalled_s_by_where": {where: round(seconds, 2) for where, seconds in by_where.most_common(top)},
     }
