@@ -64,8 +64,8 @@ def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path):
         assert _rows_in_the_file_alone(path, scratch) == 0
         wal_before = os.path.getsize(f"{path}-wal")
         with parent.upkeep() as checkpoints:
-            _until(lambda: _rows_in_the_file_alone(path, scratch) == 150)
-            assert checkpoints.passes >= 1 and checkpoints.pages_copied > 0
+            # (A copy can see the pages before the pass that copied them has returned and counted.)
+            _until(lambda: _rows_in_the_file_alone(path, scratch) == 150 and checkpoints.pages_copied > 0)
             # Once everything is copied the next commits start the log from its beginning:
             # 150 more commits do not make it longer.
             _fill(worker._db, 150)
