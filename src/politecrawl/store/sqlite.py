@@ -75,7 +75,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 _WAKE_TIME = wake_time_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APP_ID = "politecrawl"
 
 
