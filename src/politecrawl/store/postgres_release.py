@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import psycopg
@@ -189,7 +190,7 @@ class PostgresRelease(PostgresConnection):
 
         def tx(conn: psycopg.Connection) -> None:
             for r in rounds:
-                tid = release_batch(conn, self._dialect, r, self._record_page)
+                tid = release_batch(conn, self._dialect, r, partial(self._record_page, watch=False))
                 if tid is not None and not xid:
                     xid[:] = [tid]
 
@@ -203,13 +204,22 @@ class PostgresRelease(PostgresConnection):
 
     @staticmethod
     def _record_page(
-        conn: psycopg.Connection, url_id: int, claim: Claim, outcome: Outcome, page: PageRecord, seq: int
-    ) -> None:
+        conn: psycopg.Connection,
+        url_id: int,
+        claim: Claim,
+        outcome: Outcome,
+        page: PageRecord,
+        seq: int,
+        *,
+        watch: bool = True,
+    ) -> bool:
         """The page (replacing an older version) with its duplicate checks, the host's yield counts
-        and the page's anchor text: one statement, after the pages lock and the page's
-        duplicate-check keys are held (PAGE_SEQ), so its snapshot sees every earlier page that
-        could be its original. What SQLiteStore does in record_page, _watch_yield and the anchors
-        insert, with the same SQL fragments (common.PAGE_COLUMNS, PAGE_UPSERT, EXACT_DUPLICATE_WHERE).
+        (unless not ``watch``: a batch folds them into its host update) and the page's anchor
+        text: one statement, after the pages lock and the page's duplicate-check keys are held
+        (PAGE_SEQ), so its snapshot sees every earlier page that could be its original. What
+        SQLiteStore does in record_page, _watch_yield and the anchors insert, with the same SQL
+        fragments (common.PAGE_COLUMNS, PAGE_UPSERT, EXACT_DUPLICATE_WHERE). Returns whether the
+        page duplicates another.
         """
         values = page_values(url_id, page, seq, None, None)
         params: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
@@ -247,7 +257,7 @@ class PostgresRelease(PostgresConnection):
             f"unmark AS ({UNMARK_INDEXED.format(url_id='%(url_id)s')})",
         ]
         check = outcome.yield_check
-        if check is not None:
+        if check is not None and watch:
             # Decayed counts of recent pages and duplicates; the host pauses when duplicates dominate
             # (the counts then start again from 0), as SQLiteStore's two updates do. The host row is
             # this transaction's already (its release UPDATE).
@@ -269,4 +279,4 @@ class PostgresRelease(PostgresConnection):
                              SELECT t, %(host)s, x FROM unnest(%(a_t)s::text[], %(a_x)s::text[]) AS a(t, x)
                              ON CONFLICT (target, source_host, text) DO NOTHING)""")
             params.update(a_t=[t for t, _ in outcome.anchors], a_x=[x for _, x in outcome.anchors])
-        conn.execute(f"WITH {', '.join(ctes)} SELECT duplicate_of FROM page", params)
+        return the_row(conn.execute(f"WITH {', '.join(ctes)} SELECT duplicate_of FROM page", params))[0] is not None
