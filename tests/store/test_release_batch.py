@@ -220,3 +220,25 @@ def test_a_batch_updates_each_host_row_once(pg_store_factory):
         (A, 1.0),
         (B, 1.0),
     ]
+
+
+def test_a_batchs_pages_are_checked_against_each_other_in_the_order_given(store):
+    # B repeats A's text, C and E are within a few bits of A's SimHash (E differs in the sign
+    # bit), D is like none: each duplicate is found whether its original was written earlier in
+    # the same batch, and an unrelated page of the batch is not taken for one.
+    now = T + 1
+    hosts = [A, B, C, D, E]
+    cs = claim_pages(store, hosts, now)
+    s = 0x0123456789ABCDEF
+    texts = {A: ("fa", s), B: ("fa", s ^ 0xFFFF_0000_0000_0000), C: ("fc", s ^ 0b101), D: ("fd", ~s & (2**64 - 1))}
+    texts[E] = ("fe", s ^ (1 << 63))
+    batch = []
+    for h in hosts:
+        out = done(cs[h], now, now + 1, fingerprint=texts[h][0])
+        out.page = dataclasses.replace(out.page, simhash=texts[h][1])
+        batch.append((cs[h], out, now))
+    store.release_many(batch)
+    a = cs[A].url_id
+    dup = {p.url: p.duplicate_of for p in store.pages_changed_since(0, 10)}
+    assert dup == {f"{A}/1": None, f"{B}/1": a, f"{C}/1": a, f"{D}/1": None, f"{E}/1": a}
+    assert store.status(now).duplicates == 3

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Sequence
+from typing import Sequence
 
 import psycopg
 
@@ -41,6 +41,7 @@ from .postgres_frontier import (
     record_host_notes,
     unique_urls,
 )
+from .postgres_pages import record_pages
 from .release import (
     FETCH_LOG_COLUMNS,
     fetch_log_values,
@@ -53,9 +54,6 @@ from .release import (
 __all__ = ["release_batch"]
 
 Release = tuple[Claim, Outcome, float]
-#: Writes one page (its duplicate checks, anchors; not the yield counts) and returns whether it
-#: duplicates another page.
-RecordPage = Callable[[psycopg.Connection, int, Claim, Outcome, PageRecord, int], bool]
 
 # The SQL type of each parameter of host_release_sets and release_url_statement (their values
 # travel as arrays, one element per release), and of each fetch log column.
@@ -262,9 +260,7 @@ def _requeue(conn: psycopg.Connection, new: Sequence[NewURL], now: float) -> obj
     return insert_frontier(conn, new, now, requeue=True)
 
 
-def release_batch(
-    conn: psycopg.Connection, d: Dialect, releases: Sequence[Release], record_page: RecordPage
-) -> str | None:
+def release_batch(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release]) -> str | None:
     """Every release of the batch, inside the caller's transaction (their hosts all distinct).
     Returns the transaction's id."""
     links = unique_urls([u for _, o, _ in releases for u in o.links])
@@ -277,14 +273,16 @@ def release_batch(
     fresh = [page for _, _, page in written if page.status != 304]
     finished, new, seqs = _write_frontier(conn, d, releases, links, fresh)
     numbers = iter(seqs)
-    duplicates: dict[str, bool] = {}
+    writes = []
     for claim, outcome, page in written:
         assert claim.url_id is not None  # (filtered above; for the type checker)
         if page.status == 304:
             # Not modified: a new fetch time only — no re-parse, no re-index.
             conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, claim.url_id))
         else:
-            duplicates[claim.host] = record_page(conn, claim.url_id, claim, outcome, page, next(numbers))
+            writes.append((claim.url_id, claim, outcome, page, next(numbers)))
+    duplicate_of = record_pages(conn, writes) if writes else {}
+    duplicates = {claim.host: duplicate_of[url_id] for url_id, claim, _, _, _ in writes}
     xid = _write_hosts(conn, d, releases, finished, new, duplicates)
     # After the host rows, as a release alone does it: a robots.txt answer passed on to the
     # hosts waiting on it, then what the release says of other hosts.
