@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 import pytest
 
 from politecrawl.crawl.release_batch import ReleaseBatcher
 from politecrawl.errors import StoreError
 from politecrawl.policy.response import URLOutcome
-from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck
+from politecrawl.store import Claim, FetchLogEntry, NewURL, Outcome, PageRecord, RobotsUpdate, YieldCheck, open_store
 
 T = 1_700_000_000.0
 LEASE = 30.0
@@ -242,3 +243,33 @@ def test_a_batchs_pages_are_checked_against_each_other_in_the_order_given(store)
     dup = {p.url: p.duplicate_of for p in store.pages_changed_since(0, 10)}
     assert dup == {f"{A}/1": None, f"{B}/1": a, f"{C}/1": a, f"{D}/1": None, f"{E}/1": a}
     assert store.status(now).duplicates == 3
+
+
+@pytest.mark.pg
+def test_a_batch_on_the_database_clock_owes_each_host_its_delay_from_the_batchs_start(pg_store_factory):
+    # The host rows are written after the batch's pages: a trigger makes the pages' statement
+    # take 0.4 s. Each host is owed its delay from when its response had ended (before the
+    # batch began), not from the end of the batch's page writes.
+    store = open_store(pg_store_factory.url.replace("clock=caller", "clock=database"))
+    try:
+        now = time.time() + store.clock_offset
+        cs = claim_pages(store, [A, B], now)
+        pg_store_factory.run(
+            "CREATE FUNCTION slow_pages() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$",
+            "CREATE TRIGGER slow_pages AFTER INSERT ON pages FOR EACH STATEMENT EXECUTE FUNCTION slow_pages()",
+        )
+        releases = []
+        for h in (A, B):
+            out = done(cs[h], now, now, fingerprint=f"text of {h}")
+            out.delay = 1.0
+            releases.append((cs[h], out, now))
+        started = time.time() + store.clock_offset
+        store.release_many(releases)
+        ended = time.time() + store.clock_offset
+        assert ended - started >= 0.4  # the trigger did slow the batch down
+        due = {h.host: h.next_allowed_at for h in store.hosts()}
+        for h in (A, B):
+            assert started + 1.0 - 0.05 <= due[h] < started + 1.0 + 0.3, (h, due[h] - started)
+    finally:
+        store.close()

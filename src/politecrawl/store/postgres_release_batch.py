@@ -30,7 +30,7 @@ import psycopg
 
 from .api import Claim, NewURL, Outcome, PageRecord
 from .common import Dialect
-from .postgres_connection import the_row
+from .postgres_connection import DB_NOW, DB_TRANSACTION_START, the_row
 from .postgres_frontier import (
     PAGE_LOCKS,
     PAGES_LOCK,
@@ -128,7 +128,15 @@ class _Rows(Dialect):
 
 
 def _rows_dialect(d: Dialect) -> _Rows:
-    return _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now="v.x_now" if d.now == d.p("now") else d.now)
+    if d.now == d.p("now"):  # the callers' clock: each release's own now
+        now = "v.x_now"
+    else:
+        # The database's: the host rows are written after the batch's pages, each of which is a
+        # statement of its own. Stamped at their statement's start, each host would be owed its
+        # delay from the end of the batch's writes; from the transaction's start it is owed it
+        # from a moment after every response of the batch had ended, as a release alone is.
+        now = DB_TRANSACTION_START if d.now == DB_NOW else d.now
+    return _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now=now)
 
 
 def _array(values: list, sql_type: str) -> list:
