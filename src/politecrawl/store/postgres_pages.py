@@ -101,17 +101,21 @@ def _rounds(writes: Sequence[PageWrite]) -> list[list[PageWrite]]:
 def _round_statement(writes: Sequence[PageWrite]) -> tuple[str, dict[str, Any]]:
     """One statement for pages that cannot duplicate each other: their duplicate checks (each
     page against the stored pages), the pages, their index marks reset, their anchor texts.
-    Returns each page's url_id and duplicate_of."""
+    Returns each page's url_id and duplicate_of.
+
+    The arrays go in binary (``%(name)b``): in text, the server parses an array element by element
+    for quotes and escapes, which for the pages' texts (~20 KB each) cost it more than writing
+    them (measured: 3.2 ms of server CPU for 30 such texts as a text[] in text, 1.2 in binary)."""
     rows = [page_values(url_id, page, seq, None, None) for url_id, _, _, page, seq in writes]
     params: dict[str, Any] = {}
     arrays = []
     for i, col in enumerate(PAGE_COLUMNS):
         if col in _GIVEN:
             params[f"p_{col}"] = [r[i] for r in rows]
-            arrays.append(f"%(p_{col})s::{PAGE_TYPES[col]}[]")
+            arrays.append(f"%(p_{col})b::{PAGE_TYPES[col]}[]")
     params["p_candidate"] = [page_candidate(page) for _, _, _, page, _ in writes]
     params["p_near"] = [page_candidate(page) and page.simhash is not None for _, _, _, page, _ in writes]
-    arrays += ["%(p_candidate)s::bool[]", "%(p_near)s::bool[]"]
+    arrays += ["%(p_candidate)b::bool[]", "%(p_near)b::bool[]"]
     exact = "SELECT url_id FROM pages WHERE {} ORDER BY url_id LIMIT 1".format(
         EXACT_DUPLICATE_WHERE.format(fp="r.fingerprint", url_id="r.url_id")
     )
@@ -136,14 +140,14 @@ def _round_statement(writes: Sequence[PageWrite]) -> tuple[str, dict[str, Any]]:
                      SELECT {", ".join(select)} FROM r JOIN dup ON dup.of = r.url_id ORDER BY r.url_id
                      {PAGE_UPSERT}
                      RETURNING url_id, duplicate_of)""",
-        f"unmark AS ({UNMARK_INDEXED.format(url_id='ANY(%(p_url_id)s::bigint[])')})",
+        f"unmark AS ({UNMARK_INDEXED.format(url_id='ANY(%(p_url_id)b::bigint[])')})",
     ]
     anchors = [(t, claim.host, x) for _, claim, outcome, _, _ in writes for t, x in outcome.anchors]
     if anchors:
         # Under the pages lock (shared) that the seqs took: see PostgresStore._horizon for the
         # anchor ids' order.
         ctes.append("""anchor AS (INSERT INTO anchors (target, source_host, text)
-                         SELECT t, h, x FROM unnest(%(a_t)s::text[], %(a_h)s::text[], %(a_x)s::text[]) AS a(t, h, x)
+                         SELECT t, h, x FROM unnest(%(a_t)b::text[], %(a_h)b::text[], %(a_x)b::text[]) AS a(t, h, x)
                          ON CONFLICT (target, source_host, text) DO NOTHING)""")
         params.update(a_t=[a[0] for a in anchors], a_h=[a[1] for a in anchors], a_x=[a[2] for a in anchors])
     return f"WITH {', '.join(ctes)} SELECT url_id, duplicate_of FROM page", params
