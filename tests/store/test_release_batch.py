@@ -273,3 +273,17 @@ def test_a_batch_on_the_database_clock_owes_each_host_its_delay_from_the_batchs_
             assert started + 1.0 - 0.05 <= due[h] < started + 1.0 + 0.3, (h, due[h] - started)
     finally:
         store.close()
+
+
+def test_a_batch_takes_page_values_of_any_numeric_type(store):
+    # An int where the other pages have a float (a whole-second fetch time, a byte count given as
+    # a float) is the same value: the batch writes every page.
+    now = T + 1
+    cs = claim_pages(store, [A, B], now)
+    batch = []
+    for h, fetched, size in ((A, int(now), 100.0), (B, now + 0.5, 100)):
+        out = done(cs[h], now, now + 1, fingerprint=f"text of {h}")
+        out.page = dataclasses.replace(out.page, fetched_at=fetched, bytes=size, unavailable_after=None)
+        batch.append((cs[h], out, now))
+    store.release_many(batch)
+    assert sorted(p.url for p in store.pages_changed_since(0, 10)) == [f"{A}/1", f"{B}/1"]

@@ -98,6 +98,17 @@ def _rounds(writes: Sequence[PageWrite]) -> list[list[PageWrite]]:
     return rounds
 
 
+# Python types for the element types of the binary arrays: a binary array is dumped element by
+# element with the dumper of its first value's type (an int among floats would not go as float8,
+# an enum member would pick its own type).
+_PYTHON_TYPE = {"bigint": int, "integer": int, "float8": float, "text": str}
+
+
+def _binary_array(values: list, sql_type: str) -> list:
+    kind = _PYTHON_TYPE[sql_type]
+    return [v if v is None else kind(v) for v in values]
+
+
 def _round_statement(writes: Sequence[PageWrite]) -> tuple[str, dict[str, Any]]:
     """One statement for pages that cannot duplicate each other: their duplicate checks (each
     page against the stored pages), the pages, their index marks reset, their anchor texts.
@@ -111,7 +122,7 @@ def _round_statement(writes: Sequence[PageWrite]) -> tuple[str, dict[str, Any]]:
     arrays = []
     for i, col in enumerate(PAGE_COLUMNS):
         if col in _GIVEN:
-            params[f"p_{col}"] = [r[i] for r in rows]
+            params[f"p_{col}"] = _binary_array([r[i] for r in rows], PAGE_TYPES[col])
             arrays.append(f"%(p_{col})b::{PAGE_TYPES[col]}[]")
     params["p_candidate"] = [page_candidate(page) for _, _, _, page, _ in writes]
     params["p_near"] = [page_candidate(page) and page.simhash is not None for _, _, _, page, _ in writes]
@@ -149,7 +160,7 @@ def _round_statement(writes: Sequence[PageWrite]) -> tuple[str, dict[str, Any]]:
         ctes.append("""anchor AS (INSERT INTO anchors (target, source_host, text)
                          SELECT t, h, x FROM unnest(%(a_t)b::text[], %(a_h)b::text[], %(a_x)b::text[]) AS a(t, h, x)
                          ON CONFLICT (target, source_host, text) DO NOTHING)""")
-        params.update(a_t=[a[0] for a in anchors], a_h=[a[1] for a in anchors], a_x=[a[2] for a in anchors])
+        params.update({f"a_{k}": [str(a[i]) for a in anchors] for i, k in enumerate("thx")})
     return f"WITH {', '.join(ctes)} SELECT url_id, duplicate_of FROM page", params
 
 
