@@ -175,7 +175,7 @@ def _write_frontier(
     ctes: list[str] = []
     params: dict = {}
     finished, new = "NULL::text[]", "NULL::text[]"
-    for i, ((url_sql, _), rows) in enumerate(groups.items()):
+    for i, ((url_sql, finishing), rows) in enumerate(groups.items()):
         cte, p = _rows_cte(f"u{i}", sorted({n for r in rows for n in r}), rows, f"u{i}_")
         ctes.append(cte)
         params.update(p)
@@ -185,16 +185,19 @@ def _write_frontier(
         # leased URL of the frontier, dead versions included, in each batch).
         ctes.append(
             f"url{i} AS ({url_sql.replace(' WHERE ', f' FROM u{i} AS v WHERE ', 1)}"
-            f" AND frontier.id = ANY(%(u{i}_u_id)s::bigint[]) RETURNING frontier.host)"
+            f" AND frontier.id = ANY(%(u{i}_u_id)s::bigint[]) RETURNING frontier.host, {str(finishing).lower()} AS fin)"
         )
-    finishing_ctes = [f"SELECT host FROM url{i}" for i, (_, fin) in enumerate(groups) if fin]
-    if finishing_ctes:
-        finished = f"ARRAY({' UNION ALL '.join(finishing_ctes)})"
+    # Each statement in a CTE is read by the select list before the seqs are (see there).
+    if groups:
+        finished = f"ARRAY({' UNION ALL '.join(f'SELECT host FROM url{i} WHERE fin' for i in range(len(groups)))})"
+    written = ["0"]
     if log:
         for name, values in zip(FETCH_LOG_COLUMNS, zip(*log)):
             params[f"f_{name}"] = _array(list(values), _LOG_TYPES[name])
         arrays = ", ".join(f"%(f_{n})s::{_LOG_TYPES[n]}[]" for n in FETCH_LOG_COLUMNS)
-        ctes.append(f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) SELECT * FROM unnest({arrays}))")
+        columns = ", ".join(FETCH_LOG_COLUMNS)
+        ctes.append(f"log AS (INSERT INTO fetch_log ({columns}) SELECT * FROM unnest({arrays}) RETURNING 1)")
+        written.append("(SELECT count(*) FROM log)")
     claimers = sorted({c.host for c, _, _ in releases})
     others = sorted({u.host for u in links} - set(claimers))
     if links:
@@ -209,8 +212,9 @@ def _write_frontier(
             ctes.append(
                 """bumped AS (UPDATE hosts SET pending = hosts.pending + per_host.n
                    FROM (SELECT host, COUNT(*) AS n FROM new GROUP BY host) AS per_host
-                   WHERE hosts.host = ANY(%(others)s::text[]) AND hosts.host = per_host.host)"""
+                   WHERE hosts.host = ANY(%(others)s::text[]) AND hosts.host = per_host.host RETURNING 1)"""
             )
+            written.append("(SELECT count(*) FROM bumped)")
             params["others"] = others
     seqs = "NULL::bigint[]"
     if pages:
@@ -227,8 +231,12 @@ def _write_frontier(
         seqs = "ARRAY(SELECT nextval('pages_seq_counter') FROM keyed, generate_series(1, %(n)s))"
     if not ctes:
         return Counter(), Counter(), []
-    row = the_row(conn.execute(f"WITH {', '.join(ctes)} SELECT {finished}, {new}, {seqs}", params))
-    return Counter(row[0] or ()), Counter(row[1] or ()), sorted(row[2] or ())
+    # The select list is evaluated in order: every frontier row (and host row) is written and
+    # locked before the seqs take the pages lock and the duplicate-check keys.
+    row = the_row(
+        conn.execute(f"WITH {', '.join(ctes)} SELECT {finished}, {new}, {' + '.join(written)}, {seqs}", params)
+    )
+    return Counter(row[0] or ()), Counter(row[1] or ()), sorted(row[3] or ())
 
 
 def _write_hosts(
