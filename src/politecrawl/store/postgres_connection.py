@@ -51,7 +51,16 @@ from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
 from .common import Dialect
 
-__all__ = ["APP_ID", "DB_NOW", "SCHEMA_VERSION", "PostgresConnection", "parse_url", "postgres_dialect", "the_row"]
+__all__ = [
+    "APP_ID",
+    "DB_NOW",
+    "DB_TRANSACTION_START",
+    "SCHEMA_VERSION",
+    "PostgresConnection",
+    "parse_url",
+    "postgres_dialect",
+    "the_row",
+]
 
 SCHEMA_VERSION = 8
 APP_ID = "politecrawl"
@@ -107,6 +116,10 @@ WHERE s.schemaname = current_schema() AND s.relname = ANY(%s::text[])"""
 #: statement: a claim compares with a moment no later than the claim itself, and a release
 #: stamps a moment after the response it records had ended.
 DB_NOW = "extract(epoch FROM statement_timestamp())::float8"
+#: The start of the transaction on the database's clock: what a batched release, which writes its
+#: host rows last, stamps them with (postgres_release_batch): every response of the batch had
+#: ended before it began, and its pages' statements before the host rows do not delay a host.
+DB_TRANSACTION_START = "extract(epoch FROM transaction_timestamp())::float8"
 
 
 def _quiet(conn: psycopg.Connection) -> bool:

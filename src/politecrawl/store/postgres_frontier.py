@@ -26,6 +26,7 @@ __all__ = [
     "lock_release_hosts",
     "record_host_notes",
     "insert_frontier",
+    "frontier_insert",
     "unique_urls",
 ]
 
@@ -170,20 +171,11 @@ def insert_frontier(
         for (host,) in again:
             conn.execute("UPDATE hosts SET pending = pending + 1 WHERE host = %s", (host,))
     # One statement: the new URLs, and each host's pending count bumped by its new ones (the
-    # hosts are locked already). NOT EXISTS with OFFSET 0 stays a per-URL probe of the unique
-    # index: as an anti join, planned on the statistics of a young frontier, it became a hash
-    # of the whole frontier on every release (measured: most of the database's time per page).
-    # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
+    # hosts are locked already). ``hosts.host = ANY`` lets the update find its few rows by the
+    # primary key.
+    new_sql, params = frontier_insert(ordered, now)
     cur = conn.execute(
-        """WITH {locks}new AS (
-             INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url, sitemap_for)
-             SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r, t.s
-             FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
-                         %(m)s::text[], %(r)s::text[], %(s)s::text[]) AS t(u, h, d, p, k, m, r, s)
-             WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
-             ORDER BY t.u
-             ON CONFLICT (url) DO NOTHING
-             RETURNING host),
+        """WITH {locks}{new},
            per_host AS (SELECT host, COUNT(*) AS n FROM new GROUP BY host),
            bumped AS (
              UPDATE hosts SET pending = hosts.pending + per_host.n FROM per_host
@@ -191,23 +183,44 @@ def insert_frontier(
            SELECT (SELECT COUNT(*) FROM new), (SELECT COUNT(*) FROM bumped), {seq}""".format(
             seq="(SELECT nextval('pages_seq_counter') FROM keyed)" if page is not None else "NULL",
             locks=PAGE_LOCKS + ", " if page is not None else "",
+            new=new_sql,
         ),
         {
             **(page_lock_params(page) if page is not None else {}),
-            "now": now,
-            "u": [u.url for u in ordered],
-            "h": [u.host for u in ordered],
-            "d": [u.depth for u in ordered],
-            "p": [u.priority for u in ordered],
-            "k": [u.kind for u in ordered],
-            "m": [u.lastmod for u in ordered],
-            "r": [u.request_url for u in ordered],
-            "s": [u.sitemap_for for u in ordered],
+            **params,
             "hosts": sorted({u.host for u in ordered}),
         },
     )
     row = the_row(cur)  # one row of counts (and the seq)
     return int(row[0]), row[2]
+
+
+def frontier_insert(urls: Sequence[NewURL], now: float) -> tuple[str, dict]:
+    """``new``: a CTE that inserts the URLs not in the frontier yet (in the order given) and
+    returns the host of each new row; with its parameters. NOT EXISTS with OFFSET 0 stays a
+    per-URL probe of the unique index: as an anti join, planned on the statistics of a young
+    frontier, it became a hash of the whole frontier on every release (measured: most of the
+    database's time per page)."""
+    sql = """new AS (
+             INSERT INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url, sitemap_for)
+             SELECT t.u, t.h, t.d, t.p, %(now)s, t.k, t.m, t.r, t.s
+             FROM unnest(%(u)s::text[], %(h)s::text[], %(d)s::bigint[], %(p)s::bigint[], %(k)s::text[],
+                         %(m)s::text[], %(r)s::text[], %(s)s::text[]) AS t(u, h, d, p, k, m, r, s)
+             WHERE NOT EXISTS (SELECT 1 FROM frontier AS known WHERE known.url = t.u OFFSET 0)
+             ORDER BY t.u
+             ON CONFLICT (url) DO NOTHING
+             RETURNING host)"""
+    return sql, {
+        "now": now,
+        "u": [u.url for u in urls],
+        "h": [u.host for u in urls],
+        "d": [u.depth for u in urls],
+        "p": [u.priority for u in urls],
+        "k": [u.kind for u in urls],
+        "m": [u.lastmod for u in urls],
+        "r": [u.request_url for u in urls],
+        "s": [u.sitemap_for for u in urls],
+    }
 
 
 def unique_urls(urls: Sequence[NewURL]) -> list[NewURL]:

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import psycopg
 
-from politecrawl.content.dedup import NEAR_DISTANCE, to_signed64
+from politecrawl.content.dedup import to_signed64
 
 from .api import Claim, FetchLogEntry, Outcome, PageRecord
 from .common import EXACT, NEAR, WAIT_LOW_YIELD, YIELD_DECAY, yield_threshold
@@ -28,6 +28,7 @@ from .postgres_frontier import (
     record_host_notes,
     unique_urls,
 )
+from .postgres_pages import NEAR_DUPLICATE, PAGE_TYPES
 from .postgres_release_batch import release_batch
 from .release import (
     FETCH_LOG_COLUMNS,
@@ -41,46 +42,9 @@ from .release import (
 
 __all__ = ["PostgresRelease"]
 
-# Near-duplicate lookup (pigeonhole, as in SQLiteStore): a fingerprint within NEAR_DISTANCE bits
-# shares at least one 16-bit block, so the OR of four block equalities (a BitmapOr over the four
-# partial indexes) finds every candidate; bit_count of the XOR then keeps the close ones.
-_NEAR_DUPLICATE = f"""
-SELECT url_id FROM pages
-WHERE (sh0 = %(b0)s OR sh1 = %(b1)s OR sh2 = %(b2)s OR sh3 = %(b3)s)
-  AND url_id <> %(url_id)s AND duplicate_of IS NULL AND noindex = 0 AND alias_of IS NULL
-  AND bit_count((simhash # %(fp)s)::bit(64)) <= {NEAR_DISTANCE}
-ORDER BY url_id LIMIT 1
-"""
-
-# The SQL type of each page column (a statement that inserts from a SELECT names them).
-_PAGE_TYPES = {
-    "url_id": "bigint",
-    "url": "text",
-    "final_url": "text",
-    "status": "bigint",
-    "content_type": "text",
-    "etag": "text",
-    "last_modified": "text",
-    "title": "text",
-    "text": "text",
-    "bytes": "bigint",
-    "fetched_at": "float8",
-    "fingerprint": "text",
-    "duplicate_of": "bigint",
-    "duplicate_kind": "text",
-    "alias_of": "text",
-    "simhash": "bigint",
-    "sh0": "integer",
-    "sh1": "integer",
-    "sh2": "integer",
-    "sh3": "integer",
-    "noindex": "integer",
-    "noarchive": "integer",
-    "unavailable_after": "float8",
-    "language": "text",
-    "links": "text",
-    "seq": "bigint",
-}
+_NEAR_DUPLICATE = NEAR_DUPLICATE.format(
+    b0="%(b0)s", b1="%(b1)s", b2="%(b2)s", b3="%(b3)s", fp="%(fp)s", url_id="%(url_id)s"
+)
 
 
 class PostgresRelease(PostgresConnection):
@@ -189,7 +153,7 @@ class PostgresRelease(PostgresConnection):
 
         def tx(conn: psycopg.Connection) -> None:
             for r in rounds:
-                tid = release_batch(conn, self._dialect, r, self._record_page)
+                tid = release_batch(conn, self._dialect, r)
                 if tid is not None and not xid:
                     xid[:] = [tid]
 
@@ -232,7 +196,7 @@ class PostgresRelease(PostgresConnection):
             elif col == "duplicate_kind":
                 select.append("pick.kind")
             else:
-                select.append(f"%(v{i})s::{_PAGE_TYPES[col]}")
+                select.append(f"%(v{i})s::{PAGE_TYPES[col]}")
         ctes = [
             f"""dup AS MATERIALIZED (SELECT
                   CASE WHEN %(candidate)s THEN ({exact}) END AS exact,

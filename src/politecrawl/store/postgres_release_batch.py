@@ -2,34 +2,46 @@
 
 A release alone is four statements and a commit; most of the database's time per page is the
 fixed cost of each. A batch pays it once for the parts every release has: one statement locks
-every host of the batch, one writes the URL states, fetch log rows and host rows of all its
-releases (arrays unnested into rows, per shape of update), one queues the new links of all its
-pages, one takes the seqs of all its pages; each page is then its own statement (its duplicate
-checks must see the pages written before it, the batch's own included).
+every host of the batch; one writes the URL states and fetch log rows of all its releases
+(arrays unnested into rows), queues the new links of all its pages and takes the seqs of all its
+pages; each page is then its own statement (its duplicate checks must see the pages written
+before it, the batch's own included); last, one statement per shape of update (the SET list a
+release needs; usually one shape for a whole batch) writes the host rows.
+
+Each host row is updated once per batch: the release's own update also moves the pending count
+by the URLs the batch finished and queued on the host, and the yield counts by the page's
+duplicate check (each update of a row is a new version of it, and new entries in the table's
+indexes: two more per page when they were updates of their own). The hosts that a page links
+to but that released nothing in the batch get their pending count with the links' insert.
 
 The lock order is every transaction's (``postgres_frontier``): hosts in sorted order, then
-frontier rows, then the pages lock and the duplicate-check keys (all of the batch's, sorted).
+frontier rows, then the pages lock and the duplicate-check keys (all of the batch's, sorted);
+the host updates at the end take no new lock (the first statement holds every host row).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Sequence
+from typing import Sequence
 
 import psycopg
 
 from .api import Claim, NewURL, Outcome, PageRecord
 from .common import Dialect
+from .postgres_connection import DB_NOW, DB_TRANSACTION_START, the_row
 from .postgres_frontier import (
     PAGE_LOCKS,
     PAGES_LOCK,
+    frontier_insert,
     insert_frontier,
     lock_release_hosts,
     page_lock_params,
     record_host_notes,
     unique_urls,
 )
+from .postgres_pages import record_pages
 from .release import (
     FETCH_LOG_COLUMNS,
     fetch_log_values,
@@ -42,7 +54,6 @@ from .release import (
 __all__ = ["release_batch"]
 
 Release = tuple[Claim, Outcome, float]
-RecordPage = Callable[[psycopg.Connection, int, Claim, Outcome, PageRecord, int], None]
 
 # The SQL type of each parameter of host_release_sets and release_url_statement (their values
 # travel as arrays, one element per release), and of each fetch log column.
@@ -64,6 +75,13 @@ _PARAM_TYPES = {
     "r_fetched": "float8",
     "r_delay": "float8",
     "patterns": "text",
+    "fin": "bigint",
+    "new": "bigint",
+    "y_decay": "float8",
+    "y_dup": "bigint",
+    "y_enough": "float8",
+    "y_share": "float8",
+    "y_until": "float8",
     "u_id": "bigint",
     "u_worker": "text",
     "u_outcome": "text",
@@ -109,68 +127,143 @@ class _Rows(Dialect):
         return f"(CASE WHEN {condition} THEN true ELSE false END)"
 
 
+def _rows_dialect(d: Dialect) -> _Rows:
+    if d.now == d.p("now"):  # the callers' clock: each release's own now
+        now = "v.x_now"
+    else:
+        # The database's: the host rows are written after the batch's pages, each of which is a
+        # statement of its own. Stamped at their statement's start, each host would be owed its
+        # delay from the end of the batch's writes; from the transaction's start it is owed it
+        # from a moment after every response of the batch had ended, as a release alone is.
+        now = DB_TRANSACTION_START if d.now == DB_NOW else d.now
+    return _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now=now)
+
+
 def _array(values: list, sql_type: str) -> list:
     # Text as plain str: an enum member would otherwise pick the array's element type.
     return [v if v is None or sql_type != "text" else str(v) for v in values]
 
 
-def _rows_cte(names: list[str], rows: list[dict], prefix: str) -> tuple[str, dict]:
-    """``v``: the releases' parameters as rows (column x_<name>), from one array per name."""
-    arrays = ", ".join(f"%({prefix}{n})s::{_PARAM_TYPES[n]}[]" for n in names)
-    columns = ", ".join(f"x_{n}" for n in names)
-    params = {f"{prefix}{n}": _array([r.get(n) for r in rows], _PARAM_TYPES[n]) for n in names}
-    return f"v AS (SELECT * FROM unnest({arrays}) AS v({columns}))", params
+def _rows_cte(name: str, columns: list[str], rows: list[dict], prefix: str) -> tuple[str, dict]:
+    """A CTE ``name``: the releases' parameters as rows (column x_<name>), from one array per name."""
+    arrays = ", ".join(f"%({prefix}{n})s::{_PARAM_TYPES[n]}[]" for n in columns)
+    names = ", ".join(f"x_{n}" for n in columns)
+    params = {f"{prefix}{n}": _array([r.get(n) for r in rows], _PARAM_TYPES[n]) for n in columns}
+    return f"{name} AS (SELECT * FROM unnest({arrays}) AS v({names}))", params
 
 
-def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release]) -> str | None:
-    """The URL states, fetch log rows and host rows of every release: one statement per shape of
-    update (the SET list a release needs; usually one shape for a whole batch). Returns the
-    transaction's id (see PostgresConnection._run)."""
-    rows_d = _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now="v.x_now" if d.now == d.p("now") else d.now)
-    groups: dict[tuple, list[dict]] = {}
+def _write_frontier(
+    conn: psycopg.Connection,
+    d: Dialect,
+    releases: Sequence[Release],
+    links: Sequence[NewURL],
+    pages: Sequence[PageRecord],
+) -> tuple[Counter, Counter, list[int]]:
+    """One statement: the URL states and fetch log rows of every release, the new links (the
+    pending count of each host they are new on that released nothing here: the claimers' own
+    are moved with their release), then the pages lock and every page's duplicate-check keys
+    (all of them sorted together: PAGE_LOCKS orders them) and a seq per page. Returns how many
+    URLs each host finished, how many new ones each claimer has, and the seqs, in order."""
+    rows_d = _rows_dialect(d)
+    groups: dict[tuple[str, bool], list[dict]] = {}
     for claim, outcome, now in releases:
-        sets, p = host_release_sets(claim, outcome, now, rows_d)
         statement = release_url_statement(rows_d, claim, outcome, now)
-        url_sql, finishing = None, False
         if statement is not None:
             url_sql, url_params, finishing = statement
-            p.update(url_params)
-        groups.setdefault((tuple(sets), url_sql, finishing), []).append(p)
+            groups.setdefault((url_sql, finishing), []).append(url_params)
     log = [fetch_log_values(c.host, c.worker, o.fetch) for c, o, _ in releases if o.fetch is not None]
+    ctes: list[str] = []
+    params: dict = {}
+    finished, new = "NULL::text[]", "NULL::text[]"
+    for i, ((url_sql, finishing), rows) in enumerate(groups.items()):
+        cte, p = _rows_cte(f"u{i}", sorted({n for r in rows for n in r}), rows, f"u{i}_")
+        ctes.append(cte)
+        params.update(p)
+        # release_url_statement's UPDATE, its parameters read from the rows (one WHERE: the lease
+        # still ours). The ids again as an array: the planner, which cannot know how many rows
+        # the CTE has, then finds them by the primary key (joined to the rows, it scanned every
+        # leased URL of the frontier, dead versions included, in each batch).
+        ctes.append(
+            f"url{i} AS ({url_sql.replace(' WHERE ', f' FROM u{i} AS v WHERE ', 1)}"
+            f" AND frontier.id = ANY(%(u{i}_u_id)s::bigint[]) RETURNING frontier.host, {str(finishing).lower()} AS fin)"
+        )
+    # Each statement in a CTE is read by the select list before the seqs are (see there).
+    if groups:
+        finished = f"ARRAY({' UNION ALL '.join(f'SELECT host FROM url{i} WHERE fin' for i in range(len(groups)))})"
+    written = ["0"]
+    if log:
+        for name, values in zip(FETCH_LOG_COLUMNS, zip(*log)):
+            params[f"f_{name}"] = _array(list(values), _LOG_TYPES[name])
+        arrays = ", ".join(f"%(f_{n})s::{_LOG_TYPES[n]}[]" for n in FETCH_LOG_COLUMNS)
+        columns = ", ".join(FETCH_LOG_COLUMNS)
+        ctes.append(f"log AS (INSERT INTO fetch_log ({columns}) SELECT * FROM unnest({arrays}) RETURNING 1)")
+        written.append("(SELECT count(*) FROM log)")
+    claimers = sorted({c.host for c, _, _ in releases})
+    others = sorted({u.host for u in links} - set(claimers))
+    if links:
+        # (Discovered at the batch's last release time.)
+        new_sql, p = frontier_insert(sorted(links, key=lambda u: u.url), max(now for _, _, now in releases))
+        ctes.append(new_sql)
+        params.update(p)
+        new = "ARRAY(SELECT host FROM new WHERE host = ANY(%(claimers)s::text[]))"
+        params["claimers"] = claimers
+        if others:
+            # ``hosts.host = ANY`` lets the update find its few rows by the primary key.
+            ctes.append(
+                """bumped AS (UPDATE hosts SET pending = hosts.pending + per_host.n
+                   FROM (SELECT host, COUNT(*) AS n FROM new GROUP BY host) AS per_host
+                   WHERE hosts.host = ANY(%(others)s::text[]) AND hosts.host = per_host.host RETURNING 1)"""
+            )
+            written.append("(SELECT count(*) FROM bumped)")
+            params["others"] = others
+    seqs = "NULL::bigint[]"
+    if pages:
+        ns: list[str] = []
+        keys: list[str] = []
+        for page in pages:
+            lock = page_lock_params(page)
+            ns += lock["ns"]
+            keys += lock["keys"]
+        ctes.insert(0, PAGE_LOCKS)
+        params.update(pages=PAGES_LOCK, ns=ns, keys=keys, n=len(pages))
+        # Evaluated after the arrays before it in the select list: the frontier rows are
+        # written (and locked) before the pages lock is taken.
+        seqs = "ARRAY(SELECT nextval('pages_seq_counter') FROM keyed, generate_series(1, %(n)s))"
+    if not ctes:
+        return Counter(), Counter(), []
+    # The select list is evaluated in order: every frontier row (and host row) is written and
+    # locked before the seqs take the pages lock and the duplicate-check keys.
+    row = the_row(
+        conn.execute(f"WITH {', '.join(ctes)} SELECT {finished}, {new}, {' + '.join(written)}, {seqs}", params)
+    )
+    return Counter(row[0] or ()), Counter(row[1] or ()), sorted(row[3] or ())
+
+
+def _write_hosts(
+    conn: psycopg.Connection,
+    d: Dialect,
+    releases: Sequence[Release],
+    finished: Counter,
+    new: Counter,
+    duplicates: dict[str, bool],
+) -> str | None:
+    """Every claimer's host row, once: the release's update with the pending count and yield
+    counts folded in (``host_release_sets``); one statement per shape of update. Returns the
+    transaction's id (see PostgresConnection._run)."""
+    rows_d = _rows_dialect(d)
+    groups: dict[tuple, list[dict]] = {}
+    for claim, outcome, now in releases:
+        pending = (finished[claim.host], new[claim.host])
+        sets, p = host_release_sets(claim, outcome, now, rows_d, pending=pending, duplicate=duplicates.get(claim.host))
+        groups.setdefault(tuple(sets), []).append(p)
     xid = None
-    for i, ((sets, url_sql, finishing), rows) in enumerate(groups.items()):
-        names = sorted({n for r in rows for n in r})
-        v, params = _rows_cte(names, rows, f"g{i}_")
-        ctes = [v]
-        host_sets = list(sets)
-        if url_sql is not None:
-            # release_url_statement's UPDATE, its parameters read from the rows (one WHERE: the lease still ours).
-            # The ids again as an array: the planner, which cannot know how many rows v has, then
-            # finds them by the primary key (joined to v, it scanned every leased URL of the
-            # frontier, dead versions included, in each batch).
-            ctes.append(
-                f"url AS ({url_sql.replace(' WHERE ', ' FROM v WHERE ', 1)}"
-                f" AND frontier.id = ANY(%(g{i}_u_id)s::bigint[]) RETURNING frontier.host)"
-            )
-            if finishing:
-                # The host's pending count drops if its URL finished and the frontier row was still ours.
-                host_sets.append(
-                    "pending = CASE WHEN hosts.host IN (SELECT host FROM url)"
-                    " THEN GREATEST(pending - 1, 0) ELSE pending END"
-                )
-        if log and i == 0:
-            columns = list(zip(*log))
-            for name, values in zip(FETCH_LOG_COLUMNS, columns):
-                params[f"f_{name}"] = _array(list(values), _LOG_TYPES[name])
-            arrays = ", ".join(f"%(f_{n})s::{_LOG_TYPES[n]}[]" for n in FETCH_LOG_COLUMNS)
-            ctes.append(
-                f"log AS (INSERT INTO fetch_log ({', '.join(FETCH_LOG_COLUMNS)}) SELECT * FROM unnest({arrays}))"
-            )
+    for i, (sets, rows) in enumerate(groups.items()):
+        cte, params = _rows_cte("v", sorted({n for r in rows for n in r}), rows, f"g{i}_")
         # The SET lists are the shared fixed fragments; every value is a column of v. The hosts
         # again as an array, as the ids above: found by the primary key, not by a scan of the
         # table (a few hundred rows, but every update leaves a dead version until a vacuum).
         row = conn.execute(
-            f"WITH {', '.join(ctes)} UPDATE hosts SET {', '.join(host_sets)} FROM v WHERE hosts.host = v.x_host"
+            f"WITH {cte} UPDATE hosts SET {', '.join(sets)} FROM v WHERE hosts.host = v.x_host"
             f" AND hosts.host = ANY(%(g{i}_host)s::text[]) RETURNING pg_current_xact_id()::text",
             params,
         ).fetchone()
@@ -179,34 +272,36 @@ def _write_rows(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release
     return xid
 
 
-def _page_seqs(conn: psycopg.Connection, pages: list[PageRecord]) -> list[int]:
-    """One seq per page, in order, taken after the pages lock and every page's duplicate-check
-    keys (all of them sorted together: PAGE_LOCKS orders them)."""
-    ns: list[str] = []
-    keys: list[str] = []
-    for page in pages:
-        params = page_lock_params(page)
-        ns += params["ns"]
-        keys += params["keys"]
-    rows = conn.execute(
-        f"WITH {PAGE_LOCKS} SELECT nextval('pages_seq_counter') FROM keyed, generate_series(1, %(n)s)",
-        {"pages": PAGES_LOCK, "ns": ns, "keys": keys, "n": len(pages)},
-    ).fetchall()
-    return sorted(int(r[0]) for r in rows)
-
-
 def _requeue(conn: psycopg.Connection, new: Sequence[NewURL], now: float) -> object:
     return insert_frontier(conn, new, now, requeue=True)
 
 
-def release_batch(
-    conn: psycopg.Connection, d: Dialect, releases: Sequence[Release], record_page: RecordPage
-) -> str | None:
+def release_batch(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release]) -> str | None:
     """Every release of the batch, inside the caller's transaction (their hosts all distinct).
     Returns the transaction's id."""
     links = unique_urls([u for _, o, _ in releases for u in o.links])
     lock_release_hosts(conn, releases, links)
-    xid = _write_rows(conn, d, releases)
+    written = [
+        (claim, outcome, outcome.page)
+        for claim, outcome, _ in releases
+        if outcome.page is not None and claim.url_id is not None
+    ]
+    fresh = [page for _, _, page in written if page.status != 304]
+    finished, new, seqs = _write_frontier(conn, d, releases, links, fresh)
+    numbers = iter(seqs)
+    writes = []
+    for claim, outcome, page in written:
+        assert claim.url_id is not None  # (filtered above; for the type checker)
+        if page.status == 304:
+            # Not modified: a new fetch time only — no re-parse, no re-index.
+            conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, claim.url_id))
+        else:
+            writes.append((claim.url_id, claim, outcome, page, next(numbers)))
+    duplicate_of = record_pages(conn, writes) if writes else {}
+    duplicates = {claim.host: duplicate_of[url_id] for url_id, claim, _, _, _ in writes}
+    xid = _write_hosts(conn, d, releases, finished, new, duplicates)
+    # After the host rows, as a release alone does it: a robots.txt answer passed on to the
+    # hosts waiting on it, then what the release says of other hosts.
     for claim, outcome, now in releases:
         versions = []
         if outcome.robots is not None and outcome.robots.status is not None:
@@ -215,21 +310,4 @@ def release_batch(
         versions += settle_robots(conn, d, claim, outcome, now, partial(_requeue, conn, now=now))
         insert_robots_versions(conn, d, versions)
         record_host_notes(conn, claim, outcome)
-    if links:
-        # The new links of every page at once (discovered at the batch's last release time).
-        insert_frontier(conn, links, max(now for _, _, now in releases))
-    written = [
-        (claim, outcome, outcome.page)
-        for claim, outcome, _ in releases
-        if outcome.page is not None and claim.url_id is not None
-    ]
-    fresh = [page for _, _, page in written if page.status != 304]
-    seqs = iter(_page_seqs(conn, fresh) if fresh else [])
-    for claim, outcome, page in written:
-        assert claim.url_id is not None  # (filtered above; for the type checker)
-        if page.status == 304:
-            # Not modified: a new fetch time only — no re-parse, no re-index.
-            conn.execute("UPDATE pages SET fetched_at = %s WHERE url_id = %s", (page.fetched_at, claim.url_id))
-        else:
-            record_page(conn, claim.url_id, claim, outcome, page, next(seqs))
     return xid

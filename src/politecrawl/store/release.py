@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from politecrawl.policy.response import URLState
 
-from .api import Claim, ClaimKind, FetchLogEntry, NewURL, Outcome, RobotsUpdate, URLKind
+from .api import Claim, ClaimKind, FetchLogEntry, NewURL, Outcome, RobotsUpdate, URLKind, YieldCheck
 from .common import (
     DONE,
     LEASED,
@@ -20,13 +20,17 @@ from .common import (
     ROBOTS_KIND,
     ROBOTS_MAX_HOPS,
     WAIT_CRAWL_DELAY,
+    WAIT_LOW_YIELD,
     WAIT_ROBOTS_REDIRECT,
     WAIT_ROBOTS_UNREACHABLE,
+    YIELD_DECAY,
     Dialect,
+    yield_threshold,
 )
 
 __all__ = [
     "host_release_sets",
+    "yield_sets",
     "release_url_statement",
     "release_url",
     "FETCH_LOG_COLUMNS",
@@ -37,20 +41,36 @@ __all__ = [
 ]
 
 
-def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) -> tuple[list[str], dict]:
-    """The SET clauses and parameters of the host row update that ends a claim (both stores)."""
+def host_release_sets(
+    claim: Claim,
+    outcome: Outcome,
+    now: float,
+    d: Dialect,
+    *,
+    pending: tuple[int, int] | None = None,
+    duplicate: bool | None = None,
+) -> tuple[list[str], dict]:
+    """The SET clauses and parameters of the host row update that ends a claim (both stores).
+
+    A store that writes the claim's URL, links and page before this update can fold into it what
+    would otherwise update the row again in the same transaction (each update of a row is a new
+    version of it, and its index entries): ``pending`` (finished, new), the URLs of the host that
+    the release finished and queued, moves the host's pending count; ``duplicate``, whether the
+    page just written duplicates another, moves the yield counts (``outcome.yield_check``) and
+    may pause the host, as ``yield_sets`` says.
+    """
     P = d.p
     mine = f"lease_owner = {P('worker')}"
-    sets = [
-        f"lease_owner = CASE WHEN {mine} THEN NULL ELSE lease_owner END",
-        f"lease_expires_at = CASE WHEN {mine} THEN NULL ELSE lease_expires_at END",
-    ]
+    sets: dict[str, str] = {
+        "lease_owner": f"CASE WHEN {mine} THEN NULL ELSE lease_owner END",
+        "lease_expires_at": f"CASE WHEN {mine} THEN NULL ELSE lease_expires_at END",
+    }
     p: dict = {"worker": claim.worker, "host": claim.host, "now": now}
     if outcome.next_allowed_at is None:
         # No request was made (a disallowed URL, a budget stop): the host is due again when it
         # was due before the claim moved next_allowed_at, which was at most the claim time.
-        sets.append(
-            f"next_allowed_at = CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at) ELSE next_allowed_at END"
+        sets["next_allowed_at"] = (
+            f"CASE WHEN {mine} THEN COALESCE(claimed_at, next_allowed_at) ELSE next_allowed_at END"
         )
     else:
         delay = outcome.delay if outcome.delay is not None else max(0.0, outcome.next_allowed_at - now)
@@ -59,41 +79,73 @@ def host_release_sets(claim: Claim, outcome: Outcome, now: float, d: Dialect) ->
         owed = f"{d.greatest}({P('next')}, {d.now} + {P('delay')})"
         # Ours: the claim moved next_allowed_at past the lease; set the real time. Lost (our lease
         # ran out and someone else went meanwhile): keep the later of the two.
-        sets.append(f"next_allowed_at = CASE WHEN {mine} THEN {owed} ELSE {d.greatest}(next_allowed_at, {owed}) END")
-        sets += [f"delay = {P('delay')}", f"wait_reason = {P('reason')}"]
+        sets["next_allowed_at"] = f"CASE WHEN {mine} THEN {owed} ELSE {d.greatest}(next_allowed_at, {owed}) END"
+        sets["delay"] = P("delay")
+        sets["wait_reason"] = P("reason")
         p.update(next=outcome.next_allowed_at, delay=delay, reason=outcome.wait_reason)
     if outcome.response_time is not None:
-        sets.append(f"response_time = {P('rt')}")
+        sets["response_time"] = P("rt")
         p["rt"] = outcome.response_time
     if outcome.failures is not None:
-        sets.append(f"failures = {P('failures')}")
+        sets["failures"] = P("failures")
         p["failures"] = outcome.failures
     if outcome.host_error is not None or outcome.failures == 0:
-        sets.append(f"last_error = {P('herr')}")
+        sets["last_error"] = P("herr")
         p["herr"] = outcome.host_error
     if outcome.ip is not None:
-        sets += [f"ip = {P('ip')}", f"ip_resolved_at = {P('ip_at')}"]
+        sets["ip"], sets["ip_resolved_at"] = P("ip"), P("ip_at")
         p.update(ip=outcome.ip, ip_at=now)
     if outcome.robots is not None:
         r = outcome.robots
-        sets.append(f"robots_expires_at = {P('r_expires')}")
+        sets["robots_expires_at"] = P("r_expires")
         p["r_expires"] = r.expires_at
         if r.status is not None:
-            sets += [
-                f"robots_status = {P('r_status')}",
-                f"robots_body = {P('r_body')}",
-                f"robots_fetched_at = {P('r_fetched')}",
-                f"crawl_delay = {P('r_delay')}",
-                "robots_via = NULL",
-                "robots_hops = 0",
-            ]
+            sets.update(
+                robots_status=P("r_status"),
+                robots_body=P("r_body"),
+                robots_fetched_at=P("r_fetched"),
+                crawl_delay=P("r_delay"),
+                robots_via="NULL",
+                robots_hops="0",
+            )
             p.update(r_status=r.status, r_body=r.body, r_fetched=r.fetched_at, r_delay=r.crawl_delay)
     if outcome.fetch is not None and outcome.fetch.kind == URLKind.PAGE:
-        sets.append("pages_fetched = pages_fetched + 1")
+        sets["pages_fetched"] = "pages_fetched + 1"
     if outcome.patterns is not None:
-        sets += [f"patterns = {P('patterns')}", "patterns_version = patterns_version + 1"]
+        sets["patterns"], sets["patterns_version"] = P("patterns"), "patterns_version + 1"
         p["patterns"] = outcome.patterns
-    return sets, p
+    if pending is not None:
+        # Finished first, as when each was its own update: the count never goes below 0.
+        sets["pending"] = f"{d.greatest}(pending - {P('fin')}, 0) + {P('new')}"
+        p.update(fin=pending[0], new=pending[1])
+    if duplicate is not None and outcome.yield_check is not None:
+        p.update(yield_sets(sets, d, outcome.yield_check, duplicate))
+    return [f"{column} = {value}" for column, value in sets.items()], p
+
+
+def yield_sets(sets: dict[str, str], d: Dialect, check: YieldCheck, duplicate: bool) -> dict:
+    """Yield monitoring in a host row update: the decayed counts of recent pages and duplicates
+    take a page (``duplicate`` or not); when duplicates dominate, the host pauses until
+    ``check.pause_until`` and the counts start again from 0. ``sets`` (column -> value) gets the
+    new values, applied after what it already sets for next_allowed_at and wait_reason (every
+    value of an update reads the row as it was). Returns the parameters."""
+    P = d.p
+    pages = f"(recent_pages * {P('y_decay')} + 1)"
+    dups = f"(recent_duplicates * {P('y_decay')} + {P('y_dup')})"
+    pause = f"({pages} >= {P('y_enough')} AND {dups} / {pages} >= {P('y_share')})"
+    until = sets.get("next_allowed_at", "next_allowed_at")
+    reason = sets.get("wait_reason", "wait_reason")
+    sets["next_allowed_at"] = f"CASE WHEN {pause} THEN {d.greatest}({until}, {P('y_until')}) ELSE {until} END"
+    sets["wait_reason"] = f"CASE WHEN {pause} THEN {WAIT_LOW_YIELD} ELSE {reason} END"
+    sets["recent_pages"] = f"CASE WHEN {pause} THEN 0 ELSE {pages} END"
+    sets["recent_duplicates"] = f"CASE WHEN {pause} THEN 0 ELSE {dups} END"
+    return {
+        "y_decay": YIELD_DECAY,
+        "y_dup": int(duplicate),
+        "y_enough": yield_threshold(check),
+        "y_share": check.max_duplicate_share,
+        "y_until": check.pause_until,
+    }
 
 
 def release_url_statement(d: Dialect, claim: Claim, outcome: Outcome, now: float) -> tuple[str, dict, bool] | None:
