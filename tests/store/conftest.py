@@ -176,3 +176,18 @@ def store(store_factory: StoreTarget) -> Store:
 def reopen(store_factory: StoreTarget):
     """``store = reopen(store)``: close and reopen the same store."""
     return store_factory.reopen
+
+
+def _fill_wal(db: sqlite3.Connection, commits: int) -> None:
+    """``commits`` commits of one 64 KiB row each on ``db`` (about 17 pages of 4 KiB each)."""
+    db.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
+    for _ in range(commits):
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO filler VALUES (randomblob(64 * 1024))")
+        db.execute("COMMIT")
+
+
+@pytest.fixture
+def fill_wal():
+    """Writes to an SQLite connection that grow its write-ahead log: ``fill_wal(db, commits)``."""
+    return _fill_wal

@@ -20,14 +20,6 @@ from politecrawl.store.sqlite import SQLiteStore
 from politecrawl.store.sqlite_checkpoints import WalCheckpointer
 
 
-def _fill(db: sqlite3.Connection, commits: int) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
-    for _ in range(commits):
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT INTO filler VALUES (randomblob(64 * 1024))")
-        db.execute("COMMIT")
-
-
 def _rows_in_the_file_alone(path, scratch) -> int:
     """The filler rows a copy of the database file holds without its write-ahead log (-1: the copy
     caught a checkpoint halfway)."""
@@ -51,7 +43,7 @@ def _until(check, seconds: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path):
+def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path, fill_wal):
     path = tmp_path / "crawl.db"
     scratch = tmp_path / "copies"
     scratch.mkdir()
@@ -59,7 +51,7 @@ def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path):
     parent = SQLiteStore(path)
     try:
         worker.defer_upkeep()
-        _fill(worker._db, 150)  # ~2,500 pages of 4 KiB, short of the backstop
+        fill_wal(worker._db, 150)  # ~2,500 pages of 4 KiB, short of the backstop
         # Negative control: nothing has checkpointed yet, so the file alone holds no row.
         assert _rows_in_the_file_alone(path, scratch) == 0
         wal_before = os.path.getsize(f"{path}-wal")
@@ -68,7 +60,7 @@ def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path):
             _until(lambda: _rows_in_the_file_alone(path, scratch) == 150 and checkpoints.pages_copied > 0)
             # Once everything is copied the next commits start the log from its beginning:
             # 150 more commits do not make it longer.
-            _fill(worker._db, 150)
+            fill_wal(worker._db, 150)
             _until(lambda: _rows_in_the_file_alone(path, scratch) == 300)
         assert os.path.getsize(f"{path}-wal") <= wal_before + (1 << 20)
     finally:
@@ -76,14 +68,16 @@ def test_a_deferring_connection_leaves_its_log_to_the_checkpointer(tmp_path):
         parent.close()
 
 
-def test_negative_control_a_deferring_connection_alone_checkpoints_only_past_the_backstop(tmp_path, monkeypatch):
+def test_negative_control_a_deferring_connection_alone_checkpoints_only_past_the_backstop(
+    tmp_path, monkeypatch, fill_wal
+):
     path = tmp_path / "crawl.db"
     scratch = tmp_path / "copies"
     scratch.mkdir()
     worker = SQLiteStore(path)
     try:
         worker.defer_upkeep()
-        _fill(worker._db, 150)
+        fill_wal(worker._db, 150)
         assert _rows_in_the_file_alone(path, scratch) == 0
     finally:
         worker.close()
@@ -93,7 +87,7 @@ def test_negative_control_a_deferring_connection_alone_checkpoints_only_past_the
     worker = SQLiteStore(path)
     try:
         worker.defer_upkeep()
-        _fill(worker._db, 150)
+        fill_wal(worker._db, 150)
         assert _rows_in_the_file_alone(path, scratch) > 0
     finally:
         worker.close()
