@@ -113,7 +113,7 @@ def test_the_crawls_parent_keeps_the_checkpointer_while_its_workers_run(tmp_path
             super().__init__(path, every=0.05)
             seen.append(self)
 
-    monkeypatch.setattr("politecrawl.store.sqlite.WalCheckpointer", Recorded)
+    monkeypatch.setattr("politecrawl.store.sqlite_checkpoints.WalCheckpointer", Recorded)
     settings = load_settings({"db": str(tmp_path / "crawl.db"), "workers": 1, "max_time": 3.0}, env={})
     Crawler(settings).run(["http://127.0.0.1:9/"])
     assert len(seen) == 1

@@ -257,13 +257,13 @@ def _write_hosts(
         sets, p = host_release_sets(claim, outcome, now, rows_d, pending=pending, duplicate=duplicates.get(claim.host))
         groups.setdefault(tuple(sets), []).append(p)
     xid = None
-    for i, (sets, rows) in enumerate(groups.items()):
+    for i, (shape, rows) in enumerate(groups.items()):
         cte, params = _rows_cte("v", sorted({n for r in rows for n in r}), rows, f"g{i}_")
         # The SET lists are the shared fixed fragments; every value is a column of v. The hosts
         # again as an array, as the ids above: found by the primary key, not by a scan of the
         # table (a few hundred rows, but every update leaves a dead version until a vacuum).
         row = conn.execute(
-            f"WITH {cte} UPDATE hosts SET {', '.join(sets)} FROM v WHERE hosts.host = v.x_host"
+            f"WITH {cte} UPDATE hosts SET {', '.join(shape)} FROM v WHERE hosts.host = v.x_host"
             f" AND hosts.host = ANY(%(g{i}_host)s::text[]) RETURNING pg_current_xact_id()::text",
             params,
         ).fetchone()

@@ -65,7 +65,7 @@ from .reads import (
     read_status,
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
-from .sqlite_checkpoints import WalCheckpointer, defer_checkpoints
+from .sqlite_checkpoints import WalUpkeep
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
 from .sqlite_connection import DIALECT, begin_immediate, connect, tune
 
@@ -100,7 +100,7 @@ _INSERT_URL = (
 )
 
 
-class SQLiteStore:
+class SQLiteStore(WalUpkeep):
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
     #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
@@ -197,16 +197,6 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-    # -- upkeep ------------------------------------------------------------------
-    def upkeep(self) -> WalCheckpointer:
-        """Checkpoints on a thread of this process while the crawl runs (``sqlite_checkpoints``)."""
-        return WalCheckpointer(self.path)
-
-    def defer_upkeep(self) -> None:
-        """This connection's commits leave checkpoints to the crawl's ``upkeep()`` thread."""
-        with self._lock:
-            defer_checkpoints(self._db)
 
     #: Seconds to add to this machine's clock to get the store's clock. SQLite lives on
     #: this machine, so its clock is ours.

@@ -30,6 +30,7 @@ __all__ = [
     "CHECKPOINT_EVERY",
     "WAL_CHECKPOINT_BACKSTOP_PAGES",
     "WalCheckpointer",
+    "WalUpkeep",
     "defer_checkpoints",
 ]
 
@@ -112,3 +113,20 @@ class WalCheckpointer:
         if not self._warned:
             self._warned = True
             log.warning("store %s: cannot checkpoint (%s); the workers checkpoint meanwhile", self.path, exc)
+
+
+class WalUpkeep:
+    """The SQLite store's ``Store.upkeep`` and ``Store.defer_upkeep`` (a base of ``SQLiteStore``)."""
+
+    path: str
+    _db: sqlite3.Connection
+    _lock: threading.RLock
+
+    def upkeep(self) -> WalCheckpointer:
+        """Checkpoints on a thread of this process while the crawl runs."""
+        return WalCheckpointer(self.path)
+
+    def defer_upkeep(self) -> None:
+        """This connection's commits leave checkpoints to the crawl's ``upkeep()`` thread."""
+        with self._lock:
+            defer_checkpoints(self._db)
