@@ -486,7 +486,8 @@ def main() -> None:
             results[kind] = r = crawl_once(kind, args, Path(d))
             print(
                 f"  {kind:8}: {r['achieved_rps']:6.1f} req/s of {r['bound_rps']:.1f} bound (utilization "
-                f"{r['utilization']:.2f}), {r['page_requests']} pages, violations {r['short_gaps']} gaps / "
+                f"{r['utilization']:.2f}), {r['page_requests']} pages, each host's requests a median "
+                f"{r['gap_end_to_start_p50_ms']:.0f} ms apart end-to-start, violations {r['short_gaps']} gaps / "
                 f"{r['overlaps']} overlaps",
                 flush=True,
             )

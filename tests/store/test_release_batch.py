@@ -275,6 +275,41 @@ def test_a_batch_on_the_database_clock_owes_each_host_its_delay_from_the_batchs_
         store.close()
 
 
+@pytest.mark.pg
+@pytest.mark.parametrize("batched", [False, True])
+def test_on_the_database_clock_a_delay_counts_from_the_responses_end_not_the_release(pg_store_factory, batched):
+    # The responses of A and B ended 0.3 s before their release was written (the batch's window,
+    # the page's turn), and the worker's wall clock is 5 s behind the database's, so its own
+    # idea of when the hosts are due is 5 s early. Each host is owed its delay from the end of
+    # its response on the database's clock: no sooner (the worker's clock does not count), and
+    # no later by the 0.3 s. C and D, released alike without the response's end (the control),
+    # are owed their delay from the release.
+    store = open_store(pg_store_factory.url.replace("clock=caller", "clock=database"))
+    try:
+        now = time.time() + store.clock_offset
+        cs = claim_pages(store, [A, B, C, D], now)
+        ended = time.monotonic() - 0.3
+        releases = []
+        for h in (A, B, C, D):
+            out = done(cs[h], now - 5, now - 5 + 1.0)
+            out.delay = 1.0
+            out.ended_monotonic = ended if h in (A, B) else None
+            releases.append((cs[h], out, now - 5))
+        started = time.time() + store.clock_offset
+        if batched:
+            store.release_many(releases)
+        else:
+            for release in releases:
+                store.release(*release)
+        due = {h.host: h.next_allowed_at - started for h in store.hosts()}
+        for h in (A, B):
+            assert 1.0 - 0.3 - 0.05 <= due[h] < 1.0 - 0.2, (h, due[h])
+        for h in (C, D):
+            assert 1.0 - 0.05 <= due[h] < 1.0 + 0.3, (h, due[h])
+    finally:
+        store.close()
+
+
 def test_a_batch_takes_page_values_of_any_numeric_type(store):
     # An int where the other pages have a float (a whole-second fetch time, a byte count given as
     # a float) is the same value: the batch writes every page.

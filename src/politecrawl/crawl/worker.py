@@ -416,7 +416,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         anchor_keys = self._drop_stored_anchors(claim.host, outcome)
         # The host's delay counts from the response's end as this process saw it, not from now:
         # the page may have waited for its turn of the loop since. (A PostgreSQL fleet stamps
-        # the delay with the database's clock at the release: machines' clocks may differ.)
+        # the delay with the database's clock at the release, less the time since the response
+        # ended as this process measured it: machines' clocks may differ.)
         await self._release(claim, outcome, outcome.fetch.ended_at if outcome.fetch is not None else self.now())
         self._remember_stored(outcome, anchor_keys)
         if log.isEnabledFor(logging.INFO):
@@ -512,6 +513,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         return Outcome(
             next_allowed_at=decision.next_allowed_at,
             delay=decision.delay_after(result.ended_at),
+            ended_monotonic=result.ended_monotonic,
             wait_reason=decision.reason,
             response_time=decision.response_time,
             failures=decision.failures,

@@ -93,6 +93,9 @@ class FetchResult:
     #: … and how late this process's event loop was running its callbacks then (LoopLag): time
     #: that was ours, not the server's. ``server_seconds`` is what is left.
     loop_lag: float = 0.0
+    #: ``time.monotonic()`` when the exchange ended (``ended_at`` is on the store's clock): how long
+    #: ago it ended, measured on this machine alone, when the store stamps the host's next time.
+    ended_monotonic: float | None = None
     # -- what an archive needs (docs/archive.md): the exchange as it was on the wire --------------
     #: "1.1" / "1.0": the HTTP version of the response; ``reason`` its status line's phrase.
     http_version: str | None = None
@@ -391,6 +394,7 @@ class Fetcher:
             result.status = None
         finally:
             result.ended_at = self.clock()
+            result.ended_monotonic = time.monotonic()
             if large is not None:
                 self._large_open -= 1
                 large.release()

@@ -91,6 +91,9 @@ class Dialect:
     # SQLite's rowid, PostgreSQL's hash of the host name (shifted into the non-negative range).
     host_share: str = "rowid"
     modulo: str = "%"  # the remainder operator (PostgreSQL's "%" written "%%" among its placeholders)
+    # ``now`` is the database's own clock, not the callers' ``now``: a worker's time since a
+    # response ended is then subtracted from it, not from the caller's reading of the time.
+    own_clock: bool = False
 
     def p(self, name: str) -> str:
         """A named placeholder."""

@@ -188,6 +188,7 @@ def postgres_dialect(now: str) -> Dialect:
         greatest="GREATEST",
         least="LEAST",
         now=now,
+        own_clock=now != "%(now)s",
         host_share="(hashtext(host)::bigint + 2147483648)",
         modulo="%%",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Sequence
 
 import psycopg
@@ -59,7 +60,7 @@ class PostgresRelease(PostgresConnection):
         anchor text. The order of the locks is that of every other transaction (hosts sorted,
         then frontier rows, then the pages lock and the duplicate-check keys last).
         """
-        host_sets, p = host_release_sets(claim, outcome, now, self._dialect)
+        host_sets, p = host_release_sets(claim, outcome, now, self._dialect, before=time.monotonic())
         robots_version = None
         if outcome.robots is not None and outcome.robots.status is not None:
             r = outcome.robots
@@ -151,9 +152,11 @@ class PostgresRelease(PostgresConnection):
             else:
                 rounds.append([release])
 
+        before = time.monotonic()  # before the transaction and each retry of it reads the clock
+
         def tx(conn: psycopg.Connection) -> None:
             for r in rounds:
-                tid = release_batch(conn, self._dialect, r)
+                tid = release_batch(conn, self._dialect, r, before)
                 if tid is not None and not xid:
                     xid[:] = [tid]
 

@@ -63,6 +63,7 @@ _PARAM_TYPES = {
     "now": "float8",
     "next": "float8",
     "delay": "float8",
+    "since": "float8",
     "reason": "text",
     "rt": "float8",
     "failures": "bigint",
@@ -136,7 +137,7 @@ def _rows_dialect(d: Dialect) -> _Rows:
         # delay from the end of the batch's writes; from the transaction's start it is owed it
         # from a moment after every response of the batch had ended, as a release alone is.
         now = DB_TRANSACTION_START if d.now == DB_NOW else d.now
-    return _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now=now)
+    return _Rows(ph=d.ph, greatest=d.greatest, least=d.least, now=now, own_clock=d.own_clock)
 
 
 def _array(values: list, sql_type: str) -> list:
@@ -246,6 +247,7 @@ def _write_hosts(
     finished: Counter,
     new: Counter,
     duplicates: dict[str, bool],
+    before: float,
 ) -> str | None:
     """Every claimer's host row, once: the release's update with the pending count and yield
     counts folded in (``host_release_sets``); one statement per shape of update. Returns the
@@ -254,7 +256,9 @@ def _write_hosts(
     groups: dict[tuple, list[dict]] = {}
     for claim, outcome, now in releases:
         pending = (finished[claim.host], new[claim.host])
-        sets, p = host_release_sets(claim, outcome, now, rows_d, pending=pending, duplicate=duplicates.get(claim.host))
+        sets, p = host_release_sets(
+            claim, outcome, now, rows_d, pending=pending, duplicate=duplicates.get(claim.host), before=before
+        )
         groups.setdefault(tuple(sets), []).append(p)
     xid = None
     for i, (shape, rows) in enumerate(groups.items()):
@@ -276,8 +280,9 @@ def _requeue(conn: psycopg.Connection, new: Sequence[NewURL], now: float) -> obj
     return insert_frontier(conn, new, now, requeue=True)
 
 
-def release_batch(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release]) -> str | None:
+def release_batch(conn: psycopg.Connection, d: Dialect, releases: Sequence[Release], before: float) -> str | None:
     """Every release of the batch, inside the caller's transaction (their hosts all distinct).
+    ``before``: ``time.monotonic()`` read before the transaction began (``host_release_sets``).
     Returns the transaction's id."""
     links = unique_urls([u for _, o, _ in releases for u in o.links])
     lock_release_hosts(conn, releases, links)
@@ -299,7 +304,7 @@ def release_batch(conn: psycopg.Connection, d: Dialect, releases: Sequence[Relea
             writes.append((claim.url_id, claim, outcome, page, next(numbers)))
     duplicate_of = record_pages(conn, writes) if writes else {}
     duplicates = {claim.host: duplicate_of[url_id] for url_id, claim, _, _, _ in writes}
-    xid = _write_hosts(conn, d, releases, finished, new, duplicates)
+    xid = _write_hosts(conn, d, releases, finished, new, duplicates, before)
     # After the host rows, as a release alone does it: a robots.txt answer passed on to the
     # hosts waiting on it, then what the release says of other hosts.
     for claim, outcome, now in releases:

@@ -49,6 +49,7 @@ def host_release_sets(
     *,
     pending: tuple[int, int] | None = None,
     duplicate: bool | None = None,
+    before: float | None = None,
 ) -> tuple[list[str], dict]:
     """The SET clauses and parameters of the host row update that ends a claim (both stores).
 
@@ -58,6 +59,13 @@ def host_release_sets(
     the release finished and queued, moves the host's pending count; ``duplicate``, whether the
     page just written duplicates another, moves the yield counts (``outcome.yield_check``) and
     may pause the host, as ``yield_sets`` says.
+
+    ``before``: ``time.monotonic()`` read before the transaction began, so before a database's
+    own clock is read in it (``Dialect.own_clock``). The delay then counts from that clock less
+    the time from the response's end (``outcome.ended_monotonic``) to ``before``: never sooner
+    than the response ended, whatever the worker's wall clock says, and not later by the time
+    the release waited for its batch and its transaction. (On the callers' clock ``now`` is the
+    response's end already.)
     """
     P = d.p
     mine = f"lease_owner = {P('worker')}"
@@ -74,15 +82,18 @@ def host_release_sets(
         )
     else:
         delay = outcome.delay if outcome.delay is not None else max(0.0, outcome.next_allowed_at - now)
-        # Stamped by the store's clock: at the release the response has ended, so its clock + the
-        # delay is never sooner than what the host is owed, whatever the worker's clock says.
-        owed = f"{d.greatest}({P('next')}, {d.now} + {P('delay')})"
+        # Stamped by the store's clock (a database's own: less the time since the response ended
+        # as this machine measured it, ``before``): never sooner than what the host is owed.
+        owed = f"{d.greatest}({P('next')}, {d.now} + {P('delay')} - {P('since')})"
         # Ours: the claim moved next_allowed_at past the lease; set the real time. Lost (our lease
         # ran out and someone else went meanwhile): keep the later of the two.
         sets["next_allowed_at"] = f"CASE WHEN {mine} THEN {owed} ELSE {d.greatest}(next_allowed_at, {owed}) END"
         sets["delay"] = P("delay")
         sets["wait_reason"] = P("reason")
-        p.update(next=outcome.next_allowed_at, delay=delay, reason=outcome.wait_reason)
+        since = 0.0
+        if d.own_clock and before is not None and outcome.ended_monotonic is not None:
+            since = max(0.0, before - outcome.ended_monotonic)
+        p.update(next=outcome.next_allowed_at, delay=delay, since=since, reason=outcome.wait_reason)
     if outcome.response_time is not None:
         sets["response_time"] = P("rt")
         p["rt"] = outcome.response_time
