@@ -1,6 +1,8 @@
 """Hosts claimed ahead of their time (``worker.CLAIM_AHEAD``): the dispatcher takes, in one store
 transaction, every host whose delay ends within the window, and each request still waits for its
-own host's time. Judged on what the servers received: no gap shorter than the delay."""
+own host's time. Judged on what the servers received: no gap shorter than the delay. The window
+and the dispatcher's wake-up before the next host (``CLAIM_WAKE_EARLY``) are widened so that a
+claim taken ahead and not waited for is plainly early."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def _crawl(db: str, seeds: list[str], store_wrapper) -> RecordingStore:
 
 def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sandbox_factory, db_path, monkeypatch):
     monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
+    monkeypatch.setattr(worker_module, "CLAIM_WAKE_EARLY", AHEAD)
     hosts = [star_site(f"127.0.6.{40 + i}", 5) for i in range(8)]
     sb = sandbox_factory(hosts)
     recording = _crawl(db_path, [h.url("/") for h in hosts], RecordingStore)
@@ -58,6 +61,7 @@ def test_hosts_claimed_ahead_are_claimed_together_and_each_waits_for_its_time(sa
 
 def test_negative_control_a_claim_taken_ahead_and_not_waited_for_is_early(sandbox_factory, db_path, monkeypatch):
     monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
+    monkeypatch.setattr(worker_module, "CLAIM_WAKE_EARLY", AHEAD)
     hosts = [star_site(f"127.0.6.{50 + i}", 5) for i in range(8)]
     sb = sandbox_factory(hosts)
     _crawl(db_path, [h.url("/") for h in hosts], lambda store: RecordingStore(store, forget_wait=True))

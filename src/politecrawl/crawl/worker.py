@@ -89,13 +89,15 @@ CLAIM_BATCH = 32
 TURNS_HOLD_AT = 8
 
 
-#: Seconds ahead of a host's next allowed time that a worker may claim it. The dispatcher wakes
-#: this much before the next host is due and claims, in one transaction, every host due within
-#: the window; each request then waits for its own host's time (``Claim.not_before``). Without
-#: it, hosts due a few milliseconds apart cost a transaction (and an empty claim and a wake-up
-#: query) each. The store knows the claim from the moment it is taken, so no other process can
-#: take the host meanwhile.
-CLAIM_AHEAD = 0.05
+#: Seconds ahead of a host's next allowed time that a worker may claim it, and how long before
+#: the next host is due the dispatcher wakes: its claim then takes, in one transaction, that host
+#: and every host due in the CLAIM_AHEAD - CLAIM_WAKE_EARLY after it; each request waits for its
+#: own host's time (``Claim.not_before``). Woken CLAIM_AHEAD before, a claim would take the next
+#: host alone (and those that came due meanwhile): at 600 hosts a second, a claim transaction
+#: (and a wake-up query) for every two or three hosts. The store knows the claim from the moment
+#: it is taken, so no other process can take the host meanwhile.
+CLAIM_AHEAD = 0.1
+CLAIM_WAKE_EARLY = 0.05
 
 
 def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
@@ -301,7 +303,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 break  # nothing queued anywhere and nothing of ours in flight: done
             if self.budget.exhausted() and not self._tasks:
                 break
-            timeout = None if wake is None else max(0.0, wake - CLAIM_AHEAD - self.now())
+            timeout = None if wake is None else max(0.0, wake - CLAIM_WAKE_EARLY - self.now())
             await self._wait_for_change(timeout)
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
