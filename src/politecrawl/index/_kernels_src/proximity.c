@@ -160,13 +160,13 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
                     if (cur.i >= cur.hi) break;
                     continue;
                 }
-                uint64_t tf = cursor_tf(&cur);
-                if (cur.pos < at(&f->pos_ptr, tid) || cur.pos > end || tf > end - cur.pos) {
+                uint64_t tf = cursor_tf(&cur), cpos = cursor_pos(&cur);
+                if (cpos < at(&f->pos_ptr, tid) || cpos > end || tf > end - cpos) {
                     corrupt("positions beyond the term's");
                     goto done;
                 }
                 Py_ssize_t r = order[j] * T + t;
-                run_off[r] = (int64_t)cur.pos;
+                run_off[r] = (int64_t)cpos;
                 run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
                 found_order[n_found++] = r;
             }
