@@ -145,6 +145,7 @@ static double kth_best(const int32_t *docs, Py_ssize_t n, const double *score, c
  * could save, so it was asked only where more than twice the matches' postings were left, and
  * the query's last term, a common word with most of its postings, was scored on every match. */
 #define HIST_BUCKETS 1024
+#define HIST_STRIDE 8
 
 typedef struct {
     uint32_t count[HIST_BUCKETS];
@@ -152,13 +153,14 @@ typedef struct {
     double scale;  /* buckets per unit of score */
 } ScoreHist;
 
-static void hist_fill(ScoreHist *h, const int32_t *docs, Py_ssize_t n, const double *score,
+/* Counts every `stride`-th of `docs` (n of them). */
+static void hist_fill(ScoreHist *h, const int32_t *docs, Py_ssize_t n, Py_ssize_t stride, const double *score,
                       const unsigned char *allowed, double top) {
-    Py_ssize_t nb = n / 4 < 16 ? 16 : n / 4 < HIST_BUCKETS ? n / 4 : HIST_BUCKETS;
+    Py_ssize_t c = n / stride / 4, nb = c < 16 ? 16 : c < HIST_BUCKETS ? c : HIST_BUCKETS;
     memset(h->count, 0, (size_t)nb * sizeof(uint32_t));
     h->nb = nb;
     h->scale = top > 0.0 ? (double)nb / top : 0.0;
-    for (Py_ssize_t j = 0; j < n; j++) {
+    for (Py_ssize_t j = 0; j < n; j += stride) {
         int32_t d = docs[j];
         if (allowed && !allowed[d]) continue;
         double b = score[d] * h->scale;
@@ -400,14 +402,30 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
             if (rest[ti] < floor) {
                 theta = floor;
             } else {
-                hist_fill(&hist, s_touched, m, score, allowed, upto[ti]);
-                theta = hist_kth(&hist, k);
-                if (theta < floor) theta = floor;
-                if (!(theta > rest[ti])) continue; /* a document not matched yet may still get in */
-                if (hist_at_least(&hist, theta - rest[ti]) * SEEK_COST >= left[ti]) {
-                    retry_rest = rest[ti] * 0.5; /* as below, without the pass that finds them */
-                    continue;
+                /* Every HIST_STRIDE-th match first, for a guess (not a bound) of the k-th best
+                 * and of how many it would keep: most checks fail, and the pass over every
+                 * match is made where the guess says that pruning pays.  After a check that
+                 * fails because the bounds left are above the threshold, the next waits for them
+                 * to fall below it (the threshold grows slowly from one term to the next). */
+                int pays = 0;
+                for (Py_ssize_t stride = m >= 4 * HIST_STRIDE * k ? HIST_STRIDE : 1;; stride = 1) {
+                    hist_fill(&hist, s_touched, m, stride, score, allowed, upto[ti]);
+                    theta = hist_kth(&hist, (k + stride - 1) / stride);
+                    if (theta < floor) theta = floor;
+                    if (!(theta > rest[ti])) { /* a document not matched yet may still get in */
+                        retry_rest = theta;
+                        break;
+                    }
+                    if (hist_at_least(&hist, theta - rest[ti]) * stride * SEEK_COST >= left[ti]) {
+                        retry_rest = rest[ti] * 0.5; /* as below, without the pass that finds them */
+                        break;
+                    }
+                    if (stride == 1) {
+                        pays = 1;
+                        break;
+                    }
                 }
+                if (!pays) continue;
             }
             /* the documents kept, as a bitmap of the segment's: read back in doc order, which
              * score_some takes (the matches come term after term, so they are not in order;
