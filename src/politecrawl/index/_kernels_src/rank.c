@@ -61,6 +61,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     int64_t *tids_q = NULL;
     int32_t *cseg = NULL, *cdoc = NULL;
     Py_ssize_t *scratch_i = NULL;
+    int64_t *next_i = NULL;
     double *close = NULL;
     Py_buffer iv;
     int has_idfs = 0;
@@ -145,8 +146,9 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         cseg = PyMem_Malloc((size_t)nh * sizeof(int32_t));
         cdoc = PyMem_Malloc((size_t)nh * sizeof(int32_t));
         scratch_i = PyMem_Malloc((size_t)(2 * Tq) * sizeof(Py_ssize_t));
+        next_i = PyMem_Malloc((size_t)Tq * sizeof(int64_t));
         close = PyMem_Malloc((size_t)Tq * sizeof(double));
-        if (!cseg || !cdoc || !scratch_i || !close) {
+        if (!cseg || !cdoc || !scratch_i || !next_i || !close) {
             PyErr_NoMemory();
             goto done;
         }
@@ -161,9 +163,9 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         if (!brows || !trows) goto done;
         double *br = (double *)PyBytes_AS_STRING(brows), *tr = (double *)PyBytes_AS_STRING(trows);
         proximity_rows((int64_t *)PyBytes_AS_STRING(bstarts), (int64_t *)PyBytes_AS_STRING(bpos), nh, Tq, cap, rw, idfs,
-                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, close);
+                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, next_i, close);
         proximity_rows((int64_t *)PyBytes_AS_STRING(tstarts), (int64_t *)PyBytes_AS_STRING(tpos), nh, Tq, cap, rw, idfs,
-                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, close);
+                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, next_i, close);
         PyObject *hs = PyBytes_FromStringAndSize((const char *)cseg, nh * (Py_ssize_t)sizeof(int32_t));
         PyObject *hd = PyBytes_FromStringAndSize((const char *)cdoc, nh * (Py_ssize_t)sizeof(int32_t));
         if (!hs || !hd) {
@@ -227,6 +229,7 @@ done:
     PyMem_Free(cseg);
     PyMem_Free(cdoc);
     PyMem_Free(scratch_i);
+    PyMem_Free(next_i);
     PyMem_Free(close);
     if (has_idfs) PyBuffer_Release(&iv);
     PyBuffer_Release(&tv);
