@@ -73,12 +73,13 @@ static int packed_values(const Field *f, PosScratch *s, int64_t a, int64_t z, co
  * positions int64, both as bytes.  Per segment and term, one cursor seeks the segment's
  * documents in doc order (skipping the blocks between them); then the runs are read in the
  * order they are in the files, those near each other in one read (RUN_GAP). */
-static const int64_t *sort_key; /* gather's sort: (segment << 32 | doc) per candidate */
+typedef struct {
+    int64_t key; /* (segment << 32 | doc) */
+    Py_ssize_t c;
+} KeyedCand;
 
-static int by_key(const void *a, const void *b) {
-    int64_t x = sort_key[*(const Py_ssize_t *)a], y = sort_key[*(const Py_ssize_t *)b];
-    return (x > y) - (x < y);
-}
+#define KEY_LESS(x, y) ((x).key < (y).key)
+DEFINE_MERGE_SORT(sort_keyed, KeyedCand, KEY_LESS)
 
 /* Runs of positions closer together than this many bytes in a file are read in one piece: a
  * pread costs about as much as copying a few KB. */
@@ -109,7 +110,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     PyObject *starts_b = NULL, *pos_b = NULL;
     int64_t *run_off = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
     int64_t *run_len = PyMem_Calloc((size_t)(runs ? runs : 1), sizeof(int64_t));
-    int64_t *key = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(int64_t));
+    KeyedCand *key = PyMem_Malloc((size_t)(nc ? 2 * nc : 1) * sizeof(KeyedCand)); /* and the sort's scratch */
     Py_ssize_t *order = PyMem_Malloc((size_t)(nc ? nc : 1) * sizeof(Py_ssize_t));
     RunPlace *places = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(RunPlace));
     /* the runs in the order the loop below finds them: per segment, terms by id, documents in
@@ -129,11 +130,11 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             PyErr_SetString(PyExc_ValueError, "gather: candidate out of range");
             goto done;
         }
-        key[c] = ((int64_t)cseg[c] << 32) | cdoc[c];
-        order[c] = c;
+        key[c].key = ((int64_t)cseg[c] << 32) | cdoc[c];
+        key[c].c = c;
     }
-    sort_key = key;
-    qsort(order, (size_t)nc, sizeof(Py_ssize_t), by_key);
+    sort_keyed(key, nc, key + nc);
+    for (Py_ssize_t c = 0; c < nc; c++) order[c] = key[c].c;
     for (Py_ssize_t a = 0; a < nc;) { /* each segment's run of candidates, in doc order */
         Py_ssize_t z = a, s = cseg[order[a]];
         while (z < nc && cseg[order[z]] == s) z++;
