@@ -19,13 +19,15 @@ pytestmark = pytest.mark.skipif(compiled is None, reason="the compiled kernels a
 
 N_DOCS = 1000
 # blocks of every kind: consecutive documents (doc gaps of 0 bits) with tfs of 0 bits ("every")
-# and of more ("varied"), gaps of 2 bits ("third"), consecutive runs and one long gap ("runs"),
-# and a short list, one block without a skip row ("rare")
-TERMS = ["every", "varied", "third", "runs", "rare"]
+# and of 1, 2, 5 and 9 bits ("twice", "varied", "many", "lots"), gaps of 2 bits ("third"),
+# consecutive runs and one long gap ("runs"), and a short list, one block without a skip row
+# ("rare")
+TERMS = ["every", "twice", "varied", "many", "lots", "third", "runs", "rare"]
 
 
 def _words(i: int) -> list[str]:
-    words = ["every"] + ["varied"] * (1 + i % 3)
+    words = ["every"] + ["twice"] * (1 + i % 2) + ["varied"] * (1 + i % 3) + ["many"] * (1 + i % 17)
+    words += ["lots"] * (1 + (i * 37) % 300)
     words += ["third"] * (i % 3 == 0) + ["runs"] * (i % 300 < 150) + ["rare"] * (i % 97 == 0)
     words += [f"pad{j}" for j in range(i % 5)]
     random.Random(i).shuffle(words)
@@ -85,7 +87,8 @@ def test_gather_finds_every_document_in_blocks_of_every_kind(tmp_path, mapped):
         seg = _segment(tmp_path / "ix")
         fp = seg.fields["body"]
         widths = {t: _block_widths(seg, t) for t in TERMS}
-        assert widths["every"] == {(0, 0)} and (0, 2) in widths["varied"] and (2, 0) in widths["third"]
+        assert widths["every"] == {(0, 0)} and widths["twice"] == {(0, 1)} and (0, 2) in widths["varied"]
+        assert (0, 5) in widths["many"] and (0, 9) in widths["lots"] and (2, 0) in widths["third"]
         assert len(fp.postings(seg.term_id("rare"))[0]) < BLOCK and len(widths["runs"]) > 1
         rng = random.Random(3)
         edges = sorted({e for b in range(0, N_DOCS, BLOCK) for e in (b - 1, b, b + 1) if 0 <= e < N_DOCS})
