@@ -507,7 +507,11 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
     *read_out += postings_read;
     ok = 0;
 cleanup:
-    for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
+    /* the scores back to 0.0: where most of the segment was matched, all of them in one sweep */
+    if (m > n / 4)
+        memset(s_score, 0, (size_t)n * sizeof(double));
+    else
+        for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
 done:
     PyMem_Free(heap);
     PyMem_Free(pushed);
