@@ -360,6 +360,36 @@ def test_proximity_equals_the_numpy_formulas(n_cands, n_terms, seed, cap):
 
 
 @needs_kernels
+def test_proximity_of_a_word_twice_in_the_query_takes_ties_in_query_order():
+    """A query word given twice has the same positions as both terms: where positions tie, the
+    merge takes the earlier term first, as ``pair_closeness`` orders them."""
+    runs = [[3, 9], [3, 9], [4, 20]]  # terms 0 and 1 the same word
+    starts = np.array([0, 2, 4, 6], dtype=np.int64)
+    pos = np.array([p for r in runs for p in r], dtype=np.int64)
+    idfs = np.array([0.5, 0.5, 2.0])
+    got = np.frombuffer(
+        compiled.proximity(starts, pos, 1, 3, 64, PROXIMITY_REVERSED, idfs, K1, K1 + 1.0, 6.0), dtype=np.float64
+    )
+    term = np.array([t for t, r in enumerate(runs) for _ in r], dtype=np.int64)
+    close = pair_closeness(np.zeros(len(pos), np.int64), term, pos, 1, 3, reversed_weight=PROXIMITY_REVERSED)
+    assert np.array_equal(got, (6.0 * proximity_scores(close, idfs, k1=K1)).ravel())
+
+
+@needs_kernels
+def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
+    """The merge marks a term with no position left by 2**63 - 1 (gather's positions are below
+    2**32): such a position in the runs given is refused, the control just below it is not."""
+    starts, idfs = np.array([0, 1, 2], dtype=np.int64), np.ones(2)
+    for last, ok in ((2**63 - 2, True), (2**63 - 1, False)):
+        pos = np.array([5, last], dtype=np.int64)
+        if ok:
+            compiled.proximity(starts, pos, 1, 2, 64, PROXIMITY_REVERSED, idfs, K1, K1 + 1.0, 6.0)
+        else:
+            with pytest.raises(ValueError):
+                compiled.proximity(starts, pos, 1, 2, 64, PROXIMITY_REVERSED, idfs, K1, K1 + 1.0, 6.0)
+
+
+@needs_kernels
 @settings(max_examples=400, deadline=None)
 @given(
     body=st.lists(

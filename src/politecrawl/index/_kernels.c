@@ -56,7 +56,8 @@
  *                     format 6's chunks of positions: unpack_pos_chunk, pack_positions,
  *                     unpack_positions
  *   positions.c       an array read through a mapping or with pread, a packed reader's scratch
- *   postings.c        Postings (lookup, df), a cursor over a term's postings, decoding them
+ *   postings.c        Postings (lookup, df), decoding a term's postings
+ *   cursor.c          a cursor over a term's postings: seeks by the skip blocks, blocks read in place
  *   scoring.c         one segment scored: the terms' bounds, the heap of the k best, the matches
  *   top.c             doc_freqs, top
  *   proximity.c       gather (and its reader of format 6's chunks), proximity
@@ -74,6 +75,7 @@
 #include "_kernels_src/packed.c"
 #include "_kernels_src/positions.c"
 #include "_kernels_src/postings.c"
+#include "_kernels_src/cursor.c"
 #include "_kernels_src/scoring.c"
 #include "_kernels_src/top.c"
 #include "_kernels_src/proximity.c"

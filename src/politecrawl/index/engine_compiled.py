@@ -44,14 +44,17 @@ def page(
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
-    (tids_b, seg_b, doc_b, score_b, _, _), ordered = top(scorer, q, want.depth, prune=prune)
+    (tids_b, seg_b, doc_b, score_b, _, _), ordered, term_idfs = top(scorer, q, want.depth, prune=prune)
     if not score_b:
         return None
     terms = q.positive_terms
     prox = None
     if want.rerank:
         assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
-        idfs = np.array([idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64)
+        # the scoring's idfs where it has them ("fields" has per-field ones): the same values
+        idfs = np.array(
+            [term_idfs[t] if t in term_idfs else idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64
+        )
         prox = (
             PROXIMITY_DEPTH,
             PROXIMITY_MAX_OCCURRENCES,
@@ -99,11 +102,11 @@ def page(
     return ranked, runs, proximity
 
 
-def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[str]]:
+def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[str], dict[str, float]]:
     """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
-    ids, the matches as bytes, their count, the postings read), and the terms in the order
-    their scores are added. ``prune``: MaxScore over the skip blocks' bounds (never for
-    ``k = 0``); the hits and scores are the same either way."""
+    ids, the matches as bytes, their count, the postings read), the terms in the order their
+    scores are added, and their idfs (none with "fields" scoring). ``prune``: MaxScore over the
+    skip blocks' bounds (never for ``k = 0``); the hits and scores are the same either way."""
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
@@ -131,7 +134,7 @@ def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[s
         )
     except ValueError as exc:  # a damaged segment file
         raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc
-    return found, ordered
+    return found, ordered, idfs
 
 
 def match(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple[np.ndarray, ...], int, int]:
@@ -140,7 +143,7 @@ def match(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple[np.nd
     ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
     ``k = 0``: it never prunes); and how many postings the kernels read.  Their top ``k`` is
     the top ``k`` of every match, and their scores are the numpy code's to the last bit."""
-    (_, seg_b, doc_b, score_b, count, read), _ = top(scorer, q, k, prune=prune)
+    (_, seg_b, doc_b, score_b, count, read), _, _ = top(scorer, q, k, prune=prune)
     hits = (
         np.frombuffer(seg_b, dtype=np.int32),
         np.frombuffer(doc_b, dtype=np.int32),

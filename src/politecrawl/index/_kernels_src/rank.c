@@ -24,6 +24,9 @@ static int ranked_cmp(const void *a, const void *b) {
     return (x->doc > y->doc) - (x->doc < y->doc);
 }
 
+#define RANKED_LESS(x, y) (ranked_cmp(&(x), &(y)) < 0)
+DEFINE_MERGE_SORT(sort_ranked, Ranked, RANKED_LESS)
+
 /* A row's sum, term by term in order (engine_numpy._bonus sums in the same order). */
 static double row_sum(const double *row, Py_ssize_t T) {
     double s = row[0];
@@ -61,6 +64,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     int64_t *tids_q = NULL;
     int32_t *cseg = NULL, *cdoc = NULL;
     Py_ssize_t *scratch_i = NULL;
+    int64_t *next_i = NULL;
     double *close = NULL;
     Py_buffer iv;
     int has_idfs = 0;
@@ -80,7 +84,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     const double *hscore = vv.buf;
     /* the query's terms in its order: their ids in each segment */
     tids_q = PyMem_Malloc((size_t)(S * Tq > 0 ? S * Tq : 1) * sizeof(int64_t));
-    ranked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Ranked));
+    ranked = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(Ranked)); /* and the sort's scratch */
     ublob = PyMem_Calloc((size_t)(S ? S : 1), sizeof(Arr));
     uends = PyMem_Calloc((size_t)(S ? S : 1), sizeof(Arr));
     if (!tids_q || !ranked || !ublob || !uends) {
@@ -128,8 +132,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         ranked[i].seg = hseg[i];
         ranked[i].doc = hdoc[i];
     }
-    qsort(ranked, (size_t)n, sizeof(Ranked), ranked_cmp);
-    if (PyErr_Occurred()) goto done;
+    sort_ranked(ranked, n, ranked + n);
     if (prox != Py_None && n && Tq >= 2) {
         Py_ssize_t depth, cap;
         double rw, w_body, w_title, k1, k1p1;
@@ -145,8 +148,9 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         cseg = PyMem_Malloc((size_t)nh * sizeof(int32_t));
         cdoc = PyMem_Malloc((size_t)nh * sizeof(int32_t));
         scratch_i = PyMem_Malloc((size_t)(2 * Tq) * sizeof(Py_ssize_t));
+        next_i = PyMem_Malloc((size_t)Tq * sizeof(int64_t));
         close = PyMem_Malloc((size_t)Tq * sizeof(double));
-        if (!cseg || !cdoc || !scratch_i || !close) {
+        if (!cseg || !cdoc || !scratch_i || !next_i || !close) {
             PyErr_NoMemory();
             goto done;
         }
@@ -161,9 +165,9 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         if (!brows || !trows) goto done;
         double *br = (double *)PyBytes_AS_STRING(brows), *tr = (double *)PyBytes_AS_STRING(trows);
         proximity_rows((int64_t *)PyBytes_AS_STRING(bstarts), (int64_t *)PyBytes_AS_STRING(bpos), nh, Tq, cap, rw, idfs,
-                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, close);
+                       k1, k1p1, w_body, br, scratch_i, scratch_i + Tq, next_i, close);
         proximity_rows((int64_t *)PyBytes_AS_STRING(tstarts), (int64_t *)PyBytes_AS_STRING(tpos), nh, Tq, cap, rw, idfs,
-                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, close);
+                       k1, k1p1, w_title, tr, scratch_i, scratch_i + Tq, next_i, close);
         PyObject *hs = PyBytes_FromStringAndSize((const char *)cseg, nh * (Py_ssize_t)sizeof(int32_t));
         PyObject *hd = PyBytes_FromStringAndSize((const char *)cdoc, nh * (Py_ssize_t)sizeof(int32_t));
         if (!hs || !hd) {
@@ -176,8 +180,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         /* the bonus is >= 0: the reranked head still scores at least as much as those below it */
         for (Py_ssize_t i = 0; i < nh; i++)
             ranked[i].score = ranked[i].score + (row_sum(br + i * Tq, Tq) + row_sum(tr + i * Tq, Tq));
-        qsort(ranked, (size_t)nh, sizeof(Ranked), ranked_cmp);
-        if (PyErr_Occurred()) goto done;
+        sort_ranked(ranked, nh, ranked + n);
     }
     if (start < 0) start = 0;
     if (end > n) end = n;
@@ -227,6 +230,7 @@ done:
     PyMem_Free(cseg);
     PyMem_Free(cdoc);
     PyMem_Free(scratch_i);
+    PyMem_Free(next_i);
     PyMem_Free(close);
     if (has_idfs) PyBuffer_Release(&iv);
     PyBuffer_Release(&tv);

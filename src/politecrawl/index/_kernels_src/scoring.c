@@ -136,6 +136,57 @@ static double kth_best(const int32_t *docs, Py_ssize_t n, const double *score, c
     return in_heap == k ? heap[0] : 0.0;
 }
 
+/* A histogram of scores in buckets of [0, top] (top: at least every score), a bucket for about
+ * every 4 documents counted up to HIST_BUCKETS (4 KB of counts), so that its cost stays that of
+ * the pass over them however few they are: what MaxScore's check reads its threshold from, and how many documents it would keep,
+ * in one pass over the documents matched so far.  The check had been a pass counting those above
+ * the bounds left, a heap of the k best (kth_best), then the pass that keeps them: on a long query
+ * of frequent words, whose matches are most of a segment, as costly as scoring the postings it
+ * could save, so it was asked only where more than twice the matches' postings were left, and
+ * the query's last term, a common word with most of its postings, was scored on every match. */
+#define HIST_BUCKETS 1024
+#define HIST_STRIDE 8
+
+typedef struct {
+    uint32_t count[HIST_BUCKETS];
+    Py_ssize_t nb; /* buckets in use */
+    double scale;  /* buckets per unit of score */
+} ScoreHist;
+
+/* Counts every `stride`-th of `docs` (n of them). */
+static void hist_fill(ScoreHist *h, const int32_t *docs, Py_ssize_t n, Py_ssize_t stride, const double *score,
+                      const unsigned char *allowed, double top) {
+    Py_ssize_t c = n / stride / 4, nb = c < 16 ? 16 : c < HIST_BUCKETS ? c : HIST_BUCKETS;
+    memset(h->count, 0, (size_t)nb * sizeof(uint32_t));
+    h->nb = nb;
+    h->scale = top > 0.0 ? (double)nb / top : 0.0;
+    for (Py_ssize_t j = 0; j < n; j += stride) {
+        int32_t d = docs[j];
+        if (allowed && !allowed[d]) continue;
+        double b = score[d] * h->scale;
+        h->count[b < (double)(nb - 1) ? (Py_ssize_t)b : nb - 1]++;
+    }
+}
+
+/* A lower bound of the k-th best score counted: the lower edge of the highest bucket with k
+ * scores at or above it, less a margin for the rounding of a bucket's index; 0.0 for fewer than
+ * k.  A lower bound is what MaxScore needs: scores only grow, so the final k-th best is above it. */
+static double hist_kth(const ScoreHist *h, Py_ssize_t k) {
+    Py_ssize_t above = 0, b = h->nb;
+    while (b > 0 && above < k) above += h->count[--b];
+    return above >= k && b > 0 ? ((double)b / h->scale) * (1.0 - 1e-9) : 0.0;
+}
+
+/* At least the documents counted whose score is `cut` or more (those of its bucket and the one
+ * below it included, for the rounding). */
+static Py_ssize_t hist_at_least(const ScoreHist *h, double cut) {
+    double c = cut * h->scale;
+    Py_ssize_t from = c <= 1.0 ? 0 : c < (double)h->nb ? (Py_ssize_t)c - 1 : h->nb - 2;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = from; j < h->nb; j++) n += h->count[j];
+    return n;
+}
+
 /* One segment's matches that may be among the k best: appended to a growing list of hits. */
 typedef struct {
     int32_t *seg, *doc;
@@ -239,6 +290,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
     }
 
     double *score = s_score, retry_rest = INFINITY;
+    ScoreHist hist;
     for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
         Py_ssize_t tid = tids[ti];
         if (tid < 0) continue;
@@ -343,20 +395,37 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
             /* Can a document not matched yet still make the top k?  Asked (a pass over the
              * documents matched so far) only if it could be no -- a match can already score more
              * than the rest together, or the floor is above them -- and if enough postings are
-             * left to be worth it. */
-            if (!((rest[ti] < upto[ti] || rest[ti] < floor) && left[ti] > 2 * m && rest[ti] <= retry_rest)) continue;
+             * left to be worth it: a quarter of the matches (the histogram's pass costs a fraction
+             * of scoring a posting, and the seeks read the kept documents' blocks in place). */
+            if (!((rest[ti] < upto[ti] || rest[ti] < floor) && 4 * left[ti] > m && rest[ti] <= retry_rest)) continue;
             double theta;
             if (rest[ti] < floor) {
                 theta = floor;
             } else {
-                Py_ssize_t above = 0;
-                for (Py_ssize_t j = 0; j < m && above < k; j++) {
-                    int32_t d = s_touched[j];
-                    above += score[d] > rest[ti] && (!allowed || allowed[d]);
+                /* Every HIST_STRIDE-th match first, for a guess (not a bound) of the k-th best
+                 * and of how many it would keep: most checks fail, and the pass over every
+                 * match is made where the guess says that pruning pays.  After a check that
+                 * fails because the bounds left are above the threshold, the next waits for them
+                 * to fall below it (the threshold grows slowly from one term to the next). */
+                int pays = 0;
+                for (Py_ssize_t stride = m >= 4 * HIST_STRIDE * k ? HIST_STRIDE : 1;; stride = 1) {
+                    hist_fill(&hist, s_touched, m, stride, score, allowed, upto[ti]);
+                    theta = hist_kth(&hist, (k + stride - 1) / stride);
+                    if (theta < floor) theta = floor;
+                    if (!(theta > rest[ti])) { /* a document not matched yet may still get in */
+                        retry_rest = theta;
+                        break;
+                    }
+                    if (hist_at_least(&hist, theta - rest[ti]) * stride * SEEK_COST >= left[ti]) {
+                        retry_rest = rest[ti] * 0.5; /* as below, without the pass that finds them */
+                        break;
+                    }
+                    if (stride == 1) {
+                        pays = 1;
+                        break;
+                    }
                 }
-                if (above < k) continue;
-                theta = kth_best(s_touched, m, score, allowed, k, heap);
-                if (theta < floor) theta = floor;
+                if (!pays) continue;
             }
             /* the documents kept, as a bitmap of the segment's: read back in doc order, which
              * score_some takes (the matches come term after term, so they are not in order;
@@ -438,7 +507,11 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
     *read_out += postings_read;
     ok = 0;
 cleanup:
-    for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
+    /* the scores back to 0.0: where most of the segment was matched, all of them in one sweep */
+    if (m > n / 4)
+        memset(s_score, 0, (size_t)n * sizeof(double));
+    else
+        for (Py_ssize_t j = 0; j < m; j++) s_score[s_touched[j]] = 0.0;
 done:
     PyMem_Free(heap);
     PyMem_Free(pushed);
