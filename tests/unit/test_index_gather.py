@@ -6,7 +6,6 @@ decoded whole; and its reads of runs found out of file order (a damaged segment'
 from __future__ import annotations
 
 import random
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -32,16 +31,6 @@ def _words(i: int) -> list[str]:
     words += [f"pad{j}" for j in range(i % 5)]
     random.Random(i).shuffle(words)
     return words
-
-
-@contextmanager
-def _positions_map_budget(nbytes: int):
-    saved = segment.POSITIONS_MAP_BUDGET
-    segment.POSITIONS_MAP_BUDGET = nbytes
-    try:
-        yield
-    finally:
-        segment.POSITIONS_MAP_BUDGET = saved
 
 
 def _segment(path) -> Segment:
@@ -80,30 +69,31 @@ def _gather(seg: Segment, docs: list[int], cap: int, tids=None) -> list[list[int
 
 
 @pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
-def test_gather_finds_every_document_in_blocks_of_every_kind(tmp_path, mapped):
+def test_gather_finds_every_document_in_blocks_of_every_kind(tmp_path, mapped, monkeypatch):
     """Every document, a block's first and last ones, several in one block, one per block, in
     doc order and not, with a cap: the positions of the postings decoded whole."""
-    with _positions_map_budget(segment.POSITIONS_MAP_BUDGET if mapped else 0):
-        seg = _segment(tmp_path / "ix")
-        fp = seg.fields["body"]
-        widths = {t: _block_widths(seg, t) for t in TERMS}
-        assert widths["every"] == {(0, 0)} and widths["twice"] == {(0, 1)} and (0, 2) in widths["varied"]
-        assert (0, 5) in widths["many"] and (0, 9) in widths["lots"] and (2, 0) in widths["third"]
-        assert len(fp.postings(seg.term_id("rare"))[0]) < BLOCK and len(widths["runs"]) > 1
-        rng = random.Random(3)
-        edges = sorted({e for b in range(0, N_DOCS, BLOCK) for e in (b - 1, b, b + 1) if 0 <= e < N_DOCS})
-        cases = [
-            list(range(N_DOCS)),
-            edges,
-            list(range(0, N_DOCS, BLOCK)),
-            sorted(rng.sample(range(N_DOCS), 100)),
-            rng.sample(range(N_DOCS), 100),  # not in doc order: gather sorts them
-            [N_DOCS - 1],
-            [150, 151, 449, 450, 451],  # about the long gap of "runs"
-        ]
-        for docs in cases:
-            for cap in (64, 2):
-                assert _gather(seg, docs, cap) == _want(seg, docs, cap), (docs[:8], cap)
+    if not mapped:  # every position read with pread, none mapped
+        monkeypatch.setattr(segment, "POSITIONS_MAP_BUDGET", 0)
+    seg = _segment(tmp_path / "ix")
+    fp = seg.fields["body"]
+    widths = {t: _block_widths(seg, t) for t in TERMS}
+    assert widths["every"] == {(0, 0)} and widths["twice"] == {(0, 1)} and (0, 2) in widths["varied"]
+    assert (0, 5) in widths["many"] and (0, 9) in widths["lots"] and (2, 0) in widths["third"]
+    assert len(fp.postings(seg.term_id("rare"))[0]) < BLOCK and len(widths["runs"]) > 1
+    rng = random.Random(3)
+    edges = sorted({e for b in range(0, N_DOCS, BLOCK) for e in (b - 1, b, b + 1) if 0 <= e < N_DOCS})
+    cases = [
+        list(range(N_DOCS)),
+        edges,
+        list(range(0, N_DOCS, BLOCK)),
+        sorted(rng.sample(range(N_DOCS), 100)),
+        rng.sample(range(N_DOCS), 100),  # not in doc order: gather sorts them
+        [N_DOCS - 1],
+        [150, 151, 449, 450, 451],  # about the long gap of "runs"
+    ]
+    for docs in cases:
+        for cap in (64, 2):
+            assert _gather(seg, docs, cap) == _want(seg, docs, cap), (docs[:8], cap)
 
 
 def _block_widths(seg: Segment, term: str) -> set[tuple[int, int]]:
@@ -123,7 +113,7 @@ def _block_widths(seg: Segment, term: str) -> set[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
-def test_runs_found_out_of_file_order_are_read_as_each_alone(tmp_path, mapped):
+def test_runs_found_out_of_file_order_are_read_as_each_alone(tmp_path, mapped, monkeypatch):
     """A skip block whose positions start points before the block's own (a damaged segment, still
     within the term's positions) makes a later document's run come before an earlier one's in the
     file: gather then sorts its reads, and each run is what gathering its document alone reads.
@@ -140,13 +130,14 @@ def test_runs_found_out_of_file_order_are_read_as_each_alone(tmp_path, mapped):
     assert blocks[row, 1] == pos0 + 3 * BLOCK and blocks[row, 0] == 4 * BLOCK - 1
     blocks[row, 1] = pos0 + 5  # the positions of documents 5, 6, ...
     np.save(blocks_file, blocks)
-    with _positions_map_budget(segment.POSITIONS_MAP_BUDGET if mapped else 0):
-        seg = Segment(next(path.glob("seg-*")))
-        one = [seg.term_id("every")]
-        late, early = 3 * BLOCK - 2, 3 * BLOCK + 1  # block 2's, then block 3's (read from document 6's)
-        alone = _gather(seg, [late], 64, one) + _gather(seg, [early], 64, one)
-        assert alone[1] == _want(seg, [6], 64)[0]  # the damage: document 6's positions
-        assert _gather(seg, [late, early], 64, one) == alone
-        # the control: in file order, as an undamaged segment's runs always are
-        in_order = [10, late]
-        assert _gather(seg, in_order, 64, one) == _gather(seg, [10], 64, one) + _gather(seg, [late], 64, one)
+    if not mapped:
+        monkeypatch.setattr(segment, "POSITIONS_MAP_BUDGET", 0)
+    seg = Segment(next(path.glob("seg-*")))
+    one = [seg.term_id("every")]
+    late, early = 3 * BLOCK - 2, 3 * BLOCK + 1  # block 2's, then block 3's (read from document 6's)
+    alone = _gather(seg, [late], 64, one) + _gather(seg, [early], 64, one)
+    assert alone[1] == _want(seg, [6], 64)[0]  # the damage: document 6's positions
+    assert _gather(seg, [late, early], 64, one) == alone
+    # the control: in file order, as an undamaged segment's runs always are
+    in_order = [10, late]
+    assert _gather(seg, in_order, 64, one) == _gather(seg, [10], 64, one) + _gather(seg, [late], 64, one)
