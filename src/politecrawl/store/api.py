@@ -262,10 +262,11 @@ class Outcome:
     #: later of ``next_allowed_at`` and its own clock at release + ``delay``, and remembers it
     #: so that a crash or an expired lease never brings the host back sooner.
     delay: float | None = None
-    #: ``time.monotonic()`` of the worker when the response ended. The store's clock at the
-    #: release, less the time since then (measured before its transaction began), is when the
-    #: delay counts from: a release written in a batch a few tens of milliseconds later does not
-    #: add those to every gap. None: from the store's clock at the release.
+    #: ``time.monotonic()`` of the worker when the response ended. On a database's own clock
+    #: (``Dialect.own_clock``) the delay counts from that clock at the release less the time
+    #: since then (measured before its transaction began): a release written in a batch a few
+    #: tens of milliseconds later does not add those to every gap. None: from the clock at the
+    #: release.
     ended_monotonic: float | None = None
     wait_reason: str | None = None
     response_time: float | None = None
