@@ -7,7 +7,10 @@ that, whenever the heartbeat is more than ``PC_BENCH_STALLS_MS`` late, samples t
 stack every 5 ms, with the thread's scheduler state from ``/proc`` (R: running or waiting for a
 core, S: sleeping, e.g. on a lock, D: uninterruptible, e.g. on the disk), and the thread's
 ``/proc`` schedstat at the start and end of each stall (time on a core, time runnable but waiting
-for one: R alone does not tell the two apart). Each process writes its stalls to
+for one: R alone does not tell the two apart). A ``gc.callbacks`` hook notes every collection of
+the cyclic garbage collector (its generation and how long it took), and a sample taken during one
+is filed under ``gc genN`` instead of the Python line that happened to trigger it. Each process
+writes its stalls and its collections to
 ``PC_BENCH_STALLS_DIR`` when its loop ends; ``summarize`` adds them up by where the loop thread
 was most often in each stall. The sampling thread takes the GIL every 5 ms, so take
 throughput figures from a run without it; and the crawl's processes then load this
@@ -23,7 +26,7 @@ from pathlib import Path
 __all__ = ["SITECUSTOMIZE", "summarize"]
 
 SITECUSTOMIZE = r"""
-import asyncio.base_events, collections, json, os, sys, threading, time
+import asyncio.base_events, collections, gc, json, multiprocessing, os, sys, threading, time
 
 _DIR = os.environ.get("PC_BENCH_STALLS_DIR")
 _THRESHOLD = float(os.environ.get("PC_BENCH_STALLS_MS", "30")) / 1000
@@ -38,6 +41,17 @@ def _where(frame, depth=4):
 
 
 _STALLS = []  # every stall of this process: (seconds, the commonest places)
+_GC = []  # every collection of this process: (generation, seconds)
+_IN_GC = [None]  # the generation being collected, while the collector runs
+_GC_START = [0.0]
+
+
+def _on_gc(phase, info):
+    if phase == "start":
+        _IN_GC[0], _GC_START[0] = info["generation"], time.perf_counter()
+    else:
+        _GC.append((info["generation"], time.perf_counter() - _GC_START[0]))
+        _IN_GC[0] = None
 _WATCHED = set()  # ids of the loops watched (asyncio.run runs a loop's run_forever several times)
 
 
@@ -76,8 +90,12 @@ def _watch(loop):
             if time.monotonic() - beat[0] > _THRESHOLD:
                 if seen is None:
                     seen, began, at_start = collections.Counter(), beat[0], beat[1]
-                frame = sys._current_frames().get(main_id)
-                seen[f"[{state()}] {_where(frame)}"] += 1
+                generation = _IN_GC[0]
+                if generation is not None:
+                    seen[f"[{state()}] gc gen{generation}"] += 1
+                else:
+                    frame = sys._current_frames().get(main_id)
+                    seen[f"[{state()}] {_where(frame)}"] += 1
             elif seen is not None:
                 ran, waited = (b - a for a, b in zip(at_start, schedstat()))
                 _STALLS.append((beat[0] - began, seen.most_common(3), ran / 1e9, waited / 1e9))
@@ -91,10 +109,12 @@ def _watch(loop):
 def _dump():
     path = os.path.join(_DIR, f"stalls-{os.getpid()}.json")
     with open(path, "w") as fh:
-        json.dump([list(stall) for stall in _STALLS], fh)
+        name = multiprocessing.current_process().name  # politecrawl-worker-N, or MainProcess
+        json.dump({"process": name, "stalls": [list(stall) for stall in _STALLS], "gc": _GC}, fh)
 
 
 if _DIR:
+    gc.callbacks.append(_on_gc)
     _run_forever = asyncio.base_events.BaseEventLoop.run_forever
 
     def run_forever(self):
@@ -110,11 +130,18 @@ if _DIR:
 
 def summarize(folder: Path, top: int = 8) -> dict:
     """The stalls the crawl's processes wrote to ``folder``: how many, their seconds, the longest,
-    and the seconds by where the loop thread was most often in each (the top ``top``)."""
+    the seconds by where the loop thread was most often in each (the top ``top``), and the
+    garbage collector's collections by generation (those of the processes that ran a loop)."""
     files = list(folder.glob("stalls-*.json"))
     stalls: list[list] = []
+    by_generation: dict[str, list[float]] = {}
     for path in files:
-        stalls += json.loads(path.read_text())
+        data = json.loads(path.read_text())
+        stalls += data["stalls"]
+        # The workers' loops are the ones the loop-lag histogram measures; the parent's apart.
+        role = "workers" if data["process"].startswith("politecrawl-worker") else "parent"
+        for generation, seconds in data["gc"]:
+            by_generation.setdefault(f"{role} gen{generation}", []).append(seconds)
     by_where: Counter[str] = Counter()
     by_state: Counter[str] = Counter()
     for seconds, where, *_ in stalls:
@@ -136,4 +163,13 @@ def summarize(folder: Path, top: int = 8) -> dict:
         "waited_for_a_core_s": round(waited, 2),
         "stalled_s_by_state": {state: round(seconds, 2) for state, seconds in by_state.most_common()},
         "stalled_s_by_where": {where: round(seconds, 2) for where, seconds in by_where.most_common(top)},
+        "gc_by_generation": {
+            key: {
+                "collections": len(times),
+                "seconds": round(sum(times), 2),
+                "over_8_ms": sum(t >= 0.008 for t in times),
+                "longest_ms": round(1000 * max(times)),
+            }
+            for key, times in sorted(by_generation.items())
+        },
     }

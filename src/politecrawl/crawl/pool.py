@@ -80,6 +80,13 @@ STOP_GRACE = 3.0
 #: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
 STORE_PATIENCE = 60.0
 
+#: Seconds a worker process's threads may hold the GIL while another waits for it (Python's
+#: default: 5 ms). A worker's store calls run on a store thread (crawl.worker); the event loop
+#: waiting up to 5 ms for the GIL at each of its turns while that thread runs Python made the
+#: loop late for its sockets and timers. More hand-overs cost a little CPU, only while both
+#: threads want to run.
+GIL_SWITCH_INTERVAL = 0.001
+
 #: Worker processes run this much nicer than the crawl's parent, which indexes: on a machine the
 #: workers saturate, the index would otherwise fall further behind the crawl the faster it goes
 #: (each process got an equal share). The pages must be indexed anyway, so the crawl's total CPU
@@ -185,6 +192,7 @@ async def _worker_async(
     store = await _open_store_patiently(settings.db)
     store.defer_upkeep()  # the crawl's parent keeps it (Crawler.run): never on this loop
     tune_gc()  # everything is imported and open: see crawl.gc_policy
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -34,9 +34,8 @@ class ReleaseBatcher:
     whether it committed (``CommitUnknownError``): then none is written again.
 
     ``call``: None runs the store calls inline, in the timer's callback; else an async function
-    that runs one store call: PostgreSQL's on a store thread (the loop fetching meanwhile; batches
-    then go to the store in parallel with each other), SQLite's in a turn of the event loop of
-    its own (``crawl.turns``).
+    that runs one store call (the worker's: on a store thread, the loop fetching meanwhile; with
+    several threads, PostgreSQL's, batches go to the store in parallel with each other).
     """
 
     def __init__(
@@ -94,7 +93,7 @@ class ReleaseBatcher:
             return results
 
     async def _write_elsewhere(self, batch: list) -> None:
-        """``_write`` through ``call`` (a store thread, or a turn of the loop): the batch and, if
+        """``_write`` through ``call`` (a store thread): the batch and, if
         it fails, its releases one by one."""
         assert self._callf is not None
         results: list[BaseException | None]

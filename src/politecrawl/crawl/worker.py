@@ -54,7 +54,7 @@ from .budget import PageBudget
 from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembered
 from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
-from .release_batch import RELEASE_WINDOW_SHARED, ReleaseBatcher
+from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
 from .robots_gate import RobotsGate
 from .turns import Turns
 
@@ -135,33 +135,24 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # This worker's share of the hosts as it stands at a claim (crawl.pool.share_of_hosts).
         self._affinity: Callable[[], HostAffinity | None] = affinity or (lambda: None)
         self._store_failing_since: float | None = None
-        # PostgreSQL: every store call on a thread per pooled connection (network round trips;
-        # the loop keeps fetching meanwhile, psycopg releases the GIL while it waits).
-        parallelism = store.parallelism
-        self._store_threads = (
-            ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store") if parallelism > 1 else None
-        )
-        # SQLite: store calls inline, releases in groups (``ReleaseBatcher``). What makes the loop
-        # late (a thread sampling the loop's stack whenever it stalled over 30 ms): COMMITs whose
-        # write to the WAL waited on the disk (the thread in uninterruptible sleep), and the CPU
-        # (the process runnable, not running: a saturated machine, the workers at niceness 3).
-        # Tried with benchmarks/bench_crawl.py (1,000 hosts, 2 s delay, 2 cores), each against
-        # this code in the same sequences of runs:
-        # - every store call on one store thread: loop lag p99 32-64 ms against 256, but
-        #   0.90-0.93 of the bound against 0.93-0.96 and 0.33-0.36 CPU-s per 100 pages against
-        #   0.30-0.32 (the calls' Python contends with the loop for the GIL);
-        # - the statements inline and only each COMMIT on a thread, one call at a time: p99
-        #   64 ms, the worst stall 80-160 ms against 340-600, but the workers' CPU per page 5-11 %
-        #   up and the share 1-5 % down in every pair;
-        # - each worker checkpointing on a thread of its own: the loop as late, the write-ahead
-        #   log at 200 MB; checkpoints left to the parent: its passive checkpoints never caught
-        #   up with the workers' writes, and the log grew to 400 MB;
-        # - releases on a writer thread with a connection of its own: a claim waited in SQLite's
-        #   busy handler for the lock the other connection held;
+        # Every store call on a store thread, so the loop goes on fetching while the store
+        # works: PostgreSQL's on a thread per pooled connection (network round trips; psycopg
+        # lets the GIL go while it waits), SQLite's on one (its connection; sqlite3 lets the GIL
+        # go while a statement runs, a COMMIT writes the WAL and a write waits for another
+        # process's lock). The thread's Python contends with the loop for the GIL: the worker
+        # process hands the GIL over after GIL_SWITCH_INTERVAL (crawl.pool), not Python's 5 ms.
+        # SQLite's calls ran inline on the loop before (docs/architecture.md has the figures of
+        # the change: the loop's worst lateness fell, for a little more CPU). Tried and not kept:
+        # - the statements inline and only each COMMIT on a thread (the loop still waited for
+        #   another process's lock, and for the disk);
+        # - releases on a writer thread with a connection of its own: a claim on the loop waited
+        #   in SQLite's busy handler for the lock the other connection held;
         # - a write that found another process's lock taken failed at once and was tried again
         #   on the loop every 2 ms: each worker held ~30 MB more, for no more throughput;
-        # - pages parsed on a thread of their own (0.62-0.68 against 0.74): the loop then waits
-        #   for the GIL behind that thread, up to 5 ms for each of its hundreds of turns a second.
+        # - pages parsed on a thread of their own: that thread runs Python all the time, so the
+        #   loop waited for the GIL behind it at every turn.
+        parallelism = max(1, store.parallelism)
+        self._store_threads = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="store")
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
@@ -175,15 +166,12 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._changed = asyncio.Condition()
         self._anchors_stored = Remembered(ANCHORS_REMEMBERED)
         self._links_stored = Remembered(LINKS_REMEMBERED)
-        # Each page's CPU-heavy step, and (SQLite) each group of releases, in a loop turn of its
-        # own; the dispatcher claims no more while more than TURNS_HOLD_AT of them wait.
+        # Each page's CPU-heavy step in a loop turn of its own; the dispatcher claims no more
+        # while more than TURNS_HOLD_AT of them wait.
         self._turns = Turns(TURNS_HOLD_AT)
-        # Releases share transactions: in a turn of their own for SQLite, on the store threads
-        # for PostgreSQL.
-        if self._store_threads is None:
-            self._batcher = ReleaseBatcher(store, call=self._in_a_turn)
-        else:
-            self._batcher = ReleaseBatcher(store, window=RELEASE_WINDOW_SHARED, call=self._call)
+        # Releases share transactions, written on the store threads.
+        window = RELEASE_WINDOW if store.parallelism <= 1 else RELEASE_WINDOW_SHARED
+        self._batcher = ReleaseBatcher(store, window=window, call=self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add
@@ -202,15 +190,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._patterns_asked = 0
 
     async def _call(self, fn, *args, **kwargs):
-        """Run a store call: inline for SQLite (a claim or a read: short), on the store's threads
-        for PostgreSQL (network round trips: the event loop keeps fetching meanwhile)."""
-        if self._store_threads is None:
-            return fn(*args, **kwargs)
+        """Run a store call on the store's threads (the event loop keeps fetching meanwhile)."""
         return await asyncio.get_running_loop().run_in_executor(self._store_threads, partial(fn, *args, **kwargs))
-
-    async def _in_a_turn(self, fn, *args):
-        """A store write inline (SQLite) in a turn of the loop of its own (``Turns``)."""
-        return await self._turns.run(partial(fn, *args))
 
     async def _report_loop_lag(self) -> None:
         """Write this process's loop-lag histogram to the store (advisory: a failure is skipped)."""
@@ -242,8 +223,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
             await self._save_patterns()  # what was learned since each host's last write
             await self._report_loop_lag()  # the last figures, so status shows the whole run
-            if self._store_threads is not None:
-                self._store_threads.shutdown(wait=True)
+            self._store_threads.shutdown(wait=True)
         if self._fatal is not None:
             raise self._fatal
 
