@@ -9,8 +9,11 @@ core, S: sleeping, e.g. on a lock, D: uninterruptible, e.g. on the disk), and th
 ``/proc`` schedstat at the start and end of each stall (time on a core, time runnable but waiting
 for one: R alone does not tell the two apart). A ``gc.callbacks`` hook notes every collection of
 the cyclic garbage collector (its generation and how long it took), and a sample taken during one
-is filed under ``gc genN`` instead of the Python line that happened to trigger it. Each process
-writes its stalls and its collections to
+is filed under ``gc genN`` instead of the Python line that happened to trigger it. And every
+callback the loop runs is timed (``asyncio.Handle._run``: wall time and the thread's CPU time):
+those of 5 ms or more are counted by what they run, so a long turn is told apart as the
+crawler's own work (CPU time near the wall time) or the thread waiting (for a core, the GIL, the
+disk). Each process writes its stalls, its collections and its long callbacks to
 ``PC_BENCH_STALLS_DIR`` when its loop ends; ``summarize`` adds them up by where the loop thread
 was most often in each stall. The sampling thread takes the GIL every 5 ms, so take
 throughput figures from a run without it; and the crawl's processes then load this
@@ -42,6 +45,7 @@ def _where(frame, depth=4):
 
 _STALLS = []  # every stall of this process: (seconds, the commonest places)
 _GC = []  # every collection of this process: (generation, seconds)
+_LONG = collections.defaultdict(lambda: [0, 0.0, 0.0])  # callback -> [count, wall s, CPU s]
 _IN_GC = [None]  # the generation being collected, while the collector runs
 _GC_START = [0.0]
 
@@ -110,11 +114,34 @@ def _dump():
     path = os.path.join(_DIR, f"stalls-{os.getpid()}.json")
     with open(path, "w") as fh:
         name = multiprocessing.current_process().name  # politecrawl-worker-N, or MainProcess
-        json.dump({"process": name, "stalls": [list(stall) for stall in _STALLS], "gc": _GC}, fh)
+        json.dump({"process": name, "stalls": [list(stall) for stall in _STALLS], "gc": _GC, "long": _LONG}, fh)
+
+
+def _callback_name(callback):
+    task = getattr(callback, "__self__", None)
+    if isinstance(task, asyncio.Task):
+        code = getattr(task.get_coro(), "cr_code", None)
+        return "task " + (code.co_qualname if code else repr(task.get_coro()))
+    return getattr(callback, "__qualname__", None) or repr(callback)
 
 
 if _DIR:
     gc.callbacks.append(_on_gc)
+    _handle_run = asyncio.events.Handle._run
+
+    def _timed_run(self):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return _handle_run(self)
+        finally:
+            wall = time.perf_counter() - wall
+            if wall >= 0.005:
+                entry = _LONG[_callback_name(self._callback)]
+                entry[0] += 1
+                entry[1] += wall
+                entry[2] += time.thread_time() - cpu
+
+    asyncio.events.Handle._run = _timed_run
     _run_forever = asyncio.base_events.BaseEventLoop.run_forever
 
     def run_forever(self):
@@ -135,6 +162,7 @@ def summarize(folder: Path, top: int = 8) -> dict:
     files = list(folder.glob("stalls-*.json"))
     stalls: list[list] = []
     by_generation: dict[str, list[float]] = {}
+    long: dict[str, list] = {}
     for path in files:
         data = json.loads(path.read_text())
         stalls += data["stalls"]
@@ -142,6 +170,9 @@ def summarize(folder: Path, top: int = 8) -> dict:
         role = "workers" if data["process"].startswith("politecrawl-worker") else "parent"
         for generation, seconds in data["gc"]:
             by_generation.setdefault(f"{role} gen{generation}", []).append(seconds)
+        for name, (count, wall, cpu) in data["long"].items():
+            entry = long.setdefault(f"{role}: {name}", [0, 0.0, 0.0])
+            entry[0], entry[1], entry[2] = entry[0] + count, entry[1] + wall, entry[2] + cpu
     by_where: Counter[str] = Counter()
     by_state: Counter[str] = Counter()
     for seconds, where, *_ in stalls:
@@ -163,6 +194,11 @@ def summarize(folder: Path, top: int = 8) -> dict:
         "waited_for_a_core_s": round(waited, 2),
         "stalled_s_by_state": {state: round(seconds, 2) for state, seconds in by_state.most_common()},
         "stalled_s_by_where": {where: round(seconds, 2) for where, seconds in by_where.most_common(top)},
+        # Callbacks of 5 ms or more, by what they ran: how many, their wall and CPU seconds.
+        "long_callbacks": {
+            name: {"count": count, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+            for name, (count, wall, cpu) in sorted(long.items(), key=lambda item: -item[1][1])[:top]
+        },
         "gc_by_generation": {
             key: {
                 "collections": len(times),

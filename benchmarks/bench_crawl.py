@@ -44,7 +44,9 @@ fetches and extracts links only (no storage, no dedup, no index).
 
 ``--stalls MS`` samples, in every process of the crawl, where its event loop's thread is whenever
 the loop runs more than MS late (and whether it is running, waiting for a core or for the disk),
-and prints the stalled seconds by place (``benchmarks/_stalls.py``; it costs a little CPU too).
+and prints the stalled seconds by place, the loop's callbacks of 5 ms or more by what they ran
+(wall and CPU time), and the garbage collector's collections (``benchmarks/_stalls.py``; it
+costs CPU too: take the other figures from a run without it).
 
 ``--profile FILE`` runs the crawl under ``py-spy record --subprocesses`` (the whole tree) and
 prints where the CPU goes (benchmarks/_profile.py); py-spy's own CPU is not in the figures, but
