@@ -142,9 +142,15 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # process's lock). The thread's Python contends with the loop for the GIL: the worker
         # process hands the GIL over after GIL_SWITCH_INTERVAL (crawl.pool), not Python's 5 ms.
         # SQLite's calls ran inline on the loop before (docs/architecture.md has the figures of
-        # the change: the loop's worst lateness fell, for a little more CPU). Tried and not kept:
+        # the change: the loop's worst lateness fell, for a little more CPU; measured once
+        # before, when each worker still checkpointed the WAL itself and the Python switch
+        # interval was 5 ms, the thread had cost throughput). Tried and not kept:
         # - the statements inline and only each COMMIT on a thread (the loop still waited for
         #   another process's lock, and for the disk);
+        # - each worker checkpointing on a thread of its own: the loop as late, the write-ahead
+        #   log at 200 MB; checkpoints left to the parent's passive ones: they never caught up
+        #   with the workers' writes, and the log grew to 400 MB (the parent now checkpoints on
+        #   a thread of its own, store/sqlite_checkpoints.py);
         # - releases on a writer thread with a connection of its own: a claim on the loop waited
         #   in SQLite's busy handler for the lock the other connection held;
         # - a write that found another process's lock taken failed at once and was tried again
