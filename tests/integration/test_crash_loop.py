@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Sandbox, SandboxHost, violations
+from politecrawl.faces.sandbox import Sandbox, SandboxHost, answer_ended, violations
 from politecrawl.faces.sandbox_sites import demo_hosts
 from politecrawl.index import Searcher
 from politecrawl.store import open_store
@@ -333,7 +333,7 @@ def test_a_crash_loop_never_shortens_a_crawl_delay_or_an_adaptive_delay(sandbox_
         known = False  # the crawler has seen a whole answer (robots.txt's Crawl-delay, a response time)
         for a, b in zip(reqs, reqs[1:]):
             cut = [k for k in kills if a.started <= k <= a.ended]
-            end = min([a.ended, *cut])
+            end = min([answer_ended(a), *cut])
             known = known or not cut
             owed = (OWED_CRAWL_DELAY if host in steady else 10 * SLOW_ANSWER) if known else 1.0  # else: min delay
             # The Crawl-delay is the site's rule, kept exactly. The adaptive delay is 10 x the

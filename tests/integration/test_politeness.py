@@ -8,7 +8,8 @@ import json
 import sqlite3
 import time
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, answer_ended, violations
+from politecrawl.faces.sandbox import end_to_start_gaps as gaps
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
@@ -26,10 +27,6 @@ def chain(n: int) -> dict[str, str]:
     }
 
 
-def gaps(records) -> list[float]:
-    return [b.started - a.ended for a, b in zip(records, records[1:])]
-
-
 def test_retry_after_seconds_opens_a_window_without_requests(sandbox_factory, db_path):
     calls = itertools.count()
 
@@ -43,7 +40,7 @@ def test_retry_after_seconds_opens_a_window_without_requests(sandbox_factory, db
     crawl(db_path, [host.url("/")], min_delay=0.1, workers=2)
     reqs = sb.requests(host)
     i = next(k for k, r in enumerate(reqs) if r.status == 429)
-    assert reqs[i + 1].started - reqs[i].ended >= 3.0  # nothing inside the window
+    assert reqs[i + 1].started - answer_ended(reqs[i]) >= 3.0  # nothing inside the window
     assert reqs[i + 1].path == "/p0"  # the URL was retried, not lost
     # Negative control: elsewhere the host is crawled at its 0.1 s floor, not at 3 s.
     assert min(gaps(reqs)) < 1.0
@@ -67,7 +64,7 @@ def test_retry_after_http_date(sandbox_factory, db_path):
     reqs = sb.requests(host)
     i = next(k for k, r in enumerate(reqs) if r.status == 503)
     # HTTP-dates have one-second resolution: at least 3 s of the 4 s window remain after the response.
-    assert reqs[i + 1].started - reqs[i].ended >= 2.9
+    assert reqs[i + 1].started - answer_ended(reqs[i]) >= 2.9
     store = open_store(db_path)
     assert any(r.retry_until for r in store.fetch_log())
     store.close()
@@ -170,7 +167,7 @@ def test_restart_respects_persisted_next_allowed_at(sandbox_factory, db_path):
     host = SandboxHost("127.0.0.2", pages=chain(2))
     sb = sandbox_factory([host])
     crawl(db_path, [host.url("/")], min_delay=3.0, max_pages=1)  # robots.txt and "/" then stop
-    first_end = sb.requests(host)[-1].ended
+    first_end = answer_ended(sb.requests(host)[-1])
     crawl(db_path, [], min_delay=3.0, max_pages=1)  # a restart right away must still wait 3 s
     reqs = sb.requests(host)
     assert len(reqs) == 3

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
@@ -44,10 +44,6 @@ def _cmdline(pid: int) -> bytes:
             return fh.read()
     except OSError:
         return b""
-
-
-def end_to_start_gaps(records) -> list[float]:
-    return [b.started - a.ended for a, b in zip(records, records[1:])]
 
 
 def test_robots_txt_redirected_to_another_host_is_asked_under_that_hosts_claim(sandbox_factory, db_path):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, violations
+from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 from politecrawl.index import tokenize
 from politecrawl.store import NewURL, open_store
 
@@ -117,7 +117,7 @@ def test_crawl_delay_stored_and_min_delay_is_a_floor(sandbox_factory, db_path):
     assert violations(sb.requests(small), 0.3)["short_gaps"] == []  # min-delay wins over 0.1
     assert violations(sb.requests(large), 0.6)["short_gaps"] == []  # Crawl-delay wins over 0.3
     # Negative control: the gaps are not simply huge — the small host is crawled near its floor.
-    gaps = [b.started - a.ended for a, b in zip(sb.requests(small), sb.requests(small)[1:])]
+    gaps = end_to_start_gaps(sb.requests(small))
     assert min(gaps) < 0.6
     store = open_store(db_path)
     delays = {h.host: h.crawl_delay for h in store.hosts()}

@@ -28,6 +28,8 @@ __all__ = [
     "RequestRecord",
     "Sandbox",
     "SandboxHost",
+    "answer_ended",
+    "end_to_start_gaps",
     "violations",
 ]
 
@@ -266,6 +268,18 @@ class Sandbox:
         return sorted(records, key=lambda r: r.started)
 
 
+def answer_ended(record: RequestRecord) -> float:
+    """When the answer to ``record`` ended, by the earlier of its two stamps: a gap is short only
+    when it is short by every reading of the stamps (see ``RequestRecord.sending``)."""
+    return record.sending if record.sending is not None else record.ended
+
+
+def end_to_start_gaps(records: list[RequestRecord]) -> list[float]:
+    """Seconds from the end of each answer to the start of the next request, for one host's
+    requests in order (``Sandbox.requests(host)``)."""
+    return [b.started - answer_ended(a) for a, b in zip(records, records[1:])]
+
+
 def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float = 0.01) -> dict:
     """What a host would complain about: gaps under ``min_gap`` and overlapping requests, per host."""
     by_host: dict[str, list[RequestRecord]] = {}
@@ -276,9 +290,7 @@ def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float
     for host, recs in by_host.items():
         recs.sort(key=lambda r: r.started)
         for prev, cur in zip(recs, recs[1:]):
-            # From the earlier stamp of the answer's end: a gap is short only when it is short by
-            # every reading of the stamps (see RequestRecord.sending).
-            gap = cur.started - (prev.sending if prev.sending is not None else prev.ended)
+            gap = cur.started - answer_ended(prev)
             if gap < min_gap - tolerance:
                 short_gaps.append((host, prev.path, cur.path, round(gap, 4)))
         events = sorted([(r.started, 1) for r in recs] + [(r.ended, -1) for r in recs], key=lambda e: (e[0], e[1]))
