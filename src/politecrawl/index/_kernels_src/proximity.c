@@ -98,13 +98,23 @@ static int by_file_place(const void *a, const void *b) {
     return (x->off > y->off) - (x->off < y->off);
 }
 
+/* Runs an earlier gather of the same terms and field read (its starts and positions, at most
+ * `cap` a run), and for each candidate of this gather its index there (-1: not among them): a run
+ * found there whole is copied instead of read again. */
+typedef struct {
+    const int64_t *starts, *pos;
+    const Py_ssize_t *index;
+    Py_ssize_t cap;
+} KnownRuns;
+
 /* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
  * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out.
  * `pairs_only`: a candidate with fewer than two of the terms in the field gets empty runs (its
- * positions are not read): the proximity rows need a pair, and are 0.0 without one. */
+ * positions are not read): the proximity rows need a pair, and are 0.0 without one. `known`
+ * (or NULL): runs already read, copied where they hold all this gather needs. */
 static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
-                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, int pairs_only, PyObject **starts_out,
-                       PyObject **pos_out) {
+                       const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, int pairs_only, const KnownRuns *known,
+                       PyObject **starts_out, PyObject **pos_out) {
     Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
     int ok = -1;
     PyObject *starts_b = NULL, *pos_b = NULL;
@@ -117,14 +127,17 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
      * order, which is the order of their positions in the files */
     Py_ssize_t *found_order = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(Py_ssize_t));
     Py_ssize_t *by_tid = PyMem_Malloc((size_t)(T ? T : 1) * sizeof(Py_ssize_t));
+    /* where a run copied from `known` starts there (-1: read from the files) */
+    int64_t *copy_from = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(int64_t));
     Py_ssize_t n_found = 0;
     unsigned char *buf = NULL;
     size_t buf_cap = 0;
     PosScratch ps = {0};
-    if (!run_off || !run_len || !key || !order || !places || !found_order || !by_tid) {
+    if (!run_off || !run_len || !key || !order || !places || !found_order || !by_tid || !copy_from) {
         PyErr_NoMemory();
         goto done;
     }
+    for (Py_ssize_t r = 0; r < runs; r++) copy_from[r] = -1;
     for (Py_ssize_t c = 0; c < nc; c++) {
         if (cseg[c] < 0 || cseg[c] >= S || cdoc[c] < 0) {
             PyErr_SetString(PyExc_ValueError, "gather: candidate out of range");
@@ -169,6 +182,17 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
                 Py_ssize_t r = order[j] * T + t;
                 run_off[r] = (int64_t)cpos;
                 run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
+                Py_ssize_t k = known ? known->index[order[j]] : -1;
+                if (k >= 0) {
+                    /* the earlier run holds this one if it is the term's first min(tf, its cap)
+                     * positions (not emptied for want of a pair) and at least as many as needed */
+                    int64_t a0 = known->starts[k * T + t], have = known->starts[k * T + t + 1] - a0;
+                    int64_t whole = (int64_t)(tf < (uint64_t)known->cap ? tf : (uint64_t)known->cap);
+                    if (have == whole && have >= run_len[r]) {
+                        copy_from[r] = a0;
+                        continue;
+                    }
+                }
                 found_order[n_found++] = r;
             }
         }
@@ -189,6 +213,9 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     pos_b = PyBytes_FromStringAndSize(NULL, starts[runs] * (Py_ssize_t)sizeof(int64_t));
     if (!pos_b) goto done;
     int64_t *pos = (int64_t *)PyBytes_AS_STRING(pos_b);
+    for (Py_ssize_t r = 0; r < runs; r++)
+        if (copy_from[r] >= 0 && run_len[r])
+            memcpy(pos + starts[r], known->pos + copy_from[r], (size_t)run_len[r] * sizeof(int64_t));
     /* The runs in file order, per segment: runs less than RUN_GAP bytes apart are read together
      * (one pread where a file is read with pread, instead of one a run).  They were found in that
      * order (a segment's terms by id, whose positions follow one another, each term's documents
@@ -269,6 +296,7 @@ done:
     PyMem_Free(places);
     PyMem_Free(found_order);
     PyMem_Free(by_tid);
+    PyMem_Free(copy_from);
     PyMem_Free(buf);
     pos_scratch_free(&ps);
     return ok;
@@ -301,7 +329,8 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
         goto done;
     }
     Py_ssize_t T = S ? tv.len / 8 / S : 0;
-    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, &starts_b, &pos_b) < 0) goto done;
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, NULL, &starts_b, &pos_b) < 0)
+        goto done;
     result = PyTuple_Pack(2, starts_b, pos_b);
 done:
     Py_XDECREF(starts_b);

@@ -133,6 +133,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         ranked[i].doc = hdoc[i];
     }
     sort_ranked(ranked, n, ranked + n);
+    Py_ssize_t head_n = 0, head_cap = 0; /* the reranked head's candidates and positions a run */
     if (prox != Py_None && n && Tq >= 2) {
         Py_ssize_t depth, cap;
         double rw, w_body, w_title, k1, k1p1;
@@ -158,8 +159,10 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             cseg[i] = ranked[i].seg;
             cdoc[i] = ranked[i].doc;
         }
-        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, &bstarts, &bpos) < 0) goto done;
-        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, &tstarts, &tpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, NULL, &bstarts, &bpos) < 0) goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, NULL, &tstarts, &tpos) < 0) goto done;
+        head_n = nh;
+        head_cap = cap;
         brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         trows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
         if (!brows || !trows) goto done;
@@ -197,7 +200,34 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         ov[i] = ranked[start + i].score;
     }
     if (snippet_cap > 0 && Tq > 0) {
-        if (gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, &starts_b, &pos_b) < 0) goto done;
+        /* The page's hits are among the reranked head, whose body positions were just read (up
+         * to head_cap a run): a run read whole there is copied, not read again (at a million
+         * documents the positions are read with pread, and these were half of what snippets
+         * added to a long query of common words). */
+        KnownRuns known = {NULL, NULL, NULL, head_cap};
+        Py_ssize_t *index = NULL;
+        if (head_n && bstarts) {
+            index = PyMem_Malloc((size_t)(np_ ? np_ : 1) * sizeof(Py_ssize_t));
+            if (!index) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < np_; i++) {
+                index[i] = -1;
+                for (Py_ssize_t k = 0; k < head_n; k++)
+                    if (cseg[k] == os[i] && cdoc[k] == od[i]) {
+                        index[i] = k;
+                        break;
+                    }
+            }
+            known.starts = (const int64_t *)PyBytes_AS_STRING(bstarts);
+            known.pos = (const int64_t *)PyBytes_AS_STRING(bpos);
+            known.index = index;
+        }
+        int got = gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, index ? &known : NULL, &starts_b,
+                              &pos_b);
+        PyMem_Free(index);
+        if (got < 0) goto done;
     } else {
         starts_b = Py_NewRef(Py_None);
         pos_b = Py_NewRef(Py_None);
