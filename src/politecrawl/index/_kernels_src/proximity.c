@@ -127,17 +127,18 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
      * order, which is the order of their positions in the files */
     Py_ssize_t *found_order = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(Py_ssize_t));
     Py_ssize_t *by_tid = PyMem_Malloc((size_t)(T ? T : 1) * sizeof(Py_ssize_t));
-    /* where a run copied from `known` starts there (-1: read from the files) */
-    int64_t *copy_from = PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(int64_t));
+    /* with `known`: where a run copied from it starts there (-1: read from the files) */
+    int64_t *copy_from = known ? PyMem_Malloc((size_t)(runs ? runs : 1) * sizeof(int64_t)) : NULL;
     Py_ssize_t n_found = 0;
     unsigned char *buf = NULL;
     size_t buf_cap = 0;
     PosScratch ps = {0};
-    if (!run_off || !run_len || !key || !order || !places || !found_order || !by_tid || !copy_from) {
+    if (!run_off || !run_len || !key || !order || !places || !found_order || !by_tid || (known && !copy_from)) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t r = 0; r < runs; r++) copy_from[r] = -1;
+    if (known)
+        for (Py_ssize_t r = 0; r < runs; r++) copy_from[r] = -1;
     for (Py_ssize_t c = 0; c < nc; c++) {
         if (cseg[c] < 0 || cseg[c] >= S || cdoc[c] < 0) {
             PyErr_SetString(PyExc_ValueError, "gather: candidate out of range");
@@ -213,7 +214,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
     pos_b = PyBytes_FromStringAndSize(NULL, starts[runs] * (Py_ssize_t)sizeof(int64_t));
     if (!pos_b) goto done;
     int64_t *pos = (int64_t *)PyBytes_AS_STRING(pos_b);
-    for (Py_ssize_t r = 0; r < runs; r++)
+    for (Py_ssize_t r = 0; known && r < runs; r++)
         if (copy_from[r] >= 0 && run_len[r])
             memcpy(pos + starts[r], known->pos + copy_from[r], (size_t)run_len[r] * sizeof(int64_t));
     /* The runs in file order, per segment: runs less than RUN_GAP bytes apart are read together
