@@ -176,7 +176,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # while more than TURNS_HOLD_AT of them wait.
         self._turns = Turns(TURNS_HOLD_AT)
         # Releases share transactions, written on the store threads.
-        window = RELEASE_WINDOW if store.parallelism <= 1 else RELEASE_WINDOW_SHARED
+        window = RELEASE_WINDOW_SHARED if parallelism > 1 else RELEASE_WINDOW
         self._batcher = ReleaseBatcher(store, window=window, call=self._call)
         # How late this process's loop runs, reported to the store (status, the progress line).
         self.loop_lag = LoopLagHistogram()
