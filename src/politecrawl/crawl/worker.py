@@ -84,7 +84,7 @@ LOOP_LAG_REPORT_EVERY = 10.0
 #: claims several (each is still its own lease; politeness is per host).
 CLAIM_BATCH = 32
 
-#: Steps waiting for their turn of the loop (``Turns``: a page's parsing, a group of releases)
+#: Steps waiting for their turn of the loop (``Turns``: a page's parsing, fingerprints and links)
 #: above which the dispatcher starts no new request: a few milliseconds of work each.
 TURNS_HOLD_AT = 8
 
