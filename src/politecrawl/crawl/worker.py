@@ -99,6 +99,16 @@ TURNS_HOLD_AT = 8
 CLAIM_AHEAD = 0.1
 CLAIM_WAKE_EARLY = 0.05
 
+#: Seconds the dispatcher waits after a round that claimed nothing although the store said a
+#: host was due: something the wake-up time does not model holds that host back (its own request
+#: still open under a delay shorter than CLAIM_WAKE_EARLY, the per-IP cap). Each such round in a
+#: row waits twice as long as the last, from EMPTY_ROUND_WAIT_MIN up to EMPTY_ROUND_WAIT_MAX; a
+#: round that claims starts again from the least. Without this wait the dispatcher asked the
+#: store again at once, round after round: a core per worker for as long as the request stayed
+#: open, enough on a busy machine to starve the server it was waiting for.
+EMPTY_ROUND_WAIT_MIN = 0.002
+EMPTY_ROUND_WAIT_MAX = 0.05
+
 
 def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
     """Whether a failed request is the host's failure (it may park the host) or one URL's.
@@ -235,6 +245,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     async def _run(self) -> None:
         slots = asyncio.Semaphore(self.settings.concurrency)
+        empty_wait = EMPTY_ROUND_WAIT_MIN  # the next wait after an empty round with a host due
         while not self.stop.is_set():
             await slots.acquire()
             if self.stop.is_set():
@@ -274,6 +285,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 self._tasks.add(task)
                 task.add_done_callback(partial(self._done, slots=slots))
             if claims:
+                empty_wait = EMPTY_ROUND_WAIT_MIN
                 continue
             slots.release()
             try:
@@ -290,6 +302,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             if self.budget.exhausted() and not self._tasks:
                 break
             timeout = None if wake is None else max(0.0, wake - CLAIM_WAKE_EARLY - self.now())
+            if timeout is not None and timeout < empty_wait:
+                timeout = min(empty_wait, EMPTY_ROUND_WAIT_MAX)
+                empty_wait *= 2
             await self._wait_for_change(timeout)
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
