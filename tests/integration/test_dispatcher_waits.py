@@ -41,7 +41,9 @@ class CountingStore:
 
 
 def _slow_host(ip: str) -> SandboxHost:
-    return SandboxHost(ip, pages={"/": Reply(body="<html><title>slow</title><body>slow page</body></html>", delay=SLOW)})
+    return SandboxHost(
+        ip, pages={"/": Reply(body="<html><title>slow</title><body>slow page</body></html>", delay=SLOW)}
+    )
 
 
 def _rounds(db: str, seeds: list[str], **settings) -> tuple[int, float]:
