@@ -303,8 +303,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 break
             timeout = None if wake is None else max(0.0, wake - CLAIM_WAKE_EARLY - self.now())
             if timeout is not None and timeout < empty_wait:
-                timeout = min(empty_wait, EMPTY_ROUND_WAIT_MAX)
-                empty_wait *= 2
+                timeout = empty_wait
+                empty_wait = min(2 * empty_wait, EMPTY_ROUND_WAIT_MAX)
             await self._wait_for_change(timeout)
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
