@@ -151,13 +151,16 @@ def phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarra
         common = per_term[0][0]
         for d, _, _ in per_term[1:]:
             common = np.intersect1d(common, d, assume_unique=True)
+        if not len(common):
+            continue
+        starts = [fp.position_starts(tid, tfs) for (_, tfs, _), tid in zip(per_term, tids)]
         for doc in common:
             if mask[doc]:
                 continue
             cur = None
-            for offset, ((d, _, lo), tid) in enumerate(zip(per_term, tids)):
+            for offset, ((d, _, _), first) in enumerate(zip(per_term, starts)):
                 k = int(np.searchsorted(d, doc))
-                pos = fp.positions_of(tid, lo + k) - offset
+                pos = fp.positions_between(int(first[k]), int(first[k + 1])) - offset
                 cur = pos if cur is None else np.intersect1d(cur, pos, assume_unique=True)
                 if not len(cur):
                     break

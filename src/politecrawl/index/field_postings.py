@@ -273,12 +273,25 @@ class FieldPostings:
         docs, tfs = self.run(term_id, term_id + 1)
         return docs.cumsum(dtype=np.int64), tfs, lo
 
+    def position_starts(self, term_id: int, tfs: np.ndarray) -> np.ndarray:
+        """Where each posting of ``term_id`` (whose tfs are ``tfs``) has its first position in the
+        field's positions, and after them where the term's end: a phrase reads many postings of
+        one term, and this decodes its tfs and sums them once for all of them."""
+        starts = np.empty(len(tfs) + 1, dtype=np.int64)
+        starts[0] = int(self.pos_ptr[term_id])
+        np.cumsum(tfs, dtype=np.int64, out=starts[1:])
+        starts[1:] += starts[0]
+        return starts
+
+    def positions_between(self, start: int, end: int) -> np.ndarray:
+        """Absolute positions (int64, ascending) of the posting whose positions are ``[start, end)``."""
+        return np.cumsum(self.position_values(start, end), dtype=np.int64)
+
     def positions_of(self, term_id: int, posting: int) -> np.ndarray:
         """Absolute positions (int64, ascending) of one posting of ``term_id``."""
-        lo = int(self.term_ptr[term_id])
-        tfs = self.run(term_id, term_id + 1)[1]
-        start = int(self.pos_ptr[term_id]) + int(np.sum(tfs[: posting - lo], dtype=np.int64))
-        return np.cumsum(self.position_values(start, start + int(tfs[posting - lo])), dtype=np.int64)
+        k = posting - int(self.term_ptr[term_id])
+        starts = self.position_starts(term_id, self.run(term_id, term_id + 1)[1])
+        return self.positions_between(int(starts[k]), int(starts[k + 1]))
 
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)
