@@ -103,7 +103,8 @@ CLAIM_WAKE_EARLY = 0.05
 #: host was due: something the wake-up time does not model holds that host back (its own request
 #: still open under a delay shorter than CLAIM_WAKE_EARLY, the per-IP cap). Each such round in a
 #: row waits twice as long as the last, from EMPTY_ROUND_WAIT_MIN up to EMPTY_ROUND_WAIT_MAX; a
-#: round that claims starts again from the least. Without this wait the dispatcher asked the
+#: round that claims starts again from the least, and a release of the worker's own ends the wait
+#: (it may be what held the host back). Without this wait the dispatcher asked the
 #: store again at once, round after round: a core per worker for as long as the request stayed
 #: open, enough on a busy machine to starve the server it was waiting for.
 EMPTY_ROUND_WAIT_MIN = 0.002
@@ -204,6 +205,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self._patterns: dict[str, list] = {}
         self._patterns_in_use: set[str] = set()  # hosts whose page is being handled
         self._patterns_asked = 0
+        # The dispatcher is waiting out a due host it could not claim (EMPTY_ROUND_WAIT_*): a
+        # release of ours may be what held that host back, so each one wakes it.
+        self._held_back = False
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call on the store's threads (the event loop keeps fetching meanwhile)."""
@@ -224,6 +228,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     async def _release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         await self._batcher.release(claim, outcome, now)
+        if self._held_back:
+            await self._notify()
 
     def now(self) -> float:
         """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
@@ -285,7 +291,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 self._tasks.add(task)
                 task.add_done_callback(partial(self._done, slots=slots))
             if claims:
-                empty_wait = EMPTY_ROUND_WAIT_MIN
+                empty_wait, self._held_back = EMPTY_ROUND_WAIT_MIN, False
                 continue
             slots.release()
             try:
@@ -302,7 +308,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             if self.budget.exhausted() and not self._tasks:
                 break
             timeout = None if wake is None else max(0.0, wake - CLAIM_WAKE_EARLY - self.now())
-            if timeout is not None and timeout < empty_wait:
+            self._held_back = timeout is not None and timeout < empty_wait
+            if self._held_back:
                 timeout = empty_wait
                 empty_wait = min(2 * empty_wait, EMPTY_ROUND_WAIT_MAX)
             await self._wait_for_change(timeout)
