@@ -392,7 +392,7 @@ def store_breakdown(pg: str, pages: int, batched: bool = False, **parts: bool) -
         pids = backends()
         c0, t0, done = ticks(pids), time.time(), 0
         while done < pages:
-            now = time.time() + store.clock_offset
+            now = store.now()
             claims = store.claim_many("w", now, 30.0, 8)
             if not claims:
                 time.sleep(0.005)

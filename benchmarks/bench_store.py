@@ -65,7 +65,7 @@ def _prepare(store_url: str) -> None:
             for i in range(URLS_PER_HOST)
         ]
         store.seed_urls(urls, 0.0)
-        now = time.time() + store.clock_offset
+        now = store.now()
         for _ in range(HOSTS):  # make every host's robots.txt fresh, eligible right away
             c = store.claim("prep", now, LEASE)
             assert c is not None and c.kind == "robots"
@@ -106,7 +106,7 @@ def _worker(
         barrier.wait(timeout=120)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            now = time.time() + store.clock_offset
+            now = store.now()
             t0 = time.perf_counter()
             c = store.claim(worker, now, LEASE, per_ip_limit=per_ip)
             latencies.append(time.perf_counter() - t0)
@@ -340,7 +340,7 @@ def _wake_ms(store_url: str, calls: int = 20) -> float:
     try:
         times = []
         for _ in range(calls):
-            now = time.time() + store.clock_offset
+            now = store.now()
             t0 = time.perf_counter()
             store.wake_time(now, 1.0)
             times.append(time.perf_counter() - t0)

@@ -83,9 +83,7 @@ def run_worker(settings, seeds, *, store_wrapper=None, fetcher_cls=None, **fetch
         wrapped = store if store_wrapper is None else store_wrapper(store)
 
         async def run() -> Worker:
-            fetcher = (fetcher_cls or Fetcher).from_settings(
-                settings, clock=lambda: time.time() + store.clock_offset, **fetcher_kw
-            )
+            fetcher = (fetcher_cls or Fetcher).from_settings(settings, clock=store.now, **fetcher_kw)
             async with fetcher:
                 worker = Worker(settings, wrapped, fetcher, scope, PageBudget(None), asyncio.Event())
                 await worker.run()

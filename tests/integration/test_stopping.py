@@ -119,3 +119,101 @@ def test_a_stopped_crawl_never_merges_past_the_running_crawls_cap(sandbox_factor
     sandbox_factory([done])
     crawl(db_path + ".done", [done.url("/")])
     assert calls[-1].get("merge_tokens", MAX_SEGMENT_TOKENS) == MAX_SEGMENT_TOKENS and "stop" not in calls[-1]
+
+
+#: Loaded by every process of the crawl (PYTHONPATH): from ``CLOCK_STEP_AT`` (a reading of the
+#: machine's monotonic clock, which all its processes share) ``time.time()`` reads ``CLOCK_STEP_BY``
+#: seconds off, as after an NTP step, a resume from suspend or a VM snapshot. The negative controls:
+#: with ``CLOCK_STEP_MONOTONIC`` the monotonic clock steps as well; with ``CLOCK_STEP_STORE_WALL``
+#: the store's clock is the wall clock as read (``store.clock`` undone).
+_CLOCK_STEP = """
+import os, time
+_at, _by = float(os.environ["CLOCK_STEP_AT"]), float(os.environ["CLOCK_STEP_BY"])
+_time, _monotonic = time.time, time.monotonic
+time.time = lambda: _time() + (_by if _monotonic() >= _at else 0.0)
+if os.environ.get("CLOCK_STEP_MONOTONIC"):
+    time.monotonic = lambda: _monotonic() + (_by if _monotonic() >= _at else 0.0)
+if os.environ.get("CLOCK_STEP_STORE_WALL"):
+    from politecrawl.store import clock
+    clock.ClockAnchor.now = lambda self: time.time()
+"""
+
+MAX_TIME = 6.0
+STEP_AFTER = 2.5
+DELAY = 1.0
+
+
+def _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, by: float, **control: str):
+    """A crawl of --max-time 6 and a delay of 1 s whose wall clock steps ``by`` seconds 2.5 s in;
+    returns the server's arrival times, the step's moment on this process's (unstepped) wall
+    clock, the seconds the crawl took and its output."""
+    pages = {f"/p{i}": f"<html><title>p{i}</title><body>page {i}</body></html>" for i in range(20)}
+    links = "".join(f'<a href="{p}">{p}</a>' for p in pages)
+    site = SandboxHost("127.0.0.92", pages={"/": f"<html><title>home</title><body>{links}</body></html>", **pages})
+    sb = sandbox_factory([site])
+    hook = tmp_path / "clock_step"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CLOCK_STEP)
+    env = {
+        "PYTHONPATH": os.pathsep.join(x for x in (str(hook), os.environ.get("PYTHONPATH", "")) if x),
+        "CLOCK_STEP_AT": repr(time.monotonic() + STEP_AFTER),
+        "CLOCK_STEP_BY": repr(by),
+        **control,
+    }
+    step_wall = time.time() + STEP_AFTER
+    t0 = time.monotonic()
+    proc = start_cli(
+        "crawl",
+        site.url("/"),
+        "--db",
+        db_path,
+        "--min-delay",
+        str(DELAY),
+        "--max-time",
+        str(MAX_TIME),
+        env=env,
+        cwd=str(tmp_path),
+    )
+    out, err = _finish(proc, 60)
+    assert proc.returncode == 0, err[-2000:]
+    return sorted(sb.arrivals(site)), step_wall, time.monotonic() - t0, out + err
+
+
+def _shortest_gap(arrivals: list[float]) -> float:
+    return min(b - a for a, b in zip(arrivals, arrivals[1:]))
+
+
+@pytest.mark.parametrize("by", [3600.0, -3600.0], ids=["forward", "back"])
+def test_a_wall_clock_step_moves_neither_the_deadline_nor_a_delay(sandbox_factory, db_path, tmp_path, by):
+    """An hour's step of the wall clock, either way: --max-time (the crawl's own duration, on the
+    monotonic clock) neither ends the crawl at once nor holds it for the hour, and the host's
+    delay is kept across the step (the store's clock is anchored, ``store.clock``): a step forward
+    frees no host early, a step back holds none for the hour."""
+    arrivals, step_wall, took, out = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, by)
+    assert "crawl max-time" in out, out[-2000:]
+    assert "Traceback" not in out
+    assert MAX_TIME - 0.5 <= took < MAX_TIME + 5 + 3, took  # the deadline, 5 s allowed, ~3 s of start-up
+    assert len([t for t in arrivals if t > step_wall + 0.2]) >= 2, (arrivals, step_wall)
+    # Start to start, as the server saw them: the delay counts from each response's end.
+    assert _shortest_gap(arrivals) >= DELAY - 0.005, (arrivals, step_wall)
+
+
+def test_negative_control_a_step_of_the_clock_max_time_reads_ends_the_crawl(sandbox_factory, db_path, tmp_path):
+    """The same step on the clock --max-time reads ends the crawl at the step, seconds early."""
+    _, _, took, out = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, 3600.0, CLOCK_STEP_MONOTONIC="1")
+    assert "crawl max-time" in out, out[-2000:]
+    assert took < MAX_TIME - 2, took
+
+
+@pytest.mark.parametrize("by", [3600.0, -3600.0], ids=["forward", "back"])
+def test_negative_control_a_store_on_the_wall_clock_as_read(sandbox_factory, db_path, tmp_path, by):
+    """With the store's clock the wall clock as read, the step forward makes the host due at once:
+    the request after it comes as early as the worker claims ahead of a host's time (tens of ms;
+    a worker's timers are monotonic); the step back holds the host for the hour."""
+    arrivals, step_wall, _, _ = _crawl_through_a_clock_step(
+        sandbox_factory, db_path, tmp_path, by, CLOCK_STEP_STORE_WALL="1"
+    )
+    if by > 0:
+        assert _shortest_gap(arrivals) < DELAY - 0.01, (arrivals, step_wall)
+    else:
+        assert not [t for t in arrivals if t > step_wall + 0.2], (arrivals, step_wall)

@@ -61,7 +61,7 @@ def archived_crawl(db, seeds, warc_dir, **flags):
             warc = WarcWriter.from_settings(settings)
             try:
                 async with Fetcher.from_settings(
-                    settings, clock=lambda: time.time() + store.clock_offset, recorder=warc
+                    settings, clock=store.now, recorder=warc
                 ) as fetcher:
                     await Worker(settings, store, fetcher, scope, PageBudget(settings.max_pages),
                                  asyncio.Event()).run()

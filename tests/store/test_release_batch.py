@@ -252,7 +252,7 @@ def test_a_batch_on_the_database_clock_owes_each_host_its_delay_from_the_batchs_
     # batch began), not from the end of the batch's page writes.
     store = open_store(pg_store_factory.url.replace("clock=caller", "clock=database"))
     try:
-        now = time.time() + store.clock_offset
+        now = store.now()
         cs = claim_pages(store, [A, B], now)
         pg_store_factory.run(
             "CREATE FUNCTION slow_pages() RETURNS trigger LANGUAGE plpgsql AS"
@@ -264,9 +264,9 @@ def test_a_batch_on_the_database_clock_owes_each_host_its_delay_from_the_batchs_
             out = done(cs[h], now, now, fingerprint=f"text of {h}")
             out.delay = 1.0
             releases.append((cs[h], out, now))
-        started = time.time() + store.clock_offset
+        started = store.now()
         store.release_many(releases)
-        ended = time.time() + store.clock_offset
+        ended = store.now()
         assert ended - started >= 0.4  # the trigger did slow the batch down
         due = {h.host: h.next_allowed_at for h in store.hosts()}
         for h in (A, B):
@@ -286,7 +286,7 @@ def test_on_the_database_clock_a_delay_counts_from_the_responses_end_not_the_rel
     # are owed their delay from the release.
     store = open_store(pg_store_factory.url.replace("clock=caller", "clock=database"))
     try:
-        now = time.time() + store.clock_offset
+        now = store.now()
         cs = claim_pages(store, [A, B, C, D], now)
         ended = time.monotonic() - 0.3
         releases = []
@@ -295,7 +295,7 @@ def test_on_the_database_clock_a_delay_counts_from_the_responses_end_not_the_rel
             out.delay = 1.0
             out.ended_monotonic = ended if h in (A, B) else None
             releases.append((cs[h], out, now - 5))
-        started = time.time() + store.clock_offset
+        started = store.now()
         if batched:
             store.release_many(releases)
         else:

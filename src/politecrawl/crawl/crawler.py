@@ -171,7 +171,7 @@ class Crawler:
     def request_stop(self) -> None:
         """Ctrl-C / SIGTERM: finish the requests in flight, record them, stop."""
         if self.signal_at is None:
-            self.signal_at = time.time()
+            self.signal_at = time.monotonic()
         self.stop_event.set()
 
     def run(
@@ -193,7 +193,10 @@ class Crawler:
         """
         from .indexing import index_dir_for, update_index
 
-        command_started = time.time()
+        # The crawl's own durations (--max-time, the index's period, the stop's budget) are on the
+        # monotonic clock: a wall clock that steps (NTP, a resume from suspend or a VM snapshot)
+        # must not end a crawl early or hold it past its time. The store's times stay wall-clock.
+        command_started = time.monotonic()
         seeds = prepare_seeds(raw_seeds)
         store = open_store(self.settings.db)
         try:
@@ -216,7 +219,7 @@ class Crawler:
                     )
             store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
-            now = time.time() + store.clock_offset
+            now = store.now()
             # All the crawl's seeds, not only this command line's: a run killed between recording
             # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
             requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
@@ -226,7 +229,7 @@ class Crawler:
             # --max-time counts from the command's start (seeds, store, setup included): the time a
             # user gave the crawl is the time it takes.
             deadline = command_started + s.max_time if s.max_time is not None else None
-            started = time.time()
+            started = time.monotonic()
             index_dir = index_dir_for(s)
             last_index = [0.0]
             last_progress = [0.0]
@@ -239,10 +242,10 @@ class Crawler:
             indexing: list[Future] = []
 
             def stopping() -> bool:
-                return self.stopped_by_signal or (deadline is not None and time.time() >= deadline)
+                return self.stopped_by_signal or (deadline is not None and time.monotonic() >= deadline)
 
             def tick() -> None:
-                t = time.time()
+                t = time.monotonic()
                 # A fleet worker does not index: one 'index --follow' serves the fleet.
                 busy = bool(indexing) and not indexing[0].done()
                 if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:
@@ -259,12 +262,12 @@ class Crawler:
                         )
                     )
                     if s.recrawl_after is not None:
-                        store.requeue_due(t + store.clock_offset)
-                    last_index[0] = time.time()
+                        store.requeue_due(store.now())
+                    last_index[0] = time.monotonic()
                 # status() counts whole tables: not more often than the progress display shows it.
                 if on_progress is not None and t - last_progress[0] >= (progress_every or self.PROGRESS_EVERY):
                     last_progress[0] = t
-                    status = store.status(t + store.clock_offset)
+                    status = store.status(store.now())
                     on_progress(CrawlProgress(status, elapsed=t - started, run_requests=status.requests - before))
 
             try:
@@ -285,7 +288,7 @@ class Crawler:
                 indexer.shutdown(wait=True)
             if indexing:
                 indexing.pop().result()
-            stopped_early = self.stopped_by_signal or (deadline is not None and time.time() >= deadline)
+            stopped_early = stopping()
             if not fleet_worker:
                 # Stopped early, the crawl ends promptly: what is not indexed now is indexed by
                 # the next crawl or 'politecrawl index' (the last line says how many pages).
@@ -293,7 +296,7 @@ class Crawler:
                     # The budget counts from the stop (the deadline or the signal), not from now:
                     # the seconds the workers took to finish their requests are spent already.
                     stop_at = self.signal_at if self.signal_at is not None else deadline
-                    budget_ends = (stop_at if stop_at is not None else time.time()) + INDEX_ON_STOP_SECONDS
+                    budget_ends = (stop_at if stop_at is not None else time.monotonic()) + INDEX_ON_STOP_SECONDS
                     # At the running crawl's merge cap: at the final compaction's, this one commit
                     # could start merging the crawl's segments four at a time, seconds past the
                     # deadline and hundreds of MB; the compaction waits for the next update.
@@ -301,13 +304,14 @@ class Crawler:
                         store,
                         index_dir,
                         max_pages=INDEX_ON_STOP,
-                        stop=lambda: time.time() >= budget_ends,
+                        stop=lambda: time.monotonic() >= budget_ends,
                         merge_tokens=CRAWL_MERGE_TOKENS,
                     )
                 else:
                     update_index(store, index_dir)
-            end = time.time()
-            status = store.status(end)
+            end = time.monotonic()
+            now = store.now()
+            status = store.status(now)
             if self.stopped_by_signal:
                 why = "signal"
             elif s.max_pages is not None and counter.value >= s.max_pages:
@@ -317,9 +321,7 @@ class Crawler:
             else:
                 why = "done"
             paused = [
-                h
-                for h in store.hosts()
-                if h.pending and h.wait_reason in PAUSED_REASONS and h.next_allowed_at > end + store.clock_offset
+                h for h in store.hosts() if h.pending and h.wait_reason in PAUSED_REASONS and h.next_allowed_at > now
             ]
             return CrawlReport(
                 requests=status.requests - before,
@@ -360,4 +362,4 @@ class Crawler:
     def release_dead_workers(self, store: Store) -> int:
         """Leases held by workers of this machine whose process is gone go back to the queue now."""
         dead = self.dead_workers(store)
-        return store.release_leases(dead, time.time() + store.clock_offset, self.settings.min_delay) if dead else 0
+        return store.release_leases(dead, store.now(), self.settings.min_delay) if dead else 0

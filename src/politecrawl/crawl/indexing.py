@@ -187,7 +187,7 @@ def _update(
     stopped = stop or (lambda: False)
     batch = STOPPABLE_BATCH if stop is not None else BATCH
     seen = progress[0]
-    store.expire_unavailable(time.time() + store.clock_offset)  # unavailable_after: out of the index
+    store.expire_unavailable(store.now())  # unavailable_after: out of the index
     if _index_op(index_dir, is_outdated, index_dir):
         log.warning("the index in %s was written by an older politecrawl: rebuilding it from the store", index_dir)
         _index_op(index_dir, discard_index, index_dir)
@@ -205,7 +205,7 @@ def _update(
             break
         anchors = _write(store, index_dir, rows, deletes=True, merge_tokens=merge_tokens)
         seq = rows[-1].seq
-        store.mark_indexed([r.url_id for r in rows], time.time(), [anchors.get(r.url, 0) for r in rows])
+        store.mark_indexed([r.url_id for r in rows], store.now(), [anchors.get(r.url, 0) for r in rows])
         store.set_meta("indexed_seq", str(seq))
         seen += len(rows)
         progress[0] = seen
@@ -221,7 +221,7 @@ def _update(
         while named := store.pages_with_new_anchors(anchors_done, upto, after_url_id, batch):
             anchors = _write(store, index_dir, named, deletes=False, merge_tokens=merge_tokens)
             done = [r for r in named if r.url in anchors]
-            store.mark_indexed([r.url_id for r in done], time.time(), [anchors[r.url] for r in done])
+            store.mark_indexed([r.url_id for r in done], store.now(), [anchors[r.url] for r in done])
             after_url_id = named[-1].url_id
             if len(named) < batch:
                 break  # the range's last pages: asking again would read all its anchor rows once more

@@ -199,13 +199,12 @@ async def _worker_async(
     loop.add_reader(stop_event.fileno(), stop.set)
     if deadline is not None:
         # --max-time: each worker stops on time by itself, even while the parent is busy indexing.
-        loop.call_later(max(0.0, deadline - time.time()), stop.set)
+        # The deadline is on the monotonic clock, which every process of the machine shares.
+        loop.call_later(max(0.0, deadline - time.monotonic()), stop.set)
     warc = None
     try:
         warc = WarcWriter.from_settings(settings)  # None without --warc; finishes dead writers' files
-        async with Fetcher.from_settings(
-            settings, clock=lambda: time.time() + store.clock_offset, recorder=warc
-        ) as fetcher:
+        async with Fetcher.from_settings(settings, clock=store.now, recorder=warc) as fetcher:
             # This process's share of the hosts (each host's state then stays in one process).
             index, count = share
             affinity = None
@@ -242,7 +241,9 @@ def run_workers(
 ) -> WorkersResult:
     """Start ``settings.workers`` processes and wait for them; returns how many exited cleanly
     and the one-line errors the others reported. ``on_worker_died`` is called once for each
-    process that ends badly while the crawl goes on (its leases can be handed back at once)."""
+    process that ends badly while the crawl goes on (its leases can be handed back at once).
+    ``deadline`` is a ``time.monotonic()`` reading: a wall clock stepped by NTP or a resume from
+    suspend neither ends the crawl early nor keeps it running."""
     ctx = mp.get_context("spawn")
     errors = ctx.SimpleQueue()
     stop_event = stop_event or StopSignal()
@@ -273,7 +274,7 @@ def run_workers(
     died: set[int] = set()
     try:
         while any(p.is_alive() for p in procs):
-            if deadline is not None and time.time() >= deadline:
+            if deadline is not None and time.monotonic() >= deadline:
                 stop_event.set()
             for p in procs:
                 p.join(timeout=tick / max(1, len(procs)))
@@ -287,9 +288,9 @@ def run_workers(
                 on_tick()
     finally:
         stop_event.set()
-        grace = time.time() + STOP_GRACE + 10
+        grace = time.monotonic() + STOP_GRACE + 10
         for p in procs:
-            p.join(timeout=max(0.1, grace - time.time()))
+            p.join(timeout=max(0.1, grace - time.monotonic()))
             if p.is_alive():
                 p.terminate()
                 p.join(5)

@@ -233,7 +233,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     def now(self) -> float:
         """The store's clock (a PostgreSQL server's, for a fleet): delays never depend on this machine's clock."""
-        return time.time() + self.store.clock_offset
+        return self.store.now()
 
     # -- dispatcher ------------------------------------------------------------
     async def run(self) -> None:

@@ -11,7 +11,6 @@ index is derived from it).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +56,7 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
     for what in store.consistency(repair=repair):
         report.problems.append(Problem("store", what, repaired=repair))
     if dead_workers:
-        n = store.release_leases(dead_workers, time.time() + store.clock_offset) if repair else 0
+        n = store.release_leases(dead_workers, store.now()) if repair else 0
         report.problems.append(
             Problem(
                 "store",

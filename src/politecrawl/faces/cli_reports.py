@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -39,7 +38,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
     store = open_store(settings.db, create=False)
     host_list: list[dict[str, Any]] = []
     try:
-        now = time.time() + store.clock_offset  # the store's clock (a PostgreSQL server's)
+        now = store.now()  # the store's clock (a PostgreSQL server's)
         f = store.status(now)
         if show_hosts:
             host_list = [
@@ -139,7 +138,7 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
             scope=scope,
             settings=crawl_settings,
             agent=agent,
-            now=time.time() + store.clock_offset,
+            now=store.now(),
         )
     finally:
         store.close()

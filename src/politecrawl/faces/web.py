@@ -294,7 +294,7 @@ def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
 
     store = open_store(settings.db, create=False)
     try:
-        now = time.time() + store.clock_offset
+        now = store.now()
         return store.status(now), store.activity(now).as_dict()
     finally:
         store.close()

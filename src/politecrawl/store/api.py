@@ -372,8 +372,13 @@ class HostAffinity:
 class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
-    clock_offset: float  # seconds to add to this machine's clock to get the store's (DB) clock
     parallelism: int  # calls it serves at once (its connections): a worker gives it as many threads
+
+    def now(self) -> float:
+        """The store's clock (epoch seconds), in which every time passed in and kept is: the
+        database's for PostgreSQL; this machine's for SQLite. A step of the wall clock moves
+        neither (``store.clock``)."""
+        ...
 
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int: ...
 

@@ -7,10 +7,12 @@ query parameter (created on open when ``create`` is true; names are
 ``[A-Za-z_][A-Za-z0-9_]*``). The tests give every test its own schema that way.
 
 Clock: every time the crawler passes in (``now``, ``next_allowed_at`` …) is in
-the *database's* clock. ``clock_offset`` is measured at open as
-``extract(epoch from clock_timestamp())`` minus the midpoint of this machine's
-``time.time()`` around the round trip; callers add it to ``time.time()``. So
-machines whose clocks disagree still agree on when a host is next allowed.
+the *database's* clock: ``now()``. ``clock_offset`` is measured at open as
+``extract(epoch from clock_timestamp())`` minus the midpoint of this process's clock
+around the round trip (``store.clock.process_anchor``: the wall clock at the process's
+start advanced by the boot clock, so a step of this machine's wall clock does not move
+it); ``now()`` adds it to that clock. So machines whose clocks disagree, or step, still
+agree on when a host is next allowed.
 
 Connections come from a small ``psycopg_pool.ConnectionPool`` (1 to 4); each
 is checked (an empty query) before use and a dead one is replaced at once, so
@@ -49,6 +51,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
+from .clock import process_anchor
 from .common import Dialect
 
 __all__ = [
@@ -197,7 +200,8 @@ def postgres_dialect(now: str) -> Dialect:
 class PostgresConnection:
     """The pool of a PostgreSQL store and how its operations run: read, retried, or once."""
 
-    #: Seconds to add to this machine's clock to get the database's clock (measured at open).
+    #: Seconds to add to this process's clock (``store.clock.process_anchor``) to get the
+    #: database's clock (measured at open).
     clock_offset: float = 0.0
     #: Store calls that can run at once from one process: one per pooled connection.
     parallelism: int = 4
@@ -444,14 +448,19 @@ class PostgresConnection:
         finally:
             self._maintaining.release()
 
+    def now(self) -> float:
+        """The database's clock, read on this process's clock (no round trip)."""
+        return process_anchor().now() + self.clock_offset
+
     @staticmethod
     def _measure_clock_offset(conn: psycopg.Connection) -> float:
         """Database clock minus ours, at the midpoint of the round trip (best of three)."""
+        ours = process_anchor().now
         samples = []
         for _ in range(3):
-            before = time.time()
+            before = ours()
             db_now = the_row(conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0]
-            after = time.time()
+            after = ours()
             samples.append((after - before, float(db_now) - (before + after) / 2.0))
         return min(samples)[1]  # the shortest round trip bounds the error best
 
