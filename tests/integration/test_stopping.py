@@ -143,40 +143,44 @@ STEP_AFTER = 2.5
 DELAY = 1.0
 
 
-def _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, by: float, **control: str):
-    """A crawl of --max-time 6 and a delay of 1 s whose wall clock steps ``by`` seconds 2.5 s in;
-    returns the server's arrival times, the step's moment on this process's (unstepped) wall
-    clock, the seconds the crawl took and its output."""
+def _crawl_through_a_clock_step(
+    sandbox_factory,
+    db_path,
+    tmp_path,
+    by: float,
+    *,
+    step_after: float = STEP_AFTER,
+    max_time: float = MAX_TIME,
+    answer_in: float = 0.0,
+    **control: str,
+):
+    """A crawl of one site with a delay of 1 s whose wall clock steps ``by`` seconds ``step_after``
+    seconds in; its pages answer in ``answer_in`` s, and its home page and /p0 are both seeds. Returns
+    the server's arrival times of pages (robots.txt aside), the step's moment on this process's
+    (unstepped) wall clock, the seconds the crawl took and its output."""
     pages = {f"/p{i}": f"<html><title>p{i}</title><body>page {i}</body></html>" for i in range(20)}
     links = "".join(f'<a href="{p}">{p}</a>' for p in pages)
-    site = SandboxHost("127.0.0.92", pages={"/": f"<html><title>home</title><body>{links}</body></html>", **pages})
+    pages["/"] = f"<html><title>home</title><body>{links}</body></html>"
+    site = SandboxHost("127.0.0.92", pages={p: Reply(body=body, delay=answer_in) for p, body in pages.items()})
     sb = sandbox_factory([site])
     hook = tmp_path / "clock_step"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_CLOCK_STEP)
     env = {
         "PYTHONPATH": os.pathsep.join(x for x in (str(hook), os.environ.get("PYTHONPATH", "")) if x),
-        "CLOCK_STEP_AT": repr(time.monotonic() + STEP_AFTER),
+        "CLOCK_STEP_AT": repr(time.monotonic() + step_after),
         "CLOCK_STEP_BY": repr(by),
         **control,
     }
-    step_wall = time.time() + STEP_AFTER
+    step_wall = time.time() + step_after
     t0 = time.monotonic()
-    proc = start_cli(
-        "crawl",
-        site.url("/"),
-        "--db",
-        db_path,
-        "--min-delay",
-        str(DELAY),
-        "--max-time",
-        str(MAX_TIME),
-        env=env,
-        cwd=str(tmp_path),
-    )
+    seeds = [site.url("/"), site.url("/p0")]
+    flags = ["--min-delay", str(DELAY), "--max-time", str(max_time)]
+    proc = start_cli("crawl", *seeds, "--db", db_path, *flags, env=env, cwd=str(tmp_path))
     out, err = _finish(proc, 60)
     assert proc.returncode == 0, err[-2000:]
-    return sorted(sb.arrivals(site)), step_wall, time.monotonic() - t0, out + err
+    arrivals = sorted(t for p in pages for t in sb.arrivals(site, p))
+    return arrivals, step_wall, time.monotonic() - t0, out + err
 
 
 def _shortest_gap(arrivals: list[float]) -> float:
@@ -187,15 +191,37 @@ def _shortest_gap(arrivals: list[float]) -> float:
 def test_a_wall_clock_step_moves_neither_the_deadline_nor_a_delay(sandbox_factory, db_path, tmp_path, by):
     """An hour's step of the wall clock, either way: --max-time (the crawl's own duration, on the
     monotonic clock) neither ends the crawl at once nor holds it for the hour, and the host's
-    delay is kept across the step (the store's clock is anchored, ``store.clock``): a step forward
-    frees no host early, a step back holds none for the hour."""
+    delay is kept across the step (the crawl's clock is anchored, ``store.clock``): a step back
+    holds no host for the hour. The crawl says the clock stepped."""
     arrivals, step_wall, took, out = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, by)
     assert "crawl max-time" in out, out[-2000:]
     assert "Traceback" not in out
+    assert f"the wall clock stepped: it reads {by:+.0f} s from this crawl's clock" in out, out[-2000:]
     assert MAX_TIME - 0.5 <= took < MAX_TIME + 5 + 3, took  # the deadline, 5 s allowed, ~3 s of start-up
     assert len([t for t in arrivals if t > step_wall + 0.2]) >= 2, (arrivals, step_wall)
     # Start to start, as the server saw them: the delay counts from each response's end.
     assert _shortest_gap(arrivals) >= DELAY - 0.005, (arrivals, step_wall)
+
+
+#: The request open across the step: a slow page (under the crawl's timeout), and a step late
+#: enough that the first page was asked for before it, whatever the start-up took.
+SLOW_ANSWER, SLOW_STEP_AFTER, SLOW_MAX_TIME = 5.0, 3.5, 8.0
+
+
+def test_a_step_forward_while_a_request_is_open_opens_no_second_one(sandbox_factory, db_path, tmp_path):
+    """An hour forward while the host's first page is being answered: the lease still holds (the
+    crawl's clock did not step), so the host's next page waits for the answer and its delay."""
+    arrivals, step_wall, _, out = _crawl_through_a_clock_step(
+        sandbox_factory,
+        db_path,
+        tmp_path,
+        3600.0,
+        step_after=SLOW_STEP_AFTER,
+        max_time=SLOW_MAX_TIME,
+        answer_in=SLOW_ANSWER,
+    )
+    assert arrivals and arrivals[0] < step_wall, (arrivals, step_wall)
+    assert all(t >= arrivals[0] + SLOW_ANSWER for t in arrivals[1:]), (arrivals, step_wall)
 
 
 def test_negative_control_a_step_of_the_clock_max_time_reads_ends_the_crawl(sandbox_factory, db_path, tmp_path):
@@ -205,15 +231,32 @@ def test_negative_control_a_step_of_the_clock_max_time_reads_ends_the_crawl(sand
     assert took < MAX_TIME - 2, took
 
 
-@pytest.mark.parametrize("by", [3600.0, -3600.0], ids=["forward", "back"])
-def test_negative_control_a_store_on_the_wall_clock_as_read(sandbox_factory, db_path, tmp_path, by):
-    """With the store's clock the wall clock as read, the step forward makes the host due at once:
-    the request after it comes as early as the worker claims ahead of a host's time (tens of ms;
-    a worker's timers are monotonic); the step back holds the host for the hour."""
+def test_negative_control_a_store_on_the_wall_clock_as_read_holds_the_host_after_a_step_back(
+    sandbox_factory, db_path, tmp_path
+):
+    """With the store's clock the wall clock as read, the step back holds the host for the hour."""
     arrivals, step_wall, _, _ = _crawl_through_a_clock_step(
-        sandbox_factory, db_path, tmp_path, by, CLOCK_STEP_STORE_WALL="1"
+        sandbox_factory, db_path, tmp_path, -3600.0, CLOCK_STEP_STORE_WALL="1"
     )
-    if by > 0:
-        assert _shortest_gap(arrivals) < DELAY - 0.01, (arrivals, step_wall)
-    else:
-        assert not [t for t in arrivals if t > step_wall + 0.2], (arrivals, step_wall)
+    assert not [t for t in arrivals if t > step_wall + 0.2], (arrivals, step_wall)
+
+
+def test_negative_control_a_store_on_the_wall_clock_as_read_opens_a_second_request_after_a_step_forward(
+    sandbox_factory, db_path, tmp_path
+):
+    """With the store's clock the wall clock as read, the step forward makes the open request's lease
+    look expired: the host's next page is asked for while the first is still being answered."""
+    arrivals, step_wall, _, _ = _crawl_through_a_clock_step(
+        sandbox_factory,
+        db_path,
+        tmp_path,
+        3600.0,
+        step_after=SLOW_STEP_AFTER,
+        max_time=SLOW_MAX_TIME,
+        answer_in=SLOW_ANSWER,
+        CLOCK_STEP_STORE_WALL="1",
+    )
+    assert len(arrivals) >= 2 and arrivals[0] < step_wall and arrivals[1] < arrivals[0] + SLOW_ANSWER, (
+        arrivals,
+        step_wall,
+    )

@@ -1,6 +1,6 @@
-"""The store's clock on one machine (``store.clock``): every process of a boot reads one clock,
-anchored in the store, which a step of the wall clock does not move; a new boot anchors anew.
-The crawl through a real step is ``tests/integration/test_stopping.py``."""
+"""The store's clock in a process (``store.clock``): the wall clock as anchored, which a step of
+the wall clock does not move, and which a crawl's worker processes adopt from its parent. The
+crawl through a real step is ``tests/integration/test_stopping.py``."""
 
 from __future__ import annotations
 
@@ -9,52 +9,45 @@ import time
 import pytest
 
 from politecrawl.store import open_store
-from politecrawl.store.clock import ClockAnchor, current_boot, process_anchor
-from politecrawl.store.sqlite import CLOCK_ANCHOR
-
-pytestmark = pytest.mark.skipif(current_boot() is None, reason="no boot clock and boot id here (not Linux)")
+from politecrawl.store.clock import ClockAnchor, adopt, process_anchor, wall_clock_step
 
 
-def _anchor(path) -> ClockAnchor | None:
-    store = open_store(str(path))
+@pytest.fixture
+def anchor_restored():
+    before = process_anchor()
+    yield
+    adopt(before)
+
+
+def test_the_store_reads_the_wall_clock_as_anchored(tmp_path, anchor_restored):
+    adopt(ClockAnchor.take())
+    store = open_store(str(tmp_path / "c.db"))
     try:
-        return ClockAnchor.decode(store.get_meta(CLOCK_ANCHOR))
+        assert abs(store.now() - time.time()) < 0.05  # no step since the anchor: the wall clock
+        first = store.now()
+        time.sleep(0.05)
+        assert 0.04 < store.now() - first < 1.0  # and it advances
     finally:
         store.close()
 
 
-def test_every_open_of_one_boot_reads_the_anchor_the_first_one_kept(tmp_path):
-    db = tmp_path / "c.db"
-    first = _anchor(db)
-    assert first is not None and first.boot == current_boot()
-    assert abs(first.wall - time.time()) < 5
-    assert _anchor(db) == first  # the second open took it, did not anchor anew
-    store = open_store(str(db))
+def test_a_step_of_the_wall_clock_moves_neither_the_store_nor_goes_unnoticed(tmp_path, monkeypatch, anchor_restored):
+    adopt(ClockAnchor.take())
+    store = open_store(str(tmp_path / "c.db"))
     try:
-        assert abs(store.now() - time.time()) < 0.5  # no step since: the wall clock's reading
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() + 3600)
+        assert abs(store.now() - real()) < 0.05
+        assert abs(wall_clock_step() - 3600) < 0.05
+        monkeypatch.setattr(time, "time", lambda: real() - 3600)
+        assert abs(store.now() - real()) < 0.05
+        assert abs(wall_clock_step() + 3600) < 0.05
     finally:
         store.close()
 
 
-def test_a_new_boot_anchors_the_store_anew(tmp_path):
-    db = tmp_path / "c.db"
-    store = open_store(str(db))
-    # The anchor of a boot before this one, an hour off: its boot clock means nothing now.
-    store.set_meta(CLOCK_ANCHOR, ClockAnchor("an-earlier-boot", time.time() - 3600, 12.0).encode())
-    store.close()
-    fresh = _anchor(db)
-    assert fresh is not None and fresh.boot == current_boot() and abs(fresh.wall - time.time()) < 5
-
-
-def test_an_unreadable_anchor_is_replaced_and_a_read_only_store_writes_none(tmp_path):
-    db = tmp_path / "c.db"
-    store = open_store(str(db))
-    store.set_meta(CLOCK_ANCHOR, "not an anchor")
-    store.close()
-    ro = open_store(str(db), read_only=True)
-    try:
-        assert ro.get_meta(CLOCK_ANCHOR) == "not an anchor"  # read-only: this process's own anchor
-        assert abs(ro.now() - process_anchor().now()) < 0.01
-    finally:
-        ro.close()
-    assert _anchor(db).boot == current_boot()
+def test_an_adopted_anchor_is_what_the_process_reads(anchor_restored):
+    parent = ClockAnchor(time.time() - 100.0, ClockAnchor.take().since_boot)  # a parent's, 100 s behind
+    adopt(parent)
+    assert process_anchor() is parent
+    assert abs(wall_clock_step() - 100.0) < 0.05

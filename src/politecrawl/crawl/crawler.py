@@ -22,6 +22,7 @@ from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.scope import CrawlScope, check_contact, prepare_seeds
 from politecrawl.store import CrawlStatus, NewURL, Store, open_store
+from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
 from .pool import StopSignal, _pid_alive, run_workers
@@ -48,6 +49,9 @@ CRAWL_MERGE_TOKENS = 2_000_000
 INDEX_ON_STOP = 200
 #: … and only until this long after the stop, so the anchor-text refresh that follows waits too.
 INDEX_ON_STOP_SECONDS = 1.5
+#: A wall clock this many seconds from the crawl's own (``store.clock``) has stepped: say so once
+#: for each such step (NTP slews the two alike; only a step parts them).
+CLOCK_STEP_NOTICE = 2.0
 
 
 #: Settings every process of a crawl must share (they define what the hosts see and what is crawled).
@@ -197,6 +201,9 @@ class Crawler:
         # monotonic clock: a wall clock that steps (NTP, a resume from suspend or a VM snapshot)
         # must not end a crawl early or hold it past its time. The store's times stay wall-clock.
         command_started = time.monotonic()
+        # The crawl's clock (its workers adopt it): the wall clock as it reads now, which a step
+        # of the wall clock during the crawl will not move (store.clock).
+        adopt(ClockAnchor.take())
         seeds = prepare_seeds(raw_seeds)
         store = open_store(self.settings.db)
         try:
@@ -233,6 +240,7 @@ class Crawler:
             index_dir = index_dir_for(s)
             last_index = [0.0]
             last_progress = [0.0]
+            noticed_step = [0.0]
             counter = mp.get_context("spawn").Value("q", 0)
 
             # The index is updated on a thread of the parent at the crawl's own CPU priority: a crawl
@@ -246,6 +254,15 @@ class Crawler:
 
             def tick() -> None:
                 t = time.monotonic()
+                step = wall_clock_step()
+                if abs(step - noticed_step[0]) >= CLOCK_STEP_NOTICE:
+                    noticed_step[0] = step
+                    log.warning(
+                        "the wall clock stepped: it reads %+.0f s from this crawl's clock. The crawl keeps "
+                        "its own (every host keeps the delay it is owed); the times it records follow it "
+                        "until the crawl is restarted",
+                        step,
+                    )
                 # A fleet worker does not index: one 'index --follow' serves the fleet.
                 busy = bool(indexing) and not indexing[0].done()
                 if not fleet_worker and t - last_index[0] >= self.INDEX_EVERY and not busy:

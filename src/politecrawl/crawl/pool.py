@@ -24,6 +24,7 @@ from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.logs import setup_logging
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import HostAffinity, Store, is_postgres_url, open_store
+from politecrawl.store.clock import ClockAnchor, adopt, process_anchor
 
 if TYPE_CHECKING:  # the parent never loads the HTTP client (the workers' entry point does)
     from politecrawl.net.fetch import LoopLag
@@ -132,10 +133,13 @@ def _worker_process(
     errors=None,
     share: tuple[int, int] = (0, 1),
     peer_died=None,
+    clock: ClockAnchor | None = None,
 ) -> None:
     """Entry point of one worker process. A failure that is not one page's (the store or the
     disk failed) goes to ``errors`` as one line for the parent to report, and the exit status is 3."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
+    if clock is not None:
+        adopt(clock)  # the crawl's processes read one clock (store.clock)
     try:
         os.nice(WORKER_NICENESS)
     except OSError:  # not permitted here: the workers share the CPU with the indexer as equals
@@ -263,6 +267,7 @@ def run_workers(
                 errors,
                 (i, settings.workers),
                 peer_died,
+                process_anchor(),
             ),
             daemon=False,
             name=f"politecrawl-worker-{i}",

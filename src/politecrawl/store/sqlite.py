@@ -37,7 +37,7 @@ from .api import (
     YieldCheck,
 )
 from .claims import claim_from_host_row, finish_claim
-from .clock import ClockAnchor, current_boot, process_anchor
+from .clock import process_anchor
 from .common import (
     DONE,
     LEASED,
@@ -78,8 +78,6 @@ _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
 SCHEMA_VERSION = 8
 APP_ID = "politecrawl"
-#: The meta key of this boot's clock anchor (``store.clock``).
-CLOCK_ANCHOR = "clock_anchor"
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
@@ -126,7 +124,6 @@ class SQLiteStore(WalUpkeep):
             self._check_or_create(create, read_only)
             if not read_only:
                 tune(self._db)
-            self._clock = self._clock_anchor(read_only)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
@@ -202,28 +199,10 @@ class SQLiteStore(WalUpkeep):
         with self._lock:
             self._db.close()
 
-    def _clock_anchor(self, read_only: bool) -> ClockAnchor:
-        """The anchor of this boot kept in the store (see ``store.clock``): every process of the
-        machine reads one clock. The first process of a boot to open the store writes it."""
-        boot = current_boot()
-        kept = ClockAnchor.decode(self.get_meta(CLOCK_ANCHOR)) if boot is not None else None
-        if kept is not None and kept.boot == boot:
-            return kept
-        if boot is None or read_only:
-            return process_anchor()
-        with self._write() as db:  # another process may have written it since: its anchor wins
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (CLOCK_ANCHOR,)).fetchone()
-            kept = ClockAnchor.decode(row[0] if row else None)
-            if kept is not None and kept.boot == boot:
-                return kept
-            fresh = ClockAnchor.now_on(boot)
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (CLOCK_ANCHOR, fresh.encode()))
-            return fresh
-
     def now(self) -> float:
-        """The store's clock: SQLite lives on this machine, so it is this machine's wall clock as
-        anchored for this boot, which a step of the wall clock does not move."""
-        return self._clock.now()
+        """The store's clock: SQLite lives on this machine, so it is this process's clock
+        (``store.clock``: the wall clock as anchored, which a step of the wall clock does not move)."""
+        return process_anchor().now()
 
     #: Store calls that can run at once from one process (one connection, one lock).
     parallelism = 1
