@@ -199,10 +199,10 @@ class Crawler:
 
         # The crawl's own durations (--max-time, the index's period, the stop's budget) are on the
         # monotonic clock: a wall clock that steps (NTP, a resume from suspend or a VM snapshot)
-        # must not end a crawl early or hold it past its time. The store's times stay wall-clock.
+        # must not end a crawl early or hold it past its time.
         command_started = time.monotonic()
-        # The crawl's clock (its workers adopt it): the wall clock as it reads now, which a step
-        # of the wall clock during the crawl will not move (store.clock).
+        # The store's clock for the crawl (its workers adopt it): the wall clock as it reads now,
+        # which a step of the wall clock during the crawl will not move (store.clock).
         adopt(ClockAnchor.take())
         seeds = prepare_seeds(raw_seeds)
         store = open_store(self.settings.db)
