@@ -18,6 +18,7 @@ from politecrawl.content.dedup import simhash, text_fingerprint
 from politecrawl.content.parse import Page, combine, parse_html, robots_directives
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from politecrawl.content.sitemaps import parse_sitemap
+from politecrawl.content.sniff import binary_kind
 from politecrawl.errors import InvalidURL, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
@@ -245,6 +246,11 @@ class PageHandler:
             page = extracted
         elif result.content_type and result.content_type not in HTML_TYPES:
             outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({result.content_type})")
+            return base
+        elif (kind := binary_kind(result.body)) is not None:
+            # An image with no type or labelled HTML, a page gzipped with no Content-Encoding:
+            # parsed, it would put noise into the index.
+            outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({kind})")
             return base
         else:
             page = parse_html(

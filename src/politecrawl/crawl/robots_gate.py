@@ -9,7 +9,9 @@ import logging
 from typing import Callable
 
 from politecrawl.config import Settings
+from politecrawl.content.sniff import GZIP_MAGIC
 from politecrawl.errors import InvalidURL
+from politecrawl.net.codings import UndecodableBody, decode
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
@@ -83,10 +85,17 @@ class RobotsGate:
         if result.status in REDIRECT_STATUSES:
             verdict = RobotsFetchOutcome.ALLOW_ALL  # a redirect that cannot be followed: unavailable (4xx-like)
         if verdict is RobotsFetchOutcome.PARSE:
-            rules = RobotsTxt.parse(result.body)
-            return RobotsUpdate(
-                "parsed", result.body, now, now + self.settings.robots_ttl, rules.crawl_delay(self.agent)
-            ), rules
+            body = result.body
+            if body.startswith(GZIP_MAGIC):
+                # A robots.txt.gz served with no Content-Encoding: read as text its rules would be
+                # lost (everything allowed). Its rules count; one that cannot be read is unknown.
+                try:
+                    body, _ = decode(body, ["gzip"], ROBOTS_MAX_BYTES)
+                except UndecodableBody:
+                    return None, None
+            rules = RobotsTxt.parse(body)
+            expires = now + self.settings.robots_ttl
+            return RobotsUpdate("parsed", body, now, expires, rules.crawl_delay(self.agent)), rules
         if verdict is RobotsFetchOutcome.ALLOW_ALL:
             return RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None), None
         return None, None

@@ -3,7 +3,8 @@
 aiohttp is the client: on asyncio it costs far less CPU per request than
 httpx (whose pure-Python httpcore dominates a profile at hundreds of
 requests per second), and it streams the decompressed body so the size cap
-also stops a gzip bomb. The seam stays injectable: ``Fetcher`` takes an
+also stops a gzip bomb. The codings it leaves on a body (``x-gzip``, stacked
+ones) are undone by ``net.codings``, within the cap too. The seam stays injectable: ``Fetcher`` takes an
 ``aiohttp.ClientSession`` (tests may pass one with their own connector).
 
 Redirects are NOT followed here: a 3xx is an answer like any other. The
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Callable, Self
 
 import aiohttp
 from yarl import URL
+
+from .codings import UndecodableBody, decode, left_on_body
 
 if TYPE_CHECKING:
     from politecrawl.config import Settings
@@ -360,6 +363,20 @@ class Fetcher:
                             resp.close()
                             break
                     result.body = bytes(body)
+                    left = left_on_body(resp.headers.getall("Content-Encoding", []))
+                    if left:  # x-gzip, stacked codings: the client left them on (net.codings)
+                        if large is None:  # its decoded size is unknown: one of the large permits
+                            await self._large_bodies.acquire()
+                            large = self._large_bodies
+                            self._large_open += 1
+                            self.large_bodies_peak = max(self.large_bodies_peak, self._large_open)
+                        # Inflating up to the cap takes milliseconds: off the event loop.
+                        result.body, cut = await asyncio.to_thread(decode, result.body, left, cap)
+                        result.truncated |= cut
+        except UndecodableBody as exc:
+            # Read as text it would be noise: a robots.txt's rules lost, binary junk indexed.
+            result.error = f"undecodable body: {exc}"[:200]
+            result.status = None
         except aiohttp.ClientConnectorCertificateError as exc:
             # The host's certificate is not trusted: one clear reason (it shows in status --hosts).
             result.error = f"TLS certificate not trusted: {exc.certificate_error}"[:200]

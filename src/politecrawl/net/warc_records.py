@@ -45,7 +45,8 @@ __all__ = ["exchange_records"]
 
 WARC_VERSION = "WARC/1.1"
 REVISIT_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
-#: Content-Encodings aiohttp decodes (auto_decompress=True): bodies arrive decoded.
+#: Content-Encodings undone before a body is recorded (aiohttp's auto_decompress, and net.codings
+#: for x-gzip and stacked codings): the recorded body is decoded.
 DECODED_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "identity"})
 #: Hop-by-hop framing the client removed: the recorded body is never chunked.
 _FRAMING = frozenset({"transfer-encoding"})

@@ -1,0 +1,151 @@
+"""Bodies the HTTP client leaves encoded, and bodies that are binary, judged from the outside.
+
+aiohttp decodes a Content-Encoding of exactly gzip, deflate, br or zstd. A server's ``x-gzip``
+(RFC 9110 §8.4.1.3: the same as gzip) and stacked codings (``gzip, gzip``: a compressing proxy
+before a compressing server) came through encoded and were read as text: a robots.txt's
+Disallow lines lost (the site's private paths fetched), compressed noise indexed. And an image
+labelled text/html, or a page gzipped with no Content-Encoding, was indexed as text
+(net.codings, content.sniff)."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import pytest
+
+from politecrawl.faces.sandbox import Reply, SandboxHost
+from politecrawl.index import Searcher
+from politecrawl.store import open_store
+
+from conftest import crawl
+
+ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+HOME = '<html><title>home</title><body>home <a href="/private/secret">s</a> <a href="/open">o</a></body></html>'
+OPEN = "<html><title>open</title><body>an open page</body></html>"
+SECRET = "<html><title>secret</title><body>the private page</body></html>"
+
+
+def _deflate(data: bytes) -> bytes:
+    return zlib.compress(data)
+
+
+ROBOTS_CODINGS = {
+    "gzip-twice": Reply(body=gzip.compress(gzip.compress(ROBOTS)), headers={"Content-Encoding": "gzip, gzip"}),
+    "x-gzip": Reply(body=gzip.compress(ROBOTS), headers={"Content-Encoding": "x-gzip"}),
+    "gzip-then-deflate": Reply(body=_deflate(gzip.compress(ROBOTS)), headers={"Content-Encoding": "gzip, deflate"}),
+    "gzip-undeclared": Reply(body=gzip.compress(ROBOTS), content_type="text/plain"),
+    "plain": Reply(body=ROBOTS, content_type="text/plain"),
+}
+
+
+def _site(ip: str, robots: Reply) -> SandboxHost:
+    return SandboxHost(ip, robots=robots, pages={"/": HOME, "/open": OPEN, "/private/secret": SECRET})
+
+
+def _states(db: str) -> dict:
+    store = open_store(db)
+    try:
+        return store.url_states()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("coding", sorted(ROBOTS_CODINGS))
+def test_an_encoded_robots_txt_keeps_its_rules(sandbox_factory, db_path, coding):
+    """However the robots.txt came encoded, its Disallow holds: the private page is never asked
+    for, the open one is."""
+    site = _site("127.0.4.10", ROBOTS_CODINGS[coding])
+    sb = sandbox_factory([site])
+    crawl(db_path, [site.url("/")])
+    paths = [r.path for r in sb.requests(site)]
+    assert paths[0] == "/robots.txt"
+    assert "/open" in paths, paths
+    assert "/private/secret" not in paths, paths
+    assert _states(db_path)[site.url("/private/secret")][0] == "disallowed"
+
+
+def test_negative_control_an_allowing_robots_txt_lets_the_private_page_be_fetched(sandbox_factory, db_path):
+    allowing = gzip.compress(b"User-agent: *\nAllow: /\n")
+    site = _site("127.0.4.11", Reply(body=allowing, headers={"Content-Encoding": "x-gzip"}))
+    sb = sandbox_factory([site])
+    crawl(db_path, [site.url("/")])
+    assert "/private/secret" in [r.path for r in sb.requests(site)]
+
+
+def test_a_robots_txt_in_a_coding_that_cannot_be_undone_fails_closed(sandbox_factory, db_path):
+    """``compress`` (or any coding the crawler cannot undo): the rules are unknown, so no page is
+    asked for (RFC 9309 §2.3.1.4), and the host's error says why."""
+    site = _site("127.0.4.12", Reply(body=b"\x1f\x9d\x90garbage", headers={"Content-Encoding": "compress"}))
+    sb = sandbox_factory([site])
+    crawl(db_path, [site.url("/")], max_time=4)
+    assert {r.path for r in sb.requests(site)} == {"/robots.txt"}
+    store = open_store(db_path)
+    try:
+        (host,) = [h for h in store.hosts() if h.host == site.base]
+        assert "undecodable body: Content-Encoding compress" in (host.last_error or ""), host
+    finally:
+        store.close()
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+
+
+def _page(word: str) -> bytes:
+    return f"<html><title>{word}</title><body>the word {word} is here</body></html>".encode()
+
+
+def test_pages_in_codings_the_client_leaves_are_decoded_and_binary_bodies_are_not_indexed(sandbox_factory, db_path):
+    links = "".join(f'<a href="/{p}">{p}</a>' for p in ("xg", "gd", "gg", "png", "gz", "nul"))
+    site = SandboxHost(
+        "127.0.4.13",
+        pages={
+            "/": f"<html><title>home</title><body>{links}</body></html>",
+            "/xg": Reply(body=gzip.compress(_page("zebracorn")), headers={"Content-Encoding": "x-gzip"}),
+            "/gd": Reply(
+                body=_deflate(gzip.compress(_page("quokkafish"))), headers={"Content-Encoding": "gzip, deflate"}
+            ),
+            "/gg": Reply(
+                body=gzip.compress(gzip.compress(_page("lynxowl"))), headers={"Content-Encoding": "gzip, gzip"}
+            ),
+            "/png": Reply(body=PNG, content_type="text/html"),
+            "/gz": Reply(body=gzip.compress(_page("hiddenword")), content_type="text/html"),
+            "/nul": Reply(body=b"<html>\x00\x01\x02\x03 binary \x04\x05</html>", content_type="text/html"),
+        },
+    )
+    sandbox_factory([site])
+    crawl(db_path, [site.url("/")])
+    states = _states(db_path)
+    for path in ("/xg", "/gd", "/gg"):
+        assert states[site.url(path)] == ("done", "http-200"), (path, states[site.url(path)])
+    assert states[site.url("/png")] == ("done", "http-200 not-html (a PNG image)")
+    assert states[site.url("/gz")] == ("done", "http-200 not-html (gzip data)")
+    assert states[site.url("/nul")] == ("done", "http-200 not-html (binary data)")
+    searcher = Searcher(Path(db_path + ".index"))
+    for word, path in (("zebracorn", "/xg"), ("quokkafish", "/gd"), ("lynxowl", "/gg")):
+        assert [h.url for h in searcher.search(word)] == [site.url(path)], word
+    assert searcher.stats()["N"] == 4  # home and the three decoded pages: nothing binary
+
+
+def test_a_stacked_gzip_bomb_is_cut_at_the_cap(sandbox_factory, db_path):
+    """Decoding what the client left on stops at the page size cap, as the client's own does."""
+    inner = zlib.compressobj(6, zlib.DEFLATED, 31)
+    bomb = inner.compress(b"<html><title>bomb</title><body>") + b"".join(
+        inner.compress(b"A" * (1 << 20)) for _ in range(64)
+    )
+    bomb += inner.flush()
+    site = SandboxHost(
+        "127.0.4.14", pages={"/": Reply(body=gzip.compress(bomb), headers={"Content-Encoding": "gzip, gzip"})}
+    )
+    sb = sandbox_factory([site])
+    cap = 2_000_000
+    crawl(db_path, [site.url("/")], max_page_bytes=cap)
+    assert [r.path for r in sb.requests(site)].count("/") == 1
+    assert _states(db_path)[site.url("/")] == ("done", "http-200 truncated")
+    store = open_store(db_path)
+    try:
+        entry = next(e for e in store.fetch_log() if e.url == site.url("/"))
+    finally:
+        store.close()
+    assert entry.bytes == cap and entry.error == "truncated"
