@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
+import math
 import os
 import re
 import tomllib
@@ -227,14 +228,32 @@ _UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 7 * 86_400}
 _DURATIONS = {"recrawl_after", "recrawl_min", "recrawl_max", "max_time", "park_seconds", "robots_ttl"}
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhdw])")
+
+
 def parse_duration(raw: Any) -> float:
-    """Seconds from ``90``, ``"90"``, ``"30m"``, ``"6h"``, ``"1d"``, ``"2w"``."""
+    """Seconds from ``90``, ``"90"``, ``"30m"``, ``"6h"``, ``"1d"``, ``"2w"`` or parts of those
+    together, largest first or not (``"1h30m"``, ``"1m30s"``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return float(raw)
-    text = str(raw).strip().lower()
-    if text and text[-1] in _UNITS:
-        return float(text[:-1]) * _UNITS[text[-1]]
+    text = str(raw).strip().lower().replace(" ", "")
+    parts = _DURATION_PART.findall(text)
+    if parts and "".join(n + u for n, u in parts) == text:
+        return sum(float(n) * _UNITS[u] for n, u in parts)
     return float(text)
+
+
+def _expected(name: str, kind: str) -> str:
+    """What a setting must be, said to a user (not as a Python annotation)."""
+    if name in _DURATIONS:
+        return "a duration (seconds, or 30m, 6h, 1d, 2w, 1h30m)"
+    if "bool" in kind:
+        return "true or false"
+    if "int" in kind and "float" not in kind:
+        return "a whole number"
+    if "float" in kind:
+        return "a number"
+    return "text"
 
 
 def _coerce(name: str, raw: Any, source: str) -> Any:
@@ -268,7 +287,9 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         else:
             value = str(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name} must be {kind}, got {raw!r}") from None
+        raise ConfigError(f"{source}: {name} must be {_expected(name, kind)}, got {raw!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):  # nan compares false with everything
+        raise ConfigError(f"{source}: {name} must be {_expected(name, kind)}, got {raw!r}")
     if name in _CHOICES and value not in _CHOICES[name]:
         raise ConfigError(f"{source}: {name} must be one of {', '.join(_CHOICES[name])}, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
@@ -316,6 +337,8 @@ def _host_settings(raw: Any, source: str) -> tuple[tuple[str, float | None, int 
             values = {k: _HOST_KEYS[k](v) for k, v in table.items()}
         except (TypeError, ValueError):
             raise ConfigError(f"{source}: hosts.{name}: values must be numbers") from None
+        if any(not math.isfinite(v) for v in values.values()):
+            raise ConfigError(f"{source}: hosts.{name}: values must be finite numbers")
         if any(v < 0 for v in values.values()):
             raise ConfigError(f"{source}: hosts.{name}: values must not be negative")
         out.append((str(name).lower(), values.get("min_delay"), values.get("host_page_budget")))

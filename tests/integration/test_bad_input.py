@@ -70,6 +70,8 @@ def test_malformed_seed_message_is_the_only_line(tmp_path):
         ("[politecrawl]\nno_such_setting = 1\n", "unknown setting"),
         ('[politecrawl]\nmin_delay = "soon"\n', "min_delay"),
         ("[politecrawl]\nworkers = [1, 2]\n", "workers"),
+        ("[politecrawl]\nmin_delay = nan\n", "min_delay must be a number"),
+        ('[hosts."example.org"]\nmin_delay = nan\n', "finite"),
         ('[politecrawl]\nscope = "sideways"\n', "scope"),
         ("politecrawl = 3\n", "table"),
         ("\xff\xfe binary garbage", "not UTF-8"),
@@ -168,6 +170,16 @@ def test_db_that_is_not_a_store(kind, command, tmp_path, reliability):
         (["--max-time", "forever"], "max"),
         (["--concurrency", "0"], "concurrency"),
         (["--max-page-bytes", "-1"], "max"),
+        # nan compares false with everything: it once reached a worker and left a dead lease
+        (["--min-delay", "nan"], "min_delay must be a number"),
+        (["--max-time", "nan"], "max_time must be a duration"),
+        (["--min-delay", "inf"], "min_delay must be a number"),
+        # a name robots.txt groups cannot address, and header injection: every request failed
+        (["--user-agent", "my bot"], "user-agent"),
+        (["--user-agent", "MyBot/1.0"], "user-agent"),
+        (["--user-agent", ""], "user-agent"),
+        (["--user-agent", "bot\r\nX-Injected: 1"], "user-agent"),
+        (["--contact", "ops@example.org\r\nX-Injected: 1"], "contact"),
     ],
 )
 def test_conflicting_or_impossible_flags(flags, needle, tmp_path, reliability):
@@ -329,3 +341,17 @@ def test_disk_full_is_one_clear_line(disk_full):
     assert full.returncode == 2
     msg = [l for l in error_lines(full) if l.startswith("politecrawl: error:")]
     assert len(msg) == 1 and ("space" in msg[0].lower() or "full" in msg[0].lower())
+
+
+def test_a_seeds_file_written_with_a_byte_order_mark_and_a_compound_duration(sandbox_factory, tmp_path):
+    """What an editor on Windows writes (a byte-order mark, CRLF) is a seeds file like any other, and
+    --max-time takes a duration in parts (1m30s) as a user writes it."""
+    host = SandboxHost("127.0.0.81", pages={"/": "<html><title>Home</title><body>home</body></html>"})
+    sandbox_factory([host])
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes(b"\xef\xbb\xbf" + host.url("/").encode() + b"\r\n# a comment\r\n")
+    out = run_cli(
+        "crawl", "--seeds-file", str(seeds), "--db", str(tmp_path / "c.db"), "--max-time", "0m30s", cwd=str(tmp_path)
+    )
+    assert out.returncode == 0, out.stderr
+    assert "crawl done" in out.stdout + out.stderr

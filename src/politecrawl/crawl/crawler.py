@@ -20,7 +20,7 @@ from politecrawl.config import Settings, apply_stored_settings, user_agent_strin
 from politecrawl.errors import ConfigError
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
-from politecrawl.policy.scope import CrawlScope, check_contact, prepare_seeds
+from politecrawl.policy.scope import CrawlScope, check_contact, check_user_agent, prepare_seeds
 from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
@@ -212,6 +212,7 @@ class Crawler:
             scope = self.scope_for(store, seeds)
             if not scope.seeds and not fleet_worker:
                 raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
+            check_user_agent(s)
             check_contact(s, scope.seeds)
             for seed in seeds:
                 # Seeds are always fetched (the user named them, as in Heritrix); the filters decide

@@ -41,7 +41,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 @click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
 @db_option
 @click.option("--max-pages", type=int, default=None, help=f"Stop after N page requests. {_d('max_pages')}")
-@click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h). {_d('max_time')}")
+@click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h, 1h30m). {_d('max_time')}")
 @click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option(
@@ -50,7 +50,11 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     default=None,
     help=f"Seconds between requests to one host, at least (a floor under Crawl-delay). {_d('min_delay')}",
 )
-@click.option("--user-agent", default=None, help=f"Bot name (product token). {_d('user_agent')}")
+@click.option(
+    "--user-agent",
+    default=None,
+    help=f"Bot name: a product token robots.txt groups can name (letters, '_', '-'). {_d('user_agent')}",
+)
 @click.option("--contact", default=None, help="Contact URL/e-mail for the User-Agent; required for non-loopback hosts.")
 @click.option(
     "--scope",
@@ -81,7 +85,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 )
 @click.option(
     "--seeds-file",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("r", encoding="utf-8-sig"),  # an editor's byte-order mark is not part of the first URL
     default=None,
     metavar="FILE",
     help="Read seed URLs from FILE, one per line ('-': standard input; blank lines and # comments are ignored).",

@@ -18,10 +18,12 @@ from politecrawl.errors import ConfigError, InvalidURL
 
 from . import urls
 from .hosts import host_key, in_prefix, same_site
+from .robots_fetch import is_valid_product_token
 
 __all__ = [
     "CrawlScope",
     "check_contact",
+    "check_user_agent",
     "prepare_seeds",
 ]
 
@@ -109,6 +111,19 @@ def prepare_seeds(raw: Sequence[str]) -> list[str]:
         except InvalidURL as exc:
             raise InvalidURL(f"invalid seed URL {s!r}: {exc}") from None
     return seeds
+
+
+def check_user_agent(settings: Settings) -> None:
+    """The User-Agent names the crawler honestly and fits in a header: its name is an RFC 9309
+    product token (robots.txt groups are matched against it), its contact printable ASCII (a
+    control character would end the header: every request would fail)."""
+    if not is_valid_product_token(settings.user_agent):
+        raise ConfigError(
+            f"--user-agent {settings.user_agent!r} is not a crawler name robots.txt can address: "
+            "use letters, '_' and '-' only (RFC 9309), e.g. 'examplebot'; the version and --contact are added to it"
+        )
+    if settings.contact and not all(" " <= c <= "~" for c in settings.contact):
+        raise ConfigError(f"--contact {settings.contact!r} must be printable ASCII: a URL or an e-mail address")
 
 
 def check_contact(settings: Settings, seeds: Sequence[str]) -> None:
