@@ -13,10 +13,10 @@ a page with empty text and one warning line, so the fetch is still recorded.
 
 from __future__ import annotations
 
-import codecs
 import io
 import logging
 
+from .charsets import decode_text
 from .parse import MAX_TEXT_CHARS, Page
 
 __all__ = [
@@ -40,12 +40,6 @@ MAX_PDF_PAGES = 1000
 
 #: Longest title kept, in characters.
 MAX_TITLE_CHARS = 200
-
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 
 
 def media_type(content_type: str | None) -> str:
@@ -84,26 +78,6 @@ def extract(body: bytes, url: str, content_type: str | None) -> Page:
     raise ValueError(f"no text extractor for {kind or 'a missing content type'!r}")
 
 
-def _decode_text(body: bytes, charset: str | None) -> str:
-    """A BOM, else the declared charset, else UTF-8, else Windows-1252; never raises."""
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            return body.decode(name, errors="replace")
-    if charset:
-        try:
-            codecs.lookup(charset)
-        except LookupError:
-            pass  # an unknown charset: sniffed below as if none was given
-        else:
-            return body.decode(charset, errors="replace")
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        # Undeclared and not UTF-8: legacy text is most often Windows-1252 (what browsers
-        # assume too); bytes it leaves undefined are replaced.
-        return body.decode("cp1252", errors="replace")
-
-
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         line = " ".join(line.split())
@@ -121,7 +95,7 @@ def extract_text_plain(body: bytes, url: str, charset: str | None = None) -> Pag
     """A ``text/plain`` body: title = its first non-empty line (200 characters at most)."""
     if not isinstance(body, (bytes, bytearray, memoryview)):
         body = str(body).encode("utf-8", "replace")
-    text = _decode_text(bytes(body), charset)
+    text = decode_text(bytes(body), charset, html=False)
     return Page(title=_first_line(text), text=_collapse(text), base=url)
 
 

@@ -7,7 +7,6 @@ recovery and is several times faster than lxml/BeautifulSoup on large pages.
 
 from __future__ import annotations
 
-import codecs
 import email.utils
 import re
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from datetime import datetime, timezone
 from ada_url import join_url
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from .charsets import decode_text
 from .maintext import main_text, remove, spaced_text, text_of
 from .nesting import INLINE_LOAD_LIMIT, SCAN_MIN_TAGS, may_copy_too_much, scan
 
@@ -25,12 +25,10 @@ __all__ = [
     "RobotsDirectives",
     "combine",
     "parse_html",
-    "decode_body",
     "refresh_url",
     "robots_directives",
 ]
 
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
 _WS = re.compile(r"\s+")
 # What browsers trim from an href before reading it as a URL: C0 controls and space, not every
 # Unicode space (a no-break space is part of the link, and is sent as %C2%A0).
@@ -88,31 +86,6 @@ class Page:
     def compared_text(self) -> str:
         """``dedup_text``, or ``text`` when there is none."""
         return self.dedup_text or self.text
-
-
-def decode_body(body: bytes, header_charset: str | None) -> str:
-    """Bytes to text: HTTP charset, else <meta charset>, else UTF-8; bad bytes replaced, never raises."""
-    candidates = []
-    if body.startswith(codecs.BOM_UTF8):
-        candidates.append("utf-8-sig")
-    if header_charset:
-        candidates.append(header_charset)
-    m = _META_CHARSET.search(body[:4096])
-    if m:
-        declared = m.group(1).decode("ascii", "replace").lower()
-        # HTML: a <meta> that says UTF-16 is read as UTF-8 (the page could not have been parsed
-        # to find the <meta> otherwise); UTF-32 is not a web encoding.
-        if declared.replace("-", "").replace("_", "").startswith(("utf16", "utf32")):
-            declared = "utf-8"
-        candidates.append(declared)
-    candidates.append("utf-8")
-    for name in candidates:
-        try:
-            codecs.lookup(name)
-        except LookupError:
-            continue  # a lying or unknown charset: try the next candidate
-        return body.decode(name, errors="replace")
-    return body.decode("utf-8", errors="replace")  # pragma: no cover - utf-8 always exists
 
 
 def _parse_date(text: str) -> float | None:
@@ -264,7 +237,7 @@ def parse_html(
     ``Page.text`` is the page's main content (:func:`politecrawl.maintext.main_text`); with
     ``main_content=False``, every visible word of the page (what a benchmark compares it with).
     """
-    text = body if isinstance(body, str) else decode_body(body, header_charset)
+    text = body if isinstance(body, str) else decode_text(body, header_charset, html=True)
     tags = text.count("<")
     text = _cut_at_tags(text, MAX_PARSE_TAGS, tags)
     # Deep nesting costs quadratic time (lexbor's parse, the unwrap of inline elements): a page
