@@ -29,6 +29,7 @@ CP1252 = "“quoted” costs 5€ – it’s café"
         ("café naïve".encode(), None, True, "café naïve"),
         ("café naïve".encode("cp1252"), None, True, "café naïve"),
         ("café".encode("cp1252"), "no-such-charset", False, "café"),
+        ("é".encode() * 30 + b"\xff", None, True, "é" * 30 + "\ufffd"),  # a stray byte in UTF-8
         # byte-order marks win over any label
         ("\ufeff<p>café</p>".encode("utf-16-le"), "iso-8859-1", True, "<p>café</p>"),
         ("\ufeff<p>café</p>".encode("utf-16-be"), None, True, "<p>café</p>"),

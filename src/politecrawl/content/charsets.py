@@ -15,8 +15,9 @@ The order (the HTML Standard's encoding sniffing, §13.2.3.2, without a parser's
 3. for HTML, a ``<meta charset>`` (or ``content="…; charset=…"``) in the first 4,096 bytes: one
    that says UTF-16 means UTF-8 (the page could not have been read to find it otherwise), and
    ``x-user-defined`` means windows-1252;
-4. UTF-8 when the bytes are UTF-8, else windows-1252: an undeclared legacy page is most often
-   that, and it is the default of the browsers of most locales.
+4. UTF-8 when the bytes are UTF-8 (or nearly: a stray byte in a UTF-8 page is replaced, as
+   browsers that detect the encoding do), else windows-1252: an undeclared legacy page is most
+   often that, and it is the default of the browsers of most locales.
 
 Bytes a charset does not define are replaced (U+FFFD); nothing here raises.
 """
@@ -58,7 +59,12 @@ def decode_text(body: bytes, header_charset: str | None, *, html: bool) -> str:
             encoding = _FALLBACK
     if encoding is not None:
         return encoding.codec_info.decode(body, "replace")[0]
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return body.decode(_FALLBACK.codec_info.name, errors="replace")
+    text = body.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    if bad:
+        # Mostly UTF-8 with a stray byte (a page pasted together) stays UTF-8; a legacy page's
+        # accented letters are almost never valid UTF-8, so most of its non-ASCII is replaced.
+        valid = len(text) - len(text.encode("ascii", "ignore")) - bad
+        if valid < 10 * bad:
+            return body.decode(_FALLBACK.codec_info.name, errors="replace")
+    return text
