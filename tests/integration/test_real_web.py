@@ -113,6 +113,20 @@ def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
     assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/docs/intro.html", "/docs/guide/a.html"}
 
 
+def test_scope_prefix_says_what_a_seed_without_its_slash_covers(sandbox_factory, db_path, tmp_path):
+    """A seed typed as ``/docs`` covers its path up to the last '/': the whole host. The crawl says
+    so at its start, and how to write the seed to stay below /docs/; with the slash it says nothing."""
+    host = SandboxHost("127.0.0.53", pages={"/docs/": page("Docs"), "/docs": page("Docs")})
+    sandbox_factory([host])
+    flags = ("--db", db_path, "--scope", "prefix", "--max-time", "20", "--min-delay", "0.05")
+    out = run_cli("crawl", host.url("/docs"), *flags, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    note = f"the seed {host.url('/docs')} covers everything under / on its host"
+    assert note in out.stderr and f"give the seed as {host.url('/docs/')}" in out.stderr, out.stderr
+    out = run_cli("crawl", host.url("/docs/"), *flags, cwd=str(tmp_path))
+    assert out.returncode == 0 and "--scope prefix:" not in out.stderr, out.stderr
+
+
 def test_why_explains_each_decision_with_its_evidence(sandbox_factory, db_path, tmp_path):
     host = SandboxHost(
         "127.0.0.52",

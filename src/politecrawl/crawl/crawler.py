@@ -215,6 +215,9 @@ class Crawler:
             check_user_agent(s)
             check_contact(s, scope.seeds)
             for seed in seeds:
+                note = scope.prefix_note(seed)
+                if note is not None:
+                    log.warning("%s", note)
                 # Seeds are always fetched (the user named them, as in Heritrix); the filters decide
                 # which discovered links are followed. A seed they would turn away gets a note.
                 why = scope.filtered(seed)

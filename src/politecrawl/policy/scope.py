@@ -68,6 +68,21 @@ class CrawlScope:
         object.__setattr__(self, "_include", [re.compile(p) for p in self.include])
         object.__setattr__(self, "_exclude", [re.compile(p) for p in self.exclude])
 
+    def prefix_note(self, seed: str) -> str | None:
+        """In ``prefix`` mode, what to tell the user of a seed whose last path segment looks like a
+        folder without its "/" (``/docs``): its prefix is the path up to the last "/", which for
+        ``/docs`` is the whole host, seldom what was meant."""
+        if self.mode != "prefix":
+            return None
+        path = urlsplit(seed).path
+        last = path.rsplit("/", 1)[-1]
+        if not last or "." in last:
+            return None
+        return (
+            f"--scope prefix: the seed {seed} covers everything under {_path_prefix(seed)} on its host "
+            f"(a seed's path up to its last '/'); to stay below {path}/, give the seed as {seed}/"
+        )
+
     def allows(self, url: str, host: str) -> bool:
         if self.mode == "any":
             return True
