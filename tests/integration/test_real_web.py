@@ -113,6 +113,33 @@ def test_scope_prefix_stays_below_the_seeds_path(sandbox_factory, db_path):
     assert {r.path for r in sb.requests(host)} == {"/robots.txt", "/docs/intro.html", "/docs/guide/a.html"}
 
 
+def test_frames_iframes_and_image_map_areas_are_followed(sandbox_factory, db_path):
+    """A frameset site's pages are reached only through its <frame>s, an image map's through its
+    <area>s; an <iframe> shows a page of its own. rel=nofollow on an area is kept."""
+    frameset = (
+        '<html><head><title>Site</title></head><frameset cols="20%,80%">'
+        '<frame src="/menu.html" title="Menu"><frame src="/main.html"></frameset></html>'
+    )
+    menu = (
+        '<html><body><map name="m"><area href="/region.html" alt="Region map">'
+        '<area href="/private.html" rel="nofollow" alt="x"></map>'
+        '<iframe src="/embedded.html"></iframe><iframe src="about:blank"></iframe></body></html>'
+    )
+    pages = {"/": frameset, "/menu.html": menu, "/main.html": page("Main")}
+    pages |= {p: page(p) for p in ("/region.html", "/private.html", "/embedded.html")}
+    host = SandboxHost("127.0.0.54", pages=pages)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")], min_delay=0.05, workers=1)
+    assert {r.path for r in sb.requests(host)} == {
+        "/robots.txt",
+        "/",
+        "/menu.html",
+        "/main.html",
+        "/region.html",
+        "/embedded.html",
+    }
+
+
 def test_scope_prefix_says_what_a_seed_without_its_slash_covers(sandbox_factory, db_path, tmp_path):
     """A seed typed as ``/docs`` covers its path up to the last '/': the whole host. The crawl says
     so at its start, and how to write the seed to stay below /docs/; with the slash it says nothing."""

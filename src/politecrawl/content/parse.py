@@ -34,7 +34,13 @@ _WS = re.compile(r"\s+")
 # Unicode space (a no-break space is part of the link, and is sent as %C2%A0).
 _URL_TRIM = "".join(chr(c) for c in range(0x21))
 #: The elements ``parse_html`` reads besides the text, matched in one walk of the tree.
-_READ_ELEMENTS = "html[lang], title, base[href], meta[name], meta[http-equiv], link[rel][href], a[href]"
+_READ_ELEMENTS = (
+    "html[lang], title, base[href], meta[name], meta[http-equiv], link[rel][href], a[href], area[href],"
+    " frame[src], iframe[src]"
+)
+#: The elements whose URL is a link, and the attribute that holds it: a frameset's pages and an
+#: image map's areas are reached only through these.
+_LINK_ATTRIBUTE = {"a": "href", "area": "href", "frame": "src", "iframe": "src"}
 #: Elements whose text is not visible page text.
 _INVISIBLE = "script, style, noscript, template, svg, head"  # one selector: one walk of the tree
 #: Left out of the text the duplicate and novelty checks compare (``Page.dedup_text``): the
@@ -266,7 +272,7 @@ def parse_html(
     anchors: list[LexborNode] = []
     for node in tree.css(_READ_ELEMENTS):
         tag = node.tag
-        if tag == "a":
+        if tag in _LINK_ATTRIBUTE:
             anchors.append(node)
         elif tag == "meta":
             attributes = node.attributes
@@ -331,11 +337,15 @@ def parse_html(
         if len(links) >= max_links:
             break
         attributes = a.attributes
-        href = (attributes.get("href") or "").strip(_URL_TRIM)
-        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+        tag = a.tag
+        href = (attributes.get(_LINK_ATTRIBUTE[tag]) or "").strip(_URL_TRIM)
+        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:", "about:")):
             continue
         rel = attributes.get("rel")
-        anchor = " ".join(a.text(deep=True).split())[:200]
+        # An area's words are its alt text; a frame's, its title (its own text is the fallback
+        # shown where frames are not).
+        words = a.text(deep=True) if tag == "a" else (attributes.get("alt" if tag == "area" else "title") or "")
+        anchor = " ".join(words.split())[:200]
         links.append(Link(href, rel is not None and "nofollow" in rel.lower().split(), anchor))
 
     visible, compared = _visible_text(tree, main_content, unwrap)
