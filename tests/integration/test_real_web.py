@@ -140,6 +140,20 @@ def test_frames_iframes_and_image_map_areas_are_followed(sandbox_factory, db_pat
     }
 
 
+def test_verbose_logs_every_request_before_or_after_the_command(sandbox_factory, tmp_path):
+    host = SandboxHost("127.0.0.55", pages={"/": page("Home", ["/a"]), "/a": page("A")})
+    sandbox_factory([host])
+    seed = host.url("/")
+    for n, args in enumerate((["-v", "crawl", seed], ["crawl", seed, "-v"], ["crawl", seed])):
+        db = str(tmp_path / f"v{n}.db")
+        out = run_cli(*args, "--db", db, "--min-delay", "0.05", cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        logged = [line for line in out.stderr.splitlines() if " INFO politecrawl.worker: " in line]
+        # robots.txt and both pages, each on its line (the worker processes log them); without
+        # -v, none
+        assert len(logged) == (3 if "-v" in args else 0), (args, out.stderr)
+
+
 def test_scope_prefix_says_what_a_seed_without_its_slash_covers(sandbox_factory, db_path, tmp_path):
     """A seed typed as ``/docs`` covers its path up to the last '/': the whole host. The crawl says
     so at its start, and how to write the seed to stay below /docs/; with the slash it says nothing."""

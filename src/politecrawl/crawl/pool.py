@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 from politecrawl.config import Settings
 from politecrawl.errors import PolitecrawlError, StoreError
-from politecrawl.logs import setup_logging
+from politecrawl.logs import LOG_LEVEL_ENV, setup_logging
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import HostAffinity, Store, is_postgres_url, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, process_anchor
@@ -145,7 +145,7 @@ def _worker_process(
     except OSError:  # not permitted here: the workers share the CPU with the indexer as equals
         pass
     _raise_open_files_limit()
-    level = os.environ.get("POLITECRAWL_LOG_LEVEL", "WARNING").upper()
+    level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
     setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(

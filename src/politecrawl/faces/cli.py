@@ -17,7 +17,7 @@ import click
 
 from politecrawl._version import __version__
 from politecrawl.errors import PolitecrawlError
-from politecrawl.logs import setup_logging
+from politecrawl.logs import log_every_request, setup_logging
 
 from .cli_crawl import crawl, index_cmd, worker
 from .cli_options import _fail
@@ -77,11 +77,9 @@ def cli(config: str | None, verbose: bool) -> None:
       politecrawl status
       politecrawl demo          (a sandbox web on loopback; no network needed)
     """
-    setup_logging(logging.INFO if verbose else logging.WARNING)
+    setup_logging(logging.WARNING)
     if verbose:
-        import os
-
-        os.environ["POLITECRAWL_LOG_LEVEL"] = "INFO"  # read by the worker processes
+        log_every_request()
 
 
 for _command in (crawl, worker, search, status, why, audit, export, check, index_cmd, serve, bot_page, demo):

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .cli_options import _d, _explicit, _fail, _settings, db_option
+from .cli_options import _d, _explicit, _fail, _settings, db_option, verbose_option
 
 __all__ = ["crawl", "worker", "index_cmd"]
 
@@ -40,6 +40,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 @click.command()
 @click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
 @db_option
+@verbose_option
 @click.option("--max-pages", type=int, default=None, help=f"Stop after N page requests. {_d('max_pages')}")
 @click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h, 1h30m). {_d('max_time')}")
 @click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
@@ -215,6 +216,7 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
 # --------------------------------------------------------------------------- worker
 @click.command()
 @db_option
+@verbose_option
 @click.option("--workers", type=int, default=None, help=f"Worker processes on this machine. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option("--max-time", default=None, help="Stop after DURATION (seconds, or 30m, 2h). [default: until stopped]")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from politecrawl.config import DEFAULTS, Settings, load_settings
+from politecrawl.logs import log_every_request
 
 __all__ = ["db_option"]
 
@@ -39,4 +40,13 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+#: ``-v`` after the command too (``politecrawl crawl URL -v``), as well as before it.
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    expose_value=False,
+    callback=lambda ctx, param, value: log_every_request() if value else None,
+    help="Log every request: URL, status, and how long its host now waits and why.",
+)
 db_option = click.option("--db", default=None, help=f"Store: SQLite file or postgresql:// URL. {_d('db')}")
