@@ -58,6 +58,12 @@ def test_malformed_seed(seed, tmp_path, reliability):
     assert_clean_error(out, "seed", reliability=reliability)
 
 
+@pytest.mark.parametrize("seed", ["example.org", "www.example.org/docs/", "localhost:8000/"])
+def test_a_seed_without_its_scheme_gets_a_hint(seed, tmp_path):
+    out = run_cli("crawl", seed, "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
+    assert_clean_error(out, "seed", f"did you mean 'https://{seed}'")
+
+
 def test_malformed_seed_message_is_the_only_line(tmp_path):
     out = run_cli("crawl", "not a url", "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
     assert len(error_lines(out)) == 1, out.stderr

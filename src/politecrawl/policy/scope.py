@@ -124,7 +124,11 @@ def prepare_seeds(raw: Sequence[str]) -> list[str]:
         try:
             seeds.append(urls.normalize(s.strip()))
         except InvalidURL as exc:
-            raise InvalidURL(f"invalid seed URL {s!r}: {exc}") from None
+            hint, typed = "", s.strip()
+            if typed and "://" not in typed and "." in typed.split("/")[0] or typed.startswith("localhost"):
+                # 'example.org', 'localhost:8000/': a host typed without its scheme
+                hint = f" (a seed is a whole URL: did you mean 'https://{typed}'?)"
+            raise InvalidURL(f"invalid seed URL {s!r}: {exc}{hint}") from None
     return seeds
 
 
