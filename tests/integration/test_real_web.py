@@ -306,6 +306,22 @@ def test_crawl_continuous_keeps_revisiting_until_stopped(sandbox_factory, db_pat
     assert refused.returncode == 2 and "--recrawl-after" in refused.stderr
 
 
+def test_a_location_with_a_byte_that_is_not_utf8_is_requested_as_browsers_request_it(raw_servers, db_path):
+    """``Location: /caf\xe9`` (a Latin-1 byte): browsers ask for /caf%E9, which the server means;
+    read as text the byte was U+FFFD and the crawler asked for /caf%EF%BF%BD (a 404)."""
+
+    def redirect(conn, req):
+        if req.path == "/old":
+            conn.sendall(http_response(301, headers={"Location": "/caf\xe9-latin"}))
+        else:
+            conn.sendall(http_response(404, b"not found"))
+
+    target = page("Moved").encode()
+    srv = raw_servers("127.0.0.58", ok_robots_handler({"/caf%E9-latin": target}, redirect))
+    crawl(db_path, [srv.url("/old")], min_delay=0.05, workers=1)
+    assert [p for p in srv.paths() if p != "/robots.txt"] == ["/old", "/caf%E9-latin"]
+
+
 def test_a_link_is_requested_with_its_parameters_in_the_order_it_gave_them(raw_servers, db_path):
     # Some servers read query parameters in order: the request keeps the link's order (tracking
     # parameters dropped), while the frontier's key (the query sorted) still makes a reordered

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -327,6 +328,8 @@ class Fetcher:
                 result.loop_lag = min(self.loop_lag.since(lag_mark), result.response_seconds)
                 result.status = answered = resp.status
                 result.headers = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+                if "location" in result.headers:
+                    result.headers["location"] = _raw_bytes_escaped(result.headers["location"])
                 result.header_values = {k: resp.headers.getall(k) for k in REPEATED_HEADERS if k in resp.headers}
                 if self.recorder is not None:
                     _keep_exchange(result, resp)
@@ -422,6 +425,18 @@ class Fetcher:
         elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
             result.warc = self.recorder.record(result, kind)
         return result
+
+
+_RAW_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _raw_bytes_escaped(value: str) -> str:
+    """A header value with the bytes that were not UTF-8 percent-encoded as they came.
+
+    aiohttp decodes header bytes as UTF-8, a byte that is not UTF-8 kept as a lone surrogate; read
+    as text that is U+FFFD. A Location of ``/caf\xe9`` (Latin-1) is requested by browsers as
+    ``/caf%E9``, which is what the server means; with U+FFFD it would be another URL."""
+    return _RAW_BYTE.sub(lambda m: f"%{ord(m.group()) - 0xDC00:02X}", value)
 
 
 def _keep_exchange(result: FetchResult, resp: aiohttp.ClientResponse) -> None:
