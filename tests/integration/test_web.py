@@ -542,6 +542,37 @@ def test_serve_prints_the_url_and_stops_cleanly(tmp_path, sig):
     assert "Traceback" not in err
 
 
+def test_a_malformed_request_is_one_logged_line_not_a_traceback(tmp_path):
+    """A 20 KB request line: aiohttp answers 400 and logged its parser's traceback at ERROR, a
+    client's mistake read like the server's crash. Now one WARNING line, and the server serves on."""
+    import socket
+
+    db = _build(tmp_path)
+    code = (
+        "from politecrawl.config import Settings; from politecrawl.faces.web import serve; "
+        f"serve(Settings(db={str(db)!r}, port=0))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        timer = threading.Timer(30, proc.kill)
+        timer.start()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        timer.cancel()
+        assert m
+        with socket.create_connection(("127.0.0.1", int(m.group(1))), timeout=10) as conn:
+            conn.sendall(b"GET /search?q=" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert conn.recv(100).startswith(b"HTTP/1.0 400")
+        assert get(m.group(0).rstrip("/"), "/api/search?q=evil").json()["hits"]  # serving on
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert "Traceback" not in err, err
+    assert len([line for line in err.splitlines() if "a malformed request answered with 400" in line]) == 1, err
+
+
 # -- a real browser ----------------------------------------------------------------------
 
 

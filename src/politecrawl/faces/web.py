@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage
 
 from politecrawl.config import Settings, is_loopback_host
 from politecrawl.crawl.indexing import index_dir_for
@@ -454,6 +455,19 @@ def _display_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+class _MalformedRequestsOnOneLine(logging.Filter):
+    """aiohttp answers a malformed request (a 20 KB request line, bad bytes) with 400 and logs the
+    parser's traceback at ERROR: a client's mistake read like a crash of the server. One line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, BadHttpMessage):
+            record.msg, record.args = "a malformed request answered with 400: %s", (" ".join(str(exc).split())[:200],)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def serve(settings: Settings) -> None:
     """Serve ``create_app(settings)`` on ``settings.host:settings.port`` until Ctrl-C; prints the URL."""
     from politecrawl.store import is_postgres_url, require_postgres_driver
@@ -462,6 +476,7 @@ def serve(settings: Settings) -> None:
         require_postgres_driver()  # the status page reads the store: say now what to install, not on each request
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("aiohttp.server").addFilter(_MalformedRequestsOnOneLine())
 
     async def main() -> None:
         # Ctrl-C stops promptly: requests still being answered get 2 s (aiohttp waits 60 s).
