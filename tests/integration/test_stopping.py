@@ -205,21 +205,14 @@ def test_a_wall_clock_step_moves_neither_the_deadline_nor_a_delay(sandbox_factor
 
 #: The request open across the step: a slow page (under the crawl's timeout), and a step late
 #: enough that the first page was asked for before it, whatever the start-up took.
-SLOW_ANSWER, SLOW_STEP_AFTER, SLOW_MAX_TIME = 5.0, 3.5, 8.0
+SLOW_ANSWER = 5.0
+SLOW = {"step_after": 3.5, "max_time": 8.0, "answer_in": SLOW_ANSWER}
 
 
 def test_a_step_forward_while_a_request_is_open_opens_no_second_one(sandbox_factory, db_path, tmp_path):
     """An hour forward while the host's first page is being answered: the lease still holds (the
     crawl's clock did not step), so the host's next page waits for the answer and its delay."""
-    arrivals, step_wall, _, out = _crawl_through_a_clock_step(
-        sandbox_factory,
-        db_path,
-        tmp_path,
-        3600.0,
-        step_after=SLOW_STEP_AFTER,
-        max_time=SLOW_MAX_TIME,
-        answer_in=SLOW_ANSWER,
-    )
+    arrivals, step_wall, _, _ = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, 3600.0, **SLOW)
     assert arrivals and arrivals[0] < step_wall, (arrivals, step_wall)
     assert all(t >= arrivals[0] + SLOW_ANSWER for t in arrivals[1:]), (arrivals, step_wall)
 
@@ -247,14 +240,7 @@ def test_negative_control_a_store_on_the_wall_clock_as_read_opens_a_second_reque
     """With the store's clock the wall clock as read, the step forward makes the open request's lease
     look expired: the host's next page is asked for while the first is still being answered."""
     arrivals, step_wall, _, _ = _crawl_through_a_clock_step(
-        sandbox_factory,
-        db_path,
-        tmp_path,
-        3600.0,
-        step_after=SLOW_STEP_AFTER,
-        max_time=SLOW_MAX_TIME,
-        answer_in=SLOW_ANSWER,
-        CLOCK_STEP_STORE_WALL="1",
+        sandbox_factory, db_path, tmp_path, 3600.0, **SLOW, CLOCK_STEP_STORE_WALL="1"
     )
     assert len(arrivals) >= 2 and arrivals[0] < step_wall and arrivals[1] < arrivals[0] + SLOW_ANSWER, (
         arrivals,

@@ -513,14 +513,17 @@ def test_highlight_snippet_escapes_every_piece(snippet, highlights, expected):
 # -- serve() as the CLI will run it -------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_serve_prints_the_url_and_stops_cleanly(tmp_path, sig):
-    db = _build(tmp_path)
+def _serve_in_a_process(db: Path) -> subprocess.Popen:
     code = (
         "from politecrawl.config import Settings; from politecrawl.faces.web import serve; "
         f"serve(Settings(db={str(db)!r}, port=0))"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_prints_the_url_and_stops_cleanly(tmp_path, sig):
+    proc = _serve_in_a_process(_build(tmp_path))
     try:
         line = ""
         timer = threading.Timer(30, proc.kill)  # bound the wait for the first line
@@ -547,12 +550,7 @@ def test_a_malformed_request_is_one_logged_line_not_a_traceback(tmp_path):
     client's mistake read like the server's crash. Now one WARNING line, and the server serves on."""
     import socket
 
-    db = _build(tmp_path)
-    code = (
-        "from politecrawl.config import Settings; from politecrawl.faces.web import serve; "
-        f"serve(Settings(db={str(db)!r}, port=0))"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _serve_in_a_process(_build(tmp_path))
     try:
         timer = threading.Timer(30, proc.kill)
         timer.start()
