@@ -31,7 +31,7 @@ import webencodings
 
 __all__ = ["decode_text"]
 
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
 _META_BYTES = 4096
 _FALLBACK = webencodings.lookup("windows-1252")
@@ -48,7 +48,7 @@ def decode_text(body: bytes, header_charset: str | None, *, html: bool) -> str:
     ``<meta>`` charset, else UTF-8 or windows-1252."""
     for bom, name in _BOMS:
         if body.startswith(bom):
-            return body[len(bom) :].decode(name.removesuffix("-sig"), errors="replace")
+            return body[len(bom) :].decode(name, errors="replace")
     encoding = _lookup(header_charset)
     if encoding is None and html:
         m = _META_CHARSET.search(body[:_META_BYTES])
@@ -58,7 +58,8 @@ def decode_text(body: bytes, header_charset: str | None, *, html: bool) -> str:
         elif encoding is not None and encoding.name == "x-user-defined":
             encoding = _FALLBACK
     if encoding is not None:
-        return encoding.codec_info.decode(body, "replace")[0]
+        decoded: str = encoding.codec_info.decode(body, "replace")[0]
+        return decoded
     text = body.decode("utf-8", errors="replace")
     bad = text.count("\ufffd")
     if bad:

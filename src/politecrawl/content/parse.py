@@ -337,8 +337,8 @@ def parse_html(
         if len(links) >= max_links:
             break
         attributes = a.attributes
-        tag = a.tag
-        href = (attributes.get(_LINK_ATTRIBUTE[tag]) or "").strip(_URL_TRIM)
+        tag = a.tag or "a"
+        href = (attributes.get(_LINK_ATTRIBUTE.get(tag, "href")) or "").strip(_URL_TRIM)
         if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:", "about:")):
             continue
         rel = attributes.get("rel")
