@@ -4,8 +4,9 @@ aiohttp is the client: on asyncio it costs far less CPU per request than
 httpx (whose pure-Python httpcore dominates a profile at hundreds of
 requests per second), and it streams the decompressed body so the size cap
 also stops a gzip bomb. The codings it leaves on a body (``x-gzip``, stacked
-ones) are undone by ``net.codings``, within the cap too. The seam stays injectable: ``Fetcher`` takes an
-``aiohttp.ClientSession`` (tests may pass one with their own connector).
+ones) are undone by ``net.codings``, within the cap too. The seam stays
+injectable: ``Fetcher`` takes an ``aiohttp.ClientSession`` (tests may pass one
+with their own connector).
 
 Redirects are NOT followed here: a 3xx is an answer like any other. The
 crawler queues the target as a new URL so that it passes robots.txt and the
