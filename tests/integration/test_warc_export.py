@@ -244,6 +244,33 @@ def test_export_has_one_line_per_stored_page(sandbox_factory, tmp_path):
     assert missing.returncode == 2 and "no store" in missing.stderr
 
 
+def test_export_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(sandbox_factory, tmp_path):
+    """``-o /dev/null`` (or a FIFO, /dev/stdout) is written as it is: written to a temporary file and
+    renamed over, a root user's /dev/null became a regular file, for every program on the machine.
+    A FIFO stands in for the device here (the test must not risk the machine's /dev/null)."""
+    import os
+    import stat
+    import threading
+
+    host = site("127.0.0.4")
+    sandbox_factory([host])
+    db = str(tmp_path / "crawl.db")
+    archived_crawl(db, [host.url("/")], str(tmp_path / "warc"))
+    fifo = tmp_path / "pages.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    out = run_cli("export", "--db", db, "--format", "jsonl", "-o", str(fifo), timeout=60)
+    if reader.is_alive():  # the export wrote elsewhere: open the FIFO's other end to free the reader
+        with open(fifo, "wb"):
+            pass
+    reader.join(10)
+    assert out.returncode == 0, out.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert got and [json.loads(line)["url"] for line in got[0].splitlines()], got
+
+
 def test_export_streams_in_bounded_batches(tmp_path):
     """Keyset pagination: each read is one batch, whatever the store holds."""
     from politecrawl.faces.export import iter_pages

@@ -4,6 +4,8 @@ store (only ``check --repair`` changes it)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +206,13 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
     sys.exit(1 if report.violations else 0)
 
 
+def _regular_file_or_new(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+
+
 # --------------------------------------------------------------------------- export
 @click.command()
 @db_option
@@ -232,9 +241,15 @@ def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, 
 
     settings = _settings(ctx, **flags)
     after = parse_since(since)
-    if output:
-        import os
-
+    if output and not _regular_file_or_new(output):
+        # A device, a FIFO, /dev/stdout: written as it is. Written to a temporary file and renamed
+        # over (below), /dev/null itself would be replaced by a regular file, for every program.
+        try:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                report = export_pages(settings.db, fh, fmt=fmt, since=after)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+    elif output:
         tmp = f"{output}.part"
         try:
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
