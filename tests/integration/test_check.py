@@ -36,3 +36,17 @@ def test_check_finds_and_repairs(sandbox_factory, db_path):
     crawl(db_path, [])
     assert [r.path for r in sb.requests(host)] == ["/a"]
     assert run_cli("check", "--db", db_path).returncode == 0
+
+
+def test_check_passes_after_a_crawl_on_the_defaults_with_a_sitemap_and_without(sandbox_factory, db_path):
+    """On the defaults a crawl asks for /sitemap.xml (a 404 here, a sitemap there): its URL is done
+    with no page row, as it should be. ``check`` once called that a lost page, and ``--repair``
+    queued the sitemap to be fetched again."""
+    sitemap = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{}</loc></url></urlset>'
+    with_map = SandboxHost("127.0.0.3", pages={"/": page("Home", ["/a"]), "/a": page("Alpha"), "/b": page("Beta")})
+    without = SandboxHost("127.0.0.4", pages={"/": page("Other")})
+    sandbox_factory([with_map, without])
+    with_map.pages["/sitemap.xml"] = sitemap.format(with_map.url("/b"))
+    crawl(db_path, [with_map.url("/"), without.url("/")], guess_sitemap=True)
+    out = run_cli("check", "--db", db_path, "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["ok"], out.stdout

@@ -28,6 +28,7 @@ __all__ = [
     "LEASED",
     "DONE",
     "PENDING_STATES",
+    "PAGE_KIND",
     "ROBOTS_KIND",
     "WAIT_CRAWL_DELAY",
     "WAIT_LOW_YIELD",
@@ -65,6 +66,7 @@ DONE = sql_literal(URLState.DONE)
 #: The states a host's ``pending`` count counts (a URL not finished yet).
 PENDING_STATES = f"({QUEUED}, {LEASED})"
 ROBOTS_KIND = sql_literal(URLKind.ROBOTS)
+PAGE_KIND = sql_literal(URLKind.PAGE)
 WAIT_CRAWL_DELAY = sql_literal(WaitReason.CRAWL_DELAY)
 WAIT_LOW_YIELD = sql_literal(WaitReason.LOW_YIELD)
 WAIT_PARKED = sql_literal(WaitReason.PARKED)

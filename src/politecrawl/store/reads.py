@@ -16,7 +16,7 @@ from .api import (
     IndexerPage,
     RobotsVersion,
 )
-from .common import DONE, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
+from .common import DONE, PAGE_KIND, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
 from .loop_lag import LOOP_LAG_META, latest_loop_lag
 
 __all__ = [
@@ -148,7 +148,9 @@ def check_consistency(conn, *, repair: bool, ph: str) -> list[str]:
         if repair:
             conn.execute("DELETE FROM pages WHERE url_id NOT IN (SELECT id FROM frontier)")
     lost = conn.execute(
-        f"SELECT id, host FROM frontier WHERE state = {DONE} AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
+        # Only a page keeps a page row: a sitemap's or a robots.txt hop's answer is read, not stored.
+        f"SELECT id, host FROM frontier WHERE state = {DONE} AND kind = {PAGE_KIND}"
+        " AND id NOT IN (SELECT url_id FROM pages) ORDER BY id"
     ).fetchall()
     if lost:
         problems.append(f"{len(lost)} fetched URLs whose page is missing")
