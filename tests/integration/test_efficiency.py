@@ -416,3 +416,35 @@ def test_session_token_in_the_path_costs_no_duplicate_fetch(sandbox_factory, db_
     articles = [p.rsplit("/a/", 1)[1] for p in paths if "/a/" in p]
     assert sorted(articles) == [str(n) for n in range(10)], paths  # each article once
     assert len(paths) <= 12, paths  # the home page once or twice, nothing else
+
+
+def test_pages_crawled_without_revisits_are_revisited_once_a_crawl_asks_for_them(sandbox_factory, db_path):
+    """A crawl without --recrawl-after, then one with it (what the README says to do): every page
+    is due recrawl_after after its fetch. They had no revisit time, and were never asked for again."""
+    pages = {"/": page("Home", "welcome", ["/a", "/b"]), "/a": page("A", "alpha"), "/b": page("B", "beta")}
+    host = SandboxHost("127.0.0.5", pages=pages)
+    sb = sandbox_factory([host])
+    crawl(db_path, [host.url("/")])
+    time.sleep(1.2)
+    sb.log.clear()
+    crawl(db_path, [], recrawl_after=1, recrawl_min=1)
+    assert sorted(r.path for r in sb.requests(host) if r.path != "/robots.txt") == ["/", "/a", "/b"]
+
+
+def test_a_dead_link_is_revisited_less_and_less_often(sandbox_factory, db_path):
+    """A 404 is asked for at twice the interval each time, like a page that did not change; a 410
+    ("gone", likely for good) at the longest interval. They were asked for at the base interval for
+    ever: a request a day, per dead link, with --recrawl-after 1d."""
+    pages = {"/": page("Home", "welcome", ["/missing", "/gone"]), "/gone": Reply(status=410, body="gone")}
+    host = SandboxHost("127.0.0.6", pages=pages)
+    sb = sandbox_factory([host])
+    flags = {"recrawl_after": 1, "recrawl_min": 1, "recrawl_max": 3600}
+    crawl(db_path, [host.url("/")], **flags)
+    time.sleep(1.2)
+    crawl(db_path, [], **flags)
+    fetched = sorted(r.path for r in sb.requests(host) if r.path != "/robots.txt")
+    assert fetched == ["/", "/", "/gone", "/missing", "/missing"]  # /gone not again within the hour
+    db = sqlite3.connect(db_path)
+    interval = dict(db.execute("SELECT url, revisit_interval FROM frontier"))
+    assert interval[host.url("/missing")] == 2.0  # a revisit that found nothing new: doubled
+    assert interval[host.url("/gone")] == 3600.0  # the longest, from its first answer

@@ -767,6 +767,19 @@ def test_requeue_due_brings_recrawl_urls_back_with_their_interval_and_fingerprin
     assert host_row(store, A).pending == 0
 
 
+def test_requeue_due_with_recrawl_after_schedules_pages_fetched_without_revisits(store):
+    """Pages fetched while revisits were off (no next_fetch_at) are due recrawl_after after their
+    fetch once a crawl asks for revisits; other URLs (a sitemap's) are not scheduled."""
+    _claims(store, 2)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T + 1, title="no recrawl"), T)  # next_fetch_at NULL
+    assert store.requeue_due(T + 1000) == 0  # without recrawl_after: never due
+    assert store.requeue_due(T + 49, recrawl_after=50) == 0  # scheduled at T + 50 (its fetch + 50)
+    assert store.url_states()[c.url][0] == "done"
+    assert store.requeue_due(T + 50) == 1
+    assert store.url_states()[c.url][0] == "queued"
+
+
 def test_rejected_links_are_counted_per_host_and_reason_in_status(store):
     store.seed_urls([url(A, "/0"), url(A, "/1"), url(B, "/0")], T)
     assert store.status(T).links_not_queued == {}

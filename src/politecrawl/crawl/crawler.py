@@ -235,7 +235,9 @@ class Crawler:
             # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
             requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
             store.seed_urls([NewURL(u, host_key(u), 0, 0, request_url=requests.get(u)) for u in scope.seeds], now)
-            store.requeue_due(now)  # recrawl: pages whose revisit time has come
+            # Recrawl: pages whose revisit time has come, and (once, at the start: it reads every
+            # fetched URL) pages fetched while revisits were off, due recrawl_after after their fetch.
+            store.requeue_due(now, s.recrawl_after)
             before = store.status(now).requests
             # --max-time counts from the command's start (seeds, store, setup included): the time a
             # user gave the crawl is the time it takes.

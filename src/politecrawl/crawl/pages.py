@@ -382,10 +382,14 @@ class PageHandler:
         page = outcome.page
         if s.recrawl_after is None or page is None:
             return
-        if claim.fingerprint is None and claim.etag is None and claim.last_modified is None:
-            changed = None  # first visit
+        if claim.revisit_interval is None:
+            changed = None  # first visit (or the first since revisits were asked for)
+        elif not 200 <= page.status < 300:
+            # A 304, or an error answer: nothing new to read. A dead link (404, 410) is asked for
+            # less and less often, not at the base interval for ever.
+            changed = False
         else:
-            changed = page.status != 304 and page.fingerprint != claim.fingerprint
+            changed = page.fingerprint != claim.fingerprint
         interval = next_revisit(
             claim.revisit_interval,
             changed,
@@ -393,6 +397,8 @@ class PageHandler:
             min_interval=min(s.recrawl_min, s.recrawl_after),
             max_interval=s.recrawl_max,
         )
+        if page.status == 410:  # "gone", and likely for good (RFC 9110 §15.5.11): the longest wait
+            interval = s.recrawl_max
         outcome.changed = bool(changed)
         outcome.revisit_interval = interval
         outcome.next_fetch_at = page.fetched_at + interval

@@ -29,6 +29,7 @@ __all__ = [
     "DONE",
     "PENDING_STATES",
     "PAGE_KIND",
+    "schedule_unscheduled_sql",
     "ROBOTS_KIND",
     "WAIT_CRAWL_DELAY",
     "WAIT_LOW_YIELD",
@@ -185,3 +186,13 @@ def yield_threshold(check: YieldCheck) -> float:
     """What the decayed page count reaches after ``check.min_pages`` pages (a geometric series):
     below it a host has too few recent pages to be judged on its duplicates."""
     return (1 - YIELD_DECAY**check.min_pages) / (1 - YIELD_DECAY) * 0.999
+
+
+def schedule_unscheduled_sql(d: Dialect) -> str:
+    """Pages fetched while revisits were off have no ``next_fetch_at``: once a crawl asks for
+    revisits (``requeue_due``'s ``recrawl_after``), each is due ``recrawl_after`` after its fetch,
+    as if revisits had been on then. (Never NULL again, so each page is scheduled once this way.)"""
+    return (
+        f"UPDATE frontier SET next_fetch_at = finished_at + {d.ph} WHERE state = {DONE} AND kind = {PAGE_KIND}"
+        " AND next_fetch_at IS NULL AND finished_at IS NOT NULL"
+    )

@@ -41,7 +41,15 @@ from .api import (
     RobotsVersion,
     URLEvidence,
 )
-from .common import DONE, LEASED, QUEUED, affinity_params, save_patterns_sql, wake_time_sql
+from .common import (
+    DONE,
+    LEASED,
+    QUEUED,
+    affinity_params,
+    save_patterns_sql,
+    schedule_unscheduled_sql,
+    wake_time_sql,
+)
 from .page_writes import MARK_INDEXED_UPSERT
 from .postgres_claims import PostgresClaims
 from .postgres_connection import SCHEMA_VERSION, the_row
@@ -71,6 +79,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False) -> None:
         super().__init__(url, create=create, read_only=read_only)
         self._wake_time = wake_time_sql(self._dialect)
+        self._schedule_unscheduled = schedule_unscheduled_sql(self._dialect)
         self._save_patterns = save_patterns_sql(self._dialect)
         self._prepare_claims()
 
@@ -119,10 +128,13 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             return None
         return max(now, earliest)
 
-    def requeue_due(self, now: float) -> int:
-        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
+    def requeue_due(self, now: float, recrawl_after: float | None = None) -> int:
+        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue; with
+        ``recrawl_after``, pages fetched while revisits were off are scheduled first."""
 
         def tx(conn: psycopg.Connection) -> int:
+            if recrawl_after is not None:
+                conn.execute(self._schedule_unscheduled, (recrawl_after,))
             hosts = [
                 r[0]
                 for r in conn.execute(

@@ -47,6 +47,7 @@ from .common import (
     YIELD_DECAY,
     affinity_params,
     save_patterns_sql,
+    schedule_unscheduled_sql,
     wake_time_sql,
     yield_threshold,
 )
@@ -74,6 +75,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
 _WAKE_TIME = wake_time_sql(DIALECT)
+_SCHEDULE_UNSCHEDULED = schedule_unscheduled_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
 SCHEMA_VERSION = 8
@@ -401,9 +403,12 @@ class SQLiteStore(WalUpkeep):
             return None
         return max(now, earliest)
 
-    def requeue_due(self, now: float) -> int:
-        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue."""
+    def requeue_due(self, now: float, recrawl_after: float | None = None) -> int:
+        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue; with
+        ``recrawl_after``, pages fetched while revisits were off are scheduled first."""
         with self._write() as db:
+            if recrawl_after is not None:
+                db.execute(_SCHEDULE_UNSCHEDULED, (recrawl_after,))
             rows = db.execute(
                 f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE state = {DONE}"
                 " AND next_fetch_at IS NOT NULL AND next_fetch_at <= ? RETURNING host",
