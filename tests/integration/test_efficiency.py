@@ -448,3 +448,21 @@ def test_a_dead_link_is_revisited_less_and_less_often(sandbox_factory, db_path):
     interval = dict(db.execute("SELECT url, revisit_interval FROM frontier"))
     assert interval[host.url("/missing")] == 2.0  # a revisit that found nothing new: doubled
     assert interval[host.url("/gone")] == 3600.0  # the longest, from its first answer
+
+
+def test_an_index_left_by_an_earlier_store_is_rebuilt_not_searched(sandbox_factory, tmp_path):
+    """``rm politecrawl.db`` leaves ``politecrawl.db.index`` behind: the next crawl's index is this
+    store's alone. Kept, a search found the old crawl's pages, which this store never fetched."""
+    old = SandboxHost("127.0.0.7", pages={"/": page("Old", "wombat")})
+    new = SandboxHost("127.0.0.8", pages={"/": page("New", "numbat")})
+    sandbox_factory([old, new])
+    db = tmp_path / "crawl.db"
+    crawl(str(db), [old.url("/")])
+    assert [h.url for h in Searcher(str(db) + ".index").search("wombat")] == [old.url("/")]
+    for leftover in tmp_path.glob("crawl.db*"):
+        if leftover.is_file():
+            leftover.unlink()  # the store goes; its index folder stays
+    crawl(str(db), [new.url("/")])
+    searcher = Searcher(str(db) + ".index")
+    assert searcher.search("wombat") == []
+    assert [h.url for h in searcher.search("numbat")] == [new.url("/")]

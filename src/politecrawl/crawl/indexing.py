@@ -194,7 +194,14 @@ def _update(
     # The store remembers how far the index got; a folder with no index yet (a new --index-dir,
     # a deleted one) starts from the beginning instead.
     fresh = _index_op(index_dir, read_current_pointer, index_dir) is None
-    seq = 0 if fresh else int(store.get_meta("indexed_seq") or 0)
+    indexed_seq = store.get_meta("indexed_seq")
+    if not fresh and indexed_seq is None:
+        # An index, but a store that never fed one: the folder is another store's (a store made
+        # anew beside the old one's index). Kept, its pages would be found by searches of this one.
+        log.warning("the index in %s was not built from this store: rebuilding it from the store", index_dir)
+        _index_op(index_dir, discard_index, index_dir)
+        fresh = True
+    seq = 0 if fresh else int(indexed_seq or 0)
     # Anchor rows up to this mark are in the index once this update ends: pages indexed below read
     # their anchors after it was taken, and the loop at the end re-indexes the older pages they name.
     anchors_upto = store.anchor_mark()
