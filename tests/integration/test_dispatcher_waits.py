@@ -29,7 +29,8 @@ SLOW = 1.0
 
 
 class CountingStore:
-    """The real store, counting the dispatcher's wake-up queries (one per round that claimed nothing)."""
+    """The real store, counting the dispatcher's wake-up queries (one per round that took fewer hosts
+    than it asked for)."""
 
     def __init__(self, store) -> None:
         self._store, self.rounds, self.at = store, 0, []

@@ -466,3 +466,26 @@ def test_an_index_left_by_an_earlier_store_is_rebuilt_not_searched(sandbox_facto
     searcher = Searcher(str(db) + ".index")
     assert searcher.search("wombat") == []
     assert [h.url for h in searcher.search("numbat")] == [new.url("/")]
+
+
+def test_a_page_robots_txt_disallows_later_leaves_the_index(sandbox_factory, db_path):
+    """A revisit finds the page disallowed now: it is not asked for, and it leaves the search (the
+    site owner wants it out). It stayed searchable, and exported, for ever."""
+    rules = {"robots": "User-agent: *\nAllow: /\n"}
+    pages = {"/": page("Home", "welcome", ["/p2"]), "/p2": page("Two", "quokka")}
+
+    def robots(path: str) -> Reply | None:
+        return Reply(body=rules["robots"], content_type="text/plain") if path == "/robots.txt" else None
+
+    host = SandboxHost("127.0.0.9", pages=pages, handler=robots)
+    sb = sandbox_factory([host])
+    flags = {"recrawl_after": 1, "recrawl_min": 1, "robots_ttl": 1}
+    crawl(db_path, [host.url("/")], **flags)
+    assert [h.url for h in Searcher(db_path + ".index").search("quokka")] == [host.url("/p2")]
+    rules["robots"] = "User-agent: *\nDisallow: /p2\n"
+    time.sleep(1.2)
+    sb.log.clear()
+    crawl(db_path, [], **flags)
+    assert "/p2" not in [r.path for r in sb.requests(host)]
+    assert Searcher(db_path + ".index").search("quokka") == []
+    assert states(db_path)[host.url("/p2")][0] == "disallowed"

@@ -780,6 +780,22 @@ def test_requeue_due_with_recrawl_after_schedules_pages_fetched_without_revisits
     assert store.url_states()[c.url][0] == "queued"
 
 
+def test_a_withdrawn_page_is_noindex_with_a_new_seq_once(store, store_factory):
+    """robots.txt now disallows a stored page: it leaves the index (the indexer reads it again by its
+    new seq and drops it), once."""
+    _claims(store, 2)
+    c = store.claim("w1", T, LEASE)
+    store.release(c, page_outcome(c, T, next_at=T + 1, title="kept"), T)
+    other = store.claim("w1", T + 1, LEASE)
+    store.release(other, page_outcome(other, T + 1, next_at=T + 2, title="later"), T + 1)
+    before = store_factory.peek("SELECT MAX(seq) FROM pages")[0][0]
+    assert store.withdraw_page(int(c.url_id)) is True
+    assert store.withdraw_page(int(c.url_id)) is False  # already out
+    assert store.withdraw_page(10**9) is False  # no such page
+    [(noindex, seq)] = store_factory.peek(f"SELECT noindex, seq FROM pages WHERE url_id = {int(c.url_id)}")
+    assert noindex == 1 and seq > before
+
+
 def test_rejected_links_are_counted_per_host_and_reason_in_status(store):
     store.seed_urls([url(A, "/0"), url(A, "/1"), url(B, "/0")], T)
     assert store.status(T).links_not_queued == {}

@@ -111,6 +111,11 @@ class PageHandler:
         fetch_url = claim.fetch_url
         assert fetch_url is not None
         if not self._rules_for(claim).is_allowed(self.agent, fetch_url):
+            if claim.fingerprint is not None and claim.url_id is not None:
+                # A revisit of a stored page that robots.txt now disallows: the site owner wants it
+                # out of the search too. Withdrawn before the release: a crash between the two only
+                # means the URL is claimed, disallowed and withdrawn (a no-op) again.
+                await self._call(self.store.withdraw_page, claim.url_id)
             return Outcome(url_state="disallowed", url_outcome=URLOutcome("disallowed by robots.txt"))
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:

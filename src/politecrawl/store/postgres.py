@@ -350,6 +350,19 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             return 0  # the common case: no write, no pages lock
         return self._idempotent(tx, "expire unavailable pages")  # guarded by noindex = 0
 
+    def withdraw_page(self, url_id: int) -> bool:
+        """The stored page of ``url_id`` leaves the index (noindex, and a new seq the indexer reads)."""
+
+        def tx(conn: psycopg.Connection) -> bool:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))  # seq in commit order
+            cur = conn.execute(
+                "UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE url_id = %s AND noindex = 0",
+                (url_id,),
+            )
+            return cur.rowcount == 1
+
+        return self._idempotent(tx, "withdraw a page")  # guarded by noindex = 0
+
     def get_meta(self, key: str) -> str | None:
         row = self._read(
             lambda conn: conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone(), "read meta"

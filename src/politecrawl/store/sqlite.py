@@ -560,6 +560,15 @@ class SQLiteStore(WalUpkeep):
             ).fetchall()
         return len(rows)
 
+    def withdraw_page(self, url_id: int) -> bool:
+        """The stored page of ``url_id`` leaves the index (noindex, and a new seq the indexer reads)."""
+        with self._write() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
+            cur = db.execute(
+                "UPDATE pages SET noindex = 1, seq = ? WHERE url_id = ? AND noindex = 0", (seq + 1, url_id)
+            )
+            return cur.rowcount == 1
+
     def get_meta(self, key: str) -> str | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
