@@ -14,7 +14,7 @@ import pytest
 from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
-from conftest import crawl, start_cli
+from conftest import crawl, run_cli, start_cli
 
 SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop may take
 
@@ -73,6 +73,26 @@ def test_max_time_ends_the_crawl_within_five_seconds_of_its_deadline(sandbox_fac
         store.close()
     assert states[slow.url("/")][0] == "queued"  # cut short, queued again: not lost, not leased
     assert slow_host.next_allowed_at >= sb.arrivals(slow, "/")[0] + 0.5  # and its host waits its delay
+
+
+def test_a_request_the_stop_cuts_short_is_in_the_fetch_log(sandbox_factory, db_path, tmp_path):
+    """The server saw the request a stop cut short: the fetch log (the audit's evidence) has it too,
+    as stopped. It had no row, and the audit counted one request fewer than the server saw."""
+    slow = SandboxHost("127.0.0.95", pages={"/": Reply(body="<html><title>slow</title></html>", delay=SLOW)})
+    sb = sandbox_factory([slow])
+    proc = start_cli("crawl", slow.url("/"), "--db", db_path, "--max-time", "4", cwd=str(tmp_path))
+    out, err = _finish(proc, 60)
+    assert proc.returncode == 0 and "crawl max-time" in out + err, err[-2000:]
+    assert sb.arrivals(slow, "/") and not sb.requests(slow, "/")  # still being answered at the stop
+    store = open_store(db_path)
+    try:
+        rows = [e for e in store.fetch_log() if e.url == slow.url("/")]
+    finally:
+        store.close()
+    assert [(r.status, r.error) for r in rows] == [(None, "stopped")], rows
+    assert abs(rows[0].started_at - sb.arrivals(slow, "/")[0]) < 1.0
+    audit = run_cli("audit", "--db", db_path)
+    assert "2 requests" in audit.stdout, audit.stdout  # robots.txt and the page: what the server saw
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
@@ -206,13 +226,13 @@ def test_a_wall_clock_step_moves_neither_the_deadline_nor_a_delay(sandbox_factor
 #: The request open across the step: a slow page (under the crawl's timeout), and a step late
 #: enough that the first page was asked for before it, whatever the start-up took.
 SLOW_ANSWER = 5.0
-SLOW = {"step_after": 3.5, "max_time": 8.0, "answer_in": SLOW_ANSWER}
+SLOW_STEP = {"step_after": 3.5, "max_time": 8.0, "answer_in": SLOW_ANSWER}
 
 
 def test_a_step_forward_while_a_request_is_open_opens_no_second_one(sandbox_factory, db_path, tmp_path):
     """An hour forward while the host's first page is being answered: the lease still holds (the
     crawl's clock did not step), so the host's next page waits for the answer and its delay."""
-    arrivals, step_wall, _, _ = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, 3600.0, **SLOW)
+    arrivals, step_wall, _, _ = _crawl_through_a_clock_step(sandbox_factory, db_path, tmp_path, 3600.0, **SLOW_STEP)
     assert arrivals and arrivals[0] < step_wall, (arrivals, step_wall)
     assert all(t >= arrivals[0] + SLOW_ANSWER for t in arrivals[1:]), (arrivals, step_wall)
 
@@ -240,7 +260,7 @@ def test_negative_control_a_store_on_the_wall_clock_as_read_opens_a_second_reque
     """With the store's clock the wall clock as read, the step forward makes the open request's lease
     look expired: the host's next page is asked for while the first is still being answered."""
     arrivals, step_wall, _, _ = _crawl_through_a_clock_step(
-        sandbox_factory, db_path, tmp_path, 3600.0, **SLOW, CLOCK_STEP_STORE_WALL="1"
+        sandbox_factory, db_path, tmp_path, 3600.0, **SLOW_STEP, CLOCK_STEP_STORE_WALL="1"
     )
     assert len(arrivals) >= 2 and arrivals[0] < step_wall and arrivals[1] < arrivals[0] + SLOW_ANSWER, (
         arrivals,

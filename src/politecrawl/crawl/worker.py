@@ -409,12 +409,14 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
             # the host, which is owed its delay from now; the URL goes back to the queue.
             wait = max(self._policy(claim.host).min_delay, claim.delay)
+            now = self.now()
             stopped = Outcome(
-                next_allowed_at=self.now() + wait,
+                next_allowed_at=now + wait,
                 delay=wait,
                 wait_reason="stopped",
                 url_state="queued" if claim.url_id is not None else None,
                 url_outcome=URLOutcome("stopped before the answer"),
+                fetch=self._cut_short_entry(claim, now, wait),
             )
             await self._call(self.store.release, claim, stopped, self.now())
             raise
@@ -503,6 +505,17 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             if row_host == name and host_budget is not None:
                 budget = host_budget if budget is None else min(budget, host_budget)
         return budget
+
+    def _cut_short_entry(self, claim: Claim, now: float, delay: float) -> FetchLogEntry | None:
+        """The log row of a request a stop cut short, if it was sent: the server saw it, so the
+        fetch log (the audit's evidence) has it too."""
+        for url, kind in ((claim.fetch_url, claim.url_kind), (claim.robots_url, URLKind.ROBOTS)):
+            started = self.fetcher.cut_short.pop(url, None) if url else None
+            if url and started is not None:
+                return FetchLogEntry(
+                    url=url, kind=kind, started_at=started, ended_at=now, status=None, error="stopped", delay=delay
+                )
+        return None
 
     def _log_entry(self, result: FetchResult, kind: URLKind, decision, retry_after: float | None) -> FetchLogEntry:
         return FetchLogEntry(

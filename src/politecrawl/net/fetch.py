@@ -229,6 +229,9 @@ class Fetcher:
         #: The most bodies past SMALL_BODY read at once so far (what the permits bound; tests read it).
         self.large_bodies_peak = 0
         self._large_open = 0
+        #: URL -> when its request started, for requests a stop cut short (the task was cancelled):
+        #: the caller takes its entry (``cut_short.pop``) to log the request the server saw.
+        self.cut_short: dict[str, float] = {}
         self.timeout = aiohttp.ClientTimeout(
             total=total_timeout, connect=connect_timeout, sock_connect=connect_timeout, sock_read=read_timeout
         )
@@ -377,6 +380,9 @@ class Fetcher:
                         # Inflating up to the cap takes milliseconds: off the event loop.
                         result.body, cut = await asyncio.to_thread(decode, result.body, left, cap)
                         result.truncated |= cut
+        except asyncio.CancelledError:
+            self.cut_short[url] = started
+            raise
         except UndecodableBody as exc:
             # Read as text it would be noise: a robots.txt's rules lost, binary junk indexed.
             result.error = f"undecodable body: {exc}"[:200]
