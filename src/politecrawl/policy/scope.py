@@ -125,7 +125,8 @@ def prepare_seeds(raw: Sequence[str]) -> list[str]:
             seeds.append(urls.normalize(s.strip()))
         except InvalidURL as exc:
             hint, typed = "", s.strip()
-            if typed and "://" not in typed and "." in typed.split("/")[0] or typed.startswith("localhost"):
+            host_like = "." in typed.split("/")[0] or typed.startswith("localhost")
+            if typed and "://" not in typed and host_like:
                 # 'example.org', 'localhost:8000/': a host typed without its scheme
                 hint = f" (a seed is a whole URL: did you mean 'https://{typed}'?)"
             raise InvalidURL(f"invalid seed URL {s!r}: {exc}{hint}") from None
