@@ -39,7 +39,6 @@ from .api import (
 from .claims import claim_from_host_row, finish_claim
 from .clock import process_anchor
 from .common import (
-    DONE,
     LEASED,
     PENDING_STATES,
     QUEUED,
@@ -47,7 +46,6 @@ from .common import (
     YIELD_DECAY,
     affinity_params,
     save_patterns_sql,
-    schedule_unscheduled_sql,
     wake_time_sql,
     yield_threshold,
 )
@@ -70,12 +68,12 @@ from .release import host_release_sets, insert_fetch_log, insert_robots_versions
 from .sqlite_checkpoints import WalUpkeep
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
 from .sqlite_connection import DIALECT, begin_immediate, connect, tune
+from .sqlite_revisits import Revisits
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
 _WAKE_TIME = wake_time_sql(DIALECT)
-_SCHEDULE_UNSCHEDULED = schedule_unscheduled_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
 SCHEMA_VERSION = 8
@@ -103,7 +101,7 @@ _INSERT_URL = (
 )
 
 
-class SQLiteStore(WalUpkeep):
+class SQLiteStore(Revisits, WalUpkeep):
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
     #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
@@ -403,24 +401,6 @@ class SQLiteStore(WalUpkeep):
             return None
         return max(now, earliest)
 
-    def requeue_due(self, now: float, recrawl_after: float | None = None) -> int:
-        """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue; with
-        ``recrawl_after``, pages fetched while revisits were off are scheduled first."""
-        with self._write() as db:
-            if recrawl_after is not None:
-                db.execute(_SCHEDULE_UNSCHEDULED, (recrawl_after,))
-            rows = db.execute(
-                f"UPDATE frontier SET state = {QUEUED}, attempts = 0 WHERE state = {DONE}"
-                " AND next_fetch_at IS NOT NULL AND next_fetch_at <= ? RETURNING host",
-                (now,),
-            ).fetchall()
-            counts: dict[str, int] = {}
-            for (host,) in rows:
-                counts[host] = counts.get(host, 0) + 1
-            for host, n in counts.items():
-                db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
-        return len(rows)
-
     def url_evidence(self, url: str, host: str) -> URLEvidence:
         """What the store knows about one URL (``politecrawl why``)."""
         from .evidence import url_evidence
@@ -548,26 +528,6 @@ class SQLiteStore(WalUpkeep):
                 [(i, now, int(n)) for i, n in zip(url_ids, counts, strict=True)],
             )
             db.executemany("UPDATE pages SET text = NULL WHERE url_id = ? AND noarchive = 1", [(i,) for i in url_ids])
-
-    def expire_unavailable(self, now: float) -> int:
-        """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
-        with self._write() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
-            rows = db.execute(
-                "UPDATE pages SET noindex = 1, seq = ? + url_id WHERE unavailable_after IS NOT NULL"
-                " AND unavailable_after <= ? AND noindex = 0 RETURNING url_id",
-                (seq, now),
-            ).fetchall()
-        return len(rows)
-
-    def withdraw_page(self, url_id: int) -> bool:
-        """The stored page of ``url_id`` leaves the index (noindex, and a new seq the indexer reads)."""
-        with self._write() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
-            cur = db.execute(
-                "UPDATE pages SET noindex = 1, seq = ? WHERE url_id = ? AND noindex = 0", (seq + 1, url_id)
-            )
-            return cur.rowcount == 1
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:
