@@ -29,3 +29,13 @@ from politecrawl.content.sniff import binary_kind
 )
 def test_binary_kind(body, kind):
     assert binary_kind(body) == kind
+
+
+def test_a_page_labelled_html_is_binary_only_by_a_signature_or_many_binary_bytes():
+    """WHATWG does not sniff a body labelled text/html, and browsers show a page with a stray NUL:
+    such a page stays text; an image or archive labelled HTML is still told apart."""
+    stray = b"<html><title>a\x00b</title><body>" + b"text " * 50 + b"</body></html>"
+    assert binary_kind(stray) == "binary data"  # unlabelled: WHATWG's rule
+    assert binary_kind(stray, labelled_text=True) is None
+    assert binary_kind(b"\x89PNG\r\n\x1a\n" + bytes(100), labelled_text=True) == "a PNG image"
+    assert binary_kind(bytes(range(256)) * 4, labelled_text=True) == "binary data"

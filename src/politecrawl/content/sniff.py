@@ -32,12 +32,18 @@ _SIGNATURES = (
 _BINARY_BYTE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 
 
-def binary_kind(body: bytes) -> str | None:
-    """What binary data ``body`` is ("a PNG image", "gzip data", "binary data"), or None for text."""
+def binary_kind(body: bytes, *, labelled_text: bool = False) -> str | None:
+    """What binary data ``body`` is ("a PNG image", "gzip data", "binary data"), or None for text.
+
+    ``labelled_text``: the server said it is HTML. WHATWG does not sniff such a body at all, and a
+    browser shows a page with a stray NUL byte; so then only a format's signature, or binary bytes
+    in one byte of 16 of the header (an image or an archive, mislabelled), make it binary."""
     head = body[:_HEADER]
     if head.startswith(_BOMS):
         return None  # UTF-16 has NUL bytes, and is text
     for signature, kind in _SIGNATURES:
         if head.startswith(signature):
             return kind
+    if labelled_text:
+        return "binary data" if 16 * len(_BINARY_BYTE.findall(head)) >= len(head) > 0 else None
     return "binary data" if _BINARY_BYTE.search(head) else None

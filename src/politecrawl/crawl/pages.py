@@ -252,7 +252,7 @@ class PageHandler:
         elif result.content_type and result.content_type not in HTML_TYPES:
             outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({result.content_type})")
             return base
-        elif (kind := binary_kind(result.body)) is not None:
+        elif (kind := binary_kind(result.body, labelled_text=bool(result.content_type))) is not None:
             # An image with no type or labelled HTML, a page gzipped with no Content-Encoding:
             # parsed, it would put noise into the index.
             outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({kind})")
