@@ -418,7 +418,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 url_outcome=URLOutcome("stopped before the answer"),
                 fetch=self._cut_short_entry(claim, now, wait),
             )
-            await self._call(self.store.release, claim, stopped, self.now())
+            await self._call(self.store.release, claim, stopped, now)
             raise
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)

@@ -476,7 +476,9 @@ def serve(settings: Settings) -> None:
         require_postgres_driver()  # the status page reads the store: say now what to install, not on each request
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("aiohttp.server").addFilter(_MalformedRequestsOnOneLine())
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _MalformedRequestsOnOneLine) for f in server_log.filters):  # once a process
+        server_log.addFilter(_MalformedRequestsOnOneLine())
 
     async def main() -> None:
         # Ctrl-C stops promptly: requests still being answered get 2 s (aiohttp waits 60 s).

@@ -328,15 +328,6 @@ class PostgresStore(PostgresClaims, PostgresRelease):
     def expire_unavailable(self, now: float) -> int:
         """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
 
-        def tx(conn: psycopg.Connection) -> int:
-            # A new seq each, in commit order: the pages lock, as in _record_page.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))
-            return conn.execute(
-                "UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE unavailable_after IS NOT NULL"
-                " AND unavailable_after <= %s AND noindex = 0",
-                (now,),
-            ).rowcount
-
         if not self._read(
             lambda conn: the_row(
                 conn.execute(
@@ -348,20 +339,23 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             "look for expired pages",
         ):
             return 0  # the common case: no write, no pages lock
-        return self._idempotent(tx, "expire unavailable pages")  # guarded by noindex = 0
+        return self._out_of_the_index("unavailable_after IS NOT NULL AND unavailable_after <= %s", (now,))
 
     def withdraw_page(self, url_id: int) -> bool:
         """The stored page of ``url_id`` leaves the index (noindex, and a new seq the indexer reads)."""
+        return self._out_of_the_index("url_id = %s", (url_id,)) == 1
 
-        def tx(conn: psycopg.Connection) -> bool:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))  # seq in commit order
-            cur = conn.execute(
-                "UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE url_id = %s AND noindex = 0",
-                (url_id,),
-            )
-            return cur.rowcount == 1
+    def _out_of_the_index(self, where: str, params: tuple) -> int:
+        """The pages ``where`` selects become noindex, each with a new seq (the indexer reads them
+        again by it and removes them). Returns how many."""
 
-        return self._idempotent(tx, "withdraw a page")  # guarded by noindex = 0
+        def tx(conn: psycopg.Connection) -> int:
+            # A new seq each, in commit order: the pages lock, as in _record_page.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))
+            update = f"UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE {where} AND noindex = 0"
+            return conn.execute(update, params).rowcount
+
+        return self._idempotent(tx, "take pages out of the index")  # guarded by noindex = 0
 
     def get_meta(self, key: str) -> str | None:
         row = self._read(

@@ -42,20 +42,16 @@ class Revisits:
 
     def expire_unavailable(self, now: float) -> int:
         """Pages past their ``unavailable_after`` date become noindex (the indexer then removes them)."""
-        with self._write() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
-            rows = db.execute(
-                "UPDATE pages SET noindex = 1, seq = ? + url_id WHERE unavailable_after IS NOT NULL"
-                " AND unavailable_after <= ? AND noindex = 0 RETURNING url_id",
-                (seq, now),
-            ).fetchall()
-        return len(rows)
+        return self._out_of_the_index("unavailable_after IS NOT NULL AND unavailable_after <= ?", (now,))
 
     def withdraw_page(self, url_id: int) -> bool:
         """The stored page of ``url_id`` leaves the index (noindex, and a new seq the indexer reads)."""
+        return self._out_of_the_index("url_id = ?", (url_id,)) == 1
+
+    def _out_of_the_index(self, where: str, params: tuple) -> int:
+        """The pages ``where`` selects become noindex, each with a new seq past every other (the
+        indexer reads them again by it and removes them). Returns how many."""
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM pages").fetchone()[0]
-            cur = db.execute(
-                "UPDATE pages SET noindex = 1, seq = ? WHERE url_id = ? AND noindex = 0", (seq + 1, url_id)
-            )
-            return cur.rowcount == 1
+            update = f"UPDATE pages SET noindex = 1, seq = ? + url_id WHERE {where} AND noindex = 0"
+            return db.execute(update, (seq, *params)).rowcount
