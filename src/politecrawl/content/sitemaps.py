@@ -34,6 +34,8 @@ from email.utils import parsedate_to_datetime
 from typing import Iterator
 from xml.parsers import expat
 
+from .sniff import GZIP_MAGIC
+
 __all__ = ["SitemapEntry", "SitemapResult", "parse_sitemap", "MAX_URLS", "MAX_BYTES", "MAX_TEXT", "MAX_PENDING"]
 
 #: sitemaps.org: "no more than 50,000 URLs and must be no larger than 50MB (52,428,800 bytes)".
@@ -45,7 +47,6 @@ MAX_TEXT = 8_192
 #: a comment) longer than this is an attack, not a sitemap, and ends the parse.
 MAX_PENDING = 1 << 20
 _CHUNK = 1 << 16
-_GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _SEP = "\x01"  # expat's namespace separator: "namespace\x01local"
@@ -108,7 +109,7 @@ def _chunks(body: bytes, result: SitemapResult) -> Iterator[bytes]:
     """The body's bytes (inflated if gzip), at most MAX_BYTES, ``_CHUNK`` at a time, the leading
     byte-order mark and whitespace left out."""
     source: _Gunzipped | io.BytesIO
-    if body[:2] == _GZIP_MAGIC:
+    if body.startswith(GZIP_MAGIC):
         source = _Gunzipped(body)
     else:
         if len(body) > MAX_BYTES:

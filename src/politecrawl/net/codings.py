@@ -20,6 +20,9 @@ __all__ = ["CLIENT_DECODES", "UndecodableBody", "decode", "left_on_body"]
 #: What aiohttp's parser decodes itself: a Content-Encoding of exactly one of these.
 CLIENT_DECODES = frozenset({"gzip", "deflate", "br", "zstd"})
 _GZIP = frozenset({"gzip", "x-gzip"})
+#: How a gzip member begins (RFC 1952). The network layer imports nothing of ``content``, whose
+#: ``sniff.GZIP_MAGIC`` is the same two bytes.
+_GZIP_MEMBER = b"\x1f\x8b"
 
 
 class UndecodableBody(Exception):
@@ -74,7 +77,7 @@ def _inflate(data: bytes, wbits: int, cap: int, coding: str) -> tuple[bytes, boo
                 break  # the stream ends early (the body was cut): what came is kept
             # Another gzip member may follow; anything else after the stream is ignored, as
             # browsers ignore it.
-            data = d.unused_data if wbits > zlib.MAX_WBITS and d.unused_data[:2] == b"\x1f\x8b" else b""
+            data = d.unused_data if wbits > zlib.MAX_WBITS and d.unused_data.startswith(_GZIP_MEMBER) else b""
     except zlib.error as exc:
         raise UndecodableBody(f"Content-Encoding {coding}: {exc}") from None
     return bytes(out), False
