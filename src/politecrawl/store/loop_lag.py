@@ -17,25 +17,49 @@ __all__ = ["LOOP_LAG_META", "LOOP_LAG_RUN_WINDOW", "LoopLagHistogram", "latest_l
 LOOP_LAG_META = "loop_lag:"
 
 
+#: Buckets per power of two of a ``LoopLagHistogram``: each octave cut in four equal parts, so a
+#: quantile read as its bucket's upper bound is at most a quarter over the lag itself (with one
+#: bucket per octave a lag of 9 ms read as 16).
+SUB_BUCKETS = 4
+
+
 @dataclass
 class LoopLagHistogram:
-    """How late a worker's event loop ran its timer ticks: counts by lateness in powers of two.
+    """How late a worker's event loop ran its timer ticks: counts by lateness, log-linear.
 
-    Bucket 0 holds lags under 1 ms; bucket ``i`` lags in [2**(i-1), 2**i) ms; the last bucket
-    everything from ~33 s up. A fixed-size summary, so a week-long crawl reports what a minute
-    does, and summaries of several processes add up bucket by bucket. Quantiles are read as the
-    bucket's upper bound: an overestimate by at most twice, never an underestimate.
+    Bucket 0 holds lags under 1 ms; above that each power of two, [2**e, 2**(e+1)) ms, is cut in
+    ``SUB_BUCKETS`` equal parts; the last bucket holds everything from ~33 s up. A fixed-size
+    summary, so a week-long crawl reports what a minute does, and summaries of several processes
+    add up bucket by bucket. Quantiles are read as the bucket's upper bound: an overestimate by at
+    most a quarter, never an underestimate.
     """
 
-    BUCKETS = 17
+    BUCKETS = 1 + 15 * SUB_BUCKETS + 1
 
     counts: list[int] = field(default_factory=lambda: [0] * LoopLagHistogram.BUCKETS)
     max_ms: float = 0.0
     at: float = 0.0  # when it was reported (the store's clock)
 
+    @classmethod
+    def bucket(cls, ms: float) -> int:
+        """The bucket of a lag of ``ms`` milliseconds."""
+        if ms < 1.0:
+            return 0
+        octave = int(ms).bit_length() - 1  # 2**octave <= ms < 2**(octave + 1)
+        part = min(SUB_BUCKETS - 1, int((ms / (1 << octave) - 1.0) * SUB_BUCKETS))
+        return min(cls.BUCKETS - 1, 1 + octave * SUB_BUCKETS + part)
+
+    @staticmethod
+    def upper_ms(i: int) -> float:
+        """The upper bound of bucket ``i`` in milliseconds."""
+        if i == 0:
+            return 1.0
+        octave, part = divmod(i - 1, SUB_BUCKETS)
+        return float(1 << octave) * (1.0 + (part + 1) / SUB_BUCKETS)
+
     def add(self, lag_seconds: float) -> None:
         ms = max(0.0, lag_seconds * 1000.0)
-        self.counts[min(self.BUCKETS - 1, int(ms).bit_length())] += 1
+        self.counts[self.bucket(ms)] += 1
         self.max_ms = max(self.max_ms, ms)
 
     def merge(self, other: "LoopLagHistogram") -> None:
@@ -56,7 +80,7 @@ class LoopLagHistogram:
         for i, count in enumerate(self.counts):
             seen += count
             if seen >= rank:
-                return min(float(1 << i), self.max_ms) if i else min(1.0, self.max_ms)
+                return min(self.upper_ms(i), self.max_ms)
         return self.max_ms
 
     def summary(self) -> dict[str, float]:
@@ -69,15 +93,25 @@ class LoopLagHistogram:
         }
 
     def to_json(self) -> str:
-        return json.dumps({"counts": self.counts, "max_ms": round(self.max_ms, 3), "at": self.at})
+        return json.dumps(
+            {"counts": self.counts, "sub_buckets": SUB_BUCKETS, "max_ms": round(self.max_ms, 3), "at": self.at}
+        )
 
     @classmethod
     def from_json(cls, text: str) -> "LoopLagHistogram":
         """A stored report; anything malformed reads as an empty histogram (a report is advisory)."""
         try:
             data = json.loads(text)
-            counts = [int(c) for c in data["counts"]][: cls.BUCKETS]
-            counts += [0] * (cls.BUCKETS - len(counts))
+            stored = [int(c) for c in data["counts"]]
+            if "sub_buckets" in data:
+                counts = stored[: cls.BUCKETS]
+                counts += [0] * (cls.BUCKETS - len(counts))
+            else:
+                # An older report, one bucket per power of two ([2**(i-1), 2**i) ms): each count goes
+                # to the last part of its octave, whose upper bound is the same.
+                counts = [0] * cls.BUCKETS
+                for i, count in enumerate(stored):
+                    counts[min(cls.BUCKETS - 1, i * SUB_BUCKETS if i else 0)] += count
             return cls(counts=counts, max_ms=float(data["max_ms"]), at=float(data.get("at", 0.0)))
         except (ValueError, KeyError, TypeError):
             return cls()
