@@ -23,6 +23,7 @@ import time
 import zlib
 
 import pytest
+from proctree import descendants
 
 from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import FetchLogRow, open_store
@@ -44,26 +45,6 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
-def _descendants(root: int) -> list[int]:
-    """``root`` and every process below it (from /proc/*/stat parent ids)."""
-    parent: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    stat = fh.read()
-                parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    tree, frontier = [root], [root]
-    while frontier:
-        p = frontier.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        tree += kids
-        frontier += kids
-    return tree
-
-
 class RssWatch(threading.Thread):
     """Polls the crawl's process tree: per-process VmHWM (peak RSS, reset at exec, so a forked
     copy of the big test process does not count) and the largest total VmRSS seen at once."""
@@ -78,7 +59,7 @@ class RssWatch(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             total = 0
-            for p in _descendants(self.pid):
+            for p in descendants(self.pid):
                 hwm = _status_kb(p, "VmHWM")
                 if hwm:
                     self.hwm_kb[p] = max(self.hwm_kb.get(p, 0), hwm)

@@ -25,6 +25,7 @@ from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
+from .os_scheduler import run_as_batch
 from .pool import StopSignal, _pid_alive, run_workers
 
 __all__ = [
@@ -251,8 +252,10 @@ class Crawler:
 
             # The index is updated on a thread of the parent at the crawl's own CPU priority: a crawl
             # that outruns its index on a busy machine only piles up work (at a lower priority the
-            # index fell minutes behind a saturated crawl). Told to stop, an update ends within a batch.
-            indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer")
+            # index fell minutes behind a saturated crawl). It runs as batch work, so its wake-ups
+            # never make a worker's event loop wait for a core (crawl.os_scheduler). Told to stop,
+            # an update ends within a batch.
+            indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer", initializer=run_as_batch)
             indexing: list[Future] = []
 
             def stopping() -> bool:

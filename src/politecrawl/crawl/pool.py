@@ -26,6 +26,8 @@ from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import HostAffinity, Store, is_postgres_url, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, process_anchor
 
+from .os_scheduler import prefer_prompt_wakeups
+
 if TYPE_CHECKING:  # the parent never loads the HTTP client (the workers' entry point does)
     from politecrawl.net.fetch import LoopLag
 
@@ -88,12 +90,6 @@ STORE_PATIENCE = 60.0
 #: threads want to run.
 GIL_SWITCH_INTERVAL = 0.001
 
-#: Worker processes run this much nicer than the crawl's parent, which indexes: on a machine the
-#: workers saturate, the index would otherwise fall further behind the crawl the faster it goes
-#: (each process got an equal share). The pages must be indexed anyway, so the crawl's total CPU
-#: is the same; an idle core is used by whoever wants it, whatever the niceness.
-WORKER_NICENESS = 3
-
 
 def _raise_open_files_limit() -> None:
     """A worker keeps a connection alive to each host it crawls: with thousands of hosts the
@@ -140,10 +136,9 @@ def _worker_process(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and tells us via stop_event
     if clock is not None:
         adopt(clock)  # the crawl's processes read one clock (store.clock)
-    try:
-        os.nice(WORKER_NICENESS)
-    except OSError:  # not permitted here: the workers share the CPU with the indexer as equals
-        pass
+    # The workers run at the crawl's own niceness, as equals of the indexing parent: their event
+    # loops ask to be woken promptly and the indexer runs as batch work instead (crawl.os_scheduler).
+    prefer_prompt_wakeups()  # this thread runs the event loop; the threads it starts inherit it
     _raise_open_files_limit()
     level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
     setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
