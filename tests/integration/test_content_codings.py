@@ -149,3 +149,64 @@ def test_a_stacked_gzip_bomb_is_cut_at_the_cap(sandbox_factory, db_path):
     finally:
         store.close()
     assert entry.bytes == cap and entry.error == "truncated"
+
+
+BIG = 3 << 20  # bytes of each large body below
+PIECE = 64 << 10
+
+
+def _streaming_handler(bodies: dict[str, tuple[bytes, str | None]]):
+    """A raw server that sends each body in pieces a few milliseconds apart and notes how many
+    bytes the client took before it closed the connection (``notes["sent"]``)."""
+    import socket
+    import time
+
+    from servers.raw import http_response, ok_robots_handler
+
+    def stream(conn: socket.socket, req) -> None:
+        if req.path not in bodies:
+            conn.sendall(http_response(404, b"not found"))
+            return
+        body, content_type = bodies[req.path]
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+        head += f"Content-Type: {content_type}\r\n" if content_type else ""
+        conn.sendall((head + "\r\n").encode())
+        sent = 0
+        try:
+            for i in range(0, len(body), PIECE):
+                conn.sendall(body[i : i + PIECE])
+                sent += len(body[i : i + PIECE])
+                time.sleep(0.005)
+        except OSError:
+            pass  # the client closed: it wanted no more
+        req.notes["sent"] = sent
+
+    return ok_robots_handler({}, stream)
+
+
+def test_a_large_binary_body_where_a_page_was_expected_is_not_downloaded(raw_servers, db_path):
+    """An image with no Content-Type, or labelled HTML: its first bytes say what it is, and the
+    connection is closed there instead of reading up to the size cap (the site pays for every
+    byte sent). The control: a large page of text on the same server is read whole."""
+    import random
+
+    noise = random.Random(5).randbytes(BIG)
+    text = b"<html><title>big</title><body>" + b"words and more words " * (BIG // 21) + b"</body></html>"
+    bodies = {
+        "/untyped.png": (PNG + noise[len(PNG) :], None),
+        "/labelled.jpg": (b"\xff\xd8\xff\xe0" + noise[4:], "text/html"),
+        "/big.html": (text, "text/html"),
+    }
+    links = "".join(f'<a href="{p}">{p}</a>' for p in bodies)
+    srv = raw_servers(
+        "127.0.4.20", _streaming_handler(bodies | {"/": (f"<html><body>{links}</body></html>".encode(), "text/html")})
+    )
+    crawl(db_path, [srv.url("/")])
+    sent = {r.path: r.notes.get("sent") for r in srv.requests() if r.path in bodies}
+    states = _states(db_path)
+    for path, kind in (("/untyped.png", "a PNG image"), ("/labelled.jpg", "a JPEG image")):
+        assert states[srv.url(path)] == ("skipped", f"http-200 {kind}: not downloaded (nothing to index)"), path
+        # What the kernel's socket buffers took before the close, not the 3 MB body.
+        assert sent[path] is not None and sent[path] < BIG // 3, (path, sent)
+    assert sent["/big.html"] == len(bodies["/big.html"][0])  # the control: read to the end
+    assert states[srv.url("/big.html")][0] == "done"

@@ -34,7 +34,7 @@ from .budget import PageBudget
 from .robots_gate import SITEMAP_PRIORITY
 from .turns import Turns
 
-__all__ = ["PageHandler", "wanted_type"]
+__all__ = ["PageHandler", "unwanted_start", "wanted_type"]
 
 log = logging.getLogger("politecrawl.pages")
 
@@ -76,6 +76,14 @@ def _content_language(header: str | None) -> str | None:
 def wanted_type(content_type: str) -> bool:
     """Content types worth downloading for a page: what is parsed or indexed (or unknown)."""
     return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
+
+
+def unwanted_start(head: bytes, content_type: str) -> str | None:
+    """What a page's body is, from its first bytes, when it is binary data where text was expected
+    (an image with no Content-Type or labelled HTML): the same test as the whole body's below."""
+    if content_type and content_type not in HTML_TYPES:
+        return None  # a type it was downloaded for (a PDF, plain text): extracted, not sniffed
+    return binary_kind(head, labelled_text=bool(content_type))
 
 
 class PageHandler:
@@ -149,6 +157,7 @@ class PageHandler:
             max_bytes=SITEMAP_MAX_BYTES if is_sitemap else None,
             kind=claim.url_kind,
             wanted=None if is_sitemap else wanted_type,
+            unwanted_start=None if is_sitemap else unwanted_start,
             keep_partial=is_sitemap,
         )
         outcome = self._timing(claim, result, URLKind.PAGE)
@@ -171,8 +180,9 @@ class PageHandler:
         if status is None or verdict.state is not URLState.DONE:
             return outcome
         if result.unwanted_type:
+            what = result.unwanted_start or result.content_type
             outcome.url_state = URLState.SKIPPED
-            outcome.url_outcome = URLOutcome(f"http-{status} {result.content_type}: not downloaded (nothing to index)")
+            outcome.url_outcome = URLOutcome(f"http-{status} {what}: not downloaded (nothing to index)")
             return outcome
         if status in REDIRECT_STATUSES and is_sitemap:
             # /sitemap.xml -> /sitemap_index.xml: the target is read as a sitemap, for the same host.

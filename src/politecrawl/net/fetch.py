@@ -34,7 +34,7 @@ from .codings import UndecodableBody, decode, left_on_body
 if TYPE_CHECKING:
     from politecrawl.config import Settings
 
-__all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING"]
+__all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING", "SNIFF_BYTES"]
 
 
 def _accept_encoding() -> str:
@@ -48,6 +48,8 @@ def _accept_encoding() -> str:
 
 ACCEPT_ENCODING = _accept_encoding()
 _CHUNK = 64 * 1024
+#: Bytes of a body ``get(unwanted_start=…)`` is shown: WHATWG MIME Sniffing's resource header.
+SNIFF_BYTES = 1445
 #: Bytes of a body any request reads freely. Past them a request reads on only while it holds one
 #: of the fetcher's LARGE_BODIES permits (the others wait, and TCP holds their servers back), so a
 #: worker's bodies in flight take at most concurrency × SMALL_BODY + LARGE_BODIES × the size cap,
@@ -87,8 +89,10 @@ class FetchResult:
     unreachable: bool = False
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
-    #: the body was not read: its content type (from the headers) is not one the caller wants
+    #: the body was not read: its content type (from the headers) is not one the caller wants …
     unwanted_type: bool = False
+    #: … or its first bytes are not (``get(unwanted_start=…)``): what they are ("a PNG image")
+    unwanted_start: str | None = None
     #: with ``get(keep_partial=True)``: what arrived of a 2xx body before the connection broke
     #: (``status`` is then None and ``body`` empty, as for any failure)
     partial: bytes = b""
@@ -297,12 +301,17 @@ class Fetcher:
         max_bytes: int | None = None,
         kind: str | None = None,
         wanted: Callable[[str], bool] | None = None,
+        unwanted_start: Callable[[bytes, str], str | None] | None = None,
         keep_partial: bool = False,
     ) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
         the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is
         closed right after the headers and the body is not downloaded (``unwanted_type``).
+        ``unwanted_start(first bytes, content_type)`` says what a 2xx body is that the caller
+        does not want (an image with no Content-Type), from its first ``SNIFF_BYTES`` as they
+        arrive: the connection is closed there and the rest is not downloaded
+        (``unwanted_type``, with ``unwanted_start``).
         ``keep_partial``: a 2xx body cut short by the network is kept in ``partial`` (a sitemap's
         entries before the cut are worth having; a page's half text is not)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
@@ -344,8 +353,21 @@ class Fetcher:
                     resp.close()
                 elif resp.status != 304:
                     body_t0 = time.monotonic()
+                    left = left_on_body(resp.headers.getall("Content-Encoding", []))
+                    # The first bytes say what the body is, unless a coding is still on them.
+                    sniff = unwanted_start if 200 <= resp.status < 300 and not left else None
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
+                        if sniff is not None and len(body) >= SNIFF_BYTES:
+                            kind = sniff(bytes(body[:SNIFF_BYTES]), result.content_type)
+                            sniff = None
+                            if kind is not None:
+                                # Binary data where a page was expected: as with an unwanted type,
+                                # nothing to index, so the rest (up to the size cap) is not read.
+                                result.unwanted_type, result.unwanted_start = True, kind
+                                body.clear()
+                                resp.close()
+                                break
                         if large is None and SMALL_BODY < len(body) <= cap:
                             waited = time.monotonic()
                             await self._large_bodies.acquire()
@@ -370,8 +392,8 @@ class Fetcher:
                             resp.close()
                             break
                     result.body = bytes(body)
-                    left = left_on_body(resp.headers.getall("Content-Encoding", []))
-                    if left:  # x-gzip, stacked codings: the client left them on (net.codings)
+                    # x-gzip, stacked codings: the client left them on (net.codings).
+                    if left and not result.unwanted_type:
                         if large is None:  # its decoded size is unknown: one of the large permits
                             await self._large_bodies.acquire()
                             large = self._large_bodies
