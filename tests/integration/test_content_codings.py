@@ -119,9 +119,10 @@ def test_pages_in_codings_the_client_leaves_are_decoded_and_binary_bodies_are_no
     states = _states(db_path)
     for path in ("/xg", "/gd", "/gg"):
         assert states[site.url(path)] == ("done", "http-200"), (path, states[site.url(path)])
-    assert states[site.url("/png")] == ("done", "http-200 not-html (a PNG image)")
-    assert states[site.url("/gz")] == ("done", "http-200 not-html (gzip data)")
-    assert states[site.url("/nul")] == ("done", "http-200 not-html (binary data)")
+    # Read whole (each shorter than the 1,445 bytes judged as they arrive): nothing to index.
+    assert states[site.url("/png")] == ("skipped", "http-200 a PNG image: nothing to index")
+    assert states[site.url("/gz")] == ("skipped", "http-200 gzip data: nothing to index")
+    assert states[site.url("/nul")] == ("skipped", "http-200 binary data: nothing to index")
     searcher = Searcher(Path(db_path + ".index"))
     for word, path in (("zebracorn", "/xg"), ("quokkafish", "/gd"), ("lynxowl", "/gg")):
         assert [h.url for h in searcher.search(word)] == [site.url(path)], word
@@ -210,3 +211,31 @@ def test_a_large_binary_body_where_a_page_was_expected_is_not_downloaded(raw_ser
         assert sent[path] is not None and sent[path] < BIG // 3, (path, sent)
     assert sent["/big.html"] == len(bodies["/big.html"][0])  # the control: read to the end
     assert states[srv.url("/big.html")][0] == "done"
+
+
+HTML = "text/html"
+
+
+def test_a_utf16_page_with_no_byte_order_mark_is_text_not_binary(sandbox_factory, db_path):
+    """Its Content-Type names UTF-16, so its NUL bytes are text: read whole and indexed, however
+    long (a binary-bytes test alone would cut it after its first 1,445 bytes)."""
+
+    def text(word: str, n: int) -> str:  # long enough to be judged as it arrives; not near-duplicates
+        words = " ".join(f"{word}{i}" for i in range(n)) + f" {word}"
+        return f"<html><title>{word}</title><body><p>{words}</p></body></html>"
+
+    site = SandboxHost(
+        "127.0.4.21",
+        pages={
+            "/": '<html><body><a href="/le">le</a> <a href="/be">be</a></body></html>',
+            "/le": Reply(body=text("pangolindrake", 60).encode("utf-16-le"), content_type=f"{HTML}; charset=utf-16le"),
+            "/be": Reply(body=text("wombatheron", 60).encode("utf-16-be"), content_type=f"{HTML}; charset=UTF-16BE"),
+        },
+    )  # fmt: skip
+    sandbox_factory([site])
+    crawl(db_path, [site.url("/")])
+    states = _states(db_path)
+    assert states[site.url("/le")] == ("done", "http-200") and states[site.url("/be")] == ("done", "http-200")
+    searcher = Searcher(Path(db_path + ".index"))
+    assert [h.url for h in searcher.search("pangolindrake")] == [site.url("/le")]
+    assert [h.url for h in searcher.search("wombatheron")] == [site.url("/be")]

@@ -63,6 +63,30 @@ def test_round_trip_and_an_older_report_keeps_its_bounds():
     assert merged.ticks == 104
 
 
-def test_a_damaged_report_reads_as_empty():
+def test_a_damaged_report_or_another_layout_reads_as_empty():
     assert LoopLagHistogram.from_json("{not json").ticks == 0
     assert LoopLagHistogram.from_json(json.dumps({"counts": "x", "max_ms": 1})).ticks == 0
+    other = {"buckets": [5] * 20, "sub_buckets": 8, "max_ms": 3.0, "at": 1.0}
+    assert LoopLagHistogram.from_json(json.dumps(other)).ticks == 0
+
+
+def test_a_reader_of_the_older_layout_finds_no_counts_in_a_new_report():
+    # It read data["counts"] as one bucket per power of two: a new report has none, so such a
+    # reader (a fleet member of an older version) reads it as empty instead of misreading it.
+    h = LoopLagHistogram()
+    h.add(0.009)
+    assert "counts" not in json.loads(h.to_json())
+
+
+def test_lags_past_the_last_bound_read_as_the_maximum_not_under_it():
+    h = LoopLagHistogram()
+    for _ in range(100):
+        h.add(100.0)  # 100 s late: the last bucket, which has no upper bound
+    assert h.quantile_ms(0.5) == h.max_ms == 100_000.0
+
+
+def test_the_stored_maximum_is_rounded_up():
+    h = LoopLagHistogram()
+    h.add(0.0070004)
+    back = LoopLagHistogram.from_json(h.to_json())
+    assert back.max_ms >= h.max_ms and back.quantile_ms(1.0) >= 7.0004

@@ -60,3 +60,31 @@ def test_elsewhere_the_hints_do_nothing(monkeypatch):
     monkeypatch.setattr(os_scheduler.platform, "machine", lambda: "sparc64")
     assert os_scheduler.prefer_prompt_wakeups() is False
     assert os_scheduler.thread_slice() is None
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="no SCHED_IDLE on this system")
+def test_a_crawl_started_under_another_policy_keeps_it():
+    # A user who runs the crawl with 'chrt --idle 0' (or --batch) asked for that: the hints
+    # leave an idle thread idle, and a batch thread batch.
+    def idle():
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        asked = (os_scheduler.prefer_prompt_wakeups(0.0005), os_scheduler.run_as_batch())
+        return asked, os.sched_getscheduler(0)
+
+    asked, policy = _in_a_thread(idle)
+    assert asked == (False, False) and policy == os.SCHED_IDLE
+
+    def batch():
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        os_scheduler.prefer_prompt_wakeups(0.0005)
+        return os.sched_getscheduler(0)
+
+    assert _in_a_thread(batch) == os.SCHED_BATCH
+
+
+def test_a_32_bit_python_asks_for_nothing(monkeypatch):
+    # platform.machine() names the kernel's architecture; a 32-bit Python on a 64-bit kernel has
+    # the 32-bit system-call table, where these numbers are other calls.
+    monkeypatch.setattr(os_scheduler.ctypes, "sizeof", lambda _type: 4)
+    assert os_scheduler.prefer_prompt_wakeups() is False
+    assert os_scheduler.thread_slice() is None

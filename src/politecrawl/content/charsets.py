@@ -29,7 +29,7 @@ import re
 
 import webencodings
 
-__all__ = ["decode_text"]
+__all__ = ["decode_text", "is_utf16"]
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]{1,40})""", re.I)
@@ -41,6 +41,12 @@ def _lookup(label: str | bytes | None) -> webencodings.Encoding | None:
     if isinstance(label, bytes):
         label = label.decode("ascii", "replace")
     return webencodings.lookup(label.strip().strip("\"'")) if label else None
+
+
+def is_utf16(label: str | None) -> bool:
+    """Whether a charset label names UTF-16 (its text is full of NUL bytes, and is text)."""
+    encoding = _lookup(label)
+    return encoding is not None and encoding.name in ("utf-16le", "utf-16be")
 
 
 def decode_text(body: bytes, header_charset: str | None, *, html: bool) -> str:

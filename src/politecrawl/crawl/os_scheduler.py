@@ -12,7 +12,8 @@ another thread. Neither changes how much CPU a thread gets (niceness would: an i
 keep up with the crawl cannot run at a lower priority), only who waits when both want a core.
 
 Both are hints: where the system has no such call (not Linux, an older kernel, a seccomp filter)
-they do nothing and say so by returning False, and the crawl runs as before.
+they do nothing and say so by returning False, and the crawl runs as before. A crawl its user
+started under another policy (``chrt --idle``, ``--batch``, real time) keeps it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,21 @@ _ATTR = struct.Struct("IIQiIQQQ")
 _SCHED_OTHER = 0
 
 
+def _numbers() -> tuple[int, int] | None:
+    """This process's ``sched_setattr`` and ``sched_getattr``, or None. ``platform.machine()`` is
+    the kernel's: a 32-bit Python on a 64-bit kernel has the 32-bit table, not listed here."""
+    if sys.platform != "linux" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    return _SYSCALLS.get(platform.machine())
+
+
+def _policy() -> int | None:
+    try:
+        return os.sched_getscheduler(0)
+    except (OSError, AttributeError):
+        return None
+
+
 def _syscall(number: int, *args: object) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -48,7 +64,7 @@ def _syscall(number: int, *args: object) -> bool:
 
 def thread_slice() -> float | None:
     """The calling thread's time slice in seconds, or None where it cannot be read."""
-    numbers = _SYSCALLS.get(platform.machine()) if sys.platform == "linux" else None
+    numbers = _numbers()
     if numbers is None:
         return None
     buf = ctypes.create_string_buffer(_ATTR.size)
@@ -59,16 +75,18 @@ def thread_slice() -> float | None:
 
 def prefer_prompt_wakeups(slice_seconds: float = LOOP_SLICE) -> bool:
     """Ask that the calling thread (and the threads it starts later) run in slices of
-    ``slice_seconds``, at its niceness; False where the system cannot."""
-    numbers = _SYSCALLS.get(platform.machine()) if sys.platform == "linux" else None
-    if numbers is None:
+    ``slice_seconds``, at its niceness and scheduling policy (only an ordinary or a batch one);
+    False where the system cannot."""
+    numbers = _numbers()
+    policy = _policy()
+    if numbers is None or policy not in (_SCHED_OTHER, getattr(os, "SCHED_BATCH", None)):
         return False
     try:
         nice = os.getpriority(os.PRIO_PROCESS, 0)
     except OSError:
         return False
     runtime = int(slice_seconds * 1e9)
-    attr = _ATTR.pack(_ATTR.size, _SCHED_OTHER, 0, nice, 0, runtime, 0, 0)
+    attr = _ATTR.pack(_ATTR.size, policy, 0, nice, 0, runtime, 0, 0)
     if not _syscall(numbers[0], 0, ctypes.c_char_p(attr), ctypes.c_uint(0)):
         return False
     # A kernel before 6.12 accepts the call and ignores the slice: it counts only if it reads back.
@@ -76,9 +94,10 @@ def prefer_prompt_wakeups(slice_seconds: float = LOOP_SLICE) -> bool:
 
 
 def run_as_batch() -> bool:
-    """Mark the calling thread as batch work (``SCHED_BATCH``); False where the system cannot."""
+    """Mark the calling thread as batch work (``SCHED_BATCH``) if it runs under the ordinary
+    policy; False where the system cannot, or the crawl was started under another policy."""
     policy = getattr(os, "SCHED_BATCH", None)
-    if policy is None:
+    if policy is None or _policy() != _SCHED_OTHER:
         return False
     try:
         os.sched_setscheduler(0, policy, os.sched_param(0))

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from politecrawl.config import Settings
 from politecrawl.content import extract
+from politecrawl.content.charsets import is_utf16
 from politecrawl.content.dedup import simhash, text_fingerprint
 from politecrawl.content.parse import Page, combine, parse_html, robots_directives
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
@@ -78,11 +79,14 @@ def wanted_type(content_type: str) -> bool:
     return not content_type or content_type in HTML_TYPES or extract.is_extractable(content_type)
 
 
-def unwanted_start(head: bytes, content_type: str) -> str | None:
-    """What a page's body is, from its first bytes, when it is binary data where text was expected
-    (an image with no Content-Type or labelled HTML): the same test as the whole body's below."""
+def unwanted_start(head: bytes, content_type: str, charset: str | None) -> str | None:
+    """What a page's body is, from its first bytes, when it is binary data where a page was
+    expected (an image with no Content-Type or labelled HTML, a page gzipped with no
+    Content-Encoding): parsed, it would put noise into the index. None for text."""
     if content_type and content_type not in HTML_TYPES:
         return None  # a type it was downloaded for (a PDF, plain text): extracted, not sniffed
+    if is_utf16(charset):
+        return None  # UTF-16 with no byte-order mark: every other byte a NUL, and text
     return binary_kind(head, labelled_text=bool(content_type))
 
 
@@ -180,9 +184,12 @@ class PageHandler:
         if status is None or verdict.state is not URLState.DONE:
             return outcome
         if result.unwanted_type:
-            what = result.unwanted_start or result.content_type
             outcome.url_state = URLState.SKIPPED
-            outcome.url_outcome = URLOutcome(f"http-{status} {what}: not downloaded (nothing to index)")
+            if result.unwanted_start is not None and not result.unwanted_cut:
+                why = f"{result.unwanted_start}: nothing to index"  # read whole: short, or decoded
+            else:
+                why = f"{result.unwanted_start or result.content_type}: not downloaded (nothing to index)"
+            outcome.url_outcome = URLOutcome(f"http-{status} {why}")
             return outcome
         if status in REDIRECT_STATUSES and is_sitemap:
             # /sitemap.xml -> /sitemap_index.xml: the target is read as a sitemap, for the same host.
@@ -261,11 +268,6 @@ class PageHandler:
             page = extracted
         elif result.content_type and result.content_type not in HTML_TYPES:
             outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({result.content_type})")
-            return base
-        elif (kind := binary_kind(result.body, labelled_text=bool(result.content_type))) is not None:
-            # An image with no type or labelled HTML, a page gzipped with no Content-Encoding:
-            # parsed, it would put noise into the index.
-            outcome.url_outcome = URLOutcome(f"http-{result.status} not-html ({kind})")
             return base
         else:
             page = parse_html(

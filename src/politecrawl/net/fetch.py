@@ -93,6 +93,9 @@ class FetchResult:
     unwanted_type: bool = False
     #: … or its first bytes are not (``get(unwanted_start=…)``): what they are ("a PNG image")
     unwanted_start: str | None = None
+    #: … and whether the rest was left unread (a body shorter than ``SNIFF_BYTES``, or one in a
+    #: coding the client leaves on, is judged once read whole)
+    unwanted_cut: bool = False
     #: with ``get(keep_partial=True)``: what arrived of a 2xx body before the connection broke
     #: (``status`` is then None and ``body`` empty, as for any failure)
     partial: bytes = b""
@@ -301,17 +304,19 @@ class Fetcher:
         max_bytes: int | None = None,
         kind: str | None = None,
         wanted: Callable[[str], bool] | None = None,
-        unwanted_start: Callable[[bytes, str], str | None] | None = None,
+        unwanted_start: Callable[[bytes, str, str | None], str | None] | None = None,
         keep_partial: bool = False,
     ) -> FetchResult:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
         the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is
         closed right after the headers and the body is not downloaded (``unwanted_type``).
-        ``unwanted_start(first bytes, content_type)`` says what a 2xx body is that the caller
-        does not want (an image with no Content-Type), from its first ``SNIFF_BYTES`` as they
-        arrive: the connection is closed there and the rest is not downloaded
-        (``unwanted_type``, with ``unwanted_start``).
+        ``unwanted_start(first bytes, content_type, charset)`` says what a 2xx body is that the
+        caller does not want (an image with no Content-Type), from its first ``SNIFF_BYTES``: as
+        they arrive, the connection is then closed in the read that brought them and the rest is
+        not downloaded (``unwanted_cut``); a shorter body, or one in a coding the client leaves
+        on, is judged once read and decoded. Either way ``unwanted_type`` is set, ``body`` is
+        empty and ``unwanted_start`` says what it was.
         ``keep_partial``: a 2xx body cut short by the network is kept in ``partial`` (a sitemap's
         entries before the cut are worth having; a page's half text is not)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
@@ -359,12 +364,13 @@ class Fetcher:
                     async for chunk in resp.content.iter_chunked(_CHUNK):
                         body += chunk
                         if sniff is not None and len(body) >= SNIFF_BYTES:
-                            kind = sniff(bytes(body[:SNIFF_BYTES]), result.content_type)
+                            kind = sniff(bytes(body[:SNIFF_BYTES]), result.content_type, result.charset)
                             sniff = None
                             if kind is not None:
                                 # Binary data where a page was expected: as with an unwanted type,
                                 # nothing to index, so the rest (up to the size cap) is not read.
                                 result.unwanted_type, result.unwanted_start = True, kind
+                                result.unwanted_cut = True
                                 body.clear()
                                 resp.close()
                                 break
@@ -402,6 +408,12 @@ class Fetcher:
                         # Inflating up to the cap takes milliseconds: off the event loop.
                         result.body, cut = await asyncio.to_thread(decode, result.body, left, cap)
                         result.truncated |= cut
+                    whole = result.error is None and not result.unwanted_type
+                    if unwanted_start is not None and 200 <= resp.status < 300 and whole:
+                        # Read whole (short, or decoded just now): judged the same way.
+                        kind = unwanted_start(result.body[:SNIFF_BYTES], result.content_type, result.charset)
+                        if kind is not None:
+                            result.unwanted_type, result.unwanted_start, result.body = True, kind, b""
         except asyncio.CancelledError:
             self.cut_short[url] = started
             raise

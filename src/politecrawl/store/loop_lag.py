@@ -8,6 +8,7 @@ the store's meta table (``LOOP_LAG_META + worker id``) every few seconds and at 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 __all__ = ["LOOP_LAG_META", "LOOP_LAG_RUN_WINDOW", "LoopLagHistogram", "latest_loop_lag"]
@@ -21,6 +22,11 @@ LOOP_LAG_META = "loop_lag:"
 #: quantile read as its bucket's upper bound is at most a quarter over the lag itself (with one
 #: bucket per octave a lag of 9 ms read as 16).
 SUB_BUCKETS = 4
+
+
+def _ceil3(ms: float) -> float:
+    """``ms`` to three decimals, rounded up: a maximum stored smaller would cap a quantile under it."""
+    return math.ceil(ms * 1000.0) / 1000.0
 
 
 @dataclass
@@ -49,11 +55,13 @@ class LoopLagHistogram:
         part = min(SUB_BUCKETS - 1, int((ms / (1 << octave) - 1.0) * SUB_BUCKETS))
         return min(cls.BUCKETS - 1, 1 + octave * SUB_BUCKETS + part)
 
-    @staticmethod
-    def upper_ms(i: int) -> float:
-        """The upper bound of bucket ``i`` in milliseconds."""
+    @classmethod
+    def upper_ms(cls, i: int) -> float:
+        """The upper bound of bucket ``i`` in milliseconds (the last one has none)."""
         if i == 0:
             return 1.0
+        if i >= cls.BUCKETS - 1:
+            return math.inf
         octave, part = divmod(i - 1, SUB_BUCKETS)
         return float(1 << octave) * (1.0 + (part + 1) / SUB_BUCKETS)
 
@@ -93,8 +101,10 @@ class LoopLagHistogram:
         }
 
     def to_json(self) -> str:
+        # "buckets", not the older layout's "counts": a reader of that layout finds no counts and
+        # reads the report as empty, instead of reading these buckets as powers of two.
         return json.dumps(
-            {"counts": self.counts, "sub_buckets": SUB_BUCKETS, "max_ms": round(self.max_ms, 3), "at": self.at}
+            {"buckets": self.counts, "sub_buckets": SUB_BUCKETS, "max_ms": _ceil3(self.max_ms), "at": self.at}
         )
 
     @classmethod
@@ -102,11 +112,13 @@ class LoopLagHistogram:
         """A stored report; anything malformed reads as an empty histogram (a report is advisory)."""
         try:
             data = json.loads(text)
-            stored = [int(c) for c in data["counts"]]
-            if "sub_buckets" in data:
-                counts = stored[: cls.BUCKETS]
+            if "buckets" in data:
+                if data.get("sub_buckets") != SUB_BUCKETS:
+                    return cls()  # another layout: unreadable here
+                counts = [int(c) for c in data["buckets"]][: cls.BUCKETS]
                 counts += [0] * (cls.BUCKETS - len(counts))
             else:
+                stored = [int(c) for c in data["counts"]]
                 # An older report, one bucket per power of two ([2**(i-1), 2**i) ms): each count goes
                 # to the last part of its octave, whose upper bound is the same.
                 counts = [0] * cls.BUCKETS
