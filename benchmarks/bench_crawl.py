@@ -46,7 +46,9 @@ fetches and extracts links only (no storage, no dedup, no index).
 the loop runs more than MS late (and whether it is running, waiting for a core or for the disk),
 and prints the stalled seconds by place, the loop's callbacks of 5 ms or more by what they ran
 (wall and CPU time), and the garbage collector's collections (``benchmarks/_stalls.py``; it
-costs CPU too: take the other figures from a run without it).
+costs CPU too: take the other figures from a run without it). It watches asyncio's own event
+loop, so the workers run that one (``event_loop = asyncio``, printed with the changed settings)
+instead of the default uvloop.
 
 ``--profile FILE`` runs the crawl under ``py-spy record --subprocesses`` (the whole tree) and
 prints where the CPU goes (benchmarks/_profile.py); py-spy's own CPU is not in the figures, but
@@ -305,6 +307,9 @@ def crawl_flags(args) -> tuple[dict, dict]:
     if args.concurrency is not None:
         flags["concurrency"] = args.concurrency
     env = {}
+    if getattr(args, "stalls", None):
+        # _stalls.py times asyncio's own callbacks (asyncio.Handle); uvloop's are compiled.
+        env["POLITECRAWL_EVENT_LOOP"] = "asyncio"
     for item in args.set:
         name, _, value = item.partition("=")
         env[f"POLITECRAWL_{name.strip().upper()}"] = value.strip()
@@ -626,7 +631,7 @@ def main() -> None:
     )
     print("settings changed from the defaults (politecrawl.config.DEFAULTS):")
     for name, (default, value) in changed.items():
-        why = " (a temporary store)" if name == "db" else ""
+        why = {"db": " (a temporary store)", "event_loop": " (--stalls watches asyncio's loop)"}.get(name, "")
         print(f"  {name}: {default!r} -> {value!r}{why}")
     rows = []
     try:
