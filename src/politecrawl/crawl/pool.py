@@ -36,6 +36,7 @@ __all__ = [
     "AFFINITY_GRACE",
     "StopSignal",
     "WorkersResult",
+    "run_event_loop",
     "run_workers",
     "share_of_hosts",
 ]
