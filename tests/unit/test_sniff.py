@@ -18,7 +18,7 @@ from politecrawl.content.sniff import binary_kind
         ("<html>caf\u00e9</html>".encode("utf-16"), None),  # NUL bytes, but a byte-order mark: text
         (b"\xef\xbb\xbf<html>", None),
         (b"<html>\tline\r\n\x0c</html>", None),  # tab, CR, LF, FF are text
-        (gzip.compress(b"<html>"), "gzip data"),
+        (gzip.compress(b"<html>", mtime=0), "gzip data"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "a PNG image"),
         (b"GIF89a\x01\x00", "a GIF image"),
         (b"\xff\xd8\xff\xe0", "a JPEG image"),
