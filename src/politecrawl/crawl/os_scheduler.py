@@ -36,7 +36,7 @@ _SYSCALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
 #: ``struct sched_attr`` up to ``sched_period`` (SCHED_ATTR_SIZE_VER0): size, policy, flags,
 #: nice, priority, runtime, deadline, period.
 _ATTR = struct.Struct("IIQiIQQQ")
-_SCHED_OTHER = 0
+_SCHED_OTHER = getattr(os, "SCHED_OTHER", 0)
 
 
 def _numbers() -> tuple[int, int] | None:

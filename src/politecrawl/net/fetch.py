@@ -408,9 +408,11 @@ class Fetcher:
                         # Inflating up to the cap takes milliseconds: off the event loop.
                         result.body, cut = await asyncio.to_thread(decode, result.body, left, cap)
                         result.truncated |= cut
-                    whole = result.error is None and not result.unwanted_type
+                    # Not judged yet (shorter than SNIFF_BYTES, or decoded just now): judged whole. A
+                    # body judged as it arrived is not judged again.
+                    unjudged = sniff is not None or bool(left)
+                    whole = result.error is None and not result.unwanted_type and unjudged
                     if unwanted_start is not None and 200 <= resp.status < 300 and whole:
-                        # Read whole (short, or decoded just now): judged the same way.
                         kind = unwanted_start(result.body[:SNIFF_BYTES], result.content_type, result.charset)
                         if kind is not None:
                             result.unwanted_type, result.unwanted_start, result.body = True, kind, b""
