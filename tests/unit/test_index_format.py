@@ -127,7 +127,7 @@ def test_a_format_3_segment_is_read_and_merged_into_the_current_format(tmp_path,
         w.compact()
     seg_dir = _segment_dir(old)
     assert json.loads((seg_dir / "header.json").read_text("utf-8"))["version"] == segment.VERSION
-    assert not (seg_dir / "docs.json").exists() and (seg_dir / "terms.ptr.npy").exists()
+    assert not (seg_dir / "docs.json").exists() and (seg_dir / "terms.ptr.dir.npy").exists()
     with IndexWriter(new) as w:
         w.add_document("http://x/new", "other", "unrelated text")
         w.compact()

@@ -231,10 +231,12 @@ def test_a_block_pointer_near_2_64_is_refused_not_read_before_the_file():
 
 
 def _damaged_table(tmp_path: Path, column: int, value: int) -> Path:
-    """An index whose per-term table (as int64, which the loader takes) holds ``value`` in the
-    body's ``column`` (0 term_ptr, 3 pack_ptr) of the term "banana"."""
+    """An index whose per-term table (as int64, which the loader of formats 5 and 6 takes) holds
+    ``value`` in the body's ``column`` (0 term_ptr, 3 pack_ptr) of the term "banana"; format 7's
+    packed table is damaged in test_index_term_table.py."""
     path = tmp_path / "ix"
-    with IndexWriter(path) as w:
+    with pytest.MonkeyPatch.context() as m, IndexWriter(path) as w:
+        m.setattr(segment_write, "WRITE_VERSION", 6)
         for i in range(300):
             w.add_document(f"http://a.example/{i}", "", "apple banana " * (1 + i % 3))
     [seg_dir] = path.glob("seg-*")
@@ -269,7 +271,8 @@ def test_a_sound_table_read_as_int64_searches_and_merges(tmp_path):
     """The negative control of the damaged-pointer test: the same int64 table, undamaged."""
     path = tmp_path / "ix"
     for lo in (0, 150):  # two segments, for the compaction to merge
-        with IndexWriter(path) as w:
+        with pytest.MonkeyPatch.context() as m, IndexWriter(path) as w:
+            m.setattr(segment_write, "WRITE_VERSION", 6)
             for i in range(lo, lo + 150):
                 w.add_document(f"http://a.example/{i}", "", "apple banana " * (1 + i % 3))
     for seg_dir in path.glob("seg-*"):

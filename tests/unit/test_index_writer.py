@@ -638,7 +638,7 @@ def test_merge_equals_fresh_write(docs, cuts, data):
     from pathlib import Path
 
     from politecrawl.index.analysis import Analyzer
-    from politecrawl.index.segment import Segment
+    from politecrawl.index.segment import VERSION, Segment
     from politecrawl.index.segment_merge import merge_segments
     from politecrawl.index.segment_write import write_segment
 
@@ -659,6 +659,6 @@ def test_merge_equals_fresh_write(docs, cuts, data):
         write_segment(tmp / "fresh", live, Analyzer())
         assert n == len(live)
         merged = Segment(tmp / "merged")
-        assert merged.header["version"] == 6 and merged.fields["body"].packed is not None  # packed compared
+        assert merged.header["version"] == VERSION and merged.fields["body"].packed is not None  # packed compared
         assert merged.fields["body"].pos_packed
         assert _segment_contents(merged) == _segment_contents(Segment(tmp / "fresh"))

@@ -46,6 +46,8 @@
  *   unpack_postings(...) ... and decoded back into doc deltas and tfs
  *   pack_positions(...) a field's positions bit-packed in chunks (format 6)
  *   unpack_positions(...) ... and a range of them decoded back
+ *   pack_term_table(...) a segment's per-term table packed in blocks (format 7)
+ *   term_column(...)  ... and a range of one of its columns read back
  *   merge_terms(...)  a merge's term dictionary: the sources' sorted dictionaries merged as bytes
  *   Vocabulary        a segment's terms while it is written
  *     .term_ids(...)  the same words as ids in it (the writer's per-token loop)
@@ -55,6 +57,8 @@
  *   packed.c          format 5's bit-packed blocks: unpack_block, pack_postings, unpack_postings;
  *                     format 6's chunks of positions: unpack_pos_chunk, pack_positions,
  *                     unpack_positions
+ *   term_table.c      a column of the per-term table read in place (TCol), pack_term_table,
+ *                     term_column
  *   positions.c       an array read through a mapping or with pread, a packed reader's scratch
  *   postings.c        Postings (lookup, df), decoding a term's postings
  *   cursor.c          a cursor over a term's postings: seeks by the skip blocks, blocks read in place
@@ -73,6 +77,7 @@
 #include "_kernels_src/common.h"
 
 #include "_kernels_src/packed.c"
+#include "_kernels_src/term_table.c"
 #include "_kernels_src/positions.c"
 #include "_kernels_src/postings.c"
 #include "_kernels_src/cursor.c"
@@ -121,6 +126,8 @@ static PyMethodDef module_methods[] = {
     {"unpack_postings", k_unpack_postings, METH_VARARGS,
      "unpack_postings(packed, pack_ptr, term_ptr, n_docs, block) -> (deltas, tfs)"},
     {"pack_positions", k_pack_positions, METH_VARARGS, "pack_positions(values, chunk) -> (packed, chunk_offsets)"},
+    {"pack_term_table", k_pack_term_table, METH_VARARGS, "pack_term_table(table) -> (directory, bits)"},
+    {"term_column", k_term_column, METH_VARARGS, "term_column((directory, bits, column, rows), lo, hi) -> int64 rows"},
     {"unpack_positions", k_unpack_positions, METH_VARARGS,
      "unpack_positions(packed, chunks, count, lo, hi, chunk) -> positions [lo, hi) as uint32"},
     {"merge_terms", k_merge_terms, METH_VARARGS, "merge_terms([(blob, ends, used), ...]) -> (blob, n_terms, maps)"},
@@ -155,10 +162,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *all = Py_BuildValue("[sssssssssssssssssssss]", "Postings", "Vocabulary", "best_window",
+    PyObject *all = Py_BuildValue("[sssssssssssssssssssssss]", "Postings", "Vocabulary", "best_window",
                                   "build_postings", "doc_freqs", "gather", "live_terms", "make_snippet",
-                                  "merge_sources", "merge_terms", "pack_positions", "pack_postings",
-                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "tokens", "top",
+                                  "merge_sources", "merge_terms", "pack_positions", "pack_postings", "pack_term_table",
+                                  "posting_blocks", "proximity", "rank", "snippet_at", "snippet_hit", "term_column", "tokens", "top",
                                   "unpack_positions", "unpack_postings");
     if (!all || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);

@@ -16,11 +16,13 @@ __all__ = [
     "merge_terms",
     "pack_positions",
     "pack_postings",
+    "pack_term_table",
     "posting_blocks",
     "proximity",
     "rank",
     "snippet_at",
     "snippet_hit",
+    "term_column",
     "tokens",
     "top",
     "unpack_positions",
@@ -36,7 +38,9 @@ class Postings:
         terms: Buffer,
         term_end: Buffer,
         keys: Buffer,
-        fields: Sequence[tuple[Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer]],
+        # (term_ptr, docs or packed, tfs or pack_ptr, pos_ptr, positions, block_ptr, blocks); a column
+        # of the per-term table is an array or a packed column's (directory, bits, column, rows)
+        fields: Sequence[tuple[object, Buffer, object, object, object, object, Buffer]],
     ) -> None: ...
     def lookup(self, term: str | bytes) -> int: ...
     def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
@@ -152,4 +156,6 @@ def unpack_postings(
     packed: Buffer, pack_ptr: Buffer, term_ptr: Buffer, n_docs: int, block: int
 ) -> tuple[bytes, bytes]: ...
 def pack_positions(values: Buffer, chunk: int) -> tuple[bytes, bytes]: ...
+def pack_term_table(table: Buffer) -> tuple[bytes, bytes]: ...
+def term_column(column: tuple[Buffer, Buffer, int, int], lo: int, hi: int) -> bytes: ...
 def unpack_positions(packed: Buffer, chunks: Buffer, count: int, lo: int, hi: int, chunk: int) -> bytes: ...

@@ -18,10 +18,11 @@ from .bm25 import FIELDS
 from .packed_positions import CHUNK, unpack_chunks_numpy, unpack_positions
 from .packed_postings import PADDING, unpack
 from .skip_blocks import posting_blocks
+from .term_table import TermColumn, TermTable
 
 __all__ = ["TERM_TABLE_COLUMNS", "TERM_TABLE_COLUMNS_V4", "FieldPostings"]
 
-#: Columns of the per-term table (``terms.ptr.npy``): per field of ``FIELDS``, the term's first
+#: Columns of the per-term table (``term_table``): per field of ``FIELDS``, the term's first
 #: posting, its first position, its first skip block and (format 5) where its packed blocks start
 #: (``segment_write._write_field``).
 TERM_TABLE_COLUMNS = 4 * len(FIELDS)
@@ -60,12 +61,12 @@ class FieldPostings:
         self,
         seg_dir: Path,
         field: str,
-        table: np.ndarray | None = None,
+        table: TermTable | None = None,
         n_docs: int = 0,
         tf_max: int | None = None,
         positions_dtype: str | None = None,
     ):
-        """``table``: the segment's per-term table (``terms.ptr.npy``), whose columns hold this
+        """``table``: the segment's per-term table (``term_table``), whose columns hold this
         field's pointers; None for a segment written before it, with a file per pointer array.
         A table of ``TERM_TABLE_COLUMNS`` is format 5's: the doc ids and tfs are packed
         (``packed``, ``pack_ptr``; ``docs`` and ``tfs`` are None), ``n_docs`` the segment's
@@ -73,10 +74,12 @@ class FieldPostings:
         ``positions_dtype`` (format 6, from the header): the positions are packed
         (``pos_packed``), and this is the type format 5 would have stored them in."""
         fi = FIELDS.index(field)
-        per = 4 if table is not None and table.shape[1] == TERM_TABLE_COLUMNS else 3
+        per = 4 if table is not None and table.columns == TERM_TABLE_COLUMNS else 3
+        self.term_ptr: TermColumn
+        self.pos_ptr: TermColumn
         if table is not None:
-            self.term_ptr = table[:, per * fi]
-            self.pos_ptr = table[:, per * fi + 1]
+            self.term_ptr = table.column(per * fi)
+            self.pos_ptr = table.column(per * fi + 1)
         else:
             self.term_ptr = _load(seg_dir / f"{field}.term_ptr.npy")
             self.pos_ptr = _load(seg_dir / f"{field}.pos_ptr.npy")
@@ -84,12 +87,12 @@ class FieldPostings:
         self.docs: np.ndarray | None
         self.tfs: np.ndarray | None
         self.packed: np.ndarray | None
-        self.pack_ptr: np.ndarray | None
+        self.pack_ptr: TermColumn | None
         if per == 4:
             assert table is not None
             self.docs = self.tfs = None
             self.packed = _load(seg_dir / f"{field}.postings.npy")
-            self.pack_ptr = table[:, per * fi + 3]
+            self.pack_ptr = table.column(per * fi + 3)
             self.tf_max = int(tf_max or 0)
             if self.packed.dtype != np.uint8 or self.packed.ndim != 1 or len(self.packed) < PADDING:
                 raise SearchIndexError(f"corrupt segment file {seg_dir / f'{field}.postings.npy'}: not packed postings")
@@ -112,9 +115,9 @@ class FieldPostings:
         self._pos_chunks: np.ndarray | None = None
         self._pos_file: tuple[int, int, int, int] | None = None
         self._chunks_file: tuple[int, int, int, int] | None = None
-        self._blocks: tuple[np.ndarray, np.ndarray] | None = None
+        self._blocks: tuple[TermColumn, np.ndarray] | None = None
         if table is not None:
-            self._blocks = (table[:, per * fi + 2], _load(seg_dir / f"{field}.blocks.npy"))
+            self._blocks = (table.column(per * fi + 2), _load(seg_dir / f"{field}.blocks.npy"))
             if self._blocks[1].ndim != 2 or self._blocks[1].shape[1] != (5 if per == 4 else 4):
                 raise SearchIndexError(f"corrupt segment file {seg_dir / f'{field}.blocks.npy'}: wrong shape")
 
@@ -247,7 +250,7 @@ class FieldPostings:
         weakref.finalize(self, os.close, fd)
         return (fd, offset, dtype.itemsize, count)
 
-    def blocks(self, field_lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def blocks(self, field_lens: np.ndarray) -> tuple[TermColumn, np.ndarray]:
         """``(block_ptr, blocks)`` (``posting_blocks``): from the segment's files, or for a
         segment written before they existed, computed once (``field_lens``: this field's length
         per document)."""
@@ -259,7 +262,7 @@ class FieldPostings:
                 )
             except FileNotFoundError:
                 docs, tfs = self.run(0, len(self.term_ptr) - 1)
-                self._blocks = posting_blocks(self.term_ptr, docs, tfs, field_lens)
+                self._blocks = posting_blocks(np.asarray(self.term_ptr), docs, tfs, field_lens)
         return self._blocks
 
     def range(self, term_id: int) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 6, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 7, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer", "tf_max" (formats 5, 6: per field),
                          "positions_dtype" (format 6: per field)}
@@ -11,11 +11,14 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
-    terms.ptr.npy       uint32[T+1, 12] the per-term table: per field of
-                                      ``FIELDS``, the columns term_ptr, pos_ptr, block_ptr and
-                                      pack_ptr below, a row per term (format 5; format 4: the
-                                      first three, [T+1, 9]; before it, a file
-                                      ``<field>.<name>.npy`` for each, term_ptr and pos_ptr int64)
+    terms.ptr.dir.npy   uint32[B, 13] (format 7) the per-term table: per field of ``FIELDS``,
+    terms.ptr.bits.npy  uint8[]       the columns term_ptr, pos_ptr, block_ptr and pack_ptr
+                                      below, a row per term and one more, packed in blocks of
+                                      ``term_table.ROWS`` rows (``term_table`` has the layout)
+    terms.ptr.npy       uint32[T+1, 12] (formats 5 and 6) the same table as one array; format
+                                      4: the first three columns per field, [T+1, 9]; before it,
+                                      a file ``<field>.<name>.npy`` for each, term_ptr and
+                                      pos_ptr int64
     <field>.term_ptr      [T+1]       postings of term t are [ptr[t], ptr[t+1])
     <field>.postings.npy  uint8[]     (format 5) the doc ids and tfs, bit-packed in blocks of
                                       ``BLOCK`` postings (``packed_postings`` has the layout),
@@ -114,6 +117,7 @@ from .bodies import open_body
 from .doc_table import TextTable
 from .field_postings import TERM_TABLE_COLUMNS, TERM_TABLE_COLUMNS_V4, FieldPostings, _load
 from .skip_blocks import BLOCK, posting_blocks
+from .term_table import TermTable, kernel_column
 
 __all__ = [
     "BLOCK",
@@ -141,8 +145,10 @@ FORMAT = "politecrawl-segment"
 #: start) and a fifth in the skip blocks (where each block starts).
 #: 6: each field's positions bit-packed in chunks of ``packed_positions.CHUNK`` with a chunk table
 #: (``<field>.pos_chunks.npy``), and the type format 5 would store them in in the header.
-VERSION = 6
-READABLE_VERSIONS = (2, 3, 4, 5, 6)
+#: 7: the per-term table packed in blocks (``term_table``: ``terms.ptr.dir.npy`` and
+#: ``terms.ptr.bits.npy`` in place of ``terms.ptr.npy``).
+VERSION = 7
+READABLE_VERSIONS = (2, 3, 4, 5, 6, 7)
 
 
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
@@ -289,12 +295,15 @@ class Segment:
         self._kernel: object | None = None
         # One row per term of every field's pointers (postings, positions, skip blocks), 4 bytes
         # each: a term looked up touches one place instead of one in each of nine files.
-        table = _load(self.path / "terms.ptr.npy") if (self.path / "terms.ptr.npy").exists() else None
         columns = TERM_TABLE_COLUMNS if header["version"] >= 5 else TERM_TABLE_COLUMNS_V4
-        if table is not None and table.shape != (self.n_terms + 1, columns):
-            raise SearchIndexError(f"{self.path}: per-term table does not match header")
-        if header["version"] >= 5 and table is None:
-            raise SearchIndexError(f"{self.path}: per-term table missing")
+        try:
+            table: TermTable | None = TermTable.load(
+                self.path, self.n_terms + 1, columns, header["version"] >= 7, _load
+            )
+        except FileNotFoundError:
+            if header["version"] >= 5:
+                raise SearchIndexError(f"{self.path}: per-term table missing") from None
+            table = None  # format 4's first writer, and formats 2 and 3: a file per pointer array
         tf_max = header.get("tf_max", {})
         # format 6: the type format 5 would store each field's positions in (packed, they are not)
         pos_dtypes = header.get("positions_dtype") if header["version"] >= 6 else {}
@@ -382,16 +391,19 @@ class Segment:
             # Packed positions (format 6) count at format 5's size: the same segment is mapped or
             # read as it was (``FieldPostings.positions_map_cost``).
             mapped = _reserve_positions_map(self, self.fields["body"].positions_map_cost())
-            arrays = [
-                (
-                    fp.term_ptr,
-                    *((fp.docs, fp.tfs) if fp.packed is None else (fp.packed, fp.pack_ptr)),
-                    fp.pos_ptr,
-                    fp.kernel_positions(mapped or f != "body"),
-                    *fp.blocks(self.doc_lens[:, fi]),
+            arrays = []
+            for fi, (f, fp) in enumerate(self.fields.items()):
+                block_ptr, blocks = fp.blocks(self.doc_lens[:, fi])
+                arrays.append(
+                    (
+                        kernel_column(fp.term_ptr),
+                        *((fp.docs, fp.tfs) if fp.pack_ptr is None else (fp.packed, kernel_column(fp.pack_ptr))),
+                        kernel_column(fp.pos_ptr),
+                        fp.kernel_positions(mapped or f != "body"),
+                        kernel_column(block_ptr),
+                        blocks,
+                    )
                 )
-                for fi, (f, fp) in enumerate(self.fields.items())
-            ]
             try:
                 self._kernel = compiled.Postings(
                     self.doc_count, self._terms_blob, self._term_end, self._term_keys, arrays

@@ -147,7 +147,7 @@ def _field_live_terms(fp: FieldPostings, doc_map: np.ndarray) -> np.ndarray:
     """``live_terms`` of a source's field: of its arrays at once, or (format 5) of its packed
     postings decoded about ``MERGE_RUN_ITEMS`` postings at a time."""
     if fp.docs is not None and fp.tfs is not None:
-        return live_terms(fp.term_ptr, fp.docs, fp.tfs, doc_map)
+        return live_terms(np.asarray(fp.term_ptr), fp.docs, fp.tfs, doc_map)
     term_ptr = np.asarray(fp.term_ptr, dtype=np.int64)
     bounds = _run_bounds(term_ptr[1:])
     parts = [np.zeros(0, dtype=bool)]

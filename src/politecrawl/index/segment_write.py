@@ -40,6 +40,7 @@ from .segment import (
     term_keys,
 )
 from .synced_files import StreamedArray, SyncedFiles
+from .term_table import pack as pack_term_table
 
 __all__ = [
     "WRITE_VERSION",
@@ -56,9 +57,9 @@ __all__ = [
 ]
 
 
-#: The segment format written with LZ4 bodies (``bodies.BODY_CODEC``): ``VERSION``, or 5
-#: (positions as arrays, not packed) or 4 (doc deltas and tfs as arrays too) for tests and
-#: comparisons that set it.
+#: The segment format written with LZ4 bodies (``bodies.BODY_CODEC``): ``VERSION``, or 6 (the
+#: per-term table as one array), 5 (positions as arrays, not packed too) or 4 (doc deltas and
+#: tfs as arrays too) for tests and comparisons that set it.
 WRITE_VERSION = VERSION
 
 
@@ -472,7 +473,11 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
         posting_counts[f], tf_max[f] = _write_field(
             files, f, postings[f], doc_lens[:, fi], term_table[:, per * fi : per * fi + per], version >= 6
         )
-    if format_4:
+    if version >= 7:
+        directory, bits = pack_term_table(term_table)
+        files.save("terms.ptr.dir.npy", directory)
+        files.save("terms.ptr.bits.npy", bits)
+    elif format_4:
         files.save("terms.ptr.npy", term_table)
     else:  # format 2, as it was written: a file per pointer array
         for fi, f in enumerate(FIELDS):

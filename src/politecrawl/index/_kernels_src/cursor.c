@@ -50,18 +50,18 @@ static int cursor_load(Cursor *c, Py_ssize_t z) {
  * damaged block. */
 static int cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
     c->f = f;
-    c->lo = (Py_ssize_t)at(&f->term_ptr, tid);
-    c->hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
-    c->b0 = (Py_ssize_t)at(&f->block_ptr, tid);
-    c->nb = (Py_ssize_t)at(&f->block_ptr, tid + 1) - c->b0;
+    c->lo = (Py_ssize_t)tat(&f->term_ptr, tid);
+    c->hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
+    c->b0 = (Py_ssize_t)tat(&f->block_ptr, tid);
+    c->nb = (Py_ssize_t)tat(&f->block_ptr, tid + 1) - c->b0;
     c->i = c->lo;
-    c->pos = at(&f->pos_ptr, tid);
+    c->pos = tat(&f->pos_ptr, tid);
     c->bs = -1;
     if (!f->packed_fmt) {
         c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
         return 0;
     }
-    c->off0 = at(&f->pack_ptr, tid);
+    c->off0 = tat(&f->pack_ptr, tid);
     c->doc = 0;
     if (c->lo < c->hi && cursor_load(c, 0) < 0) return -1;
     return 0;

@@ -3,24 +3,27 @@
  * cursor that seeks through a term's postings by its skip blocks is cursor.c).  Part of the unity
  * build _kernels.c (after common.h). */
 
-/* -- Postings ------------------------------------------------------------------------------ */
-
 #define BLOCK 128 /* postings per skip block: skip_blocks.BLOCK */
 
+/* -- Postings ------------------------------------------------------------------------------ */
+
 typedef struct {
-    Arr term_ptr, docs, tfs, pos_ptr;
+    TCol term_ptr, pos_ptr;
+    Arr docs, tfs;
     /* formats 2-5: the positions as stored, pos_size bytes each; format 6 (pos_packed): their
      * chunks (packed.c), the bytes here and the chunk table in `pos_chunks`, pos_len bytes before
      * the padding, pos_size the bytes format 5 would store a position in (what the reads of
      * nearby runs are grouped by).  pos_count: the field's positions. */
     Src positions;
-    Arr block_ptr, blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
+    TCol block_ptr;
+    Arr blocks; /* segment.posting_blocks: blocks is uint32 rows of (last doc, positions
                               start, largest tf, shortest field length[, where its packed block
                               starts]) */
     /* format 5 (packed: blocks has 5 columns): doc ids and tfs bit-packed (packed.c) in `packed`,
      * term t's blocks from byte pack_ptr[t]; docs and tfs are not held.  n_post: the postings. */
     int packed_fmt, bcols;
-    Arr packed, pack_ptr;
+    Arr packed;
+    TCol pack_ptr;
     Py_ssize_t n_post;
     uint64_t packed_len; /* packed.n less the padding */
     Src pos_chunks;
@@ -48,16 +51,16 @@ typedef struct {
 
 static void Postings_dealloc(Postings *self) {
     for (int i = 0; i < N_FIELDS; i++) {
-        arr_release(&self->f[i].term_ptr);
+        tcol_release(&self->f[i].term_ptr);
         arr_release(&self->f[i].docs);
         arr_release(&self->f[i].tfs);
-        arr_release(&self->f[i].pos_ptr);
+        tcol_release(&self->f[i].pos_ptr);
         src_release(&self->f[i].positions);
         src_release(&self->f[i].pos_chunks);
-        arr_release(&self->f[i].block_ptr);
+        tcol_release(&self->f[i].block_ptr);
         arr_release(&self->f[i].blocks);
         arr_release(&self->f[i].packed);
-        arr_release(&self->f[i].pack_ptr);
+        tcol_release(&self->f[i].pack_ptr);
     }
     arr_release(&self->terms);
     arr_release(&self->term_end);
@@ -92,16 +95,16 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
     }
     for (int fi = 0; fi < N_FIELDS; fi++) {
         const Field *f = &self->f[fi];
-        uint64_t lo = at(&f->term_ptr, tid), hi = at(&f->term_ptr, tid + 1);
-        uint64_t p0 = at(&f->pos_ptr, tid), p1 = at(&f->pos_ptr, tid + 1);
-        uint64_t b0 = at(&f->block_ptr, tid), b1 = at(&f->block_ptr, tid + 1);
+        uint64_t lo = tat(&f->term_ptr, tid), hi = tat(&f->term_ptr, tid + 1);
+        uint64_t p0 = tat(&f->pos_ptr, tid), p1 = tat(&f->pos_ptr, tid + 1);
+        uint64_t b0 = tat(&f->block_ptr, tid), b1 = tat(&f->block_ptr, tid + 1);
         uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
         if (hi < lo || hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
         if (p1 < p0 || p1 > f->pos_count) return corrupt("positions pointers beyond the positions");
         if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / f->bcols))
             return corrupt("skip blocks do not match the postings");
         if (f->packed_fmt) {
-            uint64_t o0 = at(&f->pack_ptr, tid), o1 = at(&f->pack_ptr, tid + 1);
+            uint64_t o0 = tat(&f->pack_ptr, tid), o1 = tat(&f->pack_ptr, tid + 1);
             if (o1 < o0 || o1 > f->packed_len) return corrupt("packed postings pointers beyond their file");
             if (count > (uint64_t)self->n_docs) return corrupt("more postings than documents");
         }
@@ -179,14 +182,14 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             f->pos_size = f->positions.a.size;
             f->pos_count = (uint64_t)f->positions.a.n;
         }
-        if (arr_get_strided(a0, &f->term_ptr, "term_ptr") < 0 || arr_get_strided(a3, &f->pos_ptr, "pos_ptr") < 0 ||
-            arr_get_strided(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+        if (tcol_get(a0, &f->term_ptr, "term_ptr") < 0 || tcol_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+            tcol_get(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
         }
         f->bcols = f->blocks.view.ndim == 2 ? (int)f->blocks.view.shape[1] : 4;
         f->packed_fmt = f->bcols == 5;
-        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || arr_get_strided(a2, &f->pack_ptr, "pack_ptr") < 0)
+        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || tcol_get(a2, &f->pack_ptr, "pack_ptr") < 0)
                           : (arr_get(a1, &f->docs, "docs") < 0 || arr_get(a2, &f->tfs, "tfs") < 0)) {
             Py_DECREF(seq);
             return -1;
@@ -213,7 +216,7 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
                 return corrupt("packed postings of the wrong shape");
             }
             f->packed_len = (uint64_t)(f->packed.n - PACK_PADDING);
-            f->n_post = (Py_ssize_t)at(&f->term_ptr, self->n_terms);
+            f->n_post = (Py_ssize_t)tat(&f->term_ptr, self->n_terms);
         } else {
             f->n_post = f->docs.n;
         }
@@ -282,8 +285,8 @@ static PyObject *Postings_lookup(Postings *self, PyObject *arg) {
 /* The postings [lo, hi) of term `tid` in field `f`, checked. */
 static int term_range(Postings *self, const Field *f, Py_ssize_t tid, Py_ssize_t *lo, Py_ssize_t *hi) {
     if (term_ok(self, tid) < 0) return -1;
-    *lo = (Py_ssize_t)at(&f->term_ptr, tid);
-    *hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    *lo = (Py_ssize_t)tat(&f->term_ptr, tid);
+    *hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
     return 0;
 }
 
@@ -321,11 +324,11 @@ static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned
     }
 
 static Py_ssize_t decode(const Field *f, Py_ssize_t tid, Py_ssize_t n_docs, uint32_t *docs, uint32_t *tfs) {
-    Py_ssize_t lo = (Py_ssize_t)at(&f->term_ptr, tid), hi = (Py_ssize_t)at(&f->term_ptr, tid + 1);
+    Py_ssize_t lo = (Py_ssize_t)tat(&f->term_ptr, tid), hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
     Py_ssize_t n = hi - lo;
     if (n > n_docs) return corrupt("more postings than documents");
     if (f->packed_fmt) { /* block after block, each from the end of the one before */
-        uint64_t off = at(&f->pack_ptr, tid), base = 0;
+        uint64_t off = tat(&f->pack_ptr, tid), base = 0;
         for (Py_ssize_t s = 0; s < n; s += BLOCK) {
             Py_ssize_t k = n - s < BLOCK ? n - s : BLOCK;
             if (unpack_block(f->packed.p, f->packed_len, off, k, base, docs + s, tfs + s, &off) < 0) return -1;
