@@ -182,14 +182,14 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             f->pos_size = f->positions.a.size;
             f->pos_count = (uint64_t)f->positions.a.n;
         }
-        if (tcol_get(a0, &f->term_ptr, "term_ptr") < 0 || tcol_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
-            tcol_get(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+        if (tcol_get(a0, &f->term_ptr, "term_ptr", 1) < 0 || tcol_get(a3, &f->pos_ptr, "pos_ptr", 1) < 0 ||
+            tcol_get(a5, &f->block_ptr, "block_ptr", 1) < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
         }
         f->bcols = f->blocks.view.ndim == 2 ? (int)f->blocks.view.shape[1] : 4;
         f->packed_fmt = f->bcols == 5;
-        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || tcol_get(a2, &f->pack_ptr, "pack_ptr") < 0)
+        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || tcol_get(a2, &f->pack_ptr, "pack_ptr", 1) < 0)
                           : (arr_get(a1, &f->docs, "docs") < 0 || arr_get(a2, &f->tfs, "tfs") < 0)) {
             Py_DECREF(seq);
             return -1;

@@ -32,9 +32,27 @@ static void tcol_release(TCol *c) {
     arr_release(&c->bits);
 }
 
+/* Whether the packed blocks [b0, b1) of a column are inside its file: each width at most 32, and
+ * the block's bits and the 8 bytes a read at its last value may touch before the file's end. */
+static int tcol_check(const TCol *c, Py_ssize_t b0, Py_ssize_t b1) {
+    const uint32_t *dir = (const uint32_t *)c->dir.p;
+    for (Py_ssize_t k = b0; k < b1; k++) {
+        uint64_t start = dir[k * (c->cols + 1) + c->cols], size = (uint64_t)c->cols;
+        if (start + size > (uint64_t)c->bits.n) return corrupt("a packed term table block beyond its file");
+        for (int j = 0; j < c->cols; j++) {
+            int w = c->bits.p[start + j];
+            if (w > 32) return corrupt("a packed term table width over 32 bits");
+            size += 8 * (uint64_t)w;
+        }
+        if (start + size + 8 > (uint64_t)c->bits.n) return corrupt("a packed term table block beyond its file");
+    }
+    return 0;
+}
+
 /* A column from an array (a column of a table) or a packed column's (dir, bits, col, rows)
- * (term_table.kernel_column); every packed block is checked here, so tat() reads in bounds. */
-static int tcol_get(PyObject *obj, TCol *c, const char *what) {
+ * (term_table.kernel_column), its shape checked; `check_all`: every block too (tcol_check), so
+ * that tat() reads in bounds at any row (the Postings, checked once when a segment opens). */
+static int tcol_get(PyObject *obj, TCol *c, const char *what, int check_all) {
     memset(c, 0, sizeof(*c));
     if (!PyTuple_Check(obj)) {
         if (arr_get_strided(obj, &c->a, what) < 0) return -1;
@@ -59,19 +77,9 @@ static int tcol_get(PyObject *obj, TCol *c, const char *what) {
     c->cols = (int)c->dir.view.shape[1] - 1;
     c->col = col;
     c->n = rows;
-    const uint32_t *dir = (const uint32_t *)c->dir.p;
-    for (Py_ssize_t k = 0; k < n_blocks; k++) {
-        uint64_t start = dir[k * (c->cols + 1) + c->cols], size = (uint64_t)c->cols;
-        if (start + size > (uint64_t)c->bits.n) size = UINT64_MAX;
-        for (int j = 0; j < c->cols && size != UINT64_MAX; j++) {
-            int w = c->bits.p[start + j];
-            size = w > 32 ? UINT64_MAX : size + 8 * (uint64_t)w;
-        }
-        /* its bits and the 8 bytes a read at its last value may touch */
-        if (size == UINT64_MAX || start + size + 8 > (uint64_t)c->bits.n) {
-            tcol_release(c);
-            return corrupt("a packed term table block beyond its file");
-        }
+    if (check_all && tcol_check(c, 0, n_blocks) < 0) {
+        tcol_release(c);
+        return -1;
     }
     return 0;
 }
@@ -159,10 +167,12 @@ static PyObject *k_term_column(PyObject *self, PyObject *args) {
     Py_ssize_t lo, hi;
     if (!PyArg_ParseTuple(args, "Onn", &obj, &lo, &hi)) return NULL;
     TCol c;
-    if (tcol_get(obj, &c, "column") < 0) return NULL;
+    if (tcol_get(obj, &c, "column", 0) < 0) return NULL;
     PyObject *out = NULL;
     if (lo < 0 || hi < lo || hi > c.n) {
         PyErr_SetString(PyExc_ValueError, "term_column: rows out of range");
+    } else if (c.packed && tcol_check(&c, lo / TABLE_ROWS, (hi + TABLE_ROWS - 1) / TABLE_ROWS) < 0) {
+        /* only the blocks read: a merge reads a column a run of terms at a time */
     } else if ((out = PyBytes_FromStringAndSize(NULL, (hi - lo) * (Py_ssize_t)sizeof(int64_t)))) {
         int64_t *v = (int64_t *)PyBytes_AS_STRING(out);
         for (Py_ssize_t i = lo; i < hi; i++) v[i - lo] = (int64_t)tat(&c, i);
