@@ -107,24 +107,32 @@ static PyObject *k_pack_term_table(PyObject *self, PyObject *args) {
         goto done;
     }
     uint32_t *dir = (uint32_t *)PyBytes_AS_STRING(dir_b);
-    uint64_t size = 0;
+    /* the writer's table is uint32: read as such, not through at()'s switch per value */
+    const uint32_t *u32 = t.size == 4 ? (const uint32_t *)t.p : NULL;
+#define TABLE_AT(r, c) (u32 ? (uint64_t)u32[(r) * cols + (c)] : at(&t, (r) * cols + (c)))
+    uint64_t size = 0, lo[256], hi[256];
     for (Py_ssize_t k = 0; k < n_blocks; k++) {
         Py_ssize_t r0 = k * TABLE_ROWS, r1 = r0 + TABLE_ROWS < rows ? r0 + TABLE_ROWS : rows;
         dir[k * (cols + 1) + cols] = (uint32_t)size;
         size += (uint64_t)cols;
         for (Py_ssize_t c = 0; c < cols; c++) {
-            uint64_t lo = UINT64_MAX, hi = 0;
-            for (Py_ssize_t r = r0; r < r1; r++) {
-                uint64_t v = at(&t, r * cols + c); /* a negative int64 reads as one past 2**32 */
-                if (v > UINT32_MAX) {
-                    PyErr_SetString(PyExc_ValueError, "pack_term_table: a pointer does not fit in 32 bits");
-                    goto done;
-                }
-                if (v < lo) lo = v;
-                if (v > hi) hi = v;
+            lo[c] = UINT64_MAX;
+            hi[c] = 0;
+        }
+        for (Py_ssize_t r = r0; r < r1; r++) {
+            for (Py_ssize_t c = 0; c < cols; c++) {
+                uint64_t v = TABLE_AT(r, c); /* a negative int64 reads as one past 2**32 */
+                if (v < lo[c]) lo[c] = v;
+                if (v > hi[c]) hi[c] = v;
             }
-            dir[k * (cols + 1) + c] = (uint32_t)lo;
-            widths[k * cols + c] = (unsigned char)bit_width(hi - lo);
+        }
+        for (Py_ssize_t c = 0; c < cols; c++) {
+            if (hi[c] > UINT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "pack_term_table: a pointer does not fit in 32 bits");
+                goto done;
+            }
+            dir[k * (cols + 1) + c] = (uint32_t)lo[c];
+            widths[k * cols + c] = (unsigned char)bit_width(hi[c] - lo[c]);
             size += 8 * (uint64_t)widths[k * cols + c];
         }
         if (size + PACK_PADDING > UINT32_MAX) {
@@ -146,11 +154,12 @@ static PyObject *k_pack_term_table(PyObject *self, PyObject *args) {
             uint64_t base = dir[k * (cols + 1) + c];
             for (Py_ssize_t r = 0; w && r < TABLE_ROWS; r++) {
                 Py_ssize_t row = r0 + r < rows ? r0 + r : rows - 1;
-                bits_put(q, (uint64_t)r * (uint64_t)w, at(&t, row * cols + c) - base);
+                bits_put(q, (uint64_t)r * (uint64_t)w, TABLE_AT(row, c) - base);
             }
             q += 8 * w;
         }
     }
+#undef TABLE_AT
     result = PyTuple_Pack(2, dir_b, bits_b);
 done:
     PyMem_Free(widths);
@@ -175,7 +184,21 @@ static PyObject *k_term_column(PyObject *self, PyObject *args) {
         /* only the blocks read: a merge reads a column a run of terms at a time */
     } else if ((out = PyBytes_FromStringAndSize(NULL, (hi - lo) * (Py_ssize_t)sizeof(int64_t)))) {
         int64_t *v = (int64_t *)PyBytes_AS_STRING(out);
-        for (Py_ssize_t i = lo; i < hi; i++) v[i - lo] = (int64_t)tat(&c, i);
+        if (!c.packed) {
+            for (Py_ssize_t i = lo; i < hi; i++) v[i - lo] = (int64_t)at(&c.a, i);
+        } else { /* a block at a time: its column's place and width found once, not per row */
+            const uint32_t *dir = (const uint32_t *)c.dir.p;
+            for (Py_ssize_t i = lo; i < hi;) {
+                Py_ssize_t k = i / TABLE_ROWS, end = (k + 1) * TABLE_ROWS < hi ? (k + 1) * TABLE_ROWS : hi;
+                const uint32_t *d = dir + k * (c.cols + 1);
+                const unsigned char *w = c.bits.p + d[c.cols];
+                uint64_t before = 0;
+                for (int j = 0; j < c.col; j++) before += w[j];
+                const unsigned char *q = w + c.cols + 8 * before;
+                int b = w[c.col];
+                for (; i < end; i++) v[i - lo] = (int64_t)(d[c.col] + bits_at(q, (uint64_t)(i % TABLE_ROWS) * (uint64_t)b, b));
+            }
+        }
     }
     tcol_release(&c);
     return out;
