@@ -49,19 +49,20 @@ static int cursor_load(Cursor *c, Py_ssize_t z) {
 /* A cursor at the first posting of term `tid` (checked with term_ok); -1 (ValueError) for a
  * damaged block. */
 static int cursor_init(Cursor *c, const Field *f, Py_ssize_t tid) {
+    Span s = field_span(f, tid);
     c->f = f;
-    c->lo = (Py_ssize_t)tat(&f->term_ptr, tid);
-    c->hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
-    c->b0 = (Py_ssize_t)tat(&f->block_ptr, tid);
-    c->nb = (Py_ssize_t)tat(&f->block_ptr, tid + 1) - c->b0;
+    c->lo = (Py_ssize_t)s.lo;
+    c->hi = (Py_ssize_t)s.hi;
+    c->b0 = (Py_ssize_t)s.b0;
+    c->nb = (Py_ssize_t)s.b1 - c->b0;
     c->i = c->lo;
-    c->pos = tat(&f->pos_ptr, tid);
+    c->pos = s.p0;
     c->bs = -1;
     if (!f->packed_fmt) {
         c->doc = c->lo < c->hi ? at(&f->docs, c->lo) : 0;
         return 0;
     }
-    c->off0 = tat(&f->pack_ptr, tid);
+    c->off0 = s.o0;
     c->doc = 0;
     if (c->lo < c->hi && cursor_load(c, 0) < 0) return -1;
     return 0;

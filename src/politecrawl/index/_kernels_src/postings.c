@@ -5,6 +5,18 @@
 
 #define BLOCK 128 /* postings per skip block: skip_blocks.BLOCK */
 
+/* A term's pointers in one field, both ends of each (its postings, positions, skip blocks and
+ * packed blocks), as term_ok read and checked them.  A query asks for a term's pointers several
+ * times per segment (its document frequency, its bound, its cursors, the gather), and in format 7
+ * each is a read of the packed table (tat), so a field keeps the last SPANS terms' spans, one
+ * slot per tid % SPANS: `key` is tid + 1 (0, as the object is allocated zeroed: empty). */
+typedef struct {
+    Py_ssize_t key;
+    uint64_t lo, hi, p0, p1, b0, b1, o0, o1;
+} Span;
+
+#define SPANS 64
+
 /* -- Postings ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -29,6 +41,7 @@ typedef struct {
     Src pos_chunks;
     int pos_packed, pos_size;
     uint64_t pos_count, pos_len;
+    Span spans[SPANS]; /* term_ok's, read back with field_span */
 } Field;
 
 static inline uint32_t blk(const Field *f, Py_ssize_t row, int col) {
@@ -86,28 +99,52 @@ static int term_at(Postings *self, Py_ssize_t i, Py_ssize_t *start, Py_ssize_t *
     return 0;
 }
 
+/* Term `tid`'s pointers in field `f`, read from the per-term table. */
+static void read_span(const Field *f, Py_ssize_t tid, Span *s) {
+    s->key = tid + 1;
+    s->lo = tat(&f->term_ptr, tid);
+    s->hi = tat(&f->term_ptr, tid + 1);
+    s->p0 = tat(&f->pos_ptr, tid);
+    s->p1 = tat(&f->pos_ptr, tid + 1);
+    s->b0 = tat(&f->block_ptr, tid);
+    s->b1 = tat(&f->block_ptr, tid + 1);
+    s->o0 = f->packed_fmt ? tat(&f->pack_ptr, tid) : 0;
+    s->o1 = f->packed_fmt ? tat(&f->pack_ptr, tid + 1) : 0;
+}
+
+/* Term `tid`'s pointers in field `f` (checked by term_ok first): the span term_ok kept, or, where
+ * another term has taken its slot since, read again. */
+static inline Span field_span(const Field *f, Py_ssize_t tid) {
+    const Span *kept = &f->spans[tid % SPANS];
+    if (kept->key == tid + 1) return *kept;
+    Span s;
+    read_span(f, tid, &s);
+    return s;
+}
+
 /* Term `tid`'s postings, positions and skip blocks, checked against their arrays in each field:
- * every function that reads a term's postings asks this first. */
+ * every function that reads a term's postings asks this first.  A term checked is kept
+ * (Field.spans) and not checked again while it is. */
 static int term_ok(Postings *self, Py_ssize_t tid) {
     if (tid < 0 || tid >= self->n_terms) {
         PyErr_SetString(PyExc_ValueError, "term id out of range");
         return -1;
     }
     for (int fi = 0; fi < N_FIELDS; fi++) {
-        const Field *f = &self->f[fi];
-        uint64_t lo = tat(&f->term_ptr, tid), hi = tat(&f->term_ptr, tid + 1);
-        uint64_t p0 = tat(&f->pos_ptr, tid), p1 = tat(&f->pos_ptr, tid + 1);
-        uint64_t b0 = tat(&f->block_ptr, tid), b1 = tat(&f->block_ptr, tid + 1);
-        uint64_t count = hi - lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
-        if (hi < lo || hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
-        if (p1 < p0 || p1 > f->pos_count) return corrupt("positions pointers beyond the positions");
-        if (b1 < b0 || b1 - b0 != want || b1 > (uint64_t)(f->blocks.n / f->bcols))
+        Field *f = &self->f[fi];
+        Span *slot = &f->spans[tid % SPANS], s;
+        if (slot->key == tid + 1) continue;
+        read_span(f, tid, &s);
+        uint64_t count = s.hi - s.lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
+        if (s.hi < s.lo || s.hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
+        if (s.p1 < s.p0 || s.p1 > f->pos_count) return corrupt("positions pointers beyond the positions");
+        if (s.b1 < s.b0 || s.b1 - s.b0 != want || s.b1 > (uint64_t)(f->blocks.n / f->bcols))
             return corrupt("skip blocks do not match the postings");
         if (f->packed_fmt) {
-            uint64_t o0 = tat(&f->pack_ptr, tid), o1 = tat(&f->pack_ptr, tid + 1);
-            if (o1 < o0 || o1 > f->packed_len) return corrupt("packed postings pointers beyond their file");
+            if (s.o1 < s.o0 || s.o1 > f->packed_len) return corrupt("packed postings pointers beyond their file");
             if (count > (uint64_t)self->n_docs) return corrupt("more postings than documents");
         }
+        *slot = s;
     }
     return 0;
 }
@@ -285,8 +322,9 @@ static PyObject *Postings_lookup(Postings *self, PyObject *arg) {
 /* The postings [lo, hi) of term `tid` in field `f`, checked. */
 static int term_range(Postings *self, const Field *f, Py_ssize_t tid, Py_ssize_t *lo, Py_ssize_t *hi) {
     if (term_ok(self, tid) < 0) return -1;
-    *lo = (Py_ssize_t)tat(&f->term_ptr, tid);
-    *hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
+    Span s = field_span(f, tid);
+    *lo = (Py_ssize_t)s.lo;
+    *hi = (Py_ssize_t)s.hi;
     return 0;
 }
 
@@ -324,11 +362,12 @@ static int live_get(PyObject *obj, Py_buffer *view, Py_ssize_t n, const unsigned
     }
 
 static Py_ssize_t decode(const Field *f, Py_ssize_t tid, Py_ssize_t n_docs, uint32_t *docs, uint32_t *tfs) {
-    Py_ssize_t lo = (Py_ssize_t)tat(&f->term_ptr, tid), hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
+    Span span = field_span(f, tid);
+    Py_ssize_t lo = (Py_ssize_t)span.lo, hi = (Py_ssize_t)span.hi;
     Py_ssize_t n = hi - lo;
     if (n > n_docs) return corrupt("more postings than documents");
     if (f->packed_fmt) { /* block after block, each from the end of the one before */
-        uint64_t off = tat(&f->pack_ptr, tid), base = 0;
+        uint64_t off = span.o0, base = 0;
         for (Py_ssize_t s = 0; s < n; s += BLOCK) {
             Py_ssize_t k = n - s < BLOCK ? n - s : BLOCK;
             if (unpack_block(f->packed.p, f->packed_len, off, k, base, docs + s, tfs + s, &off) < 0) return -1;

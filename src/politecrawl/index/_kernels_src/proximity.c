@@ -165,7 +165,8 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             Py_ssize_t tid = (Py_ssize_t)tids[s * T + t];
             if (tid < 0) continue;
             if (term_ok(p, tid) < 0) goto done;
-            uint64_t end = tat(&f->pos_ptr, tid + 1);
+            Span span = field_span(f, tid);
+            uint64_t start = span.p0, end = span.p1;
             Cursor cur;
             if (cursor_init(&cur, f, tid) < 0) goto done;
             for (Py_ssize_t j = a; j < z; j++) {
@@ -176,7 +177,7 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
                     continue;
                 }
                 uint64_t tf = cursor_tf(&cur), cpos = cursor_pos(&cur);
-                if (cpos < tat(&f->pos_ptr, tid) || cpos > end || tf > end - cpos) {
+                if (cpos < start || cpos > end || tf > end - cpos) {
                     corrupt("positions beyond the term's");
                     goto done;
                 }

@@ -46,8 +46,8 @@ static double term_bound(Postings *self, Py_ssize_t tid, int mode, const double 
     double tc = mode == MODE_FIELDS ? 0.0 : (tnorm ? c[1] : 0.0);
     for (int fi = 0; fi < N_FIELDS; fi++) {
         const Field *f = &self->f[fi];
-        Py_ssize_t lo = (Py_ssize_t)tat(&f->term_ptr, tid), hi = (Py_ssize_t)tat(&f->term_ptr, tid + 1);
-        Py_ssize_t b0 = (Py_ssize_t)tat(&f->block_ptr, tid), b1 = (Py_ssize_t)tat(&f->block_ptr, tid + 1);
+        Span s = field_span(f, tid);
+        Py_ssize_t lo = (Py_ssize_t)s.lo, hi = (Py_ssize_t)s.hi, b0 = (Py_ssize_t)s.b0, b1 = (Py_ssize_t)s.b1;
         double w = bp[1 + 2 * fi];
         if (b1 > b0) {
             for (Py_ssize_t r = b0; r < b1; r++) {
@@ -279,8 +279,10 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                 goto done;
             }
             upto[ti] = b; /* summed below */
-            for (int fi = 0; fi < N_FIELDS; fi++)
-                plen[ti] += (Py_ssize_t)(tat(&self->f[fi].term_ptr, tids[ti] + 1) - tat(&self->f[fi].term_ptr, tids[ti]));
+            for (int fi = 0; fi < N_FIELDS; fi++) {
+                Span s = field_span(&self->f[fi], tids[ti]);
+                plen[ti] += (Py_ssize_t)(s.hi - s.lo);
+            }
         }
         for (Py_ssize_t ti = n_terms - 1; ti >= 1; ti--) {
             rest[ti - 1] = rest[ti] + upto[ti];
