@@ -68,6 +68,30 @@ def test_a_column_of_zeros_takes_no_bits_and_32_bit_offsets_fit():
         pack(table + 2**32 - 1)
 
 
+def test_a_negative_pointer_is_refused_whatever_its_type_and_a_decoded_column_is_the_callers():
+    for dtype in (np.int8, np.int16, np.int32, np.int64):
+        table = np.array([[1, -1], [2, 3]], dtype=dtype)
+        with pytest.raises(SearchIndexError, match="32 bits"):
+            pack(table)
+        with pytest.raises(SearchIndexError, match="32 bits"):
+            pack_numpy(table)
+    if kernels.compiled is not None:  # the kernel itself takes no narrower signed type
+        with pytest.raises(ValueError, match="unsigned"):
+            kernels.compiled.pack_term_table(np.array([[1, 2]], dtype=np.int32))
+    column = _columns(np.array([[1, 2], [3, 4]], dtype=np.uint32))[0]
+    decoded = np.array(column)
+    decoded[0] = 9  # a copy of its own, writable
+    assert column[0] == 1
+
+
+def test_a_row_read_alone_checks_every_width_of_its_block():
+    directory, bits = pack(np.arange(12, dtype=np.int64).reshape(4, 3))
+    bits = bits.copy()
+    bits[0] = 200  # the first column's width, not the one read
+    with pytest.raises(SearchIndexError, match="beyond its file"):
+        PackedColumn(directory, bits, 2, 4)[1]
+
+
 def test_format_7_searches_as_format_6_with_either_engine_in_a_fraction_of_its_table(tmp_path, monkeypatch):
     v6, v7 = _index(tmp_path / "v6", 6, monkeypatch), _index(tmp_path / "v7", 7, monkeypatch)
     assert _versions(v6) == {6} and _versions(v7) == {7}
@@ -181,6 +205,25 @@ def _damage(seg_dir: Path, how: str) -> None:
     else:  # the control: the same table, packed again
         assert how.startswith("none")
         _repack(seg_dir, table)
+
+
+def test_a_damaged_block_fails_only_the_terms_it_holds(tmp_path):
+    """The kernels check a term's blocks when it is asked for, not the whole table when a segment
+    opens: a damaged block fails a search of its terms, and a term of another block is found."""
+    if kernels.compiled is None:
+        pytest.skip("the compiled kernels are not built (no C compiler)")
+    path, seg_dir = _index_to_damage(tmp_path)
+    segment = Searcher(path)._refresh().views[0].segment
+    banana, w5 = segment.term_id("banana"), segment.term_id("w5")
+    assert banana // ROWS != w5 // ROWS and w5 // ROWS != (segment.n_terms) // ROWS
+    del segment
+    want = _hits(Searcher(path), "w5", limit=5)
+    bits = np.load(seg_dir / "terms.ptr.bits.npy")
+    bits[np.load(seg_dir / "terms.ptr.dir.npy")[banana // ROWS, -1] + 4] = 33
+    np.save(seg_dir / "terms.ptr.bits.npy", bits)
+    assert _hits(Searcher(path), "w5", limit=5) == want
+    with pytest.raises(SearchIndexError):
+        Searcher(path).search("banana")
 
 
 HOW = [

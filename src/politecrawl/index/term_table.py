@@ -60,6 +60,9 @@ def pack(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     compiled = kernels.compiled
     if compiled is None:
         return pack_numpy(table)
+    table = np.asarray(table)
+    if table.dtype not in (np.uint32, np.uint64, np.int64):  # what the kernel reads as it is
+        table = table.astype(np.int64)
     table = np.ascontiguousarray(table)
     try:
         directory, bits = compiled.pack_term_table(table)
@@ -157,14 +160,16 @@ class PackedColumn:
         w = widths[col]
         bit = r * w
         at = start + cols + 8 * sum(widths[:col]) + (bit >> 3)
-        if w > 32 or at + 8 > len(mv):
+        if max(widths) > 32 or at + 8 > len(mv):
             raise SearchIndexError("corrupt segment: a term table block beyond its file")
         value = (int.from_bytes(mv[at : at + 8], "little") >> (bit & 7)) & ((1 << w) - 1)
         return int(self._dir[block, col]) + value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self._rows_between(0, self._rows)
-        return out if dtype is None else out.astype(dtype, copy=False)
+        if dtype is not None:
+            out = out.astype(dtype, copy=False)
+        return out.copy() if copy and not out.flags.writeable else out
 
     def _rows_between(self, lo: int, hi: int) -> np.ndarray:
         """Rows ``[lo, hi)``, int64: the compiled kernel, or ``_rows_between_numpy``, its

@@ -134,6 +134,10 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
         Field *f = &self->f[fi];
         Span *slot = &f->spans[tid % SPANS], s;
         if (slot->key == tid + 1) continue;
+        if (tcol_rows_ok(&f->term_ptr, tid, tid + 1) < 0 || tcol_rows_ok(&f->pos_ptr, tid, tid + 1) < 0 ||
+            tcol_rows_ok(&f->block_ptr, tid, tid + 1) < 0 ||
+            (f->packed_fmt && tcol_rows_ok(&f->pack_ptr, tid, tid + 1) < 0))
+            return -1;
         read_span(f, tid, &s);
         uint64_t count = s.hi - s.lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
         if (s.hi < s.lo || s.hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");
@@ -219,14 +223,14 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             f->pos_size = f->positions.a.size;
             f->pos_count = (uint64_t)f->positions.a.n;
         }
-        if (tcol_get(a0, &f->term_ptr, "term_ptr", 1) < 0 || tcol_get(a3, &f->pos_ptr, "pos_ptr", 1) < 0 ||
-            tcol_get(a5, &f->block_ptr, "block_ptr", 1) < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
+        if (tcol_get(a0, &f->term_ptr, "term_ptr") < 0 || tcol_get(a3, &f->pos_ptr, "pos_ptr") < 0 ||
+            tcol_get(a5, &f->block_ptr, "block_ptr") < 0 || arr_get_nd(a6, &f->blocks, "blocks", 1) < 0) {
             Py_DECREF(seq);
             return -1;
         }
         f->bcols = f->blocks.view.ndim == 2 ? (int)f->blocks.view.shape[1] : 4;
         f->packed_fmt = f->bcols == 5;
-        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || tcol_get(a2, &f->pack_ptr, "pack_ptr", 1) < 0)
+        if (f->packed_fmt ? (arr_get(a1, &f->packed, "packed") < 0 || tcol_get(a2, &f->pack_ptr, "pack_ptr") < 0)
                           : (arr_get(a1, &f->docs, "docs") < 0 || arr_get(a2, &f->tfs, "tfs") < 0)) {
             Py_DECREF(seq);
             return -1;
@@ -253,6 +257,10 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
                 return corrupt("packed postings of the wrong shape");
             }
             f->packed_len = (uint64_t)(f->packed.n - PACK_PADDING);
+            if (tcol_rows_ok(&f->term_ptr, self->n_terms, self->n_terms) < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
             f->n_post = (Py_ssize_t)tat(&f->term_ptr, self->n_terms);
         } else {
             f->n_post = f->docs.n;

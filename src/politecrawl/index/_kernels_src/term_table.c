@@ -49,10 +49,19 @@ static int tcol_check(const TCol *c, Py_ssize_t b0, Py_ssize_t b1) {
     return 0;
 }
 
+/* Whether rows i and j of a column are in blocks inside its file (tcol_check), for tat() to read:
+ * the Postings check a term's rows when it is first asked for (term_ok), not every block when a
+ * segment opens, which would read (and keep resident) all of a large table. */
+static int tcol_rows_ok(const TCol *c, Py_ssize_t i, Py_ssize_t j) {
+    if (!c->packed) return 0;
+    Py_ssize_t a = i / TABLE_ROWS, b = j / TABLE_ROWS;
+    return tcol_check(c, a, a + 1) < 0 || (b != a && tcol_check(c, b, b + 1) < 0) ? -1 : 0;
+}
+
 /* A column from an array (a column of a table) or a packed column's (dir, bits, col, rows)
- * (term_table.kernel_column), its shape checked; `check_all`: every block too (tcol_check), so
- * that tat() reads in bounds at any row (the Postings, checked once when a segment opens). */
-static int tcol_get(PyObject *obj, TCol *c, const char *what, int check_all) {
+ * (term_table.kernel_column), its shape checked, not its blocks: tcol_check or tcol_rows_ok
+ * before tat() reads a row. */
+static int tcol_get(PyObject *obj, TCol *c, const char *what) {
     memset(c, 0, sizeof(*c));
     if (!PyTuple_Check(obj)) {
         if (arr_get_strided(obj, &c->a, what) < 0) return -1;
@@ -68,7 +77,7 @@ static int tcol_get(PyObject *obj, TCol *c, const char *what, int check_all) {
         tcol_release(c);
         return -1;
     }
-    Py_ssize_t n_blocks = rows >= 0 ? (rows + TABLE_ROWS - 1) / TABLE_ROWS : -1;
+    Py_ssize_t n_blocks = rows >= 0 ? rows / TABLE_ROWS + (rows % TABLE_ROWS != 0) : -1;
     if (c->dir.view.ndim != 2 || c->dir.size != 4 || c->bits.size != 1 || c->dir.view.shape[0] != n_blocks ||
         c->dir.view.shape[1] < 2 || c->dir.view.shape[1] > 256 || col < 0 || col >= c->dir.view.shape[1] - 1) {
         tcol_release(c);
@@ -77,10 +86,6 @@ static int tcol_get(PyObject *obj, TCol *c, const char *what, int check_all) {
     c->cols = (int)c->dir.view.shape[1] - 1;
     c->col = col;
     c->n = rows;
-    if (check_all && tcol_check(c, 0, n_blocks) < 0) {
-        tcol_release(c);
-        return -1;
-    }
     return 0;
 }
 
@@ -94,8 +99,13 @@ static PyObject *k_pack_term_table(PyObject *self, PyObject *args) {
     Arr t;
     if (arr_get_nd(obj, &t, "table", 1) < 0) return NULL;
     Py_ssize_t rows = t.view.ndim == 2 ? t.view.shape[0] : 0, cols = t.view.ndim == 2 ? t.view.shape[1] : 0;
-    if (t.view.ndim != 2 || rows < 1 || cols < 1 || cols > 255) {
-        PyErr_SetString(PyExc_ValueError, "pack_term_table: expected a table of 1 to 255 columns and a row or more");
+    const char *fmt = t.view.format ? t.view.format : "B";
+    while (*fmt == '<' || *fmt == '=' || *fmt == '@' || *fmt == '|') fmt++;
+    if (t.view.ndim != 2 || rows < 1 || cols < 1 || cols > 255 || (strchr("bhilq", *fmt) && t.size < 8)) {
+        /* at() reads a narrower signed integer as unsigned: a negative one would pack as a pointer
+         * (an int64's reads as one past 2**32, which is refused below) */
+        PyErr_SetString(PyExc_ValueError,
+                        "pack_term_table: expected a table of unsigned integers or int64, of 1 to 255 columns and a row or more");
         arr_release(&t);
         return NULL;
     }
@@ -135,7 +145,7 @@ static PyObject *k_pack_term_table(PyObject *self, PyObject *args) {
             widths[k * cols + c] = (unsigned char)bit_width(hi[c] - lo[c]);
             size += 8 * (uint64_t)widths[k * cols + c];
         }
-        if (size + PACK_PADDING > UINT32_MAX) {
+        if (size + PACK_PADDING > (uint64_t)UINT32_MAX + 1) {
             PyErr_SetString(PyExc_ValueError, "pack_term_table: the table passes 4 GB");
             goto done;
         }
@@ -176,11 +186,11 @@ static PyObject *k_term_column(PyObject *self, PyObject *args) {
     Py_ssize_t lo, hi;
     if (!PyArg_ParseTuple(args, "Onn", &obj, &lo, &hi)) return NULL;
     TCol c;
-    if (tcol_get(obj, &c, "column", 0) < 0) return NULL;
+    if (tcol_get(obj, &c, "column") < 0) return NULL;
     PyObject *out = NULL;
     if (lo < 0 || hi < lo || hi > c.n) {
         PyErr_SetString(PyExc_ValueError, "term_column: rows out of range");
-    } else if (c.packed && tcol_check(&c, lo / TABLE_ROWS, (hi + TABLE_ROWS - 1) / TABLE_ROWS) < 0) {
+    } else if (c.packed && tcol_check(&c, lo / TABLE_ROWS, hi / TABLE_ROWS + (hi % TABLE_ROWS != 0)) < 0) {
         /* only the blocks read: a merge reads a column a run of terms at a time */
     } else if ((out = PyBytes_FromStringAndSize(NULL, (hi - lo) * (Py_ssize_t)sizeof(int64_t)))) {
         int64_t *v = (int64_t *)PyBytes_AS_STRING(out);
