@@ -136,8 +136,9 @@ def test_formats_4_and_5_search_the_same_with_either_engine(tmp_path, monkeypatc
         assert not (d5 / "body.docs.npy").exists() and not (d5 / "body.tfs.npy").exists()
 
 
+@pytest.mark.parametrize("older, newer", [(4, 5), (6, 7)])  # packed postings; the packed per-term table
 @pytest.mark.parametrize("code", ["kernels", "numpy"])
-def test_a_merge_of_a_format_4_and_a_format_5_segment_writes_the_current_format(tmp_path, monkeypatch, code):
+def test_a_merge_of_segments_of_two_formats_writes_the_current_format(tmp_path, monkeypatch, code, older, newer):
     if code == "kernels" and kernels.compiled is None:
         pytest.skip("the compiled kernels are not built (no C compiler)")
     mixed, new = tmp_path / "mixed", tmp_path / "new"
@@ -146,14 +147,14 @@ def test_a_merge_of_a_format_4_and_a_format_5_segment_writes_the_current_format(
         for i in range(400)
     ]
     for path in (mixed, new):
-        for half, version in ((docs[:200], 4 if path == mixed else 5), (docs[200:], 5)):
+        for half, version in ((docs[:200], older if path == mixed else newer), (docs[200:], newer)):
             with monkeypatch.context() as m:
                 m.setattr(segment_write, "WRITE_VERSION", version)
                 with IndexWriter(path) as w:
                     for url, title, body in half:
                         w.add_document(url, title, body)
                     w.delete_document(half[3][0])
-    assert _versions(mixed) == {4, 5}
+    assert _versions(mixed) == {older, newer}
     queries = ["word", "w3 word", "title w1", "w8"]
     want = {q: _hits(Searcher(new), q, limit=30) for q in queries}
     assert {q: _hits(Searcher(mixed), q, limit=30) for q in queries} == want

@@ -1,6 +1,6 @@
-"""Format 7's packed per-term table (``term_table``): it reads back what was packed, searches and
-merges as format 6's array does with either engine, is a fraction of its size, and a damaged one
-is a SearchIndexError, never a read out of bounds."""
+"""Format 7's packed per-term table (``term_table``): it reads back what was packed, searches as
+format 6's array does with either engine (a merge of the two formats: test_index_packed.py), is a
+fraction of its size, and a damaged one is a SearchIndexError, never a read out of bounds."""
 
 from __future__ import annotations
 
@@ -130,32 +130,6 @@ def test_the_packed_table_is_a_fraction_of_format_6s(tmp_path, monkeypatch):
     assert {h.url for h in Searcher(tmp_path / "7").search("w5 w9", limit=50)} == {
         h.url for h in Searcher(tmp_path / "6").search("w5 w9", limit=50)
     }
-
-
-@pytest.mark.parametrize("code", ["kernels", "numpy"])
-def test_format_6_segments_are_read_beside_format_7_and_merged_into_it(tmp_path, monkeypatch, code):
-    if code == "kernels" and kernels.compiled is None:
-        pytest.skip("the compiled kernels are not built (no C compiler)")
-    mixed, new = tmp_path / "mixed", tmp_path / "new"
-    docs = [
-        (f"http://m.example/{i}", f"title {i % 5}", " ".join(["word"] * (1 + i % 4) + [f"w{i % 9}"] * 3))
-        for i in range(300)
-    ]
-    for path in (mixed, new):
-        for half, version in ((docs[:150], 6 if path == mixed else 7), (docs[150:], 7)):
-            with monkeypatch.context() as m:
-                m.setattr(segment_write, "WRITE_VERSION", version)
-                with IndexWriter(path) as w:
-                    for url, title, body in half:
-                        w.add_document(url, title, body)
-    assert _versions(mixed) == {6, 7}
-    queries = ["word", "w3 word", "title w1", '"word w8"']
-    want = {q: _hits(Searcher(new), q, limit=30) for q in queries}
-    assert {q: _hits(Searcher(mixed), q, limit=30) for q in queries} == want
-    with numpy_only() if code == "numpy" else contextlib.nullcontext(), IndexWriter(mixed) as w:
-        w.compact()
-    assert _versions(mixed) == {7} and len(Searcher(mixed)._refresh().views) == 1
-    assert {q: _hits(Searcher(mixed), q, limit=30) for q in queries} == want
 
 
 # -- damage ------------------------------------------------------------------------------------
