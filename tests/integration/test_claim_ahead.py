@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from politecrawl.config import load_settings
 from politecrawl.crawl import worker as worker_module
 from politecrawl.faces.sandbox import violations
@@ -68,3 +70,50 @@ def test_negative_control_a_claim_taken_ahead_and_not_waited_for_is_early(sandbo
     found = violations(sb.requests(), DELAY)
     assert len(found["short_gaps"]) >= 8, found  # the servers see it
     assert found["max_open_per_host"] == 1  # still one request at a time: only the wait was lost
+
+
+class ClockErrorStore(RecordingStore):
+    """The real store, as a store whose clock this process reads with an error of ``error``
+    seconds (``Store.clock_error``: a PostgreSQL fleet's offset measured over a round trip)."""
+
+    def __init__(self, store, error: float) -> None:
+        super().__init__(store)
+        self.clock_error = error
+        self.ahead: list[tuple[str, float]] = []
+
+    def claim_many(self, worker, now, lease_seconds, n, **kw):
+        claims = super().claim_many(worker, now, lease_seconds, n, **kw)
+        self.ahead += [(c.host.split("://", 1)[-1], c.not_before) for c in claims if c.not_before > now]
+        return claims
+
+
+def _requests_within(sb, store: ClockErrorStore, window: float) -> list[tuple[str, float]]:
+    """Requests that reached a host claimed ahead less than ``window`` after its time (and not
+    before the delay before it, which only that claim's own request can be in)."""
+    early = []
+    for host, not_before in store.ahead:
+        for r in sb.requests():
+            if r.host == host and not_before - DELAY * 0.9 < r.started < not_before + window:
+                early.append((host, round(r.started - not_before, 4)))
+    return early
+
+
+@pytest.mark.parametrize("error", [0.3, 0.0], ids=["waited", "negative control"])
+def test_a_claim_taken_ahead_waits_out_the_stores_clock_error(sandbox_factory, db_path, monkeypatch, error):
+    """A host's time is stamped on the store's clock, and a worker waits for it on its own reading
+    of that clock: a PostgreSQL fleet's reading is off by up to half the round trip its offset was
+    measured over, so the wait adds that much (``Store.clock_error``). Here the error is 0.3 s: no
+    request reaches a host claimed ahead within 0.3 s of its time; without it (the control) they
+    come at its time."""
+    monkeypatch.setattr(worker_module, "CLAIM_AHEAD", AHEAD)
+    monkeypatch.setattr(worker_module, "CLAIM_WAKE_EARLY", AHEAD)
+    hosts = [star_site(f"127.0.6.{60 + i + (10 if error else 0)}", 3) for i in range(6)]
+    sb = sandbox_factory(hosts)
+    store = _crawl(db_path, [h.url("/") for h in hosts], lambda s: ClockErrorStore(s, error))
+    assert len(store.ahead) >= 6, store.ahead
+    early = _requests_within(sb, store, 0.3 - 0.01)
+    if error:
+        assert early == [], early
+        assert violations(sb.requests(), DELAY) == {"short_gaps": [], "max_open_per_host": 1}
+    else:
+        assert len(early) >= 6, early

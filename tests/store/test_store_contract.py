@@ -1268,7 +1268,17 @@ def test_a_version_4_postgres_store_gets_the_ready_index_in_the_claims_order(pg_
 
 @pytest.mark.pg
 def test_postgres_clock_offset_is_small_on_one_machine(pg_store_factory):
-    assert abs(pg_store_factory().clock_offset) < 1.0
+    store = pg_store_factory()
+    assert abs(store.clock_offset) < 1.0
+    # what a worker adds to a time it waits for: half a round trip on loopback, never nothing
+    assert 0.0 < store.clock_error < 0.05
+
+
+def test_the_store_says_how_far_its_clock_may_be_misread(store):
+    """SQLite's times are this process's clock: no error to wait out (PostgreSQL's: above)."""
+    assert store.clock_error >= 0.0
+    if type(store).__name__ == "SQLiteStore":
+        assert store.clock_error == 0.0
 
 
 # -- many workers at once -------------------------------------------------------------------

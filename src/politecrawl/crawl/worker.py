@@ -384,9 +384,11 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
 
     async def _handle(self, claim: Claim) -> bool:
         try:
-            # Claimed ahead of the host's time (CLAIM_AHEAD): no request before it. (A loop: the
-            # sleep runs on the monotonic clock, the host's time is on the store's.)
-            while (early := claim.not_before - self.now()) > 0:
+            # Claimed ahead of the host's time (CLAIM_AHEAD): no request before it, by any reading
+            # of this process's offset to the store's clock (another machine's release stamped
+            # it on the database's). (A loop: the sleep runs on the monotonic clock, the host's
+            # time is on the store's.)
+            while (early := claim.not_before + self.store.clock_error - self.now()) > 0:
                 await asyncio.sleep(early)
             if not self.scope.is_seed_host(claim.host) and not (
                 self.scope.mode == "domain" and self.scope.allows(claim.host + "/", claim.host)

@@ -373,6 +373,10 @@ class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
     parallelism: int  # calls it serves at once (its connections): a worker gives it as many threads
+    #: Seconds ``now()`` may be behind the clock the store's times are kept in (0 for SQLite; for
+    #: PostgreSQL, half the round trip its offset to the database's clock was measured over):
+    #: what a worker adds to a time it waits for on its own clock.
+    clock_error: float
 
     def now(self) -> float:
         """The store's clock (epoch seconds), in which every time passed in and kept is: the

@@ -203,6 +203,10 @@ class PostgresConnection:
     #: Seconds to add to this process's clock (``store.clock.process_anchor``) to get the
     #: database's clock (measured at open).
     clock_offset: float = 0.0
+    #: How far ``now()`` may be from the database's clock: half the round trip ``clock_offset``
+    #: was measured over (the database read its clock somewhere within it). A time this process
+    #: waits for on its own clock (a claim's ``not_before``) is waited for this much longer.
+    clock_error: float = 0.0
     #: Store calls that can run at once from one process: one per pooled connection.
     parallelism: int = 4
     #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
@@ -453,8 +457,9 @@ class PostgresConnection:
         return process_anchor().now() + self.clock_offset
 
     @staticmethod
-    def _measure_clock_offset(conn: psycopg.Connection) -> float:
-        """Database clock minus ours, at the midpoint of the round trip (best of three)."""
+    def _measure_clock_offset(conn: psycopg.Connection) -> tuple[float, float]:
+        """Database clock minus ours, at the midpoint of the round trip (best of three), and the
+        most it can be off by: half that round trip."""
         ours = process_anchor().now
         samples = []
         for _ in range(3):
@@ -462,7 +467,8 @@ class PostgresConnection:
             db_now = the_row(conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0]
             after = ours()
             samples.append((after - before, float(db_now) - (before + after) / 2.0))
-        return min(samples)[1]  # the shortest round trip bounds the error best
+        round_trip, offset = min(samples)  # the shortest round trip bounds the error best
+        return offset, round_trip / 2.0
 
     # -- setup -------------------------------------------------------------------
     def _probe(self, conninfo: str, kwargs: dict[str, Any]) -> None:
@@ -482,7 +488,7 @@ class PostgresConnection:
             try:
                 with psycopg.connect(conninfo, connect_timeout=10, **kwargs) as conn:
                     connected = True
-                    self.clock_offset = self._measure_clock_offset(conn)
+                    self.clock_offset, self.clock_error = self._measure_clock_offset(conn)
                     if self._choose_toast:
                         row = conn.execute(
                             "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"

@@ -206,6 +206,8 @@ class SQLiteStore(Revisits, WalUpkeep):
 
     #: Store calls that can run at once from one process (one connection, one lock).
     parallelism = 1
+    #: ``now()`` is the clock the store's times are kept in (``Store.clock_error``).
+    clock_error = 0.0
 
     # -- frontier ----------------------------------------------------------------
     def seed_urls(self, urls: Sequence[NewURL], now: float) -> int:
