@@ -2,9 +2,9 @@
 and packed blocks start (``segment`` has the format; ``FieldPostings`` reads a field's columns).
 
 Formats 4-6 store it as one ``uint32[T+1, C]`` array, ``terms.ptr.npy``: 4 bytes a pointer, 48 a
-term, whichever fields the term is in. That was most of a small index: 7.2 MB of 25 at 8,000
-Zipf documents, where tantivy's whole term dictionary is 0.9 MB. Format 7 packs it in blocks of
-``ROWS`` rows, the way tantivy packs its term infos: every column of a block is stored as the
+term, whichever fields the term is in. A crawl's vocabulary is large and mostly rare words, so in
+a small index that was a large part of the whole (``docs/search.md``, "Segment format 7"). Format
+7 packs it in blocks of ``ROWS`` rows, the way tantivy packs its term infos: every column of a block is stored as the
 block's smallest value plus bit-packed offsets from it, as wide as the block's largest offset.
 The columns only grow, and a block's terms are neighbours in the dictionary, so an offset is the
 postings of a few dozen terms: about 10 bits where the array took 32, and 0 bits for a field
@@ -20,7 +20,7 @@ none of the block's terms is in (the anchor of a crawl without links, most terms
 
 Row ``r`` of column ``c`` is then read in place: the block's directory row, the ``c`` widths
 before it, and 8 bytes at the value's bit. The compiled kernels read it so (``TCol`` in
-``_kernels_src/postings.c``, from ``kernel_column``); Python reads a row or a range with
+``_kernels_src/term_table.c``, from ``kernel_column``); Python reads a row or a range with
 ``PackedColumn`` and never holds a decoded copy, so a searching process maps only the blocks of
 the terms it looks up.
 """
