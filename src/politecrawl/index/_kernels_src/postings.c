@@ -130,14 +130,19 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
         PyErr_SetString(PyExc_ValueError, "term id out of range");
         return -1;
     }
+    const TCol *checked = NULL; /* a packed column whose blocks of the term's rows are checked */
     for (int fi = 0; fi < N_FIELDS; fi++) {
         Field *f = &self->f[fi];
         Span *slot = &f->spans[tid % SPANS], s;
         if (slot->key == tid + 1) continue;
-        if (tcol_rows_ok(&f->term_ptr, tid, tid + 1) < 0 || tcol_rows_ok(&f->pos_ptr, tid, tid + 1) < 0 ||
-            tcol_rows_ok(&f->block_ptr, tid, tid + 1) < 0 ||
-            (f->packed_fmt && tcol_rows_ok(&f->pack_ptr, tid, tid + 1) < 0))
-            return -1;
+        /* The segment's packed columns are one table's: its blocks of these rows are checked once,
+         * not once per column and field. */
+        const TCol *cols[4] = {&f->term_ptr, &f->pos_ptr, &f->block_ptr, &f->pack_ptr};
+        for (int k = 0; k < (f->packed_fmt ? 4 : 3); k++) {
+            if (checked && tcol_same_table(cols[k], checked)) continue;
+            if (tcol_rows_ok(cols[k], tid, tid + 1) < 0) return -1;
+            if (cols[k]->packed) checked = cols[k];
+        }
         read_span(f, tid, &s);
         uint64_t count = s.hi - s.lo, want = count > BLOCK ? (count + BLOCK - 1) / BLOCK : 0;
         if (s.hi < s.lo || s.hi > (uint64_t)f->n_post) return corrupt("term pointers beyond the postings");

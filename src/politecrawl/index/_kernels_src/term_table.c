@@ -58,6 +58,13 @@ static int tcol_rows_ok(const TCol *c, Py_ssize_t i, Py_ssize_t j) {
     return tcol_check(c, a, a + 1) < 0 || (b != a && tcol_check(c, b, b + 1) < 0) ? -1 : 0;
 }
 
+/* Whether two packed columns are columns of one table (the same directory and bits): the blocks
+ * tcol_check passes for one it passes for the other. */
+static int tcol_same_table(const TCol *a, const TCol *b) {
+    return a->packed && b->packed && a->dir.p == b->dir.p && a->dir.n == b->dir.n && a->bits.p == b->bits.p &&
+           a->bits.n == b->bits.n && a->cols == b->cols;
+}
+
 /* A column from an array (a column of a table) or a packed column's (dir, bits, col, rows)
  * (term_table.kernel_column), its shape checked, not its blocks: tcol_check or tcol_rows_ok
  * before tat() reads a row. */
