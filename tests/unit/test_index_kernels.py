@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 from contextlib import contextmanager
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -392,27 +393,74 @@ def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
 @needs_kernels
 @settings(max_examples=400, deadline=None)
 @given(
-    body=st.lists(
-        st.sampled_from(
-            ["run", "the", "loop", "Run", "ab", "ä", "σ", "Σ", "ς", "İ", "x", " ", "  ", "\t", "\n", "-", "東"]
+    # text of one byte a character (Latin-1) is matched word by word, other text term by term
+    body=st.one_of(
+        st.lists(
+            st.sampled_from(
+                ["run", "the", "loop", "Run", "ab", "ä", "σ", "Σ", "ς", "İ", "x", " ", "  ", "\t", "\n", "-", "東"]
+            ),
+            max_size=150,
         ),
-        max_size=150,
+        st.lists(  # Latin-1 letters and numbers ("ª", "²", "½"), and not ("×"); terms often repeated
+            st.sampled_from(["run", "Run", "ab", "ä", "ª", "²", "½", "×", "ÿ", "w1", "w12", "1", " ", " ", " ", "-"]),
+            min_size=4,
+            max_size=150,
+        ),
     ).map("".join),
-    terms=st.lists(st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i"]), max_size=4),
+    terms=st.lists(
+        st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i", "ÿ", "w1", "w12", "1", "a-b"]),
+        max_size=4,
+    ),
     window=st.integers(1, 60),  # below 4: windows shorter than a match ("loop")
     lo=st.integers(0, 40),
     span=st.integers(0, 300),
     complete=st.booleans(),
     cut_before=st.booleans(),
+    max_occurrences=st.sampled_from([500, 1, 2]),
 )
-def test_make_snippet_compiled_equals_the_python_one(body, terms, window, lo, span, complete, cut_before):
+def test_make_snippet_compiled_equals_the_python_one(
+    body, terms, window, lo, span, complete, cut_before, max_occurrences
+):
+    from politecrawl.index import snippet
     from politecrawl.index.snippet import make_snippet
 
     lo = min(lo, len(body))
     hi = lo + span
-    got = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
-    with numpy_only():
-        want = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
+    with mock.patch.object(snippet, "MAX_OCCURRENCES", max_occurrences):
+        got = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
+        with numpy_only():
+            want = make_snippet(body, terms, window=window, lo=lo, hi=hi, complete=complete, cut_before=cut_before)
+    assert got == want
+
+
+_LATIN1_WORDS = ["run", "Run", "RUN", "ab", "äb", "Äb", "ª", "²", "½", "ÿ", "w1", "w12", "1", "runs", "ab1"]
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(_LATIN1_WORDS), min_size=1, max_size=80),
+    seps=st.lists(st.sampled_from([" ", " ", "-", "×", ", ", "\n\n"]), min_size=80, max_size=80),
+    terms=st.lists(st.sampled_from(["run", "ab", "äb", "ÿ", "w1", "w12", "1", "²", "ab1"]), min_size=1, max_size=5),
+    window=st.integers(10, 120),
+    lo=st.integers(0, 12),
+    span=st.integers(20, 600),
+    max_occurrences=st.sampled_from([500, 1, 2, 3]),
+)
+def test_make_snippet_word_by_word_equals_the_python_one(words, seps, terms, window, lo, span, max_occurrences):
+    """Latin-1 text, whose matches the compiled code finds in one pass over its words: the same
+    snippet as the Python search for each term, with each term's occurrences capped (terms drawn
+    from the text's own words, so that the cap and the region's edges are met often)."""
+    from politecrawl.index import snippet
+    from politecrawl.index.snippet import make_snippet
+
+    body = "".join(w + s for w, s in zip(words, seps))
+    lo = min(lo, len(body))
+    hi = lo + span
+    with mock.patch.object(snippet, "MAX_OCCURRENCES", max_occurrences):
+        got = make_snippet(body, terms, window=window, lo=lo, hi=hi)
+        with numpy_only():
+            want = make_snippet(body, terms, window=window, lo=lo, hi=hi)
     assert got == want
 
 

@@ -169,6 +169,83 @@ static Py_ssize_t out_clean(Out *o, int kind, const void *data, Py_ssize_t a, Py
     return o->n - before;
 }
 
+static int match_add(Match **matches, Py_ssize_t *n, Py_ssize_t *cap, Py_ssize_t start, Py_ssize_t end,
+                     Py_ssize_t term) {
+    if (*n == *cap) {
+        Py_ssize_t want = *cap ? 2 * *cap : 64;
+        Match *mm = PyMem_Realloc(*matches, (size_t)want * sizeof(Match));
+        if (!mm) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *matches = mm;
+        *cap = want;
+    }
+    (*matches)[*n].start = start;
+    (*matches)[*n].end = end;
+    (*matches)[(*n)++].term = term;
+    return 0;
+}
+
+/* a == b over n bytes: a word is a few bytes, shorter than a call of memcmp */
+static inline int same_bytes(const Py_UCS1 *a, const Py_UCS1 *b, Py_ssize_t n) {
+    for (Py_ssize_t x = 0; x < n; x++)
+        if (a[x] != b[x]) return 0;
+    return 1;
+}
+
+/* Py_UNICODE_ISALNUM of each Latin-1 code point (filled on first use). */
+static unsigned char latin1_alnum[256];
+static int latin1_alnum_ready;
+
+/* The word-bounded occurrences of `terms` in Latin-1 text `low` (n characters), found in one pass
+ * over its words, when every term is a non-empty word of Latin-1 letters and digits (what the
+ * analyzer makes): such an occurrence is exactly a maximal run of letters and digits equal to a
+ * term, so one pass finds what a search for each term finds, in text order (which is the order the
+ * matches sort in), at most max_occ a term.  `before`/`after`: whether the characters just outside
+ * the text are letters or digits.  Terms given twice are left to the caller's search too.  Returns 1 with the matches (offsets in `low`) appended, 0 where a
+ * term is not such a word (the caller searches for each term), -1 on error. */
+static int words_scan(PyObject *terms, Py_ssize_t n_terms, const Py_UCS1 *low, Py_ssize_t n, int before, int after,
+                      Py_ssize_t max_occ, Match **matches, Py_ssize_t *n_matches, Py_ssize_t *cap) {
+    enum { MAX_SCAN_TERMS = 64 };
+    if (n_terms > MAX_SCAN_TERMS) return 0;
+    if (!latin1_alnum_ready) {
+        for (int c = 0; c < 256; c++) latin1_alnum[c] = (unsigned char)(Py_UNICODE_ISALNUM((Py_UCS4)c) != 0);
+        latin1_alnum_ready = 1;
+    }
+    const Py_UCS1 *key[MAX_SCAN_TERMS];
+    Py_ssize_t size[MAX_SCAN_TERMS], found[MAX_SCAN_TERMS];
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
+        if (PyUnicode_KIND(term) != PyUnicode_1BYTE_KIND || PyUnicode_GET_LENGTH(term) == 0) return 0;
+        key[t] = PyUnicode_1BYTE_DATA(term);
+        size[t] = PyUnicode_GET_LENGTH(term);
+        found[t] = 0;
+        for (Py_ssize_t x = 0; x < size[t]; x++)
+            if (!latin1_alnum[key[t][x]]) return 0;
+        for (Py_ssize_t u = 0; u < t; u++) /* a term given twice matches twice, as the search does */
+            if (size[u] == size[t] && same_bytes(key[u], key[t], size[t])) return 0;
+    }
+    Py_ssize_t live = max_occ > 0 ? n_terms : 0; /* terms that may still match */
+    for (Py_ssize_t i = 0; i < n && live;) {
+        if (!latin1_alnum[low[i]]) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && latin1_alnum[low[j]]) j++;
+        if (!(i == 0 && before) && !(j == n && after))
+            for (Py_ssize_t t = 0; t < n_terms; t++)
+                if (size[t] == j - i && found[t] < max_occ && same_bytes(low + i, key[t], size[t])) {
+                    if (match_add(matches, n_matches, cap, i, j, t) < 0) return -1;
+                    if (++found[t] == max_occ) live--;
+                    break;
+                }
+        i = j;
+    }
+    return 1;
+}
+
 /* make_snippet(body, low, terms, window, lo, hi, complete, cut_before, lead, max_occurrences)
  *   -> (text, highlights)
  *
@@ -199,9 +276,17 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
 
     int before = lo > 0 ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, lo - 1)) : 0;
     int after = hi < n_body ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, hi)) : 0;
-    for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+    for (Py_ssize_t ti = 0; ti < n_terms; ti++)
+        if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(terms, ti))) {
+            PyErr_SetString(PyExc_TypeError, "terms must be str");
+            goto done;
+        }
+    int scanned = lk == PyUnicode_1BYTE_KIND ? words_scan(terms, n_terms, ld, n_low, before, after, max_occ, &matches,
+                                                          &n_matches, &cap_matches)
+                                             : 0;
+    if (scanned < 0) goto done;
+    for (Py_ssize_t ti = 0; !scanned && ti < n_terms; ti++) {
         PyObject *t = PySequence_Fast_GET_ITEM(terms, ti);
-        if (!PyUnicode_Check(t)) { PyErr_SetString(PyExc_TypeError, "terms must be str"); goto done; }
         Py_ssize_t size = PyUnicode_GET_LENGTH(t);
         int tk = PyUnicode_KIND(t);
         const void *td = PyUnicode_DATA(t);
@@ -233,23 +318,19 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
             int left_ok = i == 0 ? !before : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, i - 1));
             int right_ok = j == n_low ? !after : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, j));
             if (left_ok && right_ok) {
-                if (n_matches == cap_matches) {
-                    Py_ssize_t cap = cap_matches ? 2 * cap_matches : 64;
-                    Match *mm = PyMem_Realloc(matches, (size_t)cap * sizeof(Match));
-                    if (!mm) { PyErr_NoMemory(); goto done; }
-                    matches = mm;
-                    cap_matches = cap;
-                }
-                matches[n_matches].start = lo + i;
-                matches[n_matches].end = lo + j;
-                matches[n_matches++].term = ti;
+                if (match_add(&matches, &n_matches, &cap_matches, lo + i, lo + j, ti) < 0) goto done;
                 found++;
             }
             start = j;
             if (size == 0) break; /* an empty term matches nowhere new */
         }
     }
-    qsort(matches, (size_t)n_matches, sizeof(Match), match_cmp);
+    if (scanned)
+        for (Py_ssize_t m = 0; m < n_matches; m++) { /* words_scan gives offsets in `low` */
+            matches[m].start += lo;
+            matches[m].end += lo;
+        }
+    if (!scanned) qsort(matches, (size_t)n_matches, sizeof(Match), match_cmp);
 
     /* two pointers: the best window by (distinct terms, occurrences, -start) */
     Py_ssize_t best_i = 0, best_j = 0, bd0 = 0, bd1 = 0, bd2 = 0, j = 0, distinct = 0;
