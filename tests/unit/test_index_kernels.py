@@ -145,6 +145,31 @@ def positions_map_budget(nbytes: int):
         segment.POSITIONS_MAP_BUDGET = saved
 
 
+@needs_kernels
+@pytest.mark.parametrize("pread", [False, True])
+def test_snippets_of_terms_past_the_reranks_cap_are_the_numpy_codes(tmp_path, pread):
+    """A page's snippet positions come from where the proximity rerank found each run, and a run
+    longer than the rerank's cap (PROXIMITY_MAX_OCCURRENCES) is read from there whole: pages
+    whose only window with both terms lies past the cap get the numpy code's snippets, with the
+    positions mapped or read, over three segments."""
+    from politecrawl.index.bm25 import PROXIMITY_MAX_OCCURRENCES
+
+    rng = random.Random(3)
+    for seg in range(3):
+        with IndexWriter(tmp_path) as w:
+            for i in range(12):
+                n = PROXIMITY_MAX_OCCURRENCES + rng.randint(1, 80)
+                body = " ".join(["the"] * n + ["filler"] * rng.randint(0, 5) + ["run", "the", "end"])
+                w.add_document(f"http://h.example/{seg}/{i}", f"page {i}", body)
+    with positions_map_budget(0 if pread else segment.POSITIONS_MAP_BUDGET):
+        fast = Searcher(tmp_path)
+        got = _hits(fast, "the run", limit=20)
+        with numpy_only():
+            want = _hits(Searcher(tmp_path), "the run", limit=20)
+    assert got == want
+    assert len(got) == 20 and all("run the" in snippet for _, _, _, snippet, _ in got)
+
+
 def _long_lists_index(path, n_docs=2500, seed=5):
     """Lists long enough for several skip blocks: a word in every page (tf 1-9), words in a
     third, a tenth, a hundredth of them, titles and anchors with some; three segments and

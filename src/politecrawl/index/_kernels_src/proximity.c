@@ -100,12 +100,21 @@ static int by_file_place(const void *a, const void *b) {
 
 /* Runs an earlier gather of the same terms and field read (its starts and positions, at most
  * `cap` a run), and for each candidate of this gather its index there (-1: not among them): a run
- * found there whole is copied instead of read again. */
+ * found there whole is copied instead of read again.  With `off` and `tf` (the earlier gather's
+ * RunPlaces), where each of its runs is and how long it is whole, a candidate found there needs no
+ * seek through the postings at all. */
 typedef struct {
     const int64_t *starts, *pos;
     const Py_ssize_t *index;
     Py_ssize_t cap;
+    const int64_t *off, *tf;
 } KnownRuns;
+
+/* Where a gather found each run (candidate c, term t at c * T + t): its first position's index in
+ * the field's positions, and the term's tf in the candidate (0: not in it), before any cap. */
+typedef struct {
+    int64_t *off, *tf;
+} RunPlaces;
 
 /* The runs of positions of each term (tids: int64 [segments * T]) in `field` of each candidate
  * (cseg[c], cdoc[c]), as gather() describes them: new references in *starts_out, *pos_out.
@@ -114,7 +123,7 @@ typedef struct {
  * (or NULL): runs already read, copied where they hold all this gather needs. */
 static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int field, const int32_t *cseg,
                        const int32_t *cdoc, Py_ssize_t nc, Py_ssize_t cap, int pairs_only, const KnownRuns *known,
-                       PyObject **starts_out, PyObject **pos_out) {
+                       const RunPlaces *places_out, PyObject **starts_out, PyObject **pos_out) {
     Py_ssize_t S = PySequence_Fast_GET_SIZE(segs), runs = nc * T;
     int ok = -1;
     PyObject *starts_b = NULL, *pos_b = NULL;
@@ -168,23 +177,36 @@ static int gather_runs(PyObject *segs, const int64_t *tids, Py_ssize_t T, int fi
             Span span = field_span(f, tid);
             uint64_t start = span.p0, end = span.p1;
             Cursor cur;
-            if (cursor_init(&cur, f, tid) < 0) goto done;
+            int seeking = 0; /* the cursor, made when a candidate not known is first sought */
             for (Py_ssize_t j = a; j < z; j++) {
-                int found = cursor_seek(&cur, (uint64_t)cdoc[order[j]]);
-                if (found < 0) goto done;
-                if (!found) {
-                    if (cur.i >= cur.hi) break;
-                    continue;
+                Py_ssize_t k = known ? known->index[order[j]] : -1;
+                uint64_t tf, cpos;
+                if (k >= 0 && known->off) { /* where the earlier gather found it */
+                    tf = (uint64_t)known->tf[k * T + t];
+                    cpos = (uint64_t)known->off[k * T + t];
+                    if (!tf) continue;
+                } else {
+                    if (!seeking) {
+                        if (cursor_init(&cur, f, tid) < 0) goto done;
+                        seeking = 1;
+                    }
+                    int found = cursor_seek(&cur, (uint64_t)cdoc[order[j]]);
+                    if (found < 0) goto done;
+                    if (!found) continue;
+                    tf = cursor_tf(&cur);
+                    cpos = cursor_pos(&cur);
                 }
-                uint64_t tf = cursor_tf(&cur), cpos = cursor_pos(&cur);
                 if (cpos < start || cpos > end || tf > end - cpos) {
                     corrupt("positions beyond the term's");
                     goto done;
                 }
                 Py_ssize_t r = order[j] * T + t;
+                if (places_out) {
+                    places_out->off[r] = (int64_t)cpos;
+                    places_out->tf[r] = (int64_t)tf;
+                }
                 run_off[r] = (int64_t)cpos;
                 run_len[r] = (int64_t)(tf < (uint64_t)cap ? tf : (uint64_t)cap);
-                Py_ssize_t k = known ? known->index[order[j]] : -1;
                 if (k >= 0) {
                     /* the earlier run holds this one if it is the term's first min(tf, its cap)
                      * positions (not emptied for want of a pair) and at least as many as needed */
@@ -331,7 +353,7 @@ static PyObject *k_gather(PyObject *mod, PyObject *args) {
         goto done;
     }
     Py_ssize_t T = S ? tv.len / 8 / S : 0;
-    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, NULL, &starts_b, &pos_b) < 0)
+    if (gather_runs(segs, tv.buf, T, field, sv.buf, dv.buf, sv.len / 4, cap, 0, NULL, NULL, &starts_b, &pos_b) < 0)
         goto done;
     result = PyTuple_Pack(2, starts_b, pos_b);
 done:

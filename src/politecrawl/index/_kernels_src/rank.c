@@ -68,6 +68,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     double *close = NULL;
     Py_buffer iv;
     int has_idfs = 0;
+    RunPlaces head_places = {NULL, NULL};
     if (!(segs = PySequence_Fast(segs_obj, "segments must be a sequence"))) goto done;
     if (!(urls = PySequence_Fast(urls_obj, "urls must be a sequence"))) goto done;
     if (!(order_l = PySequence_Fast(order_obj, "order must be a sequence"))) goto done;
@@ -159,8 +160,16 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             cseg[i] = ranked[i].seg;
             cdoc[i] = ranked[i].doc;
         }
-        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, NULL, &bstarts, &bpos) < 0) goto done;
-        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, NULL, &tstarts, &tpos) < 0) goto done;
+        /* where the body's runs are, for the page's snippets below */
+        head_places.off = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
+        head_places.tf = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
+        if (!head_places.off || !head_places.tf) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, NULL, &head_places, &bstarts, &bpos) < 0)
+            goto done;
+        if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, NULL, NULL, &tstarts, &tpos) < 0) goto done;
         head_n = nh;
         head_cap = cap;
         brows = PyBytes_FromStringAndSize(NULL, nh * Tq * (Py_ssize_t)sizeof(double));
@@ -203,8 +212,9 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         /* The page's hits are among the reranked head, whose body positions were just read (up
          * to head_cap a run): a run read whole there is copied, not read again (at a million
          * documents the positions are read with pread, and these were half of what snippets
-         * added to a long query of common words). */
-        KnownRuns known = {NULL, NULL, NULL, head_cap};
+         * added to a long query of common words), and the others are read from where that
+         * gather found them, with no seek through the postings again. */
+        KnownRuns known = {NULL, NULL, NULL, head_cap, head_places.off, head_places.tf};
         Py_ssize_t *index = NULL;
         if (head_n && bstarts) {
             index = PyMem_Malloc((size_t)(np_ ? np_ : 1) * sizeof(Py_ssize_t));
@@ -224,8 +234,8 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             known.pos = (const int64_t *)PyBytes_AS_STRING(bpos);
             known.index = index;
         }
-        int got = gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, index ? &known : NULL, &starts_b,
-                              &pos_b);
+        int got = gather_runs(segs, tids_q, Tq, 1, os, od, np_, snippet_cap, 0, index ? &known : NULL, NULL,
+                              &starts_b, &pos_b);
         PyMem_Free(index);
         if (got < 0) goto done;
     } else {
@@ -259,6 +269,8 @@ done:
     PyMem_Free(tids_q);
     PyMem_Free(cseg);
     PyMem_Free(cdoc);
+    PyMem_Free(head_places.off);
+    PyMem_Free(head_places.tf);
     PyMem_Free(scratch_i);
     PyMem_Free(next_i);
     PyMem_Free(close);
