@@ -215,14 +215,18 @@ static int words_scan(PyObject *terms, Py_ssize_t n_terms, const Py_UCS1 *low, P
     }
     const Py_UCS1 *key[MAX_SCAN_TERMS];
     Py_ssize_t size[MAX_SCAN_TERMS], found[MAX_SCAN_TERMS];
+    uint64_t head[MAX_SCAN_TERMS]; /* a term's first 8 bytes, packed: most words are compared whole in one */
     for (Py_ssize_t t = 0; t < n_terms; t++) {
         PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
         if (PyUnicode_KIND(term) != PyUnicode_1BYTE_KIND || PyUnicode_GET_LENGTH(term) == 0) return 0;
         key[t] = PyUnicode_1BYTE_DATA(term);
         size[t] = PyUnicode_GET_LENGTH(term);
         found[t] = 0;
-        for (Py_ssize_t x = 0; x < size[t]; x++)
+        head[t] = 0;
+        for (Py_ssize_t x = 0; x < size[t]; x++) {
             if (!latin1_alnum[key[t][x]]) return 0;
+            if (x < 8) head[t] |= (uint64_t)key[t][x] << (8 * x);
+        }
         for (Py_ssize_t u = 0; u < t; u++) /* a term given twice matches twice, as the search does */
             if (size[u] == size[t] && same_bytes(key[u], key[t], size[t])) return 0;
     }
@@ -232,11 +236,14 @@ static int words_scan(PyObject *terms, Py_ssize_t n_terms, const Py_UCS1 *low, P
             i++;
             continue;
         }
+        uint64_t h = low[i];
         Py_ssize_t j = i + 1;
-        while (j < n && latin1_alnum[low[j]]) j++;
+        for (; j < n && latin1_alnum[low[j]]; j++)
+            if (j - i < 8) h |= (uint64_t)low[j] << (8 * (j - i));
         if (!(i == 0 && before) && !(j == n && after))
             for (Py_ssize_t t = 0; t < n_terms; t++)
-                if (size[t] == j - i && found[t] < max_occ && same_bytes(low + i, key[t], size[t])) {
+                if (head[t] == h && size[t] == j - i && found[t] < max_occ &&
+                    (size[t] <= 8 || same_bytes(low + i + 8, key[t] + 8, size[t] - 8))) {
                     if (match_add(matches, n_matches, cap, i, j, t) < 0) return -1;
                     if (++found[t] == max_occ) live--;
                     break;
