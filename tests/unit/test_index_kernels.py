@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter, Searcher, kernels, segment
-from politecrawl.index.bm25 import K1, PROXIMITY_REVERSED, pair_closeness, proximity_scores
+from politecrawl.index.bm25 import FIELDS, K1, PROXIMITY_REVERSED, pair_closeness, proximity_scores
 from politecrawl.index.segment import Segment
 from politecrawl.index.snippet import best_window
 
@@ -114,13 +114,19 @@ def _build(path, docs, deleted, replaced) -> None:
     limit=st.integers(1, 12),
     page=st.integers(1, 3),
     pread=st.booleans(),
+    prune_min=st.sampled_from([0, 20]),  # MaxScore on these small segments, or where it has postings to skip
 )
 def test_searches_with_and_without_the_kernels_are_identical(
-    tmp_path_factory, docs, deleted, replaced, queries, scoring, proximity, limit, page, pread
+    tmp_path_factory, docs, deleted, replaced, queries, scoring, proximity, limit, page, pread, prune_min
 ):
+    from politecrawl.index import engine_compiled
+
     path = tmp_path_factory.mktemp("ix")
     _build(path, docs, deleted, replaced)
-    with positions_map_budget(0 if pread else segment.POSITIONS_MAP_BUDGET):  # the body's positions read or mapped
+    with (
+        positions_map_budget(0 if pread else segment.POSITIONS_MAP_BUDGET),  # the body's positions read or mapped
+        mock.patch.object(engine_compiled, "PRUNE_MIN_POSTINGS", prune_min),
+    ):
         fast = Searcher(path, scoring=scoring, proximity=proximity)
         with numpy_only():
             slow = Searcher(path, scoring=scoring, proximity=proximity)
@@ -220,6 +226,17 @@ def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring)
     read_pruned = engine_compiled.match(pruned._current(), q, 10, prune=pruned.top_k_pruning)[2]
     read_all = engine_compiled.match(unpruned._current(), q, 10, prune=unpruned.top_k_pruning)[2]
     assert read_pruned < read_all / 2, (read_pruned, read_all)
+    # where the terms have fewer postings in a segment than PRUNE_MIN_POSTINGS, it is not pruned
+    postings = max(
+        sum(
+            len(v.segment.fields[f].postings(v.segment.term_id(t))[0]) for t in ("rare", "tenth", "the") for f in FIELDS
+        )
+        for v in pruned._current().reader.views
+    )
+    with mock.patch.object(engine_compiled, "PRUNE_MIN_POSTINGS", postings + 1):
+        assert engine_compiled.match(pruned._current(), q, 10, prune=True)[2] == read_all
+    with mock.patch.object(engine_compiled, "PRUNE_MIN_POSTINGS", postings):  # the control: at the count, it is
+        assert engine_compiled.match(pruned._current(), q, 10, prune=True)[2] < read_all
 
 
 @needs_kernels

@@ -57,7 +57,7 @@ def top(
     k1: float,
     k1p1: float,
     bound_params: Buffer,
-    prune: bool,
+    prune_min: int,
 ) -> tuple[bytes, bytes, bytes, bytes, int, int]: ...
 def gather(
     segments: Sequence[Postings], term_ids: Buffer, field: int, segs: Buffer, docs: Buffer, cap: int

@@ -32,7 +32,13 @@ from .bm25 import (
 from .engine import Page, Scorer, allowed
 from .snippet import MAX_POSITIONS
 
-__all__ = ["kernel_inputs", "match", "page", "top"]
+__all__ = ["PRUNE_MIN_POSTINGS", "kernel_inputs", "match", "page", "top"]
+
+#: MaxScore runs in a segment only where the query's terms have at least this many postings there
+#: in all: with fewer (rare words), finding the bounds of their short lists, by decoding them and
+#: reading the norms of their documents, costs as much as scoring them. The hits and scores are
+#: the same either way; tests set 0 to prune on small indexes.
+PRUNE_MIN_POSTINGS = 512
 
 
 def page(
@@ -130,7 +136,7 @@ def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[s
             K1,
             K1 + 1.0,
             bound_params,
-            prune and k > 0,
+            PRUNE_MIN_POSTINGS if prune and k > 0 else -1,
         )
     except ValueError as exc:  # a damaged segment file
         raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc

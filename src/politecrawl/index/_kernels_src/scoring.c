@@ -237,7 +237,8 @@ static void hits_free(Hits *h) {
  *
  * which is engine_numpy.match's arithmetic, in its order.
  *
- * With `prune`, MaxScore: each term's bound (term_bound) says what it can add at most.  After
+ * With `prune_min` >= 0, MaxScore where the terms have at least that many postings in the
+ * segment (-1: never): each term's bound (term_bound) says what it can add at most.  After
  * each term, if at least k allowed documents already score more than the remaining terms' bounds
  * together (or the floor is above them), no document not matched yet can reach the k-th score;
  * if then the documents whose score plus those bounds reaches the k-th best are few against the
@@ -246,7 +247,8 @@ static void hits_free(Hits *h) {
  * their scores are the exhaustive ones to the bit. */
 static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py_ssize_t n_terms, const double *coef,
                          int mode, const double *const *norm, const double *tnorm, const unsigned char *allowed,
-                         Py_ssize_t k, double k1, double k1p1, const double *bp, int prune, double floor, Hits *out,
+                         Py_ssize_t k, double k1, double k1p1, const double *bp, Py_ssize_t prune_min, double floor,
+                         Hits *out,
                          Py_ssize_t *count_out, Py_ssize_t *read_out) {
     Py_ssize_t n = self->n_docs;
     int per_term = mode == MODE_FIELDS ? N_FIELDS : 2;
@@ -267,10 +269,25 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
         PyErr_NoMemory();
         goto done;
     }
-    prune = prune && k > 0 && bp && n_terms > 1;
+    int prune = prune_min >= 0 && k > 0 && bp && n_terms > 1;
+    if (prune) {
+        /* plen[i]: term i's postings.  Fewer than prune_min in all (rare words), and MaxScore
+         * cannot save more than it costs: the bounds of short lists are found by decoding them
+         * and reading the norms of their documents, a pass as costly as scoring them. */
+        Py_ssize_t total = 0;
+        for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
+            if (tids[ti] < 0) continue;
+            for (int fi = 0; fi < N_FIELDS; fi++) {
+                Span s = field_span(&self->f[fi], tids[ti]);
+                plen[ti] += (Py_ssize_t)(s.hi - s.lo);
+            }
+            total += plen[ti];
+        }
+        prune = total >= prune_min;
+    }
     if (prune) {
         /* rest[i]: the bounds of the terms after term i, together; upto[i]: of term i and those
-         * before; left[i]: the postings of the terms after term i; plen[i]: term i's own */
+         * before; left[i]: the postings of the terms after term i */
         for (Py_ssize_t ti = 0; ti < n_terms; ti++) {
             if (tids[ti] < 0) continue;
             double b = term_bound(self, tids[ti], mode, coef + ti * per_term, bp, norm, tnorm, k1, k1p1);
@@ -279,10 +296,6 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
                 goto done;
             }
             upto[ti] = b; /* summed below */
-            for (int fi = 0; fi < N_FIELDS; fi++) {
-                Span s = field_span(&self->f[fi], tids[ti]);
-                plen[ti] += (Py_ssize_t)(s.hi - s.lo);
-            }
         }
         for (Py_ssize_t ti = n_terms - 1; ti >= 1; ti--) {
             rest[ti - 1] = rest[ti] + upto[ti];

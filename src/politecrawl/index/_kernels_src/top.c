@@ -94,7 +94,7 @@ done:
     return result;
 }
 
-/* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune)
+/* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune_min)
  *   -> (term_ids, segs, docs, scores, count, postings_read)
  *
  * The k best matches of `terms` (str, in the order their scores are added) over every segment
@@ -102,18 +102,19 @@ done:
  * best of the segments done so far as the floor of the next.  `norms`: per segment the tuple
  * (title, body, anchor, title term) of norm arrays (the last None without a title term);
  * `allowed`: per segment a byte mask or None; `coef` and `mode` as score_segment takes them;
- * `bound_params` (b, then per field its weight and average length, then the title's k1).
- * Returns the terms' id in each segment (int64 [segments * terms]), then the hits' segment
+ * `bound_params` (b, then per field its weight and average length, then the title's k1);
+ * `prune_min`: MaxScore in each segment where the terms have at least this many postings in all
+ * (-1: never).  Returns the terms' id in each segment (int64 [segments * terms]), then the hits' segment
  * index (int32), doc id (int32) and score (float64), as bytes, in no particular order; then how
  * many allowed documents match (exact for k = 0, which never prunes) and how many postings were
  * read. */
 static PyObject *k_top(PyObject *mod, PyObject *args) {
     PyObject *segs_obj, *terms_obj, *coef_obj, *norms_obj, *allowed_obj, *bp_obj;
-    int mode, prune;
-    Py_ssize_t k;
+    int mode;
+    Py_ssize_t k, prune_min;
     double k1, k1p1;
-    if (!PyArg_ParseTuple(args, "OOOiOOnddOp", &segs_obj, &terms_obj, &coef_obj, &mode, &norms_obj, &allowed_obj, &k,
-                          &k1, &k1p1, &bp_obj, &prune))
+    if (!PyArg_ParseTuple(args, "OOOiOOnddOn", &segs_obj, &terms_obj, &coef_obj, &mode, &norms_obj, &allowed_obj, &k,
+                          &k1, &k1p1, &bp_obj, &prune_min))
         return NULL;
     if (mode != MODE_BM25F && mode != MODE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "unknown mode");
@@ -183,7 +184,7 @@ static PyObject *k_top(PyObject *mod, PyObject *args) {
         double floor = k > 0 && in_heap == k ? heap[0] : 0.0;
         Py_ssize_t before = hits.n;
         if (!failed && score_segment(p, (int32_t)s, tids + s * T, T, coef, mode, norm, norm[3], allowed, k, k1, k1p1,
-                                     has_bp ? bp : NULL, prune, floor, &hits, &count, &read) < 0)
+                                     has_bp ? bp : NULL, prune_min, floor, &hits, &count, &read) < 0)
             failed = 1;
         for (int i = 0; i < 4; i++)
             if (held[i]) PyBuffer_Release(&nv[i]);
