@@ -248,8 +248,7 @@ static void hits_free(Hits *h) {
 static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py_ssize_t n_terms, const double *coef,
                          int mode, const double *const *norm, const double *tnorm, const unsigned char *allowed,
                          Py_ssize_t k, double k1, double k1p1, const double *bp, Py_ssize_t prune_min, double floor,
-                         Hits *out,
-                         Py_ssize_t *count_out, Py_ssize_t *read_out) {
+                         Hits *out, Py_ssize_t *count_out, Py_ssize_t *read_out) {
     Py_ssize_t n = self->n_docs;
     int per_term = mode == MODE_FIELDS ? N_FIELDS : 2;
     int ok = -1, pruning = 0;

@@ -203,8 +203,8 @@ static int latin1_alnum_ready;
  * analyzer makes): such an occurrence is exactly a maximal run of letters and digits equal to a
  * term, so one pass finds what a search for each term finds, in text order (which is the order the
  * matches sort in), at most max_occ a term.  `before`/`after`: whether the characters just outside
- * the text are letters or digits.  Terms given twice are left to the caller's search too.  Returns 1 with the matches (offsets in `low`) appended, 0 where a
- * term is not such a word (the caller searches for each term), -1 on error. */
+ * the text are letters or digits.  Returns 1 with the matches (offsets in `low`) appended; 0 where
+ * a term is not such a word, or is given twice (the caller searches for each term); -1 on error. */
 static int words_scan(PyObject *terms, Py_ssize_t n_terms, const Py_UCS1 *low, Py_ssize_t n, int before, int after,
                       Py_ssize_t max_occ, Match **matches, Py_ssize_t *n_matches, Py_ssize_t *cap) {
     enum { MAX_SCAN_TERMS = 64 };

@@ -104,8 +104,8 @@ done:
  * `allowed`: per segment a byte mask or None; `coef` and `mode` as score_segment takes them;
  * `bound_params` (b, then per field its weight and average length, then the title's k1);
  * `prune_min`: MaxScore in each segment where the terms have at least this many postings in all
- * (-1: never).  Returns the terms' id in each segment (int64 [segments * terms]), then the hits' segment
- * index (int32), doc id (int32) and score (float64), as bytes, in no particular order; then how
+ * (-1: never).  Returns the terms' id in each segment (int64 [segments * terms]), then the hits'
+ * segment index (int32), doc id (int32) and score (float64), as bytes, in no particular order; then how
  * many allowed documents match (exact for k = 0, which never prunes) and how many postings were
  * read. */
 static PyObject *k_top(PyObject *mod, PyObject *args) {
