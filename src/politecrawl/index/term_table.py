@@ -4,8 +4,9 @@ and packed blocks start (``segment`` has the format; ``FieldPostings`` reads a f
 Formats 4-6 store it as one ``uint32[T+1, C]`` array, ``terms.ptr.npy``: 4 bytes a pointer, 48 a
 term, whichever fields the term is in. A crawl's vocabulary is large and mostly rare words, so in
 a small index that was a large part of the whole (``docs/search.md``, "Segment format 7"). Format
-7 packs it in blocks of ``ROWS`` rows, the way tantivy packs its term infos: every column of a block is stored as the
-block's smallest value plus bit-packed offsets from it, as wide as the block's largest offset.
+7 packs it in blocks of ``ROWS`` rows, the way tantivy packs its term infos: every column of a
+block is stored as the block's smallest value plus bit-packed offsets from it, as wide as the
+block's largest offset.
 The columns only grow, and a block's terms are neighbours in the dictionary, so an offset is the
 postings of a few dozen terms: about 10 bits where the array took 32, and 0 bits for a field
 none of the block's terms is in (the anchor of a crawl without links, most terms' title)::

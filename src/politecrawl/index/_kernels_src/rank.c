@@ -160,14 +160,17 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
             cseg[i] = ranked[i].seg;
             cdoc[i] = ranked[i].doc;
         }
-        /* where the body's runs are, for the page's snippets below */
-        head_places.off = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
-        head_places.tf = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
-        if (!head_places.off || !head_places.tf) {
-            PyErr_NoMemory();
-            goto done;
+        /* where the body's runs are, for the page's snippets below (none asked: not recorded) */
+        if (snippet_cap > 0) {
+            head_places.off = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
+            head_places.tf = PyMem_Calloc((size_t)(nh * Tq ? nh * Tq : 1), sizeof(int64_t));
+            if (!head_places.off || !head_places.tf) {
+                PyErr_NoMemory();
+                goto done;
+            }
         }
-        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, NULL, &head_places, &bstarts, &bpos) < 0)
+        if (gather_runs(segs, tids_q, Tq, 1, cseg, cdoc, nh, cap, 1, NULL, snippet_cap > 0 ? &head_places : NULL,
+                        &bstarts, &bpos) < 0)
             goto done;
         if (gather_runs(segs, tids_q, Tq, 0, cseg, cdoc, nh, cap, 1, NULL, NULL, &tstarts, &tpos) < 0) goto done;
         head_n = nh;
