@@ -486,8 +486,10 @@ def test_status_index_search_and_audit_on_postgres(fleet, sandbox_factory):
 RESTART_ENV = "POLITECRAWL_TEST_PG_RESTART"
 
 
-def _other_clients(fleet: Fleet, patience: float = 10.0) -> list[str]:
-    """The server's other clients (name, state, age), after waiting up to ``patience`` s for them to go."""
+def _other_clients(fleet: Fleet, patience: float = 30.0) -> list[str]:
+    """The server's other clients (name, state, age), after waiting up to ``patience`` s for them to go
+    (the worker processes of the fleet tests before this one can take several seconds to exit on a
+    busy machine: CI runs three test processes on two cores)."""
     deadline = time.time() + patience
     with fleet.connect() as conn:
         while True:
