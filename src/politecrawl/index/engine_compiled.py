@@ -75,7 +75,7 @@ def page(
     try:
         page_seg, page_doc, page_score, starts_b, pos_b, head = compiled.rank(
             segs,
-            [(t.blob, t.ends) for t in urls],
+            urls,
             tids_b,
             seg_b,
             doc_b,
@@ -91,7 +91,8 @@ def page(
     si_list = np.frombuffer(page_seg, dtype=np.int32).tolist()
     doc_list = np.frombuffer(page_doc, dtype=np.int32).tolist()
     scores = np.frombuffer(page_score, dtype=np.float64).tolist()
-    ranked = [(v, urls[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
+    url_tables = [v.segment.urls for v in reader.views]
+    ranked = [(v, url_tables[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
     runs = None if starts_b is None else (starts_b, pos_b)
     proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
     if want.explain and head is not None:
@@ -161,8 +162,9 @@ def match(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple[np.nd
 def kernel_inputs(scorer: Scorer) -> tuple[list, list, list, list, np.ndarray]:
     """What the kernels take of this generation, made once: each segment's ``Postings``, its
     norm arrays for this searcher's scoring (title, body, anchor, and the title term's or
-    None), its live mask (None: all live) and its documents' urls; and what they bound a
-    term's score with (b, then per field its weight and mean length, then ``TITLE_K1``)."""
+    None), its live mask (None: all live) and its documents' urls (the blob and the ends
+    ``rank`` compares them by); and what they bound a term's score with (b, then per field its
+    weight and mean length, then ``TITLE_K1``)."""
     if scorer.kernel_inputs is None:
         reader = scorer.reader
         segs = [v.segment.kernel for v in reader.views]
@@ -176,6 +178,7 @@ def kernel_inputs(scorer: Scorer) -> tuple[list, list, list, list, np.ndarray]:
         bound_params = np.array(
             [B, *[x for f in FIELDS for x in (FIELD_WEIGHTS[f], reader.avgdl[f])], TITLE_K1], dtype=np.float64
         )
-        lives, urls = [v.live for v in reader.views], [v.segment.urls for v in reader.views]
+        lives = [v.live for v in reader.views]
+        urls = [(v.segment.urls.blob, v.segment.urls.ends) for v in reader.views]
         scorer.kernel_inputs = (segs, norms, lives, urls, bound_params)
     return scorer.kernel_inputs

@@ -20,11 +20,12 @@ __all__ = ["MAX_SEGMENT_DOCS", "MAX_SEGMENT_TOKENS", "MERGE_FACTOR", "plan_compa
 #: merge within reason. ``bench_index_memory.py --max-segment-tokens`` measures another cap.
 MAX_SEGMENT_TOKENS = 500_000_000
 
-#: … nor of more documents than this: a segment of at most 2**16 documents stores its doc
-#: deltas (the first of each term's list is its doc id) in 2 bytes each, a larger one in 4, which
-#: costs more than the fewer copies of the vocabulary's tables save. Fewer segments answer faster
-#: and repeat the per-term table less, so a compaction packs segments up to this size.
-MAX_SEGMENT_DOCS = 2**16
+#: … nor of more documents than this. Fewer segments answer faster (a query looks each of its
+#: words up, and sets up its scoring, once per segment) and repeat the per-term table less, so a
+#: compaction packs segments up to this size; the doc ids are bit-packed in blocks as wide as
+#: their gaps, so a larger segment costs no wider postings. What bounds it is the work and the
+#: arrays of a row per document that one merge, and one query per segment, hold.
+MAX_SEGMENT_DOCS = 2**18
 
 #: Segments per tier: when a tier holds this many, they are merged into one (a tier up).
 MERGE_FACTOR = 10
