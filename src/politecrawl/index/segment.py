@@ -76,10 +76,11 @@ back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.b
 memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
 around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
 many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
-The compiled kernels read ``body.positions.npy`` (and format 6's ``body.pos_chunks.npy``) with
-``pread`` too, past the first ``POSITIONS_MAP_BUDGET`` bytes of it a process maps, counted at
-format 5's size (the proximity rerank reads a few positions of each of 100 documents per term);
-the numpy code and merges map it.
+The compiled kernels read ``body.positions.npy`` with ``pread`` too, past the first
+``POSITIONS_MAP_BUDGET`` bytes of it a process maps, counted at format 5's size (the proximity
+rerank reads a few positions of each of 100 documents per term); format 6's chunk table
+(``body.pos_chunks.npy``, 4 or 8 bytes per 128 positions) stays mapped. The numpy code and
+merges map them.
 
 A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
 at a whitespace character, into pieces compressed on their own (version 2: a

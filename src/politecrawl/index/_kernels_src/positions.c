@@ -71,8 +71,6 @@ static int src_read(const Src *s, int64_t o, int64_t n, unsigned char *out) {
     return 0;
 }
 
-#define TABLE_WINDOW 1024 /* entries of a chunk table read at once (pread) */
-
 /* Format 6's chunks of a range of positions, fetched (packed_chunks_fetch) for their values to be
  * decoded (packed_values): the chunks c0 .. c0 + k - 1, their table entries (tab, k + 1) and
  * their bytes (base: from the mapping, or read into `bytes`); vals: scratch for the values. */
@@ -81,14 +79,6 @@ typedef struct {
     const unsigned char *base;
     uint64_t *tab;
     size_t tcap;
-    /* where the table is read with pread: a window of it, entries [w0, w0 + wn) of `wsrc`'s, so
-     * that the runs of a query, which come in file order, read the table a few KB at a time
-     * instead of a pread of two entries each (a long query of frequent words: ~0.05 ms of its
-     * 1.7 at 100,000 documents) */
-    const Src *wsrc;
-    uint64_t w0, wn;
-    unsigned char *win;
-    size_t wcap;
     unsigned char *bytes;
     size_t bcap;
     uint32_t *vals;
@@ -96,7 +86,6 @@ typedef struct {
 } PosScratch;
 
 static void pos_scratch_free(PosScratch *s) {
-    PyMem_Free(s->win);
     PyMem_Free(s->vals);
     PyMem_Free(s->bytes);
     PyMem_Free(s->tab);

@@ -38,7 +38,7 @@ typedef struct {
     TCol pack_ptr;
     Py_ssize_t n_post;
     uint64_t packed_len; /* packed.n less the padding */
-    Src pos_chunks;
+    Arr pos_chunks;
     int pos_packed, pos_size;
     uint64_t pos_count, pos_len;
     Span spans[SPANS]; /* term_ok's, read back with field_span */
@@ -69,7 +69,7 @@ static void Postings_dealloc(Postings *self) {
         arr_release(&self->f[i].tfs);
         tcol_release(&self->f[i].pos_ptr);
         src_release(&self->f[i].positions);
-        src_release(&self->f[i].pos_chunks);
+        arr_release(&self->f[i].pos_chunks);
         tcol_release(&self->f[i].block_ptr);
         arr_release(&self->f[i].blocks);
         arr_release(&self->f[i].packed);
@@ -165,8 +165,8 @@ static int term_ok(Postings *self, Py_ssize_t tid) {
  * in place of (docs, tfs) -- `positions` an array or a tuple (fd, byte offset, bytes per
  * position, count, owner) of a file to read them from with pread (FieldPostings.positions_file):
  * `owner`, which keeps the descriptor open, is held while this object lives; format 6's a tuple
- * (packed, chunks, count, size): its packed file and chunk table, each an array or such a file,
- * its positions and the bytes format 5 would store one in (FieldPostings.kernel_positions). */
+ * (packed, chunks, count, size): its packed file (an array or such a file) and chunk table (an
+ * array), its positions and the bytes format 5 would store one in (FieldPostings.kernel_positions). */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
     Py_ssize_t n_docs;
     PyObject *terms, *term_end, *keys, *fields;
@@ -198,13 +198,13 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             return -1;
         }
         Field *f = &self->f[fi];
-        f->positions.fd = f->pos_chunks.fd = -1;
+        f->positions.fd = -1;
         if (PyTuple_Check(a4) && PyTuple_GET_SIZE(a4) == 4) { /* format 6: (packed, chunks, count, size) */
             PyObject *pk, *ch;
             long long count;
             int size;
             if (!PyArg_ParseTuple(a4, "OOLi", &pk, &ch, &count, &size) || src_get(pk, &f->positions, "packed positions") < 0 ||
-                src_get(ch, &f->pos_chunks, "positions chunk table") < 0) {
+                arr_get(ch, &f->pos_chunks, "positions chunk table") < 0) {
                 Py_DECREF(seq);
                 return -1;
             }
@@ -212,7 +212,7 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kw) {
             if (count < 0 || count > (long long)(PY_SSIZE_T_MAX / 8) || f->positions.a.size != 1 ||
                 f->positions.a.n < PACK_PADDING ||
                 (size != 1 && size != 2 && size != 4) ||
-                f->pos_chunks.a.n != (Py_ssize_t)((count + POS_CHUNK - 1) / POS_CHUNK) + 1) {
+                f->pos_chunks.n != (Py_ssize_t)((count + POS_CHUNK - 1) / POS_CHUNK) + 1) {
                 Py_DECREF(seq);
                 return corrupt("packed positions of the wrong shape");
             }

@@ -3,30 +3,16 @@
  * bm25.proximity_scores).  Part of the unity build _kernels.c (after top.c). */
 
 /* Format 6: the chunks that hold positions [lo, hi) of field `f` (lo < hi), into `s`: their table
- * entries, checked (within the file, each not before the one it follows) before any byte they
- * point at is read, and their bytes (where the field is read with pread: the table a window of
- * TABLE_WINDOW entries at a time, and one pread of the bytes). */
+ * entries (the table is mapped: 4 or 8 bytes per 128 positions), checked (within the file, each
+ * not before the one it follows) before any byte they point at is read, and their bytes (where
+ * the field is read with pread: one pread). */
 static int packed_chunks_fetch(const Field *f, int64_t lo, int64_t hi, PosScratch *s) {
     if (lo < 0 || hi <= lo || (uint64_t)hi > f->pos_count) return corrupt("positions beyond the positions");
     uint64_t c0 = (uint64_t)lo / POS_CHUNK, k = (uint64_t)(hi - 1) / POS_CHUNK - c0 + 1;
     if (grow((void **)&s->tab, &s->tcap, (size_t)(k + 1) * sizeof(uint64_t)) < 0) return -1;
-    const Src *ct = &f->pos_chunks;
-    if (ct->fd < 0) {
-        for (uint64_t j = 0; j <= k; j++) s->tab[j] = at(&ct->a, (Py_ssize_t)(c0 + j));
-    } else {
-        if (s->wsrc != ct || c0 < s->w0 || c0 + k + 1 > s->w0 + s->wn) {
-            uint64_t n = (uint64_t)ct->a.n, wn = k + 1 > TABLE_WINDOW ? k + 1 : TABLE_WINDOW;
-            if (c0 >= n || k + 1 > n - c0) return corrupt("positions beyond the positions");
-            if (wn > n - c0) wn = n - c0;
-            if (grow((void **)&s->win, &s->wcap, (size_t)wn * (size_t)ct->a.size) < 0) return -1;
-            s->wsrc = NULL;
-            if (src_read(ct, (int64_t)c0, (int64_t)wn, s->win) < 0) return -1;
-            s->wsrc = ct;
-            s->w0 = c0;
-            s->wn = wn;
-        }
-        for (uint64_t j = 0; j <= k; j++) s->tab[j] = item_at(s->win, ct->a.size, (Py_ssize_t)(c0 - s->w0 + j));
-    }
+    const Arr *ct = &f->pos_chunks;
+    if (c0 >= (uint64_t)ct->n || k + 1 > (uint64_t)ct->n - c0) return corrupt("positions beyond the positions");
+    for (uint64_t j = 0; j <= k; j++) s->tab[j] = at(ct, (Py_ssize_t)(c0 + j));
     for (uint64_t j = 0; j < k; j++) /* the end first: a difference taken after it cannot wrap */
         if (s->tab[j + 1] > f->pos_len || s->tab[j] > s->tab[j + 1])
             return corrupt("positions chunk table out of order or beyond its file");
