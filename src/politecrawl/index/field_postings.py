@@ -216,8 +216,8 @@ class FieldPostings:
         """The positions as ``_kernels.Postings`` takes them: mapped (an array) or read with
         ``pread`` (``positions_file``); format 6's as ``(packed, chunk table, count, bytes per
         position in format 5)``, the packed file mapped or read, its chunk table mapped either
-        way: 4 or 8 bytes per 128 positions, where read it cost each run one system call more (a
-        sixth of what a page's snippets add at a million documents)."""
+        way: 4 or 8 bytes per 128 positions, where read it cost a run of positions one system call
+        more."""
         if not self.pos_packed:
             return self.positions if mapped else (*self.positions_file(), self)
         if not 0 <= self.positions_count < 2**32:  # a per-term table's pointer (and a C long long)
