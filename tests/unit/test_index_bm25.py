@@ -117,3 +117,28 @@ def test_vectorised_helpers_match_scalar():
     vec = bm25.idf(100, 3) * bm25.saturate(pseudo)
     scal = [bm25.bm25_term_score(t, 3, 100, d, 12.0) for t, d in zip(tf, dl)]
     assert vec == pytest.approx(scal, rel=1e-12)
+
+
+@pytest.mark.parametrize("scoring", bm25.SCORINGS)
+def test_a_terms_weights_are_kept_per_generation_and_follow_a_new_one(tmp_path, scoring):
+    """``Scorer.term_weights`` works a term's weights out once per generation: asked again, in
+    another query and order, it gives what a new scorer computes; after a commit the searcher's
+    scorer is the new generation's (the control: the idf there is another)."""
+    from politecrawl.index import IndexWriter, Searcher
+
+    path = tmp_path / "ix"
+    with IndexWriter(path) as w:
+        for i in range(6):
+            w.add_document(f"http://w.example/{i}", "apple pie" if i < 2 else "", "apple banana " * (i + 1))
+    searcher = Searcher(path, scoring=scoring)
+    first = searcher._current()
+    first.term_weights(["apple", "banana"])
+    kept = first.term_weights(["cherry", "banana", "apple"])
+    fresh = type(first)(first.reader, scoring).term_weights(["cherry", "banana", "apple"])
+    assert kept == fresh
+    with IndexWriter(path) as w:
+        w.add_document("http://w.example/new", "", "banana")
+    searcher._refresh()
+    now = searcher._current()
+    assert now is not first
+    assert now.term_weights(["cherry", "banana", "apple"]) != kept

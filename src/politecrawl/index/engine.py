@@ -51,6 +51,8 @@ class Scorer:
         #: The weight of the title's own BM25 term ("bm25f+title"; 0.0 in the other scorings).
         self.title_bonus = TITLE_BONUS if scoring == "bm25f+title" else 0.0
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
+        #: Per term: what ``term_weights`` gives it (``_term_weights``), for this generation.
+        self._weights: dict[str, tuple[float, tuple[float, ...] | None, float]] = {}
         #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
         self.kernel_inputs: tuple[Any, ...] | None = None
 
@@ -75,37 +77,45 @@ class Scorer:
         field) for "fields", each term's bound on what it adds to a score).
 
         Terms are always added highest bound first (stable), so every way of scoring (numpy,
-        pruned or not, and the compiled kernels) adds the same floats in the same order.
+        pruned or not, and the compiled kernels) adds the same floats in the same order.  A
+        term's weights are worked out once per generation (``_term_weights``), as its
+        document frequencies are (``IndexReader.df``).
         """
-        postings = postings or {}
-        reader = self.reader
-        reader.doc_freqs(terms)  # with the kernels, every statistic below in one call
-        n_docs = reader.n_docs
-        bonus = self.title_bonus
+        weights = self._weights
+        new = [t for t in terms if t not in weights]
+        if new:
+            self.reader.doc_freqs(new)  # with the kernels, every statistic below in one call
+            postings = postings or {}
+            for t in new:
+                weights[t] = self._term_weights(t, postings.get(t))
         idfs: dict[str, float] = {}
         fidfs: dict[tuple[str, str], float] = {}
-        if self.scoring == "fields":
-            # weight * idf per (term, field), with per-field df over the whole index
-            fidfs = {
-                (t, f): FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings.get(t), f)) * (K1 + 1.0)
-                for t in terms
-                for f in FIELDS
-            }
-            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score.
-            # (fields where the term never occurs add nothing, whatever their idf).
-            bound = {t: sum(fidfs[(t, f)] for f in FIELDS if reader.df(t, postings.get(t), f)) for t in terms}
-        else:
-            idfs = {t: idf(n_docs, reader.df(t, postings.get(t))) for t in terms}
-            bound = {t: idfs[t] * (K1 + 1.0) for t in terms}  # saturate(x) < k1 + 1
-            if bonus:
-                # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
-                bound = {
-                    t: bound[t] + bonus * idfs[t] * (TITLE_K1 + 1.0)
-                    if reader.df(t, postings.get(t), "title")
-                    else bound[t]
-                    for t in terms
-                }
+        bound: dict[str, float] = {}
+        for t in terms:
+            t_idf, t_fidfs, bound[t] = weights[t]
+            if t_fidfs is None:
+                idfs[t] = t_idf
+            else:
+                fidfs.update(zip(((t, f) for f in FIELDS), t_fidfs))
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
+
+    def _term_weights(self, t: str, postings: dict | None) -> tuple[float, tuple[float, ...] | None, float]:
+        """Term ``t``'s (idf, None, bound), or with "fields" scoring (0.0, its weighted idf per
+        field, bound)."""
+        reader = self.reader
+        n_docs = reader.n_docs
+        if self.scoring == "fields":
+            # weight * idf per field, with per-field df over the whole index
+            fidfs = tuple(FIELD_WEIGHTS[f] * idf(n_docs, reader.df(t, postings, f)) * (K1 + 1.0) for f in FIELDS)
+            # tf / (tf + k1 * B_f) < 1, so a term adds less than this to any score
+            # (fields where the term never occurs add nothing, whatever their idf)
+            return 0.0, fidfs, sum(x for x, f in zip(fidfs, FIELDS) if reader.df(t, postings, f))
+        t_idf = idf(n_docs, reader.df(t, postings))
+        bound = t_idf * (K1 + 1.0)  # saturate(x) < k1 + 1
+        if self.title_bonus and reader.df(t, postings, "title"):
+            # the title term: tf / (tf + k1 * B) < 1 too, and nothing if in no title
+            bound = bound + self.title_bonus * t_idf * (TITLE_K1 + 1.0)
+        return t_idf, None, bound
 
 
 def allowed(view: SegmentView, q: Query) -> np.ndarray | None:
