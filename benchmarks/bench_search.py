@@ -612,7 +612,7 @@ def zipf_child(args) -> None:
                 out[qname] = [p50, p99]
                 continue
             # politecrawl: top 10 without snippets in a pass of its own, as every engine; then what
-            # snippets add, in rounds of the whole set with and without them alternating (three of
+            # snippets add, in rounds of the whole set with and without them alternating (six of
             # each), so that a shared machine's drift falls on both (alternating query by query
             # instead would time each query just after the snippets of another, its data out of
             # the caches)
@@ -620,7 +620,7 @@ def zipf_child(args) -> None:
             p50, _, p99 = latency(engine, queries)
             out[qname] = [p50, p99]
             times: dict[bool, list[float]] = {False: [], True: []}
-            rounds = 3
+            rounds = 6
             for _ in range(rounds):
                 for snippets in modes:
                     engine.snippets = snippets
@@ -635,8 +635,15 @@ def zipf_child(args) -> None:
             # its fastest without, the median over queries. The difference of two p50s above can
             # compare two different queries (whichever is the median of each pass), so where a
             # query takes many milliseconds, its noise is larger than the snippets' cost.
+            # Six rounds, not three: where a query takes ten milliseconds, the fastest of three
+            # moved by more than what the snippets cost. The same estimate between the two halves
+            # of the rounds without snippets (each query's fastest in rounds 1, 3, 5 less its
+            # fastest in rounds 2, 4, 6) is its null: what it gives where nothing was added (of
+            # three rounds a side, it moves more than the estimate of six does).
             best_off, best_on = (t.reshape(rounds, len(queries)).min(axis=0) for t in (off, on))
             out[qname + "+added_paired"] = float(np.median(best_on - best_off))
+            by_round = off.reshape(rounds, len(queries))
+            out[qname + "+added_null"] = float(np.median(by_round[0::2].min(axis=0) - by_round[1::2].min(axis=0)))
         out["search_peak_rss_mb"] = _vm("VmHWM")
         # what of it is the process's own (anonymous) memory, and what the pages of mapped index
         # files (the page cache's, given back under memory pressure), at the end of the step
@@ -733,6 +740,8 @@ def zipf_table(args) -> None:
             print(f"  {r['docs']:,} docs, {r['engine']}: {added}")
             paired = ", ".join(f"{s} {r[s + '+added_paired']:+.3f}" for s in sets)
             print(f"    paired (each query's best with less its best without, median): {paired}")
+            null = ", ".join(f"{s} {r[s + '+added_null']:+.3f}" for s in sets)
+            print(f"    its null (the same between two halves of the rounds without snippets): {null}")
     for n in sizes:
         by = {r["engine"]: r for r in rows if r["docs"] == n}
         if "politecrawl" in by and "politecrawl-numpy" in by:
