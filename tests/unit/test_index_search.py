@@ -790,3 +790,19 @@ def test_mark_highlights_checks_the_offsets_for_every_face():
     # unsorted, overlapping, out of range and empty ranges cost a highlight, never the text
     assert mark_highlights("short", [(3, 99), (-5, 1), (2, 2)], lambda s: f"[{s}]") == "[s]ho[rt]"
     assert mark_highlights("a<b", [(0, 1)], lambda s: f"<{s}>", lambda s: s.replace("<", "&lt;")) == "<a>&lt;b"
+
+
+def test_a_hit_made_for_a_page_is_the_dataclasss_own():
+    """``Hit._of`` (the search's) and ``Hit(...)`` make the same frozen object: the same fields
+    and values (``vars``), equal, the same hash and repr, and neither can be changed."""
+    import dataclasses
+
+
+    args = ("http://a.example/", "A", 1.5, "some text", ((0, 4),), {"terms": []})
+    made, own = Hit._of(*args), Hit(*args)
+    assert vars(made) == vars(own)
+    assert [f.name for f in dataclasses.fields(Hit)] == list(vars(made))
+    assert made == own and hash(made) == hash(own) and repr(made) == repr(own)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.score = 2.0  # type: ignore[misc]
+    assert made != Hit._of(*args[:2], 2.5, *args[3:])  # the control: another score

@@ -85,6 +85,26 @@ class Hit:
     highlights: tuple[tuple[int, int], ...] = ()
     explanation: dict | None = field(default=None, compare=False)
 
+    @classmethod
+    def _of(
+        cls,
+        url: str,
+        title: str,
+        score: float,
+        snippet: str,
+        highlights: tuple[tuple[int, int], ...],
+        explanation: dict | None,
+    ) -> Hit:
+        """``Hit(...)`` for a search's page, without the frozen dataclass's ``__init__``, which
+        sets each field with a call of ``object.__setattr__``: the fields are set in the
+        instance's ``__dict__`` at once, as that ``__init__`` leaves them (a test holds the two
+        equal, field by field)."""
+        hit = object.__new__(cls)
+        hit.__dict__.update(
+            url=url, title=title, score=score, snippet=snippet, highlights=highlights, explanation=explanation
+        )
+        return hit
+
 
 #: Seconds between two looks (one ``os.stat``) at the index's ``CURRENT`` file from one
 #: ``Searcher``: a commit by another process is seen by queries issued this long after it.
@@ -234,7 +254,7 @@ class Searcher:
                 raise SearchIndexError(f"{reader.index_dir}: the stored text of {url}: {exc}") from exc
             expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
             hits.append(
-                Hit(url=url, title=seg.titles[d], score=score, snippet=text, highlights=highlights, explanation=expl)
+                Hit._of(url, seg.titles[d], score, text, highlights, expl)
             )
         return hits
 
