@@ -797,7 +797,6 @@ def test_a_hit_made_for_a_page_is_the_dataclasss_own():
     and values (``vars``), equal, the same hash and repr, and neither can be changed."""
     import dataclasses
 
-
     args = ("http://a.example/", "A", 1.5, "some text", ((0, 4),), {"terms": []})
     made, own = Hit._of(*args), Hit(*args)
     assert vars(made) == vars(own)

@@ -253,9 +253,7 @@ class Searcher:
             except DAMAGED_TEXT_ERRORS as exc:
                 raise SearchIndexError(f"{reader.index_dir}: the stored text of {url}: {exc}") from exc
             expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
-            hits.append(
-                Hit._of(url, seg.titles[d], score, text, highlights, expl)
-            )
+            hits.append(Hit._of(url, seg.titles[d], score, text, highlights, expl))
         return hits
 
     def _explain(
