@@ -651,3 +651,19 @@ def test_damaged_sync_points_of_a_stored_body_are_a_search_index_error(tmp_path,
         assert [h.url for h in searcher.search("needle", snippets=False)] == ["http://a.example/0"]
         with pytest.raises(SearchIndexError, match="the stored text of http://a.example/0"):
             searcher.search("needle")
+
+
+@needs_kernels
+def test_a_page_s_urls_come_back_as_stored_lone_surrogates_included(tmp_path):
+    """The compiled ``rank`` decodes the page's urls itself: a url holding a lone surrogate (kept
+    with ``surrogatepass``, as every stored string is) comes back as the numpy code gives it."""
+    path = tmp_path / "ix"
+    odd = "http://a.example/\udcff-page"
+    with IndexWriter(path) as w:
+        w.add_document(odd, "apple", "apple pie and more apple")
+        w.add_document("http://a.example/plain", "apple", "apple")
+        w.add_document("http://a.example/other", "banana", "banana")
+    got = [h.url for h in Searcher(path).search("apple", snippets=False)]
+    with numpy_only():
+        want = [h.url for h in Searcher(path).search("apple", snippets=False)]
+    assert got == want and odd in got and len(got) == 2

@@ -74,7 +74,7 @@ def rank(
     end: int,
     proximity: tuple[int, int, float, float, float, Buffer, float, float] | None,
     snippet_cap: int,
-) -> tuple[bytes, bytes, bytes, bytes | None, bytes | None, tuple[bytes, bytes, bytes, bytes] | None]: ...
+) -> tuple[bytes, bytes, bytes, list[str], bytes | None, bytes | None, tuple[bytes, bytes, bytes, bytes] | None]: ...
 def proximity(
     starts: Buffer,
     positions: Buffer,

@@ -73,7 +73,7 @@ def page(
         )
     segs, _, _, urls, _ = kernel_inputs(scorer)
     try:
-        page_seg, page_doc, page_score, starts_b, pos_b, head = compiled.rank(
+        page_seg, page_doc, page_score, page_urls, starts_b, pos_b, head = compiled.rank(
             segs,
             urls,
             tids_b,
@@ -91,8 +91,7 @@ def page(
     si_list = np.frombuffer(page_seg, dtype=np.int32).tolist()
     doc_list = np.frombuffer(page_doc, dtype=np.int32).tolist()
     scores = np.frombuffer(page_score, dtype=np.float64).tolist()
-    url_tables = [v.segment.urls for v in reader.views]
-    ranked = [(v, url_tables[si][d], si, d) for v, si, d in zip(scores, si_list, doc_list)]
+    ranked = list(zip(scores, page_urls, si_list, doc_list))
     runs = None if starts_b is None else (starts_b, pos_b)
     proximity: dict[tuple[int, int], dict[str, list[float]]] = {}
     if want.explain and head is not None:

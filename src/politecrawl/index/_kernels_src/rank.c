@@ -35,19 +35,20 @@ static double row_sum(const double *row, Py_ssize_t T) {
 }
 
 /* rank(segments, urls, term_ids, segs, docs, scores, order, start, end, proximity, snippet_cap)
- *   -> (segs, docs, scores, starts, positions, head)
+ *   -> (segs, docs, scores, urls, starts, positions, head)
  *
  * The page [start:end] of the matches top() returned (segs, docs, scores as bytes; term_ids its
  * ids of the terms in scoring order): sorted by score descending, then url (`urls`: per segment
- * its documents' urls as doc_table.TextTable holds them, a pair (UTF-8 blob, where each ends)); with `proximity` = (depth, cap, reversed_weight, body weight,
- * title weight, idfs in query order, k1, k1p1), the first `depth` reranked with the term
- * proximity bonus (engine_numpy.page; per field the rows of proximity(), the bonus the
- * body's row sum plus the title's, each summed term by term).  `order`: for each term of the
- * query, in the query's order, its index in the scoring order.  Returns the page's segment
- * indexes (int32), docs (int32) and scores (float64); with snippet_cap > 0 the runs of their
- * body positions (gather(), the query's terms in its order, the first snippet_cap of each), else
- * None, None; and with proximity, the reranked head (segs, docs, body rows, title rows: what
- * explain shows), else None. */
+ * its documents' urls as doc_table.TextTable holds them, a pair (UTF-8 blob, where each ends));
+ * with `proximity` = (depth, cap, reversed_weight, body weight, title weight, idfs in query
+ * order, k1, k1p1), the first `depth` reranked with the term proximity bonus (engine_numpy.page;
+ * per field the rows of proximity(), the bonus the body's row sum plus the title's, each summed
+ * term by term).  `order`: for each term of the query, in the query's order, its index in the
+ * scoring order.  Returns the page's segment indexes (int32), docs (int32) and scores (float64),
+ * and their urls (a list of str); with snippet_cap > 0 the runs of their body positions
+ * (gather(), the query's terms in its order, the first snippet_cap of each), else None, None; and
+ * with proximity, the reranked head (segs, docs, body rows, title rows: what explain shows), else
+ * None. */
 static PyObject *k_rank(PyObject *mod, PyObject *args) {
     PyObject *segs_obj, *urls_obj, *order_obj, *prox;
     Py_buffer tv, sv, dv, vv;
@@ -57,6 +58,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         return NULL;
     PyObject *segs = NULL, *urls = NULL, *order_l = NULL, *result = NULL;
     PyObject *out_seg = NULL, *out_doc = NULL, *out_score = NULL, *starts_b = NULL, *pos_b = NULL, *head = NULL;
+    PyObject *out_urls = NULL;
     PyObject *bstarts = NULL, *bpos = NULL, *tstarts = NULL, *tpos = NULL, *brows = NULL, *trows = NULL;
     Ranked *ranked = NULL;
     Arr *ublob = NULL, *uends = NULL;
@@ -203,13 +205,19 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
     out_seg = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
     out_doc = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int32_t));
     out_score = PyBytes_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
-    if (!out_seg || !out_doc || !out_score) goto done;
+    out_urls = PyList_New(np_);
+    if (!out_seg || !out_doc || !out_score || !out_urls) goto done;
     int32_t *os = (int32_t *)PyBytes_AS_STRING(out_seg), *od = (int32_t *)PyBytes_AS_STRING(out_doc);
     double *ov = (double *)PyBytes_AS_STRING(out_score);
     for (Py_ssize_t i = 0; i < np_; i++) {
-        os[i] = ranked[start + i].seg;
-        od[i] = ranked[start + i].doc;
-        ov[i] = ranked[start + i].score;
+        const Ranked *r = &ranked[start + i];
+        os[i] = r->seg;
+        od[i] = r->doc;
+        ov[i] = r->score;
+        /* the page's urls as doc_table.TextTable decodes them (lone surrogates kept) */
+        PyObject *url = PyUnicode_DecodeUTF8((const char *)r->url, r->url_len, "surrogatepass");
+        if (!url) goto done;
+        PyList_SET_ITEM(out_urls, i, url);
     }
     if (snippet_cap > 0 && Tq > 0) {
         /* The page's hits are among the reranked head, whose body positions were just read (up
@@ -245,7 +253,7 @@ static PyObject *k_rank(PyObject *mod, PyObject *args) {
         starts_b = Py_NewRef(Py_None);
         pos_b = Py_NewRef(Py_None);
     }
-    result = Py_BuildValue("(OOOOOO)", out_seg, out_doc, out_score, starts_b, pos_b, head ? head : Py_None);
+    result = Py_BuildValue("(OOOOOOO)", out_seg, out_doc, out_score, out_urls, starts_b, pos_b, head ? head : Py_None);
 done:
     Py_XDECREF(segs);
     Py_XDECREF(urls);
@@ -253,6 +261,7 @@ done:
     Py_XDECREF(out_seg);
     Py_XDECREF(out_doc);
     Py_XDECREF(out_score);
+    Py_XDECREF(out_urls);
     Py_XDECREF(starts_b);
     Py_XDECREF(pos_b);
     Py_XDECREF(head);
