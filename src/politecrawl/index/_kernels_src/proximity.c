@@ -10,8 +10,9 @@ static int packed_chunks_fetch(const Field *f, int64_t lo, int64_t hi, PosScratc
     if (lo < 0 || hi <= lo || (uint64_t)hi > f->pos_count) return corrupt("positions beyond the positions");
     uint64_t c0 = (uint64_t)lo / POS_CHUNK, k = (uint64_t)(hi - 1) / POS_CHUNK - c0 + 1;
     if (grow((void **)&s->tab, &s->tcap, (size_t)(k + 1) * sizeof(uint64_t)) < 0) return -1;
+    /* entries c0 .. c0 + k are in the table: hi <= pos_count above, and Postings_init holds the
+     * table to one entry per chunk of pos_count and one more */
     const Arr *ct = &f->pos_chunks;
-    if (c0 >= (uint64_t)ct->n || k + 1 > (uint64_t)ct->n - c0) return corrupt("positions beyond the positions");
     for (uint64_t j = 0; j <= k; j++) s->tab[j] = at(ct, (Py_ssize_t)(c0 + j));
     for (uint64_t j = 0; j < k; j++) /* the end first: a difference taken after it cannot wrap */
         if (s->tab[j + 1] > f->pos_len || s->tab[j] > s->tab[j + 1])
