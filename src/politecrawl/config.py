@@ -173,6 +173,10 @@ class Settings:
     # --- serving -------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8080
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names ``serve`` answers besides its own address and localhost (the name a reverse
+    proxy or a user's browser uses for it). A request naming any other host gets 421: without
+    this, DNS rebinding lets a page in the operator's browser read the index and /status."""
 
     def effective_lease_seconds(self) -> float:
         return self.lease_seconds if self.lease_seconds is not None else self.total_timeout + 30.0
@@ -273,6 +277,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         return _patterns(name, raw, source)
     if name == "hosts":
         return _host_settings(raw, source)
+    if name == "allowed_hosts":
+        return _names(name, raw, source)
     try:
         if "bool" in kind:
             if isinstance(raw, bool):
@@ -317,6 +323,21 @@ def _patterns(name: str, raw: Any, source: str) -> tuple[str, ...]:
         except re.error as exc:
             raise ConfigError(f"{source}: {name} pattern {item!r} is not a valid regular expression: {exc}") from None
     return tuple(items)
+
+
+def _names(name: str, raw: Any, source: str) -> tuple[str, ...]:
+    """Host names: a TOML list, the flag repeated, or comma-separated (the environment)."""
+    if isinstance(raw, str):
+        items = raw.split(",")
+    elif isinstance(raw, (list, tuple)):
+        items = [str(item) for item in raw]
+    else:
+        raise ConfigError(f"{source}: {name} must be a list of host names, got {raw!r}")
+    names = tuple(item.strip().lower().rstrip(".") for item in items if item.strip())
+    for item in names:
+        if not re.fullmatch(r"[a-z0-9_.:\[\]-]{1,253}", item):
+            raise ConfigError(f"{source}: {name}: {item!r} is not a host name")
+    return names
 
 
 #: What a [hosts."NAME"] table may set, and its type.

@@ -92,6 +92,13 @@ def _highlight(snippet: str, spans) -> str:
 @click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
 @click.option("--host", default=None, help=f"Address to listen on. {_d('host')}")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help=f"Port. {_d('port')}")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Also answer requests for this host name (repeatable): the name a reverse proxy or your "
+    "browser uses for this server. Other names get 421 (a guard against DNS rebinding).",
+)
 @click.option("--contact", default=None, help="Operator contact shown on the /bot page.")
 @click.option("--user-agent", default=None, help=f"Bot name shown on the /bot page. {_d('user_agent')}")
 @click.pass_context

@@ -27,6 +27,7 @@ in ``web_pages``, the API's limits and OpenAPI document in ``web_openapi``.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import math
 import signal
@@ -51,7 +52,7 @@ from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.store import CrawlStatus
 
-__all__ = ["create_app", "serve"]
+__all__ = ["create_app", "host_header_allowed", "serve"]
 
 log = logging.getLogger("politecrawl.web")
 
@@ -387,6 +388,51 @@ async def _bot(request: web.Request) -> web.Response:
 
 # -- middleware and app -------------------------------------------------------------
 
+#: Names every machine gives itself: a browser on the operator's machine may use any of them.
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+def host_header_allowed(host_header: str | None, bound: str, allowed: tuple[str, ...]) -> bool:
+    """Whether a request naming ``host_header`` (``Host``, port included) is for this server.
+
+    DNS rebinding makes an attacker's name resolve to this server: the operator's browser then
+    sends the attacker's page's requests here with ``Host: attacker.example``, and same-origin
+    lets that page read the answers. A name is accepted only if it is the bound address, a
+    localhost name, or one the operator gave (``--allowed-host``, for a reverse proxy). Address
+    literals are safe (a page cannot rebind an address): the bound one always, any one when the
+    server listens on every interface. No ``Host`` at all (HTTP/1.0 tools) names nobody."""
+    if not host_header:
+        return True
+    name = host_header.strip().lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:  # name:port (a bare v6 literal has more colons)
+        name = name.rsplit(":", 1)[0]
+    name = name.rstrip(".")
+    if name in _LOCAL_NAMES or name.endswith(".localhost") or name in allowed:
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return name == bound.lower().strip("[]")
+    bound_name = bound.strip("[]")
+    return address.is_loopback or bound_name in ("", "0.0.0.0", "::") or str(address) == bound_name
+
+
+def _host_guard(settings: Settings):
+    @web.middleware
+    async def guard(request: web.Request, handler) -> web.StreamResponse:
+        if host_header_allowed(request.headers.get("Host"), settings.host, settings.allowed_hosts):
+            return await handler(request)
+        log.warning("answered 421 to a request for host %r (not this server's name)", request.host[:100])
+        message = "This server does not answer for that host name; its operator can add it with --allowed-host."
+        if _is_api(request):
+            return _json_error(421, message)
+        return _html_message(request, 421, "421 Misdirected Request", message)
+
+    return guard
+
+
 
 @web.middleware
 async def _errors(request: web.Request, handler) -> web.StreamResponse:
@@ -435,7 +481,7 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 
 def create_app(settings: Settings) -> web.Application:
     """The web application: UI, JSON API and /bot page for ``settings`` (db, index_dir, identity)."""
-    app = web.Application(middlewares=[_errors], handler_args={"max_line_size": MAX_REQUEST_LINE})
+    app = web.Application(middlewares=[_host_guard(settings), _errors], handler_args={"max_line_size": MAX_REQUEST_LINE})
     app[_STATE] = _State(settings)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", _home)
