@@ -481,7 +481,9 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 
 def create_app(settings: Settings) -> web.Application:
     """The web application: UI, JSON API and /bot page for ``settings`` (db, index_dir, identity)."""
-    app = web.Application(middlewares=[_host_guard(settings), _errors], handler_args={"max_line_size": MAX_REQUEST_LINE})
+    app = web.Application(
+        middlewares=[_host_guard(settings), _errors], handler_args={"max_line_size": MAX_REQUEST_LINE}
+    )
     app[_STATE] = _State(settings)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", _home)
