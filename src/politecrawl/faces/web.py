@@ -433,7 +433,6 @@ def _host_guard(settings: Settings):
     return guard
 
 
-
 @web.middleware
 async def _errors(request: web.Request, handler) -> web.StreamResponse:
     """HTTP errors in the page's own format; anything unexpected is logged and a bare 500."""
