@@ -34,7 +34,7 @@ __all__ = ["status", "why", "audit", "export", "check"]
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
     """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
-    from politecrawl.store import open_store
+    from politecrawl.store import open_store, shown_store
 
     settings = _settings(ctx, **flags)
     store = open_store(settings.db, create=False)
@@ -52,7 +52,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
     if as_json:
         click.echo(json.dumps({**f.as_dict(), **({"host_list": host_list} if show_hosts else {})}, indent=2))
         return
-    click.echo(f"store        {settings.db}")
+    click.echo(f"store        {shown_store(settings.db)}")
     click.echo(
         f"pages        {f.pages_fetched} fetched, {f.queued} queued, {f.in_flight} in flight, "
         f"{f.failed} failed, {f.disallowed} disallowed by robots.txt, {f.skipped} skipped"

@@ -45,6 +45,7 @@ from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
 from politecrawl.index import Searcher
 from politecrawl.policy.robots_fetch import product_token
+from politecrawl.store.open import shown_store
 
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
 from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
@@ -340,7 +341,7 @@ async def _status_page(request: web.Request) -> web.Response:
         "status.html",
         error=None,
         s=status,
-        db=state.settings.db,
+        db=shown_store(state.settings.db),
         when=time.strftime("%Y-%m-%d %H:%M:%S"),
         refresh=STATUS_REFRESH,
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,

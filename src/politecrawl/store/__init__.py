@@ -36,7 +36,7 @@ from .api import (
     YieldCheck,
 )
 from .loop_lag import LOOP_LAG_META, LoopLagHistogram
-from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_postgres_driver
+from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_postgres_driver, shown_store
 
 __all__ = [
     "LOOP_LAG_META",
@@ -70,4 +70,5 @@ __all__ = [
     "is_postgres_url",
     "open_store",
     "require_postgres_driver",
+    "shown_store",
 ]

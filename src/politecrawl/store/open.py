@@ -8,11 +8,13 @@ imports the driver.
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
 from politecrawl.errors import StoreError
 
 from .api import Store
 
-__all__ = ["POSTGRES_INSTALL_HINT", "is_postgres_url", "open_store", "require_postgres_driver"]
+__all__ = ["POSTGRES_INSTALL_HINT", "is_postgres_url", "open_store", "require_postgres_driver", "shown_store"]
 
 #: What to do when a postgresql:// store is asked for and its driver is not installed.
 POSTGRES_INSTALL_HINT = "install politecrawl[postgres]: pip install 'politecrawl[postgres]'"
@@ -21,6 +23,29 @@ POSTGRES_INSTALL_HINT = "install politecrawl[postgres]: pip install 'politecrawl
 def is_postgres_url(url: str) -> bool:
     """Whether ``url`` names the PostgreSQL store (else it is an SQLite file path)."""
     return url.startswith(("postgresql://", "postgres://"))
+
+
+#: Connection parameters that hold a secret (libpq's names): never shown.
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
+def shown_store(db: str) -> str:
+    """``db`` as it may be shown to a person or written to a log: a PostgreSQL URL without its
+    password, whether in the user part (``user:secret@``) or a parameter (``?password=``). The one
+    form every message, hint, status page and error body uses. (PGPASSWORD or ~/.pgpass keep the
+    password off the command line altogether: libpq reads them when the URL has none.)"""
+    if not is_postgres_url(db):
+        return db
+    try:
+        parts = urlsplit(db)
+        netloc = parts.netloc
+        if "@" in netloc:
+            creds, hostpart = netloc.rsplit("@", 1)
+            netloc = f"{creds.split(':', 1)[0]}@{hostpart}"
+        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMETERS]
+        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe=":/,")))
+    except ValueError:  # a URL urllib cannot split: show its scheme only
+        return db.split("://", 1)[0] + "://…"
 
 
 def require_postgres_driver() -> None:

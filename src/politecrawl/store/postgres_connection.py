@@ -53,6 +53,7 @@ from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
 from .clock import process_anchor
 from .common import Dialect
+from .open import shown_store
 
 __all__ = [
     "APP_ID",
@@ -174,13 +175,7 @@ def parse_url(url: str) -> tuple[str, str | None, str, str]:
         raise StoreError(f"invalid schema name {schema!r} in store URL (letters, digits and _ only)")
     # quote, not quote_plus: libpq does not read '+' as a space (options=-ca%3D1%20-cb%3D2).
     conninfo = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
-    netloc = parts.netloc
-    if "@" in netloc:
-        creds, hostpart = netloc.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        netloc = f"{user}@{hostpart}"
-    shown = urlunsplit(parts._replace(netloc=netloc))
-    return conninfo, schema, shown, clock
+    return conninfo, schema, shown_store(url), clock
 
 
 def postgres_dialect(now: str) -> Dialect:
