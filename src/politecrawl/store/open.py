@@ -42,7 +42,8 @@ def shown_store(db: str) -> str:
         if "@" in netloc:
             creds, hostpart = netloc.rsplit("@", 1)
             netloc = f"{creds.split(':', 1)[0]}@{hostpart}"
-        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMETERS]
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = [(k, v) for k, v in pairs if k.lower() not in _SECRET_PARAMETERS]
         return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe=":/,")))
     except ValueError:  # a URL urllib cannot split: show its scheme only
         return db.split("://", 1)[0] + "://…"
