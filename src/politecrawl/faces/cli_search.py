@@ -3,13 +3,13 @@ terminal or on the web, and the demo."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import click
 
 from .cli_options import _d, _fail, _settings, db_option
+from .safe_text import for_terminal, json_text
 
 __all__ = ["search", "serve", "bot_page", "demo"]
 
@@ -45,17 +45,18 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
                 item["explanation"] = h.explanation
             out.append(item)
         if explain:
-            click.echo(json.dumps({"stats": searcher.stats(), "hits": out}, indent=2, ensure_ascii=False))
+            click.echo(json_text({"stats": searcher.stats(), "hits": out}, indent=2))
         else:
-            click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+            click.echo(json_text(out, indent=2))
         return
     if not hits:
         click.echo(f"no results for {query!r}")
         return
     start = (page - 1) * limit
     for i, h in enumerate(hits, start + 1):
-        click.echo(click.style(f"{i}. {h.title or h.url}", bold=True) + f"  ({h.score:.3f})")
-        click.echo(click.style(f"   {h.url}", fg="green"))
+        # Titles, URLs and snippets are the crawled pages' words: shown, never obeyed (safe_text).
+        click.echo(click.style(f"{i}. {for_terminal(h.title or h.url)}", bold=True) + f"  ({h.score:.3f})")
+        click.echo(click.style(f"   {for_terminal(h.url)}", fg="green"))
         if h.snippet:
             click.echo(f"   {_highlight(h.snippet, h.highlights)}")
         if explain and h.explanation:
@@ -83,7 +84,7 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
 def _highlight(snippet: str, spans) -> str:
     from politecrawl.index.snippet import mark_highlights
 
-    return mark_highlights(snippet, spans, lambda s: click.style(s, bold=True))
+    return mark_highlights(snippet, spans, lambda s: click.style(for_terminal(s), bold=True), for_terminal)
 
 
 # --------------------------------------------------------------------------- serve

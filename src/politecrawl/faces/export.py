@@ -18,14 +18,14 @@ store kept language and links (schema 4) have neither.
 from __future__ import annotations
 
 import csv
-import json
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Iterator
 
 from politecrawl.errors import ConfigError
 from politecrawl.store import ExportPage, open_store
+
+from .safe_text import json_text, spreadsheet_cell
 
 __all__ = ["EXPORT_FIELDS", "ExportReport", "export_pages", "iter_pages", "parse_since"]
 
@@ -113,9 +113,6 @@ def iter_pages(db: str, *, since: float = float("-inf"), batch: int = BATCH) -> 
         store.close()
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def export_pages(
     db: str, out: IO[str], *, fmt: str = "jsonl", since: float = float("-inf"), batch: int = BATCH
 ) -> ExportReport:
@@ -125,17 +122,19 @@ def export_pages(
     n = 0
     if fmt == "jsonl":
         for page in iter_pages(db, since=since, batch=batch):
-            out.write(json.dumps(page, ensure_ascii=False))
+            out.write(json_text(page))
             out.write("\n")
             n += 1
     else:
         writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS, lineterminator="\n")
         writer.writeheader()
         for page in iter_pages(db, since=since, batch=batch):
-            for key in ("title", "text"):
-                if page[key]:
-                    page[key] = _CONTROL.sub(" ", page[key])  # NUL and friends break CSV readers
             page["links"] = " ".join(page["links"])
+            for key, value in page.items():
+                # NUL and friends break CSV readers; a cell starting with = is a formula to a
+                # spreadsheet (=HYPERLINK(…) phones home): shown, never run.
+                if isinstance(value, str):
+                    page[key] = spreadsheet_cell(value)
             writer.writerow(page)
             n += 1
     return ExportReport(lines=n, format=fmt)
