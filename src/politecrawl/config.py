@@ -371,14 +371,31 @@ def _host_settings(raw: Any, source: str) -> tuple[tuple[str, float | None, int 
     return tuple(out)
 
 
-def _from_file(path: Path) -> dict[str, Any]:
+def _check_trusted(path: Path, fh: Any, *, found: bool) -> None:
+    """A config file sets the store, the CA bundle and the contact: one that another user can
+    write (or, found in the working folder rather than named, one another user owns) would let
+    them steer this crawl, so it is refused, as git refuses a repository another user owns."""
+    st = os.fstat(fh.fileno())
+    if st.st_mode & 0o002:
+        raise ConfigError(f"config file {path} is writable by every user: not read (chmod o-w {path})")
+    if found and hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0):
+        raise ConfigError(
+            f"config file {path} in the working folder belongs to another user: not read "
+            "(name it with --config if you trust it)"
+        )
+
+
+def _from_file(path: Path, *, found: bool = False) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
+            _check_trusted(path, fh, found=found)
             data = tomllib.load(fh)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level: [[[[…]]]] a hundred thousand deep
+        raise ConfigError(f"config file {path} is nested too deeply to be a politecrawl config") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text (TOML files must be)") from None
     table = data.get("politecrawl", data)
@@ -408,7 +425,7 @@ def load_settings(
     else:
         default_file = (cwd or Path.cwd()) / "politecrawl.toml"
         if default_file.is_file():
-            values.update(_from_file(default_file))
+            values.update(_from_file(default_file, found=True))
     names = {f.name for f in fields(Settings)}
     for name in names:
         raw = env.get(f"POLITECRAWL_{name.upper()}")
