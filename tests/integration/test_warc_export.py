@@ -271,6 +271,30 @@ def test_export_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(sandbox_factory, t
     assert got and [json.loads(line)["url"] for line in got[0].splitlines()], got
 
 
+def test_export_never_writes_through_a_planted_part_link(sandbox_factory, tmp_path):
+    """``export -o FILE`` wrote FILE.part, then renamed it: a link planted as FILE.part made it
+    overwrite whatever the link named (as root: any file). Now the temporary file has a new name,
+    created exclusively. The control: the planted link is live (writing through it reaches the
+    victim), and the export itself arrives whole in FILE."""
+    host = site("127.0.0.5")
+    sandbox_factory([host])
+    db = str(tmp_path / "crawl.db")
+    archived_crawl(db, [host.url("/")], str(tmp_path / "warc"))
+    victim = tmp_path / "victim.txt"
+    target = tmp_path / "pages.jsonl"
+    link = tmp_path / "pages.jsonl.part"
+    link.symlink_to(victim)
+    victim.write_text("precious")
+    out = run_cli("export", "--db", db, "--format", "jsonl", "-o", str(target), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert victim.read_text() == "precious" and link.is_symlink()
+    assert [json.loads(line)["url"] for line in target.read_text().splitlines()]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == ["pages.jsonl.part"]
+    with open(link, "w") as fh:  # the control: the link does reach the victim
+        fh.write("overwritten")
+    assert victim.read_text() == "overwritten"
+
+
 def test_export_streams_in_bounded_batches(tmp_path):
     """Keyset pagination: each read is one batch, whatever the store holds."""
     from politecrawl.faces.export import iter_pages

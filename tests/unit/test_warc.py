@@ -516,3 +516,26 @@ def test_settings_choose_the_folder_limits_and_identity(tmp_path):
     assert "operator: https://ops.example/bot" in info and "format: WARC File Format 1.1" in info
     with pytest.raises(ConfigError):
         WarcWriter(tmp_path, gzip_level=10)
+
+
+def test_recovery_never_truncates_through_a_planted_link(tmp_path, caplog):
+    """Recovery cuts a torn file short: a link planted under an open file's name must not make it
+    cut the file the link points to. The control: the same torn file, really there, is cut."""
+    w = WarcWriter(tmp_path / "a")
+    w.write_exchange(result())
+    torn = _die(w)
+    with open(torn, "ab") as fh:
+        fh.write(b"\x1f\x8b\x08\x00 torn")
+    victim = tmp_path / "victim.warc.gz"
+    victim.write_bytes(torn.read_bytes())
+    planted_dir = tmp_path / "b"
+    planted_dir.mkdir()
+    link = planted_dir / torn.name
+    link.symlink_to(victim)
+    before = victim.read_bytes()
+    assert recover_directory(planted_dir) == []
+    assert victim.read_bytes() == before and link.is_symlink()
+    assert "symbolic link" in caplog.text
+    # The control: the real torn file is cut (so the link's target would have been).
+    (fixed,) = recover_directory(tmp_path / "a")
+    assert fixed.trimmed_bytes > 0 and fixed.path.stat().st_size < len(before)

@@ -214,6 +214,12 @@ def _regular_file_or_new(path: str) -> bool:
 
 
 # --------------------------------------------------------------------------- export
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @click.command()
 @db_option
 @click.option(
@@ -250,15 +256,23 @@ def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, 
         except OSError as exc:
             _fail(f"cannot write {output}: {exc.strerror or exc}")
     elif output:
-        tmp = f"{output}.part"
+        import tempfile
+
+        # Written beside it under a new name, created exclusively (mkstemp: O_EXCL, so never
+        # through a link planted under a predictable FILE.part), then renamed over it.
+        folder, name = os.path.split(os.path.abspath(output))
+        tmp = None
         try:
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+            os.fchmod(handle, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
+            with os.fdopen(handle, "w", encoding="utf-8", newline="") as fh:
                 report = export_pages(settings.db, fh, fmt=fmt, since=after)
             os.replace(tmp, output)
+            tmp = None
         except OSError as exc:
             _fail(f"cannot write {output}: {exc.strerror or exc}")
         finally:
-            if os.path.exists(tmp):
+            if tmp is not None and os.path.lexists(tmp):
                 os.unlink(tmp)
     else:
         report = export_pages(settings.db, sys.stdout, fmt=fmt, since=after)

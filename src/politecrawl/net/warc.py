@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import time
 import zlib
 from dataclasses import dataclass
@@ -152,8 +153,8 @@ def recover_directory(directory: str | os.PathLike[str], prefix: str = DEFAULT_P
     done: list[RecoveredFile] = []
     for path in Path(directory).glob(f".{prefix}-*.warc.gz.creating"):  # killed while creating a file
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except (FileNotFoundError, OSError):  # gone, or a link (O_NOFOLLOW): not ours to remove
             continue
         try:
             if _lock(fd) and os.fstat(fd).st_size == 0:
@@ -164,10 +165,20 @@ def recover_directory(directory: str | os.PathLike[str], prefix: str = DEFAULT_P
             os.close(fd)
     for path in sorted(Path(directory).glob(f"{prefix}-*.warc.gz{OPEN_SUFFIX}")):
         try:
-            fd = os.open(path, os.O_RDWR)
+            # Never through a link: recovery truncates, and a link planted under this name would
+            # have it cut another file (O_NOFOLLOW fails on one; fstat refuses a FIFO or device).
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:  # another writer finished it meanwhile
             continue
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            log.warning("warc: %s is a symbolic link, not an archive this crawl wrote: left alone", path.name)
+            continue
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                log.warning("warc: %s is not a regular file: left alone", path.name)
+                continue
             if not _lock(fd):
                 continue  # a live writer's file
             if not path.exists():  # finished by another writer between open and lock
