@@ -173,6 +173,10 @@ class Settings:
     # --- serving -------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8080
+    search_time_limit: float = 1.0
+    """Seconds one search of ``serve`` may run before it is answered 503 (a query of phrases of
+    common words is checked document by document): a stranger's query must not hold the
+    searcher, which serves one query at a time."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names ``serve`` answers besides its own address and localhost (the name a reverse
     proxy or a user's browser uses for it). A request naming any other host gets 421: without

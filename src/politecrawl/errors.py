@@ -6,7 +6,8 @@
     ├── StoreError                   the store cannot be opened or used
     │   ├── NotAStoreError           the file/database is not a politecrawl store
     │   └── CommitUnknownError       a write whose COMMIT's answer was lost: applied or not, unknown
-    └── SearchIndexError             the search index is missing or corrupt
+    ├── SearchIndexError             the search index is missing or corrupt
+    └── QueryTooCostly               a search past its limits (phrases, time): refused, not run on
 
 Third-party errors are mapped to these at the boundary with ``raise … from``;
 the CLI turns any of them into a one-line message and exit status 2.
@@ -22,6 +23,7 @@ __all__ = [
     "NotAStoreError",
     "CommitUnknownError",
     "SearchIndexError",
+    "QueryTooCostly",
 ]
 
 
@@ -52,3 +54,13 @@ class CommitUnknownError(StoreError):
 
 class SearchIndexError(PolitecrawlError):
     """The search index is missing, unreadable or corrupt."""
+
+
+class QueryTooCostly(PolitecrawlError):
+    """A search past its limits: more phrases than a query may hold, or (``timed_out``) still
+    running at its deadline. Strangers type queries into ``serve``; one must not hold the
+    searcher for minutes."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out

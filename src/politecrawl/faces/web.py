@@ -34,6 +34,7 @@ import signal
 import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -42,7 +43,7 @@ from aiohttp.http_exceptions import BadHttpMessage
 
 from politecrawl.config import Settings, is_loopback_host
 from politecrawl.crawl.indexing import index_dir_for
-from politecrawl.errors import PolitecrawlError, SearchIndexError, StoreError
+from politecrawl.errors import PolitecrawlError, QueryTooCostly, SearchIndexError, StoreError
 from politecrawl.index import Searcher
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
@@ -66,12 +67,70 @@ MAX_REQUEST_LINE = 16 * 1024
 
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
 
+#: Searches that may wait for the searcher; one more is answered 503 with Retry-After at once,
+#: so a flood costs the others at most this many time limits of waiting.
+MAX_WAITING_SEARCHES = 4
+#: Seconds the status figures are reused: each reading scans the fetch log, so however many
+#: clients ask, the store is read at most this often, one reading at a time, on its own thread.
+STATUS_MAX_AGE = 3.0
+
 _SEARCHER = web.AppKey("searcher", object)
 _STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
 
 
 class _BadInput(Exception):
     """A parameter the user got wrong: answered with 400 and this message."""
+
+
+class _Busy(Exception):
+    """Too many searches waiting: answered 503 with Retry-After."""
+
+
+#: What a refused search says, and how soon to try again (Retry-After, seconds).
+_BUSY_MESSAGE = "Too many searches are waiting; try again in a moment."
+_TOO_COSTLY_HINT = "Try fewer phrases, or rarer words in them."
+_RETRY_AFTER = "2"
+
+
+class _StatusCache:
+    """The store's status figures, read at most every ``STATUS_MAX_AGE`` seconds, one reading at
+    a time on a thread of its own: a dozen clients polling /api/status cost one reading, and
+    never a search thread. A failed reading (no store yet) is remembered as long."""
+
+    def __init__(self, settings: Settings):
+        self._settings = settings
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="politecrawl-status")
+        self._at = -math.inf
+        self.read_at = 0.0  # wall-clock time of the reading in use (shown as "as of")
+        self._result: tuple[CrawlStatus, dict[str, Any]] | BaseException | None = None
+        self._reading: asyncio.Future | None = None
+
+    async def get(self) -> tuple[CrawlStatus, dict[str, Any]]:
+        if self._result is None or time.monotonic() - self._at >= STATUS_MAX_AGE:
+            if self._reading is None:
+                self._reading = asyncio.get_running_loop().run_in_executor(self._pool, self._read)
+            try:
+                await asyncio.shield(self._reading)
+            except Exception:
+                pass  # remembered by _read
+            finally:
+                self._reading = None
+        result = self._result
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        return result
+
+    def _read(self) -> None:
+        try:
+            self._result = _store_status(self._settings)
+        except StoreError as exc:
+            self._result = exc
+        self._at = time.monotonic()
+        self.read_at = time.time()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # -- input validation ---------------------------------------------------------
@@ -123,6 +182,8 @@ class _State:
         self.bot_name = product_token(settings.user_agent) or settings.user_agent
         self._searcher: Searcher | None = None
         self._lock = threading.Lock()
+        self.searches_waiting = 0  # changed on the event loop only
+        self.status = _StatusCache(settings)
 
     def _with_searcher(self, fn):
         """Run ``fn(searcher)`` under the lock; opens the searcher on first use.
@@ -146,11 +207,27 @@ class _State:
     def search(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
         def run(s: Searcher):
             t0 = time.perf_counter()
-            total = s.count(q)
-            hits = s.search(q, limit=limit, page=page) if total and (page - 1) * limit < total else []
+            limit_s = self.settings.search_time_limit
+            total = s.count(q, time_limit=limit_s)
+            left = limit_s - (time.perf_counter() - t0)
+            if total and (page - 1) * limit < total:
+                hits = s.search(q, limit=limit, page=page, time_limit=max(0.0, left))
+            else:
+                hits = []
             return total, hits, (time.perf_counter() - t0) * 1000.0
 
         return self._with_searcher(run)
+
+    async def search_in_turn(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
+        """``search`` on a worker thread, waiting for the searcher behind at most
+        ``MAX_WAITING_SEARCHES`` others (``_Busy`` past that)."""
+        if self.searches_waiting >= MAX_WAITING_SEARCHES:
+            raise _Busy
+        self.searches_waiting += 1
+        try:
+            return await asyncio.to_thread(self.search, q, page, limit)
+        finally:
+            self.searches_waiting -= 1
 
     def index_stats(self) -> dict:
         return self._with_searcher(lambda s: s.stats())
@@ -227,9 +304,19 @@ async def _search_page(request: web.Request) -> web.Response:
     if not q:
         return await _home_page(request)
     try:
-        total, hits, took_ms = await asyncio.to_thread(state.search, q, page, HTML_LIMIT)
+        total, hits, took_ms = await state.search_in_turn(q, page, HTML_LIMIT)
     except SearchIndexError:
         return _html_message(request, 503, "No index yet", _no_index_message(state), query=q)
+    except _Busy:
+        resp = _html_message(request, 503, "Busy", _BUSY_MESSAGE, query=q)
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
+    except QueryTooCostly as exc:
+        if not exc.timed_out:
+            return _html_message(request, 400, "That search could not be run", f"{exc}.", query=q)
+        resp = _html_message(request, 503, "That search took too long", f"{exc}.", _TOO_COSTLY_HINT, query=q)
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
     pages = min(MAX_PAGE, max(1, math.ceil(total / HTML_LIMIT))) if total else 0
     rows = [
         {
@@ -267,9 +354,19 @@ async def _api_search(request: web.Request) -> web.Response:
     if not q:
         return _json_error(400, "q is required: give a search query, e.g. /api/search?q=crawler")
     try:
-        total, hits, took_ms = await asyncio.to_thread(state.search, q, page, limit)
+        total, hits, took_ms = await state.search_in_turn(q, page, limit)
     except SearchIndexError:
         return _json_error(503, _no_index_message(state))
+    except QueryTooCostly as exc:
+        if not exc.timed_out:
+            return _json_error(400, f"{exc}.")
+        resp = _json_error(503, f"{exc}. {_TOO_COSTLY_HINT}")
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
+    except _Busy:
+        resp = _json_error(503, _BUSY_MESSAGE)
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
     return web.json_response(
         {
             "query": q,
@@ -325,7 +422,7 @@ def _chart(rate: list[float]) -> dict:
 async def _status_page(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        status, act = await asyncio.to_thread(_store_status, state.settings)
+        status, act = await state.status.get()
     except StoreError as exc:
         html = state.render("status.html", error=f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
         return web.Response(text=html, status=503, content_type="text/html", charset="utf-8")
@@ -342,7 +439,7 @@ async def _status_page(request: web.Request) -> web.Response:
         error=None,
         s=status,
         db=shown_store(state.settings.db),
-        when=time.strftime("%Y-%m-%d %H:%M:%S"),
+        when=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.status.read_at)),
         refresh=STATUS_REFRESH,
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
         chart=_chart(act["rate_per_s"]),
@@ -362,14 +459,15 @@ async def _status_page(request: web.Request) -> web.Response:
 async def _api_status(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        status, act = await asyncio.to_thread(_store_status, state.settings)
+        status, act = await state.status.get()
     except StoreError as exc:
         return _json_error(503, f"No crawl store yet: run politecrawl crawl to create one ({exc}).")
     try:
         index: dict | None = await asyncio.to_thread(state.index_stats)
     except SearchIndexError:
         index = None
-    return web.json_response({**status.as_dict(), "activity": act, "index": index})
+    as_of = round(state.status.read_at, 3)  # figures are reused for up to STATUS_MAX_AGE seconds
+    return web.json_response({**status.as_dict(), "as_of": as_of, "activity": act, "index": index})
 
 
 async def _api_openapi(request: web.Request) -> web.Response:
@@ -484,7 +582,12 @@ def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[_host_guard(settings), _errors], handler_args={"max_line_size": MAX_REQUEST_LINE}
     )
-    app[_STATE] = _State(settings)
+    state = app[_STATE] = _State(settings)
+
+    async def close_status(_app: web.Application) -> None:
+        state.status.close()
+
+    app.on_cleanup.append(close_status)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", _home)
     app.router.add_get("/search", _search_page)

@@ -68,8 +68,14 @@ def openapi_document() -> dict:
                             "description": "Results (possibly none).",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}},
                         },
-                        "400": err_resp("Missing or empty q, q too long, page or limit not a whole number in range."),
-                        "503": err_resp("No search index yet."),
+                        "400": err_resp(
+                            "Missing or empty q, q too long, more than 8 phrases, page or limit not a whole "
+                            "number in range."
+                        ),
+                        "503": err_resp(
+                            "No search index yet; or the query ran past the server's time limit, or too many "
+                            "searches are waiting (both with Retry-After)."
+                        ),
                     },
                 }
             },
@@ -150,6 +156,11 @@ def openapi_document() -> dict:
                             "additionalProperties": {"type": "number"},
                         },
                         "index": {"type": ["object", "null"]},
+                        "as_of": {
+                            "type": "number",
+                            "description": "When the store's figures were read (Unix time): they are reused "
+                            "for a few seconds, however many clients ask.",
+                        },
                     },
                     "additionalProperties": True,
                 },

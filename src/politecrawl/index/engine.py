@@ -14,10 +14,13 @@ last bit) and snippets: ``engine_compiled`` (the compiled kernels, where they ar
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from politecrawl.errors import QueryTooCostly
 
 from .analysis import Query
 from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
@@ -38,6 +41,8 @@ class Page:
     rerank: bool
     snippets: bool
     explain: bool
+    deadline: float | None = None
+    """``time.monotonic()`` past which the search gives up (``QueryTooCostly``); None: no limit."""
 
 
 class Scorer:
@@ -118,10 +123,12 @@ class Scorer:
         return t_idf, None, bound
 
 
-def allowed(view: SegmentView, q: Query) -> np.ndarray | None:
+def allowed(view: SegmentView, q: Query, deadline: float | None = None) -> np.ndarray | None:
     """The segment's documents a match may be (live, holding no excluded term, on the
     ``site:``, holding every phrase) as a bool mask; None for all of them. Both engines filter
-    their matches with it, so they agree on which documents may match."""
+    their matches with it, so they agree on which documents may match. Phrases are checked
+    document by document, which is where a query's cost is unbounded: past ``deadline``
+    (``time.monotonic()``) it raises ``QueryTooCostly``."""
     seg = view.segment
     mask = view.live
     own = False  # mask is this call's own array (view.live is shared)
@@ -144,14 +151,19 @@ def allowed(view: SegmentView, q: Query) -> np.ndarray | None:
             break
         tids = [seg.term_id(t) for t in phrase]
         per_term = [None if tid is None else {f: seg.fields[f].postings(tid) for f in FIELDS} for tid in tids]
-        found = phrase_mask(view, per_term, tids, seg.doc_count)
+        found = phrase_mask(view, per_term, tids, seg.doc_count, deadline)
         mask = found if mask is None else mask & found
     return mask
 
 
-def phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarray:
+#: Documents whose positions a phrase check reads between two looks at the clock.
+_DEADLINE_EVERY = 64
+
+
+def phrase_mask(view: SegmentView, plist: list, tids: list, n: int, deadline: float | None = None) -> np.ndarray:
     """Per document of the segment (``n``): whether it holds the phrase whose terms have the ids
-    ``tids`` and the per-field postings ``plist`` (None for a term the segment lacks), in one field."""
+    ``tids`` and the per-field postings ``plist`` (None for a term the segment lacks), in one field.
+    Past ``deadline`` (``time.monotonic()``), ``QueryTooCostly``."""
     mask = np.zeros(n, dtype=bool)
     if any(p is None for p in plist):
         return mask
@@ -164,7 +176,9 @@ def phrase_mask(view: SegmentView, plist: list, tids: list, n: int) -> np.ndarra
         if not len(common):
             continue
         starts = [fp.position_starts(tid, tfs) for (_, tfs, _), tid in zip(per_term, tids)]
-        for doc in common:
+        for i, doc in enumerate(common):
+            if deadline is not None and i % _DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+                raise QueryTooCostly("the query's phrases took longer than its time limit", timed_out=True)
             if mask[doc]:
                 continue
             cur = None

@@ -50,7 +50,9 @@ def page(
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
-    (tids_b, seg_b, doc_b, score_b, _, _), ordered, term_idfs = top(scorer, q, want.depth, prune=prune)
+    (tids_b, seg_b, doc_b, score_b, _, _), ordered, term_idfs = top(
+        scorer, q, want.depth, prune=prune, deadline=want.deadline
+    )
     if not score_b:
         return None
     terms = q.positive_terms
@@ -108,7 +110,9 @@ def page(
     return ranked, runs, proximity
 
 
-def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[str], dict[str, float]]:
+def top(
+    scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
+) -> tuple[tuple, list[str], dict[str, float]]:
     """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
     ids, the matches as bytes, their count, the postings read), the terms in the order their
     scores are added, and their idfs (none with "fields" scoring). ``prune``: MaxScore over the
@@ -123,7 +127,7 @@ def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[s
     else:
         mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
     segs, norms, lives, _, bound_params = kernel_inputs(scorer)
-    masks = lives if not (q.excluded or q.site or q.phrases) else [allowed(v, q) for v in reader.views]
+    masks = lives if not (q.excluded or q.site or q.phrases) else [allowed(v, q, deadline) for v in reader.views]
     try:
         found = compiled.top(
             segs,
@@ -143,13 +147,15 @@ def top(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple, list[s
     return found, ordered, idfs
 
 
-def match(scorer: Scorer, q: Query, k: int, *, prune: bool) -> tuple[tuple[np.ndarray, ...], int, int]:
+def match(
+    scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
+) -> tuple[tuple[np.ndarray, ...], int, int]:
     """``engine_numpy.match`` with the compiled kernels, one call over every segment: the allowed matches
     whose score is among the ``k`` best (every one tied with the ``k``-th included; none for
     ``k = 0``) as (segment index, doc, score) arrays; the number of matches in all (exact for
     ``k = 0``: it never prunes); and how many postings the kernels read.  Their top ``k`` is
     the top ``k`` of every match, and their scores are the numpy code's to the last bit."""
-    (_, seg_b, doc_b, score_b, count, read), _, _ = top(scorer, q, k, prune=prune)
+    (_, seg_b, doc_b, score_b, count, read), _, _ = top(scorer, q, k, prune=prune, deadline=deadline)
     hits = (
         np.frombuffer(seg_b, dtype=np.int32),
         np.frombuffer(doc_b, dtype=np.int32),

@@ -45,7 +45,7 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     reader = scorer.reader
     terms = q.positive_terms
     postings = {t: reader.postings(t) for t in terms}
-    matched = _flatten(match(scorer, q, postings=postings))
+    matched = _flatten(match(scorer, q, postings=postings, deadline=want.deadline))
     if not len(matched[0]):
         return None
     ranked = _rank(reader, matched, want.depth)
@@ -69,7 +69,9 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     return ranked, positions, head_rows
 
 
-def match(scorer: Scorer, q: Query, postings: dict | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def match(
+    scorer: Scorer, q: Query, postings: dict | None = None, deadline: float | None = None
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Per segment: (segment index, matching doc ids, their scores), every match scored with
     numpy: the reference the compiled kernels are tested against, and what runs where they
     were not built.  ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
@@ -121,7 +123,7 @@ def match(scorer: Scorer, q: Query, postings: dict | None = None) -> list[tuple[
                         (bonus * idfs[t] * (TITLE_K1 + 1.0)) * tf / (tf + scorer.norm(si, "title", TITLE_K1)[d])
                     )
         cand = scores > 0
-        allowed_docs = allowed(view, q)  # the documents a match may be: the kernels' too
+        allowed_docs = allowed(view, q, deadline)  # the documents a match may be: the kernels' too
         if allowed_docs is not None:
             cand &= allowed_docs
         docs = np.flatnonzero(cand)

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from politecrawl.errors import SearchIndexError
+from politecrawl.errors import QueryTooCostly, SearchIndexError
 
 from . import engine_compiled, engine_numpy, kernels
 from .analysis import Query, parse_query
@@ -70,10 +70,12 @@ from .generation import current_identity, local_commits
 from .reader import IndexReader
 from .snippet_hit import snippet_for_hit, snippet_from_runs
 
-__all__ = ["Hit", "Searcher"]
+__all__ = ["Hit", "Searcher", "MAX_PHRASES"]
 
 MAX_LIMIT = 1000
 MAX_PAGE = 1000
+#: Phrases one query may hold: each is checked document by document in its words' positions.
+MAX_PHRASES = 8
 
 
 @dataclass(frozen=True)
@@ -194,24 +196,35 @@ class Searcher:
         """Whole-index statistics: N, avgdl per field, segment count, …"""
         return self._refresh().stats()
 
-    def count(self, query: str) -> int:
-        """Number of documents matching ``query`` (same semantics as ``search``)."""
+    def count(self, query: str, *, time_limit: float | None = None) -> int:
+        """Number of documents matching ``query`` (same semantics and limits as ``search``)."""
+        deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = parse_query(query, reader.analyzer)
+        q = _within_limits(parse_query(query, reader.analyzer))
         if q.is_empty or reader.n_docs == 0:
             return 0
         if kernels.compiled is not None:
-            return engine_compiled.match(scorer, q, 0, prune=self.top_k_pruning)[1]
-        return sum(len(docs) for _, docs, _ in engine_numpy.match(scorer, q))
+            return engine_compiled.match(scorer, q, 0, prune=self.top_k_pruning, deadline=deadline)[1]
+        return sum(len(docs) for _, docs, _ in engine_numpy.match(scorer, q, deadline=deadline))
 
     def search(
-        self, query: str, limit: int = 10, page: int = 1, explain: bool = False, *, snippets: bool = True
+        self,
+        query: str,
+        limit: int = 10,
+        page: int = 1,
+        explain: bool = False,
+        *,
+        snippets: bool = True,
+        time_limit: float | None = None,
     ) -> list[Hit]:
-        """Ranked hits ``[(page-1)*limit : page*limit]`` for ``query``."""
+        """Ranked hits ``[(page-1)*limit : page*limit]`` for ``query``. ``QueryTooCostly`` for a
+        query of more than ``MAX_PHRASES`` phrases, or one whose phrases are still being
+        checked ``time_limit`` seconds in (None: no limit; the web server sets one)."""
+        deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = parse_query(query, reader.analyzer)
+        q = _within_limits(parse_query(query, reader.analyzer))
         limit = max(0, min(int(limit), MAX_LIMIT))
         page = max(1, min(int(page), MAX_PAGE))
         if q.is_empty or reader.n_docs == 0 or limit == 0:
@@ -224,7 +237,15 @@ class Searcher:
         # the hits' body positions: the compiled kernels' runs, or per hit and term (numpy)
         runs: tuple[bytes, bytes] | None = None
         positions: list[list[np.ndarray]] = []
-        want = Page(depth=depth, start=(page - 1) * limit, end=k, rerank=rerank, snippets=snippets, explain=explain)
+        want = Page(
+            depth=depth,
+            start=(page - 1) * limit,
+            end=k,
+            rerank=rerank,
+            snippets=snippets,
+            explain=explain,
+            deadline=deadline,
+        )
         if kernels.compiled is not None:
             compiled_page = engine_compiled.page(scorer, q, want, prune=self.top_k_pruning)
             if compiled_page is None:
@@ -350,3 +371,9 @@ class Searcher:
         else:
             out["proximity"] = None
         return out
+
+
+def _within_limits(q: Query) -> Query:
+    if len(q.phrases) > MAX_PHRASES:
+        raise QueryTooCostly(f"a query may hold {MAX_PHRASES} phrases at most; this one has {len(q.phrases)}")
+    return q
