@@ -437,9 +437,10 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     status = cli_json("status")
     row["store_pages_fetched"] = status.get("pages_fetched")
     row["store_pages_stored"] = status.get("pages_stored")
-    row["store_indexed"] = status.get("indexed")
+    row["store_indexed"] = status.get("indexed")  # what the index holds
+    row["store_index_taken"] = status.get("index_taken")
     row["store_queued"] = status.get("queued")
-    row["unindexed_at_exit"] = (status.get("pages_stored", 0) - status.get("indexed", 0)) if status else None
+    row["unindexed_at_exit"] = (status.get("pages_stored", 0) - status.get("index_taken", 0)) if status else None
     row["duplicates"] = status.get("duplicates")
     # How late the workers' event loops ran through the run (their own histogram, every 50 ms tick).
     for key, value in (status.get("loop_lag") or {}).items():
