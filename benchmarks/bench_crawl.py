@@ -325,6 +325,9 @@ def changed_settings(flags: dict, env: dict, db: str, cwd: Path) -> dict:
     }
 
 
+#: "indexed N" is what the index holds (``indexing.pages_indexed``): pages that never enter it
+#: (duplicates, noindex, errors) count as not indexed, so on a web with them the lag below reads
+#: high by them (the row's `duplicates` says how many).
 _PROGRESS = re.compile(r"(\d+) pages · .* indexed (\d+) · (?:loop lag p99 \d+ ms · )?(\d+)s")
 
 
