@@ -108,6 +108,7 @@ def crawled(tmp_path_factory):
             "crawl", a.url("/"), b.url("/"), "--db", db, "--contact", CONTACT, "--min-delay", "0.05", "--max-time", "60"
         )
         assert out.returncode == 0, out.stderr
+        assert re.search(rf"store: .*, {SEARCHABLE} indexed$", out.stdout, re.M), out.stdout  # its last line
         agents = {r.user_agent for r in sb.requests()}
     served = Served("--db", db)
     try:
