@@ -25,13 +25,13 @@ LIVE_EVERY = 2.0
 
 def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0, indexed: int | None = None) -> str:
     """The progress line: ``s``, this run's ``run_requests`` over its ``elapsed`` seconds, and
-    the pages indexed (``indexing.pages_indexed``)."""
+    the pages indexed (``indexing.pages_indexed``; "-" where there is no index: a fleet worker's machine)."""
     rate = run_requests / elapsed if elapsed > 0 else 0.0
     errors = s.failed + s.status_codes.get("no-answer", 0)
     return (
         f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
         f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
-        f"errors {errors} · disallowed {s.disallowed} · indexed {indexed or 0} · "
+        f"errors {errors} · disallowed {s.disallowed} · indexed {'-' if indexed is None else indexed} · "
         + (f"loop lag p99 {s.loop_lag['p99_ms']:.0f} ms · " if s.loop_lag else "")
         + f"{elapsed:.0f}s"
     )
