@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import sqlite3
 import time
 
@@ -381,13 +382,39 @@ def test_learned_patterns_stop_traps_before_the_fetch_and_lose_no_real_page(sand
     )
     assert control_paths == expected
 
-    out = run_cli("status", "--db", db_path, "--hosts")
+    out = run_cli("status", "--db", db_path, "--hosts", "--rules")
     assert out.returncode == 0, out.stderr
     assert "template /cal/{num}/{num} exhausted" in out.stdout, out.stdout
     assert "family /shop?* exhausted" in out.stdout, out.stdout
-    out = run_cli("status", "--db", db_path, "--hosts", "--json")
+    out = run_cli("status", "--db", db_path, "--hosts", "--rules", "--json")
     learned = {h["host"]: h["url_patterns"] for h in json.loads(out.stdout)["host_list"]}
     assert not any("exhausted" in line for line in learned[host_key(control.url("/"))]), learned
+    assert any(line.startswith("template /archive/") for line in learned[host_key(control.url("/"))]), learned
+    # Without --rules: a count per host, not the rules.
+    out = run_cli("status", "--db", db_path, "--hosts")
+    assert "template /cal/{num}/{num}" not in out.stdout and "family /shop?*" not in out.stdout, out.stdout
+    assert re.search(r"url patterns: .*templates \d+ \(2 exhausted\)", out.stdout) or re.search(
+        r"url patterns: .*families \d+ \(\d exhausted\)", out.stdout
+    ), out.stdout
+
+    # `why` shows only the rules that apply to its URL: none of the other host's, none of another
+    # path's of its own host (the status above lists them all), its own template's.
+    def why(url: str) -> str:
+        result = run_cli("why", url, "--db", db_path)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    control_why = why(control.url("/archive/2025/3"))
+    assert "/cal/" not in control_why and "/shop" not in control_why, control_why
+    assert "template /archive/{num}/{num}" in control_why, control_why
+    article_why = why(traps.url("/a/3"))
+    assert "template /cal/{num}/{num}" not in article_why and "family /shop?*" not in article_why, article_why
+    assert "/archive/" not in article_why
+    month_why = why(traps.url("/cal/2031/5"))
+    assert "template /cal/{num}/{num} exhausted" in month_why, month_why
+    assert "family /shop?*" not in month_why and "/archive/" not in month_why
+    shop_why = why(traps.url("/shop?color=z&size=q"))
+    assert "family /shop?* exhausted" in shop_why and "/cal/" not in shop_why, shop_why
 
 
 def test_session_token_in_the_path_costs_no_duplicate_fetch(sandbox_factory, db_path):

@@ -316,18 +316,20 @@ def test_openapi_document(site):
 # -- /bot ---------------------------------------------------------------------------
 
 
-def test_bot_page_has_robots_lines_contact_and_rates(site):
+def test_bot_page_has_robots_lines_and_rates(site):
+    """The store was never crawled: the page says what a crawl with the server's settings would
+    send, and that no contact is recorded (tests/integration/test_reports_agree.py: one crawled)."""
     r = get(site, "/bot")
     assert r.status == 200
     assert "<pre>User-agent: politecrawl\nDisallow: /</pre>" in r.text
     assert "User-agent: politecrawl\nCrawl-delay: 10" in r.text
-    assert f'<a href="{CONTACT}">{CONTACT}</a>' in r.text
     text = visible_text(r.text)
     assert "One request at a time per site" in text
     assert "At least 1 second between two requests" in text
     assert "Crawl-delay in robots.txt is honoured" in text
     assert "429 and 503 responses with Retry-After are obeyed" in text
-    assert f"politecrawl/0.1.0 (+{CONTACT})" in text
+    assert f"politecrawl/0.1.0 (+{CONTACT})" in text  # what a crawl with these settings would send
+    assert "No contact recorded: no crawl has run with this store yet." in text
 
 
 def test_bot_page_html_is_standalone_and_uses_configured_token():

@@ -507,7 +507,7 @@ def test_mark_indexed_and_a_changed_page_comes_back(store):
     c1, c2 = _fetch_pages(store, 2)
     store.mark_indexed([c1.url_id, c2.url_id], T + 5)
     store.mark_indexed([], T + 5)
-    assert store.status(T + 5).indexed == 2
+    assert store.status(T + 5).index_taken == 2
     last = max(p.seq for p in store.pages_changed_since(0, 10))
     assert store.pages_changed_since(last, 10) == []
     # The page changes (a refetch with a new body): a new seq and no longer indexed.
@@ -515,7 +515,7 @@ def test_mark_indexed_and_a_changed_page_comes_back(store):
     changed = store.pages_changed_since(last, 10)
     assert [(p.url_id, p.title) for p in changed] == [(c1.url_id, "new")]
     assert changed[0].seq > last
-    assert store.status(T + 9).indexed == 1
+    assert store.status(T + 9).index_taken == 1
 
 
 # -- near-duplicates, aliases, yield, recrawl, link stats ---------------------------------
@@ -874,7 +874,7 @@ def test_status_figures(store):
     st = store.status(T + 2)
     assert st.pages_fetched == 1 and st.queued == 1 and st.in_flight == 1
     assert st.failed == 0 and st.disallowed == 0 and st.skipped == 0
-    assert st.pages_stored == 1 and st.duplicates == 0 and st.indexed == 0
+    assert st.pages_stored == 1 and st.duplicates == 0 and st.index_taken == 0
     assert st.hosts == 2 and st.hosts_active == 1 and st.hosts_waiting == 1 and st.hosts_parked == 0
     assert st.requests == 3 and st.status_codes == {"404": 2, "200": 1}
     assert st.bytes == 1000 and isinstance(st.bytes, int)
@@ -1147,7 +1147,7 @@ def test_a_store_with_the_marks_in_its_page_rows_keeps_them_when_upgraded(store_
     assert store_factory.peek("SELECT COUNT(*) FROM pages WHERE indexed_at IS NOT NULL") == [(2,)]
     store = store_factory()
     assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
-    assert store.status(T + 3).indexed == 2
+    assert store.status(T + 3).index_taken == 2
     assert store.pages_with_new_anchors(0, store.anchor_mark(), 0, 100) == []  # 2 anchors, indexed with 2
     c2 = store.claim("w1", T + 2, LEASE)
     before = store.anchor_mark()

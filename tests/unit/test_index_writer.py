@@ -99,6 +99,23 @@ def test_delete_and_tombstones(tmp_path):
     assert gen["segments"][0]["deleted"] == [3]
 
 
+def test_live_documents_is_what_a_search_can_find(tmp_path):
+    """``generation.live_documents`` (behind every "pages indexed") counts the current
+    generation's documents less its tombstones: a reader's N, not the segments' doc counts."""
+    from politecrawl.index.generation import live_documents
+
+    path = tmp_path / "ix"
+    assert live_documents(path) is None  # no index
+    build(path, [DOCS[:10], DOCS[10:15]])
+    with IndexWriter(path) as w:
+        w.delete_document(DOCS[3][0])
+        w.add_document(*DOCS[11])  # replaced: a tombstone in the second segment and one more document
+    gen = json.loads((path / (path / "CURRENT").read_text().strip()).read_text())
+    written = sum(seg["doc_count"] for seg in gen["segments"])
+    assert live_documents(path) == IndexReader(path).n_docs == Searcher(path).stats()["N"] == 14
+    assert written != 14  # the control: the documents written, tombstones and all
+
+
 @pytest.mark.parametrize("colliding", [False, True], ids=["own-hashes", "one-hash-for-every-url"])
 def test_replacing_and_deleting_tombstone_exactly_the_urls_named(tmp_path, monkeypatch, colliding):
     """A commit finds the old versions of replaced and deleted URLs by their hashes, then confirms

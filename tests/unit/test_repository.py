@@ -147,7 +147,8 @@ SITE_OWNER_FIGURES = [
     "at most 4 open requests",
     "1 second",
     "10 × its average response time, up to 1 minute",
-    "(up to 6 hours)",
+    "as long as the header says (up to 24 hours)",  # Retry-After: DelayPolicy.retry_after_cap
+    "your site alone for 6 hours",
     "5 seconds up to 1 hour",
     "after 5 failures in a row",
     "10 MB",

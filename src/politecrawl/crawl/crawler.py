@@ -133,6 +133,7 @@ class CrawlProgress:
     status: CrawlStatus  # the store's figures: every run's, every machine's
     elapsed: float  # seconds since this run started
     run_requests: int  # requests made since this run started
+    indexed: int | None = None  # pages indexed (``indexing.pages_indexed``; None: no index yet)
 
 
 @dataclass
@@ -151,6 +152,8 @@ class CrawlReport:
     paused_until: float | None = None
     #: Stored pages the index has not taken in yet (a crawl stopped early leaves them to the next one).
     unindexed: int = 0
+    #: Pages indexed at the end (``indexing.pages_indexed``; None: no index).
+    indexed: int | None = None
 
 
 class Crawler:
@@ -196,7 +199,7 @@ class Crawler:
         ``explicit`` names the settings the user gave on this command line: they are checked
         against the fleet-wide settings stored with the crawl (``reconcile_fleet_settings``).
         """
-        from .indexing import index_dir_for, update_index
+        from .indexing import index_dir_for, pages_indexed, update_index
 
         # The crawl's own durations (--max-time, the index's period, the stop's budget) are on the
         # monotonic clock: a wall clock that steps (NTP, a resume from suspend or a VM snapshot)
@@ -294,7 +297,14 @@ class Crawler:
                 if on_progress is not None and t - last_progress[0] >= (progress_every or self.PROGRESS_EVERY):
                     last_progress[0] = t
                     status = store.status(store.now())
-                    on_progress(CrawlProgress(status, elapsed=t - started, run_requests=status.requests - before))
+                    on_progress(
+                        CrawlProgress(
+                            status,
+                            elapsed=t - started,
+                            run_requests=status.requests - before,
+                            indexed=pages_indexed(index_dir),
+                        )
+                    )
 
             try:
                 with store.upkeep():
@@ -359,7 +369,8 @@ class Crawler:
                 worker_errors=workers.errors,
                 paused_hosts=len(paused),
                 paused_until=min((h.next_allowed_at for h in paused), default=None),
-                unindexed=0 if fleet_worker else max(0, status.pages_stored - status.indexed),
+                unindexed=0 if fleet_worker else max(0, status.pages_stored - status.index_taken),
+                indexed=pages_indexed(index_dir),
             )
         finally:
             store.close()

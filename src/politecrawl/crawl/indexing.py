@@ -28,12 +28,12 @@ from pathlib import Path
 from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
-from politecrawl.index.generation import is_outdated, read_current_pointer
+from politecrawl.index.generation import is_outdated, live_documents, read_current_pointer
 from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
 from politecrawl.index.writer import IndexLockedError, discard_index
 from politecrawl.store import IndexerPage, Store
 
-__all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls"]
+__all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls", "pages_indexed"]
 
 BATCH = 2_000
 #: Pages per batch of an update that may be told to stop (a crawl's): about a second of indexing.
@@ -64,6 +64,19 @@ def indexable(page: IndexerPage) -> bool:
         and page.alias_of is None
         and bool(page.text or page.title)
     )
+
+
+def pages_indexed(index_dir: Path) -> int | None:
+    """THE figure "pages indexed", wherever it is shown (``status``, the progress line and the
+    crawl's last line, the web's ``/status`` and home page, ``/api/status``, ``check``): the
+    documents the index's current generation holds, what a search can find. Not the pages the
+    store marks as taken by the index (``CrawlStatus.index_taken``), which counts duplicates,
+    aliases, noindex and error pages too. None when there is no index, or it cannot be read
+    (``check`` says why)."""
+    try:
+        return live_documents(index_dir)
+    except SearchIndexError:
+        return None
 
 
 def indexed_urls(store: Store) -> set[str]:

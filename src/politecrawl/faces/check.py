@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from politecrawl.crawl.indexing import indexed_urls, rebuild_index
+from politecrawl.crawl.indexing import indexed_urls, pages_indexed, rebuild_index
 from politecrawl.errors import SearchIndexError
 from politecrawl.index.reader import IndexReader
 from politecrawl.store import Store
@@ -66,8 +66,9 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
             )
         )
 
-    # The index against the store.
+    # The index against the store. "pages indexed" is the one figure status and the web show too.
     expected = indexed_urls(store)
+    report.figures["pages_indexed"] = pages_indexed(index_dir)
     report.figures["indexable_pages"] = len(expected)
     index_problem = None
     if not index_dir.exists():
@@ -79,7 +80,6 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
         except SearchIndexError as exc:
             index_problem = f"the index cannot be read: {exc}"
         else:
-            report.figures["index_documents"] = len(live)
             found = set(live)
             missing, stale = expected - found, found - expected
             dupes = len(live) - len(found)
@@ -94,5 +94,6 @@ def check(store: Store, index_dir: Path, *, repair: bool = False, dead_workers: 
     if index_problem:
         if repair:
             rebuild_index(store, index_dir)
+            report.figures["pages_indexed"] = pages_indexed(index_dir)
         report.problems.append(Problem("index", index_problem, repaired=repair))
     return report

@@ -148,7 +148,7 @@ def crawl(
     click.echo(
         f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
         f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {s.pages_fetched} pages fetched, "
-        f"{s.queued} queued, {s.failed} failed, {s.disallowed} disallowed, {s.indexed} indexed",
+        f"{s.queued} queued, {s.failed} failed, {s.disallowed} disallowed, {report.indexed or 0} indexed",
         err=quiet,
     )
     _report_ending(report, settings, quiet=quiet)

@@ -29,14 +29,20 @@ __all__ = ["status", "why", "audit", "export", "check"]
     "--hosts",
     "show_hosts",
     is_flag=True,
-    help="Also list hosts: why each waits and until when, and their learned URL patterns.",
+    help="Also list hosts: why each waits and until when, and how many URL patterns each learned.",
 )
+@click.option(
+    "--rules", "show_rules", is_flag=True, help="With --hosts: every learned URL pattern rule, one line each."
+)
+@click.option("--index-dir", default=None, help="Index folder. [default: DB + .index]")
 @click.pass_context
-def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) -> None:
-    """Pages fetched / queued / failed, hosts, status codes, bytes and crawl rate."""
+def status(ctx: click.Context, as_json: bool, show_hosts: bool, show_rules: bool, **flags: Any) -> None:
+    """Pages fetched / queued / failed, pages indexed, hosts, status codes, bytes and crawl rate."""
+    from politecrawl.crawl.indexing import index_dir_for, pages_indexed
     from politecrawl.store import open_store, shown_store
 
     settings = _settings(ctx, **flags)
+    indexed = pages_indexed(index_dir_for(settings))
     store = open_store(settings.db, create=False)
     host_list: list[dict[str, Any]] = []
     try:
@@ -44,13 +50,14 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         f = store.status(now)
         if show_hosts:
             host_list = [
-                {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1), "url_patterns": _learned(store, h)}
+                {**h, "waits_s": round(max(0.0, h["next_allowed_at"] - now), 1), **_learned(store, h, show_rules)}
                 for h in (row.as_dict() for row in store.hosts())
             ]
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps({**f.as_dict(), **({"host_list": host_list} if show_hosts else {})}, indent=2))
+        figures = {**f.as_dict(), "indexed": indexed}
+        click.echo(json.dumps({**figures, **({"host_list": host_list} if show_hosts else {})}, indent=2))
         return
     click.echo(f"store        {shown_store(settings.db)}")
     click.echo(
@@ -58,7 +65,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         f"{f.failed} failed, {f.disallowed} disallowed by robots.txt, {f.skipped} skipped"
     )
     click.echo(
-        f"index        {f.indexed} pages indexed; kept out: {f.exact_duplicates} exact and "
+        f"index        {_indexed_text(indexed)}; kept out: {f.exact_duplicates} exact and "
         f"{f.near_duplicates} near duplicates, {f.aliases} aliases (canonical/redirect)"
     )
     click.echo(f"hosts        {f.hosts} ({f.hosts_active} active, {f.hosts_waiting} waiting, {f.hosts_parked} parked)")
@@ -83,21 +90,32 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
                 f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
                 f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else "")
             )
-            for line in h["url_patterns"]:
+            if h["url_pattern_counts"]:
+                click.echo(f"      url patterns: {h['url_pattern_counts']}")
+            for line in h.get("url_patterns", ()):
                 click.echo(f"      {line}")
+        if not show_rules and any(h["url_pattern_counts"] for h in host_list):
+            click.echo("(status --hosts --rules lists the URL pattern rules)")
 
 
-def _learned(store: Store, host: dict[str, Any]) -> list[str]:
-    """The host's learned URL patterns, one short line per rule or budget (none learned yet: [])."""
+def _indexed_text(indexed: int | None) -> str:
+    return "no index yet (or unreadable: see 'politecrawl check')" if indexed is None else f"{indexed} pages indexed"
+
+
+def _learned(store: Store, host: dict[str, Any], rules: bool) -> dict[str, Any]:
+    """The host's learned URL patterns: how many of each kind (one line, "" for none) and, with
+    ``rules``, one short line per rule or budget."""
     from politecrawl.patterns.site import SitePatterns
 
     _, state = store.host_patterns(host["host"])
     if not state:
-        return []
+        return {"url_pattern_counts": "", **({"url_patterns": []} if rules else {})}
     try:
-        return SitePatterns.from_json(state).summary()
+        patterns = SitePatterns.from_json(state)
     except ValueError:  # written by another version
-        return ["(stored URL patterns of another version: not shown)"]
+        note = "(stored URL patterns of another version: not shown)"
+        return {"url_pattern_counts": note, **({"url_patterns": []} if rules else {})}
+    return {"url_pattern_counts": patterns.counts(), **({"url_patterns": patterns.summary()} if rules else {})}
 
 
 # --------------------------------------------------------------------------- why
@@ -312,7 +330,9 @@ def check(ctx: click.Context, repair: bool, as_json: bool, **flags: Any) -> None
     else:
         for p in report.problems:
             click.echo(f"{p.where}: {p.what}" + (" — repaired" if p.repaired else ""))
-        figures = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.figures.items())
+        figures = ", ".join(
+            f"{k.replace('_', ' ')}: {'no index' if v is None else v}" for k, v in report.figures.items()
+        )
         click.echo(
             ("check: OK" if not report.problems else "check: repaired" if report.ok else "check: PROBLEMS")
             + (f" ({figures})" if figures else "")

@@ -25,7 +25,21 @@ __all__ = ["search", "serve", "bot_page", "demo"]
 @click.option("--explain", is_flag=True, help="Show each score's BM25 terms (tf, df, idf, length, weight).")
 @click.pass_context
 def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool, explain: bool, **flags: Any) -> None:
-    """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75)."""
+    """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75).
+
+    \b
+    QUERY is words and operators (the web search and /api/search read it alike):
+      compost bins          pages with any of the words, those with more of
+                            them first; case is ignored, word forms are not
+                            (no stemming: "bins" does not find "bin")
+      "compost bins"        a phrase: only pages with these words next to each
+                            other, in this order (in the title, text or links)
+      compost -garden       -word: no page with the word "garden"
+      compost site:a.org    site:HOST: only pages on a.org and its subdomains
+                            (www. ignored; site:https://a.org/x is a.org)
+    A query of only -words and site: finds nothing: give a word or a phrase too.
+    A QUERY that begins with -word goes after --: search -- "-garden compost".
+    """
     from politecrawl.crawl.indexing import index_dir_for
     from politecrawl.index import Searcher
 
@@ -100,8 +114,14 @@ def _highlight(snippet: str, spans) -> str:
     help="Also answer requests for this host name (repeatable): the name a reverse proxy or your "
     "browser uses for this server. Other names get 421 (a guard against DNS rebinding).",
 )
-@click.option("--contact", default=None, help="Operator contact shown on the /bot page.")
-@click.option("--user-agent", default=None, help=f"Bot name shown on the /bot page. {_d('user_agent')}")
+@click.option(
+    "--contact", default=None, help="Operator contact on the /bot page until the store records a crawl's own."
+)
+@click.option(
+    "--user-agent",
+    default=None,
+    help=f"Bot name on the /bot page until the store records a crawl's own. {_d('user_agent')}",
+)
 @click.pass_context
 def serve(ctx: click.Context, **flags: Any) -> None:
     """Serve the search page (/), the JSON API (/api/search, /api/status) and the /bot page."""

@@ -33,7 +33,7 @@ def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost t
         s = report.status
         click.echo(
             f"\ncrawled {s.pages_fetched} pages from {s.hosts} hosts with {report.requests} requests "
-            f"in {report.seconds:.1f}s; {s.disallowed} disallowed by robots.txt, {s.indexed} indexed"
+            f"in {report.seconds:.1f}s; {s.disallowed} disallowed by robots.txt, {report.indexed or 0} indexed"
         )
         private = [r for r in sandbox.log if r.path.startswith("/private/")]
         click.echo(f"requests to disallowed paths seen by the servers: {len(private)}")

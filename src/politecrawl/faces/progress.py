@@ -23,14 +23,15 @@ LOG_EVERY = 10.0
 LIVE_EVERY = 2.0
 
 
-def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0) -> str:
-    """The progress line: ``s``, and this run's ``run_requests`` over its ``elapsed`` seconds."""
+def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0, indexed: int | None = None) -> str:
+    """The progress line: ``s``, this run's ``run_requests`` over its ``elapsed`` seconds, and
+    the pages indexed (``indexing.pages_indexed``; "-" where there is no index: a fleet worker's machine)."""
     rate = run_requests / elapsed if elapsed > 0 else 0.0
     errors = s.failed + s.status_codes.get("no-answer", 0)
     return (
         f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
         f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
-        f"errors {errors} · disallowed {s.disallowed} · indexed {s.indexed} · "
+        f"errors {errors} · disallowed {s.disallowed} · indexed {'-' if indexed is None else indexed} · "
         + (f"loop lag p99 {s.loop_lag['p99_ms']:.0f} ms · " if s.loop_lag else "")
         + f"{elapsed:.0f}s"
     )
@@ -82,7 +83,9 @@ class Progress:
     def update(self, progress: CrawlProgress) -> None:
         if not self.enabled:
             return
-        line = format_status(progress.status, elapsed=progress.elapsed, run_requests=progress.run_requests)
+        line = format_status(
+            progress.status, elapsed=progress.elapsed, run_requests=progress.run_requests, indexed=progress.indexed
+        )
         if self._live is not None:
             self._live.update(Text(line + (f"  [{self.limits}]" if self.limits else "")))
         elif time.time() - self._last_log >= LOG_EVERY:

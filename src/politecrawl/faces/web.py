@@ -3,6 +3,7 @@
     GET /                      home page with a search box (``/?q=…`` shows results)
     GET /search?q=&page=       results page, server-rendered, no JavaScript
     GET /bot                   for site owners: what the crawler is and how to opt out
+    GET /help                  how to search: words, "phrases", -word, site:host
     GET /api/search?q=&page=&limit=   JSON hits
     GET /api/status            the store's crawl figures plus index statistics
     GET /api/openapi.json      OpenAPI 3.1 description of the three API routes
@@ -42,7 +43,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage
 
 from politecrawl.config import Settings, is_loopback_host
-from politecrawl.crawl.indexing import index_dir_for
+from politecrawl.crawl.indexing import index_dir_for, pages_indexed
 from politecrawl.errors import PolitecrawlError, QueryTooCostly, SearchIndexError, StoreError
 from politecrawl.index import Searcher
 from politecrawl.policy.robots_fetch import product_token
@@ -277,11 +278,7 @@ async def _home(request: web.Request) -> web.Response:
 
 async def _home_page(request: web.Request) -> web.Response:
     state = _state(request)
-    try:
-        stats = await asyncio.to_thread(state.index_stats)
-        docs: int | None = int(stats.get("N", 0))
-    except SearchIndexError:
-        docs = None
+    docs = await asyncio.to_thread(pages_indexed, state.index_dir)
     html = state.render("home.html", docs=docs)
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
@@ -434,10 +431,12 @@ async def _status_page(request: web.Request) -> web.Response:
         }
         for e in act["recent_errors"]
     ]
+    indexed = await asyncio.to_thread(pages_indexed, state.index_dir)
     html = state.render(
         "status.html",
         error=None,
         s=status,
+        indexed=indexed,
         db=shown_store(state.settings.db),
         when=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.status.read_at)),
         refresh=STATUS_REFRESH,
@@ -466,12 +465,18 @@ async def _api_status(request: web.Request) -> web.Response:
         index: dict | None = await asyncio.to_thread(state.index_stats)
     except SearchIndexError:
         index = None
+    indexed = await asyncio.to_thread(pages_indexed, state.index_dir)
     as_of = round(state.status.read_at, 3)  # figures are reused for up to STATUS_MAX_AGE seconds
-    return web.json_response({**status.as_dict(), "as_of": as_of, "activity": act, "index": index})
+    return web.json_response({**status.as_dict(), "indexed": indexed, "as_of": as_of, "activity": act, "index": index})
 
 
 async def _api_openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi_document())
+
+
+async def _help(request: web.Request) -> web.Response:
+    html = _state(request).render("help.html")
+    return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
 async def _favicon(request: web.Request) -> web.Response:
@@ -479,9 +484,27 @@ async def _favicon(request: web.Request) -> web.Response:
     return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
 
 
+def _crawl_identity(settings: Settings) -> tuple[str | None, str | None]:
+    """What the crawl of the store recorded at its start: the User-Agent it sent (meta
+    ``user_agent``) and its fleet-wide settings (meta ``fleet_settings``: contact, delays);
+    (None, None) for a store no crawl ran on, or no store yet."""
+    from politecrawl.store import open_store
+
+    try:
+        store = open_store(settings.db, create=False)
+    except StoreError:
+        return None, None
+    try:
+        return store.get_meta("user_agent"), store.get_meta("fleet_settings")
+    finally:
+        store.close()
+
+
 async def _bot(request: web.Request) -> web.Response:
     state = _state(request)
-    html = state.render("bot.html", **_bot_context(state.settings), standalone=False)
+    sent, stored = await asyncio.to_thread(_crawl_identity, state.settings)
+    context = _bot_context(state.settings, from_store=True, sent=sent, stored=stored)
+    html = state.render("bot.html", **context, standalone=False)
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
@@ -592,6 +615,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/", _home)
     app.router.add_get("/search", _search_page)
     app.router.add_get("/bot", _bot)
+    app.router.add_get("/help", _help)
     app.router.add_get("/status", _status_page)
     app.router.add_get("/favicon.ico", _favicon)
     app.router.add_get("/api/search", _api_search)

@@ -148,6 +148,15 @@ def openapi_document() -> dict:
                         "queued": {"type": "integer"},
                         "hosts": {"type": "integer"},
                         "requests": {"type": "integer"},
+                        "indexed": {
+                            "type": ["integer", "null"],
+                            "description": "Pages indexed: the documents the search index holds, what a search "
+                            "can find (null when there is no index); the figure politecrawl status and check print.",
+                        },
+                        "index_taken": {
+                            "type": "integer",
+                            "description": "Stored pages the index updates have taken, indexable or not.",
+                        },
                         "status_codes": {"type": "object", "additionalProperties": {"type": "integer"}},
                         "loop_lag": {
                             "type": "object",

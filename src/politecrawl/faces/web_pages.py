@@ -14,8 +14,9 @@ import jinja2
 from markupsafe import Markup, escape
 
 from politecrawl._version import __version__
-from politecrawl.config import Settings, user_agent_string
+from politecrawl.config import Settings, apply_stored_settings, user_agent_string
 from politecrawl.index.snippet import mark_highlights
+from politecrawl.policy.politeness import SLOW_DOWN_STATUSES, DelayPolicy
 from politecrawl.policy.robots_fetch import product_token
 
 from .web_openapi import MAX_QUERY_CHARS
@@ -78,27 +79,43 @@ def _jinja_env() -> jinja2.Environment:
     )
 
 
-def _bot_context(settings: Settings) -> dict[str, Any]:
-    token = product_token(settings.user_agent) or settings.user_agent
+def _bot_context(
+    settings: Settings, *, from_store: bool = False, sent: str | None = None, stored: str | None = None
+) -> dict[str, Any]:
+    """What the /bot page says. From the store (``from_store``, the web's /bot): what the crawl
+    recorded at its start, the User-Agent it ``sent`` (meta ``user_agent``) and its fleet-wide
+    settings (``stored``: meta ``fleet_settings``: contact, delays, caps), over ``settings``;
+    ``sent`` None there is a store no crawl ran on. Otherwise (``bot-page``): ``settings``."""
+    if stored:
+        settings = apply_stored_settings(settings, stored)
+    recorded = not from_store or sent is not None
+    user_agent = sent or user_agent_string(settings)
+    contact = settings.contact if recorded else None
+    token = product_token(user_agent) or settings.user_agent
+    policy = DelayPolicy.from_settings(settings)
     mb = settings.max_page_bytes / (1024 * 1024)
     return {
         "bot_name": token,
-        "user_agent": user_agent_string(settings),
-        "contact": settings.contact,
-        "contact_href": _contact_href(settings.contact),
+        "user_agent": user_agent,
+        "from_store": from_store,
+        "recorded": recorded,
+        "contact": contact,
+        "contact_href": _contact_href(contact),
+        "slow_down_statuses": " and ".join(str(code) for code in sorted(SLOW_DOWN_STATUSES)),
+        "retry_after_cap": _duration(policy.retry_after_cap),
         "version": __version__,
         "max_page_mb": f"{mb:g} MB",
         "host_budget": f"{settings.host_page_budget:,}" if settings.host_page_budget else "a configured number of",
         "max_depth": settings.max_depth,
         "per_ip": settings.per_ip_limit if settings.per_ip_limit else "(no limit set)",
-        "min_delay": _duration(settings.min_delay),
-        "adaptive": f"{settings.adaptive_factor:g}",
-        "max_adaptive": _duration(settings.max_adaptive_delay),
-        "max_crawl_delay": _duration(settings.max_crawl_delay),
-        "backoff_base": _duration(settings.backoff_base),
-        "backoff_cap": _duration(settings.backoff_cap),
-        "park_after": settings.park_after,
-        "park": _duration(settings.park_seconds),
+        "min_delay": _duration(policy.min_delay),
+        "adaptive": f"{policy.adaptive_factor:g}",
+        "max_adaptive": _duration(policy.max_adaptive_delay),
+        "max_crawl_delay": _duration(policy.max_crawl_delay),
+        "backoff_base": _duration(policy.backoff_base),
+        "backoff_cap": _duration(policy.backoff_cap),
+        "park_after": policy.park_after,
+        "park": _duration(policy.park_seconds),
         "robots_ttl": _duration(settings.robots_ttl),
         "follow_nofollow": settings.follow_nofollow,
         "sitemaps": settings.sitemaps,

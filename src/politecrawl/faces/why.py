@@ -149,6 +149,7 @@ def explain(
             if patterns is not None:
                 cleaned, why_pattern = patterns.filter_link(url)
                 learned = patterns.describe()
+                # Only the rules that apply to this URL (``status --hosts --rules`` lists the host's all).
                 out["url_patterns"] = {
                     "a link to it now": (
                         "dropped" if cleaned is None else "kept" if cleaned == url else f"rewritten to {cleaned}"
@@ -156,8 +157,8 @@ def explain(
                     + f" ({why_pattern})",
                     "alias rules": len(learned.get("aliases", [])),
                     "session token rules": len(learned.get("sessions", [])),
-                    "rules": patterns.summary(),
-                    "learned": learned,
+                    "learned for its host": patterns.counts(),
+                    "rules": patterns.summary(url=url),
                 }
     page = ev.page
     if page is not None:
@@ -198,9 +199,9 @@ def render(report: dict[str, Any]) -> str:
     for section in ("frontier", "robots.txt", "host_state", "page"):
         if section == "page" and report.get("url_patterns"):
             lines.append("  url patterns:")
-            lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k not in ("learned", "rules")]
+            lines += [f"    {k}: {v}" for k, v in report["url_patterns"].items() if k != "rules"]
             if report["url_patterns"].get("rules"):
-                lines.append("    learned:")
+                lines.append("    learned rules that apply to it:")
                 lines += [f"      {rule}" for rule in report["url_patterns"]["rules"]]
         if report.get(section):
             lines.append(f"  {section.replace('_', ' ')}:")

@@ -41,6 +41,7 @@ __all__ = [
     "generation_name",
     "generation_number",
     "is_outdated",
+    "live_documents",
     "load_generation",
     "local_commits",
     "note_commit",
@@ -153,6 +154,23 @@ def load_generation(index_dir: Path, name: str) -> dict[str, Any]:
             f"(this code reads {INDEX_FORMAT} v{INDEX_VERSION}): rebuild it with 'politecrawl index --rebuild'"
         )
     return data
+
+
+def live_documents(index_dir: Path) -> int | None:
+    """How many documents the current generation holds, its tombstones left out (what a search
+    can find, ``IndexReader.n_docs``), read from the generation file alone; None when there is
+    no index (never committed, or no folder). A generation a writer replaced between reading
+    ``CURRENT`` and its file is read again from the newer ``CURRENT``."""
+    for _ in range(5):
+        name = read_current_pointer(index_dir)
+        if name is None:
+            return None
+        try:
+            data = load_generation(index_dir, name)
+        except FileNotFoundError:
+            continue
+        return sum(int(seg["doc_count"]) - len(set(seg.get("deleted") or ())) for seg in data["segments"])
+    raise SearchIndexError(f"the index in {index_dir} changed under five reads of its CURRENT")
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from dataclasses import asdict
 from typing import Any
 
 from .aliases import AliasRules
-from .budget import TemplateBudget
+from .budget import TemplateBudget, _family
 from .sessions import SessionTokens
-from .shape import _split
+from .shape import _split, template
 from .state import _DECODER, _encode, _JSONState
 
 __all__ = [
@@ -173,23 +173,37 @@ class SitePatterns(_JSONState):
             **self.budget.describe(),
         }
 
-    def summary(self, *, most: int = 12) -> list[str]:
+    def summary(self, *, most: int = 12, url: str | None = None) -> list[str]:
         """Every learned rule and closed budget in one line each, with its evidence, short
         (URLs without their origin): active and dropped alias rules, session tokens,
         exhausted templates and families, then the ``most`` biggest other templates (the
         rest counted in a last line). Candidates still gathering evidence are counted only.
-        For ``status --hosts`` and ``why``."""
+        For ``status --hosts --rules``.
 
-        def path(url: str) -> str:
-            parts = _split(url)
-            return url[len(parts.origin) :] or "/"
+        With ``url`` (a normalized URL of this host), only what applies to it, for ``why``: the
+        alias rules that fit it (would remove a part of it), the session tokens it holds, and
+        its template and template family (the URL as ``filter_link`` would queue it)."""
+
+        def path(u: str) -> str:
+            parts = _split(u)
+            return u[len(parts.origin) :] or "/"
 
         def pair(example: list[list[str]]) -> str:
             return f", e.g. {path(example[0][0])} -> {path(example[0][1])}" if example else ""
 
+        if url is not None:
+            cleaned = self.clean(url)[0]
+            own = {"template": template(cleaned)}
+            family = _family(own["template"])
+            if family is not None:
+                own["family"] = family
+            fitting_sessions = {r.key for r in self.sessions.strip_with_rules(url)[1]}
+
         lines = []
         candidates = 0
         for rule in sorted(self.aliases._rules.values(), key=lambda r: (-r.confirmed, r.key)):
+            if url is not None and rule.apply(url) == url:
+                continue
             state = rule.state(self.aliases.min_confirmed)
             if state == "candidate":
                 candidates += 1
@@ -204,6 +218,8 @@ class SitePatterns(_JSONState):
                     f"{rule.confirmed + rule.contradicted} pairs{pair(rule.counter_examples)}"
                 )
         for session in self.sessions.rules.values():
+            if url is not None and session.key not in fitting_sessions:
+                continue
             lines.append(
                 f"session token {session.key}{' (with its prefix)' if session.mount else ''}: "
                 f"values {', '.join(session.examples)} in {path(session.link)}"
@@ -211,15 +227,38 @@ class SitePatterns(_JSONState):
         others: list[str] = []
         for kind, table in (("template", self.budget.templates), ("family", self.budget.families)):
             for key, stats in sorted(table.items(), key=lambda item: (-item[1].pages, item[0])):
+                if url is not None and own.get(kind) != key:
+                    continue
                 state = self.budget.state_of(stats)
                 line = f"{kind} {key} {state}: {sum(stats.recent)} of its last {len(stats.recent)} pages new"
-                (lines if state == "exhausted" else others).append(line)
+                (lines if state == "exhausted" or url is not None else others).append(line)
         lines += others[:most]
         if len(others) > most:
             lines.append(f"{len(others) - most} more templates and families open or young")
         if candidates:
             lines.append(f"{candidates} candidate alias rules gathering evidence")
         return lines
+
+    def counts(self) -> str:
+        """How many rules and budgets were learned, by kind and state, in one line ("" for none):
+        what ``status --hosts`` shows of a host's patterns."""
+        aliases: dict[str, int] = {}
+        for rule in self.aliases._rules.values():
+            state = rule.state(self.aliases.min_confirmed)
+            aliases[state] = aliases.get(state, 0) + 1
+        parts = []
+        if aliases:
+            parts.append(
+                "alias rules "
+                + ", ".join(f"{aliases[k]} {k}" for k in ("active", "dropped", "candidate") if aliases.get(k))
+            )
+        if self.sessions.rules:
+            parts.append(f"session tokens {len(self.sessions.rules)}")
+        for kind, table in (("templates", self.budget.templates), ("families", self.budget.families)):
+            if table:
+                exhausted = sum(1 for stats in table.values() if self.budget.state_of(stats) == "exhausted")
+                parts.append(f"{kind} {len(table)} ({exhausted} exhausted)")
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {

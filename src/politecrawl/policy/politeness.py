@@ -80,6 +80,12 @@ class DelayPolicy:
             park_seconds=settings.park_seconds,
         )
 
+    @property
+    def retry_after_cap(self) -> float:
+        """The longest Retry-After obeyed (``decide``): up to ``backoff_cap`` the host waits as
+        asked; a longer one parks it until then, but not beyond this."""
+        return max(self.max_crawl_delay, self.backoff_cap)
+
 
 def policy_for_host(
     policy: DelayPolicy, host_settings: Iterable[tuple[str, float | None, int | None]], host: str
@@ -156,7 +162,7 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     count decays by one per success, and while it is above zero the gap stays doubled
     accordingly, so a host that has just recovered is not hit at full pace at once.
     A Retry-After is the server's own word and is obeyed in full; one longer than
-    ``backoff_cap`` parks the host until then (at most ``max_crawl_delay``).
+    ``backoff_cap`` parks the host until then (at most ``retry_after_cap``).
     """
     answered = obs.status is not None
     # Only answered requests feed the response time: a timeout is a failure,
@@ -176,7 +182,7 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
 
     if obs.retry_after is not None and obs.retry_after > delay:
         if obs.retry_after > policy.backoff_cap:
-            return decision(min(obs.retry_after, max(policy.max_crawl_delay, policy.backoff_cap)), WaitReason.PARKED)
+            return decision(min(obs.retry_after, policy.retry_after_cap), WaitReason.PARKED)
         if not failed or failures < policy.park_after or not obs.host_level:
             return decision(obs.retry_after, WaitReason.RETRY_AFTER)
     if failed:

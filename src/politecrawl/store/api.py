@@ -329,7 +329,10 @@ class CrawlStatus:
     aliases: int  # pages that are another's canonical or redirect alias (not indexed themselves)
     links_not_queued: dict[str, int]  # reason -> links the filters dropped
     hosts_waiting_by_reason: dict[str, int]  # wait reason -> hosts with work that wait
-    indexed: int
+    #: Stored pages the index updates have taken (``page_marks.indexed_at``), indexable or not:
+    #: duplicates, aliases, noindex and error pages are taken and left out of the index. Not
+    #: "pages indexed": that is what the index holds (``crawl.indexing.pages_indexed``).
+    index_taken: int
     hosts: int
     hosts_active: int  # leased now
     hosts_waiting: int

@@ -267,7 +267,7 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
             str(k): int(v)
             for k, v in rows(f"SELECT wait_reason, COUNT(*) FROM hosts WHERE {waiting} GROUP BY wait_reason")
         },
-        indexed=count("SELECT COUNT(*) FROM page_marks WHERE indexed_at IS NOT NULL"),
+        index_taken=count("SELECT COUNT(*) FROM page_marks WHERE indexed_at IS NOT NULL"),
         hosts=count("SELECT COUNT(*) FROM hosts"),
         hosts_active=count(f"SELECT COUNT(*) FROM hosts WHERE lease_owner IS NOT NULL AND lease_expires_at > {now_p}"),
         hosts_waiting=count(f"SELECT COUNT(*) FROM hosts WHERE {waiting}"),
