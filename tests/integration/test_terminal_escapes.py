@@ -82,6 +82,17 @@ def _on_a_terminal(*args: str, timeout: float = 60) -> bytes:
     return bytes(out)
 
 
+def _strings(value) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
 def _assert_inert(text: str) -> None:
     bare = SITE_COLOURS.sub("", text)
     for bad in (ESC, BEL, "\x9b", "\u202e"):
@@ -117,6 +128,14 @@ def test_titles_and_snippets_never_reach_the_terminal_as_commands(sandbox_factor
     _assert_inert(jsonl.stdout)
     titles = {json.loads(line)["url"]: json.loads(line)["title"] for line in jsonl.stdout.splitlines()}
     assert titles[host.url("/")] == hits[0].title
+
+    why = _on_a_terminal("why", host.url("/"), "--db", db).decode("utf-8", errors="replace")
+    assert "Zanzibar report" in why and "\\x1b]52" in why  # the title, shown visibly
+    _assert_inert(why)
+    why_json = run_cli("why", host.url("/"), "--db", db, "--json")
+    assert why_json.returncode == 0, why_json.stderr
+    _assert_inert(why_json.stdout)
+    assert hits[0].title in _strings(json.loads(why_json.stdout))  # the data as they are
 
     as_csv = run_cli("export", "--db", db, "--format", "csv")
     assert as_csv.returncode == 0, as_csv.stderr

@@ -14,6 +14,7 @@ import click
 from politecrawl.config import apply_stored_settings
 
 from .cli_options import _fail, _settings, db_option
+from .safe_text import json_text, lines_for_terminal
 
 if TYPE_CHECKING:  # the store package is imported by the commands that use it
     from politecrawl.store import Store
@@ -162,7 +163,8 @@ def why(ctx: click.Context, url: str, as_json: bool, **flags: Any) -> None:
         )
     finally:
         store.close()
-    click.echo(json.dumps(report, indent=2, default=str) if as_json else render(report))
+    # Titles and robots.txt lines are the crawled sites' words: shown, never obeyed (safe_text).
+    click.echo(json_text(report, indent=2, default=str) if as_json else lines_for_terminal(render(report)))
 
 
 # --------------------------------------------------------------------------- audit

@@ -27,7 +27,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["for_terminal", "json_text", "spreadsheet_cell"]
+__all__ = ["for_terminal", "json_text", "lines_for_terminal", "spreadsheet_cell"]
 
 # C0 controls but tab, DEL and the C1 block; the bidi embeddings, overrides, isolates and marks
 # (Unicode's UAX #9: LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM ALM); the line and paragraph
@@ -49,6 +49,11 @@ def _visible(match: re.Match[str]) -> str:
 def for_terminal(text: str) -> str:
     """``text`` with every character a terminal or a bidi renderer would act on shown as an escape."""
     return _UNSAFE_RE.sub(_visible, text)
+
+
+def lines_for_terminal(text: str) -> str:
+    """A report of several lines: each line through ``for_terminal``, the line breaks kept."""
+    return "\n".join(for_terminal(line) for line in text.split("\n"))
 
 
 def json_text(value: Any, **dumps_args: Any) -> str:
