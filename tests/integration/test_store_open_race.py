@@ -246,7 +246,7 @@ def start_crawls(
     return [
         subprocess.Popen(
             [sys.executable, "-c", LINED_UP_CRAWL, "crawl", seed, "--db", db, "--workers", "1"]
-            + ["--max-time", "40", "--min-delay", "0.05", "-q"],
+            + ["--max-time", "60", "--min-delay", "0.05", "-q"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
