@@ -500,7 +500,10 @@ class PostgresConnection:
         """Check the store's schema and bring it up to date (``schema_version`` is then what it has).
         Read-only: checked only, never created nor upgraded."""
         if not read_only:
-            # One store setup at a time per database (two processes opening a fresh store at once).
+            # One store setup at a time per database, on any number of machines (processes
+            # opening a new or older store at once). Held to this transaction's COMMIT, and each
+            # statement below sees what was committed before it began (READ COMMITTED): a process
+            # that waited here reads the version the winner committed and has nothing to do.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_MIGRATE_LOCK,))
         if self._schema is not None:
             exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,)).fetchone()
@@ -538,13 +541,16 @@ class PostgresConnection:
         self.schema_version = SCHEMA_VERSION
 
     @staticmethod
-    def _migrate(conn: psycopg.Connection, version: int) -> None:
-        """Apply ``schema/postgres_NNN.sql`` files newer than ``version``, in order.
+    def _migrate(conn: psycopg.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+        """Apply ``schema/postgres_NNN.sql`` files newer than ``version`` up to ``target``, in order.
 
-        DDL is transactional in PostgreSQL: the whole upgrade commits or none of it.
+        DDL is transactional in PostgreSQL: the whole upgrade commits or none of it. Only under
+        the setup's advisory lock (``_check_or_create``): two transactions creating the same
+        table at once fail even with ``IF NOT EXISTS`` (the second one's catalog row collides
+        with the first's when that commits: "duplicate key value violates unique constraint").
         """
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            script = resources.files("politecrawl.store").joinpath(f"schema/postgres_{target:03d}.sql").read_text()
+        for step in range(version + 1, target + 1):
+            script = resources.files("politecrawl.store").joinpath(f"schema/postgres_{step:03d}.sql").read_text()
             conn.execute(script)  # no parameters: the simple protocol runs the whole script
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('app', %s)"
@@ -554,7 +560,7 @@ class PostgresConnection:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(target),),
+                (str(step),),
             )
 
     def close(self) -> None:

@@ -101,6 +101,20 @@ _INSERT_URL = (
 )
 
 
+def _apply_steps(db: sqlite3.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+    """Apply ``schema/sqlite_NNN.sql`` files newer than ``version`` up to ``target``, in order,
+    and record ``target`` as the version: raw DDL, not idempotent (``ALTER TABLE … ADD COLUMN``).
+    Only ever inside the write transaction that read ``version`` (``SQLiteStore._check_or_create``)."""
+    for step in range(version + 1, target + 1):
+        script = resources.files("politecrawl.store").joinpath(f"schema/sqlite_{step:03d}.sql").read_text()
+        for statement in script.split(";\n"):
+            if statement.strip():
+                db.execute(statement)
+    if version < target:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?)", (APP_ID,))
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
+
+
 class SQLiteStore(Revisits, WalUpkeep):
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
@@ -132,38 +146,44 @@ class SQLiteStore(Revisits, WalUpkeep):
 
     # -- setup -------------------------------------------------------------------
     def _check_or_create(self, create: bool, read_only: bool = False) -> None:
+        """Check the store's schema and bring it up to date, once, whoever else opens it too.
+
+        Several processes (a crawl's workers, crawls started together) often open a new or an
+        older store at the same moment. The version is read without a lock (an up-to-date store,
+        the common case, takes none); a store to create or upgrade is re-read under the write
+        lock and brought up to date in that one transaction: the first process to take the
+        lock does the work, the others then find the version it committed and do nothing. (Each
+        step once ran in its own transaction after a version read outside any: every process
+        that read the old version ran the steps again, and an ``ALTER TABLE … ADD COLUMN`` a
+        second time fails: "duplicate column name".)"""
+        version = self._stored_version(create, read_only)
+        if read_only:
+            self.schema_version = version
+            return
+        if version == SCHEMA_VERSION:
+            return
+        with self._write() as db:
+            _apply_steps(db, self._stored_version(create, read_only))
+
+    def _stored_version(self, create: bool, read_only: bool) -> int:
+        """The schema version the file holds (0: an empty database, to be created)."""
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" in tables:
             meta = dict(self._db.execute("SELECT key, value FROM meta"))
             if meta.get("app") != APP_ID:
                 raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
             version = int(meta.get("schema_version", "0"))
-            if read_only:
-                self.schema_version = version
-                return
-            if version > SCHEMA_VERSION:
+            if version > SCHEMA_VERSION and not read_only:
                 raise StoreError(
                     f"{self.path} has schema version {version}; this politecrawl knows {SCHEMA_VERSION}: "
                     "upgrade politecrawl"
                 )
-            self._migrate(version)
-            return
+            return version
         if tables:
             raise NotAStoreError(f"{self.path} is an SQLite database but not a politecrawl store")
         if not create or read_only:
             raise StoreError(f"no store at {self.path}")
-        self._migrate(0)
-
-    def _migrate(self, version: int) -> None:
-        """Apply ``schema/sqlite_NNN.sql`` files newer than ``version``, each in its own transaction."""
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            script = resources.files("politecrawl.store").joinpath(f"schema/sqlite_{target:03d}.sql").read_text()
-            with self._write() as db:
-                for statement in script.split(";\n"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?)", (APP_ID,))
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
+        return 0
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
