@@ -49,6 +49,7 @@ from politecrawl.index import Searcher
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
 
+from .web_connections import GuardedSite, quiet_accept_errors
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
 from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
 
@@ -657,10 +658,13 @@ def serve(settings: Settings) -> None:
 
     async def main() -> None:
         # Ctrl-C stops promptly: requests still being answered get 2 s (aiohttp waits 60 s).
-        runner = web.AppRunner(create_app(settings), handle_signals=False, shutdown_timeout=2.0)
+        # An idle keep-alive connection is closed after 15 s (aiohttp keeps it an hour), and every
+        # connection has a deadline on its request head and a place under the caps (web_connections).
+        runner = web.AppRunner(create_app(settings), handle_signals=False, shutdown_timeout=2.0, keepalive_timeout=15.0)
         await runner.setup()
+        quiet_accept_errors(asyncio.get_running_loop())
         try:
-            site = web.TCPSite(runner, settings.host, settings.port)
+            site = GuardedSite(runner, settings.host, settings.port)
             await site.start()
             # the real port when port 0 was asked for
             port = runner.addresses[0][1] if runner.addresses else settings.port
