@@ -27,7 +27,14 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-__all__ = ["GuardedConnection", "GuardedSite", "HEAD_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "quiet_accept_errors"]
+__all__ = [
+    "GuardedConnection",
+    "GuardedSite",
+    "HEAD_SECONDS",
+    "MAX_CONNECTIONS",
+    "MAX_PER_CLIENT",
+    "quiet_accept_errors",
+]
 
 log = logging.getLogger("politecrawl.web")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from tokenize import TokenError
 from typing import SupportsIndex
 
 import numpy as np
@@ -65,7 +66,7 @@ class TextTable:
             ends = np.load(seg_dir / f"{name}.end.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
         except FileNotFoundError:
             raise
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
             raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
         last = int(ends[-1]) if len(ends) else 0
         if ends.ndim != 1 or len(ends) != n_docs or ends.dtype.kind != "u" or last != size:
@@ -84,7 +85,10 @@ class TextTable:
         start = ends[doc - 1] if doc else 0
         if not 0 <= start <= end <= len(self.blob):
             raise SearchIndexError(f"document strings out of order at {doc}")
-        return str(self._mv[start:end], "utf-8", "surrogatepass")
+        try:
+            return str(self._mv[start:end], "utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise SearchIndexError(f"document string {doc} is damaged: {exc}") from exc
 
     def __iter__(self) -> Iterator[str]:
         data = bytes(self.blob)
@@ -92,5 +96,9 @@ class TextTable:
         for end in self.ends.tolist():
             if end < start:
                 raise SearchIndexError("document strings out of order")
-            yield data[start:end].decode("utf-8", "surrogatepass")
+            try:
+                text = data[start:end].decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError as exc:
+                raise SearchIndexError(f"document strings are damaged: {exc}") from exc
+            yield text
             start = end

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import weakref
 from pathlib import Path
+from tokenize import TokenError
 
 import numpy as np
 
@@ -309,7 +310,7 @@ def _npy_layout(path: Path) -> tuple[int, np.dtype, int]:
             size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
         raise
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
         raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc
     native = dtype.byteorder in ("=", "|") or dtype.byteorder == ("<" if np.little_endian else ">")
     if len(shape) != 1 or fortran or dtype.kind != "u" or not native:
@@ -326,5 +327,5 @@ def _load(path: Path) -> np.ndarray:
         return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
     except FileNotFoundError:
         raise
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
         raise SearchIndexError(f"corrupt segment file {path}: {exc}") from exc

@@ -119,8 +119,10 @@ def read_current_pointer(index_dir: Path) -> str | None:
         name = (Path(index_dir) / "CURRENT").read_text("utf-8").strip()
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: UnicodeDecodeError, a damaged pointer
         raise SearchIndexError(f"cannot read {index_dir}/CURRENT: {exc}") from exc
+    if name and not _GENERATION_NAME.fullmatch(name):
+        raise SearchIndexError(f"{index_dir}/CURRENT names no generation file: {name[:80]!r}")
     return name or None
 
 
@@ -148,12 +150,43 @@ def load_generation(index_dir: Path, name: str) -> dict[str, Any]:
         raise
     except (OSError, ValueError) as exc:
         raise SearchIndexError(f"unreadable generation file {index_dir}/{name}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SearchIndexError(f"{index_dir}/{name}: not a generation file")
     if data.get("format") != INDEX_FORMAT or data.get("version") != INDEX_VERSION:
         raise SearchIndexError(
             f"{index_dir}/{name}: unsupported index format {data.get('format')!r} v{data.get('version')!r} "
             f"(this code reads {INDEX_FORMAT} v{INDEX_VERSION}): rebuild it with 'politecrawl index --rebuild'"
         )
+    if not _well_formed(data):
+        raise SearchIndexError(f"{index_dir}/{name}: damaged generation file (its fields are not as written)")
     return data
+
+
+#: What a generation file and the segments it names are called (``IndexWriter``).
+_GENERATION_NAME = re.compile(r"gen-\d{6,}\.json")
+_SEGMENT_NAME = re.compile(r"seg-\d{6,}")
+
+
+def _well_formed(data: dict[str, Any]) -> bool:
+    """The fields every reader of a generation takes as written: checked once, here, so damage is
+    one ``SearchIndexError`` rather than a KeyError or TypeError wherever a field is used, and a
+    segment name can only name a segment of this folder."""
+    segments = data.get("segments")
+    if not isinstance(data.get("generation"), int) or not isinstance(segments, list):
+        return False
+    if not isinstance(data.get("analyzer", {}), dict):
+        return False
+    for entry in segments:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return False
+        if not _SEGMENT_NAME.fullmatch(entry["name"]):
+            return False
+        deleted = entry.get("deleted", [])
+        if not isinstance(deleted, list) or not all(isinstance(d, int) and d >= 0 for d in deleted):
+            return False
+        if not isinstance(entry.get("doc_count", 0), int):
+            return False
+    return True
 
 
 def live_documents(index_dir: Path) -> int | None:
