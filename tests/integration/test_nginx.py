@@ -436,6 +436,7 @@ def test_a_body_the_crawler_does_not_want_is_cut_over_tls_on_either_event_loop(n
     assert out.returncode == 0, out.stderr[-3000:]
     sent = _sent(nginx_bodies["log"], {f"/{n}{tag}" for n in names} | {f"/{index.name}"})
     bytes_sent = {uri.split("?")[0]: nbytes for uri, (_, nbytes, _) in sent.items()}
+    print(f"$bytes_sent, crawl on {loop}: {bytes_sent}")  # the figures, with pytest -s
     assert bytes_sent.keys() == {f"/{n}" for n in names} | {f"/{index.name}"}, sent
     # A response read to its end keeps its connection: the page came on robots.txt's.
     assert sent[f"/{index.name}"][2] == 2, sent
@@ -475,6 +476,7 @@ def test_a_stop_cuts_a_slow_body_over_tls_on_either_event_loop(nginx_bodies, tmp
             proc.wait(10)
     assert proc.returncode == 0
     ended, nbytes, _ = _sent(nginx_bodies["log"], {uri})[uri]
+    print(f"$bytes_sent, stopped on {loop}: {nbytes}, nginx done {exited - ended:.2f} s before the exit")
     assert nbytes < BIG // 4, nbytes  # cut short by the stop, not read whole
     assert ended < exited - 0.05, (ended, exited)  # cut by the crawler, not by its exit
 
@@ -531,6 +533,7 @@ def test_each_cut_aborts_and_the_graceful_close_it_replaced_drains_the_body_on_u
     }
     # … and what nginx sent past it.
     past = {uri: nbytes - read[uri] for uri, (_, nbytes, _) in _sent(nginx_bodies["log"], set(read)).items()}
+    print(f"$bytes_sent past what was read, {close}: {past}")
     assert past.keys() == read.keys(), past
     if close == "abort":  # measured: 32 KB past for each, the cancelled one 0.2–0.6 MB short of its estimate
         assert max(past.values()) < MARGIN, past
