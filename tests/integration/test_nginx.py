@@ -352,7 +352,7 @@ RATE = "4m"
 SLOW_RATE = "512k"
 #: What nginx may send past what the crawler reads before it cuts: measured 32–98 KB at RATE (the
 #: socket buffers and nginx's own); 2 MB is half a second of RATE, for a loaded machine. A graceful
-#: close keeps reading at RATE: 7.8 MB for the zip on uvloop in a crawl, 12 MB in 3 s (below).
+#: close keeps reading at RATE: 7.1–7.8 MB for the zip on uvloop in a crawl, 5.2–5.6 MB in the fetcher test.
 MARGIN = 2_000_000
 
 BODIES_CONF = """
@@ -513,14 +513,14 @@ def test_each_cut_aborts_and_the_graceful_close_it_replaced_drains_the_body_on_u
             ca_bundle=str(nginx_bodies["ca"]),
         )
         async with fetcher:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(fetcher.get(f"{base}/long.html{tag}-stop"), cut_at)
             zipped = await fetcher.get(f"{base}/photos.zip{tag}", wanted=wanted_type)
             assert zipped.status == 200 and zipped.unwanted_type, zipped.error
             binary = await fetcher.get(f"{base}/binary.html{tag}", wanted=wanted_type, unwanted_start=unwanted_start)
             assert binary.unwanted_cut, binary.error
             long = await fetcher.get(f"{base}/long.html{tag}", wanted=wanted_type)
             assert long.truncated and len(long.body) == CAP, long.error
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(fetcher.get(f"{base}/long.html{tag}-stop"), cut_at)
             await asyncio.sleep(LINGER)
 
     uvloop.run(main())
@@ -535,8 +535,11 @@ def test_each_cut_aborts_and_the_graceful_close_it_replaced_drains_the_body_on_u
     past = {uri: nbytes - read[uri] for uri, (_, nbytes, _) in _sent(nginx_bodies["log"], set(read)).items()}
     print(f"$bytes_sent past what was read, {close}: {past}")
     assert past.keys() == read.keys(), past
-    if close == "abort":  # measured: 32 KB past for each, the cancelled one 0.2–0.6 MB short of its estimate
+    if close == "abort":  # measured: 30–96 KB past each, the cancelled one 0.2–0.3 MB short of its estimate
         assert max(past.values()) < MARGIN, past
-    else:  # measured: 6.6–7.6 MB past for the zip and the binary "page", 2.3–3.4 MB for the cap, 0.2–1.2 MB
-        # for the cancelled one (the drains all ended about 1.7 s after the first cut, linger 1 s or 6 s)
-        assert past[f"/photos.zip{tag}"] > MARGIN and past[f"/binary.html{tag}"] > MARGIN, past
+    else:
+        # Measured: 5.2–5.6 MB past for the cancelled one, the zip and the binary "page"; 1.4 MB for the
+        # cap, cut last. The drains here all ended together, some 1.3–1.7 s after the first cut
+        # (whether the loop lingered 1 s or 6 s after the last), hence the order above; not asserted
+        # for the last.
+        assert min(past[f"/long.html{tag}-stop"], past[f"/photos.zip{tag}"], past[f"/binary.html{tag}"]) > MARGIN, past
