@@ -310,10 +310,10 @@ class Fetcher:
         """GET ``url`` once, reading at most ``max_bytes`` (default: the fetcher's cap). Never raises
         for anything the server or network does. ``kind`` (robots | page | sitemap) only labels
         the archive record. ``wanted(content_type)`` false for a 2xx answer: the connection is
-        closed right after the headers and the body is not downloaded (``unwanted_type``).
+        aborted right after the headers and the body is not downloaded (``unwanted_type``).
         ``unwanted_start(first bytes, content_type, charset)`` says what a 2xx body is that the
         caller does not want (an image with no Content-Type), from its first ``SNIFF_BYTES``: as
-        they arrive, the connection is then closed in the read that brought them and the rest is
+        they arrive, the connection is then aborted in the read that brought them and the rest is
         not downloaded (``unwanted_cut``); a shorter body, or one in a coding the client leaves
         on, is judged once read and decoded. Either way ``unwanted_type`` is set, ``body`` is
         empty and ``unwanted_start`` says what it was.
@@ -341,7 +341,8 @@ class Fetcher:
             # The URL is sent exactly as given (it is a normalized request form): left to yarl,
             # escapes it deems unneeded would be decoded ('%27' sent as "'", '%40' as '@'), and the
             # server would get another URL than the one robots.txt was checked for and a browser sends.
-            async with self._session.get(URL(url, encoded=True), headers=headers, allow_redirects=False) as resp:
+            request = self._session.get(URL(url, encoded=True), headers=headers, allow_redirects=False)
+            async with request as resp, _CutOnError(resp):
                 result.response_seconds = time.monotonic() - t0
                 result.loop_lag = min(self.loop_lag.since(lag_mark), result.response_seconds)
                 result.status = answered = resp.status
@@ -355,7 +356,7 @@ class Fetcher:
                     # A zip, a video, an image: nothing to index, so nothing to download (the site
                     # would pay for up to the size cap). Decided from the headers, no HEAD needed.
                     result.unwanted_type = True
-                    resp.close()
+                    _cut(resp)
                 elif resp.status != 304:
                     body_t0 = time.monotonic()
                     left = left_on_body(resp.headers.getall("Content-Encoding", []))
@@ -372,7 +373,7 @@ class Fetcher:
                                 result.unwanted_type, result.unwanted_start = True, kind
                                 result.unwanted_cut = True
                                 body.clear()
-                                resp.close()
+                                _cut(resp)
                                 break
                         if large is None and SMALL_BODY < len(body) <= cap:
                             waited = time.monotonic()
@@ -388,14 +389,14 @@ class Fetcher:
                             # long before the total timeout. The URL is retried later.
                             result.error = f"slow body: {len(body)} bytes in {elapsed:.0f} s"
                             result.status = None
-                            resp.close()
+                            _cut(resp)
                             break
                         if len(body) > cap:
                             # Cut off while streaming: the rest is never read (a 50 MB page,
                             # a gzip bomb: the cap applies to the decompressed bytes).
                             del body[cap:]
                             result.truncated = True
-                            resp.close()
+                            _cut(resp)
                             break
                     result.body = bytes(body)
                     # x-gzip, stacked codings: the client left them on (net.codings).
@@ -468,6 +469,40 @@ class Fetcher:
         elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
             result.warc = self.recorder.record(result, kind)
         return result
+
+
+def _cut(resp: aiohttp.ClientResponse) -> None:
+    """Stop ``resp``'s body where it is: the connection is aborted, not closed.
+
+    A graceful close of a TLS connection (what ``resp.close()`` does) sends close_notify and waits
+    for the server's, reading and discarding what it still sends meanwhile: uvloop drains that way
+    for up to 30 s (a 40 MB zip "closed after the headers" came whole), asyncio's loop for a while.
+    An abort closes the socket at once; the kernel answers the server's next bytes with a reset,
+    so the server sends at most what the socket buffers held. Only a connection this response
+    still holds is aborted: one read to its end is back in the pool, for the next request."""
+    connection = resp.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is not None:
+        protocol.abort()
+    resp.close()
+
+
+class _CutOnError:
+    """Leaving a response on an exception (a stop cancelling the request, a read timeout, a
+    broken body) cuts it (``_cut``): aiohttp would close it gracefully and, over TLS, read the
+    rest of the body into the void."""
+
+    __slots__ = ("resp",)
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self.resp = resp
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            _cut(self.resp)
 
 
 _RAW_BYTE = re.compile("[\udc80-\udcff]")
