@@ -154,7 +154,15 @@ class Settings:
     """Longest a whole request may take (a trickling server is cut off)."""
     ca_bundle: str | None = None
     """PEM file of certificate authorities to trust instead of the system's (a site behind a
-    private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, NO_PROXY."""
+    private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
+    NO_PROXY (read by the crawler itself: never ~/.netrc; docs/security.md)."""
+    allow_networks: tuple[str, ...] = ()
+    """Networks beyond the global Internet the crawler may connect to (CIDRs: 10.0.0.0/8,
+    192.168.1.7): exactly these. Empty: those of the seeds whose address is not global, by class
+    (a seed on 127.0.0.10 allows 127.0.0.0/8 and ::1, one on 10.1.2.3 allows 10.0.0.0/8); with
+    public seeds, none. A link, redirect or sitemap to another address is refused (docs/security.md)."""
+    allow_private: bool = False
+    """Connect to any address, private ones included (an intranet crawl that trusts every link)."""
     max_attempts: int = 3
     """Tries per URL on transient errors before it is recorded as failed."""
     lease_seconds: float | None = None
@@ -283,6 +291,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         return _host_settings(raw, source)
     if name == "allowed_hosts":
         return _names(name, raw, source)
+    if name == "allow_networks":
+        return _networks(raw, source)
     try:
         if "bool" in kind:
             if isinstance(raw, bool):
@@ -342,6 +352,20 @@ def _names(name: str, raw: Any, source: str) -> tuple[str, ...]:
         if not re.fullmatch(r"[a-z0-9_.:\[\]-]{1,253}", item):
             raise ConfigError(f"{source}: {name}: {item!r} is not a host name")
     return names
+def _networks(raw: Any, source: str) -> tuple[str, ...]:
+    """CIDRs (a TOML list, or text separated by commas, spaces or lines), each checked."""
+    items = raw.replace(",", " ").split() if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(f"{source}: allow_networks must be a list of networks (CIDR), got {raw!r}")
+    out = []
+    for item in items:
+        try:
+            out.append(str(ipaddress.ip_network(str(item).strip(), strict=False)))
+        except ValueError:
+            raise ConfigError(
+                f"{source}: {str(item)!r} is not a network (CIDR, e.g. 10.0.0.0/8) or an address"
+            ) from None
+    return tuple(out)
 
 
 #: What a [hosts."NAME"] table may set, and its type.

@@ -27,6 +27,7 @@ from politecrawl.store.common import PAUSED_REASONS
 
 from .os_scheduler import run_as_batch
 from .pool import StopSignal, _pid_alive, run_workers
+from .seed_networks import with_seed_networks
 
 __all__ = [
     "CrawlProgress",
@@ -77,6 +78,8 @@ FLEET_SETTINGS = (
     "hosts",
     "follow_nofollow",
     "guess_sitemap",
+    "allow_networks",
+    "allow_private",
 )
 
 
@@ -218,6 +221,8 @@ class Crawler:
                 raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
             check_user_agent(s)
             check_contact(s, scope.seeds)
+            # Private seeds allow their own networks, decided once here for every worker process.
+            s = self.settings = with_seed_networks(s, scope.seeds)
             for seed in seeds:
                 note = scope.prefix_note(seed)
                 if note is not None:

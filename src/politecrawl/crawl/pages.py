@@ -177,6 +177,8 @@ class PageHandler:
             truncated=result.truncated,
         )
         outcome.url_state, outcome.url_outcome = verdict.state, verdict.outcome
+        if result.refused:
+            outcome.url_state = URLState.FAILED  # its host's address is refused: no retry (net.egress)
         if is_sitemap and result.partial and outcome.url_outcome is not None:
             # The connection broke mid-file: the entries that came before the break are kept
             # (the file is asked for again like any failed URL).

@@ -199,8 +199,10 @@ async def _worker_async(
     # Imported here, in the worker process: the crawl's parent imports this module to start the
     # workers and never fetches or parses, so it does not load the HTTP client, the HTML parser
     # and the archive writer (~20 MB of its memory).
+    from politecrawl.net.egress import Egress
     from politecrawl.net.fetch import Fetcher
     from politecrawl.net.warc import WarcWriter
+    from politecrawl.policy.addresses import AddressPolicy
 
     from .budget import PageBudget
     from .gc_policy import tune_gc
@@ -221,7 +223,8 @@ async def _worker_async(
     warc = None
     try:
         warc = WarcWriter.from_settings(settings)  # None without --warc; finishes dead writers' files
-        async with Fetcher.from_settings(settings, clock=store.now, recorder=warc) as fetcher:
+        egress = Egress(AddressPolicy.from_settings(settings))  # the addresses the crawl may connect to
+        async with Fetcher.from_settings(settings, clock=store.now, recorder=warc, egress=egress) as fetcher:
             # This process's share of the hosts (each host's state then stays in one process).
             index, count = share
             affinity = None

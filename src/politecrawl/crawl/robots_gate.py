@@ -114,6 +114,9 @@ class RobotsGate:
         redirect = self._robots_redirect(result)
         if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
             redirect = None  # RFC 9309 §2.3.1.2: too many redirects, unavailable (rules: allow all)
+        refused = await self._refused_redirect(redirect, claim.host)
+        if refused is not None:
+            redirect = None  # to an address the crawl may not connect to: not followed (rules: allow all)
         if redirect is not None:
             outcome = self._timing(claim, result, URLKind.ROBOTS, claim.crawl_delay)
             outcome.robots_source, outcome.robots_redirect = url, redirect
@@ -134,6 +137,8 @@ class RobotsGate:
             outcome.wait_reason = WaitReason.ROBOTS_UNREACHABLE
         if update is None:
             outcome.host_error = result.error or f"robots.txt answered {result.status}"
+        elif refused is not None:
+            outcome.host_error = f"robots.txt redirect {refused}"
         if self.settings.sitemaps and update is not None:
             sitemaps = _sitemaps_to_read(rules.sitemaps, claim.host) if rules is not None else []
             if not sitemaps and self.settings.guess_sitemap:
@@ -166,11 +171,23 @@ class RobotsGate:
         outcome.url_state = "done"
         outcome.url_outcome = URLOutcome(f"robots.txt hop: {result.status or result.error}")
         redirect = self._robots_redirect(result)
+        refused = await self._refused_redirect(redirect, claim.host)
+        if refused is not None:
+            outcome.url_outcome = URLOutcome(f"robots.txt hop: redirect {refused}")
+            redirect = None
         if redirect is not None:
             outcome.robots_redirect = redirect
         else:
             outcome.robots_answer, _ = self._robots_answer(result, self.now())
         return outcome
+
+    async def _refused_redirect(self, redirect: NewURL | None, host: str) -> str | None:
+        """Why a robots.txt redirect to another host leads where the crawl may not connect
+        (net.egress), if it does: it is then not followed, like one past the hop limit. The hosts
+        waiting for its answer would otherwise wait for a host that is never asked."""
+        if redirect is None or redirect.host == host:
+            return None
+        return await self.fetcher.egress.refusal_for(redirect.url)
 
     def _rules_for(self, claim: Claim) -> RobotsTxt:
         if claim.robots.status != "parsed" or not claim.robots.body:

@@ -16,6 +16,7 @@ import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Callable
 from urllib.parse import urlsplit
@@ -540,6 +541,11 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
     def _timing(self, claim: Claim, result: FetchResult, kind: URLKind, crawl_delay: float | None = None) -> Outcome:
         """The host's side of one request: its next allowed time and why, its history, the log row."""
         decision, retry_after = self._decide(claim, result, crawl_delay, kind=kind)
+        if result.refused:
+            # The host's address is one the crawl may not connect to (net.egress): nothing was sent,
+            # and asking again soon would be refused again. Parked, its reason in the log row.
+            park = self._policy(claim.host).park_seconds
+            decision = replace(decision, next_allowed_at=result.ended_at + park, reason=WaitReason.PARKED)
         return Outcome(
             next_allowed_at=decision.next_allowed_at,
             delay=decision.delay_after(result.ended_at),

@@ -73,6 +73,18 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     "works too. Proxies come from HTTP_PROXY / HTTPS_PROXY / NO_PROXY.",
 )
 @click.option(
+    "--allow-networks",
+    default=None,
+    metavar="CIDR,...",
+    help="Private networks the crawler may connect to, exactly these (an intranet: 10.0.0.0/8). "
+    "[default: the networks of private seeds; none for public seeds]",
+)
+@click.option(
+    "--allow-private/--no-allow-private",
+    default=None,
+    help="Connect to any address, loopback and private networks included. [default: no]",
+)
+@click.option(
     "--include",
     multiple=True,
     metavar="REGEX",

@@ -19,7 +19,6 @@ Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import ssl
 import time
@@ -30,6 +29,7 @@ import aiohttp
 from yarl import URL
 
 from .codings import UndecodableBody, decode, left_on_body
+from .egress import ANY_ADDRESS, Egress, refusal_of
 
 if TYPE_CHECKING:
     from politecrawl.config import Settings
@@ -87,6 +87,8 @@ class FetchResult:
     error: str | None = None
     #: the connection could not be made (DNS, refused, connect timeout): a host-level failure
     unreachable: bool = False
+    #: … because the crawl may not connect to the host's address (net.egress): ``error`` says why
+    refused: bool = False
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
     #: the body was not read: its content type (from the headers) is not one the caller wants …
@@ -140,13 +142,6 @@ class FetchResult:
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip('"').lower()
         return None
-
-
-def _proxy_configured() -> bool:
-    return any(
-        os.environ.get(name)
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-    )
 
 
 class LoopLag:
@@ -224,6 +219,7 @@ class Fetcher:
         min_body_rate: float | None = None,
         ca_bundle: str | None = None,
         recorder=None,
+        egress: Egress | None = None,
     ) -> None:
         #: an object with ``record(result, kind)`` (``politecrawl.warc.WarcWriter``): every fetch
         #: that got an answer is handed to it, and its return value is kept as ``result.warc``.
@@ -248,6 +244,9 @@ class Fetcher:
         # as OpenSSL does), or against ca_bundle when given (a site behind a private CA).
         self._ssl = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
         self.loop_lag = LoopLag()
+        # Which addresses the sockets may connect to, and the proxies (net.egress). None: any
+        # address (a test's own fetcher); the crawl always passes its policy.
+        self.egress = egress or Egress(ANY_ADDRESS)
 
     @classmethod
     def from_settings(cls, settings: Settings, **kw) -> Self:
@@ -274,15 +273,16 @@ class Fetcher:
                 ttl_dns_cache=300,
                 enable_cleanup_closed=True,
                 ssl=self._ssl,
+                **self.egress.connector_kw(),  # the address policy: every name resolved, every socket
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=self.timeout,
                 auto_decompress=True,
-                # HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as curl and wget read them. Only when a proxy
-                # is set: trusting the environment also makes aiohttp read ~/.netrc on a thread for
-                # every request, a measurable share of a busy worker's CPU.
-                trust_env=_proxy_configured(),
+                # Never trust_env: aiohttp would send ~/.netrc's passwords to the sites named there
+                # (and every site, with a 'default' entry). HTTP_PROXY / HTTPS_PROXY / NO_PROXY are
+                # read by net.egress, whose middleware also picks each request's proxy.
+                **self.egress.session_kw(),
                 cookie_jar=aiohttp.DummyCookieJar(),  # no cookies: every request is a stranger's
                 max_line_size=16 * 1024,
                 max_field_size=16 * 1024,
@@ -431,8 +431,10 @@ class Fetcher:
             result.unreachable = True
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
-            # failure, not one URL's.
-            result.error = f"cannot connect: {type(exc).__name__}: {exc}"[:200]
+            # failure, not one URL's. Or the crawl may not connect there (net.egress): said so.
+            refused = refusal_of(exc)
+            result.refused = refused is not None
+            result.error = (refused or f"cannot connect: {type(exc).__name__}: {exc}")[:200]
             result.status = None
             result.unreachable = True
         except asyncio.TimeoutError:

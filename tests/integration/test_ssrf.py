@@ -1,0 +1,162 @@
+"""Server-side request forgery: a site the crawl reaches cannot bring a private service into it.
+
+Everything here lives on loopback, so the "public" sites are made public by the one honest knob
+there is: ``--allow-networks`` naming exactly the seeds' own addresses (each a /32). The hostile
+sites point the crawl, by every route a crawler takes, at a "metadata service" on 127.0.0.99
+(and at one on 127.0.0.1 by the name ``localhost``) that logs every request. Guarded, those
+services receive nothing, the crawl ends by itself, and ``why`` / ``status --hosts`` say the
+address was refused. The negative control runs the same crawls without ``--allow-networks``:
+seeds on loopback allow loopback (their network's class), every route then reaches the
+services and their secret is searchable, so the empty logs above are not a test that could
+not see.
+
+Routes: robots.txt redirecting there; a seed redirecting there; a robots.txt ``Sitemap:`` line;
+``/sitemap.xml`` redirecting there (these with ``--scope host`` and an ``--exclude`` matching
+the target: robots.txt hops and sitemaps do not pass the URL filters); links with the address
+respelled (decimal, hex, octal, short form, IPv4-mapped IPv6) and a DNS name resolving to a
+loopback address, with ``--scope any``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from politecrawl.faces.sandbox import Reply, SandboxHost
+
+from conftest import run_cli
+
+SECRET = "metadatasecrettoken"
+META_IP = "127.0.0.99"  # 0x7f000063
+# Each route's seed site, on its own address.
+ROBOTS_REDIRECT, SEED_REDIRECT, SITEMAP_LINE, SITEMAP_REDIRECT, LINKS = (f"127.0.0.{n}" for n in range(11, 16))
+
+
+def _meta(path: str) -> Reply:
+    if path == "/robots.txt":
+        return Reply(body="User-agent: *\nAllow: /\n", content_type="text/plain")
+    if "sitemap" in path:
+        return Reply(
+            body='<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>',
+            content_type="application/xml",
+        )
+    return Reply(body=f"<html><title>instance metadata</title><body>{SECRET} credentials</body></html>")
+
+
+def _web(sandbox_factory):
+    meta = SandboxHost(META_IP, handler=_meta)
+    local = SandboxHost("127.0.0.1", handler=_meta)  # reached by the name "localhost"
+
+    def at(path: str) -> str:
+        return f"{meta.base}{path}"
+
+    hosts = {
+        ROBOTS_REDIRECT: SandboxHost(
+            ROBOTS_REDIRECT,
+            handler=lambda p: (
+                Reply(301, headers={"Location": at("/robots-redirect.txt")}) if p == "/robots.txt" else None
+            ),
+            pages={"/": "<html><title>a</title><body>robots redirect site</body></html>"},
+        ),
+        SEED_REDIRECT: SandboxHost(
+            SEED_REDIRECT,
+            handler=lambda p: Reply(302, headers={"Location": at("/seed-redirect")}) if p == "/" else None,
+        ),
+        SITEMAP_LINE: SandboxHost(
+            SITEMAP_LINE,
+            handler=lambda p: (
+                Reply(body=f"User-agent: *\nAllow: /\nSitemap: {at('/sitemap-line.xml')}\n", content_type="text/plain")
+                if p == "/robots.txt"
+                else None
+            ),
+            pages={"/": "<html><title>c</title><body>sitemap line site</body></html>"},
+        ),
+        SITEMAP_REDIRECT: SandboxHost(
+            SITEMAP_REDIRECT,
+            handler=lambda p: (
+                Reply(301, headers={"Location": at("/sitemap-redirect.xml")}) if p == "/sitemap.xml" else None
+            ),
+            pages={"/": "<html><title>d</title><body>sitemap redirect site</body></html>"},
+        ),
+        LINKS: SandboxHost(
+            LINKS,
+            handler=lambda p: (
+                Reply(
+                    body="<html><title>e</title><body>"
+                    + "".join(
+                        f'<a href="http://{spelling}:{meta.port}/{name}">{name}</a> '
+                        for spelling, name in (
+                            ("2130706531", "decimal"),
+                            ("0x7f000063", "hex"),
+                            ("0177.0.0.0143", "octal"),
+                            ("127.99", "short"),
+                            ("[::ffff:7f00:63]", "mapped"),
+                        )
+                    )
+                    + f'<a href="http://localhost:{local.port}/dns-name">by name</a></body></html>'
+                )
+                if p == "/"
+                else None
+            ),
+        ),
+    }
+    sb = sandbox_factory([meta, local, *hosts.values()])
+    return sb, meta, local, hosts
+
+
+def _crawl(db, seeds, allow, *extra):
+    allowing = ("--allow-networks", allow) if allow else ()
+    return run_cli(
+        "crawl", *seeds, "--db", db, *allowing, "--workers", "1",
+        "--min-delay", "0.05", "--max-time", "60", "-q", *extra,
+        env={"POLITECRAWL_GUESS_SITEMAP": "true"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["seeds-only", "negative-control-default-seeds-class"])
+def test_private_addresses_are_refused_on_every_route(sandbox_factory, tmp_path, guarded):
+    sb, meta, local, hosts = _web(sandbox_factory)
+    seeds_ips = list(hosts)
+    # The control gives no --allow-networks: seeds on loopback allow loopback (their class).
+    allow = ",".join(f"{ip}/32" for ip in seeds_ips) if guarded else None
+    db_host, db_any = str(tmp_path / "host.db"), str(tmp_path / "any.db")
+    # Routes a crawl confined to its hosts still takes, with the target excluded by --exclude.
+    first = _crawl(
+        db_host,
+        [hosts[ip].url("/") for ip in (ROBOTS_REDIRECT, SITEMAP_LINE, SITEMAP_REDIRECT)],
+        allow,
+        "--scope", "host", "--exclude", r"127\.0\.0\.99",
+    )  # fmt: skip
+    second = _crawl(db_any, [hosts[ip].url("/") for ip in (SEED_REDIRECT, LINKS)], allow, "--scope", "any")
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+
+    to_meta = sorted(r.path for r in sb.log if r.host in (meta.netloc, local.netloc))
+    # The seeds' own sites were crawled either way.
+    assert {r.host for r in sb.log} >= {h.netloc for h in hosts.values() if h.ip != SEED_REDIRECT}
+    routes = [
+        "/robots-redirect.txt",
+        "/sitemap-line.xml",
+        "/sitemap-redirect.xml",
+        "/seed-redirect",
+        "/decimal",
+        "/hex",
+        "/octal",
+        "/short",
+        "/mapped",
+        "/dns-name",
+    ]
+    found = run_cli("search", SECRET, "--db", db_any)
+    if not guarded:
+        # Every route reaches the private services when their network is allowed.
+        assert set(routes) <= set(to_meta), to_meta
+        assert "instance metadata" in found.stdout
+        return
+    assert to_meta == []
+    assert "instance metadata" not in found.stdout
+    why = run_cli("why", f"{meta.base}/seed-redirect", "--db", db_any)
+    assert why.returncode == 0, why.stderr
+    assert f"refused: {META_IP} is loopback" in why.stdout, why.stdout
+    status = run_cli("status", "--hosts", "--db", db_host)
+    assert f"refused: {META_IP} is loopback" in status.stdout, status.stdout
+    status = run_cli("status", "--hosts", "--db", db_any)
+    assert "refused: 127.0.0.1 is loopback" in status.stdout, status.stdout
