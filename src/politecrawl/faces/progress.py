@@ -15,7 +15,7 @@ from politecrawl.store import CrawlStatus
 if TYPE_CHECKING:
     from politecrawl.crawl.crawler import CrawlProgress
 
-__all__ = ["Progress", "format_status"]
+__all__ = ["Progress", "format_status", "human_duration", "plural"]
 
 #: Seconds between two plain log lines when stderr is not a terminal …
 LOG_EVERY = 10.0
@@ -23,16 +23,41 @@ LOG_EVERY = 10.0
 LIVE_EVERY = 2.0
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 host``, ``2 hosts``, ``0 hosts``; ``words`` where the plural is not ``word + "s"``."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def human_duration(seconds: float) -> str:
+    """Seconds as a person reads them, to two units at most: ``0.4 s``, ``42 s``, ``5 min 59 s``,
+    ``6 h`` (for 21,599.6 s), ``2 h 5 min``, ``3 d 4 h``."""
+    seconds = max(0.0, seconds)
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    if round(seconds) < 3600:
+        big, rest = divmod(round(seconds), 60)
+        units = ("min", "s")
+    elif round(seconds / 60) < 24 * 60:
+        big, rest = divmod(round(seconds / 60), 60)
+        units = ("h", "min")
+    else:
+        big, rest = divmod(round(seconds / 3600), 24)
+        units = ("d", "h")
+    if big == 0:
+        return f"{rest} {units[1]}"
+    return f"{big} {units[0]}" + (f" {rest} {units[1]}" if rest else "")
+
+
 def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0) -> str:
     """The progress line: ``s``, and this run's ``run_requests`` over its ``elapsed`` seconds."""
     rate = run_requests / elapsed if elapsed > 0 else 0.0
     errors = s.failed + s.status_codes.get("no-answer", 0)
     return (
-        f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
+        f"{plural(s.pages_fetched, 'page')} · {rate:.1f} req/s · queue {s.queued} · "
         f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
         f"errors {errors} · disallowed {s.disallowed} · indexed {s.indexed} · "
         + (f"loop lag p99 {s.loop_lag['p99_ms']:.0f} ms · " if s.loop_lag else "")
-        + f"{elapsed:.0f}s"
+        + human_duration(elapsed)
     )
 
 
@@ -47,21 +72,26 @@ class Progress:
     ) -> None:
         self.enabled = enabled
         self.stream = stream or sys.stderr
-        self.limits = ", ".join(
-            x for x in (f"max {max_pages} pages" if max_pages else "", f"max {max_time:g}s" if max_time else "") if x
+        limits = (
+            f"max {plural(max_pages, 'page')}" if max_pages else "",
+            f"max {human_duration(max_time)}" if max_time else "",
         )
+        self.limits = ", ".join(x for x in limits if x)
         self.tty = self.stream.isatty()
         self._live: Live | None = None
         self._last_log = 0.0
         self._console = Console(file=self.stream, highlight=False)
 
     def __enter__(self) -> "Progress":
-        if self.enabled and self.tty:
+        return self
+
+    def start(self) -> None:
+        """The crawl was judged and runs: say so (a refused crawl never started, and says only why)."""
+        if self.enabled and self.tty and self._live is None:
             self._live = Live(Text("starting workers…"), console=self._console, refresh_per_second=4, transient=False)
             self._live.__enter__()
-        elif self.enabled:
+        elif self.enabled and not self.tty:
             self._print("crawl started" + (f" ({self.limits})" if self.limits else ""))
-        return self
 
     def __exit__(self, *exc) -> None:
         if self._live is not None:
