@@ -184,7 +184,7 @@ def crawl(
     from politecrawl.crawl.crawler import Crawler
     from politecrawl.policy.scope import prepare_seeds
 
-    from .progress import human_duration, plural
+    from .words import human_duration, plural
 
     _duration_words(seeds, flags)
     # Everything is judged before the store is opened or created: a refused crawl writes nothing.
@@ -237,7 +237,7 @@ def _read_seeds(fh: Any) -> list[str]:
 def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
     """What the last line of a crawl leaves out: pages not indexed yet, paused hosts, and
     workers that died (exit 3)."""
-    from .progress import plural
+    from .words import human_duration, plural
 
     if report.unindexed:
         click.echo(
@@ -248,9 +248,11 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
         )
     if report.paused_hosts:
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
+        due_in = human_duration((report.paused_until or time.time()) - time.time())
         click.echo(
-            f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
-            f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
+            f"{plural(report.paused_hosts, 'host with URLs left is', 'hosts with URLs left are')} paused "
+            f"(parked after errors, or low yield); the first is due again at {when} (in {due_in}): "
+            f"run 'politecrawl crawl --db {settings.db}' then "
             "('politecrawl status' lists them)",
             err=quiet,
         )
@@ -307,7 +309,7 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     """
     from politecrawl.crawl.crawler import Crawler
 
-    from .progress import human_duration, plural
+    from .words import human_duration, plural
 
     settings = _settings(ctx, **flags)
     received: list[int] = []

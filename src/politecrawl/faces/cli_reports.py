@@ -14,6 +14,7 @@ import click
 from politecrawl.config import apply_stored_settings
 
 from .cli_options import _fail, _settings, db_option
+from .words import human_duration
 
 if TYPE_CHECKING:  # the store package is imported by the commands that use it
     from politecrawl.store import Store
@@ -80,7 +81,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, **flags: Any) ->
         for h in host_list:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
             click.echo(
-                f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
+                f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {human_duration(h['waits_s']):>10}  "
                 f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else "")
             )
             for line in h["url_patterns"]:

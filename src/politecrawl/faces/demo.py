@@ -12,9 +12,10 @@ from politecrawl.crawl.crawler import Crawler
 from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.index import Searcher
 
-from .progress import Progress, human_duration, plural
+from .progress import Progress
 from .sandbox import Sandbox
 from .sandbox_sites import demo_hosts
+from .words import human_duration, plural
 
 __all__ = ["run_demo"]
 
