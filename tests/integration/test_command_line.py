@@ -104,27 +104,32 @@ def _poisoned_store(db: Path, *, queued: bool) -> None:
         store.close()
 
 
-def test_a_store_an_older_version_poisoned_crawls_a_loopback_site_again(sandbox_factory, tmp_path):
-    """The older version's refused seed (never queued) no longer refuses a loopback crawl: it is
-    forgotten, with a warning, and example.org is never queued."""
+@pytest.mark.parametrize("contact", [[], ["--contact", CONTACT]], ids=["no-contact", "contact"])
+def test_a_store_an_older_version_poisoned_crawls_a_loopback_site_again(sandbox_factory, tmp_path, contact):
+    """The older version's refused seed (never queued) neither refuses a loopback crawl (it did
+    without a contact) nor is crawled unasked (it was, given one): it is forgotten, with a
+    warning, and example.org is never queued."""
     db = tmp_path / "c.db"
     _poisoned_store(db, queued=False)
-    site = star_site("127.0.49.3", 2)
+    site = star_site(f"127.0.49.{3 + len(contact)}", 2)
     sb = sandbox_factory([site])
-    out = run_cli("crawl", site.url("/"), "--db", str(db), "--min-delay", "0.05", cwd=str(tmp_path))
+    out = run_cli("crawl", site.url("/"), *contact, "--db", str(db), "--min-delay", "0.05", cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "forgetting seed https://example.org/" in out.stderr, out.stderr
     assert {r.path for r in sb.requests(site)} >= {"/", "/p0", "/p1"}
     assert _meta(db, "seeds") == [site.url("/")]
-    status = run_cli("status", "--db", str(db), "--json", cwd=str(tmp_path))
-    assert json.loads(status.stdout)["queued"] == 0
+    store = open_store(str(db))
+    try:
+        assert not [u for u in store.url_states() if "example.org" in u]
+    finally:
+        store.close()
 
 
 def test_negative_control_a_queued_public_seed_still_needs_a_contact(sandbox_factory, tmp_path):
     """A public seed that is in the frontier would be crawled: it is still judged, and refused."""
     db = tmp_path / "c.db"
     _poisoned_store(db, queued=True)
-    site = star_site("127.0.49.4", 1)
+    site = star_site("127.0.49.6", 1)
     sb = sandbox_factory([site])
     out = run_cli("crawl", site.url("/"), "--db", str(db), cwd=str(tmp_path))
     assert out.returncode == 2, out.stderr[-2000:]
@@ -297,3 +302,13 @@ def test_negative_control_a_folder_that_does_not_exist_is_said_so(tmp_path):
     out = run_cli("crawl", "http://127.0.0.1:9/", "--db", str(db), cwd=str(tmp_path))
     assert out.returncode == 2
     assert _error_lines(out) == [f"politecrawl: error: cannot create store {db}: folder {db.parent} does not exist"]
+
+
+def test_nothing_to_crawl_creates_no_store(tmp_path):
+    """Without seeds on a path where no store is: refused, and no empty store is left to resume."""
+    db = tmp_path / "new.db"
+    out = run_cli("crawl", "--db", str(db), cwd=str(tmp_path))
+    assert out.returncode == 2 and _error_lines(out) == [
+        "politecrawl: error: nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)"
+    ], out.stderr
+    assert _store_files(db) == []

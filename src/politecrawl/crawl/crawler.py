@@ -226,9 +226,12 @@ class Crawler:
         store = open_store(self.settings.db)
         try:
             may_override = not fleet_worker and not _is_shared(self.settings.db)
+            stored_contact = json.loads(store.get_meta("fleet_settings") or "{}").get("contact")
             s, fleet_json = _reconciled(store, self.settings, explicit, may_override=may_override)
             self.settings = s
-            merged = self._forget_refused_seeds(store, s, self._merged_seeds(store, seeds), seeds)
+            merged = self._merged_seeds(store, seeds)
+            if not stored_contact:
+                merged = self._forget_refused_seeds(store, merged, seeds)
             scope = self._scope(store, merged)
             self._check(s, scope.seeds, fleet_worker=fleet_worker)
             # Judged: only now is anything written (a refused crawl leaves the store as it was).
@@ -416,13 +419,12 @@ class Crawler:
         check_contact(settings, seeds)
 
     @staticmethod
-    def _forget_refused_seeds(store: Store, settings: Settings, merged: list[str], given: Sequence[str]) -> list[str]:
-        """Drop stored seeds that an older version recorded for a crawl it then refused: public,
-        never queued, no contact. They refused every later crawl of the store (the contact check
-        judges the crawl's seeds), while ``status`` showed nothing queued. A seed that was queued,
-        or is given again now, is still judged."""
-        if settings.contact:
-            return merged
+    def _forget_refused_seeds(store: Store, merged: list[str], given: Sequence[str]) -> list[str]:
+        """Drop the stored seeds an older version recorded for a crawl it then refused: public,
+        never queued, in a store whose settings hold no contact (no crawl with one ever ran on it,
+        so a public seed there was refused). They refused every later crawl of the store (the
+        contact check judges the crawl's seeds), or, given a contact, were crawled by it unasked;
+        ``status`` showed nothing queued. A seed given again now is kept, and judged."""
         keep = []
         for url in merged:
             if url in given or is_loopback_host(urlsplit(url).hostname):
