@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     except PolitecrawlError as exc:  # raised outside a command's invoke
         _fail(str(exc))
     except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'politecrawl': the help, as before
+            exc.show()
+            sys.exit(2)
         _fail(_usage_line(exc, sys.argv[1:] if argv is None else argv))
     except click.ClickException as exc:
         _fail(_sentence(exc.format_message()))
