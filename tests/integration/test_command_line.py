@@ -123,6 +123,24 @@ def test_a_store_an_older_version_poisoned_crawls_a_loopback_site_again(sandbox_
         assert not [u for u in store.url_states() if "example.org" in u]
     finally:
         store.close()
+    agents = {r.user_agent for r in sb.requests(site)}
+    assert all(("(+" in a) == bool(contact) for a in agents), agents  # the contact given is sent
+
+
+def test_a_contact_in_the_config_file_fills_a_store_stored_without_one(sandbox_factory, tmp_path):
+    """A store crawled without a contact (the older version's refused crawl stored none) takes the
+    one politecrawl.toml gives now: the stored empty contact overrode it, and every public seed
+    was refused 'without a contact' with a contact configured."""
+    db = tmp_path / "c.db"
+    _poisoned_store(db, queued=False)
+    (tmp_path / "politecrawl.toml").write_text(f'[politecrawl]\ncontact = "{CONTACT}"\n')
+    site = star_site("127.0.49.7", 1)
+    sb = sandbox_factory([site])
+    out = run_cli("crawl", site.url("/"), "--db", str(db), "--min-delay", "0.05", cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    agents = {r.user_agent for r in sb.requests(site)}
+    assert agents and all(a.endswith(f"(+{CONTACT})") for a in agents), agents
+    assert _meta(db, "fleet_settings")["contact"] == CONTACT
 
 
 def test_negative_control_a_queued_public_seed_still_needs_a_contact(sandbox_factory, tmp_path):

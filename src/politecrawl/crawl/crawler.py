@@ -116,7 +116,7 @@ def _reconciled(
     if not stored:
         return settings, json.dumps(mine)
     for key in FLEET_SETTINGS:
-        if key not in stored or stored[key] == mine[key]:
+        if key not in stored or stored[key] == mine[key] or (key == "contact" and not stored[key]):
             continue
         if key in explicit and not may_override:
             flag = "--" + key.replace("_", "-")
@@ -125,8 +125,10 @@ def _reconciled(
                 f"(every worker must agree); leave {flag} out to use it"
             )
     # A setting given here that differs has become the new value (or was refused above); every
-    # other one is the crawl's.
-    result = apply_stored_settings(settings, text, names=[k for k in FLEET_SETTINGS if k not in explicit])
+    # other one is the crawl's — but for a contact the crawl never had: one from the config file
+    # fills it (a stored empty contact is no choice to keep, and would refuse every public seed).
+    keep_mine = set(explicit) | ({"contact"} if not stored.get("contact") else set())
+    result = apply_stored_settings(settings, text, names=[k for k in FLEET_SETTINGS if k not in keep_mine])
     final = _as_json({k: getattr(result, k) for k in FLEET_SETTINGS})
     return result, (json.dumps(final) if final != stored else None)
 
