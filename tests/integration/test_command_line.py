@@ -310,10 +310,20 @@ def read_only_folder(tmp_path):
             folder.chmod(0o755)
 
 
-@pytest.mark.parametrize("name", ["new.db", "old.db"])
-def test_an_unwritable_folder_is_named(read_only_folder, tmp_path, name):
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("new.db", ["crawl", "http://127.0.0.1:9/", "--max-time", "5"]),
+        ("old.db", ["crawl", "http://127.0.0.1:9/", "--max-time", "5"]),
+        ("old.db", ["status"]),
+        ("old.db", ["export", "--format", "jsonl"]),
+    ],
+    ids=["crawl-new", "crawl-existing", "status", "export"],
+)
+def test_an_unwritable_folder_is_named(read_only_folder, tmp_path, name, command):
+    """SQLite said 'unable to open database file', naming neither the folder nor the cause."""
     db = read_only_folder / name
-    out = run_cli("crawl", "http://127.0.0.1:9/", "--db", str(db), "--max-time", "5", cwd=str(tmp_path))
+    out = run_cli(*command, "--db", str(db), cwd=str(tmp_path))
     assert out.returncode == 2, out.stderr
     lines = _error_lines(out)
     assert len(lines) == 1 and f"folder {read_only_folder} is not writable" in lines[0], out.stderr

@@ -104,7 +104,7 @@ _INSERT_URL = (
 def _unopenable(path: Path, msg: str, read_only: bool) -> str:
     """Why SQLite could not open or write the store, in words: its 'unable to open database
     file' names neither the folder nor the cause."""
-    if not read_only and not os.access(path.parent, os.W_OK | os.X_OK):
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # even to read, SQLite makes the -shm file of a WAL store
         return f"folder {path.parent} is not writable (SQLite keeps its -wal and -shm files beside the store)"
     if not read_only and path.exists() and not os.access(path, os.R_OK | os.W_OK):
         return "the file is not writable"
