@@ -350,6 +350,8 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
     from politecrawl.crawl.indexing import index_dir_for, rebuild_index, update_index
     from politecrawl.store import open_store
 
+    from .words import plural
+
     settings = _settings(ctx, **flags)
     index_dir = index_dir_for(settings)
     store = open_store(settings.db, create=False)
@@ -359,7 +361,7 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
     try:
         # One-shot: an index that cannot be written is an error here (exit 2), not a warning.
         n = rebuild_index(store, index_dir) if rebuild else update_index(store, index_dir, strict=True)
-        click.echo(f"indexed: {n} changed pages looked at ({index_dir})")
+        click.echo(f"indexed: {plural(n, 'changed page')} looked at ({index_dir})")
         while follow and not stop:
             try:
                 time.sleep(every)
@@ -368,6 +370,6 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
             # No compaction while following: it would rewrite the newest segments every few seconds.
             n = update_index(store, index_dir, compact=False)
             if n:
-                click.echo(f"{time.strftime('%H:%M:%S')} indexed: {n} changed pages")
+                click.echo(f"{time.strftime('%H:%M:%S')} indexed: {plural(n, 'changed page')}")
     finally:
         store.close()
