@@ -275,9 +275,14 @@ def test_a_duration_split_in_two_arguments_is_named(tmp_path, flag):
     assert _store_files(db) == []
 
 
-def test_negative_control_a_word_that_is_no_unit_is_still_a_bad_seed(tmp_path):
-    out = run_cli("crawl", "http://127.0.0.1/", "--max-time", "5", "banana", "--db", str(tmp_path / "c.db"))
-    assert out.returncode == 2 and "invalid seed URL 'banana'" in out.stderr, out.stderr
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [(["--max-time", "5", "banana"], "banana"), (["minutes"], "minutes"), (["--max-time", "5m", "minutes"], "minutes")],
+    ids=["no-unit", "no-duration-option", "duration-with-its-unit"],
+)
+def test_negative_control_a_word_after_no_bare_number_is_still_a_bad_seed(tmp_path, args, word):
+    out = run_cli("crawl", "http://127.0.0.1/", *args, "--db", str(tmp_path / "c.db"), cwd=str(tmp_path))
+    assert out.returncode == 2 and f"invalid seed URL '{word}'" in out.stderr, out.stderr
 
 
 # --------------------------------------------------------------------------- an unwritable folder

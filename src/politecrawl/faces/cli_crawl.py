@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import time
@@ -14,10 +15,10 @@ from .cli_options import _d, _explicit, _fail, _settings, db_option, verbose_opt
 __all__ = ["crawl", "worker", "index_cmd"]
 
 
-#: The exit status of a crawl stopped by a signal: 128 + its number, as a shell reports a
-#: process the signal ended (130 for Ctrl-C, 143 for SIGTERM), so a script can tell a stopped
-#: crawl from one that ran out of work (0) — after the crawl has recorded what it did.
 def _signal_exit(signum: int) -> int:
+    """The exit status of a crawl stopped by a signal: 128 + its number, as a shell reports a
+    process the signal ended (130 for Ctrl-C, 143 for SIGTERM), so a script can tell a stopped
+    crawl from one that ran out of work (0) — after the crawl has recorded what it did."""
     return 128 + signum
 
 
@@ -58,7 +59,13 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
     Say what was meant instead of calling 'minutes' an invalid seed URL."""
     from politecrawl.config import parse_duration
 
-    for seed in seeds:
+    # The duration options given a bare number: the unit word that followed went to the seeds.
+    bare = [
+        (name, flags[name])
+        for name in ("max_time", "recrawl_after")
+        if re.fullmatch(r"\d+(\.\d*)?|\.\d+", str(flags.get(name)).strip())
+    ]
+    for seed in seeds if bare else ():
         word = seed.strip()
         if not word.isalpha():
             continue
@@ -66,8 +73,7 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
             parse_duration("1" + word)
         except ValueError:
             continue
-        given = [(name, flags[name]) for name in ("max_time", "recrawl_after") if flags.get(name) is not None]
-        name, value = given[-1] if given else ("max_time", "5")
+        name, value = bare[-1]
         flag = "--" + name.replace("_", "-")
         _fail(
             f"{flag} takes one value such as 5m, 90s or 300: write {flag} {value}{word[0].lower()} "
