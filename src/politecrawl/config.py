@@ -246,28 +246,37 @@ def is_loopback_host(hostname: str | None) -> bool:
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 7 * 86_400}
+#: The words a person writes for those units (``5min``, ``90 sec``, ``2 hours``), longest first.
+_UNIT_WORDS = {
+    **{w: "s" for w in ("seconds", "second", "secs", "sec", "s")},
+    **{w: "m" for w in ("minutes", "minute", "mins", "min", "m")},
+    **{w: "h" for w in ("hours", "hour", "hrs", "hr", "h")},
+    **{w: "d" for w in ("days", "day", "d")},
+    **{w: "w" for w in ("weeks", "week", "wk", "w")},
+}
 _DURATIONS = {"recrawl_after", "recrawl_min", "recrawl_max", "max_time", "park_seconds", "robots_ttl"}
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhdw])")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(" + "|".join(sorted(_UNIT_WORDS, key=len, reverse=True)) + ")")
 
 
 def parse_duration(raw: Any) -> float:
     """Seconds from ``90``, ``"90"``, ``"30m"``, ``"6h"``, ``"1d"``, ``"2w"`` or parts of those
-    together, largest first or not (``"1h30m"``, ``"1m30s"``)."""
+    together, largest first or not (``"1h30m"``, ``"1m30s"``); the units also as words
+    (``"5min"``, ``"90 sec"``, ``"2 hours"``, ``"1 hr 30 mins"``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return float(raw)
     text = str(raw).strip().lower().replace(" ", "")
     parts = _DURATION_PART.findall(text)
     if parts and "".join(n + u for n, u in parts) == text:
-        return sum(float(n) * _UNITS[u] for n, u in parts)
+        return sum(float(n) * _UNITS[_UNIT_WORDS[u]] for n, u in parts)
     return float(text)
 
 
 def _expected(name: str, kind: str) -> str:
     """What a setting must be, said to a user (not as a Python annotation)."""
     if name in _DURATIONS:
-        return "a duration (seconds, or 30m, 6h, 1d, 2w, 1h30m)"
+        return "a duration (seconds, or 90s, 30m, 30min, 6h, 1d, 2w, 1h30m)"
     if "bool" in kind:
         return "true or false"
     if "int" in kind and "float" not in kind:
@@ -352,6 +361,8 @@ def _names(name: str, raw: Any, source: str) -> tuple[str, ...]:
         if not re.fullmatch(r"[a-z0-9_.:\[\]-]{1,253}", item):
             raise ConfigError(f"{source}: {name}: {item!r} is not a host name")
     return names
+
+
 def _networks(raw: Any, source: str) -> tuple[str, ...]:
     """CIDRs (a TOML list, or text separated by commas, spaces or lines), each checked."""
     items = raw.replace(",", " ").split() if isinstance(raw, str) else raw

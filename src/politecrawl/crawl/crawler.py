@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing as mp
+import os
 import socket
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+from urllib.parse import urlsplit
 
-from politecrawl.config import Settings, apply_stored_settings, user_agent_string
+from politecrawl.config import Settings, apply_stored_settings, is_loopback_host, user_agent_string
 from politecrawl.errors import ConfigError
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
@@ -100,14 +102,24 @@ def reconcile_fleet_settings(
     the store; one given and different is refused (a fleet worker, or any crawl on a shared
     PostgreSQL store) — or, for a single-machine ``crawl`` on SQLite, becomes the new value.
     """
+    result, to_store = _reconciled(store, settings, explicit, may_override=may_override)
+    if to_store is not None:
+        store.set_meta("fleet_settings", to_store)
+    return result
+
+
+def _reconciled(
+    store: Store, settings: Settings, explicit: frozenset[str], *, may_override: bool
+) -> tuple[Settings, str | None]:
+    """``reconcile_fleet_settings`` without writing: the settings, and the JSON to store (None:
+    the stored value stands). A crawl refused later writes nothing."""
     text = store.get_meta("fleet_settings")
     stored = json.loads(text or "{}")  # in the stored form, to compare with what this process would store
     mine = _as_json({k: getattr(settings, k) for k in FLEET_SETTINGS})
     if not stored:
-        store.set_meta("fleet_settings", json.dumps(mine))
-        return settings
+        return settings, json.dumps(mine)
     for key in FLEET_SETTINGS:
-        if key not in stored or stored[key] == mine[key]:
+        if key not in stored or stored[key] == mine[key] or (key == "contact" and not stored[key]):
             continue
         if key in explicit and not may_override:
             flag = "--" + key.replace("_", "-")
@@ -116,12 +128,12 @@ def reconcile_fleet_settings(
                 f"(every worker must agree); leave {flag} out to use it"
             )
     # A setting given here that differs has become the new value (or was refused above); every
-    # other one is the crawl's.
-    result = apply_stored_settings(settings, text, names=[k for k in FLEET_SETTINGS if k not in explicit])
+    # other one is the crawl's — but for a contact the crawl never had: one from the config file
+    # fills it (a stored empty contact is no choice to keep, and would refuse every public seed).
+    keep_mine = set(explicit) | ({"contact"} if not stored.get("contact") else set())
+    result = apply_stored_settings(settings, text, names=[k for k in FLEET_SETTINGS if k not in keep_mine])
     final = _as_json({k: getattr(result, k) for k in FLEET_SETTINGS})
-    if final != stored:
-        store.set_meta("fleet_settings", json.dumps(final))
-    return result
+    return result, (json.dumps(final) if final != stored else None)
 
 
 def _as_json(values: dict) -> dict:
@@ -194,6 +206,7 @@ class Crawler:
         explicit: frozenset[str] = frozenset(),
         fleet_worker: bool = False,
         continuous: bool = False,
+        on_start: Callable[[], None] | None = None,
     ) -> CrawlReport:
         """Crawl until done (or a limit); ``fleet_worker``: take work until stopped, never index;
         ``continuous``: an empty queue does not end the crawl (pages come due again with
@@ -201,6 +214,8 @@ class Crawler:
 
         ``explicit`` names the settings the user gave on this command line: they are checked
         against the fleet-wide settings stored with the crawl (``reconcile_fleet_settings``).
+        ``on_start`` is called once the crawl is judged and will run (a refused crawl raises
+        ConfigError before it, having written nothing).
         """
         from .indexing import index_dir_for, pages_indexed, update_index
 
@@ -212,17 +227,29 @@ class Crawler:
         # which a step of the wall clock during the crawl will not move (store.clock).
         adopt(ClockAnchor.take())
         seeds = prepare_seeds(raw_seeds)
+        if not _is_shared(self.settings.db) and not os.path.exists(self.settings.db):
+            # A new store: everything is judged before the file is created, so a refused crawl
+            # leaves no store behind (nor seeds in it that every later crawl would be judged by).
+            self._check(self.settings, seeds, fleet_worker=fleet_worker)
         store = open_store(self.settings.db)
         try:
             may_override = not fleet_worker and not _is_shared(self.settings.db)
-            s = self.settings = reconcile_fleet_settings(store, self.settings, explicit, may_override=may_override)
-            scope = self.scope_for(store, seeds)
-            if not scope.seeds and not fleet_worker:
-                raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
-            check_user_agent(s)
-            check_contact(s, scope.seeds)
+            stored_contact = json.loads(store.get_meta("fleet_settings") or "{}").get("contact")
+            s, fleet_json = _reconciled(store, self.settings, explicit, may_override=may_override)
+            self.settings = s
+            merged = self._merged_seeds(store, seeds)
+            if not stored_contact:
+                merged = self._forget_refused_seeds(store, merged, seeds)
+            scope = self._scope(store, merged)
+            self._check(s, scope.seeds, fleet_worker=fleet_worker)
             # Private seeds allow their own networks, decided once here for every worker process.
             s = self.settings = with_seed_networks(s, scope.seeds)
+            # Judged: only now is anything written (a refused crawl leaves the store as it was).
+            if fleet_json is not None:
+                store.set_meta("fleet_settings", fleet_json)
+            self._record_seeds(store, merged)
+            if on_start is not None:
+                on_start()
             for seed in seeds:
                 note = scope.prefix_note(seed)
                 if note is not None:
@@ -382,12 +409,53 @@ class Crawler:
 
     def scope_for(self, store: Store, seeds: Sequence[str]) -> CrawlScope:
         """Seeds accumulate in the store, so a resumed crawl keeps its scope."""
-        known = json.loads(store.get_meta("seeds") or "[]")
-        merged = list(dict.fromkeys([*known, *seeds]))
-        if merged != known:
-            store.set_meta("seeds", json.dumps(merged))
+        merged = self._merged_seeds(store, seeds)
+        self._record_seeds(store, merged)
+        return self._scope(store, merged)
+
+    @staticmethod
+    def _merged_seeds(store: Store, seeds: Sequence[str]) -> list[str]:
+        """The crawl's seeds so far and ``seeds``, in order, once each."""
+        return list(dict.fromkeys([*json.loads(store.get_meta("seeds") or "[]"), *seeds]))
+
+    @staticmethod
+    def _record_seeds(store: Store, merged: Sequence[str]) -> None:
+        if list(merged) != json.loads(store.get_meta("seeds") or "[]"):
+            store.set_meta("seeds", json.dumps(list(merged)))
+
+    def _scope(self, store: Store, seeds: Sequence[str]) -> CrawlScope:
         s = self.settings
-        return CrawlScope(s.scope, tuple(merged), s.max_depth, frozenset(store.scope_hosts()), s.include, s.exclude)
+        return CrawlScope(s.scope, tuple(seeds), s.max_depth, frozenset(store.scope_hosts()), s.include, s.exclude)
+
+    @staticmethod
+    def _check(settings: Settings, seeds: Sequence[str], *, fleet_worker: bool) -> None:
+        """Refuse a crawl that must not run: nothing to crawl, a bad user agent, a public host
+        and no contact. Reads only: a refused crawl writes nothing."""
+        if not seeds and not fleet_worker:
+            raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
+        check_user_agent(settings)
+        check_contact(settings, seeds)
+
+    @staticmethod
+    def _forget_refused_seeds(store: Store, merged: list[str], given: Sequence[str]) -> list[str]:
+        """Drop the stored seeds an older version recorded for a crawl it then refused: public,
+        never queued, in a store whose settings hold no contact (no crawl with one ever ran on it,
+        so a public seed there was refused). They refused every later crawl of the store (the
+        contact check judges the crawl's seeds), or, given a contact, were crawled by it unasked;
+        ``status`` showed nothing queued. A seed given again now is kept, and judged."""
+        keep = []
+        for url in merged:
+            if url in given or is_loopback_host(urlsplit(url).hostname):
+                keep.append(url)
+            elif store.url_evidence(url, host_key(url)).frontier is not None:
+                keep.append(url)
+            else:
+                log.warning(
+                    "forgetting seed %s: an earlier crawl was refused for it (no --contact) and never "
+                    "queued it; give it again with --contact to crawl it",
+                    url,
+                )
+        return keep
 
     @staticmethod
     def dead_workers(store: Store) -> list[str]:

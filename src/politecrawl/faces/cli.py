@@ -1,7 +1,8 @@
 """The ``politecrawl`` command: crawl, search, status, index, demo.
 
-Errors the user can fix (bad seed, bad --db, bad config) are one line on
-stderr and exit status 2 — never a traceback.
+Errors the user can fix (bad seed, bad --db, bad config, an unknown option or a missing
+argument) are one line ``politecrawl: error: …`` on stderr and exit status 2 — never a
+traceback, never click's three-line usage block.
 
 The group is here; its commands are in ``cli_crawl`` (crawl, worker, index), ``cli_reports``
 (status, why, audit, export, check) and ``cli_search`` (search, serve, bot-page, demo), and what
@@ -11,6 +12,7 @@ they share (settings from the flags, ``--db``, the one-line error) in ``cli_opti
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import click
@@ -37,6 +39,24 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except PolitecrawlError as exc:
             _fail(str(exc))
+
+
+def _sentence(message: str) -> str:
+    """Click's message as the rest of the one line: no capital to start, no full stop to end."""
+    message = " ".join(message.split()).rstrip(".").replace(". Did you mean", "; did you mean")
+    if len(message) > 1 and message[0].isupper() and message[1].islower():
+        message = message[0].lower() + message[1:]
+    return message
+
+
+def _usage_line(exc: click.UsageError, argv: list[str]) -> str:
+    """A usage error in one line, with where to look: ``no such option: --max-tim (see
+    'politecrawl crawl --help')``."""
+    if exc.ctx is not None:
+        where = exc.ctx.command_path
+    else:  # click names no context for some errors (an option's missing value): the command given
+        where = " ".join(["politecrawl", *[a for a in argv if a in cli.commands][:1]])
+    return f"{_sentence(exc.format_message())} (see '{where} --help')"
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -87,10 +107,24 @@ for _command in (crawl, worker, search, status, why, audit, export, check, index
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The ``politecrawl`` command: click's usage errors too are one line ``politecrawl: error: …``
+    with exit status 2 (not its three-line usage block), and Ctrl-C outside a crawl is exit
+    status 130 without a traceback (a crawl handles its own: ``cli_crawl``)."""
     try:
-        cli.main(args=argv, prog_name="politecrawl", standalone_mode=True)
+        code = cli.main(args=argv, prog_name="politecrawl", standalone_mode=False)
     except PolitecrawlError as exc:  # raised outside a command's invoke
         _fail(str(exc))
+    except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'politecrawl': the help, as before
+            exc.show()
+            sys.exit(2)
+        _fail(_usage_line(exc, sys.argv[1:] if argv is None else argv))
+    except click.ClickException as exc:
+        _fail(_sentence(exc.format_message()))
+    except (click.Abort, KeyboardInterrupt):  # Ctrl-C (click turns most KeyboardInterrupts into Abort)
+        sys.exit(130)
+    # --help, --version, or a command that ran: click returns its status (or None).
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

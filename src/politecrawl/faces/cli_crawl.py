@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import time
@@ -14,8 +15,16 @@ from .cli_options import _d, _explicit, _fail, _settings, db_option, verbose_opt
 __all__ = ["crawl", "worker", "index_cmd"]
 
 
-def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
-    """Run a crawl with its progress display; Ctrl-C / SIGTERM finish the requests in flight, then stop."""
+def _signal_exit(signum: int) -> int:
+    """The exit status of a crawl stopped by a signal: 128 + its number, as a shell reports a
+    process the signal ended (130 for Ctrl-C, 143 for SIGTERM), so a script can tell a stopped
+    crawl from one that ran out of work (0) — after the crawl has recorded what it did."""
+    return 128 + signum
+
+
+def _run_with_progress(crawler, seeds, *, quiet: bool, received: list[int] | None = None, **run_kwargs: Any):
+    """Run a crawl with its progress display; Ctrl-C / SIGTERM finish the requests in flight, then
+    stop (the signals received are appended to ``received``)."""
     from politecrawl.crawl.gc_policy import tune_gc
 
     from .progress import Progress
@@ -24,6 +33,8 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     progress = Progress(enabled=not quiet, max_pages=s.max_pages, max_time=s.max_time)
 
     def on_signal(signum, _frame) -> None:
+        if received is not None:
+            received.append(signum)
         progress.note(f"received {signal.Signals(signum).name}: stopping (requests in flight get 3 s)…")
         crawler.request_stop()
 
@@ -31,9 +42,43 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
     signal.signal(signal.SIGTERM, on_signal)
     tune_gc()  # this process indexes while the crawl runs: see crawl.gc_policy
     with progress:
+        # "crawl started" once the crawl is judged: a refused crawl prints only why (on_start).
         if progress.interval is None:  # -q: no figures to count
-            return crawler.run(seeds, **run_kwargs)
-        return crawler.run(seeds, on_progress=progress.update, progress_every=progress.interval, **run_kwargs)
+            return crawler.run(seeds, on_start=progress.start, **run_kwargs)
+        return crawler.run(
+            seeds,
+            on_progress=progress.update,
+            progress_every=progress.interval,
+            on_start=progress.start,
+            **run_kwargs,
+        )
+
+
+def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
+    """``--max-time 5 minutes``: the shell made two arguments of it, and 'minutes' became a seed.
+    Say what was meant instead of calling 'minutes' an invalid seed URL."""
+    from politecrawl.config import parse_duration
+
+    # The duration options given a bare number: the unit word that followed went to the seeds.
+    bare = [
+        (name, flags[name])
+        for name in ("max_time", "recrawl_after")
+        if re.fullmatch(r"\d+(\.\d*)?|\.\d+", str(flags.get(name)).strip())
+    ]
+    for seed in seeds if bare else ():
+        word = seed.strip()
+        if not word.isalpha():
+            continue
+        try:
+            parse_duration("1" + word)
+        except ValueError:
+            continue
+        name, value = bare[-1]
+        flag = "--" + name.replace("_", "-")
+        _fail(
+            f"{flag} takes one value such as 5m, 90s or 300: write {flag} {value}{word[0].lower()} "
+            f"or {flag} '{value} {word}' (in quotes), not {value} {word}"
+        )
 
 
 # --------------------------------------------------------------------------- crawl
@@ -42,7 +87,12 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 @db_option
 @verbose_option
 @click.option("--max-pages", type=int, default=None, help=f"Stop after N page requests. {_d('max_pages')}")
-@click.option("--max-time", default=None, help=f"Stop after DURATION (seconds, or 30m, 2h, 1h30m). {_d('max_time')}")
+@click.option(
+    "--max-time",
+    default=None,
+    metavar="DURATION",
+    help=f"Stop after DURATION: seconds, or one word such as 90s, 5m, 5min, 2h, 1h30m. {_d('max_time')}",
+)
 @click.option("--workers", type=int, default=None, help=f"Worker processes. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
 @click.option(
@@ -108,6 +158,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, **run_kwargs: Any):
 @click.option(
     "--recrawl-after",
     default=None,
+    metavar="DURATION",
     help="Make fetched pages due again after DURATION (90, 30m, 6h, 1d); the interval then adapts to "
     "how often each page changes. [default: never]",
 )
@@ -141,29 +192,40 @@ def crawl(
 
     Without seeds, resumes the crawl in --db where it stopped. Ends when nothing
     is left, at --max-pages / --max-time, or on Ctrl-C / SIGTERM, within 5 s
-    (requests in flight get 3 s, the rest are queued again). Exit status 3 if a
-    worker process died.
+    (requests in flight get 3 s, the rest are queued again). A crawl refused
+    (bad input, no --contact for a public host) writes nothing.
+
+    \b
+    Exit status: 0 done or at a limit, 2 bad input or a store that failed,
+    3 a worker process died, 130 Ctrl-C (SIGINT), 143 SIGTERM.
     """
     from politecrawl.crawl.crawler import Crawler
     from politecrawl.policy.scope import prepare_seeds
 
+    from .words import human_duration, plural
+
+    _duration_words(seeds, flags)
+    # Everything is judged before the store is opened or created: a refused crawl writes nothing.
     settings = _settings(ctx, **flags)
     if seeds_file is not None:
         seeds = (*seeds, *_read_seeds(seeds_file))
     prepare_seeds(seeds)  # a bad seed is the only line printed
     if continuous and settings.recrawl_after is None:
         _fail("--continuous revisits pages as they come due: give --recrawl-after DURATION too (e.g. 1d)")
+    received: list[int] = []
     report = _run_with_progress(
-        Crawler(settings), seeds, quiet=quiet, explicit=_explicit(ctx, flags), continuous=continuous
+        Crawler(settings), seeds, quiet=quiet, received=received, explicit=_explicit(ctx, flags), continuous=continuous
     )
     s = report.status
     click.echo(
-        f"crawl {report.stopped_by}: {report.requests} requests in {report.seconds:.1f}s "
-        f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {s.pages_fetched} pages fetched, "
+        f"crawl {report.stopped_by}: {plural(report.requests, 'request')} in {human_duration(report.seconds)} "
+        f"({report.requests / max(report.seconds, 1e-9):.1f}/s); store: {plural(s.pages_fetched, 'page')} fetched, "
         f"{s.queued} queued, {s.failed} failed, {s.disallowed} disallowed, {report.indexed or 0} indexed",
         err=quiet,
     )
     _report_ending(report, settings, quiet=quiet)
+    if received:
+        sys.exit(_signal_exit(received[0]))
 
 
 def _read_seeds(fh: Any) -> list[str]:
@@ -193,17 +255,24 @@ def _read_seeds(fh: Any) -> list[str]:
 def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
     """What the last line of a crawl leaves out: pages not indexed yet, paused hosts, and
     workers that died (exit 3)."""
+    from politecrawl.store import shown_store
+
+    from .words import human_duration, plural
+
+    db = shown_store(settings.db)  # in a hint the user copies: never the password
     if report.unindexed:
         click.echo(
-            f"{report.unindexed} pages are not indexed yet: 'politecrawl index --db {settings.db}' "
-            "(or the next crawl) indexes them",
+            f"{plural(report.unindexed, 'page is', 'pages are')} not indexed yet: "
+            f"'politecrawl index --db {db}' (or the next crawl) indexes " + ("it" if report.unindexed == 1 else "them"),
             err=quiet,
         )
     if report.paused_hosts:
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
+        due_in = human_duration((report.paused_until or time.time()) - time.time())
         click.echo(
-            f"{report.paused_hosts} hosts with URLs left are paused (parked after errors, or low yield); "
-            f"the first is due again at {when}: run 'politecrawl crawl --db {settings.db}' then "
+            f"{plural(report.paused_hosts, 'host with URLs left is', 'hosts with URLs left are')} paused "
+            f"(parked after errors, or low yield); the first is due again at {when} (in {due_in}): "
+            f"run 'politecrawl crawl --db {db}' then "
             "('politecrawl status' lists them)",
             err=quiet,
         )
@@ -213,13 +282,13 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
         _fail(
             report.worker_errors[0]
             + (f" (and {more} more worker{'s' if more > 1 else ''})" if more else "")
-            + f"; the store keeps what was recorded: resume with 'politecrawl crawl --db {settings.db}'"
+            + f"; the store keeps what was recorded: resume with 'politecrawl crawl --db {db}'"
         )
     if report.failed_workers:
         click.echo(
             f"politecrawl: error: {report.failed_workers} of {settings.workers} worker processes did not "
             f"exit cleanly (killed or crashed); the store keeps everything: resume with "
-            f"'politecrawl crawl --db {settings.db}'",
+            f"'politecrawl crawl --db {db}'",
             err=True,
         )
         sys.exit(3)
@@ -231,7 +300,12 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
 @verbose_option
 @click.option("--workers", type=int, default=None, help=f"Worker processes on this machine. {_d('workers')}")
 @click.option("--concurrency", type=int, default=None, help=f"Hosts in flight per worker. {_d('concurrency')}")
-@click.option("--max-time", default=None, help="Stop after DURATION (seconds, or 30m, 2h). [default: until stopped]")
+@click.option(
+    "--max-time",
+    default=None,
+    metavar="DURATION",
+    help="Stop after DURATION (seconds, or 90s, 5m, 2h, 1h30m). [default: until stopped]",
+)
 @click.option(
     "--min-delay", type=float, default=None, help="Must agree with the crawl's stored value (or leave it out)."
 )
@@ -255,14 +329,22 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     """
     from politecrawl.crawl.crawler import Crawler
 
+    from .words import human_duration, plural
+
     settings = _settings(ctx, **flags)
-    report = _run_with_progress(Crawler(settings), (), quiet=quiet, explicit=_explicit(ctx, flags), fleet_worker=True)
+    received: list[int] = []
+    report = _run_with_progress(
+        Crawler(settings), (), quiet=quiet, received=received, explicit=_explicit(ctx, flags), fleet_worker=True
+    )
     click.echo(
-        f"worker {report.stopped_by}: {report.requests} requests by the fleet in {report.seconds:.1f}s "
-        f"while this worker ran; this machine made {report.pages_fetched} page requests",
+        f"worker {report.stopped_by}: {plural(report.requests, 'request')} by the fleet in "
+        f"{human_duration(report.seconds)} while this worker ran; this machine made "
+        f"{plural(report.pages_fetched, 'page request')}",
         err=quiet,
     )
     _report_ending(report, settings, quiet=quiet)
+    if received:
+        sys.exit(_signal_exit(received[0]))
 
 
 # --------------------------------------------------------------------------- index
@@ -288,6 +370,8 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
     from politecrawl.crawl.indexing import index_dir_for, rebuild_index, update_index
     from politecrawl.store import open_store
 
+    from .words import plural
+
     settings = _settings(ctx, **flags)
     index_dir = index_dir_for(settings)
     store = open_store(settings.db, create=False)
@@ -297,7 +381,7 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
     try:
         # One-shot: an index that cannot be written is an error here (exit 2), not a warning.
         n = rebuild_index(store, index_dir) if rebuild else update_index(store, index_dir, strict=True)
-        click.echo(f"indexed: {n} changed pages looked at ({index_dir})")
+        click.echo(f"indexed: {plural(n, 'changed page')} looked at ({index_dir})")
         while follow and not stop:
             try:
                 time.sleep(every)
@@ -306,6 +390,6 @@ def index_cmd(ctx: click.Context, rebuild: bool, follow: bool, every: float, **f
             # No compaction while following: it would rewrite the newest segments every few seconds.
             n = update_index(store, index_dir, compact=False)
             if n:
-                click.echo(f"{time.strftime('%H:%M:%S')} indexed: {n} changed pages")
+                click.echo(f"{time.strftime('%H:%M:%S')} indexed: {plural(n, 'changed page')}")
     finally:
         store.close()

@@ -15,6 +15,7 @@ from politecrawl.config import apply_stored_settings
 
 from .cli_options import _fail, _settings, db_option
 from .safe_text import json_text, lines_for_terminal
+from .words import human_duration, plural
 
 if TYPE_CHECKING:  # the store package is imported by the commands that use it
     from politecrawl.store import Store
@@ -88,7 +89,7 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, show_rules: bool
         for h in host_list:
             why = "in flight" if h["lease_owner"] else (h["wait_reason"] or "-")
             click.echo(
-                f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {h['waits_s']:8}s  "
+                f"  {h['host']:40} pending {h['pending']:6}  {why:18} waits {human_duration(h['waits_s']):>10}  "
                 f"fetched {h['pages_fetched']}" + (f"  last error: {h['last_error']}" if h["last_error"] else "")
             )
             if h["url_pattern_counts"]:
@@ -217,12 +218,14 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
                 f"{fmt(h['min_delay_in_force_s']):>7} {h['max_open']:5} {h['violations']:10}"
             )
         click.echo(
-            f"\n{data['requests']} requests to {data['hosts']} hosts: {data['short_gaps']} gaps under the delay, "
+            f"\n{plural(data['requests'], 'request')} to {plural(data['hosts'], 'host')}: "
+            f"{plural(data['short_gaps'], 'gap')} under the delay, "
             f"at most {data['max_open_per_host']} open per host, {data['requests_in_retry_after_window']} inside a "
             f"Retry-After window, {data['requests_to_disallowed_paths']} to disallowed paths, "
             f"{data['requests_before_robots_txt']} before robots.txt"
         )
-        click.echo("audit: " + ("PASS" if report.violations == 0 else f"FAIL ({report.violations} violations)"))
+        verdict = "PASS" if report.violations == 0 else f"FAIL ({plural(report.violations, 'violation')})"
+        click.echo(f"audit: {verdict}")
     sys.exit(1 if report.violations else 0)
 
 
@@ -297,7 +300,8 @@ def export(ctx: click.Context, fmt: str, output: str | None, since: str | None, 
     else:
         report = export_pages(settings.db, sys.stdout, fmt=fmt, since=after)
         sys.stdout.flush()
-    click.echo(f"exported {report.lines} pages ({report.format})" + (f" to {output}" if output else ""), err=True)
+    where = f" to {output}" if output else ""
+    click.echo(f"exported {plural(report.lines, 'page')} ({report.format}){where}", err=True)
 
 
 # --------------------------------------------------------------------------- check

@@ -15,6 +15,7 @@ from politecrawl.index import Searcher
 from .progress import Progress
 from .sandbox import Sandbox
 from .sandbox_sites import demo_hosts
+from .words import human_duration, plural
 
 __all__ = ["run_demo"]
 
@@ -29,11 +30,12 @@ def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost t
             {"db": db_path, "min_delay": 0.25, "workers": 2, "max_time": 55, "scope": "any", "max_depth": 5}
         )
         with Progress(enabled=True, max_time=settings.max_time) as progress:
-            report = Crawler(settings).run([hosts[0].url("/")], on_progress=progress.update)
+            report = Crawler(settings).run([hosts[0].url("/")], on_progress=progress.update, on_start=progress.start)
         s = report.status
         click.echo(
-            f"\ncrawled {s.pages_fetched} pages from {s.hosts} hosts with {report.requests} requests "
-            f"in {report.seconds:.1f}s; {s.disallowed} disallowed by robots.txt, {report.indexed or 0} indexed"
+            f"\ncrawled {plural(s.pages_fetched, 'page')} from {plural(s.hosts, 'host')} with "
+            f"{plural(report.requests, 'request')} in {human_duration(report.seconds)}; {s.disallowed} "
+            f"disallowed by robots.txt, {report.indexed or 0} indexed"
         )
         private = [r for r in sandbox.log if r.path.startswith("/private/")]
         click.echo(f"requests to disallowed paths seen by the servers: {len(private)}")

@@ -12,6 +12,8 @@ from rich.text import Text
 
 from politecrawl.store import CrawlStatus
 
+from .words import human_duration, plural
+
 if TYPE_CHECKING:
     from politecrawl.crawl.crawler import CrawlProgress
 
@@ -29,11 +31,11 @@ def format_status(s: CrawlStatus, *, elapsed: float = 0.0, run_requests: int = 0
     rate = run_requests / elapsed if elapsed > 0 else 0.0
     errors = s.failed + s.status_codes.get("no-answer", 0)
     return (
-        f"{s.pages_fetched} pages · {rate:.1f} req/s · queue {s.queued} · "
+        f"{plural(s.pages_fetched, 'page')} · {rate:.1f} req/s · queue {s.queued} · "
         f"hosts {s.hosts_active} active / {s.hosts_waiting} waiting / {s.hosts_parked} parked · "
         f"errors {errors} · disallowed {s.disallowed} · indexed {'-' if indexed is None else indexed} · "
         + (f"loop lag p99 {s.loop_lag['p99_ms']:.0f} ms · " if s.loop_lag else "")
-        + f"{elapsed:.0f}s"
+        + human_duration(elapsed)
     )
 
 
@@ -48,21 +50,26 @@ class Progress:
     ) -> None:
         self.enabled = enabled
         self.stream = stream or sys.stderr
-        self.limits = ", ".join(
-            x for x in (f"max {max_pages} pages" if max_pages else "", f"max {max_time:g}s" if max_time else "") if x
+        limits = (
+            f"max {plural(max_pages, 'page')}" if max_pages else "",
+            f"max {human_duration(max_time)}" if max_time else "",
         )
+        self.limits = ", ".join(x for x in limits if x)
         self.tty = self.stream.isatty()
         self._live: Live | None = None
         self._last_log = 0.0
         self._console = Console(file=self.stream, highlight=False)
 
     def __enter__(self) -> "Progress":
-        if self.enabled and self.tty:
+        return self
+
+    def start(self) -> None:
+        """The crawl was judged and runs: say so (a refused crawl never started, and says only why)."""
+        if self.enabled and self.tty and self._live is None:
             self._live = Live(Text("starting workers…"), console=self._console, refresh_per_second=4, transient=False)
             self._live.__enter__()
-        elif self.enabled:
+        elif self.enabled and not self.tty:
             self._print("crawl started" + (f" ({self.limits})" if self.limits else ""))
-        return self
 
     def __exit__(self, *exc) -> None:
         if self._live is not None:

@@ -21,6 +21,8 @@ from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots import explain as explain_robots
 from politecrawl.policy.traps import trap_reason
 
+from .words import human_duration
+
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.config import Settings
     from politecrawl.policy.scope import CrawlScope
@@ -36,7 +38,7 @@ def _when(t: float | None, now: float) -> str | None:
     delta = t - now
     if abs(delta) < 1:
         return f"{stamp} (now)"
-    return f"{stamp} (in {delta:.0f} s)" if delta > 0 else f"{stamp} ({-delta:.0f} s ago)"
+    return f"{stamp} (in {human_duration(delta)})" if delta > 0 else f"{stamp} ({human_duration(-delta)} ago)"
 
 
 def explain(

@@ -115,6 +115,16 @@ def _apply_steps(db: sqlite3.Connection, version: int, target: int = SCHEMA_VERS
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
 
 
+def _unopenable(path: Path, msg: str, read_only: bool) -> str:
+    """Why SQLite could not open or write the store, in words: its 'unable to open database
+    file' names neither the folder nor the cause."""
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # even to read, SQLite makes the -shm file of a WAL store
+        return f"folder {path.parent} is not writable (SQLite keeps its -wal and -shm files beside the store)"
+    if not read_only and path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        return "the file is not writable"
+    return msg
+
+
 class SQLiteStore(Revisits, WalUpkeep):
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
@@ -132,6 +142,8 @@ class SQLiteStore(Revisits, WalUpkeep):
                 raise StoreError(f"no store at {self.path} (run 'politecrawl crawl SEED' first)")
             if not p.parent.exists():
                 raise StoreError(f"cannot create store {self.path}: folder {p.parent} does not exist")
+            if not os.access(p.parent, os.W_OK | os.X_OK):
+                raise StoreError(f"cannot create store {self.path}: folder {p.parent} is not writable")
         self._lock = threading.RLock()
         try:
             self._db = connect(self.path, read_only)
@@ -142,7 +154,7 @@ class SQLiteStore(Revisits, WalUpkeep):
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
                 raise NotAStoreError(f"{self.path} is not a politecrawl store (not an SQLite database)") from exc
-            raise StoreError(f"cannot open store {self.path}: {msg}") from exc
+            raise StoreError(f"cannot open store {self.path}: {_unopenable(p, msg, read_only)}") from exc
 
     # -- setup -------------------------------------------------------------------
     def _check_or_create(self, create: bool, read_only: bool = False) -> None:
