@@ -19,6 +19,7 @@ Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
 import ssl
@@ -87,6 +88,9 @@ class FetchResult:
     error: str | None = None
     #: the connection could not be made (DNS, refused, connect timeout): a host-level failure
     unreachable: bool = False
+    #: … and why, in the words of ``policy.politeness.SetupFailure``: "tls-untrusted",
+    #: "name-unresolved", "refused" or "unreachable"
+    connect_failure: str | None = None
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
     #: the body was not read: its content type (from the headers) is not one the caller wants …
@@ -140,6 +144,16 @@ class FetchResult:
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip('"').lower()
         return None
+
+
+def _connect_failure(exc: Exception) -> str:
+    """Why a connection could not be made, as ``FetchResult.connect_failure`` says it."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "name-unresolved"
+    os_error = getattr(exc, "os_error", None)
+    if isinstance(os_error, ConnectionRefusedError) or getattr(os_error, "errno", None) == errno.ECONNREFUSED:
+        return "refused"
+    return "unreachable"
 
 
 def _proxy_configured() -> bool:
@@ -427,13 +441,13 @@ class Fetcher:
             # The host's certificate is not trusted: one clear reason (it shows in status --hosts).
             result.error = f"TLS certificate not trusted: {exc.certificate_error}"[:200]
             result.status = None
-            result.unreachable = True
+            result.unreachable, result.connect_failure = True, "tls-untrusted"
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
             # failure, not one URL's.
             result.error = f"cannot connect: {type(exc).__name__}: {exc}"[:200]
             result.status = None
-            result.unreachable = True
+            result.unreachable, result.connect_failure = True, _connect_failure(exc)
         except asyncio.TimeoutError:
             result.error = "timeout"
             result.status = None
