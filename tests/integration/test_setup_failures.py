@@ -258,6 +258,9 @@ def test_a_server_that_comes_up_late_is_crawled_within_the_same_run(tmp_path):
     # It answered since: no set-up line is left.
     status = run_cli("status", "--db", db)
     assert "not reached" not in status.stdout and "connection refused" not in err, (status.stdout, err)
+    # And every gap held what the host was owed, as the audit recomputes it from the fetch log.
+    proof = run_cli("audit", "--db", db)
+    assert proof.returncode == 0, proof.stdout[-2000:]
 
 
 def test_a_host_that_answered_then_failed_stays_parked_until_retry_parked(sandbox_factory, tmp_path):

@@ -143,6 +143,16 @@ P = DelayPolicy(
         # a never-answered host that did answer (a 503), or failed otherwise (a timeout): as before
         (HostHistory(answered=False, failures=4), Observation(ended_at=100, status=503), 21600.0, "parked", 5),
         (HostHistory(answered=False, failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
+        # its first answer forgets the tries of the set-up (it is not a server recovering) …
+        (
+            HostHistory(answered=False, failures=7, setup_failure=REFUSED),
+            Observation(ended_at=100, status=200),
+            1.0,
+            "min-delay",
+            0,
+        ),
+        # … but not failures of a host that did not answer otherwise (timeouts): it recovers
+        (HostHistory(answered=False, failures=3), Observation(ended_at=100, status=200), 4.0, "backoff", 2),
         # 4xx other than 429 is an answer, not a failure
         (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
     ],
@@ -222,3 +232,35 @@ def test_bad_per_host_settings_are_one_clear_error(tmp_path, toml, needle):
     (tmp_path / "politecrawl.toml").write_text(toml)
     with pytest.raises(ConfigError, match=needle):
         load_settings({}, env={}, cwd=tmp_path)
+
+
+def _log(rows):
+    return [
+        {
+            "id": i,
+            "host": "http://h.test",
+            "url": f"http://h.test/{u}",
+            "kind": k,
+            "started_at": t,
+            "ended_at": t + 0.01,
+            "status": st,
+            "error": err,
+            "response_seconds": 0.01,
+            "retry_after": None,
+            "loop_lag": 0.0,
+        }
+        for i, (k, u, t, st, err) in enumerate(rows)
+    ]
+
+
+@pytest.mark.parametrize("error, short", [("cannot connect: ClientConnectorError: refused", False), ("timeout", True)])
+def test_the_audit_owes_a_host_never_reached_its_min_delay_and_forgets_the_set_up_at_its_first_answer(error, short):
+    """Tries 1 s apart, then (the CA bundle changed) one at once, then pages at the min delay: owed
+    no more to a host never reached. The same gaps after timeouts (a server that took the
+    connections and did not answer) are short of its backoff: the control."""
+    from politecrawl.policy.audit import audit
+
+    rows = [("robots", "robots.txt", t, None, error) for t in (0.0, 1.1, 3.2, 4.3)]
+    rows += [("robots", "robots.txt", 5.4, 404, None), ("page", "", 6.5, 200, None), ("page", "a", 7.6, 200, None)]
+    report = audit(_log(rows), [], "politecrawl", policy=P)
+    assert bool(report.hosts[0].short_gaps) == short, report.hosts[0].short_gaps

@@ -36,6 +36,7 @@ __all__ = [
     "CrawlReport",
     "Crawler",
     "reconcile_fleet_settings",
+    "retry_unreached",
     "setup_fingerprint",
 ]
 

@@ -112,6 +112,10 @@ EMPTY_ROUND_WAIT_MIN = 0.002
 EMPTY_ROUND_WAIT_MAX = 0.05
 
 
+#: The stored set-up failures this version knows (another version's are ignored).
+_SETUP_VALUES = frozenset(SetupFailure)
+
+
 def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
     """Whether a failed request is the host's failure (it may park the host) or one URL's.
 
@@ -477,6 +481,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             response_time=claim.response_time,
             failures=claim.failures,
             answered=claim.answered,
+            setup_failure=SetupFailure(claim.setup_failure) if claim.setup_failure in _SETUP_VALUES else None,
         )
 
     def _decide(

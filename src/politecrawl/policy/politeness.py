@@ -166,8 +166,11 @@ class HostHistory:
     crawl_delay: float | None = None
     response_time: float | None = None
     failures: int = 0
-    #: It has answered (any HTTP status) at least once in this store.
+    #: It has answered (any HTTP status) at least once in this store …
     answered: bool = True
+    #: … or not, and its latest failure was a connection that could not be made: ``failures``
+    #: then counts tries of the crawl's set-up, which its first answer forgets.
+    setup_failure: SetupFailure | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,7 +246,10 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     if answered and obs.response_seconds is not None:
         response_time = smooth_response_time(history.response_time, max(0.0, obs.response_seconds))
     failed = obs.status is None or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
-    failures = history.failures + 1 if failed else max(0, history.failures - 1)
+    prior = history.failures
+    if answered and not history.answered and history.setup_failure is not None:
+        prior = 0  # its first answer: the failures so far were the set-up's, not the server's
+    failures = prior + 1 if failed else max(0, prior - 1)
     base, reason = _base_delay(history, response_time, policy)
     delay = base
 

@@ -165,6 +165,8 @@ class Claim:
     #: The host has answered a request (any HTTP status) in this store: a connection that cannot
     #: be made is then its failure, not the crawl's set-up (``policy.politeness.SetupFailure``).
     answered: bool = True
+    #: Why it was not reached, while it never answered (``hosts.setup_failure``).
+    setup_failure: str | None = None
 
     @property
     def fetch_url(self) -> str | None:
