@@ -1058,9 +1058,16 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_pages(store_factor
     assert store.anchor_mark() == 0 and store.anchor_texts([f"{A}/0"]) == {}
 
 
+#: Statements that turn a store back into what schema 8 wrote: no record of which hosts answered.
+_SETUP_UNDONE = (
+    "ALTER TABLE hosts DROP COLUMN answered_at",
+    "ALTER TABLE hosts DROP COLUMN setup_failure",
+)
+
 #: Statements that turn a store back into what SQLite's schema 6, PostgreSQL's 7 wrote: the
 #: index's marks in the page rows.
 _MARKS_UNDONE = (
+    *_SETUP_UNDONE,
     "UPDATE pages SET indexed_at = (SELECT m.indexed_at FROM page_marks m WHERE m.url_id = pages.url_id),"
     " indexed_anchors = COALESCE((SELECT m.anchors FROM page_marks m WHERE m.url_id = pages.url_id), 0)",
     "DROP INDEX pages_duplicates",
@@ -1153,6 +1160,21 @@ def test_a_store_with_the_marks_in_its_page_rows_keeps_them_when_upgraded(store_
     before = store.anchor_mark()
     _release_with_anchors(store, c2, T + 2, [(f"{A}/0", "three"), (f"{A}/0", "four")])
     assert [p.url for p in store.pages_with_new_anchors(before, store.anchor_mark(), 0, 100)] == [f"{A}/0"]
+
+
+def test_a_version_8_store_is_upgraded_and_knows_which_hosts_answered(store_factory):
+    """A host that answered before the upgrade (its robots.txt read, pages fetched) is not taken
+    for one never reached: a connection it then refuses is its failure (backoff, parking)."""
+    store = store_factory()
+    _fetch_pages(store, 2)
+    store.seed_urls([NewURL("http://never.test/", "http://never.test", 0)], T)
+    store.close()
+    store_factory.run(*_SETUP_UNDONE, "UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = store_factory()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
+    answered = store_factory.peek("SELECT host, answered_at IS NOT NULL FROM hosts ORDER BY host")
+    assert answered == [(A, True), ("http://never.test", False)]
+    assert all(h.setup_failure is None for h in store.hosts())
 
 
 def test_a_store_opened_read_only_is_neither_upgraded_nor_written(store_factory):
@@ -1544,3 +1566,70 @@ def test_a_store_kept_up_while_its_workers_defer_goes_on_claiming_and_releasing(
         assert c is not None and c.url == f"{A}/"
         store.release(c, page_outcome(c, T + 11, next_at=T + 12), T + 11)
     assert host_row(store, A).next_allowed_at == T + 12
+
+
+# -- hosts never reached ------------------------------------------------------------------
+
+
+def _not_reached(store, now: float, *, until: float, reason: str = "needs-fix") -> Claim:
+    """Claim the host with work and release it as a connection that could not be made."""
+    c = store.claim("w1", now, LEASE)
+    assert c is not None and c.kind == "robots", c
+    fetch = FetchLogEntry(f"{c.host}/robots.txt", "robots", now, now + 0.1, None, error="cannot connect")
+    outcome = Outcome(
+        next_allowed_at=until,
+        wait_reason=reason,
+        failures=7,
+        setup_failure="refused",
+        host_error="refused",
+        fetch=fetch,
+    )
+    store.release(c, outcome, now + 0.1)
+    return c
+
+
+def test_a_host_is_known_as_answered_from_its_first_answer_and_never_reached_until_then(store):
+    store.seed_urls([url(B, "/")], T)
+    first = _not_reached(store, T, until=T + 60)
+    assert first.answered is False
+    assert store.status(T + 1).unreached == {B: "refused"}
+    assert host_row(store, B).setup_failure == "refused"
+    # It waits for a fix: the run does not wait for it (as for a parked host) …
+    assert store.wake_time(T + 1, 1.0) is None
+    # … and a changed set-up (or --retry-parked) makes it due now, its failures forgotten.
+    assert store.retry_hosts(T + 2, 1.0, parked=False) == 1
+    again = store.claim("w1", T + 2, LEASE)
+    assert again is not None and again.failures == 0 and again.answered is False
+    store.release(
+        again,
+        Outcome(
+            next_allowed_at=T + 3,
+            wait_reason="min-delay",
+            failures=0,
+            robots=fresh_robots(T + 2),
+            fetch=FetchLogEntry(f"{B}/robots.txt", "robots", T + 2, T + 2.1, 404),
+        ),
+        T + 2.1,
+    )
+    assert store.status(T + 3).unreached == {} and host_row(store, B).setup_failure is None
+    page = store.claim("w1", T + 3, LEASE)
+    assert page is not None and page.answered is True
+
+
+def test_retry_hosts_takes_parked_hosts_only_when_asked_and_keeps_their_failures(store):
+    _claims(store, 2)  # A answered (its robots.txt)
+    c = store.claim("w1", T + 1, LEASE)
+    parked = Outcome(
+        next_allowed_at=T + 1 + 21_600,
+        delay=21_600,
+        wait_reason="parked",
+        failures=5,
+        fetch=FetchLogEntry(c.url, "page", T + 1, T + 1.1, 503),
+        url_state="queued",
+    )
+    store.release(c, parked, T + 1.1)
+    assert store.retry_hosts(T + 2, 1.0, parked=False) == 0  # answered: not a set-up failure
+    assert store.claim("w1", T + 2, LEASE) is None
+    assert store.retry_hosts(T + 2, 1.0, parked=True) == 1
+    again = store.claim("w1", T + 2.2, LEASE)
+    assert again is not None and again.failures == 5  # one more failure parks it again

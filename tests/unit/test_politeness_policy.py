@@ -6,7 +6,16 @@ import email.utils
 
 import pytest
 
-from politecrawl.policy.politeness import DelayPolicy, HostHistory, Observation, decide, parse_retry_after
+from politecrawl.policy.politeness import (
+    DelayPolicy,
+    HostHistory,
+    Observation,
+    SetupFailure,
+    decide,
+    parse_retry_after,
+)
+
+REFUSED, DNS, TLS = SetupFailure.REFUSED, SetupFailure.NAME_UNRESOLVED, SetupFailure.TLS_UNTRUSTED
 
 P = DelayPolicy(
     min_delay=1.0,
@@ -69,6 +78,81 @@ P = DelayPolicy(
         (HostHistory(failures=3), Observation(ended_at=100, status=200, response_seconds=0.01), 4.0, "backoff", 2),
         (HostHistory(failures=1), Observation(ended_at=100, status=200, response_seconds=0.01), 1.0, "min-delay", 0),
         (HostHistory(crawl_delay=10, failures=2), Observation(ended_at=100, status=200), 20.0, "backoff", 1),
+        # a host that never answered and cannot be reached: most often the crawl's set-up; tried
+        # again within seconds (1 s doubling, at most a minute), never parked for hours …
+        (
+            HostHistory(answered=False),
+            Observation(ended_at=100, status=None, connect_failure=REFUSED),
+            1.0,
+            "not-reached",
+            1,
+        ),
+        (
+            HostHistory(answered=False, failures=3),
+            Observation(ended_at=100, status=None, connect_failure=REFUSED),
+            8.0,
+            "not-reached",
+            4,
+        ),
+        (
+            HostHistory(answered=False, failures=4),
+            Observation(ended_at=100, status=None, connect_failure=DNS),
+            16.0,
+            "not-reached",
+            5,
+        ),
+        (
+            HostHistory(answered=False, crawl_delay=30, failures=1),
+            Observation(ended_at=100, status=None, connect_failure=DNS),
+            30.0,
+            "not-reached",
+            2,
+        ),
+        # … and after its tries (7; an untrusted certificate 2) it waits for a fix, a minute at most
+        (
+            HostHistory(answered=False, failures=6),
+            Observation(ended_at=100, status=None, connect_failure=REFUSED),
+            60.0,
+            "needs-fix",
+            7,
+        ),
+        (
+            HostHistory(answered=False, failures=40),
+            Observation(ended_at=100, status=None, connect_failure=REFUSED),
+            60.0,
+            "needs-fix",
+            41,
+        ),
+        (
+            HostHistory(answered=False, failures=1),
+            Observation(ended_at=100, status=None, connect_failure=TLS),
+            2.0,
+            "needs-fix",
+            2,
+        ),
+        # the same failures of a host that has answered: its own, backed off and parked as before
+        (HostHistory(failures=3), Observation(ended_at=100, status=None, connect_failure=REFUSED), 40.0, "backoff", 4),
+        (
+            HostHistory(failures=4),
+            Observation(ended_at=100, status=None, connect_failure=REFUSED),
+            21600.0,
+            "parked",
+            5,
+        ),
+        (HostHistory(failures=1), Observation(ended_at=100, status=None, connect_failure=TLS), 10.0, "backoff", 2),
+        # a never-answered host that did answer (a 503), or failed otherwise (a timeout): as before
+        (HostHistory(answered=False, failures=4), Observation(ended_at=100, status=503), 21600.0, "parked", 5),
+        (HostHistory(answered=False, failures=4), Observation(ended_at=100, status=None), 21600.0, "parked", 5),
+        # its first answer forgets the tries of the set-up (it is not a server recovering) …
+        (
+            HostHistory(answered=False, failures=7, setup_failure=REFUSED),
+            Observation(ended_at=100, status=200),
+            1.0,
+            "min-delay",
+            0,
+        ),
+        # … but not failures of a host that did not answer otherwise (timeouts): it recovers
+        (HostHistory(answered=False, failures=3), Observation(ended_at=100, status=200), 4.0, "backoff", 2),
         # 4xx other than 429 is an answer, not a failure
         (HostHistory(failures=1), Observation(ended_at=100, status=404, response_seconds=0.01), 1.0, "min-delay", 0),
     ],
@@ -78,6 +162,18 @@ def test_decide(history, obs, delay, reason, failures):
     assert d.next_allowed_at == pytest.approx(obs.ended_at + delay)
     assert d.reason == reason
     assert d.failures == failures
+    assert d.setup_failure == (obs.connect_failure if reason in ("not-reached", "needs-fix") else None)
+
+
+def test_each_set_up_failure_says_its_cause_and_its_fix_in_one_line():
+    lines = {why: why.advice("https://127.0.0.201:8443") for why in SetupFailure}
+    assert (
+        lines[TLS]
+        == "https://127.0.0.201:8443: TLS certificate not trusted — give --ca-bundle FILE (the CA that signed it)"
+    )
+    assert lines[DNS] == "https://127.0.0.201:8443: name does not resolve — check the seed's host name"
+    assert lines[REFUSED] == "https://127.0.0.201:8443: connection refused — is the server up?"
+    assert all("\n" not in line for line in lines.values())
 
 
 def test_only_answers_feed_the_response_time():
@@ -136,3 +232,35 @@ def test_bad_per_host_settings_are_one_clear_error(tmp_path, toml, needle):
     (tmp_path / "politecrawl.toml").write_text(toml)
     with pytest.raises(ConfigError, match=needle):
         load_settings({}, env={}, cwd=tmp_path)
+
+
+def _log(rows):
+    return [
+        {
+            "id": i,
+            "host": "http://h.test",
+            "url": f"http://h.test/{u}",
+            "kind": k,
+            "started_at": t,
+            "ended_at": t + 0.01,
+            "status": st,
+            "error": err,
+            "response_seconds": 0.01,
+            "retry_after": None,
+            "loop_lag": 0.0,
+        }
+        for i, (k, u, t, st, err) in enumerate(rows)
+    ]
+
+
+@pytest.mark.parametrize("error, short", [("cannot connect: ClientConnectorError: refused", False), ("timeout", True)])
+def test_the_audit_owes_a_host_never_reached_its_min_delay_and_forgets_the_set_up_at_its_first_answer(error, short):
+    """Tries 1 s apart, then (the CA bundle changed) one at once, then pages at the min delay: owed
+    no more to a host never reached. The same gaps after timeouts (a server that took the
+    connections and did not answer) are short of its backoff: the control."""
+    from politecrawl.policy.audit import audit
+
+    rows = [("robots", "robots.txt", t, None, error) for t in (0.0, 1.1, 3.2, 4.3)]
+    rows += [("robots", "robots.txt", 5.4, 404, None), ("page", "", 6.5, 200, None), ("page", "a", 7.6, 200, None)]
+    report = audit(_log(rows), [], "politecrawl", policy=P)
+    assert bool(report.hosts[0].short_gaps) == short, report.hosts[0].short_gaps

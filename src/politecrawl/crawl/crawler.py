@@ -7,6 +7,7 @@ they store every few seconds, and says how the crawl ended.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import multiprocessing as mp
@@ -22,6 +23,7 @@ from politecrawl.config import Settings, apply_stored_settings, is_loopback_host
 from politecrawl.errors import ConfigError
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
+from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.scope import CrawlScope, check_contact, check_user_agent, prepare_seeds
 from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
@@ -36,6 +38,8 @@ __all__ = [
     "CrawlReport",
     "Crawler",
     "reconcile_fleet_settings",
+    "retry_unreached",
+    "setup_fingerprint",
 ]
 
 log = logging.getLogger("politecrawl.crawler")
@@ -83,6 +87,57 @@ FLEET_SETTINGS = (
     "allow_networks",
     "allow_private",
 )
+
+
+#: The environment variables that decide how a connection is made (proxies, the system's CAs).
+SETUP_ENVIRONMENT = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+#: The store's meta key of the set-up's fingerprint as the latest crawl had it.
+SETUP_FINGERPRINT_META = "setup_fingerprint"
+
+
+def setup_fingerprint(settings: Settings) -> str:
+    """What could fix a host that was never reached, in one value: the CA bundle (its name and its
+    content: a bundle edited in place counts), the proxies and the system CAs' variables. When it
+    differs from the latest crawl's, the hosts never reached are tried again at once."""
+    bundle: str | None = None
+    if settings.ca_bundle:
+        try:
+            with open(settings.ca_bundle, "rb") as fh:
+                bundle = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            bundle = "unreadable"
+    values = {
+        "ca_bundle": settings.ca_bundle,
+        "ca_bundle_sha256": bundle,
+        "environment": {k: os.environ.get(k) for k in SETUP_ENVIRONMENT},
+    }
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
+
+
+def retry_unreached(store: Store, settings: Settings, now: float, *, retry_parked: bool) -> None:
+    """Before a crawl: the hosts never reached are tried again at once when the set-up that could
+    fix them changed (``setup_fingerprint``); with ``retry_parked`` (``crawl --retry-parked``)
+    they are, and so are the hosts parked after errors."""
+    fingerprint = setup_fingerprint(settings)
+    before = store.get_meta(SETUP_FINGERPRINT_META)
+    if before != fingerprint:
+        store.set_meta(SETUP_FINGERPRINT_META, fingerprint)
+    if retry_parked or (before is not None and before != fingerprint):
+        n = store.retry_hosts(now, settings.min_delay, parked=retry_parked)
+        if n:
+            why = "--retry-parked" if retry_parked else "the CA bundle or the proxy settings changed"
+            log.warning("%d hosts that were paused are tried again now (%s)", n, why)
 
 
 #: A fleet worker with an empty frontier looks again after this many seconds.
@@ -207,6 +262,7 @@ class Crawler:
         fleet_worker: bool = False,
         continuous: bool = False,
         on_start: Callable[[], None] | None = None,
+        retry_parked: bool = False,
     ) -> CrawlReport:
         """Crawl until done (or a limit); ``fleet_worker``: take work until stopped, never index;
         ``continuous``: an empty queue does not end the crawl (pages come due again with
@@ -216,6 +272,8 @@ class Crawler:
         against the fleet-wide settings stored with the crawl (``reconcile_fleet_settings``).
         ``on_start`` is called once the crawl is judged and will run (a refused crawl raises
         ConfigError before it, having written nothing).
+        ``retry_parked``: the hosts parked after errors and those never reached are due now
+        (``retry_unreached``).
         """
         from .indexing import index_dir_for, pages_indexed, update_index
 
@@ -267,6 +325,7 @@ class Crawler:
             store.set_meta("user_agent", user_agent_string(s))
             self.release_dead_workers(store)
             now = store.now()
+            retry_unreached(store, s, now, retry_parked=retry_parked)
             # All the crawl's seeds, not only this command line's: a run killed between recording
             # the seeds and queueing them loses nothing (insert-if-absent makes this idempotent).
             requests = dict(urls.normalize_pair(raw.strip()) for raw in raw_seeds)
@@ -388,8 +447,14 @@ class Crawler:
                 why = "max-time"
             else:
                 why = "done"
+            # Hosts never reached are named one by one instead (status.unreached: the cause and the fix).
             paused = [
-                h for h in store.hosts() if h.pending and h.wait_reason in PAUSED_REASONS and h.next_allowed_at > now
+                h
+                for h in store.hosts()
+                if h.pending
+                and h.wait_reason in PAUSED_REASONS
+                and h.wait_reason != WaitReason.NEEDS_FIX
+                and h.next_allowed_at > now
             ]
             return CrawlReport(
                 requests=status.requests - before,

@@ -32,6 +32,8 @@ ROBOTS_MAX_BYTES = 512 * 1024
 ROBOTS_OUTAGE_RETRY = 3_600.0
 #: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
 SITEMAP_PRIORITY = -2
+#: Wait reasons that say more than "robots.txt unreachable" about a robots.txt not read.
+_SAYS_MORE = (WaitReason.PARKED, WaitReason.RETRY_AFTER, WaitReason.NOT_REACHED, WaitReason.NEEDS_FIX)
 #: Other hosts whose sitemaps one robots.txt may have read for it (sitemaps.org cross-submission):
 #: each is a robots.txt and a sitemap requested from a host outside the crawl's scope.
 SITEMAP_OTHER_HOSTS = 8
@@ -133,7 +135,7 @@ class RobotsGate:
             # file is unreachable. Pages go on under it; robots.txt is tried again after a while.
             retry_at = max(outcome.next_allowed_at or now, now + min(self.settings.robots_ttl, ROBOTS_OUTAGE_RETRY))
             outcome.robots = RobotsUpdate(None, None, None, retry_at, None)
-        if update is None and outcome.wait_reason not in (WaitReason.PARKED, WaitReason.RETRY_AFTER):
+        if update is None and outcome.wait_reason not in _SAYS_MORE:
             outcome.wait_reason = WaitReason.ROBOTS_UNREACHABLE
         if update is None:
             outcome.host_error = result.error or f"robots.txt answered {result.status}"

@@ -30,6 +30,7 @@ from politecrawl.policy.politeness import (
     DelayPolicy,
     HostHistory,
     Observation,
+    SetupFailure,
     WaitReason,
     decide,
     parse_retry_after,
@@ -112,12 +113,18 @@ EMPTY_ROUND_WAIT_MIN = 0.002
 EMPTY_ROUND_WAIT_MAX = 0.05
 
 
+#: The stored set-up failures this version knows (another version's are ignored).
+_SETUP_VALUES = frozenset(SetupFailure)
+
+
 def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
     """Whether a failed request is the host's failure (it may park the host) or one URL's.
 
     The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
     server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
-    too slow, a read timeout, another 5xx. Both slow the host down.
+    too slow, a read timeout, another 5xx. Both slow the host down. (A connection that could
+    not be made to a host that never answered is the crawl's set-up, most often, rather than
+    the host's: ``decide`` retries it soon instead of parking it; see ``SetupFailure``.)
     """
     return kind == URLKind.ROBOTS or result.unreachable or result.status in (429, 503)
 
@@ -474,6 +481,8 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             crawl_delay=claim.crawl_delay if crawl_delay is None else crawl_delay,
             response_time=claim.response_time,
             failures=claim.failures,
+            answered=claim.answered,
+            setup_failure=SetupFailure(claim.setup_failure) if claim.setup_failure in _SETUP_VALUES else None,
         )
 
     def _decide(
@@ -490,6 +499,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 response_seconds=result.server_seconds,
                 retry_after=retry_after,
                 host_level=host_level_failure(result, kind),
+                connect_failure=SetupFailure(result.connect_failure) if result.connect_failure else None,
             ),
             self._policy(claim.host),
         ), retry_after
@@ -554,4 +564,5 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             response_time=decision.response_time,
             failures=decision.failures,
             fetch=self._log_entry(result, kind, decision, retry_after),
+            setup_failure=decision.setup_failure,
         )

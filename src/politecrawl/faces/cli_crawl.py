@@ -183,10 +183,22 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
     help="Keep running when the queue is empty and revisit pages as they come due (needs "
     "--recrawl-after); stop with Ctrl-C, SIGTERM or --max-time.",
 )
+@click.option(
+    "--retry-parked",
+    is_flag=True,
+    help="Try the store's paused hosts again now: those parked after errors, and those never reached "
+    "(a changed --ca-bundle or proxy retries the latter by itself).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def crawl(
-    ctx: click.Context, seeds: tuple[str, ...], quiet: bool, seeds_file: Any, continuous: bool, **flags: Any
+    ctx: click.Context,
+    seeds: tuple[str, ...],
+    quiet: bool,
+    seeds_file: Any,
+    continuous: bool,
+    retry_parked: bool,
+    **flags: Any,
 ) -> None:
     """Crawl politely from SEED_URLs, store and index what is fetched.
 
@@ -214,7 +226,13 @@ def crawl(
         _fail("--continuous revisits pages as they come due: give --recrawl-after DURATION too (e.g. 1d)")
     received: list[int] = []
     report = _run_with_progress(
-        Crawler(settings), seeds, quiet=quiet, received=received, explicit=_explicit(ctx, flags), continuous=continuous
+        Crawler(settings),
+        seeds,
+        quiet=quiet,
+        received=received,
+        explicit=_explicit(ctx, flags),
+        continuous=continuous,
+        retry_parked=retry_parked,
     )
     s = report.status
     click.echo(
@@ -266,6 +284,11 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
             f"'politecrawl index --db {db}' (or the next crawl) indexes " + ("it" if report.unindexed == 1 else "them"),
             err=quiet,
         )
+    from politecrawl.policy.politeness import unreached_advice
+
+    for host, why in report.status.unreached.items():
+        # A host never reached: most often the crawl's set-up. One line: the cause and the fix.
+        click.echo(unreached_advice(host, why), err=quiet)
     if report.paused_hosts:
         when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(report.paused_until))
         due_in = human_duration((report.paused_until or time.time()) - time.time())

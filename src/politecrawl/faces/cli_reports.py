@@ -76,6 +76,11 @@ def status(ctx: click.Context, as_json: bool, show_hosts: bool, show_rules: bool
     click.echo(f"bytes        {f.bytes:,}")
     if f.links_not_queued:
         click.echo("not queued   " + ", ".join(f"{k}: {v}" for k, v in sorted(f.links_not_queued.items())))
+    if f.unreached:
+        from politecrawl.policy.politeness import unreached_advice
+
+        for host, why in f.unreached.items():
+            click.echo(f"not reached  {unreached_advice(host, why)}")
     if f.hosts_waiting_by_reason:
         click.echo("waiting      " + ", ".join(f"{k}: {v}" for k, v in sorted(f.hosts_waiting_by_reason.items())))
     click.echo(f"rate         {f.rate_per_s_last_minute}/s over the last minute, {f.rate_per_s_overall}/s overall")

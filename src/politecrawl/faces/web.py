@@ -46,6 +46,7 @@ from politecrawl.config import Settings, is_loopback_host
 from politecrawl.crawl.indexing import index_dir_for, pages_indexed
 from politecrawl.errors import PolitecrawlError, QueryTooCostly, SearchIndexError, StoreError
 from politecrawl.index import Searcher
+from politecrawl.policy.politeness import unreached_advice
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
 
@@ -444,6 +445,7 @@ async def _status_page(request: web.Request) -> web.Response:
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
         chart=_chart(act["rate_per_s"]),
         waits=sorted(status.hosts_waiting_by_reason.items()),
+        unreached=[unreached_advice(host, why) for host, why in status.unreached.items()],
         filtered=sorted(status.links_not_queued.items()),
         codes=sorted(status.status_codes.items()),
         errors=errors,

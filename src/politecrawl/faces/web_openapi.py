@@ -164,6 +164,12 @@ def openapi_document() -> dict:
                             "p50_ms, p99_ms, max_ms (empty before any worker reported).",
                             "additionalProperties": {"type": "number"},
                         },
+                        "unreached": {
+                            "type": "object",
+                            "description": "Hosts with work left that never answered and could not be reached, "
+                            "and why: tls-untrusted, name-unresolved, refused or unreachable.",
+                            "additionalProperties": {"type": "string"},
+                        },
                         "index": {"type": ["object", "null"]},
                         "as_of": {
                             "type": "number",

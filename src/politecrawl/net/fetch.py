@@ -19,6 +19,7 @@ Every failure becomes a ``FetchResult`` with ``status=None`` and a short
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
 import ssl
 import time
@@ -89,6 +90,9 @@ class FetchResult:
     unreachable: bool = False
     #: … because the crawl may not connect to the host's address (net.egress): ``error`` says why
     refused: bool = False
+    #: … and why, in the words of ``policy.politeness.SetupFailure``: "tls-untrusted",
+    #: "name-unresolved", "refused" or "unreachable"
+    connect_failure: str | None = None
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
     #: the body was not read: its content type (from the headers) is not one the caller wants …
@@ -142,6 +146,16 @@ class FetchResult:
             if key.strip().lower() == "charset" and value.strip():
                 return value.strip().strip('"').lower()
         return None
+
+
+def _connect_failure(exc: Exception) -> str:
+    """Why a connection could not be made, as ``FetchResult.connect_failure`` says it."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "name-unresolved"
+    os_error = getattr(exc, "os_error", None)
+    if isinstance(os_error, ConnectionRefusedError) or getattr(os_error, "errno", None) == errno.ECONNREFUSED:
+        return "refused"
+    return "unreachable"
 
 
 class LoopLag:
@@ -428,7 +442,7 @@ class Fetcher:
             # The host's certificate is not trusted: one clear reason (it shows in status --hosts).
             result.error = f"TLS certificate not trusted: {exc.certificate_error}"[:200]
             result.status = None
-            result.unreachable = True
+            result.unreachable, result.connect_failure = True, "tls-untrusted"
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
             # failure, not one URL's. Or the crawl may not connect there (net.egress): said so.
@@ -436,7 +450,7 @@ class Fetcher:
             result.refused = refused is not None
             result.error = (refused or f"cannot connect: {type(exc).__name__}: {exc}")[:200]
             result.status = None
-            result.unreachable = True
+            result.unreachable, result.connect_failure = True, _connect_failure(exc)
         except asyncio.TimeoutError:
             result.error = "timeout"
             result.status = None

@@ -19,6 +19,13 @@ used. It counts:
 A Crawl-delay is owed up to the default cap (a day), even if the crawl's settings capped it
 lower: a crawler told to ignore Crawl-delay fails its audit.
 
+A host that has never answered (no status in its log yet) and could not be reached (its error
+says the connection could not be made, or its certificate was not trusted) is owed the min
+delay between two tries: the crawler's own retry schedule for it (seconds, doubling) is its
+patience with its own set-up, which a changed --ca-bundle or proxy cuts short on purpose.
+``crawl --retry-parked`` asks parked hosts early on purpose too: the audit lists those requests
+as short gaps (the override shows in the proof).
+
 Requests a killed worker had in flight never reached the log, so the audit cannot see them;
 the integration tests compare it with the servers' own logs.
 """
@@ -35,6 +42,7 @@ from .politeness import (
     DelayPolicy,
     HostHistory,
     Observation,
+    SetupFailure,
     decide,
     parse_retry_after,
     policy_for_host,
@@ -47,6 +55,18 @@ __all__ = ["HostAudit", "AuditReport", "audit"]
 TOLERANCE = 0.001
 #: One row of the fetch log or of the robots.txt versions, as the store returns it.
 Row = dict[str, Any]
+
+
+def _connect_failure(row: Row) -> SetupFailure | None:
+    """A request that could not reach its host, as its logged error says (``net.fetch``'s words)."""
+    error = row.get("error") or ""
+    if row["status"] is not None:
+        return None
+    if error.startswith("TLS certificate not trusted"):
+        return SetupFailure.TLS_UNTRUSTED
+    if error.startswith("cannot connect"):
+        return SetupFailure.UNREACHABLE
+    return None
 
 
 @dataclass
@@ -186,7 +206,7 @@ def audit(
             h.min_gap, h.median_gap = min(gaps), statistics.median(gaps)
 
         host_policy = policy_for_host(policy, host_settings, host)
-        history = HostHistory()
+        history = HostHistory(answered=False)
         retry_until = 0.0
         owed_delays: list[float] = []
         for i, row in enumerate(rows):
@@ -213,14 +233,26 @@ def audit(
                     response_seconds=_server_seconds(row),
                     retry_after=retry_after,
                     host_level=host_level,
+                    connect_failure=_connect_failure(row),
                 ),
                 host_policy,
             )
-            history = replace(history, response_time=decision.response_time, failures=decision.failures)
-            owed_delays.append(decision.delay_after(row["ended_at"]))
+            answered = history.answered or row["status"] is not None
+            history = replace(
+                history,
+                response_time=decision.response_time,
+                failures=decision.failures,
+                answered=answered,
+                setup_failure=None if answered else (decision.setup_failure or history.setup_failure),
+            )
+            # Never reached: the host is owed its min delay (see the module's docstring).
+            owed = (
+                host_policy.min_delay if decision.setup_failure is not None else decision.delay_after(row["ended_at"])
+            )
+            owed_delays.append(owed)
             if nxt is None:
                 continue
-            allowed_at = decision.next_allowed_at
+            allowed_at = row["ended_at"] + owed
             if nxt["started_at"] < allowed_at - tolerance:
                 h.short_gaps.append(
                     {

@@ -7,7 +7,10 @@ Between two requests to a host at least
 counted from the END of the previous response, raised by Retry-After on
 429/503 and, after errors, by a backoff relative to that delay; when failures
 keep coming (``park_after`` net of successes) the host is parked for a long
-while (its URLs kept).
+while (its URLs kept). A host that has never answered (its name does not resolve, nothing
+listens, its certificate is not trusted) is not parked for hours: that is most often the
+crawl's own set-up, so it is tried again soon, a few times (``SetupFailure``), and then waits
+for a fix (a changed --ca-bundle or proxy, or ``crawl --retry-parked``).
 No clock and no I/O here: the caller passes ``now`` and the observation.
 """
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "WaitReason",
+    "SetupFailure",
+    "unreached_advice",
     "DelayPolicy",
     "HostHistory",
     "Observation",
@@ -54,6 +59,63 @@ class WaitReason(StrEnum):
     ROBOTS_UNREACHABLE = "robots-unreachable"  # robots.txt could not be read: nothing is fetched
     LOW_YIELD = "low-yield"  # its recent pages were mostly duplicates
     ROBOTS_REDIRECT = "robots-redirect"  # its robots.txt redirected to another host, fetched under that host's claim
+    NOT_REACHED = "not-reached"  # it never answered: tried again within seconds (SetupFailure)
+    NEEDS_FIX = "needs-fix"  # it never answered, tried a few times: waits for a fix of the set-up
+
+
+class SetupFailure(StrEnum):
+    """Why a host that never answered could not be reached: most often the crawl's own set-up (a
+    seed's name mistyped, a private CA not given, a server not started yet), not the host's
+    trouble. Kept with the host (``hosts.setup_failure``) until it answers; the crawl's end and
+    ``status`` name each such host with its cause and fix (``advice``).
+
+    The values are what ``FetchResult.connect_failure`` says (the net layer cannot import this).
+    """
+
+    TLS_UNTRUSTED = "tls-untrusted"  # its certificate is not signed by a trusted CA (or not for its name)
+    NAME_UNRESOLVED = "name-unresolved"  # DNS has no address for its name
+    REFUSED = "refused"  # nothing listens on its port
+    UNREACHABLE = "unreachable"  # no connection otherwise (no route, connect timeout, TLS handshake)
+
+    @property
+    def cause(self) -> str:
+        return _SETUP_CAUSES[self][0]
+
+    @property
+    def fix(self) -> str:
+        return _SETUP_CAUSES[self][1]
+
+    @property
+    def tries(self) -> int:
+        """Requests in a row that find the host so before it waits for a fix: a server may come up
+        or a name appear within a minute; an untrusted certificate stays so until the settings
+        change (the second try only rules out a fluke)."""
+        return 2 if self is SetupFailure.TLS_UNTRUSTED else SETUP_TRIES
+
+    def advice(self, host: str) -> str:
+        """One line: the host, why it was not reached and what fixes it."""
+        return f"{host}: {self.cause} — {self.fix}"
+
+
+_SETUP_CAUSES = {
+    SetupFailure.TLS_UNTRUSTED: ("TLS certificate not trusted", "give --ca-bundle FILE (the CA that signed it)"),
+    SetupFailure.NAME_UNRESOLVED: ("name does not resolve", "check the seed's host name"),
+    SetupFailure.REFUSED: ("connection refused", "is the server up?"),
+    SetupFailure.UNREACHABLE: ("cannot connect", "is the address right, and the server up?"),
+}
+
+
+def unreached_advice(host: str, why: str) -> str:
+    """The line that names a host never reached (``why``: a stored ``SetupFailure`` value)."""
+    try:
+        return SetupFailure(why).advice(host)
+    except ValueError:  # written by another version
+        return f"{host}: not reached ({why})"
+
+
+#: Tries of a host that never answered before it waits for a fix (``SetupFailure.tries``): with
+#: ``setup_retry_base`` 1 s doubling, about a minute of tries (0, 1, 3, 7, 15, 31, 63 s).
+SETUP_TRIES = 7
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +128,10 @@ class DelayPolicy:
     backoff_cap: float = 3_600.0
     park_after: int = 5
     park_seconds: float = 6 * 3_600.0
+    #: A host that never answered (``SetupFailure``) is tried again after this long, doubling per
+    #: try up to ``setup_retry_cap`` (and never sooner than its delay): not parked for hours.
+    setup_retry_base: float = 1.0
+    setup_retry_cap: float = 60.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "DelayPolicy":
@@ -106,6 +172,11 @@ class HostHistory:
     crawl_delay: float | None = None
     response_time: float | None = None
     failures: int = 0
+    #: It has answered (any HTTP status) at least once in this store …
+    answered: bool = True
+    #: … or not, and its latest failure was a connection that could not be made: ``failures``
+    #: then counts tries of the crawl's set-up, which its first answer forgets.
+    setup_failure: SetupFailure | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +191,8 @@ class Observation:
     #: URL's (a reset, oversized headers, a body too slow, a 500 on that URL): only the host's
     #: failures park it. URL failures slow it down all the same.
     host_level: bool = True
+    #: No connection could be made, and why (None: it was made, or failed otherwise).
+    connect_failure: SetupFailure | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +201,8 @@ class Decision:
     reason: WaitReason
     response_time: float | None
     failures: int
+    #: The host never answered and this request did not reach it either: why (kept with the host).
+    setup_failure: SetupFailure | None = None
 
     def delay_after(self, ended_at: float) -> float:
         """The gap owed after a response that ended at ``ended_at``."""
@@ -163,6 +238,12 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     accordingly, so a host that has just recovered is not hit at full pace at once.
     A Retry-After is the server's own word and is obeyed in full; one longer than
     ``backoff_cap`` parks the host until then (at most ``retry_after_cap``).
+
+    A connection that could not be made to a host that never answered (``SetupFailure``) is not
+    the host's failure to answer but, most often, the crawl's set-up: the host is tried again
+    after ``setup_retry_base`` doubling up to ``setup_retry_cap`` (NOT_REACHED), and after
+    ``SetupFailure.tries`` such tries waits as long again for a fix (NEEDS_FIX: the run does
+    not wait for it). It is never parked for hours: no server has shown it is overloaded.
     """
     answered = obs.status is not None
     # Only answered requests feed the response time: a timeout is a failure,
@@ -171,14 +252,27 @@ def decide(history: HostHistory, obs: Observation, policy: DelayPolicy) -> Decis
     if answered and obs.response_seconds is not None:
         response_time = smooth_response_time(history.response_time, max(0.0, obs.response_seconds))
     failed = obs.status is None or obs.status in SLOW_DOWN_STATUSES or obs.status >= 500
-    failures = history.failures + 1 if failed else max(0, history.failures - 1)
+    prior = history.failures
+    if answered and not history.answered and history.setup_failure is not None:
+        prior = 0  # its first answer: the failures so far were the set-up's, not the server's
+    failures = prior + 1 if failed else max(0, prior - 1)
     base, reason = _base_delay(history, response_time, policy)
     delay = base
 
-    def decision(seconds: float, why: WaitReason) -> Decision:
+    def decision(seconds: float, why: WaitReason, setup: SetupFailure | None = None) -> Decision:
         return Decision(
-            next_allowed_at=obs.ended_at + seconds, reason=why, response_time=response_time, failures=failures
+            next_allowed_at=obs.ended_at + seconds,
+            reason=why,
+            response_time=response_time,
+            failures=failures,
+            setup_failure=setup,
         )
+
+    if failed and obs.connect_failure is not None and not history.answered:
+        setup = obs.connect_failure
+        retry = min(policy.setup_retry_cap, policy.setup_retry_base * 2 ** (failures - 1))
+        why = WaitReason.NOT_REACHED if failures < setup.tries else WaitReason.NEEDS_FIX
+        return decision(max(base, retry), why, setup)
 
     if obs.retry_after is not None and obs.retry_after > delay:
         if obs.retry_after > policy.backoff_cap:

@@ -162,6 +162,11 @@ class Claim:
     #: No request to the host before this time: its next allowed time as the claim found it. A
     #: claim taken ahead of time (``claim_many(ahead=…)``) waits for it; otherwise it has passed.
     not_before: float = 0.0
+    #: The host has answered a request (any HTTP status) in this store: a connection that cannot
+    #: be made is then its failure, not the crawl's set-up (``policy.politeness.SetupFailure``).
+    answered: bool = True
+    #: Why it was not reached, while it never answered (``hosts.setup_failure``).
+    setup_failure: str | None = None
 
     @property
     def fetch_url(self) -> str | None:
@@ -295,6 +300,8 @@ class Outcome:
     scope_hosts: Sequence[str] = field(default_factory=tuple)
     #: The host's learned URL patterns to store (JSON), when they changed enough to be worth a write.
     patterns: str | None = None
+    #: The host never answered and this request did not reach it: why (a ``SetupFailure`` value).
+    setup_failure: str | None = None
 
     def note(self, note: str) -> None:
         """Add ``note`` to the URL's outcome (what the page was found to be besides its verdict)."""
@@ -345,6 +352,10 @@ class CrawlStatus:
     #: How late the worker processes' event loops ran (``LoopLagHistogram.summary``), over the
     #: latest run's reports; empty before any worker reported.
     loop_lag: dict[str, float] = field(default_factory=dict)
+    #: Hosts with work left that never answered and could not be reached: host -> why (a
+    #: ``policy.politeness.SetupFailure`` value). Most often the crawl's set-up (a CA not given,
+    #: a name mistyped, a server not up).
+    unreached: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The figures by name (JSON-ready: numbers and string-keyed counts)."""
@@ -406,6 +417,7 @@ class Store(Protocol):
     def log_fetch(self, host: str, worker: str, entry: FetchLogEntry) -> None: ...
     def wake_time(self, now: float, min_delay: float, affinity: HostAffinity | None = None) -> float | None: ...
     def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int: ...
+    def retry_hosts(self, now: float, min_delay: float, *, parked: bool) -> int: ...
     def leased_workers(self) -> list[str]: ...
     def scope_hosts(self) -> list[str]: ...
     def url_evidence(self, url: str, host: str) -> URLEvidence: ...

@@ -15,7 +15,7 @@ __all__ = ["CLAIM_RETURNING", "claim_from_host_row", "finish_claim", "page_claim
 CLAIM_RETURNING = (
     "host, robots_status, robots_body, robots_fetched_at, robots_expires_at, crawl_delay,"
     " response_time, failures, pages_fetched, ip, ip_resolved_at, delay, robots_via, robots_hops,"
-    " patterns_version"
+    " patterns_version, answered_at, setup_failure"
 )
 
 
@@ -40,6 +40,8 @@ def claim_from_host_row(
         robots_via,
         robots_hops,
         patterns_version,
+        answered_at,
+        setup_failure,
     ) = row
     return Claim(
         kind=ClaimKind.ROBOTS,
@@ -59,6 +61,8 @@ def claim_from_host_row(
         robots_hops=robots_hops or 0,
         patterns_version=patterns_version or 0,
         not_before=now if not_before is None else max(now, not_before),
+        answered=answered_at is not None,
+        setup_failure=setup_failure,
     )
 
 

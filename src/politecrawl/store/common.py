@@ -40,6 +40,9 @@ __all__ = [
     "NEAR",
     "Dialect",
     "PAUSED_REASONS",
+    "SETUP_SCHEMA",
+    "UNREACHED_SHOWN",
+    "retry_hosts_sql",
     "wake_time_sql",
     "YIELD_DECAY",
     "yield_threshold",
@@ -108,8 +111,36 @@ class Dialect:
         return condition
 
 
-#: Wait reasons of hosts paused for long (their URLs are kept; they do not keep a run alive).
-PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD)
+#: Wait reasons of hosts paused (their URLs are kept; they do not keep a run alive): for long, or
+#: (a host never reached) until the set-up is fixed.
+PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD, WaitReason.NEEDS_FIX)
+
+#: The schema version from which the store knows whether a host ever answered (``answered_at``)
+#: and why one that never did was not reached (``setup_failure``).
+SETUP_SCHEMA = 9
+#: Hosts never reached that ``status`` names at most (with their cause and fix).
+UNREACHED_SHOWN = 50
+
+
+def retry_hosts_sql(d: Dialect, *, parked: bool) -> tuple[str, str]:
+    """Un-pause hosts now (``Store.retry_hosts``): those that never answered and were not reached
+    (their failures start again from 0: they measured the set-up, not the host), and with
+    ``parked`` also the hosts parked after errors (their failure count is kept, so one more
+    failure parks them again). Never sooner than ``min_delay`` after the host's latest response
+    (it ended ``delay`` before its next allowed time); a host in flight is left to its holder.
+    Returns the update and its WHERE condition (to lock the rows first, in the claims' order).
+    """
+    P = d.p
+    unreached = "(answered_at IS NULL AND setup_failure IS NOT NULL)"
+    which = f"({unreached} OR wait_reason = {WAIT_PARKED})" if parked else unreached
+    where = f"lease_owner IS NULL AND pending > 0 AND {which}"
+    update = (
+        f"UPDATE hosts SET next_allowed_at = {d.greatest}({d.now}, next_allowed_at - delay + {P('min_delay')}),"
+        f" delay = {P('min_delay')}, wait_reason = NULL,"
+        f" failures = CASE WHEN {unreached} THEN 0 ELSE failures END"
+        f" WHERE {where}"
+    )
+    return update, where
 
 
 def affinity_params(affinity: HostAffinity | None) -> dict[str, float]:

@@ -46,6 +46,7 @@ from .common import (
     LEASED,
     QUEUED,
     affinity_params,
+    retry_hosts_sql,
     save_patterns_sql,
     schedule_unscheduled_sql,
     wake_time_sql,
@@ -223,6 +224,19 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         )
         return [r[0] for r in rows]
 
+    def retry_hosts(self, now: float, min_delay: float, *, parked: bool) -> int:
+        """Hosts never reached (and with ``parked``, those parked after errors) are due now, or
+        ``min_delay`` after their latest response: ``common.retry_hosts_sql``. Returns how many."""
+        update, where = retry_hosts_sql(self._dialect, parked=parked)
+        args = {"now": now, "min_delay": min_delay}
+
+        def tx(conn: psycopg.Connection) -> int:
+            # The rows locked first in host order: the lock order of claims and releases.
+            conn.execute(f"SELECT 1 FROM hosts WHERE {where} ORDER BY host FOR UPDATE", args).fetchall()
+            return conn.execute(update, args).rowcount
+
+        return self._transaction(tx, "retry hosts")
+
     def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int:
         """Give back the leases of workers known to be dead (their URLs return to the queue).
 
@@ -257,7 +271,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
 
     # -- reading -----------------------------------------------------------------
     def status(self, now: float) -> CrawlStatus:
-        return self._read(lambda conn: read_status(conn, self._dialect, now), "read the status")
+        return self._read(lambda conn: read_status(conn, self._dialect, now, self.schema_version), "read the status")
 
     def _indexer_pages(self, query: str, params: tuple, what: str) -> list[IndexerPage]:
         return self._read(lambda conn: indexer_pages(conn.execute(query, params).fetchall()), what)
@@ -373,7 +387,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         )
 
     def hosts(self) -> list[HostRow]:
-        return self._read(read_hosts, "list hosts")
+        return self._read(lambda conn: read_hosts(conn, self.schema_version), "list hosts")
 
     def fetch_log(self) -> list[FetchLogRow]:
         return self._read(read_fetch_log, "read the fetch log")

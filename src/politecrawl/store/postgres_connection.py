@@ -66,7 +66,7 @@ __all__ = [
     "the_row",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")

@@ -68,6 +68,7 @@ _PARAM_TYPES = {
     "rt": "float8",
     "failures": "bigint",
     "herr": "text",
+    "setup": "text",
     "ip": "text",
     "ip_at": "float8",
     "r_expires": "float8",

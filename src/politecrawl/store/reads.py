@@ -16,7 +16,7 @@ from .api import (
     IndexerPage,
     RobotsVersion,
 )
-from .common import DONE, PAGE_KIND, PENDING_STATES, QUEUED, WAIT_PARKED, Dialect
+from .common import DONE, PAGE_KIND, PENDING_STATES, QUEUED, SETUP_SCHEMA, UNREACHED_SHOWN, WAIT_PARKED, Dialect
 from .loop_lag import LOOP_LAG_META, latest_loop_lag
 
 __all__ = [
@@ -47,9 +47,11 @@ def _blob(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def read_hosts(conn) -> list[HostRow]:
-    """Every host's politeness state, by host."""
-    return [HostRow(*r) for r in conn.execute(f"SELECT {columns(HostRow)} FROM hosts ORDER BY host").fetchall()]
+def read_hosts(conn, schema_version: int = SETUP_SCHEMA) -> list[HostRow]:
+    """Every host's politeness state, by host (a store older than ``SETUP_SCHEMA``, opened
+    read-only, has no set-up failures)."""
+    cols = columns(HostRow) if schema_version >= SETUP_SCHEMA else columns(HostRow).replace(", setup_failure", "")
+    return [HostRow(*r) for r in conn.execute(f"SELECT {cols} FROM hosts ORDER BY host").fetchall()]
 
 
 def read_fetch_log(conn) -> list[FetchLogRow]:
@@ -224,7 +226,7 @@ def group_anchor_texts(rows, per_page: int = ANCHORS_PER_PAGE) -> dict[str, list
     return out
 
 
-def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
+def read_status(conn, d: Dialect, now: float, schema_version: int = SETUP_SCHEMA) -> CrawlStatus:
     """The crawl's figures at ``now`` (the store's clock), counted in one read: both stores run
     these statements, inside whatever read transaction the store gives ``conn``."""
     now_p, minute_p = d.p("now"), d.p("minute_ago")
@@ -283,4 +285,15 @@ def read_status(conn, d: Dialect, now: float) -> CrawlStatus:
         rate_per_s_last_minute=round(count(f"SELECT COUNT(*) FROM fetch_log WHERE ended_at > {minute_p}") / 60.0, 3),
         rate_per_s_overall=round(int(requests) / span, 3) if span > 0 else 0.0,
         loop_lag=lag.summary() if lag.ticks else {},
+        unreached={
+            str(h): str(why)
+            for h, why in (
+                rows(
+                    "SELECT host, setup_failure FROM hosts WHERE setup_failure IS NOT NULL AND pending > 0"
+                    f" ORDER BY host LIMIT {UNREACHED_SHOWN}"
+                )
+                if schema_version >= SETUP_SCHEMA
+                else []
+            )
+        },
     )

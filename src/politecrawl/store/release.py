@@ -103,6 +103,12 @@ def host_release_sets(
     if outcome.host_error is not None or outcome.failures == 0:
         sets["last_error"] = P("herr")
         p["herr"] = outcome.host_error
+    if outcome.fetch is not None and outcome.fetch.status is not None:
+        # It answered: a connection that cannot be made is its failure from now on, not the set-up's.
+        sets["answered_at"], sets["setup_failure"] = d.now, "NULL"
+    elif outcome.setup_failure is not None:
+        sets["setup_failure"] = P("setup")
+        p["setup"] = outcome.setup_failure
     if outcome.ip is not None:
         sets["ip"], sets["ip_resolved_at"] = P("ip"), P("ip_at")
         p.update(ip=outcome.ip, ip_at=now)

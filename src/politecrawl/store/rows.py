@@ -47,6 +47,8 @@ class HostRow(_Row):
     pages_fetched: int
     last_error: str | None
     lease_owner: str | None
+    #: Why a host that never answered was not reached (``policy.politeness.SetupFailure``), else None.
+    setup_failure: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from .common import (
     WAIT_LOW_YIELD,
     YIELD_DECAY,
     affinity_params,
+    retry_hosts_sql,
     save_patterns_sql,
     wake_time_sql,
     yield_threshold,
@@ -76,7 +77,7 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 _WAKE_TIME = wake_time_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 APP_ID = "politecrawl"
 
 
@@ -476,6 +477,13 @@ class SQLiteStore(Revisits, WalUpkeep):
             ).fetchall()
         return [r[0] for r in rows]
 
+    def retry_hosts(self, now: float, min_delay: float, *, parked: bool) -> int:
+        """Hosts never reached (and with ``parked``, those parked after errors) are due now, or
+        ``min_delay`` after their latest response: ``common.retry_hosts_sql``. Returns how many."""
+        update, _ = retry_hosts_sql(DIALECT, parked=parked)
+        with self._write() as db:
+            return db.execute(update, {"now": now, "min_delay": min_delay}).rowcount
+
     def release_leases(self, workers: Sequence[str], now: float, min_delay: float = 0.0) -> int:
         """Give back the leases of workers known to be dead (their URLs return to the queue).
 
@@ -515,7 +523,7 @@ class SQLiteStore(Revisits, WalUpkeep):
     # -- reading -----------------------------------------------------------------
     def status(self, now: float) -> CrawlStatus:
         with self._lock:
-            return read_status(self._db, DIALECT, now)
+            return read_status(self._db, DIALECT, now, self.schema_version)
 
     def pages_changed_since(self, seq: int, limit: int) -> list[IndexerPage]:
         """Pages whose stored version changed after ``seq`` (for the indexer), oldest change first."""
@@ -574,7 +582,7 @@ class SQLiteStore(Revisits, WalUpkeep):
 
     def hosts(self) -> list[HostRow]:
         with self._lock:
-            return read_hosts(self._db)
+            return read_hosts(self._db, self.schema_version)
 
     def fetch_log(self) -> list[FetchLogRow]:
         with self._lock:

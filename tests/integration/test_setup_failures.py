@@ -1,0 +1,299 @@
+"""A set-up mistake is not a host's failure: a host never reached is retried within seconds,
+named at the crawl's end with its cause and fix, and tried again at once when the fix is given.
+
+Each test runs the real command line against servers it starts on loopback and reads what those
+servers logged: nginx's access and error logs (a TLS site whose certificate comes from a CA the
+test makes), or the sandbox's request log. A host that answered and then failed is still backed
+off and parked for hours (the control: only hosts never reached are treated as set-up).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
+
+from conftest import run_cli, start_cli
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+OPENSSL = shutil.which("openssl")
+TLS_IP = "127.0.0.201"
+LATE_IP = "127.0.0.202"
+PARKED_IP = "127.0.0.203"
+FAST = ("--min-delay", "0.05")
+
+PAGES = {
+    "index.html": '<html><title>Rock pools</title><body><a href="/limpets.html">limpets</a></body></html>',
+    "limpets.html": '<html><title>Limpets</title><body>Limpets <a href="/whelks.html">whelks</a></body></html>',
+    "whelks.html": "<html><title>Whelks</title><body>Dog whelks eat barnacles.</body></html>",
+}
+PAGE_URIS = {"/", "/limpets.html", "/whelks.html"}
+
+
+def _free_port(ip: str) -> int:
+    with socket.socket() as s:
+        s.bind((ip, 0))
+        return s.getsockname()[1]
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run([OPENSSL, *args], check=True, capture_output=True, timeout=60)  # type: ignore[list-item]
+
+
+def _certificates(tmp: Path, ip: str) -> tuple[Path, Path, Path]:
+    """A CA of the test's own, and a certificate for ``ip`` that it signed."""
+    ca_key, ca, key, csr, crt, ext = (tmp / n for n in ("ca.key", "ca.crt", "site.key", "site.csr", "site.crt", "x"))
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=politecrawl set-up test CA",
+    )
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={ip}")
+    ext.write_text(f"subjectAltName = IP:{ip}\nbasicConstraints = CA:FALSE\n")
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(crt),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
+    return ca, crt, key
+
+
+NGINX_CONF = """
+user root;
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+    types {{ text/html html; text/plain txt; }}
+    log_format judge '$msec $status "$request_uri"';
+    access_log {tmp}/access.log judge;
+    server {{
+        listen {ip}:{port} ssl;
+        ssl_certificate {crt};
+        ssl_certificate_key {key};
+        root {root};
+        index index.html;
+    }}
+}}
+"""
+
+
+@pytest.fixture
+def tls_site(tmp_path: Path):
+    """nginx serving a three-page site over https with a certificate from the test's own CA."""
+    if NGINX is None or OPENSSL is None:
+        pytest.skip("nginx and openssl are needed (Debian packages nginx, openssl; .ci/run installs them)")
+    ca, crt, key = _certificates(tmp_path, TLS_IP)
+    root = tmp_path / "www"
+    root.mkdir()
+    for name, html in PAGES.items():
+        (root / name).write_text(html)
+    port = _free_port(TLS_IP)
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(tmp=tmp_path, ip=TLS_IP, port=port, crt=crt, key=key, root=root))
+    proc = subprocess.Popen(
+        [NGINX, "-p", str(tmp_path), "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((TLS_IP, port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("nginx did not start")
+                time.sleep(0.1)
+        yield {"ca": ca, "base": f"https://{TLS_IP}:{port}", "tmp": tmp_path}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def _served(tmp: Path) -> list[str]:
+    """The URIs nginx answered 200, in order."""
+    log = tmp / "access.log"
+    if not log.exists():
+        return []
+    return [line.split('"')[1] for line in log.read_text().splitlines() if line.split(" ")[1] == "200"]
+
+
+def _handshakes_refused(tmp: Path) -> int:
+    """TLS handshakes the client broke off (it did not trust the certificate), from nginx's error log."""
+    return len(re.findall(r"closed connection in SSL handshake|alert unknown ca", (tmp / "error.log").read_text()))
+
+
+def _lines_with(text: str, needle: str) -> list[str]:
+    return [line for line in text.splitlines() if needle in line]
+
+
+def test_an_untrusted_certificate_ends_the_crawl_with_cause_and_fix_and_ca_bundle_then_fetches(tls_site):
+    tmp, base = tls_site["tmp"], tls_site["base"]
+    db = str(tmp / "crawl.db")
+    advice = f"{base}: TLS certificate not trusted — give --ca-bundle FILE"
+    started = time.monotonic()
+    out = run_cli("crawl", base + "/", "--db", db, "--max-time", "40", *FAST, "-q", cwd=str(tmp), timeout=60)
+    took = time.monotonic() - started
+    assert out.returncode == 0, out.stderr[-2000:]
+    # It ends by itself within seconds (the old rule: 5 tries over ~75 s, then parked for 6 h) …
+    assert "crawl done" in out.stderr and took < 38, (took, out.stderr)
+    # … with one line for the host: the cause and the fix, and no "due again in 6 hours".
+    assert [line.split(" (")[0] for line in _lines_with(out.stderr, "TLS certificate")] == [advice], out.stderr
+    assert "paused" not in out.stdout + out.stderr
+    tries = _handshakes_refused(tmp)
+    assert 1 <= tries <= 3, tries  # tried, not hammered
+    assert _served(tmp) == []  # fail closed: no page without its robots.txt
+    status = run_cli("status", "--db", db, cwd=str(tmp))
+    assert [line.split(" (")[0] for line in _lines_with(status.stdout, "not reached")] == [f"not reached  {advice}"]
+
+    # Negative control: the same settings and no --retry-parked change nothing. The same line,
+    # and still no page.
+    out = run_cli("crawl", "--db", db, "--max-time", "40", *FAST, "-q", cwd=str(tmp), timeout=60)
+    assert out.returncode == 0 and "crawl done" in out.stderr, out.stderr[-2000:]
+    assert [line.split(" (")[0] for line in _lines_with(out.stderr, "TLS certificate")] == [advice], out.stderr
+    assert _served(tmp) == []
+    assert _handshakes_refused(tmp) <= tries + 3
+
+    # The fix, on the same store: the host is tried again at once and the site is crawled.
+    ca = str(tls_site["ca"])
+    out = run_cli("crawl", "--db", db, "--ca-bundle", ca, "--max-time", "40", *FAST, "-q", cwd=str(tmp), timeout=60)
+    assert out.returncode == 0 and "crawl done" in out.stderr, out.stderr[-2000:]
+    assert set(_served(tmp)) == PAGE_URIS, _served(tmp)
+    assert "TLS certificate" not in out.stderr and "store: 3 pages fetched" in out.stderr, out.stderr
+
+
+def _refused_tries(db: str) -> int:
+    """Requests without an answer so far, as ``politecrawl status`` counts them."""
+    status = run_cli("status", "--db", db, timeout=30)
+    found = re.search(r"no-answer: (\d+)", status.stdout)
+    return int(found.group(1)) if found else 0
+
+
+def _tried_yet(db: str) -> bool:
+    """Whether the running crawl has made a request yet: only to know when to start the server.
+    Read-only, from the side: a ``status`` now could open the store while the crawl is still
+    creating its schema."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM fetch_log").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False  # not created yet
+
+
+def test_a_server_that_comes_up_late_is_crawled_within_the_same_run(tmp_path):
+    """The seed's port is closed when the crawl starts; the server comes up about 10 s later.
+    Tried again within seconds (not parked for hours), the site is crawled in the same run."""
+    port = _free_port(LATE_IP)
+    site = SandboxHost(LATE_IP, pages={"/" + (k if k != "index.html" else ""): v for k, v in PAGES.items()})
+    db = str(tmp_path / "late.db")
+    # park_after 2: a host that answered and then failed twice is parked for hours (the old rule
+    # parked this one so, 5 s in, and nothing was fetched in this run); one never reached is not.
+    env = {"POLITECRAWL_PARK_AFTER": "2"}
+    proc = start_cli("crawl", f"http://{LATE_IP}:{port}/", "--db", db, "--max-time", "40", *FAST, "-q", env=env)
+    started = time.monotonic()
+    sandbox = Sandbox([site], port=port, max_seconds=60)
+    try:
+        # Down until the crawl has found it down (its first try, refused), and some seconds more:
+        # about 10 s after the command started on an idle machine.
+        while not _tried_yet(db) and time.monotonic() - started < 25:
+            time.sleep(0.5)
+        time.sleep(max(6.0, 10.0 - (time.monotonic() - started)))
+        sandbox.start()
+        up = time.time()
+        out, err = proc.communicate(timeout=50)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        sandbox.stop()
+    assert proc.returncode == 0, err[-2000:]
+    # Found down, and tried again within seconds while down, more often than park_after (the
+    # store's fetch log, as status counts it).
+    assert _refused_tries(db) >= 3, _refused_tries(db)
+    # Within the run, before --max-time: the old rule parked the host for 6 hours after 5 tries.
+    assert "crawl done" in err, err
+    paths = {r.path for r in sandbox.requests(site)}
+    assert paths >= {"/robots.txt"} | PAGE_URIS, paths
+    first = min(sandbox.arrivals(site))
+    assert up <= first <= up + 20, (up, first)  # the next try of the short schedule, not hours later
+    # It answered since: no set-up line is left.
+    status = run_cli("status", "--db", db)
+    assert "not reached" not in status.stdout and "connection refused" not in err, (status.stdout, err)
+    # And every gap held what the host was owed, as the audit recomputes it from the fetch log.
+    proof = run_cli("audit", "--db", db)
+    assert proof.returncode == 0, proof.stdout[-2000:]
+
+
+def test_a_host_that_answered_then_failed_stays_parked_until_retry_parked(sandbox_factory, tmp_path):
+    """The control of the tests above: a host that answered (robots.txt 200) and then failed
+    (503 on its page) is backed off, doubling, and parked for hours after ``park_after``
+    failures — its trouble, not the set-up's. A rerun leaves it alone; ``--retry-parked`` asks it
+    again at once."""
+    site = SandboxHost(PARKED_IP, pages={"/": Reply(status=503, body="busy")})
+    sb = sandbox_factory([site])
+    db = str(tmp_path / "parked.db")
+    env = {"POLITECRAWL_PARK_AFTER": "2"}
+    out = run_cli("crawl", site.url("/"), "--db", db, "--max-time", "40", *FAST, env=env, timeout=60)
+    assert out.returncode == 0 and "crawl done" in out.stdout, out.stderr[-2000:]
+    assert "1 hosts with URLs left are paused" in out.stdout, out.stdout
+    assert "not reached" not in out.stdout + out.stderr
+    pages = sb.requests(site, "/")
+    assert len(pages) == 2, pages
+    assert pages[1].started - pages[0].ended >= 4.9  # backed off (backoff_base 5 s), not retried at once
+    hosts = run_cli("status", "--db", db, "--hosts")
+    row = _lines_with(hosts.stdout, site.base)[0]
+    assert "parked" in row and float(re.search(r"waits\s+([\d.]+)s", row).group(1)) > 6 * 3_600 - 60, row
+
+    # Negative control: a rerun without --retry-parked asks it nothing.
+    out = run_cli("crawl", "--db", db, "--max-time", "40", *FAST, env=env, timeout=60)
+    assert out.returncode == 0 and "0 requests" in out.stdout, out.stdout
+    assert len(sb.requests(site, "/")) == 2
+
+    # --retry-parked: asked again at once (once: it fails again and is parked again).
+    out = run_cli("crawl", "--db", db, "--retry-parked", "--max-time", "40", *FAST, env=env, timeout=60)
+    assert out.returncode == 0 and "crawl done" in out.stdout, out.stderr[-2000:]
+    assert len(sb.requests(site, "/")) == 3
+    assert "1 hosts with URLs left are paused" in out.stdout
