@@ -350,3 +350,17 @@ def test_nothing_to_crawl_creates_no_store(tmp_path):
         "politecrawl: error: nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)"
     ], out.stderr
     assert _store_files(db) == []
+
+
+def test_a_ten_megabyte_seed_is_named_in_one_bounded_line(tmp_path):
+    """A 10 MB line in a seed file (a mangled file, a paste gone wrong) was echoed whole in the
+    error. Now the line names it in at most a few hundred characters. The control: a short bad
+    seed is named whole, so the bound is what cut the long one."""
+    seeds_file = tmp_path / "seeds.txt"
+    seeds_file.write_text("http://127.0.0.1:9/\n" + "x" * 10_000_000 + "\n")
+    out = run_cli("crawl", "--seeds-file", str(seeds_file), "--db", str(tmp_path / "x.db"), timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1 and len(out.stderr) < 400, len(out.stderr)
+    assert "seeds.txt:2: invalid seed URL 'xxxx" in out.stderr and "..." in out.stderr
+    short = run_cli("crawl", "not-a-url", "--db", str(tmp_path / "y.db"), timeout=60)
+    assert short.returncode == 2 and "invalid seed URL 'not-a-url'" in short.stderr

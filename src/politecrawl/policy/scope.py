@@ -126,10 +126,11 @@ def prepare_seeds(raw: Sequence[str]) -> list[str]:
         except InvalidURL as exc:
             hint, typed = "", s.strip()
             host_like = "." in typed.split("/")[0] or typed.startswith("localhost")
-            if typed and "://" not in typed and host_like:
+            if typed and "://" not in typed and host_like and len(typed) <= 200 and typed.isprintable():
                 # 'example.org', 'localhost:8000/': a host typed without its scheme
                 hint = f" (a seed is a whole URL: did you mean 'https://{typed}'?)"
-            raise InvalidURL(f"invalid seed URL {s!r}: {exc}{hint}") from None
+            # Named in one bounded line: a 10 MB line of a seed file is not echoed whole.
+            raise InvalidURL(f"invalid seed URL {urls._short(s)}: {exc}{hint}") from None
     return seeds
 
 
