@@ -152,6 +152,9 @@ class Settings:
     """Longest silence between two reads of a response."""
     total_timeout: float = 60.0
     """Longest a whole request may take (a trickling server is cut off)."""
+    parse_cpu_seconds: float = 10.0
+    """CPU seconds the parse of one PDF or sitemap may take, in a child process killed past it
+    (or past 3x this in wall-clock time, or 512 MB of memory): the page is recorded as not indexed."""
     ca_bundle: str | None = None
     """PEM file of certificate authorities to trust instead of the system's (a site behind a
     private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, NO_PROXY."""
