@@ -86,6 +86,7 @@ class SandboxedExtractor:
         self._lock = asyncio.Lock()
         #: Children started (the first, and one after each kill): how often a budget was hit.
         self.started = 0
+        self._closed = False  # the worker is stopping: no more parses
 
     async def run(self, job: str, *args: Any, **kwargs: Any) -> Any:
         """The value of ``JOBS[job](*args, **kwargs)``, computed in the child. Raises
@@ -94,6 +95,8 @@ class SandboxedExtractor:
             raise ValueError(f"unknown job {job!r}")
         payload = pickle.dumps((job, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         async with self._lock:
+            if self._closed:
+                raise asyncio.CancelledError  # the crawl stops: the page goes back to the queue
             proc = await self._child()
             try:
                 return await asyncio.wait_for(self._exchange(proc, payload), self.budget.wall_seconds)
@@ -116,6 +119,8 @@ class SandboxedExtractor:
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
             code = await proc.wait()
             self._proc = None
+            if self._closed:  # killed by close(): the crawl stops, the parse is not the page's fault
+                raise asyncio.CancelledError from None
             raise OverBudget(self._death(code)) from None
         status, value = _AnswerUnpickler(io.BytesIO(answer)).load()
         if status == "memory":
@@ -157,7 +162,9 @@ class SandboxedExtractor:
             # Reaped by the event loop's child watcher; the pipes close with the process.
 
     async def close(self) -> None:
-        """Kill the child (the worker is ending): a parse in progress is abandoned."""
+        """Kill the child (the worker is stopping): a parse in progress is abandoned, its caller
+        cancelled (the crawl stops: its page is not done, it goes back to the queue)."""
+        self._closed = True
         proc = self._proc
         self._kill()
         if proc is not None:

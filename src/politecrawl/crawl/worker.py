@@ -323,6 +323,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 timeout = empty_wait
                 empty_wait = min(2 * empty_wait, EMPTY_ROUND_WAIT_MAX)
             await self._wait_for_change(timeout)
+        if self.stop.is_set():
+            # A parse in progress is not a request the host is answering: it ends now, not after
+            # STOP_GRACE (a hostile PDF's would run for minutes), and its page is queued again.
+            await self._extractor.close()
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
             # recorded as such), so a stop is prompt even while a slow host trickles an answer.
