@@ -53,6 +53,10 @@ _ALLOWED = frozenset(
         ("politecrawl.content.sitemaps", "SitemapEntry"),
     }
 )
+#: A question: the lengths of its pickled (job, args, kwargs) and of the body that follows them
+#: unpickled (a 50 MB sitemap is copied once into the pipe and once out of it, not pickled twice).
+_QUESTION = struct.Struct(">QQ")
+#: An answer: the length of its pickle.
 _HEADER = struct.Struct(">Q")
 _PR_SET_PDEATHSIG = 1
 
@@ -88,18 +92,19 @@ class SandboxedExtractor:
         self.started = 0
         self._closed = False  # the worker is stopping: no more parses
 
-    async def run(self, job: str, *args: Any, **kwargs: Any) -> Any:
-        """The value of ``JOBS[job](*args, **kwargs)``, computed in the child. Raises
+    async def run(self, job: str, body: bytes, *args: Any, **kwargs: Any) -> Any:
+        """The value of ``JOBS[job](body, *args, **kwargs)``, computed in the child. Raises
         :class:`OverBudget` when the child ran out of CPU, memory or time (it is killed)."""
         if job not in JOBS:
             raise ValueError(f"unknown job {job!r}")
-        payload = pickle.dumps((job, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        meta = pickle.dumps((job, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        body = bytes(body)
         async with self._lock:
             if self._closed:
                 raise asyncio.CancelledError  # the crawl stops: the page goes back to the queue
             proc = await self._child()
             try:
-                return await asyncio.wait_for(self._exchange(proc, payload), self.budget.wall_seconds)
+                return await asyncio.wait_for(self._exchange(proc, meta, body), self.budget.wall_seconds)
             except asyncio.TimeoutError:
                 self._kill()
                 raise OverBudget(f"over its time budget ({self.budget.wall_seconds:g} s)") from None
@@ -109,10 +114,11 @@ class SandboxedExtractor:
                 self._kill()
                 raise
 
-    async def _exchange(self, proc: asyncio.subprocess.Process, payload: bytes) -> Any:
+    async def _exchange(self, proc: asyncio.subprocess.Process, meta: bytes, body: bytes) -> Any:
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+            proc.stdin.write(_QUESTION.pack(len(meta), len(body)) + meta)
+            proc.stdin.write(body)
             await proc.stdin.drain()
             size = _HEADER.unpack(await proc.stdout.readexactly(_HEADER.size))[0]
             answer = await proc.stdout.readexactly(size)
@@ -200,19 +206,19 @@ def _serve(cpu_seconds: float, memory_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker decides when this process ends
     level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
     setup_logging(getattr(logging, level, logging.WARNING), "%(asctime)s %(levelname)s %(name)s: %(message)s")
-    functions = {}
-    for name, target in JOBS.items():
-        module, _, attr = target.partition(":")
-        functions[name] = getattr(importlib.import_module(module), attr)
+    functions: dict[str, Any] = {}  # each job's module imported on its first use: a process that
+    # reads only sitemaps never loads the HTML parser or pypdf (~25 MB)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU's default action dumps core: no file
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the answers
     while True:
-        header = stdin.read(_HEADER.size)
-        if len(header) < _HEADER.size:
+        header = stdin.read(_QUESTION.size)
+        if len(header) < _QUESTION.size:
             return  # the worker closed the pipe: done
-        question = stdin.read(_HEADER.unpack(header)[0])
+        meta_size, body_size = _QUESTION.unpack(header)
+        question = stdin.read(meta_size)
+        body = stdin.read(body_size)
         # The CPU limit is the process's total: each job gets cpu_seconds more than is used now
         # (whole seconds: the kernel's unit). Past it, SIGXCPU ends the process.
         limit = math.ceil(_cpu_used() + cpu_seconds)
@@ -220,12 +226,16 @@ def _serve(cpu_seconds: float, memory_bytes: int) -> None:
         answer: tuple[str, Any]
         try:
             job, args, kwargs = pickle.loads(question)
-            answer = ("ok", functions[job](*args, **kwargs))
+            if job not in functions:
+                module, _, attr = JOBS[job].partition(":")
+                functions[job] = getattr(importlib.import_module(module), attr)
+            answer = ("ok", functions[job](body, *args, **kwargs))
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
             answer, data = ("memory", None), b""
         except Exception as exc:  # the jobs never raise; a bug is reported, not a dead process
             answer, data = ("error", f"{type(exc).__name__}: {exc}"[:300]), b""
+        body = b""  # not held while the process waits for the next question
         if not data:
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.write(_HEADER.pack(len(data)) + data)
