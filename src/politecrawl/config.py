@@ -162,7 +162,7 @@ class Settings:
     """Tries per URL on transient errors before it is recorded as failed."""
     lease_seconds: float | None = None
     """How long a claim is held before another worker may take it over
-    (default: total_timeout + 30)."""
+    (default: total_timeout + 3 x parse_cpu_seconds + 30: the request, then its parse)."""
 
     # --- archive (docs/archive.md) ------------------------------------------------
     warc_dir: str | None = None
@@ -178,7 +178,10 @@ class Settings:
     port: int = 8080
 
     def effective_lease_seconds(self) -> float:
-        return self.lease_seconds if self.lease_seconds is not None else self.total_timeout + 30.0
+        if self.lease_seconds is not None:
+            return self.lease_seconds
+        # A claim lasts as long as its request, then its parse (its wall deadline: crawl.worker).
+        return self.total_timeout + 3 * self.parse_cpu_seconds + 30.0
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
