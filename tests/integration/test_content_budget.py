@@ -1,6 +1,6 @@
 """Hostile content that costs CPU is parsed under a budget (issue 50, items 4-6).
 
-* A PDF whose 100 pages share one content stream (3 KB) costs pypdf a minute of CPU: it is parsed
+* A PDF whose 100 pages share one content stream (17 KB) costs pypdf a minute of CPU: it is parsed
   in the worker's parse process (crawl/sandboxed_extract.py), recorded as not indexed when it
   runs over its budget, and a stop (--max-time, SIGTERM) kills the parse with the crawl.
 * One start tag of 100,000 attributes costs lexbor 27 s: it is cut (content/crowded_tags.py) and
