@@ -152,6 +152,9 @@ class Settings:
     """Longest silence between two reads of a response."""
     total_timeout: float = 60.0
     """Longest a whole request may take (a trickling server is cut off)."""
+    parse_cpu_seconds: float = 10.0
+    """CPU seconds the parse of one PDF or sitemap may take, in a child process killed past it
+    (or past 3x this in wall-clock time, or 512 MB of memory): the page is recorded as not indexed."""
     ca_bundle: str | None = None
     """PEM file of certificate authorities to trust instead of the system's (a site behind a
     private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
@@ -167,7 +170,7 @@ class Settings:
     """Tries per URL on transient errors before it is recorded as failed."""
     lease_seconds: float | None = None
     """How long a claim is held before another worker may take it over
-    (default: total_timeout + 30)."""
+    (default: total_timeout + 3 x parse_cpu_seconds + 30: the request, then its parse)."""
 
     # --- archive (docs/archive.md) ------------------------------------------------
     warc_dir: str | None = None
@@ -191,7 +194,10 @@ class Settings:
     this, DNS rebinding lets a page in the operator's browser read the index and /status."""
 
     def effective_lease_seconds(self) -> float:
-        return self.lease_seconds if self.lease_seconds is not None else self.total_timeout + 30.0
+        if self.lease_seconds is not None:
+            return self.lease_seconds
+        # A claim lasts as long as its request, then its parse (its wall deadline: crawl.worker).
+        return self.total_timeout + 3 * self.parse_cpu_seconds + 30.0
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)

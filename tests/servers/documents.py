@@ -24,3 +24,33 @@ def tiny_pdf(text: str, title: str) -> bytes:
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def shared_stream_pdf(pages: int = 100, operations: int = 100_000) -> bytes:
+    """A PDF of ``pages`` pages that all draw one content stream of ``operations`` text-showing
+    operations, deflated: a small file (the repeats compress) whose text extraction parses the
+    whole stream again for every page (issue 50: 82 s of pypdf's CPU for 17 KB)."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td " + b"(w) Tj 1 0 Td " * operations + b"ET", 9)
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Length " + str(len(stream)).encode() + b" /Filter /FlateDecode >>\nstream\n" + stream + b"\nendstream",
+    ]
+    font = 4 + pages
+    objects += [
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R"
+        f" /Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+    ] * pages
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)

@@ -16,6 +16,7 @@ from ada_url import join_url
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .charsets import decode_text
+from .crowded_tags import cut_crowded_tags
 from .maintext import main_text, remove, spaced_text, text_of
 from .nesting import INLINE_LOAD_LIMIT, SCAN_MIN_TAGS, may_copy_too_much, scan
 
@@ -244,6 +245,8 @@ def parse_html(
     ``main_content=False``, every visible word of the page (what a benchmark compares it with).
     """
     text = body if isinstance(body, str) else decode_text(body, header_charset, html=True)
+    # A tag of many attributes costs lexbor quadratic time: cut to MAX_ATTRIBUTES (content/crowded_tags.py).
+    text = cut_crowded_tags(text)
     tags = text.count("<")
     text = _cut_at_tags(text, MAX_PARSE_TAGS, tags)
     # Deep nesting costs quadratic time (lexbor's parse, the unwrap of inline elements): a page

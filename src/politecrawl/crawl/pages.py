@@ -18,7 +18,7 @@ from politecrawl.content.charsets import is_utf16
 from politecrawl.content.dedup import simhash, text_fingerprint
 from politecrawl.content.parse import Page, combine, parse_html, robots_directives
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
-from politecrawl.content.sitemaps import parse_sitemap
+from politecrawl.content.sitemaps import SitemapResult
 from politecrawl.content.sniff import binary_kind
 from politecrawl.errors import InvalidURL, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
@@ -33,6 +33,7 @@ from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldC
 
 from .budget import PageBudget
 from .robots_gate import SITEMAP_PRIORITY
+from .sandboxed_extract import OverBudget, SandboxedExtractor
 from .turns import Turns
 
 __all__ = ["PageHandler", "unwanted_start", "wanted_type"]
@@ -102,6 +103,7 @@ class PageHandler:
     _patterns_in_use: set[str]
     _patterns_asked: int
     _turns: Turns
+    _extractor: SandboxedExtractor
     _timing: Callable[..., Outcome]
     _rules_for: Callable[[Claim], RobotsTxt]
     _page_budget: Callable[[str], int | None]
@@ -182,7 +184,7 @@ class PageHandler:
         if is_sitemap and result.partial and outcome.url_outcome is not None:
             # The connection broke mid-file: the entries that came before the break are kept
             # (the file is asked for again like any failed URL).
-            self._sitemap(claim, result.partial, outcome, complete=False)
+            await self._sitemap(claim, result.partial, outcome, complete=False)
         if status is None or verdict.state is not URLState.DONE:
             return outcome
         if result.unwanted_type:
@@ -229,15 +231,22 @@ class PageHandler:
             return outcome
         if is_sitemap:
             if 200 <= status < 300:
-                self._sitemap(claim, result.body, outcome, complete=not result.truncated)
+                await self._sitemap(claim, result.body, outcome, complete=not result.truncated)
             return outcome
         extracted = None
         if result.status == 200 and extract.is_extractable(result.content_type):
-            # PDF text extraction is pure Python and takes a while on a large file: on a thread,
-            # so this process's other hosts keep being served meanwhile.
-            extracted = await asyncio.to_thread(
-                extract.extract, result.body, fetch_url, result.headers.get("content-type")
-            )
+            # PDF text extraction is pure Python, seconds on a large file and minutes on a hostile
+            # one: in the worker's parse process, under a budget (crawl.sandboxed_extract), so that
+            # this process's other hosts keep being served and a stop is not held up.
+            try:
+                extracted = await self._extractor.run(
+                    "extract", result.body, fetch_url, result.headers.get("content-type")
+                )
+            except OverBudget as exc:
+                # Recorded as fetched, with no text: done, not indexed, and why.
+                extracted = Page(title="", text="", base=fetch_url)
+                outcome.note(f"not indexed: {result.content_type or 'body'} parse {exc}")
+                log.warning("not indexed: %s: parse %s", fetch_url, exc)
         # Parsing, fingerprints and links: milliseconds of CPU, in a loop turn of their own.
         outcome.page = await self._turns.run(partial(self._page_record, claim, result, outcome, extracted, patterns))
         self._schedule_revisit(claim, outcome)
@@ -348,12 +357,18 @@ class PageHandler:
             links=tuple(dict.fromkeys(outgoing)),
         )
 
-    def _sitemap(self, claim: Claim, body: bytes, outcome: Outcome, *, complete: bool) -> None:
+    async def _sitemap(self, claim: Claim, body: bytes, outcome: Outcome, *, complete: bool) -> None:
         """Queue a sitemap's URLs: those it may list for the host it is read for (sitemaps.org's
         location and cross-submission rules), scoped and trap-checked like links, robots-checked
-        when claimed. They stand in for seeds (depth 0): the site itself lists them."""
+        when claimed. They stand in for seeds (depth 0): the site itself lists them. Parsed in
+        the worker's parse process, under its budget (a hostile file costs seconds of CPU)."""
         assert claim.fetch_url is not None  # a page claim
-        parsed = parse_sitemap(body, complete=complete)
+        try:
+            parsed: SitemapResult = await self._extractor.run("sitemap", body, complete=complete)
+        except OverBudget as exc:
+            outcome.note(f"sitemap not read: parse {exc}")
+            log.warning("sitemap not read: %s: parse %s", claim.fetch_url, exc)
+            return
         if parsed.error:
             outcome.note(f"broken sitemap: {parsed.error}"[:300])
         here, owner = claim.fetch_url, claim.sitemap_for or claim.host

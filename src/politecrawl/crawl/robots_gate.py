@@ -37,13 +37,21 @@ _SAYS_MORE = (WaitReason.PARKED, WaitReason.RETRY_AFTER, WaitReason.NOT_REACHED,
 #: Other hosts whose sitemaps one robots.txt may have read for it (sitemaps.org cross-submission):
 #: each is a robots.txt and a sitemap requested from a host outside the crawl's scope.
 SITEMAP_OTHER_HOSTS = 8
+#: Sitemaps read at most of those one robots.txt names (more are ignored): each is a request to
+#: the host and a parse of up to a second of CPU (content.sitemaps.MAX_ELEMENTS). A site with
+#: more lists them in a sitemap index (sitemaps.org), which this does not limit.
+SITEMAPS_PER_ROBOTS = 16
 
 
 def _sitemaps_to_read(listed: list[str], host: str) -> list[str]:
-    """The sitemaps robots.txt names, those on other hosts on at most SITEMAP_OTHER_HOSTS hosts."""
+    """The sitemaps robots.txt names, those on other hosts on at most SITEMAP_OTHER_HOSTS hosts,
+    the first SITEMAPS_PER_ROBOTS of them."""
     others: set[str] = set()
-    kept = []
+    kept: list[str] = []
     for url in listed:
+        if len(kept) >= SITEMAPS_PER_ROBOTS:
+            log.info("%s: robots.txt names %d sitemaps, %d read", host, len(listed), SITEMAPS_PER_ROBOTS)
+            break
         try:
             other = host_key(url)
         except InvalidURL:

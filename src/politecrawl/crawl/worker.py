@@ -58,6 +58,7 @@ from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
 from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
 from .robots_gate import RobotsGate
+from .sandboxed_extract import ExtractBudget, SandboxedExtractor
 from .turns import Turns
 
 __all__ = [
@@ -194,6 +195,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # Each page's CPU-heavy step in a loop turn of its own; the dispatcher claims no more
         # while more than TURNS_HOLD_AT of them wait.
         self._turns = Turns(TURNS_HOLD_AT)
+        # PDFs and sitemaps are parsed in a child process under a budget (crawl.sandboxed_extract).
+        cpu = settings.parse_cpu_seconds
+        self._extractor = SandboxedExtractor(ExtractBudget(cpu_seconds=cpu, wall_seconds=3 * cpu))
         # Releases share transactions, written on the store threads.
         window = RELEASE_WINDOW_SHARED if parallelism > 1 else RELEASE_WINDOW
         self._batcher = ReleaseBatcher(store, window=window, call=self._call)
@@ -250,6 +254,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             await self._run()
         finally:
             reporter.cancel()
+            await self._extractor.close()  # a parse still running is abandoned with its process
             await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
             await self._save_patterns()  # what was learned since each host's last write
             await self._report_loop_lag()  # the last figures, so status shows the whole run
@@ -326,6 +331,10 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 timeout = empty_wait
                 empty_wait = min(2 * empty_wait, EMPTY_ROUND_WAIT_MAX)
             await self._wait_for_change(timeout)
+        if self.stop.is_set():
+            # A parse in progress is not a request the host is answering: it ends now, not after
+            # STOP_GRACE (a hostile PDF's would run for minutes), and its page is queued again.
+            await self._extractor.close()
         if self._tasks:
             # Requests in flight get STOP_GRACE seconds to finish; the rest are cut short (and
             # recorded as such), so a stop is prompt even while a slow host trickles an answer.
