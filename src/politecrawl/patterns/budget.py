@@ -14,6 +14,8 @@ producing new articles keeps going.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from .shape import template
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
+    "BARE_WORDS",
     "LONG_NOVEL_DISTANCE",
     "NOVEL_DISTANCE",
     "THIN_WORDS",
@@ -45,6 +48,24 @@ LONG_NOVEL_DISTANCE = 6
 
 #: Pages with fewer words than this are thin (see :data:`NOVEL_DISTANCE`).
 THIN_WORDS = 100
+
+#: A page with fewer words than this is *bare*: a calendar month or day with "no events", a
+#: filter set with "no items match", a pager's "no more posts". Their SimHashes are the
+#: noisiest of all (on tests/servers/varied_trap_web.py, empty months of one calendar, 14 words
+#: each, are 13 to 23 bits apart: the month's name is half the text), so a bare page is new
+#: only if it also links something the host's pages had not linked before, outside its own
+#: template family: an event, a product, an article. See :class:`TemplateBudget`.
+BARE_WORDS = 30
+
+# The links a host's pages linked, as a Bloom filter: 2**14 bits, 3 hashes (2 % false
+# positives at 2,000 links, 20 % at 5,000: a false positive can only make a bare page no news).
+_LINK_BITS = 1 << 14
+_LINK_HASHES = 3
+
+
+def _link_positions(url: str) -> tuple[int, ...]:
+    digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+    return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
 
 
 def _family(template_: str) -> str | None:
@@ -153,6 +174,7 @@ class TemplateBudget(_JSONState):
         "near_distance",
         "long_distance",
         "thin_words",
+        "bare_words",
         "sample_size",
         "max_templates",
         "max_families",
@@ -168,6 +190,7 @@ class TemplateBudget(_JSONState):
         near_distance: int = NOVEL_DISTANCE,
         long_distance: int = LONG_NOVEL_DISTANCE,
         thin_words: int = THIN_WORDS,
+        bare_words: int = BARE_WORDS,
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
@@ -184,6 +207,9 @@ class TemplateBudget(_JSONState):
         self.early_pages = early_pages
         self.long_distance = long_distance
         self.thin_words = thin_words
+        self.bare_words = bare_words
+        self.linked = bytearray(_LINK_BITS // 8 if bare_words else 0)
+        self.linked_new = bytearray(len(self.linked))
         self.window = window
         self.min_novel_share = min_novel_share
         self.near_distance = near_distance
@@ -202,6 +228,7 @@ class TemplateBudget(_JSONState):
         cap: int,
         distance: int,
         feeds: Callable[[], bool],
+        news: Callable[[], bool] | None = None,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -210,10 +237,14 @@ class TemplateBudget(_JSONState):
                 del table[victim]
             stats = table[key] = TemplateStats()
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
+        bare = False  # no news for its links alone: counts in runs, not in the second-page rule
+        if novel and stats.sample and news is not None:
+            novel = news()
+            bare = not novel
         # Only the repeats of a template with few new pages can close it early: the links are
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
-        if feeding and stats.pages < self.min_pages and stats.novel == 1:
+        if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
             stats.fed += 1
         stats.run = stats.run + 1 if feeding else 0
         stats.pages += 1
@@ -243,19 +274,52 @@ class TemplateBudget(_JSONState):
                 linked = [(t, _family(t)) for t in map(template, links)]
             return linked
 
+        news: Callable[[], bool] | None = None
+        links = list(links)
+        if words is not None and words < self.bare_words:
+            brings: list[bool] = []
+
+            def news() -> bool:
+                # Whether the bare page links, outside its own template and family, a URL no
+                # page of the host linked before it (computed once for template and family).
+                if not brings:
+                    brings.append(
+                        any(
+                            t != key and (f is None or f != family) and not self._linked(link)
+                            for link, (t, f) in zip(links, kinds())
+                        )
+                    )
+                return brings[0]
+
         novel = self._update(
-            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds())
+            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds()), news
         )
+        # Whether its links name pages worth judging on their own (see allows): new in its
+        # family too, where it has one, since the first page of each young template is new.
+        new_to_family = novel
         if family is not None:
-            self._update(
+            new_to_family = self._update(
                 self.families,
                 family,
                 simhash,
                 self.max_families,
                 distance,
                 lambda: any(f == family for _, f in kinds()),
+                news,
             )
+        if self.bare_words:
+            for link in links:
+                for position in _link_positions(link):
+                    self.linked[position >> 3] |= 1 << (position & 7)
+                    if new_to_family:
+                        self.linked_new[position >> 3] |= 1 << (position & 7)
         return novel
+
+    def _linked(self, url: str, bits: bytearray | None = None) -> bool:
+        """Whether a page of the host linked ``url`` before (``bits``: a new page of its
+        template); Bloom filters, which may say yes wrongly."""
+        bits = self.linked if bits is None else bits
+        return bool(bits) and all(bits[p >> 3] >> (p & 7) & 1 for p in _link_positions(url))
 
     def _exhausted(self, stats: TemplateStats | None) -> bool:
         if stats is None:
@@ -276,7 +340,14 @@ class TemplateBudget(_JSONState):
         if stats is not None and stats.pages >= self.min_pages:
             novel, total = sum(stats.recent), len(stats.recent)
             return True, f"template {key}: {novel} of its last {total} pages new"
+        # A link from a page that was new, to a template with a number, date or token in its
+        # path, names its own kind of page (the events of a calendar month that had some, the
+        # products of a listing) and is judged on its own pages: an exhausted family refuses the
+        # young templates of literal words, which is how facets and ever-growing paths spread
+        # (a new name set, a new word, a new template), and those that only its repeats linked.
         family = _family(key)
+        if family is not None and "{" in key.partition("?")[0] and self._linked(url, self.linked_new):
+            family = None
         family_stats = self.families.get(family) if family is not None else None
         if self._exhausted(family_stats):
             assert family_stats is not None
@@ -317,6 +388,8 @@ class TemplateBudget(_JSONState):
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
+            **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
+            **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
         }
 
     @classmethod
@@ -325,4 +398,10 @@ class TemplateBudget(_JSONState):
         budget.clock = int(data["clock"])
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
+        for name in ("linked", "linked_new"):
+            if name in data and budget.bare_words:
+                bits = base64.b64decode(data[name])
+                if len(bits) != _LINK_BITS // 8:
+                    raise ValueError(f"{name}: {len(bits)} bytes, not {_LINK_BITS // 8}")
+                getattr(budget, name)[:] = bits
         return budget

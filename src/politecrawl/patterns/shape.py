@@ -45,7 +45,9 @@ _CLASS_CHANGE_RE = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
 def is_token(value: str) -> bool:
     """Whether ``value`` looks like an opaque machine token: a UUID, 8+ hex digits with both
     digits and letters, or 10+ base64-ish characters mixing digits and letters with at least
-    three digit/letter changes (so ``aB3xK9qL2m`` is a token, ``best-of-2026-list`` is not)."""
+    three digit/letter changes (so ``aB3xK9qL2m`` is a token, ``best-of-2026-list`` is not) or,
+    12 or more of them, mixing cases with a class change (lower, upper, digit, other) at every
+    other character (``bxd0nZPuSXLs_ecM``; not ``Top10MoviesOf2024``)."""
     if len(value) < 8:
         return False
     if _UUID_RE.fullmatch(value):
@@ -57,8 +59,24 @@ def is_token(value: str) -> bool:
     if _HEX_RE.fullmatch(value):
         return True
     if _OPAQUE_RE.fullmatch(value):
-        return len(_CLASS_CHANGE_RE.findall(value)) >= 3
+        return len(_CLASS_CHANGE_RE.findall(value)) >= 3 or _mixed_case_token(value)
     return False
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2 if char.isdigit() else 3
+
+
+def _mixed_case_token(value: str) -> bool:
+    """base64 and base62 ids (``bxd0nZPuSXLs_ecM``): few digits, so few digit/letter changes,
+    but lower case, upper case and digits all present and the character class changing at
+    every other character or more often (random base64: nearly two in three), where words in
+    CamelCase change about twice a word."""
+    if len(value) < 12 or value.islower() or value.isupper():
+        return False
+    classes = [_char_class(c) for c in value]
+    changes = sum(a != b for a, b in zip(classes, classes[1:]))
+    return changes * 2 >= len(value) and changes >= 6
 
 
 @functools.lru_cache(maxsize=16384)
