@@ -147,17 +147,24 @@ def test_the_second_page_rule_does_not_count_pages_that_are_no_news_for_their_li
 
 
 def test_young_template_with_a_number_linked_from_a_new_page_is_not_refused_by_its_family():
-    """The events of a calendar under the calendar's own first segment (/agenda/event-3/): its
-    family ran out on empty days, but a month that had events linked them."""
+    """Facets as path segments exhaust the family /store/**; the store's products, under the
+    same first segment, were linked from its listing, a page new to the family."""
     budget = TemplateBudget()
-    near = [1 << i for i in range(8)]
-    budget.observe(H + "/agenda/2026-11/", 0, 200, [*NAV, H + "/agenda/event-1/"])
-    for i, day in enumerate(("01", "02", "03")):
-        budget.observe(f"{H}/agenda/2026-11-{day}/", near[i], 20, [*NAV, f"{H}/agenda/2026-11-{int(day) + 1:02d}/"])
-    assert not budget.allows(H + "/agenda/x/y/")[0]  # literal words: the family decides
-    assert budget.allows(H + "/agenda/event-1/")[0]  # linked from a new page
-    ok, why = budget.allows(H + "/agenda/event-9/")  # linked from nowhere new
-    assert not ok and "family /agenda/**" in why
+    products = [f"{H}/store/item/lamp-{k}/" for k in range(3)]
+    budget.observe(H + "/store/lamps/", 0, 40, [*NAV, *products, H + "/store/lamps/finish-brass/"])
+    far = [0xFFFF_FFFF << (16 * i) for i in range(3)]
+    for i, finish in enumerate(("brass", "chrome")):
+        links = [*NAV, products[0], f"{H}/store/lamps/finish-{finish}/room-hall/"]
+        budget.observe(f"{H}/store/lamps/finish-{finish}/", far[i], 10, links)
+    ok, why = budget.allows(H + "/store/lamps/finish-matte/room-hall/")  # literal words: refused
+    assert not ok and "family /store/** exhausted" in why
+    assert budget.allows(H + "/store/item/lamp-2/")[0]  # linked from the listing, a new page
+    ok, why = budget.allows(H + "/store/item/lamp-9/")  # linked from nowhere new
+    assert not ok and "family /store/**" in why
+    # The products' own pages, new ones, do not reopen the family (their template has a number).
+    for k, fp in enumerate((0x0F0F_0F0F_0F0F_0F0F, 0xF0F0_F0F0_F0F0_F0F0, 0x00FF_00FF_00FF_00FF)):
+        budget.observe(products[k], fp, 200, NAV)
+    assert not budget.allows(H + "/store/lamps/finish-matte/")[0]
 
 
 def test_the_link_memory_round_trips_and_is_bounded():

@@ -266,6 +266,10 @@ class TemplateBudget(_JSONState):
         distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
         key = template(url)
         family = _family(key)
+        # Families are where literal words spread (facets as path segments, ever-growing paths):
+        # the pages of a template with a number, date or token in its path (a store's products,
+        # a calendar's months) are judged in their template, and do not make the family look new.
+        counted = family if "{" not in key.partition("?")[0] else None
         linked: list[tuple[str, str | None]] | None = None
 
         def kinds() -> list[tuple[str, str | None]]:
@@ -296,11 +300,12 @@ class TemplateBudget(_JSONState):
         )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
-        new_to_family = novel
-        if family is not None:
+        # (In a template not counted in its family, a first page is new for want of others.)
+        new_to_family = novel and (counted is not None or self.templates[key].pages > 1)
+        if counted is not None:
             new_to_family = self._update(
                 self.families,
-                family,
+                counted,
                 simhash,
                 self.max_families,
                 distance,
