@@ -11,7 +11,8 @@ calendar linking every day, a gallery linking ``gallery/`` relatively, facets as
 and ASP.NET's ``/(S(…))/`` cookieless session ids. The real command line crawls it for 60 s on
 the shipped defaults; the servers' request logs judge: every real page fetched (the first
 request for a page's content, under whatever URL), at most ``TRAP_BOUND`` other requests. The
-negative control crawls a copy with the learned URL patterns off and must fetch far more traps.
+negative control crawls a copy with the learned URL patterns off: it must fetch far more traps
+and leave real pages unfetched.
 """
 
 from __future__ import annotations
@@ -50,19 +51,12 @@ def defaults_tally(tmp_path_factory) -> list[dict]:
     return _crawl(tmp_path_factory.mktemp("varied-traps"), "127.0.81.", 60)
 
 
-# Host 2's calendar (/events?month=2026-11&view=list with view, sort and color facets) has events
-# in its entry month and the two after it. Its facet links (the same month as a grid, as a week)
-# are repeats that link more of their template, so the template of months ends two repeats
-# after its second month with events: the third month, and its two events, are never fetched.
-KNOWN_LOST = {2: ["cal-query/2027-1", "cal-query/event/4", "cal-query/event/5"]}
-
-
-# One crawl for the two tests that read it: on one worker, so that it is made once.
+# One crawl for the test that reads it (a fixture, so that a second check can share it).
 @pytest.mark.xdist_group("varied-traps")
 def test_varied_traps_cost_at_most_the_bound_and_every_real_page_is_fetched(defaults_tally):
     tally = defaults_tally
     unfetched = {row["host"]: row["unfetched"] for row in tally if row["unfetched"]}
-    assert {host: pages for host, pages in unfetched.items() if pages != KNOWN_LOST.get(host)} == {}, _report(tally)
+    assert unfetched == {}, _report(tally)
     traps = sum(row["trap"] for row in tally)
     assert traps <= TRAP_BOUND, _report(tally)
     # The controls: not one request wasted, every page fetched.
@@ -70,15 +64,10 @@ def test_varied_traps_cost_at_most_the_bound_and_every_real_page_is_fetched(defa
     print(f"trap fetches {traps}\n{_report(tally)}")
 
 
-@pytest.mark.xdist_group("varied-traps")
-@pytest.mark.xfail(strict=True, reason="a calendar's facet repeats close its months before the third with events")
-def test_known_lost_calendar_months_are_fetched(defaults_tally):
-    unfetched = {row["host"]: row["unfetched"] for row in defaults_tally if row["unfetched"]}
-    assert unfetched == {}, _report(defaults_tally)
-
-
 def test_negative_control_without_learned_patterns_the_same_web_costs_far_more(tmp_path):
     tally = _crawl(tmp_path, "127.0.82.", 60, env={"POLITECRAWL_URL_PATTERNS": "false"})
     traps = sum(row["trap"] for row in tally)
     assert traps > 3 * TRAP_BOUND, _report(tally)
+    # and the traps take the time of real pages: the check that every one is fetched can fail
+    assert any(row["unfetched"] for row in tally), _report(tally)
     print(f"trap fetches {traps}\n{_report(tally)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from politecrawl.patterns.budget import BARE_WORDS, TemplateBudget
-from politecrawl.patterns.shape import is_token
+from politecrawl.patterns.shape import is_token, url_date
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy.traps import trap_reason
 from politecrawl.policy.urls import normalize
@@ -192,3 +192,77 @@ def test_session_links_are_cleaned_before_bare_pages_are_judged():
     patterns.observe_page(H + "/shop?c=2", 0, "s1", None, links, 10)
     patterns.observe_page(H + "/shop?c=3", 0xFFFF_FFFF_0000_0000, "s2", None, [*links, f"{H}/s/x1y2z3w4v5u6/"], 10)
     assert patterns.budget.templates["/shop?c"].novel == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "date"),
+    [
+        ("/calendar/2026/11/", (2026, 11, 0)),
+        ("/calendar/2026/11/05/", (2026, 11, 5)),
+        ("/agenda/2026-11/", (2026, 11, 0)),
+        ("/agenda/2026_11_05/", (2026, 11, 5)),
+        ("/diary/20261105/", (2026, 11, 5)),
+        ("/events?month=2026-11&view=list", (2026, 11, 0)),
+        ("/whats-on?ym=202611&layout=cards", (2026, 11, 0)),
+        ("/2024/05/12/blog-post-title", (2024, 5, 12)),
+        # no date
+        ("/a/1.html", None),
+        ("/item.php?id=100", None),
+        ("/p/2026", None),
+        ("/calendar/2026/13/", None),
+        ("/shop?size=202699", None),
+        ("/docs/a/b/c/d/e", None),
+    ],
+)
+def test_url_date(path, date):
+    expected = None if date is None else date[0] * 512 + date[1] * 32 + date[2]
+    assert url_date(H + path) == expected
+
+
+def _month(budget: TemplateBudget, month: str, simhash: int, words: int, links: list[str]) -> None:
+    budget.observe(f"{H}/events?month={month}&view=list", simhash, words, links)
+
+
+def _allowed(budget: TemplateBudget, month: str) -> bool:
+    return budget.allows(f"{H}/events?month={month}&view=list")[0]
+
+
+def test_a_calendar_walk_is_judged_on_each_side_of_its_first_month():
+    """The entry month and the two after it have events; the months before are empty, and the
+    same months as a grid repeat them. The walk reaches 2027-01 all the same, and stops one
+    empty month before the entry and two after the last month with events."""
+    budget = TemplateBudget()
+    events = [f"{H}/events/e{e}.html" for e in range(6)]
+
+    def nxt(month: str) -> list[str]:
+        return [*NAV, f"{H}/events?month={month}&view=list"]
+
+    _month(budget, "2026-11", 0x0F0F_0F0F_0F0F_0F0F, 80, [*nxt("2026-12"), *events[:2]])
+    _month(budget, "2026-10", 0xFFFF_FFFF_0000_0000, 18, nxt("2026-09"))  # empty: no news
+    assert not _allowed(budget, "2026-09")  # one repeat before the entry closes that side
+    _month(budget, "2026-12", 0x00FF_00FF_00FF_00FF, 80, [*nxt("2027-01"), *events[2:4]])
+    for view in ("grid", "week"):  # the entry month again, twice: a run of repeats
+        budget.observe(f"{H}/events?month=2026-11&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, nxt("2026-12"))
+    assert not budget.allows(f"{H}/events?month=2026-11&view=table")[0]  # views of a date seen
+    assert _allowed(budget, "2027-01")  # a step after the entry: that side had news
+    _month(budget, "2027-01", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-02"), *events[4:]])
+    _month(budget, "2027-02", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-03"))
+    assert _allowed(budget, "2027-03")
+    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))
+    ok, why = budget.allows(f"{H}/events?month=2027-04&view=list")
+    assert not ok and "after its first date" in why
+    # Stored and read back, the walk goes on where it was.
+    restored = TemplateBudget.from_json(budget.to_json())
+    assert restored.templates["/events?month&view"].walk == budget.templates["/events?month&view"].walk
+    assert not _allowed(restored, "2027-04") and not _allowed(restored, "2026-09")
+
+
+def test_negative_control_without_the_walk_the_views_close_the_months():
+    """The same pages on a template whose URLs name no date: the two views' repeats close it."""
+    budget = TemplateBudget()
+    budget.observe(H + "/events?p=a&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, [*NAV, H + "/events?p=b&view=list"])
+    budget.observe(H + "/events?p=z&view=list", 0xFFFF_FFFF_0000_0000, 18, [*NAV, H + "/events?p=y&view=list"])
+    budget.observe(H + "/events?p=b&view=list", 0x00FF_00FF_00FF_00FF, 80, [*NAV, H + "/events?p=c&view=list"])
+    for view in ("grid", "week"):
+        budget.observe(f"{H}/events?p=a&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, [*NAV, H + "/events?p=b&view=list"])
+    assert not budget.allows(H + "/events?p=c&view=list")[0]

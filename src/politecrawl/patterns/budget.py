@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shape import template
+from .shape import template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
@@ -63,6 +63,20 @@ _LINK_BITS = 1 << 14
 _LINK_HASHES = 3
 
 
+# The dates of a walk remembered, to tell a new step from another view of a date seen.
+_WALK_DATES = 32
+
+
+def _on_walk(stats: TemplateStats, date: int | None) -> bool:
+    """Whether ``date`` is a new step of the template's walk: not seen yet, and months where the
+    walk is of months, days where it is of days (``/agenda/2026-11/`` and ``/agenda/2026-11-05/``
+    share a template; its month pages walk, its day pages answer to the template's own rules)."""
+    if date is None or not stats.walk:
+        return False
+    anchor = stats.walk[0]
+    return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
+
+
 def _link_positions(url: str) -> tuple[int, ...]:
     digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
     return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
@@ -92,12 +106,16 @@ class TemplateStats:
     last_seen: int = 0  # logical clock (observation count), for eviction
     fed: int = 0  # pages not novel that linked more URLs of their own template or family
     run: int = 0  # the latest pages in a row that were not novel and linked more of their kind
+    # A calendar's walk (pages naming a date, see shape.url_date): [anchor date, then for the
+    # dates before it and after it each: the run of repeats, the new pages; then the dates seen]
+    walk: list[int] = field(default_factory=list)
 
     def to_row(self) -> list[Any]:
-        """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]``, the sample
-        packed (see :mod:`.state`)."""
+        """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]`` and, for a
+        template whose pages name dates, ``walk``; the sample packed (see :mod:`.state`)."""
         sample = _pack_simhashes(self.sample)
-        return [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        row = [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        return row + [self.walk.copy()] if self.walk else row
 
     @classmethod
     def from_row(cls, row: list[Any] | dict[str, Any]) -> TemplateStats:
@@ -106,8 +124,10 @@ class TemplateStats:
             stats = cls(**row)
             _pack_simhashes(stats.sample)  # 64-bit ints, or ValueError now rather than at the next write
         else:
-            pages, novel, recent, sample, last_seen, fed, *run = row
-            stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *run)
+            pages, novel, recent, sample, last_seen, fed, *rest = row
+            stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *rest[:1])
+            if len(rest) > 1:
+                stats.walk = [int(x) for x in rest[1]]
         if ("run" not in row) if isinstance(row, dict) else len(row) == 6:
             # Stored before runs were counted: a template whose every repeat fed it ends in a run
             # of them all; of any other, the run is not known and starts again.
@@ -229,6 +249,7 @@ class TemplateBudget(_JSONState):
         distance: int,
         feeds: Callable[[], bool],
         news: Callable[[], bool] | None = None,
+        date: int | None = None,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -244,9 +265,24 @@ class TemplateBudget(_JSONState):
         # Only the repeats of a template with few new pages can close it early: the links are
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
-        if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
-            stats.fed += 1
-        stats.run = stats.run + 1 if feeding else 0
+        if date is not None and not stats.walk:
+            stats.walk = [date, 0, 0, 0, 0]
+        if date is not None and _on_walk(stats, date):
+            # A step of the walk to a date not seen: judged on its side of the first date, so
+            # that the empty months before a calendar's entry do not close the months after it.
+            side = 1 if date < stats.walk[0] else 3
+            if novel:
+                stats.walk[side], stats.walk[side + 1] = 0, stats.walk[side + 1] + 1
+            elif feeds():
+                stats.walk[side] += 1
+            stats.walk.append(date)
+            del stats.walk[5:-_WALK_DATES]
+        else:
+            # Another page of a date seen (the same month as a grid, sorted by title) or of no
+            # date: the template's own rules.
+            if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
+                stats.fed += 1
+            stats.run = stats.run + 1 if feeding else 0
         stats.pages += 1
         stats.novel += novel
         stats.recent.append(int(novel))
@@ -296,7 +332,14 @@ class TemplateBudget(_JSONState):
                 return brings[0]
 
         novel = self._update(
-            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds()), news
+            self.templates,
+            key,
+            simhash,
+            self.max_templates,
+            distance,
+            lambda: any(t == key for t, _ in kinds()),
+            news,
+            url_date(url),
         )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
@@ -339,11 +382,28 @@ class TemplateBudget(_JSONState):
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = template(url)
         stats = self.templates.get(key)
-        if stats is not None and self._exhausted(stats):
+        date = url_date(url) if stats is not None and stats.walk else None
+        walk: tuple[str, int] | None = None
+        if stats is not None and date is not None and _on_walk(stats, date):
+            # A date not seen yet: its side of the walk decides (see _walk_closed).
+            side = 1 if date < stats.walk[0] else 3
+            where = "before" if side == 1 else "after"
+            if self._walk_closed(stats, side):
+                return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
+            # The walk stands in for the runs of repeats (views of the dates seen make those),
+            # not for the second-page rule, the novel share, or a young template's family.
+            shared = stats.pages >= self.min_pages and stats.novel_share() < self.min_novel_share
+            if not (stats.feeds_itself() or shared):
+                walk = where, stats.walk[side + 1]
+                if stats.walk[2] or stats.walk[4]:  # it walked to new pages: a calendar, not a facet
+                    return True, f"template {key}: dates {where} its first still new ({walk[1]} new pages)"
+        if walk is None and stats is not None and self._exhausted(stats):
             novel, total = sum(stats.recent), len(stats.recent)
             return False, f"template {key} exhausted: {novel} of its last {total} pages new"
         if stats is not None and stats.pages >= self.min_pages:
             novel, total = sum(stats.recent), len(stats.recent)
+            if walk is not None:
+                return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
             return True, f"template {key}: {novel} of its last {total} pages new"
         # A link from a page that was new, to a template with a number, date or token in its
         # path, names its own kind of page (the events of a calendar month that had some, the
@@ -358,8 +418,18 @@ class TemplateBudget(_JSONState):
             assert family_stats is not None
             novel, total = sum(family_stats.recent), len(family_stats.recent)
             return False, f"template family {family} exhausted: {novel} of its last {total} pages new"
+        if walk is not None:
+            return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
+
+    def _walk_closed(self, stats: TemplateStats, side: int) -> bool:
+        """Whether the dates on one side of a walk's first date are closed: after a repeat that
+        linked more of its kind where that side had no new page (the month before a calendar's
+        entry, empty), after ``early_pages`` of them in a row where it had some (the months after
+        its last events)."""
+        run, new = stats.walk[side], stats.walk[side + 1]
+        return run >= (self.early_pages if new else 1)
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""

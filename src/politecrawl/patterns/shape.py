@@ -23,6 +23,7 @@ __all__ = [
     "is_token",
     "segment_template",
     "template",
+    "url_date",
 ]
 
 _DIGITS_RE = re.compile(r"[0-9]+")
@@ -156,6 +157,44 @@ def template(url: str) -> str:
     # Bounded: a template is a key of the stored state. URLs that long share a template,
     # which is what ever-growing URLs deserve anyway.
     return result if len(result) <= MAX_TEMPLATE_LENGTH else result[: MAX_TEMPLATE_LENGTH - 1] + "~"
+
+
+# A date in one segment or value: 2026-11, 2026_11_05, 202611, 20261105.
+_ONE_DATE_RE = re.compile(r"((?:19|20)[0-9]{2})[-_]?([0-9]{2})(?:[-_]?([0-9]{2}))?")
+
+
+def _date(year: int, month: int, day: int) -> int | None:
+    return year * 512 + month * 32 + day if 1 <= month <= 12 and 0 <= day <= 31 else None
+
+
+@functools.lru_cache(maxsize=8192)
+def url_date(url: str) -> int | None:
+    """The date a URL names, as a number that orders dates (``year * 512 + month * 32 + day``,
+    day 0 for a month), or None: the first of ``/2026/11/`` or ``/2026/11/05/`` in the path
+    (a year segment, then a month, then perhaps a day), a segment or a query value that is a
+    date alone (``2026-11``, ``2026_11_05``, ``202611``, ``20261105``). How calendars walk."""
+    parts = _split(url)
+    segments = parts.segments
+    for i, segment in enumerate(segments):
+        if len(segment) == 4 and segment.isdigit() and segment[:2] in ("19", "20") and i + 1 < len(segments):
+            month = segments[i + 1]
+            if month.isdigit() and len(month) <= 2:
+                day = segments[i + 2] if i + 2 < len(segments) else ""
+                found = _date(int(segment), int(month), int(day) if day.isdigit() and len(day) <= 2 else 0)
+                if found is not None:
+                    return found
+        match = _ONE_DATE_RE.fullmatch(segment)
+        if match:
+            found = _date(int(match[1]), int(match[2]), int(match[3] or 0))
+            if found is not None:
+                return found
+    for pair in parts.query:
+        match = _ONE_DATE_RE.fullmatch(pair.partition("=")[2])
+        if match:
+            found = _date(int(match[1]), int(match[2]), int(match[3] or 0))
+            if found is not None:
+                return found
+    return None
 
 
 def _literal(segment: str) -> bool:
