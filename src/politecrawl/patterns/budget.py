@@ -275,6 +275,10 @@ class TemplateBudget(_JSONState):
                 stats.walk[side], stats.walk[side + 1] = 0, stats.walk[side + 1] + 1
             elif feeds():
                 stats.walk[side] += 1
+            # The second-page rule holds for walks too: a first step that repeats the first
+            # page (not only for want of news) and links more closes both sides at once.
+            if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
+                stats.fed += 1
             stats.walk.append(date)
             del stats.walk[5:-_WALK_DATES]
         else:
@@ -331,6 +335,12 @@ class TemplateBudget(_JSONState):
                     )
                 return brings[0]
 
+        date = url_date(url)
+        before = self.templates.get(key)
+        # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
+        # news (the months with events) would keep the family of the calendar's views open.
+        if before is not None and date is not None and _on_walk(before, date):
+            counted = None
         novel = self._update(
             self.templates,
             key,
@@ -339,12 +349,12 @@ class TemplateBudget(_JSONState):
             distance,
             lambda: any(t == key for t, _ in kinds()),
             news,
-            url_date(url),
+            date,
         )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
         # (In a template not counted in its family, a first page is new for want of others.)
-        new_to_family = novel and (counted is not None or self.templates[key].pages > 1)
+        new_to_family = novel and (counted is not None or (key in self.templates and self.templates[key].pages > 1))
         if counted is not None:
             new_to_family = self._update(
                 self.families,
