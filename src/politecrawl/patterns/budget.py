@@ -14,14 +14,17 @@ producing new articles keeps going.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shape import template
+from .shape import template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
+    "BARE_WORDS",
     "LONG_NOVEL_DISTANCE",
     "NOVEL_DISTANCE",
     "THIN_WORDS",
@@ -45,6 +48,38 @@ LONG_NOVEL_DISTANCE = 6
 
 #: Pages with fewer words than this are thin (see :data:`NOVEL_DISTANCE`).
 THIN_WORDS = 100
+
+#: A page with fewer words than this is *bare*: a calendar month or day with "no events", a
+#: filter set with "no items match", a pager's "no more posts". Their SimHashes are the
+#: noisiest of all (on tests/servers/varied_trap_web.py, empty months of one calendar, 14 words
+#: each, are 13 to 23 bits apart: the month's name is half the text), so a bare page is new
+#: only if it also links something the host's pages had not linked before, outside its own
+#: template family: an event, a product, an article. See :class:`TemplateBudget`.
+BARE_WORDS = 30
+
+# The links a host's pages linked, as a Bloom filter: 2**14 bits, 3 hashes (2 % false
+# positives at 2,000 links, 20 % at 5,000: a false positive can only make a bare page no news).
+_LINK_BITS = 1 << 14
+_LINK_HASHES = 3
+
+
+# The dates of a walk remembered, to tell a new step from another view of a date seen.
+_WALK_DATES = 32
+
+
+def _on_walk(stats: TemplateStats, date: int | None) -> bool:
+    """Whether ``date`` is a new step of the template's walk: not seen yet, and months where the
+    walk is of months, days where it is of days (``/agenda/2026-11/`` and ``/agenda/2026-11-05/``
+    share a template; its month pages walk, its day pages answer to the template's own rules)."""
+    if date is None or not stats.walk:
+        return False
+    anchor = stats.walk[0]
+    return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
+
+
+def _link_positions(url: str) -> tuple[int, ...]:
+    digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+    return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
 
 
 def _family(template_: str) -> str | None:
@@ -71,12 +106,16 @@ class TemplateStats:
     last_seen: int = 0  # logical clock (observation count), for eviction
     fed: int = 0  # pages not novel that linked more URLs of their own template or family
     run: int = 0  # the latest pages in a row that were not novel and linked more of their kind
+    # A calendar's walk (pages naming a date, see shape.url_date): [anchor date, then for the
+    # dates before it and after it each: the run of repeats, the new pages; then the dates seen]
+    walk: list[int] = field(default_factory=list)
 
     def to_row(self) -> list[Any]:
-        """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]``, the sample
-        packed (see :mod:`.state`)."""
+        """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]`` and, for a
+        template whose pages name dates, ``walk``; the sample packed (see :mod:`.state`)."""
         sample = _pack_simhashes(self.sample)
-        return [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        row = [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        return row + [self.walk.copy()] if self.walk else row
 
     @classmethod
     def from_row(cls, row: list[Any] | dict[str, Any]) -> TemplateStats:
@@ -85,8 +124,10 @@ class TemplateStats:
             stats = cls(**row)
             _pack_simhashes(stats.sample)  # 64-bit ints, or ValueError now rather than at the next write
         else:
-            pages, novel, recent, sample, last_seen, fed, *run = row
-            stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *run)
+            pages, novel, recent, sample, last_seen, fed, *rest = row
+            stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *rest[:1])
+            if len(rest) > 1:
+                stats.walk = [int(x) for x in rest[1]]
         if ("run" not in row) if isinstance(row, dict) else len(row) == 6:
             # Stored before runs were counted: a template whose every repeat fed it ends in a run
             # of them all; of any other, the run is not known and starts again.
@@ -153,6 +194,7 @@ class TemplateBudget(_JSONState):
         "near_distance",
         "long_distance",
         "thin_words",
+        "bare_words",
         "sample_size",
         "max_templates",
         "max_families",
@@ -168,6 +210,7 @@ class TemplateBudget(_JSONState):
         near_distance: int = NOVEL_DISTANCE,
         long_distance: int = LONG_NOVEL_DISTANCE,
         thin_words: int = THIN_WORDS,
+        bare_words: int = BARE_WORDS,
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
@@ -184,6 +227,9 @@ class TemplateBudget(_JSONState):
         self.early_pages = early_pages
         self.long_distance = long_distance
         self.thin_words = thin_words
+        self.bare_words = bare_words
+        self.linked = bytearray(_LINK_BITS // 8 if bare_words else 0)
+        self.linked_new = bytearray(len(self.linked))
         self.window = window
         self.min_novel_share = min_novel_share
         self.near_distance = near_distance
@@ -202,6 +248,8 @@ class TemplateBudget(_JSONState):
         cap: int,
         distance: int,
         feeds: Callable[[], bool],
+        news: Callable[[], bool] | None = None,
+        date: int | None = None,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -210,12 +258,35 @@ class TemplateBudget(_JSONState):
                 del table[victim]
             stats = table[key] = TemplateStats()
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
+        bare = False  # no news for its links alone: counts in runs, not in the second-page rule
+        if novel and stats.sample and news is not None:
+            novel = news()
+            bare = not novel
         # Only the repeats of a template with few new pages can close it early: the links are
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
-        if feeding and stats.pages < self.min_pages and stats.novel == 1:
-            stats.fed += 1
-        stats.run = stats.run + 1 if feeding else 0
+        if date is not None and not stats.walk:
+            stats.walk = [date, 0, 0, 0, 0]
+        if date is not None and _on_walk(stats, date):
+            # A step of the walk to a date not seen: judged on its side of the first date, so
+            # that the empty months before a calendar's entry do not close the months after it.
+            side = 1 if date < stats.walk[0] else 3
+            if novel:
+                stats.walk[side], stats.walk[side + 1] = 0, stats.walk[side + 1] + 1
+            elif feeds():
+                stats.walk[side] += 1
+            # The second-page rule holds for walks too: a first step that repeats the first
+            # page (not only for want of news) and links more closes both sides at once.
+            if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
+                stats.fed += 1
+            stats.walk.append(date)
+            del stats.walk[5:-_WALK_DATES]
+        else:
+            # Another page of a date seen (the same month as a grid, sorted by title) or of no
+            # date: the template's own rules.
+            if feeding and not bare and stats.pages < self.min_pages and stats.novel == 1:
+                stats.fed += 1
+            stats.run = stats.run + 1 if feeding else 0
         stats.pages += 1
         stats.novel += novel
         stats.recent.append(int(novel))
@@ -235,6 +306,10 @@ class TemplateBudget(_JSONState):
         distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
         key = template(url)
         family = _family(key)
+        # Families are where literal words spread (facets as path segments, ever-growing paths):
+        # the pages of a template with a number, date or token in its path (a store's products,
+        # a calendar's months) are judged in their template, and do not make the family look new.
+        counted = family if "{" not in key.partition("?")[0] else None
         linked: list[tuple[str, str | None]] | None = None
 
         def kinds() -> list[tuple[str, str | None]]:
@@ -243,19 +318,66 @@ class TemplateBudget(_JSONState):
                 linked = [(t, _family(t)) for t in map(template, links)]
             return linked
 
+        news: Callable[[], bool] | None = None
+        links = list(links)
+        if words is not None and words < self.bare_words:
+            brings: list[bool] = []
+
+            def news() -> bool:
+                # Whether the bare page links, outside its own template and family, a URL no
+                # page of the host linked before it (computed once for template and family).
+                if not brings:
+                    brings.append(
+                        any(
+                            t != key and (f is None or f != family) and not self._linked(link)
+                            for link, (t, f) in zip(links, kinds())
+                        )
+                    )
+                return brings[0]
+
+        date = url_date(url)
+        before = self.templates.get(key)
+        # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
+        # news (the months with events) would keep the family of the calendar's views open.
+        if before is not None and date is not None and _on_walk(before, date):
+            counted = None
         novel = self._update(
-            self.templates, key, simhash, self.max_templates, distance, lambda: any(t == key for t, _ in kinds())
+            self.templates,
+            key,
+            simhash,
+            self.max_templates,
+            distance,
+            lambda: any(t == key for t, _ in kinds()),
+            news,
+            date,
         )
-        if family is not None:
-            self._update(
+        # Whether its links name pages worth judging on their own (see allows): new in its
+        # family too, where it has one, since the first page of each young template is new.
+        # (In a template not counted in its family, a first page is new for want of others.)
+        new_to_family = novel and (counted is not None or (key in self.templates and self.templates[key].pages > 1))
+        if counted is not None:
+            new_to_family = self._update(
                 self.families,
-                family,
+                counted,
                 simhash,
                 self.max_families,
                 distance,
                 lambda: any(f == family for _, f in kinds()),
+                news,
             )
+        if self.bare_words:
+            for link in links:
+                for position in _link_positions(link):
+                    self.linked[position >> 3] |= 1 << (position & 7)
+                    if new_to_family:
+                        self.linked_new[position >> 3] |= 1 << (position & 7)
         return novel
+
+    def _linked(self, url: str, bits: bytearray | None = None) -> bool:
+        """Whether a page of the host linked ``url`` before (``bits``: a new page of its
+        template); Bloom filters, which may say yes wrongly."""
+        bits = self.linked if bits is None else bits
+        return bool(bits) and all(bits[p >> 3] >> (p & 7) & 1 for p in _link_positions(url))
 
     def _exhausted(self, stats: TemplateStats | None) -> bool:
         if stats is None:
@@ -270,20 +392,54 @@ class TemplateBudget(_JSONState):
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = template(url)
         stats = self.templates.get(key)
-        if stats is not None and self._exhausted(stats):
+        date = url_date(url) if stats is not None and stats.walk else None
+        walk: tuple[str, int] | None = None
+        if stats is not None and date is not None and _on_walk(stats, date):
+            # A date not seen yet: its side of the walk decides (see _walk_closed).
+            side = 1 if date < stats.walk[0] else 3
+            where = "before" if side == 1 else "after"
+            if self._walk_closed(stats, side):
+                return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
+            # The walk stands in for the runs of repeats (views of the dates seen make those),
+            # not for the second-page rule, the novel share, or a young template's family.
+            shared = stats.pages >= self.min_pages and stats.novel_share() < self.min_novel_share
+            if not (stats.feeds_itself() or shared):
+                walk = where, stats.walk[side + 1]
+                if stats.walk[2] or stats.walk[4]:  # it walked to new pages: a calendar, not a facet
+                    return True, f"template {key}: dates {where} its first still new ({walk[1]} new pages)"
+        if walk is None and stats is not None and self._exhausted(stats):
             novel, total = sum(stats.recent), len(stats.recent)
             return False, f"template {key} exhausted: {novel} of its last {total} pages new"
         if stats is not None and stats.pages >= self.min_pages:
             novel, total = sum(stats.recent), len(stats.recent)
+            if walk is not None:
+                return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
             return True, f"template {key}: {novel} of its last {total} pages new"
+        # A link from a page that was new, to a template with a number, date or token in its
+        # path, names its own kind of page (the events of a calendar month that had some, the
+        # products of a listing) and is judged on its own pages: an exhausted family refuses the
+        # young templates of literal words, which is how facets and ever-growing paths spread
+        # (a new name set, a new word, a new template), and those that only its repeats linked.
         family = _family(key)
+        if family is not None and "{" in key.partition("?")[0] and self._linked(url, self.linked_new):
+            family = None
         family_stats = self.families.get(family) if family is not None else None
         if self._exhausted(family_stats):
             assert family_stats is not None
             novel, total = sum(family_stats.recent), len(family_stats.recent)
             return False, f"template family {family} exhausted: {novel} of its last {total} pages new"
+        if walk is not None:
+            return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
+
+    def _walk_closed(self, stats: TemplateStats, side: int) -> bool:
+        """Whether the dates on one side of a walk's first date are closed: after a repeat that
+        linked more of its kind where that side had no new page (the month before a calendar's
+        entry, empty), after ``early_pages`` of them in a row where it had some (the months after
+        its last events)."""
+        run, new = stats.walk[side], stats.walk[side + 1]
+        return run >= (self.early_pages if new else 1)
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
@@ -317,6 +473,8 @@ class TemplateBudget(_JSONState):
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
+            **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
+            **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
         }
 
     @classmethod
@@ -325,4 +483,10 @@ class TemplateBudget(_JSONState):
         budget.clock = int(data["clock"])
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
+        for name in ("linked", "linked_new"):
+            if name in data and budget.bare_words:
+                bits = base64.b64decode(data[name])
+                if len(bits) != _LINK_BITS // 8:
+                    raise ValueError(f"{name}: {len(bits)} bytes, not {_LINK_BITS // 8}")
+                getattr(budget, name)[:] = bits
         return budget

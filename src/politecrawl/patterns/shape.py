@@ -23,6 +23,7 @@ __all__ = [
     "is_token",
     "segment_template",
     "template",
+    "url_date",
 ]
 
 _DIGITS_RE = re.compile(r"[0-9]+")
@@ -45,7 +46,9 @@ _CLASS_CHANGE_RE = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
 def is_token(value: str) -> bool:
     """Whether ``value`` looks like an opaque machine token: a UUID, 8+ hex digits with both
     digits and letters, or 10+ base64-ish characters mixing digits and letters with at least
-    three digit/letter changes (so ``aB3xK9qL2m`` is a token, ``best-of-2026-list`` is not)."""
+    three digit/letter changes (so ``aB3xK9qL2m`` is a token, ``best-of-2026-list`` is not) or,
+    12 or more of them, mixing cases with a class change (lower, upper, digit, other) at every
+    other character (``bxd0nZPuSXLs_ecM``; not ``Top10MoviesOf2024``)."""
     if len(value) < 8:
         return False
     if _UUID_RE.fullmatch(value):
@@ -57,8 +60,24 @@ def is_token(value: str) -> bool:
     if _HEX_RE.fullmatch(value):
         return True
     if _OPAQUE_RE.fullmatch(value):
-        return len(_CLASS_CHANGE_RE.findall(value)) >= 3
+        return len(_CLASS_CHANGE_RE.findall(value)) >= 3 or _mixed_case_token(value)
     return False
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2 if char.isdigit() else 3
+
+
+def _mixed_case_token(value: str) -> bool:
+    """base64 and base62 ids (``bxd0nZPuSXLs_ecM``): few digits, so few digit/letter changes,
+    but lower case, upper case and digits all present and the character class changing at
+    every other character or more often (random base64: nearly two in three), where words in
+    CamelCase change about twice a word."""
+    if len(value) < 12 or value.islower() or value.isupper():
+        return False
+    classes = [_char_class(c) for c in value]
+    changes = sum(a != b for a, b in zip(classes, classes[1:]))
+    return changes * 2 >= len(value) and changes >= 6
 
 
 @functools.lru_cache(maxsize=16384)
@@ -138,6 +157,44 @@ def template(url: str) -> str:
     # Bounded: a template is a key of the stored state. URLs that long share a template,
     # which is what ever-growing URLs deserve anyway.
     return result if len(result) <= MAX_TEMPLATE_LENGTH else result[: MAX_TEMPLATE_LENGTH - 1] + "~"
+
+
+# A date in one segment or value: 2026-11, 2026_11_05, 202611, 20261105.
+_ONE_DATE_RE = re.compile(r"((?:19|20)[0-9]{2})[-_]?([0-9]{2})(?:[-_]?([0-9]{2}))?")
+
+
+def _date(year: int, month: int, day: int) -> int | None:
+    return year * 512 + month * 32 + day if 1 <= month <= 12 and 0 <= day <= 31 else None
+
+
+@functools.lru_cache(maxsize=8192)
+def url_date(url: str) -> int | None:
+    """The date a URL names, as a number that orders dates (``year * 512 + month * 32 + day``,
+    day 0 for a month), or None: the first of ``/2026/11/`` or ``/2026/11/05/`` in the path
+    (a year segment, then a month, then perhaps a day), a segment or a query value that is a
+    date alone (``2026-11``, ``2026_11_05``, ``202611``, ``20261105``). How calendars walk."""
+    parts = _split(url)
+    segments = parts.segments
+    for i, segment in enumerate(segments):
+        if len(segment) == 4 and segment.isdigit() and segment[:2] in ("19", "20") and i + 1 < len(segments):
+            month = segments[i + 1]
+            if month.isdigit() and len(month) <= 2:
+                day = segments[i + 2] if i + 2 < len(segments) else ""
+                found = _date(int(segment), int(month), int(day) if day.isdigit() and len(day) <= 2 else 0)
+                if found is not None:
+                    return found
+        match = _ONE_DATE_RE.fullmatch(segment)
+        if match:
+            found = _date(int(match[1]), int(match[2]), int(match[3] or 0))
+            if found is not None:
+                return found
+    for pair in parts.query:
+        match = _ONE_DATE_RE.fullmatch(pair.partition("=")[2])
+        if match:
+            found = _date(int(match[1]), int(match[2]), int(match[3] or 0))
+            if found is not None:
+                return found
+    return None
 
 
 def _literal(segment: str) -> bool:

@@ -153,6 +153,10 @@ class SitePatterns(_JSONState):
                 self._stripped[stripped] = url
         # Budgets count pages under the URL filter_link would give them, so that what is
         # counted and what is checked are one template.
+        # A bare page's links are judged for news (see TemplateBudget): under the learned rules,
+        # so that a session id minted per response does not make every link new.
+        if words is not None and words < self.budget.bare_words:
+            links = [self.clean(link)[0] for link in links]
         self.budget.observe(self.clean(url)[0], simhash, words, links)
         return repeat
 

@@ -1,8 +1,8 @@
 """Crawler-trap heuristics: what one URL's text alone gives away. Pure: no I/O.
 
 :func:`trap_reason` names over-long URLs, faceted navigation (too many query parameters),
-relative-link loops (a repeated path segment) and session ids. A URL alone cannot reveal every
-trap: the depth and per-host budgets, and the patterns learned per host
+relative-link loops (a repeated path segment, a repeated run of segments) and session ids. A
+URL alone cannot reveal every trap: the depth and per-host budgets, and the patterns learned per host
 (:mod:`politecrawl.patterns`), catch the rest.
 """
 
@@ -29,6 +29,27 @@ _SESSION_PATH_RE = re.compile(
     re.IGNORECASE,
 )
 _SESSION_QUERY_KEYS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id"})
+_DIGITS_RE = re.compile(r"[0-9]+")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+
+
+def _tandem_repeat(segments: list[str]) -> bool:
+    """Whether a run of two or more segments is followed at once by the same run, numbers
+    aside, and the run has a word in it: ``/a/b/a/b``, ``/kb/start/usage/start/usage/``,
+    ``/blog/page/2/page/3/``. That is how a relative link nests a path into itself (a page at
+    ``/kb/start/usage/`` linking ``start/``, a pager's ``page/3/`` from ``/blog/page/2/``),
+    and no site names its pages so. Numbers alone are left alone (``/2012/12/12/12``), and so
+    is one segment doubled (``/news/news/``: the repeated-segment rule takes it at three)."""
+    shapes = [_DIGITS_RE.sub("#", s) for s in segments]
+    n = len(shapes)
+    if len(set(shapes)) > n - 2:  # a run of two repeated needs two shapes seen twice
+        return False
+    for k in range(2, n // 2 + 1):
+        for i in range(n - 2 * k + 1):
+            run = shapes[i : i + k]
+            if run == shapes[i + k : i + 2 * k] and any(_LETTER_RE.search(s) for s in run):
+                return True
+    return False
 
 
 def trap_reason(
@@ -44,7 +65,9 @@ def trap_reason(
     ``"too-many-query-params"`` (more than ``max_query_params``: faceted
     navigation), ``"repeated-path-segment"`` (one segment occurring
     ``max_repeated_segment`` times or more anywhere in the path: relative-link
-    loops such as ``/a/b/a/b/a/b``), ``"session-id"`` (a session id in the
+    loops such as ``/a/b/a/b/a/b``), ``"repeated-path-sequence"`` (a run of
+    segments with a word in it repeated at once, numbers aside: ``/a/b/a/b``,
+    ``/blog/page/2/page/3``), ``"session-id"`` (a session id in the
     path, or a session key in the query of an un-normalized URL). A URL alone
     cannot reveal every trap (``/calendar?month=2999-12`` looks fine): the
     depth and per-host budgets catch the rest. Raises :class:`InvalidURL` if
@@ -75,6 +98,8 @@ def trap_reason(
             most = max(Counter(segments).values())
         if most >= max_repeated_segment:
             return "repeated-path-segment"
+    if len(segments) >= 4 and _tandem_repeat(segments):
+        return "repeated-path-sequence"
     if ("=" in path or "(" in path) and _SESSION_PATH_RE.search(path):  # every match has one
         return "session-id"
     if any(p.partition("=")[0].lower() in _SESSION_QUERY_KEYS for p in params):

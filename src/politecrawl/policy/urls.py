@@ -36,7 +36,9 @@ result. The rules, in this order (departures from what a browser would request a
    ``[ ]`` in a path) and a ``%`` that starts no escape are encoded. Reserved characters are
    never decoded (``%2F`` stays).
 8. **Path**: ``;name=value`` path parameters whose name is in ``strip_params`` are removed
-   (``/a;jsessionid=XYZ`` -> ``/a``), and dot segments that this leaves removed; case is kept;
+   (``/a;jsessionid=XYZ`` -> ``/a``; a segment of nothing else goes too, ``/;jsessionid=XYZ/a``
+   -> ``/a``), and dot segments that this leaves removed; ASP.NET's cookieless session segment
+   is removed (``/(S(<24 chars>))/a`` -> ``/a``); case is kept;
    the trailing slash is kept exactly as given (``/a`` and ``/a/`` are different resources).
 9. **Query** (*policy*): split on ``&``; empty pairs dropped; parameters whose key is in
    ``strip_params`` (case-insensitive, see :data:`DEFAULT_STRIP_PARAMS`) dropped; in the *key*
@@ -182,6 +184,8 @@ def _normalize(
 
     if ";" in path:
         path = _remove_dot_segments(_strip_path_params(path, strip))
+    if "(" in path:
+        path = _strip_cookieless_session(path)
     key_query, request_query = _normalize_query(query, strip)
 
     result = prefix + path
@@ -404,17 +408,32 @@ def _pct_repl(match: re.Match[str]) -> str:
 
 
 def _strip_path_params(path: str, strip: _Strip) -> str:
-    """Drop ``;name=value`` parameters named in ``strip`` from each segment."""
+    """Drop ``;name=value`` parameters named in ``strip`` from each segment; a segment that was
+    nothing but such parameters goes with them (``/;jsessionid=X/a`` -> ``/a``, as the servers
+    that mint it read it), except the last (``/;jsessionid=X`` -> ``/``)."""
     if ";" not in path:
         return path
     segments = []
-    for segment in path.split("/"):
+    split = path.split("/")
+    for i, segment in enumerate(split):
         if ";" in segment:
             head, *params = segment.split(";")
             kept = [p for p in params if not _is_stripped(p.partition("=")[0], strip)]
+            if not head and not kept and 0 < i < len(split) - 1:
+                continue
             segment = ";".join([head, *kept])
         segments.append(segment)
     return "/".join(segments)
+
+
+# ASP.NET's cookieless session state puts the session in a segment of its own, ``/(S(<24 chars>))/``
+# (or ``(A(…)S(…)F(…))``, one letter and an id each); the server answers the path without it.
+_COOKIELESS_RE = re.compile(r"/\((?:[A-Za-z]\([A-Za-z0-9_-]{16,}\))+\)(?=/)")
+
+
+def _strip_cookieless_session(path: str) -> str:
+    """``/(S(abc…))/page`` -> ``/page``."""
+    return _COOKIELESS_RE.sub("", path)
 
 
 def _remove_dot_segments(path: str) -> str:

@@ -1,0 +1,268 @@
+"""The trap rules added for a web the crawler was not tuned on (tests/servers/varied_trap_web.py):
+repeated runs of path segments, session ids in the path that are stripped rather than refused,
+base64 tokens, and bare pages judged by what they link. Real pages' URLs are in every table:
+a real page judged a trap is lost for good, so the tables hold more of them than of traps."""
+
+from __future__ import annotations
+
+import pytest
+
+from politecrawl.patterns.budget import BARE_WORDS, TemplateBudget
+from politecrawl.patterns.shape import is_token, url_date
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.policy.traps import trap_reason
+from politecrawl.policy.urls import normalize
+
+H = "http://site.test"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # relative links nesting a path into itself: caught at the first repetition
+        ("/a/b/a/b", "repeated-path-sequence"),
+        ("/kb/start/usage/start/usage/", "repeated-path-sequence"),
+        ("/blog/page/2/page/3/", "repeated-path-sequence"),
+        ("/news/p/3/p/4/", "repeated-path-sequence"),
+        ("/help/faq/contact/billing/faq/contact/billing/", "repeated-path-sequence"),
+        ("/en/docs/en/docs/", "repeated-path-sequence"),
+        # real pages: nothing repeated, or numbers only, or one segment doubled
+        ("/2024/05/12/blog-post-title", None),
+        ("/docs/a/b/c/d/e", None),
+        ("/docs/a/b/c/d/e/", None),
+        ("/page/2", None),
+        ("/page/2/", None),
+        ("/blog/page/2/", None),
+        ("/kb/start/usage/", None),  # one nesting is the sibling itself: another page
+        ("/help/faq/contact/billing/faq/", None),
+        ("/2012/12/12/story", None),
+        ("/1/2/1/2", None),  # numbers alone: an id pair, a date
+        ("/photos/2024/05/2024/05", None),
+        ("/news/news/", None),  # one segment doubled: the repeated-segment rule takes it at three
+        ("/wiki/Foo/wiki/Bar", None),
+        ("/season/1/episode/2", None),
+        ("/api/v1/users/12/posts/7", None),
+        ("/a/b/c/a/b/d", None),  # repeated, not at once
+        ("/u/8f3a9c2b7d/profile", None),
+    ],
+)
+def test_repeated_run_of_path_segments(path, expected):
+    assert trap_reason(H + path) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # a segment of nothing but a session parameter goes with it (was http://h//search)
+        ("http://h/;jsessionid=0A1B2C3D4E5F60718293A4B5C6D7E8F9/search?q=1", "http://h/search?q=1"),
+        ("http://h/;jsessionid=0A1B2C3D4E5F/", "http://h/"),
+        ("http://h/;jsessionid=0A1B2C3D4E5F", "http://h/"),
+        ("http://h/about;jsessionid=0A1B2C3D4E5F", "http://h/about"),
+        ("http://h/a;jsessionid=0A1B2C3D4E5F/b", "http://h/a/b"),
+        # ASP.NET's cookieless session: removed (it used to make the link refused, and a site
+        # whose every link carries one was never crawled past its home page)
+        ("http://h/(S(lit3py55t21z5v55vlm25s55))/default.aspx", "http://h/default.aspx"),
+        ("http://h/(S(lit3py55t21z5v55vlm25s55))/", "http://h/"),
+        ("http://h/app/(A(abcdefghijklmnop0123)S(lit3py55t21z5v55vlm25s55))/x", "http://h/app/x"),
+        # parentheses of real pages stay
+        ("http://h/wiki/Python_(programming_language)", "http://h/wiki/Python_(programming_language)"),
+        ("http://h/(S(short))/page", "http://h/(S(short))/page"),
+        ("http://h/a;v=1/b", "http://h/a;v=1/b"),
+        ("http://h/a;/b", "http://h/a;/b"),
+    ],
+)
+def test_session_ids_in_the_path_are_stripped(url, expected):
+    assert normalize(url) == expected
+    assert trap_reason(normalize(url)) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "token"),
+    [
+        # base64url ids: few digits, so few digit/letter changes, but cases mixed throughout
+        ("bxd0nZPuSXLs_ecM", True),
+        ("gCzBSrziVqYl3kC9", True),
+        ("LdHdSLfcT3uXMYbv", True),
+        ("~bxd0nZPuSXLs_ecM", True),
+        # words: CamelCase, snake case, slugs
+        ("HelloWorld2024Edition", False),
+        ("GetStarted4Free", False),
+        ("HowToMakeABetterWebsite", False),
+        ("Main_Page", False),
+        ("Python3Tutorial", False),
+        ("COVID19Vaccine", False),
+        ("best-of-2026-list", False),
+        ("Tansy_Yarrow_Dowel", False),
+    ],
+)
+def test_base64_tokens(value, token):
+    assert is_token(value) is token
+
+
+def _bare_page(budget: TemplateBudget, url: str, simhash: int, links: list[str]) -> bool:
+    return budget.observe(url, simhash, BARE_WORDS - 10, links)
+
+
+NAV = [H + "/", H + "/about"]
+
+
+def test_a_bare_page_linking_nothing_new_is_no_news():
+    """Empty months of a calendar: their SimHashes are far apart (the month's name is half the
+    text), but they link only the next month, their days and the site's menu."""
+    budget = TemplateBudget()
+    assert _bare_page(budget, H + "/cal/2026/11/", 0, [*NAV, H + "/cal/2026/12/", H + "/cal/event-1/"])
+    far = 0xFFFF_FFFF_0000_0000  # 32 bits away from the first
+    assert not _bare_page(budget, H + "/cal/2026/10/", far, [*NAV, H + "/cal/2026/09/", H + "/cal/2026/10/01/"])
+    # linking a page of its own family nobody linked before is not news either (a day, a facet)
+    assert not _bare_page(budget, H + "/cal/2026/09/", far ^ 0xFFFF_FFFF, [*NAV, H + "/cal/2026/09/01/"])
+    # linking, outside its family, a page nobody linked before is
+    assert _bare_page(
+        budget, H + "/cal/2026/12/", 0x0000_FFFF_FFFF_0000, [*NAV, H + "/cal/2027/01/", H + "/events/e2.html"]
+    )
+
+
+def test_bare_pages_are_judged_by_links_only_when_bare_and_far():
+    budget = TemplateBudget()
+    far = 0xFFFF_FFFF_0000_0000
+    budget.observe(H + "/n/1", 0, 200, NAV)
+    # a page of 200 words is judged by its text alone, as before
+    assert budget.observe(H + "/n/2", far, 200, NAV)
+    # the first page of a template is new whatever it links
+    assert _bare_page(budget, H + "/m/1", far, NAV)
+    # words unknown: judged as thin, by the text
+    assert budget.observe(H + "/n/3", far ^ 0xFFFF_0000_FFFF, None, NAV)
+
+
+def test_the_second_page_rule_does_not_count_pages_that_are_no_news_for_their_links_alone():
+    """A calendar whose first repeat is an empty month (far by SimHash, no news by its links)
+    stays open for the months with events that come after it; two such repeats in a row close it."""
+    budget = TemplateBudget()
+    far = [(0xFFFF_FFFF << (16 * i)) for i in range(3)]  # 32 bits from 0 and from each other
+    _bare_page(budget, H + "/cal/2026/11/", 0, [*NAV, H + "/cal/2026/12/", H + "/cal/event-1/"])
+    _bare_page(budget, H + "/cal/2026/10/", far[0], [*NAV, H + "/cal/2026/09/"])
+    assert budget.allows(H + "/cal/2026/12/")[0]
+    _bare_page(budget, H + "/cal/2026/09/", far[1], [*NAV, H + "/cal/2026/08/"])
+    ok, why = budget.allows(H + "/cal/2026/08/")
+    assert not ok and "/cal/{num}/{num}/ exhausted" in why
+
+
+def test_young_template_with_a_number_linked_from_a_new_page_is_not_refused_by_its_family():
+    """Facets as path segments exhaust the family /store/**; the store's products, under the
+    same first segment, were linked from its listing, a page new to the family."""
+    budget = TemplateBudget()
+    products = [f"{H}/store/item/lamp-{k}/" for k in range(3)]
+    budget.observe(H + "/store/lamps/", 0, 40, [*NAV, *products, H + "/store/lamps/finish-brass/"])
+    far = [0xFFFF_FFFF << (16 * i) for i in range(3)]
+    for i, finish in enumerate(("brass", "chrome")):
+        links = [*NAV, products[0], f"{H}/store/lamps/finish-{finish}/room-hall/"]
+        budget.observe(f"{H}/store/lamps/finish-{finish}/", far[i], 10, links)
+    ok, why = budget.allows(H + "/store/lamps/finish-matte/room-hall/")  # literal words: refused
+    assert not ok and "family /store/** exhausted" in why
+    assert budget.allows(H + "/store/item/lamp-2/")[0]  # linked from the listing, a new page
+    ok, why = budget.allows(H + "/store/item/lamp-9/")  # linked from nowhere new
+    assert not ok and "family /store/**" in why
+    # The products' own pages, new ones, do not reopen the family (their template has a number).
+    for k, fp in enumerate((0x0F0F_0F0F_0F0F_0F0F, 0xF0F0_F0F0_F0F0_F0F0, 0x00FF_00FF_00FF_00FF)):
+        budget.observe(products[k], fp, 200, NAV)
+    assert not budget.allows(H + "/store/lamps/finish-matte/")[0]
+
+
+def test_the_link_memory_round_trips_and_is_bounded():
+    budget = TemplateBudget()
+    links = [f"{H}/p/{i}" for i in range(5000)]
+    budget.observe(H + "/list", 0, 200, links)
+    restored = TemplateBudget.from_json(budget.to_json())
+    assert restored.linked == budget.linked and restored.linked_new == budget.linked_new
+    assert all(restored._linked(link) for link in links)
+    assert len(budget.to_json()) < 2 * 2 * (1 << 14) // 8 * 4 // 3  # two filters of 2 KiB, in base64
+    assert TemplateBudget(bare_words=0).to_dict() == TemplateBudget(bare_words=0).to_dict()
+
+
+def test_session_links_are_cleaned_before_bare_pages_are_judged():
+    """A session id minted per response makes every link new: once the token is learned, a bare
+    page's links are judged without it."""
+    patterns = SitePatterns()
+    for n in range(4):
+        token = f"a{n}b7c9d1e2f3a4b5c6{n}"
+        links = [f"{H}/s/{token}/", f"{H}/s/{token}/a/{n}.html", f"{H}/s/{token}/a/1.html"]
+        patterns.observe_page(f"{H}/a/{n}.html", n << 40, f"k{n}", None, links, 300)
+    assert patterns.sessions.rules
+    token = "f9e8d7c6b5a4f3e2d1c0"
+    links = [f"{H}/s/{token}/", f"{H}/s/{token}/shop?c=1"]
+    patterns.observe_page(H + "/shop?c=2", 0, "s1", None, links, 10)
+    patterns.observe_page(H + "/shop?c=3", 0xFFFF_FFFF_0000_0000, "s2", None, [*links, f"{H}/s/x1y2z3w4v5u6/"], 10)
+    assert patterns.budget.templates["/shop?c"].novel == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "date"),
+    [
+        ("/calendar/2026/11/", (2026, 11, 0)),
+        ("/calendar/2026/11/05/", (2026, 11, 5)),
+        ("/agenda/2026-11/", (2026, 11, 0)),
+        ("/agenda/2026_11_05/", (2026, 11, 5)),
+        ("/diary/20261105/", (2026, 11, 5)),
+        ("/events?month=2026-11&view=list", (2026, 11, 0)),
+        ("/whats-on?ym=202611&layout=cards", (2026, 11, 0)),
+        ("/2024/05/12/blog-post-title", (2024, 5, 12)),
+        # no date
+        ("/a/1.html", None),
+        ("/item.php?id=100", None),
+        ("/p/2026", None),
+        ("/calendar/2026/13/", None),
+        ("/shop?size=202699", None),
+        ("/docs/a/b/c/d/e", None),
+    ],
+)
+def test_url_date(path, date):
+    expected = None if date is None else date[0] * 512 + date[1] * 32 + date[2]
+    assert url_date(H + path) == expected
+
+
+def _month(budget: TemplateBudget, month: str, simhash: int, words: int, links: list[str]) -> None:
+    budget.observe(f"{H}/events?month={month}&view=list", simhash, words, links)
+
+
+def _allowed(budget: TemplateBudget, month: str) -> bool:
+    return budget.allows(f"{H}/events?month={month}&view=list")[0]
+
+
+def test_a_calendar_walk_is_judged_on_each_side_of_its_first_month():
+    """The entry month and the two after it have events; the months before are empty, and the
+    same months as a grid repeat them. The walk reaches 2027-01 all the same, and stops one
+    empty month before the entry and two after the last month with events."""
+    budget = TemplateBudget()
+    events = [f"{H}/events/e{e}.html" for e in range(6)]
+
+    def nxt(month: str) -> list[str]:
+        return [*NAV, f"{H}/events?month={month}&view=list"]
+
+    _month(budget, "2026-11", 0x0F0F_0F0F_0F0F_0F0F, 80, [*nxt("2026-12"), *events[:2]])
+    _month(budget, "2026-10", 0xFFFF_FFFF_0000_0000, 18, nxt("2026-09"))  # empty: no news
+    assert not _allowed(budget, "2026-09")  # one repeat before the entry closes that side
+    _month(budget, "2026-12", 0x00FF_00FF_00FF_00FF, 80, [*nxt("2027-01"), *events[2:4]])
+    for view in ("grid", "week"):  # the entry month again, twice: a run of repeats
+        budget.observe(f"{H}/events?month=2026-11&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, nxt("2026-12"))
+    assert not budget.allows(f"{H}/events?month=2026-11&view=table")[0]  # views of a date seen
+    assert _allowed(budget, "2027-01")  # a step after the entry: that side had news
+    _month(budget, "2027-01", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-02"), *events[4:]])
+    _month(budget, "2027-02", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-03"))
+    assert _allowed(budget, "2027-03")
+    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))
+    ok, why = budget.allows(f"{H}/events?month=2027-04&view=list")
+    assert not ok and "after its first date" in why
+    # Stored and read back, the walk goes on where it was.
+    restored = TemplateBudget.from_json(budget.to_json())
+    assert restored.templates["/events?month&view"].walk == budget.templates["/events?month&view"].walk
+    assert not _allowed(restored, "2027-04") and not _allowed(restored, "2026-09")
+
+
+def test_negative_control_without_the_walk_the_views_close_the_months():
+    """The same pages on a template whose URLs name no date: the two views' repeats close it."""
+    budget = TemplateBudget()
+    budget.observe(H + "/events?p=a&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, [*NAV, H + "/events?p=b&view=list"])
+    budget.observe(H + "/events?p=z&view=list", 0xFFFF_FFFF_0000_0000, 18, [*NAV, H + "/events?p=y&view=list"])
+    budget.observe(H + "/events?p=b&view=list", 0x00FF_00FF_00FF_00FF, 80, [*NAV, H + "/events?p=c&view=list"])
+    for view in ("grid", "week"):
+        budget.observe(f"{H}/events?p=a&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, [*NAV, H + "/events?p=b&view=list"])
+    assert not budget.allows(H + "/events?p=c&view=list")[0]
