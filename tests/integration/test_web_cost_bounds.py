@@ -22,7 +22,8 @@ from urllib.parse import quote
 
 import pytest
 
-from politecrawl.faces.web import MAX_WAITING_SEARCHES, STATUS_MAX_AGE
+from politecrawl.faces.web import MAX_WAITING_SEARCHES
+from politecrawl.faces.web_status import STATUS_MAX_AGE
 from politecrawl.index import IndexWriter, Searcher
 from politecrawl.index.search import MAX_PHRASES
 from politecrawl.store import open_store

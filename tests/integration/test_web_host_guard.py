@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from politecrawl.faces.web import host_header_allowed
+from politecrawl.faces.web_connections import host_header_allowed
 from politecrawl.store import open_store
 
 from conftest import start_cli

@@ -28,14 +28,12 @@ in ``web_pages``, the API's limits and OpenAPI document in ``web_openapi``.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import math
 import signal
 import threading
 import time
 import unicodedata
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -50,14 +48,15 @@ from politecrawl.policy.politeness import unreached_advice
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
 
-from .web_connections import GuardedSite, quiet_accept_errors
+from .web_connections import GuardedSite, host_header_allowed, quiet_accept_errors
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
 from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
+from .web_status import STATUS_REFRESH, StatusReadings, status_chart
 
 if TYPE_CHECKING:  # pragma: no cover
-    from politecrawl.store import CrawlStatus
+    pass
 
-__all__ = ["create_app", "host_header_allowed", "serve"]
+__all__ = ["create_app", "serve"]
 
 log = logging.getLogger("politecrawl.web")
 
@@ -73,9 +72,6 @@ CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
 #: Searches that may wait for the searcher; one more is answered 503 with Retry-After at once,
 #: so a flood costs the others at most this many time limits of waiting.
 MAX_WAITING_SEARCHES = 4
-#: Seconds the status figures are reused: each reading scans the fetch log, so however many
-#: clients ask, the store is read at most this often, one reading at a time, on its own thread.
-STATUS_MAX_AGE = 3.0
 
 _SEARCHER = web.AppKey("searcher", object)
 _STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
@@ -93,47 +89,6 @@ class _Busy(Exception):
 _BUSY_MESSAGE = "Too many searches are waiting; try again in a moment."
 _TOO_COSTLY_HINT = "Try fewer phrases, or rarer words in them."
 _RETRY_AFTER = "2"
-
-
-class _StatusCache:
-    """The store's status figures, read at most every ``STATUS_MAX_AGE`` seconds, one reading at
-    a time on a thread of its own: a dozen clients polling /api/status cost one reading, and
-    never a search thread. A failed reading (no store yet) is remembered as long."""
-
-    def __init__(self, settings: Settings):
-        self._settings = settings
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="politecrawl-status")
-        self._at = -math.inf
-        self.read_at = 0.0  # wall-clock time of the reading in use (shown as "as of")
-        self._result: tuple[CrawlStatus, dict[str, Any]] | BaseException | None = None
-        self._reading: asyncio.Future | None = None
-
-    async def get(self) -> tuple[CrawlStatus, dict[str, Any]]:
-        if self._result is None or time.monotonic() - self._at >= STATUS_MAX_AGE:
-            if self._reading is None:
-                self._reading = asyncio.get_running_loop().run_in_executor(self._pool, self._read)
-            try:
-                await asyncio.shield(self._reading)
-            except Exception:
-                pass  # remembered by _read
-            finally:
-                self._reading = None
-        result = self._result
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None
-        return result
-
-    def _read(self) -> None:
-        try:
-            self._result = _store_status(self._settings)
-        except StoreError as exc:
-            self._result = exc
-        self._at = time.monotonic()
-        self.read_at = time.time()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # -- input validation ---------------------------------------------------------
@@ -186,7 +141,7 @@ class _State:
         self._searcher: Searcher | None = None
         self._lock = threading.Lock()
         self.searches_waiting = 0  # changed on the event loop only
-        self.status = _StatusCache(settings)
+        self.status = StatusReadings(settings)
 
     def _with_searcher(self, fn):
         """Run ``fn(searcher)`` under the lock; opens the searcher on first use.
@@ -387,37 +342,6 @@ async def _api_search(request: web.Request) -> web.Response:
     )
 
 
-def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
-    """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from politecrawl.store import open_store
-
-    store = open_store(settings.db, create=False)
-    try:
-        now = store.now()
-        return store.status(now), store.activity(now).as_dict()
-    finally:
-        store.close()
-
-
-#: Seconds between two reloads of the status page (a ``Refresh`` header: no script needed).
-STATUS_REFRESH = 5
-_CHART_W, _CHART_H = 600, 120
-
-
-def _chart(rate: list[float]) -> dict:
-    """An SVG polyline of requests per second, oldest first, scaled to the peak."""
-    peak = max(rate) or 1.0
-    step = _CHART_W / max(1, len(rate) - 1)
-    points = " ".join(f"{i * step:.1f},{_CHART_H - 20 - (v / peak) * (_CHART_H - 30):.1f}" for i, v in enumerate(rate))
-    return {
-        "width": _CHART_W,
-        "height": _CHART_H,
-        "points": points,
-        "peak": round(peak, 2),
-        "last": rate[-1] if rate else 0,
-    }
-
-
 async def _status_page(request: web.Request) -> web.Response:
     state = _state(request)
     try:
@@ -443,7 +367,7 @@ async def _status_page(request: web.Request) -> web.Response:
         when=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.status.read_at)),
         refresh=STATUS_REFRESH,
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
-        chart=_chart(act["rate_per_s"]),
+        chart=status_chart(act["rate_per_s"]),
         waits=sorted(status.hosts_waiting_by_reason.items()),
         unreached=[unreached_advice(host, why) for host, why in status.unreached.items()],
         filtered=sorted(status.links_not_queued.items()),
@@ -512,36 +436,6 @@ async def _bot(request: web.Request) -> web.Response:
 
 
 # -- middleware and app -------------------------------------------------------------
-
-#: Names every machine gives itself: a browser on the operator's machine may use any of them.
-_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-
-def host_header_allowed(host_header: str | None, bound: str, allowed: tuple[str, ...]) -> bool:
-    """Whether a request naming ``host_header`` (``Host``, port included) is for this server.
-
-    DNS rebinding makes an attacker's name resolve to this server: the operator's browser then
-    sends the attacker's page's requests here with ``Host: attacker.example``, and same-origin
-    lets that page read the answers. A name is accepted only if it is the bound address, a
-    localhost name, or one the operator gave (``--allowed-host``, for a reverse proxy). Address
-    literals are safe (a page cannot rebind an address): the bound one always, any one when the
-    server listens on every interface. No ``Host`` at all (HTTP/1.0 tools) names nobody."""
-    if not host_header:
-        return True
-    name = host_header.strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:  # name:port (a bare v6 literal has more colons)
-        name = name.rsplit(":", 1)[0]
-    name = name.rstrip(".")
-    if name in _LOCAL_NAMES or name.endswith(".localhost") or name in allowed:
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return name == bound.lower().strip("[]")
-    bound_name = bound.strip("[]")
-    return address.is_loopback or bound_name in ("", "0.0.0.0", "::") or str(address) == bound_name
 
 
 def _host_guard(settings: Settings):

@@ -12,7 +12,6 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -68,7 +67,16 @@ from .reads import (
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 from .sqlite_checkpoints import WalUpkeep
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
-from .sqlite_connection import DIALECT, begin_immediate, connect, tune
+from .sqlite_connection import (
+    APP_ID,
+    DIALECT,
+    SCHEMA_VERSION,
+    _apply_steps,
+    _unopenable,
+    begin_immediate,
+    connect,
+    tune,
+)
 from .sqlite_revisits import Revisits
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
@@ -76,9 +84,6 @@ __all__ = ["SQLiteStore", "SCHEMA_VERSION", "DIALECT"]
 #: SQLite runs on this machine: the store's clock is the caller's (``now``).
 _WAKE_TIME = wake_time_sql(DIALECT)
 _SAVE_PATTERNS = save_patterns_sql(DIALECT)
-
-SCHEMA_VERSION = 9
-APP_ID = "politecrawl"
 
 
 def _near_duplicate(db: sqlite3.Connection, fp: int, blocks, url_id: int) -> int | None:
@@ -100,30 +105,6 @@ _INSERT_URL = (
     "INSERT OR IGNORE INTO frontier (url, host, depth, priority, discovered_at, kind, lastmod, request_url,"
     " sitemap_for) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-def _apply_steps(db: sqlite3.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
-    """Apply ``schema/sqlite_NNN.sql`` files newer than ``version`` up to ``target``, in order,
-    and record ``target`` as the version: raw DDL, not idempotent (``ALTER TABLE … ADD COLUMN``).
-    Only ever inside the write transaction that read ``version`` (``SQLiteStore._check_or_create``)."""
-    for step in range(version + 1, target + 1):
-        script = resources.files("politecrawl.store").joinpath(f"schema/sqlite_{step:03d}.sql").read_text()
-        for statement in script.split(";\n"):
-            if statement.strip():
-                db.execute(statement)
-    if version < target:
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?)", (APP_ID,))
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
-
-
-def _unopenable(path: Path, msg: str, read_only: bool) -> str:
-    """Why SQLite could not open or write the store, in words: its 'unable to open database
-    file' names neither the folder nor the cause."""
-    if not os.access(path.parent, os.W_OK | os.X_OK):  # even to read, SQLite makes the -shm file of a WAL store
-        return f"folder {path.parent} is not writable (SQLite keeps its -wal and -shm files beside the store)"
-    if not read_only and path.exists() and not os.access(path, os.R_OK | os.W_OK):
-        return "the file is not writable"
-    return msg
 
 
 class SQLiteStore(Revisits, WalUpkeep):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+from importlib import resources
 from pathlib import Path
 
 from .common import Dialect
 
 __all__ = [
+    "APP_ID",
     "BUSY_TIMEOUT",
     "DIALECT",
     "LOCK_POLL",
+    "SCHEMA_VERSION",
     "WAL_AUTOCHECKPOINT_PAGES",
     "WAL_SIZE_LIMIT",
     "begin_immediate",
@@ -118,3 +122,32 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             if not is_busy(exc) or time.monotonic() > give_up:
                 raise
         time.sleep(WAL_SWITCH_POLL)
+
+
+#: The schema this code writes (``schema/sqlite_NNN.sql`` up to it) and the store's mark.
+SCHEMA_VERSION = 9
+APP_ID = "politecrawl"
+
+
+def _apply_steps(db: sqlite3.Connection, version: int, target: int = SCHEMA_VERSION) -> None:
+    """Apply ``schema/sqlite_NNN.sql`` files newer than ``version`` up to ``target``, in order,
+    and record ``target`` as the version: raw DDL, not idempotent (``ALTER TABLE … ADD COLUMN``).
+    Only ever inside the write transaction that read ``version`` (``SQLiteStore._check_or_create``)."""
+    for step in range(version + 1, target + 1):
+        script = resources.files("politecrawl.store").joinpath(f"schema/sqlite_{step:03d}.sql").read_text()
+        for statement in script.split(";\n"):
+            if statement.strip():
+                db.execute(statement)
+    if version < target:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?)", (APP_ID,))
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),))
+
+
+def _unopenable(path: Path, msg: str, read_only: bool) -> str:
+    """Why SQLite could not open or write the store, in words: its 'unable to open database
+    file' names neither the folder nor the cause."""
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # even to read, SQLite makes the -shm file of a WAL store
+        return f"folder {path.parent} is not writable (SQLite keeps its -wal and -shm files beside the store)"
+    if not read_only and path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        return "the file is not writable"
+    return msg
