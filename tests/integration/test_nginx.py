@@ -474,7 +474,7 @@ def test_a_stop_cuts_a_slow_body_over_tls_on_either_event_loop(nginx_bodies, tmp
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-    assert proc.returncode == 0
+    assert proc.returncode == 143  # 128 + SIGTERM: stopped by the signal, what was in flight recorded
     ended, nbytes, _ = _sent(nginx_bodies["log"], {uri})[uri]
     print(f"$bytes_sent, stopped on {loop}: {nbytes}, nginx done {exited - ended:.2f} s before the exit")
     assert nbytes < BIG // 4, nbytes  # cut short by the stop, not read whole
