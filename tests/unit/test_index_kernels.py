@@ -440,6 +440,7 @@ def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
         st.lists(
             st.sampled_from(
                 ["run", "the", "loop", "Run", "ab", "ä", "σ", "Σ", "ς", "İ", "x", " ", "  ", "\t", "\n", "-", "東"]
+                + ["東京", "京都", "京", "ああ", "x東", "。"]  # CJK: bigrams found anywhere, overlapping
             ),
             max_size=150,
         ),
@@ -450,7 +451,10 @@ def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
         ),
     ).map("".join),
     terms=st.lists(
-        st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i", "ÿ", "w1", "w12", "1", "a-b"]),
+        st.sampled_from(
+            ["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i", "ÿ", "w1", "w12", "1", "a-b"]
+            + ["東京", "京都", "京東", "ああ"]
+        ),
         max_size=4,
     ),
     window=st.integers(1, 60),  # below 4: windows shorter than a match ("loop")
