@@ -71,7 +71,7 @@ def _hits(searcher: Searcher, q: str, **kw) -> list[tuple]:
 
 # Words of a small vocabulary, some common, so that queries match many documents and scores tie.
 _COMMON = ["the", "of", "run", "loop"]
-_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京"]
+_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京", "東京都", "京都の", "首都です", "ああああ"]
 _WORDS = st.sampled_from(_COMMON * 6 + _RARE)
 
 

@@ -369,6 +369,9 @@ def _parse_site(value: str) -> str | None:
 def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
     """Parse free text, ``"exact phrases"``, ``-excluded`` terms and ``site:host``.
 
+    An unquoted word's run of CJK letters is the phrase of its bigrams (``_word_terms``); a
+    ``-word``'s CJK bigrams are each excluded.
+
     Never raises: non-string input is treated as empty, control characters are
     replaced by spaces, input beyond 4096 characters is ignored, and at most
     ``MAX_QUERY_TERMS`` tokens are kept (counting terms, phrase tokens and

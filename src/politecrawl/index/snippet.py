@@ -171,6 +171,8 @@ def make_snippet(
                 del counts[t]
 
     if best_j > best_i:  # a window holds a match (not so if every match is longer than the window)
+        while best_i > 0 and matches[best_i - 1][1] > matches[best_i][0]:
+            best_i -= 1  # a CJK bigram overlapping the first match: the word's start, marked too
         first_start, last_end = matches[best_i][0], matches[best_j - 1][1]
         slack = max(0, window - (last_end - first_start))
         start = max(0, first_start - min(LEAD_CHARS, slack))

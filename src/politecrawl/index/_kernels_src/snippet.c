@@ -362,6 +362,8 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
     }
     Py_ssize_t start, end, c0 = 0, c1 = 0; /* chosen matches [c0, c1) */
     if (best_j > best_i) {
+        /* a CJK bigram overlapping the first match: the word's start, marked too */
+        while (best_i > 0 && matches[best_i - 1].end > matches[best_i].start) best_i--;
         Py_ssize_t first_start = matches[best_i].start, last_end = matches[best_j - 1].end;
         Py_ssize_t slack = window - (last_end - first_start);
         if (slack < 0) slack = 0;
