@@ -258,11 +258,21 @@ def _python_snippet(
         text,
         terms,
         window=window,
-        lo=max(0, c - LEAD_CHARS),
+        lo=_region_start(text, c),
         hi=c + 2 * window,
         complete=complete,
         cut_before=r >= 0 or cut,
     )
+
+
+def _region_start(text: str, c: int) -> int:
+    """Where ``make_snippet`` looks from, for an occurrence at character ``c`` of ``text``:
+    ``LEAD_CHARS`` before it, or further back (up to twice that) to the start of a run of CJK
+    letters, whose first bigram would otherwise be cut in two and go unmarked."""
+    lo = max(0, c - LEAD_CHARS)
+    while lo > 0 and c - lo < 2 * LEAD_CHARS and _joins(1, text[lo - 1]) and _joins(1, text[lo]):
+        lo -= 1
+    return lo
 
 
 def _snippet_hit(

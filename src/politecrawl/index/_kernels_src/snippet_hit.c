@@ -167,6 +167,14 @@ static PyObject *snippet_at_core(const unsigned char *data, Py_ssize_t n, int do
     for (Py_ssize_t q = first; q < b; q++) c += (data[q] & 0xC0) != 0x80;
     /* 4. make_snippet(text, terms, window, lo = c - lead, hi = c + 2 * window, ...) */
     Py_ssize_t lo = c - lead > 0 ? c - lead : 0, hi = c + 2 * window;
+    { /* not from inside a run of CJK letters (snippet_hit._region_start): back to its start, or
+       * up to 2 * lead before c, so that its first bigram is not cut in two */
+        int tk = PyUnicode_KIND(text);
+        const void *td = PyUnicode_DATA(text);
+        while (lo > 0 && c - lo < 2 * lead && joins(1, PyUnicode_READ(tk, td, lo - 1)) &&
+               joins(1, PyUnicode_READ(tk, td, lo)))
+            lo--;
+    }
     if (hi > PyUnicode_GET_LENGTH(text)) hi = PyUnicode_GET_LENGTH(text);
     PyObject *part = PyUnicode_Substring(text, lo, hi);
     PyObject *low = part ? str_lower(part) : NULL;
