@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from test_index_tokens import regex_tokens
 
 from politecrawl.index import tokenize
 from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer, Query, parse_query
@@ -105,15 +106,12 @@ def test_tokenize_is_idempotent(text):
 
 
 def _regex_tokenize(text):
-    """The reference definition: one regex over the NFKC_Casefold'ed text."""
-    import re
-    import unicodedata
-
-    n = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return [t for t in re.findall(r"[^\W_]+", n) if len(t) <= MAX_TOKEN_LEN]
+    """The reference definition (``test_index_tokens.regex_tokens``): regexes over the
+    NFKC_Casefold'ed text, CJK runs cut into bigrams."""
+    return regex_tokens(text)
 
 
-_TRICKY = list("aZ9_ \t\n.-'’“—é\u0301\u0345ßİ\ufb01ｆ①½™\u00a0\u2028\u200b\U0001d400") + ["\ud800", "x" * 70]
+_TRICKY = list("aZ9_ \t\n.-'’“—é\u0301\u0345ßİ\ufb01ｆ①½™\u00a0\u2028\u200b\U0001d400東京の") + ["\ud800", "x" * 70]
 
 
 @settings(max_examples=500, deadline=None)

@@ -71,7 +71,7 @@ def _hits(searcher: Searcher, q: str, **kw) -> list[tuple]:
 
 # Words of a small vocabulary, some common, so that queries match many documents and scores tie.
 _COMMON = ["the", "of", "run", "loop"]
-_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京"]
+_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京", "東京都", "京都の", "首都です", "ああああ"]
 _WORDS = st.sampled_from(_COMMON * 6 + _RARE)
 
 
@@ -440,6 +440,7 @@ def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
         st.lists(
             st.sampled_from(
                 ["run", "the", "loop", "Run", "ab", "ä", "σ", "Σ", "ς", "İ", "x", " ", "  ", "\t", "\n", "-", "東"]
+                + ["東京", "京都", "京", "ああ", "x東", "。"]  # CJK: bigrams found anywhere, overlapping
             ),
             max_size=150,
         ),
@@ -450,7 +451,10 @@ def test_proximity_refuses_a_position_it_uses_as_the_end_of_a_run():
         ),
     ).map("".join),
     terms=st.lists(
-        st.sampled_from(["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i", "ÿ", "w1", "w12", "1", "a-b"]),
+        st.sampled_from(
+            ["run", "the", "loop", "ab", "ä", "σ", "ς", "x", "東", "i", "ÿ", "w1", "w12", "1", "a-b"]
+            + ["東京", "京都", "京東", "ああ"]
+        ),
         max_size=4,
     ),
     window=st.integers(1, 60),  # below 4: windows shorter than a match ("loop")
@@ -667,3 +671,33 @@ def test_a_page_s_urls_come_back_as_stored_lone_surrogates_included(tmp_path):
     with numpy_only():
         want = [h.url for h in Searcher(path).search("apple", snippets=False)]
     assert got == want and odd in got and len(got) == 2
+
+
+def test_cjk_snippets_are_the_same_with_and_without_the_kernels_and_mark_whole_words(tmp_path):
+    """A long body of Japanese and Chinese (sync points in it) with Latin words among the letters:
+    each query's snippet is the same both ways, and marks the query's words whole, also where the
+    region the snippet is cut from would start inside the word (``_region_start``)."""
+    from politecrawl.faces.sandbox_cjk import CJK_PAGES
+    from politecrawl.index.snippet import make_snippet
+
+    paragraphs = [p for _, _, ps in CJK_PAGES.values() for p in ps]
+    body = "\n".join(paragraphs * 6) + "\n最後の段落には特別な言葉があります。"
+    with IndexWriter(tmp_path) as w:
+        w.add_document("https://x.example/long", "長い", body)
+        w.add_document("https://x.example/other", "他", "特別な日 append")
+    fast = Searcher(tmp_path)
+    with numpy_only():
+        slow = Searcher(tmp_path)
+    for q in ["大熊猫", "特別な言葉", "辞書はキー", "append方法", "首都です"]:
+        got = _hits(fast, q)
+        with numpy_only():
+            assert got == _hits(slow, q), q
+        _, _, _, snippet, highlights = got[0]
+        assert q in [snippet[s:e] for s, e in highlights] or q == "append方法", (q, snippet, highlights)
+    # The 大熊猫 of the window's start is marked whole (the region reaches back to its 大) ...
+    _, _, _, snippet, highlights = _hits(fast, "大熊猫")[0]
+    assert [snippet[s:e] for s, e in highlights][0] == "大熊猫"
+    # ... where a region starting at 熊 would leave its first bigram unmarked (the control).
+    at = body.index("大熊猫")
+    text, marks = make_snippet(body, ["大熊", "熊猫"], lo=at + 1, hi=at + 200)
+    assert [text[s:e] for s, e in marks][0] == "熊猫"

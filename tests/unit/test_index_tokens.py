@@ -23,7 +23,16 @@ from hypothesis import strategies as st
 from test_index_kernels import numpy_only  # the compiled kernels off: the Python code runs
 
 from politecrawl.index import IndexWriter, kernels
-from politecrawl.index.analysis import ENGLISH_STOP_WORDS, MAX_TOKEN_LEN, Analyzer, Vocabulary, _normalize
+from politecrawl.index.analysis import (
+    CJK_RANGES,
+    ENGLISH_STOP_WORDS,
+    MAX_TOKEN_LEN,
+    Analyzer,
+    Vocabulary,
+    _normalize,
+    is_cjk,
+    parse_query,
+)
 
 compiled = kernels.compiled
 needs_kernels = pytest.mark.skipif(compiled is None, reason="the compiled kernels are not built (no C compiler)")
@@ -56,12 +65,29 @@ CORPUS = [
 ]
 
 
+#: The CJK code points (``CJK_RANGES``) as a regex class, written here from the table alone.
+_CJK = "".join(f"{chr(a)}-{chr(b)}" for a, b in CJK_RANGES)
+
+
 def regex_tokens(text: str, stop_words: bool = False) -> list[str]:
-    """The definition: the ``[^\\W_]+`` runs of the NFKC_Casefold'ed text, short enough."""
+    """The definition: the ``[^\\W_]+`` runs of the NFKC_Casefold'ed text, each cut into its CJK
+    and other pieces; a CJK piece gives its overlapping bigrams (itself if one character), another
+    piece itself if short enough (and not a stop word)."""
     n = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return [
-        t for t in re.findall(r"[^\W_]+", n) if len(t) <= MAX_TOKEN_LEN and not (stop_words and t in ENGLISH_STOP_WORDS)
-    ]
+    out: list[str] = []
+    for run in re.findall(r"[^\W_]+", n):
+        for piece in re.findall(f"[{_CJK}]+|[^{_CJK}]+", run):
+            if re.match(f"[{_CJK}]", piece):
+                out.extend([piece] if len(piece) == 1 else [piece[i : i + 2] for i in range(len(piece) - 1)])
+            elif len(piece) <= MAX_TOKEN_LEN and not (stop_words and piece in ENGLISH_STOP_WORDS):
+                out.append(piece)
+    return out
+
+
+def v1_tokens(text: str) -> list[str]:
+    """The definition before CJK bigrams (analyzer "politecrawl-v1"): every run whole."""
+    n = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return [t for t in re.findall(r"[^\W_]+", n) if len(t) <= MAX_TOKEN_LEN]
 
 
 def all_ways(text: str, stop_words: bool = False) -> dict[str, list[str]]:
@@ -129,11 +155,13 @@ def test_every_code_point_alone_and_between_letters():
     points = [chr(i) for i in range(0x110000)]
     for i in range(0, len(points), 8192):
         chunk = points[i : i + 8192]
+        # "a{c}b": one token where c is a letter or digit not CJK, three where it is CJK
         for text in (" ".join(chunk), " ".join(f"a{c}b" for c in chunk)):
             assert_all_equal(text)
 
 
-_ALPHABET = list("aZ9_ \t\n.-'’“—é\u0301\u0345ßİ\ufb01ｆ①½™\u00a0\u2028\u200b\U0001d400中あ한١") + ["\ud800", "x" * 70]
+_ALPHABET = list("aZ9_ \t\n.-'’“—é\u0301\u0345ßİ\ufb01ｆ①½™\u00a0\u2028\u200b\U0001d400中あ한١")
+_ALPHABET += list("東京ｶー々〇ᄀ⽇㍿\U00020000") + ["\ud800", "x" * 70]
 
 
 @settings(max_examples=400, deadline=None)
@@ -215,9 +243,9 @@ def test_both_vocabularies_sort_many_terms_alike():
     import random
 
     rng = random.Random(3)
-    alphabet = list("abcxyz0189éßİ中한\U0001d400")
+    alphabet = list("abcxyz0189éßİกა\U0001d400")  # Thai, Georgian: 3 bytes, not CJK (no bigrams)
     words = ["w" + "".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(6000)]
-    words += ["wprefixed" + "".join(rng.choices("ab中", k=rng.randint(0, 4))) for _ in range(300)]
+    words += ["wprefixed" + "".join(rng.choices("abก", k=rng.randint(0, 4))) for _ in range(300)]
     text = " ".join(words)
     a = Analyzer()
     with numpy_only():
@@ -243,3 +271,59 @@ def test_random_ascii_text(text, stop_words):
     tokens and ids as the regex and the Python code, at every offset from the text's end."""
     assert_all_equal(text, stop_words)
     assert_all_equal(text + "the end", stop_words)
+
+
+# -- CJK: runs cut into bigrams ---------------------------------------------------------------
+
+
+def test_a_cjk_run_is_its_overlapping_bigrams_and_was_one_token_before():
+    """Every way (regex, Python, compiled, both vocabularies) gives the bigrams; the definition
+    before them (v1) made the sentence one token, which no query word could match."""
+    text = "東京は日本の首都です"
+    want = ["東京", "京は", "は日", "日本", "本の", "の首", "首都", "都で", "です"]
+    for name, tokens in all_ways(text).items():
+        assert tokens == want, name
+    assert v1_tokens(text) == [text]  # negative control: the old analysis, one token
+    assert v1_tokens("首都です") == ["首都です"] and "首都です" not in v1_tokens(text)
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("python3で書いた", ["python3", "で書", "書い", "いた"]),  # cut where CJK and Latin meet
+        ("3月の", ["3", "月の"]),
+        ("東", ["東"]),  # a run of one: a token of one
+        ("ｶﾀｶﾅ", ["カタ", "タカ", "カナ"]),  # half-width katakana: NFKC first
+        ("한국어 텍스트", ["한국", "국어", "텍스", "스트"]),
+        ("中文，分词", ["中文", "分词"]),  # punctuation ends a run
+        ("x" * 65 + "中文", ["中文"]),  # a long Latin piece is dropped, the CJK piece is not
+        ("中" * 70, ["中中"] * 69),  # a long CJK run is bigrams, never dropped
+    ],
+)
+def test_cjk_pieces(text, want):
+    for name, tokens in all_ways(text).items():
+        assert tokens == want, name
+
+
+def test_bigrams_at_the_edges_of_every_cjk_range():
+    """The code points at and around each range's ends, between CJK letters: bigrams where they
+    are CJK, a cut where they are not, the same every way."""
+    edges = sorted({c + d for a, b in CJK_RANGES for c in (a, b) for d in (-1, 0, 1)})
+    assert_all_equal(" ".join(f"{chr(c)}中{chr(c)}文{chr(c)}{chr(c)}" for c in edges if not 0xD800 <= c < 0xE000))
+
+
+def test_the_cjk_table_is_the_scripts_written_without_spaces():
+    for ch in "東京はカタカナ々〇한글ㄱ中\U00020000":
+        assert is_cjk(ch), ch
+    for ch in "aé1٣ßΣж\u0e01\u3000、。・゙":  # Latin, Arabic digit, Greek, Cyrillic, Thai, CJK punctuation
+        assert not is_cjk(ch) or not ch.isalnum(), ch
+
+
+def test_a_cjk_query_run_is_the_phrase_of_its_bigrams():
+    q = parse_query("首都です python")
+    assert q.phrases == [["首都", "都で", "です"]] and q.terms == ["python"]
+    assert parse_query("東京").terms == ["東京"] and not parse_query("東京").phrases  # one bigram: a term
+    q = parse_query('"日本の首都" -京都 site:example.jp')
+    assert q.phrases == [["日本", "本の", "の首", "首都"]] and q.excluded == ["京都"] and q.site == "example.jp"
+    # an English query is parsed as before: plain terms, OR-ed
+    assert parse_query("parsing files").terms == ["parsing", "files"] and not parse_query("parsing files").phrases

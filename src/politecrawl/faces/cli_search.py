@@ -31,7 +31,9 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
     QUERY is words and operators (the web search and /api/search read it alike):
       compost bins          pages with any of the words, those with more of
                             them first; case is ignored, word forms are not
-                            (no stemming: "bins" does not find "bin")
+                            (no stemming: "bins" does not find "bin"); a run
+                            of Chinese, Japanese or Korean letters is the
+                            phrase of its two-letter pieces
       "compost bins"        a phrase: only pages with these words next to each
                             other, in this order (in the title, text or links)
       compost -garden       -word: no page with the word "garden"

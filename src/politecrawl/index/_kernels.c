@@ -68,7 +68,8 @@
  *   rank.c            rank
  *   snippet.c         best_window, make_snippet
  *   snippet_hit.c     snippet_at, snippet_hit (a body's LZ4 pieces)
- *   analysis.c        tokens, Vocabulary
+ *   analysis.c        tokens (words, CJK runs cut into bigrams)
+ *   vocabulary.c      Vocabulary, its term_ids
  *   merge_terms.c     merge_terms
  *   build_postings.c  build_postings
  *   merge_sources.c   live_terms, merge_sources
@@ -88,6 +89,7 @@
 #include "_kernels_src/snippet.c"
 #include "_kernels_src/snippet_hit.c"
 #include "_kernels_src/analysis.c"
+#include "_kernels_src/vocabulary.c"
 #include "_kernels_src/merge_terms.c"
 #include "_kernels_src/build_postings.c"
 #include "_kernels_src/merge_sources.c"

@@ -9,9 +9,17 @@
    separator too (``"__init__"`` -> ``["init"]``, ``"sys.path"`` ->
    ``["sys", "path"]``), as in tantivy's default tokenizer;
 4. digits are kept (``"python3"``, ``"3"``, ``"12"`` are tokens);
-5. tokens longer than ``MAX_TOKEN_LEN`` characters are dropped (base64 blobs and
+5. Chinese, Japanese and Korean (``CJK_RANGES``: Han, Hiragana, Katakana, Hangul, Bopomofo)
+   are written without spaces between words, so a run of them is cut into overlapping
+   character bigrams (``"東京都"`` -> ``["東京", "京都"]``; a run of one character is a token of
+   one): every word of two or more characters is then found, as the phrase of its bigrams
+   (``parse_query`` makes a CJK run of the query that phrase).  A run of letters and digits is
+   first cut where CJK and other characters meet (``"python3で"`` -> ``["python3", "で"]``);
+   the bigrams of one run take consecutive positions, so phrases, proximity and snippets work
+   on them as on words;
+6. tokens longer than ``MAX_TOKEN_LEN`` characters are dropped (base64 blobs and
    other junk a webmaster controls must not bloat the term dictionary);
-6. stop words are **off by default**.  ``Analyzer(stop_words=True)`` removes the
+7. stop words are **off by default**.  ``Analyzer(stop_words=True)`` removes the
    small English list ``ENGLISH_STOP_WORDS``; the setting is recorded in the
    index so queries are analysed the same way as the documents were.
 
@@ -22,7 +30,7 @@ English-only policy applied to a multilingual crawl.
 Positions are indexes into the token list *after* stop-word removal, so a
 phrase query analysed by the same analyzer lines up with the document.
 
-Steps 3 to 6 run in C where the compiled kernels are built (``kernels.compiled.tokens``, and
+Steps 3 to 7 run in C where the compiled kernels are built (``kernels.compiled.tokens``, and
 ``kernels.compiled.Vocabulary``: the segment writer's per-token loop); the Python code below is
 the reference they are tested against, character for character, and the fallback without them.
 
@@ -43,15 +51,22 @@ if TYPE_CHECKING:
     from ._kernels import Vocabulary as CompiledVocabulary
 
 __all__ = [
+    "ANALYZER_NAME",
+    "CJK_RANGES",
     "ENGLISH_STOP_WORDS",
     "MAX_QUERY_TERMS",
     "MAX_TOKEN_LEN",
     "Analyzer",
     "Query",
     "Vocabulary",
+    "is_cjk",
     "parse_query",
     "tokenize",
 ]
+
+#: The analyzer's name in an index (``Analyzer.to_json``): v2 cuts CJK runs into bigrams (v1 made
+#: a whole run one token). An index of another name is rebuilt from the store.
+ANALYZER_NAME = "politecrawl-v2"
 
 MAX_TOKEN_LEN = 64
 MAX_QUERY_TERMS = 64
@@ -65,6 +80,63 @@ ENGLISH_STOP_WORDS = frozenset(
 
 # Letters and digits of any script; underscore (a \w character) is excluded.
 _TOKEN_RE = re.compile(r"[^\W_]+")
+#: Code points of the scripts written without spaces that the analyzer cuts into bigrams (step 5),
+#: inclusive ranges; the compiled kernels hold the same table (``_kernels_src/analysis.c``), and
+#: only the letters and digits among them (``str.isalnum``) are ever part of a token. Hangul Jamo;
+#: the ideographic iteration marks and numerals of CJK Symbols; Hiragana, Katakana; Bopomofo,
+#: Hangul Compatibility Jamo, Bopomofo Extended, Katakana Phonetic Extensions; CJK Extension A;
+#: CJK Unified Ideographs; Hangul Jamo Extended-A; Hangul Syllables and Jamo Extended-B; CJK
+#: Compatibility Ideographs; half-width Katakana and Hangul; Kana Supplement and Extended; CJK
+#: Extensions B to H and the Compatibility Supplement.
+CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),
+    (0x3005, 0x3007),
+    (0x3021, 0x3029),
+    (0x3031, 0x3035),
+    (0x3038, 0x303C),
+    (0x3040, 0x30FF),
+    (0x3100, 0x31BF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFFDC),
+    (0x1B000, 0x1B16F),
+    (0x20000, 0x323AF),
+)
+_CJK_CLASS = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in CJK_RANGES)
+#: A run of CJK code points, and one of them anywhere (is there any work for step 5 at all).
+_CJK_RUN_RE = re.compile(f"[{_CJK_CLASS}]+")
+
+
+def is_cjk(ch: str) -> bool:
+    """Whether the character ``ch`` is in ``CJK_RANGES`` (a script the analyzer cuts into bigrams)."""
+    return _CJK_RUN_RE.fullmatch(ch) is not None
+
+
+def _cjk_grams(run: str) -> list[str]:
+    """The tokens of a run of CJK letters: its overlapping bigrams, or the run if it is one letter."""
+    if len(run) < 3:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _word_pieces(word: str) -> list[tuple[bool, str]]:
+    """A run of letters and digits cut where CJK and other characters meet: (is CJK, piece)."""
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _CJK_RUN_RE.finditer(word):
+        if m.start() > pos:
+            out.append((False, word[pos : m.start()]))
+        out.append((True, m.group()))
+        pos = m.end()
+    if pos < len(word):
+        out.append((False, word[pos:]))
+    return out
+
+
 # C0/C1 controls, format characters (zero-width joiners, bidi overrides), and
 # unassigned/surrogate code points; whitespace is handled separately.
 _STRIP_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
@@ -171,12 +243,41 @@ class Analyzer:
 
     def tokenize_python(self, text: str) -> list[str]:
         """``tokenize`` without the compiled kernels: the reference they are tested against."""
-        tokens = _split_words(_normalize(text))
+        normalized = _normalize(text)
+        tokens = _split_words(normalized)
+        if not normalized.isascii() and _CJK_RUN_RE.search(normalized):
+            return [t for group in self._groups(tokens) for t in group]
         if self.stop_words:
             return [t for t in tokens if len(t) <= MAX_TOKEN_LEN and t not in ENGLISH_STOP_WORDS]
         if tokens and max(map(len, tokens)) > MAX_TOKEN_LEN:
             return [t for t in tokens if len(t) <= MAX_TOKEN_LEN]
         return tokens
+
+    def token_groups(self, text: str) -> list[list[str]]:
+        """``tokenize(text)`` in groups: the bigrams of one CJK run together, each other token
+        alone (what ``parse_query`` makes a phrase of). The Python code: queries are short."""
+        normalized = _normalize(text)
+        tokens = _split_words(normalized)
+        if not normalized.isascii() and _CJK_RUN_RE.search(normalized):
+            return self._groups(tokens)
+        return [[t] for t in tokens if len(t) <= MAX_TOKEN_LEN and not (self.stop_words and t in ENGLISH_STOP_WORDS)]
+
+    def _groups(self, words: list[str]) -> list[list[str]]:
+        """Runs of letters and digits cut at CJK (step 5): per CJK piece its bigrams, per other
+        piece itself (if short enough and no stop word)."""
+        stop = ENGLISH_STOP_WORDS if self.stop_words else frozenset()
+        out: list[list[str]] = []
+        for word in words:
+            for cjk, piece in _word_pieces(word):
+                if cjk:
+                    out.append(_cjk_grams(piece))
+                elif len(piece) <= MAX_TOKEN_LEN and piece not in stop:
+                    out.append([piece])
+        return out
+
+    def has_cjk(self, text: str) -> bool:
+        """Whether ``text`` holds a CJK letter once normalized (a token ``token_groups`` may group)."""
+        return not text.isascii() and _CJK_RUN_RE.search(_normalize(text)) is not None
 
     def normalize_token(self, raw: str) -> str | None:
         """Analyse one raw word (for snippets); None when it is not a token."""
@@ -184,7 +285,7 @@ class Analyzer:
         return toks[0] if len(toks) == 1 else None
 
     def to_json(self) -> dict[str, object]:
-        return {"name": "politecrawl-v1", "stop_words": self.stop_words}
+        return {"name": ANALYZER_NAME, "stop_words": self.stop_words}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> "Analyzer":
@@ -268,6 +369,9 @@ def _parse_site(value: str) -> str | None:
 def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
     """Parse free text, ``"exact phrases"``, ``-excluded`` terms and ``site:host``.
 
+    An unquoted word's run of CJK letters is the phrase of its bigrams (``_word_terms``); a
+    ``-word``'s CJK bigrams are each excluded.
+
     Never raises: non-string input is treated as empty, control characters are
     replaced by spaces, input beyond 4096 characters is ignored, and at most
     ``MAX_QUERY_TERMS`` tokens are kept (counting terms, phrase tokens and
@@ -286,11 +390,28 @@ _OPERATORS = re.compile(r'["]|(?:^|\s)-\S|site:', re.IGNORECASE)
 
 
 def _parse(q: str, analyzer: Analyzer) -> Query:
-    if not _OPERATORS.search(q):
+    if not _OPERATORS.search(q) and not analyzer.has_cjk(q):
         # Plain words (most queries): the words' tokens are the whole query's tokens, which one
         # call finds; the per-word loop costs a tokenizer call per word.
         return Query(terms=list(dict.fromkeys(analyzer.tokenize(q)[:MAX_QUERY_TERMS])))
     return _parse_parts(q, analyzer)
+
+
+def _word_terms(word: str, analyzer: Analyzer, budget: int, terms: list[str], phrases: list[list[str]]) -> int:
+    """The tokens of an unquoted query word, at most ``budget``: added to ``terms``, but the
+    bigrams of a CJK run of three or more letters as one phrase (the run's words are found where
+    its bigrams follow each other, not wherever one of them occurs). Returns the tokens used."""
+    used = 0
+    for group in analyzer.token_groups(word):
+        group = group[: budget - used]
+        used += len(group)
+        if len(group) > 1:
+            phrases.append(group)
+        else:
+            terms.extend(group)
+        if used >= budget:
+            break
+    return used
 
 
 def _parse_parts(q: str, analyzer: Analyzer) -> Query:
@@ -323,9 +444,7 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
             budget -= len(toks)
             excluded.extend(toks)
             continue
-        toks = analyzer.tokenize(word)[:budget]
-        budget -= len(toks)
-        terms.extend(toks)
+        budget -= _word_terms(word, analyzer, budget, terms, phrases)
 
     # De-duplicate while keeping order.
     terms = list(dict.fromkeys(terms))

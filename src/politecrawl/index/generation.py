@@ -3,7 +3,7 @@
 An index directory holds::
 
     CURRENT             the name of the current generation file (one line)
-    gen-NNNNNN.json     {"format": "politecrawl-index", "version": 2,
+    gen-NNNNNN.json     {"format": "politecrawl-index", "version": 3,
                          "generation", "analyzer", "next_segment",
                          "segments": [{"name", "doc_count", "deleted": [local ids]}]}
     seg-NNNNNN/         immutable segments (see ``segment``)
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 INDEX_FORMAT = "politecrawl-index"
-INDEX_VERSION = 2  # 2: segments with the anchor field
+INDEX_VERSION = 3  # 2: segments with the anchor field; 3: the analyzer cuts CJK runs into bigrams
 
 #: A generation file's name, and the temp file ``write_atomic`` writes it through first.
 GENERATION_RE = re.compile(r"^gen-(\d{6,})\.json$")

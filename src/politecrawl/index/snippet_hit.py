@@ -48,6 +48,8 @@ from .snippet import (
     SCAN_CHARS,
     WINDOW_CHARS,
     WINDOW_TOKENS,
+    _joins,
+    _term_mode,
     best_window,
     make_snippet,
 )
@@ -69,7 +71,8 @@ _ASCII_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq
 
 
 def _alnum_before(data: bytes, i: int) -> bool:
-    """Whether the character that ends at byte ``i`` of UTF-8 ``data`` is a letter or digit."""
+    """Whether the character that ends at byte ``i`` of UTF-8 ``data`` is a letter or digit that
+    joins a word (``snippet._joins``: not CJK)."""
     b = data[i - 1]
     if b < 0x80:
         return b in _ASCII_ALNUM
@@ -77,19 +80,20 @@ def _alnum_before(data: bytes, i: int) -> bool:
     while s > 0 and i - s < 4 and 0x80 <= data[s] < 0xC0:  # back to the lead byte
         s -= 1
     try:
-        return data[s:i].decode("utf-8", "surrogatepass").isalnum()
+        return _joins(0, data[s:i].decode("utf-8", "surrogatepass"))
     except UnicodeDecodeError:
         return False
 
 
 def _alnum_at(data: bytes, j: int) -> bool:
-    """Whether the character that starts at byte ``j`` of UTF-8 ``data`` is a letter or digit."""
+    """Whether the character that starts at byte ``j`` of UTF-8 ``data`` is a letter or digit that
+    joins a word (``snippet._joins``: not CJK)."""
     b = data[j]
     if b < 0x80:
         return b in _ASCII_ALNUM
     size = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
     try:
-        return data[j : j + size].decode("utf-8", "surrogatepass").isalnum()
+        return _joins(0, data[j : j + size].decode("utf-8", "surrogatepass"))
     except UnicodeDecodeError:
         return False
 
@@ -127,6 +131,7 @@ def _nth_occurrence_text(stream: Stream, term: str, n: int) -> int | None:
     """``_nth_occurrence`` for a term with non-ASCII letters, which ``bytes.lower()`` leaves as
     they are: the decoded text is lower-cased and searched (the byte offset is then counted)."""
     seen, start, size = 0, 0, len(term)
+    mode = _term_mode(term)
     while True:
         text = stream.text
         low = text.lower()
@@ -138,11 +143,11 @@ def _nth_occurrence_text(stream: Stream, term: str, n: int) -> int | None:
             j = i + size
             if j >= low_len and not stream.done:
                 break
-            if (i == 0 or not low[i - 1].isalnum()) and (j >= low_len or not low[j].isalnum()):
+            if (i == 0 or not _joins(mode, low[i - 1])) and (j >= low_len or not _joins(mode, low[j])):
                 if seen == n:
                     return len(text[:i].encode("utf-8", "surrogatepass"))
                 seen += 1
-            start = j
+            start = i + 1 if mode == 2 else j  # a CJK bigram's occurrences may overlap
             i = low.find(term, start)
         else:
             start = max(start, low_len - size)
@@ -253,11 +258,21 @@ def _python_snippet(
         text,
         terms,
         window=window,
-        lo=max(0, c - LEAD_CHARS),
+        lo=_region_start(text, c),
         hi=c + 2 * window,
         complete=complete,
         cut_before=r >= 0 or cut,
     )
+
+
+def _region_start(text: str, c: int) -> int:
+    """Where ``make_snippet`` looks from, for an occurrence at character ``c`` of ``text``:
+    ``LEAD_CHARS`` before it, or further back (up to twice that) to the start of a run of CJK
+    letters, whose first bigram would otherwise be cut in two and go unmarked."""
+    lo = max(0, c - LEAD_CHARS)
+    while lo > 0 and c - lo < 2 * LEAD_CHARS and _joins(1, text[lo - 1]) and _joins(1, text[lo]):
+        lo -= 1
+    return lo
 
 
 def _snippet_hit(

@@ -210,4 +210,35 @@ static uint32_t next_stamp(void) {
     return s_stamp_now;
 }
 
+/* -- CJK ------------------------------------------------------------------------------------- */
+
+/* analysis.CJK_RANGES, the same table: the scripts written without spaces, whose runs of letters
+ * are cut into overlapping bigrams (analysis.py, step 5). tests/unit/test_index_tokens.py holds
+ * the two equal on every code point. */
+static const Py_UCS4 cjk_ranges[][2] = {
+    {0x1100, 0x11FF},   {0x3005, 0x3007},   {0x3021, 0x3029}, {0x3031, 0x3035}, {0x3038, 0x303C}, {0x3040, 0x30FF},
+    {0x3100, 0x31BF},   {0x31F0, 0x31FF},   {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA960, 0xA97F}, {0xAC00, 0xD7FF},
+    {0xF900, 0xFAFF},   {0xFF66, 0xFFDC},   {0x1B000, 0x1B16F}, {0x20000, 0x323AF},
+};
+
+static inline int is_cjk(Py_UCS4 ch) {
+    if (ch < 0x1100) return 0;
+    for (size_t r = 0; r < sizeof(cjk_ranges) / sizeof(cjk_ranges[0]); r++) {
+        if (ch < cjk_ranges[r][0]) return 0;
+        if (ch <= cjk_ranges[r][1]) return 1;
+    }
+    return 0;
+}
+
+/* How a term's occurrence in text is bounded (snippet._joins): a character next to it that
+ * "joins" it makes it part of a longer token, so no occurrence.  A term of other letters (mode 0)
+ * is joined by a letter or digit that is not CJK; a lone CJK letter (mode 1) by a CJK letter; a
+ * CJK bigram (mode 2) by nothing (every two letters of a CJK run are a token). */
+static inline int term_mode(Py_UCS4 first, Py_ssize_t len) { return !is_cjk(first) ? 0 : len == 1 ? 1 : 2; }
+
+static inline int joins(int mode, Py_UCS4 c) {
+    if (mode == 2 || !Py_UNICODE_ISALNUM(c)) return 0;
+    return mode == 0 ? !is_cjk(c) : is_cjk(c);
+}
+
 #endif /* POLITECRAWL_KERNELS_COMMON_H */

@@ -258,7 +258,8 @@ static int words_scan(PyObject *terms, Py_ssize_t n_terms, const Py_UCS1 *low, P
  *
  * snippet.make_snippet after its first lines: `low` is body[lo:hi].lower() (the same length:
  * the caller checks), `terms` the sorted distinct terms.  Occurrences of each term in `low`,
- * word-bounded (by Python's isalnum, on `low`, and on `body` just outside the region), at most
+ * word-bounded (joins(), on `low`, and on `body` just outside the region; a CJK bigram's may
+ * overlap, and overlapping highlights are merged), at most
  * `max_occurrences` per term; the window of `window` characters with the most distinct terms,
  * then occurrences, earliest first; `lead` characters of context before it if it has room; cut at
  * spaces; whitespace runs collapsed; "… " and " …" marking cuts.  Highlights are (start, end)
@@ -281,8 +282,10 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
     Out o = {NULL, 0, 0};
     PyObject *hl = NULL;
 
-    int before = lo > 0 ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, lo - 1)) : 0;
-    int after = hi < n_body ? Py_UNICODE_ISALNUM(PyUnicode_READ(bk, bd, hi)) : 0;
+    /* the characters just outside the region (a space where there is none: it joins nothing) */
+    Py_UCS4 before_c = lo > 0 ? PyUnicode_READ(bk, bd, lo - 1) : ' ';
+    Py_UCS4 after_c = hi < n_body ? PyUnicode_READ(bk, bd, hi) : ' ';
+    int before = joins(0, before_c), after = joins(0, after_c);
     for (Py_ssize_t ti = 0; ti < n_terms; ti++)
         if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(terms, ti))) {
             PyErr_SetString(PyExc_TypeError, "terms must be str");
@@ -298,6 +301,7 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
         int tk = PyUnicode_KIND(t);
         const void *td = PyUnicode_DATA(t);
         Py_ssize_t found = 0, start = 0;
+        int mode = size ? term_mode(PyUnicode_READ(tk, td, 0), size) : 0;
         while (found < max_occ) {
             /* low.find(t, start) */
             Py_ssize_t i = -1;
@@ -322,13 +326,13 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
             }
             if (i < 0) break;
             Py_ssize_t j = i + size;
-            int left_ok = i == 0 ? !before : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, i - 1));
-            int right_ok = j == n_low ? !after : !Py_UNICODE_ISALNUM(PyUnicode_READ(lk, ld, j));
+            int left_ok = !joins(mode, i == 0 ? before_c : PyUnicode_READ(lk, ld, i - 1));
+            int right_ok = !joins(mode, j == n_low ? after_c : PyUnicode_READ(lk, ld, j));
             if (left_ok && right_ok) {
                 if (match_add(&matches, &n_matches, &cap_matches, lo + i, lo + j, ti) < 0) goto done;
                 found++;
             }
-            start = j;
+            start = mode == 2 ? i + 1 : j; /* a CJK bigram's occurrences may overlap */
             if (size == 0) break; /* an empty term matches nowhere new */
         }
     }
@@ -358,6 +362,8 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
     }
     Py_ssize_t start, end, c0 = 0, c1 = 0; /* chosen matches [c0, c1) */
     if (best_j > best_i) {
+        /* a CJK bigram overlapping the first match: the word's start, marked too */
+        while (best_i > 0 && matches[best_i - 1].end > matches[best_i].start) best_i--;
         Py_ssize_t first_start = matches[best_i].start, last_end = matches[best_j - 1].end;
         Py_ssize_t slack = window - (last_end - first_start);
         if (slack < 0) slack = 0;
@@ -393,8 +399,22 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
     hl = PyList_New(0);
     if (!hl) goto done;
     Py_ssize_t cursor = start;
+    Py_ssize_t last_hl = -1; /* where the last highlight ends in the text written */
     for (Py_ssize_t m = c0; m < c1; m++) {
         Py_ssize_t ms = matches[m].start, me = matches[m].end;
+        if (ms < cursor && cursor < me && me <= end && last_hl == o.n) {
+            /* overlapping the last highlight (the bigrams of a CJK word): that highlight grows */
+            for (Py_ssize_t x = cursor; x < me; x++)
+                if (out_put(&o, PyUnicode_READ(bk, bd, x)) < 0) goto done;
+            Py_ssize_t last = PyList_GET_SIZE(hl) - 1;
+            Py_ssize_t first_at = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(hl, last), 0));
+            PyObject *span = Py_BuildValue("(nn)", first_at, o.n);
+            if (!span) goto done;
+            if (PyList_SetItem(hl, last, span) < 0) goto done; /* steals span */
+            last_hl = o.n;
+            cursor = me;
+            continue;
+        }
         if (ms < cursor || me > end) continue;
         if (out_clean(&o, bk, bd, cursor, ms, o.n == prefix) < 0) goto done;
         Py_ssize_t at_ = o.n;
@@ -403,6 +423,7 @@ static PyObject *snippet_core(PyObject *body, PyObject *low, PyObject *terms_obj
         PyObject *span = Py_BuildValue("(nn)", at_, o.n);
         if (!span || PyList_Append(hl, span) < 0) { Py_XDECREF(span); goto done; }
         Py_DECREF(span);
+        last_hl = o.n;
         cursor = me;
     }
     if (out_clean(&o, bk, bd, cursor, end, o.n == prefix) < 0) goto done;

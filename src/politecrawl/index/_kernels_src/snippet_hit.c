@@ -35,22 +35,23 @@ static long utf8_at(const unsigned char *data, Py_ssize_t n, Py_ssize_t j) {
     return cp;
 }
 
-/* Whether the character ending at byte i (starting at byte j) is a letter or digit, as
- * snippet_hit._alnum_before and snippet_hit._alnum_at decide it (an invalid sequence is not). */
+/* Whether the character ending at byte i (starting at byte j) is a letter or digit that joins a
+ * word (joins(0, c): not CJK), as snippet_hit._alnum_before and snippet_hit._alnum_at decide it
+ * (an invalid sequence is not). */
 static int alnum_before(const unsigned char *data, Py_ssize_t n, Py_ssize_t i) {
     unsigned char b = data[i - 1];
     if (b < 0x80) return ascii_alnum(b);
     Py_ssize_t s = i - 1;
     while (s > 0 && i - s < 4 && data[s] >= 0x80 && data[s] < 0xC0) s--;
     long cp = utf8_at(data, i, s);
-    return cp >= 0 && Py_UNICODE_ISALNUM((Py_UCS4)cp);
+    return cp >= 0 && joins(0, (Py_UCS4)cp);
 }
 
 static int alnum_at(const unsigned char *data, Py_ssize_t n, Py_ssize_t j) {
     unsigned char b = data[j];
     if (b < 0x80) return ascii_alnum(b);
     long cp = utf8_at(data, n, j);
-    return cp >= 0 && Py_UNICODE_ISALNUM((Py_UCS4)cp);
+    return cp >= 0 && joins(0, (Py_UCS4)cp);
 }
 
 /* Bytes of data[0:b] that are not inside a character (bodies.utf8_complete). */
@@ -166,6 +167,14 @@ static PyObject *snippet_at_core(const unsigned char *data, Py_ssize_t n, int do
     for (Py_ssize_t q = first; q < b; q++) c += (data[q] & 0xC0) != 0x80;
     /* 4. make_snippet(text, terms, window, lo = c - lead, hi = c + 2 * window, ...) */
     Py_ssize_t lo = c - lead > 0 ? c - lead : 0, hi = c + 2 * window;
+    { /* not from inside a run of CJK letters (snippet_hit._region_start): back to its start, or
+       * up to 2 * lead before c, so that its first bigram is not cut in two */
+        int tk = PyUnicode_KIND(text);
+        const void *td = PyUnicode_DATA(text);
+        while (lo > 0 && c - lo < 2 * lead && joins(1, PyUnicode_READ(tk, td, lo - 1)) &&
+               joins(1, PyUnicode_READ(tk, td, lo)))
+            lo--;
+    }
     if (hi > PyUnicode_GET_LENGTH(text)) hi = PyUnicode_GET_LENGTH(text);
     PyObject *part = PyUnicode_Substring(text, lo, hi);
     PyObject *low = part ? str_lower(part) : NULL;
