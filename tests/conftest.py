@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -134,3 +139,39 @@ def start_cli(*args: str, env: dict | None = None, cwd: str | None = None, outpu
     return subprocess.Popen(
         cli_command(*args), stdout=pipe, stderr=pipe, text=True, env=cli_env(env), cwd=cwd, start_new_session=True
     )
+
+
+class Served:
+    """A ``politecrawl serve`` process (``serving``): its base URL, and once stopped, its log."""
+
+    def __init__(self, proc: subprocess.Popen, base: str) -> None:
+        self.proc = proc
+        self.base = base
+        self.port = int(base.rsplit(":", 1)[1])
+        self.stdout = ""
+        self.stderr = ""
+
+
+@contextmanager
+def serving(*args: str, env: dict | None = None) -> Iterator[Served]:
+    """``politecrawl serve ARGS --port 0`` in a process of its own, until the block ends (then
+    SIGTERM, and SIGKILL if it does not stop in 20 s): what a user starts from a terminal."""
+    proc = start_cli("serve", *args, "--port", "0", env=env)
+    try:
+        timer = threading.Timer(30, proc.kill)  # bound the wait for the first line
+        timer.start()
+        line = proc.stdout.readline()
+        timer.cancel()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, (line, proc.stderr.read() if proc.poll() is not None else "")
+        served = Served(proc, m.group(0).rstrip("/"))
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate(timeout=10)
+    served.stdout, served.stderr = out, err

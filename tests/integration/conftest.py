@@ -26,6 +26,7 @@ run_cli = _root.run_cli
 start_cli = _root.start_cli
 cli_command = _root.cli_command
 cli_env = _root.cli_env
+serving = _root.serving
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import threading
 import unicodedata
 import urllib.request
 from pathlib import Path
@@ -22,7 +20,7 @@ from urllib.parse import quote
 
 from politecrawl.faces.sandbox_cjk import CJK_PAGES, cjk_host, known_item_queries
 
-from conftest import run_cli, start_cli
+from conftest import run_cli, serving
 
 
 def _crawl(host, db: str) -> None:
@@ -74,14 +72,8 @@ def test_known_item_mrr_on_japanese_and_chinese_pages(sandbox_factory, db_path, 
     _crawl(host, db_path)
     queries = known_item_queries(6)
     assert len(queries) == 120
-    proc = start_cli("serve", "--db", db_path, "--port", "0")
-    try:
-        timer = threading.Timer(30, proc.kill)
-        timer.start()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-        timer.cancel()
-        assert m, "serve did not start"
-        base = m.group(0).rstrip("/")
+    with serving("--db", db_path) as server:
+        base = server.base
         rr: dict[str, list[float]] = {"ja": [], "zh": []}
         marked = 0  # hits found whose snippet highlights the whole query
         for q, path in queries:
@@ -95,13 +87,6 @@ def test_known_item_mrr_on_japanese_and_chinese_pages(sandbox_factory, db_path, 
                 marked += q in [hit["snippet"][s:e] for s, e in hit["highlights"]]
         with urllib.request.urlopen(f"{base}/api/search?q={quote('首都です')}", timeout=30) as r:
             hit = json.loads(r.read())["hits"][0]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=20)
-        except Exception:
-            proc.kill()
-            proc.wait(10)
     # The bigrams' highlights are one mark over the words asked for.
     assert hit["url"] == host.url("/ja/tokyo.html")
     assert [hit["snippet"][s:e] for s, e in hit["highlights"]] == ["首都です"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -21,7 +19,7 @@ import pytest
 from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.store import shown_store
 
-from conftest import run_cli, start_cli
+from conftest import run_cli, serving
 
 PG_BASE = os.environ.get("POLITECRAWL_TEST_PG") or None
 pytestmark = [
@@ -93,16 +91,10 @@ def test_status_errors_and_pages_never_show_the_password(pg_schema, sandbox_fact
 
     # The status page and API, on the working store and on the one that is down.
     for store_url, expected in ((db, 200), (down, 503)):
-        proc = start_cli("serve", "--db", store_url, "--port", "0", env=env)
-        try:
-            timer = threading.Timer(30, proc.kill)
-            timer.start()
-            m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-            timer.cancel()
-            assert m
+        with serving("--db", store_url, env=env) as server:
             for path in ("/status", "/api/status"):
                 try:
-                    with urllib.request.urlopen(m.group(0) + path.lstrip("/"), timeout=30) as r:
+                    with urllib.request.urlopen(server.base + path, timeout=30) as r:
                         code, body = r.status, r.read().decode()
                 except urllib.error.HTTPError as exc:
                     code, body = exc.code, exc.read().decode()
@@ -110,11 +102,4 @@ def test_status_errors_and_pages_never_show_the_password(pg_schema, sandbox_fact
                 _clean(body)
                 if path == "/api/status" and expected == 503:
                     assert "127.0.0.1:1" in json.loads(body)["error"]["message"]
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                out, err = proc.communicate(timeout=20)
-            except Exception:
-                proc.kill()
-                out, err = proc.communicate(timeout=10)
-        _clean(out + err)
+        _clean(server.stdout + server.stderr)

@@ -9,10 +9,7 @@ head that arrives slowly but within the deadline is served; one that trickles pa
 
 from __future__ import annotations
 
-import re
-import signal
 import socket
-import threading
 import time
 import urllib.request
 
@@ -21,32 +18,16 @@ import pytest
 from politecrawl.faces.web_connections import HEAD_SECONDS, MAX_PER_CLIENT
 from politecrawl.store import open_store
 
-from conftest import start_cli
+from conftest import serving
 
 FLOOD = 1_100
 
 
 @pytest.fixture
-def server(tmp_path):
+def db(tmp_path):
     db = tmp_path / "x.db"
     open_store(str(db)).close()
-    proc = start_cli("serve", "--db", str(db), "--port", "0")
-    timer = threading.Timer(30, proc.kill)
-    timer.start()
-    m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-    timer.cancel()
-    assert m
-    box: dict = {"port": int(m.group(1)), "proc": proc}
-    try:
-        yield box
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=20)
-        except Exception:
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-        box["log"] = err
+    return str(db)
 
 
 def _half_open(port: int, source: str) -> socket.socket | None:
@@ -72,8 +53,14 @@ def _closed_within(s: socket.socket, seconds: float) -> bool:
         return False
 
 
-def test_a_flood_of_half_open_connections_starves_nobody(server):
-    port = server["port"]
+def test_a_flood_of_half_open_connections_starves_nobody(db):
+    with serving("--db", db) as server:
+        _flood(server.port)
+    assert server.stderr.count("\n") < 20, server.stderr[-2000:]  # a few lines, not a line per connection
+    assert "refused connections" in server.stderr and "request head took over" in server.stderr
+
+
+def _flood(port: int) -> None:
     flood = [s for s in (_half_open(port, "127.0.0.2") for _ in range(FLOOD)) if s is not None]
     try:
         opened = time.monotonic()
@@ -89,15 +76,14 @@ def test_a_flood_of_half_open_connections_starves_nobody(server):
     finally:
         for s in flood:
             s.close()
-    proc = server["proc"]
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=20)
-    assert err.count("\n") < 20, err[-2000:]  # a few lines, not a line per connection
-    assert "refused connections" in err and "request head took over" in err
 
 
-def test_a_slow_head_within_the_deadline_is_served_and_a_trickle_past_it_is_cut(server):
-    port = server["port"]
+def test_a_slow_head_within_the_deadline_is_served_and_a_trickle_past_it_is_cut(db):
+    with serving("--db", db) as server:
+        _slow_and_trickle(server.port)
+
+
+def _slow_and_trickle(port: int) -> None:
     head = b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     slow = socket.create_connection(("127.0.0.1", port), timeout=30)
     trickle = None

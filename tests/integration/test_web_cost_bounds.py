@@ -10,9 +10,6 @@ process, takes several times the limit (so the refusal is the limit at work, not
 from __future__ import annotations
 
 import json
-import re
-import signal
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +25,7 @@ from politecrawl.index import IndexWriter, Searcher
 from politecrawl.index.search import MAX_PHRASES
 from politecrawl.store import open_store
 
-from conftest import start_cli
+from conftest import serving
 
 N_PAGES = 8_000
 LIMIT_S = 0.1
@@ -55,21 +52,8 @@ def server(tmp_path_factory):
         for i in range(N_PAGES):
             text = " ".join(["alpha beta gamma delta"] * 20) + f" rareword{i}"
             writer.add_document(f"https://site{i % 40}.example/p{i}", f"Page {i}", text)
-    proc = start_cli("serve", "--db", str(db), "--port", "0", env={"POLITECRAWL_SEARCH_TIME_LIMIT": str(LIMIT_S)})
-    try:
-        timer = threading.Timer(30, proc.kill)
-        timer.start()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-        timer.cancel()
-        assert m
-        yield m.group(0).rstrip("/"), tmp / "x.db.index"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=20)
-        except Exception:
-            proc.kill()
-            proc.wait(10)
+    with serving("--db", str(db), env={"POLITECRAWL_SEARCH_TIME_LIMIT": str(LIMIT_S)}) as server:
+        yield server.base, tmp / "x.db.index"
 
 
 def _unbounded_seconds(index: Path, query: str) -> float:

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
-import signal
-import threading
 
 import pytest
 
 from politecrawl.faces.web_connections import host_header_allowed
 from politecrawl.store import open_store
 
-from conftest import start_cli
+from conftest import serving
 
 
 def _request(port: int, path: str, host: str | None) -> tuple[int, bytes]:
@@ -39,22 +36,8 @@ def _request(port: int, path: str, host: str | None) -> tuple[int, bytes]:
 def served(tmp_path):
     db = tmp_path / "x.db"
     open_store(str(db)).close()
-    proc = start_cli("serve", "--db", str(db), "--port", "0", "--allowed-host", "search.example.org")
-    try:
-        timer = threading.Timer(30, proc.kill)  # bound the wait for the first line
-        timer.start()
-        line = proc.stdout.readline()
-        timer.cancel()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert m, (line, proc.stderr.read() if proc.poll() is not None else "")
-        yield int(m.group(1))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=20)
-        except Exception:
-            proc.kill()
-            proc.wait(10)
+    with serving("--db", str(db), "--allowed-host", "search.example.org") as server:
+        yield server.port
 
 
 def test_a_rebound_name_gets_421_and_no_data(served):

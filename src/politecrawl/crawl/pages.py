@@ -21,6 +21,7 @@ from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from politecrawl.content.sitemaps import SitemapResult
 from politecrawl.content.sniff import binary_kind
 from politecrawl.errors import InvalidURL, StoreError
+from politecrawl.index.analysis import rough_word_count
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
@@ -519,8 +520,8 @@ class PageHandler:
                 continue
             if host_key(pair[0]) == claim.host:
                 links.append(pair[0])
-        # Words counted by their separators: a C-level count, not a split of the whole text.
-        words = page.compared_text.count(" ") + 1  # of the text the SimHash is of
+        # Words counted by their separators (and CJK letters): C-level counts, not a split of the text.
+        words = rough_word_count(page.compared_text)  # of the text the SimHash is of
         repeats = patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
         entry = self._patterns[claim.host]
         entry[2] += 1
