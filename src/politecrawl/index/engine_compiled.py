@@ -127,7 +127,11 @@ def top(
     else:
         mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
     segs, norms, lives, _, bound_params = kernel_inputs(scorer)
-    masks = lives if not (q.excluded or q.site or q.phrases) else [allowed(v, q, deadline) for v in reader.views]
+    masks = (
+        lives
+        if not (q.excluded or q.site or q.phrases or q.has_filters)
+        else [allowed(v, q, deadline) for v in reader.views]
+    )
     try:
         found = compiled.top(
             segs,

@@ -96,6 +96,11 @@ class IndexerPage(_Row):
     duplicate_of: int | None
     alias_of: str | None
     seq: int
+    #: what the index's filters read (``index.doc_meta``): filetype:, lang:, after:/before:
+    content_type: str | None = None
+    language: str | None = None
+    last_modified: str | None = None
+    fetched_at: float | None = None
 
 
 @dataclass(frozen=True)
