@@ -3,8 +3,11 @@
     GET /                      home page with a search box (``/?q=…`` shows results)
     GET /search?q=&page=       results page, server-rendered, no JavaScript
     GET /bot                   for site owners: what the crawler is and how to opt out
-    GET /help                  how to search: words, "phrases", -word, site:host
-    GET /api/search?q=&page=&limit=   JSON hits
+    GET /help                  how to search: words, "phrases", -word, OR, the filters
+    GET /api/search?q=&page=&limit=&group=   JSON hits (group=0: not at most 2 a site)
+    GET /api/facets?q=         JSON counts of the matches by site, type and language
+    GET /api/suggest?q=        OpenSearch suggestions: completions of the query's last word
+    GET /opensearch.xml        OpenSearch description (the browser's search engine list)
     GET /api/status            the store's crawl figures plus index statistics
     GET /api/openapi.json      OpenAPI 3.1 description of the three API routes
     GET /static/style.css      the one stylesheet
@@ -28,16 +31,12 @@ in ``web_pages``, the API's limits and OpenAPI document in ``web_openapi``.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import math
 import signal
 import threading
 import time
-import unicodedata
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage
@@ -49,11 +48,17 @@ from politecrawl.index import Searcher
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
 
+from .web_hosts import host_header_allowed
+from .web_input import BadInput, clean_query, int_param
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
-from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
+from .web_pages import _STATIC, _bot_context, _jinja_env
+from .web_results import Results, SiteTitles, complete_query, result_rows, run_search
+from .web_search import facet_links, favicon_ico, opensearch_xml, search_url
+from .web_status import STATUS_MAX_AGE as STATUS_MAX_AGE  # noqa: F401 -- a figure the tests read here
+from .web_status import STATUS_REFRESH, StatusCache, chart
 
 if TYPE_CHECKING:  # pragma: no cover
-    from politecrawl.store import CrawlStatus
+    pass
 
 __all__ = ["create_app", "host_header_allowed", "serve"]
 
@@ -71,16 +76,8 @@ CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
 #: Searches that may wait for the searcher; one more is answered 503 with Retry-After at once,
 #: so a flood costs the others at most this many time limits of waiting.
 MAX_WAITING_SEARCHES = 4
-#: Seconds the status figures are reused: each reading scans the fetch log, so however many
-#: clients ask, the store is read at most this often, one reading at a time, on its own thread.
-STATUS_MAX_AGE = 3.0
-
 _SEARCHER = web.AppKey("searcher", object)
 _STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
-
-
-class _BadInput(Exception):
-    """A parameter the user got wrong: answered with 400 and this message."""
 
 
 class _Busy(Exception):
@@ -91,83 +88,6 @@ class _Busy(Exception):
 _BUSY_MESSAGE = "Too many searches are waiting; try again in a moment."
 _TOO_COSTLY_HINT = "Try fewer phrases, or rarer words in them."
 _RETRY_AFTER = "2"
-
-
-class _StatusCache:
-    """The store's status figures, read at most every ``STATUS_MAX_AGE`` seconds, one reading at
-    a time on a thread of its own: a dozen clients polling /api/status cost one reading, and
-    never a search thread. A failed reading (no store yet) is remembered as long."""
-
-    def __init__(self, settings: Settings):
-        self._settings = settings
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="politecrawl-status")
-        self._at = -math.inf
-        self.read_at = 0.0  # wall-clock time of the reading in use (shown as "as of")
-        self._result: tuple[CrawlStatus, dict[str, Any]] | BaseException | None = None
-        self._reading: asyncio.Future | None = None
-
-    async def get(self) -> tuple[CrawlStatus, dict[str, Any]]:
-        if self._result is None or time.monotonic() - self._at >= STATUS_MAX_AGE:
-            if self._reading is None:
-                self._reading = asyncio.get_running_loop().run_in_executor(self._pool, self._read)
-            try:
-                await asyncio.shield(self._reading)
-            except Exception:
-                pass  # remembered by _read
-            finally:
-                self._reading = None
-        result = self._result
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None
-        return result
-
-    def _read(self) -> None:
-        try:
-            self._result = _store_status(self._settings)
-        except StoreError as exc:
-            self._result = exc
-        self._at = time.monotonic()
-        self.read_at = time.time()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-# -- input validation ---------------------------------------------------------
-
-
-def _clean_query(raw: str | None) -> str:
-    """The query without control characters and surrounding space; raises ``_BadInput`` if too long."""
-    if raw is None:
-        return ""
-    # Cc (C0/C1 controls, including NUL, tab and newline) become spaces so that
-    # "a\tb" stays two words; Cf (zero-width, bidi overrides) is dropped.
-    chars = []
-    for ch in raw:
-        cat = unicodedata.category(ch)
-        if cat == "Cc":
-            chars.append(" ")
-        elif cat not in ("Cf", "Cs", "Co", "Cn"):
-            chars.append(ch)
-    q = " ".join("".join(chars).split())
-    if len(q) > MAX_QUERY_CHARS:
-        raise _BadInput(f"The query is too long ({len(q):,} characters); the limit is {MAX_QUERY_CHARS:,}.")
-    return q
-
-
-def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    raw = raw.strip()
-    # int() would accept "1_000", "+5" and non-ASCII digits; a page number is plain ASCII digits.
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
-        raise _BadInput(f"{name} must be a whole number from {low} to {high}, not {raw[:40]!r}.")
-    value = int(raw)
-    if not low <= value <= high:
-        raise _BadInput(f"{name} must be from {low} to {high}, not {value}.")
-    return value
 
 
 # -- the application ------------------------------------------------------------
@@ -184,7 +104,8 @@ class _State:
         self._searcher: Searcher | None = None
         self._lock = threading.Lock()
         self.searches_waiting = 0  # changed on the event loop only
-        self.status = _StatusCache(settings)
+        self.titles = SiteTitles()
+        self.status = StatusCache(settings)
 
     def _with_searcher(self, fn):
         """Run ``fn(searcher)`` under the lock; opens the searcher on first use.
@@ -205,28 +126,25 @@ class _State:
                 self._searcher = None
                 raise SearchIndexError(f"the search index at {self.index_dir} cannot be read: {exc}") from exc
 
-    def search(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
-        def run(s: Searcher):
-            t0 = time.perf_counter()
-            limit_s = self.settings.search_time_limit
-            total = s.count(q, time_limit=limit_s)
-            left = limit_s - (time.perf_counter() - t0)
-            if total and (page - 1) * limit < total:
-                hits = s.search(q, limit=limit, page=page, time_limit=max(0.0, left))
-            else:
-                hits = []
-            return total, hits, (time.perf_counter() - t0) * 1000.0
+    def search(self, q: str, page: int, limit: int, group: bool = False, extras: bool = False) -> Results:
+        """``web_results.run_search`` with the searcher, within the search time limit."""
+        limit_s = self.settings.search_time_limit
+        return self._with_searcher(
+            lambda s: run_search(s, q, page, limit, group=group, extras=extras, time_limit=limit_s, titles=self.titles)
+        )
 
-        return self._with_searcher(run)
+    def complete(self, q: str) -> list[str]:
+        """``web_results.complete_query`` with the searcher."""
+        return self._with_searcher(lambda s: complete_query(s, q))
 
-    async def search_in_turn(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
+    async def search_in_turn(self, q: str, page: int, limit: int, group: bool = False, extras: bool = False) -> Results:
         """``search`` on a worker thread, waiting for the searcher behind at most
         ``MAX_WAITING_SEARCHES`` others (``_Busy`` past that)."""
         if self.searches_waiting >= MAX_WAITING_SEARCHES:
             raise _Busy
         self.searches_waiting += 1
         try:
-            return await asyncio.to_thread(self.search, q, page, limit)
+            return await asyncio.to_thread(self.search, q, page, limit, group, extras)
         finally:
             self.searches_waiting -= 1
 
@@ -283,25 +201,20 @@ async def _home_page(request: web.Request) -> web.Response:
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
-def _search_url(q: str, page: int) -> str:
-    params = {"q": q} if page == 1 else {"q": q, "page": str(page)}
-    return "/search?" + urlencode(params)
-
-
 async def _search_page(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        q = _clean_query(request.query.get("q"))
-    except _BadInput as exc:
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
         return _html_message(request, 400, "That search could not be run", str(exc))
     try:
-        page = _int_param(request, "page", 1, 1, MAX_PAGE)
-    except _BadInput as exc:
+        page = int_param(request, "page", 1, 1, MAX_PAGE)
+    except BadInput as exc:
         return _html_message(request, 400, "That search could not be run", str(exc), query=q)
     if not q:
         return await _home_page(request)
     try:
-        total, hits, took_ms = await state.search_in_turn(q, page, HTML_LIMIT)
+        res = await state.search_in_turn(q, page, HTML_LIMIT, group=True, extras=True)
     except SearchIndexError:
         return _html_message(request, 503, "No index yet", _no_index_message(state), query=q)
     except _Busy:
@@ -314,16 +227,9 @@ async def _search_page(request: web.Request) -> web.Response:
         resp = _html_message(request, 503, "That search took too long", f"{exc}.", _TOO_COSTLY_HINT, query=q)
         resp.headers["Retry-After"] = _RETRY_AFTER
         return resp
+    total = res.total
     pages = min(MAX_PAGE, max(1, math.ceil(total / HTML_LIMIT))) if total else 0
-    rows = [
-        {
-            "title": h.title or h.url,
-            "url": h.url,
-            "href": _safe_href(h.url),
-            "snippet": highlight_snippet(h.snippet, h.highlights),
-        }
-        for h in hits
-    ]
+    rows = result_rows(q, res)
     html = state.render(
         "results.html",
         query=q,
@@ -331,11 +237,14 @@ async def _search_page(request: web.Request) -> web.Response:
         total=total,
         page=page,
         pages=pages,
-        took_ms=took_ms,
+        took_ms=res.took_ms,
         first_rank=(page - 1) * HTML_LIMIT + 1,
-        prev_url=_search_url(q, page - 1) if page > 1 and total else None,
-        next_url=_search_url(q, page + 1) if page < pages else None,
-        first_url=_search_url(q, 1),
+        prev_url=search_url(q, page - 1) if page > 1 and total else None,
+        next_url=search_url(q, page + 1) if page < pages else None,
+        first_url=search_url(q, 1),
+        facets=facet_links(q, res.facets),
+        suggestion=res.suggestion,
+        suggestion_url=search_url(res.suggestion) if res.suggestion else None,
     )
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
@@ -343,15 +252,16 @@ async def _search_page(request: web.Request) -> web.Response:
 async def _api_search(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        q = _clean_query(request.query.get("q"))
-        page = _int_param(request, "page", 1, 1, MAX_PAGE)
-        limit = _int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    except _BadInput as exc:
+        q = clean_query(request.query.get("q"))
+        page = int_param(request, "page", 1, 1, MAX_PAGE)
+        limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        group = int_param(request, "group", 1, 0, 1) == 1
+    except BadInput as exc:
         return _json_error(400, str(exc))
     if not q:
         return _json_error(400, "q is required: give a search query, e.g. /api/search?q=crawler")
     try:
-        total, hits, took_ms = await state.search_in_turn(q, page, limit)
+        res = await state.search_in_turn(q, page, limit, group=group)
     except SearchIndexError:
         return _json_error(503, _no_index_message(state))
     except QueryTooCostly as exc:
@@ -369,8 +279,9 @@ async def _api_search(request: web.Request) -> web.Response:
             "query": q,
             "page": page,
             "limit": limit,
-            "total": total,
-            "took_ms": round(took_ms, 3),
+            "group": group,
+            "total": res.total,
+            "took_ms": round(res.took_ms, 3),
             "hits": [
                 {
                     "url": h.url,
@@ -378,42 +289,60 @@ async def _api_search(request: web.Request) -> web.Response:
                     "score": h.score,
                     "snippet": h.snippet,
                     "highlights": [[int(s), int(e)] for s, e in h.highlights],
+                    "more_from_site": h.more_from_site,
                 }
-                for h in hits
+                for h in res.hits
             ],
         }
     )
 
 
-def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
-    """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from politecrawl.store import open_store
-
-    store = open_store(settings.db, create=False)
+async def _api_facets(request: web.Request) -> web.Response:
+    state = _state(request)
     try:
-        now = store.now()
-        return store.status(now), store.activity(now).as_dict()
-    finally:
-        store.close()
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
+        return _json_error(400, str(exc))
+    if not q:
+        return _json_error(400, "q is required: give a search query, e.g. /api/facets?q=crawler")
+    try:
+        res = await state.search_in_turn(q, 1, 1, extras=True)
+    except SearchIndexError:
+        return _json_error(503, _no_index_message(state))
+    except QueryTooCostly as exc:
+        return _json_error(503 if exc.timed_out else 400, f"{exc}.")
+    except _Busy:
+        resp = _json_error(503, _BUSY_MESSAGE)
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
+    facets = res.facets or {"total": 0, "site": {}, "type": {}, "lang": {}}
+    return web.json_response({"query": q, **facets, "suggestion": res.suggestion})
 
 
-#: Seconds between two reloads of the status page (a ``Refresh`` header: no script needed).
-STATUS_REFRESH = 5
-_CHART_W, _CHART_H = 600, 120
+async def _api_suggest(request: web.Request) -> web.Response:
+    """OpenSearch suggestions: ``[query, [completions]]`` for the search box."""
+    state = _state(request)
+    try:
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
+        return _json_error(400, str(exc))
+    if state.searches_waiting >= MAX_WAITING_SEARCHES:
+        return web.json_response([q, []], headers={"Retry-After": _RETRY_AFTER})
+    try:
+        words = await asyncio.to_thread(state.complete, q) if q else []
+    except SearchIndexError:
+        words = []
+    return web.json_response([q, words], headers={"Cache-Control": "max-age=60"})
 
 
-def _chart(rate: list[float]) -> dict:
-    """An SVG polyline of requests per second, oldest first, scaled to the peak."""
-    peak = max(rate) or 1.0
-    step = _CHART_W / max(1, len(rate) - 1)
-    points = " ".join(f"{i * step:.1f},{_CHART_H - 20 - (v / peak) * (_CHART_H - 30):.1f}" for i, v in enumerate(rate))
-    return {
-        "width": _CHART_W,
-        "height": _CHART_H,
-        "points": points,
-        "peak": round(peak, 2),
-        "last": rate[-1] if rate else 0,
-    }
+async def _opensearch(request: web.Request) -> web.Response:
+    # The address the browser used (the host guard accepted it) is the one it can come back to.
+    base = f"{request.scheme}://{request.host}"
+    return web.Response(
+        text=opensearch_xml(base, "politecrawl"),
+        content_type="application/opensearchdescription+xml",
+        charset="utf-8",
+    )
 
 
 async def _status_page(request: web.Request) -> web.Response:
@@ -441,7 +370,7 @@ async def _status_page(request: web.Request) -> web.Response:
         when=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.status.read_at)),
         refresh=STATUS_REFRESH,
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
-        chart=_chart(act["rate_per_s"]),
+        chart=chart(act["rate_per_s"]),
         waits=sorted(status.hosts_waiting_by_reason.items()),
         filtered=sorted(status.links_not_queued.items()),
         codes=sorted(status.status_codes.items()),
@@ -479,9 +408,12 @@ async def _help(request: web.Request) -> web.Response:
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
+_FAVICON = favicon_ico()
+
+
 async def _favicon(request: web.Request) -> web.Response:
-    # Browsers ask on every visit; an empty answer keeps 404 pages out of the logs.
-    return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+    # Browsers ask on every visit: the mark, cached for a day.
+    return web.Response(body=_FAVICON, content_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
 
 
 def _crawl_identity(settings: Settings) -> tuple[str | None, str | None]:
@@ -509,36 +441,6 @@ async def _bot(request: web.Request) -> web.Response:
 
 
 # -- middleware and app -------------------------------------------------------------
-
-#: Names every machine gives itself: a browser on the operator's machine may use any of them.
-_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-
-def host_header_allowed(host_header: str | None, bound: str, allowed: tuple[str, ...]) -> bool:
-    """Whether a request naming ``host_header`` (``Host``, port included) is for this server.
-
-    DNS rebinding makes an attacker's name resolve to this server: the operator's browser then
-    sends the attacker's page's requests here with ``Host: attacker.example``, and same-origin
-    lets that page read the answers. A name is accepted only if it is the bound address, a
-    localhost name, or one the operator gave (``--allowed-host``, for a reverse proxy). Address
-    literals are safe (a page cannot rebind an address): the bound one always, any one when the
-    server listens on every interface. No ``Host`` at all (HTTP/1.0 tools) names nobody."""
-    if not host_header:
-        return True
-    name = host_header.strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:  # name:port (a bare v6 literal has more colons)
-        name = name.rsplit(":", 1)[0]
-    name = name.rstrip(".")
-    if name in _LOCAL_NAMES or name.endswith(".localhost") or name in allowed:
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return name == bound.lower().strip("[]")
-    bound_name = bound.strip("[]")
-    return address.is_loopback or bound_name in ("", "0.0.0.0", "::") or str(address) == bound_name
 
 
 def _host_guard(settings: Settings):
@@ -620,6 +522,9 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/favicon.ico", _favicon)
     app.router.add_get("/api/search", _api_search)
     app.router.add_get("/api/status", _api_status)
+    app.router.add_get("/api/suggest", _api_suggest)
+    app.router.add_get("/api/facets", _api_facets)
+    app.router.add_get("/opensearch.xml", _opensearch)
     app.router.add_get("/api/openapi.json", _api_openapi)
     app.router.add_static("/static/", _STATIC, follow_symlinks=False)
     return app
