@@ -116,7 +116,7 @@ class DocFacets:
         self.site_codes = np.fromiter((sites.setdefault(h, len(sites)) for h in hosts), dtype=np.int32, count=n_docs)
         self.kinds, self.langs, self.sites = list(kinds), list(langs), list(sites)
         self.kind_codes, self.lang_codes, self.dates = kind_codes, lang_codes, dates
-        self._masks: dict[tuple, np.ndarray] = {}
+        self._masks: dict[tuple[object, ...], np.ndarray] = {}
 
     def mask(self, types: tuple[str, ...], langs: tuple[str, ...], after: str | None, before: str | None) -> np.ndarray:
         """Per document: whether it is of one of ``types`` (any if empty), in one of ``langs``
