@@ -32,7 +32,7 @@ from .bm25 import (
 from .engine import Page, Scorer, allowed
 from .snippet import MAX_POSITIONS
 
-__all__ = ["PRUNE_MIN_POSTINGS", "kernel_inputs", "match", "page", "top"]
+__all__ = ["PRUNE_MIN_POSTINGS", "hit_runs", "kernel_inputs", "match", "page", "top"]
 
 #: MaxScore runs in a segment only where the query's terms have at least this many postings there
 #: in all: with fewer (rare words), finding the bounds of their short lists, by decoding them and

@@ -4,7 +4,7 @@ names them."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -100,7 +100,8 @@ class IndexerPage(_Row):
     content_type: str | None = None
     language: str | None = None
     last_modified: str | None = None
-    fetched_at: float | None = None
+    #: not compared: a revisit answered 304 moves it without changing what the index holds
+    fetched_at: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
