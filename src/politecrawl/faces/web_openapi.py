@@ -172,7 +172,7 @@ def openapi_document() -> dict:
                         "snippet": {"type": "string", "description": "Plain text (not HTML)."},
                         "more_from_site": {
                             "type": "boolean",
-                            "description": "Grouped: the grouping moved more hits of this site to later pages.",
+                            "description": "Grouped: this hit's site has more hits on later pages (of the best 30).",
                         },
                         "highlights": {
                             "type": "array",

@@ -357,11 +357,26 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
     after: str | None = None
     before: str | None = None
     budget = MAX_QUERY_TERMS
+    # Plain words wait here and are analysed together (one tokenizer call, the same tokens as
+    # word by word: words are split on spaces anyway) when a phrase or -word comes, or at the end.
+    pending: list[str] = []
+
+    def flush() -> None:
+        nonlocal budget
+        if pending:
+            toks = analyzer.tokenize(" ".join(pending))[:budget]
+            budget -= len(toks)
+            terms.extend(toks)
+            pending.clear()
 
     for m in _QUERY_PART_RE.finditer(q):
         if budget <= 0:
             break
         phrase, word = m.group(1), m.group(2)
+        if phrase is not None or word.startswith("-"):
+            flush()
+            if budget <= 0:
+                break
         if phrase is not None:
             toks = analyzer.tokenize(phrase)[:budget]
             budget -= len(toks)
@@ -403,9 +418,8 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
             budget -= len(toks)
             excluded.extend(toks)
             continue
-        toks = analyzer.tokenize(word)[:budget]
-        budget -= len(toks)
-        terms.extend(toks)
+        pending.append(word)
+    flush()
 
     # De-duplicate while keeping order.
     terms = list(dict.fromkeys(terms))

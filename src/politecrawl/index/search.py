@@ -91,7 +91,7 @@ class Hit:
     snippet: str
     highlights: tuple[tuple[int, int], ...] = ()
     explanation: dict | None = field(default=None, compare=False)
-    #: grouped search (``per_site``): more matches of this hit's site were left out of the results
+    #: grouped search (``per_site``): this hit's site has more hits on later pages
     more_from_site: bool = False
 
     @classmethod
@@ -243,7 +243,8 @@ class Searcher:
         a site's past its ``per_site`` (they come on later pages); what the skipping leaves free
         is filled with the best skipped ones (so a search of one site's pages is not grouped at
         all). Past them, pages follow the ranking. Every match is on one page, pages never
-        overlap, and a hit whose site had hits moved to later pages is ``more_from_site``.
+        overlap, and on a page of two sites or more, a hit whose site has more hits on the
+        window's later pages is ``more_from_site``.
         A query with ``site:`` is not grouped."""
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
@@ -274,7 +275,7 @@ class Searcher:
         )
         hits = []
         chosen: list[int] | None = None  # grouped: the hits of ``ranked`` on the page
-        more: set[str] = set()  # grouped: sites with hits left out
+        more: set[str] = set()  # grouped: the page's sites with more hits on later pages
         if per_site is not None:
             # the grouped pages are made from the same ranking whatever page is asked for; the
             # body positions (snippets) are read for the page's hits only, once they are chosen
@@ -506,7 +507,8 @@ def _group(
     reader: IndexReader, ranked: list[tuple], per_site: int, limit: int, page: int
 ) -> tuple[list[int], set[str]]:
     """Page ``page`` of ``ranked`` grouped (``Searcher.search``): the places in ``ranked`` of its
-    hits, and the sites it shows fewer hits of than it would have without grouping."""
+    hits, and (on a page of two sites or more) its sites that have hits on the window's later
+    pages."""
     views = reader.views
     by_segment: dict[int, list[str]] = {}
     hosts = []
