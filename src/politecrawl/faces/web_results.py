@@ -122,7 +122,8 @@ def complete_query(s: Searcher, q: str) -> list[str]:
 
 def result_rows(q: str, res: Results) -> list[dict[str, Any]]:
     """What the results page shows of each hit: its title without its site's suffix (the whole
-    title on hover), its URL as breadcrumbs, the snippet and a "more from this site" link."""
+    title on hover), its URL as breadcrumbs, the snippet and, under a site's last hit on the
+    page, a "more from this site" link."""
     rows = []
     for h in res.hits:
         host = host_of(h.url)
@@ -139,4 +140,10 @@ def result_rows(q: str, res: Results) -> list[dict[str, Any]]:
                 "host": host,
             }
         )
+    # one "more from this site" a site: under its last hit on the page
+    seen: set[str] = set()
+    for row in reversed(rows):
+        if row["more_url"] and row["host"] in seen:
+            row["more_url"] = None
+        seen.add(row["host"])
     return rows
