@@ -278,7 +278,7 @@ def test_a_host_that_answered_then_failed_stays_parked_until_retry_parked(sandbo
     env = {"POLITECRAWL_PARK_AFTER": "2"}
     out = run_cli("crawl", site.url("/"), "--db", db, "--max-time", "40", *FAST, env=env, timeout=60)
     assert out.returncode == 0 and "crawl done" in out.stdout, out.stderr[-2000:]
-    assert "1 hosts with URLs left are paused" in out.stdout, out.stdout
+    assert "1 host with URLs left is paused" in out.stdout, out.stdout
     assert "not reached" not in out.stdout + out.stderr
     pages = sb.requests(site, "/")
     assert len(pages) == 2, pages
@@ -296,4 +296,4 @@ def test_a_host_that_answered_then_failed_stays_parked_until_retry_parked(sandbo
     out = run_cli("crawl", "--db", db, "--retry-parked", "--max-time", "40", *FAST, env=env, timeout=60)
     assert out.returncode == 0 and "crawl done" in out.stdout, out.stderr[-2000:]
     assert len(sb.requests(site, "/")) == 3
-    assert "1 hosts with URLs left are paused" in out.stdout
+    assert "1 host with URLs left is paused" in out.stdout

@@ -192,12 +192,13 @@ def test_results_page_escapes_the_hostile_title_and_highlights_terms(site):
     r = get(site, "/search?q=evil")
     assert r.status == 200
     assert EVIL_TITLE_ESCAPED in r.text
-    assert "<script" not in r.text.lower()  # nothing from the index becomes markup
+    # nothing from the index becomes markup: the one script element is the page's own
+    assert r.text.lower().count("<script") == 1 and '<script src="/static/suggest.js" defer></script>' in r.text
     assert "alert(1)</script>" not in r.text
     # the snippet: matched term in <mark>, the body's own "<b>" and "&" escaped
     assert "<mark>Evil</mark> page" in r.text
     assert "&lt;b&gt;in it&lt;/b&gt; &amp; an ampersand" in r.text
-    assert '<a class="result-title" href="https://evil.example/">' in r.text
+    assert '<a class="result-title" href="https://evil.example/" title="' + EVIL_TITLE_ESCAPED + '">' in r.text
     assert "1 result " in visible_text(r.text)
     assert re.search(r"\(\d+\.\d ms\)", r.text)
     assert r.headers["Content-Security-Policy"] == "default-src 'self'; style-src 'self' 'unsafe-inline'"
@@ -223,7 +224,7 @@ def test_results_page_paginates(site):
     assert third.text.count("<li>") == total - 20
     assert 'rel="next"' not in third.text and 'rel="prev"' in third.text
 
-    urls = [set(re.findall(r'class="result-url">([^<]+)<', p.text)) for p in (first, second, third)]
+    urls = [set(re.findall(r'class="result-title" href="([^"]+)"', p.text)) for p in (first, second, third)]
     assert sum(len(u) for u in urls) == total and len(set.union(*urls)) == total  # no overlap, none lost
 
     beyond = get(site, "/search?q=crawler&page=50")
@@ -239,7 +240,7 @@ def test_root_with_q_is_the_results_page(site):
 def test_query_is_echoed_escaped(site):
     r = get(site, "/search?q=" + quote('"><img src=x onerror=alert(2)> crawler'))
     assert r.status == 200
-    assert "<img" not in r.text
+    assert r.text.count("<img") == 1 and '<img class="mark" src="/favicon.ico"' in r.text  # the page's own
     assert 'value="&#34;&gt;&lt;img src=x onerror=alert(2)&gt; crawler"' in r.text
 
 
@@ -250,20 +251,23 @@ def test_api_search_shape_and_values(site):
     r = get(site, "/api/search?q=crawler&limit=4&page=2")
     assert r.status == 200
     data = r.json()
-    assert set(data) == {"query", "page", "limit", "total", "took_ms", "hits"}
+    assert set(data) == {"query", "page", "limit", "group", "total", "took_ms", "hits"}
     assert data["query"] == "crawler" and data["page"] == 2 and data["limit"] == 4
     assert data["total"] == N_NORMAL + 1
     assert isinstance(data["took_ms"], (int, float)) and data["took_ms"] >= 0
     assert len(data["hits"]) == 4
     for hit in data["hits"]:
-        assert set(hit) == {"url", "title", "score", "snippet", "highlights"}
+        assert set(hit) == {"url", "title", "score", "snippet", "highlights", "more_from_site"}
         assert hit["score"] > 0
         assert hit["highlights"], hit
         for start, end in hit["highlights"]:
             assert hit["snippet"][start:end].lower() == "crawler"
     page1 = get(site, "/api/search?q=crawler&limit=4").json()
     assert not {h["url"] for h in page1["hits"]} & {h["url"] for h in data["hits"]}
-    scores = [h["score"] for h in page1["hits"] + data["hits"]]
+    # the ranking (group=0; grouped, a site's third hit waits for a later page)
+    ranked = [get(site, f"/api/search?q=crawler&limit=4&page={p}&group=0").json() for p in (1, 2)]
+    assert all(r["group"] is False for r in ranked)
+    scores = [h["score"] for r in ranked for h in r["hits"]]
     assert scores == sorted(scores, reverse=True)
 
 
@@ -423,8 +427,10 @@ def test_stop_words_only_is_no_results_in_json(site):
     assert data["total"] == 0 and data["hits"] == []
 
 
-def test_favicon_is_an_empty_answer_not_a_404_page(site):
-    assert get(site, "/favicon.ico").status == 204
+def test_favicon_is_an_icon_not_a_404_page(site):
+    r = get(site, "/favicon.ico")
+    assert r.status == 200 and r.headers["Content-Type"] == "image/x-icon"
+    assert r.body[:4] == b"\x00\x00\x01\x00" and b"\x89PNG" in r.body  # an ICO holding a PNG
 
 
 def test_serve_reports_a_busy_port_as_a_politecrawl_error(tmp_path):
@@ -611,9 +617,10 @@ def test_browser_shows_the_hostile_title_as_text_and_highlights(site, tmp_path):
     assert "</html>" in dom, proc.stderr[-2000:]
     # The DOM after parsing: the title is a text node (serialized escaped), no script element exists.
     assert EVIL_TITLE_ESCAPED in dom
-    assert "<script" not in dom.lower()
+    assert dom.lower().count("<script") == 1 and '<script src="/static/suggest.js" defer=""></script>' in dom
     assert re.search(
-        r'<a class="result-title" href="https://evil.example/">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>", dom
+        r'<a class="result-title" href="https://evil.example/" title="[^"]*">' + re.escape(EVIL_TITLE_ESCAPED) + "</a>",
+        dom,
     )
     assert "<mark>Evil</mark>" in dom
     assert re.search(r"<mark>(?:polite|crawler)</mark>", dom, re.IGNORECASE)

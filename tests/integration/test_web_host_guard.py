@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from politecrawl.faces.web_connections import host_header_allowed
+from politecrawl.faces.web_hosts import host_header_allowed
 from politecrawl.store import open_store
 
 from conftest import serving

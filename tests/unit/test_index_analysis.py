@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from test_index_tokens import regex_tokens
 
 from politecrawl.index import tokenize
-from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer, Query, parse_query, rough_word_count
+from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer, Query, parse_query
 
 
 @pytest.mark.parametrize(
@@ -141,17 +141,3 @@ def test_plain_word_queries_parse_as_word_by_word(text):
         return
     for analyzer in (Analyzer(), Analyzer(stop_words=True)):
         assert _parse(q, analyzer) == _parse_parts(q, analyzer)
-
-
-@pytest.mark.parametrize(
-    ("text", "words"),
-    [
-        ("one two three", 3),
-        ("", 1),
-        ("東京は日本の首都です", 1 + 10 // 2),  # one space-less run of ten letters
-        ("Python 3 のリスト と 辞書", 5 + (4 + 2) // 2),
-        ("Ünïcode wörds only", 3),  # not ASCII, no CJK: the spaces alone
-    ],
-)
-def test_rough_word_count_counts_cjk_letters_not_only_spaces(text, words):
-    assert rough_word_count(text) == words

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.content.parse import Link, parse_html, refresh_url
+from politecrawl.content.parse import Link, parse_html, refresh_url, rough_word_count
 
 
 @pytest.mark.parametrize(
@@ -130,3 +130,17 @@ def test_hrefs_are_trimmed_as_browsers_trim_them():
 )
 def test_base_href_is_resolved_as_browsers_resolve_it(base_href, expected):
     assert _page(f'<base href="{base_href}">').base == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("one two three", 3),
+        ("", 1),
+        ("東京は日本の首都です", 1 + 10 // 2),  # one space-less run of ten letters
+        ("Python 3 のリスト と 辞書", 5 + (4 + 2) // 2),
+        ("Ünïcode wörds only", 3),  # not ASCII, no CJK: the spaces alone
+    ],
+)
+def test_rough_word_count_counts_cjk_letters_not_only_spaces(text, words):
+    assert rough_word_count(text) == words

@@ -28,6 +28,7 @@ __all__ = [
     "parse_html",
     "refresh_url",
     "robots_directives",
+    "rough_word_count",
 ]
 
 _WS = re.compile(r"\s+")
@@ -93,6 +94,26 @@ class Page:
     def compared_text(self) -> str:
         """``dedup_text``, or ``text`` when there is none."""
         return self.dedup_text or self.text
+
+
+#: Letters of the scripts written without spaces between words: CJK Unified Ideographs and
+#: Extension A, Hiragana, Katakana, Hangul syllables and jamo, compatibility ideographs,
+#: half-width forms. (The analyzer's exact table is ``index.analysis.CJK_RANGES``; a worker does
+#: not import the index, which loads numpy, and a count of words needs only the large blocks.)
+_UNSPACED_RUN = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uffdc]+"
+)
+
+
+def rough_word_count(text: str) -> int:
+    """About how many words ``text`` (words separated by single spaces, as ``compared_text`` is)
+    holds: its spaces, and one word per two letters of each run of Chinese, Japanese or Korean,
+    written without spaces (their words are one to three letters). Counting only the spaces made
+    every such page a page of a few words, which the learned URL patterns take for an empty one."""
+    words = text.count(" ") + 1
+    if not text.isascii():
+        words += sum(len(run) for run in _UNSPACED_RUN.findall(text)) // 2
+    return words
 
 
 def _parse_date(text: str) -> float | None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
+from politecrawl.index.doc_meta import doc_date, doc_kind, doc_lang
 from politecrawl.index.generation import is_outdated, live_documents, read_current_pointer
 from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
 from politecrawl.index.writer import IndexLockedError, discard_index
@@ -280,7 +281,15 @@ def _write(
         with IndexWriter(index_dir, max_segment_tokens=merge_tokens) as writer:
             for row in rows:
                 if indexable(row):
-                    writer.add_document(row.url, row.title or "", row.text or "", " ".join(anchors.get(row.url, ())))
+                    writer.add_document(
+                        row.url,
+                        row.title or "",
+                        row.text or "",
+                        " ".join(anchors.get(row.url, ())),
+                        kind=doc_kind(row.content_type),
+                        lang=doc_lang(row.language),
+                        date=doc_date(row.last_modified, row.fetched_at),
+                    )
                 elif deletes:
                     writer.delete_document(row.url)
 

@@ -16,12 +16,11 @@ from politecrawl.config import Settings
 from politecrawl.content import extract
 from politecrawl.content.charsets import is_utf16
 from politecrawl.content.dedup import simhash, text_fingerprint
-from politecrawl.content.parse import Page, combine, parse_html, robots_directives
+from politecrawl.content.parse import Page, combine, parse_html, robots_directives, rough_word_count
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from politecrawl.content.sitemaps import SitemapResult
 from politecrawl.content.sniff import binary_kind
 from politecrawl.errors import InvalidURL, StoreError
-from politecrawl.index.analysis import rough_word_count
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls

@@ -23,8 +23,23 @@ __all__ = ["search", "serve", "bot_page", "demo"]
 @click.option("--page", type=click.IntRange(1, 1000), default=1, show_default=True, help="Result page.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {url, title, score, snippet}.")
 @click.option("--explain", is_flag=True, help="Show each score's BM25 terms (tf, df, idf, length, weight).")
+@click.option(
+    "--per-site",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="At most N results of one site (the web page shows 2). [default: no limit]",
+)
 @click.pass_context
-def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool, explain: bool, **flags: Any) -> None:
+def search(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    page: int,
+    as_json: bool,
+    explain: bool,
+    per_site: int | None,
+    **flags: Any,
+) -> None:
     """Search the index built by 'crawl' (BM25: k1=1.2, b=0.75).
 
     \b
@@ -39,7 +54,12 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
       compost -garden       -word: no page with the word "garden"
       compost site:a.org    site:HOST: only pages on a.org and its subdomains
                             (www. ignored; site:https://a.org/x is a.org)
-    A query of only -words and site: finds nothing: give a word or a phrase too.
+      compost OR mulch      either word: what a space means (OR is not a word)
+      compost filetype:pdf  filetype:/type:KIND: only html, pdf, txt, … documents
+      compost lang:de       lang:CODE: only pages declaring that language
+      compost after:2024    after:/before:DATE (YYYY, YYYY-MM, YYYY-MM-DD): dated on
+                            or after / strictly before (Last-Modified, else fetched)
+    A query of only -words and filters finds nothing: give a word or a phrase too.
     A QUERY that begins with -word goes after --: search -- "-garden compost".
     """
     from politecrawl.crawl.indexing import index_dir_for
@@ -51,7 +71,7 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
         _fail(f"no index at {index_dir}: run 'politecrawl crawl' (or 'politecrawl index') first")
     searcher = Searcher(index_dir)
     t0 = time.perf_counter()
-    hits = searcher.search(query, limit=limit, page=page, explain=explain)
+    hits = searcher.search(query, limit=limit, page=page, explain=explain, per_site=per_site)
     took = time.perf_counter() - t0
     if as_json:
         out = []
@@ -67,6 +87,9 @@ def search(ctx: click.Context, query: str, limit: int, page: int, as_json: bool,
         return
     if not hits:
         click.echo(f"no results for {query!r}")
+        suggestion = searcher.suggest(query)
+        if suggestion:
+            click.echo(f"did you mean: {for_terminal(suggestion)}")
         return
     start = (page - 1) * limit
     for i, h in enumerate(hits, start + 1):

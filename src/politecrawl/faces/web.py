@@ -3,8 +3,11 @@
     GET /                      home page with a search box (``/?q=…`` shows results)
     GET /search?q=&page=       results page, server-rendered, no JavaScript
     GET /bot                   for site owners: what the crawler is and how to opt out
-    GET /help                  how to search: words, "phrases", -word, site:host
-    GET /api/search?q=&page=&limit=   JSON hits
+    GET /help                  how to search: words, "phrases", -word, OR, the filters
+    GET /api/search?q=&page=&limit=&group=   JSON hits (group=0: not at most 2 a site)
+    GET /api/facets?q=         JSON counts of the matches by site, type and language
+    GET /api/suggest?q=        OpenSearch suggestions: completions of the query's last word
+    GET /opensearch.xml        OpenSearch description (the browser's search engine list)
     GET /api/status            the store's crawl figures plus index statistics
     GET /api/openapi.json      OpenAPI 3.1 description of the three API routes
     GET /static/style.css      the one stylesheet
@@ -33,9 +36,7 @@ import math
 import signal
 import threading
 import time
-import unicodedata
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage
@@ -48,15 +49,20 @@ from politecrawl.policy.politeness import unreached_advice
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.store.open import shown_store
 
-from .web_connections import GuardedSite, host_header_allowed, quiet_accept_errors
+from .web_connections import GuardedSite, quiet_accept_errors
+from .web_hosts import host_header_allowed
+from .web_input import BadInput, clean_query, int_param
 from .web_openapi import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE, MAX_QUERY_CHARS, openapi_document
-from .web_pages import _STATIC, _bot_context, _jinja_env, _safe_href, highlight_snippet
-from .web_status import STATUS_REFRESH, StatusReadings, status_chart
+from .web_pages import _STATIC, _bot_context, _jinja_env
+from .web_results import Results, SiteTitles, complete_query, result_rows, run_search
+from .web_search import facet_links, favicon_ico, opensearch_xml, search_url
+from .web_status import STATUS_MAX_AGE as STATUS_MAX_AGE  # noqa: F401 -- a figure the tests read here
+from .web_status import STATUS_REFRESH, StatusCache, chart
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
-__all__ = ["create_app", "serve"]
+__all__ = ["create_app", "host_header_allowed", "serve"]
 
 log = logging.getLogger("politecrawl.web")
 
@@ -72,13 +78,8 @@ CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'"
 #: Searches that may wait for the searcher; one more is answered 503 with Retry-After at once,
 #: so a flood costs the others at most this many time limits of waiting.
 MAX_WAITING_SEARCHES = 4
-
 _SEARCHER = web.AppKey("searcher", object)
 _STATE: web.AppKey[_State] = web.AppKey("state")  # _State is defined below
-
-
-class _BadInput(Exception):
-    """A parameter the user got wrong: answered with 400 and this message."""
 
 
 class _Busy(Exception):
@@ -89,42 +90,6 @@ class _Busy(Exception):
 _BUSY_MESSAGE = "Too many searches are waiting; try again in a moment."
 _TOO_COSTLY_HINT = "Try fewer phrases, or rarer words in them."
 _RETRY_AFTER = "2"
-
-
-# -- input validation ---------------------------------------------------------
-
-
-def _clean_query(raw: str | None) -> str:
-    """The query without control characters and surrounding space; raises ``_BadInput`` if too long."""
-    if raw is None:
-        return ""
-    # Cc (C0/C1 controls, including NUL, tab and newline) become spaces so that
-    # "a\tb" stays two words; Cf (zero-width, bidi overrides) is dropped.
-    chars = []
-    for ch in raw:
-        cat = unicodedata.category(ch)
-        if cat == "Cc":
-            chars.append(" ")
-        elif cat not in ("Cf", "Cs", "Co", "Cn"):
-            chars.append(ch)
-    q = " ".join("".join(chars).split())
-    if len(q) > MAX_QUERY_CHARS:
-        raise _BadInput(f"The query is too long ({len(q):,} characters); the limit is {MAX_QUERY_CHARS:,}.")
-    return q
-
-
-def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    raw = raw.strip()
-    # int() would accept "1_000", "+5" and non-ASCII digits; a page number is plain ASCII digits.
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
-        raise _BadInput(f"{name} must be a whole number from {low} to {high}, not {raw[:40]!r}.")
-    value = int(raw)
-    if not low <= value <= high:
-        raise _BadInput(f"{name} must be from {low} to {high}, not {value}.")
-    return value
 
 
 # -- the application ------------------------------------------------------------
@@ -141,7 +106,8 @@ class _State:
         self._searcher: Searcher | None = None
         self._lock = threading.Lock()
         self.searches_waiting = 0  # changed on the event loop only
-        self.status = StatusReadings(settings)
+        self.titles = SiteTitles()
+        self.status = StatusCache(settings)
 
     def _with_searcher(self, fn):
         """Run ``fn(searcher)`` under the lock; opens the searcher on first use.
@@ -162,28 +128,25 @@ class _State:
                 self._searcher = None
                 raise SearchIndexError(f"the search index at {self.index_dir} cannot be read: {exc}") from exc
 
-    def search(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
-        def run(s: Searcher):
-            t0 = time.perf_counter()
-            limit_s = self.settings.search_time_limit
-            total = s.count(q, time_limit=limit_s)
-            left = limit_s - (time.perf_counter() - t0)
-            if total and (page - 1) * limit < total:
-                hits = s.search(q, limit=limit, page=page, time_limit=max(0.0, left))
-            else:
-                hits = []
-            return total, hits, (time.perf_counter() - t0) * 1000.0
+    def search(self, q: str, page: int, limit: int, group: bool = False, extras: bool = False) -> Results:
+        """``web_results.run_search`` with the searcher, within the search time limit."""
+        limit_s = self.settings.search_time_limit
+        return self._with_searcher(
+            lambda s: run_search(s, q, page, limit, group=group, extras=extras, time_limit=limit_s, titles=self.titles)
+        )
 
-        return self._with_searcher(run)
+    def complete(self, q: str) -> list[str]:
+        """``web_results.complete_query`` with the searcher."""
+        return self._with_searcher(lambda s: complete_query(s, q))
 
-    async def search_in_turn(self, q: str, page: int, limit: int) -> tuple[int, list, float]:
+    async def search_in_turn(self, q: str, page: int, limit: int, group: bool = False, extras: bool = False) -> Results:
         """``search`` on a worker thread, waiting for the searcher behind at most
         ``MAX_WAITING_SEARCHES`` others (``_Busy`` past that)."""
         if self.searches_waiting >= MAX_WAITING_SEARCHES:
             raise _Busy
         self.searches_waiting += 1
         try:
-            return await asyncio.to_thread(self.search, q, page, limit)
+            return await asyncio.to_thread(self.search, q, page, limit, group, extras)
         finally:
             self.searches_waiting -= 1
 
@@ -240,25 +203,20 @@ async def _home_page(request: web.Request) -> web.Response:
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
-def _search_url(q: str, page: int) -> str:
-    params = {"q": q} if page == 1 else {"q": q, "page": str(page)}
-    return "/search?" + urlencode(params)
-
-
 async def _search_page(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        q = _clean_query(request.query.get("q"))
-    except _BadInput as exc:
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
         return _html_message(request, 400, "That search could not be run", str(exc))
     try:
-        page = _int_param(request, "page", 1, 1, MAX_PAGE)
-    except _BadInput as exc:
+        page = int_param(request, "page", 1, 1, MAX_PAGE)
+    except BadInput as exc:
         return _html_message(request, 400, "That search could not be run", str(exc), query=q)
     if not q:
         return await _home_page(request)
     try:
-        total, hits, took_ms = await state.search_in_turn(q, page, HTML_LIMIT)
+        res = await state.search_in_turn(q, page, HTML_LIMIT, group=True, extras=True)
     except SearchIndexError:
         return _html_message(request, 503, "No index yet", _no_index_message(state), query=q)
     except _Busy:
@@ -271,16 +229,9 @@ async def _search_page(request: web.Request) -> web.Response:
         resp = _html_message(request, 503, "That search took too long", f"{exc}.", _TOO_COSTLY_HINT, query=q)
         resp.headers["Retry-After"] = _RETRY_AFTER
         return resp
+    total = res.total
     pages = min(MAX_PAGE, max(1, math.ceil(total / HTML_LIMIT))) if total else 0
-    rows = [
-        {
-            "title": h.title or h.url,
-            "url": h.url,
-            "href": _safe_href(h.url),
-            "snippet": highlight_snippet(h.snippet, h.highlights),
-        }
-        for h in hits
-    ]
+    rows = result_rows(q, res)
     html = state.render(
         "results.html",
         query=q,
@@ -288,11 +239,14 @@ async def _search_page(request: web.Request) -> web.Response:
         total=total,
         page=page,
         pages=pages,
-        took_ms=took_ms,
+        took_ms=res.took_ms,
         first_rank=(page - 1) * HTML_LIMIT + 1,
-        prev_url=_search_url(q, page - 1) if page > 1 and total else None,
-        next_url=_search_url(q, page + 1) if page < pages else None,
-        first_url=_search_url(q, 1),
+        prev_url=search_url(q, page - 1) if page > 1 and total else None,
+        next_url=search_url(q, page + 1) if page < pages else None,
+        first_url=search_url(q, 1),
+        facets=facet_links(q, res.facets),
+        suggestion=res.suggestion,
+        suggestion_url=search_url(res.suggestion) if res.suggestion else None,
     )
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
@@ -300,15 +254,16 @@ async def _search_page(request: web.Request) -> web.Response:
 async def _api_search(request: web.Request) -> web.Response:
     state = _state(request)
     try:
-        q = _clean_query(request.query.get("q"))
-        page = _int_param(request, "page", 1, 1, MAX_PAGE)
-        limit = _int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    except _BadInput as exc:
+        q = clean_query(request.query.get("q"))
+        page = int_param(request, "page", 1, 1, MAX_PAGE)
+        limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        group = int_param(request, "group", 1, 0, 1) == 1
+    except BadInput as exc:
         return _json_error(400, str(exc))
     if not q:
         return _json_error(400, "q is required: give a search query, e.g. /api/search?q=crawler")
     try:
-        total, hits, took_ms = await state.search_in_turn(q, page, limit)
+        res = await state.search_in_turn(q, page, limit, group=group)
     except SearchIndexError:
         return _json_error(503, _no_index_message(state))
     except QueryTooCostly as exc:
@@ -326,8 +281,9 @@ async def _api_search(request: web.Request) -> web.Response:
             "query": q,
             "page": page,
             "limit": limit,
-            "total": total,
-            "took_ms": round(took_ms, 3),
+            "group": group,
+            "total": res.total,
+            "took_ms": round(res.took_ms, 3),
             "hits": [
                 {
                     "url": h.url,
@@ -335,10 +291,59 @@ async def _api_search(request: web.Request) -> web.Response:
                     "score": h.score,
                     "snippet": h.snippet,
                     "highlights": [[int(s), int(e)] for s, e in h.highlights],
+                    "more_from_site": h.more_from_site,
                 }
-                for h in hits
+                for h in res.hits
             ],
         }
+    )
+
+
+async def _api_facets(request: web.Request) -> web.Response:
+    state = _state(request)
+    try:
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
+        return _json_error(400, str(exc))
+    if not q:
+        return _json_error(400, "q is required: give a search query, e.g. /api/facets?q=crawler")
+    try:
+        res = await state.search_in_turn(q, 1, 1, extras=True)
+    except SearchIndexError:
+        return _json_error(503, _no_index_message(state))
+    except QueryTooCostly as exc:
+        return _json_error(503 if exc.timed_out else 400, f"{exc}.")
+    except _Busy:
+        resp = _json_error(503, _BUSY_MESSAGE)
+        resp.headers["Retry-After"] = _RETRY_AFTER
+        return resp
+    facets = res.facets or {"total": 0, "site": {}, "type": {}, "lang": {}}
+    return web.json_response({"query": q, **facets, "suggestion": res.suggestion})
+
+
+async def _api_suggest(request: web.Request) -> web.Response:
+    """OpenSearch suggestions: ``[query, [completions]]`` for the search box."""
+    state = _state(request)
+    try:
+        q = clean_query(request.query.get("q"))
+    except BadInput as exc:
+        return _json_error(400, str(exc))
+    if state.searches_waiting >= MAX_WAITING_SEARCHES:
+        return web.json_response([q, []], headers={"Retry-After": _RETRY_AFTER})
+    try:
+        words = await asyncio.to_thread(state.complete, q) if q else []
+    except SearchIndexError:
+        words = []
+    return web.json_response([q, words], headers={"Cache-Control": "max-age=60"})
+
+
+async def _opensearch(request: web.Request) -> web.Response:
+    # The address the browser used (the host guard accepted it) is the one it can come back to.
+    base = f"{request.scheme}://{request.host}"
+    return web.Response(
+        text=opensearch_xml(base, "politecrawl"),
+        content_type="application/opensearchdescription+xml",
+        charset="utf-8",
     )
 
 
@@ -367,9 +372,9 @@ async def _status_page(request: web.Request) -> web.Response:
         when=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.status.read_at)),
         refresh=STATUS_REFRESH,
         minutes=len(act["rate_per_s"]) * act["bucket_s"] // 60,
-        chart=status_chart(act["rate_per_s"]),
-        waits=sorted(status.hosts_waiting_by_reason.items()),
+        chart=chart(act["rate_per_s"]),
         unreached=[unreached_advice(host, why) for host, why in status.unreached.items()],
+        waits=sorted(status.hosts_waiting_by_reason.items()),
         filtered=sorted(status.links_not_queued.items()),
         codes=sorted(status.status_codes.items()),
         errors=errors,
@@ -406,9 +411,12 @@ async def _help(request: web.Request) -> web.Response:
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
+_FAVICON = favicon_ico()
+
+
 async def _favicon(request: web.Request) -> web.Response:
-    # Browsers ask on every visit; an empty answer keeps 404 pages out of the logs.
-    return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+    # Browsers ask on every visit: the mark, cached for a day.
+    return web.Response(body=_FAVICON, content_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
 
 
 def _crawl_identity(settings: Settings) -> tuple[str | None, str | None]:
@@ -517,6 +525,9 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/favicon.ico", _favicon)
     app.router.add_get("/api/search", _api_search)
     app.router.add_get("/api/status", _api_status)
+    app.router.add_get("/api/suggest", _api_suggest)
+    app.router.add_get("/api/facets", _api_facets)
+    app.router.add_get("/opensearch.xml", _opensearch)
     app.router.add_get("/api/openapi.json", _api_openapi)
     app.router.add_static("/static/", _STATIC, follow_symlinks=False)
     return app

@@ -1,8 +1,6 @@
-"""What ``serve`` accepts: the host names it answers for, a deadline on every request head, caps
-on open connections, and accept errors logged once in a while, not once each.
-
-``host_header_allowed`` guards against DNS rebinding (a page whose name an attacker points at
-this server, read from the operator's browser): see its docstring.
+"""The connections ``serve`` accepts: a deadline on every request head, caps on open connections,
+and accept errors logged once in a while, not once each. (The host names it answers for are
+``web_hosts``.)
 
 aiohttp's server waits for a request head as long as its keep-alive lasts (an hour by default)
 and has no cap of its own: a client that opens a thousand connections and sends half a request
@@ -23,7 +21,6 @@ aiohttp's own protocol and adds:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import time
 from collections import Counter
@@ -32,7 +29,6 @@ from typing import Any, Callable
 from aiohttp import web
 
 __all__ = [
-    "host_header_allowed",
     "GuardedConnection",
     "GuardedSite",
     "HEAD_SECONDS",
@@ -52,36 +48,6 @@ MAX_PER_CLIENT = 64
 LOG_EVERY = 10.0
 
 _END_OF_HEAD = b"\r\n\r\n"
-
-#: Names every machine gives itself: a browser on the operator's machine may use any of them.
-_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-
-def host_header_allowed(host_header: str | None, bound: str, allowed: tuple[str, ...]) -> bool:
-    """Whether a request naming ``host_header`` (``Host``, port included) is for this server.
-
-    DNS rebinding makes an attacker's name resolve to this server: the operator's browser then
-    sends the attacker's page's requests here with ``Host: attacker.example``, and same-origin
-    lets that page read the answers. A name is accepted only if it is the bound address, a
-    localhost name, or one the operator gave (``--allowed-host``, for a reverse proxy). Address
-    literals are safe (a page cannot rebind an address): the bound one always, any one when the
-    server listens on every interface. No ``Host`` at all (HTTP/1.0 tools) names nobody."""
-    if not host_header:
-        return True
-    name = host_header.strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:  # name:port (a bare v6 literal has more colons)
-        name = name.rsplit(":", 1)[0]
-    name = name.rstrip(".")
-    if name in _LOCAL_NAMES or name.endswith(".localhost") or name in allowed:
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return name == bound.lower().strip("[]")
-    bound_name = bound.strip("[]")
-    return address.is_loopback or bound_name in ("", "0.0.0.0", "::") or str(address) == bound_name
 
 
 class _RateLimitedLog:

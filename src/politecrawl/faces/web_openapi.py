@@ -38,8 +38,10 @@ def openapi_document() -> dict:
                     "operationId": "search",
                     "summary": "Ranked search results",
                     "description": (
-                        'Free-text terms are OR-ed; "quoted phrases" must occur; -term excludes; '
-                        "site:host restricts to a host and its subdomains. Control characters are removed."
+                        'Free-text terms are OR-ed (an upper-case OR between them is no word); "quoted phrases" '
+                        "must occur; -term excludes; site:host restricts to a host and its subdomains; "
+                        "filetype:/type:KIND, lang:CODE, after:DATE and before:DATE (YYYY, YYYY-MM or YYYY-MM-DD) "
+                        "filter by document kind, declared language and date. Control characters are removed."
                     ),
                     "parameters": [
                         {
@@ -62,6 +64,14 @@ def openapi_document() -> dict:
                             "description": "Hits per page.",
                             "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                         },
+                        {
+                            "name": "group",
+                            "in": "query",
+                            "required": False,
+                            "description": "1: at most 2 hits of one site on a page while other sites' hits can "
+                            "fill it (the best 100 hits are grouped; past them, the ranking); 0: the ranking.",
+                            "schema": {"type": "integer", "enum": [0, 1], "default": 1},
+                        },
                     ],
                     "responses": {
                         "200": {
@@ -76,6 +86,51 @@ def openapi_document() -> dict:
                             "No search index yet; or the query ran past the server's time limit, or too many "
                             "searches are waiting (both with Retry-After)."
                         ),
+                    },
+                }
+            },
+            "/api/facets": {
+                "get": {
+                    "operationId": "facets",
+                    "summary": "How many documents match, per site, type and language",
+                    "description": "Each count is the total /api/search gives for the query with that site:, "
+                    "type: or lang: added; suggestion: the query with misspelled words corrected, or null.",
+                    "parameters": [
+                        {
+                            "name": "q",
+                            "in": "query",
+                            "required": True,
+                            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                        }
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "Counts.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Facets"}}},
+                        },
+                        "400": err_resp("Missing or empty q, or q too long."),
+                        "503": err_resp("No search index yet, or the query ran past the time limit."),
+                    },
+                }
+            },
+            "/api/suggest": {
+                "get": {
+                    "operationId": "suggest",
+                    "summary": "Completions of the query's last word (OpenSearch suggestions)",
+                    "parameters": [
+                        {
+                            "name": "q",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+                        }
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "[query, [completed queries]]: words of the index, most frequent first.",
+                            "content": {"application/json": {"schema": {"type": "array"}}},
+                        },
+                        "400": err_resp("q too long."),
                     },
                 }
             },
@@ -115,6 +170,10 @@ def openapi_document() -> dict:
                         "title": {"type": "string"},
                         "score": {"type": "number"},
                         "snippet": {"type": "string", "description": "Plain text (not HTML)."},
+                        "more_from_site": {
+                            "type": "boolean",
+                            "description": "Grouped: this hit's site has more hits on later pages (of the best 30).",
+                        },
                         "highlights": {
                             "type": "array",
                             "description": "[start, end) character offsets of matched terms in snippet.",
@@ -134,9 +193,22 @@ def openapi_document() -> dict:
                         "query": {"type": "string", "description": "The query as run (control characters removed)."},
                         "page": {"type": "integer"},
                         "limit": {"type": "integer"},
+                        "group": {"type": "boolean", "description": "Whether the hits are grouped by site."},
                         "total": {"type": "integer", "description": "All matching documents."},
                         "took_ms": {"type": "number"},
                         "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
+                    },
+                },
+                "Facets": {
+                    "type": "object",
+                    "required": ["query", "total", "site", "type", "lang", "suggestion"],
+                    "properties": {
+                        "query": {"type": "string"},
+                        "total": {"type": "integer"},
+                        "site": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "type": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "lang": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "suggestion": {"type": ["string", "null"]},
                     },
                 },
                 "Status": {

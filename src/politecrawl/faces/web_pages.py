@@ -6,6 +6,7 @@ Templates and the stylesheet are found beside this module (``templates/``, ``sta
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,10 +32,21 @@ _STATIC = _HERE / "static"
 # -- rendering helpers ----------------------------------------------------------
 
 
+#: Characters pages use as heading anchors (Sphinx's ``¶``, others' ``#`` link text is a word):
+#: text of the page, not of its content, left out of snippets as they are shown.
+_ANCHOR_MARKS = str.maketrans({"\u00b6": None, "\U0001f517": None})
+_SPACES = re.compile(r"  +")
+
+
+def _shown(text: str) -> str:
+    return str(escape(text.translate(_ANCHOR_MARKS)))
+
+
 def highlight_snippet(snippet: str, highlights) -> Markup:
     """Escaped snippet with each ``(start, end)`` range wrapped in ``<mark>`` (bad offsets cost a
-    highlight, never the page: ``mark_highlights``)."""
-    return Markup(mark_highlights(snippet, highlights, lambda s: f"<mark>{escape(s)}</mark>", lambda s: str(escape(s))))
+    highlight, never the page: ``mark_highlights``), without heading anchor marks (``¶``)."""
+    marked = mark_highlights(snippet, highlights, lambda s: f"<mark>{_shown(s)}</mark>", _shown)
+    return Markup(_SPACES.sub(" ", marked))
 
 
 def _safe_href(url: str) -> str | None:

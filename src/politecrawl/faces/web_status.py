@@ -1,6 +1,5 @@
-"""The crawl's status as the web server shows it: the store's figures, read at most every
-``STATUS_MAX_AGE`` seconds however many clients ask (each reading scans the fetch log), and the
-status page's chart."""
+"""The crawl status the web server shows (``/status``, ``/api/status``): the store's figures,
+read at most every ``STATUS_MAX_AGE`` seconds on a thread of their own, and the requests chart."""
 
 from __future__ import annotations
 
@@ -16,26 +15,14 @@ from politecrawl.errors import StoreError
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.store import CrawlStatus
 
-__all__ = ["STATUS_MAX_AGE", "STATUS_REFRESH", "StatusReadings", "status_chart", "store_status"]
+__all__ = ["STATUS_MAX_AGE", "STATUS_REFRESH", "StatusCache", "chart"]
 
-#: Seconds the status figures are reused: however many clients ask, the store is read at most
-#: this often, one reading at a time, on its own thread.
+#: Seconds the status figures are reused: each reading scans the fetch log, so however many
+#: clients ask, the store is read at most this often, one reading at a time, on its own thread.
 STATUS_MAX_AGE = 3.0
 
 
-def store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
-    """The store's figures and its recent activity (read from the store: a fleet's too)."""
-    from politecrawl.store import open_store
-
-    store = open_store(settings.db, create=False)
-    try:
-        now = store.now()
-        return store.status(now), store.activity(now).as_dict()
-    finally:
-        store.close()
-
-
-class StatusReadings:
+class StatusCache:
     """The store's status figures, read at most every ``STATUS_MAX_AGE`` seconds, one reading at
     a time on a thread of its own: a dozen clients polling /api/status cost one reading, and
     never a search thread. A failed reading (no store yet) is remembered as long."""
@@ -66,7 +53,7 @@ class StatusReadings:
 
     def _read(self) -> None:
         try:
-            self._result = store_status(self._settings)
+            self._result = _store_status(self._settings)
         except StoreError as exc:
             self._result = exc
         self._at = time.monotonic()
@@ -76,12 +63,24 @@ class StatusReadings:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _store_status(settings: Settings) -> tuple[CrawlStatus, dict[str, Any]]:
+    """The store's figures and its recent activity (read from the store: a fleet's too)."""
+    from politecrawl.store import open_store
+
+    store = open_store(settings.db, create=False)
+    try:
+        now = store.now()
+        return store.status(now), store.activity(now).as_dict()
+    finally:
+        store.close()
+
+
 #: Seconds between two reloads of the status page (a ``Refresh`` header: no script needed).
 STATUS_REFRESH = 5
 _CHART_W, _CHART_H = 600, 120
 
 
-def status_chart(rate: list[float]) -> dict:
+def chart(rate: list[float]) -> dict:
     """An SVG polyline of requests per second, oldest first, scaled to the peak."""
     peak = max(rate) or 1.0
     step = _CHART_W / max(1, len(rate) - 1)

@@ -39,6 +39,7 @@ the reference they are tested against, character for character, and the fallback
 
 from __future__ import annotations
 
+import datetime
 import re
 import unicodedata
 from array import array
@@ -61,7 +62,6 @@ __all__ = [
     "Vocabulary",
     "is_cjk",
     "parse_query",
-    "rough_word_count",
     "tokenize",
 ]
 
@@ -110,18 +110,6 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
 _CJK_CLASS = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in CJK_RANGES)
 #: A run of CJK code points, and one of them anywhere (is there any work for step 5 at all).
 _CJK_RUN_RE = re.compile(f"[{_CJK_CLASS}]+")
-
-
-def rough_word_count(text: str) -> int:
-    """About how many words ``text`` (whose words are separated by single spaces, as a page's
-    compared text is) holds: the spaces, and for Chinese, Japanese and Korean, written without
-    them, one word per two letters of each run (their words are one to three letters; the
-    bigrams the analyzer makes of them are as many). Counting only spaces made every CJK page a
-    page of a few words, which the learned URL patterns take for an empty one."""
-    words = text.count(" ") + 1
-    if not text.isascii():
-        words += sum(len(run) for run in _CJK_RUN_RE.findall(text)) // 2
-    return words
 
 
 def is_cjk(ch: str) -> bool:
@@ -322,12 +310,25 @@ class Query:
     field; every phrase must match, and phrase tokens also count for ranking.
     ``excluded``: a document containing any of these tokens is dropped.
     ``site``: lower-cased host; matches that host and its subdomains.
+    ``types``: document kinds (``filetype:``/``type:``: "html", "pdf", …); any of them matches.
+    ``langs``: primary language subtags (``lang:``: "en", "de", …); any of them matches.
+    ``after``/``before``: ISO dates ("YYYY-MM-DD"); a document dated on or after ``after`` and
+    strictly before ``before`` matches (its Last-Modified date, else the day it was fetched).
     """
 
     terms: list[str] = field(default_factory=list)
     phrases: list[list[str]] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
     site: str | None = None
+    types: tuple[str, ...] = ()
+    langs: tuple[str, ...] = ()
+    after: str | None = None
+    before: str | None = None
+
+    @property
+    def has_filters(self) -> bool:
+        """Whether a filter other than ``site:`` narrows the documents (type, language, date)."""
+        return bool(self.types or self.langs or self.after or self.before)
 
     @property
     def positive_terms(self) -> list[str]:
@@ -379,8 +380,46 @@ def _parse_site(value: str) -> str | None:
     return host or None
 
 
+_KIND_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,31}$")
+_LANG_RE = re.compile(r"^[a-z]{2,8}$")
+_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$")
+#: ``filetype:`` aliases to the kind the index stores (``doc_kind``).
+_KIND_ALIASES = {"htm": "html", "xhtml": "html", "text": "txt", "plain": "txt"}
+
+
+def _parse_kind(value: str) -> str | None:
+    kind = value.strip().lower().lstrip(".")
+    kind = _KIND_ALIASES.get(kind, kind)
+    return kind if _KIND_RE.match(kind) else None
+
+
+def _parse_lang(value: str) -> str | None:
+    lang = value.strip().lower().replace("_", "-").split("-", 1)[0]
+    return lang if _LANG_RE.match(lang) else None
+
+
+def _parse_date(value: str) -> str | None:
+    """``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` as the first day they name ("YYYY-MM-DD"):
+    ``after:2024`` is on or after 2024-01-01, ``before:2024`` strictly before it."""
+    m = _DATE_RE.match(value.strip())
+    if not m:
+        return None
+    year, month, day = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    try:
+        date = datetime.date(year, month, day)
+    except ValueError:
+        return None
+    return date.isoformat()
+
+
 def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
-    """Parse free text, ``"exact phrases"``, ``-excluded`` terms and ``site:host``.
+    """Parse free text, ``"exact phrases"``, ``-excluded`` terms, ``a OR b`` and the filters
+    ``site:host``, ``filetype:``/``type:kind``, ``lang:xx``, ``after:date``, ``before:date``.
+
+    ``OR`` (upper case, between words) is what a space already is: free terms are OR-ed and
+    ranked; it is not a word. A filter given twice (``lang:en lang:de``) keeps either value, but
+    ``site:``, ``after:`` and ``before:`` keep the last. A filter whose value is not valid
+    (``lang:!!``, ``after:yesterday``) is read as words.
 
     An unquoted word's run of CJK letters is the phrase of its bigrams (``_word_terms``); a
     ``-word``'s CJK bigrams are each excluded.
@@ -398,8 +437,9 @@ def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
         return Query()
 
 
-#: Characters that make a query more than plain words: a phrase, an exclusion, a site: filter.
-_OPERATORS = re.compile(r'["]|(?:^|\s)-\S|site:', re.IGNORECASE)
+#: Characters that make a query more than plain words: a phrase, an exclusion, a filter, OR.
+_OPERATORS = re.compile(r'["]|(?:^|\s)-\S|(?:site|filetype|type|lang|after|before):|\bOR\b', re.IGNORECASE)
+_FILTERS = ("site", "filetype", "type", "lang", "after", "before")
 
 
 def _parse(q: str, analyzer: Analyzer) -> Query:
@@ -433,12 +473,31 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
     phrases: list[list[str]] = []
     excluded: list[str] = []
     site: str | None = None
+    types: list[str] = []
+    langs: list[str] = []
+    after: str | None = None
+    before: str | None = None
     budget = MAX_QUERY_TERMS
+    # Plain words wait here and are analysed together (one tokenizer call, the same tokens as
+    # word by word: words are split on spaces anyway) when a phrase or -word comes, or at the end.
+    pending: list[str] = []
+
+    def flush() -> None:
+        nonlocal budget
+        if pending:
+            toks = analyzer.tokenize(" ".join(pending))[:budget]
+            budget -= len(toks)
+            terms.extend(toks)
+            pending.clear()
 
     for m in _QUERY_PART_RE.finditer(q):
         if budget <= 0:
             break
         phrase, word = m.group(1), m.group(2)
+        if phrase is not None or word.startswith("-"):
+            flush()
+            if budget <= 0:
+                break
         if phrase is not None:
             toks = analyzer.tokenize(phrase)[:budget]
             budget -= len(toks)
@@ -447,19 +506,56 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
             elif toks:
                 phrases.append(toks)
             continue
-        if word.lower().startswith("site:") and len(word) > 5:
-            host = _parse_site(word[5:])
-            if host:
-                site = host
-                continue
+        if word == "OR":
+            continue  # OR between words: what a space is (free terms are OR-ed)
+        name, colon, value = word.partition(":")
+        name = name.lower()
+        if colon and value and name in _FILTERS:
+            if name == "site":
+                host = _parse_site(value)
+                if host:
+                    site = host
+                    continue
+            elif name in ("filetype", "type"):
+                kind = _parse_kind(value)
+                if kind:
+                    types.append(kind)
+                    continue
+            elif name == "lang":
+                lang = _parse_lang(value)
+                if lang:
+                    langs.append(lang)
+                    continue
+            else:
+                date = _parse_date(value)
+                if date:
+                    if name == "after":
+                        after = date
+                    else:
+                        before = date
+                    continue
         if word.startswith("-") and len(word) > 1:
             toks = analyzer.tokenize(word[1:])[:budget]
             budget -= len(toks)
             excluded.extend(toks)
             continue
-        budget -= _word_terms(word, analyzer, budget, terms, phrases)
+        if analyzer.has_cjk(word):  # its bigrams may be a phrase: on its own (_word_terms)
+            flush()
+            budget -= _word_terms(word, analyzer, budget, terms, phrases)
+            continue
+        pending.append(word)
+    flush()
 
     # De-duplicate while keeping order.
     terms = list(dict.fromkeys(terms))
     excluded = list(dict.fromkeys(excluded))
-    return Query(terms=terms, phrases=phrases, excluded=excluded, site=site)
+    return Query(
+        terms=terms,
+        phrases=phrases,
+        excluded=excluded,
+        site=site,
+        types=tuple(dict.fromkeys(types)),
+        langs=tuple(dict.fromkeys(langs)),
+        after=after,
+        before=before,
+    )

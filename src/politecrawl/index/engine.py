@@ -125,7 +125,8 @@ class Scorer:
 
 def allowed(view: SegmentView, q: Query, deadline: float | None = None) -> np.ndarray | None:
     """The segment's documents a match may be (live, holding no excluded term, on the
-    ``site:``, holding every phrase) as a bool mask; None for all of them. Both engines filter
+    ``site:``, of the ``filetype:``, ``lang:`` and dates asked for, holding every phrase) as a
+    bool mask; None for all of them. Both engines filter
     their matches with it, so they agree on which documents may match. Phrases are checked
     document by document, which is where a query's cost is unbounded: past ``deadline``
     (``time.monotonic()``) it raises ``QueryTooCostly``."""
@@ -146,6 +147,9 @@ def allowed(view: SegmentView, q: Query, deadline: float | None = None) -> np.nd
     if q.site is not None:
         site = seg.site_mask(q.site)
         mask = site if mask is None else mask & site
+    if q.has_filters:
+        kept = seg.facets().mask(q.types, q.langs, q.after, q.before)
+        mask = kept if mask is None else mask & kept
     for phrase in q.phrases:
         if mask is not None and not mask.any():
             break

@@ -32,7 +32,7 @@ from .bm25 import (
 from .engine import Page, Scorer, allowed
 from .snippet import MAX_POSITIONS
 
-__all__ = ["PRUNE_MIN_POSTINGS", "kernel_inputs", "match", "page", "top"]
+__all__ = ["PRUNE_MIN_POSTINGS", "hit_runs", "kernel_inputs", "match", "page", "top"]
 
 #: MaxScore runs in a segment only where the query's terms have at least this many postings there
 #: in all: with fewer (rare words), finding the bounds of their short lists, by decoding them and
@@ -110,6 +110,26 @@ def page(
     return ranked, runs, proximity
 
 
+def hit_runs(scorer: Scorer, q: Query, hits: list[tuple[int, int]]) -> tuple[bytes, bytes]:
+    """The body positions of ``q``'s scoring terms in each ``(segment index, doc)`` of ``hits``,
+    laid out as ``page`` returns its runs (for ``snippet_from_runs``): for a page whose hits are
+    not one run of the ranking (a grouped page, ``Searcher.search(per_site=)``)."""
+    compiled = kernels.compiled
+    assert compiled is not None
+    terms = q.positive_terms
+    views = scorer.reader.views
+    tids = np.array(
+        [-1 if (tid := v.segment.term_id(t)) is None else tid for v in views for t in terms], dtype=np.int64
+    )
+    segs = kernel_inputs(scorer)[0]
+    seg_ids = np.array([si for si, _ in hits], dtype=np.int32)
+    docs = np.array([d for _, d in hits], dtype=np.int32)
+    try:
+        return compiled.gather(segs, tids, 1, seg_ids, docs, MAX_POSITIONS)
+    except ValueError as exc:  # a damaged segment file
+        raise SearchIndexError(f"{scorer.reader.index_dir}: {exc}") from exc
+
+
 def top(
     scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
 ) -> tuple[tuple, list[str], dict[str, float]]:
@@ -127,7 +147,11 @@ def top(
     else:
         mode, coef = 0, [x for t in ordered for x in (idfs[t], bonus * idfs[t] * (TITLE_K1 + 1.0))]
     segs, norms, lives, _, bound_params = kernel_inputs(scorer)
-    masks = lives if not (q.excluded or q.site or q.phrases) else [allowed(v, q, deadline) for v in reader.views]
+    masks = (
+        lives
+        if not (q.excluded or q.site or q.phrases or q.has_filters)
+        else [allowed(v, q, deadline) for v in reader.views]
+    )
     try:
         found = compiled.top(
             segs,

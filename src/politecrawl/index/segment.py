@@ -52,6 +52,8 @@ A segment is a directory ``seg-NNNNNN/`` written once and never modified::
     urls.bin            the documents' URLs, UTF-8, concatenated (``doc_table``; version 4)
     urls.end.npy        uint[n]       where each URL ends in urls.bin (local doc id = index)
     titles.bin, titles.end.npy        the titles, alike
+    meta.bin, meta.end.npy            (format 8) per document its kind, language and date
+                                      (``doc_meta``), alike
     docs.json           {"urls": [...], "titles": [...]} instead of those four (versions 2, 3)
     bodies.bin          the stored body texts, compressed, concatenated: per document its
                         pieces between sync points, each an LZ4 block with its size in front
@@ -115,6 +117,7 @@ from politecrawl.errors import SearchIndexError
 from . import kernels
 from .bm25 import FIELDS
 from .bodies import open_body
+from .doc_meta import DocFacets
 from .doc_table import TextTable
 from .field_postings import TERM_TABLE_COLUMNS, TERM_TABLE_COLUMNS_V4, FieldPostings, _load
 from .skip_blocks import BLOCK, posting_blocks
@@ -148,8 +151,11 @@ FORMAT = "politecrawl-segment"
 #: (``<field>.pos_chunks.npy``), and the type format 5 would store them in in the header.
 #: 7: the per-term table packed in blocks (``term_table``: ``terms.ptr.dir.npy`` and
 #: ``terms.ptr.bits.npy`` in place of ``terms.ptr.npy``).
-VERSION = 7
-READABLE_VERSIONS = (2, 3, 4, 5, 6, 7)
+#: 8: per document its kind, language and date (``meta.bin``, ``meta.end.npy``: ``doc_meta``),
+#: what the ``filetype:``, ``lang:``, ``after:`` and ``before:`` filters read; older segments'
+#: documents have none (unknown: every such filter leaves them out).
+VERSION = 8
+READABLE_VERSIONS = (2, 3, 4, 5, 6, 7, 8)
 
 
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
@@ -324,6 +330,9 @@ class Segment:
             docs = json.loads((self.path / "docs.json").read_bytes().decode("utf-8", "surrogatepass"))
             self.urls = TextTable.from_strings(docs["urls"])
             self.titles = TextTable.from_strings(docs["titles"])
+        #: per document its kind, language and date (``doc_meta``); None before format 8
+        self.meta = TextTable.load(self.path, "meta", self.doc_count) if header["version"] >= 8 else None
+        self._facets: DocFacets | None = None
         if len(self.urls) != self.doc_count or len(self.titles) != self.doc_count:
             raise SearchIndexError(f"{self.path}: document table does not match header")
         if self.doc_lens.shape[0] != self.doc_count or len(self.body_ptr) != self.doc_count + 1:
@@ -451,6 +460,12 @@ class Segment:
                 self._site_masks.pop(next(iter(self._site_masks)))
             self._site_masks[site] = mask
         return mask
+
+    def facets(self) -> DocFacets:
+        """The documents' sites, kinds, languages and dates as codes (computed once, on first use)."""
+        if self._facets is None:
+            self._facets = DocFacets(self.meta, self.hosts(), self.doc_count)
+        return self._facets
 
     def hosts(self) -> list[str]:
         """Lower-cased URL host per document (computed once, on first use)."""

@@ -128,7 +128,13 @@ def _merge_live_documents(seg_dir: Path, sources: list[tuple[Segment, list[int]]
     urls = _live_strings([(seg.urls, ids) for (seg, _), ids in zip(sources, live_ids)])
     titles = _live_strings([(seg.titles, ids) for (seg, _), ids in zip(sources, live_ids)])
     bodies = stored_bodies([_live_bodies(seg, ids) for (seg, _), ids in zip(sources, live_ids)])
-    parts = SegmentParts(terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies)
+    # format 8's metadata; a source written before it gives its documents none (unknown)
+    metas = [
+        (seg.meta or TextTable.from_strings("" for _ in range(seg.doc_count)), ids)
+        for (seg, _), ids in zip(sources, live_ids)
+    ]
+    meta = _live_strings(metas)
+    parts = SegmentParts(terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies, meta)
     write_segment_files(seg_dir, parts, analyzer)
     return n_docs
 
@@ -295,6 +301,11 @@ def _merge_sources_numpy(sources: list[tuple], n_terms: int):
         gather = np.repeat(starts[order] - out_starts, tf_o) + np.arange(int(tf_o.sum()), dtype=np.int64)
         pos_all = pos_all[gather]
     return encode_postings(terms[order], docs_all[order], tfs_all[order], pos_all, n_terms)
+
+
+def _unknown(n: int) -> TextTable:
+    """``n`` documents' metadata, all unknown (a source written before format 8)."""
+    return TextTable.from_strings("" for _ in range(n))
 
 
 def _live_strings(tables: list[tuple[TextTable, np.ndarray]]) -> TextTable:

@@ -104,6 +104,8 @@ class SegmentParts(NamedTuple):
     urls: TextTable
     titles: TextTable
     bodies: StoredBodies
+    #: per document its kind, language and date (``doc_meta``: format 8); None: all unknown
+    meta: TextTable | None = None
 
 
 def _pointers(lengths: np.ndarray) -> np.ndarray:
@@ -231,8 +233,9 @@ def _field_postings(local: np.ndarray, rank: np.ndarray, lens: np.ndarray, n_ter
     return _build_field_postings(tids, docs, poss, n_terms)
 
 
-def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]], analyzer: Analyzer) -> int:
-    """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``.
+def write_segment(seg_dir: Path, documents: Iterable[tuple[str, ...]], analyzer: Analyzer) -> int:
+    """Analyse ``(url, title, body, anchor)`` documents into a new segment at ``seg_dir``; a fifth
+    item, when there is one, is the document's metadata string (``doc_meta.encode_meta``).
 
     Returns the number of documents written.  ``seg_dir`` must not exist.
     Title and body are stored (for results and snippets); anchor text is only
@@ -251,6 +254,7 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     field_lens: list[list[int]] = [[] for _ in FIELDS]
     urls: list[str] = []
     titles: list[str] = []
+    metas: list[str] = []
     pending: list[tuple[str, list[int]]] = []
     sync_meta: list[tuple[list[int], list[int]]] = []  # per doc: (cut char offsets, token positions)
     futures = []
@@ -258,9 +262,10 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     (title_ids, body_ids, anchor_ids), (title_lens, body_lens, anchor_lens) = id_chunks, field_lens
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        for url, title, body, anchor in documents:
+        for url, title, body, anchor, *meta in documents:
             urls.append(url)
             titles.append(title)
+            metas.append(meta[0] if meta else "")
             cuts = stored.sync_cuts(body) if len(body) > stored.SYNC_CHARS else []
             tok_at: list[int] = []
             sync_meta.append((cuts, tok_at))
@@ -306,7 +311,8 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, str, str, str]],
     bodies = stored_bodies([_compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
     urls_table, titles_table = TextTable.from_strings(urls), TextTable.from_strings(titles)
-    write_segment_files(seg_dir, SegmentParts(terms, postings, doc_lens, urls_table, titles_table, bodies), analyzer)
+    parts = SegmentParts(terms, postings, doc_lens, urls_table, titles_table, bodies, TextTable.from_strings(metas))
+    write_segment_files(seg_dir, parts, analyzer)
     return n_docs
 
 
@@ -456,7 +462,7 @@ def _write_field(
 def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) -> None:
     """Every file of a segment (``segment`` has the format), each made durable while the next is
     written."""
-    blob, postings, doc_lens, urls, titles, bodies = parts  # blob: the sorted terms, one per line
+    blob, postings, doc_lens, urls, titles, bodies, meta = parts  # blob: the sorted terms, one per line
     n_docs = len(urls)
     # (no term is empty: an empty blob has none, any other one line more than newlines)
     ends = term_ends(np.frombuffer(blob, dtype=np.uint8)) if blob else np.zeros(0, np.uint32)
@@ -496,7 +502,14 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
         files.save("terms.end.npy", ends)
         files.save("terms.keys.npy", term_keys(np.frombuffer(blob, dtype=np.uint8), ends))
     if stored.BODY_CODEC == "lz4":
-        for name, table in (("urls", urls), ("titles", titles)):
+        tables = [("urls", urls), ("titles", titles)]
+        if version >= 8:
+            if meta is None:
+                meta = TextTable.from_strings("" for _ in range(n_docs))
+            if len(meta) != n_docs:
+                raise SearchIndexError("document metadata that is not one per document")
+            tables.append(("meta", meta))
+        for name, table in tables:
             files.write(f"{name}.bin", table.blob.data)
             files.save(f"{name}.end.npy", table.ends)
     else:  # format 2, as it was written

@@ -61,6 +61,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from .analysis import Analyzer
+from .doc_meta import encode_meta
 from .doc_table import TextTable
 from .generation import (
     GENERATION_RE,
@@ -290,7 +291,7 @@ class IndexWriter:
         except BaseException:
             self._release_lock()
             raise
-        self._pending: dict[str, tuple[str, str, str]] = {}
+        self._pending: dict[str, tuple[str, str, str, str]] = {}
         self._tombstone_urls: set[str] = set()
         self._compact = False
 
@@ -385,15 +386,27 @@ class IndexWriter:
 
     # -- documents --------------------------------------------------------
 
-    def add_document(self, url: str, title: str, body: str, anchor: str = "") -> None:
+    def add_document(
+        self,
+        url: str,
+        title: str,
+        body: str,
+        anchor: str = "",
+        *,
+        kind: str = "",
+        lang: str = "",
+        date: str = "",
+    ) -> None:
         """Add a document; a live document with the same url is replaced at commit.
 
-        ``anchor`` is the text of links pointing at the page (indexed, not stored).
+        ``anchor`` is the text of links pointing at the page (indexed, not stored). ``kind``,
+        ``lang`` and ``date`` are what the filters ``filetype:``, ``lang:``, ``after:`` and
+        ``before:`` read (``doc_meta``: "html", "en", "2024-05-01"; "" when unknown).
         """
         self._check_open()
         if not isinstance(url, str) or not url:
             raise SearchIndexError("a document needs a non-empty url string")
-        self._pending[url] = (title or "", body or "", anchor or "")
+        self._pending[url] = (title or "", body or "", anchor or "", encode_meta(kind, lang, date))
         self._tombstone_urls.add(url)
 
     def compact(self) -> None:
@@ -485,7 +498,7 @@ class IndexWriter:
         #    does not grow with the size of the transaction
         for chunk in _chunks(self._pending.items(), WRITE_CHUNK_CHARS):
             name = self._seg_name()
-            n = write_segment(self.index_dir / name, ((u, t, b, a) for u, (t, b, a) in chunk), self._analyzer)
+            n = write_segment(self.index_dir / name, ((u, t, b, a, m) for u, (t, b, a, m) in chunk), self._analyzer)
             entries.append({"name": name, "doc_count": n, "deleted": []})
 
         # 3. merges, none larger than MAX_SEGMENT_TOKENS and MAX_SEGMENT_DOCS

@@ -4,7 +4,7 @@ names them."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -98,6 +98,12 @@ class IndexerPage(_Row):
     duplicate_of: int | None
     alias_of: str | None
     seq: int
+    #: what the index's filters read (``index.doc_meta``): filetype:, lang:, after:/before:
+    content_type: str | None = None
+    language: str | None = None
+    last_modified: str | None = None
+    #: not compared: a revisit answered 304 moves it without changing what the index holds
+    fetched_at: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
