@@ -190,7 +190,11 @@ def test_session_links_are_cleaned_before_bare_pages_are_judged():
     token = "f9e8d7c6b5a4f3e2d1c0"
     links = [f"{H}/s/{token}/", f"{H}/s/{token}/shop?c=1"]
     patterns.observe_page(H + "/shop?c=2", 0, "s1", None, links, 10)
-    patterns.observe_page(H + "/shop?c=3", 0xFFFF_FFFF_0000_0000, "s2", None, [*links, f"{H}/s/x1y2z3w4v5u6/"], 10)
+    # It leads on to a facet not linked before (so it is judged by its links at all: a bare page
+    # that leads nowhere new is a page), and its one link elsewhere is the home page under a
+    # fresh session id: once cleaned, nothing new.
+    more = [*links, f"{H}/shop?c=4", f"{H}/s/x1y2z3w4v5u6/"]
+    patterns.observe_page(H + "/shop?c=3", 0xFFFF_FFFF_0000_0000, "s2", None, more, 10)
     assert patterns.budget.templates["/shop?c"].novel == 1
 
 
@@ -266,3 +270,19 @@ def test_negative_control_without_the_walk_the_views_close_the_months():
     for view in ("grid", "week"):
         budget.observe(f"{H}/events?p=a&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, [*NAV, H + "/events?p=b&view=list"])
     assert not budget.allows(H + "/events?p=c&view=list")[0]
+
+
+def test_a_bare_page_that_leads_nowhere_new_is_a_page():
+    """A small site's short pages (a glossary, a stub per product) link back to the home page
+    and the menu, nothing new of their kind: each is a page, however few its words. The control:
+    the same short pages, each leading on to the next of their kind, are judged by their links
+    (no news) and close the template, as a calendar's empty months do."""
+    leaves = SitePatterns()
+    for n in range(12):
+        leaves.observe_page(f"{H}/p{n}", (n * 0x9E37_79B9_7F4A_7C15) % (1 << 64), f"k{n}", None, NAV, 5)
+    assert leaves.budget.templates["/p{num}"].novel == 12
+    chain = SitePatterns()
+    for n in range(12):
+        links = [*NAV, f"{H}/p{n + 1}"]
+        chain.observe_page(f"{H}/p{n}", (n * 0x9E37_79B9_7F4A_7C15) % (1 << 64), f"k{n}", None, links, 5)
+    assert chain.budget.templates["/p{num}"].novel < 12

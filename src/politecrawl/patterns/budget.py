@@ -326,11 +326,20 @@ class TemplateBudget(_JSONState):
             def news() -> bool:
                 # Whether the bare page links, outside its own template and family, a URL no
                 # page of the host linked before it (computed once for template and family).
+                # Only a page that leads on to more of its kind (a calendar's month linking the
+                # next, a facet linking facets: a URL of its template or family not linked
+                # before) is judged so: one that leads nowhere new is a page of a small site or
+                # a glossary entry, a page however few its words.
                 if not brings:
+                    pairs = list(zip(links, kinds()))
+                    leads_on = any(
+                        (t == key or (f is not None and f == family)) and not self._linked(link)
+                        for link, (t, f) in pairs
+                    )
                     brings.append(
-                        any(
-                            t != key and (f is None or f != family) and not self._linked(link)
-                            for link, (t, f) in zip(links, kinds())
+                        not leads_on
+                        or any(
+                            t != key and (f is None or f != family) and not self._linked(link) for link, (t, f) in pairs
                         )
                     )
                 return brings[0]
