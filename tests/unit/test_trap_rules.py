@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from politecrawl.patterns.budget import BARE_WORDS, TemplateBudget
+from politecrawl.patterns.sessions import SessionTokens
 from politecrawl.patterns.shape import is_token, url_date
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy.traps import trap_reason
@@ -266,3 +267,66 @@ def test_negative_control_without_the_walk_the_views_close_the_months():
     for view in ("grid", "week"):
         budget.observe(f"{H}/events?p=a&view={view}", 0x0F0F_0F0F_0F0F_0F0E, 80, [*NAV, H + "/events?p=b&view=list"])
     assert not budget.allows(H + "/events?p=c&view=list")[0]
+
+
+_NAV = ["", "about/", "articles/ilex-reef.html", "articles/clover-yew.html", "articles/rowan-ember.html"]
+_B64 = "~bxd0nZPuSXLs_ecM"
+_HEX = "4637cba98cbae63d5909"
+
+
+@pytest.mark.parametrize(
+    ("name", "page", "links", "key"),
+    [
+        # a session minted for the response: every link of the page, home included, under one id
+        ("base64 at the root", f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV], "path:"),
+        ("hex under /s", f"{H}/", [f"{H}/s/{_HEX}/{p}" for p in _NAV], "path:/s"),
+        ("from a page of the site", f"{H}/about/", [f"{H}/sid/{_HEX}/{p}" for p in _NAV], "path:/sid"),
+        # real sites: a stable id in the page's own URL (a profile and its subpages)
+        ("own id", f"{H}/u/8f3a9c2b7d/", [f"{H}/u/8f3a9c2b7d/{p}" for p in _NAV], None),
+        # ... ids that differ from link to link (users, products)
+        ("users", f"{H}/", [f"{H}/u/{i}f3a9c2b7d/profile" for i in range(3, 8)] + [f"{H}/"], None),
+        # ... one id in most links but not all (a commit's tree with the site's own navigation)
+        ("not every link", f"{H}/", [f"{H}/tree/{_HEX}/{p}" for p in _NAV] + [f"{H}/about/"], None),
+        # ... every link under one id but no home under it (one project's pages)
+        ("no home under it", f"{H}/", [f"{H}/p/{_HEX}/{p}" for p in _NAV[1:]] + [f"{H}/p/{_HEX}/x"], None),
+        # ... too few links to tell
+        ("four links", f"{H}/", [f"{H}/s/{_HEX}/{p}" for p in _NAV[:4]], None),
+        # ... dates, archives, pagers and docs trees are not tokens
+        ("dated blog", f"{H}/", [f"{H}/2024/05/12/{p}" for p in _NAV], None),
+        ("archive", f"{H}/", [f"{H}/2023/11/{p}" for p in _NAV], None),
+        ("docs tree", f"{H}/", [f"{H}/docs/guide/{p}" for p in _NAV], None),
+        ("pager", f"{H}/", [f"{H}/page/2/{p}" for p in _NAV], None),
+    ],
+)
+def test_a_session_minted_for_one_page_is_learned_from_that_page(name, page, links, key):
+    tokens = SessionTokens()
+    learned = tokens.observe(page, links)
+    assert [rule.key for rule in learned] == ([key] if key is not None else []), name
+    if key is not None:
+        stripped = tokens.strip(links[2].replace(_B64, "~A1b2C3d4E5f6G7h8").replace(_HEX, "0123456789abcdef0123"))
+        assert stripped == f"{H}/articles/ilex-reef.html", name
+
+
+def test_negative_control_a_session_needs_three_pages_without_the_first_page_rule():
+    """The same page with the first-page rule off (min_page_links=0): nothing learned from it."""
+    tokens = SessionTokens(min_page_links=0)
+    assert tokens.observe(f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV]) == []
+    assert tokens.strip(f"{H}/{_B64}/about/") == f"{H}/{_B64}/about/"
+
+
+@pytest.mark.parametrize(
+    ("value", "stripped"),
+    [
+        ("~MrGPOySRGQUawIoa", True),  # base64 without a digit: not is_token, but the rule's shape
+        ("~bFTPlRVFjsaNIhDW", True),
+        ("~documentationxyz", False),  # one case: a word
+        ("MrGPOySRGQUawIoab", False),  # without the examples' leading mark
+        ("~MrGPOySRGQUawIo", False),  # another length
+    ],
+)
+def test_a_learned_path_token_strips_values_of_its_shape(value, stripped):
+    tokens = SessionTokens()
+    tokens.observe(f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV])
+    url = f"{H}/{value}/about/"
+    assert (tokens.strip(url) == f"{H}/about/") is stripped
+    assert not is_token(value) or value == _B64
