@@ -248,14 +248,33 @@ def test_a_calendar_walk_is_judged_on_each_side_of_its_first_month():
     assert _allowed(budget, "2027-01")  # a step after the entry: that side had news
     _month(budget, "2027-01", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-02"), *events[4:]])
     _month(budget, "2027-02", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-03"))
-    assert _allowed(budget, "2027-03")
-    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))
-    ok, why = budget.allows(f"{H}/events?month=2027-04&view=list")
+    # 2027-02, three steps from the first date (past the horizon of 2), repeated: closed
+    ok, why = budget.allows(f"{H}/events?month=2027-03&view=list")
     assert not ok and "after its first date" in why
     # Stored and read back, the walk goes on where it was.
     restored = TemplateBudget.from_json(budget.to_json())
     assert restored.templates["/events?month&view"].walk == budget.templates["/events?month&view"].walk
-    assert not _allowed(restored, "2027-04") and not _allowed(restored, "2026-09")
+    assert not _allowed(restored, "2027-03") and not _allowed(restored, "2026-09")
+
+
+@pytest.mark.parametrize("horizon", [2, 0])
+def test_within_the_horizon_an_empty_month_between_two_with_events_is_crossed(horizon):
+    """Events in the entry month and three months later: the empty month two steps after the
+    entry is within the horizon, so one repeat there does not close the walk. Past the horizon
+    one repeat closes it; with the horizon off (0, the negative control) it takes two."""
+    budget = TemplateBudget(walk_horizon=horizon)
+    events = [f"{H}/events/e{e}.html" for e in range(6)]
+
+    def nxt(month: str) -> list[str]:
+        return [*NAV, f"{H}/events?month={month}&view=list"]
+
+    _month(budget, "2026-11", 0x0F0F_0F0F_0F0F_0F0F, 80, [*nxt("2026-12"), *events[:2]])
+    _month(budget, "2026-12", 0x00FF_00FF_00FF_00FF, 80, [*nxt("2027-01"), *events[2:4]])
+    _month(budget, "2027-01", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-02"))  # empty, step 2
+    assert _allowed(budget, "2027-02")
+    _month(budget, "2027-02", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-03"), *events[4:]])
+    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))  # empty, step 4
+    assert _allowed(budget, "2027-04") is (horizon == 0)
 
 
 def test_negative_control_without_the_walk_the_views_close_the_months():

@@ -77,6 +77,17 @@ def _on_walk(stats: TemplateStats, date: int | None) -> bool:
     return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
 
 
+def _steps(a: int, b: int) -> int:
+    """How many steps of its walk lie between two dates of :func:`~.shape.url_date` (months for
+    months, days for days, every month counted 31 days: a horizon needs no calendar)."""
+
+    def ordinal(date: int) -> int:
+        months = date // 512 * 12 + date % 512 // 32
+        return months if date % 32 == 0 else months * 31 + date % 32
+
+    return abs(ordinal(a) - ordinal(b))
+
+
 def _link_positions(url: str) -> tuple[int, ...]:
     digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
     return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
@@ -198,6 +209,7 @@ class TemplateBudget(_JSONState):
         "sample_size",
         "max_templates",
         "max_families",
+        "walk_horizon",
     )
 
     def __init__(
@@ -214,6 +226,7 @@ class TemplateBudget(_JSONState):
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
+        walk_horizon: int = 2,
     ) -> None:
         if min(min_pages, window, sample_size, max_templates, max_families) < 1:
             raise ValueError("min_pages, window, sample_size, max_templates and max_families must be >= 1")
@@ -236,6 +249,7 @@ class TemplateBudget(_JSONState):
         self.sample_size = sample_size
         self.max_templates = max_templates
         self.max_families = max_families
+        self.walk_horizon = walk_horizon
         self.templates: dict[str, TemplateStats] = {}
         self.families: dict[str, TemplateStats] = {}
         self.clock = 0
@@ -398,7 +412,7 @@ class TemplateBudget(_JSONState):
             # A date not seen yet: its side of the walk decides (see _walk_closed).
             side = 1 if date < stats.walk[0] else 3
             where = "before" if side == 1 else "after"
-            if self._walk_closed(stats, side):
+            if self._walk_closed(stats, side, date):
                 return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
             # The walk stands in for the runs of repeats (views of the dates seen make those),
             # not for the second-page rule, the novel share, or a young template's family.
@@ -433,13 +447,17 @@ class TemplateBudget(_JSONState):
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
 
-    def _walk_closed(self, stats: TemplateStats, side: int) -> bool:
-        """Whether the dates on one side of a walk's first date are closed: after a repeat that
-        linked more of its kind where that side had no new page (the month before a calendar's
-        entry, empty), after ``early_pages`` of them in a row where it had some (the months after
-        its last events)."""
+    def _walk_closed(self, stats: TemplateStats, side: int, date: int) -> bool:
+        """Whether the dates on one side of a walk's first date are closed for ``date``: after a
+        repeat that linked more of its kind where that side had no new page (the month before a
+        calendar's entry, empty), or where the repeat was more than ``walk_horizon`` steps from
+        the first date (the month after a calendar's last events, once past its first months);
+        otherwise after ``early_pages`` of them in a row (an empty month between two with
+        events, near the first)."""
         run, new = stats.walk[side], stats.walk[side + 1]
-        return run >= (self.early_pages if new else 1)
+        # The step asked for follows the last one walked: the repeat was one step nearer.
+        beyond = self.walk_horizon and _steps(date, stats.walk[0]) - 1 > self.walk_horizon
+        return run >= (self.early_pages if new and not beyond else 1)
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
