@@ -88,6 +88,10 @@ def _steps(a: int, b: int) -> int:
     return abs(ordinal(a) - ordinal(b))
 
 
+def _url_hash(url: str) -> int:
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big")
+
+
 def _link_positions(url: str) -> tuple[int, ...]:
     digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
     return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
@@ -252,6 +256,9 @@ class TemplateBudget(_JSONState):
         self.walk_horizon = walk_horizon
         self.templates: dict[str, TemplateStats] = {}
         self.families: dict[str, TemplateStats] = {}
+        # Per query family (``/events?*``), the views of dates already fetched: [views, of them
+        # new, then the dates fetched and a hash of the URL that first fetched each, in pairs].
+        self.views: dict[str, list[int]] = {}
         self.clock = 0
 
     def _update(
@@ -365,6 +372,8 @@ class TemplateBudget(_JSONState):
             news,
             date,
         )
+        if date is not None and family is not None and "?" in key:
+            self._observe_view(family, date, url, novel)
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
         # (In a template not counted in its family, a first page is new for want of others.)
@@ -387,6 +396,32 @@ class TemplateBudget(_JSONState):
                         self.linked_new[position >> 3] |= 1 << (position & 7)
         return novel
 
+    def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
+        """Count a page of a query family naming a date: a *view* if an earlier page of the family
+        named that date under another URL (the month as a grid, sorted by title)."""
+        views = self.views.pop(family, None)
+        if views is None:
+            if len(self.views) >= self.max_families:
+                del self.views[next(iter(self.views))]
+            views = [0, 0]
+        self.views[family] = views  # most recently observed last
+        seen = dict(zip(views[2::2], views[3::2]))
+        if date not in seen:
+            views += [date, _url_hash(url)]
+            del views[2 : -2 * _WALK_DATES]
+        elif seen[date] != _url_hash(url):
+            views[0] += 1
+            views[1] += novel
+
+    def _view_closed(self, family: str, date: int, url: str) -> int:
+        """How many views of dates seen a query family had, none of them new, if ``url`` is
+        another (see _observe_view); 0 otherwise."""
+        views = self.views.get(family)
+        if not views or views[1] or not views[0]:
+            return 0
+        seen = dict(zip(views[2::2], views[3::2]))
+        return views[0] if date in seen and seen[date] != _url_hash(url) else 0
+
     def _linked(self, url: str, bits: bytearray | None = None) -> bool:
         """Whether a page of the host linked ``url`` before (``bits``: a new page of its
         template); Bloom filters, which may say yes wrongly."""
@@ -406,6 +441,15 @@ class TemplateBudget(_JSONState):
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = template(url)
         stats = self.templates.get(key)
+        if "?" in key and self.views:
+            # Another view of a date the family fetched (the month as a grid, sorted, filtered by
+            # colour), when the views before it were all repeats: facets multiply a calendar's
+            # every month, and what one view of a month shows the others show again.
+            viewed = url_date(url)
+            views = self._view_closed(_family(key) or "", viewed, url) if viewed is not None else 0
+            if views:
+                family = _family(key)
+                return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
         if stats is not None and date is not None and _on_walk(stats, date):
@@ -491,6 +535,7 @@ class TemplateBudget(_JSONState):
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
+            **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
         }
@@ -501,6 +546,7 @@ class TemplateBudget(_JSONState):
         budget.clock = int(data["clock"])
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
+        budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
         for name in ("linked", "linked_new"):
             if name in data and budget.bare_words:
                 bits = base64.b64decode(data[name])
