@@ -397,3 +397,37 @@ def test_views_rule_leaves_dated_real_pages_alone(url):
     for n, page in enumerate((f"{H}/2024/05/12/other-post", f"{H}/2023/11/", f"{H}/archive?month=2026-10")):
         budget.observe(page, 0x0F0F_0F0F_0F0F_0F0F ^ (0xFFFF << (16 * n)), 300, NAV)
     assert budget.allows(url)[0], url
+
+
+def _children(budget: TemplateBudget, second: int) -> None:
+    """A store's listing, then two of its filters as path segments: the second with SimHash
+    ``second``, each linking deeper combinations of filters."""
+    listing = f"{H}/store/lamps/"
+    facets = ["finish-brass", "finish-chrome", "price-under-50", "price-50-200"]
+    products = [f"{H}/store/item/lamp-{k}/" for k in range(8)]
+    budget.observe(listing, 0x0F0F_0F0F_0F0F_0F0F, 80, [*NAV, *(listing + f + "/" for f in facets), *products])
+    for facet, simhash in (("finish-brass", 0xF0F0_F0F0_F0F0_F0F0), ("finish-chrome", second)):
+        deeper = [f"{listing}{facet}/{f}/" for f in facets[2:]]
+        budget.observe(f"{listing}{facet}/", simhash, 60, [*NAV, *deeper, products[1]])
+
+
+def test_the_children_of_one_page_close_when_the_second_repeats_the_first():
+    """Filters as path segments: ``price-50-200`` has a number, so its template is young and
+    the family would not refuse it when the (new) listing linked it; its siblings under the
+    listing, the second a repeat that links more below it, do."""
+    budget = TemplateBudget()
+    _children(budget, 0xF0F0_F0F0_F0F0_F0F1)
+    for facet in ("price-50-200", "price-under-50", "finish-matte"):
+        ok, why = budget.allows(f"{H}/store/lamps/{facet}/")
+        assert not ok and "children of /store/lamps/" in why, facet
+    # products live elsewhere, and real pages that name dates or sit at the top are not children
+    for url in (f"{H}/store/item/lamp-3/", f"{H}/2024/05/12/blog-post-title", f"{H}/page/2", f"{H}/docs/a/"):
+        assert budget.allows(url)[0], url
+    assert not TemplateBudget.from_json(budget.to_json()).allows(f"{H}/store/lamps/price-50-200/")[0]
+
+
+def test_negative_control_children_that_bring_news_stay_open():
+    """The same, the second filter with its own text: the children stay open."""
+    budget = TemplateBudget()
+    _children(budget, 0x00FF_00FF_00FF_00FF)
+    assert budget.allows(f"{H}/store/lamps/price-50-200/")[0]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shape import template, url_date
+from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
@@ -86,6 +86,17 @@ def _steps(a: int, b: int) -> int:
         return months if date % 32 == 0 else months * 31 + date % 32
 
     return abs(ordinal(a) - ordinal(b))
+
+
+def _parent(url: str) -> str | None:
+    """The page a path URL without a date is a child of (``/store/lamps/`` for
+    ``/store/lamps/finish-brass/``), under the site's first level, or None: a query URL (its
+    facets have a family of their own), a URL naming a date (a walk's), a child of the root."""
+    parts = _split(url)
+    if parts.query or url_date(url) is not None:
+        return None
+    segments = parts.segments[:-1] if len(parts.segments) > 1 and not parts.segments[-1] else parts.segments
+    return "/" + "/".join(segments[:-1]) + "/" if len(segments) >= 3 else None
 
 
 def _url_hash(url: str) -> int:
@@ -256,6 +267,9 @@ class TemplateBudget(_JSONState):
         self.walk_horizon = walk_horizon
         self.templates: dict[str, TemplateStats] = {}
         self.families: dict[str, TemplateStats] = {}
+        # Per parent page (``/store/lamps/``), its children (see _parent): filters as path
+        # segments are children of the listing they filter, whatever their templates.
+        self.parents: dict[str, TemplateStats] = {}
         # Per query family (``/events?*``), the views of dates already fetched: [views, of them
         # new, then the dates fetched and a hash of the URL that first fetched each, in pairs].
         self.views: dict[str, list[int]] = {}
@@ -374,6 +388,18 @@ class TemplateBudget(_JSONState):
         )
         if date is not None and family is not None and "?" in key:
             self._observe_view(family, date, url, novel)
+        parent = _parent(url)
+        if parent is not None:
+            under = _split(url).origin + parent
+            self._update(
+                self.parents,
+                parent,
+                simhash,
+                self.max_families,
+                distance,
+                lambda: any(link.startswith(under) and link != url and len(link) > len(under) for link in links),
+                news,
+            )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
         # (In a template not counted in its family, a first page is new for want of others.)
@@ -450,6 +476,16 @@ class TemplateBudget(_JSONState):
             if views:
                 family = _family(key)
                 return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
+        parent = _parent(url) if self.parents else None
+        siblings = self.parents.get(parent) if parent is not None else None
+        if siblings is not None and (
+            siblings.ran_dry(self.early_pages, self.min_pages)
+            or (siblings.pages >= self.early_pages and siblings.feeds_itself())
+        ):
+            # The children of one page, the second repeating the first and linking more below
+            # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
+            # whose templates differ (a number in one) but which filter the same listing.
+            return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
         if stats is not None and date is not None and _on_walk(stats, date):
@@ -535,6 +571,7 @@ class TemplateBudget(_JSONState):
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
+            **({"parents": {k: v.to_row() for k, v in self.parents.items()}} if self.parents else {}),
             **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
@@ -546,6 +583,7 @@ class TemplateBudget(_JSONState):
         budget.clock = int(data["clock"])
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
+        budget.parents = {k: TemplateStats.from_row(v) for k, v in data.get("parents", {}).items()}
         budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
         for name in ("linked", "linked_new"):
             if name in data and budget.bare_words:
