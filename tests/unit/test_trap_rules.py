@@ -431,3 +431,27 @@ def test_negative_control_children_that_bring_news_stay_open():
     budget = TemplateBudget()
     _children(budget, 0x00FF_00FF_00FF_00FF)
     assert budget.allows(f"{H}/store/lamps/price-50-200/")[0]
+
+
+@pytest.mark.parametrize(("words", "closed"), [(12, True), (80, False)])
+def test_a_walk_whose_first_page_is_empty_is_closed_at_once(words, closed):
+    """A day page with nothing on (bare, linking only the days around it and the site's
+    navigation) as the first of its template: neither the day before nor the day after is
+    fetched. The same page with a text of its own (80 words, the negative control) is a walk
+    whose sides are open."""
+    budget = TemplateBudget()
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/calendar/2026/11/01/"])
+    days = [f"{H}/calendar/2026/10/31/", f"{H}/calendar/2026/11/02/"]
+    budget.observe(f"{H}/calendar/2026/11/01/", 0xFFFF_0000_FFFF_0000, words, [*NAV, *days])
+    for day in days:
+        ok, why = budget.allows(day)
+        assert ok is not closed, (day, why)
+
+
+def test_a_walk_whose_first_page_links_something_new_is_open():
+    """A bare first day that links an event no page linked before: its sides stay open."""
+    budget = TemplateBudget()
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/calendar/2026/11/01/"])
+    days = [f"{H}/calendar/2026/10/31/", f"{H}/calendar/2026/11/02/"]
+    budget.observe(f"{H}/calendar/2026/11/01/", 0xFFFF_0000_FFFF_0000, 12, [*NAV, *days, f"{H}/calendar/event-1/"])
+    assert all(budget.allows(day)[0] for day in days)

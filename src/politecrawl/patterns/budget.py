@@ -301,7 +301,10 @@ class TemplateBudget(_JSONState):
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
         if date is not None and not stats.walk:
-            stats.walk = [date, 0, 0, 0, 0]
+            # A walk whose first page is bare and links nothing new (a day with nothing on, which
+            # links the day before and after) starts as if each side had had its repeat.
+            empty = int(not stats.pages and news is not None and not news())
+            stats.walk = [date, empty, 0, empty, 0]
         if date is not None and _on_walk(stats, date):
             # A step of the walk to a date not seen: judged on its side of the first date, so
             # that the empty months before a calendar's entry do not close the months after it.
