@@ -285,6 +285,7 @@ class TemplateBudget(_JSONState):
         feeds: Callable[[], bool],
         news: Callable[[], bool] | None = None,
         date: int | None = None,
+        empty: bool = False,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -303,8 +304,7 @@ class TemplateBudget(_JSONState):
         if date is not None and not stats.walk:
             # A walk whose first page is bare and links nothing new (a day with nothing on, which
             # links the day before and after) starts as if each side had had its repeat.
-            empty = int(not stats.pages and news is not None and not news())
-            stats.walk = [date, empty, 0, empty, 0]
+            stats.walk = [date, int(empty), 0, int(empty), 0]
         if date is not None and _on_walk(stats, date):
             # A step of the walk to a date not seen: judged on its side of the first date, so
             # that the empty months before a calendar's entry do not close the months after it.
@@ -375,6 +375,14 @@ class TemplateBudget(_JSONState):
 
         date = url_date(url)
         before = self.templates.get(key)
+        # The first page of a walk, bare, linking nothing new outside its own template (its
+        # family too: the events of a calendar share it) -- see _update.
+        empty = (
+            before is None
+            and date is not None
+            and news is not None
+            and not any(t != key and not self._linked(link) for link, (t, _) in zip(links, kinds()))
+        )
         # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
         # news (the months with events) would keep the family of the calendar's views open.
         if before is not None and date is not None and _on_walk(before, date):
@@ -388,6 +396,7 @@ class TemplateBudget(_JSONState):
             lambda: any(t == key for t, _ in kinds()),
             news,
             date,
+            empty,
         )
         if date is not None and family is not None and "?" in key:
             self._observe_view(family, date, url, novel)
