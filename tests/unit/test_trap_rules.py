@@ -455,3 +455,22 @@ def test_a_walk_whose_first_page_links_something_new_is_open():
     days = [f"{H}/calendar/2026/10/31/", f"{H}/calendar/2026/11/02/"]
     budget.observe(f"{H}/calendar/2026/11/01/", 0xFFFF_0000_FFFF_0000, 12, [*NAV, *days, f"{H}/calendar/event-1/"])
     assert all(budget.allows(day)[0] for day in days)
+
+
+@pytest.mark.parametrize("from_new", [True, False])
+def test_a_sibling_linked_from_a_new_page_is_not_refused_by_its_exhausted_family(from_new):
+    """/topics/amber/ linked from /topics/linen/ (new), whose growing children ran the family
+    /topics/** dry: a sibling of the new page is judged on its own. Linked only from one of the
+    children, repeats (the negative control), it is refused with the family."""
+    budget = TemplateBudget()
+    amber = f"{H}/topics/amber/"
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/topics/linen/"])
+    linen = [f"{H}/topics/linen/heron/", f"{H}/topics/linen/pipit/"] + ([amber] if from_new else [])
+    budget.observe(f"{H}/topics/linen/", 0xF0F0_F0F0_F0F0_F0F0, 80, [*NAV, *linen])
+    for word, simhash in (("heron", 0x00FF_00FF_00FF_00FF), ("pipit", 0x00FF_00FF_00FF_00FE)):
+        more = [f"{H}/topics/linen/{word}/x/"] + ([] if from_new else [amber])
+        budget.observe(f"{H}/topics/linen/{word}/", simhash, 12, [*NAV, *more])
+    budget.observe(f"{H}/topics/linen/heron/x/", 0x00FF_00FF_00FF_00FD, 12, [*NAV, f"{H}/topics/linen/heron/x/y/"])
+    ok, why = budget.allows(amber)
+    assert ok is from_new, why
+    assert from_new or "template family /topics/** exhausted" in why

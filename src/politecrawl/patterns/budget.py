@@ -258,6 +258,8 @@ class TemplateBudget(_JSONState):
         self.bare_words = bare_words
         self.linked = bytearray(_LINK_BITS // 8 if bare_words else 0)
         self.linked_new = bytearray(len(self.linked))
+        # Of those, the links no deeper than the new page that linked them (its siblings).
+        self.linked_level = bytearray(len(self.linked))
         self.window = window
         self.min_novel_share = min_novel_share
         self.near_distance = near_distance
@@ -427,11 +429,15 @@ class TemplateBudget(_JSONState):
                 news,
             )
         if self.bare_words:
+            depth = len(_split(url).segments)
             for link in links:
+                level = new_to_family and "?" not in link and len(_split(link).segments) <= depth
                 for position in _link_positions(link):
                     self.linked[position >> 3] |= 1 << (position & 7)
                     if new_to_family:
                         self.linked_new[position >> 3] |= 1 << (position & 7)
+                    if level:
+                        self.linked_level[position >> 3] |= 1 << (position & 7)
         return novel
 
     def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
@@ -526,8 +532,14 @@ class TemplateBudget(_JSONState):
         # products of a listing) and is judged on its own pages: an exhausted family refuses the
         # young templates of literal words, which is how facets and ever-growing paths spread
         # (a new name set, a new word, a new template), and those that only its repeats linked.
+        # A template of literal words too, from a new page that linked it at its own depth or
+        # above (a sibling: /topics/amber/ from /topics/linen/), not below it (facets as path
+        # segments, a growing path: the children of one page answer to the parents' table).
         family = _family(key)
-        if family is not None and "{" in key.partition("?")[0] and self._linked(url, self.linked_new):
+        if family is not None and (
+            ("{" in key.partition("?")[0] and self._linked(url, self.linked_new))
+            or self._linked(url, self.linked_level)
+        ):
             family = None
         family_stats = self.families.get(family) if family is not None else None
         if self._exhausted(family_stats):
@@ -587,6 +599,7 @@ class TemplateBudget(_JSONState):
             **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
+            **({"linked_level": base64.b64encode(self.linked_level).decode()} if any(self.linked_level) else {}),
         }
 
     @classmethod
@@ -597,7 +610,7 @@ class TemplateBudget(_JSONState):
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
         budget.parents = {k: TemplateStats.from_row(v) for k, v in data.get("parents", {}).items()}
         budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
-        for name in ("linked", "linked_new"):
+        for name in ("linked", "linked_new", "linked_level"):
             if name in data and budget.bare_words:
                 bits = base64.b64decode(data[name])
                 if len(bits) != _LINK_BITS // 8:
