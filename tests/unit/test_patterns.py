@@ -1027,6 +1027,9 @@ def test_a_state_stored_by_version_1_still_loads():
     # Version 1 kept no record of the links pages linked (TemplateBudget.linked): it starts empty.
     assert not any(restored.budget.linked) and any(patterns.budget.linked)
     patterns.budget.linked[:] = patterns.budget.linked_new[:] = bytes(len(patterns.budget.linked))
+    # Nor of the children of each page (TemplateBudget.parents).
+    assert not restored.budget.parents and patterns.budget.parents
+    patterns.budget.parents = {}
     assert restored.to_json() == patterns.to_json()  # and is written in the current layout
     for p in (patterns, restored):
         p.observe_page(f"{H}/cal/100", 999, "c100", None, [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from politecrawl.patterns.budget import BARE_WORDS, TemplateBudget
+from politecrawl.patterns.sessions import SessionTokens
 from politecrawl.patterns.shape import is_token, url_date
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy.traps import trap_reason
@@ -251,14 +252,33 @@ def test_a_calendar_walk_is_judged_on_each_side_of_its_first_month():
     assert _allowed(budget, "2027-01")  # a step after the entry: that side had news
     _month(budget, "2027-01", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-02"), *events[4:]])
     _month(budget, "2027-02", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-03"))
-    assert _allowed(budget, "2027-03")
-    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))
-    ok, why = budget.allows(f"{H}/events?month=2027-04&view=list")
+    # 2027-02, three steps from the first date (past the horizon of 2), repeated: closed
+    ok, why = budget.allows(f"{H}/events?month=2027-03&view=list")
     assert not ok and "after its first date" in why
     # Stored and read back, the walk goes on where it was.
     restored = TemplateBudget.from_json(budget.to_json())
     assert restored.templates["/events?month&view"].walk == budget.templates["/events?month&view"].walk
-    assert not _allowed(restored, "2027-04") and not _allowed(restored, "2026-09")
+    assert not _allowed(restored, "2027-03") and not _allowed(restored, "2026-09")
+
+
+@pytest.mark.parametrize("horizon", [2, 0])
+def test_within_the_horizon_an_empty_month_between_two_with_events_is_crossed(horizon):
+    """Events in the entry month and three months later: the empty month two steps after the
+    entry is within the horizon, so one repeat there does not close the walk. Past the horizon
+    one repeat closes it; with the horizon off (0, the negative control) it takes two."""
+    budget = TemplateBudget(walk_horizon=horizon)
+    events = [f"{H}/events/e{e}.html" for e in range(6)]
+
+    def nxt(month: str) -> list[str]:
+        return [*NAV, f"{H}/events?month={month}&view=list"]
+
+    _month(budget, "2026-11", 0x0F0F_0F0F_0F0F_0F0F, 80, [*nxt("2026-12"), *events[:2]])
+    _month(budget, "2026-12", 0x00FF_00FF_00FF_00FF, 80, [*nxt("2027-01"), *events[2:4]])
+    _month(budget, "2027-01", 0x0000_FFFF_FFFF_0000, 18, nxt("2027-02"))  # empty, step 2
+    assert _allowed(budget, "2027-02")
+    _month(budget, "2027-02", 0xF0F0_F0F0_F0F0_F0F0, 80, [*nxt("2027-03"), *events[4:]])
+    _month(budget, "2027-03", 0xFFFF_0000_0000_FFFF, 18, nxt("2027-04"))  # empty, step 4
+    assert _allowed(budget, "2027-04") is (horizon == 0)
 
 
 def test_negative_control_without_the_walk_the_views_close_the_months():
@@ -286,3 +306,191 @@ def test_a_bare_page_that_leads_nowhere_new_is_a_page():
         links = [*NAV, f"{H}/p{n + 1}"]
         chain.observe_page(f"{H}/p{n}", (n * 0x9E37_79B9_7F4A_7C15) % (1 << 64), f"k{n}", None, links, 5)
     assert chain.budget.templates["/p{num}"].novel < 12
+
+
+_NAV = ["", "about/", "articles/ilex-reef.html", "articles/clover-yew.html", "articles/rowan-ember.html"]
+_B64 = "~bxd0nZPuSXLs_ecM"
+_HEX = "4637cba98cbae63d5909"
+
+
+@pytest.mark.parametrize(
+    ("name", "page", "links", "key"),
+    [
+        # a session minted for the response: every link of the page, home included, under one id
+        ("base64 at the root", f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV], "path:"),
+        ("hex under /s", f"{H}/", [f"{H}/s/{_HEX}/{p}" for p in _NAV], "path:/s"),
+        ("from a page of the site", f"{H}/about/", [f"{H}/sid/{_HEX}/{p}" for p in _NAV], "path:/sid"),
+        # real sites: a stable id in the page's own URL (a profile and its subpages)
+        ("own id", f"{H}/u/8f3a9c2b7d/", [f"{H}/u/8f3a9c2b7d/{p}" for p in _NAV], None),
+        # ... ids that differ from link to link (users, products)
+        ("users", f"{H}/", [f"{H}/u/{i}f3a9c2b7d/profile" for i in range(3, 8)] + [f"{H}/"], None),
+        # ... one id in most links but not all (a commit's tree with the site's own navigation)
+        ("not every link", f"{H}/", [f"{H}/tree/{_HEX}/{p}" for p in _NAV] + [f"{H}/about/"], None),
+        # ... every link under one id but no home under it (one project's pages)
+        ("no home under it", f"{H}/", [f"{H}/p/{_HEX}/{p}" for p in _NAV[1:]] + [f"{H}/p/{_HEX}/x"], None),
+        # ... too few links to tell
+        ("four links", f"{H}/", [f"{H}/s/{_HEX}/{p}" for p in _NAV[:4]], None),
+        # ... dates, archives, pagers and docs trees are not tokens
+        ("dated blog", f"{H}/", [f"{H}/2024/05/12/{p}" for p in _NAV], None),
+        ("archive", f"{H}/", [f"{H}/2023/11/{p}" for p in _NAV], None),
+        ("docs tree", f"{H}/", [f"{H}/docs/guide/{p}" for p in _NAV], None),
+        ("pager", f"{H}/", [f"{H}/page/2/{p}" for p in _NAV], None),
+    ],
+)
+def test_a_session_minted_for_one_page_is_learned_from_that_page(name, page, links, key):
+    tokens = SessionTokens()
+    learned = tokens.observe(page, links)
+    assert [rule.key for rule in learned] == ([key] if key is not None else []), name
+    if key is not None:
+        stripped = tokens.strip(links[2].replace(_B64, "~A1b2C3d4E5f6G7h8").replace(_HEX, "0123456789abcdef0123"))
+        assert stripped == f"{H}/articles/ilex-reef.html", name
+
+
+def test_negative_control_a_session_needs_three_pages_without_the_first_page_rule():
+    """The same page with the first-page rule off (min_page_links=0): nothing learned from it."""
+    tokens = SessionTokens(min_page_links=0)
+    assert tokens.observe(f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV]) == []
+    assert tokens.strip(f"{H}/{_B64}/about/") == f"{H}/{_B64}/about/"
+
+
+@pytest.mark.parametrize(
+    ("value", "stripped"),
+    [
+        ("~MrGPOySRGQUawIoa", True),  # base64 without a digit: not is_token, but the rule's shape
+        ("~bFTPlRVFjsaNIhDW", True),
+        ("~documentationxyz", False),  # one case: a word
+        ("MrGPOySRGQUawIoab", False),  # without the examples' leading mark
+        ("~MrGPOySRGQUawIo", False),  # another length
+    ],
+)
+def test_a_learned_path_token_strips_values_of_its_shape(value, stripped):
+    tokens = SessionTokens()
+    tokens.observe(f"{H}/", [f"{H}/{_B64}/{p}" for p in _NAV])
+    url = f"{H}/{value}/about/"
+    assert (tokens.strip(url) == f"{H}/about/") is stripped
+    assert not is_token(value) or value == _B64
+
+
+def test_views_of_a_date_seen_close_when_the_first_repeats_it():
+    """A calendar by query whose months come as a list, a grid, sorted: once one other view of a
+    month fetched repeated it, the views of fetched months are refused; new months are not
+    (the walk decides), nor a view of a month not fetched, nor a URL fetched itself."""
+    budget = TemplateBudget()
+    nav = [*NAV, f"{H}/events?month=2026-12&view=list"]
+    budget.observe(f"{H}/events?month=2026-11&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, nav)
+    nxt = [*NAV, f"{H}/events?month=2027-01&view=list"]
+    budget.observe(f"{H}/events?month=2026-12&view=list", 0x00FF_00FF_00FF_00FF, 80, nxt)
+    assert budget.allows(f"{H}/events?month=2026-11&view=grid")[0]  # no view seen yet
+    budget.observe(f"{H}/events?month=2026-11&view=grid", 0x0F0F_0F0F_0F0F_0F0E, 80, nav)  # a repeat
+    for other in ("view=grid&sort=title", "view=week", "view=list&color=red"):
+        ok, why = budget.allows(f"{H}/events?month=2026-11&{other}")
+        assert not ok and "views of a date seen" in why, other
+    assert budget.allows(f"{H}/events?month=2027-01&view=list")[0]  # a new month: the walk's
+    assert "views" not in budget.allows(f"{H}/events?month=2026-11&view=list")[1]  # the page fetched itself
+    restored = TemplateBudget.from_json(budget.to_json())
+    assert not restored.allows(f"{H}/events?month=2026-11&view=week")[0]
+
+
+def test_negative_control_views_that_bring_news_stay_open():
+    """The same, but the grid view has its own text (a real page): views stay open."""
+    budget = TemplateBudget()
+    nav = [*NAV, f"{H}/events?month=2026-12&view=list"]
+    budget.observe(f"{H}/events?month=2026-11&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, nav)
+    budget.observe(f"{H}/events?month=2026-11&view=grid", 0xF0F0_F0F0_F0F0_F0F0, 80, nav)  # new
+    assert budget.allows(f"{H}/events?month=2026-11&view=week")[0]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        # real pages that name a date: never views (not a query family, or one page a date)
+        f"{H}/2024/05/12/blog-post-title",
+        f"{H}/2023/",
+        f"{H}/2023/11/",
+        f"{H}/page/2",
+        f"{H}/docs/guide/setup/linux/debian/",
+        f"{H}/archive?month=2026-10",
+    ],
+)
+def test_views_rule_leaves_dated_real_pages_alone(url):
+    budget = TemplateBudget()
+    for n, page in enumerate((f"{H}/2024/05/12/other-post", f"{H}/2023/11/", f"{H}/archive?month=2026-10")):
+        budget.observe(page, 0x0F0F_0F0F_0F0F_0F0F ^ (0xFFFF << (16 * n)), 300, NAV)
+    assert budget.allows(url)[0], url
+
+
+def _children(budget: TemplateBudget, second: int) -> None:
+    """A store's listing, then two of its filters as path segments: the second with SimHash
+    ``second``, each linking deeper combinations of filters."""
+    listing = f"{H}/store/lamps/"
+    facets = ["finish-brass", "finish-chrome", "price-under-50", "price-50-200"]
+    products = [f"{H}/store/item/lamp-{k}/" for k in range(8)]
+    budget.observe(listing, 0x0F0F_0F0F_0F0F_0F0F, 80, [*NAV, *(listing + f + "/" for f in facets), *products])
+    for facet, simhash in (("finish-brass", 0xF0F0_F0F0_F0F0_F0F0), ("finish-chrome", second)):
+        deeper = [f"{listing}{facet}/{f}/" for f in facets[2:]]
+        budget.observe(f"{listing}{facet}/", simhash, 60, [*NAV, *deeper, products[1]])
+
+
+def test_the_children_of_one_page_close_when_the_second_repeats_the_first():
+    """Filters as path segments: ``price-50-200`` has a number, so its template is young and
+    the family would not refuse it when the (new) listing linked it; its siblings under the
+    listing, the second a repeat that links more below it, do."""
+    budget = TemplateBudget()
+    _children(budget, 0xF0F0_F0F0_F0F0_F0F1)
+    for facet in ("price-50-200", "price-under-50", "finish-matte"):
+        ok, why = budget.allows(f"{H}/store/lamps/{facet}/")
+        assert not ok and "children of /store/lamps/" in why, facet
+    # products live elsewhere, and real pages that name dates or sit at the top are not children
+    for url in (f"{H}/store/item/lamp-3/", f"{H}/2024/05/12/blog-post-title", f"{H}/page/2", f"{H}/docs/a/"):
+        assert budget.allows(url)[0], url
+    assert not TemplateBudget.from_json(budget.to_json()).allows(f"{H}/store/lamps/price-50-200/")[0]
+
+
+def test_negative_control_children_that_bring_news_stay_open():
+    """The same, the second filter with its own text: the children stay open."""
+    budget = TemplateBudget()
+    _children(budget, 0x00FF_00FF_00FF_00FF)
+    assert budget.allows(f"{H}/store/lamps/price-50-200/")[0]
+
+
+@pytest.mark.parametrize(("words", "closed"), [(12, True), (80, False)])
+def test_a_walk_whose_first_page_is_empty_is_closed_at_once(words, closed):
+    """A day page with nothing on (bare, linking only the days around it and the site's
+    navigation) as the first of its template: neither the day before nor the day after is
+    fetched. The same page with a text of its own (80 words, the negative control) is a walk
+    whose sides are open."""
+    budget = TemplateBudget()
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/calendar/2026/11/01/"])
+    days = [f"{H}/calendar/2026/10/31/", f"{H}/calendar/2026/11/02/"]
+    budget.observe(f"{H}/calendar/2026/11/01/", 0xFFFF_0000_FFFF_0000, words, [*NAV, *days])
+    for day in days:
+        ok, why = budget.allows(day)
+        assert ok is not closed, (day, why)
+
+
+def test_a_walk_whose_first_page_links_something_new_is_open():
+    """A bare first day that links an event no page linked before: its sides stay open."""
+    budget = TemplateBudget()
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/calendar/2026/11/01/"])
+    days = [f"{H}/calendar/2026/10/31/", f"{H}/calendar/2026/11/02/"]
+    budget.observe(f"{H}/calendar/2026/11/01/", 0xFFFF_0000_FFFF_0000, 12, [*NAV, *days, f"{H}/calendar/event-1/"])
+    assert all(budget.allows(day)[0] for day in days)
+
+
+@pytest.mark.parametrize("from_new", [True, False])
+def test_a_sibling_linked_from_a_new_page_is_not_refused_by_its_exhausted_family(from_new):
+    """/topics/amber/ linked from /topics/linen/ (new), whose growing children ran the family
+    /topics/** dry: a sibling of the new page is judged on its own. Linked only from one of the
+    children, repeats (the negative control), it is refused with the family."""
+    budget = TemplateBudget()
+    amber = f"{H}/topics/amber/"
+    budget.observe(f"{H}/", 0x0F0F_0F0F_0F0F_0F0F, 300, [*NAV, f"{H}/topics/linen/"])
+    linen = [f"{H}/topics/linen/heron/", f"{H}/topics/linen/pipit/"] + ([amber] if from_new else [])
+    budget.observe(f"{H}/topics/linen/", 0xF0F0_F0F0_F0F0_F0F0, 80, [*NAV, *linen])
+    for word, simhash in (("heron", 0x00FF_00FF_00FF_00FF), ("pipit", 0x00FF_00FF_00FF_00FE)):
+        more = [f"{H}/topics/linen/{word}/x/"] + ([] if from_new else [amber])
+        budget.observe(f"{H}/topics/linen/{word}/", simhash, 12, [*NAV, *more])
+    budget.observe(f"{H}/topics/linen/heron/x/", 0x00FF_00FF_00FF_00FD, 12, [*NAV, f"{H}/topics/linen/heron/x/y/"])
+    ok, why = budget.allows(amber)
+    assert ok is from_new, why
+    assert from_new or "template family /topics/** exhausted" in why

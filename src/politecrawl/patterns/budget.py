@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shape import template, url_date
+from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
 __all__ = [
@@ -75,6 +75,32 @@ def _on_walk(stats: TemplateStats, date: int | None) -> bool:
         return False
     anchor = stats.walk[0]
     return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
+
+
+def _steps(a: int, b: int) -> int:
+    """How many steps of its walk lie between two dates of :func:`~.shape.url_date` (months for
+    months, days for days, every month counted 31 days: a horizon needs no calendar)."""
+
+    def ordinal(date: int) -> int:
+        months = date // 512 * 12 + date % 512 // 32
+        return months if date % 32 == 0 else months * 31 + date % 32
+
+    return abs(ordinal(a) - ordinal(b))
+
+
+def _parent(url: str) -> str | None:
+    """The page a path URL without a date is a child of (``/store/lamps/`` for
+    ``/store/lamps/finish-brass/``), under the site's first level, or None: a query URL (its
+    facets have a family of their own), a URL naming a date (a walk's), a child of the root."""
+    parts = _split(url)
+    if parts.query or url_date(url) is not None:
+        return None
+    segments = parts.segments[:-1] if len(parts.segments) > 1 and not parts.segments[-1] else parts.segments
+    return "/" + "/".join(segments[:-1]) + "/" if len(segments) >= 3 else None
+
+
+def _url_hash(url: str) -> int:
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big")
 
 
 def _link_positions(url: str) -> tuple[int, ...]:
@@ -198,6 +224,7 @@ class TemplateBudget(_JSONState):
         "sample_size",
         "max_templates",
         "max_families",
+        "walk_horizon",
     )
 
     def __init__(
@@ -214,6 +241,7 @@ class TemplateBudget(_JSONState):
         sample_size: int = 64,
         max_templates: int = 256,
         max_families: int = 64,
+        walk_horizon: int = 2,
     ) -> None:
         if min(min_pages, window, sample_size, max_templates, max_families) < 1:
             raise ValueError("min_pages, window, sample_size, max_templates and max_families must be >= 1")
@@ -230,14 +258,23 @@ class TemplateBudget(_JSONState):
         self.bare_words = bare_words
         self.linked = bytearray(_LINK_BITS // 8 if bare_words else 0)
         self.linked_new = bytearray(len(self.linked))
+        # Of those, the links no deeper than the new page that linked them (its siblings).
+        self.linked_level = bytearray(len(self.linked))
         self.window = window
         self.min_novel_share = min_novel_share
         self.near_distance = near_distance
         self.sample_size = sample_size
         self.max_templates = max_templates
         self.max_families = max_families
+        self.walk_horizon = walk_horizon
         self.templates: dict[str, TemplateStats] = {}
         self.families: dict[str, TemplateStats] = {}
+        # Per parent page (``/store/lamps/``), its children (see _parent): filters as path
+        # segments are children of the listing they filter, whatever their templates.
+        self.parents: dict[str, TemplateStats] = {}
+        # Per query family (``/events?*``), the views of dates already fetched: [views, of them
+        # new, then the dates fetched and a hash of the URL that first fetched each, in pairs].
+        self.views: dict[str, list[int]] = {}
         self.clock = 0
 
     def _update(
@@ -250,6 +287,7 @@ class TemplateBudget(_JSONState):
         feeds: Callable[[], bool],
         news: Callable[[], bool] | None = None,
         date: int | None = None,
+        empty: bool = False,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -266,7 +304,9 @@ class TemplateBudget(_JSONState):
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
         if date is not None and not stats.walk:
-            stats.walk = [date, 0, 0, 0, 0]
+            # A walk whose first page is bare and links nothing new (a day with nothing on, which
+            # links the day before and after) starts as if each side had had its repeat.
+            stats.walk = [date, int(empty), 0, int(empty), 0]
         if date is not None and _on_walk(stats, date):
             # A step of the walk to a date not seen: judged on its side of the first date, so
             # that the empty months before a calendar's entry do not close the months after it.
@@ -346,6 +386,14 @@ class TemplateBudget(_JSONState):
 
         date = url_date(url)
         before = self.templates.get(key)
+        # The first page of a walk, bare, linking nothing new outside its own template (its
+        # family too: the events of a calendar share it) -- see _update.
+        empty = (
+            before is None
+            and date is not None
+            and news is not None
+            and not any(t != key and not self._linked(link) for link, (t, _) in zip(links, kinds()))
+        )
         # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
         # news (the months with events) would keep the family of the calendar's views open.
         if before is not None and date is not None and _on_walk(before, date):
@@ -359,7 +407,22 @@ class TemplateBudget(_JSONState):
             lambda: any(t == key for t, _ in kinds()),
             news,
             date,
+            empty,
         )
+        if date is not None and family is not None and "?" in key:
+            self._observe_view(family, date, url, novel)
+        parent = _parent(url)
+        if parent is not None:
+            under = _split(url).origin + parent
+            self._update(
+                self.parents,
+                parent,
+                simhash,
+                self.max_families,
+                distance,
+                lambda: any(link.startswith(under) and link != url and len(link) > len(under) for link in links),
+                news,
+            )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
         # (In a template not counted in its family, a first page is new for want of others.)
@@ -375,12 +438,42 @@ class TemplateBudget(_JSONState):
                 news,
             )
         if self.bare_words:
+            depth = len(_split(url).segments)
             for link in links:
+                level = new_to_family and "?" not in link and len(_split(link).segments) <= depth
                 for position in _link_positions(link):
                     self.linked[position >> 3] |= 1 << (position & 7)
                     if new_to_family:
                         self.linked_new[position >> 3] |= 1 << (position & 7)
+                    if level:
+                        self.linked_level[position >> 3] |= 1 << (position & 7)
         return novel
+
+    def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
+        """Count a page of a query family naming a date: a *view* if an earlier page of the family
+        named that date under another URL (the month as a grid, sorted by title)."""
+        views = self.views.pop(family, None)
+        if views is None:
+            if len(self.views) >= self.max_families:
+                del self.views[next(iter(self.views))]
+            views = [0, 0]
+        self.views[family] = views  # most recently observed last
+        seen = dict(zip(views[2::2], views[3::2]))
+        if date not in seen:
+            views += [date, _url_hash(url)]
+            del views[2 : -2 * _WALK_DATES]
+        elif seen[date] != _url_hash(url):
+            views[0] += 1
+            views[1] += novel
+
+    def _view_closed(self, family: str, date: int, url: str) -> int:
+        """How many views of dates seen a query family had, none of them new, if ``url`` is
+        another (see _observe_view); 0 otherwise."""
+        views = self.views.get(family)
+        if not views or views[1] or not views[0]:
+            return 0
+        seen = dict(zip(views[2::2], views[3::2]))
+        return views[0] if date in seen and seen[date] != _url_hash(url) else 0
 
     def _linked(self, url: str, bits: bytearray | None = None) -> bool:
         """Whether a page of the host linked ``url`` before (``bits``: a new page of its
@@ -401,13 +494,32 @@ class TemplateBudget(_JSONState):
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = template(url)
         stats = self.templates.get(key)
+        if "?" in key and self.views:
+            # Another view of a date the family fetched (the month as a grid, sorted, filtered by
+            # colour), when the views before it were all repeats: facets multiply a calendar's
+            # every month, and what one view of a month shows the others show again.
+            viewed = url_date(url)
+            views = self._view_closed(_family(key) or "", viewed, url) if viewed is not None else 0
+            if views:
+                family = _family(key)
+                return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
+        parent = _parent(url) if self.parents else None
+        siblings = self.parents.get(parent) if parent is not None else None
+        if siblings is not None and (
+            siblings.ran_dry(self.early_pages, self.min_pages)
+            or (siblings.pages >= self.early_pages and siblings.feeds_itself())
+        ):
+            # The children of one page, the second repeating the first and linking more below
+            # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
+            # whose templates differ (a number in one) but which filter the same listing.
+            return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
         if stats is not None and date is not None and _on_walk(stats, date):
             # A date not seen yet: its side of the walk decides (see _walk_closed).
             side = 1 if date < stats.walk[0] else 3
             where = "before" if side == 1 else "after"
-            if self._walk_closed(stats, side):
+            if self._walk_closed(stats, side, date):
                 return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
             # The walk stands in for the runs of repeats (views of the dates seen make those),
             # not for the second-page rule, the novel share, or a young template's family.
@@ -429,8 +541,14 @@ class TemplateBudget(_JSONState):
         # products of a listing) and is judged on its own pages: an exhausted family refuses the
         # young templates of literal words, which is how facets and ever-growing paths spread
         # (a new name set, a new word, a new template), and those that only its repeats linked.
+        # A template of literal words too, from a new page that linked it at its own depth or
+        # above (a sibling: /topics/amber/ from /topics/linen/), not below it (facets as path
+        # segments, a growing path: the children of one page answer to the parents' table).
         family = _family(key)
-        if family is not None and "{" in key.partition("?")[0] and self._linked(url, self.linked_new):
+        if family is not None and (
+            ("{" in key.partition("?")[0] and self._linked(url, self.linked_new))
+            or self._linked(url, self.linked_level)
+        ):
             family = None
         family_stats = self.families.get(family) if family is not None else None
         if self._exhausted(family_stats):
@@ -442,13 +560,17 @@ class TemplateBudget(_JSONState):
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
 
-    def _walk_closed(self, stats: TemplateStats, side: int) -> bool:
-        """Whether the dates on one side of a walk's first date are closed: after a repeat that
-        linked more of its kind where that side had no new page (the month before a calendar's
-        entry, empty), after ``early_pages`` of them in a row where it had some (the months after
-        its last events)."""
+    def _walk_closed(self, stats: TemplateStats, side: int, date: int) -> bool:
+        """Whether the dates on one side of a walk's first date are closed for ``date``: after a
+        repeat that linked more of its kind where that side had no new page (the month before a
+        calendar's entry, empty), or where the repeat was more than ``walk_horizon`` steps from
+        the first date (the month after a calendar's last events, once past its first months);
+        otherwise after ``early_pages`` of them in a row (an empty month between two with
+        events, near the first)."""
         run, new = stats.walk[side], stats.walk[side + 1]
-        return run >= (self.early_pages if new else 1)
+        # The step asked for follows the last one walked: the repeat was one step nearer.
+        beyond = self.walk_horizon and _steps(date, stats.walk[0]) - 1 > self.walk_horizon
+        return run >= (self.early_pages if new and not beyond else 1)
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
@@ -482,8 +604,11 @@ class TemplateBudget(_JSONState):
             "clock": self.clock,
             "templates": {k: v.to_row() for k, v in self.templates.items()},
             "families": {k: v.to_row() for k, v in self.families.items()},
+            **({"parents": {k: v.to_row() for k, v in self.parents.items()}} if self.parents else {}),
+            **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
+            **({"linked_level": base64.b64encode(self.linked_level).decode()} if any(self.linked_level) else {}),
         }
 
     @classmethod
@@ -492,7 +617,9 @@ class TemplateBudget(_JSONState):
         budget.clock = int(data["clock"])
         budget.templates = {k: TemplateStats.from_row(v) for k, v in data["templates"].items()}
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
-        for name in ("linked", "linked_new"):
+        budget.parents = {k: TemplateStats.from_row(v) for k, v in data.get("parents", {}).items()}
+        budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
+        for name in ("linked", "linked_new", "linked_level"):
             if name in data and budget.bare_words:
                 bits = base64.b64decode(data[name])
                 if len(bits) != _LINK_BITS // 8:

@@ -8,6 +8,7 @@ stripped (with its prefix, when the token holds the site's root: ``/s/<token>/``
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,24 @@ class SessionRule:
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.context}"
+
+
+_ID_CHARS_RE = re.compile(r"[A-Za-z0-9_~-]+")
+
+
+def _shaped_like(value: str, examples: list[str]) -> bool:
+    """Whether ``value`` has the shape of a learned path token's values, though it is not
+    token-shaped itself: random base64 with no digit in it (``~MrGPOySRGQUawIoa``; one id in
+    15 of 16 characters), which :func:`is_token` cannot tell from a word. As long as every
+    example, of the same alphabet (letters, digits, ``_~-``), cases mixed, and starting with
+    the examples' leading mark where they share one (``~``)."""
+    if not examples or any(len(example) != len(value) for example in examples):
+        return False
+    if not _ID_CHARS_RE.fullmatch(value) or value.islower() or value.isupper():
+        return False
+    marks = {example[0] for example in examples}
+    mark = next(iter(marks))
+    return len(marks) > 1 or mark.isalnum() or value[0] == mark
 
 
 # The same links are on many pages of a site (navigation): cached by URL.
@@ -92,6 +111,13 @@ class SessionTokens(_JSONState):
     value fewer (at least 2) is enough where links showed the token holding the site's root
     (``/s/<token>/``), which is how a session mounted in the path looks.
 
+    One page is enough where it shows a session minted for that response: at least
+    ``min_page_links`` distinct links of its own site, *every* one of them carrying the same
+    token-shaped segment at the same place after the same literal prefix, one of them the site's
+    root under it (``/~bxd0nZPuSXLs_ecM/``, ``/s/<hex>/``: the home link), and the page's own URL
+    not carrying it. A site's own pages do not all live under one opaque id with its home among
+    them; a per-visit session puts it in every link, navigation and home included.
+
     Not learned: values that vary between links *within* one page (``/p/<id>/reviews`` for
     30 products looks exactly like per-link click tokens; :class:`AliasRules` catches the
     harmless ones by content), values that are not token-shaped (:func:`is_token`: numbers,
@@ -101,13 +127,14 @@ class SessionTokens(_JSONState):
     ``min_values`` values; at most ``max_rules`` rules with ``min_values`` example values.
     """
 
-    SETTINGS = ("min_values", "min_shared", "max_candidates", "max_links", "max_rules")
+    SETTINGS = ("min_values", "min_shared", "min_page_links", "max_candidates", "max_links", "max_rules")
 
     def __init__(
         self,
         *,
         min_values: int = 3,
         min_shared: int = 2,
+        min_page_links: int = 5,
         max_candidates: int = 128,
         max_links: int = 16,
         max_rules: int = 32,
@@ -116,6 +143,7 @@ class SessionTokens(_JSONState):
             raise ValueError("min_values must be >= 2 and the other limits >= 1")
         self.min_values = min_values
         self.min_shared = min_shared
+        self.min_page_links = min_page_links
         self.max_candidates = max_candidates
         self.max_links = max_links
         self.max_rules = max_rules
@@ -128,6 +156,10 @@ class SessionTokens(_JSONState):
     def observe(self, page_url: str, links: Iterable[str]) -> list[SessionRule]:
         """Learn from one fetched page and its links (normalized URLs); returns the rules this
         page completed."""
+        links = list(links)
+        minted = self._minted_on_page(page_url, links)
+        if minted is not None:
+            return [minted]
         own = {key: value for key, _, value in _session_candidates(page_url, links=False)}
         values_of: dict[tuple[str, str], set[str]] = {}  # (key, blanked link) -> values
         links_of: dict[tuple[str, str], set[str]] = {}  # (key, value) -> blanked links
@@ -159,6 +191,37 @@ class SessionTokens(_JSONState):
             if rule is not None:
                 learned.append(rule)
         return learned
+
+    def _minted_on_page(self, page_url: str, links: list[str]) -> SessionRule | None:
+        """The session rule one page shows by itself (see the class), learned now, or None."""
+        page = _split(page_url)
+        same = list(dict.fromkeys(p for p in map(_split, links) if p.origin == page.origin))
+        if self.min_page_links < 1 or len(same) < self.min_page_links:
+            return None
+        first = same[0]
+        for i, segment in enumerate(first.segments[:-1]):
+            prefix = first.segments[:i]
+            if not (is_token(segment) and all(map(_literal, prefix))):
+                continue
+            if page.segments[i : i + 1] == (segment,):
+                return None  # the page's own id: its subpages, or a session kept across pages
+            if not all(len(p.segments) > i + 1 and p.segments[: i + 1] == (*prefix, segment) for p in same):
+                continue
+            if not any(p.segments[i + 1 :] == ("",) for p in same):
+                continue  # no home under it
+            key = "path:" + _path_template(prefix) if i else "path:"
+            if key in self.rules:
+                return None
+            origin = "/".join((first.origin, *prefix, "*", ""))
+            rule = SessionRule("path", key.partition(":")[2], [segment], origin, mount=True)
+            if len(self.rules) >= self.max_rules:
+                del self.rules[next(iter(self.rules))]
+            self.rules[key] = rule
+            self.candidates.pop(key, None)
+            if key not in self.mounts and len(self.mounts) < self.max_rules:
+                self.mounts.append(key)
+            return rule
+        return None
 
     def _add_evidence(self, key: str, rest: str, value: str) -> SessionRule | None:
         if key in self.rules:
@@ -212,7 +275,9 @@ class SessionTokens(_JSONState):
                 continue
             # A path rule's context is the template of the segments before the token.
             depth = rule.context.count("/") if rule.context else 0
-            if len(parts.segments) > depth and is_token(parts.segments[depth]):
+            if len(parts.segments) > depth and (
+                is_token(parts.segments[depth]) or _shaped_like(parts.segments[depth], rule.examples)
+            ):
                 before = parts.segments[:depth]
                 if (_path_template(before) if depth else "") == rule.context:
                     parts = parts.without_segments(0 if rule.mount else depth, depth + 1)
