@@ -175,3 +175,18 @@ def serving(*args: str, env: dict | None = None) -> Iterator[Served]:
             proc.kill()
             out, err = proc.communicate(timeout=10)
     served.stdout, served.stderr = out, err
+
+
+_PROSE = (
+    "river orchard lantern harbour meadow copper violet granite willow ember falcon thistle "
+    "saffron pebble glacier juniper marble walnut quarry bramble cinder hollow ridge sparrow "
+    "tundra velvet oyster prairie canyon lichen maple cobalt fennel heron kestrel larch mosaic"
+).split()
+
+
+def prose(i: int, words: int = 40) -> str:
+    """``words`` words of text of their own for page ``i``: a page as a site has them. A page of
+    a few words that only links the next is what the learned URL patterns take for a trap's
+    empty page (docs/traps.md), which tests of other things must not trip over."""
+    n = len(_PROSE)
+    return " ".join(_PROSE[(i * 7 + k * (i % 5 + 1)) % n] + str(k % 3 or "") for k in range(words))

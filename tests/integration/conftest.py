@@ -27,6 +27,7 @@ start_cli = _root.start_cli
 cli_command = _root.cli_command
 cli_env = _root.cli_env
 serving = _root.serving
+prose = _root.prose
 
 
 @pytest.fixture

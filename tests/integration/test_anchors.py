@@ -8,7 +8,7 @@ from pathlib import Path
 
 from politecrawl.faces.sandbox import SandboxHost
 
-from conftest import crawl, run_cli
+from conftest import crawl, prose, run_cli
 
 
 def page(title: str, body: str = "", links: dict[str, str] | None = None) -> str:
@@ -125,7 +125,7 @@ def test_a_link_repeated_on_every_page_is_fetched_once_and_keeps_every_text(sand
         links = {"/about": f"about text {i + 1}", "/": "home"}
         if i + 1 < n:
             links[f"/p{i + 1}"] = "next"
-        pages[f"/p{i}"] = page(f"P{i}", f"page {i}", links)
+        pages[f"/p{i}"] = page(f"P{i}", f"page {i}: {prose(i)}", links)
     pages["/about"] = page("About", "who we are")
     host = SandboxHost("127.0.0.2", pages=pages)
     sb = sandbox_factory([host])

@@ -12,7 +12,7 @@ from politecrawl.faces.sandbox import SandboxHost, violations
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.store import open_store
 
-from conftest import crawl
+from conftest import crawl, prose
 
 HOSTS = 12
 PAGES = 8
@@ -24,7 +24,7 @@ def _chain(n: int) -> dict[str, str]:
     pages = {"/": '<html><body>home <a href="/p0">next</a></body></html>'}
     for i in range(n):
         link = f'<a href="/p{i + 1}">next</a>' if i + 1 < n else ""
-        pages[f"/p{i}"] = f"<html><body>page {i} of a chain {link}</body></html>"
+        pages[f"/p{i}"] = f"<html><body>page {i} of a chain: {prose(i)} {link}</body></html>"
     return pages
 
 

@@ -28,6 +28,7 @@ from proctree import descendants
 from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import FetchLogRow, open_store
 
+from conftest import prose
 from servers.raw import http_response, ok_robots_handler, reset
 
 RSS_LIMIT_MB = 400
@@ -554,7 +555,7 @@ def test_deeply_nested_pages_do_not_stall_the_worker(sandbox_factory, db_path, t
         return SandboxHost(
             ip,
             pages={"/": page("Good", "calm", chain[:1])}
-            | {p: page(p, "calm", chain[i + 1 : i + 2]) for i, p in enumerate(chain)},
+            | {p: page(p, f"calm {prose(i)}", chain[i + 1 : i + 2]) for i, p in enumerate(chain)},
         )
 
     goods = [good("127.0.9.2"), good("127.0.9.3")]

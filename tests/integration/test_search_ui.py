@@ -31,7 +31,7 @@ import pytest
 from politecrawl.index import IndexWriter
 from politecrawl.store import open_store
 
-from conftest import run_cli, start_cli
+from conftest import crawl, run_cli, start_cli
 
 SUFFIX = " — Big Docs 3.1 manual"
 
@@ -450,7 +450,6 @@ def test_a_crawl_gives_the_index_each_pages_type_language_and_date(sandbox_facto
     ``<html lang>``, and ``Last-Modified`` (else the day of the fetch)."""
     from politecrawl.faces.sandbox import Reply, SandboxHost
 
-    from conftest import crawl
     from servers.documents import tiny_pdf
 
     def page(title: str, lang: str, links=()) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -787,7 +789,17 @@ def _trap_reference(url, max_url_length=2000, max_query_params=5, max_repeated_s
     counts = Counter(s for s in parts.path.split("/") if s)
     if counts and max(counts.values()) >= max_repeated_segment:
         return "repeated-path-segment"
-    if traps._SESSION_PATH_RE.search(parts.path):
+    # A run of two or more segments repeated at once, numbers aside, with a letter in it.
+    shapes = [re.sub("[0-9]+", "#", s) for s in parts.path.split("/") if s]
+    runs = [
+        shapes[i : i + k]
+        for k in range(2, len(shapes) // 2 + 1)
+        for i in range(len(shapes) - 2 * k + 1)
+        if shapes[i : i + k] == shapes[i + k : i + 2 * k]
+    ]
+    if len(shapes) >= 4 and any(re.search("[A-Za-z]", "".join(run)) for run in runs):
+        return "repeated-path-sequence"
+    if ("=" in parts.path or "(" in parts.path) and traps._SESSION_PATH_RE.search(parts.path):
         return "session-id"
     if any(p.partition("=")[0].lower() in traps._SESSION_QUERY_KEYS for p in params):
         return "session-id"

@@ -15,11 +15,11 @@ producing new articles keeps going.
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kin import _LINK_BITS, _family, _link_positions, _parent, _steps, _url_hash
 from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
@@ -57,12 +57,6 @@ THIN_WORDS = 100
 #: template family: an event, a product, an article. See :class:`TemplateBudget`.
 BARE_WORDS = 30
 
-# The links a host's pages linked, as a Bloom filter: 2**14 bits, 3 hashes (2 % false
-# positives at 2,000 links, 20 % at 5,000: a false positive can only make a bare page no news).
-_LINK_BITS = 1 << 14
-_LINK_HASHES = 3
-
-
 # The dates of a walk remembered, to tell a new step from another view of a date seen.
 _WALK_DATES = 32
 
@@ -75,50 +69,6 @@ def _on_walk(stats: TemplateStats, date: int | None) -> bool:
         return False
     anchor = stats.walk[0]
     return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
-
-
-def _steps(a: int, b: int) -> int:
-    """How many steps of its walk lie between two dates of :func:`~.shape.url_date` (months for
-    months, days for days, every month counted 31 days: a horizon needs no calendar)."""
-
-    def ordinal(date: int) -> int:
-        months = date // 512 * 12 + date % 512 // 32
-        return months if date % 32 == 0 else months * 31 + date % 32
-
-    return abs(ordinal(a) - ordinal(b))
-
-
-def _parent(url: str) -> str | None:
-    """The page a path URL without a date is a child of (``/store/lamps/`` for
-    ``/store/lamps/finish-brass/``), under the site's first level, or None: a query URL (its
-    facets have a family of their own), a URL naming a date (a walk's), a child of the root."""
-    parts = _split(url)
-    if parts.query or url_date(url) is not None:
-        return None
-    segments = parts.segments[:-1] if len(parts.segments) > 1 and not parts.segments[-1] else parts.segments
-    return "/" + "/".join(segments[:-1]) + "/" if len(segments) >= 3 else None
-
-
-def _url_hash(url: str) -> int:
-    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big")
-
-
-def _link_positions(url: str) -> tuple[int, ...]:
-    digest = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
-    return tuple((digest >> (16 * i)) % _LINK_BITS for i in range(_LINK_HASHES))
-
-
-def _family(template_: str) -> str | None:
-    """The path part of a template with a query (``/shop?*``: facets of one listing share
-    it); for a path under a first segment, that segment (``/browse/**``: ever-growing paths
-    of literal words, each its own template, share it; so does the segment's own index page
-    ``/guide/``, so that a relative-link loop's first ``/guide/a/``, the index again, is
-    already no news)."""
-    path, sep, _ = template_.partition("?")
-    if sep:
-        return path + "?*"
-    first, sep, _ = path[1:].partition("/")
-    return f"/{first}/**" if sep else None
 
 
 @dataclass

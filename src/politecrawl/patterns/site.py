@@ -25,7 +25,8 @@ from dataclasses import asdict
 from typing import Any
 
 from .aliases import AliasRules
-from .budget import TemplateBudget, _family
+from .budget import TemplateBudget
+from .kin import _family
 from .sessions import SessionTokens
 from .shape import _split, template
 from .state import _DECODER, _encode, _JSONState
