@@ -60,9 +60,11 @@ def _on_a_terminal(*args: str, timeout: float = 60) -> bytes:
     os.close(child)
     out = bytearray()
     deadline = time.monotonic() + timeout
+    poller = select.poll()  # not select(): a test process may hold more than 1,024 descriptors
+    poller.register(main, select.POLLIN)
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([main], [], [], 0.5)
+            ready = poller.poll(500)
             if ready:
                 try:
                     chunk = os.read(main, 65536)
