@@ -452,9 +452,11 @@ def test_a_body_the_crawler_does_not_want_is_cut_over_tls_on_either_event_loop(n
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 def test_a_stop_cuts_a_slow_body_over_tls_on_either_event_loop(nginx_bodies, tmp_path, loop):
     """SIGTERM while a 40 MB body trickles: the request is cut when the stop's grace ends, and nginx
-    is done with it before the crawl has exited. (The graceful close before passed this too: the
-    worker's loop ends right after the grace, and its sockets with it. The fetcher's own test
-    below shows a cancelled request cut with its loop alive.)"""
+    has sent a fraction of it. Whether the crawler's abort or its exit ended the connection cannot
+    be told apart here (the worker's loop ends right after the grace, and its sockets with it, so
+    the graceful close before passed this too, and nginx's log time is within milliseconds of the
+    exit either way): the fetcher's own test below shows a cancelled request cut with its loop
+    alive."""
     uri = f"/slow/long.html?stop-{loop}"
     env = {"SSL_CERT_FILE": str(nginx_bodies["ca"]), "POLITECRAWL_EVENT_LOOP": loop}
     proc = start_cli(
@@ -478,7 +480,6 @@ def test_a_stop_cuts_a_slow_body_over_tls_on_either_event_loop(nginx_bodies, tmp
     ended, nbytes, _ = _sent(nginx_bodies["log"], {uri})[uri]
     print(f"$bytes_sent, stopped on {loop}: {nbytes}, nginx done {exited - ended:.2f} s before the exit")
     assert nbytes < BIG // 4, nbytes  # cut short by the stop, not read whole
-    assert ended < exited - 0.05, (ended, exited)  # cut by the crawler, not by its exit
 
 
 RATE_BYTES = 4 * 1024 * 1024  # RATE in bytes a second
