@@ -14,12 +14,8 @@ Needs Debian's nginx and openssl (``.ci/run`` installs nginx); skipped with the 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -27,63 +23,11 @@ import pytest
 
 from conftest import run_cli, start_cli
 from servers.documents import tiny_pdf
+from servers.nginx import certificates, conf, free_port, need_nginx, running
 
 pytestmark = pytest.mark.nginx
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-OPENSSL = shutil.which("openssl")
 IP = "127.0.0.70"
-
-
-def _free_port(ip: str) -> int:
-    with socket.socket() as s:
-        s.bind((ip, 0))
-        return s.getsockname()[1]
-
-
-def _make_certificates(tmp: Path) -> tuple[Path, Path, Path]:
-    """A CA of the test's own and a certificate for IP signed by it."""
-    ca_key, ca_crt = tmp / "ca.key", tmp / "ca.crt"
-    key, csr, crt, ext = tmp / "site.key", tmp / "site.csr", tmp / "site.crt", tmp / "site.ext"
-
-    def run(*args: str) -> None:
-        subprocess.run([OPENSSL, *args], check=True, capture_output=True, timeout=60)
-
-    run(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        str(ca_key),
-        "-out",
-        str(ca_crt),
-        "-days",
-        "2",
-        "-subj",
-        "/CN=politecrawl test CA",
-    )
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={IP}")
-    ext.write_text(f"subjectAltName = IP:{IP}\nbasicConstraints = CA:FALSE\n")
-    run(
-        "x509",
-        "-req",
-        "-in",
-        str(csr),
-        "-CA",
-        str(ca_crt),
-        "-CAkey",
-        str(ca_key),
-        "-CAcreateserial",
-        "-out",
-        str(crt),
-        "-days",
-        "2",
-        "-extfile",
-        str(ext),
-    )
-    return ca_crt, crt, key
 
 
 PAGES = {
@@ -129,16 +73,8 @@ def _write_site(root: Path) -> None:
 ZIP_BYTES = 3_000_000
 
 
-NGINX_CONF = """
-user root;
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+#: The inside of nginx's http block (servers.nginx.conf adds what every run needs).
+NGINX_HTTP = """
     types {{ text/html html; text/plain txt; application/pdf pdf; application/zip zip; }}
     log_format judge '$msec $server_port $status $request_time $body_bytes_sent "$request_uri" "$http_user_agent"';
     access_log {tmp}/access.log judge;
@@ -169,58 +105,20 @@ http {{
             add_header X-Robots-Tag "noindex";
         }}
     }}
-}}
 """
-
-
-@contextlib.contextmanager
-def _nginx(tmp_path: Path, conf_text: str, ip: str, port: int):
-    """nginx running on ``conf_text`` for the ``with`` block, which starts once ``ip``:``port``
-    accepts connections."""
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(conf_text)
-    proc = subprocess.Popen(
-        [NGINX, "-p", str(tmp_path), "-c", str(conf)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection((ip, port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"nginx did not start: {proc.stderr.read().decode()[-2000:]}")
-                time.sleep(0.1)
-        yield
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def _need_nginx() -> None:
-    if NGINX is None or OPENSSL is None:
-        pytest.skip("nginx and openssl are needed (Debian packages nginx, openssl; .ci/run installs them)")
 
 
 @pytest.fixture
 def nginx_site(tmp_path: Path):
-    _need_nginx()
-    ca, crt, key = _make_certificates(tmp_path)
+    need_nginx()
+    ca, crt, key = certificates(tmp_path, IP)
     root = tmp_path / "www"
     _write_site(root)
-    http_port, https_port = _free_port(IP), _free_port(IP)
-    conf = NGINX_CONF.format(
-        tmp=tmp_path, ip=IP, http_port=http_port, https_port=https_port, crt=crt, key=key, root=root
+    http_port, https_port = free_port(IP), free_port(IP)
+    http = NGINX_HTTP.format(
+        ip=IP, http_port=http_port, https_port=https_port, crt=crt, key=key, root=root, tmp=tmp_path
     )
-    with _nginx(tmp_path, conf, IP, https_port):
+    with running(tmp_path, conf(tmp_path, http), IP, https_port):
         yield {
             "ca": ca,
             "http": f"http://{IP}:{http_port}",
@@ -355,16 +253,7 @@ SLOW_RATE = "512k"
 #: close keeps reading at RATE: 7.1–7.8 MB for the zip on uvloop in a crawl, 5.2–5.6 MB in the fetcher test.
 MARGIN = 2_000_000
 
-BODIES_CONF = """
-user root;
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+BODIES_HTTP = """
     types {{ text/html html; application/zip zip; }}
     # $bytes_sent: what nginx wrote to the connection for the request (headers and body);
     # $connection_requests: the how-manieth request on its connection it was.
@@ -378,7 +267,6 @@ http {{
         location ~ ^/(photos.zip|binary.html|long.html)$ {{ limit_rate {rate}; }}
         location /slow/ {{ limit_rate {slow_rate}; }}
     }}
-}}
 """
 
 
@@ -388,9 +276,9 @@ def nginx_bodies(tmp_path_factory):
     (application/zip), /long.html (text, past CAP), /binary.html (random bytes labelled text/html);
     /slow/long.html at SLOW_RATE; and /whole.html, 3 MB of text to read whole. Module-wide (the
     tests tell their requests apart by a query string)."""
-    _need_nginx()
+    need_nginx()
     tmp = tmp_path_factory.mktemp("nginx_bodies")
-    ca, crt, key = _make_certificates(tmp)
+    ca, crt, key = certificates(tmp, IP)
     root = tmp / "www"
     (root / "slow").mkdir(parents=True)
     (root / "photos.zip").write_bytes(os.urandom(BIG))
@@ -400,9 +288,9 @@ def nginx_bodies(tmp_path_factory):
     os.link(root / "long.html", root / "slow" / "long.html")
     other = "<p>Limpet census of the lower shore: barnacles, mussels, whelks and sea stars.</p>\n"
     (root / "whole.html").write_text("<!doctype html><title>Whole</title>" + other * (WHOLE // len(other)))
-    port = _free_port(IP)
-    conf = BODIES_CONF.format(tmp=tmp, ip=IP, port=port, crt=crt, key=key, root=root, rate=RATE, slow_rate=SLOW_RATE)
-    with _nginx(tmp, conf, IP, port):
+    port = free_port(IP)
+    http = BODIES_HTTP.format(tmp=tmp, ip=IP, port=port, crt=crt, key=key, root=root, rate=RATE, slow_rate=SLOW_RATE)
+    with running(tmp, conf(tmp, http), IP, port):
         yield {"ca": ca, "https": f"https://{IP}:{port}", "log": tmp / "access.log", "root": root}
 
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
-import socket
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -24,9 +21,8 @@ import pytest
 from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
 
 from conftest import run_cli, start_cli
+from servers.nginx import certificates, conf, free_port, need_nginx, running
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-OPENSSL = shutil.which("openssl")
 TLS_IP = "127.0.0.201"
 LATE_IP = "127.0.0.202"
 PARKED_IP = "127.0.0.203"
@@ -40,66 +36,8 @@ PAGES = {
 PAGE_URIS = {"/", "/limpets.html", "/whelks.html"}
 
 
-def _free_port(ip: str) -> int:
-    with socket.socket() as s:
-        s.bind((ip, 0))
-        return s.getsockname()[1]
-
-
-def _openssl(*args: str) -> None:
-    subprocess.run([OPENSSL, *args], check=True, capture_output=True, timeout=60)  # type: ignore[list-item]
-
-
-def _certificates(tmp: Path, ip: str) -> tuple[Path, Path, Path]:
-    """A CA of the test's own, and a certificate for ``ip`` that it signed."""
-    ca_key, ca, key, csr, crt, ext = (tmp / n for n in ("ca.key", "ca.crt", "site.key", "site.csr", "site.crt", "x"))
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        str(ca_key),
-        "-out",
-        str(ca),
-        "-days",
-        "2",
-        "-subj",
-        "/CN=politecrawl set-up test CA",
-    )
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={ip}")
-    ext.write_text(f"subjectAltName = IP:{ip}\nbasicConstraints = CA:FALSE\n")
-    _openssl(
-        "x509",
-        "-req",
-        "-in",
-        str(csr),
-        "-CA",
-        str(ca),
-        "-CAkey",
-        str(ca_key),
-        "-CAcreateserial",
-        "-out",
-        str(crt),
-        "-days",
-        "2",
-        "-extfile",
-        str(ext),
-    )
-    return ca, crt, key
-
-
-NGINX_CONF = """
-user root;
-worker_processes 1;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+#: The inside of nginx's http block; its error log at "info" holds the handshakes the client broke off.
+NGINX_HTTP = """
     types {{ text/html html; text/plain txt; }}
     log_format judge '$msec $status "$request_uri"';
     access_log {tmp}/access.log judge;
@@ -110,47 +48,22 @@ http {{
         root {root};
         index index.html;
     }}
-}}
 """
 
 
 @pytest.fixture
 def tls_site(tmp_path: Path):
     """nginx serving a three-page site over https with a certificate from the test's own CA."""
-    if NGINX is None or OPENSSL is None:
-        pytest.skip("nginx and openssl are needed (Debian packages nginx, openssl; .ci/run installs them)")
-    ca, crt, key = _certificates(tmp_path, TLS_IP)
+    need_nginx()
+    ca, crt, key = certificates(tmp_path, TLS_IP, "politecrawl set-up test CA")
     root = tmp_path / "www"
     root.mkdir()
     for name, html in PAGES.items():
         (root / name).write_text(html)
-    port = _free_port(TLS_IP)
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp_path, ip=TLS_IP, port=port, crt=crt, key=key, root=root))
-    proc = subprocess.Popen(
-        [NGINX, "-p", str(tmp_path), "-c", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection((TLS_IP, port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("nginx did not start")
-                time.sleep(0.1)
+    port = free_port(TLS_IP)
+    http = NGINX_HTTP.format(tmp=tmp_path, ip=TLS_IP, port=port, crt=crt, key=key, root=root)
+    with running(tmp_path, conf(tmp_path, http, error_level="info"), TLS_IP, port):
         yield {"ca": ca, "base": f"https://{TLS_IP}:{port}", "tmp": tmp_path}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
 
 
 def _served(tmp: Path) -> list[str]:
@@ -226,7 +139,7 @@ def _tried_yet(db: str) -> bool:
 def test_a_server_that_comes_up_late_is_crawled_within_the_same_run(tmp_path):
     """The seed's port is closed when the crawl starts; the server comes up about 10 s later.
     Tried again within seconds (not parked for hours), the site is crawled in the same run."""
-    port = _free_port(LATE_IP)
+    port = free_port(LATE_IP)
     site = SandboxHost(LATE_IP, pages={"/" + (k if k != "index.html" else ""): v for k, v in PAGES.items()})
     db = str(tmp_path / "late.db")
     # park_after 2: a host that answered and then failed twice is parked for hours (the old rule
