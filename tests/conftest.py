@@ -30,10 +30,21 @@ def pytest_configure(config) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (``-n``), every PostgreSQL test runs on one worker, one after another:
     they share one server, and the fleet's restart test restarts it (it would pull the
-    connections out from under a PostgreSQL test running beside it)."""
+    connections out from under a PostgreSQL test running beside it). And the tests that share a
+    module's fixture (a crawl, a server) run on one worker: each worker builds such a fixture
+    anew, so a crash loop or a crawl shared by three tests on three workers ran three times."""
     for item in items:
         if item.get_closest_marker("pg"):
             item.add_marker(pytest.mark.xdist_group("postgres"))
+        elif not item.get_closest_marker("xdist_group") and _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _uses_a_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
 
 
 @pytest.fixture

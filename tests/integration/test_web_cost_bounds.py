@@ -2,7 +2,7 @@
 
 The index holds 8,000 pages of the same four common words, so a phrase of two of them is checked
 page by page in the words' positions (seconds of work, the cost an outside audit found); a rare
-word is answered in milliseconds. The server runs with a time limit of 0.1 s a search. The
+word is answered in milliseconds. The server runs with a time limit of 0.05 s a search. The
 control of every refusal is measured in the same run: the same query with no time limit, in this
 process, takes several times the limit (so the refusal is the limit at work, not a fast query).
 """
@@ -28,7 +28,7 @@ from politecrawl.store import open_store
 from conftest import serving
 
 N_PAGES = 8_000
-LIMIT_S = 0.1
+LIMIT_S = 0.05
 COSTLY = '"alpha gamma"'  # every page holds both words, never side by side: every page is checked
 
 
@@ -57,10 +57,14 @@ def server(tmp_path_factory):
 
 
 def _unbounded_seconds(index: Path, query: str) -> float:
+    """The median of three runs: one run on a busy machine was seen at half the others."""
     searcher = Searcher(index)
-    t0 = time.monotonic()
-    searcher.count(query)
-    return time.monotonic() - t0
+    took = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        searcher.count(query)
+        took.append(time.monotonic() - t0)
+    return sorted(took)[1]
 
 
 def test_a_costly_phrase_is_cut_at_the_time_limit_and_others_are_served(server):
