@@ -50,8 +50,9 @@ def test_accidental_traps_cost_at_most_30_fetches_and_every_real_page_is_fetched
 
 
 def test_negative_control_without_learned_patterns_the_same_web_wastes_far_more(tmp_path):
-    # Half the time is enough to show it: the traps are where the crawl spends it.
-    tally = _crawl(tmp_path, "127.0.72.", 60, env={"POLITECRAWL_URL_PATTERNS": "false"})
+    # A third of the time is enough to show it: the traps are where the crawl spends it (101
+    # wasted in 30 s were seen, 3 x the bound is 90).
+    tally = _crawl(tmp_path, "127.0.72.", 40, env={"POLITECRAWL_URL_PATTERNS": "false"})
     waste = sum(row["waste"] for row in tally.values())
     assert waste > 3 * WASTE_BOUND, _report(tally)
     print(f"wasted {waste}\n{_report(tally)}")
