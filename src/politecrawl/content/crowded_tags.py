@@ -12,7 +12,7 @@ The markup is read as the HTML tokenizer reads a tag (attribute names end at whi
 ``>`` or ``=``; a value is quoted or runs to whitespace or ``>``; a ``>`` inside a quoted value
 does not end the tag), left to right, once, by one regular expression with atomic groups and
 possessive loops: it runs in C, never backtracks and never starts again inside a tag it read,
-so it costs linear time on any input (measured in the README's "How sites are treated"). Pure.
+so it costs linear time on any input (measured in docs/security-content.md). Pure.
 """
 
 from __future__ import annotations

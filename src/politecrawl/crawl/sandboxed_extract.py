@@ -5,7 +5,7 @@ of ten million empty elements (39 KB gzipped) 9 s. On a thread of the worker the
 stopped: the crawl outlived ``--max-time`` and SIGTERM until the thread finished, and the thread
 held the GIL against the worker's event loop all the while. Here such a parse runs in a child
 process (one per worker, started on first use and kept: a process per file cost ~0.2 s more per
-PDF, measured in the README's "How sites are treated") under three limits nothing inside it can
+PDF, measured in docs/security-content.md) under three limits nothing inside it can
 ignore: ``RLIMIT_CPU`` (the kernel kills it), ``RLIMIT_AS`` (an allocation fails: MemoryError, or
 the process dies) and a wall-clock deadline kept by the worker, which kills the child
 (SIGKILL) when no answer came in time. A stop (``--max-time``, SIGTERM, Ctrl-C) cancels the

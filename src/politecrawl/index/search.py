@@ -162,7 +162,7 @@ class Searcher:
             raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
         self.scoring = scoring
         #: Rerank multi-word queries' top ``PROXIMITY_DEPTH`` with the term proximity score
-        #: (module docstring); off, every score is the plain ``scoring`` one.
+        #: (``bm25`` and docs/search.md); off, every score is the plain ``scoring`` one.
         self.proximity = proximity
         self.index_dir = Path(index_dir)
         self.refresh_interval = float(refresh_interval)

@@ -1,103 +1,19 @@
-"""The immutable, versioned on-disk segment format (no pickle).
+"""The immutable, versioned on-disk segment format (no pickle): reading and checking it.
 
-A segment is a directory ``seg-NNNNNN/`` written once and never modified::
+A segment is a directory ``seg-NNNNNN/`` written once and never modified: the term dictionary,
+per field the postings (doc ids and tfs bit-packed in blocks of ``BLOCK``), the positions
+(bit-packed in chunks), the skip blocks, the documents' lengths, URLs, titles and kind, language
+and date, and the stored bodies (LZ4 pieces between sync points). Arrays are ``np.save`` files
+memory-mapped on open, so a search touches only the pages it reads; ``bodies.bin`` is read with
+``os.pread`` a body at a time, never mapped, because a mapping's fault-around kept most of it
+resident. Older formats are read as they are and rewritten in the current one by the next
+merge.
 
-    header.json         {"format": "politecrawl-segment", "version": 7, "body_codec",
-                         "doc_count", "term_count", "fields", "posting_counts",
-                         "field_lengths", "analyzer", "tf_max" (formats 5, 6: per field),
-                         "positions_dtype" (format 6: per field)}
-    terms.txt           the term dictionary: sorted terms, UTF-8, one per line
-                        (tokens never contain a newline); term id = line number
-    terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
-    terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
-                                      lookup bisects first (both computed on open if absent)
-    terms.ptr.dir.npy   uint32[B, 13] (format 7) the per-term table: per field of ``FIELDS``,
-    terms.ptr.bits.npy  uint8[]       the columns term_ptr, pos_ptr, block_ptr and pack_ptr
-                                      below, a row per term and one more, packed in blocks of
-                                      ``term_table.ROWS`` rows (``term_table`` has the layout)
-    terms.ptr.npy       uint32[T+1, 12] (formats 5 and 6) the same table as one array; format
-                                      4: the first three columns per field, [T+1, 9]; before it,
-                                      a file ``<field>.<name>.npy`` for each, term_ptr and
-                                      pos_ptr int64
-    <field>.term_ptr      [T+1]       postings of term t are [ptr[t], ptr[t+1])
-    <field>.postings.npy  uint8[]     (format 5) the doc ids and tfs, bit-packed in blocks of
-                                      ``BLOCK`` postings (``packed_postings`` has the layout),
-                                      ending in ``PADDING`` zero bytes; term t's blocks start at
-                                      byte ``pack_ptr[t]``, one after the other
-    <field>.docs.npy      uint[P]     (formats 2-4) doc ids, delta-encoded within each term
-                                      (the first of a term is absolute), so a
-                                      term's doc ids are ``np.cumsum(slice)``
-    <field>.tfs.npy       uint[P]     (formats 2-4) term frequency per posting
-    <field>.pos_ptr       [T+1]       positions of term t start at pos_ptr[t];
-                                      posting p of t (lo <= p < hi) starts
-                                      ``sum(tfs[lo:p])`` later and has tfs[p]
-    <field>.positions.npy uint[Q]     (formats 2-5) token positions, delta-encoded within
-                                      each posting (the first is absolute)
-                                      uint8[]  (format 6) the same values bit-packed in chunks
-                                      of ``packed_positions.CHUNK``, whatever postings they
-                                      belong to (``packed_positions`` has the layout), ending
-                                      in ``PADDING`` zero bytes; position q is value q % CHUNK
-                                      of chunk q // CHUNK, so every pointer to a position is
-                                      format 5's; "positions_dtype" in the header is the type
-                                      format 5 would have stored them in
-    <field>.pos_chunks.npy uint32[C+1] (format 6) where each chunk starts in positions.npy,
-                                      and where the last ends
-    <field>.block_ptr     [T+1]       term t's skip blocks are rows [ptr[t], ptr[t+1]) of
-    <field>.blocks.npy    uint32[B,5] one row per BLOCK postings of a long list: last doc id,
-                                      where its positions start, largest tf, shortest
-                                      length of the field (``posting_blocks``; computed on
-                                      open for segments written before they existed) and
-                                      (format 5) the byte in postings.npy where it starts
-    doc_lens.npy        uint32[n, F]  tokens per document and field
-    urls.bin            the documents' URLs, UTF-8, concatenated (``doc_table``; version 4)
-    urls.end.npy        uint[n]       where each URL ends in urls.bin (local doc id = index)
-    titles.bin, titles.end.npy        the titles, alike
-    meta.bin, meta.end.npy            (format 8) per document its kind, language and date
-                                      (``doc_meta``), alike
-    docs.json           {"urls": [...], "titles": [...]} instead of those four (versions 2, 3)
-    bodies.bin          the stored body texts, compressed, concatenated: per document its
-                        pieces between sync points, each an LZ4 block with its size in front
-                        (versions 3 and 4), or one zlib stream (version 2); read with
-                        ``os.pread``, a document at a time, never mapped
-    body_ptr.npy        int64[n+1]    body of doc i is bodies.bin[ptr[i]:ptr[i+1]]
-    body_sync.npy       int64[S, 3]   sync points of long bodies: (byte offset in the doc's
-                                      stream, character offset, body token position)
-    body_sync_ptr.npy   int64[n+1]    doc i's sync points are rows [ptr[i], ptr[i+1])
-
-for each field of ``FIELDS`` (title, body, anchor).  Format 5's packed doc ids and tfs took
-the body's 2.3 bytes a posting (uint16 deltas, uint8 tfs) to about 1.2 at 100,000 Zipf documents
-(``docs/search.md``, "Segment format 5"); the kernels decode a block of 128 where a seek lands.
-The numpy code and merges read them as format 4's arrays (``FieldPostings.run``). Format 6's
-packed positions (``docs/search.md``, "Segment format 6") are read as format 5's values
-(``FieldPostings.position_values``); the kernels decode the chunks that hold a run.
-``uint`` arrays use the smallest
-of uint8/16/32 that holds their values (the dtype is in the .npy header; a merge, which writes
-them before it has seen them all, takes the doc deltas' from its document count and the tfs' and
-positions' from its sources', which can be wider).  Arrays are ``np.save`` files read
-back with ``np.load(mmap_mode="r")``; ``terms.txt``, ``urls.bin`` and ``titles.bin`` are
-memory-mapped too.  ``bodies.bin`` is not: a mapping's first touch of a page maps the 64 KB
-around it (the kernel's fault-around), and a hit's snippet reads a few KB of one body, so over
-many queries a mapping kept most of the file resident; a ``pread`` per hit copies only its body.
-The compiled kernels read ``body.positions.npy`` with ``pread`` too, past the first
-``POSITIONS_MAP_BUDGET`` bytes of it a process maps, counted at format 5's size (the proximity
-rerank reads a few positions of each of 100 documents per term); format 6's chunk table
-(``body.pos_chunks.npy``, 4 or 8 bytes per 128 positions) stays mapped. The numpy code and
-merges map them.
-
-A body longer than ``bodies.SYNC_CHARS`` is cut about every ``SYNC_CHARS`` characters,
-at a whitespace character, into pieces compressed on their own (version 2: a
-full flush, ``Z_FULL_FLUSH``, of one zlib stream, from which raw deflate can
-start), so a snippet reads only the piece of a long body it shows (``bodies``).  The body's
-tokens are the tokens of its pieces (a cut is never inside a token), which
-gives the token position at each sync point.  Version-2 segments written
-before sync points existed have no ``body_sync*`` files and are read from the
-start; a merge writes every body it copies from a version-2 segment in the
-current codec, cut where it was.
-
-This module reads and checks segments (``Segment``); ``segment_write`` writes them (in a
-hidden temporary directory that is fsync'ed and then renamed into place, so a segment
-directory is either complete or absent) and ``segment_merge`` merges them.  Deletions never
-touch a segment: they are tombstones in the generation file (``generation``).
+This module reads and checks segments (``Segment``); ``segment_write`` writes them (in a hidden
+temporary directory that is fsync'ed and then renamed into place, so a segment directory is
+either complete or absent) and ``segment_merge`` merges them. Deletions never touch a segment:
+they are tombstones in the generation file (``generation``). Every file, column and format
+version is described in docs/search.md, "The segment format on disk".
 """
 
 from __future__ import annotations

@@ -7,41 +7,23 @@ leaves the previous generation untouched (Whoosh ``writing.IndexWriter``)::
         w.add_document(url, title, body, anchor)   # replaces any live doc with that url
         w.delete_document(other_url)
 
-A commit
+A commit tombstones, in the existing (immutable) segments, every live document whose url was
+added again or deleted; writes the added documents as new segments, one per
+``WRITE_CHUNK_CHARS`` of text; applies the merge policy (``merge_policy.plan_merges``: never
+more than ``MAX_SEGMENT_TOKENS`` tokens or ``MAX_SEGMENT_DOCS`` documents a segment; merging
+concatenates postings, equal to indexing the documents afresh); then writes ``gen-NNNNNN.json``
+and points ``CURRENT`` at it (temp file, fsync, rename), so readers see the old or the new
+generation, never a mix; and removes what neither the new nor the previous generation needs.
 
-1. tombstones, in the existing segments, every live document whose url was
-   added again or deleted in this transaction (segments stay immutable);
-2. writes the added documents as new segments (temp dir + atomic rename),
-   one per ``WRITE_CHUNK_CHARS`` of text (usually one);
-3. applies the merge policy (``merge_policy.plan_merges``), which may rewrite several
-   segments as one, never into more than ``MAX_SEGMENT_TOKENS`` tokens or
-   ``MAX_SEGMENT_DOCS`` documents; a merge's memory does not grow with its result.  Merging concatenates the
-   postings of the live documents (``segment_merge.merge_segments``): no text is re-analysed, and the result equals
-   indexing those documents afresh (tested);
-4. writes ``gen-NNNNNN.json`` (temp file + fsync + rename) and then points
-   ``CURRENT`` at it the same way, so readers see the old or the new
-   generation, never a mix;
-5. removes generations and segments that neither the new nor the previous
-   generation references (a reader that is mid-open retries on the new one;
-   an already-open reader keeps its memory maps, which outlive the unlink).
+A process killed at any moment leaves the previous generation intact plus leftovers no
+generation references; opening a writer sweeps them (``_recover``), and segment numbers are
+never reused, so a leftover never collides with a new segment (docs/search.md, "A kill at any
+moment leaves an index the next run continues").
 
-Crash safety: a process killed at any moment of a commit or a merge (SIGKILL,
-power off after the fsyncs) leaves the previous generation intact, plus
-perhaps leftovers that no generation references: segment directories written
-and renamed into place, half-removed segments, ``.tmp-*`` files and
-directories, a generation file that ``CURRENT`` never pointed at.  Opening a
-writer (it holds the lock, so nobody else is writing) sweeps them
-(``_recover``), and new segment numbers are allocated above every number
-present in the directory as well as above the generation's ``next_segment``:
-a number is never reused, so a leftover can never collide with a new segment
-(``os.rename`` onto a non-empty directory fails with "Directory not empty").
-A commit that fails with an exception removes the segments it wrote itself.
-
-Concurrency: one writer at a time per index, enforced with ``fcntl.flock`` on
-``LOCK`` (works across processes; it is released if the process dies).  A
-second writer waits up to ``lock_timeout`` seconds, then raises
-``SearchIndexError``.  Readers never take the lock.  An ``IndexWriter`` object
-is not thread-safe.
+Concurrency: one writer at a time per index, enforced with ``fcntl.flock`` on ``LOCK`` (across
+processes; released if the process dies). A second writer waits up to ``lock_timeout`` seconds,
+then raises ``SearchIndexError``. Readers never take the lock. An ``IndexWriter`` is not
+thread-safe.
 """
 
 from __future__ import annotations

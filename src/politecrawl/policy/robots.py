@@ -1,10 +1,10 @@
 """RFC 9309 robots.txt: parse a body once, answer "may this agent fetch this URL?".
 
-Pure: bytes in, decisions out. No HTTP, no clock, no module-level state (each
-`RobotsTxt` memoizes its own per-agent rule sets, nothing else). This module
-parses and chooses the groups; matching a path against their rules, with the
-percent-encoding normal form, is :mod:`.robots_match`'s; the product token and
-what a robots.txt fetch's HTTP status means are :mod:`.robots_fetch`'s.
+Pure: bytes in, decisions out. No HTTP, no clock, no module-level state (each `RobotsTxt`
+memoizes its own per-agent rule sets, nothing else). This module parses and chooses the groups;
+matching a path against their rules, with the percent-encoding normal form, is
+:mod:`.robots_match`'s; the product token and what a robots.txt fetch's HTTP status means are
+:mod:`.robots_fetch`'s.
 
 Usage::
 
@@ -15,52 +15,10 @@ Usage::
     rules.sitemaps                         # absolute sitemap URLs
     explain(body, agent, url).describe()   # 'line 7: Disallow: /x (group: line 5: User-agent: *)'
 
-How a decision is made (RFC 9309 §2.2):
-
-* The product token is taken from the caller's User-Agent (`product_token`:
-  a bare token, ``politecrawl/0.1 (+https://x)`` or the browser-compatible
-  ``Mozilla/5.0 (compatible; politecrawl/0.1; +https://x)``) and compared
-  case-insensitively with the user-agent lines.
-* All groups naming that agent are merged; the ``*`` groups apply only when
-  no group names the agent (they are never merged with a specific group).
-* Among the matching rules the longest pattern wins; on a tie Allow wins.
-  No matching rule, or no applicable group, means allowed. Paths and patterns
-  are compared in one percent-encoding normal form (§2.2.2; see
-  :mod:`.robots_match`).
-* ``Content-Signal: search=no, ai-train=no`` lines (contentsignals.org) are
-  read per group, chosen like the rules; they never change what may be
-  fetched, only what the fetched pages may be used for.
-* ``/robots.txt`` itself is always allowed (§2.2.2).
-
-Decisions where the RFC is silent or ambiguous (the ``interpretation`` cases
-of the conformance corpus), made on purpose (what "most specific" means is
-:mod:`.robots_match`'s):
-
-* A UTF-8 BOM, whole or any leading part of it, is skipped at the start of
-  the body only; a BOM anywhere else makes its line junk.
-* A robots.txt user-agent value is read as its leading run of RFC 9309
-  identifier characters (``[A-Za-z_-]``): ``Foo Bar`` is ``Foo``,
-  ``foofoobot*`` is ``foofoobot``, ``AB42bot`` is ``AB``. A value starting
-  with ``*`` followed by nothing or whitespace is the ``*`` group.
-  The caller's token is compared whole, so a crawler calling itself
-  ``AB42bot`` (not a valid RFC 9309 token) matches no specific group and
-  gets the ``*`` group.
-
-Google extensions accepted (RFC 9309 §2.2.4 lets parsers be lenient, and
-real files rely on them): the typos ``useragent``/``user agent``,
-``dissallow``/``dissalow``/``disalow``/``diasllow``/``disallaw`` and
-``site-map``; a missing ``:`` when the line is exactly two words; an Allow
-rule ending in ``/index.htm…`` also allows the directory itself (``/dir/$``);
-lines cut after 16,663 bytes; an empty URL means ``/``.
-
-Departures from Google (labelled, RFC 9309 wins): ``/robots.txt`` is never
-disallowed; URLs are percent-normalized by the matcher (:mod:`.robots_match`);
-a whole User-Agent string names its first product token (:mod:`.robots_fetch`).
-
-Bounds (everything a webmaster controls is capped): only the first 500 KiB of a body are parsed (the
-RFC 9309 §2.5 minimum; a line cut by the cap is dropped, so a cut rule can
-never widen or narrow anything); lines are cut at 16,663 bytes; patterns are
-matched in linear time, without regular expressions (:mod:`.robots_match`).
+How a group and a rule are chosen, the decisions made where the RFC is silent (user-agent values
+read as their leading identifier characters, a BOM skipped at the start only), the Google
+extensions accepted and the bounds on what a webmaster controls (500 KiB parsed, lines cut at
+16,663 bytes): docs/robots.md.
 """
 
 from __future__ import annotations
@@ -126,7 +84,7 @@ _SIGNAL_VALUES = {"yes": True, "no": False}
 def _robots_agent(value: str) -> str | None:
     """The agent a user-agent line names: ``"*"``, a lower-cased identifier, or None.
 
-    Reads the leading identifier characters only (see module docstring);
+    Reads the leading identifier characters only (see docs/robots.md);
     ``* anything`` still means ``*`` (Google). None = names nobody.
     """
     if value[:1] == "*" and (len(value) == 1 or value[1] in _WS):

@@ -4,55 +4,18 @@ Host keys and the crawl's site comparisons are :mod:`.hosts`'s, crawler-trap heu
 :mod:`.traps`'s.
 
 Every URL the crawler stores, compares or fetches goes through :func:`normalize` first, so "the
-same page" has one spelling (its key); the request keeps the link's parameter order (rule 9).
-A link is first read exactly as a browser reads it, then the crawler's policy is applied to the
-result. The rules, in this order (departures from what a browser would request are marked
-*policy*; ``docs/urls.md`` lists them with the web-platform-tests cases they decide):
+same page" has one spelling (its key). A link is first read exactly as a browser reads it (the
+WHATWG URL Standard, :mod:`.whatwg`), then the crawler's policy is applied to the result: only
+http(s), no userinfo, hosts DNS could resolve, percent-encoding in one normal form, tracking and
+session parameters dropped, the query sorted in the key, no fragment, at most
+:data:`MAX_URL_BYTES`. Sorting is a dedup policy, not a safe rewrite (some servers read
+parameters in order), so :func:`normalize_pair` also returns the URL to request, with the
+parameters in the link's order; the frontier is keyed by the sorted form and fetches the
+request form.
 
-1. **Bounded input.** A URL (or base) over :data:`MAX_URL_BYTES` (8 KiB of UTF-8) is rejected
-   before parsing, and so is a result over that size, so the work is linear and ``normalize``
-   stays idempotent.
-2. **Resolution as browsers do it**: the WHATWG URL Standard's parser (:mod:`.whatwg`) reads
-   the link against ``base``: leading and trailing C0 controls and spaces stripped (a no-break
-   space is not one of them), tab/CR/LF removed anywhere, ``\\`` read as ``/``, any number of
-   slashes before an http(s) host (``///host/p``), ``http:foo`` relative to an http base, IPv4
-   in every form browsers accept (``127.1``, ``0x7f.1``) written as a dotted quad, hosts mapped
-   by UTS #46 and IDNA 2008 (non-transitional: ``faß.de`` is not ``fass.de``), IPv6 compressed,
-   dot segments removed, and every character the standard does not allow raw percent-encoded
-   (``'`` in an http query becomes ``%27``). A link the standard rejects is invalid.
-3. **Scheme**: only ``http`` and ``https`` results are kept (*policy*: nothing else is fetched).
-4. **Userinfo is dropped** (*policy*): the crawler never sends credentials and must not store
-   them; ``https://user:pa[ss]@host/`` is requested as ``https://host/``.
-5. **Host** (*policy*): a single trailing dot is removed (``example.com.`` and ``example.com``
-   are one politeness unit); a name must be one DNS could resolve: labels of
-   ``[a-z0-9_-]{1,63}`` (underscores are real-world), none empty, at most 253 characters, and
-   an ``xn--`` label must decode (IDNA 2008) -- the standard accepts hosts such as ``a..b`` or
-   ``!$&`` that no resolver does.
-6. **Port**: the default port is omitted (as the standard does); port 0 is refused (*policy*:
-   nothing can be fetched from it).
-7. **Percent-encoding** in path and query (*policy*, RFC 3986 §6.2.2): hex digits upper-cased;
-   escapes of unreserved characters (ALPHA DIGIT ``-._~``) decoded; characters RFC 3986 never
-   allows raw that browsers still send raw (``| ^ [ ] { } \\`` and backtick in a query, ``|``
-   ``[ ]`` in a path) and a ``%`` that starts no escape are encoded. Reserved characters are
-   never decoded (``%2F`` stays).
-8. **Path**: ``;name=value`` path parameters whose name is in ``strip_params`` are removed
-   (``/a;jsessionid=XYZ`` -> ``/a``; a segment of nothing else goes too, ``/;jsessionid=XYZ/a``
-   -> ``/a``), and dot segments that this leaves removed; ASP.NET's cookieless session segment
-   is removed (``/(S(<24 chars>))/a`` -> ``/a``); case is kept;
-   the trailing slash is kept exactly as given (``/a`` and ``/a/`` are different resources).
-9. **Query** (*policy*): split on ``&``; empty pairs dropped; parameters whose key is in
-   ``strip_params`` (case-insensitive, see :data:`DEFAULT_STRIP_PARAMS`) dropped; in the *key*
-   the rest are stably sorted by key then value (``a`` sorts before ``a=``; both are kept
-   distinct, blank values ``a=`` are kept); an empty query (``?`` alone, or nothing left) is
-   dropped. ``+`` is left as is. *Key and request:* sorting is a dedup policy, not a safe
-   rewrite -- some servers read parameters in order -- so :func:`normalize_pair` also returns
-   the URL to request, with the parameters in the link's order and every other rule applied;
-   the frontier is keyed by the sorted form and fetches the request form.
-10. **Fragment** dropped: it is never sent to the server.
-
-Errors: anything unusable raises :class:`politecrawl.errors.InvalidURL` with a one-line message;
-nothing else is ever raised by :func:`normalize`. Hosts are checked through a bounded cache
-(errors are never cached).
+The rules in the order they are applied, and the web-platform-tests cases each decides:
+docs/urls.md. Anything unusable raises :class:`politecrawl.errors.InvalidURL` with a one-line
+message; nothing else is ever raised by :func:`normalize`.
 """
 
 from __future__ import annotations
