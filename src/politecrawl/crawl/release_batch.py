@@ -15,11 +15,11 @@ RELEASE_WINDOW = 0.01
 
 #: The same for a shared (PostgreSQL) store. Each transaction costs the server a commit and a few
 #: statements of fixed cost whatever it holds, and the batch is written on a store thread (the
-#: loop goes on fetching): measured with benchmarks/bench_pg_cost.py (PostgreSQL only, 40 s, one
-#: run each on a shared machine), 10 ms gave 1.03 database CPU-ms per page and 0.39 commits, 30 ms
-#: 0.78-0.87 and 0.28, 50 ms 0.69-0.81 and 0.21-0.23, 100 ms 0.68 and 0.19. Politeness does not
-#: move: the host keeps its lease until the batch commits, its delay counts from the response.
-RELEASE_WINDOW_SHARED = 0.05
+#: loop goes on fetching): the longer window halves the releases that go alone (a batch of one
+#: costs the database about twice a batched release's CPU per page; docs/scaling-out.md has the
+#: figures of benchmarks/bench_pg_cost.py). Politeness does not move: the host keeps its lease
+#: until the batch commits, and its delay counts from the response.
+RELEASE_WINDOW_SHARED = 0.1
 
 
 class ReleaseBatcher:

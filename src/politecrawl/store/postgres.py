@@ -279,7 +279,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
     def _horizon(self, query: str, what: str) -> int:
         """A value read under the pages lock in exclusive mode: every writer holding it in shared
         mode has finished (committed or rolled back), and writers after it get higher seqs and
-        anchor ids (see _record_page). Held for this one short transaction only."""
+        anchor ids (see postgres_frontier.page_lock_params). Held for this one short transaction only."""
 
         def tx(conn: psycopg.Connection) -> int:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))
@@ -364,7 +364,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         again by it and removes them). Returns how many."""
 
         def tx(conn: psycopg.Connection) -> int:
-            # A new seq each, in commit order: the pages lock, as in _record_page.
+            # A new seq each, in commit order: the pages lock, as in a release (postgres_frontier.PAGE_LOCKS).
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (PAGES_LOCK,))
             update = f"UPDATE pages SET noindex = 1, seq = nextval('pages_seq_counter') WHERE {where} AND noindex = 0"
             return conn.execute(update, params).rowcount

@@ -19,7 +19,6 @@ from .postgres_connection import the_row
 __all__ = [
     "PAGES_LOCK",
     "PAGE_LOCKS",
-    "PAGE_SEQ",
     "page_lock_params",
     "insert_hosts",
     "lock_hosts",
@@ -33,18 +32,17 @@ __all__ = [
 # Advisory-lock key of the pages' seq order (pg_advisory_xact_lock takes a bigint: namespaced by hashtext).
 PAGES_LOCK = "politecrawl:pages-seq"
 
-# A page's seq, in one round trip: the pages lock in shared mode first (see _record_page), then the
+# A page's seq, in one round trip: the pages lock in shared mode first (see page_lock_params), then the
 # duplicate-check keys in sorted order (each CTE needs the row of the one before it), then nextval.
 PAGE_LOCKS = """shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtext(%(pages)s)) AS x),
      keyed AS MATERIALIZED (
        SELECT count(pg_advisory_xact_lock(k.a, k.b)) AS n
        FROM shared, (SELECT hashtext('politecrawl:dup:' || ns) AS a, hashtext(key) AS b
                      FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS t(ns, key) ORDER BY 1, 2 OFFSET 0) AS k)"""
-PAGE_SEQ = f"WITH {PAGE_LOCKS} SELECT nextval('pages_seq_counter') FROM keyed"
 
 
 def page_lock_params(page: PageRecord) -> dict:
-    """PAGE_SEQ's parameters for a page about to be written.
+    """PAGE_LOCKS' parameters for a page about to be written.
 
     The indexer reads "seq > last seen". nextval hands out numbers in call order, not commit
     order: a page numbered 5 committing after page 6 was read would never be indexed. So a writer
@@ -159,7 +157,7 @@ def insert_frontier(
     """Insert-if-absent the URLs (their hosts exist and are locked); bump ``pending`` by what was new.
     With ``requeue``, a URL already finished is queued again (a robots.txt hop asked for anew).
     Returns how many were new, and with ``page`` that page's seq, taken by the same statement
-    after its locks (PAGE_SEQ: every host lock of the transaction is held by then)."""
+    after its locks (PAGE_LOCKS: every host lock of the transaction is held by then)."""
     ordered = sorted(urls, key=lambda u: u.url)
     if requeue:
         again = conn.execute(

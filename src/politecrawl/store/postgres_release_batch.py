@@ -1,7 +1,7 @@
-"""The PostgreSQL store's batched release: several claims' releases in one transaction.
+"""The PostgreSQL store's release: one or several claims' releases in one transaction.
 
-A release alone is four statements and a commit; most of the database's time per page is the
-fixed cost of each. A batch pays it once for the parts every release has: one statement locks
+Every release is written here; one alone is a batch of one. Most of the database's time per
+page is the fixed cost of each statement and commit. A batch pays it once for the parts every release has: one statement locks
 every host of the batch; one writes the URL states and fetch log rows of all its releases
 (arrays unnested into rows), queues the new links of all its pages and takes the seqs of all its
 pages; each page is then its own statement (its duplicate checks must see the pages written
