@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
-
 from conftest import run_cli, start_cli
+from servers.sandbox import Reply, Sandbox, SandboxHost
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 OPENSSL = shutil.which("openssl")

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 import pytest
 from proctree import descendants
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.runtime.cpu_hints import LOOP_SLICE, prefer_prompt_wakeups
 
 from conftest import start_cli
+from servers.sandbox import Reply, SandboxHost
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the processes' state from Linux's /proc")
 
