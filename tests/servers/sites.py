@@ -33,6 +33,7 @@ def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, **kw) -> list[Sandbox
 
     for site, host in zip(sites, hosts):
         host.handler = make_handler(site)
+        host._raw_pages = site.pages  # type: ignore[attr-defined]  # what a test expects crawled
     return hosts
 
 
