@@ -13,7 +13,7 @@ with every other setting at its default (``politecrawl.config.DEFAULTS``; no con
 POLITECRAWL_* variables). ``--concurrency N`` and ``--set NAME=VALUE`` (any setting, passed as
 POLITECRAWL_NAME) change that; every setting that differs from the defaults is printed first.
 
-The web (``python -m politecrawl.faces.sandbox --realistic-pages``) runs in its own process, every
+The web (``python benchmarks/_benchweb.py --realistic-pages``) runs in its own process, every
 host on its own 127.x address: endless sites of 10–30 KB pages of varied markup (headings,
 lists, tables, inline elements, ``<script>`` and ``<style>`` blocks) with 6–30 links each, some
 to other hosts of the web and some off it (``--simple-pages``: the older one-paragraph pages).
@@ -73,13 +73,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
 
 from _proctree import TreeRun, run_tree  # noqa: E402
 from _stalls import SITECUSTOMIZE as STALLS_SITECUSTOMIZE  # noqa: E402
 from _stalls import summarize as summarize_stalls  # noqa: E402
 
 from politecrawl.config import DEFAULTS, load_settings  # noqa: E402
-from politecrawl.faces.sandbox_sites import answer_range  # noqa: E402
+
+from servers.sites import answer_range  # noqa: E402
 
 
 # --------------------------------------------------------------------------- the web
@@ -98,8 +100,7 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     (bench_fleet.py and bench_pg_cost.py, which call this too, keep the simple ones)."""
     cmd = [
         sys.executable,
-        "-m",
-        "politecrawl.faces.sandbox",
+        str(Path(__file__).resolve().parent / "_benchweb.py"),
         "--hosts",
         str(args.hosts),
         "--first-ip",

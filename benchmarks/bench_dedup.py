@@ -10,7 +10,7 @@ The near-duplicate lookup is the store's: ``bench_near_dup_store.py`` measures i
 ``--per-page`` instead measures the crawler's per-page CPU in dedup and urls: us per
 call of simhash() and text_fingerprint() on ~20 KB page texts, and us per link of
 normalize(raw, base) + trap_reason() + host_key() on the links of those pages. Pages:
-the benchmark web's (politecrawl.faces.sandbox_sites.bench_hosts, ASCII), the same texts with
+the benchmark web's (tests/servers/sites.py's bench_hosts, ASCII), the same texts with
 one word in eight made non-ASCII (accented, Greek, Cyrillic, CJK, upper and lower case) and,
 when installed, python3-doc HTML pages (/usr/share/doc/python3*/html), through parse_html.
 Each row names the code it timed: where the compiled loops (content/_dedup.c) are built, the
@@ -27,9 +27,13 @@ import hashlib
 import os
 import random
 import re
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
 
 from politecrawl.content import dedup
 from politecrawl.content.dedup import simhash
@@ -170,7 +174,8 @@ def _page_sets(npages: int, seed: int) -> list[tuple[str, list[tuple[str, list[t
     import glob
 
     from politecrawl.content.parse import parse_html
-    from politecrawl.faces.sandbox_sites import bench_hosts
+
+    from servers.sites import bench_hosts
 
     hosts = bench_hosts(50, seed=seed)
     bench = []

@@ -35,12 +35,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
 
 from bench_search import find_python_docs  # noqa: E402
 
 from politecrawl.content.dedup import NEAR_DISTANCE, hamming, simhash, text_fingerprint  # noqa: E402
 from politecrawl.content.parse import parse_html  # noqa: E402
-from politecrawl.faces.sandbox_sites import bench_hosts  # noqa: E402
+
+from servers.sites import bench_hosts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 #: The last revision whose parse.py took the whole page's text (nav, footer, aside left out).

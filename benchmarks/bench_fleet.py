@@ -3,7 +3,7 @@
     POLITECRAWL_TEST_PG=postgresql://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_fleet.py [--hosts 400] [--min-delay 1] [--seconds 20] [--workers 1,2,4,8]
 
-For each store and each worker count: a fresh benchmark web (``python -m politecrawl.faces.sandbox``, its
+For each store and each worker count: a fresh benchmark web (``benchmarks/_benchweb.py``, its
 own process, every host on its own 127.x address, endless ~20 KB pages) and a fresh store; the
 crawler runs as a fleet member (``Crawler(settings).run(seeds, fleet_worker=True)``: workers only,
 no indexing, as ``politecrawl worker`` does) for --seconds. From the servers' own request log

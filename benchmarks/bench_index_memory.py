@@ -1,7 +1,7 @@
 """The search index's memory: peak RSS and docs/s of building it from N pages, and of searching it.
 
 For each size N a fresh process builds an index from N pages of the benchmark web
-(``politecrawl.faces.sandbox_sites.bench_hosts(realistic=True)``: what ``bench_crawl.py``'s web serves, 10-30 KB
+(``bench_hosts(realistic=True)`` of tests/servers/sites.py: what ``bench_crawl.py``'s web serves, 10-30 KB
 of varied markup; ``--simple-pages``: the older pages of ~20 KB of plain text), each parsed by
 ``parse_html`` as the crawl parses it, title and text indexed (no anchor text). It writes them as
 a crawl does (``politecrawl.crawl.indexing``): one ``IndexWriter`` commit per ``STOPPABLE_BATCH`` pages
@@ -39,6 +39,9 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
 
 QUERIES = 200
 
@@ -95,7 +98,8 @@ class _Sampler:
 def _pages(n: int, simple: bool, seed: int):
     """(url, title, text) of ``n`` pages of the benchmark web, parsed as the crawl parses them."""
     from politecrawl.content.parse import parse_html
-    from politecrawl.faces.sandbox_sites import bench_hosts
+
+    from servers.sites import bench_hosts
 
     hosts = bench_hosts(100, realistic=not simple, seed=seed)
     for host in hosts:
@@ -175,8 +179,9 @@ def _build(index_dir: str, n: int, simple: bool, seed: int, max_tokens: int, chu
 
 
 def _search(index_dir: str, seed: int) -> dict:
-    from politecrawl.faces.sandbox_sites import RealisticPages
     from politecrawl.index import Searcher
+
+    from servers.sites import RealisticPages
 
     rng = random.Random(seed)
     words = RealisticPages.WORDS

@@ -3,7 +3,7 @@
     PYTHONPATH=src .venv/bin/python benchmarks/bench_patterns.py
     PYTHONPATH=src .venv/bin/python benchmarks/bench_patterns.py --baseline 114ed9e
 
-The pages are the benchmark web's (``politecrawl.faces.sandbox_sites.bench_hosts(realistic=True)``,
+The pages are the benchmark web's (``bench_hosts(realistic=True)`` of tests/servers/sites.py,
 what ``bench_crawl.py`` crawls): each host's pages are rendered and parsed in this process in
 breadth-first order, up to ``--pages`` per host (a 90 s crawl of 1,000 hosts at a 2 s delay fetches
 fewer than 48 of a host's pages, so most of them are in the eager phase where every page writes
@@ -38,6 +38,8 @@ import time
 import types
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 Page = tuple[str, int, str, "str | None", list[str], int]
@@ -49,9 +51,10 @@ def bench_pages(hosts: int, per_host: int, seed: int) -> list[list[Page]]:
     from politecrawl.content.parse import parse_html
     from politecrawl.crawl.pages import PATTERN_LINKS
     from politecrawl.errors import InvalidURL
-    from politecrawl.faces.sandbox_sites import bench_hosts
     from politecrawl.policy import urls
     from politecrawl.policy.hosts import host_key
+
+    from servers.sites import bench_hosts
 
     web = bench_hosts(hosts, realistic=True, seed=seed)
     for number, host in enumerate(web):

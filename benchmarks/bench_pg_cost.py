@@ -3,7 +3,7 @@
     POLITECRAWL_TEST_PG=postgresql://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_pg_cost.py [--hosts 300] [--min-delay 0.5] [--workers 2] [--seconds 40]
 
-One invocation crawls the same benchmark web (``python -m politecrawl.faces.sandbox``: endless ~20 KB
+One invocation crawls the same benchmark web (``benchmarks/_benchweb.py``: endless ~20 KB
 pages with 8 links each, every host on its own 127.x address, a fresh web per run) once with the
 SQLite store and once with the PostgreSQL store (``Crawler(settings).run(seeds, fleet_worker=True)``,
 as ``politecrawl worker`` runs). Every setting is the shipped default except the ones printed at the

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
+
 from politecrawl.config import load_settings
 from politecrawl.crawl.crawler import Crawler
-from politecrawl.faces.sandbox import Sandbox, SandboxHost
+
+from servers.sandbox import Sandbox, SandboxHost
 
 WORDS = (
     "river mountain forest valley meadow harbour lantern orchard quarry thistle granite saffron copper "

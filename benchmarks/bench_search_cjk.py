@@ -1,6 +1,6 @@
 """Known-item search on Japanese and Chinese pages: MRR@10 of phrases taken from each page.
 
-Corpus: the sandbox's twenty CJK pages (``politecrawl.faces.sandbox_cjk``: ten Japanese, ten
+Corpus: the sandbox's twenty CJK pages (tests/servers/cjk.py: ten Japanese, ten
 Chinese), indexed as the crawler indexes a page (title, and the paragraphs as the body).
 Queries: ``known_item_queries`` (per page, phrases of 4 to 8 characters cut at random from its
 text, fixed seed), each run through ``Searcher.search`` as ``politecrawl search`` runs it.
@@ -24,8 +24,11 @@ import time
 import unicodedata
 from pathlib import Path
 
-from politecrawl.faces.sandbox_cjk import CJK_PAGES, known_item_queries
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
+
 from politecrawl.index import IndexWriter, Searcher
+
+from servers.cjk import CJK_PAGES, known_item_queries
 
 
 def _v1_tokens(text: str) -> set[str]:

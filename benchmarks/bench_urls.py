@@ -9,7 +9,7 @@ revision's ``hosts.py`` and ``traps.py``), in one run on the same links, best of
 For reference it also times the WHATWG parse alone, two ways: ``ada_url.join_url`` (the
 package's Python API) and ``policy.whatwg.resolve`` (ada's C API, which the crawler uses).
 
-Links: the benchmark web's pages (``faces.sandbox_sites.bench_hosts``) and python3-doc HTML
+Links: the benchmark web's pages (``bench_hosts`` of tests/servers/sites.py) and python3-doc HTML
 pages where installed, as ``bench_dedup.py --per-page`` reads them (hrefs and the page's base
 from ``parse_html``), and the http(s) cases of the vendored web-platform-tests URL data. Each
 set says how many links the two versions key differently, with a few examples: those are the

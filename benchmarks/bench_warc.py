@@ -14,7 +14,7 @@ the writer built them before it serialised them itself.
 ``--export N``: a store of N pages (~3.5 KB of text each) and one of N/10, each exported to JSON
 Lines and CSV by the command line; peak RSS of each export (it must not grow with the store).
 
-Crawl: a benchmark web (``python -m politecrawl.faces.sandbox``, every host on its own 127.x address,
+Crawl: a benchmark web (``benchmarks/_benchweb.py``, every host on its own 127.x address,
 ~20 KB pages, the servers log every request; its own process, its CPU not counted) is crawled by the
 real crawl (``Crawler.run``: ``--workers`` worker processes and the indexing parent, as ``politecrawl
 crawl`` runs them) for ``--seconds``, without and with ``warc_dir``, interleaved in one invocation:
@@ -55,6 +55,7 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' servers (servers.sites …)
 
 from bench_crawl import answer_end  # noqa: E402
 
@@ -124,8 +125,9 @@ def micro(
         (9, "zlib", ""),
     ),
 ) -> list[dict]:
-    from politecrawl.faces.sandbox_sites import _bench_text
     from politecrawl.net import warc_records
+
+    from servers.sites import _bench_text
 
     rng = random.Random(1)
     bodies = [
@@ -393,8 +395,7 @@ def start_web(args, log: Path) -> tuple[subprocess.Popen, dict]:
     """The benchmark web in its own process (its CPU is not the crawler's), ~20 KB pages."""
     cmd = [
         sys.executable,
-        "-m",
-        "politecrawl.faces.sandbox",
+        str(Path(__file__).resolve().parent / "_benchweb.py"),
         "--hosts",
         str(args.hosts),
         "--first-ip",

@@ -16,9 +16,9 @@ import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl.crawler import Crawler
-from politecrawl.faces.sandbox import Sandbox, SandboxHost
 
 import reliability as _reliability
+from servers.sandbox import Sandbox, SandboxHost
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,9 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import crawl, prose, run_cli
+from servers.sandbox import SandboxHost
 
 
 def page(title: str, body: str = "", links: dict[str, str] | None = None) -> str:

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Sandbox, SandboxHost
-
 from conftest import run_cli
+from servers.sandbox import Sandbox, SandboxHost
 
 
 def error_lines(out: subprocess.CompletedProcess) -> list[str]:

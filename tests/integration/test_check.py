@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import crawl, run_cli
+from servers.sandbox import SandboxHost
 
 
 def page(title: str, links=()) -> str:

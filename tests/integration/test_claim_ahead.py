@@ -12,9 +12,9 @@ import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl import worker as worker_module
-from politecrawl.faces.sandbox import violations
 
 from conftest import run_worker, star_site
+from servers.sandbox import violations
 
 DELAY = 0.5
 #: Wide enough that a claim taken ahead and not waited for is plainly early.

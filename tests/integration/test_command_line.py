@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import NewURL, open_store
 
 from conftest import run_cli, star_site, start_cli
+from servers.sandbox import Reply, SandboxHost
 
 CONTACT = "https://tests.example/bot"
 

@@ -26,10 +26,9 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps
-
 from conftest import REPO, run_cli, start_cli
 from servers.documents import shared_stream_pdf, tiny_pdf
+from servers.sandbox import Reply, SandboxHost, end_to_start_gaps
 
 #: The parse process's CPU budget in the tests that want it hit (wall clock: 3x).
 BUDGET = 2

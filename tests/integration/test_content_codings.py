@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
 from politecrawl.store import open_store
 
 from conftest import crawl
+from servers.sandbox import Reply, SandboxHost
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 HOME = '<html><title>home</title><body>home <a href="/private/secret">s</a> <a href="/open">o</a></body></html>'

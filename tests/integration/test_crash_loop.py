@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Sandbox, SandboxHost, answer_ended, violations
-from politecrawl.faces.sandbox_sites import demo_hosts
 from politecrawl.index import Searcher
 from politecrawl.store import open_store
 
 from conftest import run_cli, start_cli
+from servers.sandbox import Sandbox, SandboxHost, answer_ended, violations
+from servers.sites import demo_hosts
 
 KILLS = 12
 MIN_DELAY = 0.2
@@ -247,7 +247,7 @@ def test_check_command_passes_after_the_crash_loop(crashed):
 
 
 def test_kill_between_recording_and_queueing_the_seeds_loses_nothing(sandbox_factory, tmp_path):
-    from politecrawl.faces.sandbox import SandboxHost
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.45", pages={"/": "<html><title>Seed</title><body>seed page</body></html>"})
     sb = sandbox_factory([host])

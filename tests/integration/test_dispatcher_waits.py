@@ -20,9 +20,9 @@ import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl import worker as worker_module
-from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps
 
 from conftest import run_worker
+from servers.sandbox import Reply, SandboxHost, end_to_start_gaps
 
 #: How long each slow answer takes: the time the dispatcher has to spin in.
 SLOW = 1.0

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
 from politecrawl.policy.hosts import host_key
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
+from servers.sandbox import Reply, SandboxHost
 
 WORDS = (
     "river mountain forest valley meadow harbour lantern orchard quarry meadowlark thistle "

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, violations
 from politecrawl.store import open_store
 
 from conftest import run_cli
+from servers.sandbox import Reply, SandboxHost, violations
 
 PG_ENV = "POLITECRAWL_TEST_PG"
 PG_BASE = os.environ.get(PG_ENV) or None

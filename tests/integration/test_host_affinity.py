@@ -8,11 +8,11 @@ it are what the affinity keeps together."""
 
 from __future__ import annotations
 
-from politecrawl.faces.sandbox import SandboxHost, violations
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.store import open_store
 
 from conftest import crawl, prose
+from servers.sandbox import SandboxHost, violations
 
 HOSTS = 12
 PAGES = 8

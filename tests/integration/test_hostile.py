@@ -25,11 +25,11 @@ import zlib
 import pytest
 from proctree import descendants
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import FetchLogRow, open_store
 
 from conftest import prose
 from servers.raw import http_response, ok_robots_handler, reset
+from servers.sandbox import Reply, SandboxHost
 
 RSS_LIMIT_MB = 400
 CRAWL_TIMEOUT = 90

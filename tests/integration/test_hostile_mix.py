@@ -22,9 +22,9 @@ import zlib
 from test_hostile import RSS_LIMIT_MB, RssWatch, crawl_measured, fetch_log, page, states
 
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
-from politecrawl.faces.sandbox import Reply, SandboxHost
 
 from servers.raw import http_response, ok_robots_handler
+from servers.sandbox import Reply, SandboxHost
 
 #: The whole process tree (the CLI, which indexes, and its worker processes), summed at one instant.
 TREE_LIMIT_MB = 500

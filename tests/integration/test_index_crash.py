@@ -334,7 +334,7 @@ def _index_warnings(caplog) -> list[str]:
 
 def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, db_path):
     """The reported failure: a segment renamed into place just before a kill, in no generation."""
-    from politecrawl.faces.sandbox import SandboxHost
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -354,7 +354,7 @@ def test_crawl_continues_after_a_killed_commit_left_a_segment(sandbox_factory, d
 
 
 def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
-    from politecrawl.faces.sandbox import SandboxHost
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "first"))
     sandbox_factory([host])
@@ -377,8 +377,9 @@ def test_crawl_rebuilds_a_damaged_index(sandbox_factory, db_path, caplog):
 
 def test_crawl_goes_on_when_the_index_cannot_be_written(sandbox_factory, tmp_path, db_path, caplog):
     from politecrawl.crawl.indexing import update_index
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the index folder should be\n")
@@ -406,9 +407,10 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
     import errno
 
     from politecrawl.crawl.indexing import update_index
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.index.synced_files import SyncedFiles
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "disk"))
     sandbox_factory([host])
@@ -445,8 +447,9 @@ def test_update_index_on_a_full_disk_warns_and_catches_up_later(sandbox_factory,
 
 def test_rebuild_gives_the_same_index_and_keeps_foreign_files(sandbox_factory, db_path):
     from politecrawl.crawl.indexing import rebuild_index
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(6, "again"))
     sandbox_factory([host])
@@ -470,8 +473,9 @@ def test_update_index_while_another_writer_holds_the_lock_warns(sandbox_factory,
     import functools
 
     from politecrawl.crawl import indexing
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "locked"))
     sandbox_factory([host])
@@ -509,8 +513,9 @@ def _update_once(db: str, ix: Path) -> None:
 
 def test_update_index_killed_at_every_step_then_resumed(sandbox_factory, tmp_path, db_path, reliability):
     """The whole path a crawl takes (store -> update_index -> commit), killed at each step."""
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(8, "resume"))
     sandbox_factory([host])
@@ -556,9 +561,10 @@ def test_a_full_disk_under_index_and_store_ends_with_the_store_error(sandbox_fac
 
     from politecrawl.crawl.indexing import update_index
     from politecrawl.errors import StoreError
-    from politecrawl.faces.sandbox import SandboxHost
     from politecrawl.index.synced_files import SyncedFiles
     from politecrawl.store import open_store
+
+    from servers.sandbox import SandboxHost
 
     host = SandboxHost("127.0.0.2", pages=_site(3, "full"))
     sandbox_factory([host])

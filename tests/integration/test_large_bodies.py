@@ -8,11 +8,11 @@ import asyncio
 import gzip
 import threading
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.net import fetch
 from politecrawl.net.fetch import Fetcher
 
 from servers.raw import http_response
+from servers.sandbox import Reply, SandboxHost
 
 PAGE = "<html><body>" + "word " * 600_000 + "</body></html>"  # 3 MB
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import crawl, run_cli
+from servers.sandbox import SandboxHost
 
 ARTICLE = (
     "The quokka is a small macropod about the size of a domestic cat. It lives on Rottnest Island "

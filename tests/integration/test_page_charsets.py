@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
 
 from conftest import crawl
+from servers.sandbox import Reply, SandboxHost
 
 PAGES = {
     # path: (the <head>'s extra, the text, the bytes' codec, the Content-Type, the word searched)

@@ -8,11 +8,11 @@ import json
 import sqlite3
 import time
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, answer_ended, violations
-from politecrawl.faces.sandbox import end_to_start_gaps as gaps
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli
+from servers.sandbox import Reply, SandboxHost, answer_ended, violations
+from servers.sandbox import end_to_start_gaps as gaps
 
 
 def page(title: str, links=()) -> str:

@@ -18,11 +18,11 @@ import subprocess
 import sys
 import time
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
 from servers.raw import http_response, ok_robots_handler, reset
+from servers.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 
 
 def page(title: str, links=()) -> str:

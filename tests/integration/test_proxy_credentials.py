@@ -23,9 +23,8 @@ import os
 import aiohttp
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
-
 from conftest import run_cli
+from servers.sandbox import Reply, SandboxHost
 
 SITE_IP, PROXY_IP, META_IP = "127.0.0.51", "127.0.0.52", "127.0.0.99"
 

@@ -7,12 +7,12 @@ import json
 import subprocess
 import time
 
-from politecrawl.faces.sandbox import SandboxHost, end_to_start_gaps
 from politecrawl.store import open_store
 
 from conftest import cli_command, cli_env, crawl, run_cli
 from servers.documents import tiny_pdf
 from servers.raw import http_response, ok_robots_handler
+from servers.sandbox import SandboxHost, end_to_start_gaps
 
 
 def page(title: str, links=(), body: str = "") -> str:
@@ -81,7 +81,7 @@ def test_seeds_from_a_file(sandbox_factory, db_path, tmp_path):
 def test_a_seed_that_redirects_to_another_host_is_crawled_there(sandbox_factory, db_path):
     """example.org -> www.example.org: the default --scope host follows the site where it moved,
     and no further (a link from there to a third host stays out)."""
-    from politecrawl.faces.sandbox import Reply
+    from servers.sandbox import Reply
 
     other = SandboxHost("127.0.0.49", pages={"/": page("Elsewhere")})
     new = SandboxHost(
@@ -231,7 +231,7 @@ def test_a_host_can_be_slowed_down_in_politecrawl_toml_and_never_sped_up(sandbox
 
 
 def test_pdf_and_plain_text_are_indexed_and_a_content_signal_keeps_pages_out(sandbox_factory, db_path, tmp_path):
-    from politecrawl.faces.sandbox import Reply
+    from servers.sandbox import Reply
 
     host = SandboxHost(
         "127.0.0.55",

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.policy.politeness import DelayPolicy
 from politecrawl.store import open_store
 
 from conftest import run_cli, start_cli
+from servers.sandbox import SandboxHost
 
 CONTACT = "https://ops.example.net/our-crawler"
 
@@ -91,7 +91,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory):
-    from politecrawl.faces.sandbox import Sandbox
+    from servers.sandbox import Sandbox
 
     tmp = tmp_path_factory.mktemp("reports")
     db = str(tmp / "crawl.db")

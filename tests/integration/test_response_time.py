@@ -15,12 +15,12 @@ import asyncio
 import time
 
 from politecrawl.config import load_settings
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.net.fetch import Fetcher
 from politecrawl.store import open_store
 
 from conftest import run_worker
 from servers.raw import http_response
+from servers.sandbox import SandboxHost
 
 BODY = b"<html><title>t</title><body>ok</body></html>"
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, answer_ended
 from politecrawl.index import Searcher
 from politecrawl.store import open_store
 
 from conftest import crawl
+from servers.sandbox import Reply, SandboxHost, answer_ended
 
 
 def page(title: str, body: str = "", links=(), head: str = "") -> str:

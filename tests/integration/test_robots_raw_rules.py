@@ -12,9 +12,8 @@ import json
 
 import pytest
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import crawl, run_cli
+from servers.sandbox import SandboxHost
 
 # The links on the home page, as written there (raw and encoded), with the path the server sees.
 BLOCKED = {

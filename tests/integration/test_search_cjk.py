@@ -1,6 +1,6 @@
 """Japanese and Chinese pages are found by the words in them: crawled and searched with the real CLI.
 
-A sandbox host serves twenty real-looking pages (``faces.sandbox_cjk``: ten Japanese, ten Chinese,
+A sandbox host serves twenty real-looking pages (``servers.cjk``: ten Japanese, ten Chinese,
 ``<html lang>`` declared); ``politecrawl crawl`` fetches them, then ``politecrawl search`` (and the
 JSON API of ``politecrawl serve``, for the 120 known-item queries) looks for phrases of 4 to 8
 characters taken from each page's text. The negative controls: the same queries under the analyzer
@@ -18,9 +18,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
-from politecrawl.faces.sandbox_cjk import CJK_PAGES, cjk_host, known_item_queries
-
 from conftest import run_cli, serving
+from servers.cjk import CJK_PAGES, cjk_host, known_item_queries
 
 
 def _crawl(host, db: str) -> None:

@@ -448,9 +448,8 @@ def test_the_page_in_a_real_browser(server, tmp_path, width, height):
 def test_a_crawl_gives_the_index_each_pages_type_language_and_date(sandbox_factory, db_path, tmp_path):
     """The indexer takes kind, language and date from what the crawl stored: the content type,
     ``<html lang>``, and ``Last-Modified`` (else the day of the fetch)."""
-    from politecrawl.faces.sandbox import Reply, SandboxHost
-
     from servers.documents import tiny_pdf
+    from servers.sandbox import Reply, SandboxHost
 
     def page(title: str, lang: str, links=()) -> str:
         anchors = "".join(f'<a href="{u}">{u}</a>' for u in links)

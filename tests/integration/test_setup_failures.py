@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
-
 from conftest import run_cli, start_cli
 from servers.nginx import certificates, conf, free_port, need_nginx, running
+from servers.sandbox import Reply, Sandbox, SandboxHost
 
 TLS_IP = "127.0.0.201"
 LATE_IP = "127.0.0.202"

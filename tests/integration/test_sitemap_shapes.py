@@ -11,11 +11,11 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.index import Searcher
 
 from conftest import crawl, run_cli
 from servers.raw import http_response
+from servers.sandbox import Reply, SandboxHost
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 from politecrawl.index import tokenize
 from politecrawl.store import NewURL, open_store
 
 from conftest import crawl, run_cli, start_cli
 from racer import race as _race  # a module of its own: spawned children must not import conftest
+from servers.sandbox import Reply, SandboxHost, end_to_start_gaps, violations
 
 
 def page(title: str, body: str = "", links=()) -> str:

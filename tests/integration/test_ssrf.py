@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
-
 from conftest import run_cli
+from servers.sandbox import Reply, SandboxHost
 
 SECRET = "metadatasecrettoken"
 META_IP = "127.0.0.99"  # 0x7f000063

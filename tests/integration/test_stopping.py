@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
+from servers.sandbox import Reply, SandboxHost
 
 SLOW = 12.0  # the slow page takes this long to answer: far longer than any stop may take
 

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.store import open_store
 from politecrawl.store import postgres_connection as pg_schema
 from politecrawl.store import sqlite as sqlite_store
 
 from conftest import cli_env
+from servers.sandbox import SandboxHost
 
 RACERS = 8
 #: Stores each open-only race opens per starting state (the issue asks twenty).

@@ -16,10 +16,10 @@ import uuid
 
 import pytest
 
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.store import shown_store
 
 from conftest import run_cli, serving
+from servers.sandbox import SandboxHost
 
 PG_BASE = os.environ.get("POLITECRAWL_TEST_PG") or None
 pytestmark = [

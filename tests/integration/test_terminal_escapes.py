@@ -23,10 +23,10 @@ import select
 import subprocess
 import time
 
-from politecrawl.faces.sandbox import SandboxHost
 from politecrawl.index import Searcher
 
 from conftest import cli_command, cli_env, run_cli
+from servers.sandbox import SandboxHost
 
 ESC, BEL = "\x1b", "\x07"
 ATTACKS = (

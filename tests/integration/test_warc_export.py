@@ -21,11 +21,11 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
 from politecrawl.net.warc import OPEN_SUFFIX, iter_files
 from politecrawl.store import open_store
 
 from conftest import run_cli, start_cli
+from servers.sandbox import Reply, SandboxHost
 
 REPO = Path(__file__).resolve().parents[2]
 

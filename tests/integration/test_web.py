@@ -646,7 +646,7 @@ def test_browser_phone_screenshot(site, tmp_path):
 def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_factory, tmp_path):
     """Read from the store while (and after) a crawl runs: the rate chart, hosts and why they
     wait, what was filtered and why, the latest errors; the same at /api/status."""
-    from politecrawl.faces.sandbox import Reply, SandboxHost
+    from servers.sandbox import Reply, SandboxHost
 
     pages = {
         "/": "<html><title>Home</title><body>"
@@ -676,7 +676,7 @@ def test_status_page_shows_a_live_crawl_rate_hosts_filters_and_errors(sandbox_fa
 def test_browser_renders_the_status_page_with_its_chart_and_hosts(sandbox_factory, tmp_path):
     """The status page as a browser builds it: the rate chart is an SVG element with a line, the
     hosts and the filtered links are visible text, and the page fits a phone's width."""
-    from politecrawl.faces.sandbox import SandboxHost
+    from servers.sandbox import SandboxHost
 
     pages = {
         "/": "<html><title>Home</title><body>"

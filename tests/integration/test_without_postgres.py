@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import run_cli
+from servers.sandbox import SandboxHost
 
 PG_URL = "postgresql://postgres@127.0.0.1:1/nothing-listens-here"
 

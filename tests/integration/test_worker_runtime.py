@@ -1,7 +1,7 @@
 """What a running crawl's processes run with, read from the outside (/proc): each worker's event
 loop is uvloop unless asyncio's own is asked for (Settings.event_loop), its event-loop thread runs
 in short slices at the crawl's own niceness, and the parent's indexer thread runs as batch work
-(crawl.os_scheduler). What these buy is measured by the crawl benchmark's loop-lag histogram, not
+(runtime.cpu_hints). What these buy is measured by the crawl benchmark's loop-lag histogram, not
 here."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from collections.abc import Iterator
 import pytest
 from proctree import descendants
 
-from politecrawl.crawl.os_scheduler import LOOP_SLICE, prefer_prompt_wakeups
-from politecrawl.faces.sandbox import Reply, SandboxHost
+from politecrawl.runtime.cpu_hints import LOOP_SLICE, prefer_prompt_wakeups
 
 from conftest import start_cli
+from servers.sandbox import Reply, SandboxHost
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the processes' state from Linux's /proc")
 

@@ -45,7 +45,7 @@ import re
 import threading
 from urllib.parse import parse_qsl, urlsplit
 
-from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
+from servers.sandbox import Reply, Sandbox, SandboxHost
 
 __all__ = ["KINDS", "TrapSite", "TrapWeb"]
 

@@ -57,7 +57,7 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from politecrawl.faces.sandbox import Reply, Sandbox, SandboxHost
+from servers.sandbox import Reply, Sandbox, SandboxHost
 
 __all__ = ["HOSTS", "TRAPS", "VariedSite", "VariedTrapWeb"]
 

@@ -1,4 +1,4 @@
-"""Settings.event_loop: which event loop the workers run (crawl.pool.run_event_loop)."""
+"""Settings.event_loop: which event loop the workers run (runtime.event_loop.run_event_loop)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import importlib.util
 import pytest
 
 from politecrawl.config import load_settings
-from politecrawl.crawl.pool import run_event_loop
 from politecrawl.errors import ConfigError
+from politecrawl.runtime.event_loop import run_event_loop
 
 
 def test_the_default_is_auto_and_a_wrong_name_is_one_clear_error():

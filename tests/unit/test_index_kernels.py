@@ -677,8 +677,9 @@ def test_cjk_snippets_are_the_same_with_and_without_the_kernels_and_mark_whole_w
     """A long body of Japanese and Chinese (sync points in it) with Latin words among the letters:
     each query's snippet is the same both ways, and marks the query's words whole, also where the
     region the snippet is cut from would start inside the word (``_region_start``)."""
-    from politecrawl.faces.sandbox_cjk import CJK_PAGES
     from politecrawl.index.snippet import make_snippet
+
+    from servers.cjk import CJK_PAGES
 
     paragraphs = [p for _, _, ps in CJK_PAGES.values() for p in ps]
     body = "\n".join(paragraphs * 6) + "\n最後の段落には特別な言葉があります。"

@@ -6,6 +6,8 @@ import is still a dependency) and checks who may import whom:
 
 * the base (``errors``, ``config``, ``logs``, ``_version``) imports nothing of the package but
   itself;
+* ``runtime`` (the event loop, its lag, turns, the garbage collector, the CPU scheduler hints)
+  sits at the base beside it: it imports only the base, and every folder may import it;
 * the pure folders (``content``, ``policy``, ``patterns``) and ``net`` import only the base
   (and modules of their own folder);
 * ``index`` imports only the base: the search engine knows nothing of crawling;
@@ -33,6 +35,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "politecrawl"
 
 BASE = {"politecrawl.errors", "politecrawl.config", "politecrawl.logs", "politecrawl._version"}
+#: Folders at the base beside BASE: every folder may import them (what they may import is MAY_IMPORT's).
+BASE_FOLDERS = {"runtime"}
 #: The package's own entry points sit above every layer: ``open_search`` and ``python -m``.
 ENTRY_POINTS = {"politecrawl", "politecrawl.__main__"}
 BACKENDS = {"politecrawl.store.sqlite", "politecrawl.store.postgres"}
@@ -73,6 +77,7 @@ LONG_FUNCTIONS: dict[str, int] = {
 
 #: Folder -> the folders (besides the base and itself) it may import; None: no such limit.
 MAY_IMPORT: dict[str, set[str] | None] = {
+    "runtime": set(),
     "content": set(),
     "policy": set(),
     "patterns": set(),
@@ -145,7 +150,7 @@ def violations(module: str, imported: set[str]) -> list[str]:
         if theirs is None:  # the package itself (``from politecrawl import x``): its entry points
             wrong.append(f"{module} imports {target}, the package's entry point")
             continue
-        if theirs == mine:
+        if theirs == mine or theirs in BASE_FOLDERS:
             continue
         allowed = MAY_IMPORT.get(mine or "", None)
         if allowed is not None and theirs not in allowed:
@@ -180,6 +185,8 @@ def test_imports_go_one_way():
         ("politecrawl.store.postgres", "from .sqlite import NEAR\n", "backend"),
         ("politecrawl.index.search", "from politecrawl.store import open\n", "imports politecrawl.store"),
         ("politecrawl.config", "from politecrawl.policy import urls\n", "is the base"),
+        ("politecrawl.config", "from politecrawl.runtime import turns\n", "is the base"),
+        ("politecrawl.runtime.turns", "from politecrawl.store import Claim\n", "imports politecrawl.store"),
     ],
 )
 def test_each_rule_catches_its_violation(module, source, complaint):
@@ -198,6 +205,8 @@ def test_allowed_imports_pass():
         ("politecrawl.faces.cli", "from politecrawl.crawl import crawler\n"),
         ("politecrawl.store.open", "from . import sqlite\n"),
         ("politecrawl.policy.scope", "from politecrawl.config import Settings\nfrom . import urls\n"),
+        ("politecrawl.index.writer", "from politecrawl.runtime.collector import tune_gc\n"),
+        ("politecrawl.net.fetch", "from politecrawl.runtime.loop_lag import LoopLag\n"),
     ]:
         assert violations(module, _existing(imports_of(source, module), modules)) == []
 

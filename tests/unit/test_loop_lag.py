@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from politecrawl.net.fetch import LoopLag
+from politecrawl.runtime.loop_lag import LoopLag
 
 
 def _stalls(seconds: list[float], gap: float) -> tuple[float, list[float], float]:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from politecrawl.store import LoopLagHistogram
+from politecrawl.runtime.loop_lag import LoopLagHistogram
 
 
 @pytest.mark.parametrize("ms", [0.0, 0.5, 1.0, 1.3, 2.0, 6.0, 9.0, 9.99, 10.0, 15.9, 16.0, 31.0, 1000.0, 30_000.0])

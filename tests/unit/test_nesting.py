@@ -18,7 +18,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from politecrawl.content import maintext, nesting, parse
 from politecrawl.content.parse import parse_html
-from politecrawl.faces.sandbox_sites import bench_hosts
+
+from servers.sites import bench_hosts
 
 N = 100_000
 HOSTILE = {

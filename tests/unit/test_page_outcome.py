@@ -11,9 +11,10 @@ import pytest
 from politecrawl.config import load_settings
 from politecrawl.crawl.budget import PageBudget
 from politecrawl.crawl.worker import Worker
-from politecrawl.net.fetch import FetchResult, LoopLag
+from politecrawl.net.fetch import FetchResult
 from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.scope import CrawlScope
+from politecrawl.runtime.loop_lag import LoopLag
 from politecrawl.store import Claim, ClaimKind, HostRobots, Outcome, URLKind, open_store
 
 H = "http://a.test"

@@ -19,7 +19,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from politecrawl.content import compiled, maintext, treetext
 from politecrawl.content.nesting import INLINE_LOAD_LIMIT, scan
 from politecrawl.content.parse import Page, parse_html
-from politecrawl.faces.sandbox_sites import bench_hosts
+
+from servers.sites import bench_hosts
 
 needs_walk = pytest.mark.skipif(
     maintext._INLINE_IDS is None, reason="the compiled walk does not run here (not built, or turned off)"

@@ -1,4 +1,4 @@
-"""``crawl.turns.Turns``: a worker's CPU-heavy steps run one per turn of its event loop."""
+"""``runtime.turns.Turns``: a worker's CPU-heavy steps run one per turn of its event loop."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from politecrawl.crawl.turns import Turns
+from politecrawl.runtime.turns import Turns
 
 
 def _turns_between_steps(run_steps) -> list[int]:

@@ -25,11 +25,11 @@ from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.scope import CrawlScope, check_contact, check_user_agent, prepare_seeds
+from politecrawl.runtime.cpu_hints import run_as_batch
 from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
-from .os_scheduler import run_as_batch
 from .pool import StopSignal, _pid_alive, run_workers
 from .seed_networks import with_seed_networks
 
@@ -347,7 +347,7 @@ class Crawler:
             # The index is updated on a thread of the parent at the crawl's own CPU priority: a crawl
             # that outruns its index on a busy machine only piles up work (at a lower priority the
             # index fell minutes behind a saturated crawl). It runs as batch work, so its wake-ups
-            # never make a worker's event loop wait for a core (crawl.os_scheduler). Told to stop,
+            # never make a worker's event loop wait for a core (runtime.cpu_hints). Told to stop,
             # an update ends within a batch.
             indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indexer", initializer=run_as_batch)
             indexing: list[Future] = []

@@ -29,12 +29,12 @@ from politecrawl.policy.hosts import host_key
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.sitemap_scope import entry_allowed, nested_allowed
+from politecrawl.runtime.turns import Turns
 from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
 from .budget import PageBudget
 from .robots_gate import SITEMAP_PRIORITY
 from .sandboxed_extract import OverBudget, SandboxedExtractor
-from .turns import Turns
 
 __all__ = ["PageHandler", "unwanted_start", "wanted_type"]
 

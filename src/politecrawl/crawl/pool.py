@@ -16,27 +16,23 @@ import resource
 import signal
 import sys
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Callable
 
 from politecrawl.config import Settings
 from politecrawl.errors import PolitecrawlError, StoreError
 from politecrawl.logs import LOG_LEVEL_ENV, setup_logging
 from politecrawl.policy.scope import CrawlScope
+from politecrawl.runtime.cpu_hints import prefer_prompt_wakeups
+from politecrawl.runtime.event_loop import GIL_SWITCH_INTERVAL, run_event_loop
+from politecrawl.runtime.loop_lag import LoopLag
 from politecrawl.store import HostAffinity, Store, is_postgres_url, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, process_anchor
-
-from .os_scheduler import prefer_prompt_wakeups
-
-if TYPE_CHECKING:  # the parent never loads the HTTP client (the workers' entry point does)
-    from politecrawl.net.fetch import LoopLag
 
 __all__ = [
     "AFFINITY_GRACE",
     "StopSignal",
     "WorkersResult",
-    "run_event_loop",
     "run_workers",
     "share_of_hosts",
 ]
@@ -85,13 +81,6 @@ STOP_GRACE = 3.0
 #: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
 STORE_PATIENCE = 60.0
 
-#: Seconds a worker process's threads may hold the GIL while another waits for it (Python's
-#: default: 5 ms). A worker's store calls run on a store thread (crawl.worker); the event loop
-#: waiting up to 5 ms for the GIL at each of its turns while that thread runs Python made the
-#: loop late for its sockets and timers. More hand-overs cost a little CPU, only while both
-#: threads want to run.
-GIL_SWITCH_INTERVAL = 0.001
-
 
 def _raise_open_files_limit() -> None:
     """A worker keeps a connection alive to each host it crawls: with thousands of hosts the
@@ -139,7 +128,7 @@ def _worker_process(
     if clock is not None:
         adopt(clock)  # the crawl's processes read one clock (store.clock)
     # The workers run at the crawl's own niceness, as equals of the indexing parent: their event
-    # loops ask to be woken promptly and the indexer runs as batch work instead (crawl.os_scheduler).
+    # loops ask to be woken promptly and the indexer runs as batch work instead (runtime.cpu_hints).
     prefer_prompt_wakeups()  # this thread runs the event loop; the threads it starts inherit it
     _raise_open_files_limit()
     level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
@@ -154,22 +143,6 @@ def _worker_process(
         else:
             print(f"politecrawl: worker {os.getpid()}: error: {exc}", file=sys.stderr, flush=True)
         sys.exit(3)
-
-
-def run_event_loop(choice: str, main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on the event loop ``choice`` names (``Settings.event_loop``): uvloop unless
-    asyncio's own is asked for or uvloop is not installed. Measured on the crawl benchmark at
-    1,000 hosts, uvloop's compiled turns left the loop late for its ticks less often than
-    asyncio's (docs/benchmarks.md), for the same CPU a page."""
-    if choice != "asyncio":
-        try:
-            import uvloop
-        except ImportError:  # auto where it is not installed (the settings refuse "uvloop" then)
-            pass
-        else:
-            uvloop.run(main)
-            return
-    asyncio.run(main)
 
 
 async def _open_store_patiently(db: str) -> Store:
@@ -203,14 +176,14 @@ async def _worker_async(
     from politecrawl.net.fetch import Fetcher
     from politecrawl.net.warc import WarcWriter
     from politecrawl.policy.addresses import AddressPolicy
+    from politecrawl.runtime.collector import tune_gc
 
     from .budget import PageBudget
-    from .gc_policy import tune_gc
     from .worker import Worker
 
     store = await _open_store_patiently(settings.db)
     store.defer_upkeep()  # the crawl's parent keeps it (Crawler.run): never on this loop
-    tune_gc()  # everything is imported and open: see crawl.gc_policy
+    tune_gc()  # everything is imported and open: see runtime.collector
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -40,13 +40,14 @@ from politecrawl.policy.response import URLOutcome
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
+from politecrawl.runtime.loop_lag import LoopLagHistogram
+from politecrawl.runtime.turns import Turns
 from politecrawl.store import (
     LOOP_LAG_META,
     Claim,
     ClaimKind,
     FetchLogEntry,
     HostAffinity,
-    LoopLagHistogram,
     Outcome,
     Store,
     URLKind,
@@ -59,7 +60,6 @@ from .pool import STOP_GRACE, STORE_PATIENCE
 from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
 from .robots_gate import RobotsGate
 from .sandboxed_extract import ExtractBudget, SandboxedExtractor
-from .turns import Turns
 
 __all__ = [
     "Worker",

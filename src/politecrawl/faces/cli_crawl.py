@@ -25,7 +25,7 @@ def _signal_exit(signum: int) -> int:
 def _run_with_progress(crawler, seeds, *, quiet: bool, received: list[int] | None = None, **run_kwargs: Any):
     """Run a crawl with its progress display; Ctrl-C / SIGTERM finish the requests in flight, then
     stop (the signals received are appended to ``received``)."""
-    from politecrawl.crawl.gc_policy import tune_gc
+    from politecrawl.runtime.collector import tune_gc
 
     from .progress import Progress
 
@@ -40,7 +40,7 @@ def _run_with_progress(crawler, seeds, *, quiet: bool, received: list[int] | Non
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    tune_gc()  # this process indexes while the crawl runs: see crawl.gc_policy
+    tune_gc()  # this process indexes while the crawl runs: see runtime.collector
     with progress:
         # "crawl started" once the crawl is judged: a refused crawl prints only why (on_start).
         if progress.interval is None:  # -q: no figures to count

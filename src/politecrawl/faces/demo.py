@@ -12,17 +12,16 @@ from politecrawl.crawl.crawler import Crawler
 from politecrawl.crawl.indexing import index_dir_for
 from politecrawl.index import Searcher
 
+from .demo_web import DemoWeb, demo_sites
 from .progress import Progress
-from .sandbox import Sandbox
-from .sandbox_sites import demo_hosts
 from .words import human_duration, plural
 
 __all__ = ["run_demo"]
 
 
 def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost telescope") -> None:
-    hosts = demo_hosts(n_hosts=n_hosts, pages_per_host=10, crawl_delay_host=1, crawl_delay=1.0)
-    with tempfile.TemporaryDirectory(prefix="politecrawl-demo-") as tmp, Sandbox(hosts, max_seconds=300) as sandbox:
+    hosts = demo_sites(n_hosts=n_hosts, pages_per_host=10, crawl_delay_host=1, crawl_delay=1.0)
+    with tempfile.TemporaryDirectory(prefix="politecrawl-demo-") as tmp, DemoWeb(hosts, max_seconds=300) as web:
         db_path = db or str(Path(tmp) / "demo.db")
         click.echo(f"sandbox web: {len(hosts)} hosts on loopback — " + ", ".join(h.base for h in hosts))
         click.echo("  host 1 asks for Crawl-delay: 1; host 0 disallows /private/\n")
@@ -37,7 +36,7 @@ def run_demo(*, db: str | None = None, n_hosts: int = 4, query: str = "compost t
             f"{plural(report.requests, 'request')} in {human_duration(report.seconds)}; {s.disallowed} "
             f"disallowed by robots.txt, {report.indexed or 0} indexed"
         )
-        private = [r for r in sandbox.log if r.path.startswith("/private/")]
+        private = [path for path in web.paths if path.startswith("/private/")]
         click.echo(f"requests to disallowed paths seen by the servers: {len(private)}")
         searcher = Searcher(index_dir_for(settings))
         click.echo(f"\nsearch: {query!r}")

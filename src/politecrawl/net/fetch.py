@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Callable, Self
 import aiohttp
 from yarl import URL
 
+from politecrawl.runtime.loop_lag import LoopLag
+
 from .codings import UndecodableBody, decode, left_on_body
 from .egress import ANY_ADDRESS, Egress, refusal_of
 
 if TYPE_CHECKING:
     from politecrawl.config import Settings
 
-__all__ = ["FetchResult", "Fetcher", "LoopLag", "ACCEPT_ENCODING", "SNIFF_BYTES"]
+__all__ = ["FetchResult", "Fetcher", "ACCEPT_ENCODING", "SNIFF_BYTES"]
 
 
 def _accept_encoding() -> str:
@@ -156,65 +158,6 @@ def _connect_failure(exc: Exception) -> str:
     if isinstance(os_error, ConnectionRefusedError) or getattr(os_error, "errno", None) == errno.ECONNREFUSED:
         return "refused"
     return "unreachable"
-
-
-class LoopLag:
-    """How late the running event loop is: a ticker that asks to run every ``interval`` seconds
-    and notes how much later it ran.
-
-    A response's headers are read by a callback of this loop, so a busy worker (hundreds of hosts
-    in flight on a saturated CPU) measures every server as slow by however long its callbacks
-    wait. The adaptive delay (10 × the response time) would then slow every host down for the
-    crawler's own backlog. How late the ticks ran while a request was open is that backlog;
-    ``FetchResult.loop_lag`` keeps it beside the raw measure, and the fetch log keeps both.
-    """
-
-    def __init__(self, interval: float = 0.05) -> None:
-        self.interval = interval
-        #: Called with each tick's lateness in seconds (the worker's loop-lag histogram).
-        self.observer: Callable[[float], None] | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self._due = 0.0
-        self._late_total = 0.0  # the lateness of every tick that has run, summed
-        #: How late the loop runs lately: a moving average of the ticks' lateness (a fifth each).
-        self.recent = 0.0
-
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._due = loop.time() + self.interval
-        self._handle = loop.call_at(self._due, self._tick)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        late = max(0.0, now - self._due)
-        self._late_total += late
-        self.recent += 0.2 * (late - self.recent)
-        if self.observer is not None:
-            self.observer(late)
-        self._due = now + self.interval
-        self._handle = loop.call_at(self._due, self._tick)
-
-    def mark(self) -> float:
-        """The loop's lateness so far, summed (a clock that runs only while the loop is late):
-        ``since(mark())`` at the end of a request is how late the loop ran meanwhile."""
-        if self._handle is None:
-            return 0.0
-        # The next tick is overdue by now - due: that part of its lateness has already happened.
-        return self._late_total + max(0.0, asyncio.get_running_loop().time() - self._due)
-
-    def since(self, mark: float) -> float:
-        """How late the loop ran since ``mark`` (from ``mark()``): every late stretch in between,
-        summed. A request open across several stalls, a tick running between them, was late by
-        all of them; the largest alone would leave the rest counted as the server's time."""
-        if self._handle is None:
-            return 0.0
-        return max(0.0, self.mark() - mark)
 
 
 class Fetcher:

@@ -35,12 +35,11 @@ from .api import (
     URLKind,
     YieldCheck,
 )
-from .loop_lag import LOOP_LAG_META, LoopLagHistogram
+from .loop_lag import LOOP_LAG_META
 from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_postgres_driver, shown_store
 
 __all__ = [
     "LOOP_LAG_META",
-    "LoopLagHistogram",
     "Activity",
     "ExportPage",
     "FetchLogRow",

@@ -1,4 +1,4 @@
-"""Japanese and Chinese pages for the sandbox: what the search's CJK tests and benchmark crawl.
+"""Japanese and Chinese pages for the tests' sandbox: what the search's CJK tests and benchmark crawl.
 
 ``CJK_PAGES`` are twenty short pages (ten Japanese, ten Chinese) of ordinary prose: cities,
 landscapes, food, seasons, and Python documentation in the style of a tutorial, so that pages share

@@ -1,11 +1,17 @@
-"""The benchmark web's hosts as the crawl benchmark asks for them (``bench_hosts``)."""
+"""The benchmark web's hosts as the crawl benchmark asks for them (``bench_hosts``), and the
+command that serves them (benchmarks/_benchweb.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from politecrawl.faces import sandbox
-from politecrawl.faces.sandbox_sites import answer_range, bench_hosts
+from servers.sites import answer_range, bench_hosts
+
+BENCHWEB = Path(__file__).resolve().parents[2] / "benchmarks" / "_benchweb.py"
 
 
 def test_answer_seconds_gives_each_host_its_own_time_in_the_range():
@@ -23,11 +29,12 @@ def test_slow_hosts_keep_their_slow_delay_and_loopback_answers_at_once_by_defaul
     assert all(h.delay == 0.0 for h in bench_hosts(10))
 
 
-def test_the_sandbox_command_refuses_a_malformed_answer_range(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exit_:
-        sandbox._main(["--hosts", "1", "--answer-ms", "fast", "--log", str(tmp_path / "log")])
-    assert exit_.value.code == 2
-    assert "--answer-ms: expected LO-HI in milliseconds" in capsys.readouterr().err
+def test_the_benchmark_web_command_refuses_a_malformed_answer_range(tmp_path):
+    command = [sys.executable, str(BENCHWEB), "--hosts", "1", "--answer-ms", "fast", "--log", str(tmp_path / "log")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "--answer-ms: expected LO-HI in milliseconds" in out.stderr
+    assert not (tmp_path / "log").exists()  # refused before it served anything
 
 
 def test_answer_range_reads_milliseconds_low_first():

@@ -1,4 +1,4 @@
-"""``crawl.gc_policy.tune_gc``: a crawl process's collector, set once it has started up (run in a
+"""``runtime.collector.tune_gc``: a crawl process's collector, set once it has started up (run in a
 child process: the test process keeps CPython's defaults)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 CHECK = """
 import gc
-from politecrawl.crawl.gc_policy import GC_THRESHOLDS, tune_gc
+from politecrawl.runtime.collector import GC_THRESHOLDS, tune_gc
 before = gc.get_threshold()
 tune_gc()
 assert before == (700, 10, 10), before

@@ -1,11 +1,12 @@
-"""A small web on loopback: several hosts on distinct 127.x addresses that log every request.
+"""The politeness judge: a small web on loopback (several hosts on distinct 127.x addresses) that
+logs every request, and what a host would complain about in that log.
 
-Used by ``politecrawl demo``, the tests and the benchmarks. Each ``SandboxHost``
-serves its own robots.txt and pages; the ``Sandbox`` runs them all on one
-aiohttp server loop in a background thread and records every request with
-its start and end time and the client's connection, so tests can assert on
-what the hosts *received* (docs/architecture.md, "Checking from the outside").
-The sites it serves for the demo and the benchmarks are made in ``sandbox_sites``.
+Used by the tests and the benchmarks. Each ``SandboxHost`` serves its own robots.txt and pages;
+the ``Sandbox`` runs them all on one aiohttp server loop in a background thread and records every
+request with its start and end time and the client's connection, so tests can assert on what the
+hosts *received* (docs/architecture.md, "Checking from the outside"): ``end_to_start_gaps``,
+``violations``. The sites it serves for the tests and the benchmarks are made in ``servers.sites``
+and ``servers.cjk``; ``politecrawl demo`` serves its own small web (``politecrawl.faces.demo_web``).
 
 Only 127.0.0.0/8 addresses are accepted: the sandbox never listens elsewhere.
 """
@@ -299,81 +300,3 @@ def violations(records: list[RequestRecord], min_gap: float, *, tolerance: float
             open_now += delta
             max_open = max(max_open, open_now)
     return {"short_gaps": short_gaps, "max_open_per_host": max_open}
-
-
-def _main(argv: list[str] | None = None) -> None:
-    """``python -m politecrawl.faces.sandbox``: serve a benchmark web in its own process.
-
-    Prints one JSON line with the hosts' base URLs when ready; on SIGTERM or after --seconds,
-    writes the request log (JSON lines) to --log and exits.
-    """
-    import argparse
-    import json
-    import signal as _signal
-    import sys
-
-    from .sandbox_sites import answer_range, bench_hosts  # here, not at the top: sandbox_sites builds on this module
-
-    ap = argparse.ArgumentParser(prog="python -m politecrawl.faces.sandbox")
-    ap.add_argument("--hosts", type=int, default=200)
-    ap.add_argument("--first-ip", default="127.0.1.1")
-    ap.add_argument("--seconds", type=float, default=300)
-    ap.add_argument("--slow-every", type=int, default=0)
-    ap.add_argument("--slow-delay", type=float, default=0.2)
-    ap.add_argument(
-        "--answer-ms", metavar="LO-HI", help="every other host answers after its own time in [LO, HI] ms (e.g. 100-300)"
-    )
-    ap.add_argument("--throttle-every", type=int, default=0)
-    ap.add_argument("--page-bytes", type=int, default=20_000)
-    ap.add_argument(
-        "--realistic-pages",
-        action="store_true",
-        help="pages like the web's: 10-30 KB of varied markup, 6-30 links, some off-host "
-        "(--page-bytes is then not used)",
-    )
-    ap.add_argument("--log", required=True)
-    args = ap.parse_args(argv)
-    answer = None
-    if args.answer_ms:
-        try:
-            answer = answer_range(args.answer_ms)
-        except ValueError:
-            ap.error(f"--answer-ms: expected LO-HI in milliseconds (e.g. 100-300), got {args.answer_ms!r}")
-    hosts = bench_hosts(
-        args.hosts,
-        first_ip=args.first_ip,
-        slow_every=args.slow_every,
-        slow_delay=args.slow_delay,
-        throttle_every=args.throttle_every,
-        page_bytes=args.page_bytes,
-        realistic=args.realistic_pages,
-        answer_seconds=answer,
-    )
-    sb = Sandbox(hosts, max_seconds=args.seconds)
-    sb.start()
-    done = threading.Event()
-    _signal.signal(_signal.SIGTERM, lambda *_: done.set())
-    print(json.dumps({"hosts": [h.base for h in hosts], "delays": [h.delay for h in hosts]}), flush=True)
-    done.wait(args.seconds)
-    sb.stop()
-    with open(args.log, "w") as fh:
-        for r in sb.requests():
-            fh.write(
-                json.dumps(
-                    {
-                        "host": r.host,
-                        "path": r.path,
-                        "started": r.started,
-                        "sending": r.sending,
-                        "ended": r.ended,
-                        "status": r.status,
-                        "bytes": r.bytes,
-                    }
-                )
-                + "\n"
-            )
-    sys.exit(0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _main()

@@ -1,6 +1,6 @@
-"""The sites the sandbox serves: ``demo_hosts``, a few interlinked real-looking sites (the demo,
-the tests), and ``bench_hosts``, endless sites for the benchmarks, their pages optionally like
-the web's (``RealisticPages``).
+"""The sites the tests' sandbox serves: ``demo_hosts``, the demo's small web
+(``politecrawl.faces.demo_web``) as sandbox hosts, and ``bench_hosts``, endless sites for the
+benchmarks, their pages optionally like the web's (``RealisticPages``).
 """
 
 from __future__ import annotations
@@ -8,101 +8,32 @@ from __future__ import annotations
 import ipaddress
 import random
 
+from politecrawl.faces.demo_web import COMMON_WORDS as _COMMON
+from politecrawl.faces.demo_web import TOPICS as _TOPICS
+from politecrawl.faces.demo_web import DemoSite, demo_sites, link_sites
+
 from .sandbox import Handler, Reply, SandboxHost
 
 __all__ = ["RealisticPages", "answer_range", "bench_hosts", "demo_hosts"]
 
 
 # --------------------------------------------------------------------------- the demo web
-_TOPICS = {
-    "gardening": "soil compost seedlings tomato basil watering mulch pruning roses harvest greenhouse",
-    "astronomy": "telescope galaxy nebula orbit planet comet eclipse observatory stars jupiter saturn",
-    "cooking": "recipe bread oven flour butter garlic simmer sauce pasta roast spices kitchen",
-    "cycling": "bicycle gears chain saddle route climb helmet tyres commute mountain touring",
-    "music": "guitar piano melody chord rhythm concert orchestra jazz harmony violin tempo",
-}
-_COMMON = (
-    "the a of and to in is for on with that this as are by from it at be an or guide notes "
-    "about how why our your more new best simple practical tips"
-).split()
+def demo_hosts(n_hosts: int = 4, pages_per_host: int = 10, **kw) -> list[SandboxHost]:
+    """The demo's sites (``demo_sites``, the same arguments) as sandbox hosts, for tests that judge
+    a crawl of them by what the servers received."""
+    sites = demo_sites(n_hosts, pages_per_host, **kw)
+    hosts = [SandboxHost(site.ip, robots=site.robots) for site in sites]
 
-
-def _paragraph(rng: random.Random, words: list[str], n: int) -> str:
-    out = []
-    for _ in range(n):
-        out.append(rng.choice(words) if rng.random() < 0.45 else rng.choice(_COMMON))
-    return " ".join(out).capitalize() + "."
-
-
-def demo_hosts(
-    n_hosts: int = 4,
-    pages_per_host: int = 10,
-    *,
-    seed: int = 7,
-    crawl_delay_host: int | None = 1,
-    crawl_delay: float = 1.0,
-    first_ip: int = 2,
-    cross_links: bool = True,
-) -> list[SandboxHost]:
-    """Real-looking interlinked sites on 127.0.0.<first_ip>…, each with its own robots.txt.
-
-    Host 0 disallows ``/private/``; host ``crawl_delay_host`` asks for a Crawl-delay.
-    Cross-host links point at the other hosts' home pages; ports are known only after start,
-    so links are written as ``{host:i}`` and filled in by a handler at request time.
-    """
-    rng = random.Random(seed)
-    topics = list(_TOPICS)
-    hosts: list[SandboxHost] = []
-    for i in range(n_hosts):
-        topic = topics[i % len(topics)]
-        words = _TOPICS[topic].split()
-        pages: dict[str, str] = {}
-        names = [f"/{topic}/{w}-{j}.html" for j, w in enumerate(rng.sample(words * 3, pages_per_host - 1))]
-        all_paths = ["/"] + names
-        for path in all_paths:
-            title = (
-                f"{topic.title()} — home"
-                if path == "/"
-                else f"{path.rsplit('/', 1)[1].split('-')[0].title()} {topic} notes"
-            )
-            links = rng.sample(all_paths, min(4, len(all_paths)))
-            if path == "/":
-                links = all_paths[1:]
-            anchors = "".join(f'<li><a href="{l}">{l.strip("/") or "home"}</a></li>' for l in links)
-            if cross_links and n_hosts > 1:
-                other = (i + 1) % n_hosts
-                anchors += f'<li><a href="{{host:{other}}}/">our friends</a></li>'
-            if i == 0 and path == "/":
-                anchors += '<li><a href="/private/admin.html">admin</a></li>'
-            body = " ".join(f"<p>{_paragraph(rng, words, 40)}</p>" for _ in range(4))
-            pages[path] = (
-                f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>"
-                f"<body><nav><ul>{anchors}</ul></nav><article><h1>{title}</h1>{body}</article>"
-                f"<script>var tracking = 'not text';</script></body></html>"
-            )
-        if i == 0:
-            pages["/private/admin.html"] = "<html><title>secret</title><body>never crawl me</body></html>"
-        robots = "User-agent: *\nDisallow: /private/\n" if i == 0 else "User-agent: *\nAllow: /\n"
-        if crawl_delay_host is not None and i == crawl_delay_host:
-            robots = f"User-agent: *\nCrawl-delay: {crawl_delay}\nDisallow: /private/\n"
-        hosts.append(SandboxHost(f"127.0.0.{first_ip + i}", robots=robots, pages={}))
-        hosts[-1]._raw_pages = pages  # type: ignore[attr-defined]
-
-    def make_handler(h: SandboxHost) -> Handler:
+    def make_handler(site: DemoSite) -> Handler:
         def handler(path: str) -> Reply | None:
-            if path == "/robots.txt":
-                return None
-            raw = h._raw_pages.get(path)  # type: ignore[attr-defined]
-            if raw is None:
-                return None
-            for j, other in enumerate(hosts):
-                raw = raw.replace(f"{{host:{j}}}", other.base)
-            return Reply(body=raw)
+            page = site.pages.get(path) if path != "/robots.txt" else None
+            return None if page is None else Reply(body=link_sites(page, [h.base for h in hosts]))
 
         return handler
 
-    for h in hosts:
-        h.handler = make_handler(h)
+    for site, host in zip(sites, hosts):
+        host.handler = make_handler(site)
+        host._raw_pages = site.pages  # type: ignore[attr-defined]  # what a test expects crawled
     return hosts
 
 

@@ -1,4 +1,4 @@
-"""crawl.os_scheduler: the scheduler hints a worker's loop thread and the indexer ask for."""
+"""runtime.cpu_hints: the scheduler hints a worker's loop thread and the indexer ask for."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from politecrawl.crawl import os_scheduler
+from politecrawl.runtime import cpu_hints
 
 
 def _in_a_thread(fn):
@@ -28,26 +28,26 @@ def _in_a_thread(fn):
 )
 def test_a_thread_gets_the_slice_it_asks_for_and_threads_it_starts_inherit_it():
     def ask():
-        before = os_scheduler.thread_slice()
-        granted = os_scheduler.prefer_prompt_wakeups(0.0005)
-        child = _in_a_thread(os_scheduler.thread_slice)
-        return before, granted, os_scheduler.thread_slice(), child
+        before = cpu_hints.thread_slice()
+        granted = cpu_hints.prefer_prompt_wakeups(0.0005)
+        child = _in_a_thread(cpu_hints.thread_slice)
+        return before, granted, cpu_hints.thread_slice(), child
 
     before, granted, after, child = _in_a_thread(ask)  # not this test process's own thread
     assert granted is True
     assert before != 0.0005 and after == 0.0005 and child == 0.0005
-    assert os_scheduler.thread_slice() != 0.0005  # the calling thread only
+    assert cpu_hints.thread_slice() != 0.0005  # the calling thread only
 
 
 def test_an_impossible_slice_is_refused_not_raised():
     # The kernel takes 0.1 to 100 ms; anything else is an error it reports, which is False here.
-    assert _in_a_thread(lambda: os_scheduler.prefer_prompt_wakeups(10.0)) is False
+    assert _in_a_thread(lambda: cpu_hints.prefer_prompt_wakeups(10.0)) is False
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="no SCHED_BATCH on this system")
 def test_the_indexer_runs_as_batch_work_at_its_own_niceness():
     def batch():
-        ok = os_scheduler.run_as_batch()
+        ok = cpu_hints.run_as_batch()
         return ok, os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
 
     ok, policy, nice = _in_a_thread(batch)
@@ -57,9 +57,9 @@ def test_the_indexer_runs_as_batch_work_at_its_own_niceness():
 
 
 def test_elsewhere_the_hints_do_nothing(monkeypatch):
-    monkeypatch.setattr(os_scheduler.platform, "machine", lambda: "sparc64")
-    assert os_scheduler.prefer_prompt_wakeups() is False
-    assert os_scheduler.thread_slice() is None
+    monkeypatch.setattr(cpu_hints.platform, "machine", lambda: "sparc64")
+    assert cpu_hints.prefer_prompt_wakeups() is False
+    assert cpu_hints.thread_slice() is None
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="no SCHED_IDLE on this system")
@@ -68,7 +68,7 @@ def test_a_crawl_started_under_another_policy_keeps_it():
     # leave an idle thread idle, and a batch thread batch.
     def idle():
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        asked = (os_scheduler.prefer_prompt_wakeups(0.0005), os_scheduler.run_as_batch())
+        asked = (cpu_hints.prefer_prompt_wakeups(0.0005), cpu_hints.run_as_batch())
         return asked, os.sched_getscheduler(0)
 
     asked, policy = _in_a_thread(idle)
@@ -76,7 +76,7 @@ def test_a_crawl_started_under_another_policy_keeps_it():
 
     def batch():
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-        os_scheduler.prefer_prompt_wakeups(0.0005)
+        cpu_hints.prefer_prompt_wakeups(0.0005)
         return os.sched_getscheduler(0)
 
     assert _in_a_thread(batch) == os.SCHED_BATCH
@@ -85,6 +85,6 @@ def test_a_crawl_started_under_another_policy_keeps_it():
 def test_a_32_bit_python_asks_for_nothing(monkeypatch):
     # platform.machine() names the kernel's architecture; a 32-bit Python on a 64-bit kernel has
     # the 32-bit system-call table, where these numbers are other calls.
-    monkeypatch.setattr(os_scheduler.ctypes, "sizeof", lambda _type: 4)
-    assert os_scheduler.prefer_prompt_wakeups() is False
-    assert os_scheduler.thread_slice() is None
+    monkeypatch.setattr(cpu_hints.ctypes, "sizeof", lambda _type: 4)
+    assert cpu_hints.prefer_prompt_wakeups() is False
+    assert cpu_hints.thread_slice() is None
