@@ -14,6 +14,7 @@ from .release import insert_fetch_log
 
 __all__ = ["PostgresRelease"]
 
+
 class PostgresRelease(PostgresConnection):
     """The release of ``PostgresStore``."""
 
