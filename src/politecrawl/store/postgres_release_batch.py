@@ -1,12 +1,12 @@
 """The PostgreSQL store's release: one or several claims' releases in one transaction.
 
-Every release is written here; one alone is a batch of one. Most of the database's time per
-page is the fixed cost of each statement and commit. A batch pays it once for the parts every
-release has: one statement locks every host of the batch; one writes the URL states and fetch log rows of all its releases
-(arrays unnested into rows), queues the new links of all its pages and takes the seqs of all its
-pages; each page is then its own statement (its duplicate checks must see the pages written
-before it, the batch's own included); last, one statement per shape of update (the SET list a
-release needs; usually one shape for a whole batch) writes the host rows.
+Every release is written here; one alone is a batch of one. Most of the database's time per page
+is the fixed cost of each statement and commit. A batch pays it once for the parts every release
+has: one statement locks every host of the batch; one writes the URL states and fetch log rows
+of all its releases (arrays unnested into rows), queues the new links of all its pages and takes
+the seqs of all its pages; each page is then its own statement (its duplicate checks must see
+the pages written before it, the batch's own included); last, one statement per shape of update
+(the SET list a release needs; usually one shape for a whole batch) writes the host rows.
 
 Each host row is updated once per batch: the release's own update also moves the pending count
 by the URLs the batch finished and queued on the host, and the yield counts by the page's
