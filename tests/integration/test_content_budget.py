@@ -29,7 +29,7 @@ import pytest
 from politecrawl.faces.sandbox import Reply, SandboxHost, end_to_start_gaps
 
 from conftest import REPO, run_cli, start_cli
-from servers.documents import shared_stream_pdf, tiny_pdf
+from servers.documents import distinct_names_page, shared_stream_pdf, tiny_pdf
 
 #: The parse process's CPU budget in the tests that want it hit (wall clock: 3x).
 BUDGET = 2
@@ -236,18 +236,6 @@ def test_a_tag_of_100000_attributes_is_read_at_once_and_the_other_host_stays_on_
 
 
 # --------------------------------------------------------------------------- HTML: a parse's deadline
-
-#: 1,000 tags of 200 attribute names each, no name used twice (1.4 MB): every tag is under the
-#: crowded-tag cut, and no pre-scan counts names across tags, but lexbor's cost grows with the
-#: distinct names of the whole page: ~12 s of its parse, ~20 s of ``parse_html``.
-NAMES_TAGS, NAMES_PER_TAG = 1_000, 200
-
-
-def distinct_names_page() -> str:
-    tags = "".join(
-        "<i " + " ".join(f"n{t * NAMES_PER_TAG + k}" for k in range(NAMES_PER_TAG)) + "></i>" for t in range(NAMES_TAGS)
-    )
-    return f"<html><head><title>Names</title></head><body>{tags}<p>dugong</p></body></html>"
 
 
 @pytest.mark.parametrize("aside", [True, False], ids=["deadline", "negative-control-parsed-inline"])
