@@ -17,7 +17,8 @@ alternating between the two ways so that a busy machine slows them alike:
 ``--hostile``: the page of ``tests/integration/test_content_budget.py`` that no pre-scan bounds
 (``tests/servers/documents.py``: 1,000 tags of 200 attribute names each, none repeated: 1.4 MB),
 timed in a process of its own with a limit of 120 s of CPU: lexbor's parse alone and
-``parse_html``'s whole work.
+``parse_html``'s whole work; then the same shape at about 64 KB, the largest page a worker parses
+itself (54 tags of 200 names, 5,100 tags of one name each).
 """
 
 from __future__ import annotations
@@ -94,6 +95,11 @@ html = distinct_names_page()
 start = time.perf_counter(); LexborHTMLParser(html); lexbor = time.perf_counter() - start
 start = time.perf_counter(); parse_html(html.encode(), "http://h/"); whole = time.perf_counter() - start
 print(f"hostile page: {{len(html) // 1024}} KB, lexbor_s={{lexbor:.1f}} parse_html_s={{whole:.1f}}")
+for tags, names in ((54, 200), (5_100, 1)):  # the shape at the largest size parsed in the worker
+    html = distinct_names_page(tags, names).encode()
+    start = time.perf_counter(); parse_html(html, "http://h/"); whole = time.perf_counter() - start
+    shape = f"{{len(html) // 1024}} KB ({{tags}} tags of {{names}} names)"
+    print(f"the shape at {{shape}}: parse_html_ms={{whole * 1000:.1f}}")
 """
 
 
