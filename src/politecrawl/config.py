@@ -153,8 +153,12 @@ class Settings:
     total_timeout: float = 60.0
     """Longest a whole request may take (a trickling server is cut off)."""
     parse_cpu_seconds: float = 10.0
-    """CPU seconds the parse of one PDF or sitemap may take, in a child process killed past it
-    (or past 3x this in wall-clock time, or 512 MB of memory): the page is recorded as not indexed."""
+    """CPU seconds the parse of one PDF, sitemap or large HTML page may take, in a child process
+    killed past it (or past 3x this in wall-clock time, or 512 MB of memory): a PDF is recorded as
+    not indexed, an HTML page as skipped (not parsed)."""
+    parse_inline_bytes: int = 65_536
+    """HTML pages up to this size are parsed in the worker itself (a few ms, bounded by their
+    size); a larger one in the parse process, under parse_cpu_seconds (0: every HTML page there)."""
     ca_bundle: str | None = None
     """PEM file of certificate authorities to trust instead of the system's (a site behind a
     private CA); SSL_CERT_FILE is honoured too. Proxies: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,

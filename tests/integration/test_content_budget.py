@@ -27,7 +27,7 @@ import time
 import pytest
 
 from conftest import REPO, run_cli, start_cli
-from servers.documents import shared_stream_pdf, tiny_pdf
+from servers.documents import distinct_names_page, shared_stream_pdf, tiny_pdf
 from servers.sandbox import Reply, SandboxHost, end_to_start_gaps
 
 #: The parse process's CPU budget in the tests that want it hit (wall clock: 3x).
@@ -232,6 +232,56 @@ def test_a_tag_of_100000_attributes_is_read_at_once_and_the_other_host_stays_on_
         "LexborHTMLParser('<p ' + ' '.join(f'a{i}=\"v\"' for i in range(100_000)) + '>')\n",
         5,
     )
+
+
+# --------------------------------------------------------------------------- HTML: a parse's deadline
+
+
+@pytest.mark.parametrize("aside", [True, False], ids=["deadline", "negative-control-parsed-inline"])
+def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_schedule(
+    sandbox_factory, db_path, tmp_path, aside
+):
+    """A page larger than ``parse_inline_bytes`` is parsed in the worker's parse process, under
+    ``parse_cpu_seconds``: past it the page is skipped (not parsed), its host goes on, and the
+    other host of the same worker keeps its pace. The negative control parses every page in the
+    worker (``parse_inline_bytes`` past the page's size, as before): the other host waits."""
+    hostile = SandboxHost(
+        "127.0.0.158",
+        pages={
+            "/": page("Names", "index", ["/slow", "/next"]),
+            "/slow": distinct_names_page(),
+            "/next": page("Next", "numbat tracks"),
+        },
+    )
+    other = star("127.0.0.159", 200)
+    sb = sandbox_factory([hostile, other])
+    env = {"POLITECRAWL_PARSE_CPU_SECONDS": str(BUDGET), "POLITECRAWL_ADAPTIVE_FACTOR": "0"}
+    env["POLITECRAWL_YIELD_MIN_PAGES"] = "0"  # the star's pages are alike: the host is not paused
+    if not aside:
+        env["POLITECRAWL_PARSE_INLINE_BYTES"] = str(10**9)
+    proc = _crawl(
+        db_path, [other.url("/"), hostile.url("/")], str(tmp_path), "--max-time", "45", "--min-delay", "0.3", env=env
+    )
+    out, err = _wait(proc, 90)
+    assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
+    assert sb.requests(hostile, "/next"), "the host's other page was not fetched"
+    arrived = sb.requests(hostile, "/slow")[0].ended
+    others = sb.requests(other)
+    assert others[0].started < arrived < others[-1].started, "the hosts' crawls did not overlap"
+    around = [r for r in others if arrived - 5 <= r.started <= arrived + 25]
+    worst = max(end_to_start_gaps(around))
+    print(f"\n{'deadline' if aside else 'inline'}: the other host's longest gap around the page: {worst:.1f} s")
+    why = _why(db_path, hostile.url("/slow"), str(tmp_path))
+    if not aside:
+        # Parsed in the worker, the page held every other host of the worker meanwhile.
+        assert worst > 3 * BUDGET, worst
+        assert "not parsed" not in why, why
+        return
+    assert worst < 3.0, sorted(end_to_start_gaps(around))[-5:]  # 0.3 s delay; generous for a busy machine
+    assert "skipped" in why and "not parsed: text/html parse over its" in why and "budget" in why, why
+    assert f"not parsed: {hostile.url('/slow')}: HTML parse over its" in err, err[-2000:]  # logged
+    assert hostile.url("/next") in _search(db_path, "numbat", str(tmp_path))
+    assert hostile.url("/slow") not in _search(db_path, "dugong", str(tmp_path))
 
 
 # --------------------------------------------------------------------------- sitemaps

@@ -14,10 +14,17 @@ Routes: robots.txt redirecting there; a seed redirecting there; a robots.txt ``S
 ``/sitemap.xml`` redirecting there (these with ``--scope host`` and an ``--exclude`` matching
 the target: robots.txt hops and sitemaps do not pass the URL filters); links with the address
 respelled (decimal, hex, octal, short form, IPv4-mapped IPv6) and a DNS name resolving to a
-loopback address, with ``--scope any``.
+loopback address, with ``--scope any``; and, with ``--scope domain``, a link and a redirect to a
+name of the seed's own domain that its DNS points at a loopback address (the names resolved by
+``tests/servers/fake_hosts.c``, preloaded into the crawl).
 """
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +166,74 @@ def test_private_addresses_are_refused_on_every_route(sandbox_factory, tmp_path,
     assert f"refused: {META_IP} is loopback" in status.stdout, status.stdout
     status = run_cli("status", "--hosts", "--db", db_any)
     assert "refused: 127.0.0.1 is loopback" in status.stdout, status.stdout
+
+
+# --------------------------------------------------------------------------- a name of the site's own
+
+#: The site's names as its DNS answers them (tests/servers/fake_hosts.c, preloaded into the
+#: crawl's processes): www is the public site, metadata a name of the same domain that its DNS
+#: points at an address inside the crawler's network.
+SITE, METADATA = "www.corp.test", "metadata.corp.test"
+SITE_IP, METADATA_IP = "127.0.0.21", "127.0.0.98"
+
+
+@pytest.fixture(scope="session")
+def fake_hosts(tmp_path_factory) -> str:
+    """The getaddrinfo shim, built for this run (a C compiler is needed, as for the kernels)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        if os.environ.get("CI"):
+            pytest.fail("no C compiler: tests/servers/fake_hosts.c cannot be built")
+        pytest.skip("no C compiler: tests/servers/fake_hosts.c cannot be built")
+    out = tmp_path_factory.mktemp("fake_hosts") / "fake_hosts.so"
+    source = Path(__file__).parents[1] / "servers" / "fake_hosts.c"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(source), "-ldl"], check=True)
+    return str(out)
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["public-seed", "negative-control-allow-private"])
+def test_a_name_of_the_seeds_domain_resolving_to_a_private_address_is_refused(
+    sandbox_factory, tmp_path, fake_hosts, guarded
+):
+    """``--scope domain`` follows a link and a redirect from www.corp.test (the public seed: the
+    crawl allows its address only) to metadata.corp.test, whose DNS answer is a loopback address
+    where a "metadata service" logs every request. The resolver drops that answer: the service
+    receives nothing, and ``why`` and ``status --hosts`` say the address was refused. The
+    negative control (``--allow-private``) follows the same name to the same service."""
+    meta = SandboxHost(METADATA_IP, handler=_meta)
+    sb_meta = sandbox_factory([meta])
+    target = f"http://{METADATA}:{meta.port}/latest/meta-data/"
+    site = SandboxHost(
+        SITE_IP,
+        handler=lambda p: Reply(302, headers={"Location": target + "moved"}) if p == "/moved" else None,
+        pages={
+            "/": f'<html><title>corp</title><body>corp home <a href="{target}">status</a> '
+            '<a href="/about">about</a> <a href="/moved">moved</a></body></html>',
+            "/about": "<html><title>about</title><body>about the corp</body></html>",
+        },
+    )
+    sb_site = sandbox_factory([site])
+    db = str(tmp_path / "crawl.db")
+    allowing = ("--allow-networks", f"{SITE_IP}/32") if guarded else ("--allow-private",)
+    done = run_cli(
+        "crawl", f"http://{SITE}:{site.port}/", "--db", db, *allowing, "--scope", "domain",
+        "--contact", "https://example.org/bot", "--workers", "1", "--min-delay", "0.05", "--max-time", "60", "-q",
+        env={"LD_PRELOAD": fake_hosts, "FAKE_HOSTS": f"{SITE}={SITE_IP},{METADATA}={METADATA_IP}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # The site itself was crawled, by its name, either way.
+    assert {"/", "/about", "/moved"} <= {r.path for r in sb_site.requests(site)}
+    to_meta = sorted(r.path for r in sb_meta.requests(meta))
+    found = run_cli("search", SECRET, "--db", db)
+    if not guarded:
+        assert {"/latest/meta-data/", "/latest/meta-data/moved"} <= set(to_meta), to_meta
+        assert "instance metadata" in found.stdout
+        return
+    assert to_meta == []
+    assert "instance metadata" not in found.stdout
+    for url in (target, target + "moved"):
+        why = run_cli("why", url, "--db", db)
+        assert why.returncode == 0, why.stderr
+        assert f"refused: {METADATA_IP} is loopback" in why.stdout, why.stdout
+    status = run_cli("status", "--hosts", "--db", db)
+    assert f"refused: {METADATA_IP} is loopback" in status.stdout, status.stdout

@@ -54,3 +54,14 @@ def shared_stream_pdf(pages: int = 100, operations: int = 100_000) -> bytes:
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def distinct_names_page(tags: int = 1_000, names_per_tag: int = 200) -> str:
+    """An HTML page of ``tags`` tags of ``names_per_tag`` attribute names each, no name used twice
+    (1,000 x 200: 1.4 MB). Every tag is under the crowded-tag cut and no pre-scan counts names
+    across tags, but lexbor's cost grows with the distinct names of the whole page (~12 s for its
+    parse on a 2-core machine, ~20 s for ``parse_html``: ``benchmarks/bench_parse_process.py --hostile``)."""
+    body = "".join(
+        "<i " + " ".join(f"n{t * names_per_tag + k}" for k in range(names_per_tag)) + "></i>" for t in range(tags)
+    )
+    return f"<html><head><title>Names</title></head><body>{body}<p>dugong</p></body></html>"

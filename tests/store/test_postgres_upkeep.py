@@ -78,3 +78,30 @@ def test_postgres_store_connections_send_ints_as_int8_and_keep_one_plan(pg_store
         assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_generic_plan"
     finally:
         store._pool.putconn(conn)
+
+
+def test_postgres_store_folds_the_fetch_counts_of_connections_that_are_gone(pg_store_factory):
+    """The fetch log's status figures are kept per writing connection (no two releases wait for
+    each other's row); the rows of connections that have closed are folded into one per status
+    code, and the figures stay what the log says."""
+    store = pg_store_factory()
+    log = (
+        "INSERT INTO fetch_log (host, url, kind, worker, started_at, ended_at, status, bytes)"
+        " SELECT 'http://a.test', 'http://a.test/' || i, 'page', 'w', i, i + 0.5,"
+        " CASE WHEN i % 4 = 0 THEN 404 ELSE 200 END, 10 FROM generate_series(1, 40) AS i"
+    )
+    for _ in range(3):  # three connections, each closed after its statement
+        pg_store_factory.run(log)
+    slots = "SELECT COUNT(DISTINCT slot), COUNT(*) FROM fetch_counts"
+    assert pg_store_factory.peek(slots) == [(3, 6)]
+    before = store.status(100.0)
+    assert before.requests == 120 and before.status_codes == {"200": 90, "404": 30} and before.bytes == 1200
+
+    def folded() -> bool:
+        store._folded_at = float("-inf")  # as if FOLD_EVERY had passed
+        return pg_store_factory.peek(slots) == [(1, 2)]
+
+    _maintain_until(store, folded)
+    assert pg_store_factory.peek("SELECT DISTINCT slot FROM fetch_counts") == [(0,)]
+    assert store.status(100.0) == before
+    assert pg_store_factory.peek("SELECT COUNT(*) FROM fetch_log") == [(120,)]

@@ -1177,6 +1177,45 @@ def test_a_version_8_store_is_upgraded_and_knows_which_hosts_answered(store_fact
     assert all(h.setup_failure is None for h in store.hosts())
 
 
+def test_a_version_9_store_is_upgraded_and_its_status_counts_the_log_it_had(store_factory):
+    """From schema 10 the status figures of the fetch log are kept as it is written: an upgraded
+    store counts what its log held (as a store of schema 9, read by the log itself, showed it),
+    then every request after."""
+    from politecrawl.store import open_store
+
+    store = store_factory()
+    _claims(store, 5)  # robots.txt: a 404
+    for i, status in enumerate((200, 200, 200, 404)):
+        c = store.claim("w1", T + i, LEASE)
+        outcome = page_outcome(c, T + i, next_at=T + i + 1, status=status, bytes=100 if status == 200 else 7)
+        store.release(c, outcome, T + i)
+    counted = store.status(T + 10)
+    store.close()
+    trigger = "DROP TRIGGER fetch_log_counted" + (" ON fetch_log" if store_factory.kind == "postgres" else "")
+    store_factory.run(
+        trigger,
+        "DROP TABLE fetch_counts",
+        "DROP INDEX fetch_log_ended",
+        "DROP INDEX fetch_log_errors",
+        "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
+    )
+    old = open_store(store_factory.url, create=False, read_only=True)
+    try:
+        assert old.status(T + 10) == counted
+    finally:
+        old.close()
+    store = store_factory()
+    assert store_factory.peek("SELECT value FROM meta WHERE key = 'schema_version'") == _current_version(store_factory)
+    assert store.status(T + 10) == counted
+    assert counted.requests == 5 and counted.status_codes == {"404": 2, "200": 3} and counted.bytes == 307
+    c = store.claim("w1", T + 20, LEASE)
+    store.release(c, Outcome(next_allowed_at=T + 21, fetch=FetchLogEntry(c.url, "page", T + 20, T + 50, None)), T + 50)
+    after = store.status(T + 50)
+    assert after.requests == 6 and after.status_codes == {"404": 2, "200": 3, "no-answer": 1}
+    assert after.rate_per_s_overall == round(6 / 50.0, 3)  # T (the first start) to T + 50 (the last end)
+    assert store_factory.peek("SELECT COUNT(*) FROM fetch_log") == [(after.requests,)]
+
+
 def test_a_store_opened_read_only_is_neither_upgraded_nor_written(store_factory):
     from politecrawl.errors import StoreError
     from politecrawl.store import open_store

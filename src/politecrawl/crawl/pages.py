@@ -247,10 +247,44 @@ class PageHandler:
                 extracted = Page(title="", text="", base=fetch_url)
                 outcome.note(f"not indexed: {result.content_type or 'body'} parse {exc}")
                 log.warning("not indexed: %s: parse %s", fetch_url, exc)
+        elif self._parse_aside(result):
+            # A large HTML page is parsed in the parse process, under its deadline: markup no
+            # pre-scan foresaw (lexbor's cost grows faster than the page for some shapes) costs
+            # that process, not this one's other hosts. A small page is parsed here: a few ms,
+            # and no round trip.
+            try:
+                extracted = await self._extractor.run(
+                    "html",
+                    result.body,
+                    fetch_url,
+                    agent=self.agent,
+                    header_charset=result.charset,
+                    max_links=s.max_links_per_page,
+                )
+            except OverBudget as exc:
+                # Neither text nor links: not parsed, and not asked for again (the same bytes
+                # would cost the same).
+                outcome.url_state = URLState.SKIPPED
+                outcome.url_outcome = URLOutcome(
+                    f"http-{status} not parsed: {result.content_type or 'HTML'} parse {exc}"
+                )
+                log.warning("not parsed: %s: HTML parse %s", fetch_url, exc)
+                return outcome
         # Parsing, fingerprints and links: milliseconds of CPU, in a loop turn of their own.
         outcome.page = await self._turns.run(partial(self._page_record, claim, result, outcome, extracted, patterns))
         self._schedule_revisit(claim, outcome)
         return outcome
+
+    def _parse_aside(self, result: FetchResult) -> bool:
+        """Whether this answer is an HTML page to parse in the parse process: one larger than
+        ``parse_inline_bytes`` (what is parsed here is bounded by its size)."""
+        status = result.status
+        return (
+            status is not None
+            and 200 <= status < 300
+            and len(result.body) > self.settings.parse_inline_bytes
+            and (not result.content_type or result.content_type in HTML_TYPES)
+        )
 
     def _page_record(
         self,

@@ -41,6 +41,7 @@ log = logging.getLogger("politecrawl.sandboxed_extract")
 #: Name -> "module:function" of the pure parses the child runs.
 JOBS = {
     "extract": "politecrawl.content.extract:extract",
+    "html": "politecrawl.content.parse:parse_html",
     "sitemap": "politecrawl.content.sitemaps:parse_sitemap",
 }
 #: (module, class) the worker accepts from the child's answers: what the jobs return.

@@ -17,8 +17,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["STATUS_MAX_AGE", "STATUS_REFRESH", "StatusCache", "chart"]
 
-#: Seconds the status figures are reused: each reading scans the fetch log, so however many
-#: clients ask, the store is read at most this often, one reading at a time, on its own thread.
+#: Seconds the status figures are reused: however many clients ask, the store is read at most
+#: this often, one reading at a time, on its own thread. (A reading no longer scans the fetch log:
+#: its figures are kept as it is written, its newest requests and errors indexed; but a dozen
+#: clients polling would still each cost a dozen statements.)
 STATUS_MAX_AGE = 3.0
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Dialect",
     "PAUSED_REASONS",
     "SETUP_SCHEMA",
+    "COUNTS_SCHEMA",
     "UNREACHED_SHOWN",
     "retry_hosts_sql",
     "wake_time_sql",
@@ -118,6 +119,9 @@ PAUSED_REASONS = (WaitReason.PARKED, WaitReason.LOW_YIELD, WaitReason.NEEDS_FIX)
 #: The schema version from which the store knows whether a host ever answered (``answered_at``)
 #: and why one that never did was not reached (``setup_failure``).
 SETUP_SCHEMA = 9
+#: The schema version from which the fetch log's status figures are kept as it is written
+#: (``fetch_counts``), and its newest requests and errors are indexed.
+COUNTS_SCHEMA = 10
 #: Hosts never reached that ``status`` names at most (with their cause and fix).
 UNREACHED_SHOWN = 50
 

@@ -52,7 +52,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from politecrawl.errors import CommitUnknownError, NotAStoreError, StoreError
 
 from .clock import process_anchor
-from .common import Dialect
+from .common import COUNTS_SCHEMA, Dialect
 from .open import shown_store
 
 __all__ = [
@@ -66,7 +66,7 @@ __all__ = [
     "the_row",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -95,6 +95,20 @@ log = logging.getLogger("politecrawl.store")
 #: Seconds between two looks of one store (one process) at whether its tables need a vacuum or
 #: fresh statistics (``PostgresConnection._maintain``).
 MAINTAIN_EVERY = 1.0
+#: Seconds between two folds of the fetch log's counters of connections that are gone.
+FOLD_EVERY = 60.0
+#: Those counters (``fetch_counts``, schema 10: a row per connection and status code) added into
+#: slot 0 and deleted, in one statement: the status sums over fewer rows. Rows a connection is
+#: writing are skipped (a pid reused since is alive anyway), and slot 0 is written in code order.
+_FOLD_SLOTS = """WITH gone AS (DELETE FROM fetch_counts WHERE (slot, code) IN (
+  SELECT slot, code FROM fetch_counts WHERE slot <> 0
+  AND slot NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL) FOR UPDATE SKIP LOCKED)
+  RETURNING code, requests, bytes, first_started, last_ended)
+INSERT INTO fetch_counts AS c (slot, code, requests, bytes, first_started, last_ended)
+SELECT 0, code, SUM(requests), SUM(bytes), MIN(first_started), MAX(last_ended) FROM gone GROUP BY code ORDER BY code
+ON CONFLICT (slot, code) DO UPDATE SET requests = c.requests + excluded.requests,
+  bytes = c.bytes + excluded.bytes, first_started = LEAST(c.first_started, excluded.first_started),
+  last_ended = GREATEST(c.last_ended, excluded.last_ended)"""
 
 #: The store's tables (what ``_maintain`` may vacuum or analyze: not another application's
 #: tables in a shared schema).
@@ -105,6 +119,7 @@ _STORE_TABLES = (
     "page_marks",
     "anchors",
     "fetch_log",
+    "fetch_counts",
     "robots_log",
     "link_stats",
     "meta",
@@ -210,7 +225,7 @@ class PostgresConnection:
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False) -> None:
         conninfo, self._schema, self.url, clock = parse_url(url)
         self._read_only = read_only
-        self._maintained_at = time.monotonic()
+        self._maintained_at = self._folded_at = time.monotonic()
         self._maintaining = threading.Lock()
         # The database's clock decides every comparison and stamp of politeness state, inside the
         # statement, so two machines never disagree on a gap by their clocks' or offsets' error.
@@ -440,6 +455,9 @@ class PostgresConnection:
                             sql.SQL(", ").join(sql.Identifier(n) for n in sorted(analyze))
                         )
                     )
+                if self.schema_version >= COUNTS_SCHEMA and self._maintained_at - self._folded_at >= FOLD_EVERY:
+                    self._folded_at = self._maintained_at
+                    conn.execute(_FOLD_SLOTS)
             finally:
                 self._pool.putconn(conn)
         except psycopg.Error as exc:

@@ -16,7 +16,17 @@ from .api import (
     IndexerPage,
     RobotsVersion,
 )
-from .common import DONE, PAGE_KIND, PENDING_STATES, QUEUED, SETUP_SCHEMA, UNREACHED_SHOWN, WAIT_PARKED, Dialect
+from .common import (
+    COUNTS_SCHEMA,
+    DONE,
+    PAGE_KIND,
+    PENDING_STATES,
+    QUEUED,
+    SETUP_SCHEMA,
+    UNREACHED_SHOWN,
+    WAIT_PARKED,
+    Dialect,
+)
 from .loop_lag import LOOP_LAG_META, latest_loop_lag
 
 __all__ = [
@@ -241,9 +251,25 @@ def read_status(conn, d: Dialect, now: float, schema_version: int = SETUP_SCHEMA
     not_in_flight = f"(lease_owner IS NULL OR lease_expires_at <= {now_p})"
     waiting = f"pending > 0 AND next_allowed_at > {now_p} AND {not_in_flight}"
     states = {str(k): int(v) for k, v in rows("SELECT state, COUNT(*) FROM frontier GROUP BY state")}
-    requests, total_bytes, first, last = rows(
-        "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
-    )[0]
+    if schema_version >= COUNTS_SCHEMA:
+        # Kept as the log is written (a row per status, and in PostgreSQL per connection): the
+        # same few rows whatever the log's length.
+        by_code = rows(
+            "SELECT code, SUM(requests), SUM(bytes), MIN(first_started), MAX(last_ended)"
+            " FROM fetch_counts GROUP BY code"
+        )
+        codes = {("no-answer" if code == 0 else str(code)): int(n) for code, n, _, _, _ in by_code}
+        requests, total_bytes = sum(int(r[1]) for r in by_code), sum(int(r[2]) for r in by_code)
+        first = min((r[3] for r in by_code), default=None)
+        last = max((r[4] for r in by_code), default=None)
+    else:  # an older store, opened read-only: the log itself
+        requests, total_bytes, first, last = rows(
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
+        )[0]
+        codes = {
+            str(k if k is not None else "no-answer"): int(v)
+            for k, v in rows("SELECT status, COUNT(*) FROM fetch_log GROUP BY status")
+        }
     dup_kinds = {
         k: int(v)
         for k, v in rows(
@@ -277,11 +303,9 @@ def read_status(conn, d: Dialect, now: float, schema_version: int = SETUP_SCHEMA
             f"SELECT COUNT(*) FROM hosts WHERE wait_reason = {WAIT_PARKED} AND next_allowed_at > {now_p}"
         ),
         requests=int(requests),
-        status_codes={
-            str(k if k is not None else "no-answer"): int(v)
-            for k, v in rows("SELECT status, COUNT(*) FROM fetch_log GROUP BY status")
-        },
+        status_codes=codes,
         bytes=int(total_bytes),  # PostgreSQL's SUM(bigint) is numeric
+        # The log's newest minute, by its index on ended_at (schema 10).
         rate_per_s_last_minute=round(count(f"SELECT COUNT(*) FROM fetch_log WHERE ended_at > {minute_p}") / 60.0, 3),
         rate_per_s_overall=round(int(requests) / span, 3) if span > 0 else 0.0,
         loop_lag=lag.summary() if lag.ticks else {},
