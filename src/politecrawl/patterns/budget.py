@@ -15,11 +15,23 @@ producing new articles keeps going.
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kin import _LINK_BITS, _family, _link_positions, _parent, _steps, _url_hash
+from .kin import (
+    _LINK_BITS,
+    _ancestors,
+    _family,
+    _link_positions,
+    _parent,
+    _segments,
+    _steps,
+    _url_hash,
+    _variant,
+    _view_of,
+)
 from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
 
@@ -61,6 +73,15 @@ BARE_WORDS = 30
 _WALK_DATES = 32
 
 
+def _template(url: str) -> str:
+    """The template a page is counted in: :func:`~.shape.template`, its days apart from its
+    months where one template holds both (``/agenda/2026-11/``, ``/agenda/2026-11-05/``): a
+    calendar's day pages walk on their own, and what they show is not what its months show."""
+    key = template(url)
+    date = url_date(url)
+    return key + " (days)" if date is not None and date % 32 else key
+
+
 def _on_walk(stats: TemplateStats, date: int | None) -> bool:
     """Whether ``date`` is a new step of the template's walk: not seen yet, and months where the
     walk is of months, days where it is of days (``/agenda/2026-11/`` and ``/agenda/2026-11-05/``
@@ -85,12 +106,18 @@ class TemplateStats:
     # A calendar's walk (pages naming a date, see shape.url_date): [anchor date, then for the
     # dates before it and after it each: the run of repeats, the new pages; then the dates seen]
     walk: list[int] = field(default_factory=list)
+    # A hash of the title of its last page (a template of literal words: of its one page), or of
+    # the page its members vary (children, facets), 0 for none: see TemplateBudget._update.
+    title: int = 0
 
     def to_row(self) -> list[Any]:
         """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]`` and, for a
-        template whose pages name dates, ``walk``; the sample packed (see :mod:`.state`)."""
+        template whose pages name dates, ``walk``, then ``title`` if there is one; the sample
+        packed (see :mod:`.state`)."""
         sample = _pack_simhashes(self.sample)
         row = [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        if self.title:
+            return row + [self.walk.copy(), self.title]
         return row + [self.walk.copy()] if self.walk else row
 
     @classmethod
@@ -104,6 +131,8 @@ class TemplateStats:
             stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *rest[:1])
             if len(rest) > 1:
                 stats.walk = [int(x) for x in rest[1]]
+            if len(rest) > 2:
+                stats.title = int(rest[2])
         if ("run" not in row) if isinstance(row, dict) else len(row) == 6:
             # Stored before runs were counted: a template whose every repeat fed it ends in a run
             # of them all; of any other, the run is not known and starts again.
@@ -225,6 +254,9 @@ class TemplateBudget(_JSONState):
         # Per query family (``/events?*``), the views of dates already fetched: [views, of them
         # new, then the dates fetched and a hash of the URL that first fetched each, in pairs].
         self.views: dict[str, list[int]] = {}
+        # Hashes of the sorted path segments of URLs that served the text of a URL with fewer of
+        # them (see observe_nesting).
+        self.nestings: list[int] = []
         self.clock = 0
 
     def _update(
@@ -238,6 +270,9 @@ class TemplateBudget(_JSONState):
         news: Callable[[], bool] | None = None,
         date: int | None = None,
         empty: bool = False,
+        seed: TemplateStats | None = None,
+        counts_bare: bool = False,
+        title: int = 0,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -245,11 +280,22 @@ class TemplateBudget(_JSONState):
                 victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
                 del table[victim]
             stats = table[key] = TemplateStats()
+            if seed is not None and seed.sample:
+                # The page its members vary (a listing for its facets, a page for its children),
+                # fetched before them: their first page, so the first of them that repeats it and
+                # links more is the second-page rule's repeat.
+                # (Counted as a page with no ``recent`` flag: see below.)
+                stats.pages, stats.novel, stats.sample, stats.title = 1, 1, [seed.sample[-1]], seed.title
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
-        bare = False  # no news for its links alone: counts in runs, not in the second-page rule
+        bare = False  # no news for its links alone: counts in runs, not in a template's second-page rule
         if novel and stats.sample and news is not None:
             novel = news()
-            bare = not novel
+            # ... unless it is the seed page in another state: its title, or a filter's links.
+            bare = not novel and not (counts_bare or (title and title == stats.title))
+        if novel and stats.pages == 1 and not stats.recent:
+            # The first member, new beside the seed page: the seed is no page of theirs after all
+            # (its SimHash stays in the sample), the rules count from this one.
+            stats.pages = stats.novel = 0
         # Only the repeats of a template with few new pages can close it early: the links are
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
@@ -286,15 +332,17 @@ class TemplateBudget(_JSONState):
         stats.last_seen = self.clock
         return novel
 
-    def observe(self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = ()) -> bool:
+    def observe(
+        self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = (), title: str | None = None
+    ) -> bool:
         """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``, ``words`` words
-        of text (None: unknown, judged as thin) and the URLs it links to; returns whether it
+        of text (None: unknown, judged as thin), the URLs it links to and its title; returns whether it
         was novel in its template."""
         if not 0 <= simhash < 1 << 64:
             raise ValueError(f"simhash must be an unsigned 64-bit int, got {simhash}")
         self.clock += 1
         distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
-        key = template(url)
+        key = _template(url)
         family = _family(key)
         # Families are where literal words spread (facets as path segments, ever-growing paths):
         # the pages of a template with a number, date or token in its path (a store's products,
@@ -305,7 +353,7 @@ class TemplateBudget(_JSONState):
         def kinds() -> list[tuple[str, str | None]]:
             nonlocal linked
             if linked is None:
-                linked = [(t, _family(t)) for t in map(template, links)]
+                linked = [(t, _family(t)) for t in map(_template, links)]
             return linked
 
         news: Callable[[], bool] | None = None
@@ -334,6 +382,17 @@ class TemplateBudget(_JSONState):
                     )
                 return brings[0]
 
+        def only_variants() -> bool:
+            # Whether the new URLs of its kind it links are all itself with one parameter added
+            # or changed (a filter's further filters, its other sorts): what a filtered view of
+            # a listing links, where a listing of its own links pages (articles: two changed).
+            return all(
+                _variant(url, link)
+                for link, (t, f) in zip(links, kinds())
+                if (t == key or (f is not None and f == family)) and not self._linked(link)
+            )
+
+        title_hash = _url_hash(title) if title else 0
         date = url_date(url)
         before = self.templates.get(key)
         # The first page of a walk, bare, linking nothing new outside its own template (its
@@ -359,6 +418,8 @@ class TemplateBudget(_JSONState):
             date,
             empty,
         )
+        if "{" not in key:
+            self.templates[key].title = title_hash
         if date is not None and family is not None and "?" in key:
             self._observe_view(family, date, url, novel)
         parent = _parent(url)
@@ -372,6 +433,8 @@ class TemplateBudget(_JSONState):
                 distance,
                 lambda: any(link.startswith(under) and link != url and len(link) > len(under) for link in links),
                 news,
+                seed=self._literal_page(template(under)),
+                title=title_hash,
             )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
@@ -386,6 +449,9 @@ class TemplateBudget(_JSONState):
                 distance,
                 lambda: any(f == family for _, f in kinds()),
                 news,
+                seed=self._literal_page(key.partition("?")[0]) if "?" in key else None,
+                title=title_hash,
+                counts_bare="?" in key and news is not None and only_variants(),
             )
         if self.bare_words:
             depth = len(_split(url).segments)
@@ -399,6 +465,24 @@ class TemplateBudget(_JSONState):
                         self.linked_level[position >> 3] |= 1 << (position & 7)
         return novel
 
+    def observe_nesting(self, url: str, earlier: str) -> None:
+        """Note that ``url`` served the text of ``earlier``, fetched before: where ``earlier``'s
+        path is ``url``'s with segments taken out (``/kb/usage/`` of ``/kb/start/usage/``, a
+        relative link that nested a sibling), the same segments in another order are a nesting too
+        (``/kb/usage/start/``: see allows)."""
+        long, short = _segments(url), _segments(earlier)
+        if long is None or short is None or len(short) >= len(long) or Counter(short) - Counter(long):
+            return
+        mark = _url_hash("/".join(sorted(long)))
+        if mark not in self.nestings:
+            self.nestings.append(mark)
+            del self.nestings[: -self.max_families]
+
+    def _literal_page(self, key: str) -> TemplateStats | None:
+        """The template ``key`` if it is one of literal words (one URL: ``/store/lamps/``,
+        ``/search``) fetched already: its sample's last SimHash and its title are its page's."""
+        return self.templates.get(key) if "{" not in key else None
+
     def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
         """Count a page of a query family naming a date: a *view* if an earlier page of the family
         named that date under another URL (the month as a grid, sorted by title)."""
@@ -410,20 +494,24 @@ class TemplateBudget(_JSONState):
         self.views[family] = views  # most recently observed last
         seen = dict(zip(views[2::2], views[3::2]))
         if date not in seen:
-            views += [date, _url_hash(url)]
+            views += [date, _url_hash(url) | _url_hash(_view_of(url)) << 32]
             del views[2 : -2 * _WALK_DATES]
-        elif seen[date] != _url_hash(url):
+        elif seen[date] & 0xFFFF_FFFF != _url_hash(url):
             views[0] += 1
             views[1] += novel
 
     def _view_closed(self, family: str, date: int, url: str) -> int:
         """How many views of dates seen a query family had, none of them new, if ``url`` is
-        another (see _observe_view); 0 otherwise."""
+        another (see _observe_view); -1 if it is another in words alone (see allows); else 0."""
         views = self.views.get(family)
-        if not views or views[1] or not views[0]:
+        if not views:
             return 0
-        seen = dict(zip(views[2::2], views[3::2]))
-        return views[0] if date in seen and seen[date] != _url_hash(url) else 0
+        seen = dict(zip(views[2::2], views[3::2])).get(date)
+        if seen is None or seen & 0xFFFF_FFFF == _url_hash(url):
+            return 0
+        if seen >> 32 == _url_hash(_view_of(url)):
+            return -1
+        return views[0] if views[0] and not views[1] else 0
 
     def _linked(self, url: str, bits: bytearray | None = None) -> bool:
         """Whether a page of the host linked ``url`` before (``bits``: a new page of its
@@ -442,7 +530,7 @@ class TemplateBudget(_JSONState):
 
     def allows(self, url: str) -> tuple[bool, str]:
         """Whether another page of ``url``'s template may be fetched, and why."""
-        key = template(url)
+        key = _template(url)
         stats = self.templates.get(key)
         if "?" in key and self.views:
             # Another view of a date the family fetched (the month as a grid, sorted, filtered by
@@ -450,19 +538,34 @@ class TemplateBudget(_JSONState):
             # every month, and what one view of a month shows the others show again.
             viewed = url_date(url)
             views = self._view_closed(_family(key) or "", viewed, url) if viewed is not None else 0
+            family = _family(key)
+            if views < 0:
+                # ... or when it differs from the URL the date was fetched under in words alone
+                # (``view=grid``, ``sort=title``, ``color=red``): a view, sort or filter of a date
+                # is what its page showed; a number (``page=2``) may be more of the date's list.
+                return False, f"template family {family}: another view of a date seen (its words alone differ)"
             if views:
-                family = _family(key)
                 return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
-        parent = _parent(url) if self.parents else None
-        siblings = self.parents.get(parent) if parent is not None else None
-        if siblings is not None and (
-            siblings.ran_dry(self.early_pages, self.min_pages)
-            or (siblings.pages >= self.early_pages and siblings.feeds_itself())
-        ):
-            # The children of one page, the second repeating the first and linking more below
-            # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
-            # whose templates differ (a number in one) but which filter the same listing.
-            return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
+        if stats is None and "?" not in key and "{" not in key and self._exhausted(self.families.get(key + "?*")):
+            # A listing's own URL without a query (``/search``), once its filters (``/search?*``)
+            # stopped bringing anything new: what its filters showed, unfiltered.
+            return False, f"template family {key}?* exhausted: the page without its query"
+        segments = _segments(url) if self.nestings else None
+        if segments is not None and len(segments) > 2 and _url_hash("/".join(sorted(segments))) in self.nestings:
+            # The segments of a nesting that repeated a page (``/kb/start/usage/`` served
+            # ``/kb/usage/``) in another order: the loop's other way round, ``/kb/usage/start/``.
+            return False, "a nesting's segments in another order: a relative-link loop"
+        for parent in _ancestors(url) if self.parents else ():
+            siblings = self.parents.get(parent)
+            if siblings is not None and (
+                siblings.ran_dry(self.early_pages, self.min_pages)
+                or (siblings.pages >= self.early_pages and siblings.feeds_itself())
+            ):
+                # The children of one page, the second repeating the first and linking more below
+                # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
+                # whose templates differ (a number in one) but which filter the same listing; and
+                # their own children (``…/finish-brass/price-50-200/``), filters of filters.
+                return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
         if stats is not None and date is not None and _on_walk(stats, date):
@@ -556,6 +659,7 @@ class TemplateBudget(_JSONState):
             "families": {k: v.to_row() for k, v in self.families.items()},
             **({"parents": {k: v.to_row() for k, v in self.parents.items()}} if self.parents else {}),
             **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
+            **({"nestings": self.nestings.copy()} if self.nestings else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
             **({"linked_level": base64.b64encode(self.linked_level).decode()} if any(self.linked_level) else {}),
@@ -569,6 +673,7 @@ class TemplateBudget(_JSONState):
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
         budget.parents = {k: TemplateStats.from_row(v) for k, v in data.get("parents", {}).items()}
         budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
+        budget.nestings = [int(x) for x in data.get("nestings", [])][-budget.max_families :]
         for name in ("linked", "linked_new", "linked_level"):
             if name in data and budget.bare_words:
                 bits = base64.b64decode(data[name])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from .shape import _split, url_date
+from .shape import _Parts, _split, url_date
 
 __all__: list[str] = []
 
@@ -42,6 +42,16 @@ def _parent(url: str) -> str | None:
     return "/" + "/".join(segments[:-1]) + "/" if len(segments) >= 3 else None
 
 
+def _ancestors(url: str) -> list[str]:
+    """:func:`_parent` of ``url``, then its parent's, and so on up to the first level's children
+    (``/store/lamps/finish-brass/``, then ``/store/lamps/``, for ``…/finish-brass/price-low/``)."""
+    parent = _parent(url)
+    if parent is None:
+        return []
+    segments = parent.strip("/").split("/")
+    return ["/" + "/".join(segments[:k]) + "/" for k in range(len(segments), 1, -1)]
+
+
 def _url_hash(url: str) -> int:
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big")
 
@@ -62,3 +72,28 @@ def _family(template_: str) -> str | None:
         return path + "?*"
     first, sep, _ = path[1:].partition("/")
     return f"/{first}/**" if sep else None
+
+
+def _variant(url: str, link: str) -> bool:
+    """Whether ``link`` is ``url`` with one query parameter added, removed or given another value
+    (``?finish=brass`` -> ``?finish=brass&price=low``, ``?finish=chrome``, ``?sort=az``)."""
+    a, b = _split(url), _split(link)
+    if a.segments != b.segments or a.origin != b.origin:
+        return False
+    differ = {pair.partition("=")[0] for pair in set(a.query) ^ set(b.query)}
+    return len(differ) == 1
+
+
+def _segments(url: str) -> list[str] | None:
+    """The non-empty path segments of a URL without a query, or None for one with a query."""
+    parts = _split(url)
+    return None if parts.query else [s for s in parts.segments if s]
+
+
+def _view_of(url: str) -> str:
+    """``url`` without its query parameters whose values are not numbers: what stays of a view
+    of a date (``/events?month=2026-11&view=grid`` -> ``/events``; ``?ym=202611&page=2`` keeps
+    both, a number that may name the date or a page of its list)."""
+    parts = _split(url)
+    kept = tuple(pair for pair in parts.query if pair.partition("=")[2].isdigit())
+    return _Parts(parts.origin, parts.segments, kept).url()
