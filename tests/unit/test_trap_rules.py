@@ -371,35 +371,6 @@ def test_a_learned_path_token_strips_values_of_its_shape(value, stripped):
     assert not is_token(value) or value == _B64
 
 
-def test_views_of_a_date_seen_close_when_the_first_repeats_it():
-    """A calendar by query whose months come as a list, a grid, sorted: once one other view of a
-    month fetched repeated it, the views of fetched months are refused; new months are not
-    (the walk decides), nor a view of a month not fetched, nor a URL fetched itself."""
-    budget = TemplateBudget()
-    nav = [*NAV, f"{H}/events?month=2026-12&view=list"]
-    budget.observe(f"{H}/events?month=2026-11&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, nav)
-    nxt = [*NAV, f"{H}/events?month=2027-01&view=list"]
-    budget.observe(f"{H}/events?month=2026-12&view=list", 0x00FF_00FF_00FF_00FF, 80, nxt)
-    assert budget.allows(f"{H}/events?month=2026-11&view=grid")[0]  # no view seen yet
-    budget.observe(f"{H}/events?month=2026-11&view=grid", 0x0F0F_0F0F_0F0F_0F0E, 80, nav)  # a repeat
-    for other in ("view=grid&sort=title", "view=week", "view=list&color=red"):
-        ok, why = budget.allows(f"{H}/events?month=2026-11&{other}")
-        assert not ok and "views of a date seen" in why, other
-    assert budget.allows(f"{H}/events?month=2027-01&view=list")[0]  # a new month: the walk's
-    assert "views" not in budget.allows(f"{H}/events?month=2026-11&view=list")[1]  # the page fetched itself
-    restored = TemplateBudget.from_json(budget.to_json())
-    assert not restored.allows(f"{H}/events?month=2026-11&view=week")[0]
-
-
-def test_negative_control_views_that_bring_news_stay_open():
-    """The same, but the grid view has its own text (a real page): views stay open."""
-    budget = TemplateBudget()
-    nav = [*NAV, f"{H}/events?month=2026-12&view=list"]
-    budget.observe(f"{H}/events?month=2026-11&view=list", 0x0F0F_0F0F_0F0F_0F0F, 80, nav)
-    budget.observe(f"{H}/events?month=2026-11&view=grid", 0xF0F0_F0F0_F0F0_F0F0, 80, nav)  # new
-    assert budget.allows(f"{H}/events?month=2026-11&view=week")[0]
-
-
 @pytest.mark.parametrize(
     "url",
     [

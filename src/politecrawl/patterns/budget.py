@@ -15,25 +15,14 @@ producing new articles keeps going.
 from __future__ import annotations
 
 import base64
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kin import (
-    _LINK_BITS,
-    _ancestors,
-    _family,
-    _link_positions,
-    _parent,
-    _segments,
-    _steps,
-    _url_hash,
-    _variant,
-    _view_of,
-)
+from .kin import _LINK_BITS, _ancestors, _facets, _family, _link_positions, _nesting, _parent, _url_hash
 from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
+from .walks import _WALK_DATES, _observe_view, _on_walk, _template, _view_closed, _walk_closed
 
 __all__ = [
     "BARE_WORDS",
@@ -68,28 +57,6 @@ THIN_WORDS = 100
 #: only if it also links something the host's pages had not linked before, outside its own
 #: template family: an event, a product, an article. See :class:`TemplateBudget`.
 BARE_WORDS = 30
-
-# The dates of a walk remembered, to tell a new step from another view of a date seen.
-_WALK_DATES = 32
-
-
-def _template(url: str) -> str:
-    """The template a page is counted in: :func:`~.shape.template`, its days apart from its
-    months where one template holds both (``/agenda/2026-11/``, ``/agenda/2026-11-05/``): a
-    calendar's day pages walk on their own, and what they show is not what its months show."""
-    key = template(url)
-    date = url_date(url)
-    return key + " (days)" if date is not None and date % 32 else key
-
-
-def _on_walk(stats: TemplateStats, date: int | None) -> bool:
-    """Whether ``date`` is a new step of the template's walk: not seen yet, and months where the
-    walk is of months, days where it is of days (``/agenda/2026-11/`` and ``/agenda/2026-11-05/``
-    share a template; its month pages walk, its day pages answer to the template's own rules)."""
-    if date is None or not stats.walk:
-        return False
-    anchor = stats.walk[0]
-    return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
 
 
 @dataclass
@@ -287,10 +254,11 @@ class TemplateBudget(_JSONState):
                 # (Counted as a page with no ``recent`` flag: see below.)
                 stats.pages, stats.novel, stats.sample, stats.title = 1, 1, [seed.sample[-1]], seed.title
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
-        bare = False  # no news for its links alone: counts in runs, not in a template's second-page rule
+        bare = False  # no news for its links alone: counts in runs, not in the second-page rule
         if novel and stats.sample and news is not None:
             novel = news()
-            # ... unless it is the seed page in another state: its title, or a filter's links.
+            # ... unless it is the seed page in another state: a child with its title, a filter
+            # by its links.
             bare = not novel and not (counts_bare or (title and title == stats.title))
         if novel and stats.pages == 1 and not stats.recent:
             # The first member, new beside the seed page: the seed is no page of theirs after all
@@ -303,7 +271,7 @@ class TemplateBudget(_JSONState):
             # A walk whose first page is bare and links nothing new (a day with nothing on, which
             # links the day before and after) starts as if each side had had its repeat.
             stats.walk = [date, int(empty), 0, int(empty), 0]
-        if date is not None and _on_walk(stats, date):
+        if date is not None and _on_walk(stats.walk, date):
             # A step of the walk to a date not seen: judged on its side of the first date, so
             # that the empty months before a calendar's entry do not close the months after it.
             side = 1 if date < stats.walk[0] else 3
@@ -358,6 +326,12 @@ class TemplateBudget(_JSONState):
 
         news: Callable[[], bool] | None = None
         links = list(links)
+
+        def leads_on() -> list[str]:
+            # The URLs of its template or family it links that no page of the host linked before.
+            pairs = zip(links, kinds())
+            return [u for u, (t, f) in pairs if (t == key or (f is not None and f == family)) and not self._linked(u)]
+
         if words is not None and words < self.bare_words:
             brings: list[bool] = []
 
@@ -370,27 +344,13 @@ class TemplateBudget(_JSONState):
                 # a glossary entry, a page however few its words.
                 if not brings:
                     pairs = list(zip(links, kinds()))
-                    leads_on = any(
-                        (t == key or (f is not None and f == family)) and not self._linked(link)
-                        for link, (t, f) in pairs
-                    )
                     brings.append(
-                        not leads_on
+                        not leads_on()
                         or any(
                             t != key and (f is None or f != family) and not self._linked(link) for link, (t, f) in pairs
                         )
                     )
                 return brings[0]
-
-        def only_variants() -> bool:
-            # Whether the new URLs of its kind it links are all itself with one parameter added
-            # or changed (a filter's further filters, its other sorts): what a filtered view of
-            # a listing links, where a listing of its own links pages (articles: two changed).
-            return all(
-                _variant(url, link)
-                for link, (t, f) in zip(links, kinds())
-                if (t == key or (f is not None and f == family)) and not self._linked(link)
-            )
 
         title_hash = _url_hash(title) if title else 0
         date = url_date(url)
@@ -405,7 +365,7 @@ class TemplateBudget(_JSONState):
         )
         # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
         # news (the months with events) would keep the family of the calendar's views open.
-        if before is not None and date is not None and _on_walk(before, date):
+        if before is not None and date is not None and _on_walk(before.walk, date):
             counted = None
         novel = self._update(
             self.templates,
@@ -421,7 +381,7 @@ class TemplateBudget(_JSONState):
         if "{" not in key:
             self.templates[key].title = title_hash
         if date is not None and family is not None and "?" in key:
-            self._observe_view(family, date, url, novel)
+            _observe_view(self.views, family, date, url, novel, self.max_families)
         parent = _parent(url)
         if parent is not None:
             under = _split(url).origin + parent
@@ -450,8 +410,8 @@ class TemplateBudget(_JSONState):
                 lambda: any(f == family for _, f in kinds()),
                 news,
                 seed=self._literal_page(key.partition("?")[0]) if "?" in key else None,
-                title=title_hash,
-                counts_bare="?" in key and news is not None and only_variants(),
+                # A filtered view of a listing, by the URLs of its kind it links first (kin._facets).
+                counts_bare="?" in key and news is not None and _facets(url, leads_on()),
             )
         if self.bare_words:
             depth = len(_split(url).segments)
@@ -466,15 +426,9 @@ class TemplateBudget(_JSONState):
         return novel
 
     def observe_nesting(self, url: str, earlier: str) -> None:
-        """Note that ``url`` served the text of ``earlier``, fetched before: where ``earlier``'s
-        path is ``url``'s with segments taken out (``/kb/usage/`` of ``/kb/start/usage/``, a
-        relative link that nested a sibling), the same segments in another order are a nesting too
-        (``/kb/usage/start/``: see allows)."""
-        long, short = _segments(url), _segments(earlier)
-        if long is None or short is None or len(short) >= len(long) or Counter(short) - Counter(long):
-            return
-        mark = _url_hash("/".join(sorted(long)))
-        if mark not in self.nestings:
+        """Note that ``url`` served the text of ``earlier``, fetched before (see kin._nesting)."""
+        mark = _nesting(url, earlier)
+        if mark is not None and mark not in self.nestings:
             self.nestings.append(mark)
             del self.nestings[: -self.max_families]
 
@@ -482,36 +436,6 @@ class TemplateBudget(_JSONState):
         """The template ``key`` if it is one of literal words (one URL: ``/store/lamps/``,
         ``/search``) fetched already: its sample's last SimHash and its title are its page's."""
         return self.templates.get(key) if "{" not in key else None
-
-    def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
-        """Count a page of a query family naming a date: a *view* if an earlier page of the family
-        named that date under another URL (the month as a grid, sorted by title)."""
-        views = self.views.pop(family, None)
-        if views is None:
-            if len(self.views) >= self.max_families:
-                del self.views[next(iter(self.views))]
-            views = [0, 0]
-        self.views[family] = views  # most recently observed last
-        seen = dict(zip(views[2::2], views[3::2]))
-        if date not in seen:
-            views += [date, _url_hash(url) | _url_hash(_view_of(url)) << 32]
-            del views[2 : -2 * _WALK_DATES]
-        elif seen[date] & 0xFFFF_FFFF != _url_hash(url):
-            views[0] += 1
-            views[1] += novel
-
-    def _view_closed(self, family: str, date: int, url: str) -> int:
-        """How many views of dates seen a query family had, none of them new, if ``url`` is
-        another (see _observe_view); -1 if it is another in words alone (see allows); else 0."""
-        views = self.views.get(family)
-        if not views:
-            return 0
-        seen = dict(zip(views[2::2], views[3::2])).get(date)
-        if seen is None or seen & 0xFFFF_FFFF == _url_hash(url):
-            return 0
-        if seen >> 32 == _url_hash(_view_of(url)):
-            return -1
-        return views[0] if views[0] and not views[1] else 0
 
     def _linked(self, url: str, bits: bytearray | None = None) -> bool:
         """Whether a page of the host linked ``url`` before (``bits``: a new page of its
@@ -537,7 +461,7 @@ class TemplateBudget(_JSONState):
             # colour), when the views before it were all repeats: facets multiply a calendar's
             # every month, and what one view of a month shows the others show again.
             viewed = url_date(url)
-            views = self._view_closed(_family(key) or "", viewed, url) if viewed is not None else 0
+            views = _view_closed(self.views, _family(key) or "", viewed, url) if viewed is not None else 0
             family = _family(key)
             if views < 0:
                 # ... or when it differs from the URL the date was fetched under in words alone
@@ -550,8 +474,7 @@ class TemplateBudget(_JSONState):
             # A listing's own URL without a query (``/search``), once its filters (``/search?*``)
             # stopped bringing anything new: what its filters showed, unfiltered.
             return False, f"template family {key}?* exhausted: the page without its query"
-        segments = _segments(url) if self.nestings else None
-        if segments is not None and len(segments) > 2 and _url_hash("/".join(sorted(segments))) in self.nestings:
+        if self.nestings and _nesting(url) in self.nestings:
             # The segments of a nesting that repeated a page (``/kb/start/usage/`` served
             # ``/kb/usage/``) in another order: the loop's other way round, ``/kb/usage/start/``.
             return False, "a nesting's segments in another order: a relative-link loop"
@@ -568,11 +491,11 @@ class TemplateBudget(_JSONState):
                 return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
-        if stats is not None and date is not None and _on_walk(stats, date):
-            # A date not seen yet: its side of the walk decides (see _walk_closed).
+        if stats is not None and date is not None and _on_walk(stats.walk, date):
+            # A date not seen yet: its side of the walk decides (see walks._walk_closed).
             side = 1 if date < stats.walk[0] else 3
             where = "before" if side == 1 else "after"
-            if self._walk_closed(stats, side, date):
+            if _walk_closed(stats.walk, side, date, self.early_pages, self.walk_horizon):
                 return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
             # The walk stands in for the runs of repeats (views of the dates seen make those),
             # not for the second-page rule, the novel share, or a young template's family.
@@ -612,18 +535,6 @@ class TemplateBudget(_JSONState):
             return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
-
-    def _walk_closed(self, stats: TemplateStats, side: int, date: int) -> bool:
-        """Whether the dates on one side of a walk's first date are closed for ``date``: after a
-        repeat that linked more of its kind where that side had no new page (the month before a
-        calendar's entry, empty), or where the repeat was more than ``walk_horizon`` steps from
-        the first date (the month after a calendar's last events, once past its first months);
-        otherwise after ``early_pages`` of them in a row (an empty month between two with
-        events, near the first)."""
-        run, new = stats.walk[side], stats.walk[side + 1]
-        # The step asked for follows the last one walked: the repeat was one step nearer.
-        beyond = self.walk_horizon and _steps(date, stats.walk[0]) - 1 > self.walk_horizon
-        return run >= (self.early_pages if new and not beyond else 1)
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""

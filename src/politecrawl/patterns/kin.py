@@ -9,6 +9,7 @@ host's pages linked.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 from .shape import _Parts, _split, url_date
 
@@ -74,20 +75,42 @@ def _family(template_: str) -> str | None:
     return f"/{first}/**" if sep else None
 
 
-def _variant(url: str, link: str) -> bool:
-    """Whether ``link`` is ``url`` with one query parameter added, removed or given another value
-    (``?finish=brass`` -> ``?finish=brass&price=low``, ``?finish=chrome``, ``?sort=az``)."""
-    a, b = _split(url), _split(link)
-    if a.segments != b.segments or a.origin != b.origin:
-        return False
-    differ = {pair.partition("=")[0] for pair in set(a.query) ^ set(b.query)}
-    return len(differ) == 1
+def _facets(url: str, links: list[str]) -> bool:
+    """Whether ``links`` (URLs of its kind that ``url`` links first) are all ``url`` with one
+    query parameter added, removed or given another value, in two parameters or more: faceted
+    navigation, a filtered listing linking its further filters and other sorts (``?finish=brass``
+    -> ``?finish=brass&price=low``, ``?finish=chrome``, ``?finish=brass&sort=az``). A pager's
+    step changes one parameter only; a listing's pages change two or more (``?view=article&id=12``
+    from ``?view=category&id=5``)."""
+    a = _split(url)
+    names: set[str] = set()
+    for link in links:
+        b = _split(link)
+        if a.segments != b.segments or a.origin != b.origin:
+            return False
+        differ = {pair.partition("=")[0] for pair in set(a.query) ^ set(b.query)}
+        if len(differ) != 1:
+            return False
+        names |= differ
+    return len(names) >= 2
 
 
-def _segments(url: str) -> list[str] | None:
-    """The non-empty path segments of a URL without a query, or None for one with a query."""
+def _nesting(url: str, earlier: str | None = None) -> int | None:
+    """A mark of ``url``'s path segments in any order (a hash of them sorted), if ``url`` has no
+    query and more than two of them -- and, given the URL ``earlier`` whose text ``url`` served,
+    only if ``earlier``'s path is ``url``'s with segments taken out (``/kb/usage/`` of
+    ``/kb/start/usage/``: a relative link that nested a sibling): the same segments in another
+    order are a nesting too (``/kb/usage/start/``, the loop's other way round). None otherwise."""
     parts = _split(url)
-    return None if parts.query else [s for s in parts.segments if s]
+    segments = [s for s in parts.segments if s]
+    if parts.query or len(segments) < 3:
+        return None
+    if earlier is not None:
+        shorter = _split(earlier)
+        fewer = [s for s in shorter.segments if s]
+        if shorter.query or len(fewer) >= len(segments) or Counter(fewer) - Counter(segments):
+            return None
+    return _url_hash("/".join(sorted(segments)))
 
 
 def _view_of(url: str) -> str:
