@@ -126,10 +126,10 @@ def replay_host(site: VariedSite, origin: str = "http://replay.test") -> list[st
         )
         if repeat is not None or depth >= depth_limit:
             continue
-        for link, href in found.items():
-            if relative_loop(href, link):
+        for target, href in found.items():
+            if relative_loop(href, target):
                 continue
-            kept, _ = patterns.filter_link(link)
+            kept, _ = patterns.filter_link(target)
             if kept is None or kept in queued or trap_reason(kept) is not None:
                 continue
             queued.add(kept)
