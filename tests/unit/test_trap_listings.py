@@ -54,6 +54,25 @@ def test_negative_control_a_listing_of_its_own_is_not_a_filter():
     assert budget.allows(articles[1])[0]
 
 
+def test_an_empty_month_of_a_calendar_by_query_is_the_walks_not_a_filter():
+    """``?year=2026&month=10`` links the month before and its days, each one parameter changed or
+    added, like a filter: it names a date, and the walk judges it. The month after the entry,
+    with events, is still fetched."""
+    budget = TemplateBudget()
+
+    def month(m: int, simhash: int, words: int, extra: list[str]) -> None:
+        days = [f"{H}/cal?day={d}&month={m}&year=2026" for d in (1, 2)]
+        budget.observe(
+            f"{H}/cal?month={m}&year=2026", simhash, words, [*NAV, f"{H}/cal?month={m - 1}&year=2026", *days, *extra]
+        )
+
+    month(11, 0, 80, [f"{H}/cal?month=12&year=2026", f"{H}/event/1"])
+    month(10, FAR[0], 14, [])
+    ok, why = budget.allows(f"{H}/cal?month=9&year=2026")
+    assert not ok and "before its first date" in why
+    assert budget.allows(f"{H}/cal?month=12&year=2026")[0]
+
+
 @pytest.mark.parametrize(
     ("links", "facets"),
     [

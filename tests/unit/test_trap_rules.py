@@ -210,7 +210,13 @@ def test_session_links_are_cleaned_before_bare_pages_are_judged():
         ("/events?month=2026-11&view=list", (2026, 11, 0)),
         ("/whats-on?ym=202611&layout=cards", (2026, 11, 0)),
         ("/2024/05/12/blog-post-title", (2024, 5, 12)),
+        ("/events/calendar?month=12&year=2026", (2026, 12, 0)),
+        ("/events/calendar?day=5&month=12&year=2026", (2026, 12, 5)),
+        ("/cal?d=31&m=1&y=2027", (2027, 1, 31)),
         # no date
+        ("/shop?id=2024&page=3", None),
+        ("/cal?month=13&year=2026", None),
+        ("/cal?month=12&year=1234", None),
         ("/a/1.html", None),
         ("/item.php?id=100", None),
         ("/p/2026", None),

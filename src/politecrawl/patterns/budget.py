@@ -411,7 +411,7 @@ class TemplateBudget(_JSONState):
                 news,
                 seed=self._literal_page(key.partition("?")[0]) if "?" in key else None,
                 # A filtered view of a listing, by the URLs of its kind it links first (kin._facets).
-                counts_bare="?" in key and news is not None and _facets(url, leads_on()),
+                counts_bare="?" in key and date is None and news is not None and _facets(url, leads_on()),
             )
         if self.bare_words:
             depth = len(_split(url).segments)
