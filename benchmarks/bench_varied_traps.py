@@ -1,6 +1,7 @@
 """Crawl traps on a web the heuristics were not tuned on: trap fetches of a 2-minute crawl.
 
-    flock /tmp/bench.lock .venv/bin/python benchmarks/bench_varied_traps.py [--seconds 120] [--hosts]
+    flock /tmp/bench.lock .venv/bin/python benchmarks/bench_varied_traps.py [--seconds 120] [--hosts] [--off]
+    .venv/bin/python benchmarks/bench_varied_traps.py --replay [--hosts]
 
 The web is tests/servers/varied_trap_web.py, served from this process on 127.0.83.1-20: two
 control hosts whose URLs only look like traps, and 18 small sites (10 to 30 real pages each)
@@ -20,6 +21,13 @@ variables). The servers classify every request from its target: the first reques
 page's content (under any URL) is that page fetched; every other request -- an endless space's
 page, a content again under another URL (a session id, a loop), a URL again -- is a trap fetch.
 
+``--replay`` crawls nothing: each host's pages are fetched from the web's handlers in this
+process, breadth-first, through the learned URL patterns and the URL rules as the crawler
+applies them (a link judged when found and again before its fetch, a repeat's links not
+followed, links of a loop or a trap turned away, depth 10): about the crawl's figures in a
+second, for trying a rule (the crawl's order, with its workers and timing, may differ; the
+figures of docs/traps.md are the crawl's).
+
 Printed: a JSON row per crawl (trap fetches, real pages fetched of those that exist, hosts
 with real pages left unfetched), the per-host rows with ``--hosts``, then the targets checked:
 at most 30 trap fetches, every real page fetched.
@@ -28,6 +36,7 @@ at most 30 trap fetches, every real page fetched.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
 import subprocess
@@ -39,7 +48,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from servers.varied_trap_web import VariedTrapWeb  # noqa: E402
+from politecrawl.config import Settings  # noqa: E402
+from politecrawl.content.dedup import simhash, text_fingerprint  # noqa: E402
+from politecrawl.content.parse import parse_html, rough_word_count  # noqa: E402
+from politecrawl.errors import InvalidURL  # noqa: E402
+from politecrawl.patterns.site import SitePatterns  # noqa: E402
+from politecrawl.policy import urls  # noqa: E402
+from politecrawl.policy.traps import relative_loop, trap_reason  # noqa: E402
+
+from servers.varied_trap_web import HOSTS, VariedSite, VariedTrapWeb  # noqa: E402
 
 TARGET_TRAP_FETCHES = 30
 
@@ -74,13 +91,80 @@ def run_crawl(name: str, *, seconds: float, patterns: bool, prefix: str, example
     }
 
 
+def replay_host(site: VariedSite, origin: str = "http://replay.test") -> list[str]:
+    """The request targets a breadth-first crawl of one host makes, in order (see --replay)."""
+    patterns, depth_limit = SitePatterns(), Settings().max_depth
+    queue, queued, targets, order = [(0, 0, origin + "/")], {origin + "/"}, [], 0
+    while queue:
+        depth, _, url = heapq.heappop(queue)
+        cleaned, _ = patterns.filter_link(url)  # before the fetch: what was learned since
+        if cleaned != url:
+            if cleaned is not None and cleaned not in queued:
+                queued.add(cleaned)
+                order += 1
+                heapq.heappush(queue, (depth, order, cleaned))
+            continue
+        if patterns.fetched_as(url) is not None:
+            continue
+        targets.append(url[len(origin) :])
+        reply = site.answer(targets[-1])
+        if reply.status != 200:
+            continue
+        page = parse_html(reply.body, url)
+        found: dict[str, str] = {}
+        for link in page.links:
+            try:
+                normalized = urls.normalize(link.href, base=page.base)
+            except InvalidURL:
+                continue
+            if normalized.startswith(origin + "/"):
+                found.setdefault(normalized, link.href)
+        text = page.compared_text
+        links = list(found)
+        repeat = patterns.observe_page(
+            url, simhash(text), text_fingerprint(text), None, links, rough_word_count(text), title=page.title
+        )
+        if repeat is not None or depth >= depth_limit:
+            continue
+        for target, href in found.items():
+            if relative_loop(href, target):
+                continue
+            kept, _ = patterns.filter_link(target)
+            if kept is None or kept in queued or trap_reason(kept) is not None:
+                continue
+            queued.add(kept)
+            order += 1
+            heapq.heappush(queue, (depth + 1, order, kept))
+    return targets
+
+
+def replay(examples: int) -> dict:
+    hosts = [VariedSite(i, spec).tally(replay_host(VariedSite(i, spec)), examples) for i, spec in enumerate(HOSTS)]
+    return {
+        "crawl": "replay",
+        "url_patterns": True,
+        "trap_fetches": sum(h["trap"] for h in hosts),
+        "real_fetched": sum(h["real"] for h in hosts),
+        "real_exist": sum(h["real_exist"] for h in hosts),
+        "unfetched": {h["host"]: h["unfetched"] for h in hosts if h["unfetched"]},
+        "_hosts": hosts,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=120.0, help="--max-time of each crawl")
     ap.add_argument("--off", action="store_true", help="also crawl with the learned URL patterns off")
     ap.add_argument("--hosts", action="store_true", help="print the per-host rows")
     ap.add_argument("--examples", type=int, default=4, help="trap fetches shown per host in its row")
+    ap.add_argument("--replay", action="store_true", help="no crawl: replay the web in this process (quick)")
     args = ap.parse_args()
+    if args.replay:
+        run = replay(args.examples)
+        print(json.dumps({k: v for k, v in run.items() if not k.startswith("_")}))
+        for host in run["_hosts"] if args.hosts else ():
+            print(json.dumps({"crawl": "replay", **host}))
+        return
     print(json.dumps({"command": "politecrawl crawl --db DB --max-time S -q SEEDS...", "max_time": args.seconds}))
     plan = [("defaults", True, "127.0.83.")] + ([("patterns-off", False, "127.0.84.")] if args.off else [])
     runs = []

@@ -25,7 +25,7 @@ from conftest import run_cli
 from servers.varied_trap_web import VariedTrapWeb
 
 HOSTS = 8
-TRAP_BOUND = 35
+TRAP_BOUND = 18
 
 
 def _crawl(tmp_path, prefix: str, max_time: int, env: dict | None = None) -> list[dict]:

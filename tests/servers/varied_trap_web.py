@@ -472,6 +472,38 @@ class VariedSite:
             return path[1:3]
         return "missing"
 
+    def tally(self, targets: list[str], examples: int = 4) -> dict:
+        """The requests ``targets`` (in the order received) classified: ``real``, the first
+        request for a real page's content; ``trap``, every other one; the real pages not
+        fetched, the first ``examples`` trap requests."""
+        contents: set[str] = set()
+        real = trap = missing = 0
+        shown: list[str] = []
+        for target in targets:
+            cid = self.classify(target)
+            if cid == "robots":
+                continue
+            if cid.startswith("alias:"):
+                cid = cid[len("alias:") :]
+            if cid not in ("trap", "missing") and cid not in contents:
+                contents.add(cid)
+                real += 1
+                continue
+            trap += 1
+            missing += cid == "missing"
+            if len(shown) < examples:
+                shown.append(target)
+        return {
+            "host": self.index,
+            "traps": list(self.spec.traps) or ["control"],
+            "real": real,
+            "real_exist": len(self.real_ids()),
+            "trap": trap,
+            "missing": missing,
+            "unfetched": sorted(self.real_ids() - contents),
+            "examples": shown,
+        }
+
     # -- answering ----------------------------------------------------------------------------
     def page(self, title: str, main: str, links: list[tuple[str, str]]) -> str:
         header = f"<header><p>{self.name}</p><p>Notes and stories since 2011.</p></header>"
@@ -761,35 +793,7 @@ class VariedTrapWeb:
     def tally(self, examples: int = 4) -> list[dict]:
         """Per host: its traps, requests by class (``real``: the first request for a real page's
         content; ``trap``: every other one), the real pages not fetched, trap examples."""
-        out = []
-        for site, host in zip(self.sites, self.hosts):
-            contents: set[str] = set()
-            real = trap = missing = 0
-            shown: list[str] = []
-            for record in self.sandbox.requests(host):
-                cid = site.classify(record.path)
-                if cid == "robots":
-                    continue
-                if cid.startswith("alias:"):
-                    cid = cid[len("alias:") :]
-                if cid not in ("trap", "missing") and cid not in contents:
-                    contents.add(cid)
-                    real += 1
-                    continue
-                trap += 1
-                missing += cid == "missing"
-                if len(shown) < examples:
-                    shown.append(record.path)
-            out.append(
-                {
-                    "host": site.index,
-                    "traps": list(site.spec.traps) or ["control"],
-                    "real": real,
-                    "real_exist": len(site.real_ids()),
-                    "trap": trap,
-                    "missing": missing,
-                    "unfetched": sorted(site.real_ids() - contents),
-                    "examples": shown,
-                }
-            )
-        return out
+        return [
+            site.tally([record.path for record in self.sandbox.requests(host)], examples)
+            for site, host in zip(self.sites, self.hosts)
+        ]

@@ -15,7 +15,7 @@ from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.scope import SCOPE_REDIRECT_HOSTS, CrawlScope
-from politecrawl.policy.traps import trap_reason
+from politecrawl.policy.traps import relative_loop, trap_reason
 from politecrawl.store import NewURL, Outcome, URLKind
 
 __all__ = ["ANCHORS_REMEMBERED", "LINKS_REMEMBERED", "LinkFollower", "Remembered"]
@@ -187,6 +187,9 @@ class LinkFollower:
             if u in out or (stored is not None and hash(u) in stored):
                 if anchors and raw in anchors and u != source:
                     found.update(dict.fromkeys((u, text) for text in anchors[raw]))
+                continue
+            if base is not None and kind == URLKind.PAGE and relative_loop(raw, u):
+                rejected["relative-link-loop"] = rejected.get("relative-link-loop", 0) + 1
                 continue
             host = host_key(u)
             if patterns is not None and host == patterns_host:

@@ -555,7 +555,9 @@ class PageHandler:
                 links.append(pair[0])
         # Words counted by their separators (and CJK letters): C-level counts, not a split of the text.
         words = rough_word_count(page.compared_text)  # of the text the SimHash is of
-        repeats = patterns.observe_page(claim.url, page_simhash, fingerprint or "", alias_of, links, words)
+        repeats = patterns.observe_page(
+            claim.url, page_simhash, fingerprint or "", alias_of, links, words, title=page.title
+        )
         entry = self._patterns[claim.host]
         entry[2] += 1
         if entry[2] >= PATTERNS_WRITE_EVERY or (entry[3] and patterns.budget.clock <= PATTERNS_EAGER_PAGES):

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kin import _LINK_BITS, _family, _link_positions, _parent, _steps, _url_hash
+from .kin import _LINK_BITS, _ancestors, _facets, _family, _link_positions, _nesting, _parent, _url_hash
 from .shape import _split, template, url_date
 from .state import _JSONState, _pack_simhashes, _unpack_simhashes
+from .walks import _WALK_DATES, _observe_view, _on_walk, _template, _view_closed, _walk_closed
 
 __all__ = [
     "BARE_WORDS",
@@ -57,19 +58,6 @@ THIN_WORDS = 100
 #: template family: an event, a product, an article. See :class:`TemplateBudget`.
 BARE_WORDS = 30
 
-# The dates of a walk remembered, to tell a new step from another view of a date seen.
-_WALK_DATES = 32
-
-
-def _on_walk(stats: TemplateStats, date: int | None) -> bool:
-    """Whether ``date`` is a new step of the template's walk: not seen yet, and months where the
-    walk is of months, days where it is of days (``/agenda/2026-11/`` and ``/agenda/2026-11-05/``
-    share a template; its month pages walk, its day pages answer to the template's own rules)."""
-    if date is None or not stats.walk:
-        return False
-    anchor = stats.walk[0]
-    return date != anchor and (date % 32 == 0) == (anchor % 32 == 0) and date not in stats.walk[5:]
-
 
 @dataclass
 class TemplateStats:
@@ -85,12 +73,18 @@ class TemplateStats:
     # A calendar's walk (pages naming a date, see shape.url_date): [anchor date, then for the
     # dates before it and after it each: the run of repeats, the new pages; then the dates seen]
     walk: list[int] = field(default_factory=list)
+    # A hash of the title of its last page (a template of literal words: of its one page), or of
+    # the page its members vary (children, facets), 0 for none: see TemplateBudget._update.
+    title: int = 0
 
     def to_row(self) -> list[Any]:
         """The stored form: ``[pages, novel, recent, sample, last_seen, fed, run]`` and, for a
-        template whose pages name dates, ``walk``; the sample packed (see :mod:`.state`)."""
+        template whose pages name dates, ``walk``, then ``title`` if there is one; the sample
+        packed (see :mod:`.state`)."""
         sample = _pack_simhashes(self.sample)
         row = [self.pages, self.novel, self.recent.copy(), sample, self.last_seen, self.fed, self.run]
+        if self.title:
+            return row + [self.walk.copy(), self.title]
         return row + [self.walk.copy()] if self.walk else row
 
     @classmethod
@@ -104,6 +98,8 @@ class TemplateStats:
             stats = cls(pages, novel, recent, _unpack_simhashes(sample), last_seen, fed, *rest[:1])
             if len(rest) > 1:
                 stats.walk = [int(x) for x in rest[1]]
+            if len(rest) > 2:
+                stats.title = int(rest[2])
         if ("run" not in row) if isinstance(row, dict) else len(row) == 6:
             # Stored before runs were counted: a template whose every repeat fed it ends in a run
             # of them all; of any other, the run is not known and starts again.
@@ -225,6 +221,9 @@ class TemplateBudget(_JSONState):
         # Per query family (``/events?*``), the views of dates already fetched: [views, of them
         # new, then the dates fetched and a hash of the URL that first fetched each, in pairs].
         self.views: dict[str, list[int]] = {}
+        # Hashes of the sorted path segments of URLs that served the text of a URL with fewer of
+        # them (see observe_nesting).
+        self.nestings: list[int] = []
         self.clock = 0
 
     def _update(
@@ -238,6 +237,9 @@ class TemplateBudget(_JSONState):
         news: Callable[[], bool] | None = None,
         date: int | None = None,
         empty: bool = False,
+        seed: TemplateStats | None = None,
+        counts_bare: bool = False,
+        title: int = 0,
     ) -> bool:
         stats = table.get(key)
         if stats is None:
@@ -245,11 +247,23 @@ class TemplateBudget(_JSONState):
                 victim = min(table, key=lambda k: (table[k].pages, table[k].last_seen))
                 del table[victim]
             stats = table[key] = TemplateStats()
+            if seed is not None and seed.sample:
+                # The page its members vary (a listing for its facets, a page for its children),
+                # fetched before them: their first page, so the first of them that repeats it and
+                # links more is the second-page rule's repeat.
+                # (Counted as a page with no ``recent`` flag: see below.)
+                stats.pages, stats.novel, stats.sample, stats.title = 1, 1, [seed.sample[-1]], seed.title
         novel = all((simhash ^ seen).bit_count() > distance for seen in stats.sample)
         bare = False  # no news for its links alone: counts in runs, not in the second-page rule
         if novel and stats.sample and news is not None:
             novel = news()
-            bare = not novel
+            # ... unless it is the seed page in another state: a child with its title, a filter
+            # by its links.
+            bare = not novel and not (counts_bare or (title and title == stats.title))
+        if novel and stats.pages == 1 and not stats.recent:
+            # The first member, new beside the seed page: the seed is no page of theirs after all
+            # (its SimHash stays in the sample), the rules count from this one.
+            stats.pages = stats.novel = 0
         # Only the repeats of a template with few new pages can close it early: the links are
         # not looked at otherwise (they are the costly part).
         feeding = not novel and stats.novel <= self.min_pages and feeds()
@@ -257,7 +271,7 @@ class TemplateBudget(_JSONState):
             # A walk whose first page is bare and links nothing new (a day with nothing on, which
             # links the day before and after) starts as if each side had had its repeat.
             stats.walk = [date, int(empty), 0, int(empty), 0]
-        if date is not None and _on_walk(stats, date):
+        if date is not None and _on_walk(stats.walk, date):
             # A step of the walk to a date not seen: judged on its side of the first date, so
             # that the empty months before a calendar's entry do not close the months after it.
             side = 1 if date < stats.walk[0] else 3
@@ -286,15 +300,17 @@ class TemplateBudget(_JSONState):
         stats.last_seen = self.clock
         return novel
 
-    def observe(self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = ()) -> bool:
+    def observe(
+        self, url: str, simhash: int, words: int | None = None, links: Iterable[str] = (), title: str | None = None
+    ) -> bool:
         """Record a fetched page of ``url`` with 64-bit SimHash ``simhash``, ``words`` words
-        of text (None: unknown, judged as thin) and the URLs it links to; returns whether it
+        of text (None: unknown, judged as thin), the URLs it links to and its title; returns whether it
         was novel in its template."""
         if not 0 <= simhash < 1 << 64:
             raise ValueError(f"simhash must be an unsigned 64-bit int, got {simhash}")
         self.clock += 1
         distance = self.near_distance if words is None or words < self.thin_words else self.long_distance
-        key = template(url)
+        key = _template(url)
         family = _family(key)
         # Families are where literal words spread (facets as path segments, ever-growing paths):
         # the pages of a template with a number, date or token in its path (a store's products,
@@ -305,11 +321,17 @@ class TemplateBudget(_JSONState):
         def kinds() -> list[tuple[str, str | None]]:
             nonlocal linked
             if linked is None:
-                linked = [(t, _family(t)) for t in map(template, links)]
+                linked = [(t, _family(t)) for t in map(_template, links)]
             return linked
 
         news: Callable[[], bool] | None = None
         links = list(links)
+
+        def leads_on() -> list[str]:
+            # The URLs of its template or family it links that no page of the host linked before.
+            pairs = zip(links, kinds())
+            return [u for u, (t, f) in pairs if (t == key or (f is not None and f == family)) and not self._linked(u)]
+
         if words is not None and words < self.bare_words:
             brings: list[bool] = []
 
@@ -322,18 +344,15 @@ class TemplateBudget(_JSONState):
                 # a glossary entry, a page however few its words.
                 if not brings:
                     pairs = list(zip(links, kinds()))
-                    leads_on = any(
-                        (t == key or (f is not None and f == family)) and not self._linked(link)
-                        for link, (t, f) in pairs
-                    )
                     brings.append(
-                        not leads_on
+                        not leads_on()
                         or any(
                             t != key and (f is None or f != family) and not self._linked(link) for link, (t, f) in pairs
                         )
                     )
                 return brings[0]
 
+        title_hash = _url_hash(title) if title else 0
         date = url_date(url)
         before = self.templates.get(key)
         # The first page of a walk, bare, linking nothing new outside its own template (its
@@ -346,7 +365,7 @@ class TemplateBudget(_JSONState):
         )
         # A step of a calendar's walk to a new date is judged on its side of the walk alone: its
         # news (the months with events) would keep the family of the calendar's views open.
-        if before is not None and date is not None and _on_walk(before, date):
+        if before is not None and date is not None and _on_walk(before.walk, date):
             counted = None
         novel = self._update(
             self.templates,
@@ -359,8 +378,10 @@ class TemplateBudget(_JSONState):
             date,
             empty,
         )
+        if "{" not in key:
+            self.templates[key].title = title_hash
         if date is not None and family is not None and "?" in key:
-            self._observe_view(family, date, url, novel)
+            _observe_view(self.views, family, date, url, novel, self.max_families)
         parent = _parent(url)
         if parent is not None:
             under = _split(url).origin + parent
@@ -372,6 +393,8 @@ class TemplateBudget(_JSONState):
                 distance,
                 lambda: any(link.startswith(under) and link != url and len(link) > len(under) for link in links),
                 news,
+                seed=self._literal_page(template(under)),
+                title=title_hash,
             )
         # Whether its links name pages worth judging on their own (see allows): new in its
         # family too, where it has one, since the first page of each young template is new.
@@ -386,6 +409,9 @@ class TemplateBudget(_JSONState):
                 distance,
                 lambda: any(f == family for _, f in kinds()),
                 news,
+                seed=self._literal_page(key.partition("?")[0]) if "?" in key else None,
+                # A filtered view of a listing, by the URLs of its kind it links first (kin._facets).
+                counts_bare="?" in key and date is None and news is not None and _facets(url, leads_on()),
             )
         if self.bare_words:
             depth = len(_split(url).segments)
@@ -399,31 +425,17 @@ class TemplateBudget(_JSONState):
                         self.linked_level[position >> 3] |= 1 << (position & 7)
         return novel
 
-    def _observe_view(self, family: str, date: int, url: str, novel: bool) -> None:
-        """Count a page of a query family naming a date: a *view* if an earlier page of the family
-        named that date under another URL (the month as a grid, sorted by title)."""
-        views = self.views.pop(family, None)
-        if views is None:
-            if len(self.views) >= self.max_families:
-                del self.views[next(iter(self.views))]
-            views = [0, 0]
-        self.views[family] = views  # most recently observed last
-        seen = dict(zip(views[2::2], views[3::2]))
-        if date not in seen:
-            views += [date, _url_hash(url)]
-            del views[2 : -2 * _WALK_DATES]
-        elif seen[date] != _url_hash(url):
-            views[0] += 1
-            views[1] += novel
+    def observe_nesting(self, url: str, earlier: str) -> None:
+        """Note that ``url`` served the text of ``earlier``, fetched before (see kin._nesting)."""
+        mark = _nesting(url, earlier)
+        if mark is not None and mark not in self.nestings:
+            self.nestings.append(mark)
+            del self.nestings[: -self.max_families]
 
-    def _view_closed(self, family: str, date: int, url: str) -> int:
-        """How many views of dates seen a query family had, none of them new, if ``url`` is
-        another (see _observe_view); 0 otherwise."""
-        views = self.views.get(family)
-        if not views or views[1] or not views[0]:
-            return 0
-        seen = dict(zip(views[2::2], views[3::2]))
-        return views[0] if date in seen and seen[date] != _url_hash(url) else 0
+    def _literal_page(self, key: str) -> TemplateStats | None:
+        """The template ``key`` if it is one of literal words (one URL: ``/store/lamps/``,
+        ``/search``) fetched already: its sample's last SimHash and its title are its page's."""
+        return self.templates.get(key) if "{" not in key else None
 
     def _linked(self, url: str, bits: bytearray | None = None) -> bool:
         """Whether a page of the host linked ``url`` before (``bits``: a new page of its
@@ -442,34 +454,48 @@ class TemplateBudget(_JSONState):
 
     def allows(self, url: str) -> tuple[bool, str]:
         """Whether another page of ``url``'s template may be fetched, and why."""
-        key = template(url)
+        key = _template(url)
         stats = self.templates.get(key)
         if "?" in key and self.views:
             # Another view of a date the family fetched (the month as a grid, sorted, filtered by
             # colour), when the views before it were all repeats: facets multiply a calendar's
             # every month, and what one view of a month shows the others show again.
             viewed = url_date(url)
-            views = self._view_closed(_family(key) or "", viewed, url) if viewed is not None else 0
+            views = _view_closed(self.views, _family(key) or "", viewed, url) if viewed is not None else 0
+            family = _family(key)
+            if views < 0:
+                # ... or when it differs from the URL the date was fetched under in words alone
+                # (``view=grid``, ``sort=title``, ``color=red``): a view, sort or filter of a date
+                # is what its page showed; a number (``page=2``) may be more of the date's list.
+                return False, f"template family {family}: another view of a date seen (its words alone differ)"
             if views:
-                family = _family(key)
                 return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
-        parent = _parent(url) if self.parents else None
-        siblings = self.parents.get(parent) if parent is not None else None
-        if siblings is not None and (
-            siblings.ran_dry(self.early_pages, self.min_pages)
-            or (siblings.pages >= self.early_pages and siblings.feeds_itself())
-        ):
-            # The children of one page, the second repeating the first and linking more below
-            # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
-            # whose templates differ (a number in one) but which filter the same listing.
-            return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
+        if stats is None and "?" not in key and "{" not in key and self._exhausted(self.families.get(key + "?*")):
+            # A listing's own URL without a query (``/search``), once its filters (``/search?*``)
+            # stopped bringing anything new: what its filters showed, unfiltered.
+            return False, f"template family {key}?* exhausted: the page without its query"
+        if self.nestings and _nesting(url) in self.nestings:
+            # The segments of a nesting that repeated a page (``/kb/start/usage/`` served
+            # ``/kb/usage/``) in another order: the loop's other way round, ``/kb/usage/start/``.
+            return False, "a nesting's segments in another order: a relative-link loop"
+        for parent in _ancestors(url) if self.parents else ():
+            siblings = self.parents.get(parent)
+            if siblings is not None and (
+                siblings.ran_dry(self.early_pages, self.min_pages)
+                or (siblings.pages >= self.early_pages and siblings.feeds_itself())
+            ):
+                # The children of one page, the second repeating the first and linking more below
+                # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
+                # whose templates differ (a number in one) but which filter the same listing; and
+                # their own children (``…/finish-brass/price-50-200/``), filters of filters.
+                return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
-        if stats is not None and date is not None and _on_walk(stats, date):
-            # A date not seen yet: its side of the walk decides (see _walk_closed).
+        if stats is not None and date is not None and _on_walk(stats.walk, date):
+            # A date not seen yet: its side of the walk decides (see walks._walk_closed).
             side = 1 if date < stats.walk[0] else 3
             where = "before" if side == 1 else "after"
-            if self._walk_closed(stats, side, date):
+            if _walk_closed(stats.walk, side, date, self.early_pages, self.walk_horizon):
                 return False, f"template {key} exhausted {where} its first date: {stats.walk[side]} repeats in a row"
             # The walk stands in for the runs of repeats (views of the dates seen make those),
             # not for the second-page rule, the novel share, or a young template's family.
@@ -510,18 +536,6 @@ class TemplateBudget(_JSONState):
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
 
-    def _walk_closed(self, stats: TemplateStats, side: int, date: int) -> bool:
-        """Whether the dates on one side of a walk's first date are closed for ``date``: after a
-        repeat that linked more of its kind where that side had no new page (the month before a
-        calendar's entry, empty), or where the repeat was more than ``walk_horizon`` steps from
-        the first date (the month after a calendar's last events, once past its first months);
-        otherwise after ``early_pages`` of them in a row (an empty month between two with
-        events, near the first)."""
-        run, new = stats.walk[side], stats.walk[side + 1]
-        # The step asked for follows the last one walked: the repeat was one step nearer.
-        beyond = self.walk_horizon and _steps(date, stats.walk[0]) - 1 > self.walk_horizon
-        return run >= (self.early_pages if new and not beyond else 1)
-
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""
         if self._exhausted(stats):
@@ -556,6 +570,7 @@ class TemplateBudget(_JSONState):
             "families": {k: v.to_row() for k, v in self.families.items()},
             **({"parents": {k: v.to_row() for k, v in self.parents.items()}} if self.parents else {}),
             **({"views": {k: v.copy() for k, v in self.views.items()}} if self.views else {}),
+            **({"nestings": self.nestings.copy()} if self.nestings else {}),
             **({"linked": base64.b64encode(self.linked).decode()} if any(self.linked) else {}),
             **({"linked_new": base64.b64encode(self.linked_new).decode()} if any(self.linked_new) else {}),
             **({"linked_level": base64.b64encode(self.linked_level).decode()} if any(self.linked_level) else {}),
@@ -569,6 +584,7 @@ class TemplateBudget(_JSONState):
         budget.families = {k: TemplateStats.from_row(v) for k, v in data["families"].items()}
         budget.parents = {k: TemplateStats.from_row(v) for k, v in data.get("parents", {}).items()}
         budget.views = {k: [int(x) for x in v] for k, v in data.get("views", {}).items()}
+        budget.nestings = [int(x) for x in data.get("nestings", [])][-budget.max_families :]
         for name in ("linked", "linked_new", "linked_level"):
             if name in data and budget.bare_words:
                 bits = base64.b64decode(data[name])

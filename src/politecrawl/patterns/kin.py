@@ -9,8 +9,9 @@ host's pages linked.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
-from .shape import _split, url_date
+from .shape import _Parts, _split, url_date
 
 __all__: list[str] = []
 
@@ -42,6 +43,16 @@ def _parent(url: str) -> str | None:
     return "/" + "/".join(segments[:-1]) + "/" if len(segments) >= 3 else None
 
 
+def _ancestors(url: str) -> list[str]:
+    """:func:`_parent` of ``url``, then its parent's, and so on up to the first level's children
+    (``/store/lamps/finish-brass/``, then ``/store/lamps/``, for ``…/finish-brass/price-low/``)."""
+    parent = _parent(url)
+    if parent is None:
+        return []
+    segments = parent.strip("/").split("/")
+    return ["/" + "/".join(segments[:k]) + "/" for k in range(len(segments), 1, -1)]
+
+
 def _url_hash(url: str) -> int:
     return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big")
 
@@ -62,3 +73,50 @@ def _family(template_: str) -> str | None:
         return path + "?*"
     first, sep, _ = path[1:].partition("/")
     return f"/{first}/**" if sep else None
+
+
+def _facets(url: str, links: list[str]) -> bool:
+    """Whether ``links`` (URLs of its kind that ``url`` links first) are all ``url`` with one
+    query parameter added, removed or given another value, in two parameters or more: faceted
+    navigation, a filtered listing linking its further filters and other sorts (``?finish=brass``
+    -> ``?finish=brass&price=low``, ``?finish=chrome``, ``?finish=brass&sort=az``). A pager's
+    step changes one parameter only; a listing's pages change two or more (``?view=article&id=12``
+    from ``?view=category&id=5``)."""
+    a = _split(url)
+    names: set[str] = set()
+    for link in links:
+        b = _split(link)
+        if a.segments != b.segments or a.origin != b.origin:
+            return False
+        differ = {pair.partition("=")[0] for pair in set(a.query) ^ set(b.query)}
+        if len(differ) != 1:
+            return False
+        names |= differ
+    return len(names) >= 2
+
+
+def _nesting(url: str, earlier: str | None = None) -> int | None:
+    """A mark of ``url``'s path segments in any order (a hash of them sorted), if ``url`` has no
+    query and more than two of them -- and, given the URL ``earlier`` whose text ``url`` served,
+    only if ``earlier``'s path is ``url``'s with segments taken out (``/kb/usage/`` of
+    ``/kb/start/usage/``: a relative link that nested a sibling): the same segments in another
+    order are a nesting too (``/kb/usage/start/``, the loop's other way round). None otherwise."""
+    parts = _split(url)
+    segments = [s for s in parts.segments if s]
+    if parts.query or len(segments) < 3:
+        return None
+    if earlier is not None:
+        shorter = _split(earlier)
+        fewer = [s for s in shorter.segments if s]
+        if shorter.query or len(fewer) >= len(segments) or Counter(fewer) - Counter(segments):
+            return None
+    return _url_hash("/".join(sorted(segments)))
+
+
+def _view_of(url: str) -> str:
+    """``url`` without its query parameters whose values are not numbers: what stays of a view
+    of a date (``/events?month=2026-11&view=grid`` -> ``/events``; ``?ym=202611&page=2`` keeps
+    both, a number that may name the date or a page of its list)."""
+    parts = _split(url)
+    kept = tuple(pair for pair in parts.query if pair.partition("=")[2].isdigit())
+    return _Parts(parts.origin, parts.segments, kept).url()

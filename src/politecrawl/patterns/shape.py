@@ -172,7 +172,8 @@ def url_date(url: str) -> int | None:
     """The date a URL names, as a number that orders dates (``year * 512 + month * 32 + day``,
     day 0 for a month), or None: the first of ``/2026/11/`` or ``/2026/11/05/`` in the path
     (a year segment, then a month, then perhaps a day), a segment or a query value that is a
-    date alone (``2026-11``, ``2026_11_05``, ``202611``, ``20261105``). How calendars walk."""
+    date alone (``2026-11``, ``2026_11_05``, ``202611``, ``20261105``), or parameters named for
+    its parts (``?year=2026&month=11``). How calendars walk."""
     parts = _split(url)
     segments = parts.segments
     for i, segment in enumerate(segments):
@@ -194,7 +195,21 @@ def url_date(url: str) -> int | None:
             found = _date(int(match[1]), int(match[2]), int(match[3] or 0))
             if found is not None:
                 return found
-    return None
+    return _split_date(parts.query) if len(parts.query) >= 2 else None
+
+
+# A date spread over parameters named for its parts (?year=2026&month=11&day=5).
+_DATE_PARTS = (("year", "yr", "y"), ("month", "mon", "mo", "m"), ("day", "d"))
+
+
+def _split_date(query: tuple[str, ...]) -> int | None:
+    """The date of a query whose parameters name a year and a month (and perhaps a day) by name
+    (``year=2026&month=11``, ``y=2026&m=11&d=5``), or None."""
+    values = {name.lower(): value for name, _, value in (pair.partition("=") for pair in query)}
+    year, month, day = (next((values[n] for n in names if n in values), "") for names in _DATE_PARTS)
+    if not (len(year) == 4 and year.isdigit() and year[:2] in ("19", "20") and month.isdigit() and len(month) <= 2):
+        return None
+    return _date(int(year), int(month), int(day) if day.isdigit() and len(day) <= 2 else 0)
 
 
 def _literal(segment: str) -> bool:

@@ -131,10 +131,11 @@ class SitePatterns(_JSONState):
         canonical: str | None = None,
         links: Iterable[str] = (),
         words: int | None = None,
+        title: str | None = None,
     ) -> str | None:
         """Learn from one fetched page: its normalized URL, 64-bit SimHash, content key (text
-        fingerprint), declared canonical URL, the normalized URLs it links to and the number
-        of words of its text (None: unknown).
+        fingerprint), declared canonical URL, the normalized URLs it links to, the number
+        of words of its text (None: unknown) and its title (None: unknown).
 
         Returns the URL under which the same text was fetched before (:meth:`repeat_of`), if
         any. The page's links are then best not followed: a page that repeats another's text
@@ -142,6 +143,8 @@ class SitePatterns(_JSONState):
         of more URLs that do not exist, a relative link nested once more, fresh session ids or
         cache-busting values -- while the first page's links were followed already."""
         repeat = self.repeat_of(url, content_key)
+        if repeat is not None:
+            self.budget.observe_nesting(self.clean(url)[0], self.clean(repeat)[0])
         if content_key and self._by_content is not None:
             self._by_content.setdefault(content_key, url)
         links = list(links)
@@ -158,7 +161,7 @@ class SitePatterns(_JSONState):
         # so that a session id minted per response does not make every link new.
         if words is not None and words < self.budget.bare_words:
             links = [self.clean(link)[0] for link in links]
-        self.budget.observe(self.clean(url)[0], simhash, words, links)
+        self.budget.observe(self.clean(url)[0], simhash, words, links, title)
         return repeat
 
     def filter_link(self, url: str) -> tuple[str | None, str]:

@@ -17,6 +17,7 @@ from politecrawl.errors import InvalidURL
 from .urls import _short, _split_simple
 
 __all__ = [
+    "relative_loop",
     "trap_reason",
 ]
 
@@ -50,6 +51,35 @@ def _tandem_repeat(segments: list[str]) -> bool:
             if run == shapes[i + k : i + 2 * k] and any(_LETTER_RE.search(s) for s in run):
                 return True
     return False
+
+
+# A relative link that is a bare name (``gallery/``, ``faq/``, ``help/contact/``): no scheme, no
+# leading slash or dot, no query or fragment alone.
+_BARE_NAME_RE = re.compile(r"[A-Za-z0-9_~%-][^:?#]*(?:[?#].*)?", re.DOTALL)
+
+
+def relative_loop(href: str, url: str) -> bool:
+    """Whether the link ``href``, found on a page and resolved to ``url``, is a relative path
+    (a bare name, no leading slash) that appends a word the page's own path already holds:
+    ``gallery/`` on ``/gallery/`` (``/gallery/gallery/``), ``faq/`` on ``/help/faq/contact/``
+    (``/help/faq/contact/faq/``). A page under a name does not link that name again below
+    itself: the author meant the page at the root (the leading slash was lost), and a server
+    that answers any nesting makes it an endless relative-link loop, each step a new URL. A name
+    new to the path (``install/`` on ``/docs/guide/``, a child), numbers (``2024/``) and
+    absolute links (``/user/user``) are left alone."""
+    href = href.strip(" \t\n\r\f")
+    if not _BARE_NAME_RE.fullmatch(href):
+        return False
+    names = [s for s in re.split(r"[?#]", href, maxsplit=1)[0].split("/") if s]
+    if not names or any(s in (".", "..") for s in names):
+        return False
+    simple = _split_simple(url)
+    path = simple[2] if simple is not None else urlsplit(url).path
+    segments = [s for s in path.split("/") if s]
+    if len(segments) <= len(names):
+        return False
+    above = set(segments[: -len(names)])
+    return any(name in above and _LETTER_RE.search(name) is not None for name in segments[-len(names) :])
 
 
 def trap_reason(
