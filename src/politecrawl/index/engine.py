@@ -25,6 +25,7 @@ from politecrawl.errors import QueryTooCostly
 from .analysis import Query
 from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
 from .reader import IndexReader, SegmentView
+from .stemming import STEM_WEIGHT
 
 __all__ = ["Page", "Scorer", "allowed", "phrase_mask"]
 
@@ -50,9 +51,11 @@ class Scorer:
     both engines take. A searcher makes a new one for each new generation, so what is cached
     here is that generation's."""
 
-    def __init__(self, reader: IndexReader, scoring: str):
+    def __init__(self, reader: IndexReader, scoring: str, stem_weight: float = STEM_WEIGHT):
         self.reader = reader
         self.scoring = scoring
+        #: What a stemmed term's weights are multiplied by (``Query.stems``; ``stemming``).
+        self.stem_weight = stem_weight
         #: The weight of the title's own BM25 term ("bm25f+title"; 0.0 in the other scorings).
         self.title_bonus = TITLE_BONUS if scoring == "bm25f+title" else 0.0
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
@@ -77,9 +80,14 @@ class Scorer:
             self._norms[key] = arr
         return arr
 
-    def term_weights(self, terms: list[str], postings: dict | None = None) -> tuple[list[str], dict, dict, dict]:
+    def term_weights(
+        self, terms: list[str], postings: dict | None = None, stems: tuple[str, ...] = ()
+    ) -> tuple[list[str], dict, dict, dict]:
         """(terms in the order their scores are added, idf per term, weighted idf per (term,
         field) for "fields", each term's bound on what it adds to a score).
+
+        The terms of ``stems`` (a query's stemmed terms) have each of these multiplied by
+        ``stem_weight``: what they add to a score is that times their BM25F.
 
         Terms are always added highest bound first (stable), so every way of scoring (numpy,
         pruned or not, and the compiled kernels) adds the same floats in the same order.  A
@@ -96,8 +104,13 @@ class Scorer:
         idfs: dict[str, float] = {}
         fidfs: dict[tuple[str, str], float] = {}
         bound: dict[str, float] = {}
+        scaled = set(stems)
+        w = self.stem_weight
         for t in terms:
             t_idf, t_fidfs, bound[t] = weights[t]
+            if t in scaled:
+                t_idf, bound[t] = w * t_idf, w * bound[t]
+                t_fidfs = None if t_fidfs is None else tuple(w * x for x in t_fidfs)
             if t_fidfs is None:
                 idfs[t] = t_idf
             else:

@@ -140,7 +140,7 @@ def top(
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
-    ordered, idfs, fidfs, _ = scorer.term_weights(q.positive_terms)
+    ordered, idfs, fidfs, _ = scorer.term_weights(q.scored_terms, stems=q.stems)
     bonus = scorer.title_bonus
     if scorer.scoring == "fields":
         mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]

@@ -44,7 +44,7 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     reranked head's proximity rows. None if nothing matches."""
     reader = scorer.reader
     terms = q.positive_terms
-    postings = {t: reader.postings(t) for t in terms}
+    postings = {t: reader.postings(t) for t in q.scored_terms}
     matched = _flatten(match(scorer, q, postings=postings, deadline=want.deadline))
     if not len(matched[0]):
         return None
@@ -77,11 +77,11 @@ def match(
     were not built.  ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
     """
     reader = scorer.reader
-    terms = q.positive_terms
+    terms = q.scored_terms
     if postings is None:
         postings = {t: reader.postings(t) for t in terms}
     bonus = scorer.title_bonus
-    terms, idfs, fidfs, _ = scorer.term_weights(terms, postings)
+    terms, idfs, fidfs, _ = scorer.term_weights(terms, postings, q.stems)
     out = []
     for si, view in enumerate(reader.views):
         n = view.segment.doc_count

@@ -125,6 +125,8 @@ class IndexReader:
                 views.append(SegmentView(seg, list(entry.get("deleted", []))))
             self.views = views
         self.n_docs = sum(v.live_count for v in self.views)
+        #: the languages (``stemming`` namespaces) of the pages whose stems the index holds
+        self.stem_langs = tuple(sorted({ns for v in self.views for ns in v.segment.stems}))
         totals = np.zeros(len(FIELDS), dtype=np.int64)
         for v in self.views:
             lens = np.asarray(v.segment.doc_lens, dtype=np.int64)

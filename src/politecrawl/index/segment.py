@@ -2,12 +2,14 @@
 
 A segment is a directory ``seg-NNNNNN/`` written once and never modified::
 
-    header.json         {"format": "politecrawl-segment", "version": 7, "body_codec",
+    header.json         {"format": "politecrawl-segment", "version": 9, "body_codec",
                          "doc_count", "term_count", "fields", "posting_counts",
                          "field_lengths", "analyzer", "tf_max" (formats 5, 6: per field),
-                         "positions_dtype" (format 6: per field)}
+                         "positions_dtype" (format 6: per field), "stems" (format 9: the
+                         languages of the documents stemmed)}
     terms.txt           the term dictionary: sorted terms, UTF-8, one per line
-                        (tokens never contain a newline); term id = line number
+                        (tokens never contain a newline); term id = line number; since
+                        format 9 the stemmed terms (``stemming``: ``!en:pars``) come first
     terms.end.npy       uint32[T]     where each term ends in terms.txt (``term_ends``)
     terms.keys.npy      uint64[T/32]  every 32nd term's first 8 bytes (``term_keys``), what a
                                       lookup bisects first (both computed on open if absent)
@@ -154,8 +156,12 @@ FORMAT = "politecrawl-segment"
 #: 8: per document its kind, language and date (``meta.bin``, ``meta.end.npy``: ``doc_meta``),
 #: what the ``filetype:``, ``lang:``, ``after:`` and ``before:`` filters read; older segments'
 #: documents have none (unknown: every such filter leaves them out).
-VERSION = 8
-READABLE_VERSIONS = (2, 3, 4, 5, 6, 7, 8)
+#: 9: the stemmed field: terms ``!<lang>:<stem>`` (``stemming``) first in the dictionary, at the
+#: positions of their documents' inflected words, and in the header the languages (``"stems"``)
+#: of the documents stemmed; older segments' documents have no stemmed terms (found by their
+#: exact words only, until ``politecrawl index --rebuild``).
+VERSION = 9
+READABLE_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)
 
 
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
@@ -291,6 +297,11 @@ class Segment:
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
+        stems = header.get("stems", [])
+        if not (isinstance(stems, list) and all(isinstance(x, str) for x in stems)):
+            raise SearchIndexError(f"{self.path}: stemmed languages in the header that are not a list of names")
+        #: the languages (``stemming`` namespaces) of the documents whose stems it holds (format 9)
+        self.stems: tuple[str, ...] = tuple(stems)
         #: "lz4" (versions 3 and 4) or "zlib" (version 2): how the stored bodies are compressed
         self.body_codec = "lz4" if header["version"] >= 3 else "zlib"
         self.doc_count: int = int(header["doc_count"])
