@@ -59,6 +59,7 @@ __all__ = [
     "MAX_TOKEN_LEN",
     "Analyzer",
     "Query",
+    "Term",
     "Vocabulary",
     "is_cjk",
     "parse_query",
@@ -305,6 +306,11 @@ def tokenize(text: str) -> list[str]:
     return DEFAULT_ANALYZER.tokenize(text)
 
 
+#: A term a query scores: a str, or (``stemming``: a stem group) a tuple of them, of which each
+#: segment scores the first it holds (``Segment.term_id``).
+Term = str | tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Query:
     """A parsed query.
@@ -330,7 +336,7 @@ class Query:
     before: str | None = None
     #: the stemmed terms that also score (``stemming.query_stems``; the searcher adds them), and
     #: the query word each stems
-    stems: tuple[str, ...] = ()
+    stems: tuple[Term, ...] = ()
     stem_of: tuple[str, ...] = ()
 
     @property
@@ -350,12 +356,10 @@ class Query:
         return list(seen)
 
     @property
-    def scored_terms(self) -> list[str]:
-        """Every term that scores: ``positive_terms``, then the stemmed ones."""
-        terms = self.positive_terms
-        if not self.stems:
-            return terms
-        return terms + [t for t in self.stems if t not in terms]
+    def scored_terms(self) -> list[Term]:
+        """Every term that scores: ``positive_terms``, then the stem groups."""
+        terms: list[Term] = list(self.positive_terms)
+        return terms + list(self.stems)
 
     @property
     def is_empty(self) -> bool:

@@ -15,6 +15,7 @@ last bit) and snippets: ``engine_compiled`` (the compiled kernels, where they ar
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from politecrawl.errors import QueryTooCostly
 
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
 from .reader import IndexReader, SegmentView
 from .stemming import STEM_WEIGHT
@@ -60,7 +61,7 @@ class Scorer:
         self.title_bonus = TITLE_BONUS if scoring == "bm25f+title" else 0.0
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
         #: Per term: what ``term_weights`` gives it (``_term_weights``), for this generation.
-        self._weights: dict[str, tuple[float, tuple[float, ...] | None, float]] = {}
+        self._weights: dict[Term, tuple[float, tuple[float, ...] | None, float]] = {}
         #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
         self.kernel_inputs: tuple[Any, ...] | None = None
 
@@ -81,8 +82,8 @@ class Scorer:
         return arr
 
     def term_weights(
-        self, terms: list[str], postings: dict | None = None, stems: tuple[str, ...] = ()
-    ) -> tuple[list[str], dict, dict, dict]:
+        self, terms: Sequence[Term], postings: dict | None = None, stems: tuple[Term, ...] = ()
+    ) -> tuple[list[Term], dict, dict, dict]:
         """(terms in the order their scores are added, idf per term, weighted idf per (term,
         field) for "fields", each term's bound on what it adds to a score).
 
@@ -101,9 +102,9 @@ class Scorer:
             postings = postings or {}
             for t in new:
                 weights[t] = self._term_weights(t, postings.get(t))
-        idfs: dict[str, float] = {}
-        fidfs: dict[tuple[str, str], float] = {}
-        bound: dict[str, float] = {}
+        idfs: dict[Term, float] = {}
+        fidfs: dict[tuple[Term, str], float] = {}
+        bound: dict[Term, float] = {}
         scaled = set(stems)
         w = self.stem_weight
         for t in terms:
@@ -117,7 +118,7 @@ class Scorer:
                 fidfs.update(zip(((t, f) for f in FIELDS), t_fidfs))
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
 
-    def _term_weights(self, t: str, postings: dict | None) -> tuple[float, tuple[float, ...] | None, float]:
+    def _term_weights(self, t: Term, postings: dict | None) -> tuple[float, tuple[float, ...] | None, float]:
         """Term ``t``'s (idf, None, bound), or with "fields" scoring (0.0, its weighted idf per
         field, bound)."""
         reader = self.reader

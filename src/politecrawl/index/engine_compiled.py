@@ -16,7 +16,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
@@ -132,7 +132,7 @@ def hit_runs(scorer: Scorer, q: Query, hits: list[tuple[int, int]]) -> tuple[byt
 
 def top(
     scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
-) -> tuple[tuple, list[str], dict[str, float]]:
+) -> tuple[tuple, list[Term], dict[Term, float]]:
     """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
     ids, the matches as bytes, their count, the postings read), the terms in the order their
     scores are added, and their idfs (none with "fields" scoring). ``prune``: MaxScore over the

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
@@ -29,17 +29,18 @@ from .bm25 import (
     saturate,
 )
 from .reader import IndexReader
-from .stemming import STEM_PREFIX
+from .stemming import stem_of
 
 __all__ = ["explain_hit"]
 
 
-def _term_rows(reader: IndexReader, scoring: str, t: str, si: int, doc: int) -> list[dict[str, Any]]:
+def _term_rows(reader: IndexReader, scoring: str, t: Term, si: int, doc: int) -> list[dict[str, Any]]:
     """One row per field of what term ``t`` adds to document ``doc`` of segment ``si``."""
     seg = reader.views[si].segment
     tid = seg.term_id(t)
     df_any = reader.df(t)
     rows: list[dict[str, Any]] = []
+    row: dict[str, Any]
     pseudo = 0.0
     for fi, f in enumerate(FIELDS):
         tf = 0
@@ -101,8 +102,7 @@ def explain_hit(
                 if "title_bonus" in r:
                     r["title_bonus"] *= stem_weight
                 r["stem_of"] = stems[t]
-                # a stemmed term "!en:pars" is shown as its stem, "pars" (an exact base form as is)
-                r["term"] = t.partition(":")[2] if t.startswith(STEM_PREFIX) else t
+                r["term"] = stem_of(t)  # a stem group ("!en:pars", or ("!en:file", "file")): its stem
             sums[stemmed] += r["contribution"]
             terms_out.append(r)
     out: dict[str, Any] = {

@@ -60,7 +60,7 @@ from .explain import explain_hit
 from .generation import current_identity, local_commits
 from .reader import IndexReader
 from .snippet_hit import snippet_for_hit, snippet_from_runs
-from .stemming import STEM_WEIGHT, query_stems, stem_lang
+from .stemming import STEM_WEIGHT, query_stems, stem_lang, stem_of, stemmed_term
 
 __all__ = ["Hit", "Searcher", "MAX_PHRASES"]
 
@@ -214,8 +214,15 @@ class Searcher:
         if q.langs:
             asked = {stem_lang(x) for x in q.langs}
             langs = tuple(ns for ns in langs if ns in asked)
-        stems = query_stems(q.terms, langs, q.positive_terms)
-        return replace(q, stems=tuple(stems), stem_of=tuple(stems.values())) if stems else q
+        groups = query_stems(q.terms, langs)
+        reader.doc_freqs([*groups, *(stemmed_term(g) for g in groups)])
+        # Not scored: a group in no page, and a group whose stemmed term no segment holds where
+        # the word is its own stem (no page has another form of it: the group is the word's exact
+        # term, scored already).
+        groups = {g: w for g, w in groups.items() if reader.df(g) and (reader.df(stemmed_term(g)) or stem_of(g) != w)}
+        if not groups:
+            return q
+        return replace(q, stems=tuple(groups), stem_of=tuple(groups.values()))
 
     # -- public API ---------------------------------------------------------
 

@@ -380,8 +380,16 @@ class Segment:
         start, end = ends[doc], ends[doc + 1]
         return self.body_sync[start:end] if end > start else _NO_SYNC
 
-    def term_id(self, term: str) -> int | None:
-        """The term's id in this segment (its line in ``terms.txt``), None if it has none."""
+    def term_id(self, term: str | tuple[str, ...]) -> int | None:
+        """The term's id in this segment (its line in ``terms.txt``), None if it has none. A tuple
+        of terms is its first term this segment has (``stemming``: a stem group, whose stemmed
+        term a segment without other forms of the word does not hold)."""
+        if isinstance(term, tuple):
+            for alternative in term:
+                tid = self.term_id(alternative)
+                if tid is not None:
+                    return tid
+            return None
         kernel = self.kernel
         if kernel is not None:
             tid = kernel.lookup(term)

@@ -40,6 +40,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import Stemmer
 
+from .analysis import Term
+
 __all__ = [
     "STEMMERS",
     "STEM_PREFIX",
@@ -48,7 +50,9 @@ __all__ = [
     "query_stems",
     "segment_stems",
     "stem_lang",
+    "stem_of",
     "stem_words",
+    "stemmed_term",
 ]
 
 #: What starts a stemmed term: below every letter and digit, so never a token, and the stemmed
@@ -171,9 +175,15 @@ def segment_stems(
         used = np.unique(np.concatenate([ids[codes == code] for (ids, _), codes in zip(fields, token_codes)]))
         words = [terms[i] for i in used.tolist()]
         mapping = np.full(len(terms), -1, dtype=np.int64)
+        groups: dict[str, list[int]] = {}
+        inflected: set[str] = set()
         for i, word, stem in zip(used.tolist(), words, stem_words(ns, words)):
-            if stem != word and _stemmable(word):
-                mapping[i] = stem_id.setdefault(f"{STEM_PREFIX}{ns}:{stem}", len(stem_id))
+            if _stemmable(word):
+                groups.setdefault(stem, []).append(i)
+                if stem != word:
+                    inflected.add(stem)
+        for stem in inflected:  # a group of one word that is its own stem: its exact term is it
+            mapping[groups[stem]] = stem_id.setdefault(f"{STEM_PREFIX}{ns}:{stem}", len(stem_id))
         maps.append(mapping)
     stemmed = sorted(stem_id)
     place = np.empty(len(stemmed) + 1, dtype=np.int32)
@@ -191,13 +201,13 @@ def segment_stems(
     return stemmed, out
 
 
-def query_stems(words: Sequence[str], namespaces: Iterable[str], exact: Iterable[str] = ()) -> dict[str, str]:
-    """The stemmed terms that match the query words ``words`` (tokens) in the languages
-    ``namespaces`` (module docstring), each with the query word it stems: per language and word,
-    ``!<lang>:<stem>``, and the exact base form ``stem`` when it is a word of its own stem, is not
-    the word itself and is not one of the query's ``exact`` terms (they are scored already)."""
-    exact_set = set(exact)
-    out: dict[str, str] = {}
+def query_stems(words: Sequence[str], namespaces: Iterable[str]) -> dict[Term, str]:
+    """The stem groups of the query words ``words`` (tokens) in the languages ``namespaces``,
+    each with the query word it stems (module docstring): per language and word of stem ``s``,
+    the term ``!<lang>:s``, or where a segment does not hold it (no other form of the word in
+    its pages), ``s`` itself when ``s`` is a word of its own stem: ``("!en:file", "file")``,
+    ``"!en:pars"``."""
+    out: dict[Term, str] = {}
     words = [w for w in dict.fromkeys(words) if _stemmable(w)]
     if not words:
         return out
@@ -205,7 +215,17 @@ def query_stems(words: Sequence[str], namespaces: Iterable[str], exact: Iterable
         stems = stem_words(ns, words)
         bases = stem_words(ns, stems)
         for word, stem, base in zip(words, stems, bases):
-            out.setdefault(f"{STEM_PREFIX}{ns}:{stem}", word)
-            if stem != word and base == stem and stem not in exact_set:
-                out.setdefault(stem, word)
+            term = f"{STEM_PREFIX}{ns}:{stem}"
+            out.setdefault((term, stem) if base == stem else term, word)
     return out
+
+
+def stem_of(term: Term) -> str:
+    """The stem a stem group (``query_stems``) stands for: ``pars`` for ``!en:pars``."""
+    first = term[0] if isinstance(term, tuple) else term
+    return first.partition(":")[2] if first.startswith(STEM_PREFIX) else first
+
+
+def stemmed_term(term: Term) -> str:
+    """The stemmed term of a stem group (``!en:pars``), the one a segment with other forms holds."""
+    return term[0] if isinstance(term, tuple) else term
