@@ -110,13 +110,13 @@ def page(
     return ranked, runs, proximity
 
 
-def hit_runs(scorer: Scorer, q: Query, hits: list[tuple[int, int]]) -> tuple[bytes, bytes]:
-    """The body positions of ``q``'s scoring terms in each ``(segment index, doc)`` of ``hits``,
-    laid out as ``page`` returns its runs (for ``snippet_from_runs``): for a page whose hits are
-    not one run of the ranking (a grouped page, ``Searcher.search(per_site=)``)."""
+def hit_runs(scorer: Scorer, terms: list[str], hits: list[tuple[int, int]]) -> tuple[bytes, bytes]:
+    """The body positions of ``terms`` in each ``(segment index, doc)`` of ``hits``, laid out as
+    ``page`` returns its runs (for ``snippet_from_runs``): for a page whose hits are not one run
+    of the ranking (a grouped page, ``Searcher.search(per_site=)``), or whose snippets look for
+    more words than the query's (the other forms of its words, ``stemming``)."""
     compiled = kernels.compiled
     assert compiled is not None
-    terms = q.positive_terms
     views = scorer.reader.views
     tids = np.array(
         [-1 if (tid := v.segment.term_id(t)) is None else tid for v in views for t in terms], dtype=np.int64

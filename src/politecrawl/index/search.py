@@ -296,10 +296,19 @@ class Searcher:
         hits = []
         chosen: list[int] | None = None  # grouped: the hits of ``ranked`` on the page
         more: set[str] = set()  # grouped: the page's sites with more hits on later pages
+        # the words snippets look for: the query's, and the other forms of them in the index (a
+        # page found by "parse" for "parsing" shows and marks "parse"), whose positions are read
+        # once the page's hits are known
+        snippet_terms = terms
+        if snippets and q.stems:
+            snippet_terms = terms + suggest.stem_forms(reader, q.stems, terms)
+        late = snippets and (per_site is not None or snippet_terms != terms)
+        if late:
+            want = replace(want, snippets=False)
         if per_site is not None:
             # the grouped pages are made from the same ranking whatever page is asked for; the
             # body positions (snippets) are read for the page's hits only, once they are chosen
-            want = replace(want, depth=max(depth, GROUP_WINDOW), start=0, end=max(k, GROUP_WINDOW), snippets=False)
+            want = replace(want, depth=max(depth, GROUP_WINDOW), start=0, end=max(k, GROUP_WINDOW))
         if kernels.compiled is not None:
             compiled_page = engine_compiled.page(scorer, q, want, prune=self.top_k_pruning)
             if compiled_page is None:
@@ -312,13 +321,14 @@ class Searcher:
             ranked, positions, proximity = numpy_page
         if per_site is not None:
             chosen, more = _group(reader, ranked, per_site, limit, page)
-            where = [(ranked[h][2], ranked[h][3]) for h in chosen]
-            if snippets and kernels.compiled is not None:
-                runs = engine_compiled.hit_runs(scorer, q, where)
-            elif snippets:
-                postings = {t: reader.postings(t) for t in terms}
-                positions = engine_numpy.body_positions(reader, postings, terms, where)
-        distinct = tuple(sorted(set(terms)))
+        if late:
+            where = [(ranked[h][2], ranked[h][3]) for h in (range(len(ranked)) if chosen is None else chosen)]
+            if kernels.compiled is not None:
+                runs = engine_compiled.hit_runs(scorer, snippet_terms, where)
+            else:
+                postings = {t: reader.postings(t) for t in snippet_terms}
+                positions = engine_numpy.body_positions(reader, postings, snippet_terms, where)
+        distinct = tuple(sorted(set(snippet_terms)))
         # grouped, the page's runs or positions are the chosen hits', in their order
         for j, h in enumerate(range(len(ranked)) if chosen is None else chosen):
             score, url, si, d = ranked[h]
@@ -329,11 +339,17 @@ class Searcher:
             try:
                 if snippets and runs is not None:
                     text, highlights = snippet_from_runs(
-                        seg.body_buffer(d), terms, distinct, runs, at, sync=seg.sync_points(d), codec=seg.body_codec
+                        seg.body_buffer(d),
+                        snippet_terms,
+                        distinct,
+                        runs,
+                        at,
+                        sync=seg.sync_points(d),
+                        codec=seg.body_codec,
                     )
                 elif snippets:
                     text, highlights = snippet_for_hit(
-                        seg.body_buffer(d), terms, positions[at], sync=seg.sync_points(d), codec=seg.body_codec
+                        seg.body_buffer(d), snippet_terms, positions[at], sync=seg.sync_points(d), codec=seg.body_codec
                     )
             except DAMAGED_TEXT_ERRORS as exc:
                 raise SearchIndexError(f"{reader.index_dir}: the stored text of {url}: {exc}") from exc
