@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from politecrawl.index.doc_meta import doc_lang
 
-__all__ = ["DETECT_CHARS", "MIN_CHARS", "page_language"]
+__all__ = ["DETECT_CHARS", "MIN_CHARS", "detect", "page_language"]
 
 #: The start of a page's text that detection reads: enough to be sure, and a bounded cost.
 DETECT_CHARS = 3000
