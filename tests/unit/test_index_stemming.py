@@ -139,7 +139,7 @@ def test_exact_mode_scores_a_stemmed_index_as_an_index_without_stems(tmp_path):
 def test_a_word_no_page_inflects_scores_no_stemmed_term(tmp_path):
     _write(tmp_path / "ix", [(f"http://z/{i}", "", f"w{i} w{i + 1} w{i + 2}", "en") for i in range(20)])
     searcher = Searcher(tmp_path / "ix")
-    q = searcher._query("w3 w4", searcher._current().reader)
+    q = searcher._query("w3 w4", searcher._current())
     assert q.stems == ()  # nothing but the exact terms: a corpus no stemmer changes costs nothing more
     assert [h.score for h in searcher.search("w3 w4")] == [h.score for h in Searcher(tmp_path / "ix").search("w3 w4")]
 

@@ -362,6 +362,18 @@ class Query:
         return terms + list(self.stems)
 
     @property
+    def proximity_terms(self) -> list[Term]:
+        """Per term of ``positive_terms``, the term whose positions term proximity reads: the
+        word's stem group where it has one (its forms: "read a file" is close in "reading the
+        files"), else the word itself."""
+        if not self.stems:
+            return list(self.positive_terms)
+        group: dict[str, Term] = {}
+        for g, word in zip(self.stems, self.stem_of):
+            group.setdefault(word, g)
+        return [group.get(t, t) for t in self.positive_terms]
+
+    @property
     def is_empty(self) -> bool:
         return not self.terms and not any(self.phrases)
 

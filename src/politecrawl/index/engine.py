@@ -62,6 +62,9 @@ class Scorer:
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
         #: Per term: what ``term_weights`` gives it (``_term_weights``), for this generation.
         self._weights: dict[Term, tuple[float, tuple[float, ...] | None, float]] = {}
+        #: Per query word and languages, its stem groups that this generation scores
+        #: (``Searcher._query``).
+        self.stem_groups: dict[tuple[str, tuple[str, ...]], tuple[Term, ...]] = {}
         #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
         self.kernel_inputs: tuple[Any, ...] | None = None
 

@@ -55,13 +55,18 @@ def page(
     )
     if not score_b:
         return None
-    terms = q.positive_terms
+    # proximity reads each word's stem group where it has one; the page's snippets (when asked)
+    # are then read later, for the words (Searcher.search)
+    terms = q.proximity_terms
     prox = None
     if want.rerank:
         assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
-        # the scoring's idfs where it has them ("fields" has per-field ones): the same values
+        # the scoring's idfs where it has them ("fields" has per-field ones; a stem group's are
+        # scaled by the stem weight): the same values
+        stems = set(q.stems)
         idfs = np.array(
-            [term_idfs[t] if t in term_idfs else idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64
+            [term_idfs[t] if t in term_idfs and t not in stems else idf(reader.n_docs, reader.df(t)) for t in terms],
+            dtype=np.float64,
         )
         prox = (
             PROXIMITY_DEPTH,

@@ -13,9 +13,11 @@ positions of those documents only; a page's body positions are read for its snip
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import (
     FIELDS,
     K1,
@@ -52,7 +54,7 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     head_rows: dict[tuple[int, int], dict[str, list[float]]] = {}  # for explain
     if want.rerank:
         head = ranked[:PROXIMITY_DEPTH]
-        per_field = proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
+        per_field = proximity(reader, postings, q.proximity_terms, [(si, d) for _, _, si, d in head])
         bonus = _bonus(per_field).tolist()
         if want.explain:
             head_rows = {
@@ -174,7 +176,7 @@ def body_positions(
 
 
 def proximity(
-    reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]]
+    reader: IndexReader, postings: dict, terms: Sequence[Term], cands: list[tuple[int, int]]
 ) -> dict[str, np.ndarray]:
     """Per field of ``PROXIMITY_WEIGHTS``, per candidate ``(segment index, doc)`` and term: the
     term's weighted proximity score in that field (``bm25.proximity_scores``),
@@ -189,7 +191,7 @@ def proximity(
 
 
 def _occurrences(
-    reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]], field: str
+    reader: IndexReader, postings: dict, terms: Sequence[Term], cands: list[tuple[int, int]], field: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every occurrence of the query terms in ``field`` of the candidates: (candidate index,
     term index, token position) arrays, from the postings already read.

@@ -48,7 +48,7 @@ import numpy as np
 from politecrawl.errors import QueryTooCostly, SearchIndexError
 
 from . import engine_compiled, engine_numpy, kernels, suggest
-from .analysis import Query, parse_query
+from .analysis import Query, Term, parse_query
 from .bm25 import (
     DEFAULT_SCORING,
     PROXIMITY_DEPTH,
@@ -203,10 +203,12 @@ class Searcher:
             self._reader, self._scorer = reader, Scorer(reader, self.scoring, self.stem_weight)
         return self._scorer
 
-    def _query(self, query: str, reader: IndexReader) -> Query:
-        """``query`` parsed, within the limits, with its stemmed terms (``stemming``) when the
+    def _query(self, query: str, scorer: Scorer) -> Query:
+        """``query`` parsed, within the limits, with its stem groups (``stemming``) when the
         searcher stems and the index holds stemmed pages: in the languages of its ``lang:``
-        filter, else in every language the index stemmed."""
+        filter, else in every language the index stemmed. A word's groups are worked out once a
+        generation (``Scorer.stem_groups``)."""
+        reader = scorer.reader
         q = _within_limits(parse_query(query, reader.analyzer))
         if not self.stemming or not reader.stem_langs or not q.terms:
             return q
@@ -214,12 +216,24 @@ class Searcher:
         if q.langs:
             asked = {stem_lang(x) for x in q.langs}
             langs = tuple(ns for ns in langs if ns in asked)
-        groups = query_stems(q.terms, langs)
-        reader.doc_freqs([*groups, *(stemmed_term(g) for g in groups)])
-        # Not scored: a group in no page, and a group whose stemmed term no segment holds where
-        # the word is its own stem (no page has another form of it: the group is the word's exact
-        # term, scored already).
-        groups = {g: w for g, w in groups.items() if reader.df(g) and (reader.df(stemmed_term(g)) or stem_of(g) != w)}
+        known = scorer.stem_groups
+        new = [w for w in dict.fromkeys(q.terms) if (w, langs) not in known]
+        if new:
+            found = {w: query_stems([w], langs) for w in new}
+            reader.doc_freqs([t for of_word in found.values() for g in of_word for t in (g, stemmed_term(g))])
+            if len(known) > 10_000:  # words of many queries: start again
+                known.clear()
+            for w, of_word in found.items():
+                # Not scored: a group in no page, and a group whose stemmed term no segment holds
+                # where the word is its own stem (no page has another form of it: the group is
+                # the word's exact term, scored already).
+                known[(w, langs)] = tuple(
+                    g for g in of_word if reader.df(g) and (reader.df(stemmed_term(g)) or stem_of(g) != w)
+                )
+        groups: dict[Term, str] = {}
+        for w in q.terms:
+            for g in known.get((w, langs), ()):
+                groups.setdefault(g, w)
         if not groups:
             return q
         return replace(q, stems=tuple(groups), stem_of=tuple(groups.values()))
@@ -235,7 +249,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = self._query(query, reader)
+        q = self._query(query, scorer)
         if q.is_empty or reader.n_docs == 0:
             return 0
         if kernels.compiled is not None:
@@ -269,7 +283,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = self._query(query, reader)
+        q = self._query(query, scorer)
         limit = max(0, min(int(limit), MAX_LIMIT))
         page = max(1, min(int(page), MAX_PAGE))
         if q.is_empty or reader.n_docs == 0 or limit == 0:
@@ -302,7 +316,9 @@ class Searcher:
         snippet_terms = terms
         if snippets and q.stems:
             snippet_terms = terms + suggest.stem_forms(reader, q.stems, terms)
-        late = snippets and (per_site is not None or snippet_terms != terms)
+        # late too where proximity reads the words' stem groups: the kernels' rank() gathers the
+        # snippets' positions of the terms it reads
+        late = snippets and (per_site is not None or snippet_terms != terms or (rerank and q.proximity_terms != terms))
         if late:
             want = replace(want, snippets=False)
         if per_site is not None:
@@ -421,7 +437,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = self._query(query, reader)
+        q = self._query(query, scorer)
         out: dict[str, Any] = {"total": 0, "site": {}, "type": {}, "lang": {}}
         if q.is_empty or reader.n_docs == 0:
             return out

@@ -61,7 +61,7 @@ STEM_PREFIX = "!"
 
 #: The weight of the stemmed terms against the exact ones (< 1: exact matches first). Measured
 #: on the hand-judged python3-doc queries (``benchmarks/bench_search_relevance.py``, docs/search.md).
-STEM_WEIGHT = 0.5
+STEM_WEIGHT = 0.3
 
 #: ISO 639-1 primary language subtag -> (the namespace its stemmed terms are in, the Snowball
 #: algorithm). Norwegian's three tags share one stemmer and one namespace.
