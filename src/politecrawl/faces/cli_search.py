@@ -64,7 +64,8 @@ def search(
                             (www. ignored; site:https://a.org/x is a.org)
       compost OR mulch      either word: what a space means (OR is not a word)
       compost filetype:pdf  filetype:/type:KIND: only html, pdf, txt, … documents
-      compost lang:de       lang:CODE: only pages declaring that language
+      compost lang:de       lang:CODE: only pages in that language (declared,
+                            else detected in the page's text)
       compost after:2024    after:/before:DATE (YYYY, YYYY-MM, YYYY-MM-DD): dated on
                             or after / strictly before (Last-Modified, else fetched)
     A query of only -words and filters finds nothing: give a word or a phrase too.

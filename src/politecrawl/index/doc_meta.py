@@ -6,7 +6,7 @@ by tabs, each empty when unknown:
 
 * kind: what ``filetype:``/``type:`` matches, from the stored content type (``doc_kind``:
   ``text/html`` -> ``html``, ``application/pdf`` -> ``pdf``, ``text/plain`` -> ``txt``);
-* language: the primary subtag of the page's declared language (``<html lang="en-GB">`` ->
+* language: the primary subtag of the page's language, declared (``<html lang="en-GB">`` ->
   ``en``), what ``lang:`` matches (``doc_lang``);
 * date: ``YYYY-MM-DD`` (UTC) of the page's ``Last-Modified`` header, else of the day it was
   fetched (``doc_date``), what ``after:`` and ``before:`` compare.
