@@ -170,3 +170,17 @@ def test_a_writer_keeps_the_index_s_stemming(tmp_path):
     _write(tmp_path / "ix", DOCS[:1], stemming=False)
     with pytest.raises(SearchIndexError, match="stemming=False"):
         IndexWriter(tmp_path / "ix", stemming=True)
+
+
+def test_the_snippet_of_a_page_found_by_another_form_shows_and_marks_it(tmp_path, monkeypatch):
+    from politecrawl.index import suggest
+
+    body = "filler words " * 100 + "then we parse the input here" + " and more" * 50
+    _write(tmp_path / "ix", [("http://a/long", "Long", body, "en"), *DOCS[:1]])
+    hit = next(h for h in Searcher(tmp_path / "ix").search("parsing") if h.url == "http://a/long")
+    assert "then we parse the input" in hit.snippet
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["parse"]
+    # negative control: without the forms, the page's snippet is the start of its body
+    monkeypatch.setattr(suggest, "stem_forms", lambda reader, groups, skip=(): [])
+    hit = next(h for h in Searcher(tmp_path / "ix").search("parsing") if h.url == "http://a/long")
+    assert "parse" not in hit.snippet and hit.highlights == ()

@@ -65,6 +65,9 @@ class Scorer:
         #: Per query word and languages, its stem groups that this generation scores
         #: (``Searcher._query``).
         self.stem_groups: dict[tuple[str, tuple[str, ...]], tuple[Term, ...]] = {}
+        #: Per stem group, the words of the index that are forms of it (``suggest.stem_forms``:
+        #: what snippets look for).
+        self.stem_forms: dict[Term, tuple[str, ...]] = {}
         #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
         self.kernel_inputs: tuple[Any, ...] | None = None
 

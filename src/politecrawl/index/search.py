@@ -315,7 +315,13 @@ class Searcher:
         # once the page's hits are known
         snippet_terms = terms
         if snippets and q.stems:
-            snippet_terms = terms + suggest.stem_forms(reader, q.stems, terms)
+            forms = scorer.stem_forms
+            for g in q.stems:
+                if g not in forms:
+                    if len(forms) > 10_000:
+                        forms.clear()
+                    forms[g] = tuple(suggest.stem_forms(reader, [g]))
+            snippet_terms = terms + [f for f in dict.fromkeys(f for g in q.stems for f in forms[g]) if f not in terms]
         # late too where proximity reads the words' stem groups: the kernels' rank() gathers the
         # snippets' positions of the terms it reads
         late = snippets and (per_site is not None or snippet_terms != terms or (rerank and q.proximity_terms != terms))
