@@ -2,28 +2,29 @@
 the exact words.
 
 The exact terms stay what they were (``analysis``): a page is found by the words it holds, and
-phrases, proximity, exclusions and snippets work on them alone. Beside them, a page in a language
-a Snowball stemmer covers (``STEMMERS``: the page's ``lang`` as the index stores it, declared by
-``<html lang>`` or Content-Language, else detected by the indexer) gets a term ``!<lang>:<stem>``
-at the position of each of its words whose stem is not the word itself: "parsing", "parses" and
-"parsed" of an English page are also ``!en:pars`` where they stand, in the field they are in.
+phrases and exclusions work on them alone. Beside them, a page in a language a Snowball stemmer
+covers (``STEMMERS``: the page's ``lang`` as the index stores it, declared by ``<html lang>`` or
+Content-Language, else detected by the indexer) gets a term ``!<lang>:<stem>`` at the position of
+each of its words, in the field it is in, whose stem has at least one form other than itself
+among the segment's pages of that language (``segment_stems``): "parse", "parser" and "parsing"
+of an English page are also ``!en:pars`` where they stand. A stem whose only form is itself gets
+none (its exact term holds the same postings): a corpus of words no stemmer changes (numbers,
+identifiers, the benchmarks' ``w123``) gets no stemmed terms at all, and its queries cost nothing
+more.
 
-Words that are their own stem get no stemmed term (their exact term holds the same postings):
-the stemmed terms of a page are only its inflected words, which keeps the index small, and a
-corpus of words no stemmer changes (numbers, identifiers, the benchmarks' ``w123``) gets none at
-all, so its queries cost nothing more. A query word ``q`` of stem ``s`` is then matched, in each
-language of the index, by
+A query word ``q`` of stem ``s`` is, in each language of the index, the **stem group**
+``("!<lang>:s", "s")`` (``query_stems``): a segment scores the first of the two it holds
+(``Segment.term_id``, and the kernels' ``term_ids``), so where no page of the segment has another
+form of the word, the group is the word ``s`` itself (``s`` only where it is a word of its own
+stem: ``parsing``'s group is ``!en:pars`` alone, "pars" being "par"'s). A group is scored as a
+term with ``STEM_WEIGHT`` times its BM25F weights (``engine.Scorer.term_weights``): the score is
+the exact BM25F plus ``STEM_WEIGHT`` times the BM25F of all the forms, saturated once, so a page
+that holds the words typed ranks above one that holds only other forms of them. Term proximity
+reads a word's group (``Query.proximity_terms``), and snippets the forms of it the index holds
+(``suggest.stem_forms``).
 
-* ``!<lang>:s``: the words of stem ``s`` other than ``s`` itself (``q`` included when ``q`` is
-  not ``s``), and
-* the exact term ``s``, when ``s`` is a word of its own stem (``file`` for ``files``; not
-  ``pars`` for ``parsing``, whose stem is ``par``),
-
-each scored as a term of its own with ``STEM_WEIGHT`` times its BM25F weight (``query_stems``): the
-score is the exact BM25F plus ``STEM_WEIGHT`` times the stemmed one, so a page that holds the
-words typed ranks above one that holds only other forms of them. The ``!`` sorts before every
-letter and digit, so a segment's stemmed terms are the first of its dictionary, and no word a
-tokenizer makes (letters and digits) can be one: ``!`` is never a token, and "did you mean" and
+The ``!`` sorts before every letter and digit, so a segment's stemmed terms are the first of its
+dictionary, and no word a tokenizer makes (letters and digits) can be one: "did you mean" and
 completion, which read words beginning with a letter or digit, never see them.
 
 Stemming is a language's own: a German page's words are stemmed by the German stemmer into
