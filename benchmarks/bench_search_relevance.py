@@ -18,7 +18,10 @@ Engines, on the same pages and text:
 Printed: per engine MRR@10 (the first judged page's rank) and the share with a judged page at
 rank 1, in 10 and nowhere; the index's size with and without the stemmed terms (its growth);
 with ``--per-query`` each query's ranks; with ``--weights 0.3,0.5,0.7`` the default at other
-stem weights (``Searcher(stem_weight=)``).
+stem weights (``Searcher(stem_weight=)``). ``--language-cost`` prints only what detecting a
+page's language costs (``crawl/language.py``: CLD2 on the first ``DETECT_CHARS`` characters of
+each page's text, per page, and what importing it adds to the process), and py3langid's beside it
+where it is installed.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_search_relevance.py [--per-query] [--no-anchors]
 """
@@ -131,11 +134,50 @@ def summary(name: str, rs: list[int | None], p50: float) -> str:
     return f"| {name} | {mrr:.3f} | {at1:.1%} | {in10:.1%} | {1 - in10:.1%} | {p50 * 1000:.2f} |"
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return int(fh.read().split("VmRSS:")[1].split()[0]) / 1024
+
+
+def language_cost(pages) -> None:
+    """What detecting the language of the pages costs (module docstring)."""
+    before = _rss_mb()
+    import pycld2
+
+    loaded = _rss_mb()
+    from politecrawl.crawl.language import DETECT_CHARS
+
+    texts = [text[:DETECT_CHARS] for _, _, text, _ in pages]
+    t0 = time.perf_counter()
+    found = [pycld2.detect(t)[2][0][1] for t in texts]
+    took = time.perf_counter() - t0
+    print(
+        f"CLD2 (pycld2): {took / len(texts) * 1000:.3f} ms a page over {len(texts)} pages "
+        f"({sum(f == 'en' for f in found)} found English); import +{loaded - before:.1f} MB"
+    )
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    except ImportError:
+        print("py3langid: not installed")
+        return
+    before = _rss_mb()
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE)
+    loaded = _rss_mb()
+    t0 = time.perf_counter()
+    found = [ident.classify(t)[0] for t in texts]
+    took = time.perf_counter() - t0
+    print(
+        f"py3langid: {took / len(texts) * 1000:.3f} ms a page ({sum(f == 'en' for f in found)} found English); "
+        f"its model +{loaded - before:.1f} MB"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--per-query", action="store_true", help="each query's rank per engine")
     ap.add_argument("--no-anchors", action="store_true", help="index no anchor text (title and text only)")
     ap.add_argument("--weights", default="", help="also the default at these stem weights (comma-separated)")
+    ap.add_argument("--language-cost", action="store_true", help="only what detecting a page's language costs")
     args = ap.parse_args()
     root = find_python_docs()
     if root is None:
@@ -144,6 +186,9 @@ def main() -> int:
     data = json.loads(QUERIES.read_text("utf-8"))
     queries = [(q["query"], {pc_urls.normalize(BASE + j["page"]) for j in q["relevant"]}) for q in data["queries"]]
     pages, anchors = load_pages(root)
+    if args.language_cost:
+        language_cost(pages)
+        return 0
     if args.no_anchors:
         anchors = {}
     urls = {u for u, *_ in pages}

@@ -4,8 +4,8 @@ A page's language is what it declares (``<html lang>``, else its Content-Languag
 store's ``language``); a page that declares none is given the language CLD2 (``pycld2``, the
 Compact Language Detector of Chromium, compiled) finds in the start of its text, when CLD2 says
 it is sure. On the python3-doc pages, the first ``DETECT_CHARS`` characters of a page take CLD2
-about 0.07 ms, and it adds about 2 MB to the process; py3langid, measured beside it, took 0.7 ms a
-page and 77 MB for its model (docs/search.md, "Stemming").
+about 0.09 ms, and it adds about 0.5 MB to the process; py3langid, measured beside it, took 0.74
+ms a page and 71 MB for its model (``benchmarks/bench_search_relevance.py --language-cost``).
 
 Without pycld2 (an install that could not build it), pages that declare no language stay
 without one: found by their exact words only.
