@@ -63,6 +63,9 @@ from politecrawl.index import IndexWriter, Searcher, kernels  # noqa: E402
 from politecrawl.index.bm25 import DEFAULT_SCORING  # noqa: E402
 
 WORD_RE = re.compile(r"[^\W_]+")
+#: The language politecrawl's index is told its pages are in, as the crawler tells it: python3-doc's
+#: pages declare <html lang="en"> (their words are stemmed in English); the synthetic corpora none.
+DOC_LANG = ""
 TITLE_SUFFIX_RE = re.compile(r"\s*[—–-]\s*Python [\d.]+ documentation\s*$")
 
 
@@ -198,10 +201,13 @@ def dir_size(path: Path) -> int:
 class Politecrawl:
     name = "politecrawl"
 
-    def __init__(self, snippets=False, scoring=DEFAULT_SCORING, exhaustive=False, anchors=None):
+    def __init__(self, snippets=False, scoring=DEFAULT_SCORING, exhaustive=False, anchors=None, stemming=True):
         self.snippets, self.scoring, self.exhaustive = snippets, scoring, exhaustive
         self.anchors = anchors
-        if anchors is not None:
+        self.stemming = stemming
+        if not stemming:
+            self.name = "politecrawl/exact"
+        elif anchors is not None:
             self.name = "politecrawl+anchors"
         elif exhaustive:
             self.name = "politecrawl/exhaustive"
@@ -225,7 +231,7 @@ class Politecrawl:
                 break
             with IndexWriter(self.path) as w:
                 for url, title, body in batch:
-                    w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""))
+                    w.add_document(url, title, body, anchors.get(url.split("?copy=")[0], ""), lang=DOC_LANG)
         with IndexWriter(self.path) as w:
             w.compact()  # as 'politecrawl index' and the end of a crawl do
         self.open(workdir)
@@ -233,7 +239,7 @@ class Politecrawl:
 
     def open(self, workdir):
         self.path = workdir / "pc.index"
-        self.searcher = Searcher(self.path, scoring=self.scoring)
+        self.searcher = Searcher(self.path, scoring=self.scoring, stemming=self.stemming)
         self.searcher.top_k_pruning = not self.exhaustive
 
     def search(self, words):
@@ -335,7 +341,7 @@ class FTS5:
 
 
 def make_engines(snippets: bool, only: set[str] | None = None, exhaustive: bool = False, anchors=None):
-    engines = [Politecrawl(), Politecrawl(scoring="fields"), Politecrawl(scoring="bm25f")]
+    engines = [Politecrawl(), Politecrawl(stemming=False), Politecrawl(scoring="fields"), Politecrawl(scoring="bm25f")]
     if anchors:
         engines.append(Politecrawl(anchors=anchors))
     if exhaustive:
@@ -917,6 +923,8 @@ def main(argv=None):
     if root is not None:
         t0 = time.perf_counter()
         base, anchors = load_python_docs(root)
+        global DOC_LANG
+        DOC_LANG = "en"
         print(
             f"corpus: Debian python3-doc HTML at {root}: {len(base)} pages, "
             f"{sum(len(b) for _, _, b in base) / 1e6:.1f} M chars of text "

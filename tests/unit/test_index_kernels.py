@@ -69,9 +69,12 @@ def _hits(searcher: Searcher, q: str, **kw) -> list[tuple]:
     return [(h.url, h.title, h.score, h.snippet, h.highlights) for h in searcher.search(q, **kw)]
 
 
-# Words of a small vocabulary, some common, so that queries match many documents and scores tie.
+# Words of a small vocabulary, some common, so that queries match many documents and scores tie;
+# forms of one stem ("runs", "running"; "Häuser", "Haus") so that the stemmed terms of the pages
+# in English and German are scored too (stem groups whose stemmed term some segments lack).
 _COMMON = ["the", "of", "run", "loop"]
-_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京", "東京都", "京都の", "首都です", "ああああ"]
+_FORMS = ["runs", "running", "loops", "looped", "Häuser", "Haus", "parsing", "parse"]
+_RARE = [f"w{i}" for i in range(40)] + ["Straße", "naïve", "東京", "東京都", "京都の", "首都です", "ああああ"] + _FORMS
 _WORDS = st.sampled_from(_COMMON * 6 + _RARE)
 
 
@@ -81,21 +84,28 @@ def _build(path, docs, deleted, replaced) -> None:
     for lo in range(0, len(docs), third):
         with IndexWriter(path) as w:
             for i in range(lo, min(lo + third, len(docs))):
-                title, body, host = docs[i]
-                w.add_document(f"http://{host}.example/{i}", " ".join(title), " ".join(body), " ".join(title[:1]))
+                title, body, host, *lang = docs[i]
+                url = f"http://{host}.example/{i}"
+                w.add_document(url, " ".join(title), " ".join(body), " ".join(title[:1]), lang=lang[0] if lang else "")
     with IndexWriter(path) as w:
         for i in deleted:
             w.delete_document(f"http://{docs[i % len(docs)][2]}.example/{i % len(docs)}")
         for i in replaced:
-            title, body, host = docs[i % len(docs)]
-            w.add_document(f"http://{host}.example/{i % len(docs)}", " ".join(body[:3]), " ".join(title + body))
+            title, body, host, *lang = docs[i % len(docs)]
+            url = f"http://{host}.example/{i % len(docs)}"
+            w.add_document(url, " ".join(body[:3]), " ".join(title + body), lang=lang[0] if lang else "")
 
 
 @needs_kernels
 @settings(max_examples=60, deadline=None)
 @given(
     docs=st.lists(
-        st.tuples(st.lists(_WORDS, max_size=4), st.lists(_WORDS, max_size=60), st.sampled_from(["a", "b"])),
+        st.tuples(
+            st.lists(_WORDS, max_size=4),
+            st.lists(_WORDS, max_size=60),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from(["en", "de", ""]),  # the page's language: stemmed in English, German, not at all
+        ),
         min_size=1,
         max_size=30,
     ),
@@ -111,13 +121,14 @@ def _build(path, docs, deleted, replaced) -> None:
     ),
     scoring=st.sampled_from(["bm25f+title", "fields", "bm25f"]),
     proximity=st.booleans(),
+    stemming=st.booleans(),
     limit=st.integers(1, 12),
     page=st.integers(1, 3),
     pread=st.booleans(),
     prune_min=st.sampled_from([0, 20]),  # MaxScore on these small segments, or where it has postings to skip
 )
 def test_searches_with_and_without_the_kernels_are_identical(
-    tmp_path_factory, docs, deleted, replaced, queries, scoring, proximity, limit, page, pread, prune_min
+    tmp_path_factory, docs, deleted, replaced, queries, scoring, proximity, stemming, limit, page, pread, prune_min
 ):
     from politecrawl.index import engine_compiled
 
@@ -127,9 +138,9 @@ def test_searches_with_and_without_the_kernels_are_identical(
         positions_map_budget(0 if pread else segment.POSITIONS_MAP_BUDGET),  # the body's positions read or mapped
         mock.patch.object(engine_compiled, "PRUNE_MIN_POSTINGS", prune_min),
     ):
-        fast = Searcher(path, scoring=scoring, proximity=proximity)
+        fast = Searcher(path, scoring=scoring, proximity=proximity, stemming=stemming)
         with numpy_only():
-            slow = Searcher(path, scoring=scoring, proximity=proximity)
+            slow = Searcher(path, scoring=scoring, proximity=proximity, stemming=stemming)
         for words, extra in queries:
             q = " ".join(words) + extra
             got = _hits(fast, q, limit=limit, page=page)

@@ -185,9 +185,9 @@ def test_adjacent_query_words_beat_the_same_words_far_apart(tmp_path):
     idf = math.log(1 + (9 - 3 + 0.5) / 3.5)
     bm25 = 3 * idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 43 / (43 * 3 / 9 + 21 * 6 / 9)))
 
-    def bonus(s):  # body weight 6; every query word has one neighbour pair or two
+    def bonus(s):  # body weight 8; every query word has one neighbour pair or two
         acc = [idf * s, 2 * idf * s, idf * s]
-        return 6.0 * sum(min(1.0, idf) * a * 2.2 / (a + 1.2) for a in acc)
+        return 8.0 * sum(min(1.0, idf) * a * 2.2 / (a + 1.2) for a in acc)
 
     assert [h.score for h in hits] == pytest.approx([bm25 + bonus(1.0), bm25 + bonus(0.5), bm25 + bonus(1 / 21**2)])
     # Negative control: without proximity the three tie, and the url decides.

@@ -28,11 +28,13 @@ from pathlib import Path
 from politecrawl.config import Settings
 from politecrawl.errors import SearchIndexError
 from politecrawl.index import IndexWriter
-from politecrawl.index.doc_meta import doc_date, doc_kind, doc_lang
+from politecrawl.index.doc_meta import doc_date, doc_kind
 from politecrawl.index.generation import is_outdated, live_documents, read_current_pointer
 from politecrawl.index.merge_policy import MAX_SEGMENT_TOKENS
 from politecrawl.index.writer import IndexLockedError, discard_index
 from politecrawl.store import IndexerPage, Store
+
+from .language import page_language
 
 __all__ = ["index_dir_for", "update_index", "rebuild_index", "indexable", "indexed_urls", "pages_indexed"]
 
@@ -287,7 +289,7 @@ def _write(
                         row.text or "",
                         " ".join(anchors.get(row.url, ())),
                         kind=doc_kind(row.content_type),
-                        lang=doc_lang(row.language),
+                        lang=page_language(row.language, row.text or ""),
                         date=doc_date(row.last_modified, row.fetched_at),
                     )
                 elif deletes:

@@ -22,7 +22,12 @@ __all__ = ["search", "serve", "bot_page", "demo"]
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Results per page.")
 @click.option("--page", type=click.IntRange(1, 1000), default=1, show_default=True, help="Result page.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {url, title, score, snippet}.")
-@click.option("--explain", is_flag=True, help="Show each score's BM25 terms (tf, df, idf, length, weight).")
+@click.option(
+    "--explain", is_flag=True, help="Show each score's BM25 terms (tf, df, idf, length, weight), exact and stemmed."
+)
+@click.option(
+    "--exact", is_flag=True, help="Only the words as typed: no other forms of them (no stemming: 'bins' is not 'bin')."
+)
 @click.option(
     "--per-site",
     type=click.IntRange(1, 1000),
@@ -37,6 +42,7 @@ def search(
     page: int,
     as_json: bool,
     explain: bool,
+    exact: bool,
     per_site: int | None,
     **flags: Any,
 ) -> None:
@@ -45,10 +51,12 @@ def search(
     \b
     QUERY is words and operators (the web search and /api/search read it alike):
       compost bins          pages with any of the words, those with more of
-                            them first; case is ignored, word forms are not
-                            (no stemming: "bins" does not find "bin"); a run
-                            of Chinese, Japanese or Korean letters is the
-                            phrase of its two-letter pieces
+                            them first; case is ignored; other forms of the
+                            words count too, below the forms typed ("bins"
+                            finds "bin", stemmed in the page's language;
+                            --exact: not); a run of Chinese, Japanese or
+                            Korean letters is the phrase of its two-letter
+                            pieces
       "compost bins"        a phrase: only pages with these words next to each
                             other, in this order (in the title, text or links)
       compost -garden       -word: no page with the word "garden"
@@ -56,7 +64,8 @@ def search(
                             (www. ignored; site:https://a.org/x is a.org)
       compost OR mulch      either word: what a space means (OR is not a word)
       compost filetype:pdf  filetype:/type:KIND: only html, pdf, txt, … documents
-      compost lang:de       lang:CODE: only pages declaring that language
+      compost lang:de       lang:CODE: only pages in that language (declared,
+                            else detected in the page's text)
       compost after:2024    after:/before:DATE (YYYY, YYYY-MM, YYYY-MM-DD): dated on
                             or after / strictly before (Last-Modified, else fetched)
     A query of only -words and filters finds nothing: give a word or a phrase too.
@@ -69,7 +78,7 @@ def search(
     index_dir = index_dir_for(settings)
     if not index_dir.exists():
         _fail(f"no index at {index_dir}: run 'politecrawl crawl' (or 'politecrawl index') first")
-    searcher = Searcher(index_dir)
+    searcher = Searcher(index_dir, stemming=not exact)
     t0 = time.perf_counter()
     hits = searcher.search(query, limit=limit, page=page, explain=explain, per_site=per_site)
     took = time.perf_counter() - t0
@@ -99,13 +108,21 @@ def search(
         if h.snippet:
             click.echo(f"   {_highlight(h.snippet, h.highlights)}")
         if explain and h.explanation:
-            for t in h.explanation["terms"]:
+            e = h.explanation
+            for t in e["terms"]:
                 if t["tf"]:
+                    # a stemmed row: the forms of the stem in the page, for the query word it stems
+                    what = f"stem {t['term']!r} of {t['stem_of']!r}" if t["stemmed"] else repr(t["term"])
                     click.echo(
-                        f"     {t['term']!r} in {t['field']}: tf {t['tf']}, df {t['df']}, idf {t['idf']:.3f}, "
+                        f"     {what} in {t['field']}: tf {t['tf']}, df {t['df']}, idf {t['idf']:.3f}, "
                         f"length {t['doc_len']} (avg {t['avgdl']:.1f}), weight {t['weight']}"
                         f" -> {t['contribution']:.3f}"
                     )
+            if e["stem_weight"] is not None:
+                click.echo(
+                    f"     exact {e['exact']:.3f} + stemmed {e['stemmed']:.3f}"
+                    f" (the stemmed terms at {e['stem_weight']} of their BM25)"
+                )
             prox = h.explanation.get("proximity")
             if prox:  # the words' closeness, added to the reranked top hits of a multi-word query
                 for t in prox["terms"]:

@@ -41,7 +41,8 @@ def openapi_document() -> dict:
                         'Free-text terms are OR-ed (an upper-case OR between them is no word); "quoted phrases" '
                         "must occur; -term excludes; site:host restricts to a host and its subdomains; "
                         "filetype:/type:KIND, lang:CODE, after:DATE and before:DATE (YYYY, YYYY-MM or YYYY-MM-DD) "
-                        "filter by document kind, declared language and date. Control characters are removed."
+                        "filter by document kind, language (declared, else detected) and date. "
+                        "Control characters are removed."
                     ),
                     "parameters": [
                         {

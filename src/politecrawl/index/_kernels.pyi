@@ -45,10 +45,13 @@ class Postings:
     def lookup(self, term: str | bytes) -> int: ...
     def df(self, term_id: int, live: Buffer | None = None, field: int = -1) -> int: ...
 
-def doc_freqs(segments: Sequence[Postings], lives: Sequence[Buffer | None], terms: Sequence[str]) -> bytes: ...
+#: A term of ``top`` and ``doc_freqs``: a str, or a tuple of them (in each segment the first it has).
+Term = str | tuple[str, ...]
+
+def doc_freqs(segments: Sequence[Postings], lives: Sequence[Buffer | None], terms: Sequence[Term]) -> bytes: ...
 def top(
     segments: Sequence[Postings],
-    terms: Sequence[str],
+    terms: Sequence[Term],
     coef: Buffer,
     mode: int,
     norms: Sequence[tuple[Buffer, Buffer, Buffer, Buffer | None]],

@@ -23,9 +23,9 @@
    small English list ``ENGLISH_STOP_WORDS``; the setting is recorded in the
    index so queries are analysed the same way as the documents were.
 
-There is **no stemming**: ``"parsing"`` does not match ``"parse"``.  BM25 over
-exact word forms is predictable and language-neutral; a stemmer would be an
-English-only policy applied to a multilingual crawl.
+The tokens are the exact words: ``"parsing"`` is not ``"parse"``.  Beside them, the index holds
+the Snowball stems of the words of each page in its own language (``stemming``; the analyzer's
+``stemming`` setting, on by default), which the searcher scores below the exact words.
 
 Positions are indexes into the token list *after* stop-word removal, so a
 phrase query analysed by the same analyzer lines up with the document.
@@ -59,6 +59,7 @@ __all__ = [
     "MAX_TOKEN_LEN",
     "Analyzer",
     "Query",
+    "Term",
     "Vocabulary",
     "is_cjk",
     "parse_query",
@@ -216,6 +217,8 @@ class Analyzer:
     """Tokenizer settings; the default is the one documented in the module."""
 
     stop_words: bool = False
+    #: Index the stems of each page's words in its language beside the exact words (``stemming``).
+    stemming: bool = True
 
     def tokenize(self, text: str) -> list[str]:
         compiled = kernels.compiled
@@ -286,19 +289,26 @@ class Analyzer:
         return toks[0] if len(toks) == 1 else None
 
     def to_json(self) -> dict[str, object]:
-        return {"name": ANALYZER_NAME, "stop_words": self.stop_words}
+        return {"name": ANALYZER_NAME, "stop_words": self.stop_words, "stemming": self.stemming}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> "Analyzer":
-        return cls(stop_words=bool(data.get("stop_words", False)))
+        # an index written before stemming says nothing of it: the pages it gets from now on are
+        # stemmed (its older segments have no stemmed terms until 'politecrawl index --rebuild')
+        return cls(stop_words=bool(data.get("stop_words", False)), stemming=bool(data.get("stemming", True)))
 
 
 DEFAULT_ANALYZER = Analyzer()
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokens of ``text`` with the default analyzer (no stop words, no stemming)."""
+    """Tokens of ``text`` with the default analyzer (no stop words; the exact words)."""
     return DEFAULT_ANALYZER.tokenize(text)
+
+
+#: A term a query scores: a str, or (``stemming``: a stem group) a tuple of them, of which each
+#: segment scores the first it holds (``Segment.term_id``).
+Term = str | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -324,6 +334,10 @@ class Query:
     langs: tuple[str, ...] = ()
     after: str | None = None
     before: str | None = None
+    #: the stemmed terms that also score (``stemming.query_stems``; the searcher adds them), and
+    #: the query word each stems
+    stems: tuple[Term, ...] = ()
+    stem_of: tuple[str, ...] = ()
 
     @property
     def has_filters(self) -> bool:
@@ -340,6 +354,24 @@ class Query:
             for t in p:
                 seen.setdefault(t, None)
         return list(seen)
+
+    @property
+    def scored_terms(self) -> list[Term]:
+        """Every term that scores: ``positive_terms``, then the stem groups."""
+        terms: list[Term] = list(self.positive_terms)
+        return terms + list(self.stems)
+
+    @property
+    def proximity_terms(self) -> list[Term]:
+        """Per term of ``positive_terms``, the term whose positions term proximity reads: the
+        word's stem group where it has one (its forms: "read a file" is close in "reading the
+        files"), else the word itself."""
+        if not self.stems:
+            return list(self.positive_terms)
+        group: dict[str, Term] = {}
+        for g, word in zip(self.stems, self.stem_of):
+            group.setdefault(word, g)
+        return [group.get(t, t) for t in self.positive_terms]
 
     @property
     def is_empty(self) -> bool:

@@ -6,7 +6,7 @@ by tabs, each empty when unknown:
 
 * kind: what ``filetype:``/``type:`` matches, from the stored content type (``doc_kind``:
   ``text/html`` -> ``html``, ``application/pdf`` -> ``pdf``, ``text/plain`` -> ``txt``);
-* language: the primary subtag of the page's declared language (``<html lang="en-GB">`` ->
+* language: the primary subtag of the page's language, declared (``<html lang="en-GB">`` ->
   ``en``), what ``lang:`` matches (``doc_lang``);
 * date: ``YYYY-MM-DD`` (UTC) of the page's ``Last-Modified`` header, else of the day it was
   fetched (``doc_date``), what ``after:`` and ``before:`` compare.
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["DocFacets", "doc_date", "doc_kind", "doc_lang", "encode_meta"]
+__all__ = ["DocFacets", "doc_date", "doc_kind", "doc_lang", "encode_meta", "meta_lang"]
 
 #: Content types (without parameters) -> the kind ``filetype:`` names; others: their subtype.
 _KINDS = {
@@ -85,6 +85,11 @@ def doc_date(last_modified: str | None, fetched_at: float | None) -> str:
 def encode_meta(kind: str, lang: str, date: str) -> str:
     """A document's metadata string (``meta.bin``): the three values joined by tabs."""
     return "\t".join(v.replace("\t", " ") for v in (kind, lang, date))
+
+
+def meta_lang(meta: str) -> str:
+    """The language of a document's metadata string ("" when unknown)."""
+    return meta.split("\t", 2)[1] if "\t" in meta else ""
 
 
 class DocFacets:

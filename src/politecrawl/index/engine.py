@@ -15,6 +15,7 @@ last bit) and snippets: ``engine_compiled`` (the compiled kernels, where they ar
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,10 @@ import numpy as np
 
 from politecrawl.errors import QueryTooCostly
 
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
 from .reader import IndexReader, SegmentView
+from .stemming import STEM_WEIGHT
 
 __all__ = ["Page", "Scorer", "allowed", "phrase_mask"]
 
@@ -50,14 +52,22 @@ class Scorer:
     both engines take. A searcher makes a new one for each new generation, so what is cached
     here is that generation's."""
 
-    def __init__(self, reader: IndexReader, scoring: str):
+    def __init__(self, reader: IndexReader, scoring: str, stem_weight: float = STEM_WEIGHT):
         self.reader = reader
         self.scoring = scoring
+        #: What a stemmed term's weights are multiplied by (``Query.stems``; ``stemming``).
+        self.stem_weight = stem_weight
         #: The weight of the title's own BM25 term ("bm25f+title"; 0.0 in the other scorings).
         self.title_bonus = TITLE_BONUS if scoring == "bm25f+title" else 0.0
         self._norms: dict[tuple[int, str, float | None], np.ndarray] = {}
         #: Per term: what ``term_weights`` gives it (``_term_weights``), for this generation.
-        self._weights: dict[str, tuple[float, tuple[float, ...] | None, float]] = {}
+        self._weights: dict[Term, tuple[float, tuple[float, ...] | None, float]] = {}
+        #: Per query word and languages, its stem groups that this generation scores
+        #: (``Searcher._query``).
+        self.stem_groups: dict[tuple[str, tuple[str, ...]], tuple[Term, ...]] = {}
+        #: Per stem group, the words of the index that are forms of it (``suggest.stem_forms``:
+        #: what snippets look for).
+        self.stem_forms: dict[Term, tuple[str, ...]] = {}
         #: What the compiled kernels take of this generation (``engine_compiled.kernel_inputs``).
         self.kernel_inputs: tuple[Any, ...] | None = None
 
@@ -77,9 +87,14 @@ class Scorer:
             self._norms[key] = arr
         return arr
 
-    def term_weights(self, terms: list[str], postings: dict | None = None) -> tuple[list[str], dict, dict, dict]:
+    def term_weights(
+        self, terms: Sequence[Term], postings: dict | None = None, stems: tuple[Term, ...] = ()
+    ) -> tuple[list[Term], dict, dict, dict]:
         """(terms in the order their scores are added, idf per term, weighted idf per (term,
         field) for "fields", each term's bound on what it adds to a score).
+
+        The terms of ``stems`` (a query's stemmed terms) have each of these multiplied by
+        ``stem_weight``: what they add to a score is that times their BM25F.
 
         Terms are always added highest bound first (stable), so every way of scoring (numpy,
         pruned or not, and the compiled kernels) adds the same floats in the same order.  A
@@ -93,18 +108,23 @@ class Scorer:
             postings = postings or {}
             for t in new:
                 weights[t] = self._term_weights(t, postings.get(t))
-        idfs: dict[str, float] = {}
-        fidfs: dict[tuple[str, str], float] = {}
-        bound: dict[str, float] = {}
+        idfs: dict[Term, float] = {}
+        fidfs: dict[tuple[Term, str], float] = {}
+        bound: dict[Term, float] = {}
+        scaled = set(stems)
+        w = self.stem_weight
         for t in terms:
             t_idf, t_fidfs, bound[t] = weights[t]
+            if t in scaled:
+                t_idf, bound[t] = w * t_idf, w * bound[t]
+                t_fidfs = None if t_fidfs is None else tuple(w * x for x in t_fidfs)
             if t_fidfs is None:
                 idfs[t] = t_idf
             else:
                 fidfs.update(zip(((t, f) for f in FIELDS), t_fidfs))
         return sorted(terms, key=lambda t: -bound[t]), idfs, fidfs, bound
 
-    def _term_weights(self, t: str, postings: dict | None) -> tuple[float, tuple[float, ...] | None, float]:
+    def _term_weights(self, t: Term, postings: dict | None) -> tuple[float, tuple[float, ...] | None, float]:
         """Term ``t``'s (idf, None, bound), or with "fields" scoring (0.0, its weighted idf per
         field, bound)."""
         reader = self.reader

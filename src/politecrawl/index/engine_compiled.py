@@ -16,7 +16,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
@@ -55,13 +55,18 @@ def page(
     )
     if not score_b:
         return None
-    terms = q.positive_terms
+    # proximity reads each word's stem group where it has one; the page's snippets (when asked)
+    # are then read later, for the words (Searcher.search)
+    terms = q.proximity_terms
     prox = None
     if want.rerank:
         assert tuple(PROXIMITY_WEIGHTS) == ("body", "title")  # what rank() adds, in that order
-        # the scoring's idfs where it has them ("fields" has per-field ones): the same values
+        # the scoring's idfs where it has them ("fields" has per-field ones; a stem group's are
+        # scaled by the stem weight): the same values
+        stems = set(q.stems)
         idfs = np.array(
-            [term_idfs[t] if t in term_idfs else idf(reader.n_docs, reader.df(t)) for t in terms], dtype=np.float64
+            [term_idfs[t] if t in term_idfs and t not in stems else idf(reader.n_docs, reader.df(t)) for t in terms],
+            dtype=np.float64,
         )
         prox = (
             PROXIMITY_DEPTH,
@@ -110,13 +115,13 @@ def page(
     return ranked, runs, proximity
 
 
-def hit_runs(scorer: Scorer, q: Query, hits: list[tuple[int, int]]) -> tuple[bytes, bytes]:
-    """The body positions of ``q``'s scoring terms in each ``(segment index, doc)`` of ``hits``,
-    laid out as ``page`` returns its runs (for ``snippet_from_runs``): for a page whose hits are
-    not one run of the ranking (a grouped page, ``Searcher.search(per_site=)``)."""
+def hit_runs(scorer: Scorer, terms: list[str], hits: list[tuple[int, int]]) -> tuple[bytes, bytes]:
+    """The body positions of ``terms`` in each ``(segment index, doc)`` of ``hits``, laid out as
+    ``page`` returns its runs (for ``snippet_from_runs``): for a page whose hits are not one run
+    of the ranking (a grouped page, ``Searcher.search(per_site=)``), or whose snippets look for
+    more words than the query's (the other forms of its words, ``stemming``)."""
     compiled = kernels.compiled
     assert compiled is not None
-    terms = q.positive_terms
     views = scorer.reader.views
     tids = np.array(
         [-1 if (tid := v.segment.term_id(t)) is None else tid for v in views for t in terms], dtype=np.int64
@@ -132,7 +137,7 @@ def hit_runs(scorer: Scorer, q: Query, hits: list[tuple[int, int]]) -> tuple[byt
 
 def top(
     scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
-) -> tuple[tuple, list[str], dict[str, float]]:
+) -> tuple[tuple, list[Term], dict[Term, float]]:
     """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
     ids, the matches as bytes, their count, the postings read), the terms in the order their
     scores are added, and their idfs (none with "fields" scoring). ``prune``: MaxScore over the
@@ -140,7 +145,7 @@ def top(
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
-    ordered, idfs, fidfs, _ = scorer.term_weights(q.positive_terms)
+    ordered, idfs, fidfs, _ = scorer.term_weights(q.scored_terms, stems=q.stems)
     bonus = scorer.title_bonus
     if scorer.scoring == "fields":
         mode, coef = 1, [fidfs[(t, f)] for t in ordered for f in FIELDS]

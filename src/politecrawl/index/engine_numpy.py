@@ -13,9 +13,11 @@ positions of those documents only; a page's body positions are read for its snip
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from .analysis import Query
+from .analysis import Query, Term
 from .bm25 import (
     FIELDS,
     K1,
@@ -44,7 +46,7 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     reranked head's proximity rows. None if nothing matches."""
     reader = scorer.reader
     terms = q.positive_terms
-    postings = {t: reader.postings(t) for t in terms}
+    postings = {t: reader.postings(t) for t in q.scored_terms}
     matched = _flatten(match(scorer, q, postings=postings, deadline=want.deadline))
     if not len(matched[0]):
         return None
@@ -52,7 +54,7 @@ def page(scorer: Scorer, q: Query, want: Page) -> tuple[list[tuple], list[list[n
     head_rows: dict[tuple[int, int], dict[str, list[float]]] = {}  # for explain
     if want.rerank:
         head = ranked[:PROXIMITY_DEPTH]
-        per_field = proximity(reader, postings, terms, [(si, d) for _, _, si, d in head])
+        per_field = proximity(reader, postings, q.proximity_terms, [(si, d) for _, _, si, d in head])
         bonus = _bonus(per_field).tolist()
         if want.explain:
             head_rows = {
@@ -77,11 +79,11 @@ def match(
     were not built.  ``postings`` (term -> ``reader.postings(term)``) saves reading them again.
     """
     reader = scorer.reader
-    terms = q.positive_terms
+    terms = q.scored_terms
     if postings is None:
         postings = {t: reader.postings(t) for t in terms}
     bonus = scorer.title_bonus
-    terms, idfs, fidfs, _ = scorer.term_weights(terms, postings)
+    terms, idfs, fidfs, _ = scorer.term_weights(terms, postings, q.stems)
     out = []
     for si, view in enumerate(reader.views):
         n = view.segment.doc_count
@@ -174,7 +176,7 @@ def body_positions(
 
 
 def proximity(
-    reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]]
+    reader: IndexReader, postings: dict, terms: Sequence[Term], cands: list[tuple[int, int]]
 ) -> dict[str, np.ndarray]:
     """Per field of ``PROXIMITY_WEIGHTS``, per candidate ``(segment index, doc)`` and term: the
     term's weighted proximity score in that field (``bm25.proximity_scores``),
@@ -189,7 +191,7 @@ def proximity(
 
 
 def _occurrences(
-    reader: IndexReader, postings: dict, terms: list[str], cands: list[tuple[int, int]], field: str
+    reader: IndexReader, postings: dict, terms: Sequence[Term], cands: list[tuple[int, int]], field: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every occurrence of the query terms in ``field`` of the candidates: (candidate index,
     term index, token position) arrays, from the postings already read.

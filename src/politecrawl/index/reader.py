@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .analysis import Analyzer
+from .analysis import Analyzer, Term
 from .bm25 import FIELDS
 from .generation import file_identity, load_generation, read_current_pointer
 from .segment import Segment
@@ -99,7 +100,7 @@ class IndexReader:
                 time.sleep(0.005 * (attempt + 1))
         else:
             raise SearchIndexError(f"cannot open index at {self.index_dir}: {last_exc}") from last_exc
-        self._df_cache: dict[tuple[str, str | None], int] = {}
+        self._df_cache: dict[tuple[Term, str | None], int] = {}
 
     def _open(self, cache: dict[str, Segment]) -> None:
         name = read_current_pointer(self.index_dir)
@@ -125,6 +126,8 @@ class IndexReader:
                 views.append(SegmentView(seg, list(entry.get("deleted", []))))
             self.views = views
         self.n_docs = sum(v.live_count for v in self.views)
+        #: the languages (``stemming`` namespaces) of the pages whose stems the index holds
+        self.stem_langs = tuple(sorted({ns for v in self.views for ns in v.segment.stems}))
         totals = np.zeros(len(FIELDS), dtype=np.int64)
         for v in self.views:
             lens = np.asarray(v.segment.doc_lens, dtype=np.int64)
@@ -148,7 +151,7 @@ class IndexReader:
         except FileNotFoundError:
             return False
 
-    def postings(self, term: str) -> list[dict[str, tuple[np.ndarray, np.ndarray, int]] | None]:
+    def postings(self, term: Term) -> list[dict[str, tuple[np.ndarray, np.ndarray, int]] | None]:
         """Per segment view: field -> (doc ids, tfs, first posting), or None if absent.
 
         Doc ids are *not* filtered by tombstones (positions are addressed by
@@ -163,7 +166,7 @@ class IndexReader:
             out.append({f: v.segment.fields[f].postings(tid) for f in FIELDS})
         return out
 
-    def matching_docs(self, term: str, per_segment=None) -> list[np.ndarray]:
+    def matching_docs(self, term: Term, per_segment=None) -> list[np.ndarray]:
         """Per segment view: sorted live local doc ids containing ``term`` in any field."""
         per_segment = per_segment if per_segment is not None else self.postings(term)
         out = []
@@ -174,7 +177,7 @@ class IndexReader:
             out.append(union_of_docs([p[f][0] for f in FIELDS], v.segment.doc_count, v.live))
         return out
 
-    def doc_freqs(self, terms: list[str]) -> None:
+    def doc_freqs(self, terms: Sequence[Term]) -> None:
         """Count the document frequencies of ``terms`` not counted yet (in any field and in each)
         in one call of the compiled kernels, so that ``df`` finds them; nothing without them."""
         compiled = kernels.compiled
@@ -191,7 +194,7 @@ class IndexReader:
             for field, n in zip((None, *FIELDS), row):
                 self._df_cache[(t, field)] = n
 
-    def df(self, term: str, per_segment=None, field: str | None = None) -> int:
+    def df(self, term: Term, per_segment=None, field: str | None = None) -> int:
         """Live documents containing ``term`` (in ``field``, or in any field), across segments.
 
         ``per_segment`` (``postings(term)``) saves the numpy code reading them again; the

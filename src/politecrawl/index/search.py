@@ -48,28 +48,19 @@ import numpy as np
 from politecrawl.errors import QueryTooCostly, SearchIndexError
 
 from . import engine_compiled, engine_numpy, kernels, suggest
-from .analysis import Query, parse_query
+from .analysis import Query, Term, parse_query
 from .bm25 import (
     DEFAULT_SCORING,
-    FIELD_WEIGHTS,
-    FIELDS,
-    K1,
     PROXIMITY_DEPTH,
-    PROXIMITY_REVERSED,
-    PROXIMITY_WEIGHTS,
     SCORINGS,
-    TITLE_BONUS,
-    TITLE_K1,
-    B,
-    field_norm,
-    idf,
-    saturate,
 )
 from .bodies import DAMAGED_TEXT_ERRORS
 from .engine import Page, Scorer
+from .explain import explain_hit
 from .generation import current_identity, local_commits
 from .reader import IndexReader
 from .snippet_hit import snippet_for_hit, snippet_from_runs
+from .stemming import STEM_WEIGHT, query_stems, stem_lang, stem_of, stemmed_term
 
 __all__ = ["Hit", "Searcher", "MAX_PHRASES"]
 
@@ -157,10 +148,18 @@ class Searcher:
         scoring: str = DEFAULT_SCORING,
         proximity: bool = True,
         refresh_interval: float = REFRESH_INTERVAL,
+        stemming: bool = True,
+        stem_weight: float = STEM_WEIGHT,
     ):
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}, not {scoring!r}")
+        if not 0.0 <= stem_weight <= 1.0:
+            raise ValueError(f"stem_weight must be between 0 and 1, not {stem_weight!r}")
         self.scoring = scoring
+        #: Score the query words' stemmed forms too (``stemming``), with ``stem_weight`` times
+        #: their BM25F; off, a search is exact: the words typed only, scored as before stemming.
+        self.stemming = stemming
+        self.stem_weight = stem_weight
         #: Rerank multi-word queries' top ``PROXIMITY_DEPTH`` with the term proximity score
         #: (``bm25`` and docs/search.md); off, every score is the plain ``scoring`` one.
         self.proximity = proximity
@@ -173,7 +172,7 @@ class Searcher:
         self._checked_at = self._read_at = time.monotonic()
         self._reader = IndexReader(self.index_dir, segment_cache=self._segment_cache)
         #: the current generation as the engines score it (made again for each new generation)
-        self._scorer = Scorer(self._reader, scoring)
+        self._scorer = Scorer(self._reader, scoring, stem_weight)
         #: Top-k pruning in the compiled kernels (MaxScore over the skip blocks' bounds; module
         #: docstring). The hits and scores are the same either way; off, every match is scored.
         self.top_k_pruning = True
@@ -201,8 +200,43 @@ class Searcher:
             for name in list(self._segment_cache):
                 if name not in live:
                     del self._segment_cache[name]
-            self._reader, self._scorer = reader, Scorer(reader, self.scoring)
+            self._reader, self._scorer = reader, Scorer(reader, self.scoring, self.stem_weight)
         return self._scorer
+
+    def _query(self, query: str, scorer: Scorer) -> Query:
+        """``query`` parsed, within the limits, with its stem groups (``stemming``) when the
+        searcher stems and the index holds stemmed pages: in the languages of its ``lang:``
+        filter, else in every language the index stemmed. A word's groups are worked out once a
+        generation (``Scorer.stem_groups``)."""
+        reader = scorer.reader
+        q = _within_limits(parse_query(query, reader.analyzer))
+        if not self.stemming or not reader.stem_langs or not q.terms:
+            return q
+        langs = reader.stem_langs
+        if q.langs:
+            asked = {stem_lang(x) for x in q.langs}
+            langs = tuple(ns for ns in langs if ns in asked)
+        known = scorer.stem_groups
+        new = [w for w in dict.fromkeys(q.terms) if (w, langs) not in known]
+        if new:
+            found = {w: query_stems([w], langs) for w in new}
+            reader.doc_freqs([t for of_word in found.values() for g in of_word for t in (g, stemmed_term(g))])
+            if len(known) > 10_000:  # words of many queries: start again
+                known.clear()
+            for w, of_word in found.items():
+                # Not scored: a group in no page, and a group whose stemmed term no segment holds
+                # where the word is its own stem (no page has another form of it: the group is
+                # the word's exact term, scored already).
+                known[(w, langs)] = tuple(
+                    g for g in of_word if reader.df(g) and (reader.df(stemmed_term(g)) or stem_of(g) != w)
+                )
+        groups: dict[Term, str] = {}
+        for w in q.terms:
+            for g in known.get((w, langs), ()):
+                groups.setdefault(g, w)
+        if not groups:
+            return q
+        return replace(q, stems=tuple(groups), stem_of=tuple(groups.values()))
 
     # -- public API ---------------------------------------------------------
 
@@ -215,7 +249,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = _within_limits(parse_query(query, reader.analyzer))
+        q = self._query(query, scorer)
         if q.is_empty or reader.n_docs == 0:
             return 0
         if kernels.compiled is not None:
@@ -249,7 +283,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = _within_limits(parse_query(query, reader.analyzer))
+        q = self._query(query, scorer)
         limit = max(0, min(int(limit), MAX_LIMIT))
         page = max(1, min(int(page), MAX_PAGE))
         if q.is_empty or reader.n_docs == 0 or limit == 0:
@@ -276,10 +310,27 @@ class Searcher:
         hits = []
         chosen: list[int] | None = None  # grouped: the hits of ``ranked`` on the page
         more: set[str] = set()  # grouped: the page's sites with more hits on later pages
+        # the words snippets look for: the query's, and the other forms of them in the index (a
+        # page found by "parse" for "parsing" shows and marks "parse"), whose positions are read
+        # once the page's hits are known
+        snippet_terms = terms
+        if snippets and q.stems:
+            forms = scorer.stem_forms
+            for g in q.stems:
+                if g not in forms:
+                    if len(forms) > 10_000:
+                        forms.clear()
+                    forms[g] = tuple(suggest.stem_forms(reader, [g]))
+            snippet_terms = terms + [f for f in dict.fromkeys(f for g in q.stems for f in forms[g]) if f not in terms]
+        # late too where proximity reads the words' stem groups: the kernels' rank() gathers the
+        # snippets' positions of the terms it reads
+        late = snippets and (per_site is not None or snippet_terms != terms or (rerank and q.proximity_terms != terms))
+        if late:
+            want = replace(want, snippets=False)
         if per_site is not None:
             # the grouped pages are made from the same ranking whatever page is asked for; the
             # body positions (snippets) are read for the page's hits only, once they are chosen
-            want = replace(want, depth=max(depth, GROUP_WINDOW), start=0, end=max(k, GROUP_WINDOW), snippets=False)
+            want = replace(want, depth=max(depth, GROUP_WINDOW), start=0, end=max(k, GROUP_WINDOW))
         if kernels.compiled is not None:
             compiled_page = engine_compiled.page(scorer, q, want, prune=self.top_k_pruning)
             if compiled_page is None:
@@ -292,13 +343,14 @@ class Searcher:
             ranked, positions, proximity = numpy_page
         if per_site is not None:
             chosen, more = _group(reader, ranked, per_site, limit, page)
-            where = [(ranked[h][2], ranked[h][3]) for h in chosen]
-            if snippets and kernels.compiled is not None:
-                runs = engine_compiled.hit_runs(scorer, q, where)
-            elif snippets:
-                postings = {t: reader.postings(t) for t in terms}
-                positions = engine_numpy.body_positions(reader, postings, terms, where)
-        distinct = tuple(sorted(set(terms)))
+        if late:
+            where = [(ranked[h][2], ranked[h][3]) for h in (range(len(ranked)) if chosen is None else chosen)]
+            if kernels.compiled is not None:
+                runs = engine_compiled.hit_runs(scorer, snippet_terms, where)
+            else:
+                postings = {t: reader.postings(t) for t in snippet_terms}
+                positions = engine_numpy.body_positions(reader, postings, snippet_terms, where)
+        distinct = tuple(sorted(set(snippet_terms)))
         # grouped, the page's runs or positions are the chosen hits', in their order
         for j, h in enumerate(range(len(ranked)) if chosen is None else chosen):
             score, url, si, d = ranked[h]
@@ -309,15 +361,25 @@ class Searcher:
             try:
                 if snippets and runs is not None:
                     text, highlights = snippet_from_runs(
-                        seg.body_buffer(d), terms, distinct, runs, at, sync=seg.sync_points(d), codec=seg.body_codec
+                        seg.body_buffer(d),
+                        snippet_terms,
+                        distinct,
+                        runs,
+                        at,
+                        sync=seg.sync_points(d),
+                        codec=seg.body_codec,
                     )
                 elif snippets:
                     text, highlights = snippet_for_hit(
-                        seg.body_buffer(d), terms, positions[at], sync=seg.sync_points(d), codec=seg.body_codec
+                        seg.body_buffer(d), snippet_terms, positions[at], sync=seg.sync_points(d), codec=seg.body_codec
                     )
             except DAMAGED_TEXT_ERRORS as exc:
                 raise SearchIndexError(f"{reader.index_dir}: the stored text of {url}: {exc}") from exc
-            expl = self._explain(reader, q, si, d, score, proximity.get((si, d))) if explain else None
+            expl = (
+                explain_hit(reader, self.scoring, self.stem_weight, q, si, d, score, proximity.get((si, d)))
+                if explain
+                else None
+            )
             site_more = bool(more) and seg.hosts()[d] in more
             hits.append(Hit._of(url, seg.titles[d], score, text, highlights, expl, site_more))
         return hits
@@ -381,7 +443,7 @@ class Searcher:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         scorer = self._current()
         reader = scorer.reader
-        q = _within_limits(parse_query(query, reader.analyzer))
+        q = self._query(query, scorer)
         out: dict[str, Any] = {"total": 0, "site": {}, "type": {}, "lang": {}}
         if q.is_empty or reader.n_docs == 0:
             return out
@@ -401,101 +463,6 @@ class Searcher:
                     into[value] = into.get(value, 0) + n
         for name, counts in totals.items():
             out[name] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        return out
-
-    def _explain(
-        self, reader: IndexReader, q: Query, si: int, doc: int, score: float, proximity: dict[str, list[float]] | None
-    ) -> dict:
-        """The score's parts: one row per term and field (``terms``), and, for a hit that was
-        reranked, the proximity bonus (``proximity``: one row per term and field, and their sum)."""
-        seg = reader.views[si].segment
-        terms_out = []
-        for t in q.positive_terms:
-            tid = seg.term_id(t)
-            df_any = reader.df(t)
-            rows: list[dict[str, Any]] = []
-            pseudo = 0.0
-            for fi, f in enumerate(FIELDS):
-                tf = 0
-                if tid is not None:
-                    d, tfs, _ = seg.fields[f].postings(tid)
-                    k = int(np.searchsorted(d, doc))
-                    if k < len(d) and d[k] == doc:
-                        tf = int(tfs[k])
-                dl = int(seg.doc_lens[doc, fi])
-                bf = field_norm(dl, reader.avgdl[f], b=B)
-                if self.scoring == "fields":
-                    df = reader.df(t, field=f)
-                    f_idf = idf(reader.n_docs, df)
-                    contribution = FIELD_WEIGHTS[f] * f_idf * tf * (K1 + 1.0) / (tf + K1 * bf) if tf else 0.0
-                    rows.append(
-                        {
-                            "term": t,
-                            "field": f,
-                            "tf": tf,
-                            "df": df,
-                            "doc_len": dl,
-                            "avgdl": reader.avgdl[f],
-                            "weight": FIELD_WEIGHTS[f],
-                            "idf": f_idf,
-                            "contribution": contribution,
-                        }
-                    )
-                else:
-                    part = FIELD_WEIGHTS[f] * tf / bf if tf else 0.0
-                    pseudo += part
-                    row = {
-                        "term": t,
-                        "field": f,
-                        "tf": tf,
-                        "df": df_any,
-                        "doc_len": dl,
-                        "avgdl": reader.avgdl[f],
-                        "weight": FIELD_WEIGHTS[f],
-                        "idf": idf(reader.n_docs, df_any),
-                        "_part": part,
-                    }
-                    if self.scoring == "bm25f+title" and f == "title":
-                        # the title's own BM25 term, outside the saturation
-                        row["title_bonus"] = (
-                            TITLE_BONUS * idf(reader.n_docs, df_any) * tf * (TITLE_K1 + 1.0) / (tf + TITLE_K1 * bf)
-                            if tf
-                            else 0.0
-                        )
-                    rows.append(row)
-            if self.scoring != "fields":
-                term_score = idf(reader.n_docs, df_any) * float(saturate(pseudo, k1=K1)) if pseudo else 0.0
-                for r in rows:
-                    part = r.pop("_part")
-                    r["contribution"] = (term_score * part / pseudo if pseudo else 0.0) + r.get("title_bonus", 0.0)
-            terms_out.extend(rows)
-        out = {
-            "N": reader.n_docs,
-            "avgdl": dict(reader.avgdl),
-            "k1": K1,
-            "b": B,
-            "scoring": self.scoring,
-            "weights": dict(FIELD_WEIGHTS),
-            "score": score,
-            "terms": terms_out,
-        }
-        if self.scoring == "bm25f+title":
-            out["title_bonus"], out["title_k1"] = TITLE_BONUS, TITLE_K1
-        if proximity is not None:
-            rows = [
-                {"term": t, "field": f, "contribution": v}
-                for f, per_term in proximity.items()
-                for t, v in zip(q.positive_terms, per_term)
-            ]
-            out["proximity"] = {
-                "depth": PROXIMITY_DEPTH,
-                "weights": dict(PROXIMITY_WEIGHTS),
-                "reversed": PROXIMITY_REVERSED,
-                "score": sum(sum(per_term) for per_term in proximity.values()),
-                "terms": rows,
-            }
-        else:
-            out["proximity"] = None
         return out
 
 

@@ -70,8 +70,12 @@ FORMAT = "politecrawl-segment"
 #: 8: per document its kind, language and date (``meta.bin``, ``meta.end.npy``: ``doc_meta``),
 #: what the ``filetype:``, ``lang:``, ``after:`` and ``before:`` filters read; older segments'
 #: documents have none (unknown: every such filter leaves them out).
-VERSION = 8
-READABLE_VERSIONS = (2, 3, 4, 5, 6, 7, 8)
+#: 9: the stemmed field: terms ``!<lang>:<stem>`` (``stemming``) first in the dictionary, at the
+#: positions of their documents' inflected words, and in the header the languages (``"stems"``)
+#: of the documents stemmed; older segments' documents have no stemmed terms (found by their
+#: exact words only, until ``politecrawl index --rebuild``).
+VERSION = 9
+READABLE_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)
 
 
 _NO_SYNC = np.zeros((0, 3), dtype=np.int64)
@@ -207,6 +211,11 @@ class Segment:
         if header.get("fields") != list(FIELDS):
             raise SearchIndexError(f"{self.path}: unexpected fields {header.get('fields')!r}")
         self.header = header
+        stems = header.get("stems", [])
+        if not (isinstance(stems, list) and all(isinstance(x, str) for x in stems)):
+            raise SearchIndexError(f"{self.path}: stemmed languages in the header that are not a list of names")
+        #: the languages (``stemming`` namespaces) of the documents whose stems it holds (format 9)
+        self.stems: tuple[str, ...] = tuple(stems)
         #: "lz4" (versions 3 and 4) or "zlib" (version 2): how the stored bodies are compressed
         self.body_codec = "lz4" if header["version"] >= 3 else "zlib"
         self.doc_count: int = int(header["doc_count"])
@@ -285,8 +294,16 @@ class Segment:
         start, end = ends[doc], ends[doc + 1]
         return self.body_sync[start:end] if end > start else _NO_SYNC
 
-    def term_id(self, term: str) -> int | None:
-        """The term's id in this segment (its line in ``terms.txt``), None if it has none."""
+    def term_id(self, term: str | tuple[str, ...]) -> int | None:
+        """The term's id in this segment (its line in ``terms.txt``), None if it has none. A tuple
+        of terms is its first term this segment has (``stemming``: a stem group, whose stemmed
+        term a segment without other forms of the word does not hold)."""
+        if isinstance(term, tuple):
+            for alternative in term:
+                tid = self.term_id(alternative)
+                if tid is not None:
+                    return tid
+            return None
         kernel = self.kernel
         if kernel is not None:
             tid = kernel.lookup(term)

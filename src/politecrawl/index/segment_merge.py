@@ -134,7 +134,9 @@ def _merge_live_documents(seg_dir: Path, sources: list[tuple[Segment, list[int]]
         for (seg, _), ids in zip(sources, live_ids)
     ]
     meta = _live_strings(metas)
-    parts = SegmentParts(terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies, meta)
+    # format 9: the languages stemmed in any source (a source written before it has none)
+    stems = tuple(sorted({ns for seg, _ in sources for ns in seg.stems}))
+    parts = SegmentParts(terms, postings, doc_lens.reshape(n_docs, len(FIELDS)), urls, titles, bodies, meta, stems)
     write_segment_files(seg_dir, parts, analyzer)
     return n_docs
 

@@ -23,9 +23,10 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import bodies as stored
-from . import kernels
+from . import kernels, stemming
 from .analysis import Analyzer
 from .bm25 import FIELDS
+from .doc_meta import meta_lang
 from .doc_table import TextTable
 from .generation import fsync_dir
 from .packed_positions import CHUNK, pack_positions
@@ -106,6 +107,8 @@ class SegmentParts(NamedTuple):
     bodies: StoredBodies
     #: per document its kind, language and date (``doc_meta``: format 8); None: all unknown
     meta: TextTable | None = None
+    #: the languages (``stemming`` namespaces) of the documents whose stems it holds (format 9)
+    stems: tuple[str, ...] = ()
 
 
 def _pointers(lengths: np.ndarray) -> np.ndarray:
@@ -297,23 +300,55 @@ def write_segment(seg_dir: Path, documents: Iterable[tuple[str, ...]], analyzer:
         terms, rank_bytes = vocab.sorted_terms()
         rank = np.frombuffer(rank_bytes, dtype=np.int32)
         n_terms = len(rank)
+        fields = []
+        for fi in range(len(FIELDS)):
+            lens_f = np.array(field_lens[fi], dtype=np.int64)
+            if int(lens_f.sum()) >= 2**31:
+                raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
+            fields.append((np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32), lens_f))
+            id_chunks[fi].clear()
+        doc_langs = [stemming.stem_lang(meta_lang(m)) or "" for m in metas]
+        stem_terms: list[str] = []
+        stem_fields: list[tuple[np.ndarray, np.ndarray]] = []
+        if analyzer.stemming and any(doc_langs):
+            stem_terms, stem_fields = stemming.segment_stems(vocab.terms(), doc_langs, fields)
         postings = {}
         for fi, f in enumerate(FIELDS):
-            lens_f = np.array(field_lens[fi], dtype=np.int64)
-            total = int(lens_f.sum())
-            if total >= 2**31:
-                raise SearchIndexError("segment too large: more than 2**31 tokens in one field")
-            local = np.frombuffer(b"".join(id_chunks[fi]), dtype=np.int32)
-            id_chunks[fi].clear()
-            postings[f] = PostingRuns.whole(_field_postings(local, rank, lens_f, n_terms))
-            del local
+            local, lens_f = fields[fi]
+            exact = _field_postings(local, rank, lens_f, n_terms)
+            if stem_terms:
+                postings[f] = _with_stems(_stem_postings(*stem_fields[fi], len(stem_terms)), exact)
+            else:
+                postings[f] = PostingRuns.whole(exact)
+        del fields, stem_fields
+        if stem_terms:  # they sort before every exact term (stemming.STEM_PREFIX)
+            terms = "\n".join(stem_terms).encode("utf-8") + (b"\n" + terms if terms else b"")
         compressed = [b for fut in futures for b in fut.result()]
     bodies = stored_bodies([_compressed_bodies(compressed, sync_meta)])
     doc_lens = np.stack([np.array(lens, dtype=np.uint32) for lens in field_lens], axis=1).reshape(n_docs, len(FIELDS))
     urls_table, titles_table = TextTable.from_strings(urls), TextTable.from_strings(titles)
-    parts = SegmentParts(terms, postings, doc_lens, urls_table, titles_table, bodies, TextTable.from_strings(metas))
+    stems = tuple(sorted({ns for ns in doc_langs if ns})) if analyzer.stemming else ()
+    meta_table = TextTable.from_strings(metas)
+    parts = SegmentParts(terms, postings, doc_lens, urls_table, titles_table, bodies, meta_table, stems)
     write_segment_files(seg_dir, parts, analyzer)
     return n_docs
+
+
+def _stem_postings(ids: np.ndarray, lens: np.ndarray, n_stems: int):
+    """The postings of a field's stemmed terms (``stemming.segment_stems``: per token its stemmed
+    term, or ``n_stems`` for a word that is its own stem, whose postings are then cut off)."""
+    term_ptr, deltas, tfs, pos_ptr, positions = _field_postings(
+        ids.astype(np.int32, copy=False), np.arange(n_stems + 1, dtype=np.int32), lens, n_stems + 1
+    )
+    end, pos_end = int(term_ptr[n_stems]), int(pos_ptr[n_stems])
+    return term_ptr[: n_stems + 1], deltas[:end], tfs[:end], pos_ptr[: n_stems + 1], positions[:pos_end]
+
+
+def _with_stems(stems: tuple, exact: tuple) -> PostingRuns:
+    """A field's postings as two runs: its stemmed terms' (first in the dictionary), then its
+    exact terms', in types that hold both."""
+    dtypes = tuple(np.promote_types(a.dtype, b.dtype) for a, b in zip(stems[1:3] + stems[4:], exact[1:3] + exact[4:]))
+    return PostingRuns((dtypes[0], dtypes[1], dtypes[2]), [stems, exact])
 
 
 def write_segment_files(seg_dir: Path, parts: SegmentParts, analyzer: Analyzer) -> None:
@@ -462,7 +497,7 @@ def _write_field(
 def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) -> None:
     """Every file of a segment (``segment`` has the format), each made durable while the next is
     written."""
-    blob, postings, doc_lens, urls, titles, bodies, meta = parts  # blob: the sorted terms, one per line
+    blob, postings, doc_lens, urls, titles, bodies, meta, stems = parts  # blob: the sorted terms, one per line
     n_docs = len(urls)
     # (no term is empty: an empty blob has none, any other one line more than newlines)
     ends = term_ends(np.frombuffer(blob, dtype=np.uint8)) if blob else np.zeros(0, np.uint32)
@@ -526,6 +561,8 @@ def _write_files(files: SyncedFiles, parts: SegmentParts, analyzer: Analyzer) ->
         "field_lengths": {f: int(doc_lens[:, i].sum()) for i, f in enumerate(FIELDS)},
         "analyzer": analyzer.to_json(),
     }
+    if version >= 9:
+        header["stems"] = list(stems)
     if version >= 5:
         header["tf_max"] = tf_max  # the type a merge writes them in where it writes format 2
     if version >= 6:

@@ -19,14 +19,27 @@ document frequencies over the whole index in one call (``IndexReader.doc_freqs``
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from .analysis import Term
 from .reader import IndexReader
 from .segment import Segment
+from .stemming import STEM_PREFIX, stem_words, stemmed_term
 
-__all__ = ["COMPLETE_SCAN", "DF_RATIO", "MAX_EDITS", "MIN_DF", "SUGGEST_SEGMENTS", "complete", "correct"]
+__all__ = [
+    "COMPLETE_SCAN",
+    "DF_RATIO",
+    "FORMS_SCAN",
+    "MAX_EDITS",
+    "MIN_DF",
+    "SUGGEST_SEGMENTS",
+    "complete",
+    "correct",
+    "stem_forms",
+]
 
 #: A word is corrected when it is in fewer documents than this, to one that is in at least this many.
 MIN_DF = 3
@@ -38,6 +51,9 @@ SUGGEST_SEGMENTS = 4
 #: Words of one dictionary looked at for a completion, and for a correction (in sorted order).
 COMPLETE_SCAN = 2000
 CORRECT_SCAN = 50_000
+#: Words of one dictionary looked at for the forms of a stem (``stem_forms``), and forms kept.
+FORMS_SCAN = 500
+MAX_FORMS = 16
 
 
 class _Terms:
@@ -130,3 +146,22 @@ def correct(reader: IndexReader, term: str) -> str | None:
             if best is None or key < best:
                 best = key
     return None if best is None else best[2]
+
+
+def stem_forms(reader: IndexReader, groups: Iterable[Term], skip: Iterable[str] = ()) -> list[str]:
+    """The words of the index that are forms of the stem groups ``groups`` (``stemming``): what a
+    snippet looks for in a page found by another form of a query word ("parse" for "parsing").
+    Forms share the stem's letters but its last, which Snowball may change (``librari`` is the
+    stem of "library"): the words that begin with them are read from the largest dictionaries and
+    stemmed, and those of the group's stem kept, at most ``MAX_FORMS`` a group, none of ``skip``."""
+    out: dict[str, None] = {}
+    skipped = set(skip)
+    for group in groups:
+        term = stemmed_term(group)
+        if not term.startswith(STEM_PREFIX):
+            continue
+        ns, _, stem = term[len(STEM_PREFIX) :].partition(":")
+        words = [w for w in _with_prefix(reader, stem[:-1] if len(stem) > 3 else stem, FORMS_SCAN) if w]
+        kept = [w for w, s in zip(words, stem_words(ns, words)) if s == stem and w not in skipped]
+        out.update(dict.fromkeys(kept[:MAX_FORMS]))
+    return list(out)

@@ -255,6 +255,7 @@ class IndexWriter:
         lock_timeout: float = 30.0,
         merge_factor: int = MERGE_FACTOR,
         stop_words: bool | None = None,
+        stemming: bool | None = None,
         max_segment_tokens: int = MAX_SEGMENT_TOKENS,
         max_segment_docs: int = MAX_SEGMENT_DOCS,
     ):
@@ -269,7 +270,7 @@ class IndexWriter:
         self._lock_fd: int | None = None
         self._acquire_lock(lock_timeout)
         try:
-            self._load_current(stop_words)
+            self._load_current(stop_words, stemming)
         except BaseException:
             self._release_lock()
             raise
@@ -293,13 +294,13 @@ class IndexWriter:
 
     # -- state ------------------------------------------------------------
 
-    def _load_current(self, stop_words: bool | None) -> None:
+    def _load_current(self, stop_words: bool | None, stemming: bool | None) -> None:
         name = read_current_pointer(self.index_dir)
         if name is None:
             self._generation = 0
             self._next_segment = 1
             self._entries: list[dict] = []
-            self._analyzer = Analyzer(stop_words=bool(stop_words))
+            self._analyzer = Analyzer(stop_words=bool(stop_words), stemming=stemming is not False)
         else:
             data = load_generation(self.index_dir, name)
             self._generation = int(data["generation"])
@@ -309,6 +310,11 @@ class IndexWriter:
             if stop_words is not None and stop_words != self._analyzer.stop_words:
                 raise SearchIndexError(
                     f"index {self.index_dir} was built with stop_words={self._analyzer.stop_words}; "
+                    "rebuild it to change the analyzer"
+                )
+            if stemming is not None and stemming != self._analyzer.stemming:
+                raise SearchIndexError(
+                    f"index {self.index_dir} was built with stemming={self._analyzer.stemming}; "
                     "rebuild it to change the analyzer"
                 )
         self._recover()

@@ -12,17 +12,28 @@ static Py_ssize_t *term_ids(PyObject *segs, PyObject *terms) {
     }
     for (Py_ssize_t t = 0; t < T; t++) {
         PyObject *term = PySequence_Fast_GET_ITEM(terms, t);
-        Py_ssize_t len = 0;
-        const char *key = PyUnicode_Check(term) ? PyUnicode_AsUTF8AndSize(term, &len) : NULL;
-        if (!key) PyErr_Clear(); /* not str, or a lone surrogate: no segment has it */
-        for (Py_ssize_t s = 0; s < S; s++) {
-            Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
-            Py_ssize_t tid = key ? lookup(p, key, len) : -1;
-            if (tid == -2 || (tid >= 0 && term_ok(p, tid) < 0)) {
-                PyMem_Free(out);
-                return NULL;
+        /* a tuple of str: in each segment the first of them it has (Segment.term_id: a stem
+         * group, whose stemmed term a segment without other forms of the word does not hold) */
+        Py_ssize_t n_alt = PyTuple_Check(term) ? PyTuple_GET_SIZE(term) : 1;
+        for (Py_ssize_t s = 0; s < S; s++) out[s * T + t] = -1;
+        for (Py_ssize_t a = 0; a < n_alt; a++) {
+            PyObject *alt = PyTuple_Check(term) ? PyTuple_GET_ITEM(term, a) : term;
+            Py_ssize_t len = 0;
+            const char *key = PyUnicode_Check(alt) ? PyUnicode_AsUTF8AndSize(alt, &len) : NULL;
+            if (!key) {
+                PyErr_Clear(); /* not str, or a lone surrogate: no segment has it */
+                continue;
             }
-            out[s * T + t] = tid;
+            for (Py_ssize_t s = 0; s < S; s++) {
+                if (out[s * T + t] >= 0) continue; /* an earlier alternative is there */
+                Postings *p = (Postings *)PySequence_Fast_GET_ITEM(segs, s);
+                Py_ssize_t tid = lookup(p, key, len);
+                if (tid == -2 || (tid >= 0 && term_ok(p, tid) < 0)) {
+                    PyMem_Free(out);
+                    return NULL;
+                }
+                out[s * T + t] = tid;
+            }
         }
     }
     return out;
