@@ -6,8 +6,7 @@ how many fetched pages were *novel* (no earlier page of the template within
 longer one). A template whose second page repeats the first and links more of its own kind
 (an endless space generating itself) stops there, and so does one whose few new pages were
 followed by two such repeats in a row (the space past a pager's last page or a calendar's
-events); otherwise, once it has ``min_pages`` pages,
-it may go on only while the novel share of its last ``window`` pages stays at or above
+events); otherwise, once it has ``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages stays at or above
 ``min_novel_share``: calendars and facets stop after a page or two, a template that keeps
 producing new articles keeps going.
 """
@@ -456,39 +455,9 @@ class TemplateBudget(_JSONState):
         """Whether another page of ``url``'s template may be fetched, and why."""
         key = _template(url)
         stats = self.templates.get(key)
-        if "?" in key and self.views:
-            # Another view of a date the family fetched (the month as a grid, sorted, filtered by
-            # colour), when the views before it were all repeats: facets multiply a calendar's
-            # every month, and what one view of a month shows the others show again.
-            viewed = url_date(url)
-            views = _view_closed(self.views, _family(key) or "", viewed, url) if viewed is not None else 0
-            family = _family(key)
-            if views < 0:
-                # ... or when it differs from the URL the date was fetched under in words alone
-                # (``view=grid``, ``sort=title``, ``color=red``): a view, sort or filter of a date
-                # is what its page showed; a number (``page=2``) may be more of the date's list.
-                return False, f"template family {family}: another view of a date seen (its words alone differ)"
-            if views:
-                return False, f"template family {family}: views of a date seen repeat it ({views} of {views})"
-        if stats is None and "?" not in key and "{" not in key and self._exhausted(self.families.get(key + "?*")):
-            # A listing's own URL without a query (``/search``), once its filters (``/search?*``)
-            # stopped bringing anything new: what its filters showed, unfiltered.
-            return False, f"template family {key}?* exhausted: the page without its query"
-        if self.nestings and _nesting(url) in self.nestings:
-            # The segments of a nesting that repeated a page (``/kb/start/usage/`` served
-            # ``/kb/usage/``) in another order: the loop's other way round, ``/kb/usage/start/``.
-            return False, "a nesting's segments in another order: a relative-link loop"
-        for parent in _ancestors(url) if self.parents else ():
-            siblings = self.parents.get(parent)
-            if siblings is not None and (
-                siblings.ran_dry(self.early_pages, self.min_pages)
-                or (siblings.pages >= self.early_pages and siblings.feeds_itself())
-            ):
-                # The children of one page, the second repeating the first and linking more below
-                # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
-                # whose templates differ (a number in one) but which filter the same listing; and
-                # their own children (``…/finish-brass/price-50-200/``), filters of filters.
-                return False, f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
+        refused = self._refused_by_kin(url, key, stats)
+        if refused is not None:
+            return False, refused
         date = url_date(url) if stats is not None and stats.walk else None
         walk: tuple[str, int] | None = None
         if stats is not None and date is not None and _on_walk(stats.walk, date):
@@ -535,6 +504,43 @@ class TemplateBudget(_JSONState):
             return True, f"template {key}: dates {walk[0]} its first still new ({walk[1]} new pages)"
         pages = stats.pages if stats is not None else 0
         return True, f"template {key} young: {pages} of {self.min_pages} pages seen"
+
+    def _refused_by_kin(self, url: str, key: str, stats: TemplateStats | None) -> str | None:
+        """Why ``url`` is refused for what its kin showed (views, filters, nestings, siblings)."""
+        if "?" in key and self.views:
+            # Another view of a date the family fetched (the month as a grid, sorted, filtered by
+            # colour), when the views before it were all repeats: facets multiply a calendar's
+            # every month, and what one view of a month shows the others show again.
+            viewed = url_date(url)
+            views = _view_closed(self.views, _family(key) or "", viewed, url) if viewed is not None else 0
+            family = _family(key)
+            if views < 0:
+                # ... or when it differs from the URL the date was fetched under in words alone
+                # (``view=grid``, ``sort=title``, ``color=red``): a view, sort or filter of a date
+                # is what its page showed; a number (``page=2``) may be more of the date's list.
+                return f"template family {family}: another view of a date seen (its words alone differ)"
+            if views:
+                return f"template family {family}: views of a date seen repeat it ({views} of {views})"
+        if stats is None and "?" not in key and "{" not in key and self._exhausted(self.families.get(key + "?*")):
+            # A listing's own URL without a query (``/search``), once its filters (``/search?*``)
+            # stopped bringing anything new: what its filters showed, unfiltered.
+            return f"template family {key}?* exhausted: the page without its query"
+        if self.nestings and _nesting(url) in self.nestings:
+            # The segments of a nesting that repeated a page (``/kb/start/usage/`` served
+            # ``/kb/usage/``) in another order: the loop's other way round, ``/kb/usage/start/``.
+            return "a nesting's segments in another order: a relative-link loop"
+        for parent in _ancestors(url) if self.parents else ():
+            siblings = self.parents.get(parent)
+            if siblings is not None and (
+                siblings.ran_dry(self.early_pages, self.min_pages)
+                or (siblings.pages >= self.early_pages and siblings.feeds_itself())
+            ):
+                # The children of one page, the second repeating the first and linking more below
+                # it: filters as path segments (``/store/lamps/finish-brass/``, ``…/price-50-200/``),
+                # whose templates differ (a number in one) but which filter the same listing; and
+                # their own children (``…/finish-brass/price-50-200/``), filters of filters.
+                return f"children of {parent} exhausted: {siblings.novel} of {siblings.pages} pages new"
+        return None
 
     def state_of(self, stats: TemplateStats) -> str:
         """``"exhausted"``, ``"young"`` (fewer than min_pages pages) or ``"open"``."""

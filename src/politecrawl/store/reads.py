@@ -236,6 +236,30 @@ def group_anchor_texts(rows, per_page: int = ANCHORS_PER_PAGE) -> dict[str, list
     return out
 
 
+def _fetch_figures(rows, schema_version: int) -> tuple[int, int, float | None, float | None, dict[str, int]]:
+    """Requests, bytes, the first start and last end, and requests by status code, of the fetch log."""
+    if schema_version >= COUNTS_SCHEMA:
+        # Kept as the log is written (a row per status, and in PostgreSQL per connection): the
+        # same few rows whatever the log's length.
+        by_code = rows(
+            "SELECT code, SUM(requests), SUM(bytes), MIN(first_started), MAX(last_ended)"
+            " FROM fetch_counts GROUP BY code"
+        )
+        codes = {("no-answer" if code == 0 else str(code)): int(n) for code, n, _, _, _ in by_code}
+        first = min((r[3] for r in by_code), default=None)
+        last = max((r[4] for r in by_code), default=None)
+        return sum(int(r[1]) for r in by_code), sum(int(r[2]) for r in by_code), first, last, codes
+    # An older store, opened read-only: the log itself.
+    requests, total_bytes, first, last = rows(
+        "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
+    )[0]
+    codes = {
+        str(k if k is not None else "no-answer"): int(v)
+        for k, v in rows("SELECT status, COUNT(*) FROM fetch_log GROUP BY status")
+    }
+    return int(requests), int(total_bytes), first, last, codes
+
+
 def read_status(conn, d: Dialect, now: float, schema_version: int = SETUP_SCHEMA) -> CrawlStatus:
     """The crawl's figures at ``now`` (the store's clock), counted in one read: both stores run
     these statements, inside whatever read transaction the store gives ``conn``."""
@@ -251,25 +275,7 @@ def read_status(conn, d: Dialect, now: float, schema_version: int = SETUP_SCHEMA
     not_in_flight = f"(lease_owner IS NULL OR lease_expires_at <= {now_p})"
     waiting = f"pending > 0 AND next_allowed_at > {now_p} AND {not_in_flight}"
     states = {str(k): int(v) for k, v in rows("SELECT state, COUNT(*) FROM frontier GROUP BY state")}
-    if schema_version >= COUNTS_SCHEMA:
-        # Kept as the log is written (a row per status, and in PostgreSQL per connection): the
-        # same few rows whatever the log's length.
-        by_code = rows(
-            "SELECT code, SUM(requests), SUM(bytes), MIN(first_started), MAX(last_ended)"
-            " FROM fetch_counts GROUP BY code"
-        )
-        codes = {("no-answer" if code == 0 else str(code)): int(n) for code, n, _, _, _ in by_code}
-        requests, total_bytes = sum(int(r[1]) for r in by_code), sum(int(r[2]) for r in by_code)
-        first = min((r[3] for r in by_code), default=None)
-        last = max((r[4] for r in by_code), default=None)
-    else:  # an older store, opened read-only: the log itself
-        requests, total_bytes, first, last = rows(
-            "SELECT COUNT(*), COALESCE(SUM(bytes), 0), MIN(started_at), MAX(ended_at) FROM fetch_log"
-        )[0]
-        codes = {
-            str(k if k is not None else "no-answer"): int(v)
-            for k, v in rows("SELECT status, COUNT(*) FROM fetch_log GROUP BY status")
-        }
+    requests, total_bytes, first, last, codes = _fetch_figures(rows, schema_version)
     dup_kinds = {
         k: int(v)
         for k, v in rows(
