@@ -14,13 +14,13 @@ import pytest
 
 from politecrawl.errors import NotAStoreError
 from politecrawl.policy.response import URLOutcome
+from politecrawl.runtime.loop_lag import LoopLagHistogram
 from politecrawl.store import (
     LOOP_LAG_META,
     Claim,
     CrawlStatus,
     FetchLogEntry,
     HostRow,
-    LoopLagHistogram,
     NewURL,
     Outcome,
     PageRecord,

@@ -1,14 +1,14 @@
 """Template budgets: how many pages of one URL shape the crawl fetches. Pure.
 
-:class:`TemplateBudget` counts, per template (:func:`politecrawl.patterns.shape.template`),
-how many fetched pages were *novel* (no earlier page of the template within
-:data:`NOVEL_DISTANCE` bits of SimHash for a thin page, :data:`LONG_NOVEL_DISTANCE` for a
-longer one). A template whose second page repeats the first and links more of its own kind
-(an endless space generating itself) stops there, and so does one whose few new pages were
-followed by two such repeats in a row (the space past a pager's last page or a calendar's
-events); otherwise, once it has ``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages stays at or above
-``min_novel_share``: calendars and facets stop after a page or two, a template that keeps
-producing new articles keeps going.
+:class:`TemplateBudget` counts, per template (:func:`politecrawl.patterns.shape.template`), how
+many fetched pages were *novel* (no earlier page of the template within :data:`NOVEL_DISTANCE`
+bits of SimHash for a thin page, :data:`LONG_NOVEL_DISTANCE` for a longer one). A template whose
+second page repeats the first and links more of its own kind (an endless space generating
+itself) stops there, and so does one whose few new pages were followed by two such repeats in a
+row (the space past a pager's last page or a calendar's events); otherwise, once it has
+``min_pages`` pages, it may go on only while the novel share of its last ``window`` pages stays
+at or above ``min_novel_share``: calendars and facets stop after a page or two, a template that
+keeps producing new articles keeps going.
 """
 
 from __future__ import annotations
