@@ -130,10 +130,10 @@ class PageHandler:
                 # out of the search too. Withdrawn before the release: a crash between the two only
                 # means the URL is claimed, disallowed and withdrawn (a no-op) again.
                 await self._call(self.store.withdraw_page, claim.url_id)
-            return Outcome(url_state="disallowed", url_outcome=URLOutcome("disallowed by robots.txt"))
+            return Outcome(url_state=URLState.DISALLOWED, url_outcome=URLOutcome("disallowed by robots.txt"))
         budget = self._page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
-            return Outcome(url_state="skipped", url_outcome=URLOutcome("host page budget reached"))
+            return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome("host page budget reached"))
         is_sitemap = claim.url_kind == URLKind.SITEMAP
         patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
         if patterns is not None:
@@ -141,21 +141,20 @@ class PageHandler:
             # a template that stopped yielding new text. Decided before the request.
             cleaned, why = patterns.filter_link(claim.url)
             if cleaned is None:
-                return Outcome(url_state="skipped", url_outcome=URLOutcome(f"URL pattern: {why}"))
+                return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome(f"URL pattern: {why}"))
             if cleaned != claim.url:
                 outcome = Outcome(
-                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: alias of {cleaned} ({why})")
+                    url_state=URLState.SKIPPED, url_outcome=URLOutcome(f"URL pattern: alias of {cleaned} ({why})")
                 )
                 self._add_links([cleaned], claim.depth, outcome, redirect=True)
                 return outcome
             known = patterns.fetched_as(claim.url)
             if known is not None:
-                return Outcome(
-                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: fetched as {known} (a session token)")
-                )
+                why = f"URL pattern: fetched as {known} (a session token)"
+                return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome(why))
         if not self.budget.take():
             self.stop.set()
-            return Outcome(url_state="queued", url_outcome=None)
+            return Outcome(url_state=URLState.QUEUED, url_outcome=None)
         result = await self.fetcher.get(
             fetch_url,
             etag=claim.etag,

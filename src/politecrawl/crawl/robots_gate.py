@@ -16,9 +16,9 @@ from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.politeness import WaitReason
-from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome
+from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState
 from politecrawl.policy.robots import RobotsTxt
-from politecrawl.policy.robots_fetch import RobotsFetchOutcome, outcome_for_status
+from politecrawl.policy.robots_fetch import RobotsFetchOutcome, RobotsStatus, outcome_for_status
 from politecrawl.store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
 from politecrawl.store.common import ROBOTS_MAX_HOPS
 
@@ -105,9 +105,9 @@ class RobotsGate:
                     return None, None
             rules = RobotsTxt.parse(body)
             expires = now + self.settings.robots_ttl
-            return RobotsUpdate("parsed", body, now, expires, rules.crawl_delay(self.agent)), rules
+            return RobotsUpdate(RobotsStatus.PARSED, body, now, expires, rules.crawl_delay(self.agent)), rules
         if verdict is RobotsFetchOutcome.ALLOW_ALL:
-            return RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None), None
+            return RobotsUpdate(RobotsStatus.ALLOW_ALL, None, now, now + self.settings.robots_ttl, None), None
         return None, None
 
     async def _robots(self, claim: Claim) -> Outcome:
@@ -178,7 +178,7 @@ class RobotsGate:
         result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
         outcome = self._timing(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
-        outcome.url_state = "done"
+        outcome.url_state = URLState.DONE
         outcome.url_outcome = URLOutcome(f"robots.txt hop: {result.status or result.error}")
         redirect = self._robots_redirect(result)
         refused = await self._refused_redirect(redirect, claim.host)
@@ -200,7 +200,7 @@ class RobotsGate:
         return await self.fetcher.egress.refusal_for(redirect.url)
 
     def _rules_for(self, claim: Claim) -> RobotsTxt:
-        if claim.robots.status != "parsed" or not claim.robots.body:
+        if claim.robots.status is not RobotsStatus.PARSED or not claim.robots.body:
             return RobotsTxt.allow_all()
         key = (claim.host, claim.robots.fetched_at)
         rules = self._rules.get(key)

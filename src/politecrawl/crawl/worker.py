@@ -29,14 +29,15 @@ from politecrawl.policy.politeness import (
     Decision,
     DelayPolicy,
     HostHistory,
-    Observation,
+    Interruption,
     SetupFailure,
     WaitReason,
     decide,
-    parse_retry_after,
+    interrupted_wait,
+    observe,
     policy_for_host,
 )
-from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.response import URLOutcome, URLState
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
@@ -63,7 +64,6 @@ from .turns import Turns
 
 __all__ = [
     "Worker",
-    "host_level_failure",
     "wanted_type",
     "worker_id",
 ]
@@ -112,22 +112,6 @@ CLAIM_WAKE_EARLY = 0.05
 #: open, enough on a busy machine to starve the server it was waiting for.
 EMPTY_ROUND_WAIT_MIN = 0.002
 EMPTY_ROUND_WAIT_MAX = 0.05
-
-
-#: The stored set-up failures this version knows (another version's are ignored).
-_SETUP_VALUES = frozenset(SetupFailure)
-
-
-def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
-    """Whether a failed request is the host's failure (it may park the host) or one URL's.
-
-    The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
-    server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
-    too slow, a read timeout, another 5xx. Both slow the host down. (A connection that could
-    not be made to a host that never answered is the crawl's set-up, most often, rather than
-    the host's: ``decide`` retries it soon instead of parking it; see ``SetupFailure``.)
-    """
-    return kind == URLKind.ROBOTS or result.unreachable or result.status in (429, 503)
 
 
 def worker_id() -> str:
@@ -427,13 +411,13 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         except asyncio.CancelledError:
             # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
             # the host, which is owed its delay from now; the URL goes back to the queue.
-            wait = max(self._policy(claim.host).min_delay, claim.delay)
+            wait, reason = interrupted_wait(self._policy(claim.host), claim.delay, Interruption.STOPPED)
             now = self.now()
             stopped = Outcome(
                 next_allowed_at=now + wait,
                 delay=wait,
-                wait_reason="stopped",
-                url_state="queued" if claim.url_id is not None else None,
+                wait_reason=reason,
+                url_state=URLState.QUEUED if claim.url_id is not None else None,
                 url_outcome=URLOutcome("stopped before the answer"),
                 fetch=self._cut_short_entry(claim, now, wait),
             )
@@ -441,12 +425,12 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             raise
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
-            wait = max(self._policy(claim.host).min_delay, self.policy.backoff_base, 2 * claim.delay)
+            wait, reason = interrupted_wait(self._policy(claim.host), claim.delay, Interruption.INTERNAL_ERROR)
             outcome = Outcome(
                 next_allowed_at=self.now() + wait,
                 delay=wait,
-                wait_reason=WaitReason.BACKOFF,
-                url_state="failed" if claim.url_id is not None else None,
+                wait_reason=reason,
+                url_state=URLState.FAILED if claim.url_id is not None else None,
                 url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
         anchor_keys = self._drop_stored_anchors(claim.host, outcome)
@@ -491,27 +475,23 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             response_time=claim.response_time,
             failures=claim.failures,
             answered=claim.answered,
-            setup_failure=SetupFailure(claim.setup_failure) if claim.setup_failure in _SETUP_VALUES else None,
+            setup_failure=claim.setup_failure,
         )
 
     def _decide(
         self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *, kind: URLKind = URLKind.PAGE
     ) -> tuple[Decision, float | None]:
-        retry_after = None
-        if result.status in (429, 503):
-            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
-        return decide(
-            self._history(claim, crawl_delay),
-            Observation(
-                ended_at=result.ended_at,
-                status=result.status,
-                response_seconds=result.server_seconds,
-                retry_after=retry_after,
-                host_level=host_level_failure(result, kind),
-                connect_failure=SetupFailure(result.connect_failure) if result.connect_failure else None,
-            ),
-            self._policy(claim.host),
-        ), retry_after
+        observation = observe(
+            ended_at=result.ended_at,
+            status=result.status,
+            kind=kind,
+            retry_after=result.headers.get("retry-after"),
+            response_seconds=result.server_seconds,
+            unreachable=result.unreachable,
+            connect_failure=SetupFailure(result.connect_failure) if result.connect_failure else None,
+        )
+        decision = decide(self._history(claim, crawl_delay), observation, self._policy(claim.host))
+        return decision, observation.retry_after
 
     def _policy(self, host: str) -> DelayPolicy:
         """The delay policy for ``host``: the crawl's, slowed by the host's own settings if any."""
