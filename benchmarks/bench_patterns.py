@@ -144,7 +144,7 @@ def replay(package: types.ModuleType, pages: list[list[Page]], rounds: int, eage
             if entry is None or entry[0] < version:
                 if not data:
                     state = site.SitePatterns()
-                elif takes_previous:  # as crawl/pages.py: its older copy given up for the store's
+                elif takes_previous:  # as crawl/host_memory.py: its older copy given up for the store's
                     state = site.SitePatterns.from_json(data, previous=entry[1] if entry is not None else None)
                 else:
                     state = site.SitePatterns.from_json(data)
@@ -203,7 +203,7 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="REV", help="also replay politecrawl.patterns as of git revision REV")
     args = ap.parse_args()
     import politecrawl.patterns
-    from politecrawl.crawl.pages import PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
+    from politecrawl.crawl.host_memory import PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
 
     t0 = time.perf_counter()
     pages = bench_pages(args.hosts, args.pages, args.seed)

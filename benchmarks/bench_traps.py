@@ -135,7 +135,8 @@ def replay_patterns(rounds: int, hosts: int = 20) -> dict:
     from politecrawl import patterns
     from politecrawl.content.dedup import simhash, text_fingerprint
     from politecrawl.content.parse import parse_html
-    from politecrawl.crawl.pages import PATTERN_LINKS, PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
+    from politecrawl.crawl.host_memory import PATTERNS_EAGER_PAGES, PATTERNS_WRITE_EVERY
+    from politecrawl.crawl.pages import PATTERN_LINKS
     from politecrawl.policy import urls
 
     pages: list[list[tuple]] = []

@@ -1,4 +1,4 @@
-"""A worker's learned URL patterns stay within their memory bound (``pages.PATTERNS_PAGES_REMEMBERED``):
+"""A worker's learned URL patterns stay within their memory bound (``host_memory.PATTERNS_PAGES_REMEMBERED``):
 past it, the hosts asked for longest ago are written to the store and forgotten, never a host whose
 page is being handled, and nothing is lost: every page is crawled and every host's lessons are in the
 store at the end. Judged on what the servers received and what the store holds."""
@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 
 from politecrawl.config import load_settings
-from politecrawl.crawl import pages as pages_module
+from politecrawl.crawl import host_memory as memory_module
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy.hosts import host_key
 from politecrawl.store import open_store
@@ -38,7 +38,7 @@ class CountingStore:
 
     def claim_many(self, *args, **kw):
         if self.worker is not None:
-            held = sum(len(e[1].aliases.pages) for e in self.worker._patterns.values())
+            held = self.worker.memory.pages_held()
             self.most_remembered = max(self.most_remembered, held)
         return self._store.claim_many(*args, **kw)
 
@@ -52,8 +52,8 @@ class CountingStore:
 
 def _crawl(sandbox_factory, db_path, monkeypatch, budget: int | None):
     if budget is not None:
-        monkeypatch.setattr(pages_module, "PATTERNS_PAGES_REMEMBERED", budget)
-        monkeypatch.setattr(pages_module, "PATTERNS_COUNT_EVERY", 1)
+        monkeypatch.setattr(memory_module, "PATTERNS_PAGES_REMEMBERED", budget)
+        monkeypatch.setattr(memory_module, "PATTERNS_COUNT_EVERY", 1)
     ips = [f"127.0.73.{10 + i}" for i in range(HOSTS)]
     hosts = [star_site(ip, PAGES, partial(_text, ip)) for ip in ips]
     sb = sandbox_factory(hosts)
@@ -94,7 +94,7 @@ def test_a_worker_over_its_patterns_budget_forgets_hosts_and_loses_nothing(
     # Held at most the budget plus the host in use (its pages grow while it is) -- and plainly
     # less than all hosts' pages, which the control keeps.
     assert counting.most_remembered <= budget + PAGES + 1
-    assert sum(len(e[1].aliases.pages) for e in worker._patterns.values()) <= budget + PAGES + 1
+    assert worker.memory.pages_held() <= budget + PAGES + 1
     # Forgotten hosts were read back from the store when claimed again.
     assert len(counting.reads) > HOSTS
     # Every host's lessons are in the store: each of its pages remembered there.
@@ -111,5 +111,5 @@ def test_a_worker_over_its_patterns_budget_forgets_hosts_and_loses_nothing(
 def test_negative_control_under_the_default_budget_the_worker_keeps_every_host(sandbox_factory, db_path, monkeypatch):
     sb, counting, worker, _ = _crawl(sandbox_factory, db_path, monkeypatch, None)
     assert len([r for r in sb.requests() if r.path != "/robots.txt"]) == HOSTS * (1 + PAGES)
-    assert sum(len(e[1].aliases.pages) for e in worker._patterns.values()) == HOSTS * (1 + PAGES)
+    assert worker.memory.pages_held() == HOSTS * (1 + PAGES)
     assert len(counting.reads) == HOSTS  # each host's patterns read once, when first claimed

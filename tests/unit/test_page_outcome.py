@@ -1,6 +1,7 @@
-"""What a worker decides about one claimed URL, read from the outcome it hands the store: its
-reason and its notes, not a sentence searched for words. (The integration tests check the
-rendered text the store keeps, which is what a user reads.)"""
+"""What a worker's page step decides about one claimed URL, read from the outcome it hands the
+store: its reason and its notes, not a sentence searched for words. The step is built alone, with
+a fetcher that answers from a table and no store: its inputs are its constructor's. (The
+integration tests check the rendered text the store keeps, which is what a user reads.)"""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import pytest
 
 from politecrawl.config import load_settings
 from politecrawl.crawl.budget import PageBudget
-from politecrawl.crawl.worker import Worker
+from politecrawl.crawl.host_memory import HostMemory
+from politecrawl.crawl.host_timing import HostTiming
+from politecrawl.crawl.links import LinkFilter
+from politecrawl.crawl.pages import PageStep
+from politecrawl.crawl.robots_gate import RobotsRules
+from politecrawl.crawl.sandboxed_extract import ExtractBudget, SandboxedExtractor
 from politecrawl.net.fetch import FetchResult
-from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.response import URLOutcome, URLState
 from politecrawl.policy.scope import CrawlScope
-from politecrawl.runtime.loop_lag import LoopLag
-from politecrawl.store import Claim, ClaimKind, HostRobots, Outcome, URLKind, open_store
+from politecrawl.runtime.turns import Turns
+from politecrawl.store import Claim, ClaimKind, HostRobots, Outcome, URLKind
 
 H = "http://a.test"
 T = 1_700_000_000.0
@@ -27,7 +33,6 @@ class Answers:
     def __init__(self, answers: dict[str, tuple[int, dict[str, str], bytes]]):
         self.answers = answers
         self.asked: list[str] = []
-        self.loop_lag = LoopLag()  # never started: the worker's histogram stays empty
 
     async def get(self, url, **_):
         self.asked.append(url)
@@ -43,43 +48,81 @@ class Answers:
         )
 
 
+class Patterns:
+    """The store's side of the hosts' learned URL patterns: none stored; what is saved, kept."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[str, int, str]] = []
+
+    async def load(self, host: str) -> tuple[int, str | None]:
+        return 0, None
+
+    async def save(self, rows) -> None:
+        self.saved.extend(rows)
+
+
+def page_step(settings, fetcher, scope, *, budget=None, stop=None, withdrawn=None) -> PageStep:
+    """A page step and its collaborators, as a worker builds them, with no store."""
+
+    async def withdraw(url_id: int) -> None:
+        (withdrawn if withdrawn is not None else []).append(url_id)
+
+    patterns = Patterns()
+    return PageStep(
+        settings,
+        "politecrawl",
+        fetcher,
+        budget=budget or PageBudget(None),
+        stop=stop or asyncio.Event(),
+        timing=HostTiming(settings),
+        rules=RobotsRules(),
+        links=LinkFilter(settings, scope),
+        memory=HostMemory(load=patterns.load, save=patterns.save),
+        extractor=SandboxedExtractor(ExtractBudget(cpu_seconds=5, wall_seconds=15)),
+        turns=Turns(8),
+        withdraw=withdraw,
+    )
+
+
+def page_claim(path, *, robots=None, kind=URLKind.PAGE, **fields) -> Claim:
+    return Claim(
+        host=H,
+        worker="w",
+        kind=ClaimKind.PAGE,
+        claimed_at=T,
+        lease_expires_at=T + 30,
+        robots=HostRobots("parsed" if robots else "allow-all", robots, T, T + 86_400),
+        crawl_delay=None,
+        response_time=None,
+        failures=0,
+        pages_fetched=0,
+        url_id=1,
+        url=H + path,
+        url_kind=kind,
+        **fields,
+    )
+
+
 @pytest.fixture
 def decide(tmp_path):
-    """``decide(path, answers, robots=…, kind=…, **settings)``: the outcome the worker hands the store
-    for a claim of ``path`` (robots.txt ``robots``, else none), and the URLs it asked."""
-    stores = []
+    """``decide(path, answers, robots=…, kind=…, **settings)``: the outcome the page step hands the
+    store for a claim of ``path`` (robots.txt ``robots``, else none), and the URLs it asked."""
 
     def run(path, answers, *, robots=None, kind=URLKind.PAGE, **flags):
         settings = load_settings({"db": str(tmp_path / "crawl.db"), **flags}, env={}, cwd=tmp_path)
-        store = open_store(settings.db)
-        stores.append(store)
         fetcher = Answers({H + p: answer for p, answer in answers.items()})
-        claim = Claim(
-            host=H,
-            worker="w",
-            kind=ClaimKind.PAGE,
-            claimed_at=T,
-            lease_expires_at=T + 30,
-            robots=HostRobots("parsed" if robots else "allow-all", robots, T, T + 86_400),
-            crawl_delay=None,
-            response_time=None,
-            failures=0,
-            pages_fetched=0,
-            url_id=1,
-            url=H + path,
-            url_kind=kind,
-        )
         scope = CrawlScope("host", (H + "/",), max_depth=5)
 
         async def page() -> Outcome:
-            worker = Worker(settings, store, fetcher, scope, PageBudget(None), asyncio.Event())
-            return await worker._page(claim)
+            step = page_step(settings, fetcher, scope)
+            try:
+                return await step.run(page_claim(path, robots=robots, kind=kind))
+            finally:
+                await step.extractor.close()
 
         return asyncio.run(page()), fetcher.asked
 
     yield run
-    for store in stores:
-        store.close()
 
 
 def html(head: str = "", body: str = "<p>words</p>") -> bytes:
@@ -162,3 +205,51 @@ def test_a_sitemap_that_redirects_is_queued_as_a_sitemap_for_the_same_host(decid
 def test_a_note_needs_a_verdict_first():
     with pytest.raises(ValueError):
         Outcome().note("noindex")
+
+
+def test_a_page_step_alone_produces_the_pages_outcome(tmp_path):
+    """Built from its inputs only: the page, its links (queued one hop further), the host's timing
+    and the fetch log's row, from one answer."""
+    settings = load_settings({"db": str(tmp_path / "crawl.db"), "min_delay": 2.0}, env={}, cwd=tmp_path)
+    body = html(body='<p>words</p><a href="/a">a</a> <a href="http://other.test/x">x</a>')
+    fetcher = Answers({H + "/p": (200, HTML, body)})
+
+    async def run() -> Outcome:
+        step = page_step(settings, fetcher, CrawlScope("host", (H + "/",), max_depth=5))
+        try:
+            return await step.run(page_claim("/p", depth=1))
+        finally:
+            await step.extractor.close()
+
+    outcome = asyncio.run(run())
+    assert (outcome.url_state, outcome.url_outcome) == (URLState.DONE, URLOutcome("http-200"))
+    assert outcome.page is not None and outcome.page.title == "t" and "words" in (outcome.page.text or "")
+    assert [(link.url, link.depth) for link in outcome.links] == [(f"{H}/a", 2)]
+    assert outcome.rejected_links == {"out-of-scope": 1}
+    assert outcome.anchors == [(f"{H}/a", "a")]
+    assert outcome.page.links == (f"{H}/a", "http://other.test/x")  # every link, kept or not (export)
+    # The host's side: its min delay from the answer's end, and the log row of the request.
+    assert outcome.next_allowed_at == pytest.approx(T + 0.1 + 2.0) and outcome.delay == pytest.approx(2.0)
+    assert outcome.fetch is not None and (outcome.fetch.url, outcome.fetch.status) == (f"{H}/p", 200)
+    assert fetcher.asked == [f"{H}/p"]
+
+
+def test_a_page_step_withdraws_a_stored_page_robots_txt_now_disallows(tmp_path):
+    settings = load_settings({"db": str(tmp_path / "crawl.db")}, env={}, cwd=tmp_path)
+    withdrawn: list[int] = []
+    step = page_step(settings, Answers({}), CrawlScope("host", (H + "/",), max_depth=5), withdrawn=withdrawn)
+    robots = b"User-agent: *\nDisallow: /p\n"
+    revisit = asyncio.run(step.run(page_claim("/p", robots=robots, fingerprint="f")))
+    first = asyncio.run(step.run(page_claim("/p", robots=robots)))  # never stored: nothing to withdraw
+    assert revisit.url_state == first.url_state == URLState.DISALLOWED
+    assert withdrawn == [1]
+
+
+def test_a_page_step_sets_stop_when_the_crawls_page_budget_is_spent(tmp_path):
+    settings = load_settings({"db": str(tmp_path / "crawl.db")}, env={}, cwd=tmp_path)
+    fetcher, stop = Answers({H + "/p": (200, HTML, html())}), asyncio.Event()
+    step = page_step(settings, fetcher, CrawlScope("host", (H + "/",), max_depth=5), budget=PageBudget(1), stop=stop)
+    first = asyncio.run(step.run(page_claim("/p")))
+    assert first.url_state == URLState.DONE and not stop.is_set()  # the control: within the budget
+    second = asyncio.run(step.run(page_claim("/p")))
+    assert second.url_state == URLState.QUEUED and stop.is_set() and fetcher.asked == [f"{H}/p"]

@@ -235,20 +235,28 @@ def test_bad_per_host_settings_are_one_clear_error(tmp_path, toml, needle):
 
 
 def _log(rows):
+    from politecrawl.store import FetchLogRow
+
     return [
-        {
-            "id": i,
-            "host": "http://h.test",
-            "url": f"http://h.test/{u}",
-            "kind": k,
-            "started_at": t,
-            "ended_at": t + 0.01,
-            "status": st,
-            "error": err,
-            "response_seconds": 0.01,
-            "retry_after": None,
-            "loop_lag": 0.0,
-        }
+        FetchLogRow(
+            id=i,
+            host="http://h.test",
+            url=f"http://h.test/{u}",
+            kind=k,
+            worker="w",
+            started_at=t,
+            ended_at=t + 0.01,
+            status=st,
+            bytes=0,
+            error=err,
+            delay=None,
+            retry_until=None,
+            response_seconds=0.01,
+            retry_after=None,
+            warc_file=None,
+            warc_offset=None,
+            loop_lag=0.0,
+        )
         for i, (k, u, t, st, err) in enumerate(rows)
     ]
 

@@ -1,4 +1,4 @@
-"""The page side of a worker: one claimed URL fetched (robots.txt, the host's page budget and
+"""The page step of a worker: one claimed URL fetched (robots.txt, the host's page budget and
 learned URL patterns checked first), judged, parsed (HTML, PDF, plain text, sitemaps), and turned
 into what the store records: the page, its links, its revisit time, what the host taught.
 """
@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any, Callable
 
 from politecrawl.config import Settings
 from politecrawl.content import extract
@@ -20,46 +19,28 @@ from politecrawl.content.parse import Page, combine, parse_html, robots_directiv
 from politecrawl.content.sitemaps import MAX_BYTES as SITEMAP_MAX_BYTES
 from politecrawl.content.sitemaps import SitemapResult
 from politecrawl.content.sniff import binary_kind
-from politecrawl.errors import InvalidURL, StoreError
+from politecrawl.errors import InvalidURL
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.patterns.site import SitePatterns
 from politecrawl.policy import urls
 from politecrawl.policy.freshness import next_revisit
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
-from politecrawl.policy.robots import RobotsTxt
-from politecrawl.policy.sitemap_scope import entry_allowed, nested_allowed
 from politecrawl.runtime.turns import Turns
-from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
+from politecrawl.store import Claim, Outcome, PageRecord, URLKind, YieldCheck
 
 from .budget import PageBudget
-from .robots_gate import SITEMAP_PRIORITY
+from .host_memory import HostMemory
+from .host_timing import HostTiming
+from .links import LinkFilter, canonical_of
+from .robots_gate import RobotsRules
 from .sandboxed_extract import OverBudget, SandboxedExtractor
 
-__all__ = ["PageHandler", "unwanted_start", "wanted_type"]
+__all__ = ["PageStep", "unwanted_start", "wanted_type"]
 
 log = logging.getLogger("politecrawl.pages")
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-#: ... except while the host is new and passes between processes (another process wrote its state
-#: since this one read it: machines of a fleet share a host): its first this many observed pages
-#: are each written at once (a small state then), so that whoever takes the host over next learns
-#: from all of them. A host that stays with one process (``HostAffinity``) is written every
-#: ``PATTERNS_WRITE_EVERY`` pages from the start: only a crash, or a worker running late enough for
-#: another to take the host, loses the lessons of its last few pages.
-PATTERNS_EAGER_PAGES = 48
-#: Hosts whose learned URL patterns a worker keeps in memory ...
-PATTERNS_REMEMBERED = 2_000
-#: ... and their remembered pages, all hosts together (``AliasRules.pages``: up to 1,024 a host, about
-#: 600 bytes each with what is derived from them). Past either, the hosts asked for longest ago are
-#: written to the store and forgotten, and read back if claimed again: without this bound a long
-#: crawl of many hosts could keep PATTERNS_REMEMBERED hosts of 1,024 pages each, over 1 GB a worker.
-PATTERNS_PAGES_REMEMBERED = 200_000
-#: The remembered pages are counted once per this many hosts' patterns asked for.
-PATTERNS_COUNT_EVERY = 1_024
-#: A host's learned patterns are written to the store after this many observed pages (a write per
-#: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
-PATTERNS_WRITE_EVERY = 8
 #: Links per page the patterns learn from.
 PATTERN_LINKS = 200
 #: Sitemaps are read at most this many steps from the one robots.txt named (or /sitemap.xml):
@@ -91,71 +72,91 @@ def unwanted_start(head: bytes, content_type: str, charset: str | None) -> str |
     return binary_kind(head, labelled_text=bool(content_type))
 
 
-class PageHandler:
-    """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
+class PageStep:
+    """A page claim (a page or a sitemap) turned into its ``Outcome``.
 
-    settings: Settings
-    agent: str
-    fetcher: Fetcher
-    budget: PageBudget
-    stop: asyncio.Event
-    _patterns: dict[str, list]
-    _patterns_in_use: set[str]
-    _patterns_asked: int
-    _turns: Turns
-    _extractor: SandboxedExtractor
-    _timing: Callable[..., Outcome]
-    _rules_for: Callable[[Claim], RobotsTxt]
-    _page_budget: Callable[[str], int | None]
-    _call: Callable[..., Awaitable[Any]]
-    _add_links: Callable[..., None]
-    _follow_scope: Callable[[Outcome, str, str], bool]
-    _canonical: Callable[..., str | None]
-    store: Store
+    ``agent``: the crawler's product token; ``budget`` and ``stop``: the crawl's --max-pages (the
+    step sets ``stop`` when it is spent); ``timing``: the host's side of the request; ``rules``: the
+    robots.txt rules a claim carries; ``links``: what is queued of the URLs found; ``memory``: the
+    hosts' learned URL patterns; ``extractor``: PDFs and sitemaps parsed in a child process;
+    ``turns``: each page's CPU-heavy step in a loop turn of its own; ``withdraw``: takes a stored
+    page out of the search (``Store.withdraw_page``, on the worker's store threads).
+    """
 
-    async def _page(self, claim: Claim) -> Outcome:
+    def __init__(
+        self,
+        settings: Settings,
+        agent: str,
+        fetcher: Fetcher,
+        *,
+        budget: PageBudget,
+        stop: asyncio.Event,
+        timing: HostTiming,
+        rules: RobotsRules,
+        links: LinkFilter,
+        memory: HostMemory,
+        extractor: SandboxedExtractor,
+        turns: Turns,
+        withdraw: Callable[[int], Awaitable[object]],
+    ) -> None:
+        self.settings = settings
+        self.agent = agent
+        self.fetcher = fetcher
+        self.budget = budget
+        self.stop = stop
+        self.timing = timing
+        self.rules = rules
+        self.links = links
+        self.memory = memory
+        self.extractor = extractor
+        self.turns = turns
+        self.withdraw = withdraw
+
+    async def run(self, claim: Claim) -> Outcome:
+        """The claim's URL checked, fetched, judged and parsed: what the store records of it."""
         try:
             return await self._fetch_page(claim)
         finally:
-            self._patterns_in_use.discard(claim.host)  # its patterns may be forgotten again
+            self.memory.done(claim.host)  # its patterns may be forgotten again
 
     async def _fetch_page(self, claim: Claim) -> Outcome:
         assert claim.url is not None
         s = self.settings
         fetch_url = claim.fetch_url
         assert fetch_url is not None
-        if not self._rules_for(claim).is_allowed(self.agent, fetch_url):
+        if not self.rules.for_claim(claim).is_allowed(self.agent, fetch_url):
             if claim.fingerprint is not None and claim.url_id is not None:
                 # A revisit of a stored page that robots.txt now disallows: the site owner wants it
                 # out of the search too. Withdrawn before the release: a crash between the two only
                 # means the URL is claimed, disallowed and withdrawn (a no-op) again.
-                await self._call(self.store.withdraw_page, claim.url_id)
-            return Outcome(url_state="disallowed", url_outcome=URLOutcome("disallowed by robots.txt"))
-        budget = self._page_budget(claim.host)
+                await self.withdraw(claim.url_id)
+            return Outcome(url_state=URLState.DISALLOWED, url_outcome=URLOutcome("disallowed by robots.txt"))
+        budget = self.timing.page_budget(claim.host)
         if budget is not None and claim.pages_fetched >= budget:
-            return Outcome(url_state="skipped", url_outcome=URLOutcome("host page budget reached"))
+            return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome("host page budget reached"))
         is_sitemap = claim.url_kind == URLKind.SITEMAP
-        patterns = None if is_sitemap or not s.url_patterns else await self._site_patterns(claim)
+        patterns = None if is_sitemap or not s.url_patterns else await self.memory.patterns(claim)
         if patterns is not None:
             # What the host's pages taught since this URL was queued: an alias, a session token,
             # a template that stopped yielding new text. Decided before the request.
             cleaned, why = patterns.filter_link(claim.url)
             if cleaned is None:
-                return Outcome(url_state="skipped", url_outcome=URLOutcome(f"URL pattern: {why}"))
+                return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome(f"URL pattern: {why}"))
             if cleaned != claim.url:
                 outcome = Outcome(
-                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: alias of {cleaned} ({why})")
+                    url_state=URLState.SKIPPED, url_outcome=URLOutcome(f"URL pattern: alias of {cleaned} ({why})")
                 )
-                self._add_links([cleaned], claim.depth, outcome, redirect=True)
+                self.links.redirect(cleaned, claim.depth, outcome, stand_in=True)
                 return outcome
             known = patterns.fetched_as(claim.url)
             if known is not None:
                 return Outcome(
-                    url_state="skipped", url_outcome=URLOutcome(f"URL pattern: fetched as {known} (a session token)")
+                    url_state=URLState.SKIPPED,
+                    url_outcome=URLOutcome(f"URL pattern: fetched as {known} (a session token)"),
                 )
         if not self.budget.take():
             self.stop.set()
-            return Outcome(url_state="queued", url_outcome=None)
+            return Outcome(url_state=URLState.QUEUED, url_outcome=None)
         result = await self.fetcher.get(
             fetch_url,
             etag=claim.etag,
@@ -166,7 +167,7 @@ class PageHandler:
             unwanted_start=None if is_sitemap else unwanted_start,
             keep_partial=is_sitemap,
         )
-        outcome = self._timing(claim, result, URLKind.PAGE)
+        outcome = self.timing.outcome(claim, result, URLKind.PAGE)
         status = result.status
         outcome.host_error = result.error or (f"HTTP {status}" if is_failure(status) else None)
         verdict = judge(
@@ -216,18 +217,15 @@ class PageHandler:
                     alias_of=target,
                 )
                 target_host = host_key(target)
-                if (
+                # A seed moved to another host (http -> https, example.org -> www.example.org): the
+                # target is the seed's site and stands in for the seed (depth 0). Else a redirect
+                # hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends at --max-depth.
+                seed_moved = (
                     claim.depth == 0
                     and target_host != claim.host
-                    and self._follow_scope(outcome, claim.host, target_host)
-                ):
-                    # A seed moved to another host (http -> https, example.org -> www.example.org):
-                    # the target is the seed's site and stands in for the seed (depth 0).
-                    self._add_links([target], claim.depth, outcome, redirect=True)
-                else:
-                    # A redirect hop counts as a link hop: an endless chain (/r/1 -> /r/2 -> …) ends
-                    # at --max-depth.
-                    self._add_links([target], claim.depth, outcome)
+                    and self.links.follow_scope(outcome, claim.host, target_host)
+                )
+                self.links.redirect(target, claim.depth, outcome, stand_in=seed_moved)
             return outcome
         if is_sitemap:
             if 200 <= status < 300:
@@ -239,7 +237,7 @@ class PageHandler:
             # one: in the worker's parse process, under a budget (crawl.sandboxed_extract), so that
             # this process's other hosts keep being served and a stop is not held up.
             try:
-                extracted = await self._extractor.run(
+                extracted = await self.extractor.run(
                     "extract", result.body, fetch_url, result.headers.get("content-type")
                 )
             except OverBudget as exc:
@@ -253,7 +251,7 @@ class PageHandler:
             # that process, not this one's other hosts. A small page is parsed here: a few ms,
             # and no round trip.
             try:
-                extracted = await self._extractor.run(
+                extracted = await self.extractor.run(
                     "html",
                     result.body,
                     fetch_url,
@@ -271,7 +269,7 @@ class PageHandler:
                 log.warning("not parsed: %s: HTML parse %s", fetch_url, exc)
                 return outcome
         # Parsing, fingerprints and links: milliseconds of CPU, in a loop turn of their own.
-        outcome.page = await self._turns.run(partial(self._page_record, claim, result, outcome, extracted, patterns))
+        outcome.page = await self.turns.run(partial(self._page_record, claim, result, outcome, extracted, patterns))
         self._schedule_revisit(claim, outcome)
         return outcome
 
@@ -327,10 +325,10 @@ class PageHandler:
         directives = combine(page.directives, header_directives)
         expired = directives.unavailable_after is not None and directives.unavailable_after <= result.ended_at
         # robots.txt's Content-Signal "search=no": fetched (the site allowed it) but not indexed.
-        no_search = self._rules_for(claim).content_signals(self.agent).get("search") is False
+        no_search = self.rules.for_claim(claim).content_signals(self.agent).get("search") is False
         noindex = directives.noindex or expired or no_search
         nofollow = directives.nofollow
-        alias_of = self._canonical(
+        alias_of = canonical_of(
             claim.url, page.canonical, ", ".join(result.header_values.get("link", [])), base=claim.fetch_url
         )
         compared = page.compared_text
@@ -349,15 +347,15 @@ class PageHandler:
             for link in followed:
                 if link.anchor:
                     texts.setdefault(link.href, []).append(link.anchor)
-            self._add_links(
+            self.links.page_links(
                 [l.href for l in followed],
                 claim.depth,
                 outcome,
                 base=page.base,
+                page=claim.url,
+                host=claim.host,
                 anchors=texts,
-                source=claim.url,
                 patterns=patterns,
-                patterns_host=claim.host,
                 collect=outgoing,
                 normalized=normalized,
             )
@@ -369,7 +367,7 @@ class PageHandler:
             # Ahead of the page's siblings: the alias rule that this declaration may teach is
             # checked against the canonical's text, and the sooner it is, the fewer other
             # aliases of the same shape are fetched meanwhile.
-            self._add_links([alias_of], claim.depth, outcome, redirect=True, priority=max(0, claim.depth - 1))
+            self.links.redirect(alias_of, claim.depth, outcome, stand_in=True, priority=max(0, claim.depth - 1))
         indexable = page.text and not noindex and alias_of is None
         if indexable and self.settings.yield_min_pages:
             outcome.yield_check = YieldCheck(
@@ -398,7 +396,7 @@ class PageHandler:
         the worker's parse process, under its budget (a hostile file costs seconds of CPU)."""
         assert claim.fetch_url is not None  # a page claim
         try:
-            parsed: SitemapResult = await self._extractor.run("sitemap", body, complete=complete)
+            parsed: SitemapResult = await self.extractor.run("sitemap", body, complete=complete)
         except OverBudget as exc:
             outcome.note(f"sitemap not read: parse {exc}")
             log.warning("sitemap not read: %s: parse %s", claim.fetch_url, exc)
@@ -407,16 +405,8 @@ class PageHandler:
             outcome.note(f"broken sitemap: {parsed.error}"[:300])
         here, owner = claim.fetch_url, claim.sitemap_for or claim.host
         if parsed.urls:
-            self._add_links(
-                [e.loc for e in parsed.urls],
-                0,
-                outcome,
-                redirect=True,
-                base=here,  # a feed's links may be relative
-                priority=SITEMAP_PRIORITY + 1,
-                lastmods={e.loc: e.lastmod for e in parsed.urls if e.lastmod},
-                check=lambda url: None if entry_allowed(url, here, owner) else "sitemap-foreign",
-            )
+            lastmods = {e.loc: e.lastmod for e in parsed.urls if e.lastmod}
+            self.links.sitemap_entries([e.loc for e in parsed.urls], outcome, here=here, owner=owner, lastmods=lastmods)
         if parsed.sitemaps:
             self._nested_sitemaps(claim, [e.loc for e in parsed.sitemaps], outcome, index=here)
         shape = f" ({parsed.kind})" if parsed.kind in ("feed", "text") else ""
@@ -430,19 +420,7 @@ class PageHandler:
         if claim.depth + 1 > SITEMAP_MAX_DEPTH:
             outcome.rejected_links["sitemap-depth"] = outcome.rejected_links.get("sitemap-depth", 0) + len(locs)
             return
-        self._add_links(
-            locs,
-            claim.depth + 1,
-            outcome,
-            redirect=True,
-            base=claim.fetch_url,
-            kind=URLKind.SITEMAP,
-            priority=SITEMAP_PRIORITY,
-            sitemap_for=owner,
-            check=None
-            if index is None
-            else lambda url: None if nested_allowed(url, index, owner) else "sitemap-foreign",
-        )
+        self.links.sitemaps(locs, claim.depth + 1, outcome, owner=owner, base=claim.fetch_url, index=index)
 
     def _schedule_revisit(self, claim: Claim, outcome: Outcome) -> None:
         """Recrawl: when this URL is due again, adapted to whether it changed since the last visit."""
@@ -471,64 +449,6 @@ class PageHandler:
         outcome.revisit_interval = interval
         outcome.next_fetch_at = page.fetched_at + interval
 
-    async def _site_patterns(self, claim: Claim) -> SitePatterns:
-        """The host's learned URL patterns: this process's copy, or the store's if newer. The host
-        is in use until its page is done (``_page``): its patterns are not forgotten meanwhile."""
-        self._patterns_in_use.add(claim.host)
-        entry = self._patterns.get(claim.host)
-        if entry is None or entry[0] < claim.patterns_version:
-            # Another process wrote the host's state since this one last did: the host is shared.
-            shared = entry is not None or claim.patterns_version > 0
-            version, data = await self._call(self.store.host_patterns, claim.host)
-            patterns = SitePatterns()
-            if data:
-                try:
-                    # This process's older copy is given up for the store's: the pages they share
-                    # are taken over, not decoded again (SitePatterns.from_json).
-                    patterns = SitePatterns.from_json(data, previous=entry[1] if entry is not None else None)
-                except ValueError:  # written by another version: learn afresh
-                    log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
-            entry = [version, patterns, 0, shared]
-        self._patterns.pop(claim.host, None)
-        self._patterns[claim.host] = entry  # last: the memo's order is least recently asked first
-        self._patterns_asked += 1
-        if len(self._patterns) > PATTERNS_REMEMBERED or self._patterns_asked % PATTERNS_COUNT_EVERY == 0:
-            await self._forget_patterns()
-        return entry[1]
-
-    async def _forget_patterns(self) -> None:
-        """Write and forget the hosts asked for longest ago, but those in use, while more than
-        PATTERNS_REMEMBERED hosts or PATTERNS_PAGES_REMEMBERED remembered pages are kept."""
-        hosts = len(self._patterns)
-        pages = sum(len(e[1].aliases.pages) for e in self._patterns.values())
-        forgotten = []
-        for host, entry in self._patterns.items():
-            if hosts <= PATTERNS_REMEMBERED and pages <= PATTERNS_PAGES_REMEMBERED:
-                break
-            if host not in self._patterns_in_use:
-                forgotten.append((host, entry))
-                hosts -= 1
-                pages -= len(entry[1].aliases.pages)
-        for host, _ in forgotten:
-            del self._patterns[host]
-        await self._save_patterns(forgotten)
-
-    async def _save_patterns(self, entries: list[tuple[str, list]] | None = None) -> None:
-        """Write the lessons of ``entries`` (host, memo entry; default: every host this process
-        remembers) that are not in the store yet: before the process forgets them (a host put out
-        of memory, the worker stopping). Skipped for a host another process wrote meanwhile (its
-        copy is newer); a store failure loses only these lessons, which the pages teach again."""
-        unsaved = [(host, e) for host, e in (list(self._patterns.items()) if entries is None else entries) if e[2]]
-        if not unsaved:
-            return
-        try:
-            await self._call(self.store.save_host_patterns, [(host, e[0], e[1].to_json()) for host, e in unsaved])
-        except StoreError as exc:
-            log.warning("learned URL patterns of %d hosts not saved: %s", len(unsaved), exc)
-            return
-        for _, entry in unsaved:
-            entry[0], entry[2] = entry[0] + 1, 0
-
     def _learn(
         self,
         claim: Claim,
@@ -540,7 +460,8 @@ class PageHandler:
         outcome: Outcome,
         normalized: dict[str, tuple[str, str | None]],
     ) -> str | None:
-        """Teach the host's patterns one fetched page; every few pages, store what was learned.
+        """Teach the host's patterns one fetched page; every few pages, store what was learned
+        (``HostMemory.observed``).
         The links it normalizes go into ``normalized`` (raw href -> key and request URL), so
         that queueing them does not normalize them again. Returns the URL the page's text was
         fetched under before, if any (its links are then not followed)."""
@@ -558,9 +479,7 @@ class PageHandler:
         repeats = patterns.observe_page(
             claim.url, page_simhash, fingerprint or "", alias_of, links, words, title=page.title
         )
-        entry = self._patterns[claim.host]
-        entry[2] += 1
-        if entry[2] >= PATTERNS_WRITE_EVERY or (entry[3] and patterns.budget.clock <= PATTERNS_EAGER_PAGES):
-            outcome.patterns = patterns.to_json()
-            entry[0], entry[2] = max(entry[0], claim.patterns_version) + 1, 0
+        due = self.memory.observed(claim)  # every few pages: written with this page's release
+        if due is not None:
+            outcome.patterns = due
         return repeats

@@ -1,6 +1,7 @@
-"""The robots.txt side of a worker: fetch a host's robots.txt before any page, one request per
+"""The robots step of a worker: fetch a host's robots.txt before any page, one request per
 claim (a redirect is followed hop by hop, a hop to another host under that host's claim), cache
-what it says, and fail closed when it cannot be read (RFC 9309 §2.3).
+what it says, and fail closed when it cannot be read (RFC 9309 §2.3). And the parsed rules of the
+robots.txt a claim carries, for the page step (``RobotsRules``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.politeness import WaitReason
-from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome
+from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState
 from politecrawl.policy.robots import RobotsTxt
-from politecrawl.policy.robots_fetch import RobotsFetchOutcome, outcome_for_status
-from politecrawl.store import Claim, NewURL, Outcome, RobotsUpdate, URLKind
+from politecrawl.policy.robots_fetch import RobotsFetchOutcome, RobotsStatus, outcome_for_status
+from politecrawl.store import Claim, ClaimKind, NewURL, Outcome, RobotsUpdate, URLKind
 from politecrawl.store.common import ROBOTS_MAX_HOPS
 
-__all__ = ["RobotsGate"]
+from .host_timing import HostTiming
+from .links import LinkFilter
+
+__all__ = ["RobotsRules", "RobotsStep"]
 
 log = logging.getLogger("politecrawl.robots_gate")
 
@@ -30,8 +34,6 @@ log = logging.getLogger("politecrawl.robots_gate")
 ROBOTS_MAX_BYTES = 512 * 1024
 #: During a robots.txt outage, a cached copy is used and the file tried again after this many seconds.
 ROBOTS_OUTAGE_RETRY = 3_600.0
-#: Queue order within a host: sitemaps first, then the URLs they list, then links by depth.
-SITEMAP_PRIORITY = -2
 #: Wait reasons that say more than "robots.txt unreachable" about a robots.txt not read.
 _SAYS_MORE = (WaitReason.PARKED, WaitReason.RETRY_AFTER, WaitReason.NOT_REACHED, WaitReason.NEEDS_FIX)
 #: Other hosts whose sitemaps one robots.txt may have read for it (sitemaps.org cross-submission):
@@ -64,17 +66,58 @@ def _sitemaps_to_read(listed: list[str], host: str) -> list[str]:
     return kept
 
 
-class RobotsGate:
-    """Mixed into :class:`politecrawl.worker.Worker`, whose attributes it uses."""
+class RobotsRules:
+    """The parsed rules of the robots.txt a claim carries, kept by (host, fetched_at): the store's
+    copy is the truth and its fetch time is the version, so a refreshed file is never read from
+    here stale."""
 
-    settings: Settings
-    agent: str
-    fetcher: Fetcher
-    _rules: dict[tuple[str, float | None], RobotsTxt]
-    _timing: Callable[..., Outcome]
-    _add_links: Callable[..., None]
-    _follow_scope: Callable[[Outcome, str, str], bool]
-    now: Callable[[], float]
+    #: Files kept parsed at most (past it, the memo starts again).
+    KEPT = 4096
+
+    def __init__(self) -> None:
+        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+
+    def for_claim(self, claim: Claim) -> RobotsTxt:
+        if claim.robots.status is not RobotsStatus.PARSED or not claim.robots.body:
+            return RobotsTxt.allow_all()
+        key = (claim.host, claim.robots.fetched_at)
+        rules = self._rules.get(key)
+        if rules is None:
+            if len(self._rules) > self.KEPT:
+                self._rules.clear()
+            rules = self._rules[key] = RobotsTxt.parse(claim.robots.body)
+        return rules
+
+
+class RobotsStep:
+    """A robots claim, or a robots.txt hop fetched for other hosts, turned into its ``Outcome``.
+
+    ``agent``: the crawler's product token; ``now``: the store's clock; ``timing``: the host's side
+    of the request; ``links``: where the sitemaps robots.txt names are queued.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        agent: str,
+        fetcher: Fetcher,
+        timing: HostTiming,
+        links: LinkFilter,
+        now: Callable[[], float],
+    ) -> None:
+        self.settings = settings
+        self.agent = agent
+        self.fetcher = fetcher
+        self.timing = timing
+        self.links = links
+        self.now = now
+
+    async def run(self, claim: Claim) -> Outcome:
+        """The claim's request and what it said: the host's robots.txt (a robots claim) or a hop of
+        another host's (a page claim of a robots URL)."""
+        if claim.kind == ClaimKind.ROBOTS:
+            return await self._robots(claim)
+        return await self._robots_hop(claim)
 
     def _robots_redirect(self, result: FetchResult) -> NewURL | None:
         """Where a robots.txt answer redirects to, if anywhere usable."""
@@ -105,9 +148,9 @@ class RobotsGate:
                     return None, None
             rules = RobotsTxt.parse(body)
             expires = now + self.settings.robots_ttl
-            return RobotsUpdate("parsed", body, now, expires, rules.crawl_delay(self.agent)), rules
+            return RobotsUpdate(RobotsStatus.PARSED, body, now, expires, rules.crawl_delay(self.agent)), rules
         if verdict is RobotsFetchOutcome.ALLOW_ALL:
-            return RobotsUpdate("allow-all", None, now, now + self.settings.robots_ttl, None), None
+            return RobotsUpdate(RobotsStatus.ALLOW_ALL, None, now, now + self.settings.robots_ttl, None), None
         return None, None
 
     async def _robots(self, claim: Claim) -> Outcome:
@@ -128,14 +171,14 @@ class RobotsGate:
         if refused is not None:
             redirect = None  # to an address the crawl may not connect to: not followed (rules: allow all)
         if redirect is not None:
-            outcome = self._timing(claim, result, URLKind.ROBOTS, claim.crawl_delay)
+            outcome = self.timing.outcome(claim, result, URLKind.ROBOTS, claim.crawl_delay)
             outcome.robots_source, outcome.robots_redirect = url, redirect
             if redirect.host != claim.host:
-                self._follow_scope(outcome, claim.host, redirect.host)
+                self.links.follow_scope(outcome, claim.host, redirect.host)
             return outcome
         update, rules = self._robots_answer(result, now)
         crawl_delay = update.crawl_delay if update is not None else claim.crawl_delay
-        outcome = self._timing(claim, result, URLKind.ROBOTS, crawl_delay)
+        outcome = self.timing.outcome(claim, result, URLKind.ROBOTS, crawl_delay)
         outcome.robots_source, outcome.robots_answer = url, update
         outcome.robots = update
         if update is None and claim.robots.status is not None:
@@ -157,15 +200,7 @@ class RobotsGate:
                 sitemaps = [claim.host + "/sitemap.xml"]
             # Sitemaps are fetched like pages (claimed, robots-checked, delayed), before discovered
             # links, and read for this host wherever they live (policy.sitemap_scope).
-            self._add_links(
-                sitemaps,
-                0,
-                outcome,
-                redirect=True,
-                kind=URLKind.SITEMAP,
-                priority=SITEMAP_PRIORITY,
-                sitemap_for=claim.host,
-            )
+            self.links.sitemaps(sitemaps, 0, outcome, owner=claim.host)
         return outcome
 
     async def _robots_hop(self, claim: Claim) -> Outcome:
@@ -176,9 +211,9 @@ class RobotsGate:
         """
         assert claim.url is not None
         result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
-        outcome = self._timing(claim, result, URLKind.ROBOTS)
+        outcome = self.timing.outcome(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
-        outcome.url_state = "done"
+        outcome.url_state = URLState.DONE
         outcome.url_outcome = URLOutcome(f"robots.txt hop: {result.status or result.error}")
         redirect = self._robots_redirect(result)
         refused = await self._refused_redirect(redirect, claim.host)
@@ -198,14 +233,3 @@ class RobotsGate:
         if redirect is None or redirect.host == host:
             return None
         return await self.fetcher.egress.refusal_for(redirect.url)
-
-    def _rules_for(self, claim: Claim) -> RobotsTxt:
-        if claim.robots.status != "parsed" or not claim.robots.body:
-            return RobotsTxt.allow_all()
-        key = (claim.host, claim.robots.fetched_at)
-        rules = self._rules.get(key)
-        if rules is None:
-            if len(self._rules) > 4096:
-                self._rules.clear()
-            rules = self._rules[key] = RobotsTxt.parse(claim.robots.body)
-        return rules

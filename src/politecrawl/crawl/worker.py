@@ -1,9 +1,13 @@
-"""The worker loop: claim → robots → fetch → policy → parse → record.
+"""The worker loop: claim → dispatch (robots step | page step) → release → sleep.
 
 Each worker process runs one asyncio loop with a single dispatcher: it claims
-an eligible host from the store, hands the claim to a task, and when nothing
-is eligible it sleeps until the store's earliest ``next_allowed_at`` (or until
-a task of its own finishes and may have queued work) — no polling interval.
+an eligible host from the store, hands the claim to a task that runs the claim's
+step (``robots_gate.RobotsStep`` or ``pages.PageStep``, each ``run(claim) -> Outcome``)
+and releases what it produced, and when nothing is eligible it sleeps until the
+store's earliest ``next_allowed_at`` (or until a task of its own finishes and may
+have queued work) — no polling interval. The steps share the collaborators the
+worker builds: the host's timing (``host_timing``), the link filter (``links``),
+the hosts' learned patterns (``host_memory``), the parsed robots.txt rules.
 All politeness state is in the store; nothing here survives a process.
 """
 
@@ -16,54 +20,35 @@ import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from typing import Callable
 from urllib.parse import urlsplit
 
 from politecrawl.config import Settings, user_agent_string
 from politecrawl.errors import PolitecrawlError, StoreError
-from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.net.fetch import Fetcher
 from politecrawl.net.warc import ArchiveError
-from politecrawl.policy.politeness import (
-    Decision,
-    DelayPolicy,
-    HostHistory,
-    Observation,
-    SetupFailure,
-    WaitReason,
-    decide,
-    parse_retry_after,
-    policy_for_host,
-)
-from politecrawl.policy.response import URLOutcome
-from politecrawl.policy.robots import RobotsTxt
+from politecrawl.policy.kinds import ClaimKind, URLKind
+from politecrawl.policy.politeness import Interruption
+from politecrawl.policy.response import URLOutcome, URLState
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.runtime.loop_lag import LoopLagHistogram
 from politecrawl.runtime.turns import Turns
-from politecrawl.store import (
-    LOOP_LAG_META,
-    Claim,
-    ClaimKind,
-    FetchLogEntry,
-    HostAffinity,
-    Outcome,
-    Store,
-    URLKind,
-)
+from politecrawl.store import LOOP_LAG_META, Claim, FetchLogEntry, HostAffinity, Outcome, Store
 
 from .budget import PageBudget
-from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembered
-from .pages import PageHandler, wanted_type
+from .host_memory import HostMemory
+from .host_timing import HostTiming
+from .links import LinkFilter
+from .pages import PageStep, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
 from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
-from .robots_gate import RobotsGate
+from .robots_gate import RobotsRules, RobotsStep
 from .sandboxed_extract import ExtractBudget, SandboxedExtractor
 
 __all__ = [
     "Worker",
-    "host_level_failure",
     "wanted_type",
     "worker_id",
 ]
@@ -114,29 +99,15 @@ EMPTY_ROUND_WAIT_MIN = 0.002
 EMPTY_ROUND_WAIT_MAX = 0.05
 
 
-#: The stored set-up failures this version knows (another version's are ignored).
-_SETUP_VALUES = frozenset(SetupFailure)
-
-
-def host_level_failure(result: FetchResult, kind: URLKind) -> bool:
-    """Whether a failed request is the host's failure (it may park the host) or one URL's.
-
-    The host's: robots.txt unreadable, a connection that could not be made, 429/503 (the
-    server asks the whole client to slow down). One URL's: a reset, oversized headers, a body
-    too slow, a read timeout, another 5xx. Both slow the host down. (A connection that could
-    not be made to a host that never answered is the crawl's set-up, most often, rather than
-    the host's: ``decide`` retries it soon instead of parking it; see ``SetupFailure``.)
-    """
-    return kind == URLKind.ROBOTS or result.unreachable or result.status in (429, 503)
-
-
 def worker_id() -> str:
     """``hostname:pid:nonce`` — the pid lets a restart on this machine tell dead workers apart."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class Worker(PageHandler, RobotsGate, LinkFollower):
-    """One process's crawl loop. ``run()`` returns when the frontier is done or ``stop`` is set."""
+class Worker:
+    """One process's crawl loop: the dispatcher that claims, runs each claim's step, releases and
+    sleeps, and reports its loop's lateness. ``run()`` returns when the frontier is done or
+    ``stop`` is set."""
 
     def __init__(
         self,
@@ -160,7 +131,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         # lets the GIL go while it waits), SQLite's on one (its connection; sqlite3 lets the GIL
         # go while a statement runs, a COMMIT writes the WAL and a write waits for another
         # process's lock). The thread's Python contends with the loop for the GIL: the worker
-        # process hands the GIL over after GIL_SWITCH_INTERVAL (crawl.pool), not Python's 5 ms.
+        # process hands the GIL over after GIL_SWITCH_INTERVAL (runtime.event_loop), not Python's 5 ms.
         # SQLite's calls ran inline on the loop before (docs/architecture.md has the figures of
         # the change: the loop's worst lateness fell, for a little more CPU; measured once
         # before, when each worker still checkpointed the WAL itself and the Python switch
@@ -182,22 +153,41 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.settings = settings
         self.store = store
         self.fetcher = fetcher
-        self.scope = scope
         self.budget = budget
         self.stop = stop
         self.id = wid or worker_id()
         self.agent = product_token(user_agent_string(settings))
-        self.policy = DelayPolicy.from_settings(settings)
         self.lease = settings.effective_lease_seconds()
         self._changed = asyncio.Condition()
-        self._anchors_stored = Remembered(ANCHORS_REMEMBERED)
-        self._links_stored = Remembered(LINKS_REMEMBERED)
         # Each page's CPU-heavy step in a loop turn of its own; the dispatcher claims no more
         # while more than TURNS_HOLD_AT of them wait.
         self._turns = Turns(TURNS_HOLD_AT)
         # PDFs and sitemaps are parsed in a child process under a budget (crawl.sandboxed_extract).
         cpu = settings.parse_cpu_seconds
         self._extractor = SandboxedExtractor(ExtractBudget(cpu_seconds=cpu, wall_seconds=3 * cpu))
+        # The collaborators of the two steps, and the steps.
+        self.timing = HostTiming(settings)
+        self.links = LinkFilter(settings, scope)
+        # Each host's learned URL patterns, read from and written to the store on its threads.
+        self.memory = HostMemory(
+            load=partial(self._call, store.host_patterns), save=partial(self._call, store.save_host_patterns)
+        )
+        rules = RobotsRules()
+        self.robots = RobotsStep(settings, self.agent, fetcher, self.timing, self.links, self.now)
+        self.pages = PageStep(
+            settings,
+            self.agent,
+            fetcher,
+            budget=budget,
+            stop=stop,
+            timing=self.timing,
+            rules=rules,
+            links=self.links,
+            memory=self.memory,
+            extractor=self._extractor,
+            turns=self._turns,
+            withdraw=partial(self._call, store.withdraw_page),
+        )
         # Releases share transactions, written on the store threads.
         window = RELEASE_WINDOW_SHARED if parallelism > 1 else RELEASE_WINDOW
         self._batcher = ReleaseBatcher(store, window=window, call=self._call)
@@ -205,21 +195,16 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add
         self._tasks: set[asyncio.Task] = set()
-        # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
-        # its fetch time is the version, so a refreshed file is never read from here stale.
-        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
         self._scope_read_at = float("-inf")
         self._fatal: BaseException | None = None
-        # Each host's learned URL patterns (store version, patterns, pages observed since the
-        # last write, whether another process wrote them too). A host has one request open at a
-        # time, so its claim holder is the only writer; a newer version in the store (another
-        # process had the host) is read again.
-        self._patterns: dict[str, list] = {}
-        self._patterns_in_use: set[str] = set()  # hosts whose page is being handled
-        self._patterns_asked = 0
         # The dispatcher is waiting out a due host it could not claim (EMPTY_ROUND_WAIT_*): a
         # release of ours may be what held that host back, so each one wakes it.
         self._held_back = False
+
+    @property
+    def scope(self) -> CrawlScope:
+        """The crawl's scope as this worker knows it (the link filter's: a seed's redirect widens it)."""
+        return self.links.scope
 
     async def _call(self, fn, *args, **kwargs):
         """Run a store call on the store's threads (the event loop keeps fetching meanwhile)."""
@@ -256,7 +241,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             reporter.cancel()
             await self._extractor.close()  # a parse still running is abandoned with its process
             await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
-            await self._save_patterns()  # what was learned since each host's last write
+            await self.memory.save()  # what was learned since each host's last write
             await self._report_loop_lag()  # the last figures, so status shows the whole run
             self._store_threads.shutdown(wait=True)
         if self._fatal is not None:
@@ -397,7 +382,7 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         if self.scope.mode == "any" or time.monotonic() - self._scope_read_at < every:
             return
         self._scope_read_at = time.monotonic()
-        self.scope = self.scope.with_hosts(await self._call(self.store.scope_hosts))
+        self.links.scope = self.links.scope.with_hosts(await self._call(self.store.scope_hosts))
 
     async def _handle(self, claim: Claim) -> bool:
         try:
@@ -415,25 +400,22 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                 # page's links are judged. Rare (such hosts are the only out-of-scope claims).
                 await self._refresh_scope(every=0.0)
             ip = await self._resolve(claim)
-            if claim.kind == ClaimKind.ROBOTS:
-                outcome = await self._robots(claim)
-            elif claim.url_kind == URLKind.ROBOTS:
-                outcome = await self._robots_hop(claim)
-            else:
-                outcome = await self._page(claim)
+            # A robots claim, or a robots.txt hop fetched for other hosts: the robots step's.
+            robots = claim.kind == ClaimKind.ROBOTS or claim.url_kind == URLKind.ROBOTS
+            outcome = await (self.robots if robots else self.pages).run(claim)
             outcome.ip = ip
         except ArchiveError:
             raise  # the archive cannot be written: this worker stops (see _done), nothing is half-kept
         except asyncio.CancelledError:
             # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
             # the host, which is owed its delay from now; the URL goes back to the queue.
-            wait = max(self._policy(claim.host).min_delay, claim.delay)
+            wait, reason = self.timing.interrupted(claim, Interruption.STOPPED)
             now = self.now()
             stopped = Outcome(
                 next_allowed_at=now + wait,
                 delay=wait,
-                wait_reason="stopped",
-                url_state="queued" if claim.url_id is not None else None,
+                wait_reason=reason,
+                url_state=URLState.QUEUED if claim.url_id is not None else None,
                 url_outcome=URLOutcome("stopped before the answer"),
                 fetch=self._cut_short_entry(claim, now, wait),
             )
@@ -441,21 +423,21 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             raise
         except Exception as exc:  # a worker never dies of one bad page
             log.exception("unexpected error on %s", claim.url or claim.host)
-            wait = max(self._policy(claim.host).min_delay, self.policy.backoff_base, 2 * claim.delay)
+            wait, reason = self.timing.interrupted(claim, Interruption.INTERNAL_ERROR)
             outcome = Outcome(
                 next_allowed_at=self.now() + wait,
                 delay=wait,
-                wait_reason=WaitReason.BACKOFF,
-                url_state="failed" if claim.url_id is not None else None,
+                wait_reason=reason,
+                url_state=URLState.FAILED if claim.url_id is not None else None,
                 url_outcome=URLOutcome(f"internal error: {type(exc).__name__}: {exc}"[:300]),
             )
-        anchor_keys = self._drop_stored_anchors(claim.host, outcome)
+        anchor_keys = self.links.drop_stored_anchors(claim.host, outcome)
         # The host's delay counts from the response's end as this process saw it, not from now:
         # the page may have waited for its turn of the loop since. (A PostgreSQL fleet stamps
         # the delay with the database's clock at the release, less the time since the response
         # ended as this process measured it: machines' clocks may differ.)
         await self._release(claim, outcome, outcome.fetch.ended_at if outcome.fetch is not None else self.now())
-        self._remember_stored(outcome, anchor_keys)
+        self.links.remember_stored(outcome, anchor_keys)
         if log.isEnabledFor(logging.INFO):
             f = outcome.fetch
             log.info(
@@ -485,49 +467,6 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
             return None  # the request itself will fail and be recorded
         return str(infos[0][4][0]) if infos else None
 
-    def _history(self, claim: Claim, crawl_delay: float | None = None) -> HostHistory:
-        return HostHistory(
-            crawl_delay=claim.crawl_delay if crawl_delay is None else crawl_delay,
-            response_time=claim.response_time,
-            failures=claim.failures,
-            answered=claim.answered,
-            setup_failure=SetupFailure(claim.setup_failure) if claim.setup_failure in _SETUP_VALUES else None,
-        )
-
-    def _decide(
-        self, claim: Claim, result: FetchResult, crawl_delay: float | None = None, *, kind: URLKind = URLKind.PAGE
-    ) -> tuple[Decision, float | None]:
-        retry_after = None
-        if result.status in (429, 503):
-            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
-        return decide(
-            self._history(claim, crawl_delay),
-            Observation(
-                ended_at=result.ended_at,
-                status=result.status,
-                response_seconds=result.server_seconds,
-                retry_after=retry_after,
-                host_level=host_level_failure(result, kind),
-                connect_failure=SetupFailure(result.connect_failure) if result.connect_failure else None,
-            ),
-            self._policy(claim.host),
-        ), retry_after
-
-    def _policy(self, host: str) -> DelayPolicy:
-        """The delay policy for ``host``: the crawl's, slowed by the host's own settings if any."""
-        if not self.settings.hosts:
-            return self.policy
-        return policy_for_host(self.policy, self.settings.hosts, host)
-
-    def _page_budget(self, host: str) -> int | None:
-        """Pages at most from ``host``: the crawl's budget, lowered by the host's own setting."""
-        budget = self.settings.host_page_budget
-        name = urlsplit(host).hostname
-        for row_host, _, host_budget in self.settings.hosts:
-            if row_host == name and host_budget is not None:
-                budget = host_budget if budget is None else min(budget, host_budget)
-        return budget
-
     def _cut_short_entry(self, claim: Claim, now: float, delay: float) -> FetchLogEntry | None:
         """The log row of a request a stop cut short, if it was sent: the server saw it, so the
         fetch log (the audit's evidence) has it too."""
@@ -538,40 +477,3 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
                     url=url, kind=kind, started_at=started, ended_at=now, status=None, error="stopped", delay=delay
                 )
         return None
-
-    def _log_entry(self, result: FetchResult, kind: URLKind, decision, retry_after: float | None) -> FetchLogEntry:
-        return FetchLogEntry(
-            url=result.url,
-            kind=kind,
-            started_at=result.started_at,
-            ended_at=result.ended_at,
-            status=result.status,
-            bytes=len(result.body),
-            error=result.error or ("truncated" if result.truncated else None),
-            delay=decision.delay_after(result.ended_at),
-            retry_until=(result.ended_at + retry_after) if retry_after else None,
-            response_seconds=result.response_seconds,
-            loop_lag=result.loop_lag,
-            retry_after=result.headers.get("retry-after"),
-            warc_file=result.warc[0] if result.warc else None,
-            warc_offset=result.warc[1] if result.warc else None,
-        )
-
-    def _timing(self, claim: Claim, result: FetchResult, kind: URLKind, crawl_delay: float | None = None) -> Outcome:
-        """The host's side of one request: its next allowed time and why, its history, the log row."""
-        decision, retry_after = self._decide(claim, result, crawl_delay, kind=kind)
-        if result.refused:
-            # The host's address is one the crawl may not connect to (net.egress): nothing was sent,
-            # and asking again soon would be refused again. Parked, its reason in the log row.
-            park = self._policy(claim.host).park_seconds
-            decision = replace(decision, next_allowed_at=result.ended_at + park, reason=WaitReason.PARKED)
-        return Outcome(
-            next_allowed_at=decision.next_allowed_at,
-            delay=decision.delay_after(result.ended_at),
-            ended_monotonic=result.ended_monotonic,
-            wait_reason=decision.reason,
-            response_time=decision.response_time,
-            failures=decision.failures,
-            fetch=self._log_entry(result, kind, decision, retry_after),
-            setup_failure=decision.setup_failure,
-        )

@@ -201,8 +201,8 @@ def audit(ctx: click.Context, as_json: bool, **flags: Any) -> None:
         # The crawl's own settings (stored with it) say what the hosts were owed beyond robots.txt.
         crawl_settings = apply_stored_settings(settings, store.get_meta("fleet_settings"))
         report = run_audit(
-            [r.as_dict() for r in store.fetch_log()],
-            [v.as_dict() for v in store.robots_versions()],
+            store.fetch_log(),
+            store.robots_versions(),
             product_token(agent),
             policy=DelayPolicy.from_settings(crawl_settings),
             host_settings=crawl_settings.hosts,

@@ -19,6 +19,7 @@ from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots import explain as explain_robots
+from politecrawl.policy.robots_fetch import RobotsStatus
 from politecrawl.policy.traps import trap_reason
 
 from .words import human_duration
@@ -112,7 +113,7 @@ def explain(
         }
         if h.robots_via:
             robots["redirect in progress"] = h.robots_via
-        if h.robots_status == "parsed" and h.robots_body is not None:
+        if h.robots_status == RobotsStatus.PARSED and h.robots_body is not None:
             # Judged as the crawl judges it: on the URL it requests (the link's parameter order).
             asked = (row.request_url if row is not None else None) or request or url
             verdict = explain_robots(h.robots_body, agent, asked)
@@ -129,7 +130,7 @@ def explain(
                 }
             )
             robots["crawl_delay"] = RobotsTxt.parse(h.robots_body).crawl_delay(agent)
-        elif h.robots_status == "allow-all":
+        elif h.robots_status == RobotsStatus.ALLOW_ALL:
             robots["allows this URL"] = True
             robots["decided by"] = "no rules (robots.txt unavailable: 4xx, or a redirect not followed): allowed"
         out["robots.txt"] = robots

@@ -24,6 +24,7 @@ import re
 import ssl
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Callable, Self
 
 import aiohttp
@@ -37,7 +38,7 @@ from .egress import ANY_ADDRESS, Egress, refusal_of
 if TYPE_CHECKING:
     from politecrawl.config import Settings
 
-__all__ = ["FetchResult", "Fetcher", "ACCEPT_ENCODING", "SNIFF_BYTES"]
+__all__ = ["FetchFailure", "FetchResult", "Fetcher", "ACCEPT_ENCODING", "SNIFF_BYTES"]
 
 
 def _accept_encoding() -> str:
@@ -78,6 +79,31 @@ KEPT_HEADERS = (
 REPEATED_HEADERS = ("x-robots-tag", "link")
 
 
+class FetchFailure(StrEnum):
+    """Why a request got no usable answer (``FetchResult.failure``; ``error`` says it in words)."""
+
+    UNDECODABLE = "undecodable"  # a body in a coding that could not be undone
+    TLS_UNTRUSTED = "tls-untrusted"  # the host's certificate is not trusted: no connection
+    CANNOT_CONNECT = "cannot-connect"  # DNS, refused, no route, connect timeout: no connection
+    EGRESS_REFUSED = "egress-refused"  # an address the crawl may not connect to (net.egress): nothing sent
+    TIMEOUT = "timeout"
+    SLOW_BODY = "slow-body"  # a body that trickled in below the fetcher's rate
+    TOO_MANY_REDIRECTS = "too-many-redirects"
+    BAD_RESPONSE = "bad-response"  # an answer the client could not read (its status line, its headers)
+    BROKEN_BODY = "broken-body"  # the body broke off or was malformed (chunking, length)
+    CONNECTION_ERROR = "connection-error"  # the connection broke (a reset) after it was made
+    HTTP_ERROR = "http-error"  # the client's other errors
+    INVALID_REQUEST = "invalid-request"  # a URL or header the client refuses to send
+
+    @property
+    def unreachable(self) -> bool:
+        """No connection was made: the host's failure (or the crawl's set-up), not one URL's."""
+        return self in _NO_CONNECTION
+
+
+_NO_CONNECTION = frozenset({FetchFailure.TLS_UNTRUSTED, FetchFailure.CANNOT_CONNECT, FetchFailure.EGRESS_REFUSED})
+
+
 @dataclass
 class FetchResult:
     url: str
@@ -88,12 +114,10 @@ class FetchResult:
     body: bytes = b""
     truncated: bool = False
     error: str | None = None
-    #: the connection could not be made (DNS, refused, connect timeout): a host-level failure
-    unreachable: bool = False
-    #: … because the crawl may not connect to the host's address (net.egress): ``error`` says why
-    refused: bool = False
-    #: … and why, in the words of ``policy.politeness.SetupFailure``: "tls-untrusted",
-    #: "name-unresolved", "refused" or "unreachable"
+    #: what kind of failure ``error`` is (None: an answer came, or a body the caller did not want)
+    failure: FetchFailure | None = None
+    #: the connection could not be made (``failure.unreachable``): why, in the words of
+    #: ``policy.politeness.SetupFailure``: "tls-untrusted", "name-unresolved", "refused" or "unreachable"
     connect_failure: str | None = None
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
@@ -129,6 +153,16 @@ class FetchResult:
     ip: str | None = None
     #: (WARC file name, offset of the response record) when a recorder archived this fetch.
     warc: tuple[str, int] | None = None
+
+    @property
+    def unreachable(self) -> bool:
+        """The connection could not be made (DNS, refused, connect timeout): a host-level failure."""
+        return self.failure is not None and self.failure.unreachable
+
+    @property
+    def refused(self) -> bool:
+        """… because the crawl may not connect to the host's address (net.egress): ``error`` says why."""
+        return self.failure is FetchFailure.EGRESS_REFUSED
 
     @property
     def server_seconds(self) -> float | None:
@@ -345,7 +379,7 @@ class Fetcher:
                             # read timeout) holds the host's one open request for nothing: give up
                             # long before the total timeout. The URL is retried later.
                             result.error = f"slow body: {len(body)} bytes in {elapsed:.0f} s"
-                            result.status = None
+                            result.failure, result.status = FetchFailure.SLOW_BODY, None
                             _cut(resp)
                             break
                         if len(body) > cap:
@@ -379,42 +413,34 @@ class Fetcher:
             raise
         except UndecodableBody as exc:
             # Read as text it would be noise: a robots.txt's rules lost, binary junk indexed.
-            result.error = f"undecodable body: {exc}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.UNDECODABLE, f"undecodable body: {exc}")
         except aiohttp.ClientConnectorCertificateError as exc:
             # The host's certificate is not trusted: one clear reason (it shows in status --hosts).
-            result.error = f"TLS certificate not trusted: {exc.certificate_error}"[:200]
-            result.status = None
-            result.unreachable, result.connect_failure = True, "tls-untrusted"
+            _failed(result, FetchFailure.TLS_UNTRUSTED, f"TLS certificate not trusted: {exc.certificate_error}")
+            result.connect_failure = "tls-untrusted"
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Nothing reached the server (DNS, refused, no route, connect timeout): the host's
             # failure, not one URL's. Or the crawl may not connect there (net.egress): said so.
             refused = refusal_of(exc)
-            result.refused = refused is not None
-            result.error = (refused or f"cannot connect: {type(exc).__name__}: {exc}")[:200]
-            result.status = None
-            result.unreachable, result.connect_failure = True, _connect_failure(exc)
+            if refused is not None:
+                _failed(result, FetchFailure.EGRESS_REFUSED, refused)
+            else:
+                _failed(result, FetchFailure.CANNOT_CONNECT, f"cannot connect: {type(exc).__name__}: {exc}")
+            result.connect_failure = _connect_failure(exc)
         except asyncio.TimeoutError:
-            result.error = "timeout"
-            result.status = None
+            _failed(result, FetchFailure.TIMEOUT, "timeout")
         except aiohttp.TooManyRedirects:  # pragma: no cover - redirects are not followed
-            result.error = "too many redirects"
-            result.status = None
+            _failed(result, FetchFailure.TOO_MANY_REDIRECTS, "too many redirects")
         except aiohttp.ClientResponseError as exc:
-            result.error = f"bad response: {exc.message}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.BAD_RESPONSE, f"bad response: {exc.message}")
         except aiohttp.ClientPayloadError as exc:
-            result.error = f"broken body: {exc}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.BROKEN_BODY, f"broken body: {exc}")
         except aiohttp.ClientConnectionError as exc:
-            result.error = f"connection error: {type(exc).__name__}: {exc}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.CONNECTION_ERROR, f"connection error: {type(exc).__name__}: {exc}")
         except aiohttp.ClientError as exc:
-            result.error = f"http error: {type(exc).__name__}: {exc}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.HTTP_ERROR, f"http error: {type(exc).__name__}: {exc}")
         except (ValueError, UnicodeError) as exc:  # malformed URL or header the client refuses
-            result.error = f"invalid request: {exc}"[:200]
-            result.status = None
+            _failed(result, FetchFailure.INVALID_REQUEST, f"invalid request: {exc}")
         finally:
             result.ended_at = self.clock()
             result.ended_monotonic = time.monotonic()
@@ -428,6 +454,11 @@ class Fetcher:
         elif self.recorder is not None and not result.unwanted_type:  # no record of a body not read
             result.warc = self.recorder.record(result, kind)
         return result
+
+
+def _failed(result: FetchResult, failure: FetchFailure, error: str) -> None:
+    """``result`` got no usable answer: its kind of failure, and in words (at most 200 characters)."""
+    result.failure, result.error, result.status = failure, error[:200], None
 
 
 def _cut(resp: aiohttp.ClientResponse) -> None:

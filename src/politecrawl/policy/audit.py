@@ -33,34 +33,74 @@ the integration tests compare it with the servers' own logs.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
+from .kinds import URLKind
 from .politeness import (
-    SLOW_DOWN_STATUSES,
     DelayPolicy,
     HostHistory,
-    Observation,
     SetupFailure,
     decide,
-    parse_retry_after,
+    observe,
     policy_for_host,
 )
 from .robots import RobotsTxt
+from .robots_fetch import RobotsStatus
 
-__all__ = ["HostAudit", "AuditReport", "audit"]
+__all__ = ["HostAudit", "AuditReport", "LoggedRequest", "RobotsVersionSeen", "audit"]
 
 #: Clock resolution slack when comparing a start with a deadline (seconds).
 TOLERANCE = 0.001
-#: One row of the fetch log or of the robots.txt versions, as the store returns it.
+#: One finding of the report (a request and what it was owed), as JSON output shows it.
 Row = dict[str, Any]
 
 
-def _connect_failure(row: Row) -> SetupFailure | None:
+class LoggedRequest(Protocol):
+    """One request of the fetch log, as the audit reads it (the store's ``FetchLogRow``)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def kind(self) -> URLKind: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def ended_at(self) -> float: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def response_seconds(self) -> float | None: ...
+    @property
+    def loop_lag(self) -> float | None: ...
+    @property
+    def retry_after(self) -> str | None: ...
+
+
+class RobotsVersionSeen(Protocol):
+    """One robots.txt version a host served, as the audit reads it (the store's ``RobotsVersion``)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def fetched_at(self) -> float: ...
+    @property
+    def status(self) -> RobotsStatus: ...
+    @property
+    def body(self) -> bytes | None: ...
+
+
+def _connect_failure(row: LoggedRequest) -> SetupFailure | None:
     """A request that could not reach its host, as its logged error says (``net.fetch``'s words)."""
-    error = row.get("error") or ""
-    if row["status"] is not None:
+    error = row.error or ""
+    if row.status is not None:
         return None
     if error.startswith("TLS certificate not trusted"):
         return SetupFailure.TLS_UNTRUSTED
@@ -138,17 +178,17 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def _server_seconds(row: Row) -> float | None:
+def _server_seconds(row: LoggedRequest) -> float | None:
     """The logged response time that was the server's: as measured, less the worker's own event
     loop lag at the time (both are in the log; rows written before the lag was kept have none)."""
-    measured = row.get("response_seconds")
+    measured = row.response_seconds
     if measured is None:
         return None
-    return max(0.0, float(measured) - float(row.get("loop_lag") or 0.0))
+    return max(0.0, float(measured) - float(row.loop_lag or 0.0))
 
 
-def _max_open(rows: list[Row]) -> int:
-    events = sorted([(r["started_at"], 1) for r in rows] + [(r["ended_at"], -1) for r in rows])
+def _max_open(rows: list[LoggedRequest]) -> int:
+    events = sorted([(r.started_at, 1) for r in rows] + [(r.ended_at, -1) for r in rows])
     open_now = most = 0
     for _, delta in events:  # an end and a start at the same instant do not overlap (-1 sorts first)
         open_now += delta
@@ -157,8 +197,8 @@ def _max_open(rows: list[Row]) -> int:
 
 
 def audit(
-    fetch_log: list[Row],
-    robots_versions: list[Row],
+    fetch_log: Sequence[LoggedRequest],
+    robots_versions: Sequence[RobotsVersionSeen],
     agent: str,
     *,
     policy: DelayPolicy | None = None,
@@ -174,33 +214,33 @@ def audit(
     """
     policy = policy or DelayPolicy()
     policy = replace(policy, max_crawl_delay=max(policy.max_crawl_delay, DelayPolicy().max_crawl_delay))
-    by_host: dict[str, list[Row]] = {}
+    by_host: dict[str, list[LoggedRequest]] = {}
     for row in fetch_log:
-        by_host.setdefault(row["host"], []).append(row)
-    versions: dict[str, list[Row]] = {}
+        by_host.setdefault(row.host, []).append(row)
+    versions: dict[str, list[RobotsVersionSeen]] = {}
     for v in robots_versions:
-        versions.setdefault(v["host"], []).append(v)
+        versions.setdefault(v.host, []).append(v)
 
     report = AuditReport(hosts=[])
     parsed: dict[tuple[str, float], RobotsTxt] = {}
 
-    def rules_of(host: str, v: Row) -> RobotsTxt:
-        key = (host, v["fetched_at"])
+    def rules_of(host: str, v: RobotsVersionSeen) -> RobotsTxt:
+        key = (host, v.fetched_at)
         if key not in parsed:
-            parsed[key] = RobotsTxt.parse(v["body"] or b"")
+            parsed[key] = RobotsTxt.parse(v.body or b"")
         return parsed[key]
 
-    def in_force(host: str, at: float) -> Row | None:
+    def in_force(host: str, at: float) -> RobotsVersionSeen | None:
         current = None
         for v in versions.get(host, []):  # few versions per host: a linear scan is fine
-            if v["fetched_at"] <= at:
+            if v.fetched_at <= at:
                 current = v
         return current
 
     for host in sorted(by_host):
-        rows = sorted(by_host[host], key=lambda r: (r["started_at"], r["id"] if "id" in r else 0))
+        rows = sorted(by_host[host], key=lambda r: (r.started_at, r.id))
         h = HostAudit(host=host, requests=len(rows), max_open=_max_open(rows))
-        starts = [r["started_at"] for r in rows]
+        starts = [r.started_at for r in rows]
         gaps = [b - a for a, b in zip(starts, starts[1:])]
         if gaps:
             h.min_gap, h.median_gap = min(gaps), statistics.median(gaps)
@@ -212,32 +252,26 @@ def audit(
         for i, row in enumerate(rows):
             nxt = rows[i + 1] if i + 1 < len(rows) else None
             # The robots.txt the crawler knew before its next request: its Crawl-delay is owed.
-            version = in_force(host, nxt["started_at"] if nxt is not None else row["ended_at"])
+            version = in_force(host, nxt.started_at if nxt is not None else row.ended_at)
             crawl_delay = None
-            if version is not None and version["status"] == "parsed":
+            if version is not None and version.status == RobotsStatus.PARSED:
                 crawl_delay = rules_of(host, version).crawl_delay(agent)
             history = replace(history, crawl_delay=crawl_delay)
-            retry_after = None
-            if row["status"] in SLOW_DOWN_STATUSES:
-                retry_after = parse_retry_after(row.get("retry_after"), row["ended_at"])
-                if retry_after:
-                    retry_until = max(retry_until, row["ended_at"] + retry_after)
             # Whether a page's failed request was the host's (which may park it) the log cannot
-            # tell for sure: the audit assumes not, which owes the host less, never more.
-            host_level = row["kind"] == "robots" or row["status"] in SLOW_DOWN_STATUSES
-            decision = decide(
-                history,
-                Observation(
-                    ended_at=row["ended_at"],
-                    status=row["status"],
-                    response_seconds=_server_seconds(row),
-                    retry_after=retry_after,
-                    host_level=host_level,
-                    connect_failure=_connect_failure(row),
-                ),
-                host_policy,
+            # tell for sure (no ``unreachable``): the audit assumes not, which owes the host less,
+            # never more.
+            observation = observe(
+                ended_at=row.ended_at,
+                status=row.status,
+                kind=row.kind,
+                retry_after=row.retry_after,
+                response_seconds=_server_seconds(row),
+                connect_failure=_connect_failure(row),
             )
-            answered = history.answered or row["status"] is not None
+            if observation.retry_after:
+                retry_until = max(retry_until, row.ended_at + observation.retry_after)
+            decision = decide(history, observation, host_policy)
+            answered = history.answered or row.status is not None
             history = replace(
                 history,
                 response_time=decision.response_time,
@@ -246,38 +280,34 @@ def audit(
                 setup_failure=None if answered else (decision.setup_failure or history.setup_failure),
             )
             # Never reached: the host is owed its min delay (see the module's docstring).
-            owed = (
-                host_policy.min_delay if decision.setup_failure is not None else decision.delay_after(row["ended_at"])
-            )
+            owed = host_policy.min_delay if decision.setup_failure is not None else decision.delay_after(row.ended_at)
             owed_delays.append(owed)
             if nxt is None:
                 continue
-            allowed_at = row["ended_at"] + owed
-            if nxt["started_at"] < allowed_at - tolerance:
+            allowed_at = row.ended_at + owed
+            if nxt.started_at < allowed_at - tolerance:
                 h.short_gaps.append(
                     {
-                        "url": nxt["url"],
-                        "started_at": nxt["started_at"],
+                        "url": nxt.url,
+                        "started_at": nxt.started_at,
                         "allowed_at": allowed_at,
-                        "short_by_s": round(allowed_at - nxt["started_at"], 4),
+                        "short_by_s": round(allowed_at - nxt.started_at, 4),
                     }
                 )
-            if nxt["started_at"] < retry_until - tolerance:
-                h.in_retry_window.append(
-                    {"url": nxt["url"], "started_at": nxt["started_at"], "retry_until": retry_until}
-                )
+            if nxt.started_at < retry_until - tolerance:
+                h.in_retry_window.append({"url": nxt.url, "started_at": nxt.started_at, "retry_until": retry_until})
         h.min_delay_in_force = min(owed_delays) if owed_delays else None
 
         for row in rows:
-            if row["kind"] != "page":
+            if row.kind != URLKind.PAGE:
                 continue
-            version = in_force(host, row["started_at"])
+            version = in_force(host, row.started_at)
             if version is None:
-                h.before_robots.append({"url": row["url"], "started_at": row["started_at"]})
+                h.before_robots.append({"url": row.url, "started_at": row.started_at})
                 continue
-            if version["status"] != "parsed":
+            if version.status != RobotsStatus.PARSED:
                 continue
-            if not rules_of(host, version).is_allowed(agent, row["url"]):
-                h.disallowed.append({"url": row["url"], "started_at": row["started_at"]})
+            if not rules_of(host, version).is_allowed(agent, row.url):
+                h.disallowed.append({"url": row.url, "started_at": row.started_at})
         report.hosts.append(h)
     return report

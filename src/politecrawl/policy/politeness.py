@@ -24,6 +24,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from .kinds import URLKind
+
 if TYPE_CHECKING:  # pragma: no cover
     from politecrawl.config import Settings
 
@@ -35,7 +37,11 @@ __all__ = [
     "HostHistory",
     "Observation",
     "Decision",
+    "Interruption",
     "decide",
+    "host_level_failure",
+    "interrupted_wait",
+    "observe",
     "parse_retry_after",
     "policy_for_host",
     "smooth_response_time",
@@ -61,6 +67,7 @@ class WaitReason(StrEnum):
     ROBOTS_REDIRECT = "robots-redirect"  # its robots.txt redirected to another host, fetched under that host's claim
     NOT_REACHED = "not-reached"  # it never answered: tried again within seconds (SetupFailure)
     NEEDS_FIX = "needs-fix"  # it never answered, tried a few times: waits for a fix of the set-up
+    STOPPED = "stopped"  # a stop cut its request short (``interrupted_wait``)
 
 
 class SetupFailure(StrEnum):
@@ -207,6 +214,60 @@ class Decision:
     def delay_after(self, ended_at: float) -> float:
         """The gap owed after a response that ended at ``ended_at``."""
         return self.next_allowed_at - ended_at
+
+
+def host_level_failure(kind: URLKind, status: int | None, *, unreachable: bool = False) -> bool:
+    """Whether a failed request is the host's failure (it may park the host) or one URL's.
+
+    The host's: robots.txt unreadable, a connection that could not be made (``unreachable``),
+    429/503 (the server asks the whole client to slow down). One URL's: a reset, oversized
+    headers, a body too slow, a read timeout, another 5xx. Both slow the host down. (A
+    connection that could not be made to a host that never answered is the crawl's set-up, most
+    often, rather than the host's: ``decide`` retries it soon instead of parking it; see
+    ``SetupFailure``.)
+    """
+    return kind == URLKind.ROBOTS or unreachable or status in SLOW_DOWN_STATUSES
+
+
+def observe(
+    *,
+    ended_at: float,
+    status: int | None,
+    kind: URLKind,
+    retry_after: str | None = None,
+    response_seconds: float | None = None,
+    unreachable: bool = False,
+    connect_failure: SetupFailure | None = None,
+) -> Observation:
+    """What ``decide`` reads of one finished request: its raw Retry-After header (``retry_after``)
+    counts on a 429 or 503 only; ``response_seconds`` is the server's share of the wait for the
+    headers. The crawl builds it from a fetch, the audit from the fetch log's row of it."""
+    seconds = parse_retry_after(retry_after, ended_at) if status in SLOW_DOWN_STATUSES else None
+    return Observation(
+        ended_at=ended_at,
+        status=status,
+        response_seconds=response_seconds,
+        retry_after=seconds,
+        host_level=host_level_failure(kind, status, unreachable=unreachable),
+        connect_failure=connect_failure,
+    )
+
+
+class Interruption(StrEnum):
+    """Why a request ended with no answer the policy could read."""
+
+    STOPPED = "stopped"  # the crawl stopped (--max-time, Ctrl-C, SIGTERM) while it was open
+    INTERNAL_ERROR = "internal-error"  # the crawler failed handling it (a bug, not the host)
+
+
+def interrupted_wait(policy: DelayPolicy, delay: float, why: Interruption) -> tuple[float, WaitReason]:
+    """The host's wait after a request cut short, from ``delay`` (the gap owed after its latest
+    response, as the store knows it), and its reason. A stop: the request may have reached the
+    host, which is owed its delay from now. An internal error: the crawler's own fault, whatever
+    the host did, so it backs off as after a failure (at least twice the delay)."""
+    if why is Interruption.STOPPED:
+        return max(policy.min_delay, delay), WaitReason.STOPPED
+    return max(policy.min_delay, policy.backoff_base, 2 * delay), WaitReason.BACKOFF
 
 
 def smooth_response_time(previous: float | None, latest: float) -> float:

@@ -15,6 +15,7 @@ from enum import StrEnum
 from politecrawl.errors import InvalidURL
 
 from . import urls
+from .politeness import SLOW_DOWN_STATUSES
 
 __all__ = ["URLState", "URLOutcome", "URLVerdict", "REDIRECT_STATUSES", "SLOW_DOWN_MAX_ATTEMPTS", "judge", "is_failure"]
 
@@ -84,8 +85,8 @@ def judge(
     if status is None:
         state = URLState.QUEUED if attempts < max_attempts else URLState.FAILED
         return URLVerdict(state, URLOutcome(error or "no answer"))
-    if status in (429, 503) or status >= 500:
-        limit = SLOW_DOWN_MAX_ATTEMPTS if status in (429, 503) else max_attempts
+    if status in SLOW_DOWN_STATUSES or status >= 500:
+        limit = SLOW_DOWN_MAX_ATTEMPTS if status in SLOW_DOWN_STATUSES else max_attempts
         return URLVerdict(URLState.QUEUED if attempts < limit else URLState.FAILED, URLOutcome(f"http-{status}"))
     if status in REDIRECT_STATUSES:
         try:

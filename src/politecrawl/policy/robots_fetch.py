@@ -18,6 +18,7 @@ import enum
 
 __all__ = [
     "RobotsFetchOutcome",
+    "RobotsStatus",
     "is_valid_product_token",
     "outcome_for_status",
     "product_token",
@@ -42,6 +43,22 @@ class RobotsFetchOutcome(enum.Enum):
     PARSE = "parse"  # 2xx: parse the body (§2.3.1.1)
     ALLOW_ALL = "allow_all"  # 4xx: "unavailable", any URL may be crawled (§2.3.1.3)
     UNREACHABLE = "unreachable"  # 5xx, 429, no response: crawl nothing (§2.3.1.4)
+
+
+class RobotsStatus(enum.StrEnum):
+    """What a host's cached robots.txt is (``hosts.robots_status``, ``robots_log.status``); None
+    where it is unknown (never read, or unreadable with no copy cached)."""
+
+    PARSED = "parsed"  # a file was read: its rules (``RobotsTxt.parse`` of the body) apply
+    ALLOW_ALL = "allow-all"  # none to read (4xx, too many redirects): every URL may be fetched
+
+    @classmethod
+    def read(cls, value: str | None) -> RobotsStatus | None:
+        """The status a row holds (None: unknown, or a value this version does not know)."""
+        try:
+            return None if value is None else cls(value)
+        except ValueError:
+            return None
 
 
 def outcome_for_status(status: int | None) -> RobotsFetchOutcome:

@@ -24,7 +24,10 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from politecrawl.errors import InvalidURL
 from politecrawl.policy.hosts import host_key as _url_host_key
-from politecrawl.policy.response import URLOutcome
+from politecrawl.policy.kinds import ClaimKind, URLKind
+from politecrawl.policy.politeness import SetupFailure, WaitReason
+from politecrawl.policy.response import URLOutcome, URLState
+from politecrawl.policy.robots_fetch import RobotsStatus
 
 from .rows import (
     Activity,
@@ -71,21 +74,6 @@ __all__ = [
 ]
 
 
-class ClaimKind(StrEnum):
-    """What a claim lets a worker do with its host."""
-
-    ROBOTS = "robots"  # fetch the host's robots.txt (or the next hop of its redirect)
-    PAGE = "page"  # fetch the host's next queued URL (``Claim.url``, of a ``URLKind``)
-
-
-class URLKind(StrEnum):
-    """What a queued URL is fetched as (``frontier.kind``), and what a request was (``fetch_log.kind``)."""
-
-    PAGE = "page"  # parsed, stored, indexed; its links followed
-    SITEMAP = "sitemap"  # its URLs queued
-    ROBOTS = "robots"  # a robots.txt URL another host's robots.txt redirected to, fetched for that host
-
-
 class DuplicateKind(StrEnum):
     """How a page repeats an indexed one (``pages.duplicate_kind``)."""
 
@@ -114,10 +102,15 @@ class NewURL:
 class HostRobots:
     """The host's cached robots.txt, as the store has it."""
 
-    status: str | None  # None: unknown | "parsed" | "allow-all"
+    status: RobotsStatus | None  # None: unknown
     body: bytes | None
     fetched_at: float | None
     expires_at: float | None
+
+    def __post_init__(self) -> None:
+        # Typed where it comes out of the store (a row holds the status as text).
+        if self.status is not None and not isinstance(self.status, RobotsStatus):
+            object.__setattr__(self, "status", RobotsStatus.read(self.status))
 
     def fresh(self, now: float) -> bool:
         return self.status is not None and self.expires_at is not None and self.expires_at > now
@@ -165,8 +158,9 @@ class Claim:
     #: The host has answered a request (any HTTP status) in this store: a connection that cannot
     #: be made is then its failure, not the crawl's set-up (``policy.politeness.SetupFailure``).
     answered: bool = True
-    #: Why it was not reached, while it never answered (``hosts.setup_failure``).
-    setup_failure: str | None = None
+    #: Why it was not reached, while it never answered (``hosts.setup_failure``; None too for a
+    #: value another version wrote).
+    setup_failure: SetupFailure | None = None
 
     @property
     def fetch_url(self) -> str | None:
@@ -216,7 +210,7 @@ class FetchLogEntry:
 
 @dataclass(frozen=True)
 class RobotsUpdate:
-    status: str | None  # "parsed" | "allow-all" | None (unknown: keep the cached copy)
+    status: RobotsStatus | None  # None: unknown (keep the cached copy)
     body: bytes | None
     fetched_at: float | None
     expires_at: float
@@ -273,14 +267,14 @@ class Outcome:
     #: tens of milliseconds later does not add those to every gap. None: from the clock at the
     #: release.
     ended_monotonic: float | None = None
-    wait_reason: str | None = None
+    wait_reason: WaitReason | None = None
     response_time: float | None = None
     failures: int | None = None
     host_error: str | None = None
     ip: str | None = None  # the host's address, resolved by the worker (per-IP cap)
     fetch: FetchLogEntry | None = None
     robots: RobotsUpdate | None = None
-    url_state: str | None = None  # done | failed | disallowed | skipped | queued (retry)
+    url_state: URLState | None = None  # QUEUED: to be tried again
     url_outcome: URLOutcome | None = None
     page: PageRecord | None = None
     links: Sequence[NewURL] = field(default_factory=tuple)
@@ -300,8 +294,8 @@ class Outcome:
     scope_hosts: Sequence[str] = field(default_factory=tuple)
     #: The host's learned URL patterns to store (JSON), when they changed enough to be worth a write.
     patterns: str | None = None
-    #: The host never answered and this request did not reach it: why (a ``SetupFailure`` value).
-    setup_failure: str | None = None
+    #: The host never answered and this request did not reach it: why.
+    setup_failure: SetupFailure | None = None
 
     def note(self, note: str) -> None:
         """Add ``note`` to the URL's outcome (what the page was found to be besides its verdict)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from politecrawl.policy.politeness import SetupFailure
+
 from .api import Claim, ClaimKind, HostRobots, URLKind
 from .common import PENDING_STATES
 
@@ -62,8 +64,16 @@ def claim_from_host_row(
         patterns_version=patterns_version or 0,
         not_before=now if not_before is None else max(now, not_before),
         answered=answered_at is not None,
-        setup_failure=setup_failure,
+        setup_failure=_setup_failure(setup_failure),
     )
+
+
+def _setup_failure(value: str | None) -> SetupFailure | None:
+    """The stored set-up failure, if this version knows it (another version's is ignored)."""
+    try:
+        return None if value is None else SetupFailure(value)
+    except ValueError:
+        return None
 
 
 def finish_claim(conn, claim: Claim, lease_url_sql: str, params: dict, now: float, ph: str) -> Claim | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from politecrawl.policy.response import URLState
+from politecrawl.policy.robots_fetch import RobotsStatus
 
 from .api import Claim, ClaimKind, FetchLogEntry, NewURL, Outcome, RobotsUpdate, URLKind, YieldCheck
 from .common import (
@@ -335,7 +336,7 @@ def settle_robots(
             continue
         answer: RobotsUpdate | None
         if redirect is not None:  # too many hops: unavailable, which RFC 9309 treats like a 4xx
-            answer = RobotsUpdate("allow-all", None, now, now + ROBOTS_ALLOW_ALL_TTL, None)
+            answer = RobotsUpdate(RobotsStatus.ALLOW_ALL, None, now, now + ROBOTS_ALLOW_ALL_TTL, None)
         else:
             answer = outcome.robots_answer
         if is_claimer:

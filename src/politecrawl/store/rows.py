@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from politecrawl.policy.kinds import URLKind
+from politecrawl.policy.robots_fetch import RobotsStatus
+
 __all__ = [
     "HostRow",
     "FetchLogRow",
@@ -40,7 +43,7 @@ class HostRow(_Row):
     next_allowed_at: float
     wait_reason: str | None
     pending: int
-    robots_status: str | None
+    robots_status: RobotsStatus | None
     crawl_delay: float | None
     response_time: float | None
     failures: int
@@ -50,6 +53,9 @@ class HostRow(_Row):
     #: Why a host that never answered was not reached (``policy.politeness.SetupFailure``), else None.
     setup_failure: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "robots_status", RobotsStatus.read(self.robots_status))
+
 
 @dataclass(frozen=True)
 class FetchLogRow(_Row):
@@ -58,7 +64,7 @@ class FetchLogRow(_Row):
     id: int
     host: str
     url: str
-    kind: str
+    kind: URLKind
     worker: str
     started_at: float
     ended_at: float
@@ -73,6 +79,9 @@ class FetchLogRow(_Row):
     warc_offset: int | None
     loop_lag: float | None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", URLKind(self.kind))  # typed where it leaves the store
+
 
 @dataclass(frozen=True)
 class RobotsVersion(_Row):
@@ -80,8 +89,11 @@ class RobotsVersion(_Row):
 
     host: str
     fetched_at: float
-    status: str
+    status: RobotsStatus
     body: bytes | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", RobotsStatus(self.status))  # typed where it leaves the store
 
 
 @dataclass(frozen=True)
@@ -166,7 +178,7 @@ class HostEvidence(_Row):
     wait_reason: str | None
     delay: float
     pending: int
-    robots_status: str | None
+    robots_status: RobotsStatus | None
     robots_body: bytes | None
     robots_fetched_at: float | None
     robots_expires_at: float | None
@@ -178,6 +190,9 @@ class HostEvidence(_Row):
     lease_owner: str | None
     in_scope: int
     patterns: str | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "robots_status", RobotsStatus.read(self.robots_status))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""A worker's memory of each host's learned URL patterns (``patterns.site.SitePatterns``): read
+from the store when a host is first claimed (or when another process wrote a newer version),
+written back every few observed pages, and bounded — past ``PATTERNS_REMEMBERED`` hosts or
+``PATTERNS_PAGES_REMEMBERED`` remembered pages, the hosts asked for longest ago are written and
+forgotten, never one whose page is being handled.
+
+A host has one request open at a time, so its claim holder is the only writer; a newer version
+in the store (another process had the host) is read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from politecrawl.errors import StoreError
+from politecrawl.patterns.site import SitePatterns
+from politecrawl.store import Claim
+
+__all__ = ["HostMemory"]
+
+log = logging.getLogger("politecrawl.pages")
+
+#: ... except while the host is new and passes between processes (another process wrote its state
+#: since this one read it: machines of a fleet share a host): its first this many observed pages
+#: are each written at once (a small state then), so that whoever takes the host over next learns
+#: from all of them. A host that stays with one process (``HostAffinity``) is written every
+#: ``PATTERNS_WRITE_EVERY`` pages from the start: only a crash, or a worker running late enough for
+#: another to take the host, loses the lessons of its last few pages.
+PATTERNS_EAGER_PAGES = 48
+#: Hosts whose learned URL patterns a worker keeps in memory ...
+PATTERNS_REMEMBERED = 2_000
+#: ... and their remembered pages, all hosts together (``AliasRules.pages``: up to 1,024 a host, about
+#: 600 bytes each with what is derived from them). Past either, the hosts asked for longest ago are
+#: written to the store and forgotten, and read back if claimed again: without this bound a long
+#: crawl of many hosts could keep PATTERNS_REMEMBERED hosts of 1,024 pages each, over 1 GB a worker.
+PATTERNS_PAGES_REMEMBERED = 200_000
+#: The remembered pages are counted once per this many hosts' patterns asked for.
+PATTERNS_COUNT_EVERY = 1_024
+#: A host's learned patterns are written to the store after this many observed pages (a write per
+#: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
+PATTERNS_WRITE_EVERY = 8
+
+#: Reads a host's stored patterns: (version, JSON or None) — ``Store.host_patterns``.
+Load = Callable[[str], Awaitable[tuple[int, str | None]]]
+#: Writes (host, version read, JSON) rows where nobody wrote since — ``Store.save_host_patterns``.
+Save = Callable[[Sequence[tuple[str, int, str]]], Awaitable[object]]
+
+
+@dataclass
+class _Host:
+    version: int  # of the store's copy this one started from or last wrote
+    patterns: SitePatterns
+    unsaved: int  # pages observed since the last write
+    shared: bool  # another process wrote the host's state too
+
+
+class HostMemory:
+    """The learned URL patterns of the hosts this process handles (``load``/``save``: the store's)."""
+
+    def __init__(self, *, load: Load, save: Save) -> None:
+        self._load = load
+        self._save = save
+        self._hosts: dict[str, _Host] = {}  # least recently asked first
+        self._in_use: set[str] = set()  # hosts whose page is being handled
+        self._asked = 0
+
+    def pages_held(self) -> int:
+        """The pages remembered, all hosts together (what ``PATTERNS_PAGES_REMEMBERED`` bounds)."""
+        return sum(len(h.patterns.aliases.pages) for h in self._hosts.values())
+
+    async def patterns(self, claim: Claim) -> SitePatterns:
+        """The host's learned patterns: this process's copy, or the store's if newer. The host is in
+        use until ``done``: its patterns are not forgotten meanwhile."""
+        self._in_use.add(claim.host)
+        entry = self._hosts.get(claim.host)
+        if entry is None or entry.version < claim.patterns_version:
+            # Another process wrote the host's state since this one last did: the host is shared.
+            shared = entry is not None or claim.patterns_version > 0
+            version, data = await self._load(claim.host)
+            patterns = SitePatterns()
+            if data:
+                try:
+                    # This process's older copy is given up for the store's: the pages they share
+                    # are taken over, not decoded again (SitePatterns.from_json).
+                    patterns = SitePatterns.from_json(data, previous=entry.patterns if entry is not None else None)
+                except ValueError:  # written by another version: learn afresh
+                    log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
+            entry = _Host(version, patterns, 0, shared)
+        self._hosts.pop(claim.host, None)
+        self._hosts[claim.host] = entry  # last: the memo's order is least recently asked first
+        self._asked += 1
+        if len(self._hosts) > PATTERNS_REMEMBERED or self._asked % PATTERNS_COUNT_EVERY == 0:
+            await self._forget()
+        return entry.patterns
+
+    def done(self, host: str) -> None:
+        """The host's page is handled: its patterns may be forgotten again."""
+        self._in_use.discard(host)
+
+    def observed(self, claim: Claim) -> str | None:
+        """The host's patterns learned from one more page: their JSON when it is time to write them
+        with the page's release (every ``PATTERNS_WRITE_EVERY`` pages, or each page while a shared
+        host is new), else None."""
+        entry = self._hosts[claim.host]
+        entry.unsaved += 1
+        if entry.unsaved >= PATTERNS_WRITE_EVERY or (
+            entry.shared and entry.patterns.budget.clock <= PATTERNS_EAGER_PAGES
+        ):
+            entry.version, entry.unsaved = max(entry.version, claim.patterns_version) + 1, 0
+            return entry.patterns.to_json()
+        return None
+
+    async def _forget(self) -> None:
+        """Write and forget the hosts asked for longest ago, but those in use, while more than
+        PATTERNS_REMEMBERED hosts or PATTERNS_PAGES_REMEMBERED remembered pages are kept."""
+        hosts = len(self._hosts)
+        pages = self.pages_held()
+        forgotten = []
+        for host, entry in self._hosts.items():
+            if hosts <= PATTERNS_REMEMBERED and pages <= PATTERNS_PAGES_REMEMBERED:
+                break
+            if host not in self._in_use:
+                forgotten.append((host, entry))
+                hosts -= 1
+                pages -= len(entry.patterns.aliases.pages)
+        for host, _ in forgotten:
+            del self._hosts[host]
+        await self._write(forgotten)
+
+    async def save(self) -> None:
+        """Write what every remembered host learned that is not in the store yet (the worker stopping)."""
+        await self._write(list(self._hosts.items()))
+
+    async def _write(self, entries: list[tuple[str, _Host]]) -> None:
+        """Write the lessons of ``entries`` that are not in the store yet: before the process
+        forgets them. Skipped for a host another process wrote meanwhile (its copy is newer); a
+        store failure loses only these lessons, which the pages teach again."""
+        unsaved = [(host, e) for host, e in entries if e.unsaved]
+        if not unsaved:
+            return
+        try:
+            await self._save([(host, e.version, e.patterns.to_json()) for host, e in unsaved])
+        except StoreError as exc:
+            log.warning("learned URL patterns of %d hosts not saved: %s", len(unsaved), exc)
+            return
+        for _, entry in unsaved:
+            entry.version, entry.unsaved = entry.version + 1, 0
