@@ -6,24 +6,30 @@ second and the time of each statement, SQLite and PostgreSQL, at each number of 
         [--pg postgresql://postgres@127.0.0.1:5432/test]   (default: $POLITECRAWL_TEST_PG)
 
 The store is filled with ``--hosts`` hosts of ``--urls`` queued URLs each, every robots.txt fresh
-(allow-all), every host on an address of its own, 5 % of them paused (parked, due in days). The
+(allow-all), every host on an address of its own, 5 % of them paused (parked for a week). The
 filler writes the tables directly (SQLite: ``executemany`` on a connection of its own; PostgreSQL:
 ``COPY``; the store itself creates the schema first): seeding a million hosts through the store
 would take an hour and measure nothing of interest here. PostgreSQL's tables are ANALYZEd after
 (the store's upkeep does that in a crawl: ``PostgresConnection._maintain``); SQLite's are not
 (the store never does).
 
-Then one process runs a worker's loop on the store, as ``crawl.worker`` does it, for
-``--seconds``: ``claim_many`` of up to 32 hosts (claims ahead 0.1 s, the per-IP cap at its shipped
-default, the affinity a lone worker has); each claim's release 8 rounds later (about 256 hosts in
-flight, the shipped concurrency) in one ``release_many`` (URL done, one fetch-log row, two new
-links: one on the host, one on a random host); ``wake_time`` after each round that came back
-short. The loop runs on a clock of its own (the stores take the caller's clock: PostgreSQL's
-``?clock=caller``), which moves 28 / 1,000 s a round: whatever the number of hosts, about 28
-hosts come due per round (each host is due again hosts / 1,000 s after its release, as in a wide
-crawl at 1,000 pages/s), so every size sees the same mix of full and short claims, and most
-hosts wait out their delay. Pages are not stored (their cost grows with pages, not hosts:
-``bench_store.py --page-bytes``).
+Then one process runs a worker's loop on the store, as ``crawl.worker`` does it: ``claim_many``
+of up to 32 hosts (claims ahead 0.1 s, the per-IP cap at its shipped default, the affinity a lone
+worker has); each claim's release 8 rounds later (about 256 hosts in flight, the shipped
+concurrency) in one ``release_many`` (URL done, one fetch-log row, two new links: one on the
+host, one on a random host); ``wake_time`` after each round that came back short. SQLite's
+checkpoints run on a thread of their own, as the crawl's parent runs them (``Store.upkeep``). The
+loop runs on a clock of its own (the stores take the caller's clock: PostgreSQL's
+``?clock=caller``), in two states of a crawl, ``--seconds`` each after a tenth of that untimed
+(the first touch of each page of a freshly filled store):
+
+* waiting: the clock moves 28 / 1,000 s a round and each host is due again hosts / 1,000 s after
+  its release (a wide crawl at 1,000 pages/s), so whatever the number of hosts about 28 come due
+  per round, most hosts wait out their delay, and claims often come back short;
+* due: the clock has moved past every host (a crawl of more hosts than it keeps up with), a host
+  is due again 0.1 s after its release, and claims come back full.
+
+Pages are not stored (their cost grows with pages, not hosts: ``bench_store.py --page-bytes``).
 
 Printed per store: the fill time, claims + releases per second of the loop, the mean time of
 each Store call (``status``, what the progress line reads, timed apart: 3 calls), and the mean
@@ -68,8 +74,11 @@ class Timings:
         self.calls: dict[str, list[float]] = {}
         self.last: dict[str, tuple[str, Any]] = {}  # label -> (SQL, parameters) of its last call
         self.within = "-"  # the Store call running: its statements are labelled with it
+        self.on = True  # False: a warm-up, not counted
 
     def add(self, table: dict[str, list[float]], label: str, seconds: float, calls: int = 1) -> None:
+        if not self.on:
+            return
         entry = table.setdefault(label, [0.0, 0])
         entry[0] += seconds
         entry[1] += calls
@@ -239,16 +248,24 @@ def fill_postgres(store_url: str, hosts: int, urls: int) -> None:
 
 # -- the worker's loop ------------------------------------------------------------------------
 
+#: The two states of a crawl the loop runs in turn. "waiting": about DUE_PER_ROUND hosts come due
+#: per round, most wait out their delay (each is due again hosts / RATE after its release, as in a
+#: wide crawl at RATE pages/s), so claims often come back short and the worker asks wake_time.
+#: "due": every host is overdue (the loop's clock moved past all of them; a host is due again
+#: DUE_DELAY after its release): a crawl of more hosts than it keeps up with; claims come back full.
+PHASES = ("waiting", "due")
+DUE_DELAY = 0.1
 
-def _outcome(claim, now: float, hosts: int, rng: random.Random, serial: int):
+
+def _outcome(claim, now: float, hosts: int, rng: random.Random, serial: int, phase: str):
     from politecrawl.policy.response import URLOutcome
     from politecrawl.store import FetchLogEntry, NewURL, Outcome
 
     elsewhere = _host(rng.randrange(hosts))
+    later = hosts / RATE * (0.5 + rng.random()) if phase == "waiting" else 0.0
     return Outcome(
-        # Due again when the whole crawl has come round (hosts / RATE), give or take a half.
-        next_allowed_at=now + hosts / RATE * (0.5 + rng.random()),
-        delay=MIN_DELAY,
+        next_allowed_at=now + later,
+        delay=MIN_DELAY if phase == "waiting" else DUE_DELAY,
         wait_reason="min-delay",
         url_state="done",
         url_outcome=URLOutcome("http-200"),
@@ -260,20 +277,40 @@ def _outcome(claim, now: float, hosts: int, rng: random.Random, serial: int):
     )
 
 
-def run_loop(store, timings: Timings, hosts: int, seconds: float) -> dict[str, float]:
-    """The worker's loop (module docstring) for ``seconds``; returns its figures."""
+def run_loop(store, timings: Timings, hosts: int, seconds: float, phase: str) -> dict[str, float]:
+    """The worker's loop (module docstring) for ``seconds`` in ``phase``, the first tenth of them
+    untimed (a warm-up: the first touch of each page of a freshly filled store); then every claim
+    still out is released. Returns the loop's figures."""
     from politecrawl.config import DEFAULTS
     from politecrawl.store import HostAffinity
 
     rng = random.Random(7)
     affinity = HostAffinity(0, 1, 2.0)  # a lone worker's (crawl.pool.share_of_hosts)
     in_flight: deque = deque()
-    now, claimed, rounds, short, serial = T0, 0, 0, 0, 0
-    start = time.perf_counter()
-    end = start + seconds
-    while time.perf_counter() < end:
+    now = T0 if phase == "waiting" else T0 + 3 * hosts / RATE
+    claimed = rounds = short = serial = 0
+    warm_until = time.perf_counter() + seconds / 10
+    timings.on = False
+    start = end = 0.0
+
+    def release(claims: list, now: float) -> None:
+        nonlocal serial
+        batch = []
+        for c in claims:
+            serial += 1
+            batch.append((c, _outcome(c, now, hosts, rng, serial, phase), now))
+        if batch:
+            timings.timed(f"{phase} release_many", store.release_many, batch)
+
+    while True:
+        t = time.perf_counter()
+        if not timings.on and t >= warm_until:
+            timings.on, start, end = True, t, t + seconds
+            claimed = rounds = short = 0
+        elif t >= end > 0:
+            break
         claims = timings.timed(
-            "claim_many",
+            f"{phase} claim_many",
             store.claim_many,
             "bench",
             now,
@@ -287,19 +324,16 @@ def run_loop(store, timings: Timings, hosts: int, seconds: float) -> dict[str, f
         rounds += 1
         in_flight.append(claims)
         if len(in_flight) > IN_FLIGHT_ROUNDS:
-            batch = []
-            for c in in_flight.popleft():
-                serial += 1
-                batch.append((c, _outcome(c, now, hosts, rng, serial), now))
-            if batch:
-                timings.timed("release_many", store.release_many, batch)
+            release(in_flight.popleft(), now)
         if len(claims) < CLAIM_BATCH:
             short += 1
-            timings.timed("wake_time", store.wake_time, now, MIN_DELAY, affinity)
+            timings.timed(f"{phase} wake_time", store.wake_time, now, MIN_DELAY, affinity)
         now += DUE_PER_ROUND / RATE
     elapsed = time.perf_counter() - start
-    for _ in range(3):
-        timings.timed("status", store.status, now)
+    timings.on = False
+    while in_flight:
+        release(in_flight.popleft(), now)
+    timings.on = True
     return {"rate": claimed / elapsed, "rounds": rounds, "short": short / max(rounds, 1)}
 
 
@@ -369,17 +403,24 @@ def measure(kind: str, hosts: int, args) -> tuple[float, dict, Timings, list[str
             filler(url, hosts, args.urls)
             fill = time.perf_counter() - t
             store = open_store(url)
+            figures = {}
             try:
-                _instrument(store, timings)
-                figures = run_loop(store, timings, hosts, args.seconds)
+                # As in a crawl: the worker leaves SQLite's checkpoints to a thread of the parent.
+                store.defer_upkeep()
+                with store.upkeep():
+                    _instrument(store, timings)
+                    for phase in PHASES:
+                        figures[phase] = run_loop(store, timings, hosts, args.seconds, phase)
+                    for _ in range(3):
+                        timings.timed("status", store.status, T0)
             finally:
                 store.close()
+                if kind != "sqlite":
+                    import psycopg
+
+                    psycopg.Cursor.execute = _PSYCOPG_EXECUTE  # type: ignore[method-assign]
             explained = plans(url, timings, kind != "sqlite") if args.explain else []
         finally:
-            if kind != "sqlite":
-                import psycopg
-
-                psycopg.Cursor.execute = _PSYCOPG_EXECUTE  # type: ignore[method-assign]
             cleanup()
     return fill, figures, timings, explained
 
@@ -400,29 +441,33 @@ def report(kind: str, sizes: list[int], results: dict[int, tuple]) -> None:
     name = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}[kind]
     print(f"\n### {name}\n")
     head = (
-        "| hosts | fill s | claims+releases/s | short rounds | claim_many µs | release_many µs | wake_time µs"
-        " | status ms |"
+        "| hosts | fill s | hosts due | claims+releases/s | short rounds | claim_many µs | release_many µs"
+        " | wake_time µs | status ms |"
     )
     print(head)
     print("|" + "---:|" * (head.count("|") - 1))
     for n in sizes:
-        fill, fig, t, _ = results[n]
+        fill, figures, t, _ = results[n]
         status = t.calls.get("status")
-        print(
-            f"| {n:,} | {fill:.0f} | {fig['rate']:,.0f} | {100 * fig['short']:.0f} % | {_us(t.calls.get('claim_many'))}"
-            f" | {_us(t.calls.get('release_many'))} | {_us(t.calls.get('wake_time'))}"
-            f" | {1e3 * status[0] / status[1]:,.1f} |"
-        )
-    # Statements: the costliest at the largest size first; µs per call at each size.
+        for phase in PHASES:
+            fig = figures[phase]
+            calls = {k.split(" ", 1)[1]: v for k, v in t.calls.items() if k.startswith(phase + " ")}
+            print(
+                f"| {n:,} | {fill:.0f} | {phase} | {fig['rate']:,.0f} | {100 * fig['short']:.0f} %"
+                f" | {_us(calls.get('claim_many'))} | {_us(calls.get('release_many'))} | {_us(calls.get('wake_time'))}"
+                f" | {1e3 * status[0] / status[1]:,.1f} |"
+            )
+    # Statements: by Store call, the costliest at the largest size first; µs per call at each size.
     largest = results[sizes[-1]][2].statements
-    order = ["claim_many", "release_many", "wake_time", "status"]
+    order = [f"{phase} {call}" for phase in PHASES for call in ("claim_many", "release_many", "wake_time")]
+    order.append("status")
 
     def rank(lbl: str) -> tuple[int, float]:
         call = lbl.split(":", 1)[0]
         return (order.index(call) if call in order else len(order), -largest.get(lbl, [0.0])[0])
 
     labels = sorted({lbl for n in sizes for lbl in results[n][2].statements}, key=rank)
-    print(f"\n{name}: µs per statement (calls at the largest size)\n")
+    print(f"\n{name}: µs per statement, by Store call (calls: at the largest size)\n")
     print("| statement | " + " | ".join(f"{n:,}" for n in sizes) + " | calls |")
     print("|---|" + "---:|" * (len(sizes) + 1))
     for lbl in labels:
