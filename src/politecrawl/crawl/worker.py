@@ -37,7 +37,6 @@ from politecrawl.policy.politeness import (
     policy_for_host,
 )
 from politecrawl.policy.response import URLOutcome
-from politecrawl.policy.robots import RobotsTxt
 from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.store import (
@@ -57,7 +56,7 @@ from .links import ANCHORS_REMEMBERED, LINKS_REMEMBERED, LinkFollower, Remembere
 from .pages import PageHandler, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
 from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
-from .robots_gate import RobotsGate
+from .robots_gate import RobotsGate, RulesMemo
 from .sandboxed_extract import ExtractBudget, SandboxedExtractor
 from .turns import Turns
 
@@ -205,9 +204,9 @@ class Worker(PageHandler, RobotsGate, LinkFollower):
         self.loop_lag = LoopLagHistogram()
         fetcher.loop_lag.observer = self.loop_lag.add
         self._tasks: set[asyncio.Task] = set()
-        # Parsed robots.txt memo keyed by (host, fetched_at): the store's copy is the truth and
-        # its fetch time is the version, so a refreshed file is never read from here stale.
-        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+        # Parsed robots.txt of the hosts used lately (the hosts in flight among them), each the
+        # version its claim carries: never read from here stale (RulesMemo).
+        self._rules = RulesMemo()
         self._scope_read_at = float("-inf")
         self._fatal: BaseException | None = None
         # Each host's learned URL patterns (store version, patterns, pages observed since the
