@@ -36,6 +36,7 @@ __all__ = [
     "AFFINITY_GRACE",
     "StopSignal",
     "WorkersResult",
+    "open_files_warning",
     "run_event_loop",
     "run_workers",
     "share_of_hosts",
@@ -91,6 +92,33 @@ STORE_PATIENCE = 60.0
 #: loop late for its sockets and timers. More hand-overs cost a little CPU, only while both
 #: threads want to run.
 GIL_SWITCH_INTERVAL = 0.001
+
+
+#: Open files a worker may hold per request it has in flight: the request's socket, and the
+#: connections aiohttp keeps alive a while to the hosts it just asked (a worker answering many
+#: hosts a second holds more of those than requests in flight) …
+OPEN_FILES_PER_REQUEST = 4
+#: … and besides them: the store, its log, the WARC file, the parser's pipes, the interpreter's own.
+OPEN_FILES_BASE = 256
+
+
+def open_files_warning(concurrency: int, workers: int) -> str | None:
+    """A line saying what to raise when the open files a worker process may have (the hard limit:
+    each worker raises its soft limit to it) are fewer than its requests in flight need; None when
+    they suffice. Past the limit every new connection fails ("Too many open files"), which the
+    crawl would take for hosts that do not answer."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = soft if hard == resource.RLIM_INFINITY else hard
+    if limit == resource.RLIM_INFINITY:
+        return None
+    need = OPEN_FILES_PER_REQUEST * concurrency + OPEN_FILES_BASE
+    if limit >= need:
+        return None
+    where = f"each of its {workers} workers" if workers > 1 else "its worker"
+    return (
+        f"open files limit {limit} is low for {concurrency} requests in flight in {where} (about {need} open"
+        " files each): raise it with ulimit -n 65536 (ulimit -Hn shows the most a user may set)"
+    )
 
 
 def _raise_open_files_limit() -> None:
