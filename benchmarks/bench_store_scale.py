@@ -277,21 +277,22 @@ def _outcome(claim, now: float, hosts: int, rng: random.Random, serial: int, pha
     )
 
 
-def run_loop(store, timings: Timings, hosts: int, seconds: float, phase: str) -> dict[str, float]:
+def run_loop(store, timings: Timings, hosts: int, seconds: float, phase: str, start: float) -> dict[str, float]:
     """The worker's loop (module docstring) for ``seconds`` in ``phase``, the first tenth of them
     untimed (a warm-up: the first touch of each page of a freshly filled store); then every claim
-    still out is released. Returns the loop's figures."""
+    still out is released. The loop's clock starts at ``start``. Returns the loop's figures and
+    where its clock ended (``"now"``)."""
     from politecrawl.config import DEFAULTS
     from politecrawl.store import HostAffinity
 
     rng = random.Random(7)
     affinity = HostAffinity(0, 1, 2.0)  # a lone worker's (crawl.pool.share_of_hosts)
     in_flight: deque = deque()
-    now = T0 if phase == "waiting" else T0 + 3 * hosts / RATE
+    now = start
     claimed = rounds = short = serial = 0
     warm_until = time.perf_counter() + seconds / 10
     timings.on = False
-    start = end = 0.0
+    begun = end = 0.0
 
     def release(claims: list, now: float) -> None:
         nonlocal serial
@@ -305,7 +306,7 @@ def run_loop(store, timings: Timings, hosts: int, seconds: float, phase: str) ->
     while True:
         t = time.perf_counter()
         if not timings.on and t >= warm_until:
-            timings.on, start, end = True, t, t + seconds
+            timings.on, begun, end = True, t, t + seconds
             claimed = rounds = short = 0
         elif t >= end > 0:
             break
@@ -329,12 +330,12 @@ def run_loop(store, timings: Timings, hosts: int, seconds: float, phase: str) ->
             short += 1
             timings.timed(f"{phase} wake_time", store.wake_time, now, MIN_DELAY, affinity)
         now += DUE_PER_ROUND / RATE
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - begun
     timings.on = False
     while in_flight:
         release(in_flight.popleft(), now)
     timings.on = True
-    return {"rate": claimed / elapsed, "rounds": rounds, "short": short / max(rounds, 1)}
+    return {"rate": claimed / elapsed, "rounds": rounds, "short": short / max(rounds, 1), "now": now}
 
 
 # -- plans ------------------------------------------------------------------------------------
@@ -412,8 +413,12 @@ def measure(kind: str, hosts: int, args) -> tuple[float, dict, Timings, list[str
                 store.defer_upkeep()
                 with store.upkeep():
                     _instrument(store, timings)
+                    # "due" starts where no host's time (a release's, a claim's lease) is ahead
+                    # of the clock any more: every host is overdue, at every size.
+                    start = T0
                     for phase in PHASES:
-                        figures[phase] = run_loop(store, timings, hosts, args.seconds, phase)
+                        figures[phase] = run_loop(store, timings, hosts, args.seconds, phase, start)
+                        start = figures[phase]["now"] + 3 * hosts / RATE + 2 * LEASE
                     for _ in range(3):
                         timings.timed("status", store.status, T0)
             finally:
