@@ -364,3 +364,38 @@ def test_a_ten_megabyte_seed_is_named_in_one_bounded_line(tmp_path):
     assert "seeds.txt:2: invalid seed URL 'xxxx" in out.stderr and "..." in out.stderr
     short = run_cli("crawl", "not-a-url", "--db", str(tmp_path / "y.db"), timeout=60)
     assert short.returncode == 2 and "invalid seed URL 'not-a-url'" in short.stderr
+
+
+# --------------------------------------------------------------------------- the open files limit
+def _crawl_with_open_files(sandbox_factory, tmp_path, hard: int) -> subprocess.CompletedProcess:
+    """A one-page crawl of 512 requests in flight per worker, run where a process may open ``hard`` files."""
+    import resource
+
+    from conftest import cli_command, cli_env
+
+    site = SandboxHost("127.0.49.21", pages={"/": "<html><title>one</title><body>one page</body></html>"})
+    sandbox_factory([site])
+    args = ["crawl", site.url("/"), "--db", str(tmp_path / "c.db"), "--concurrency", "512", "--workers", "2"]
+    return subprocess.run(
+        cli_command(*args),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(None),
+        cwd=str(tmp_path),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard)),
+    )
+
+
+def test_a_crawl_says_when_the_open_files_limit_is_too_low_for_its_requests(sandbox_factory, tmp_path):
+    out = _crawl_with_open_files(sandbox_factory, tmp_path, 1024)
+    assert out.returncode == 0, out.stderr[-2000:]
+    warned = [line for line in out.stderr.splitlines() if "open files limit 1024 is low" in line]
+    assert len(warned) == 1, out.stderr
+    assert "512 requests in flight in each of its 2 workers" in warned[0] and "ulimit -n 65536" in warned[0]
+
+
+def test_negative_control_a_limit_that_suffices_is_not_mentioned(sandbox_factory, tmp_path):
+    out = _crawl_with_open_files(sandbox_factory, tmp_path, 8192)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "open files limit" not in out.stderr, out.stderr

@@ -30,7 +30,7 @@ from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
-from .pool import StopSignal, _pid_alive, run_workers
+from .pool import StopSignal, _pid_alive, open_files_warning, run_workers
 from .seed_networks import with_seed_networks
 
 __all__ = [
@@ -323,6 +323,9 @@ class Crawler:
                         why.replace("-", " "),
                     )
             store.set_meta("user_agent", user_agent_string(s))
+            files = open_files_warning(s.concurrency, s.workers)
+            if files is not None:
+                log.warning("%s", files)
             self.release_dead_workers(store)
             now = store.now()
             retry_unreached(store, s, now, retry_parked=retry_parked)

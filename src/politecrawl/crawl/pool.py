@@ -33,6 +33,7 @@ __all__ = [
     "AFFINITY_GRACE",
     "StopSignal",
     "WorkersResult",
+    "open_files_warning",
     "run_workers",
     "share_of_hosts",
 ]
@@ -80,6 +81,33 @@ STOP_GRACE = 3.0
 
 #: Seconds a worker keeps retrying a failing store before it gives up (one-line error).
 STORE_PATIENCE = 60.0
+
+
+#: Open files a worker may hold per request it has in flight: the request's socket, and the
+#: connections aiohttp keeps alive a while to the hosts it just asked (a worker answering many
+#: hosts a second holds more of those than requests in flight) …
+OPEN_FILES_PER_REQUEST = 4
+#: … and besides them: the store, its log, the WARC file, the parser's pipes, the interpreter's own.
+OPEN_FILES_BASE = 256
+
+
+def open_files_warning(concurrency: int, workers: int) -> str | None:
+    """A line saying what to raise when the open files a worker process may have (the hard limit:
+    each worker raises its soft limit to it) are fewer than its requests in flight need; None when
+    they suffice. Past the limit every new connection fails ("Too many open files"), which the
+    crawl would take for hosts that do not answer."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = soft if hard == resource.RLIM_INFINITY else hard
+    if limit == resource.RLIM_INFINITY:
+        return None
+    need = OPEN_FILES_PER_REQUEST * concurrency + OPEN_FILES_BASE
+    if limit >= need:
+        return None
+    where = f"each of its {workers} workers" if workers > 1 else "its worker"
+    return (
+        f"open files limit {limit} is low for {concurrency} requests in flight in {where} (about {need} open"
+        " files each): raise it with ulimit -n 65536 (ulimit -Hn shows the most a user may set)"
+    )
 
 
 def _raise_open_files_limit() -> None:

@@ -7,6 +7,7 @@ robots.txt a claim carries, for the page step (``RobotsRules``).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Callable
 
 from politecrawl.config import Settings
@@ -26,7 +27,7 @@ from politecrawl.store.common import ROBOTS_MAX_HOPS
 from .host_timing import HostTiming
 from .links import LinkFilter
 
-__all__ = ["RobotsRules", "RobotsStep"]
+__all__ = ["RULES_BYTES_REMEMBERED", "RULES_REMEMBERED", "RobotsRules", "RobotsStep", "RulesMemo"]
 
 log = logging.getLogger("politecrawl.robots_gate")
 
@@ -43,6 +44,47 @@ SITEMAP_OTHER_HOSTS = 8
 #: the host and a parse of up to a second of CPU (content.sitemaps.MAX_ELEMENTS). A site with
 #: more lists them in a sitemap index (sitemaps.org), which this does not limit.
 SITEMAPS_PER_ROBOTS = 16
+
+
+#: Hosts whose parsed robots.txt a worker keeps, and the bytes of robots.txt behind them at most:
+#: enough for every host a worker has in flight (its concurrency, 256 by default) several times
+#: over. In a wide crawl a host comes back long after thousands of others, so what is kept is
+#: the hosts in flight and the latest few, whatever the number of hosts the crawl knows.
+RULES_REMEMBERED = 1_024
+RULES_BYTES_REMEMBERED = 32 << 20
+
+
+class RulesMemo:
+    """Parsed robots.txt by host, the hosts used longest ago forgotten first, within
+    ``hosts`` hosts and ``max_bytes`` bytes of robots.txt. A host's entry is the version its
+    claim carries (the store's copy is the truth, its fetch time the version): a refreshed file
+    is parsed again, never served stale. (It once kept 4,096 versions, then forgot them all at
+    once, hosts in flight included; a few hundred 500 KiB files could hold a gigabyte.)"""
+
+    def __init__(self, hosts: int = RULES_REMEMBERED, max_bytes: int = RULES_BYTES_REMEMBERED) -> None:
+        self.hosts, self.max_bytes = hosts, max_bytes
+        self.bytes = 0
+        self._by_host: OrderedDict[str, tuple[float | None, int, RobotsTxt]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._by_host)
+
+    def get(self, host: str, fetched_at: float | None, body: bytes) -> RobotsTxt:
+        """The parsed ``body``, the version of ``host``'s robots.txt fetched at ``fetched_at``."""
+        entry = self._by_host.get(host)
+        if entry is not None and entry[0] == fetched_at:
+            self._by_host.move_to_end(host)
+            return entry[2]
+        rules = RobotsTxt.parse(body)
+        if entry is not None:
+            self.bytes -= entry[1]
+        self._by_host[host] = (fetched_at, len(body), rules)
+        self._by_host.move_to_end(host)
+        self.bytes += len(body)
+        while len(self._by_host) > 1 and (len(self._by_host) > self.hosts or self.bytes > self.max_bytes):
+            _, (_, size, _) = self._by_host.popitem(last=False)
+            self.bytes -= size
+        return rules
 
 
 def _sitemaps_to_read(listed: list[str], host: str) -> list[str]:
@@ -71,22 +113,13 @@ class RobotsRules:
     copy is the truth and its fetch time is the version, so a refreshed file is never read from
     here stale."""
 
-    #: Files kept parsed at most (past it, the memo starts again).
-    KEPT = 4096
-
     def __init__(self) -> None:
-        self._rules: dict[tuple[str, float | None], RobotsTxt] = {}
+        self._memo = RulesMemo()
 
     def for_claim(self, claim: Claim) -> RobotsTxt:
         if claim.robots.status is not RobotsStatus.PARSED or not claim.robots.body:
             return RobotsTxt.allow_all()
-        key = (claim.host, claim.robots.fetched_at)
-        rules = self._rules.get(key)
-        if rules is None:
-            if len(self._rules) > self.KEPT:
-                self._rules.clear()
-            rules = self._rules[key] = RobotsTxt.parse(claim.robots.body)
-        return rules
+        return self._memo.get(claim.host, claim.robots.fetched_at, claim.robots.body)
 
 
 class RobotsStep:

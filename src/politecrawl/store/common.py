@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Sequence
 
 from politecrawl.policy.politeness import WaitReason
 from politecrawl.policy.response import URLState
@@ -45,6 +46,7 @@ __all__ = [
     "UNREACHED_SHOWN",
     "retry_hosts_sql",
     "wake_time_sql",
+    "wake_time_from_row",
     "YIELD_DECAY",
     "yield_threshold",
     "RETRY_PRIORITY_STEP",
@@ -174,24 +176,63 @@ def save_patterns_sql(d: Dialect) -> str:
 
 
 def wake_time_sql(d: Dialect) -> str:
-    """The earliest moment a host with work can become eligible, and how many hosts have work.
+    """What ``wake_time_from_row`` needs to tell the earliest moment a host with work can become
+    eligible, in one statement of index lookups (never an aggregate over the hosts):
 
-    A host whose lease is held cannot become eligible before its holder releases it plus
-    ``min_delay`` — or before the lease runs out. Paused hosts do not count: the crawl ends and
-    says when they are due. For a claimer with an affinity (``affinity_params``), another share's
-    host becomes eligible ``grace`` seconds later.
+    * the first host in ``hosts_waking`` (work, nobody holds it, not paused) and whether it is in
+      the claimer's share; the claimer's own first host there, if it comes before the first's
+      time plus the grace (a walk of about as many entries as there are shares);
+    * the first lease to run out in ``hosts_leases`` (hosts in flight) and whether it is the
+      claimer's share; the claimer's own first lease, when that first one is another share's
+      (a walk of the hosts in flight at most, never of the hosts known);
+    * the earliest next allowed time of a host whose lease ran out (its holder died): as few as
+      the leases of dead workers not released yet.
+
+    Paused hosts do not count (the crawl ends and says when they are due), unless in flight.
     """
     P = d.p
     paused = ", ".join(sql_literal(r) for r in PAUSED_REASONS)
-    return (
-        f"SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > {P('now')}"
-        f" THEN {d.least}(lease_expires_at, {P('now')} + {P('min_delay')}) ELSE next_allowed_at END"
-        f" + CASE WHEN {d.host_share} {d.modulo} {P('share_count')} = {P('share_index')}"
-        f" THEN 0 ELSE {P('share_grace')} END),"
-        " COUNT(*)"
-        f" FROM hosts WHERE pending > 0 AND (wait_reason IS NULL OR wait_reason NOT IN ({paused})"
-        " OR lease_owner IS NOT NULL)"
-    )
+    # The words of the indexes' own WHERE (schema step 10): how the planner knows it may read them.
+    waking = f"pending > 0 AND lease_owner IS NULL AND (wait_reason IS NULL OR wait_reason NOT IN ({paused}))"
+    leased = "lease_owner IS NOT NULL AND pending > 0"
+    mine = f"({d.host_share} {d.modulo} {P('share_count')} = {P('share_index')})"
+    now, grace = P("now"), P("share_grace")
+    return f"""WITH
+first AS (SELECT next_allowed_at AS at, {mine} AS mine FROM hosts WHERE {waking}
+          ORDER BY next_allowed_at LIMIT 1),
+first_mine AS (SELECT next_allowed_at AS at FROM hosts WHERE {waking} AND {mine}
+               AND next_allowed_at <= (SELECT at FROM first) + {grace} ORDER BY next_allowed_at LIMIT 1),
+lease AS (SELECT lease_expires_at AS at, {mine} AS mine FROM hosts WHERE {leased} AND lease_expires_at > {now}
+          ORDER BY lease_expires_at LIMIT 1),
+lease_mine AS (SELECT lease_expires_at AS at FROM hosts WHERE {leased} AND lease_expires_at > {now} AND {mine}
+               AND NOT (SELECT mine FROM lease) ORDER BY lease_expires_at LIMIT 1),
+expired AS (SELECT MIN(next_allowed_at + CASE WHEN {mine} THEN 0 ELSE {grace} END) AS at FROM hosts
+            WHERE {leased} AND lease_expires_at <= {now})
+SELECT (SELECT at FROM first), (SELECT mine FROM first), (SELECT at FROM first_mine),
+       (SELECT at FROM lease), (SELECT mine FROM lease), (SELECT at FROM lease_mine), (SELECT at FROM expired)"""
+
+
+def wake_time_from_row(row: Sequence, now: float, min_delay: float, grace: float) -> float | None:
+    """The earliest moment a host with work can become eligible (never before ``now``), from
+    ``wake_time_sql``'s row; None when no host has work (paused hosts not counted).
+
+    A host nobody holds: its next allowed time. A host whose lease is held cannot become eligible
+    before its holder releases it plus ``min_delay``, or before the lease runs out. Another
+    share's host (``HostAffinity``) becomes eligible ``grace`` seconds later.
+    """
+    first, first_is_mine, first_mine, lease, lease_is_mine, lease_mine, expired = row
+    times = []
+    if first is not None:
+        times.append(first if first_is_mine else first + grace)
+    if first_mine is not None:
+        times.append(first_mine)
+    if lease is not None:
+        times.append(min(lease, now + min_delay) + (0.0 if lease_is_mine else grace))
+    if lease_mine is not None:
+        times.append(min(lease_mine, now + min_delay))
+    if expired is not None:
+        times.append(expired)
+    return max(now, min(times)) if times else None
 
 
 #: Weight kept by the yield counters per new page (an exponential window of ~20 pages).

@@ -49,6 +49,7 @@ from .common import (
     retry_hosts_sql,
     save_patterns_sql,
     schedule_unscheduled_sql,
+    wake_time_from_row,
     wake_time_sql,
 )
 from .page_writes import MARK_INDEXED_UPSERT
@@ -118,16 +119,9 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         Paused hosts (parked, low-yield) keep their URLs but do not keep this run alive: the crawl
         ends and says when they are due.
         """
-        row = self._read(
-            lambda conn: the_row(
-                conn.execute(self._wake_time, {"now": now, "min_delay": min_delay, **affinity_params(affinity)})
-            ),
-            "compute the wake time",
-        )
-        earliest, count = row
-        if not count:
-            return None
-        return max(now, earliest)
+        params = {"now": now, "min_delay": min_delay, **affinity_params(affinity)}
+        row = self._read(lambda conn: the_row(conn.execute(self._wake_time, params)), "compute the wake time")
+        return wake_time_from_row(row, now, min_delay, params["share_grace"])
 
     def requeue_due(self, now: float, recrawl_after: float | None = None) -> int:
         """Recrawl: fetched URLs whose ``next_fetch_at`` has come go back to the queue; with

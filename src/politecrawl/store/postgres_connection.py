@@ -66,7 +66,7 @@ __all__ = [
     "the_row",
 ]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")
@@ -286,12 +286,18 @@ class PostgresConnection:
         made it plan most runs again for their sizes (a fifth of the database's CPU per page,
         bench_pg_cost.py under perf). The generic plans follow the tables as they grow: each
         ANALYZE of ``_maintain`` makes every connection plan again.
+
+        And no JIT compilation: a generic plan's LIMIT is a parameter, which the planner costs
+        at a tenth of the rows the condition matches, so at a million hosts the claim's plan
+        cost passed ``jit_above_cost`` and the server compiled the statement, every time, for
+        ~20 ms (``benchmarks/bench_store_scale.py``), to run a statement of a millisecond.
         """
         if self._toast_lz4:
             conn.execute("SET default_toast_compression = lz4")
         conn.adapters.register_dumper(int, Int8Dumper)
         conn.adapters.register_dumper(int, Int8BinaryDumper)
         conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute("SET jit = off")
 
     def _live_connection(self) -> psycopg.Connection:
         """A pooled connection that answers; dead ones go back to the pool, which replaces them.

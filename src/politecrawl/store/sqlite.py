@@ -46,6 +46,7 @@ from .common import (
     affinity_params,
     retry_hosts_sql,
     save_patterns_sql,
+    wake_time_from_row,
     wake_time_sql,
     yield_threshold,
 )
@@ -408,14 +409,10 @@ class SQLiteStore(Revisits, WalUpkeep):
         Paused hosts (parked, low-yield) keep their URLs but do not keep this run alive: the crawl
         ends and says when they are due.
         """
+        params = {"now": now, "min_delay": min_delay, **affinity_params(affinity)}
         with self._lock:
-            row = self._db.execute(
-                _WAKE_TIME, {"now": now, "min_delay": min_delay, **affinity_params(affinity)}
-            ).fetchone()
-        earliest, count = row
-        if not count:
-            return None
-        return max(now, earliest)
+            row = self._db.execute(_WAKE_TIME, params).fetchone()
+        return wake_time_from_row(row, now, min_delay, params["share_grace"])
 
     def url_evidence(self, url: str, host: str) -> URLEvidence:
         """What the store knows about one URL (``politecrawl why``)."""
