@@ -32,6 +32,7 @@ from politecrawl.policy.sitemap_scope import entry_allowed, nested_allowed
 from politecrawl.store import Claim, Outcome, PageRecord, Store, URLKind, YieldCheck
 
 from .budget import PageBudget
+from .render_step import RenderStep
 from .robots_gate import SITEMAP_PRIORITY
 from .sandboxed_extract import OverBudget, SandboxedExtractor
 from .turns import Turns
@@ -104,6 +105,8 @@ class PageHandler:
     _patterns_asked: int
     _turns: Turns
     _extractor: SandboxedExtractor
+    #: JavaScript pages read from the DOM a browser built (``--render``; set by the worker's ``run``).
+    _render: RenderStep | None = None
     _timing: Callable[..., Outcome]
     _rules_for: Callable[[Claim], RobotsTxt]
     _page_budget: Callable[[str], int | None]
@@ -233,7 +236,7 @@ class PageHandler:
             if 200 <= status < 300:
                 await self._sitemap(claim, result.body, outcome, complete=not result.truncated)
             return outcome
-        extracted = None
+        extracted = None if self._render is None else await self._render.page(claim, result, outcome)  # --render
         if result.status == 200 and extract.is_extractable(result.content_type):
             # PDF text extraction is pure Python, seconds on a large file and minutes on a hostile
             # one: in the worker's parse process, under a budget (crawl.sandboxed_extract), so that
