@@ -188,9 +188,9 @@ class Settings:
     are refused."""
     render_concurrency: int = 2
     """Pages one worker process renders at once (each in its own browser context)."""
-    render_max_mb: int = 1_536
+    render_max_mb: int = 1_024
     """The browser's processes (its driver's included) are restarted after a page once their
-    memory (RSS, summed) is above this many MB."""
+    memory (PSS, summed: shared pages counted once) is above this many MB."""
 
     # --- archive (docs/archive.md) ------------------------------------------------
     warc_dir: str | None = None

@@ -16,6 +16,7 @@ image and asks ``/api/private/stats.json``, which robots.txt disallows. So:
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -106,8 +107,13 @@ def page_word(n: int) -> str:
 class JsSite:
     """``pages`` pages built in JavaScript on one sandbox host (``host``)."""
 
-    def __init__(self, ip: str, pages: int = 6, *, delay: float = 0.0) -> None:
+    def __init__(
+        self, ip: str, pages: int = 6, *, delay: float = 0.0, hub: bool = False, static: bool = False, variant: int = 0
+    ) -> None:
         self.pages = pages
+        self.variant = variant  # another site's words (hosts of one web are not each other's duplicates)
+        self.hub = hub  # page 0 links every page (a render that fails loses no other page's link)
+        self.static = static  # the same pages built by the server: what a crawler reads without a browser
         self.host = SandboxHost(
             ip,
             robots="User-agent: *\nDisallow: /api/private/\n",
@@ -117,14 +123,27 @@ class JsSite:
 
     def links(self, n: int) -> list[int]:
         """Page n links the next page and page 2n (a small web, every page reachable from 0)."""
+        if self.hub and n == 0:
+            return list(range(1, self.pages))
         return sorted({k for k in (n + 1, 2 * n) if 0 < k < self.pages and k != n})
+
+    def static_page(self, n: int) -> str:
+        """Page ``n`` as a server would build it: the same title, words and links in the HTML."""
+        data = self.data(n)
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in data["paragraphs"])
+        links = " ".join(f'<a href="{link["href"]}">{html.escape(link["text"])}</a>' for link in data["links"])
+        return (
+            f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{data['title']}</title>"
+            f'<link rel="stylesheet" href="/static/site.css"></head><body><div id="app">'
+            f"<h1>{data['title']}</h1>{paragraphs}<nav>{links}</nav></div></body></html>"
+        )
 
     def data(self, n: int) -> dict:
         return {
             "title": f"Orchard page {n}",
             "paragraphs": [
                 f"Page {n} of the orchard: {page_word(n)} grows between the pear rows.",
-                _prose(n),
+                _prose(n + 1000 * self.variant),
             ],
             "links": [{"href": f"/page/{k}", "text": f"page {k}"} for k in self.links(n)],
         }
@@ -142,7 +161,8 @@ class JsSite:
         if m and int(m.group(1)) < self.pages:
             return Reply(body=json.dumps(self.data(int(m.group(1)))), content_type="application/json")
         if path == "/" or (re.fullmatch(r"/page/(\d+)", path) and int(path.rsplit("/", 1)[1]) < self.pages):
-            return Reply(body=SHELL)
+            n = 0 if path == "/" else int(path.rsplit("/", 1)[1])
+            return Reply(body=self.static_page(n) if self.static else SHELL)
         if path.startswith("/static/"):  # the style sheet, the images: served if asked
             kind = "text/css" if path.endswith(".css") else "image/png"
             return Reply(body=b"\x89PNG\r\n\x1a\n" if kind == "image/png" else "body{}", content_type=kind)

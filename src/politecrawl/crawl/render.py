@@ -17,8 +17,8 @@ that is not there (``DEAD_PROXY``), loopback included: the browser itself connec
 
 Bounded: a page's render ends after ``timeout`` seconds (its requests' delays included) and a
 page makes at most ``max_requests`` requests; at most ``concurrency`` pages render at once.
-Past ``max_mb`` of memory (the driver's and the browser's processes, summed) the browser is
-restarted after the page. A browser that crashes is started again for the next page; the page
+Past ``max_mb`` of memory (the driver's and the browser's processes, their PSS summed) the
+browser is restarted after the page. A browser that crashes is started again for the next page; the page
 it was rendering is read from its static HTML, and says why (``Rendered.error``).
 
 Chromium's sandbox is on unless the process runs as root (Chromium refuses to start sandboxed
@@ -46,7 +46,7 @@ __all__ = [
     "Subresponse",
     "chromium_path",
     "render_unavailable",
-    "tree_rss_mb",
+    "tree_memory_mb",
 ]
 
 log = logging.getLogger("politecrawl.render")
@@ -100,8 +100,23 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def tree_rss_mb(pids: list[int]) -> float:
-    """The RSS of ``pids`` and all their descendants, summed, in MB (Linux's /proc; 0 elsewhere)."""
+def _memory(pid: int) -> int:
+    """A process's proportional set size (shared pages split between their processes), else its RSS."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    with open(f"/proc/{pid}/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_memory_mb(pids: list[int]) -> float:
+    """The memory of ``pids`` and all their descendants, summed, in MB: PSS (Chromium's processes
+    share much of their memory; RSS summed would count it once per process), or RSS where the
+    kernel has no smaps_rollup. Linux's /proc; 0 elsewhere."""
     seen: set[int] = set()
     todo = list(pids)
     total = 0
@@ -111,8 +126,7 @@ def tree_rss_mb(pids: list[int]) -> float:
             continue
         seen.add(pid)
         try:
-            with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            total += _memory(pid)
         except (OSError, ValueError, IndexError):
             continue
         todo += _children(pid)
@@ -276,8 +290,8 @@ class Renderer:
                 await asyncio.wait_for(pw.stop(), 10)
 
     def memory_mb(self) -> float:
-        """The driver's and the browser's memory now (RSS of their processes, summed)."""
-        return tree_rss_mb(self._driver_pids)
+        """The driver's and the browser's memory now (``tree_memory_mb``)."""
+        return tree_memory_mb(self._driver_pids)
 
     async def close(self) -> None:
         await self._stop_browser()
