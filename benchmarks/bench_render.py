@@ -72,7 +72,7 @@ def _run(label: str, static: bool, render: str, args: argparse.Namespace, first_
             outcomes = [o or "" for (o,) in conn.execute("SELECT outcome FROM frontier")]
     renders = Counter(
         "rendered"
-        if " rendered (" in o
+        if o.startswith("http-200 rendered (")
         else m.group(1)
         if (m := re.search(r"render failed: ([^;(]+)", o))
         else "static"

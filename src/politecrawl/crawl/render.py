@@ -60,8 +60,9 @@ INSTALL_HINT = (
 REFUSED_TYPES = frozenset(("image", "media", "font", "stylesheet"))
 #: Request kinds handed to the crawl's fetcher.
 FETCHED_TYPES = frozenset(("script", "xhr", "fetch"))
-#: Seconds with no request open after which a loaded page is taken as rendered.
-QUIET_SECONDS = 0.3
+#: Seconds with no request open, as this process counts them, after which a page whose network
+#: the driver found idle is taken as rendered (a request answered just then may start another).
+QUIET_SECONDS = 0.1
 #: Where Chromium's own connections go: a port nothing listens on.
 DEAD_PROXY = "http://127.0.0.1:9"
 #: Chromium's switches besides Playwright's: nothing of its own on the network.
@@ -337,9 +338,17 @@ class Renderer:
             await tab.route("**/*", page.handle)
             with contextlib.suppress(AttributeError):  # route_web_socket: Playwright 1.48 on
                 await tab.route_web_socket("**/*", lambda ws: ws.close())
-            remaining = max(0.1, started + self.timeout - time.monotonic())
-            await tab.goto(page.url, wait_until="load", timeout=remaining * 1000)
-            await page.settled(started + self.timeout)
+            deadline = started + self.timeout
+            await tab.goto(page.url, wait_until="load", timeout=max(0.1, deadline - time.monotonic()) * 1000)
+            # The scripts' requests after the load: the driver counts a request open from the
+            # moment the page makes it (this process hears of it later, the later the busier the
+            # machine), so its "network idle" (500 ms without one) is waited for first; a page
+            # that never goes idle (polling) is read a second before its deadline.
+            idle_by = max(0.1, deadline - 1.0 - time.monotonic())
+            with contextlib.suppress(Exception):  # not idle in time, or the browser crashed: read below
+                await tab.wait_for_load_state("networkidle", timeout=idle_by * 1000)
+            page.last_change = max(page.last_change, time.monotonic() - QUIET_SECONDS)
+            await page.settled(deadline - 0.5)
             return str(await tab.content())
         finally:
             with contextlib.suppress(Exception):
