@@ -174,7 +174,27 @@ class Settings:
     """Tries per URL on transient errors before it is recorded as failed."""
     lease_seconds: float | None = None
     """How long a claim is held before another worker may take it over
-    (default: total_timeout + 3 x parse_cpu_seconds + 30: the request, then its parse)."""
+    (default: total_timeout + 3 x parse_cpu_seconds + 30: the request, then its parse; with
+    --render, + render_timeout + total_timeout)."""
+
+    # --- rendering JavaScript pages (docs/render.md) ---------------------------------
+    render: str = "never"
+    """Which HTML pages are rendered in a headless Chromium before their text and links are read:
+    never, auto (pages whose static HTML is a JavaScript shell: little text, an empty root
+    element, a script bundle) or always. Needs ``pip install 'politecrawl[render]'`` and the
+    system's Chromium. Every request of the browser is made by the crawler, under its host's
+    delay and robots.txt."""
+    render_timeout: float = 60.0
+    """Seconds one page's render may take, its requests' delays included; past it the page is
+    read from its static HTML."""
+    render_max_requests: int = 20
+    """Requests (scripts and data of the page's own host) one rendered page may make; the rest
+    are refused."""
+    render_concurrency: int = 2
+    """Pages one worker process renders at once (each in its own browser context)."""
+    render_max_mb: int = 1_024
+    """The browser's processes (its driver's included) are restarted after a page once their
+    memory (PSS, summed: shared pages counted once) is above this many MB."""
 
     # --- archive (docs/archive.md) ------------------------------------------------
     warc_dir: str | None = None
@@ -200,8 +220,11 @@ class Settings:
     def effective_lease_seconds(self) -> float:
         if self.lease_seconds is not None:
             return self.lease_seconds
-        # A claim lasts as long as its request, then its parse (its wall deadline: crawl.worker).
-        return self.total_timeout + 3 * self.parse_cpu_seconds + 30.0
+        # A claim lasts as long as its request, then its parse (its wall deadline: crawl.worker),
+        # and with --render the page's render and the last of its requests, which may start just
+        # before the render's time is up: the host's claim covers every request of its page.
+        render = 0.0 if self.render == "never" else self.render_timeout + self.total_timeout
+        return self.total_timeout + 3 * self.parse_cpu_seconds + 30.0 + render
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
@@ -209,7 +232,11 @@ class Settings:
 
 DEFAULTS = Settings()
 
-_CHOICES = {"scope": ("host", "domain", "prefix", "any"), "event_loop": ("auto", "uvloop", "asyncio")}
+_CHOICES = {
+    "scope": ("host", "domain", "prefix", "any"),
+    "event_loop": ("auto", "uvloop", "asyncio"),
+    "render": ("never", "auto", "always"),
+}
 #: Settings that hold regular expressions: each is compiled when the settings are read.
 _PATTERNS = {"include", "exclude"}
 
@@ -488,6 +515,8 @@ def load_settings(
         raise ConfigError("--workers must be at least 1")
     if settings.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
+    if settings.render_max_requests < 0 or settings.render_concurrency < 1 or settings.render_timeout <= 0:
+        raise ConfigError("render_max_requests must be >= 0, render_concurrency >= 1, render_timeout > 0")
     if settings.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise ConfigError("event_loop is uvloop, but uvloop is not installed (pip install uvloop)")
     return settings

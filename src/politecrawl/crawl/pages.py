@@ -34,6 +34,7 @@ from .host_memory import HostMemory
 from .host_timing import HostTiming
 from .links import LinkFilter, canonical_of
 from .robots_gate import RobotsRules
+from .render_step import RenderStep
 from .sandboxed_extract import OverBudget, SandboxedExtractor
 
 __all__ = ["PageStep", "unwanted_start", "wanted_type"]
@@ -111,6 +112,8 @@ class PageStep:
         self.extractor = extractor
         self.turns = turns
         self.withdraw = withdraw
+        #: JavaScript pages read from the DOM a browser built (``--render``; set by the worker's ``run``).
+        self.render: RenderStep | None = None
 
     async def run(self, claim: Claim) -> Outcome:
         """The claim's URL checked, fetched, judged and parsed: what the store records of it."""
@@ -231,7 +234,7 @@ class PageStep:
             if 200 <= status < 300:
                 await self._sitemap(claim, result.body, outcome, complete=not result.truncated)
             return outcome
-        extracted = None
+        extracted = None if self.render is None else await self.render.page(claim, result, outcome)  # --render
         if result.status == 200 and extract.is_extractable(result.content_type):
             # PDF text extraction is pure Python, seconds on a large file and minutes on a hostile
             # one: in the worker's parse process, under a budget (crawl.sandboxed_extract), so that
@@ -245,7 +248,7 @@ class PageStep:
                 extracted = Page(title="", text="", base=fetch_url)
                 outcome.note(f"not indexed: {result.content_type or 'body'} parse {exc}")
                 log.warning("not indexed: %s: parse %s", fetch_url, exc)
-        elif self._parse_aside(result):
+        elif extracted is None and self._parse_aside(result):
             # A large HTML page is parsed in the parse process, under its deadline: markup no
             # pre-scan foresaw (lexbor's cost grows faster than the page for some shapes) costs
             # that process, not this one's other hosts. A small page is parsed here: a few ms,

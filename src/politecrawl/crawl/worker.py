@@ -44,6 +44,7 @@ from .links import LinkFilter
 from .pages import PageStep, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
 from .release_batch import RELEASE_WINDOW, RELEASE_WINDOW_SHARED, ReleaseBatcher
+from .render_step import RenderStep
 from .robots_gate import RobotsRules, RobotsStep
 from .sandboxed_extract import ExtractBudget, SandboxedExtractor
 
@@ -235,11 +236,14 @@ class Worker:
     # -- dispatcher ------------------------------------------------------------
     async def run(self) -> None:
         reporter = asyncio.get_running_loop().create_task(self._report_loop_lag_every(LOOP_LAG_REPORT_EVERY))
+        self.pages.render = RenderStep.for_worker(self)  # --render: JavaScript pages, in this process's browser
         try:
             await self._run()
         finally:
             reporter.cancel()
             await self._extractor.close()  # a parse still running is abandoned with its process
+            if self.pages.render is not None:
+                await self.pages.render.close()  # the browser and its driver
             await self._batcher.drain()  # releases of tasks cut short still waiting for their batch
             await self.memory.save()  # what was learned since each host's last write
             await self._report_loop_lag()  # the last figures, so status shows the whole run

@@ -189,6 +189,14 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
     help="Try the store's paused hosts again now: those parked after errors, and those never reached "
     "(a changed --ca-bundle or proxy retries the latter by itself).",
 )
+@click.option(
+    "--render",
+    type=click.Choice(["never", "auto", "always"]),
+    default=None,
+    help="Render JavaScript pages in the system's Chromium before reading them: auto (pages whose HTML "
+    "is a script shell), always, never; every request of the browser is made politely by the crawler "
+    "(docs/render.md; needs pip install 'politecrawl[render]'). [default: never]",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def crawl(
@@ -219,6 +227,7 @@ def crawl(
     _duration_words(seeds, flags)
     # Everything is judged before the store is opened or created: a refused crawl writes nothing.
     settings = _settings(ctx, **flags)
+    _check_render(settings.render)
     if seeds_file is not None:
         seeds = (*seeds, *_read_seeds(seeds_file))
     prepare_seeds(seeds)  # a bad seed is the only line printed
@@ -244,6 +253,16 @@ def crawl(
     _report_ending(report, settings, quiet=quiet)
     if received:
         sys.exit(_signal_exit(received[0]))
+
+
+def _check_render(mode: str) -> None:
+    """--render auto|always on a machine without Playwright or Chromium: one line, what to install."""
+    if mode != "never":
+        from politecrawl.crawl.render import render_unavailable
+
+        missing = render_unavailable()
+        if missing is not None:
+            _fail(missing)
 
 
 def _read_seeds(fh: Any) -> list[str]:
@@ -341,6 +360,14 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
     metavar="DIR",
     help="Archive this machine's requests and responses as WARC 1.1 files in DIR (docs/archive.md).",
 )
+@click.option(
+    "--render",
+    type=click.Choice(["never", "auto", "always"]),
+    default=None,
+    help="Render JavaScript pages in the system's Chromium before reading them: auto (pages whose HTML "
+    "is a script shell), always, never; every request of the browser is made politely by the crawler "
+    "(docs/render.md; needs pip install 'politecrawl[render]'). [default: never]",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
@@ -355,6 +382,7 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     from .words import human_duration, plural
 
     settings = _settings(ctx, **flags)
+    _check_render(settings.render)
     received: list[int] = []
     report = _run_with_progress(
         Crawler(settings), (), quiet=quiet, received=received, explicit=_explicit(ctx, flags), fleet_worker=True

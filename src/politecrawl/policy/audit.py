@@ -12,9 +12,10 @@ used. It counts:
   evidence says the host was owed;
 * **overlap** — two requests open at once (the most ever open is reported);
 * **retry-after** — a request started inside a window a 429/503's Retry-After opened;
-* **disallowed** — a page requested that the robots.txt in force at that moment
-  (``robots_log``, the latest version fetched before it) disallowed;
-* **before robots.txt** — a page requested before any robots.txt answer was recorded.
+* **disallowed** — a page, or a script or data request of a rendered page (kind
+  ``resource``), requested that the robots.txt in force at that moment (``robots_log``, the
+  latest version fetched before it) disallowed;
+* **before robots.txt** — such a request made before any robots.txt answer was recorded.
 
 A Crawl-delay is owed up to the default cap (a day), even if the crawl's settings capped it
 lower: a crawler told to ignore Crawl-delay fails its audit.
@@ -53,6 +54,9 @@ __all__ = ["HostAudit", "AuditReport", "LoggedRequest", "RobotsVersionSeen", "au
 
 #: Clock resolution slack when comparing a start with a deadline (seconds).
 TOLERANCE = 0.001
+#: The kinds of request whose robots.txt verdict the audit checks: pages, and the scripts and data
+#: requests of rendered pages.
+_ROBOTS_BOUND = frozenset((URLKind.PAGE, URLKind.RESOURCE))
 #: One finding of the report (a request and what it was owed), as JSON output shows it.
 Row = dict[str, Any]
 
@@ -299,7 +303,7 @@ def audit(
         h.min_delay_in_force = min(owed_delays) if owed_delays else None
 
         for row in rows:
-            if row.kind != URLKind.PAGE:
+            if row.kind not in _ROBOTS_BOUND:
                 continue
             version = in_force(host, row.started_at)
             if version is None:

@@ -23,3 +23,4 @@ class URLKind(StrEnum):
     PAGE = "page"  # parsed, stored, indexed; its links followed
     SITEMAP = "sitemap"  # its URLs queued
     ROBOTS = "robots"  # a robots.txt URL another host's robots.txt redirected to, fetched for that host
+    RESOURCE = "resource"  # a script or data request of a rendered page (fetch_log only: never queued)

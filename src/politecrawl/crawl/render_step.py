@@ -1,0 +1,339 @@
+"""The crawl's side of rendering a page (``--render``; docs/render.md): whether to render it,
+and every request of the browser made by the crawl, politely, under the claim of the page's host.
+
+The worker holds its host's claim while it handles a page, so the page's own requests are made
+within that claim: one at a time, each after the host's delay from the end of the last (the
+page's own request first), each robots.txt-checked, in the fetch log (kind ``resource``) and
+in the WARC like any other request. After the render the host's next request waits from the end
+of the last of them. Another host's requests are refused in this version.
+
+A script or data answer is kept for the rest of the worker process's crawl (``ResourceCache``,
+by URL, with its validators), so a bundle every page loads is requested once per worker
+process, not once per page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Callable
+
+from politecrawl.config import Settings
+from politecrawl.content.parse import Page, parse_html
+from politecrawl.content.shell import shell_verdict
+from politecrawl.errors import InvalidURL
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.policy import urls
+from politecrawl.policy.hosts import host_key
+from politecrawl.policy.politeness import (
+    Decision,
+    DelayPolicy,
+    HostHistory,
+    Observation,
+    decide,
+    parse_retry_after,
+)
+from politecrawl.policy.response import is_failure
+from politecrawl.policy.robots import RobotsTxt
+from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, URLKind
+
+from .render import Renderer, Subresponse
+from .turns import Turns
+
+__all__ = ["CACHE_MAX_BYTES", "PoliteSubrequests", "RenderStep", "ResourceCache", "render_reason"]
+
+log = logging.getLogger("politecrawl.render")
+
+#: Bytes of scripts and data a worker process keeps for the rest of its crawl.
+CACHE_MAX_BYTES = 64 * 1024 * 1024
+#: Response headers passed to the browser (the body is given decoded, whole).
+_PASSED_HEADERS = ("content-type", "location", "etag", "last-modified", "cache-control")
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def render_reason(mode: str, result: FetchResult) -> tuple[bool, str]:
+    """Whether a fetched page is rendered under ``mode`` (never | auto | always), and why."""
+    if mode == "never" or result.status != 200 or result.content_type not in _HTML_TYPES or not result.body:
+        return False, "not rendered"
+    if mode == "always":
+        return True, "render always"
+    verdict = shell_verdict(result.body, result.charset)
+    return verdict.shell, verdict.reason
+
+
+@dataclass(frozen=True)
+class _Cached:
+    response: Subresponse
+    etag: str | None
+    last_modified: str | None
+
+
+class ResourceCache:
+    """Scripts and data answers by URL, least recently used dropped past ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = CACHE_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.hits = 0
+        self._entries: OrderedDict[str, _Cached] = OrderedDict()
+
+    def get(self, url: str) -> Subresponse | None:
+        entry = self._entries.get(url)
+        if entry is None:
+            return None
+        self._entries.move_to_end(url)
+        self.hits += 1
+        return entry.response
+
+    def put(self, url: str, response: Subresponse, etag: str | None, last_modified: str | None) -> None:
+        if len(response.body) > self.max_bytes // 4:
+            return
+        old = self._entries.pop(url, None)
+        if old is not None:
+            self.bytes -= len(old.response.body)
+        self._entries[url] = _Cached(response, etag, last_modified)
+        self.bytes += len(response.body)
+        while self.bytes > self.max_bytes:
+            _, dropped = self._entries.popitem(last=False)
+            self.bytes -= len(dropped.response.body)
+
+
+class PoliteSubrequests:
+    """One rendered page's requests, made under its host's claim (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        claim: Claim,
+        page: Outcome,
+        fetcher: Fetcher,
+        rules: RobotsTxt,
+        agent: str,
+        policy: DelayPolicy,
+        cache: ResourceCache,
+        log_fetch: Callable[[FetchLogEntry], Awaitable[Any]],
+        now: Callable[[], float],
+        clock_error: float,
+        stop: asyncio.Event,
+    ) -> None:
+        self.claim, self.fetcher, self.rules, self.agent = claim, fetcher, rules, agent
+        self.policy, self.cache, self.log_fetch = policy, cache, log_fetch
+        self.now, self.clock_error, self.stop = now, clock_error, stop
+        # The host's state after the page's own request: the next one waits from its end.
+        self.history = HostHistory(
+            crawl_delay=claim.crawl_delay,
+            response_time=page.response_time if page.response_time is not None else claim.response_time,
+            failures=page.failures if page.failures is not None else claim.failures,
+            answered=True,
+        )
+        self.next_allowed_at = page.next_allowed_at or self.now()
+        self.last: tuple[FetchResult, Decision] | None = None
+        self.made = 0  # requests sent to the host
+        self.failed = False  # the host failed one: no more of this page's requests
+        self._one_at_a_time = asyncio.Lock()
+
+    async def __call__(self, url: str, resource_type: str) -> Subresponse | str:
+        try:
+            key, request = urls.normalize_pair(url)
+        except InvalidURL:
+            return "not a URL the crawl fetches"
+        if host_key(key) != self.claim.host:
+            return "another host"
+        request = request or key
+        if not self.rules.is_allowed(self.agent, request):
+            return "disallowed by robots.txt"
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        async with self._one_at_a_time:
+            cached = self.cache.get(key)  # a request for it may have just ended
+            if cached is not None:
+                return cached
+            if self.failed or self.stop.is_set():
+                return "the host failed" if self.failed else "stopping"
+            while (early := self.next_allowed_at + self.clock_error - self.now()) > 0:
+                await asyncio.sleep(early)
+            return await self._fetch(key, request)
+
+    async def _fetch(self, key: str, request: str) -> Subresponse | str:
+        self.made += 1
+        try:
+            result = await self.fetcher.get(request, kind=URLKind.RESOURCE)
+        except asyncio.CancelledError:
+            # Cut short (the render's time ran out, or a stop): the host saw the request.
+            started = self.fetcher.cut_short.pop(request, None)
+            if started is not None:
+                now = self.now()
+                delay = max(self.policy.min_delay, self.history.crawl_delay or 0.0)
+                self.next_allowed_at = max(self.next_allowed_at, now + delay)
+                entry = FetchLogEntry(
+                    url=request,
+                    kind=URLKind.RESOURCE,
+                    started_at=started,
+                    ended_at=now,
+                    status=None,
+                    error="stopped",
+                    delay=delay,
+                )
+                await asyncio.shield(self.log_fetch(entry))
+            raise
+        retry_after = None
+        if result.status in (429, 503):
+            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
+        decision = decide(
+            self.history,
+            Observation(
+                ended_at=result.ended_at,
+                status=result.status,
+                response_seconds=result.server_seconds,
+                retry_after=retry_after,
+                host_level=result.unreachable or result.status in (429, 503),
+            ),
+            self.policy,
+        )
+        self.history = replace(self.history, response_time=decision.response_time, failures=decision.failures)
+        self.next_allowed_at = decision.next_allowed_at
+        self.last = (result, decision)
+        await self.log_fetch(
+            FetchLogEntry(
+                url=result.url,
+                kind=URLKind.RESOURCE,
+                started_at=result.started_at,
+                ended_at=result.ended_at,
+                status=result.status,
+                bytes=len(result.body),
+                error=result.error or ("truncated" if result.truncated else None),
+                delay=decision.delay_after(result.ended_at),
+                retry_until=(result.ended_at + retry_after) if retry_after else None,
+                response_seconds=result.response_seconds,
+                loop_lag=result.loop_lag,
+                retry_after=result.headers.get("retry-after"),
+                warc_file=result.warc[0] if result.warc else None,
+                warc_offset=result.warc[1] if result.warc else None,
+            )
+        )
+        if is_failure(result.status) or result.truncated:
+            self.failed = is_failure(result.status)
+            return f"failed ({result.error or result.status})"
+        assert result.status is not None
+        headers = {k: v for k, v in result.headers.items() if k.lower() in _PASSED_HEADERS}
+        response = Subresponse(result.status, headers, result.body)
+        if 200 <= result.status < 300:
+            self.cache.put(key, response, result.headers.get("etag"), result.headers.get("last-modified"))
+        return response
+
+    def settle(self, outcome: Outcome) -> None:
+        """The host's next request waits from the end of this page's last request."""
+        if self.last is None:
+            if self.next_allowed_at > (outcome.next_allowed_at or 0.0):  # a request cut short
+                outcome.next_allowed_at = self.next_allowed_at
+            return
+        result, decision = self.last
+        outcome.next_allowed_at = max(decision.next_allowed_at, self.next_allowed_at)
+        outcome.delay = decision.delay_after(result.ended_at)
+        outcome.ended_monotonic = result.ended_monotonic
+        outcome.wait_reason = decision.reason
+        outcome.response_time = decision.response_time
+        outcome.failures = decision.failures
+
+
+class RenderStep:
+    """What a worker does to render a page: decide, render, account (the worker's one hook)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        renderer: Renderer,
+        fetcher: Fetcher,
+        store: Store,
+        worker_id: str,
+        agent: str,
+        call: Callable[..., Awaitable[Any]],
+        rules_for: Callable[[Claim], RobotsTxt],
+        policy_for: Callable[[str], DelayPolicy],
+        stop: asyncio.Event,
+        turns: Turns,
+    ) -> None:
+        self.settings, self.renderer, self.fetcher, self.store = settings, renderer, fetcher, store
+        self.turns = turns
+        self.worker_id, self.agent, self._call = worker_id, agent, call
+        self.rules_for, self.policy_for, self.stop = rules_for, policy_for, stop
+        self.cache = ResourceCache()
+
+    @classmethod
+    def for_worker(cls, worker: Any) -> RenderStep | None:
+        """The step for a ``Worker`` (None when its settings render nothing)."""
+        s: Settings = worker.settings
+        if s.render == "never":
+            return None
+        renderer = Renderer(
+            user_agent=worker.fetcher.user_agent,
+            timeout=s.render_timeout,
+            max_requests=s.render_max_requests,
+            concurrency=s.render_concurrency,
+            max_mb=s.render_max_mb,
+        )
+        return cls(
+            s,
+            renderer=renderer,
+            fetcher=worker.fetcher,
+            store=worker.store,
+            worker_id=worker.id,
+            agent=worker.agent,
+            call=worker._call,
+            rules_for=worker.pages.rules.for_claim,
+            policy_for=worker.timing.policy_for,
+            stop=worker.stop,
+            turns=worker._turns,
+        )
+
+    async def close(self) -> None:
+        await self.renderer.close()
+
+    async def page(self, claim: Claim, result: FetchResult, outcome: Outcome) -> Page | None:
+        """A fetched page as read from the DOM a browser built of it, or None to read its static
+        HTML. Notes on the URL's outcome whether and why it was rendered (``politecrawl why``),
+        and moves the host's next time past the render's requests."""
+        render, reason = render_reason(self.settings.render, result)
+        if not render:
+            if reason != "not rendered":
+                outcome.note(f"not rendered ({reason})")
+            return None
+        assert claim.fetch_url is not None
+        sub = PoliteSubrequests(
+            claim=claim,
+            page=outcome,
+            fetcher=self.fetcher,
+            rules=self.rules_for(claim),
+            agent=self.agent,
+            policy=self.policy_for(claim.host),
+            cache=self.cache,
+            log_fetch=self._log_fetch(claim),
+            now=self.store.now,
+            clock_error=self.store.clock_error,
+            stop=self.stop,
+        )
+        try:
+            rendered = await self.renderer.render(result.url, result.body, result.content_type, sub)
+        finally:
+            sub.settle(outcome)
+        made = f"{sub.made} made, {rendered.requests - sub.made} from the cache"
+        if rendered.html is None:
+            outcome.note(f"not rendered ({reason}; render failed: {rendered.error}; {made})")
+            log.warning("%s: not rendered: %s", claim.fetch_url, rendered.error)
+            return None
+        outcome.note(f"rendered ({reason}; {rendered.summary()}: {made}; {rendered.seconds:.1f} s)")
+        html, url, agent, most = rendered.html, claim.fetch_url, self.agent, self.settings.max_links_per_page
+        # Milliseconds of CPU, in a loop turn of their own (as the worker parses every page).
+        return await self.turns.run(partial(parse_html, html, url, agent=agent, max_links=most))
+
+    def _log_fetch(self, claim: Claim) -> Callable[[FetchLogEntry], Awaitable[Any]]:
+        async def log_fetch(entry: FetchLogEntry) -> None:
+            await self._call(self.store.log_fetch, claim.host, self.worker_id, entry)
+
+        return log_fetch
