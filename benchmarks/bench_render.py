@@ -43,9 +43,8 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from _proctree import run_tree  # noqa: E402
 
-from politecrawl.faces.sandbox import Sandbox, violations  # noqa: E402
-
 from servers.js_site import JsSite  # noqa: E402
+from servers.sandbox import Sandbox, violations  # noqa: E402
 
 
 def _run(label: str, static: bool, render: str, args: argparse.Namespace, first_ip: int) -> dict:

@@ -20,11 +20,11 @@ import pytest
 
 from politecrawl import open_search
 from politecrawl.crawl.render import Renderer, Subresponse, render_unavailable
-from politecrawl.faces.sandbox import Sandbox, violations
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
 from servers.js_site import BUNDLES, DISALLOWED, PRIVATE_WORD, JsSite, page_word
+from servers.sandbox import Sandbox, violations
 
 pytestmark = pytest.mark.browser
 

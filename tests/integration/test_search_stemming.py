@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 
-from politecrawl.faces.sandbox import SandboxHost
-
 from conftest import run_cli
+from servers.sandbox import SandboxHost
 
 PAGES = {
     "/": '<html lang="en"><title>Guides</title><body><p>Guides to configuration files.</p>'

@@ -20,7 +20,7 @@ import html
 import json
 import re
 
-from politecrawl.faces.sandbox import Reply, SandboxHost
+from servers.sandbox import Reply, SandboxHost
 
 __all__ = ["BUNDLES", "DISALLOWED", "JsSite", "PRIVATE_WORD", "page_word"]
 

@@ -33,8 +33,8 @@ from .budget import PageBudget
 from .host_memory import HostMemory
 from .host_timing import HostTiming
 from .links import LinkFilter, canonical_of
-from .robots_gate import RobotsRules
 from .render_step import RenderStep
+from .robots_gate import RobotsRules
 from .sandboxed_extract import OverBudget, SandboxedExtractor
 
 __all__ = ["PageStep", "unwanted_start", "wanted_type"]

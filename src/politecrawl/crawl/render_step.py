@@ -39,10 +39,10 @@ from politecrawl.policy.politeness import (
 )
 from politecrawl.policy.response import is_failure
 from politecrawl.policy.robots import RobotsTxt
+from politecrawl.runtime.turns import Turns
 from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, URLKind
 
 from .render import Renderer, Subresponse
-from .turns import Turns
 
 __all__ = ["CACHE_MAX_BYTES", "PoliteSubrequests", "RenderStep", "ResourceCache", "render_reason"]
 
