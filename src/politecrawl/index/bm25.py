@@ -172,17 +172,20 @@ def pair_closeness(
     """``s[d, a]``: how close query terms ``a`` and ``a + 1`` come in candidate ``d``, ``float64[n_docs, T - 1]``.
 
     ``doc``, ``term`` and ``pos`` describe every occurrence of a query term in one field of
-    the candidates, in any order: the candidate (``0 <= doc < n_docs``), the query term's
-    index (``0 <= term < n_terms``, in query order) and its token position.  Sorted by
-    (candidate, position), each two neighbouring occurrences of terms ``a`` then ``a + 1``
+    the candidates, in any order but the occurrences at one position in the order of their terms:
+    the candidate (``0 <= doc < n_docs``), the query term's index (``0 <= term < n_terms``, in
+    query order) and its token position.  Sorted by (candidate, position), those at one position
+    kept in their order, each two neighbouring occurrences of terms ``a`` then ``a + 1``
     at distance ``delta`` are worth ``1 / delta**2`` (``reversed_weight / delta**2`` for
     ``a + 1`` then ``a``); ``s`` is the best of them (0 if there is none).
     """
     out = np.zeros(n_docs * max(n_terms - 1, 0), dtype=np.float64)
     if n_terms < 2 or not len(doc):
         return out.reshape(n_docs, max(n_terms - 1, 0))
-    # one sort key: positions of one field are below 2**32 (an index caps a segment's tokens far lower)
-    order = np.argsort((doc << 32) | pos)
+    # one sort key: positions of one field are below 2**32 (an index caps a segment's tokens far lower);
+    # stable, so that terms at one position (a word and its stem group, a word given twice) keep
+    # the order they come in, the query's, as the compiled kernels take them
+    order = np.argsort((doc << 32) | pos, kind="stable")
     d, t, p = doc[order], term[order], pos[order]
     step = t[1:] - t[:-1]
     left = np.flatnonzero((d[1:] == d[:-1]) & ((step == 1) | (step == -1)))

@@ -47,7 +47,6 @@ __all__ = [
     "STEMMERS",
     "STEM_PREFIX",
     "STEM_WEIGHT",
-    "is_stem_term",
     "query_stems",
     "segment_stems",
     "stem_lang",
@@ -132,11 +131,6 @@ def stem_lang(lang: str) -> str | None:
     """The namespace of the stemmed terms of a page in ``lang`` (a primary subtag, as
     ``doc_meta.doc_lang`` gives it), or None when no stemmer covers it."""
     return STEMMERS.get(lang)
-
-
-def is_stem_term(term: str) -> bool:
-    """Whether a term of the dictionary is a stemmed one."""
-    return term.startswith(STEM_PREFIX)
 
 
 def stem_words(namespace: str, words: Sequence[str]) -> list[str]:
