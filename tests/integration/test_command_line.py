@@ -20,7 +20,7 @@ import pytest
 
 from politecrawl.store import NewURL, open_store
 
-from conftest import run_cli, star_site, start_cli
+from conftest import cli_command, cli_env, run_cli, star_site, start_cli
 from servers.sandbox import Reply, SandboxHost
 
 CONTACT = "https://tests.example/bot"
@@ -370,8 +370,6 @@ def test_a_ten_megabyte_seed_is_named_in_one_bounded_line(tmp_path):
 def _crawl_with_open_files(sandbox_factory, tmp_path, hard: int) -> subprocess.CompletedProcess:
     """A one-page crawl of 512 requests in flight per worker, run where a process may open ``hard`` files."""
     import resource
-
-    from conftest import cli_command, cli_env
 
     site = SandboxHost("127.0.49.21", pages={"/": "<html><title>one</title><body>one page</body></html>"})
     sandbox_factory([site])

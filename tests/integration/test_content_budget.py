@@ -253,14 +253,14 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
             "/next": page("Next", "numbat tracks"),
         },
     )
-    other = star("127.0.0.159", 200)
+    other = star("127.0.0.159", 120)
     sb = sandbox_factory([hostile, other])
     env = {"POLITECRAWL_PARSE_CPU_SECONDS": str(BUDGET), "POLITECRAWL_ADAPTIVE_FACTOR": "0"}
     env["POLITECRAWL_YIELD_MIN_PAGES"] = "0"  # the star's pages are alike: the host is not paused
     if not aside:
         env["POLITECRAWL_PARSE_INLINE_BYTES"] = str(10**9)
     proc = _crawl(
-        db_path, [other.url("/"), hostile.url("/")], str(tmp_path), "--max-time", "45", "--min-delay", "0.3", env=env
+        db_path, [other.url("/"), hostile.url("/")], str(tmp_path), "--max-time", "32", "--min-delay", "0.3", env=env
     )
     out, err = _wait(proc, 90)
     assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]

@@ -65,7 +65,8 @@ def test_varied_traps_cost_at_most_the_bound_and_every_real_page_is_fetched(defa
 
 
 def test_negative_control_without_learned_patterns_the_same_web_costs_far_more(tmp_path):
-    tally = _crawl(tmp_path, "127.0.82.", 60, env={"POLITECRAWL_URL_PATTERNS": "false"})
+    # Two thirds of the time of the crawl above show it (174 trap fetches in 60 s, 69 in 30 s).
+    tally = _crawl(tmp_path, "127.0.82.", 40, env={"POLITECRAWL_URL_PATTERNS": "false"})
     traps = sum(row["trap"] for row in tally)
     assert traps > 3 * TRAP_BOUND, _report(tally)
     # and the traps take the time of real pages: the check that every one is fetched can fail

@@ -150,9 +150,17 @@ def test_the_corpus_together_and_through_one_vocabulary():
     assert sorted(set(i for ids in p_ids for i in ids)) == list(range(len(pv)))
 
 
+#: Planes 0-3 (every script, the CJK extensions) and 14 (tags, variation selectors) whole; of
+#: planes 4-13 (unassigned) and 15-16 (private use), whose code points are each of one category,
+#: every 61st.
+_PLANES_WHOLE = [*range(0x40000), *range(0xE0000, 0xF0000)]
+_PLANES_SAMPLED = [*range(0x40000, 0xE0000, 61), *range(0xF0000, 0x110000, 61)]
+
+
 def test_every_code_point_alone_and_between_letters():
-    """Each code point (surrogates included) as a word of its own and inside one."""
-    points = [chr(i) for i in range(0x110000)]
+    """Each code point (surrogates included) of the planes that hold more than one category, and
+    a sample of the others, as a word of its own and inside one."""
+    points = [chr(i) for i in _PLANES_WHOLE + _PLANES_SAMPLED]
     for i in range(0, len(points), 8192):
         chunk = points[i : i + 8192]
         # "a{c}b": one token where c is a letter or digit not CJK, three where it is CJK

@@ -30,7 +30,7 @@ from politecrawl.store import CrawlStatus, NewURL, Store, open_store
 from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
-from .pool import StopSignal, _pid_alive, open_files_warning, run_workers
+from .pool import StopSignal, _pid_alive, _raise_open_files_limit, open_files_warning, run_workers
 from .seed_networks import with_seed_networks
 
 __all__ = [
@@ -323,6 +323,8 @@ class Crawler:
                         why.replace("-", " "),
                     )
             store.set_meta("user_agent", user_agent_string(s))
+            # The parent too: its indexer holds each segment's files open, its workers' pipes too.
+            _raise_open_files_limit()
             files = open_files_warning(s.concurrency, s.workers)
             if files is not None:
                 log.warning("%s", files)
