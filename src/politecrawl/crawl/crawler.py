@@ -239,6 +239,8 @@ class Crawler:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # The parent too, as its workers do: its indexer holds each segment's files open.
+        _raise_open_files_limit()
         self.stop_event = StopSignal()
         self.signal_at: float | None = None  # when Ctrl-C / SIGTERM asked the crawl to stop
 
@@ -323,8 +325,6 @@ class Crawler:
                         why.replace("-", " "),
                     )
             store.set_meta("user_agent", user_agent_string(s))
-            # The parent too: its indexer holds each segment's files open, its workers' pipes too.
-            _raise_open_files_limit()
             files = open_files_warning(s.concurrency, s.workers)
             if files is not None:
                 log.warning("%s", files)

@@ -60,6 +60,8 @@ _QUESTION = struct.Struct(">QQ")
 #: An answer: the length of its pickle.
 _HEADER = struct.Struct(">Q")
 _PR_SET_PDEATHSIG = 1
+#: Bytes of a body handed to the pipe at a time.
+_SLICE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,12 @@ class SandboxedExtractor:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(_QUESTION.pack(len(meta), len(body)) + meta)
-            proc.stdin.write(body)
+            # In slices, each sent before the next: written at once, the part the pipe could not
+            # take was copied into the transport's buffer (a second 10 MB body in the worker).
+            view = memoryview(body)
+            for start in range(0, len(body), _SLICE):
+                proc.stdin.write(view[start : start + _SLICE])
+                await proc.stdin.drain()
             await proc.stdin.drain()
             size = _HEADER.unpack(await proc.stdout.readexactly(_HEADER.size))[0]
             answer = await proc.stdout.readexactly(size)
@@ -193,6 +200,15 @@ def _die_with_parent() -> None:
         sys.exit(0)
 
 
+def _heap_trimmer() -> Any:
+    """glibc's ``malloc_trim`` (None elsewhere): a parse's freed memory handed back to the system,
+    so that an idle parse process holds what it started with, not its largest page's tree."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
 def _cpu_used() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -212,6 +228,7 @@ def _serve(cpu_seconds: float, memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU's default action dumps core: no file
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    trim = _heap_trimmer()
     sys.stdout = sys.stderr  # a stray print() must not corrupt the answers
     while True:
         header = stdin.read(_QUESTION.size)
@@ -241,6 +258,9 @@ def _serve(cpu_seconds: float, memory_bytes: int) -> None:
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.write(_HEADER.pack(len(data)) + data)
         stdout.flush()
+        answer, data = ("ok", None), b""  # sent: freed before the trim
+        if trim is not None:
+            trim(0)
 
 
 if __name__ == "__main__":
