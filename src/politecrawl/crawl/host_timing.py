@@ -26,7 +26,7 @@ from politecrawl.policy.politeness import (
 )
 from politecrawl.store import Claim, FetchLogEntry, Outcome
 
-__all__ = ["HostTiming"]
+__all__ = ["HostTiming", "fetch_log_entry"]
 
 
 class HostTiming:
@@ -89,12 +89,13 @@ class HostTiming:
             wait_reason=decision.reason,
             response_time=decision.response_time,
             failures=decision.failures,
-            fetch=_log_entry(result, kind, decision, observation.retry_after),
+            fetch=fetch_log_entry(result, kind, decision, observation.retry_after),
             setup_failure=decision.setup_failure,
         )
 
 
-def _log_entry(result: FetchResult, kind: URLKind, decision: Decision, retry_after: float | None) -> FetchLogEntry:
+def fetch_log_entry(result: FetchResult, kind: URLKind, decision: Decision, retry_after: float | None) -> FetchLogEntry:
+    """The fetch log's row of one finished request, with what the policy decided of it."""
     return FetchLogEntry(
         url=result.url,
         kind=kind,

@@ -33,15 +33,17 @@ from politecrawl.policy.politeness import (
     Decision,
     DelayPolicy,
     HostHistory,
-    Observation,
+    Interruption,
     decide,
-    parse_retry_after,
+    interrupted_wait,
+    observe,
 )
 from politecrawl.policy.response import is_failure
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.runtime.turns import Turns
 from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, URLKind
 
+from .host_timing import fetch_log_entry
 from .render import Renderer, Subresponse
 
 __all__ = ["CACHE_MAX_BYTES", "PoliteSubrequests", "RenderStep", "ResourceCache", "render_reason"]
@@ -168,7 +170,7 @@ class PoliteSubrequests:
             started = self.fetcher.cut_short.pop(request, None)
             if started is not None:
                 now = self.now()
-                delay = max(self.policy.min_delay, self.history.crawl_delay or 0.0)
+                delay, _ = interrupted_wait(self.policy, self.history.crawl_delay or 0.0, Interruption.STOPPED)
                 self.next_allowed_at = max(self.next_allowed_at, now + delay)
                 entry = FetchLogEntry(
                     url=request,
@@ -181,41 +183,19 @@ class PoliteSubrequests:
                 )
                 await asyncio.shield(self.log_fetch(entry))
             raise
-        retry_after = None
-        if result.status in (429, 503):
-            retry_after = parse_retry_after(result.headers.get("retry-after"), result.ended_at)
-        decision = decide(
-            self.history,
-            Observation(
-                ended_at=result.ended_at,
-                status=result.status,
-                response_seconds=result.server_seconds,
-                retry_after=retry_after,
-                host_level=result.unreachable or result.status in (429, 503),
-            ),
-            self.policy,
+        observation = observe(
+            ended_at=result.ended_at,
+            status=result.status,
+            kind=URLKind.RESOURCE,
+            retry_after=result.headers.get("retry-after"),
+            response_seconds=result.server_seconds,
+            unreachable=result.unreachable,
         )
+        decision = decide(self.history, observation, self.policy)
         self.history = replace(self.history, response_time=decision.response_time, failures=decision.failures)
         self.next_allowed_at = decision.next_allowed_at
         self.last = (result, decision)
-        await self.log_fetch(
-            FetchLogEntry(
-                url=result.url,
-                kind=URLKind.RESOURCE,
-                started_at=result.started_at,
-                ended_at=result.ended_at,
-                status=result.status,
-                bytes=len(result.body),
-                error=result.error or ("truncated" if result.truncated else None),
-                delay=decision.delay_after(result.ended_at),
-                retry_until=(result.ended_at + retry_after) if retry_after else None,
-                response_seconds=result.response_seconds,
-                loop_lag=result.loop_lag,
-                retry_after=result.headers.get("retry-after"),
-                warc_file=result.warc[0] if result.warc else None,
-                warc_offset=result.warc[1] if result.warc else None,
-            )
-        )
+        await self.log_fetch(fetch_log_entry(result, URLKind.RESOURCE, decision, observation.retry_after))
         if is_failure(result.status) or result.truncated:
             self.failed = is_failure(result.status)
             return f"failed ({result.error or result.status})"
