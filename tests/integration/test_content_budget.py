@@ -1,4 +1,4 @@
-"""Hostile content that costs CPU is parsed under a budget (issue 50, items 4-6).
+"""Hostile content that costs CPU is parsed under a budget.
 
 * A PDF whose 100 pages share one content stream (17 KB) costs pypdf a minute of CPU: it is parsed
   in the worker's parse process (crawl/sandboxed_extract.py), recorded as not indexed when it

@@ -1,6 +1,6 @@
 """Several processes opening one store at the same moment: a new store, or one of an older schema.
 
-Seen (issue 49): six ``politecrawl crawl`` started together on a store that did not exist yet;
+Seen from the outside: six ``politecrawl crawl`` started together on a store that did not exist yet;
 five exited 2 with ``cannot write store r.db: duplicate column name: delay`` and nothing was
 fetched. Every process read "no schema" and ran the schema's steps, and a step's
 ``ALTER TABLE … ADD COLUMN`` run a second time fails. The store is now created or upgraded

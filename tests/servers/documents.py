@@ -15,21 +15,13 @@ def tiny_pdf(text: str, title: str) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         f"<< /Title ({title}) >>".encode(),
     ]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return _pdf(objects, " /Info 6 0 R")
 
 
 def shared_stream_pdf(pages: int = 100, operations: int = 100_000) -> bytes:
     """A PDF of ``pages`` pages that all draw one content stream of ``operations`` text-showing
     operations, deflated: a small file (the repeats compress) whose text extraction parses the
-    whole stream again for every page (issue 50: 82 s of pypdf's CPU for 17 KB)."""
+    whole stream again for every page (82 s of pypdf's CPU for 17 KB)."""
     import zlib
 
     stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td " + b"(w) Tj 1 0 Td " * operations + b"ET", 9)
@@ -45,15 +37,7 @@ def shared_stream_pdf(pages: int = 100, operations: int = 100_000) -> bytes:
         f" /Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
     ] * pages
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return _pdf(objects)
 
 
 def distinct_names_page(tags: int = 1_000, names_per_tag: int = 200) -> str:
@@ -65,3 +49,16 @@ def distinct_names_page(tags: int = 1_000, names_per_tag: int = 200) -> str:
         "<i " + " ".join(f"n{t * names_per_tag + k}" for k in range(names_per_tag)) + "></i>" for t in range(tags)
     )
     return f"<html><head><title>Names</title></head><body>{body}<p>dugong</p></body></html>"
+
+
+def _pdf(objects: list[bytes], trailer: str = "") -> bytes:
+    """``objects`` numbered from 1 in a PDF file with its cross-reference table (1: the catalog)."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{trailer} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)

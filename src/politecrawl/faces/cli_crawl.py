@@ -82,6 +82,18 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- crawl
+
+#: --render, for the crawl and worker commands alike.
+RENDER_OPTION = click.option(
+    "--render",
+    type=click.Choice(["never", "auto", "always"]),
+    default=None,
+    help="Render JavaScript pages in the system's Chromium before reading them: auto (pages whose HTML "
+    "is a script shell), always, never; every request of the browser is made politely by the crawler "
+    "(docs/render.md; needs pip install 'politecrawl[render]'). [default: never]",
+)
+
+
 @click.command()
 @click.argument("seeds", nargs=-1, metavar="[SEED_URL]...")
 @db_option
@@ -189,14 +201,7 @@ def _duration_words(seeds: tuple[str, ...], flags: dict[str, Any]) -> None:
     help="Try the store's paused hosts again now: those parked after errors, and those never reached "
     "(a changed --ca-bundle or proxy retries the latter by itself).",
 )
-@click.option(
-    "--render",
-    type=click.Choice(["never", "auto", "always"]),
-    default=None,
-    help="Render JavaScript pages in the system's Chromium before reading them: auto (pages whose HTML "
-    "is a script shell), always, never; every request of the browser is made politely by the crawler "
-    "(docs/render.md; needs pip install 'politecrawl[render]'). [default: never]",
-)
+@RENDER_OPTION
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def crawl(
@@ -360,14 +365,7 @@ def _report_ending(report: Any, settings: Any, *, quiet: bool) -> None:
     metavar="DIR",
     help="Archive this machine's requests and responses as WARC 1.1 files in DIR (docs/archive.md).",
 )
-@click.option(
-    "--render",
-    type=click.Choice(["never", "auto", "always"]),
-    default=None,
-    help="Render JavaScript pages in the system's Chromium before reading them: auto (pages whose HTML "
-    "is a script shell), always, never; every request of the browser is made politely by the crawler "
-    "(docs/render.md; needs pip install 'politecrawl[render]'). [default: never]",
-)
+@RENDER_OPTION
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.pass_context
 def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
