@@ -166,6 +166,16 @@ def test_private_addresses_are_refused_on_every_route(sandbox_factory, tmp_path,
     assert f"refused: {META_IP} is loopback" in status.stdout, status.stdout
     status = run_cli("status", "--hosts", "--db", db_any)
     assert "refused: 127.0.0.1 is loopback" in status.stdout, status.stdout
+    # The crawl's end names the cause and the fix, not a server that is down.
+    said = [line for line in (second.stdout + second.stderr).splitlines() if line.startswith(meta.base)]
+    assert said and "may not connect to" in said[0] and "--allow-networks" in said[0], said
+    # And the fix given (the store keeps the networks allowed until one is), the host is tried
+    # again at once, not after its 6 h park: the networks allowed are part of the set-up a rerun
+    # compares.
+    before = len(sb.requests(meta))
+    third = _crawl(db_any, [], None, "--allow-private", "--scope", "any", "--max-time", "20")
+    assert third.returncode == 0, third.stderr
+    assert len(sb.requests(meta)) > before, third.stdout + third.stderr
 
 
 # --------------------------------------------------------------------------- a name of the site's own

@@ -108,7 +108,8 @@ SETUP_FINGERPRINT_META = "setup_fingerprint"
 
 def setup_fingerprint(settings: Settings) -> str:
     """What could fix a host that was never reached, in one value: the CA bundle (its name and its
-    content: a bundle edited in place counts), the proxies and the system CAs' variables. When it
+    content: a bundle edited in place counts), the networks the crawl may connect to, the proxies
+    and the system CAs' variables. When it
     differs from the latest crawl's, the hosts never reached are tried again at once."""
     bundle: str | None = None
     if settings.ca_bundle:
@@ -120,6 +121,8 @@ def setup_fingerprint(settings: Settings) -> str:
     values = {
         "ca_bundle": settings.ca_bundle,
         "ca_bundle_sha256": bundle,
+        "allow_networks": sorted(settings.allow_networks),
+        "allow_private": settings.allow_private,
         "environment": {k: os.environ.get(k) for k in SETUP_ENVIRONMENT},
     }
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
@@ -136,7 +139,7 @@ def retry_unreached(store: Store, settings: Settings, now: float, *, retry_parke
     if retry_parked or (before is not None and before != fingerprint):
         n = store.retry_hosts(now, settings.min_delay, parked=retry_parked)
         if n:
-            why = "--retry-parked" if retry_parked else "the CA bundle or the proxy settings changed"
+            why = "--retry-parked" if retry_parked else "the CA bundle, the proxies or the networks allowed changed"
             log.warning("%d hosts that were paused are tried again now (%s)", n, why)
 
 

@@ -117,7 +117,8 @@ class FetchResult:
     #: what kind of failure ``error`` is (None: an answer came, or a body the caller did not want)
     failure: FetchFailure | None = None
     #: the connection could not be made (``failure.unreachable``): why, in the words of
-    #: ``policy.politeness.SetupFailure``: "tls-untrusted", "name-unresolved", "refused" or "unreachable"
+    #: ``policy.politeness.SetupFailure``: "tls-untrusted", "name-unresolved", "refused", "unreachable"
+    #: or "not-allowed"
     connect_failure: str | None = None
     #: every value of the REPEATED_HEADERS the response had, in order
     header_values: dict[str, list[str]] = field(default_factory=dict)
@@ -424,9 +425,10 @@ class Fetcher:
             refused = refusal_of(exc)
             if refused is not None:
                 _failed(result, FetchFailure.EGRESS_REFUSED, refused)
+                result.connect_failure = "not-allowed"
             else:
                 _failed(result, FetchFailure.CANNOT_CONNECT, f"cannot connect: {type(exc).__name__}: {exc}")
-            result.connect_failure = _connect_failure(exc)
+                result.connect_failure = _connect_failure(exc)
         except asyncio.TimeoutError:
             _failed(result, FetchFailure.TIMEOUT, "timeout")
         except aiohttp.TooManyRedirects:  # pragma: no cover - redirects are not followed

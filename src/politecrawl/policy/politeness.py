@@ -83,6 +83,7 @@ class SetupFailure(StrEnum):
     NAME_UNRESOLVED = "name-unresolved"  # DNS has no address for its name
     REFUSED = "refused"  # nothing listens on its port
     UNREACHABLE = "unreachable"  # no connection otherwise (no route, connect timeout, TLS handshake)
+    NOT_ALLOWED = "not-allowed"  # its address is one this crawl may not connect to (policy.addresses)
 
     @property
     def cause(self) -> str:
@@ -109,6 +110,10 @@ _SETUP_CAUSES = {
     SetupFailure.NAME_UNRESOLVED: ("name does not resolve", "check the seed's host name"),
     SetupFailure.REFUSED: ("connection refused", "is the server up?"),
     SetupFailure.UNREACHABLE: ("cannot connect", "is the address right, and the server up?"),
+    SetupFailure.NOT_ALLOWED: (
+        "a private address this crawl may not connect to",
+        "if it is yours, allow it with --allow-networks CIDR or --allow-private",
+    ),
 }
 
 
