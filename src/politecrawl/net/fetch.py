@@ -425,10 +425,9 @@ class Fetcher:
             refused = refusal_of(exc)
             if refused is not None:
                 _failed(result, FetchFailure.EGRESS_REFUSED, refused)
-                result.connect_failure = "not-allowed"
             else:
                 _failed(result, FetchFailure.CANNOT_CONNECT, f"cannot connect: {type(exc).__name__}: {exc}")
-                result.connect_failure = _connect_failure(exc)
+            result.connect_failure = "not-allowed" if refused is not None else _connect_failure(exc)
         except asyncio.TimeoutError:
             _failed(result, FetchFailure.TIMEOUT, "timeout")
         except aiohttp.TooManyRedirects:  # pragma: no cover - redirects are not followed
