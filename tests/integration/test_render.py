@@ -51,7 +51,7 @@ def _outcomes(db: str) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def auto_crawl(tmp_path_factory):
-    """The JS site crawled once with --render auto (one worker: its cache is the crawl's)."""
+    """The JS site crawled once with --render auto, by one worker process."""
     _render_ready()
     site = JsSite("127.0.81.1", pages=6)
     db = str(tmp_path_factory.mktemp("render") / "auto.db")
@@ -104,6 +104,27 @@ def test_why_says_whether_and_why_a_page_was_rendered(auto_crawl):
     assert "rendered (JS shell: 0 words of text, 2 script bundles, root <div id=app>" in out.stdout
     assert "1 disallowed by robots.txt" in out.stdout and "1 stylesheet" in out.stdout
     assert "1 made, 2 from the cache" in out.stdout  # the bundles came from the crawl's cache
+
+
+@pytest.mark.parametrize("forget", [False, True], ids=["stored", "forgotten"])
+def test_scripts_once_per_crawl_across_runs(sandbox_factory, db_path, forget):
+    """A crawl stopped and run again (a new worker process, its memory empty) asks for no bundle
+    a second time: the store has them. Negative control: the stored answers deleted between the
+    runs, the second run asks for each bundle again."""
+    _render_ready()
+    site = JsSite("127.0.81.7" if forget else "127.0.81.8", pages=6)
+    sb = sandbox_factory([site.host])
+    crawl(db_path, [site.host.url("/")], render="auto", workers=1, min_delay=DELAY, max_pages=3)
+    first = Counter(r.path for r in sb.requests())
+    assert all(first[b] == 1 for b in BUNDLES) and first["/page/5"] == 0, first
+    if forget:
+        with sqlite3.connect(db_path) as conn:
+            conn.execute("DELETE FROM resources")
+    crawl(db_path, [site.host.url("/")], render="auto", workers=1, min_delay=DELAY)
+    paths = Counter(r.path for r in sb.requests())
+    assert paths["/page/5"] == 1 and _search(db_path, page_word(5)) == [site.host.url("/page/5")], paths
+    assert all(paths[b] == (2 if forget else 1) for b in BUNDLES), paths
+    assert violations(sb.requests(), DELAY, tolerance=0.005) == {"short_gaps": [], "max_open_per_host": 1}
 
 
 def test_never_finds_only_the_shell(sandbox_factory, db_path):

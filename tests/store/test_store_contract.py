@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -25,6 +26,7 @@ from politecrawl.store import (
     Outcome,
     PageRecord,
     RobotsUpdate,
+    StoredResource,
     URLKind,
     YieldCheck,
 )
@@ -910,6 +912,24 @@ def test_meta_get_and_set(store):
     store.set_meta("index_seq", "13")
     assert store.get_meta("index_seq") == "13"
     assert store.get_meta("app") == "politecrawl"
+
+
+def test_resources_kept_replaced_and_forgotten(store):
+    """A rendered page's scripts and data: kept whole (bytes, headers, validators), replaced by a
+    refetch, dropped once older than the caller's horizon."""
+    assert store.resource(f"{A}/app.js") is None
+    body = bytes(range(256)) * 40  # every byte value: a BLOB / bytea, not text
+    js = StoredResource(f"{A}/app.js", T, 200, {"content-type": "text/javascript"}, body, '"v1"', None)
+    store.keep_resource(js, T - 100)
+    assert store.resource(f"{A}/app.js") == js
+    data = StoredResource(f"{A}/api/1.json", T + 5, 200, {"content-type": "application/json"}, b"{}")
+    store.keep_resource(data, T - 100)
+    newer = StoredResource(f"{A}/app.js", T + 10, 200, {}, b"new", '"v2"', "Mon, 07 Dec 2026 10:00:00 GMT")
+    store.keep_resource(newer, T - 100)
+    assert store.resource(f"{A}/app.js") == newer and store.resource(f"{A}/api/1.json") == data
+    store.keep_resource(replace(newer, fetched_at=T + 20), T + 6)  # forgets what was fetched before T + 6
+    assert store.resource(f"{A}/api/1.json") is None
+    assert store.resource(f"{A}/app.js") == replace(newer, fetched_at=T + 20)
 
 
 def test_fetch_log_rows(store):

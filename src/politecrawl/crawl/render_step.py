@@ -7,9 +7,12 @@ page's own request first), each robots.txt-checked, in the fetch log (kind ``res
 in the WARC like any other request. After the render the host's next request waits from the end
 of the last of them. Another host's requests are refused in this version.
 
-A script or data answer is kept for the rest of the worker process's crawl (``ResourceCache``,
-by URL, with its validators), so a bundle every page loads is requested once per worker
-process, not once per page.
+A script or data answer is kept in the store (``store/resources.py``, by URL, with its
+validators), so a bundle every page loads is requested once per crawl, whatever the number of
+worker processes or machines: a worker holds the host's claim while it looks an answer up and
+fetches it, so no other worker can be fetching the same URL. Each process keeps the answers it
+used in memory too (``ResourceCache``). An answer is served for ``RESOURCE_FRESH`` after it was
+fetched, then asked for again with its validators (a 304 keeps it).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Callable
 
@@ -41,17 +44,29 @@ from politecrawl.policy.politeness import (
 from politecrawl.policy.response import is_failure
 from politecrawl.policy.robots import RobotsTxt
 from politecrawl.runtime.turns import Turns
-from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, URLKind
+from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, StoredResource, URLKind
 
 from .host_timing import fetch_log_entry
 from .render import Renderer, Subresponse
 
-__all__ = ["CACHE_MAX_BYTES", "PoliteSubrequests", "RenderStep", "ResourceCache", "render_reason"]
+__all__ = [
+    "CACHE_MAX_BYTES",
+    "RESOURCE_FORGET",
+    "RESOURCE_FRESH",
+    "PoliteSubrequests",
+    "RenderStep",
+    "ResourceCache",
+    "render_reason",
+]
 
 log = logging.getLogger("politecrawl.render")
 
-#: Bytes of scripts and data a worker process keeps for the rest of its crawl.
+#: Bytes of scripts and data a worker process keeps in memory (the store keeps them all).
 CACHE_MAX_BYTES = 64 * 1024 * 1024
+#: How long a stored answer is served without asking the host (then: a conditional request).
+RESOURCE_FRESH = 24 * 3600.0
+#: A stored answer nobody asked for in this long is dropped from the store.
+RESOURCE_FORGET = 30 * 24 * 3600.0
 #: Response headers passed to the browser (the body is given decoded, whole).
 _PASSED_HEADERS = ("content-type", "location", "etag", "last-modified", "cache-control")
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -67,41 +82,35 @@ def render_reason(mode: str, result: FetchResult) -> tuple[bool, str]:
     return verdict.shell, verdict.reason
 
 
-@dataclass(frozen=True)
-class _Cached:
-    response: Subresponse
-    etag: str | None
-    last_modified: str | None
+def _answer(res: StoredResource) -> Subresponse:
+    return Subresponse(res.status, res.headers, res.body)
 
 
 class ResourceCache:
-    """Scripts and data answers by URL, least recently used dropped past ``max_bytes``."""
+    """The answers a worker process used, by URL, least recently used dropped past ``max_bytes``."""
 
     def __init__(self, max_bytes: int = CACHE_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self.hits = 0
-        self._entries: OrderedDict[str, _Cached] = OrderedDict()
+        self._entries: OrderedDict[str, StoredResource] = OrderedDict()
 
-    def get(self, url: str) -> Subresponse | None:
+    def get(self, url: str) -> StoredResource | None:
         entry = self._entries.get(url)
-        if entry is None:
-            return None
-        self._entries.move_to_end(url)
-        self.hits += 1
-        return entry.response
+        if entry is not None:
+            self._entries.move_to_end(url)
+        return entry
 
-    def put(self, url: str, response: Subresponse, etag: str | None, last_modified: str | None) -> None:
-        if len(response.body) > self.max_bytes // 4:
+    def put(self, res: StoredResource) -> None:
+        if len(res.body) > self.max_bytes // 4:
             return
-        old = self._entries.pop(url, None)
+        old = self._entries.pop(res.url, None)
         if old is not None:
-            self.bytes -= len(old.response.body)
-        self._entries[url] = _Cached(response, etag, last_modified)
-        self.bytes += len(response.body)
+            self.bytes -= len(old.body)
+        self._entries[res.url] = res
+        self.bytes += len(res.body)
         while self.bytes > self.max_bytes:
             _, dropped = self._entries.popitem(last=False)
-            self.bytes -= len(dropped.response.body)
+            self.bytes -= len(dropped.body)
 
 
 class PoliteSubrequests:
@@ -117,6 +126,8 @@ class PoliteSubrequests:
         agent: str,
         policy: DelayPolicy,
         cache: ResourceCache,
+        stored: Callable[[str], Awaitable[StoredResource | None]],
+        keep: Callable[[StoredResource], Awaitable[Any]],
         log_fetch: Callable[[FetchLogEntry], Awaitable[Any]],
         now: Callable[[], float],
         clock_error: float,
@@ -124,6 +135,7 @@ class PoliteSubrequests:
     ) -> None:
         self.claim, self.fetcher, self.rules, self.agent = claim, fetcher, rules, agent
         self.policy, self.cache, self.log_fetch = policy, cache, log_fetch
+        self.stored, self.keep = stored, keep
         self.now, self.clock_error, self.stop = now, clock_error, stop
         # The host's state after the page's own request: the next one waits from its end.
         self.history = HostHistory(
@@ -148,23 +160,30 @@ class PoliteSubrequests:
         request = request or key
         if not self.rules.is_allowed(self.agent, request):
             return "disallowed by robots.txt"
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
+        known = self.cache.get(key)
+        if known is not None and self._fresh(known):
+            return _answer(known)
         async with self._one_at_a_time:
-            cached = self.cache.get(key)  # a request for it may have just ended
-            if cached is not None:
-                return cached
+            # Another request of this page, or another worker's page of this host, may have
+            # fetched it meanwhile: the store has what any worker fetched.
+            known = self.cache.get(key) or await self.stored(key)
+            if known is not None and self._fresh(known):
+                self.cache.put(known)
+                return _answer(known)
             if self.failed or self.stop.is_set():
                 return "the host failed" if self.failed else "stopping"
             while (early := self.next_allowed_at + self.clock_error - self.now()) > 0:
                 await asyncio.sleep(early)
-            return await self._fetch(key, request)
+            return await self._fetch(key, request, known)
 
-    async def _fetch(self, key: str, request: str) -> Subresponse | str:
+    def _fresh(self, res: StoredResource) -> bool:
+        return self.now() - res.fetched_at < RESOURCE_FRESH
+
+    async def _fetch(self, key: str, request: str, known: StoredResource | None) -> Subresponse | str:
         self.made += 1
+        etag, last_modified = (known.etag, known.last_modified) if known is not None else (None, None)
         try:
-            result = await self.fetcher.get(request, kind=URLKind.RESOURCE)
+            result = await self.fetcher.get(request, kind=URLKind.RESOURCE, etag=etag, last_modified=last_modified)
         except asyncio.CancelledError:
             # Cut short (the render's time ran out, or a stop): the host saw the request.
             started = self.fetcher.cut_short.pop(request, None)
@@ -200,11 +219,17 @@ class PoliteSubrequests:
             self.failed = is_failure(result.status)
             return f"failed ({result.error or result.status})"
         assert result.status is not None
-        headers = {k: v for k, v in result.headers.items() if k.lower() in _PASSED_HEADERS}
-        response = Subresponse(result.status, headers, result.body)
-        if 200 <= result.status < 300:
-            self.cache.put(key, response, result.headers.get("etag"), result.headers.get("last-modified"))
-        return response
+        if result.status == 304 and known is not None:  # unchanged: the stored answer, fresh again
+            res = replace(known, fetched_at=self.now())
+        else:
+            headers = {k: v for k, v in result.headers.items() if k.lower() in _PASSED_HEADERS}
+            validators = result.headers.get("etag"), result.headers.get("last-modified")
+            res = StoredResource(key, self.now(), result.status, headers, result.body, *validators)
+            if not 200 <= result.status < 300:
+                return _answer(res)
+        self.cache.put(res)
+        await self.keep(res)
+        return _answer(res)
 
     def settle(self, outcome: Outcome) -> None:
         """The host's next request waits from the end of this page's last request."""
@@ -293,6 +318,8 @@ class RenderStep:
             agent=self.agent,
             policy=self.policy_for(claim.host),
             cache=self.cache,
+            stored=partial(self._call, self.store.resource),
+            keep=self._keep,
             log_fetch=self._log_fetch(claim),
             now=self.store.now,
             clock_error=self.store.clock_error,
@@ -311,6 +338,9 @@ class RenderStep:
         html, url, agent, most = rendered.html, claim.fetch_url, self.agent, self.settings.max_links_per_page
         # Milliseconds of CPU, in a loop turn of their own (as the worker parses every page).
         return await self.turns.run(partial(parse_html, html, url, agent=agent, max_links=most))
+
+    async def _keep(self, res: StoredResource) -> None:
+        await self._call(self.store.keep_resource, res, res.fetched_at - RESOURCE_FORGET)
 
     def _log_fetch(self, claim: Claim) -> Callable[[FetchLogEntry], Awaitable[Any]]:
         async def log_fetch(entry: FetchLogEntry) -> None:

@@ -31,6 +31,7 @@ from .api import (
     RobotsUpdate,
     RobotsVersion,
     Store,
+    StoredResource,
     URLEvidence,
     URLKind,
     YieldCheck,
@@ -40,6 +41,7 @@ from .open import POSTGRES_INSTALL_HINT, is_postgres_url, open_store, require_po
 
 __all__ = [
     "LOOP_LAG_META",
+    "StoredResource",
     "Activity",
     "ExportPage",
     "FetchLogRow",

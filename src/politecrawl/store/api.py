@@ -46,6 +46,7 @@ from .rows import (
 
 __all__ = [
     "ClaimKind",
+    "StoredResource",
     "URLKind",
     "DuplicateKind",
     "Claim",
@@ -377,6 +378,20 @@ class HostAffinity:
             raise ValueError(f"not an affinity: share {self.index} of {self.count}, grace {self.grace}")
 
 
+@dataclass(frozen=True)
+class StoredResource:
+    """A script or data answer a rendered page's browser was given (``crawl --render``), kept
+    for the crawl (``store/resources.py``)."""
+
+    url: str
+    fetched_at: float  # the store's clock
+    status: int
+    headers: dict[str, str]  # the headers passed to the browser
+    body: bytes  # decoded (the browser gets no Content-Encoding)
+    etag: str | None = None
+    last_modified: str | None = None
+
+
 class Store(Protocol):
     """What the crawler, indexer and CLI need from a store. The crawler never knows which one it has."""
 
@@ -426,6 +441,8 @@ class Store(Protocol):
     def anchor_texts(self, urls: Sequence[str]) -> dict[str, list[str]]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def resource(self, url: str) -> StoredResource | None: ...
+    def keep_resource(self, res: StoredResource, forget_before: float) -> None: ...
     def hosts(self) -> list[HostRow]: ...
     def fetch_log(self) -> list[FetchLogRow]: ...
     def robots_versions(self) -> list[RobotsVersion]: ...

@@ -39,6 +39,7 @@ from .api import (
     IndexerPage,
     NewURL,
     RobotsVersion,
+    StoredResource,
     URLEvidence,
 )
 from .common import (
@@ -68,9 +69,11 @@ from .reads import (
     iter_export_pages,
     read_fetch_log,
     read_hosts,
+    read_robots_history,
     read_robots_versions,
     read_status,
 )
+from .resources import keep_resource, stored_resource
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION"]
 
@@ -380,6 +383,12 @@ class PostgresStore(PostgresClaims, PostgresRelease):
             "write meta",
         )
 
+    def resource(self, url: str) -> StoredResource | None:
+        return self._read(lambda conn: stored_resource(conn, self._dialect, url), "read a stored resource")
+
+    def keep_resource(self, res: StoredResource, forget_before: float) -> None:
+        self._idempotent(lambda conn: keep_resource(conn, self._dialect, res, forget_before), "keep a resource")
+
     def hosts(self) -> list[HostRow]:
         return self._read(lambda conn: read_hosts(conn, self.schema_version), "list hosts")
 
@@ -412,17 +421,7 @@ class PostgresStore(PostgresClaims, PostgresRelease):
         )
 
     def robots_history(self, host: str) -> HostRobots:
-        row = self._read(
-            lambda conn: conn.execute(
-                "SELECT robots_status, robots_body, robots_fetched_at, robots_expires_at FROM hosts WHERE host = %s",
-                (host,),
-            ).fetchone(),
-            "read robots.txt",
-        )
-        if not row:
-            return HostRobots(None, None, None, None)
-        status, body, fetched, expires = row
-        return HostRobots(status, None if body is None else bytes(body), fetched, expires)
+        return self._read(lambda conn: read_robots_history(conn, "%s", host), "read robots.txt")
 
     def url_states(self) -> dict[str, tuple[str, str | None]]:
         rows = self._read(

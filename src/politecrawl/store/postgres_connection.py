@@ -66,7 +66,7 @@ __all__ = [
     "the_row",
 ]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 APP_ID = "politecrawl"
 
 _T = TypeVar("_T")

@@ -12,6 +12,7 @@ from .api import (
     DuplicateKind,
     ExportPage,
     FetchLogRow,
+    HostRobots,
     HostRow,
     IndexerPage,
     RobotsVersion,
@@ -34,6 +35,7 @@ __all__ = [
     "read_hosts",
     "read_fetch_log",
     "read_robots_versions",
+    "read_robots_history",
     "indexer_pages",
     "export_batch",
     "iter_export_pages",
@@ -55,6 +57,18 @@ def columns(row: type, prefix: str = "") -> str:
 def _blob(value: Any) -> bytes | None:
     """A BLOB / bytea as bytes (psycopg reads bytea as memoryview)."""
     return None if value is None else bytes(value)
+
+
+def read_robots_history(conn, ph: str, host: str) -> HostRobots:
+    """The host's cached robots.txt (all None for a host the store does not know)."""
+    row = conn.execute(
+        f"SELECT robots_status, robots_body, robots_fetched_at, robots_expires_at FROM hosts WHERE host = {ph}",
+        (host,),
+    ).fetchone()
+    if not row:
+        return HostRobots(None, None, None, None)
+    status, body, fetched, expires = row
+    return HostRobots(status, _blob(body), fetched, expires)
 
 
 def read_hosts(conn, schema_version: int = SETUP_SCHEMA) -> list[HostRow]:

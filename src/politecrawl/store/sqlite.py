@@ -32,6 +32,7 @@ from .api import (
     NewURL,
     Outcome,
     RobotsVersion,
+    StoredResource,
     URLEvidence,
     YieldCheck,
 )
@@ -62,10 +63,12 @@ from .reads import (
     iter_export_pages,
     read_fetch_log,
     read_hosts,
+    read_robots_history,
     read_robots_versions,
     read_status,
 )
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
+from .resources import keep_resource, stored_resource
 from .sqlite_checkpoints import WalUpkeep
 from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
 from .sqlite_connection import (
@@ -558,6 +561,14 @@ class SQLiteStore(Revisits, WalUpkeep):
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def resource(self, url: str) -> StoredResource | None:
+        with self._lock:
+            return stored_resource(self._db, DIALECT, url)
+
+    def keep_resource(self, res: StoredResource, forget_before: float) -> None:
+        with self._write() as db:
+            keep_resource(db, DIALECT, res, forget_before)
+
     def hosts(self) -> list[HostRow]:
         with self._lock:
             return read_hosts(self._db, self.schema_version)
@@ -582,11 +593,7 @@ class SQLiteStore(Revisits, WalUpkeep):
 
     def robots_history(self, host: str) -> HostRobots:
         with self._lock:
-            row = self._db.execute(
-                "SELECT robots_status, robots_body, robots_fetched_at, robots_expires_at FROM hosts WHERE host = ?",
-                (host,),
-            ).fetchone()
-        return HostRobots(*row) if row else HostRobots(None, None, None, None)
+            return read_robots_history(self._db, "?", host)
 
     def url_states(self) -> dict[str, tuple[str, str | None]]:
         with self._lock:

@@ -125,7 +125,7 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
 
 
 #: The schema this code writes (``schema/sqlite_NNN.sql`` up to it) and the store's mark.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 APP_ID = "politecrawl"
 
 
