@@ -4,7 +4,7 @@
 A page that says only "parse" is found by "parsing" (stemmed in its declared language), so is a
 page that declares no language but is written in English (the indexer detects it), and the pages
 that hold the words typed come first; ``--explain`` shows the exact and the stemmed parts;
-``--exact`` finds only the words as typed.
+``--exact`` finds only the words as typed, and a word in quotes only that form.
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ def test_search_finds_other_forms_below_the_words_typed_and_exact_does_not(sandb
     assert set(urls) == {host.url(p) for p in ("/parsing", "/parse", "/plain")}
     assert [h["url"] for h in search("parsing", "--exact")] == [host.url("/parsing")]
     assert [h["url"] for h in search("parse", "--exact")] == [host.url("/parse")]
+    # a word in quotes is that form only (how the web page and the API ask for it)
+    assert [h["url"] for h in search('"parsing"')] == [host.url("/parsing")]
+    assert set(h["url"] for h in search('"parsing" configuration')) >= {host.url("/parse"), host.url("/parsing")}
     # the snippet of a page found by another form shows it, marked
     snippet = next(h["snippet"] for h in search("parsing") if h["url"] == host.url("/parse"))
     assert "parse the configuration file" in snippet

@@ -85,6 +85,15 @@ def test_another_form_finds_a_page_below_the_forms_typed_and_exact_mode_does_not
     assert [h.url for h in Searcher(tmp_path / "ix").search("häuser lang:en")] == []
 
 
+def test_a_word_in_quotes_is_that_form_only_and_scores_as_in_exact_mode(tmp_path):
+    _write(tmp_path / "ix", DOCS)
+    quoted = Searcher(tmp_path / "ix").search('"parsing"')
+    exact = Searcher(tmp_path / "ix", stemming=False).search("parsing")
+    assert [(h.url, h.score) for h in quoted] == [(h.url, h.score) for h in exact] == [(exact[0].url, exact[0].score)]
+    # the other words of the query keep their forms ("files" finds "file")
+    assert {h.url for h in Searcher(tmp_path / "ix").search('"parsing" files')} == {"http://a/form", "http://a/exact"}
+
+
 def test_the_stemmed_score_is_the_stem_weight_times_the_bm25f_of_every_form(tmp_path):
     _write(tmp_path / "ix", DOCS)
     reader = IndexReader(tmp_path / "ix")

@@ -316,6 +316,8 @@ class Query:
     """A parsed query.
 
     ``terms``: free-text terms, OR-ed and ranked by BM25.
+    ``exact``: those of ``terms`` given in quotes alone (``"parsing"``): their other forms
+    (stemming) do not count.
     ``phrases``: each a list of tokens that must appear consecutively in one
     field; every phrase must match, and phrase tokens also count for ranking.
     ``excluded``: a document containing any of these tokens is dropped.
@@ -338,6 +340,7 @@ class Query:
     #: the query word each stems
     stems: tuple[Term, ...] = ()
     stem_of: tuple[str, ...] = ()
+    exact: tuple[str, ...] = ()
 
     @property
     def has_filters(self) -> bool:
@@ -445,8 +448,9 @@ def _parse_date(value: str) -> str | None:
 
 
 def parse_query(q: str, analyzer: Analyzer = DEFAULT_ANALYZER) -> Query:
-    """Parse free text, ``"exact phrases"``, ``-excluded`` terms, ``a OR b`` and the filters
-    ``site:host``, ``filetype:``/``type:kind``, ``lang:xx``, ``after:date``, ``before:date``.
+    """Parse free text, ``"exact phrases"`` (a quoted word: that form only), ``-excluded`` terms,
+    ``a OR b`` and the filters ``site:host``, ``filetype:``/``type:kind``, ``lang:xx``,
+    ``after:date``, ``before:date``.
 
     ``OR`` (upper case, between words) is what a space already is: free terms are OR-ed and
     ranked; it is not a word. A filter given twice (``lang:en lang:de``) keeps either value, but
@@ -502,6 +506,7 @@ def _word_terms(word: str, analyzer: Analyzer, budget: int, terms: list[str], ph
 def _parse_parts(q: str, analyzer: Analyzer) -> Query:
     """``_parse`` word by word: phrases, exclusions and ``site:`` as they come."""
     terms: list[str] = []
+    exact: list[str] = []
     phrases: list[list[str]] = []
     excluded: list[str] = []
     site: str | None = None
@@ -533,8 +538,9 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
         if phrase is not None:
             toks = analyzer.tokenize(phrase)[:budget]
             budget -= len(toks)
-            if len(toks) == 1:
+            if len(toks) == 1:  # a quoted word: this form only
                 terms.append(toks[0])
+                exact.append(toks[0])
             elif toks:
                 phrases.append(toks)
             continue
@@ -583,6 +589,7 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
     excluded = list(dict.fromkeys(excluded))
     return Query(
         terms=terms,
+        exact=tuple(dict.fromkeys(exact)),
         phrases=phrases,
         excluded=excluded,
         site=site,

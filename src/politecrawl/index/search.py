@@ -217,7 +217,8 @@ class Searcher:
             asked = {stem_lang(x) for x in q.langs}
             langs = tuple(ns for ns in langs if ns in asked)
         known = scorer.stem_groups
-        new = [w for w in dict.fromkeys(q.terms) if (w, langs) not in known]
+        words = [w for w in dict.fromkeys(q.terms) if w not in q.exact]
+        new = [w for w in words if (w, langs) not in known]
         if new:
             found = {w: query_stems([w], langs) for w in new}
             reader.doc_freqs([t for of_word in found.values() for g in of_word for t in (g, stemmed_term(g))])
@@ -231,7 +232,7 @@ class Searcher:
                     g for g in of_word if reader.df(g) and (reader.df(stemmed_term(g)) or stem_of(g) != w)
                 )
         groups: dict[Term, str] = {}
-        for w in q.terms:
+        for w in words:
             for g in known.get((w, langs), ()):
                 groups.setdefault(g, w)
         if not groups:
