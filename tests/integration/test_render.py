@@ -108,9 +108,9 @@ def test_why_says_whether_and_why_a_page_was_rendered(auto_crawl):
 
 @pytest.mark.parametrize("forget", [False, True], ids=["stored", "forgotten"])
 def test_scripts_once_per_crawl_across_runs(sandbox_factory, db_path, forget):
-    """A crawl stopped and run again (a new worker process, its memory empty) asks for no bundle
-    a second time: the store has them. Negative control: the stored answers deleted between the
-    runs, the second run asks for each bundle again."""
+    """A crawl stopped and run again (a new worker process, its memory empty; --render taken from
+    the crawl's settings) asks for no bundle a second time: the store has them. Negative
+    control: the stored answers deleted between the runs, the second run asks for each again."""
     _render_ready()
     site = JsSite("127.0.81.7" if forget else "127.0.81.8", pages=6)
     sb = sandbox_factory([site.host])
@@ -120,7 +120,9 @@ def test_scripts_once_per_crawl_across_runs(sandbox_factory, db_path, forget):
     if forget:
         with sqlite3.connect(db_path) as conn:
             conn.execute("DELETE FROM resources")
-    crawl(db_path, [site.host.url("/")], render="auto", workers=1, min_delay=DELAY)
+    # Run again as a user resumes a crawl: without --render, which the crawl's settings hold.
+    out = run_cli("crawl", "--db", db_path, "--workers", "1", "--min-delay", str(DELAY), "-q")
+    assert out.returncode == 0, out.stderr
     paths = Counter(r.path for r in sb.requests())
     assert paths["/page/5"] == 1 and _search(db_path, page_word(5)) == [site.host.url("/page/5")], paths
     assert all(paths[b] == (2 if forget else 1) for b in BUNDLES), paths

@@ -31,6 +31,7 @@ from politecrawl.store.clock import ClockAnchor, adopt, wall_clock_step
 from politecrawl.store.common import PAUSED_REASONS
 
 from .pool import StopSignal, _pid_alive, _raise_open_files_limit, open_files_warning, run_workers
+from .render import render_unavailable
 from .seed_networks import with_seed_networks
 
 __all__ = [
@@ -86,6 +87,8 @@ FLEET_SETTINGS = (
     "guess_sitemap",
     "allow_networks",
     "allow_private",
+    "render",
+    "render_max_requests",
 )
 
 
@@ -503,11 +506,14 @@ class Crawler:
     @staticmethod
     def _check(settings: Settings, seeds: Sequence[str], *, fleet_worker: bool) -> None:
         """Refuse a crawl that must not run: nothing to crawl, a bad user agent, a public host
-        and no contact. Reads only: a refused crawl writes nothing."""
+        and no contact, rendering (given, or the crawl's) on a machine without a browser. Reads
+        only: a refused crawl writes nothing."""
         if not seeds and not fleet_worker:
             raise ConfigError("nothing to crawl: give at least one SEED_URL (this store has no earlier seeds)")
         check_user_agent(settings)
         check_contact(settings, seeds)
+        if settings.render != "never" and (missing := render_unavailable()) is not None:
+            raise ConfigError(missing)
 
     @staticmethod
     def _forget_refused_seeds(store: Store, merged: list[str], given: Sequence[str]) -> list[str]:

@@ -232,7 +232,6 @@ def crawl(
     _duration_words(seeds, flags)
     # Everything is judged before the store is opened or created: a refused crawl writes nothing.
     settings = _settings(ctx, **flags)
-    _check_render(settings.render)
     if seeds_file is not None:
         seeds = (*seeds, *_read_seeds(seeds_file))
     prepare_seeds(seeds)  # a bad seed is the only line printed
@@ -258,16 +257,6 @@ def crawl(
     _report_ending(report, settings, quiet=quiet)
     if received:
         sys.exit(_signal_exit(received[0]))
-
-
-def _check_render(mode: str) -> None:
-    """--render auto|always on a machine without Playwright or Chromium: one line, what to install."""
-    if mode != "never":
-        from politecrawl.crawl.render import render_unavailable
-
-        missing = render_unavailable()
-        if missing is not None:
-            _fail(missing)
 
 
 def _read_seeds(fh: Any) -> list[str]:
@@ -380,7 +369,6 @@ def worker(ctx: click.Context, quiet: bool, **flags: Any) -> None:
     from .words import human_duration, plural
 
     settings = _settings(ctx, **flags)
-    _check_render(settings.render)
     received: list[int] = []
     report = _run_with_progress(
         Crawler(settings), (), quiet=quiet, received=received, explicit=_explicit(ctx, flags), fleet_worker=True
