@@ -550,23 +550,19 @@ def _parse_parts(q: str, analyzer: Analyzer) -> Query:
         name = name.lower()
         if colon and value and name in _FILTERS:
             if name == "site":
-                host = _parse_site(value)
-                if host:
+                if host := _parse_site(value):
                     site = host
                     continue
             elif name in ("filetype", "type"):
-                kind = _parse_kind(value)
-                if kind:
+                if kind := _parse_kind(value):
                     types.append(kind)
                     continue
             elif name == "lang":
-                lang = _parse_lang(value)
-                if lang:
+                if lang := _parse_lang(value):
                     langs.append(lang)
                     continue
             else:
-                date = _parse_date(value)
-                if date:
+                if date := _parse_date(value):
                     if name == "after":
                         after = date
                     else:
