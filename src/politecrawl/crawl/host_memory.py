@@ -91,8 +91,9 @@ class HostMemory:
         self._hosts.pop(claim.host, None)
         self._hosts[claim.host] = entry  # last: the memo's order is least recently asked first
         self._asked += 1
-        if len(self._hosts) > PATTERNS_REMEMBERED or self._asked % PATTERNS_COUNT_EVERY == 0:
-            await self._forget()
+        counting = self._asked % PATTERNS_COUNT_EVERY == 0
+        if len(self._hosts) > PATTERNS_REMEMBERED or counting:
+            await self._forget(count_pages=counting)
         return entry.patterns
 
     def done(self, host: str) -> None:
@@ -112,11 +113,14 @@ class HostMemory:
             return entry.patterns.to_json()
         return None
 
-    async def _forget(self) -> None:
+    async def _forget(self, *, count_pages: bool) -> None:
         """Write and forget the hosts asked for longest ago, but those in use, while more than
-        PATTERNS_REMEMBERED hosts or PATTERNS_PAGES_REMEMBERED remembered pages are kept."""
+        PATTERNS_REMEMBERED hosts or (``count_pages``) PATTERNS_PAGES_REMEMBERED remembered pages
+        are kept. The pages are counted only every PATTERNS_COUNT_EVERY hosts asked for: counting
+        them is a pass over every host kept, and a crawl of more hosts than a worker keeps comes
+        here at every claim."""
         hosts = len(self._hosts)
-        pages = self.pages_held()
+        pages = self.pages_held() if count_pages else 0
         forgotten = []
         for host, entry in self._hosts.items():
             if hosts <= PATTERNS_REMEMBERED and pages <= PATTERNS_PAGES_REMEMBERED:

@@ -1,0 +1,59 @@
+"""A worker's memory of its hosts' learned URL patterns (``crawl/host_memory.py``): bounded by
+hosts, and by pages counted only now and then — a crawl of more hosts than a worker keeps asks for
+a host it does not hold at every claim, and counting the pages is a pass over every host kept."""
+
+from __future__ import annotations
+
+import asyncio
+
+from politecrawl.crawl import host_memory
+from politecrawl.crawl.host_memory import HostMemory
+from politecrawl.store import Claim, ClaimKind, HostRobots
+
+T = 1_700_000_000.0
+
+
+def _claim(host: str) -> Claim:
+    return Claim(
+        host=host,
+        worker="w",
+        kind=ClaimKind.PAGE,
+        claimed_at=T,
+        lease_expires_at=T + 30,
+        robots=HostRobots("allow-all", None, T, T + 86_400),
+        crawl_delay=None,
+        response_time=None,
+        failures=0,
+        pages_fetched=0,
+        url=host + "/",
+    )
+
+
+def test_over_its_hosts_bound_a_worker_forgets_the_oldest_and_counts_pages_now_and_then(monkeypatch):
+    monkeypatch.setattr(host_memory, "PATTERNS_REMEMBERED", 10)
+    monkeypatch.setattr(host_memory, "PATTERNS_COUNT_EVERY", 16)
+    loads: list[str] = []
+
+    async def load(host: str) -> tuple[int, str | None]:
+        loads.append(host)
+        return 0, None
+
+    async def save(rows) -> None:
+        return None
+
+    memory = HostMemory(load=load, save=save)
+    counted = []
+    real = memory.pages_held
+    monkeypatch.setattr(memory, "pages_held", lambda: counted.append(1) or real())
+
+    async def crawl() -> None:
+        for i in range(64):  # 64 hosts, each once: every ask past the tenth is over the bound
+            host = f"https://h{i}.test"
+            await memory.patterns(_claim(host))
+            memory.done(host)
+
+    asyncio.run(crawl())
+    assert len(memory._hosts) == 10  # the newest ten
+    assert set(memory._hosts) == {f"https://h{i}.test" for i in range(54, 64)}
+    assert len(loads) == 64
+    assert len(counted) == 64 // 16  # once per PATTERNS_COUNT_EVERY asks, not at every ask
