@@ -48,7 +48,7 @@ def test_stop_words_optional():
         ("python tutorial", Query(terms=["python", "tutorial"])),
         ('"hard way" python', Query(terms=["python"], phrases=[["hard", "way"]])),
         ('"unclosed phrase here', Query(phrases=[["unclosed", "phrase", "here"]])),
-        ('"single"', Query(terms=["single"])),
+        ('"single"', Query(terms=["single"], exact=("single",))),  # a quoted word: that form only
         ("python -snake", Query(terms=["python"], excluded=["snake"])),
         ("site:Example.COM python", Query(terms=["python"], site="example.com")),
         ("site:https://www.example.com/path x", Query(terms=["x"], site="example.com")),
