@@ -123,10 +123,8 @@ class PageStep:
             self.memory.done(claim.host)  # its patterns may be forgotten again
 
     async def _fetch_page(self, claim: Claim) -> Outcome:
-        assert claim.url is not None
-        s = self.settings
-        fetch_url = claim.fetch_url
-        assert fetch_url is not None
+        s, fetch_url = self.settings, claim.fetch_url
+        assert claim.url is not None and fetch_url is not None
         if not self.rules.for_claim(claim).is_allowed(self.agent, fetch_url):
             if claim.fingerprint is not None and claim.url_id is not None:
                 # A revisit of a stored page that robots.txt now disallows: the site owner wants it
@@ -169,6 +167,7 @@ class PageStep:
             wanted=None if is_sitemap else wanted_type,
             unwanted_start=None if is_sitemap else unwanted_start,
             keep_partial=is_sitemap,
+            next_request_in=claim.delay,
         )
         outcome = self.timing.outcome(claim, result, URLKind.PAGE)
         status = result.status

@@ -195,7 +195,9 @@ class RobotsStep:
         queues it there and holds this host until the answer comes back to it).
         """
         url = claim.robots_url
-        result = await self.fetcher.get(url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
+        result = await self.fetcher.get(
+            url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS, next_request_in=claim.delay
+        )
         now = self.now()
         redirect = self._robots_redirect(result)
         if redirect is not None and claim.robots_hops + 1 > ROBOTS_MAX_HOPS:
@@ -243,7 +245,9 @@ class RobotsStep:
         waiting hosts. A robots.txt file is fetched whatever this host's own rules say.
         """
         assert claim.url is not None
-        result = await self.fetcher.get(claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS)
+        result = await self.fetcher.get(
+            claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS, next_request_in=claim.delay
+        )
         outcome = self.timing.outcome(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
         outcome.url_state = URLState.DONE
