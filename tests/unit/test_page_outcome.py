@@ -6,6 +6,7 @@ integration tests check the rendered text the store keeps, which is what a user 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -253,3 +254,12 @@ def test_a_page_step_sets_stop_when_the_crawls_page_budget_is_spent(tmp_path):
     assert first.url_state == URLState.DONE and not stop.is_set()  # the control: within the budget
     second = asyncio.run(step.run(page_claim("/p")))
     assert second.url_state == URLState.QUEUED and stop.is_set() and fetcher.asked == [f"{H}/p"]
+
+
+def test_the_next_request_to_a_host_is_never_sooner_than_its_floor_or_crawl_delay():
+    """What the fetcher is told of a host's next request (``Fetcher.get(next_request_in=)``,
+    which keeps the connection alive only for a request soon enough to use it)."""
+    timing = HostTiming(load_settings({"min_delay": 30}, env={}))
+    assert timing.next_request_in(page_claim("/")) == 30  # a new host owes no delay yet: the floor
+    assert timing.next_request_in(page_claim("/", delay=45.0)) == 45
+    assert timing.next_request_in(replace(page_claim("/"), crawl_delay=60.0)) == 60

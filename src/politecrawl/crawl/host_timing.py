@@ -51,6 +51,11 @@ class HostTiming:
                 budget = host_budget if budget is None else min(budget, host_budget)
         return budget
 
+    def next_request_in(self, claim: Claim) -> float:
+        """The least time before the host is asked again after this claim's request: the delay the
+        store says it is owed, never under its floor or its Crawl-delay (a new host owes none yet)."""
+        return max(claim.delay, self.policy_for(claim.host).min_delay, claim.crawl_delay or 0.0)
+
     def interrupted(self, claim: Claim, why: Interruption) -> tuple[float, WaitReason]:
         """The host's wait after its request was cut short (a stop, an internal error), and why."""
         return interrupted_wait(self.policy_for(claim.host), claim.delay, why)

@@ -167,7 +167,7 @@ class PageStep:
             wanted=None if is_sitemap else wanted_type,
             unwanted_start=None if is_sitemap else unwanted_start,
             keep_partial=is_sitemap,
-            next_request_in=claim.delay,
+            next_request_in=self.timing.next_request_in(claim),
         )
         outcome = self.timing.outcome(claim, result, URLKind.PAGE)
         status = result.status

@@ -196,7 +196,7 @@ class RobotsStep:
         """
         url = claim.robots_url
         result = await self.fetcher.get(
-            url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS, next_request_in=claim.delay
+            url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS, next_request_in=self.timing.next_request_in(claim)
         )
         now = self.now()
         redirect = self._robots_redirect(result)
@@ -246,7 +246,10 @@ class RobotsStep:
         """
         assert claim.url is not None
         result = await self.fetcher.get(
-            claim.url, max_bytes=ROBOTS_MAX_BYTES, kind=URLKind.ROBOTS, next_request_in=claim.delay
+            claim.url,
+            max_bytes=ROBOTS_MAX_BYTES,
+            kind=URLKind.ROBOTS,
+            next_request_in=self.timing.next_request_in(claim),
         )
         outcome = self.timing.outcome(claim, result, URLKind.ROBOTS)
         outcome.robots_source = claim.url
