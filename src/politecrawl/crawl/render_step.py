@@ -28,7 +28,7 @@ from typing import Any, Callable
 from politecrawl.config import Settings
 from politecrawl.content.parse import Page, parse_html
 from politecrawl.content.shell import shell_verdict
-from politecrawl.errors import InvalidURL
+from politecrawl.errors import InvalidURL, StoreError
 from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
@@ -318,7 +318,7 @@ class RenderStep:
             agent=self.agent,
             policy=self.policy_for(claim.host),
             cache=self.cache,
-            stored=partial(self._call, self.store.resource),
+            stored=self._stored,
             keep=self._keep,
             log_fetch=self._log_fetch(claim),
             now=self.store.now,
@@ -339,8 +339,18 @@ class RenderStep:
         # Milliseconds of CPU, in a loop turn of their own (as the worker parses every page).
         return await self.turns.run(partial(parse_html, html, url, agent=agent, max_links=most))
 
+    async def _stored(self, url: str) -> StoredResource | None:
+        try:
+            return await self._call(self.store.resource, url)
+        except StoreError as exc:  # read as not kept: asked of the host, politely, again
+            log.warning("stored answer for %s not read: %s", url, exc)
+            return None
+
     async def _keep(self, res: StoredResource) -> None:
-        await self._call(self.store.keep_resource, res, res.fetched_at - RESOURCE_FORGET)
+        try:
+            await self._call(self.store.keep_resource, res, res.fetched_at - RESOURCE_FORGET)
+        except StoreError as exc:  # the page still gets the answer; a later page asks again
+            log.warning("answer for %s not kept: %s", res.url, exc)
 
     def _log_fetch(self, claim: Claim) -> Callable[[FetchLogEntry], Awaitable[Any]]:
         async def log_fetch(entry: FetchLogEntry) -> None:
