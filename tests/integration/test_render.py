@@ -212,7 +212,8 @@ def test_a_browser_crash_loses_no_url(tmp_path):
 
 
 def test_render_without_chromium_says_what_to_install(sandbox_factory, tmp_path):
-    """No Chromium on PATH: one line saying what to install, exit 2, nothing written."""
+    """No Chromium on PATH: one line saying what to install, exit 2, nothing written; the same
+    when the crawl's stored settings render and this run does not say --render."""
     site = JsSite("127.0.81.6", pages=2, static=True)
     sandbox_factory([site.host])
     db = tmp_path / "none.db"
@@ -228,6 +229,13 @@ def test_render_without_chromium_says_what_to_install(sandbox_factory, tmp_path)
     )
     assert out.returncode == 0, out.stderr
     assert _search(str(db), page_word(1)) == [site.host.url("/page/1")]
+    # The crawl's own setting, inherited: stored by a run on a machine with a browser, a later
+    # run without one and without --render is refused in one line too.
+    out = run_cli("crawl", "--db", str(db), "--render", "auto", "-q", "--min-delay", "0.1")
+    assert out.returncode == 0, out.stderr
+    out = run_cli("crawl", "--db", str(db), "-q", "--min-delay", "0.1", env=bare)
+    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0, out.stderr
+    assert "pip install 'politecrawl[render]'" in out.stderr
 
 
 def _descendants(root: int) -> list[int]:
