@@ -5,28 +5,16 @@ a host it does not hold at every claim, and counting the pages is a pass over ev
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+
+from test_page_outcome import page_claim
 
 from politecrawl.crawl import host_memory
 from politecrawl.crawl.host_memory import HostMemory
-from politecrawl.store import Claim, ClaimKind, HostRobots
-
-T = 1_700_000_000.0
 
 
-def _claim(host: str) -> Claim:
-    return Claim(
-        host=host,
-        worker="w",
-        kind=ClaimKind.PAGE,
-        claimed_at=T,
-        lease_expires_at=T + 30,
-        robots=HostRobots("allow-all", None, T, T + 86_400),
-        crawl_delay=None,
-        response_time=None,
-        failures=0,
-        pages_fetched=0,
-        url=host + "/",
-    )
+def _claim(host: str):
+    return replace(page_claim("/"), host=host, url=host + "/")
 
 
 def test_over_its_hosts_bound_a_worker_forgets_the_oldest_and_counts_pages_now_and_then(monkeypatch):
