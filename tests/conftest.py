@@ -27,6 +27,7 @@ def pytest_configure(config) -> None:
     _reliability.register(config)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (``-n``), every PostgreSQL test runs on one worker, one after another:
     they share one server, and the fleet's restart test restarts it (it would pull the

@@ -27,6 +27,7 @@ is short enough. To print the list as the tree has it now (to refresh it at a me
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,7 @@ def function_lengths(source: str) -> dict[str, int]:
     return lengths
 
 
+@functools.cache
 def long_functions() -> dict[str, int]:
     """Functions of the package longer than MAX_FUNCTION_LINES, keyed as LONG_FUNCTIONS is."""
     found = {}
