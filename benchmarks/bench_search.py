@@ -95,7 +95,6 @@ def load_python_docs(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, 
     from selectolax.lexbor import LexborHTMLParser
 
     from politecrawl.content.parse import parse_html
-    from politecrawl.errors import InvalidURL
     from politecrawl.policy import urls as pc_urls
 
     docs = []
@@ -103,13 +102,7 @@ def load_python_docs(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, 
     for path in sorted(root.rglob("*.html")):
         raw = path.read_bytes()
         url = pc_urls.normalize("https://docs.python.org/3/" + str(path.relative_to(root)))
-        for link in parse_html(raw, url, max_links=1000).links:
-            try:
-                target = pc_urls.normalize(link.href, base=url)
-            except InvalidURL:
-                continue
-            if link.anchor and target != url:
-                anchor_sets.setdefault(target, {})[link.anchor] = None
+        add_anchors(anchor_sets, url, parse_html(raw, url, max_links=1000).links)
         tree = LexborHTMLParser(raw)
         t = tree.css_first("title")
         title = TITLE_SUFFIX_RE.sub("", t.text(strip=True)) if t else ""
@@ -119,8 +112,31 @@ def load_python_docs(root: Path) -> tuple[list[tuple[str, str, str]], dict[str, 
         main = tree.css_first('div[role="main"]') or tree.body
         body = re.sub(r"\s+", " ", main.text(separator=" ")).strip() if main else ""
         docs.append((url, title, body))
-    anchors = {u: " ".join(list(texts)[:64]) for u, texts in anchor_sets.items()}  # ANCHORS_PER_PAGE
-    return docs, anchors
+    return docs, anchor_texts(anchor_sets)
+
+
+#: Anchor texts kept per page, as the crawler keeps them (``crawl.indexing``).
+ANCHORS_PER_PAGE = 64
+
+
+def add_anchors(anchor_sets: dict[str, dict[str, None]], url: str, links) -> None:
+    """Each link's wording, once per target, from the page at ``url`` (not to itself): as the
+    crawler gathers anchor text."""
+    from politecrawl.errors import InvalidURL
+    from politecrawl.policy import urls as pc_urls
+
+    for link in links:
+        try:
+            target = pc_urls.normalize(link.href, base=url)
+        except InvalidURL:
+            continue
+        if link.anchor and target != url:
+            anchor_sets.setdefault(target, {})[link.anchor] = None
+
+
+def anchor_texts(anchor_sets: dict[str, dict[str, None]]) -> dict[str, str]:
+    """url -> its anchor texts joined, the first ANCHORS_PER_PAGE wordings."""
+    return {u: " ".join(list(texts)[:ANCHORS_PER_PAGE]) for u, texts in anchor_sets.items()}
 
 
 def synthetic_corpus(n_docs=2000, vocab=50_000, seed=1) -> list[tuple[str, str, str]]:

@@ -45,18 +45,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from bench_search import WORD_RE, dir_size, find_python_docs  # noqa: E402
+from bench_search import WORD_RE, add_anchors, anchor_texts, dir_size, find_python_docs  # noqa: E402
 
 from politecrawl.content.parse import parse_html  # noqa: E402
-from politecrawl.errors import InvalidURL  # noqa: E402
 from politecrawl.index import IndexWriter, Searcher  # noqa: E402
 from politecrawl.index.doc_meta import doc_lang  # noqa: E402
 from politecrawl.policy import urls as pc_urls  # noqa: E402
 
 QUERIES = Path(__file__).resolve().parent / "data" / "pydocs_queries.json"
 BASE = "https://docs.python.org/3/"
-#: anchor texts kept per page, as the crawler keeps them (``crawl.indexing``)
-ANCHORS_PER_PAGE = 64
 
 
 def load_pages(root: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, str]]:
@@ -67,16 +64,9 @@ def load_pages(root: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, s
     for path in sorted(root.rglob("*.html")):
         url = pc_urls.normalize(BASE + str(path.relative_to(root)))
         page = parse_html(path.read_bytes(), url, max_links=1000)
-        for link in page.links:
-            try:
-                target = pc_urls.normalize(link.href, base=url)
-            except InvalidURL:
-                continue
-            if link.anchor and target != url:
-                anchor_sets.setdefault(target, {})[link.anchor] = None
+        add_anchors(anchor_sets, url, page.links)
         pages.append((url, page.title, page.text, doc_lang(page.language)))
-    anchors = {u: " ".join(list(texts)[:ANCHORS_PER_PAGE]) for u, texts in anchor_sets.items()}
-    return pages, anchors
+    return pages, anchor_texts(anchor_sets)
 
 
 def build_politecrawl(pages, anchors, path: Path, stemming: bool) -> None:
