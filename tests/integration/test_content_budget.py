@@ -45,7 +45,7 @@ def star(ip: str, pages: int, **kw) -> SandboxHost:
 
 
 def hostile_pdf() -> Reply:
-    return Reply(body=shared_stream_pdf(100, 20_000), content_type="application/pdf")
+    return Reply(body=shared_stream_pdf(100, 50_000), content_type="application/pdf")
 
 
 def _unbudgeted_needs_more_cpu_than(code: str, seconds: int) -> bool:
@@ -139,7 +139,7 @@ def test_a_pdf_over_its_budget_is_done_not_indexed_and_a_small_pdf_is_indexed(sa
     assert _unbudgeted_needs_more_cpu_than(
         "from servers.documents import shared_stream_pdf\n"
         "from politecrawl.content.extract import extract\n"
-        "extract(shared_stream_pdf(100, 20_000), 'http://x/a.pdf', 'application/pdf')\n",
+        "extract(shared_stream_pdf(100, 50_000), 'http://x/a.pdf', 'application/pdf')\n",
         3 * BUDGET,
     )
 
@@ -249,7 +249,7 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
         "127.0.0.158",
         pages={
             "/": page("Names", "index", ["/slow", "/next"]),
-            "/slow": distinct_names_page(),
+            "/slow": distinct_names_page(1_200),  # 15 s of parse_html with selectolax 1.0; 1,000: 7 s
             "/next": page("Next", "numbat tracks"),
         },
     )
@@ -274,7 +274,7 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
     why = _why(db_path, hostile.url("/slow"), str(tmp_path))
     if not aside:
         # Parsed in the worker, the page held every other host of the worker meanwhile.
-        assert worst > 3 * BUDGET, worst
+        assert worst > 3 * BUDGET, (worst, why)
         assert "not parsed" not in why, why
         return
     assert worst < 3.0, sorted(end_to_start_gaps(around))[-5:]  # 0.3 s delay; generous for a busy machine
