@@ -188,8 +188,10 @@ class Settings:
     """Seconds one page's render may take, its requests' delays included; past it the page is
     read from its static HTML."""
     render_max_requests: int = 20
-    """Requests (scripts and data of the page's own host) one rendered page may make; the rest
-    are refused."""
+    """Requests (scripts and data) one rendered page may make; the rest are refused."""
+    render_other_hosts: bool = True
+    """A rendered page's scripts and data on other hosts (a CDN, an API) are fetched under those
+    hosts' own claims, robots.txt and delays; false refuses them."""
     render_concurrency: int = 2
     """Pages one worker process renders at once (each in its own browser context)."""
     render_max_mb: int = 1_024

@@ -23,7 +23,17 @@ from politecrawl.crawl.render import Renderer, Subresponse, render_unavailable
 from politecrawl.store import open_store
 
 from conftest import crawl, run_cli, start_cli
-from servers.js_site import BUNDLES, DISALLOWED, PRIVATE_WORD, JsSite, page_word
+from servers.js_site import (
+    BUNDLES,
+    CDN_BUNDLE,
+    CDN_DISALLOWED,
+    DISALLOWED,
+    PRIVATE_WORD,
+    CdnHost,
+    JsSite,
+    cdn_word,
+    page_word,
+)
 from servers.sandbox import Sandbox, violations
 
 pytestmark = pytest.mark.browser
@@ -133,6 +143,68 @@ def test_scripts_once_per_crawl_across_runs(sandbox_factory, db_path):
     assert _search(db_path, page_word(5)) == [site.host.url("/page/5")]
     assert bundles() == [2] * len(BUNDLES)  # the control: nothing stored, each asked again
     assert violations(sb.requests(), DELAY, tolerance=0.005) == {"short_gaps": [], "max_open_per_host": 1}
+
+
+def _other_host_crawl(sandbox_factory, db: str, **flags):
+    """Two JS sites of 3 pages, both loading a bundle and data from one other host (Crawl-delay
+    0.6 s), crawled by two worker processes: their renders run at once and ask that host together."""
+    cdn = CdnHost("127.0.81.30", crawl_delay=0.6)
+    sites = [JsSite(f"127.0.81.{31 + v}", pages=3, variant=v, cdn=cdn) for v in range(2)]
+    sb = sandbox_factory([cdn.host, *(s.host for s in sites)])
+    seeds = [s.host.url("/") for s in sites]
+    crawl(db, seeds, render="auto", workers=2, min_delay=DELAY, guess_sitemap=True, **flags)
+    return cdn, sites, sb
+
+
+def test_other_hosts_scripts_and_data_under_their_own_claims(sandbox_factory, db_path):
+    """A rendered page's bundle and data on another host: fetched under that host's own claim —
+    its robots.txt first, its Crawl-delay between every request whichever page or worker asks,
+    its disallowed path never asked, the bundle once per crawl, never crawled for pages of its own."""
+    _render_ready()
+    cdn, sites, sb = _other_host_crawl(sandbox_factory, db_path)
+    other = sorted(sb.requests(cdn.host), key=lambda r: r.started)
+    paths = Counter(r.path for r in other)
+    assert other and other[0].path == "/robots.txt" and paths["/robots.txt"] == 1, [r.path for r in other]
+    assert paths[CDN_BUNDLE] == 1, paths
+    assert all(paths[f"/api/words/{s.variant}-{n}.json"] == 1 for s in sites for n in range(3)), paths
+    assert not [p for p in paths if p.startswith(CDN_DISALLOWED)], paths
+    assert set(paths) == {"/robots.txt", CDN_BUNDLE} | {f"/api/words/{v}-{n}.json" for v in range(2) for n in range(3)}
+    # Its Crawl-delay between every two of its requests, never two open at once.
+    assert violations(other, cdn.crawl_delay, tolerance=0.005) == {"short_gaps": [], "max_open_per_host": 1}
+    # The pages' own hosts kept their delay too, their render's requests counted.
+    for site in sites:
+        assert violations(sb.requests(site.host), DELAY, tolerance=0.005)["short_gaps"] == []
+    # The words only the other host's JSON has are found, on the page that asked for them.
+    for site in sites:
+        for n in range(3):
+            page = site.host.url("/" if n == 0 else f"/page/{n}")
+            assert _search(db_path, cdn_word(site.variant, n)) == [page], (site.variant, n)
+    # Negative control of the spacing: the two sites' renders ran at the same time, so their
+    # requests to the other host were asked for together (unpaced, they would have been sent so).
+    spans = [
+        (min(r.started for r in reqs), max(r.ended for r in reqs))
+        for reqs in ([r for r in sb.requests(s.host) if r.path.startswith("/api/page/")] for s in sites)
+    ]
+    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
+    # The audit judges every request from the fetch log, the other host's included.
+    out = run_cli("audit", "--db", db_path, "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["requests"] == len(sb.requests()) and report["violations"] == 0
+    out = run_cli("why", "--db", db_path, sites[0].host.url("/page/2"))
+    assert "2 disallowed by robots.txt" in out.stdout, out.stdout  # its own host's, and the other's
+
+
+def test_other_hosts_refused_by_the_setting(sandbox_factory, db_path):
+    """Negative control of the words: with render_other_hosts off, the other host is never asked
+    and its words are not found; nor are the pages' own (their script needs the other host's
+    bundle, as a site whose CDN is down)."""
+    _render_ready()
+    cdn, sites, sb = _other_host_crawl(sandbox_factory, db_path, render_other_hosts=False)
+    assert sb.requests(cdn.host) == []
+    assert _search(db_path, cdn_word(0, 0)) == [] and _search(db_path, page_word(0)) == []
+    out = run_cli("why", "--db", db_path, sites[0].host.url("/"))
+    assert "another host" in out.stdout, out.stdout
 
 
 def test_never_finds_only_the_shell(sandbox_factory, db_path):

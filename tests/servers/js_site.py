@@ -12,6 +12,10 @@ image and asks ``/api/private/stats.json``, which robots.txt disallows. So:
 * the server's log says whether the requests were polite (every one of them, scripts and data
   included), whether robots.txt was obeyed for data, whether the bundles were asked once, and
   whether images and style sheets were asked at all.
+
+A site given a ``CdnHost`` loads its first bundle from that other host and asks it for JSON
+with words only it has (``cdn_word``) and for a path its robots.txt disallows: the other host's
+log says whether its own rules (robots.txt, Crawl-delay) held for a rendered page's requests.
 """
 
 from __future__ import annotations
@@ -22,7 +26,17 @@ import re
 
 from servers.sandbox import Reply, SandboxHost
 
-__all__ = ["BUNDLES", "DISALLOWED", "JsSite", "PRIVATE_WORD", "page_word"]
+__all__ = [
+    "BUNDLES",
+    "CDN_BUNDLE",
+    "CDN_DISALLOWED",
+    "CdnHost",
+    "DISALLOWED",
+    "JsSite",
+    "PRIVATE_WORD",
+    "cdn_word",
+    "page_word",
+]
 
 #: The scripts every page loads.
 BUNDLES = ("/static/vendor.js", "/static/app.js")
@@ -79,6 +93,11 @@ async function route() {
   img.src = '/static/photo-' + n + '.jpg';
   app.append(img);
   fetch('/api/private/stats.json').then((r) => r.json()).then((s) => app.append(tiny.el('p', s.text))).catch(() => {});
+  if (window.CDN) {
+    const show = (url) => fetch(url).then((r) => r.json()).then((d) => app.append(tiny.el('p', d.text)));
+    show(window.CDN + '/api/words/' + window.SITE + '-' + n + '.json').catch(() => {});
+    show(window.CDN + '/secret/' + n + '.json').catch(() => {});
+  }
 }
 window.addEventListener('popstate', route);
 route();
@@ -99,6 +118,39 @@ def _prose(n: int, words: int = 60) -> str:
     return " ".join(_WORDS[(n * 11 + i * (n % 7 + 2)) % k] for i in range(words)) + "."
 
 
+def cdn_word(site: int, n: int) -> str:
+    """A word only the other host's (``CdnHost``) JSON for page ``n`` of site ``site`` has."""
+    return "cdnonly" + "".join(_LETTERS[int(d)] for d in f"{site}{n}")
+
+
+#: The shared bundle a site with a CDN loads from it, and the CDN's path robots.txt disallows.
+CDN_BUNDLE = "/lib/vendor.js"
+CDN_DISALLOWED = "/secret/"
+
+
+class CdnHost:
+    """Another host the JS sites load from (a CDN's bundle, an API's JSON, answered with CORS
+    headers as such a host answers them), with its own robots.txt: a Crawl-delay and a
+    disallowed path the sites' script asks for."""
+
+    def __init__(self, ip: str, *, crawl_delay: float = 1.0) -> None:
+        self.crawl_delay = crawl_delay
+        robots = f"User-agent: *\nCrawl-delay: {crawl_delay:g}\nDisallow: {CDN_DISALLOWED}\n"
+        self.host = SandboxHost(ip, robots=robots, handler=self._reply)
+
+    def _reply(self, path: str) -> Reply | None:
+        cors = {"Access-Control-Allow-Origin": "*"}
+        if path == CDN_BUNDLE:
+            return Reply(body=VENDOR, content_type="application/javascript")
+        m = re.fullmatch(r"/(api/words|secret)/(\d+)-?(\d*)\.json", path)
+        if m and m.group(1) == "api/words" and m.group(3):
+            text = f"From the other host: {cdn_word(int(m.group(2)), int(m.group(3)))}."
+            return Reply(body=json.dumps({"text": text}), content_type="application/json", headers=cors)
+        if m:
+            return Reply(body=json.dumps({"text": PRIVATE_WORD}), content_type="application/json", headers=cors)
+        return None
+
+
 def page_word(n: int) -> str:
     """A word only page ``n``'s JSON has (letters only: one token for the analyzer)."""
     return "jsonly" + "".join(_LETTERS[int(d)] for d in str(n))
@@ -108,8 +160,17 @@ class JsSite:
     """``pages`` pages built in JavaScript on one sandbox host (``host``)."""
 
     def __init__(
-        self, ip: str, pages: int = 6, *, delay: float = 0.0, hub: bool = False, static: bool = False, variant: int = 0
+        self,
+        ip: str,
+        pages: int = 6,
+        *,
+        delay: float = 0.0,
+        hub: bool = False,
+        static: bool = False,
+        variant: int = 0,
+        cdn: CdnHost | None = None,
     ) -> None:
+        self.cdn = cdn  # the bundle from there, and words only that host's JSON has (cdn_word)
         self.pages = pages
         self.variant = variant  # another site's words (hosts of one web are not each other's duplicates)
         self.hub = hub  # page 0 links every page (a render that fails loses no other page's link)
@@ -138,6 +199,14 @@ class JsSite:
             f"<h1>{data['title']}</h1>{paragraphs}<nav>{links}</nav></div></body></html>"
         )
 
+    def shell(self) -> str:
+        """The page every URL answers: its bundles from this host, or the first from the CDN."""
+        if self.cdn is None:
+            return SHELL
+        cdn = self.cdn.host.base
+        head = f'<script>window.CDN = "{cdn}"; window.SITE = {self.variant};</script>\n'
+        return SHELL.replace('<script src="/static/vendor.js"', head + f'<script src="{cdn}{CDN_BUNDLE}"')
+
     def data(self, n: int) -> dict:
         return {
             "title": f"Orchard page {n}",
@@ -162,7 +231,7 @@ class JsSite:
             return Reply(body=json.dumps(self.data(int(m.group(1)))), content_type="application/json")
         if path == "/" or (re.fullmatch(r"/page/(\d+)", path) and int(path.rsplit("/", 1)[1]) < self.pages):
             n = 0 if path == "/" else int(path.rsplit("/", 1)[1])
-            return Reply(body=self.static_page(n) if self.static else SHELL)
+            return Reply(body=self.static_page(n) if self.static else self.shell())
         if path.startswith("/static/"):  # the style sheet, the images: served if asked
             kind = "text/css" if path.endswith(".css") else "image/png"
             return Reply(body=b"\x89PNG\r\n\x1a\n" if kind == "image/png" else "body{}", content_type=kind)

@@ -204,6 +204,24 @@ def test_claim_is_none_before_next_allowed_at_and_the_host_returns_after_the_del
     assert c2 is not None and c2.url == f"{A}/2" and c2.worker == "w2"
 
 
+def test_a_named_host_is_claimed_as_a_page_host_is_and_never_for_pages_of_its_own(store):
+    """``claim_host``: a host the crawl never queued (a rendered page's script on another host) is
+    claimed under the same rules as any host: one claim at a time, its delay over first."""
+    c = store.claim_host(B, "w1", T, LEASE)
+    assert isinstance(c, Claim) and c.host == B and c.kind == "robots" and c.url is None
+    assert c.worker == "w1" and c.lease_expires_at == T + LEASE and not c.robots.fresh(T)
+    held = store.claim_host(B, "w2", T + 1, LEASE)
+    assert held == T + LEASE  # held: ask again by the lease's end
+    assert store.claim("w2", T + 1, LEASE) is None  # no work of its own: never a page claim
+    store.release(c, Outcome(next_allowed_at=T + 3, delay=2.0, wait_reason="min-delay", robots=fresh_robots(T)), T + 1)
+    assert store.claim_host(B, "w2", T + 2.5, LEASE) == T + 3  # its delay is not over
+    c2 = store.claim_host(B, "w2", T + 3, LEASE)
+    assert isinstance(c2, Claim) and c2.worker == "w2" and c2.robots.fresh(T + 3)
+    store.release(c2, Outcome(), T + 3)  # no request made: the host's timing stays as the claim left it
+    assert host_row(store, B).lease_owner is None
+    assert store.claim("w1", T + 99, LEASE) is None
+
+
 def test_expired_lease_lets_another_worker_claim_the_host_and_its_leased_url(store):
     store.seed_urls([url(A, "/1")], T)
     pass_robots(store, "w1", T)

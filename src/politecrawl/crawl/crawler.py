@@ -89,6 +89,7 @@ FLEET_SETTINGS = (
     "allow_private",
     "render",
     "render_max_requests",
+    "render_other_hosts",
 )
 
 

@@ -24,6 +24,7 @@ from politecrawl.policy.politeness import (
     observe,
     policy_for_host,
 )
+from politecrawl.policy.response import URLOutcome, URLState
 from politecrawl.store import Claim, FetchLogEntry, Outcome
 
 __all__ = ["HostTiming", "fetch_log_entry"]
@@ -59,6 +60,29 @@ class HostTiming:
     def interrupted(self, claim: Claim, why: Interruption) -> tuple[float, WaitReason]:
         """The host's wait after its request was cut short (a stop, an internal error), and why."""
         return interrupted_wait(self.policy_for(claim.host), claim.delay, why)
+
+    def stopped(self, claim: Claim, cut_short: dict[str, float], now: float) -> Outcome:
+        """The outcome of a claim whose request a stop cut short: it may have reached the host,
+        which is owed its delay from now, and the URL goes back to the queue. ``cut_short``: the
+        fetcher's requests cut short (URL: start), whose log row the fetch log (the audit's
+        evidence) gets, since the server saw the request."""
+        wait, reason = self.interrupted(claim, Interruption.STOPPED)
+        entry = None
+        for url, kind in ((claim.fetch_url, claim.url_kind), (claim.robots_url, URLKind.ROBOTS)):
+            started = cut_short.pop(url, None) if url else None
+            if url and started is not None:
+                entry = FetchLogEntry(
+                    url=url, kind=kind, started_at=started, ended_at=now, status=None, error="stopped", delay=wait
+                )
+                break
+        return Outcome(
+            next_allowed_at=now + wait,
+            delay=wait,
+            wait_reason=reason,
+            url_state=URLState.QUEUED if claim.url_id is not None else None,
+            url_outcome=URLOutcome("stopped before the answer"),
+            fetch=entry,
+        )
 
     def outcome(self, claim: Claim, result: FetchResult, kind: URLKind, crawl_delay: float | None = None) -> Outcome:
         """The host's side of one request: its next allowed time and why, its history, the log row.

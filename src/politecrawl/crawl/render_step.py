@@ -5,7 +5,8 @@ The worker holds its host's claim while it handles a page, so the page's own req
 within that claim: one at a time, each after the host's delay from the end of the last (the
 page's own request first), each robots.txt-checked, in the fetch log (kind ``resource``) and
 in the WARC like any other request. After the render the host's next request waits from the end
-of the last of them. Another host's requests are refused in this version.
+of the last of them. Another host's requests are made under that host's own claim
+(``other_hosts.OtherHosts``), or refused (setting ``render_other_hosts``).
 
 A script or data answer is kept in the store (``store/resources.py``, by URL, with its
 validators), so a bundle every page loads is requested once per crawl, whatever the number of
@@ -46,7 +47,8 @@ from politecrawl.policy.robots import RobotsTxt
 from politecrawl.runtime.turns import Turns
 from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, StoredResource, URLKind
 
-from .host_timing import fetch_log_entry
+from .host_timing import HostTiming, fetch_log_entry
+from .other_hosts import OtherHosts
 from .render import Renderer, Subresponse
 
 __all__ = [
@@ -67,9 +69,21 @@ CACHE_MAX_BYTES = 64 * 1024 * 1024
 RESOURCE_FRESH = 24 * 3600.0
 #: A stored answer nobody asked for in this long is dropped from the store.
 RESOURCE_FORGET = 30 * 24 * 3600.0
-#: Response headers passed to the browser (the body is given decoded, whole).
-_PASSED_HEADERS = ("content-type", "location", "etag", "last-modified", "cache-control")
+#: Response headers passed to the browser (the body is given decoded, whole); the CORS headers
+#: let a page read data from another host that allows it, as the browser would.
+_PASSED_HEADERS = (
+    "content-type",
+    "location",
+    "etag",
+    "last-modified",
+    "cache-control",
+    "access-control-allow-origin",
+    "access-control-allow-credentials",
+    "access-control-expose-headers",
+)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: A request to another host than the page's: (host, normalized URL, URL to request) -> answer or why not.
+OtherHostsCall = Callable[[str, str, str], Awaitable[Subresponse | str]]
 
 
 def render_reason(mode: str, result: FetchResult) -> tuple[bool, str]:
@@ -132,8 +146,10 @@ class PoliteSubrequests:
         now: Callable[[], float],
         clock_error: float,
         stop: asyncio.Event,
+        other_hosts: OtherHostsCall | None = None,
     ) -> None:
         self.claim, self.fetcher, self.rules, self.agent = claim, fetcher, rules, agent
+        self.other_hosts = other_hosts
         self.policy, self.cache, self.log_fetch = policy, cache, log_fetch
         self.stored, self.keep = stored, keep
         self.now, self.clock_error, self.stop = now, clock_error, stop
@@ -151,13 +167,31 @@ class PoliteSubrequests:
         self._one_at_a_time = asyncio.Lock()
 
     async def __call__(self, url: str, resource_type: str) -> Subresponse | str:
+        """The browser's request for ``url``: its answer, or why it is refused."""
         try:
             key, request = urls.normalize_pair(url)
         except InvalidURL:
             return "not a URL the crawl fetches"
-        if host_key(key) != self.claim.host:
-            return "another host"
         request = request or key
+        host = host_key(key)
+        if host == self.claim.host:
+            return await self.request(key, request)
+        if self.other_hosts is None:
+            return "another host"
+        known = await self.fresh_answer(key)
+        return _answer(known) if known is not None else await self.other_hosts(host, key, request)
+
+    async def fresh_answer(self, key: str) -> StoredResource | None:
+        """A fresh answer this process or the store keeps for ``key``, if any."""
+        known = self.cache.get(key) or await self.stored(key)
+        if known is None or not self._fresh(known):
+            return None
+        self.cache.put(known)
+        return known
+
+    async def request(self, key: str, request: str) -> Subresponse | str:
+        """A request of the claim's host: robots.txt-checked, answered from what is kept, or made
+        after the host's delay."""
         if not self.rules.is_allowed(self.agent, request):
             return "disallowed by robots.txt"
         known = self.cache.get(key)
@@ -260,14 +294,17 @@ class RenderStep:
         agent: str,
         call: Callable[..., Awaitable[Any]],
         rules_for: Callable[[Claim], RobotsTxt],
-        policy_for: Callable[[str], DelayPolicy],
+        timing: HostTiming,
+        robots: Callable[[Claim], Awaitable[Outcome]],
+        lease_seconds: float,
         stop: asyncio.Event,
         turns: Turns,
     ) -> None:
         self.settings, self.renderer, self.fetcher, self.store = settings, renderer, fetcher, store
         self.turns = turns
         self.worker_id, self.agent, self._call = worker_id, agent, call
-        self.rules_for, self.policy_for, self.stop = rules_for, policy_for, stop
+        self.rules_for, self.timing, self.robots, self.stop = rules_for, timing, robots, stop
+        self.lease = lease_seconds
         self.cache = ResourceCache()
 
     @classmethod
@@ -292,7 +329,9 @@ class RenderStep:
             agent=worker.agent,
             call=worker._call,
             rules_for=worker.pages.rules.for_claim,
-            policy_for=worker.timing.policy_for,
+            timing=worker.timing,
+            robots=worker.robots.run,
+            lease_seconds=worker.lease,
             stop=worker.stop,
             turns=worker._turns,
         )
@@ -310,26 +349,14 @@ class RenderStep:
                 outcome.note(f"not rendered ({reason})")
             return None
         assert claim.fetch_url is not None
-        sub = PoliteSubrequests(
-            claim=claim,
-            page=outcome,
-            fetcher=self.fetcher,
-            rules=self.rules_for(claim),
-            agent=self.agent,
-            policy=self.policy_for(claim.host),
-            cache=self.cache,
-            stored=self._stored,
-            keep=self._keep,
-            log_fetch=self._log_fetch(claim),
-            now=self.store.now,
-            clock_error=self.store.clock_error,
-            stop=self.stop,
-        )
+        other = self._other_hosts() if self.settings.render_other_hosts else None
+        sub = self._subrequests(claim, outcome, other)
         try:
             rendered = await self.renderer.render(result.url, result.body, result.content_type, sub)
         finally:
             sub.settle(outcome)
-        made = f"{sub.made} made, {rendered.requests - sub.made} from the cache"
+        others = other.made if other is not None else 0
+        made = f"{sub.made + others} made, {rendered.requests - sub.made - others} from the cache"
         if rendered.html is None:
             outcome.note(f"not rendered ({reason}; render failed: {rendered.error}; {made})")
             log.warning("%s: not rendered: %s", claim.fetch_url, rendered.error)
@@ -338,6 +365,39 @@ class RenderStep:
         html, url, agent, most = rendered.html, claim.fetch_url, self.agent, self.settings.max_links_per_page
         # Milliseconds of CPU, in a loop turn of their own (as the worker parses every page).
         return await self.turns.run(partial(parse_html, html, url, agent=agent, max_links=most))
+
+    def _subrequests(self, claim: Claim, page: Outcome, other_hosts: OtherHostsCall | None) -> PoliteSubrequests:
+        """The requests a page makes under ``claim`` (``page``: the outcome of its host's last request)."""
+        return PoliteSubrequests(
+            claim=claim,
+            page=page,
+            fetcher=self.fetcher,
+            rules=self.rules_for(claim),
+            agent=self.agent,
+            policy=self.timing.policy_for(claim.host),
+            cache=self.cache,
+            stored=self._stored,
+            keep=self._keep,
+            log_fetch=self._log_fetch(claim),
+            now=self.store.now,
+            clock_error=self.store.clock_error,
+            stop=self.stop,
+            other_hosts=other_hosts,
+        )
+
+    def _other_hosts(self) -> OtherHosts:
+        return OtherHosts(
+            store=self.store,
+            call=self._call,
+            worker_id=self.worker_id,
+            lease_seconds=self.lease,
+            timing=self.timing,
+            robots=self.robots,
+            # An other host's request waits for its claim's time (the host's delay over).
+            subrequests=lambda claim: self._subrequests(claim, Outcome(next_allowed_at=claim.not_before), None),
+            cut_short=self.fetcher.cut_short,
+            stop=self.stop,
+        )
 
     async def _stored(self, url: str) -> StoredResource | None:
         try:

@@ -35,7 +35,7 @@ from politecrawl.policy.robots_fetch import product_token
 from politecrawl.policy.scope import CrawlScope
 from politecrawl.runtime.loop_lag import LoopLagHistogram
 from politecrawl.runtime.turns import Turns
-from politecrawl.store import LOOP_LAG_META, Claim, FetchLogEntry, HostAffinity, Outcome, Store
+from politecrawl.store import LOOP_LAG_META, Claim, HostAffinity, Outcome, Store
 
 from .budget import PageBudget
 from .host_memory import HostMemory
@@ -411,18 +411,9 @@ class Worker:
         except ArchiveError:
             raise  # the archive cannot be written: this worker stops (see _done), nothing is half-kept
         except asyncio.CancelledError:
-            # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short. It may have reached
-            # the host, which is owed its delay from now; the URL goes back to the queue.
-            wait, reason = self.timing.interrupted(claim, Interruption.STOPPED)
+            # Stopping (--max-time, Ctrl-C, SIGTERM) cut the request short (HostTiming.stopped).
             now = self.now()
-            stopped = Outcome(
-                next_allowed_at=now + wait,
-                delay=wait,
-                wait_reason=reason,
-                url_state=URLState.QUEUED if claim.url_id is not None else None,
-                url_outcome=URLOutcome("stopped before the answer"),
-                fetch=self._cut_short_entry(claim, now, wait),
-            )
+            stopped = self.timing.stopped(claim, self.fetcher.cut_short, now)
             await self._call(self.store.release, claim, stopped, now)
             raise
         except Exception as exc:  # a worker never dies of one bad page
@@ -470,14 +461,3 @@ class Worker:
         except (OSError, asyncio.TimeoutError, UnicodeError):
             return None  # the request itself will fail and be recorded
         return str(infos[0][4][0]) if infos else None
-
-    def _cut_short_entry(self, claim: Claim, now: float, delay: float) -> FetchLogEntry | None:
-        """The log row of a request a stop cut short, if it was sent: the server saw it, so the
-        fetch log (the audit's evidence) has it too."""
-        for url, kind in ((claim.fetch_url, claim.url_kind), (claim.robots_url, URLKind.ROBOTS)):
-            started = self.fetcher.cut_short.pop(url, None) if url else None
-            if url and started is not None:
-                return FetchLogEntry(
-                    url=url, kind=kind, started_at=started, ended_at=now, status=None, error="stopped", delay=delay
-                )
-        return None

@@ -8,9 +8,9 @@ from typing import Sequence
 from politecrawl.policy.politeness import SetupFailure
 
 from .api import Claim, ClaimKind, HostRobots, URLKind
-from .common import PENDING_STATES
+from .common import PENDING_STATES, Dialect
 
-__all__ = ["CLAIM_RETURNING", "claim_from_host_row", "finish_claim", "page_claim"]
+__all__ = ["CLAIM_RETURNING", "claim_from_host_row", "claim_named_host", "finish_claim", "page_claim"]
 
 
 #: Columns the claim statements return, in the order ``claim_from_host_row`` reads them.
@@ -121,3 +121,38 @@ def page_claim(claim: Claim, url_row: Sequence, cached: Sequence | None) -> Clai
         fingerprint=fingerprint,
         revisit_interval=revisit_interval,
     )
+
+
+def claim_named_host(conn, d: Dialect, host: str, worker: str, now: float, lease_seconds: float) -> Claim | float:
+    """Inside a write transaction: the claim of one named host, a robots claim with no URL
+    (``Store.claim_host``), or the store-clock time to ask again.
+
+    A host the store does not know is added with no work (it is never claimed for pages). The
+    claim is granted as a page claim is: its delay over and nobody holding its lease; its
+    next_allowed_at moves past the lease (a worker dying mid-request leaves it owed its delay).
+    """
+    ph, now_sql = d.p, d.now
+    conn.execute(
+        f"INSERT INTO hosts (host, next_allowed_at) VALUES ({ph('host')}, 0) ON CONFLICT DO NOTHING",
+        {"host": host},
+    )
+    lease = f"{now_sql} + {ph('lease')}"
+    params = {"host": host, "worker": worker, "now": now, "lease": lease_seconds}
+    row = conn.execute(
+        f"""UPDATE hosts SET lease_owner = {ph("worker")}, lease_expires_at = {lease},
+                            next_allowed_at = {lease} + delay, claimed_at = {now_sql}
+            WHERE host = {ph("host")} AND next_allowed_at <= {now_sql}
+              AND (lease_owner IS NULL OR lease_expires_at <= {now_sql})
+            RETURNING {CLAIM_RETURNING}""",
+        params,
+    ).fetchone()
+    if row is not None:
+        return claim_from_host_row(row, worker=worker, now=now, expires=now + lease_seconds)
+    # Held by another claim (its release sets the real time, maybe sooner: ask again by the
+    # lease's end at the latest) or its delay not over.
+    next_at, owner, expires = conn.execute(
+        f"SELECT next_allowed_at, lease_owner, lease_expires_at FROM hosts WHERE host = {ph('host')}", params
+    ).fetchone()
+    if owner is not None and expires is not None and expires > now:
+        return min(float(next_at), float(expires))
+    return float(next_at)

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from .api import Claim, HostAffinity
-from .claims import CLAIM_RETURNING, claim_from_host_row, finish_claim, page_claim
+from .claims import CLAIM_RETURNING, claim_from_host_row, claim_named_host, finish_claim, page_claim
 from .common import LEASED, PENDING_STATES, QUEUED, Dialect, affinity_params, affinity_sql
 from .postgres_connection import PostgresConnection
 
@@ -170,6 +170,14 @@ class PostgresClaims(PostgresConnection):
         # Safe to run twice: if a lost COMMIT had reserved hosts, they stay ours until the lease
         # runs out (time lost, never politeness), and the retry reserves others or none.
         return self._idempotent(tx, "claim hosts")
+
+    def claim_host(self, host: str, worker: str, now: float, lease_seconds: float) -> Claim | float:
+        """The claim of one named host, or the time to ask again (``Store.claim_host``). Run again
+        after a lost COMMIT, it finds the host held (by the first run's lease): time lost, never
+        politeness."""
+        return self._idempotent(
+            lambda conn: claim_named_host(conn, self._dialect, host, worker, now, lease_seconds), "claim a named host"
+        )
 
     def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
         """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""

@@ -36,7 +36,6 @@ from .api import (
     URLEvidence,
     YieldCheck,
 )
-from .claims import claim_from_host_row, finish_claim
 from .clock import process_anchor
 from .common import (
     LEASED,
@@ -70,7 +69,7 @@ from .reads import (
 from .release import host_release_sets, insert_fetch_log, insert_robots_versions, release_url, settle_robots
 from .resources import keep_resource, stored_resource
 from .sqlite_checkpoints import WalUpkeep
-from .sqlite_claims import ANY_ELIGIBLE, CLAIM_HOST, LEASE_URL, PICK_HOST
+from .sqlite_claims import SQLiteClaims
 from .sqlite_connection import (
     APP_ID,
     DIALECT,
@@ -111,7 +110,7 @@ _INSERT_URL = (
 )
 
 
-class SQLiteStore(Revisits, WalUpkeep):
+class SQLiteStore(SQLiteClaims, Revisits, WalUpkeep):
     """``Store`` on one SQLite file. One connection per process; safe across processes."""
 
     #: The schema version of the store as opened (older than ``SCHEMA_VERSION`` only read-only).
@@ -274,60 +273,6 @@ class SQLiteStore(Revisits, WalUpkeep):
             if n:
                 db.execute("UPDATE hosts SET pending = pending + ? WHERE host = ?", (n, host))
         return sum(added.values())
-
-    # -- the claim ---------------------------------------------------------------
-    def claim(self, worker: str, now: float, lease_seconds: float, *, per_ip_limit: int = 0) -> Claim | None:
-        """Reserve one eligible host (and its next URL, if its robots.txt is fresh), or None."""
-        claims = self.claim_many(worker, now, lease_seconds, 1, per_ip_limit=per_ip_limit)
-        return claims[0] if claims else None
-
-    def claim_many(
-        self,
-        worker: str,
-        now: float,
-        lease_seconds: float,
-        n: int,
-        *,
-        per_ip_limit: int = 0,
-        ahead: float = 0.0,
-        affinity: HostAffinity | None = None,
-    ) -> list[Claim]:
-        """Up to ``n`` claims, each exactly as ``claim`` makes it, in one transaction; with
-        ``ahead``, also hosts whose delay ends within that many seconds (``Claim.not_before``);
-        with ``affinity``, other shares' hosts only once they are overdue (``HostAffinity``)."""
-        expires = now + ahead + lease_seconds
-        params = {
-            "worker": worker,
-            "expires": expires,
-            "now": now,
-            "due": now + ahead,
-            "per_ip": per_ip_limit,
-            **affinity_params(affinity),
-        }
-        with self._lock:
-            # A read first, outside any write transaction (WAL readers never wait): about a third
-            # of the claims at 1,000 hosts find nothing eligible, and then take no write lock.
-            # If a host becomes eligible right after this read, the dispatcher's wake-up finds it.
-            if self._db.execute(ANY_ELIGIBLE, params).fetchone() is None:
-                return []
-        claims: list[Claim] = []
-        with self._write() as db:
-            for _ in range(n):
-                picked = db.execute(PICK_HOST, params).fetchone()
-                if picked is None:
-                    break
-                row = db.execute(CLAIM_HOST, {**params, "host": picked[0]}).fetchone()
-                claim = finish_claim(
-                    db,
-                    claim_from_host_row(row, worker=worker, now=now, expires=expires, not_before=picked[1]),
-                    LEASE_URL,
-                    params,
-                    now,
-                    "?",
-                )
-                if claim is not None:
-                    claims.append(claim)
-        return claims
 
     def release(self, claim: Claim, outcome: Outcome, now: float) -> None:
         """Record what the claim produced and give the host back, in one transaction."""
