@@ -215,8 +215,16 @@ def bot_page(ctx: click.Context, output: str | None, **flags: Any) -> None:
     help="Sandbox hosts (127.0.0.2, 127.0.0.3, …).",
 )
 @click.option("--query", default="compost telescope", show_default=True, help="The sample search.")
-def demo(db: str | None, n_hosts: int, query: str) -> None:
+@click.option(
+    "--render",
+    type=click.Choice(["never", "auto", "always"]),
+    default="never",
+    show_default=True,
+    help="Add a site built in JavaScript and crawl with --render (needs pip install 'politecrawl[render]' "
+    "and the system's Chromium; docs/render.md).",
+)
+def demo(db: str | None, n_hosts: int, query: str, render: str) -> None:
     """Crawl a sandbox web on loopback (no network needed), then search it."""
     from .demo import run_demo
 
-    run_demo(db=db, n_hosts=n_hosts, query=query)
+    run_demo(db=db, n_hosts=n_hosts, query=query, render=render)

@@ -9,13 +9,14 @@ the servers received; this one only shows them.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import threading
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-__all__ = ["COMMON_WORDS", "TOPICS", "DemoSite", "DemoWeb", "demo_sites", "link_sites"]
+__all__ = ["COMMON_WORDS", "JS_WORDS", "TOPICS", "DemoSite", "DemoWeb", "demo_sites", "js_site", "link_sites"]
 
 #: The demo's sites' topics and their words (the benchmark web's pages draw on them too).
 TOPICS = {
@@ -119,6 +120,62 @@ def demo_sites(
     return sites
 
 
+#: The words of the site built in JavaScript (``js_site``): found only by a crawl that renders it.
+JS_WORDS = "heron kingfisher binoculars wetland migration plumage egret warbler curlew estuary".split()
+
+_JS_SHELL = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Birdwatch</title>
+<script src="/static/app.js" defer></script></head>
+<body><noscript>Birdwatch needs JavaScript.</noscript><div id="app"></div></body></html>"""
+
+# A client-side router: the page's path names its JSON, which holds its title, words and links.
+_JS_APP = """
+const app = document.getElementById('app');
+async function route() {
+  const name = location.pathname === '/' ? 'index' : location.pathname.replace(/^\\/|\\.html$/g, '');
+  const data = await (await fetch('/api/' + name + '.json')).json();
+  document.title = data.title;
+  const h1 = document.createElement('h1');
+  h1.textContent = data.title;
+  app.replaceChildren(h1);
+  for (const text of data.paragraphs) {
+    const p = document.createElement('p');
+    p.textContent = text;
+    app.append(p);
+  }
+  for (const href of data.links) {
+    const a = document.createElement('a');
+    a.href = href;
+    a.textContent = href;
+    app.append(a, ' ');
+  }
+}
+route();
+"""
+
+
+def js_site(ip: str, pages: int = 5, *, seed: int = 11) -> DemoSite:
+    """A site built in JavaScript: every page is the same empty shell whose script fetches the
+    page's words and links as JSON (``crawl --render auto`` reads it; without it, one empty page)."""
+    rng = random.Random(seed)
+    names = ["index"] + [f"{w}-{j}" for j, w in enumerate(rng.sample(JS_WORDS, pages - 1), 1)]
+    site = DemoSite(ip, robots="User-agent: *\nAllow: /\n")
+    site.pages["/static/app.js"] = _JS_APP
+    for name in names:
+        path = "/" if name == "index" else f"/{name}.html"
+        site.pages[path] = _JS_SHELL
+        title = "Birdwatch — home" if name == "index" else f"{name.split('-')[0].title()} sightings"
+        links = ["/" if n == "index" else f"/{n}.html" for n in names if n != name]
+        paragraphs = [_paragraph(rng, JS_WORDS, 40) for _ in range(3)]
+        site.pages[f"/api/{name}.json"] = json.dumps({"title": title, "paragraphs": paragraphs, "links": links})
+    return site
+
+
+def _content_type(path: str) -> str:
+    if path.endswith(".js"):
+        return "application/javascript"
+    return "application/json" if path.endswith(".json") else "text/html"
+
+
 class DemoWeb:
     """Serves ``sites`` on loopback from a background thread; ``with DemoWeb(sites) as web:``
     starts and stops it. ``paths``: every path asked for, in the order the answers ended."""
@@ -184,7 +241,8 @@ class DemoWeb:
                         text="<html><title>Not found</title><body>Not found</body></html>",
                         content_type="text/html",
                     )
-                return web.Response(text=link_sites(page, [s.base for s in self.sites]), content_type="text/html")
+                body = link_sites(page, [s.base for s in self.sites])
+                return web.Response(text=body, content_type=_content_type(path))
             finally:
                 self.paths.append(path)
 
