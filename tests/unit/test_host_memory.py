@@ -43,5 +43,28 @@ def test_over_its_hosts_bound_a_worker_forgets_the_oldest_and_counts_pages_now_a
     asyncio.run(crawl())
     assert len(memory._hosts) == 10  # the newest ten
     assert set(memory._hosts) == {f"https://h{i}.test" for i in range(54, 64)}
-    assert len(loads) == 64
+    assert loads == []  # no host had patterns in the store (each claim's version 0): none read
     assert len(counted) == 64 // 16  # once per PATTERNS_COUNT_EVERY asks, not at every ask
+
+
+def test_a_host_is_read_back_from_the_store_only_when_the_store_has_its_patterns():
+    """The claim carries the version of the host's stored patterns: 0 (never written) costs no
+    read; a version newer than the worker's copy (or no copy) is read."""
+    loads: list[str] = []
+
+    async def load(host: str) -> tuple[int, str | None]:
+        loads.append(host)
+        return 3, None
+
+    async def save(rows) -> None:
+        return None
+
+    memory = HostMemory(load=load, save=save)
+
+    async def crawl() -> None:
+        for host, version in (("https://new.test", 0), ("https://old.test", 3), ("https://old.test", 3)):
+            await memory.patterns(replace(_claim(host), patterns_version=version))
+            memory.done(host)
+
+    asyncio.run(crawl())
+    assert loads == ["https://old.test"]  # once: the second claim finds this process's copy current

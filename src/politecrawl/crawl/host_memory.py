@@ -75,7 +75,10 @@ class HostMemory:
         use until ``done``: its patterns are not forgotten meanwhile."""
         self._in_use.add(claim.host)
         entry = self._hosts.get(claim.host)
-        if entry is None or entry.version < claim.patterns_version:
+        if entry is None and claim.patterns_version == 0:
+            # The store has none (the claim read its version): nothing to read back.
+            entry = _Host(0, SitePatterns(), 0, False)
+        elif entry is None or entry.version < claim.patterns_version:
             # Another process wrote the host's state since this one last did: the host is shared.
             shared = entry is not None or claim.patterns_version > 0
             version, data = await self._load(claim.host)
