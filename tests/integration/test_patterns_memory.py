@@ -42,9 +42,9 @@ class CountingStore:
             self.most_remembered = max(self.most_remembered, held)
         return self._store.claim_many(*args, **kw)
 
-    def host_patterns(self, host):
-        self.reads.append(host)
-        return self._store.host_patterns(host)
+    def host_patterns_many(self, hosts):
+        self.reads.extend(hosts)
+        return self._store.host_patterns_many(hosts)
 
     def __getattr__(self, name):
         return getattr(self._store, name)
@@ -112,4 +112,5 @@ def test_negative_control_under_the_default_budget_the_worker_keeps_every_host(s
     sb, counting, worker, _ = _crawl(sandbox_factory, db_path, monkeypatch, None)
     assert len([r for r in sb.requests() if r.path != "/robots.txt"]) == HOSTS * (1 + PAGES)
     assert worker.memory.pages_held() == HOSTS * (1 + PAGES)
-    assert len(counting.reads) == HOSTS  # each host's patterns read once, when first claimed
+    # Nothing forgotten, nothing read back: a host's first claim says the store holds no patterns.
+    assert counting.reads == []

@@ -1614,6 +1614,10 @@ def test_a_hosts_learned_url_patterns_are_kept_and_versioned(store):
     store.release(c2, Outcome(next_allowed_at=T + 2, delay=1.0, url_state="done"), T + 1)
     assert store.host_patterns(A) == (1, '{"v": 1}')  # not written: unchanged
     assert store.host_patterns("http://nowhere.test") == (0, None)
+    # Several hosts in one read: the known ones, by host.
+    store.seed_urls([url(B, "/1")], T)
+    assert store.host_patterns_many([A, B, "http://nowhere.test"]) == {A: (1, '{"v": 1}'), B: (0, None)}
+    assert store.host_patterns_many([]) == {}
 
 
 def test_learned_url_patterns_saved_outside_a_release_only_over_the_version_their_writer_read(store):

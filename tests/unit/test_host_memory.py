@@ -22,9 +22,9 @@ def test_over_its_hosts_bound_a_worker_forgets_the_oldest_and_counts_pages_now_a
     monkeypatch.setattr(host_memory, "PATTERNS_COUNT_EVERY", 16)
     loads: list[str] = []
 
-    async def load(host: str) -> tuple[int, str | None]:
-        loads.append(host)
-        return 0, None
+    async def load(hosts) -> dict:
+        loads.extend(hosts)
+        return {}
 
     async def save(rows) -> None:
         return None
@@ -52,9 +52,9 @@ def test_a_host_is_read_back_from_the_store_only_when_the_store_has_its_patterns
     read; a version newer than the worker's copy (or no copy) is read."""
     loads: list[str] = []
 
-    async def load(host: str) -> tuple[int, str | None]:
-        loads.append(host)
-        return 3, None
+    async def load(hosts) -> dict:
+        loads.extend(hosts)
+        return {h: (3, None) for h in hosts}
 
     async def save(rows) -> None:
         return None
@@ -68,3 +68,28 @@ def test_a_host_is_read_back_from_the_store_only_when_the_store_has_its_patterns
 
     asyncio.run(crawl())
     assert loads == ["https://old.test"]  # once: the second claim finds this process's copy current
+
+
+def test_the_claimed_hosts_stored_patterns_are_read_in_one_call():
+    """``prefetch`` reads the patterns of a claim batch's hosts that the store holds newer than this
+    process in one store call; ``patterns`` then reads nothing more for them."""
+    calls: list[list[str]] = []
+
+    async def load(hosts):
+        calls.append(list(hosts))
+        return {h: (2, None) for h in hosts}
+
+    async def save(rows) -> None:
+        return None
+
+    memory = HostMemory(load=load, save=save)
+    claims = [replace(_claim(f"https://h{i}.test"), patterns_version=2 if i % 2 else 0) for i in range(8)]
+
+    async def crawl() -> None:
+        memory.prefetch(claims)
+        for claim in claims:
+            await memory.patterns(claim)
+            memory.done(claim.host)
+
+    asyncio.run(crawl())
+    assert calls == [[f"https://h{i}.test" for i in range(1, 8, 2)]]  # one call, the four stored ones

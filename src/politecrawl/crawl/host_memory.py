@@ -10,6 +10,7 @@ in the store (another process had the host) is read again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,10 @@ PATTERNS_COUNT_EVERY = 1_024
 #: page would cost the store more than the learning saves; a crash loses at most these pages' lessons).
 PATTERNS_WRITE_EVERY = 8
 
-#: Reads a host's stored patterns: (version, JSON or None) — ``Store.host_patterns``.
-Load = Callable[[str], Awaitable[tuple[int, str | None]]]
+#: Reads hosts' stored patterns: host -> (version, JSON or None) — ``Store.host_patterns_many``.
+Load = Callable[[Sequence[str]], Awaitable[dict[str, tuple[int, str | None]]]]
+#: Reads started ahead (``HostMemory.prefetch``) whose hosts have not asked yet, at most.
+PREFETCHED_HOSTS = 4_096
 #: Writes (host, version read, JSON) rows where nobody wrote since — ``Store.save_host_patterns``.
 Save = Callable[[Sequence[tuple[str, int, str]]], Awaitable[object]]
 
@@ -65,10 +68,46 @@ class HostMemory:
         self._hosts: dict[str, _Host] = {}  # least recently asked first
         self._in_use: set[str] = set()  # hosts whose page is being handled
         self._asked = 0
+        #: Reads started by ``prefetch`` for hosts not asked for yet (oldest first).
+        self._reading: dict[str, asyncio.Task] = {}
 
     def pages_held(self) -> int:
         """The pages remembered, all hosts together (what ``PATTERNS_PAGES_REMEMBERED`` bounds)."""
         return sum(len(h.patterns.aliases.pages) for h in self._hosts.values())
+
+    def _stale(self, claim: Claim) -> bool:
+        """Whether the store holds newer patterns of the claim's host than this process."""
+        entry = self._hosts.get(claim.host)
+        return claim.patterns_version > (entry.version if entry is not None else 0)
+
+    def prefetch(self, claims: Sequence[Claim]) -> None:
+        """Start reading, in one store call, the stored patterns of the claimed hosts whose
+        ``patterns`` will need them: a worker keeping fewer hosts than the crawl has (a wide
+        crawl) needs most of them, and one read per page cost PostgreSQL a round trip each."""
+        hosts = [c.host for c in claims if self._stale(c)]
+        if not hosts:
+            return
+        task = asyncio.ensure_future(self._read_many(hosts))
+        for host in hosts:
+            self._reading.pop(host, None)
+            self._reading[host] = task
+        while len(self._reading) > PREFETCHED_HOSTS:  # claims whose pages never asked (a stop, an error)
+            del self._reading[next(iter(self._reading))]
+
+    async def _read_many(self, hosts: list[str]) -> dict[str, tuple[int, str | None]]:
+        try:
+            return await self._load(hosts)
+        except StoreError as exc:  # each host reads its own in ``patterns`` then
+            log.debug("URL patterns of %d hosts not read ahead: %s", len(hosts), exc)
+            return {}
+
+    async def _stored(self, claim: Claim) -> tuple[int, str | None]:
+        """The store's copy of the host's patterns: read ahead, or now."""
+        reading = self._reading.pop(claim.host, None)
+        got = (await reading).get(claim.host) if reading is not None else None
+        if got is None or got[0] < claim.patterns_version:
+            got = (await self._load([claim.host])).get(claim.host, (0, None))
+        return got
 
     async def patterns(self, claim: Claim) -> SitePatterns:
         """The host's learned patterns: this process's copy, or the store's if newer. The host is in
@@ -81,7 +120,7 @@ class HostMemory:
         elif entry is None or entry.version < claim.patterns_version:
             # Another process wrote the host's state since this one last did: the host is shared.
             shared = entry is not None or claim.patterns_version > 0
-            version, data = await self._load(claim.host)
+            version, data = await self._stored(claim)
             patterns = SitePatterns()
             if data:
                 try:

@@ -171,7 +171,7 @@ class Worker:
         self.links = LinkFilter(settings, scope)
         # Each host's learned URL patterns, read from and written to the store on its threads.
         self.memory = HostMemory(
-            load=partial(self._call, store.host_patterns), save=partial(self._call, store.save_host_patterns)
+            load=partial(self._call, store.host_patterns_many), save=partial(self._call, store.save_host_patterns)
         )
         rules = RobotsRules()
         self.robots = RobotsStep(settings, self.agent, fetcher, self.timing, self.links, self.now)
@@ -286,6 +286,8 @@ class Worker:
                 slots.release()
                 await self._store_trouble(exc)
                 continue
+            if self.settings.url_patterns:  # the pages' hosts' stored patterns, read in one call
+                self.memory.prefetch([c for c in claims if c.kind == ClaimKind.PAGE and c.url_kind == URLKind.PAGE])
             for i, claim in enumerate(claims):
                 if i:
                     await slots.acquire()  # free (see want): returns at once

@@ -174,13 +174,17 @@ class PostgresStore(PostgresClaims, PostgresRelease):
 
     def host_patterns(self, host: str) -> tuple[int, str | None]:
         """The host's learned URL patterns (version, JSON or None)."""
-        row = self._read(
+        return self.host_patterns_many([host]).get(host, (0, None))
+
+    def host_patterns_many(self, hosts: Sequence[str]) -> dict[str, tuple[int, str | None]]:
+        """The learned URL patterns of the known hosts among ``hosts``, by host, in one statement."""
+        rows = self._read(
             lambda conn: conn.execute(
-                "SELECT patterns_version, patterns FROM hosts WHERE host = %s", (host,)
-            ).fetchone(),
-            "read a host's URL patterns",
+                "SELECT host, patterns_version, patterns FROM hosts WHERE host = ANY(%s::text[])", (list(hosts),)
+            ).fetchall(),
+            "read hosts' URL patterns",
         )
-        return (row[0], row[1]) if row else (0, None)
+        return {h: (v, p) for h, v, p in rows}
 
     def save_host_patterns(self, saved: Sequence[tuple[str, int, str]]) -> int:
         """Write hosts' learned URL patterns, each (host, the version its writer holds, JSON), where

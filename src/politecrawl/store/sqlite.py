@@ -371,9 +371,17 @@ class SQLiteStore(SQLiteClaims, Revisits, WalUpkeep):
 
     def host_patterns(self, host: str) -> tuple[int, str | None]:
         """The host's learned URL patterns (version, JSON or None)."""
+        return self.host_patterns_many([host]).get(host, (0, None))
+
+    def host_patterns_many(self, hosts: Sequence[str]) -> dict[str, tuple[int, str | None]]:
+        """The learned URL patterns of the known hosts among ``hosts``, by host, in one read."""
+        got: dict[str, tuple[int, str | None]] = {}
         with self._lock:
-            row = self._db.execute("SELECT patterns_version, patterns FROM hosts WHERE host = ?", (host,)).fetchone()
-        return (row[0], row[1]) if row else (0, None)
+            for lo in range(0, len(hosts), 500):  # within SQLite's limit on parameters
+                part = hosts[lo : lo + 500]
+                sql = f"SELECT host, patterns_version, patterns FROM hosts WHERE host IN ({', '.join('?' * len(part))})"
+                got.update((h, (v, p)) for h, v, p in self._db.execute(sql, list(part)))
+        return got
 
     def save_host_patterns(self, saved: Sequence[tuple[str, int, str]]) -> int:
         """Write hosts' learned URL patterns, each (host, the version its writer holds, JSON), where
