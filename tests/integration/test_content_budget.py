@@ -330,8 +330,9 @@ def test_sitemaps_of_empty_elements_leave_the_hosts_pace_alone(sandbox_factory, 
     assert hostile_requests >= 0.8 * control_requests, (hostile_requests, control_requests)
     for host in (hostile, control):  # and no stall of the worker (9 s a file before)
         assert max(end_to_start_gaps(sb.requests(host))) < 3.0, sorted(end_to_start_gaps(sb.requests(host)))[-5:]
-    # Negative control: one such file, read with no element budget, needs more than 2 s of CPU,
-    # twice a sitemap's budget (it took 2.5-3.3 s on this project's machine: 3 s failed there).
+    # Negative control: one such file, read with no element budget, needs more than 1 s of CPU
+    # (2.5-3.3 s on one machine of this project, under 2 s on a faster one): the 16 read so
+    # would hold the worker for well over the 3 s gap allowed above.
     assert _unbudgeted_needs_more_cpu_than(
         "import gzip\n"
         "from xml.parsers import expat\n"
@@ -342,5 +343,5 @@ def test_sitemaps_of_empty_elements_leave_the_hosts_pace_alone(sandbox_factory, 
         "def end(name): pass\n"
         "p.StartElementHandler, p.EndElementHandler = start, end\n"
         "p.Parse(body, True)\n",
-        2,
+        1,
     )

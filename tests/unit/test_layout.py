@@ -56,7 +56,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "politecrawl/crawl/pages.py::PageStep._fetch_page": 152,
     "politecrawl/crawl/pages.py::PageStep._page_record": 104,
     "politecrawl/crawl/worker.py::Worker.__init__": 91,
-    "politecrawl/crawl/worker.py::Worker._run": 81,
     "politecrawl/faces/cli_search.py::search": 100,
     "politecrawl/faces/web_openapi.py::openapi_document": 245,
     "politecrawl/faces/why.py::explain": 150,

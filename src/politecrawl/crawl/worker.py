@@ -286,14 +286,7 @@ class Worker:
                 slots.release()
                 await self._store_trouble(exc)
                 continue
-            if self.settings.url_patterns:  # the pages' hosts' stored patterns, read in one call
-                self.memory.prefetch([c for c in claims if c.kind == ClaimKind.PAGE and c.url_kind == URLKind.PAGE])
-            for i, claim in enumerate(claims):
-                if i:
-                    await slots.acquire()  # free (see want): returns at once
-                task = asyncio.create_task(self._handle(claim))
-                self._tasks.add(task)
-                task.add_done_callback(partial(self._done, slots=slots))
+            await self._dispatch(claims, slots)
             if claims:
                 empty_wait, self._held_back = EMPTY_ROUND_WAIT_MIN, False
                 if len(claims) == want:
@@ -334,6 +327,17 @@ class Worker:
                 task.cancel()
             if late:
                 await asyncio.gather(*late, return_exceptions=True)
+
+    async def _dispatch(self, claims: list[Claim], slots: asyncio.Semaphore) -> None:
+        """A task per claim, each holding a slot (the first one taken already)."""
+        if self.settings.url_patterns:  # the pages' hosts' stored patterns, read in one call
+            self.memory.prefetch([c for c in claims if c.kind == ClaimKind.PAGE and c.url_kind == URLKind.PAGE])
+        for i, claim in enumerate(claims):
+            if i:
+                await slots.acquire()  # free (see _run's want): returns at once
+            task = asyncio.create_task(self._handle(claim))
+            self._tasks.add(task)
+            task.add_done_callback(partial(self._done, slots=slots))
 
     async def _store_trouble(self, exc: StoreError) -> None:
         """The store failed (database restarting, disk full): wait and retry; give up after STORE_PATIENCE."""
