@@ -344,7 +344,18 @@ def changed_settings(flags: dict, env: dict, db: str, cwd: Path) -> dict:
 #: "indexed N" is what the index holds (``indexing.pages_indexed``): pages that never enter it
 #: (duplicates, noindex, errors) count as not indexed, so on a web with them the lag below reads
 #: high by them (the row's `duplicates` says how many).
-_PROGRESS = re.compile(r"(\d+) pages · .* indexed (\d+) · (?:loop lag p99 \d+ ms · )?(\d+)s")
+#: The elapsed time ends the line as ``faces.words.human_duration`` writes it ("42 s", "5 min 59 s").
+_PROGRESS = re.compile(
+    r"(\d+) pages · .* indexed (\d+) · (?:loop lag p99 \d+ ms · )?([\d.]+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?)$",
+    re.MULTILINE,
+)
+_UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def progress_seconds(text: str) -> float:
+    """``human_duration``'s text ("5 min 59 s") as seconds."""
+    parts = text.split()
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in zip(parts[::2], parts[1::2]))
 
 
 def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, int, float]]:
@@ -497,7 +508,7 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         reasons[str(h["wait_reason"])] = reasons.get(str(h["wait_reason"]), 0) + 1
     row["hosts_by_wait_reason_at_end"] = reasons
     # The lag through the run: the crawl's own progress lines (every 10 s on a non-terminal).
-    progress = [(float(m[3]), int(m[1]), int(m[2])) for m in _PROGRESS.finditer(stderr)]
+    progress = [(progress_seconds(m[3]), int(m[1]), int(m[2])) for m in _PROGRESS.finditer(stderr)]
     lags = index_lag(progress)
     if lags:
         t, fetched, indexed, lag = lags[-1]
