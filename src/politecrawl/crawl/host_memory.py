@@ -114,12 +114,9 @@ class HostMemory:
         use until ``done``: its patterns are not forgotten meanwhile."""
         self._in_use.add(claim.host)
         entry = self._hosts.get(claim.host)
-        if entry is None and claim.patterns_version == 0:
-            # The store has none (the claim read its version): nothing to read back.
-            entry = _Host(0, SitePatterns(), 0, False)
-        elif entry is None or entry.version < claim.patterns_version:
-            # Another process wrote the host's state since this one last did: the host is shared.
-            shared = entry is not None or claim.patterns_version > 0
+        if self._stale(claim):
+            # Another process wrote the host's state (the claim says which version the store
+            # holds): the host is shared, and the store's copy replaces this one.
             version, data = await self._stored(claim)
             patterns = SitePatterns()
             if data:
@@ -129,7 +126,9 @@ class HostMemory:
                     patterns = SitePatterns.from_json(data, previous=entry.patterns if entry is not None else None)
                 except ValueError:  # written by another version: learn afresh
                     log.warning("ignoring the stored URL patterns of %s (unreadable)", claim.host)
-            entry = _Host(version, patterns, 0, shared)
+            entry = _Host(version, patterns, 0, True)
+        elif entry is None:  # the store has none (version 0): nothing to read back
+            entry = _Host(0, SitePatterns(), 0, False)
         self._hosts.pop(claim.host, None)
         self._hosts[claim.host] = entry  # last: the memo's order is least recently asked first
         self._asked += 1

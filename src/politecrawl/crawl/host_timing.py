@@ -6,6 +6,8 @@ crawl's per-host settings (a longer min delay, a page budget) applied to a host.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -27,7 +29,7 @@ from politecrawl.policy.politeness import (
 from politecrawl.policy.response import URLOutcome, URLState
 from politecrawl.store import Claim, FetchLogEntry, Outcome
 
-__all__ = ["HostTiming", "fetch_log_entry"]
+__all__ = ["HostTiming", "fetch_log_entry", "until_store_time"]
 
 
 class HostTiming:
@@ -141,3 +143,11 @@ def fetch_log_entry(result: FetchResult, kind: URLKind, decision: Decision, retr
         warc_file=result.warc[0] if result.warc else None,
         warc_offset=result.warc[1] if result.warc else None,
     )
+
+
+async def until_store_time(at: float, now: Callable[[], float], clock_error: float) -> None:
+    """Until ``at`` on the store's clock (``now``) by any reading of this process's offset to it
+    (``clock_error``: a time another machine stamped is never taken early). A loop: the sleep runs
+    on the monotonic clock, ``at`` is on the store's."""
+    while (early := at + clock_error - now()) > 0:
+        await asyncio.sleep(early)

@@ -26,7 +26,7 @@ from politecrawl.errors import StoreError
 from politecrawl.policy.kinds import URLKind
 from politecrawl.store import Claim, Outcome, Store
 
-from .host_timing import HostTiming
+from .host_timing import HostTiming, until_store_time
 from .render import Subresponse
 
 if TYPE_CHECKING:
@@ -114,8 +114,7 @@ class OtherHosts:
 
     async def _wait_for(self, claim: Claim) -> None:
         """Until the claim's time by any reading of this process's offset to the store's clock."""
-        while (early := claim.not_before + self.store.clock_error - self.store.now()) > 0:
-            await asyncio.sleep(early)
+        await until_store_time(claim.not_before, self.store.now, self.store.clock_error)
 
     async def _release(self, claim: Claim, outcome: Outcome) -> None:
         ended = outcome.fetch.ended_at if outcome.fetch is not None else self.store.now()

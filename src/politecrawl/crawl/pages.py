@@ -27,7 +27,7 @@ from politecrawl.policy.freshness import next_revisit
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.response import REDIRECT_STATUSES, URLOutcome, URLState, is_failure, judge
 from politecrawl.runtime.turns import Turns
-from politecrawl.store import Claim, Outcome, PageRecord, URLKind, YieldCheck
+from politecrawl.store import Claim, ClaimKind, Outcome, PageRecord, URLKind, YieldCheck
 
 from .budget import PageBudget
 from .host_memory import HostMemory
@@ -115,6 +115,11 @@ class PageStep:
         #: JavaScript pages read from the DOM a browser built (``--render``; set by the worker's ``run``).
         self.render: RenderStep | None = None
 
+    def learns_from(self, claim: Claim) -> bool:
+        """Whether the claim's page is read with (and teaches) its host's learned URL patterns: a
+        page, not a sitemap, with ``url_patterns`` on."""
+        return self.settings.url_patterns and claim.kind == ClaimKind.PAGE and claim.url_kind == URLKind.PAGE
+
     async def run(self, claim: Claim) -> Outcome:
         """The claim's URL checked, fetched, judged and parsed: what the store records of it."""
         try:
@@ -136,7 +141,7 @@ class PageStep:
         if budget is not None and claim.pages_fetched >= budget:
             return Outcome(url_state=URLState.SKIPPED, url_outcome=URLOutcome("host page budget reached"))
         is_sitemap = claim.url_kind == URLKind.SITEMAP
-        patterns = None if is_sitemap or not s.url_patterns else await self.memory.patterns(claim)
+        patterns = await self.memory.patterns(claim) if self.learns_from(claim) else None
         if patterns is not None:
             # What the host's pages taught since this URL was queued: an alias, a session token,
             # a template that stopped yielding new text. Decided before the request.

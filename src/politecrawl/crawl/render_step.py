@@ -47,7 +47,7 @@ from politecrawl.policy.robots import RobotsTxt
 from politecrawl.runtime.turns import Turns
 from politecrawl.store import Claim, FetchLogEntry, Outcome, Store, StoredResource, URLKind
 
-from .host_timing import HostTiming, fetch_log_entry
+from .host_timing import HostTiming, fetch_log_entry, until_store_time
 from .other_hosts import OtherHosts
 from .render import Renderer, Subresponse
 
@@ -206,8 +206,7 @@ class PoliteSubrequests:
                 return _answer(known)
             if self.failed or self.stop.is_set():
                 return "the host failed" if self.failed else "stopping"
-            while (early := self.next_allowed_at + self.clock_error - self.now()) > 0:
-                await asyncio.sleep(early)
+            await until_store_time(self.next_allowed_at, self.now, self.clock_error)
             return await self._fetch(key, request, known)
 
     def _fresh(self, res: StoredResource) -> bool:

@@ -39,7 +39,7 @@ from politecrawl.store import LOOP_LAG_META, Claim, HostAffinity, Outcome, Store
 
 from .budget import PageBudget
 from .host_memory import HostMemory
-from .host_timing import HostTiming
+from .host_timing import HostTiming, until_store_time
 from .links import LinkFilter
 from .pages import PageStep, wanted_type
 from .pool import STOP_GRACE, STORE_PATIENCE
@@ -330,8 +330,7 @@ class Worker:
 
     async def _dispatch(self, claims: list[Claim], slots: asyncio.Semaphore) -> None:
         """A task per claim, each holding a slot (the first one taken already)."""
-        if self.settings.url_patterns:  # the pages' hosts' stored patterns, read in one call
-            self.memory.prefetch([c for c in claims if c.kind == ClaimKind.PAGE and c.url_kind == URLKind.PAGE])
+        self.memory.prefetch([c for c in claims if self.pages.learns_from(c)])  # their stored patterns, in one read
         for i, claim in enumerate(claims):
             if i:
                 await slots.acquire()  # free (see _run's want): returns at once
@@ -398,10 +397,8 @@ class Worker:
         try:
             # Claimed ahead of the host's time (CLAIM_AHEAD): no request before it, by any reading
             # of this process's offset to the store's clock (another machine's release stamped
-            # it on the database's). (A loop: the sleep runs on the monotonic clock, the host's
-            # time is on the store's.)
-            while (early := claim.not_before + self.store.clock_error - self.now()) > 0:
-                await asyncio.sleep(early)
+            # it on the database's).
+            await until_store_time(claim.not_before, self.now, self.store.clock_error)
             if not self.scope.is_seed_host(claim.host) and not (
                 self.scope.mode == "domain" and self.scope.allows(claim.host + "/", claim.host)
             ):
