@@ -5,14 +5,17 @@ documents out, and a merge carries them over unknown)."""
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from politecrawl.index import IndexWriter, Searcher, segment_write
 from politecrawl.index.analysis import parse_query
 from politecrawl.index.doc_meta import doc_date, doc_kind, doc_lang
 from politecrawl.index.generation import load_generation, read_current_pointer
-from politecrawl.index.segment import VERSION
+from politecrawl.index.segment import VERSION, _url_host
 
 
 @pytest.mark.parametrize(
@@ -96,3 +99,27 @@ def test_grouped_pages_hold_every_match_once(tmp_path, limit):
     assert first.count("big.example") == 2 and len(first) == limit
     plain = [h.url.split("/")[2] for h in s.search("word", limit=limit)]
     assert plain.count("big.example") > 2  # the control: the ranking alone
+
+
+_HOST_PARTS = st.sampled_from(
+    ["a.example", "www.b.example", "C.Example", "d.example.", "xn--bcher-kva.example", "e_f.example",
+     "127.0.0.9", "[::1]", "[fe80::1%25eth0]", "ü.example", "", "u@g.example", "u:p@h.example",
+     "i.example:8080", "j.example:", "k.example:x", "l%2Eexample", "www."]  # fmt: skip
+)
+
+
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTP", "ftp", "h2+x", ""]),
+    host=_HOST_PARTS,
+    rest=st.sampled_from(["", "/", "/p?q=1", "?x", "#f", "/a:b@c", "//d"]),
+)
+def test_a_segments_hosts_are_urlsplits_hostnames(scheme, host, rest):
+    """``Segment.hosts`` reads a plain crawled URL with one match and every other with
+    ``urlsplit``: the host either way is ``urlsplit``'s hostname, less a trailing dot and a
+    leading ``www.``."""
+    url = f"{scheme}://{host}{rest}" if scheme else f"{host}{rest}"
+    try:
+        expected = (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        expected = ""
+    assert _url_host(url) == (expected[4:] if expected.startswith("www.") else expected)

@@ -56,3 +56,35 @@ def test_pruned_top_k_is_every_matchs_top_k_at_every_k(tmp_path):
                 assert pruned == every, (q, k)
                 saved += read_all - read_pruned
     assert saved > 0  # MaxScore skipped postings: these queries do take the pruned path
+
+
+def test_filtered_pruned_top_k_is_the_top_k_of_the_allowed_matches(tmp_path):
+    """With a filter (its mask read without branching in the kernels' passes over the matches),
+    the pruned top k is the top k of the matches the filter keeps: each allowed match's score as
+    without the filter, every one tied with the k-th included, and none the filter leaves out."""
+    path = tmp_path / "ix"
+    rng = random.Random(4)
+    with IndexWriter(path) as w:
+        for i in range(3000):
+            body = [f"pad{rng.randrange(50)}" for _ in range(rng.randint(5, 60))]
+            for word, every in WORDS.items():
+                if i % every == 0 or rng.random() < 0.2 / every:
+                    body += [word] * rng.randint(1, 4)
+            rng.shuffle(body)
+            w.add_document(f"http://h.example/{i}", "", " ".join(body), kind="pdf" if rng.random() < 0.4 else "html")
+    searcher = Searcher(path)
+    is_pdf = {d: searcher._current().reader.views[0].segment.facets().kind_codes[d] for d in range(3000)}
+    pdf = searcher._current().reader.views[0].segment.facets().kinds.index("pdf")
+    saved = 0
+    for words in itertools.combinations(WORDS, 3):
+        q = " ".join(words)
+        every, _ = _top(searcher, q, 3000, prune=False)
+        for k in (1, 5, 10, 50):
+            allowed = sorted((s for s in every if is_pdf[s[1]] == pdf), key=lambda s: -s[2])
+            kth = allowed[min(k, len(allowed)) - 1][2]
+            expected = sorted(s for s in allowed if s[2] >= kth)
+            pruned, read_pruned = _top(searcher, q + " filetype:pdf", k, prune=True)
+            unpruned, read_all = _top(searcher, q + " filetype:pdf", k, prune=False)
+            assert pruned == unpruned == expected, (q, k)
+            saved += read_all - read_pruned
+    assert saved > 0  # the filtered queries do take the pruned path
