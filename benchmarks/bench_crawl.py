@@ -70,6 +70,7 @@ import os
 import re
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -373,6 +374,37 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
     return out
 
 
+def index_delays(db: Path) -> dict:
+    """How long each page waited for the index, from the store's own marks, before the catch-up
+    index run: from its fetch (``pages.fetched_at``) to the index update that took it
+    (``page_marks.indexed_at``, set once that update's commit is searchable), for every stored
+    page the index took, indexable or not (a 404 or a duplicate is taken as soon as a page is, so
+    pages the index never holds do not inflate it as they do the progress line's count). Pages
+    not taken by the crawl's end are counted apart, with the age they had then."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT p.fetched_at, m.indexed_at FROM pages p LEFT JOIN page_marks m ON m.url_id = p.url_id"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return {"index_delay_error": str(exc)}
+    if not rows:
+        return {}
+    end = max(f for f, _ in rows)
+    waited = [i - f for f, i in rows if i is not None]
+    left = [end - f for f, i in rows if i is None]
+    return {
+        "index_delay_s_p50": round(_quantile(waited, 0.5) or 0.0, 1),
+        "index_delay_s_p95": round(_quantile(waited, 0.95) or 0.0, 1),
+        "index_delay_s_max": round(max(waited, default=0.0), 1),
+        "index_not_taken_at_end": len(left),
+        "index_not_taken_oldest_s": round(max(left, default=0.0), 1),
+    }
+
+
 def _answer_ms(text: str) -> str:
     """--answer-ms as given, once it reads as LO-HI (a bad value is one line from argparse)."""
     try:
@@ -517,6 +549,7 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         row["index_lag_s_last"] = lag
         row["index_lag_s_max"] = max(x[3] for x in lags)
     row["progress"] = [f"{t:.0f}s {f}/{i} lag {lag}s" for t, f, i, lag in lags]
+    row.update(index_delays(db))
     # The pages left unindexed, indexed now: their CPU belongs to the pages' cost.
     catch_up = run_tree(
         [*_cli(), "index", "--db", str(db)],

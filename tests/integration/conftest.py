@@ -28,6 +28,7 @@ cli_command = _root.cli_command
 cli_env = _root.cli_env
 serving = _root.serving
 prose = _root.prose
+TEST_DEFAULTS = _root.TEST_DEFAULTS
 
 
 @pytest.fixture

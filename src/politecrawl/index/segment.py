@@ -411,7 +411,8 @@ class Segment:
         """Lower-cased URL host per document, a leading ``www.`` left out (computed once, on
         first use: the first filtered, ``site:`` or grouped query of a segment waits for it)."""
         if self._hosts is None:
-            self._hosts = [_url_host(u) for u in self.urls]
+            one: dict[str, str] = {}  # one string per host, not one per document
+            self._hosts = [one.setdefault(h, h) for h in map(_url_host, self.urls)]
         return self._hosts
 
 
