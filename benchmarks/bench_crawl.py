@@ -74,6 +74,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -374,35 +376,58 @@ def index_lag(progress: list[tuple[float, int, int]]) -> list[tuple[float, int, 
     return out
 
 
-def index_delays(db: Path) -> dict:
-    """How long each page waited for the index, from the store's own marks, before the catch-up
-    index run: from its fetch (``pages.fetched_at``) to the index update that took it
-    (``page_marks.indexed_at``, set once that update's commit is searchable), for every stored
-    page the index took, indexable or not (a 404 or a duplicate is taken as soon as a page is, so
-    pages the index never holds do not inflate it as they do the progress line's count). Pages
-    not taken by the crawl's end are counted apart, with the age they had then."""
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT p.fetched_at, m.indexed_at FROM pages p LEFT JOIN page_marks m ON m.url_id = p.url_id"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return {"index_delay_error": str(exc)}
-    if not rows:
-        return {}
-    end = max(f for f, _ in rows)
-    waited = [i - f for f, i in rows if i is not None]
-    left = [end - f for f, i in rows if i is None]
-    return {
-        "index_delay_s_p50": round(_quantile(waited, 0.5) or 0.0, 1),
-        "index_delay_s_p95": round(_quantile(waited, 0.95) or 0.0, 1),
-        "index_delay_s_max": round(max(waited, default=0.0), 1),
-        "index_not_taken_at_end": len(left),
-        "index_not_taken_oldest_s": round(max(left, default=0.0), 1),
-    }
+class IndexBacklog:
+    """How far the index is behind the crawl, sampled from the store every few seconds while it
+    runs: the age of the oldest stored page the index updates have not taken yet (pages after
+    the store's mark ``indexed_seq``; 0 when none is left). A 404 or a duplicate is taken with
+    the pages around it, so pages the index never holds do not count as behind, as they do in
+    the progress lines' count. Read-only queries of the crawl's SQLite store, by index (``seq``);
+    the store's clock is this machine's."""
+
+    EVERY = 5.0
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.samples: list[tuple[float, float]] = []  # (time, seconds behind)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> IndexBacklog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.EVERY):
+            try:
+                conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=2)
+                try:
+                    mark = conn.execute("SELECT value FROM meta WHERE key = 'indexed_seq'").fetchone()
+                    (oldest,) = conn.execute(
+                        "SELECT MIN(fetched_at) FROM pages WHERE seq > ?", (int(mark[0]) if mark else 0,)
+                    ).fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.Error:  # not made yet, or busy: the next sample
+                continue
+            now = time.time()
+            self.samples.append((now, 0.0 if oldest is None else max(0.0, now - oldest)))
+
+    def figures(self, started: float) -> dict:
+        """The samples after the first minute (the crawl's start: robots.txt of every host, the
+        index's first update) and all of them."""
+        steady = [b for t, b in self.samples if t - started >= 60]
+        first = [b for t, b in self.samples if t - started < 60]
+        return {
+            "index_behind_s_p50": round(_quantile(steady, 0.5) or 0.0, 1),
+            "index_behind_s_p95": round(_quantile(steady, 0.95) or 0.0, 1),
+            "index_behind_s_max": round(max(steady, default=0.0), 1),
+            "index_behind_s_max_first_minute": round(max(first, default=0.0), 1),
+            "index_behind_samples": len(self.samples),
+        }
 
 
 def _answer_ms(text: str) -> str:
@@ -469,7 +494,8 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
     stderr_path = tmp / "crawl.stderr"
     try:
         with open(stderr_path, "w") as err, open(tmp / "crawl.stdout", "w") as out:
-            tree = run_tree(cmd, cwd=tmp, env=env, stdout=out, stderr=err, timeout=args.seconds + 300)
+            with IndexBacklog(db) as backlog:
+                tree = run_tree(cmd, cwd=tmp, env=env, stdout=out, stderr=err, timeout=args.seconds + 300)
     finally:
         records, web_cpu = stop_web_measured(web, log)
     spy_cpu = sum(cpu for command, cpu, _ in tree.processes.values() if _kind(command) == "py-spy")
@@ -549,7 +575,7 @@ def run_politecrawl(args, tmp: Path) -> tuple[dict, dict]:
         row["index_lag_s_last"] = lag
         row["index_lag_s_max"] = max(x[3] for x in lags)
     row["progress"] = [f"{t:.0f}s {f}/{i} lag {lag}s" for t, f, i, lag in lags]
-    row.update(index_delays(db))
+    row.update(backlog.figures(tree.started_at))
     # The pages left unindexed, indexed now: their CPU belongs to the pages' cost.
     catch_up = run_tree(
         [*_cli(), "index", "--db", str(db)],

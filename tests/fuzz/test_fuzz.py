@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from politecrawl.content.parse import parse_html
 from politecrawl.content.sitemaps import parse_sitemap
 from politecrawl.errors import InvalidURL
-from politecrawl.index.analysis import parse_query
+from politecrawl.index.query import parse_query
 from politecrawl.policy import urls
 from politecrawl.policy.hosts import host_key
 from politecrawl.policy.robots import RobotsTxt
@@ -353,7 +353,7 @@ ATHERIS_DRIVER = textwrap.dedent("""
     import sys, gzip, atheris
     with atheris.instrument_imports():
         from politecrawl.errors import InvalidURL
-        from politecrawl.index.analysis import parse_query
+        from politecrawl.index.query import parse_query
         from politecrawl.content.parse import parse_html
         from politecrawl.policy.robots import RobotsTxt
         from politecrawl.content.sitemaps import parse_sitemap

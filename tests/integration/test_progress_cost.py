@@ -39,7 +39,10 @@ def _crawl_with_progress(sandbox_factory, db_path, share: float) -> tuple[int, f
         "127.0.0.93",
         pages={
             "/": f"<html><title>p</title><body>{links}</body></html>",
-            **{f"/p{i}": Reply(body=f"<html><title>p{i}</title><body>page {i}</body></html>", delay=0.3) for i in range(50)},
+            **{
+                f"/p{i}": Reply(body=f"<html><title>p{i}</title><body>page {i}</body></html>", delay=0.3)
+                for i in range(50)
+            },
         },
     )
     sandbox_factory([host])

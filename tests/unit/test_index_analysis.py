@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 from test_index_tokens import regex_tokens
 
 from politecrawl.index import tokenize
-from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer, Query, parse_query
+from politecrawl.index.analysis import MAX_QUERY_TERMS, MAX_TOKEN_LEN, Analyzer
+from politecrawl.index.query import Query, parse_query
 
 
 @pytest.mark.parametrize(
@@ -134,10 +135,88 @@ def test_fast_tokenizer_equals_regex_on_every_code_point():
 )
 def test_plain_word_queries_parse_as_word_by_word(text):
     """The fast path for queries of plain words gives what the word-by-word parser gives."""
-    from politecrawl.index.analysis import _OPERATORS, _clean, _parse, _parse_parts
+    from politecrawl.index.query import _OPERATORS, _clean, _parse, _parse_parts
 
     q = _clean(text)
     if _OPERATORS.search(q):
         return
     for analyzer in (Analyzer(), Analyzer(stop_words=True)):
         assert _parse(q, analyzer) == _parse_parts(q, analyzer)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Üb",
+                "ﬁ",
+                "東京",
+                "-x",
+                '"q',
+                "OR",
+                "or",
+                "site:",
+                "site:WWW.a.example",
+                "lang:en",
+                "lang:!!",
+                "LANG:de_AT",
+                "filetype:.PDF",
+                "type:htm",
+                "after:2021",
+                "after:2021-02-30",
+                "before:2024-3",
+                "x:y",
+                "c++:",
+                ":",
+                "-",
+                "\u3000",
+                " ",
+            ]  # fmt: skip
+        ),
+        max_size=30,
+    ).map(" ".join)
+)
+def test_words_and_filters_parse_as_word_by_word(text):
+    """The fast path for plain words and filters gives what the word-by-word parser gives,
+    whatever else the query holds (it leaves phrases, -words, OR, CJK and invalid filters to it)."""
+    from politecrawl.index.query import _clean, _parse, _parse_parts
+
+    q = _clean(text)
+    for analyzer in (Analyzer(), Analyzer(stop_words=True)):
+        assert _parse(q, analyzer) == _parse_parts(q, analyzer)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Üb",
+                "ﬁ",
+                "or",
+                "site:WWW.a.example",
+                "lang:en",
+                "LANG:de_AT",
+                "filetype:.PDF",
+                "type:htm",
+                "after:2021",
+                "before:2024-3",
+                "\u3000",
+            ]  # fmt: skip
+        ),
+        min_size=1,
+        max_size=30,
+    ).map(" ".join)
+)
+def test_plain_words_and_valid_filters_take_the_fast_path(text):
+    from politecrawl.index.query import _clean, _parse_filtered_words, _parse_parts
+
+    q = _clean(text)
+    analyzer = Analyzer()
+    fast = _parse_filtered_words(q, analyzer)
+    assert fast is None or fast == _parse_parts(q, analyzer)
+    if ":" in q and len(analyzer.tokenize(q)) < 20:  # a filter, and words well within the budget
+        assert fast is not None

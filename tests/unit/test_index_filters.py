@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from politecrawl.index import IndexWriter, Searcher, segment_write
-from politecrawl.index.analysis import parse_query
 from politecrawl.index.doc_meta import doc_date, doc_kind, doc_lang
 from politecrawl.index.generation import load_generation, read_current_pointer
+from politecrawl.index.query import parse_query
 from politecrawl.index.segment import VERSION, _url_host
 
 

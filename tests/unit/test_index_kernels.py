@@ -233,7 +233,7 @@ def test_pruned_top_k_equals_every_match_scored_on_long_lists(tmp_path, scoring)
     of rare words with a word in every page it reads fewer postings (the negative control:
     the same query unpruned reads them all)."""
     from politecrawl.index import engine_compiled
-    from politecrawl.index.analysis import parse_query
+    from politecrawl.index.query import parse_query
 
     path = tmp_path / "ix"
     _long_lists_index(path)

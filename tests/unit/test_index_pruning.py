@@ -11,7 +11,7 @@ import random
 import pytest
 
 from politecrawl.index import IndexWriter, Searcher, engine_compiled, kernels
-from politecrawl.index.analysis import parse_query
+from politecrawl.index.query import parse_query
 
 compiled = kernels.compiled
 pytestmark = pytest.mark.skipif(compiled is None, reason="the compiled kernels are not built (no C compiler)")

@@ -417,7 +417,7 @@ _COMMON = ["the"] * 6 + ["a"] * 3 + ["of"] * 2  # draws skewed towards a few com
 def _exhaustive_ranking(searcher, q, k):
     """Reference top-k: every matching document scored, then sorted."""
     from politecrawl.index import engine_numpy
-    from politecrawl.index.analysis import parse_query
+    from politecrawl.index.query import parse_query
 
     scorer = searcher._current()
     reader = scorer.reader

@@ -31,8 +31,8 @@ from politecrawl.index.analysis import (
     Vocabulary,
     _normalize,
     is_cjk,
-    parse_query,
 )
+from politecrawl.index.query import parse_query
 
 compiled = kernels.compiled
 needs_kernels = pytest.mark.skipif(compiled is None, reason="the compiled kernels are not built (no C compiler)")

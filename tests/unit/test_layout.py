@@ -59,7 +59,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "politecrawl/faces/cli_search.py::search": 100,
     "politecrawl/faces/web_openapi.py::openapi_document": 245,
     "politecrawl/faces/why.py::explain": 150,
-    "politecrawl/index/analysis.py::_parse_parts": 91,
     "politecrawl/index/search.py::Searcher.search": 127,
     "politecrawl/index/segment.py::Segment.__init__": 93,
     "politecrawl/index/segment_write.py::write_segment": 96,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import multiprocessing as mp
 import os
 import socket
@@ -233,6 +234,23 @@ class CrawlReport:
     indexed: int | None = None
 
 
+class _ProgressPacing:
+    """When the progress line is next due: every ``every`` seconds, but on a store so large that
+    its count (``status()``, whole tables) takes long, at most ``share`` of the time."""
+
+    def __init__(self, every: float, share: float) -> None:
+        self.every, self.share = every, share
+        self.last = -math.inf
+        self.gap = every
+
+    def due(self, t: float) -> bool:
+        return t - self.last >= self.gap
+
+    def counted(self, t: float, took: float) -> None:
+        self.last = t
+        self.gap = max(self.every, took / self.share)
+
+
 class Crawler:
     """A whole crawl: seeds into the store, worker processes, the indexer, progress."""
 
@@ -356,8 +374,7 @@ class Crawler:
             started = time.monotonic()
             index_dir = index_dir_for(s)
             last_index = [0.0]
-            last_progress = [0.0]
-            progress_gap = [progress_every or self.PROGRESS_EVERY]
+            pacing = _ProgressPacing(progress_every or self.PROGRESS_EVERY, self.STATUS_SHARE)
             noticed_step = [0.0]
             counter = mp.get_context("spawn").Value("q", 0)
 
@@ -401,13 +418,10 @@ class Crawler:
                     if s.recrawl_after is not None:
                         store.requeue_due(store.now())
                     last_index[0] = time.monotonic()
-                # status() counts whole tables: not more often than the progress display shows it,
-                # and on a store so large that counting takes long, at most STATUS_SHARE of the time.
-                if on_progress is not None and t - last_progress[0] >= progress_gap[0]:
-                    last_progress[0] = t
+                # status() counts whole tables: not more often than the progress display shows it.
+                if on_progress is not None and pacing.due(t):
                     status = store.status(store.now())
-                    took = time.monotonic() - t
-                    progress_gap[0] = max(progress_every or self.PROGRESS_EVERY, took / self.STATUS_SHARE)
+                    pacing.counted(t, time.monotonic() - t)
                     on_progress(
                         CrawlProgress(
                             status,

@@ -23,8 +23,9 @@ import numpy as np
 
 from politecrawl.errors import QueryTooCostly
 
-from .analysis import Query, Term
+from .analysis import Term
 from .bm25 import FIELD_WEIGHTS, FIELDS, K1, TITLE_BONUS, TITLE_K1, B, field_norm, idf
+from .query import Query
 from .reader import IndexReader, SegmentView
 from .stemming import STEM_WEIGHT
 

@@ -16,7 +16,7 @@ import numpy as np
 from politecrawl.errors import SearchIndexError
 
 from . import kernels
-from .analysis import Query, Term
+from .analysis import Term
 from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
@@ -30,6 +30,7 @@ from .bm25 import (
     idf,
 )
 from .engine import Page, Scorer, allowed
+from .query import Query
 from .snippet import MAX_POSITIONS
 
 __all__ = ["PRUNE_MIN_POSTINGS", "hit_runs", "kernel_inputs", "match", "page", "top"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analysis import Query, Term
+from .analysis import Term
 from .bm25 import (
     FIELDS,
     K1,
@@ -32,6 +32,7 @@ from .bm25 import (
     saturate,
 )
 from .engine import Page, Scorer, allowed
+from .query import Query
 from .reader import IndexReader, union_of_docs
 from .snippet import MAX_POSITIONS
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import Query, Term
+from .analysis import Term
 from .bm25 import (
     FIELD_WEIGHTS,
     FIELDS,
@@ -28,6 +28,7 @@ from .bm25 import (
     idf,
     saturate,
 )
+from .query import Query
 from .reader import IndexReader
 from .stemming import stem_of
 

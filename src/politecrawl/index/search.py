@@ -1,6 +1,6 @@
 """``Searcher``: query string -> ranked ``Hit`` list, BM25F over whole-index statistics.
 
-Semantics of a query (see ``analysis.parse_query``):
+Semantics of a query (see ``query.parse_query``):
 
 * free-text terms are OR-ed: a document matching any scoring term is a
   candidate; the score is the sum over the query's distinct scoring terms
@@ -48,7 +48,7 @@ import numpy as np
 from politecrawl.errors import QueryTooCostly, SearchIndexError
 
 from . import engine_compiled, engine_numpy, kernels, suggest
-from .analysis import Query, Term, parse_query
+from .analysis import Term
 from .bm25 import (
     DEFAULT_SCORING,
     PROXIMITY_DEPTH,
@@ -58,6 +58,7 @@ from .bodies import DAMAGED_TEXT_ERRORS
 from .engine import Page, Scorer
 from .explain import explain_hit
 from .generation import current_identity, local_commits
+from .query import Query, parse_query
 from .reader import IndexReader
 from .snippet_hit import snippet_for_hit, snippet_from_runs
 from .stemming import STEM_WEIGHT, query_stems, stem_lang, stem_of, stemmed_term
@@ -299,15 +300,6 @@ class Searcher:
         # the hits' body positions: the compiled kernels' runs, or per hit and term (numpy)
         runs: tuple[bytes, bytes] | None = None
         positions: list[list[np.ndarray]] = []
-        want = Page(
-            depth=depth,
-            start=(page - 1) * limit,
-            end=k,
-            rerank=rerank,
-            snippets=snippets,
-            explain=explain,
-            deadline=deadline,
-        )
         hits = []
         chosen: list[int] | None = None  # grouped: the hits of ``ranked`` on the page
         more: set[str] = set()  # grouped: the page's sites with more hits on later pages
@@ -326,12 +318,18 @@ class Searcher:
         # late too where proximity reads the words' stem groups: the kernels' rank() gathers the
         # snippets' positions of the terms it reads
         late = snippets and (per_site is not None or snippet_terms != terms or (rerank and q.proximity_terms != terms))
-        if late:
-            want = replace(want, snippets=False)
-        if per_site is not None:
-            # the grouped pages are made from the same ranking whatever page is asked for; the
-            # body positions (snippets) are read for the page's hits only, once they are chosen
-            want = replace(want, depth=max(depth, GROUP_WINDOW), start=0, end=max(k, GROUP_WINDOW))
+        # grouped, the pages are made from the same ranking whatever page is asked for; the body
+        # positions (snippets) are read for the page's hits only, once they are chosen (late)
+        grouped = per_site is not None
+        want = Page(
+            depth=max(depth, GROUP_WINDOW) if grouped else depth,
+            start=0 if grouped else (page - 1) * limit,
+            end=max(k, GROUP_WINDOW) if grouped else k,
+            rerank=rerank,
+            snippets=snippets and not late,
+            explain=explain,
+            deadline=deadline,
+        )
         if kernels.compiled is not None:
             compiled_page = engine_compiled.page(scorer, q, want, prune=self.top_k_pruning)
             if compiled_page is None:
