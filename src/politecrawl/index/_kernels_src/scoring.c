@@ -170,10 +170,10 @@ static void hist_fill(ScoreHist *h, const int32_t *docs, Py_ssize_t n, Py_ssize_
         }
         return;
     }
-    for (Py_ssize_t j = 0; j < n; j += stride) { /* a mask's bytes are 0 or 1: added, not branched on */
+    for (Py_ssize_t j = 0; j < n; j += stride) { /* a mask's byte counted as 0 or 1: added, not branched on */
         int32_t d = docs[j];
         double b = score[d] * h->scale;
-        h->count[b < (double)(nb - 1) ? (Py_ssize_t)b : nb - 1] += allowed[d];
+        h->count[b < (double)(nb - 1) ? (Py_ssize_t)b : nb - 1] += allowed[d] != 0;
     }
 }
 
