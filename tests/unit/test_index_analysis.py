@@ -1,5 +1,7 @@
 """The one tokenizer and the query parser."""
 
+import random
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -144,79 +146,27 @@ def test_plain_word_queries_parse_as_word_by_word(text):
         assert _parse(q, analyzer) == _parse_parts(q, analyzer)
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(
-            [
-                "a",
-                "Üb",
-                "ﬁ",
-                "東京",
-                "-x",
-                '"q',
-                "OR",
-                "or",
-                "site:",
-                "site:WWW.a.example",
-                "lang:en",
-                "lang:!!",
-                "LANG:de_AT",
-                "filetype:.PDF",
-                "type:htm",
-                "after:2021",
-                "after:2021-02-30",
-                "before:2024-3",
-                "x:y",
-                "c++:",
-                ":",
-                "-",
-                "\u3000",
-                " ",
-            ]  # fmt: skip
-        ),
-        max_size=30,
-    ).map(" ".join)
-)
-def test_words_and_filters_parse_as_word_by_word(text):
-    """The fast path for plain words and filters gives what the word-by-word parser gives,
-    whatever else the query holds (it leaves phrases, -words, OR, CJK and invalid filters to it)."""
-    from politecrawl.index.query import _clean, _parse, _parse_parts
+#: Plain words and valid filters: the fast path's queries; and words that leave a query to the
+#: word-by-word parser (a phrase, a -word, OR, CJK, a filter of an invalid value, a colon).
+_FAST_WORDS = "a Üb ﬁ or site:WWW.a.example lang:en LANG:de_AT filetype:.PDF type:htm after:2021 before:2024-3"
+_OTHER_WORDS = '東京 -x "q OR site: lang:!! after:2021-02-30 x:y c++: : -'
 
-    q = _clean(text)
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.lists(st.sampled_from(_FAST_WORDS.split() + ["\u3000"]), min_size=1, max_size=30),
+    st.lists(st.sampled_from(_OTHER_WORDS.split()), max_size=3),
+)
+def test_words_and_filters_parse_as_word_by_word(fast, other):
+    """The fast path for plain words and filters gives what the word-by-word parser gives,
+    whatever else the query holds (it leaves phrases, -words, OR, CJK and invalid filters to it),
+    and takes every query of plain words and valid filters within the terms' budget."""
+    from politecrawl.index.query import _clean, _parse, _parse_filtered_words, _parse_parts
+
+    words = fast + other
+    random.Random(len(words)).shuffle(words)
+    q = _clean(" ".join(words))
     for analyzer in (Analyzer(), Analyzer(stop_words=True)):
         assert _parse(q, analyzer) == _parse_parts(q, analyzer)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(
-            [
-                "a",
-                "Üb",
-                "ﬁ",
-                "or",
-                "site:WWW.a.example",
-                "lang:en",
-                "LANG:de_AT",
-                "filetype:.PDF",
-                "type:htm",
-                "after:2021",
-                "before:2024-3",
-                "\u3000",
-            ]  # fmt: skip
-        ),
-        min_size=1,
-        max_size=30,
-    ).map(" ".join)
-)
-def test_plain_words_and_valid_filters_take_the_fast_path(text):
-    from politecrawl.index.query import _clean, _parse_filtered_words, _parse_parts
-
-    q = _clean(text)
-    analyzer = Analyzer()
-    fast = _parse_filtered_words(q, analyzer)
-    assert fast is None or fast == _parse_parts(q, analyzer)
-    if ":" in q and len(analyzer.tokenize(q)) < 20:  # a filter, and words well within the budget
-        assert fast is not None
+    if not other and ":" in q:
+        assert _parse_filtered_words(q, Analyzer()) is not None
