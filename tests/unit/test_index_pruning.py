@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from politecrawl.index import IndexWriter, Searcher, engine_compiled, kernels
@@ -86,5 +87,17 @@ def test_filtered_pruned_top_k_is_the_top_k_of_the_allowed_matches(tmp_path):
             pruned, read_pruned = _top(searcher, q + " filetype:pdf", k, prune=True)
             unpruned, read_all = _top(searcher, q + " filetype:pdf", k, prune=False)
             assert pruned == unpruned == expected, (q, k)
+            # a page's top k, not counted: the mask read only where a score would enter
+            (_, seg, doc, score, count, _), _, _ = engine_compiled.top(
+                searcher._current(), parse_query(q + " filetype:pdf"), k, prune=True, counting=False
+            )
+            page = sorted(
+                zip(
+                    np.frombuffer(seg, np.int32).tolist(),
+                    np.frombuffer(doc, np.int32).tolist(),
+                    np.frombuffer(score, np.float64).tolist(),
+                )
+            )
+            assert page == expected and count == -1, (q, k)
             saved += read_all - read_pruned
     assert saved > 0  # the filtered queries do take the pruned path

@@ -61,6 +61,7 @@ def top(
     k1p1: float,
     bound_params: Buffer,
     prune_min: int,
+    counting: bool = True,
 ) -> tuple[bytes, bytes, bytes, bytes, int, int]: ...
 def gather(
     segments: Sequence[Postings], term_ids: Buffer, field: int, segs: Buffer, docs: Buffer, cap: int

@@ -52,7 +52,7 @@ def page(
     assert compiled is not None
     reader = scorer.reader
     (tids_b, seg_b, doc_b, score_b, _, _), ordered, term_idfs = top(
-        scorer, q, want.depth, prune=prune, deadline=want.deadline
+        scorer, q, want.depth, prune=prune, deadline=want.deadline, counting=False
     )
     if not score_b:
         return None
@@ -137,12 +137,14 @@ def hit_runs(scorer: Scorer, terms: list[str], hits: list[tuple[int, int]]) -> t
 
 
 def top(
-    scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None
+    scorer: Scorer, q: Query, k: int, *, prune: bool, deadline: float | None = None, counting: bool = True
 ) -> tuple[tuple, list[Term], dict[Term, float]]:
     """``compiled.top`` over every segment for ``q``'s ``k`` best (module ``_kernels``: the term
     ids, the matches as bytes, their count, the postings read), the terms in the order their
     scores are added, and their idfs (none with "fields" scoring). ``prune``: MaxScore over the
-    skip blocks' bounds (never for ``k = 0``); the hits and scores are the same either way."""
+    skip blocks' bounds (never for ``k = 0``); the hits and scores are the same either way.
+    ``counting=False`` (a page of hits, whose count nobody reads): the count is -1, and a
+    filter's mask is read only where a score would enter the ``k`` best."""
     compiled = kernels.compiled
     assert compiled is not None
     reader = scorer.reader
@@ -171,6 +173,7 @@ def top(
             K1 + 1.0,
             bound_params,
             PRUNE_MIN_POSTINGS if prune and k > 0 else -1,
+            counting,
         )
     except ValueError as exc:  # a damaged segment file
         raise SearchIndexError(f"{reader.index_dir}: {exc}") from exc

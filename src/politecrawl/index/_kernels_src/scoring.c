@@ -234,7 +234,8 @@ static void hits_free(Hits *h) {
  * order their scores are added) and adds to `out` the allowed ones whose score is at least the
  * segment's k-th best and at least `floor` (the k-th best of the segments before: a document
  * below it cannot be among the k best of all).  `count` gets the allowed matches (exact only
- * without pruning), `read` the postings read.
+ * without pruning; NULL with k > 0: not counted, and a filter's mask is then read only for the
+ * documents whose score would enter the k best), `read` the postings read.
  *
  *   mode 0 ("bm25f+title", "bm25f"), coef = (idf, title coefficient) per term, norm = the
  *     fields' w_f / B_f per document, tnorm = TITLE_K1 * B_title per document:
@@ -511,7 +512,18 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
             goto cleanup;
         }
     }
-    for (Py_ssize_t j = 0; j < n_final; j++) {
+    for (Py_ssize_t j = 0; !count_out && j < n_final; j++) {
+        /* Not counting (a page of hits): most matches score below the cut, and their mask bytes
+         * are not read.  Read at random, one a match, a segment's masks of a million documents
+         * (a byte each) cost the rare words' queries as much as their scoring. */
+        int32_t d = final[j];
+        double v = score[d];
+        if (v < cut || (allowed && !allowed[d])) continue;
+        pushed[n_pushed++] = d;
+        heap_push(heap, &in_heap, k, v);
+        if (in_heap == k && heap[0] > cut) cut = heap[0];
+    }
+    for (Py_ssize_t j = 0; count_out && j < n_final; j++) {
         int32_t d = final[j];
         /* as in kth_best: a filtered-out document gets a score below every floor (scores are
          * >= 0), and is counted by adding its mask byte */
@@ -529,7 +541,7 @@ static int score_segment(Postings *self, int32_t seg, const Py_ssize_t *tids, Py
         int32_t d = pushed[j];
         if (score[d] >= threshold && hits_add(out, seg, d, score[d]) < 0) goto cleanup;
     }
-    *count_out += count;
+    if (count_out) *count_out += count;
     *read_out += postings_read;
     ok = 0;
 cleanup:

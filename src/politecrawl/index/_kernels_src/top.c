@@ -105,7 +105,7 @@ done:
     return result;
 }
 
-/* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune_min)
+/* top(segments, terms, coef, mode, norms, allowed, k, k1, k1p1, bound_params, prune_min, counting=True)
  *   -> (term_ids, segs, docs, scores, count, postings_read)
  *
  * The k best matches of `terms` (str, in the order their scores are added) over every segment
@@ -117,16 +117,19 @@ done:
  * `prune_min`: MaxScore in each segment where the terms have at least this many postings in all
  * (-1: never).  Returns the terms' id in each segment (int64 [segments * terms]), then the hits'
  * segment index (int32), doc id (int32) and score (float64), as bytes, in no particular order; then how
- * many allowed documents match (exact for k = 0, which never prunes) and how many postings were
- * read. */
+ * many allowed documents match (exact for k = 0, which never prunes; -1 with `counting` false and
+ * k > 0: not counted, which spares a filter's mask where scores are below the k best) and how
+ * many postings were read. */
 static PyObject *k_top(PyObject *mod, PyObject *args) {
     PyObject *segs_obj, *terms_obj, *coef_obj, *norms_obj, *allowed_obj, *bp_obj;
     int mode;
     Py_ssize_t k, prune_min;
     double k1, k1p1;
-    if (!PyArg_ParseTuple(args, "OOOiOOnddOn", &segs_obj, &terms_obj, &coef_obj, &mode, &norms_obj, &allowed_obj, &k,
-                          &k1, &k1p1, &bp_obj, &prune_min))
+    int counting = 1;
+    if (!PyArg_ParseTuple(args, "OOOiOOnddOn|p", &segs_obj, &terms_obj, &coef_obj, &mode, &norms_obj, &allowed_obj, &k,
+                          &k1, &k1p1, &bp_obj, &prune_min, &counting))
         return NULL;
+    counting = counting || k <= 0;
     if (mode != MODE_BM25F && mode != MODE_FIELDS) {
         PyErr_SetString(PyExc_ValueError, "unknown mode");
         return NULL;
@@ -195,7 +198,7 @@ static PyObject *k_top(PyObject *mod, PyObject *args) {
         double floor = k > 0 && in_heap == k ? heap[0] : 0.0;
         Py_ssize_t before = hits.n;
         if (!failed && score_segment(p, (int32_t)s, tids + s * T, T, coef, mode, norm, norm[3], allowed, k, k1, k1p1,
-                                     has_bp ? bp : NULL, prune_min, floor, &hits, &count, &read) < 0)
+                                     has_bp ? bp : NULL, prune_min, floor, &hits, counting ? &count : NULL, &read) < 0)
             failed = 1;
         for (int i = 0; i < 4; i++)
             if (held[i]) PyBuffer_Release(&nv[i]);
@@ -223,7 +226,7 @@ static PyObject *k_top(PyObject *mod, PyObject *args) {
                 od[w] = hits.doc[j];
                 ov[w++] = hits.score[j];
             }
-        result = Py_BuildValue("(NNNNnn)", tids_b, seg_b, doc_b, score_b, count, read);
+        result = Py_BuildValue("(NNNNnn)", tids_b, seg_b, doc_b, score_b, counting ? count : (Py_ssize_t)-1, read);
     } else {
         Py_XDECREF(tids_b);
         Py_XDECREF(seg_b);
