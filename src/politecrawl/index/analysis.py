@@ -69,8 +69,6 @@ ANALYZER_NAME = "politecrawl-v2"
 
 MAX_TOKEN_LEN = 64
 MAX_QUERY_TERMS = 64
-# A query longer than this is cut before analysis (bound what a user controls).
-_MAX_QUERY_CHARS = 4096
 
 ENGLISH_STOP_WORDS = frozenset(
     """a an and are as at be but by for if in into is it no not of on or such

@@ -14,9 +14,12 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from .analysis import _MAX_QUERY_CHARS, _STRIP_CATEGORIES, DEFAULT_ANALYZER, MAX_QUERY_TERMS, Analyzer, Term
+from .analysis import _STRIP_CATEGORIES, DEFAULT_ANALYZER, MAX_QUERY_TERMS, Analyzer, Term
 
 __all__ = ["Query", "parse_query"]
+
+# A query longer than this is cut before analysis (bound what a user controls).
+_MAX_QUERY_CHARS = 4096
 
 
 @dataclass(frozen=True)
