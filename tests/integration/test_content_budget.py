@@ -28,7 +28,7 @@ import pytest
 
 from conftest import REPO, run_cli, start_cli
 from servers.documents import distinct_names_page, shared_stream_pdf, tiny_pdf
-from servers.sandbox import Reply, SandboxHost, end_to_start_gaps
+from servers.sandbox import Reply, SandboxHost, answer_ended, end_to_start_gaps
 
 #: The parse process's CPU budget in the tests that want it hit (wall clock: 3x).
 BUDGET = 2
@@ -249,7 +249,7 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
         "127.0.0.158",
         pages={
             "/": page("Names", "index", ["/slow", "/next"]),
-            "/slow": distinct_names_page(1_200),  # 15 s of parse_html with selectolax 1.0; 1,000: 7 s
+            "/slow": distinct_names_page(1_200),  # 15-40 s of parse_html with selectolax 1.0, by machine
             "/next": page("Next", "numbat tracks"),
         },
     )
@@ -259,25 +259,37 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
     env["POLITECRAWL_YIELD_MIN_PAGES"] = "0"  # the star's pages are alike: the host is not paused
     if not aside:
         env["POLITECRAWL_PARSE_INLINE_BYTES"] = str(10**9)
+    max_time = 32
+    started = time.time()
     proc = _crawl(
-        db_path, [other.url("/"), hostile.url("/")], str(tmp_path), "--max-time", "32", "--min-delay", "0.3", env=env
+        db_path,
+        [other.url("/"), hostile.url("/")],
+        str(tmp_path),
+        *("--max-time", str(max_time), "--min-delay", "0.3"),
+        env=env,
     )
-    out, err = _wait(proc, 90)
+    out, err = _wait(proc, 120)
+    crawl_ended = time.time()
     assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
-    assert sb.requests(hostile, "/next"), "the host's other page was not fetched"
     arrived = sb.requests(hostile, "/slow")[0].ended
     others = sb.requests(other)
-    assert others[0].started < arrived < others[-1].started, "the hosts' crawls did not overlap"
-    around = [r for r in others if arrived - 5 <= r.started <= arrived + 25]
-    worst = max(end_to_start_gaps(around))
-    print(f"\n{'deadline' if aside else 'inline'}: the other host's longest gap around the page: {worst:.1f} s")
+    assert others[0].started < arrived, "the other host's crawl had not begun when the page arrived"
+    assert set(other.pages) - {r.path for r in others}, "the other host ran out of pages: a wait would not show"
+    # The other host's waits from just before the page arrived to the end of the crawl's time (a
+    # parse still running then shows as the wait after its last answer; the run's own clock
+    # starts after the process does, so this end is, if anything, early).
+    around = [r for r in others if r.started >= arrived - 5]
+    waits = end_to_start_gaps(around) + [min(crawl_ended, started + max_time) - answer_ended(around[-1])]
+    worst = max(waits)
+    print(f"\n{'deadline' if aside else 'inline'}: the other host's longest wait after the page arrived: {worst:.1f} s")
     why = _why(db_path, hostile.url("/slow"), str(tmp_path))
     if not aside:
         # Parsed in the worker, the page held every other host of the worker meanwhile.
         assert worst > 3 * BUDGET, (worst, why)
         assert "not parsed" not in why, why
         return
-    assert worst < 3.0, sorted(end_to_start_gaps(around))[-5:]  # 0.3 s delay; generous for a busy machine
+    assert sb.requests(hostile, "/next"), "the host's other page was not fetched"
+    assert worst < 3.0, sorted(waits)[-5:]  # 0.3 s delay; generous for a busy machine
     assert "skipped" in why and "not parsed: text/html parse over its" in why and "budget" in why, why
     assert f"not parsed: {hostile.url('/slow')}: HTML parse over its" in err, err[-2000:]  # logged
     assert hostile.url("/next") in _search(db_path, "numbat", str(tmp_path))
