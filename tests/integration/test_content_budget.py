@@ -249,7 +249,7 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
         "127.0.0.158",
         pages={
             "/": page("Names", "index", ["/slow", "/next"]),
-            "/slow": distinct_names_page(1_200),  # 15-40 s of parse_html with selectolax 1.0, by machine
+            "/slow": distinct_names_page(800),  # 5-13 s of parse_html with selectolax 1.0, by machine
             "/next": page("Next", "numbat tracks"),
         },
     )
@@ -259,7 +259,7 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
     env["POLITECRAWL_YIELD_MIN_PAGES"] = "0"  # the star's pages are alike: the host is not paused
     if not aside:
         env["POLITECRAWL_PARSE_INLINE_BYTES"] = str(10**9)
-    max_time = 32
+    max_time = 20
     started = time.time()
     proc = _crawl(
         db_path,
@@ -284,8 +284,9 @@ def test_a_page_slow_to_parse_meets_its_deadline_and_the_other_host_stays_on_sch
     print(f"\n{'deadline' if aside else 'inline'}: the other host's longest wait after the page arrived: {worst:.1f} s")
     why = _why(db_path, hostile.url("/slow"), str(tmp_path))
     if not aside:
-        # Parsed in the worker, the page held every other host of the worker meanwhile.
-        assert worst > 3 * BUDGET, (worst, why)
+        # Parsed in the worker, the page held every other host of the worker meanwhile: past
+        # the bound the deadline's run is held to.
+        assert worst > 3.0, (worst, why)
         assert "not parsed" not in why, why
         return
     assert sb.requests(hostile, "/next"), "the host's other page was not fetched"
