@@ -7,6 +7,8 @@ command line runs ``search`` on a pseudo-terminal (what a person's terminal rece
 click's own colours on) and through a pipe, and ``export`` writes JSON Lines and CSV. What the
 terminal got carries no escape but the command's own colour codes; JSON still holds the page's
 true title (a JSON reader gets it back whole), written with ``\\u`` escapes; CSV runs no formula.
+The web page shows a U+FFFD where each of those characters was (a browser obeys the bidi
+controls, and a result page fetched with ``curl`` reaches a terminal too).
 The control: the title the index holds (read through the API, not the terminal) has every one
 of those bytes, so they did reach the output stage.
 """
@@ -22,10 +24,12 @@ import re
 import select
 import subprocess
 import time
+import urllib.request
+from urllib.parse import quote
 
 from politecrawl.index import Searcher
 
-from conftest import cli_command, cli_env, run_cli
+from conftest import cli_command, cli_env, run_cli, serving
 from servers.sandbox import SandboxHost
 
 ESC, BEL = "\x1b", "\x07"
@@ -145,3 +149,10 @@ def test_titles_and_snippets_never_reach_the_terminal_as_commands(sandbox_factor
     rows = {row["url"]: row for row in csv.DictReader(io.StringIO(as_csv.stdout))}
     assert rows[host.url("/sheet")]["title"] == "'" + FORMULA  # a text cell, not a formula
     assert not any(str(v).startswith("=") for row in rows.values() for v in row.values())
+
+    with serving("--db", db) as server:
+        with urllib.request.urlopen(f"{server.base}/search?q={quote('zanzibar harbour')}", timeout=30) as answer:
+            page = answer.read().decode("utf-8")
+    assert "Zanzibar report" in page and "zanzibar harbour notes" in page.replace("<mark>", "").replace("</mark>", "")
+    assert "\ufffd]52;c;" in page and "invoice\ufffdgnp.exe" in page  # the marks of what was there
+    _assert_inert(page)

@@ -17,8 +17,13 @@ honour them. Unicode's bidirectional controls reorder what is shown (U+202E make
   ``-``, ``@``, tab, carriage return first) gets a leading apostrophe (OWASP's advice for CSV
   injection), and its controls but newlines (data in a quoted cell) are shown as in ``for_terminal``.
 
-Pure: no I/O. HTML has its own escaping (the templates autoescape); a browser does not obey
-these characters, but the web UI shows URLs through ``for_terminal`` as well, for the bidi ones.
+- ``for_page``: for the web UI's HTML, each of those characters but the newline becomes U+FFFD,
+  one for one (a snippet's highlight offsets still hold). A browser obeys no terminal escape,
+  but it does obey the bidi controls, and the page's bytes reach a terminal too (``curl`` of a
+  result page); a person sees the mark of something there.
+
+Pure: no I/O. HTML has its own escaping (the templates autoescape, after ``for_page``); the web
+UI shows URLs through ``for_terminal``, so that a URL's bytes are visible.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import json
 import re
 from typing import Any
 
-__all__ = ["for_terminal", "json_text", "lines_for_terminal", "spreadsheet_cell"]
+from markupsafe import Markup
+
+__all__ = ["for_page", "for_terminal", "json_text", "lines_for_terminal", "spreadsheet_cell"]
 
 # C0 controls but tab, DEL and the C1 block; the bidi embeddings, overrides, isolates and marks
 # (Unicode's UAX #9: LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM ALM); the line and paragraph
@@ -49,6 +56,13 @@ def _visible(match: re.Match[str]) -> str:
 def for_terminal(text: str) -> str:
     """``text`` with every character a terminal or a bidi renderer would act on shown as an escape."""
     return _UNSAFE_RE.sub(_visible, text)
+
+
+def for_page(text: str) -> str:
+    """``text`` for an HTML page: each character of ``for_terminal`` but the newline as U+FFFD
+    (a ``Markup`` stays ``Markup``: the mark is no markup)."""
+    shown = _UNSAFE_IN_CELL.sub("\ufffd", text)
+    return Markup(shown) if isinstance(text, Markup) else shown
 
 
 def lines_for_terminal(text: str) -> str:

@@ -20,6 +20,7 @@ from politecrawl.index.snippet import mark_highlights
 from politecrawl.policy.politeness import SLOW_DOWN_STATUSES, DelayPolicy
 from politecrawl.policy.robots_fetch import product_token
 
+from .safe_text import for_page
 from .web_openapi import MAX_QUERY_CHARS
 
 __all__ = ["bot_page_html", "highlight_snippet"]
@@ -39,7 +40,7 @@ _SPACES = re.compile(r"  +")
 
 
 def _shown(text: str) -> str:
-    return str(escape(text.translate(_ANCHOR_MARKS)))
+    return str(escape(for_page(text.translate(_ANCHOR_MARKS))))
 
 
 def highlight_snippet(snippet: str, highlights) -> Markup:
@@ -88,7 +89,12 @@ def _jinja_env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_for_page,  # every value a template shows: a crawled page wrote most of them
     )
+
+
+def _for_page(value: Any) -> Any:
+    return for_page(value) if isinstance(value, str) else value
 
 
 def _bot_context(
