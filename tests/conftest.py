@@ -36,6 +36,9 @@ def _compile_the_package() -> None:
     import compileall
 
     compileall.compile_dir(str(REPO / "src" / "politecrawl"), quiet=1)
+    # And pytest keeps the test modules it rewrote (each test process rewrote them all, at
+    # every run: half of the collection's time).
+    sys.dont_write_bytecode = False
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
