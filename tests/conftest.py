@@ -32,12 +32,12 @@ def _compile_the_package() -> None:
     """Write the package's bytecode, as ``pip install`` of a wheel does. The editable install
     leaves none, and with ``PYTHONDONTWRITEBYTECODE`` set (as where this suite has run) no
     process writes it: every command and worker process a test starts compiled the whole
-    package again, a third of a short crawl's CPU. That variable does not turn off reading it."""
+    package again, a short crawl's largest single cost. That variable does not turn off reading it."""
     import compileall
 
     compileall.compile_dir(str(REPO / "src" / "politecrawl"), quiet=1)
     # And pytest keeps the test modules it rewrote (each test process rewrote them all, at
-    # every run: half of the collection's time).
+    # every run).
     sys.dont_write_bytecode = False
 
 
